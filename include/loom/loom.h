@@ -1,0 +1,21 @@
+/* Loom: distributed training on a parameter server. Include this one header.
+ *
+ * error.h    error codes and loom_strerror()
+ * node.h     processes, roles, start-up, clock, barrier, timestamps
+ * table.h    shared tables: open, pull, push, consistency
+ * updater.h  server-side update rules, user updaters
+ * delay.h    bounded-delay task ordering */
+#ifndef LOOM_LOOM_H
+#define LOOM_LOOM_H
+
+#include "error.h"
+#include "node.h"
+#include "table.h"
+#include "updater.h"
+#include "delay.h"
+
+#define LOOM_VERSION_MAJOR 0
+#define LOOM_VERSION_MINOR 1
+#define LOOM_VERSION_PATCH 0
+
+#endif

@@ -1,0 +1,133 @@
+/* A node: one process (or, in tests, one thread) of a Loom job.
+ *
+ * A job has one scheduler, S servers and W workers. Every process runs the same
+ * program (SPMD); loom_init() reads the process's role and the scheduler's
+ * address from the environment (see docs/USAGE.md, "Environment"), registers
+ * with the scheduler and returns once the whole job has registered. Workers
+ * then run the application; the scheduler and the servers call loom_serve(),
+ * which returns when every worker has called loom_finalize().
+ *
+ *     loom_node *node;
+ *     int rc = loom_init(&node, &argc, &argv);
+ *     if (rc) { fprintf(stderr, "loom: %s\n", loom_strerror(rc)); return 1; }
+ *     if (!loom_is_worker(node)) return loom_serve(node);
+ *     ... tables, pull, push, loom_clock(node) ...
+ *     return loom_finalize(node);
+ *
+ * If any process of the job dies, the others notice within the heartbeat
+ * timeout. By default (LOOM_ON_FAILURE_EXIT) the process then prints which node
+ * died and exits with status LOOM_EXIT_PEER_FAILED; with LOOM_ON_FAILURE_RETURN
+ * blocked and later calls return LOOM_EPEERFAIL instead (used when several nodes
+ * share one process, as in tests). */
+#ifndef LOOM_NODE_H
+#define LOOM_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_node loom_node;
+
+typedef enum { LOOM_SCHEDULER = 0, LOOM_SERVER = 1, LOOM_WORKER = 2 } loom_role;
+
+typedef enum { LOOM_ON_FAILURE_EXIT = 0, LOOM_ON_FAILURE_RETURN = 1 } loom_failure_policy;
+
+/* Exit status of a process that stops because another process of the job died. */
+#define LOOM_EXIT_PEER_FAILED 3
+
+/* Everything a node needs to join a job. loom_config_from_env() fills it from
+ * the LOOM_* environment variables; programs that embed several nodes fill it
+ * by hand. */
+typedef struct loom_config {
+    loom_role role;
+    int rank;                   /* rank within the role, 0-based; -1: assigned on arrival */
+    int num_servers;            /* S >= 1 */
+    int num_workers;            /* W >= 1 */
+    char scheduler[256];        /* "host:port" of the scheduler; port 0 = any (scheduler only) */
+    char bind_host[128];        /* interface address this node binds to; "" = 127.0.0.1 */
+    int heartbeat_interval_ms;  /* how often nodes and scheduler exchange heartbeats */
+    int heartbeat_timeout_ms;   /* silence after which a node is declared dead */
+    int connect_timeout_ms;     /* how long to wait for the whole job to register */
+    loom_failure_policy on_failure;
+    int verbose;                /* 0 quiet, 1 lifecycle messages, 2 debug */
+} loom_config;
+
+/* Defaults: heartbeat every 500 ms, declared dead after 5000 ms, rendezvous
+ * within 60000 ms, exit on failure. Role, counts and scheduler must be set. */
+void loom_config_default(loom_config *cfg);
+
+/* Fill cfg from LOOM_ROLE, LOOM_RANK, LOOM_SCHEDULER, LOOM_NUM_SERVERS,
+ * LOOM_NUM_WORKERS, LOOM_BIND, LOOM_HEARTBEAT_MS, LOOM_HEARTBEAT_TIMEOUT_MS,
+ * LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE. On failure, writes a sentence naming
+ * the bad variable into err (if not NULL) and returns LOOM_ECONFIG. */
+int loom_config_from_env(loom_config *cfg, char *err, size_t errlen);
+
+/* Start a node from the environment. argc/argv are accepted for symmetry with
+ * MPI-style launchers and are currently left untouched (may be NULL). */
+int loom_init(loom_node **node, int *argc, char ***argv);
+
+/* Start a node from an explicit configuration. Blocks until the whole job has
+ * registered with the scheduler (or connect_timeout_ms passes). For a
+ * scheduler with port 0, loom_node_address() tells the port chosen; the
+ * scheduler's start does not wait for the others, its loom_serve() does. */
+int loom_node_start(const loom_config *cfg, loom_node **node);
+
+loom_role loom_node_role(const loom_node *node);
+int loom_is_worker(const loom_node *node);
+int loom_rank(const loom_node *node);        /* rank within the role */
+int loom_num_workers(const loom_node *node);
+int loom_num_servers(const loom_node *node);
+/* The "host:port" this node listens on (for a scheduler started with port 0,
+ * the port it was given). */
+const char *loom_node_address(const loom_node *node);
+
+/* Scheduler and servers: serve the job until every worker has finished, then
+ * release the node. Returns 0 on an orderly end, an error code otherwise. */
+int loom_serve(loom_node *node);
+
+/* Workers: flush pending updates, wait until the servers acknowledged them,
+ * tell the scheduler this worker is done, and release the node. */
+int loom_finalize(loom_node *node);
+
+/* End of this worker's iteration. Flushes the buffered updates of every table,
+ * tells servers and scheduler, and, if any open table is BSP or SSP(s), blocks
+ * until the slowest worker is at most s clocks behind (s = smallest staleness
+ * among those tables). Process-wide: call it once per iteration, after every thread finished it. */
+int loom_clock(loom_node *node);
+int64_t loom_current_clock(const loom_node *node);
+
+/* Workers: flush buffered updates, wait until servers applied them, then wait
+ * until every worker reaches the barrier. Drops cached rows, so pulls after the
+ * barrier see every update pushed before it by any worker. */
+int loom_barrier(loom_node *node);
+
+/* Asynchronous operations return a timestamp; loom_wait() blocks until it has
+ * completed and returns its result (0 or an error code). */
+typedef uint64_t loom_ts;
+int loom_wait(loom_node *node, loom_ts ts);
+/* Non-blocking: 1 if ts has completed, 0 if not. */
+int loom_test(loom_node *node, loom_ts ts);
+
+/* Call fn(arg, result) once ts completes, from Loom's I/O thread (or at once,
+ * from the caller, if it already has). fn must be short and must not block or
+ * call loom_wait(). */
+typedef void (*loom_callback)(void *arg, int result);
+int loom_on_complete(loom_node *node, loom_ts ts, loom_callback fn, void *arg);
+
+/* Traffic and health counters of one node since it started. */
+typedef struct loom_stats {
+    uint64_t bytes_sent, bytes_received;
+    uint64_t messages_sent, messages_received;
+    uint64_t malformed_dropped; /* received messages that failed validation */
+    uint64_t pulls_from_cache;  /* rows served from the process cache */
+    uint64_t pulls_from_server; /* rows fetched from servers */
+} loom_stats;
+void loom_node_stats(loom_node *node, loom_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

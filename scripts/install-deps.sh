@@ -1,0 +1,33 @@
+#!/bin/sh
+# Install everything Loom needs to build and test, from Debian 12 packages.
+# Safe to run again: it installs only what is missing. Run as root (or with sudo).
+set -eu
+
+packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps"
+
+missing=""
+for p in $packages; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: everything is already installed"
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+        echo "install-deps: need root to install:$missing" >&2
+        exit 1
+    fi
+else
+    SUDO=""
+fi
+
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing
