@@ -1,0 +1,116 @@
+/* config: a node's configuration, from defaults and the LOOM_* environment.
+ *
+ * Any launcher (loom run, mpirun wrappers, Kubernetes, a shell script) starts
+ * a job by setting these variables; docs/LAUNCHING.md documents them. A bad
+ * value is an error naming the variable, never a silent default. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom/error.h"
+#include "loom/node.h"
+
+void loom_config_default(loom_config *cfg)
+{
+    *cfg = (loom_config){0};
+    cfg->role = LOOM_WORKER;
+    cfg->rank = -1;
+    cfg->num_servers = 1;
+    cfg->num_workers = 1;
+    snprintf(cfg->bind_host, sizeof cfg->bind_host, "127.0.0.1");
+    cfg->heartbeat_interval_ms = 500;
+    cfg->heartbeat_timeout_ms = 5000;
+    cfg->connect_timeout_ms = 60000;
+    cfg->on_failure = LOOM_ON_FAILURE_EXIT;
+}
+
+/* Parse an integer in [lo, hi] from variable `name`; absent leaves *out alone. */
+static int env_int(const char *name, long lo, long hi, int *out, char *err, size_t errlen)
+{
+    const char *v = getenv(name);
+    if (!v) return 0;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        if (err) snprintf(err, errlen, "%s=\"%s\" is not a whole number from %ld to %ld", name, v, lo, hi);
+        return LOOM_ECONFIG;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int env_str(const char *name, char *out, size_t outlen, char *err, size_t errlen)
+{
+    const char *v = getenv(name);
+    if (!v) return 0;
+    if (!*v || strlen(v) >= outlen) {
+        if (err) snprintf(err, errlen, "%s is empty or longer than %zu characters", name, outlen - 1);
+        return LOOM_ECONFIG;
+    }
+    memcpy(out, v, strlen(v) + 1);
+    return 0;
+}
+
+int loom_config_from_env(loom_config *cfg, char *err, size_t errlen)
+{
+    loom_config_default(cfg);
+    if (err && errlen) err[0] = '\0';
+    const char *role = getenv("LOOM_ROLE");
+    if (!role) {
+        if (err)
+            snprintf(err, errlen,
+                     "LOOM_ROLE is not set: start the program with `loom run` or set LOOM_ROLE, "
+                     "LOOM_SCHEDULER, LOOM_NUM_SERVERS and LOOM_NUM_WORKERS (see docs/LAUNCHING.md)");
+        return LOOM_ECONFIG;
+    }
+    if (!strcmp(role, "scheduler")) {
+        cfg->role = LOOM_SCHEDULER;
+        cfg->rank = 0;
+    } else if (!strcmp(role, "server")) {
+        cfg->role = LOOM_SERVER;
+    } else if (!strcmp(role, "worker")) {
+        cfg->role = LOOM_WORKER;
+    } else {
+        if (err) snprintf(err, errlen, "LOOM_ROLE=\"%s\" is not scheduler, server or worker", role);
+        return LOOM_ECONFIG;
+    }
+    int rc = 0;
+    rc = rc ? rc : env_int("LOOM_NUM_SERVERS", 1, 1000, &cfg->num_servers, err, errlen);
+    rc = rc ? rc : env_int("LOOM_NUM_WORKERS", 1, 65536, &cfg->num_workers, err, errlen);
+    rc = rc ? rc : env_int("LOOM_RANK", -1, 65535, &cfg->rank, err, errlen);
+    rc = rc ? rc : env_int("LOOM_HEARTBEAT_MS", 1, 600000, &cfg->heartbeat_interval_ms, err, errlen);
+    rc = rc ? rc : env_int("LOOM_HEARTBEAT_TIMEOUT_MS", 2, 3600000, &cfg->heartbeat_timeout_ms, err, errlen);
+    rc = rc ? rc : env_int("LOOM_CONNECT_TIMEOUT_MS", 1, 86400000, &cfg->connect_timeout_ms, err, errlen);
+    rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
+    rc = rc ? rc : env_str("LOOM_BIND", cfg->bind_host, sizeof cfg->bind_host, err, errlen);
+    if (rc) return rc;
+    if (!getenv("LOOM_SCHEDULER") ||
+        env_str("LOOM_SCHEDULER", cfg->scheduler, sizeof cfg->scheduler, NULL, 0) ||
+        !strchr(cfg->scheduler, ':')) {
+        if (err) snprintf(err, errlen, "LOOM_SCHEDULER must be set to the scheduler's host:port");
+        return LOOM_ECONFIG;
+    }
+    /* A short timeout with the default interval would fire between two
+     * heartbeats; keep at least four heartbeats per timeout. */
+    if (!getenv("LOOM_HEARTBEAT_MS") && cfg->heartbeat_interval_ms * 4 > cfg->heartbeat_timeout_ms)
+        cfg->heartbeat_interval_ms = cfg->heartbeat_timeout_ms / 4 > 0 ? cfg->heartbeat_timeout_ms / 4 : 1;
+    if (cfg->heartbeat_timeout_ms <= cfg->heartbeat_interval_ms) {
+        if (err)
+            snprintf(err, errlen, "LOOM_HEARTBEAT_TIMEOUT_MS (%d) must exceed LOOM_HEARTBEAT_MS (%d)",
+                     cfg->heartbeat_timeout_ms, cfg->heartbeat_interval_ms);
+        return LOOM_ECONFIG;
+    }
+    if (cfg->role == LOOM_SERVER && cfg->rank >= cfg->num_servers) {
+        if (err) snprintf(err, errlen, "LOOM_RANK=%d but there are only %d servers", cfg->rank, cfg->num_servers);
+        return LOOM_ECONFIG;
+    }
+    if (cfg->role == LOOM_WORKER && cfg->rank >= cfg->num_workers) {
+        if (err) snprintf(err, errlen, "LOOM_RANK=%d but there are only %d workers", cfg->rank, cfg->num_workers);
+        return LOOM_ECONFIG;
+    }
+    if (cfg->role == LOOM_SCHEDULER) cfg->rank = 0;
+    return 0;
+}

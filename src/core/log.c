@@ -1,0 +1,40 @@
+/* log: see log.h. One fprintf per line, so lines of concurrent threads do not interleave. */
+#include "core/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <string.h>
+
+static _Atomic int current_level = LOG_ERROR;
+static _Thread_local char thread_tag[48];
+
+void log_set_level(int level)
+{
+    current_level = level;
+}
+
+int log_level(void)
+{
+    return current_level;
+}
+
+void log_set_tag(const char *tag)
+{
+    snprintf(thread_tag, sizeof thread_tag, "%s", tag ? tag : "");
+}
+
+void log_msg(int level, const char *fmt, ...)
+{
+    if (level > current_level) return;
+    static const char *const names[] = {"error", "info", "debug"};
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (thread_tag[0])
+        fprintf(stderr, "loom[%s] %s: %s\n", thread_tag, names[level], line);
+    else
+        fprintf(stderr, "loom %s: %s\n", names[level], line);
+}

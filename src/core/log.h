@@ -1,0 +1,25 @@
+/* log: one-line diagnostics on stderr.
+ *
+ * Lines look like "loom[worker 1] error: ...": the prefix says which node
+ * spoke, which matters when a whole job shares one terminal. The level is
+ * process-wide (LOOM_VERBOSE or loom_config.verbose); errors always print. */
+#ifndef LOOM_CORE_LOG_H
+#define LOOM_CORE_LOG_H
+
+enum { LOG_ERROR = 0, LOG_INFO = 1, LOG_DEBUG = 2 };
+
+void log_set_level(int level);
+int log_level(void);
+/* Sets the "role rank" tag of this thread's lines (nodes may share a process). */
+void log_set_tag(const char *tag);
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void log_msg(int level, const char *fmt, ...);
+
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+#endif

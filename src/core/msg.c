@@ -1,0 +1,228 @@
+/* msg: encoding and validation of Loom's message header and blob payloads.
+ * See msg.h for the layout. Nothing here trusts a received byte: every read
+ * is bounds-checked, and decoding reports why a message must be dropped. */
+#include "core/msg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Payload frames each type may carry: [min, max]. Unknown types have max -1. */
+static const struct {
+    const char *name;
+    signed char min_frames, max_frames;
+} type_info[MSG_TYPE_END_] = {
+    [MSG_REGISTER] = {"REGISTER", 1, 1},
+    [MSG_ROSTER] = {"ROSTER", 1, 1},
+    [MSG_ROSTER_ACK] = {"ROSTER_ACK", 0, 0},
+    [MSG_REJECT] = {"REJECT", 1, 1},
+    [MSG_HEARTBEAT] = {"HEARTBEAT", 0, 0},
+    [MSG_BARRIER] = {"BARRIER", 0, 0},
+    [MSG_BARRIER_RELEASE] = {"BARRIER_RELEASE", 0, 0},
+    [MSG_DONE] = {"DONE", 0, 0},
+    [MSG_DONE_ACK] = {"DONE_ACK", 0, 0},
+    [MSG_SHUTDOWN] = {"SHUTDOWN", 0, 0},
+    [MSG_SHUTDOWN_ACK] = {"SHUTDOWN_ACK", 0, 0},
+    [MSG_NODE_FAILED] = {"NODE_FAILED", 0, 0},
+    [MSG_TABLE_OPEN] = {"TABLE_OPEN", 1, 1},
+    [MSG_TABLE_CREATE] = {"TABLE_CREATE", 1, 1},
+    [MSG_TABLE_CREATED] = {"TABLE_CREATED", 0, 0},
+    [MSG_TABLE_OPENED] = {"TABLE_OPENED", 0, 0},
+    [MSG_PUSH] = {"PUSH", 1, 2},
+    [MSG_PUSH_ACK] = {"PUSH_ACK", 0, 0},
+    [MSG_PULL] = {"PULL", 0, 1},
+    [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1},
+    [MSG_CLOCK] = {"CLOCK", 0, 0},
+    [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0},
+};
+
+static int type_known(unsigned type)
+{
+    return type < MSG_TYPE_END_ && type_info[type].name != NULL;
+}
+
+const char *msg_type_name(unsigned type)
+{
+    return type_known(type) ? type_info[type].name : "UNKNOWN";
+}
+
+const char *msg_error_name(int err)
+{
+    static const char *const names[MSG_ERR_COUNT_] = {
+        "ok",          "bad header size", "bad magic",      "unsupported version",
+        "unknown type", "unknown flags",  "bad frame count", "unknown or unauthorised sender",
+        "bad payload",
+    };
+    return err >= 0 && err < MSG_ERR_COUNT_ ? names[err] : "unknown";
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+void msg_encode_header(const msg_header *h, uint8_t out[MSG_HEADER_SIZE])
+{
+    put16(out, MSG_MAGIC);
+    out[2] = MSG_VERSION;
+    out[3] = h->type;
+    put16(out + 4, h->flags);
+    put16(out + 6, h->nframes);
+    put32(out + 8, h->sender);
+    put32(out + 12, h->table);
+    msg_store_u64(out + 16, h->req);
+    msg_store_u64(out + 24, (uint64_t)h->clock);
+    msg_store_u64(out + 32, h->a);
+    msg_store_u64(out + 40, h->b);
+}
+
+int msg_decode_header(const void *buf, size_t len, size_t arrived, msg_header *h)
+{
+    const uint8_t *p = buf;
+    if (len != MSG_HEADER_SIZE) return MSG_ERR_SIZE;
+    if (get16(p) != MSG_MAGIC) return MSG_ERR_MAGIC;
+    if (p[2] != MSG_VERSION) return MSG_ERR_VERSION;
+    if (!type_known(p[3])) return MSG_ERR_TYPE;
+    h->type = p[3];
+    h->flags = get16(p + 4);
+    if (h->flags & ~MSG_F_KNOWN) return MSG_ERR_FLAGS;
+    h->nframes = get16(p + 6);
+    if (h->nframes != arrived || (int)arrived < type_info[h->type].min_frames ||
+        (int)arrived > type_info[h->type].max_frames)
+        return MSG_ERR_FRAMES;
+    h->sender = get32(p + 8);
+    h->table = get32(p + 12);
+    h->req = msg_load_u64(p + 16);
+    h->clock = (int64_t)msg_load_u64(p + 24);
+    h->a = msg_load_u64(p + 32);
+    h->b = msg_load_u64(p + 40);
+    return MSG_OK;
+}
+
+/* ---- blobs ---- */
+
+static const uint8_t *blob_take(blob_reader *r, size_t n)
+{
+    if (r->bad || r->left < n) {
+        r->bad = 1;
+        return NULL;
+    }
+    const uint8_t *p = r->p;
+    r->p += n;
+    r->left -= n;
+    return p;
+}
+
+uint8_t blob_get_u8(blob_reader *r)
+{
+    const uint8_t *p = blob_take(r, 1);
+    return p ? p[0] : 0;
+}
+
+uint32_t blob_get_u32(blob_reader *r)
+{
+    const uint8_t *p = blob_take(r, 4);
+    return p ? get32(p) : 0;
+}
+
+uint64_t blob_get_u64(blob_reader *r)
+{
+    const uint8_t *p = blob_take(r, 8);
+    return p ? msg_load_u64(p) : 0;
+}
+
+double blob_get_f64(blob_reader *r)
+{
+    uint64_t bits = blob_get_u64(r);
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+void blob_get_str(blob_reader *r, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    const uint8_t *lp = blob_take(r, 2);
+    if (!lp) return;
+    size_t n = get16(lp);
+    const uint8_t *s = blob_take(r, n);
+    if (!s) return;
+    if (n >= outlen || memchr(s, '\0', n)) {
+        r->bad = 1;
+        return;
+    }
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
+static uint8_t *blob_room(blob_writer *w, size_t n)
+{
+    if (w->bad) return NULL;
+    if (w->len + n > w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 256;
+        while (cap < w->len + n) cap *= 2;
+        uint8_t *nb = realloc(w->buf, cap);
+        if (!nb) {
+            w->bad = 1;
+            return NULL;
+        }
+        w->buf = nb;
+        w->cap = cap;
+    }
+    uint8_t *p = w->buf + w->len;
+    w->len += n;
+    return p;
+}
+
+void blob_put_u8(blob_writer *w, uint8_t v)
+{
+    uint8_t *p = blob_room(w, 1);
+    if (p) p[0] = v;
+}
+
+void blob_put_u32(blob_writer *w, uint32_t v)
+{
+    uint8_t *p = blob_room(w, 4);
+    if (p) put32(p, v);
+}
+
+void blob_put_u64(blob_writer *w, uint64_t v)
+{
+    uint8_t *p = blob_room(w, 8);
+    if (p) msg_store_u64(p, v);
+}
+
+void blob_put_f64(blob_writer *w, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    blob_put_u64(w, bits);
+}
+
+void blob_put_str(blob_writer *w, const char *s)
+{
+    size_t n = strlen(s);
+    if (n > UINT16_MAX) {
+        w->bad = 1;
+        return;
+    }
+    uint8_t *p = blob_room(w, 2 + n);
+    if (!p) return;
+    put16(p, (uint16_t)n);
+    memcpy(p + 2, s, n);
+}

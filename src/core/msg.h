@@ -1,0 +1,148 @@
+/* msg: Loom's wire format.
+ *
+ * A message is a ZeroMQ multipart message: one fixed 48-byte header frame,
+ * then 0 to 2 payload frames (keys, values, or one encoded blob). The header
+ * is little-endian on the wire whatever the host:
+ *
+ *   off size field
+ *    0   2   magic     0x4D4C ("LM")
+ *    2   1   version   MSG_VERSION
+ *    3   1   type      enum msg_type
+ *    4   2   flags     MSG_F_*
+ *    6   2   nframes   payload frames that follow (must match what arrived)
+ *    8   4   sender    node id of the sender
+ *   12   4   table     table id (data messages), else 0
+ *   16   8   req       request id / push sequence number
+ *   24   8   clock     a clock value (signed)
+ *   32   8   a         type-specific argument
+ *   40   8   b         type-specific argument
+ *
+ * msg_decode_header() checks every field that does not need context (size,
+ * magic, version, known type, frame count allowed for the type, reserved
+ * flags); handlers check the rest (table exists, sizes match the table's row
+ * size, keys in range) before touching payload. docs/PROTOCOL.md lists every
+ * type with its fields and frames. */
+#ifndef LOOM_CORE_MSG_H
+#define LOOM_CORE_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MSG_MAGIC 0x4D4Cu
+#define MSG_VERSION 1
+#define MSG_HEADER_SIZE 48
+#define MSG_MAX_FRAMES 2
+
+enum msg_type {
+    /* membership and control (core) */
+    MSG_REGISTER = 1,   /* node -> scheduler: blob (register_info) */
+    MSG_ROSTER,         /* scheduler -> node: blob (every node's id, role, rank, address) */
+    MSG_ROSTER_ACK,     /* server -> scheduler: roster installed */
+    MSG_REJECT,         /* scheduler -> node: registration refused; a = loom error code, blob = reason */
+    MSG_HEARTBEAT,      /* both directions, no payload */
+    MSG_BARRIER,        /* worker -> scheduler: req = barrier generation */
+    MSG_BARRIER_RELEASE,/* scheduler -> workers: req = generation */
+    MSG_DONE,           /* worker -> scheduler: this worker finished */
+    MSG_DONE_ACK,       /* scheduler -> worker */
+    MSG_SHUTDOWN,       /* scheduler -> server: the job is over */
+    MSG_SHUTDOWN_ACK,   /* server -> scheduler */
+    MSG_NODE_FAILED,    /* scheduler -> all: a = id of the dead node */
+    /* parameter server (ps) */
+    MSG_TABLE_OPEN = 32,/* worker -> scheduler: blob (table name and options) */
+    MSG_TABLE_CREATE,   /* scheduler -> server: table = id, blob as above */
+    MSG_TABLE_CREATED,  /* server -> scheduler: table = id, a = status */
+    MSG_TABLE_OPENED,   /* scheduler -> worker: table = id, a = status, req echoed */
+    MSG_PUSH,           /* worker -> server: req = sequence; frames keys, values; or
+                           MSG_F_RANGE with a = begin, b = end and one values frame */
+    MSG_PUSH_ACK,       /* server -> worker: req = sequence, a = status */
+    MSG_PULL,           /* worker -> server: req = request id, clock = oldest clock the
+                           answer may reflect; frame keys, or MSG_F_RANGE with a, b */
+    MSG_PULL_REPLY,     /* server -> worker: req echoed, clock = server's min clock,
+                           a = last push sequence applied from this worker, b = status;
+                           frame values */
+    MSG_CLOCK,          /* worker -> servers, scheduler: clock = clocks completed */
+    MSG_MIN_CLOCK,      /* scheduler -> workers: clock = slowest worker's clock */
+    MSG_TYPE_END_
+};
+
+#define MSG_F_RANGE 0x0001u
+#define MSG_F_KNOWN (MSG_F_RANGE)
+
+typedef struct msg_header {
+    uint8_t type;
+    uint16_t flags;
+    uint16_t nframes;
+    uint32_t sender;
+    uint32_t table;
+    uint64_t req;
+    int64_t clock;
+    uint64_t a, b;
+} msg_header;
+
+/* Why a received message was dropped. Counted per reason by the node. */
+enum msg_error {
+    MSG_OK = 0,
+    MSG_ERR_SIZE,      /* header frame not MSG_HEADER_SIZE bytes */
+    MSG_ERR_MAGIC,
+    MSG_ERR_VERSION,
+    MSG_ERR_TYPE,      /* unknown type */
+    MSG_ERR_FLAGS,     /* unknown flag bits */
+    MSG_ERR_FRAMES,    /* frame count wrong for the type, or header disagrees with arrival */
+    MSG_ERR_SENDER,    /* sender unknown or not allowed to send this type */
+    MSG_ERR_PAYLOAD,   /* payload sizes or contents invalid for the type/table */
+    MSG_ERR_COUNT_
+};
+
+const char *msg_type_name(unsigned type);
+const char *msg_error_name(int err);
+
+void msg_encode_header(const msg_header *h, uint8_t out[MSG_HEADER_SIZE]);
+/* Decode and validate a header frame of `len` bytes followed by `arrived`
+ * payload frames. Returns MSG_OK or the reason to drop it. */
+int msg_decode_header(const void *buf, size_t len, size_t arrived, msg_header *h);
+
+/* Little-endian loads and stores that work at any alignment. */
+static inline uint64_t msg_load_u64(const void *p)
+{
+    const uint8_t *b = p;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
+    return v;
+}
+
+static inline void msg_store_u64(void *p, uint64_t v)
+{
+    uint8_t *b = p;
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A bounded reader/writer for blob payloads (registration, roster, table
+ * options). Readers never read past the end: a short read sets `bad` and
+ * returns zeros, so parsers check `bad` once at the end. */
+typedef struct blob_reader {
+    const uint8_t *p;
+    size_t left;
+    int bad;
+} blob_reader;
+
+typedef struct blob_writer {
+    uint8_t *buf;
+    size_t len, cap;
+    int bad; /* allocation failed */
+} blob_writer;
+
+uint8_t blob_get_u8(blob_reader *r);
+uint32_t blob_get_u32(blob_reader *r);
+uint64_t blob_get_u64(blob_reader *r);
+double blob_get_f64(blob_reader *r);
+/* A length-prefixed (u16) string copied into out (NUL-terminated, at most
+ * outlen-1 bytes); sets bad if it is longer or contains a NUL byte. */
+void blob_get_str(blob_reader *r, char *out, size_t outlen);
+
+void blob_put_u8(blob_writer *w, uint8_t v);
+void blob_put_u32(blob_writer *w, uint32_t v);
+void blob_put_u64(blob_writer *w, uint64_t v);
+void blob_put_f64(blob_writer *w, double v);
+void blob_put_str(blob_writer *w, const char *s);
+
+#endif

@@ -1,0 +1,1103 @@
+/* node: one member of a Loom job, its sockets and its I/O thread.
+ *
+ * Start-up: the scheduler binds the well-known address; every other node
+ * binds a ROUTER on an ephemeral port, connects a DEALER to the scheduler and
+ * sends REGISTER with its role, rank and address. ZeroMQ queues that message
+ * until the scheduler is reachable, so start order does not matter. Once all
+ * nodes registered, the scheduler sends the ROSTER (every node's id, role and
+ * address) first to the servers and, once they acknowledged it, to the
+ * workers; a worker therefore never sends data to a server that does not yet
+ * know it. Workers then connect a DEALER to every server.
+ *
+ * The I/O thread polls the ROUTER, the DEALERs and the inproc outbox through
+ * which other threads send. Every received message is decoded and checked
+ * (msg_decode_header, then the sender: a DEALER connection is trusted to be
+ * its peer; on a ROUTER the routing id must name a known node that matches
+ * the header's sender) before its handler runs. Anything else is counted in
+ * `malformed` and dropped.
+ *
+ * Liveness: nodes send HEARTBEAT to the scheduler, the scheduler to every
+ * node, every heartbeat_interval_ms; any message counts as a sign of life.
+ * The scheduler declares a node dead after heartbeat_timeout_ms of silence and
+ * broadcasts NODE_FAILED; a node that hears nothing from the scheduler for as
+ * long declares the scheduler dead. Either way node_fail() prints which node
+ * died and, by default, ends the process with LOOM_EXIT_PEER_FAILED. */
+#include "core/node_priv.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "loom/error.h"
+
+#define IO_BATCH 128 /* messages read from one socket before polling again */
+
+uint64_t node_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static const char *role_name(int role)
+{
+    switch (role) {
+    case LOOM_SCHEDULER: return "scheduler";
+    case LOOM_SERVER: return "server";
+    case LOOM_WORKER: return "worker";
+    default: return "unknown";
+    }
+}
+
+const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len)
+{
+    if (id >= n->nnodes) {
+        snprintf(buf, len, "node %" PRIu32, id);
+    } else if (id == 0) {
+        snprintf(buf, len, "scheduler");
+    } else {
+        int rank;
+        int role = node_peer_role(n, id, &rank);
+        snprintf(buf, len, "%s %d (node %" PRIu32 ")", role_name(role), rank, id);
+    }
+    return buf;
+}
+
+/* ---- identity ---- */
+
+uint32_t node_id(const loom_node *n)
+{
+    return n->id;
+}
+
+uint32_t node_num_nodes(const loom_node *n)
+{
+    return n->nnodes;
+}
+
+int node_peer_role(const loom_node *n, uint32_t id, int *rank)
+{
+    uint32_t s = (uint32_t)n->cfg.num_servers;
+    int role = -1, r = -1;
+    if (id == 0) {
+        role = LOOM_SCHEDULER;
+        r = 0;
+    } else if (id <= s) {
+        role = LOOM_SERVER;
+        r = (int)(id - 1);
+    } else if (id < n->nnodes) {
+        role = LOOM_WORKER;
+        r = (int)(id - 1 - s);
+    }
+    if (rank) *rank = r;
+    return role;
+}
+
+static uint32_t id_for(const loom_config *c, loom_role role, int rank)
+{
+    if (rank < 0) return NODE_NO_ID;
+    switch (role) {
+    case LOOM_SCHEDULER: return 0;
+    case LOOM_SERVER: return node_server_id(c->num_servers, rank);
+    default: return node_worker_id(c->num_servers, rank);
+    }
+}
+
+/* ---- sockets ---- */
+
+static void *make_socket(loom_node *n, int type)
+{
+    void *s = zmq_socket(n->zctx, type);
+    if (!s) return NULL;
+    int zero = 0, linger = NODE_LINGER_MS;
+    /* No high-water marks: the I/O thread must never block or drop on send,
+     * and flow is bounded by the protocol (requests wait for answers). */
+    zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof zero);
+    zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof zero);
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    return s;
+}
+
+static void close_socket(void **s)
+{
+    if (*s) zmq_close(*s);
+    *s = NULL;
+}
+
+/* Close every socket the I/O thread owns, then the outbox's sending end. */
+static void close_all_sockets(loom_node *n)
+{
+    close_socket(&n->router);
+    close_socket(&n->outbox_pull);
+    for (uint32_t i = 0; i < n->nnodes; i++) close_socket(&n->peers[i].dealer);
+    pthread_mutex_lock(&n->out_mu);
+    close_socket(&n->outbox_push);
+    n->out_closed = 1;
+    pthread_mutex_unlock(&n->out_mu);
+}
+
+static int connect_dealer(loom_node *n, uint32_t peer_id)
+{
+    void *d = make_socket(n, ZMQ_DEALER);
+    if (!d) return LOOM_ETRANSPORT;
+    char ep[NODE_ADDR_MAX + 8];
+    snprintf(ep, sizeof ep, "tcp://%s", n->peers[peer_id].addr);
+    if (zmq_setsockopt(d, ZMQ_ROUTING_ID, n->my_rid, n->my_rid_len) || zmq_connect(d, ep)) {
+        log_error("cannot connect to %s: %s", ep, zmq_strerror(zmq_errno()));
+        zmq_close(d);
+        return LOOM_ETRANSPORT;
+    }
+    n->peers[peer_id].dealer = d;
+    return 0;
+}
+
+/* ---- sending ---- */
+
+static void close_parts(zmq_msg_t *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) zmq_msg_close(&parts[i]);
+}
+
+/* Send an encoded header and payload parts to dest, from the I/O thread. */
+static int send_parts(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts,
+                      size_t nparts)
+{
+    if (dest >= n->nnodes) {
+        zmq_msg_close(hdr);
+        close_parts(parts, nparts);
+        return LOOM_EINVAL;
+    }
+    peer *p = &n->peers[dest];
+    void *sock = p->dealer ? p->dealer : n->router;
+    size_t bytes = zmq_msg_size(hdr);
+    for (size_t i = 0; i < nparts; i++) bytes += zmq_msg_size(&parts[i]);
+    int rc = 0;
+    if (!p->dealer) {
+        if (!p->rid_len || zmq_send(sock, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+            rc = LOOM_ETRANSPORT;
+            goto fail;
+        }
+    }
+    if (zmq_msg_send(hdr, sock, (nparts ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) {
+        rc = LOOM_ETRANSPORT;
+        goto fail;
+    }
+    for (size_t i = 0; i < nparts; i++) {
+        if (zmq_msg_send(&parts[i], sock, (i + 1 < nparts ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) {
+            /* A multipart message is atomic in ZeroMQ: nothing was delivered. */
+            close_parts(parts + i, nparts - i);
+            rc = LOOM_ETRANSPORT;
+            goto out;
+        }
+    }
+    atomic_fetch_add(&n->bytes_sent, bytes);
+    atomic_fetch_add(&n->messages_sent, 1);
+    return 0;
+fail:
+    zmq_msg_close(hdr);
+    close_parts(parts, nparts);
+out:
+    if (log_level() >= LOG_DEBUG) {
+        char who[64];
+        log_debug("send to %s failed: %s", node_describe(n, dest, who, sizeof who),
+                  zmq_strerror(zmq_errno()));
+    }
+    return rc;
+}
+
+static int encode_header(loom_node *n, msg_header *h, size_t nframes, zmq_msg_t *out)
+{
+    h->sender = n->id;
+    h->nframes = (uint16_t)nframes;
+    if (zmq_msg_init_size(out, MSG_HEADER_SIZE)) return LOOM_ENOMEM;
+    msg_encode_header(h, zmq_msg_data(out));
+    return 0;
+}
+
+int node_send_io(loom_node *n, uint32_t dest, msg_header *h, zmq_msg_t *frames, size_t nframes)
+{
+    zmq_msg_t hdr;
+    if (encode_header(n, h, nframes, &hdr)) {
+        close_parts(frames, nframes);
+        return LOOM_ENOMEM;
+    }
+    return send_parts(n, dest, &hdr, frames, nframes);
+}
+
+static int build_part(const node_frame *f, zmq_msg_t *out)
+{
+    if (f->free_fn) return zmq_msg_init_data(out, (void *)f->data, f->len, f->free_fn, f->hint);
+    if (!f->copy) return zmq_msg_init_data(out, (void *)f->data, f->len, NULL, NULL);
+    if (zmq_msg_init_size(out, f->len)) return -1;
+    if (f->len) memcpy(zmq_msg_data(out), f->data, f->len);
+    return 0;
+}
+
+static int on_io_thread(const loom_node *n)
+{
+    return n->io_started && pthread_equal(pthread_self(), n->io_thread);
+}
+
+int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames,
+              size_t nframes)
+{
+    zmq_msg_t parts[MSG_MAX_FRAMES];
+    size_t built = 0;
+    int rc = 0;
+    if (nframes > MSG_MAX_FRAMES) rc = LOOM_EINVAL;
+    for (; !rc && built < nframes; built++)
+        if (build_part(&frames[built], &parts[built])) rc = LOOM_ENOMEM;
+    if (rc) {
+        /* Ownership was promised: free what was not turned into a part. */
+        close_parts(parts, built);
+        for (size_t i = built; i < nframes && i < MSG_MAX_FRAMES; i++)
+            if (frames[i].free_fn) frames[i].free_fn((void *)frames[i].data, frames[i].hint);
+        return rc;
+    }
+    if (on_io_thread(n)) return node_send_io(n, dest, h, parts, nframes);
+
+    zmq_msg_t hdr;
+    if (encode_header(n, h, nframes, &hdr)) {
+        close_parts(parts, nframes);
+        return LOOM_ENOMEM;
+    }
+    pthread_mutex_lock(&n->out_mu);
+    if (n->out_closed) {
+        rc = n->state == NODE_FAILED ? LOOM_EPEERFAIL : LOOM_ESHUTDOWN;
+        zmq_msg_close(&hdr);
+        close_parts(parts, nframes);
+    } else if (zmq_send(n->outbox_push, &dest, sizeof dest, ZMQ_SNDMORE) < 0 ||
+               zmq_msg_send(&hdr, n->outbox_push, nframes ? ZMQ_SNDMORE : 0) < 0) {
+        rc = LOOM_ETRANSPORT;
+        zmq_msg_close(&hdr);
+        close_parts(parts, nframes);
+    } else {
+        for (size_t i = 0; i < nframes; i++)
+            zmq_msg_send(&parts[i], n->outbox_push, i + 1 < nframes ? ZMQ_SNDMORE : 0);
+    }
+    pthread_mutex_unlock(&n->out_mu);
+    return rc;
+}
+
+/* Send a header-only control message from the I/O thread. */
+static void send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req, uint64_t a)
+{
+    msg_header h = {.type = type, .req = req, .a = a};
+    node_send_io(n, dest, &h, NULL, 0);
+}
+
+/* ---- receiving ---- */
+
+void node_drop(loom_node *n, const node_msg *m, const char *why)
+{
+    uint64_t count = atomic_fetch_add(&n->malformed, 1) + 1;
+    /* The first few are worth a line each; a flood must not flood the log. */
+    if (count <= 5 || log_level() >= LOG_DEBUG) {
+        char who[64];
+        log_error("dropped a malformed %s message from %s: %s", msg_type_name(m->h.type),
+                  node_describe(n, m->from, who, sizeof who), why);
+    }
+}
+
+static void drop_raw(loom_node *n, int err)
+{
+    uint64_t count = atomic_fetch_add(&n->malformed, 1) + 1;
+    if (count <= 5 || log_level() >= LOG_DEBUG)
+        log_error("dropped a malformed message: %s", msg_error_name(err));
+}
+
+/* Read one whole multipart message. Keeps at most `max` parts; returns the
+ * number of parts that arrived (which may exceed max), or -1 if none was ready. */
+static int recv_message(loom_node *n, void *sock, zmq_msg_t *parts, int max)
+{
+    int count = 0, more = 1;
+    while (more) {
+        zmq_msg_t part;
+        zmq_msg_init(&part);
+        if (zmq_msg_recv(&part, sock, count ? 0 : ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&part);
+            if (count == 0) return -1;
+            break; /* cannot happen for a message that began: parts arrive together */
+        }
+        atomic_fetch_add(&n->bytes_received, zmq_msg_size(&part));
+        more = zmq_msg_more(&part);
+        if (count < max)
+            parts[count] = part;
+        else
+            zmq_msg_close(&part);
+        count++;
+    }
+    atomic_fetch_add(&n->messages_received, 1);
+    return count;
+}
+
+static void dispatch(loom_node *n, node_msg *m)
+{
+    n->peers[m->from].last_heard_ms = node_now_ms();
+    handler_entry *e = &n->handlers[m->h.type];
+    if (!e->fn) {
+        node_drop(n, m, "message type not accepted by this node");
+        return;
+    }
+    e->fn(n, e->ctx, m);
+}
+
+/* Resolve the sender of a message that arrived on our ROUTER. */
+static uint32_t router_sender(loom_node *n, const zmq_msg_t *rid)
+{
+    size_t len = zmq_msg_size(rid);
+    const uint8_t *data = zmq_msg_data((zmq_msg_t *)rid);
+    if (len == 4) {
+        uint32_t id = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 |
+                      (uint32_t)data[3] << 24;
+        if (id < n->nnodes && id != n->id) {
+            peer *p = &n->peers[id];
+            /* The scheduler knows each node's routing id from its REGISTER;
+             * the others accept only nodes of the installed roster. */
+            if (n->cfg.role == LOOM_SCHEDULER ? p->rid_len == 4 && !memcmp(p->rid, data, 4)
+                                              : n->roster_installed)
+                return id;
+        }
+    }
+    if (n->cfg.role == LOOM_SCHEDULER) {
+        for (uint32_t i = 1; i < n->nnodes; i++)
+            if (n->peers[i].rid_len == len && !memcmp(n->peers[i].rid, data, len)) return i;
+    }
+    return NODE_NO_ID;
+}
+
+static void take_frames(node_msg *m, zmq_msg_t *parts, int first, int count)
+{
+    m->nframes = 0;
+    for (int i = first; i < count; i++) {
+        zmq_msg_init(&m->frames[m->nframes]);
+        zmq_msg_move(&m->frames[m->nframes++], &parts[i]);
+    }
+}
+
+static void close_frames(node_msg *m)
+{
+    for (size_t i = 0; i < m->nframes; i++) zmq_msg_close(&m->frames[i]);
+}
+
+/* One message from a socket: the ROUTER if from_peer is NODE_NO_ID, else the
+ * DEALER connected to from_peer. Returns 0 if no message was ready. */
+static int receive_one(loom_node *n, void *sock, uint32_t from_peer)
+{
+    enum { MAXP = 2 + MSG_MAX_FRAMES };
+    zmq_msg_t parts[MAXP];
+    int count = recv_message(n, sock, parts, MAXP);
+    if (count < 0) return 0;
+    int kept = count < MAXP ? count : MAXP;
+    int first = from_peer == NODE_NO_ID ? 1 : 0; /* skip the routing id */
+    node_msg m = {0};
+    int err = MSG_OK;
+    if (count <= first) {
+        err = MSG_ERR_SIZE;
+    } else {
+        zmq_msg_t *hdr = &parts[first];
+        err = msg_decode_header(zmq_msg_data(hdr), zmq_msg_size(hdr),
+                                (size_t)(count - first - 1), &m.h);
+    }
+    if (err == MSG_OK) {
+        m.from = from_peer == NODE_NO_ID ? router_sender(n, &parts[0]) : from_peer;
+        if (m.from == NODE_NO_ID && n->cfg.role == LOOM_SCHEDULER && m.h.type == MSG_REGISTER) {
+            take_frames(&m, parts, first + 1, kept);
+            sched_handle_unregistered(n, zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]), &m);
+            close_frames(&m);
+            close_parts(parts, (size_t)first + 1);
+            return 1;
+        }
+        if (m.from == NODE_NO_ID || (m.h.sender != m.from && m.h.type != MSG_REGISTER))
+            err = MSG_ERR_SENDER;
+    }
+    if (err != MSG_OK) {
+        drop_raw(n, err);
+        close_parts(parts, (size_t)kept);
+        return 1;
+    }
+    take_frames(&m, parts, first + 1, kept);
+    close_parts(parts, (size_t)first + 1);
+    dispatch(n, &m);
+    close_frames(&m);
+    return 1;
+}
+
+/* Forward one message queued by another thread: [dest][header][parts...]. */
+static int forward_one(loom_node *n)
+{
+    enum { MAXP = 2 + MSG_MAX_FRAMES };
+    zmq_msg_t parts[MAXP];
+    int count = 0, more = 1;
+    while (more) {
+        zmq_msg_init(&parts[count]);
+        if (zmq_msg_recv(&parts[count], n->outbox_pull, count ? 0 : ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&parts[count]);
+            return count > 0;
+        }
+        more = zmq_msg_more(&parts[count]);
+        count++;
+        if (count == MAXP && more) break; /* our own senders never do this */
+    }
+    uint32_t dest;
+    memcpy(&dest, zmq_msg_data(&parts[0]), sizeof dest);
+    zmq_msg_close(&parts[0]);
+    if (dest == NODE_NO_ID) { /* the stop request of node_destroy() */
+        close_parts(parts + 1, (size_t)count - 1);
+        n->io_exit = 1;
+        return 1;
+    }
+    send_parts(n, dest, &parts[1], parts + 2, (size_t)count - 2);
+    return 1;
+}
+
+/* ---- failure and the end of the job ---- */
+
+void node_finish(loom_node *n, int status)
+{
+    pthread_mutex_lock(&n->mu);
+    if (n->state != NODE_FAILED) {
+        n->state = NODE_DONE;
+        n->end_status = status;
+    }
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
+{
+    pthread_mutex_lock(&n->mu);
+    int already = n->state == NODE_FAILED || n->state == NODE_DONE;
+    if (!already) {
+        n->state = NODE_FAILED;
+        n->end_status = LOOM_EPEERFAIL;
+    }
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    if (already) return;
+
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    log_error("%s; stopping", why);
+    tracker_fail_all(&n->ts, LOOM_EPEERFAIL);
+
+    if (n->cfg.role == LOOM_SCHEDULER) {
+        for (uint32_t i = 1; i < n->nnodes; i++)
+            if (i != dead && n->peers[i].registered && !n->peers[i].done)
+                send_control(n, i, MSG_NODE_FAILED, 0, dead);
+    }
+    if (n->cfg.on_failure == LOOM_ON_FAILURE_EXIT) {
+        /* Closing with linger, then terminating the context, gives the
+         * NODE_FAILED broadcast its chance to leave before the process ends. */
+        close_all_sockets(n);
+        zmq_ctx_term(n->zctx);
+        fflush(stdout);
+        _exit(LOOM_EXIT_PEER_FAILED);
+    }
+}
+
+/* ---- control messages of servers and workers ---- */
+
+static void on_heartbeat(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)n, (void)ctx, (void)m; /* dispatch() already noted the sign of life */
+}
+
+static int install_roster(loom_node *n, node_msg *m)
+{
+    if (m->from != 0 || m->nframes != 1) return LOOM_EPROTO;
+    blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
+    uint32_t count = blob_get_u32(&r);
+    if (r.bad || count != n->nnodes || m->h.a >= n->nnodes) return LOOM_EPROTO;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t id = blob_get_u32(&r);
+        int role = blob_get_u8(&r);
+        int rank = (int)blob_get_u32(&r);
+        char addr[NODE_ADDR_MAX];
+        blob_get_str(&r, addr, sizeof addr);
+        int expect_rank;
+        if (r.bad || id >= n->nnodes || node_peer_role(n, id, &expect_rank) != role ||
+            rank != expect_rank)
+            return LOOM_EPROTO;
+        n->peers[id].role = role;
+        n->peers[id].rank = rank;
+        /* Ranked nodes' DEALERs carry their node id as routing id. */
+        for (int b = 0; b < 4; b++) n->peers[id].rid[b] = (uint8_t)(id >> (8 * b));
+        n->peers[id].rid_len = 4;
+        snprintf(n->peers[id].addr, sizeof n->peers[id].addr, "%s", addr);
+    }
+    if (r.bad || r.left) return LOOM_EPROTO;
+    if (n->id == NODE_NO_ID) {
+        n->id = (uint32_t)m->h.a;
+        n->cfg.rank = n->peers[n->id].rank;
+    }
+    if (n->id != m->h.a) return LOOM_EPROTO;
+    /* From now on this node's DEALERs identify it by its node id. */
+    for (int i = 0; i < 4; i++) n->my_rid[i] = (uint8_t)(n->id >> (8 * i));
+    n->my_rid_len = 4;
+    if (n->cfg.role == LOOM_WORKER) {
+        for (int s = 0; s < n->cfg.num_servers; s++) {
+            int rc = connect_dealer(n, node_server_id(n->cfg.num_servers, s));
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+static void on_roster(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    if (n->roster_installed) {
+        node_drop(n, m, "second roster");
+        return;
+    }
+    int rc = install_roster(n, m);
+    if (rc) {
+        node_drop(n, m, "invalid roster");
+        return;
+    }
+    snprintf(n->tag, sizeof n->tag, "%s %d", role_name(n->cfg.role), n->cfg.rank);
+    log_set_tag(n->tag);
+    pthread_mutex_lock(&n->mu);
+    n->roster_installed = 1;
+    n->state = NODE_RUNNING;
+    n->peers[0].last_heard_ms = node_now_ms();
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    if (n->cfg.role == LOOM_SERVER) send_control(n, 0, MSG_ROSTER_ACK, 0, 0);
+}
+
+static void on_reject(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    char why[256] = "no reason given";
+    blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
+    blob_get_str(&r, why, sizeof why);
+    log_error("the scheduler refused this node: %s", why);
+    pthread_mutex_lock(&n->mu);
+    n->state = NODE_FAILED;
+    n->end_status = m->h.a > 0 && m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_ECONFIG;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+static void on_barrier_release(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    pthread_mutex_lock(&n->mu);
+    if (m->h.req > n->barrier_gen_released) n->barrier_gen_released = m->h.req;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+static void on_done_ack(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx, (void)m;
+    pthread_mutex_lock(&n->mu);
+    n->done_acked = 1;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+static void on_shutdown(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx, (void)m;
+    send_control(n, 0, MSG_SHUTDOWN_ACK, 0, 0);
+    node_finish(n, 0);
+}
+
+static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    char who[64];
+    if (m->h.a >= n->nnodes) {
+        node_drop(n, m, "dead node id out of range");
+        return;
+    }
+    node_fail(n, (uint32_t)m->h.a, "%s died (reported by the scheduler)",
+              node_describe(n, (uint32_t)m->h.a, who, sizeof who));
+}
+
+static void tick(loom_node *n, uint64_t now)
+{
+    if (n->cfg.role == LOOM_SCHEDULER) {
+        sched_tick(n, now);
+        return;
+    }
+    if (!n->roster_installed || n->state != NODE_RUNNING) return;
+    if (n->cfg.role == LOOM_WORKER && n->done_acked) return;
+    send_control(n, 0, MSG_HEARTBEAT, 0, 0);
+    uint64_t silent = now - n->peers[0].last_heard_ms;
+    if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms)
+        node_fail(n, 0, "lost the scheduler: nothing heard from it for %" PRIu64 " ms", silent);
+}
+
+/* ---- the I/O thread ---- */
+
+static void *io_main(void *arg)
+{
+    loom_node *n = arg;
+    log_set_tag(n->tag);
+    zmq_pollitem_t items[2 + 1024];
+    uint32_t item_peer[2 + 1024];
+    while (!n->io_exit) {
+        /* The set of DEALERs changes only when the roster arrives; rebuilding
+         * it each round is a few dozen stores and keeps the loop simple. */
+        int ni = 0;
+        items[ni] = (zmq_pollitem_t){n->outbox_pull, 0, ZMQ_POLLIN, 0};
+        item_peer[ni++] = NODE_NO_ID;
+        items[ni] = (zmq_pollitem_t){n->router, 0, ZMQ_POLLIN, 0};
+        item_peer[ni++] = NODE_NO_ID;
+        for (uint32_t i = 0; i < n->nnodes && ni < (int)(sizeof items / sizeof *items); i++) {
+            if (!n->peers[i].dealer) continue;
+            items[ni] = (zmq_pollitem_t){n->peers[i].dealer, 0, ZMQ_POLLIN, 0};
+            item_peer[ni++] = i;
+        }
+        uint64_t now = node_now_ms();
+        long timeout = n->next_heartbeat_ms > now ? (long)(n->next_heartbeat_ms - now) : 0;
+        if (zmq_poll(items, ni, timeout) < 0 && zmq_errno() != EINTR) {
+            log_error("poll failed: %s", zmq_strerror(zmq_errno()));
+            break;
+        }
+        for (int i = 0; i < ni && !n->io_exit; i++) {
+            if (!(items[i].revents & ZMQ_POLLIN)) continue;
+            for (int k = 0; k < IO_BATCH && !n->io_exit; k++) {
+                int got = i == 0 ? forward_one(n) : receive_one(n, items[i].socket, item_peer[i]);
+                if (!got) break;
+            }
+        }
+        now = node_now_ms();
+        if (now >= n->next_heartbeat_ms) {
+            n->next_heartbeat_ms = now + (uint64_t)n->cfg.heartbeat_interval_ms;
+            tick(n, now);
+        }
+    }
+    close_socket(&n->router);
+    close_socket(&n->outbox_pull);
+    for (uint32_t i = 0; i < n->nnodes; i++) close_socket(&n->peers[i].dealer);
+    return NULL;
+}
+
+/* ---- start-up ---- */
+
+static int validate_config(const loom_config *c)
+{
+    if (c->role != LOOM_SCHEDULER && c->role != LOOM_SERVER && c->role != LOOM_WORKER)
+        return LOOM_ECONFIG;
+    if (c->num_servers < 1 || c->num_workers < 1 || c->num_servers > 1000 ||
+        c->num_workers > 65536)
+        return LOOM_ECONFIG;
+    int max_rank = c->role == LOOM_SERVER ? c->num_servers : c->role == LOOM_WORKER ? c->num_workers : 1;
+    if (c->rank < -1 || c->rank >= max_rank) return LOOM_ECONFIG;
+    if (c->role == LOOM_SCHEDULER && c->rank == -1) return LOOM_ECONFIG;
+    if (!strchr(c->scheduler, ':')) return LOOM_ECONFIG;
+    if (c->heartbeat_interval_ms < 1 || c->heartbeat_timeout_ms <= c->heartbeat_interval_ms ||
+        c->connect_timeout_ms < 1)
+        return LOOM_ECONFIG;
+    return 0;
+}
+
+static int bind_router(loom_node *n)
+{
+    n->router = make_socket(n, ZMQ_ROUTER);
+    if (!n->router) return LOOM_ETRANSPORT;
+    int one = 1;
+    /* MANDATORY: sending to a vanished peer fails instead of vanishing;
+     * HANDOVER: a restarted node may reclaim its routing id. */
+    zmq_setsockopt(n->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(n->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    char ep[NODE_ADDR_MAX + 16];
+    if (n->cfg.role == LOOM_SCHEDULER) {
+        const char *colon = strrchr(n->cfg.scheduler, ':');
+        const char *port = colon + 1;
+        snprintf(ep, sizeof ep, "tcp://%.*s:%s", (int)(colon - n->cfg.scheduler),
+                 n->cfg.scheduler, strcmp(port, "0") ? port : "*");
+    } else {
+        snprintf(ep, sizeof ep, "tcp://%s:*", n->cfg.bind_host[0] ? n->cfg.bind_host : "127.0.0.1");
+    }
+    if (zmq_bind(n->router, ep)) {
+        log_error("cannot listen on %s: %s", ep, zmq_strerror(zmq_errno()));
+        return LOOM_ETRANSPORT;
+    }
+    char last[NODE_ADDR_MAX + 16];
+    size_t len = sizeof last;
+    zmq_getsockopt(n->router, ZMQ_LAST_ENDPOINT, last, &len);
+    const char *hostport = strncmp(last, "tcp://", 6) ? last : last + 6;
+    if (strlen(hostport) >= sizeof n->address) return LOOM_ECONFIG;
+    memcpy(n->address, hostport, strlen(hostport) + 1);
+    return 0;
+}
+
+static int open_outbox(loom_node *n)
+{
+    char ep[64];
+    snprintf(ep, sizeof ep, "inproc://loom-outbox-%p", (void *)n);
+    n->outbox_pull = make_socket(n, ZMQ_PULL);
+    n->outbox_push = make_socket(n, ZMQ_PUSH);
+    if (!n->outbox_pull || !n->outbox_push || zmq_bind(n->outbox_pull, ep) ||
+        zmq_connect(n->outbox_push, ep))
+        return LOOM_ETRANSPORT;
+    return 0;
+}
+
+static void set_handlers(loom_node *n)
+{
+    node_set_handler(n, MSG_HEARTBEAT, on_heartbeat, NULL);
+    if (n->cfg.role == LOOM_SCHEDULER) return; /* sched_init sets the scheduler's */
+    node_set_handler(n, MSG_ROSTER, on_roster, NULL);
+    node_set_handler(n, MSG_REJECT, on_reject, NULL);
+    node_set_handler(n, MSG_NODE_FAILED, on_node_failed, NULL);
+    if (n->cfg.role == LOOM_WORKER) {
+        node_set_handler(n, MSG_BARRIER_RELEASE, on_barrier_release, NULL);
+        node_set_handler(n, MSG_DONE_ACK, on_done_ack, NULL);
+    } else {
+        node_set_handler(n, MSG_SHUTDOWN, on_shutdown, NULL);
+    }
+}
+
+static int send_register(loom_node *n)
+{
+    blob_writer w = {0};
+    blob_put_u8(&w, (uint8_t)n->cfg.role);
+    blob_put_u32(&w, (uint32_t)n->cfg.rank);
+    blob_put_u32(&w, (uint32_t)n->cfg.num_servers);
+    blob_put_u32(&w, (uint32_t)n->cfg.num_workers);
+    blob_put_str(&w, n->address);
+    if (w.bad) {
+        free(w.buf);
+        return LOOM_ENOMEM;
+    }
+    msg_header h = {.type = MSG_REGISTER};
+    node_frame f = {w.buf, w.len, NULL, NULL, 1};
+    int rc = node_send(n, 0, &h, &f, 1);
+    free(w.buf);
+    return rc;
+}
+
+/* Wait (with n->mu held) until pred(n) or the job failed or the deadline. */
+static int wait_until(loom_node *n, int (*pred)(const loom_node *), uint64_t deadline_ms)
+{
+    while (!pred(n)) {
+        if (n->state == NODE_FAILED) return n->end_status ? n->end_status : LOOM_EPEERFAIL;
+        int rc = node_wait(n, deadline_ms);
+        if (rc == LOOM_ETIMEDOUT) return rc;
+    }
+    return 0;
+}
+
+static int roster_ready(const loom_node *n)
+{
+    return n->roster_installed;
+}
+
+int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **out)
+{
+    *out = NULL;
+    int rc = validate_config(cfg);
+    if (rc) return rc;
+    loom_node *n = calloc(1, sizeof *n);
+    if (!n) return LOOM_ENOMEM;
+    n->cfg = *cfg;
+    log_set_level(cfg->verbose);
+    n->nnodes = 1u + (uint32_t)cfg->num_servers + (uint32_t)cfg->num_workers;
+    n->id = id_for(cfg, cfg->role, cfg->rank);
+    n->peers = calloc(n->nnodes, sizeof *n->peers);
+    pthread_mutex_init(&n->mu, NULL);
+    pthread_cond_init(&n->cv, NULL);
+    pthread_mutex_init(&n->out_mu, NULL);
+    n->zctx = zmq_ctx_new();
+    if (!n->peers || !n->zctx || tracker_init(&n->ts)) {
+        free(n->peers);
+        free(n);
+        return LOOM_ENOMEM;
+    }
+    if (cfg->rank >= 0)
+        snprintf(n->tag, sizeof n->tag, "%s %d", role_name(cfg->role), cfg->rank);
+    else
+        snprintf(n->tag, sizeof n->tag, "%s ?", role_name(cfg->role));
+    log_set_tag(n->tag);
+    if (n->id != NODE_NO_ID) {
+        for (int i = 0; i < 4; i++) n->my_rid[i] = (uint8_t)(n->id >> (8 * i));
+        n->my_rid_len = 4;
+    } else {
+        /* Not ranked yet: an 8-byte id that cannot collide with a 4-byte node id. */
+        uint64_t r = (uint64_t)getpid() << 32 ^ node_now_ms() ^ (uint64_t)(uintptr_t)n;
+        msg_store_u64(n->my_rid, r);
+        n->my_rid_len = 8;
+    }
+    set_handlers(n);
+    rc = bind_router(n);
+    if (!rc && attach) rc = attach(n);
+    if (!rc) rc = open_outbox(n);
+    if (!rc && cfg->role == LOOM_SCHEDULER) {
+        rc = sched_init(n);
+        n->roster_installed = 1;
+        n->state = NODE_RUNNING;
+    } else if (!rc) {
+        snprintf(n->peers[0].addr, sizeof n->peers[0].addr, "%s", cfg->scheduler);
+        rc = connect_dealer(n, 0);
+    }
+    if (!rc) {
+        n->next_heartbeat_ms = node_now_ms() + (uint64_t)cfg->heartbeat_interval_ms;
+        if (pthread_create(&n->io_thread, NULL, io_main, n))
+            rc = LOOM_ENOMEM;
+        else
+            n->io_started = 1;
+    }
+    if (!rc && cfg->role != LOOM_SCHEDULER) {
+        rc = send_register(n);
+        pthread_mutex_lock(&n->mu);
+        if (!rc) rc = wait_until(n, roster_ready, node_now_ms() + (uint64_t)cfg->connect_timeout_ms);
+        pthread_mutex_unlock(&n->mu);
+        if (rc == LOOM_ETIMEDOUT)
+            log_error("could not join the job: the scheduler at %s did not answer within %d ms "
+                      "(is it running, and are LOOM_NUM_SERVERS/LOOM_NUM_WORKERS right?)",
+                      cfg->scheduler, cfg->connect_timeout_ms);
+    }
+    if (rc) {
+        node_destroy(n);
+        return rc;
+    }
+    log_info("joined the job as node %" PRIu32 ", listening on %s", n->id, n->address);
+    *out = n;
+    return 0;
+}
+
+void node_set_handler(loom_node *n, unsigned type, node_handler fn, void *ctx)
+{
+    if (type < MSG_TYPE_END_) n->handlers[type] = (handler_entry){fn, ctx};
+}
+
+/* ---- waiting ---- */
+
+void node_lock(loom_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+}
+
+void node_unlock(loom_node *n)
+{
+    pthread_mutex_unlock(&n->mu);
+}
+
+void node_broadcast(loom_node *n)
+{
+    pthread_cond_broadcast(&n->cv);
+}
+
+int node_failed(const loom_node *n)
+{
+    return n->state == NODE_FAILED;
+}
+
+int node_wait(loom_node *n, uint64_t deadline_ms)
+{
+    if (n->state == NODE_FAILED) return LOOM_EPEERFAIL;
+    if (!deadline_ms) {
+        pthread_cond_wait(&n->cv, &n->mu);
+    } else {
+        uint64_t now = node_now_ms();
+        if (now >= deadline_ms) return LOOM_ETIMEDOUT;
+        /* The condition variable uses CLOCK_REALTIME: convert the remaining time. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t wait_ms = deadline_ms - now;
+        ts.tv_sec += (time_t)(wait_ms / 1000);
+        ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&n->cv, &n->mu, &ts);
+    }
+    return n->state == NODE_FAILED ? LOOM_EPEERFAIL : 0;
+}
+
+/* ---- timestamps ---- */
+
+loom_ts node_ts_new(loom_node *n, uint32_t parts)
+{
+    return tracker_new(&n->ts, parts);
+}
+
+void node_ts_done(loom_node *n, loom_ts ts, int status)
+{
+    tracker_done(&n->ts, ts, status);
+}
+
+void node_ts_add_parts(loom_node *n, loom_ts ts, uint32_t parts)
+{
+    tracker_add_parts(&n->ts, ts, parts);
+}
+
+int loom_wait(loom_node *n, loom_ts ts)
+{
+    return n ? tracker_wait(&n->ts, ts) : LOOM_EINVAL;
+}
+
+int loom_test(loom_node *n, loom_ts ts)
+{
+    return n ? tracker_test(&n->ts, ts) : 0;
+}
+
+int loom_on_complete(loom_node *n, loom_ts ts, loom_callback fn, void *arg)
+{
+    return n ? tracker_on_complete(&n->ts, ts, fn, arg) : LOOM_EINVAL;
+}
+
+/* ---- layers and counters ---- */
+
+void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state))
+{
+    n->layers[layer].state = state;
+    n->layers[layer].destroy = destroy;
+}
+
+void *node_layer(const loom_node *n, int layer)
+{
+    return n->layers[layer].state;
+}
+
+void node_count(loom_node *n, enum node_counter c, uint64_t v)
+{
+    if (c == NODE_PULLS_FROM_CACHE)
+        atomic_fetch_add(&n->pulls_from_cache, v);
+    else
+        atomic_fetch_add(&n->pulls_from_server, v);
+}
+
+void loom_node_stats(loom_node *n, loom_stats *out)
+{
+    *out = (loom_stats){
+        .bytes_sent = atomic_load(&n->bytes_sent),
+        .bytes_received = atomic_load(&n->bytes_received),
+        .messages_sent = atomic_load(&n->messages_sent),
+        .messages_received = atomic_load(&n->messages_received),
+        .malformed_dropped = atomic_load(&n->malformed),
+        .pulls_from_cache = atomic_load(&n->pulls_from_cache),
+        .pulls_from_server = atomic_load(&n->pulls_from_server),
+    };
+}
+
+/* ---- the end ---- */
+
+static int done_acked(const loom_node *n)
+{
+    return n->done_acked;
+}
+
+int node_worker_done(loom_node *n)
+{
+    msg_header h = {.type = MSG_DONE};
+    int rc = node_send(n, 0, &h, NULL, 0);
+    pthread_mutex_lock(&n->mu);
+    if (!rc) rc = wait_until(n, done_acked, node_now_ms() + (uint64_t)n->cfg.connect_timeout_ms);
+    if (!rc) n->state = NODE_DONE;
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+static int barrier_released(const loom_node *n)
+{
+    return n->barrier_gen_released >= n->barrier_gen_entered;
+}
+
+int node_barrier(loom_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    uint64_t gen = ++n->barrier_gen_entered;
+    pthread_mutex_unlock(&n->mu);
+    msg_header h = {.type = MSG_BARRIER, .req = gen};
+    int rc = node_send(n, 0, &h, NULL, 0);
+    pthread_mutex_lock(&n->mu);
+    if (!rc) rc = wait_until(n, barrier_released, 0);
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+static int job_over(const loom_node *n)
+{
+    return n->state == NODE_DONE;
+}
+
+int node_serve(loom_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    int rc = wait_until(n, job_over, 0);
+    if (!rc) rc = n->end_status;
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+void node_destroy(loom_node *n)
+{
+    if (!n) return;
+    if (n->io_started) {
+        uint32_t stop = NODE_NO_ID;
+        pthread_mutex_lock(&n->out_mu);
+        if (!n->out_closed) zmq_send(n->outbox_push, &stop, sizeof stop, 0);
+        pthread_mutex_unlock(&n->out_mu);
+        pthread_join(n->io_thread, NULL);
+    } else {
+        close_socket(&n->router);
+        close_socket(&n->outbox_pull);
+        for (uint32_t i = 0; i < n->nnodes; i++) close_socket(&n->peers[i].dealer);
+    }
+    pthread_mutex_lock(&n->out_mu);
+    close_socket(&n->outbox_push);
+    n->out_closed = 1;
+    pthread_mutex_unlock(&n->out_mu);
+    zmq_ctx_term(n->zctx);
+    for (int i = 0; i < NODE_LAYER_COUNT; i++)
+        if (n->layers[i].destroy) n->layers[i].destroy(n->layers[i].state);
+    uint64_t bad = atomic_load(&n->malformed);
+    if (bad) log_error("dropped %" PRIu64 " malformed message(s) in all", bad);
+    if (n->cfg.role == LOOM_SCHEDULER) sched_free(n);
+    tracker_destroy(&n->ts);
+    pthread_mutex_destroy(&n->mu);
+    pthread_cond_destroy(&n->cv);
+    pthread_mutex_destroy(&n->out_mu);
+    free(n->peers);
+    free(n);
+}
+
+/* ---- public accessors ---- */
+
+loom_role loom_node_role(const loom_node *n)
+{
+    return n->cfg.role;
+}
+
+int loom_is_worker(const loom_node *n)
+{
+    return n && n->cfg.role == LOOM_WORKER;
+}
+
+int loom_rank(const loom_node *n)
+{
+    return n->cfg.rank;
+}
+
+int loom_num_workers(const loom_node *n)
+{
+    return n->cfg.num_workers;
+}
+
+int loom_num_servers(const loom_node *n)
+{
+    return n->cfg.num_servers;
+}
+
+const char *loom_node_address(const loom_node *n)
+{
+    return n->address;
+}

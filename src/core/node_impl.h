@@ -1,0 +1,120 @@
+/* node_impl: what the layers above core (ps, later sched/p2p/ft) use of a node.
+ *
+ * A node owns one ZeroMQ context and one I/O thread. The I/O thread owns every
+ * socket: a ROUTER bound on this node's address (peers connect to it) and one
+ * DEALER per peer this node sends requests to (workers -> scheduler and
+ * servers; servers -> scheduler). Other threads hand outgoing messages to the
+ * I/O thread through an inproc queue; the I/O thread decodes incoming
+ * messages, validates the header and the sender, and calls the handler that a
+ * layer registered for the message type. Handlers run on the I/O thread, in
+ * arrival order per peer, and must not block.
+ *
+ * Node ids follow from role and rank: the scheduler is 0, server r is 1 + r,
+ * worker r is 1 + S + r.
+ *
+ * Asynchronous work is tracked by timestamps (loom_ts): a timestamp counts
+ * outstanding parts (e.g. one per server a pull went to); it completes when
+ * the count reaches zero, wakes loom_wait() and runs loom_on_complete()
+ * callbacks. */
+#ifndef LOOM_CORE_NODE_IMPL_H
+#define LOOM_CORE_NODE_IMPL_H
+
+#include <stdint.h>
+#include <zmq.h>
+
+#include "core/msg.h"
+#include "loom/node.h"
+
+/* A received message, as handed to a handler. Frames belong to the I/O
+ * thread and are closed after the handler returns, unless the handler moved
+ * them out (zmq_msg_move) to keep the payload without a copy. */
+typedef struct node_msg {
+    msg_header h;
+    uint32_t from; /* verified sender node id */
+    size_t nframes;
+    zmq_msg_t frames[MSG_MAX_FRAMES];
+} node_msg;
+
+typedef void (*node_handler)(loom_node *n, void *ctx, node_msg *m);
+
+/* An outgoing payload frame. With free_fn set, the I/O thread / ZeroMQ takes
+ * ownership and calls free_fn(data, hint) when done (zero copy). Without it,
+ * `copy` decides: copy now, or send in place (the caller keeps data valid and
+ * unchanged until the peer has answered). */
+typedef struct node_frame {
+    const void *data;
+    size_t len;
+    void (*free_fn)(void *data, void *hint);
+    void *hint;
+    int copy;
+} node_frame;
+
+/* ---- identity and roster ---- */
+uint32_t node_id(const loom_node *n);
+uint32_t node_num_nodes(const loom_node *n);
+static inline uint32_t node_server_id(int num_servers, int rank)
+{
+    (void)num_servers;
+    return 1u + (uint32_t)rank;
+}
+static inline uint32_t node_worker_id(int num_servers, int rank)
+{
+    return 1u + (uint32_t)num_servers + (uint32_t)rank;
+}
+/* Role and rank of a node id; returns -1 if id is not part of the job. */
+int node_peer_role(const loom_node *n, uint32_t id, int *rank);
+
+/* ---- messages ---- */
+/* Register the handler for one message type (before the node starts serving
+ * traffic: layers attach right after the roster is known). */
+void node_set_handler(loom_node *n, unsigned type, node_handler fn, void *ctx);
+/* Send to node dest. Thread-safe; from the I/O thread it sends directly.
+ * h->sender and h->nframes are filled in. Returns 0 or LOOM_ETRANSPORT /
+ * LOOM_ESHUTDOWN / LOOM_EPEERFAIL; on error the frames' free_fn has been called. */
+int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames,
+              size_t nframes);
+/* Count a received message as malformed and dropped (a handler found a bad payload). */
+void node_drop(loom_node *n, const node_msg *m, const char *why);
+
+/* ---- timestamps ---- */
+/* A new timestamp waiting for `parts` completions (parts >= 1). 0 on ENOMEM. */
+loom_ts node_ts_new(loom_node *n, uint32_t parts);
+/* One part finished with status (0 or a loom error); the first error sticks. */
+void node_ts_done(loom_node *n, loom_ts ts, int status);
+/* Add parts to a timestamp that has not completed yet. */
+void node_ts_add_parts(loom_node *n, loom_ts ts, uint32_t parts);
+
+/* ---- waiting ---- */
+/* One mutex and condition variable per node guard state that layers wait on
+ * (clocks, table registry). node_wait() returns LOOM_EPEERFAIL once the job has
+ * failed, LOOM_ETIMEDOUT at the deadline (ms of node_now_ms(), 0 = none). */
+void node_lock(loom_node *n);
+void node_unlock(loom_node *n);
+int node_wait(loom_node *n, uint64_t deadline_ms);
+void node_broadcast(loom_node *n); /* call with the lock held */
+int node_failed(const loom_node *n);
+uint64_t node_now_ms(void);
+
+/* ---- layers ---- */
+enum { NODE_LAYER_PS = 0, NODE_LAYER_COUNT };
+void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state));
+void *node_layer(const loom_node *n, int layer);
+
+/* ---- counters ---- */
+enum node_counter { NODE_PULLS_FROM_CACHE, NODE_PULLS_FROM_SERVER };
+void node_count(loom_node *n, enum node_counter c, uint64_t v);
+
+/* ---- lifecycle used by the API glue (src/loom.c) ---- */
+/* Start a node; attach(n), if not NULL, registers the layers' handlers
+ * before any message can arrive. */
+int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **out);
+/* Worker: tell the scheduler this worker is done, wait for its answer. */
+int node_worker_done(loom_node *n);
+/* Worker: enter the job-wide barrier of workers and wait for its release. */
+int node_barrier(loom_node *n);
+/* Scheduler/server: block until the job ends; 0 on an orderly end. */
+int node_serve(loom_node *n);
+/* Stop the I/O thread, close sockets and free the node (after serve/done). */
+void node_destroy(loom_node *n);
+
+#endif

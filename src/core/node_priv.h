@@ -1,0 +1,116 @@
+/* node_priv: the node structure, shared by node.c (every role) and
+ * scheduler.c (the scheduler's membership logic). Nothing outside core/
+ * includes this file; layers use node_impl.h. */
+#ifndef LOOM_CORE_NODE_PRIV_H
+#define LOOM_CORE_NODE_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/node_impl.h"
+#include "core/tracker.h"
+
+#define NODE_ADDR_MAX 256
+#define NODE_RID_MAX 16   /* routing ids are 4 bytes (node id) or 8 (not yet ranked) */
+#define NODE_NO_ID UINT32_MAX
+#define NODE_LINGER_MS 1000
+
+enum node_state { NODE_STARTING, NODE_RUNNING, NODE_DONE, NODE_FAILED };
+
+typedef struct peer {
+    int role; /* loom_role, or -1 before registration */
+    int rank;
+    char addr[NODE_ADDR_MAX]; /* "host:port" of its ROUTER */
+    void *dealer;             /* our DEALER to it, if we send it requests */
+    uint8_t rid[NODE_RID_MAX];/* its routing id as seen by our ROUTER */
+    size_t rid_len;
+    uint64_t last_heard_ms;
+    int registered; /* scheduler: REGISTER received */
+    int done;       /* worker finished, or server acknowledged shutdown */
+} peer;
+
+/* Scheduler-only bookkeeping (scheduler.c). */
+typedef struct sched_state {
+    uint32_t registered;
+    int roster_phase;        /* 0 collecting, 1 servers installing, 2 job running */
+    uint32_t roster_acks;
+    uint64_t barrier_gen;    /* generation currently collecting arrivals */
+    uint32_t barrier_arrived;
+    uint8_t *barrier_seen;   /* per node id */
+    uint32_t workers_done;
+    uint32_t servers_acked_shutdown;
+    int shutting_down;
+    uint64_t rendezvous_deadline_ms;
+    uint64_t shutdown_deadline_ms;
+} sched_state;
+
+typedef struct handler_entry {
+    node_handler fn;
+    void *ctx;
+} handler_entry;
+
+struct loom_node {
+    loom_config cfg;
+    uint32_t id;
+    uint32_t nnodes; /* 1 + S + W */
+    peer *peers;     /* indexed by node id */
+    char tag[48];    /* "worker 3", for log lines */
+
+    void *zctx;
+    void *router;
+    char address[NODE_ADDR_MAX]; /* "host:port" of our ROUTER */
+    uint8_t my_rid[NODE_RID_MAX];
+    size_t my_rid_len;
+
+    /* Outgoing queue from other threads to the I/O thread. */
+    void *outbox_pull;             /* I/O thread side */
+    void *outbox_push;             /* other threads, under out_mu */
+    pthread_mutex_t out_mu;
+    int out_closed;
+    pthread_t io_thread;
+    int io_started;
+    int io_exit; /* I/O thread only: leave the loop */
+
+    handler_entry handlers[MSG_TYPE_END_];
+
+    /* State others wait on, guarded by mu and signalled on cv. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    enum node_state state;
+    int end_status;       /* result of serve/done once state is DONE or FAILED */
+    int roster_installed;
+    uint64_t barrier_gen_entered, barrier_gen_released;
+    int done_acked;
+
+    uint64_t next_heartbeat_ms;
+
+    tracker ts;
+    sched_state sched;
+
+    struct {
+        void *state;
+        void (*destroy)(void *);
+    } layers[NODE_LAYER_COUNT];
+
+    _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
+    _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;
+};
+
+/* node.c services used by scheduler.c */
+int node_send_io(loom_node *n, uint32_t dest, msg_header *h, zmq_msg_t *frames, size_t nframes);
+void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void node_finish(loom_node *n, int status);
+const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len);
+
+/* scheduler.c */
+int sched_init(loom_node *n);
+void sched_free(loom_node *n);
+void sched_tick(loom_node *n, uint64_t now);
+/* A message on the scheduler's ROUTER from an identity that has not registered. */
+void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len, node_msg *m);
+
+#endif

@@ -1,0 +1,282 @@
+/* scheduler: membership, barriers, liveness and the end of the job.
+ *
+ * The scheduler is the one fixed address of a job. It collects a REGISTER
+ * from every server and worker (checking that each was started with the same
+ * job size and that no rank is claimed twice), then hands out the roster in
+ * two phases: servers first, workers once every server has installed it, so
+ * that a worker's first request never reaches a server that cannot yet check
+ * who sent it.
+ *
+ * While the job runs it releases worker barriers, exchanges heartbeats with
+ * every node and declares a node dead after heartbeat_timeout_ms of silence.
+ * When every worker has reported DONE it tells the servers to shut down and
+ * ends once they all acknowledged. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/node_priv.h"
+#include "loom/error.h"
+
+static void send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req, uint64_t a)
+{
+    msg_header h = {.type = type, .req = req, .a = a};
+    node_send_io(n, dest, &h, NULL, 0);
+}
+
+/* Refuse a node that is not (or not yet) in the roster: answer its routing id directly. */
+static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
+{
+    log_error("refused a node: %s", why);
+    blob_writer w = {0};
+    blob_put_str(&w, why);
+    msg_header h = {.type = MSG_REJECT, .sender = 0, .nframes = 1, .a = (uint64_t)code};
+    uint8_t hdr[MSG_HEADER_SIZE];
+    msg_encode_header(&h, hdr);
+    if (!w.bad) {
+        zmq_send(n->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        zmq_send(n->router, hdr, sizeof hdr, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        zmq_send(n->router, w.buf, w.len, ZMQ_DONTWAIT);
+    }
+    free(w.buf);
+}
+
+static int send_roster(loom_node *n, uint32_t dest)
+{
+    blob_writer w = {0};
+    blob_put_u32(&w, n->nnodes);
+    for (uint32_t i = 0; i < n->nnodes; i++) {
+        int rank;
+        int role = node_peer_role(n, i, &rank);
+        blob_put_u32(&w, i);
+        blob_put_u8(&w, (uint8_t)role);
+        blob_put_u32(&w, (uint32_t)rank);
+        blob_put_str(&w, i == 0 ? n->address : n->peers[i].addr);
+    }
+    if (w.bad) {
+        free(w.buf);
+        return LOOM_ENOMEM;
+    }
+    zmq_msg_t part;
+    zmq_msg_init_size(&part, w.len);
+    memcpy(zmq_msg_data(&part), w.buf, w.len);
+    free(w.buf);
+    msg_header h = {.type = MSG_ROSTER, .a = dest};
+    return node_send_io(n, dest, &h, &part, 1);
+}
+
+static uint32_t num_servers(const loom_node *n)
+{
+    return (uint32_t)n->cfg.num_servers;
+}
+
+void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len, node_msg *m)
+{
+    sched_state *s = &n->sched;
+    if (rid_len > NODE_RID_MAX || m->nframes != 1) {
+        atomic_fetch_add(&n->malformed, 1);
+        return;
+    }
+    blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
+    int role = blob_get_u8(&r);
+    int rank = (int)blob_get_u32(&r);
+    uint32_t ns = blob_get_u32(&r), nw = blob_get_u32(&r);
+    char addr[NODE_ADDR_MAX];
+    blob_get_str(&r, addr, sizeof addr);
+    if (r.bad || r.left || (role != LOOM_SERVER && role != LOOM_WORKER) || !addr[0]) {
+        atomic_fetch_add(&n->malformed, 1);
+        return;
+    }
+    char why[256];
+    if (ns != num_servers(n) || nw != (uint32_t)n->cfg.num_workers) {
+        snprintf(why, sizeof why,
+                 "a %s was started for %" PRIu32 " servers and %" PRIu32
+                 " workers, but this job has %d and %d",
+                 role == LOOM_SERVER ? "server" : "worker", ns, nw, n->cfg.num_servers,
+                 n->cfg.num_workers);
+        reject(n, rid, rid_len, LOOM_ECONFIG, why);
+        return;
+    }
+    if (s->roster_phase != 0) {
+        reject(n, rid, rid_len, LOOM_ESTATE, "the job is already running");
+        return;
+    }
+    int count = role == LOOM_SERVER ? n->cfg.num_servers : n->cfg.num_workers;
+    uint32_t base = role == LOOM_SERVER ? 1 : 1 + num_servers(n);
+    if (rank == -1) { /* assign the lowest free rank of that role */
+        for (int k = 0; k < count && rank == -1; k++)
+            if (!n->peers[base + (uint32_t)k].registered) rank = k;
+    }
+    if (rank < 0 || rank >= count || n->peers[base + (uint32_t)rank].registered) {
+        snprintf(why, sizeof why, "%s rank %d is out of range or already taken",
+                 role == LOOM_SERVER ? "server" : "worker", rank);
+        reject(n, rid, rid_len, LOOM_ECONFIG, why);
+        return;
+    }
+    peer *p = &n->peers[base + (uint32_t)rank];
+    p->role = role;
+    p->rank = rank;
+    p->registered = 1;
+    p->last_heard_ms = node_now_ms();
+    memcpy(p->rid, rid, rid_len);
+    p->rid_len = rid_len;
+    snprintf(p->addr, sizeof p->addr, "%s", addr);
+    char who[64];
+    log_info("%s registered from %s", node_describe(n, base + (uint32_t)rank, who, sizeof who),
+             addr);
+    if (++s->registered == n->nnodes - 1) {
+        s->roster_phase = 1;
+        for (uint32_t i = 1; i <= num_servers(n); i++) send_roster(n, i);
+    }
+}
+
+static void on_register_again(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)n, (void)ctx, (void)m; /* a node that registered already: nothing new to learn */
+}
+
+static void on_roster_ack(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    sched_state *s = &n->sched;
+    int rank;
+    if (s->roster_phase != 1 || node_peer_role(n, m->from, &rank) != LOOM_SERVER) {
+        node_drop(n, m, "unexpected roster acknowledgement");
+        return;
+    }
+    if (++s->roster_acks < num_servers(n)) return;
+    s->roster_phase = 2;
+    for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
+        n->peers[i].last_heard_ms = node_now_ms();
+        send_roster(n, i);
+    }
+    log_info("job assembled: %d server(s), %d worker(s)", n->cfg.num_servers, n->cfg.num_workers);
+}
+
+static void maybe_release_barrier(loom_node *n)
+{
+    sched_state *s = &n->sched;
+    uint32_t w = (uint32_t)n->cfg.num_workers;
+    if (s->barrier_arrived == 0 || s->barrier_arrived + s->workers_done < w) return;
+    s->barrier_gen++;
+    for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
+        if (s->barrier_seen[i]) send_control(n, i, MSG_BARRIER_RELEASE, s->barrier_gen, 0);
+        s->barrier_seen[i] = 0;
+    }
+    s->barrier_arrived = 0;
+}
+
+static void on_barrier(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    sched_state *s = &n->sched;
+    int rank;
+    if (node_peer_role(n, m->from, &rank) != LOOM_WORKER || m->h.req != s->barrier_gen + 1 ||
+        s->barrier_seen[m->from] || n->peers[m->from].done) {
+        node_drop(n, m, "barrier out of order");
+        return;
+    }
+    s->barrier_seen[m->from] = 1;
+    s->barrier_arrived++;
+    maybe_release_barrier(n);
+}
+
+static void on_done(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    sched_state *s = &n->sched;
+    int rank;
+    if (node_peer_role(n, m->from, &rank) != LOOM_WORKER || n->peers[m->from].done) {
+        node_drop(n, m, "unexpected DONE");
+        return;
+    }
+    n->peers[m->from].done = 1;
+    s->workers_done++;
+    send_control(n, m->from, MSG_DONE_ACK, 0, 0);
+    maybe_release_barrier(n);
+    if (s->workers_done < (uint32_t)n->cfg.num_workers) return;
+    log_info("every worker finished; shutting the servers down");
+    s->shutting_down = 1;
+    for (uint32_t i = 1; i <= num_servers(n); i++) send_control(n, i, MSG_SHUTDOWN, 0, 0);
+}
+
+static void on_shutdown_ack(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    sched_state *s = &n->sched;
+    int rank;
+    if (!s->shutting_down || node_peer_role(n, m->from, &rank) != LOOM_SERVER ||
+        n->peers[m->from].done) {
+        node_drop(n, m, "unexpected SHUTDOWN_ACK");
+        return;
+    }
+    n->peers[m->from].done = 1;
+    if (++s->servers_acked_shutdown == num_servers(n)) node_finish(n, 0);
+}
+
+int sched_init(loom_node *n)
+{
+    sched_state *s = &n->sched;
+    *s = (sched_state){0};
+    s->barrier_seen = calloc(n->nnodes, 1);
+    if (!s->barrier_seen) return LOOM_ENOMEM;
+    s->rendezvous_deadline_ms = node_now_ms() + (uint64_t)n->cfg.connect_timeout_ms;
+    node_set_handler(n, MSG_REGISTER, on_register_again, NULL);
+    node_set_handler(n, MSG_ROSTER_ACK, on_roster_ack, NULL);
+    node_set_handler(n, MSG_BARRIER, on_barrier, NULL);
+    node_set_handler(n, MSG_DONE, on_done, NULL);
+    node_set_handler(n, MSG_SHUTDOWN_ACK, on_shutdown_ack, NULL);
+    return 0;
+}
+
+void sched_free(loom_node *n)
+{
+    free(n->sched.barrier_seen);
+}
+
+/* The job did not assemble in time: say who is missing, release those who came. */
+static void rendezvous_failed(loom_node *n)
+{
+    char missing[512] = "";
+    size_t used = 0;
+    for (uint32_t i = 1; i < n->nnodes && used < sizeof missing - 64; i++) {
+        if (n->peers[i].registered) continue;
+        char who[64];
+        used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%s", used ? ", " : "",
+                                 node_describe(n, i, who, sizeof who));
+    }
+    char why[768];
+    snprintf(why, sizeof why, "only %" PRIu32 " of %" PRIu32 " nodes registered within %d ms; missing: %s",
+             n->sched.registered, n->nnodes - 1, n->cfg.connect_timeout_ms, missing);
+    for (uint32_t i = 1; i < n->nnodes; i++)
+        if (n->peers[i].registered) reject(n, n->peers[i].rid, n->peers[i].rid_len, LOOM_ETIMEDOUT, why);
+    pthread_mutex_lock(&n->mu);
+    n->state = NODE_FAILED;
+    n->end_status = LOOM_ETIMEDOUT;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+void sched_tick(loom_node *n, uint64_t now)
+{
+    sched_state *s = &n->sched;
+    if (n->state != NODE_RUNNING) return;
+    if (s->roster_phase == 0) {
+        if (now > s->rendezvous_deadline_ms) rendezvous_failed(n);
+        return;
+    }
+    for (uint32_t i = 1; i < n->nnodes; i++) {
+        peer *p = &n->peers[i];
+        if (p->done || (s->roster_phase == 1 && i > num_servers(n))) continue;
+        uint64_t silent = now - p->last_heard_ms;
+        if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms) {
+            char who[64];
+            node_fail(n, i, "%s died: no heartbeat for %" PRIu64 " ms",
+                      node_describe(n, i, who, sizeof who), silent);
+            return;
+        }
+        send_control(n, i, MSG_HEARTBEAT, 0, 0);
+    }
+}
