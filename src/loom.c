@@ -1,0 +1,105 @@
+/* loom: the public node API, wiring the layers together.
+ *
+ * core/ knows nothing of tables and ps/ nothing of start-up; this file is the
+ * one place that calls both, in the order each operation needs (for example
+ * loom_barrier: flush the tables, meet the other workers, drop the caches). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/node_impl.h"
+#include "loom/loom.h"
+#include "ps/ps.h"
+
+/* loom run passes the scheduler a pipe (LOOM_ADDRESS_FD) to learn the port it
+ * bound; write "host:port\n" there once and close it. */
+static int publish_address(loom_node *n)
+{
+    const char *fd_text = getenv("LOOM_ADDRESS_FD");
+    if (!fd_text || loom_node_role(n) != LOOM_SCHEDULER) return 0;
+    char *end;
+    errno = 0;
+    long fd = strtol(fd_text, &end, 10);
+    if (errno || end == fd_text || *end || fd < 0 || fd > 65535) {
+        log_error("LOOM_ADDRESS_FD=\"%s\" is not a file descriptor", fd_text);
+        return LOOM_ECONFIG;
+    }
+    char line[300];
+    int len = snprintf(line, sizeof line, "%s\n", loom_node_address(n));
+    ssize_t w = write((int)fd, line, (size_t)len);
+    close((int)fd);
+    if (w != len) {
+        log_error("cannot publish the scheduler address on fd %ld", fd);
+        return LOOM_ECONFIG;
+    }
+    return 0;
+}
+
+int loom_node_start(const loom_config *cfg, loom_node **node)
+{
+    if (!cfg || !node) return LOOM_EINVAL;
+    return node_start(cfg, ps_attach, node);
+}
+
+int loom_init(loom_node **node, int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    if (!node) return LOOM_EINVAL;
+    *node = NULL;
+    loom_config cfg;
+    char why[512];
+    int rc = loom_config_from_env(&cfg, why, sizeof why);
+    if (rc) {
+        log_error("%s", why);
+        return rc;
+    }
+    rc = loom_node_start(&cfg, node);
+    if (!rc) rc = publish_address(*node);
+    if (rc && *node) {
+        node_destroy(*node);
+        *node = NULL;
+    }
+    return rc;
+}
+
+int loom_serve(loom_node *n)
+{
+    if (!n) return LOOM_EINVAL;
+    if (loom_is_worker(n)) return LOOM_EROLE;
+    int rc = node_serve(n);
+    node_destroy(n);
+    return rc;
+}
+
+int loom_finalize(loom_node *n)
+{
+    if (!n) return LOOM_EINVAL;
+    if (!loom_is_worker(n)) return LOOM_EROLE;
+    int rc = ps_worker_finish(n);
+    if (!rc) rc = node_worker_done(n);
+    node_destroy(n);
+    return rc;
+}
+
+int loom_clock(loom_node *n)
+{
+    return n ? ps_clock(n) : LOOM_EINVAL;
+}
+
+int64_t loom_current_clock(const loom_node *n)
+{
+    return n ? ps_current_clock((loom_node *)n) : 0;
+}
+
+int loom_barrier(loom_node *n)
+{
+    if (!n) return LOOM_EINVAL;
+    if (!loom_is_worker(n)) return LOOM_EROLE;
+    int rc = ps_flush_all(n);
+    if (!rc) rc = node_barrier(n);
+    if (!rc) ps_invalidate_caches(n);
+    return rc;
+}

@@ -1,0 +1,1082 @@
+/* client: a worker's view of the tables (Bösen's process cache and update
+ * buffer, on Parameter-Server-style range partitioned messages).
+ *
+ * Reads. A pull first looks in the process cache. A cached row is fresh
+ * enough under SSP(s)/BSP if the server's min clock when it was fetched is at
+ * least c - s (c = this worker's clock), under ASP if it was fetched during
+ * clock c. Missing or stale rows are requested from their servers with "the
+ * answer must reflect clock c - s"; servers hold the request until it can.
+ *
+ * Writes. loom_push() coalesces deltas per row in the update buffer, which
+ * keeps each row's accumulated magnitude for prioritised partial flushes.
+ * loom_clock()/loom_flush() send it; loom_push_async() sends at once. Every
+ * push message to a server gets a sequence number, allocated and queued under
+ * the table lock so a server sees them in order, and stays in that server's
+ * in-flight FIFO until acknowledged (acks come back in order).
+ *
+ * Read-my-writes for "sum" tables. A pull reply says which of this worker's
+ * pushes the server had applied (the last sequence number). The reader adds
+ * the deltas of later in-flight pushes and of the update buffer, so the value
+ * it sees always includes every one of its own pushes, exactly once. Pushes
+ * also add into cached rows directly, so cached rows stay current too.
+ *
+ * Threads: application threads call the API; replies and acks are handled on
+ * the node's I/O thread. Each table's cache, buffer and in-flight lists are
+ * guarded by the table's mutex. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/u64map.h"
+#include "loom/error.h"
+#include "ps/keys.h"
+#include "ps/ps.h"
+#include "ps/rowops.h"
+#include "ps/updater_impl.h"
+
+#define MAX_TABLES 1024
+
+/* A reference-counted buffer, so one allocation can back several zero-copy
+ * frames and the in-flight records that still need to read it. */
+typedef struct sbuf {
+    atomic_int refs;
+    size_t len;
+    _Alignas(8) uint8_t data[];
+} sbuf;
+
+static sbuf *sbuf_new(size_t len)
+{
+    sbuf *b = malloc(sizeof *b + (len ? len : 1));
+    if (!b) return NULL;
+    atomic_init(&b->refs, 1);
+    b->len = len;
+    return b;
+}
+
+static sbuf *sbuf_ref(sbuf *b)
+{
+    if (b) atomic_fetch_add(&b->refs, 1);
+    return b;
+}
+
+static void sbuf_unref(sbuf *b)
+{
+    if (b && atomic_fetch_sub(&b->refs, 1) == 1) free(b);
+}
+
+static void sbuf_free_frame(void *data, void *hint)
+{
+    (void)data;
+    sbuf_unref(hint);
+}
+
+/* One push message a server has not acknowledged yet. */
+typedef struct inflight {
+    uint64_t seq;
+    loom_ts ts;
+    const uint64_t *keys; /* sorted keys of the message; NULL for a range push */
+    const uint8_t *vals;  /* their delta rows (kept only for read-my-writes) */
+    size_t n;
+    uint64_t begin;       /* range push: first key */
+    sbuf *hold;           /* owner of keys/vals if Loom allocated them */
+    struct inflight *next;
+} inflight;
+
+struct loom_table {
+    struct ps_client *client;
+    loom_node *node;
+    uint32_t id;
+    ps_table_def def;
+    ps_updater upd;
+    size_t row_bytes;
+    int local_rmw;    /* sum table: own writes are added locally */
+    int cache_on;
+    uint32_t flush_rows;
+
+    pthread_mutex_t mu;
+    /* process cache: key -> slot; rows and their freshness by slot */
+    u64map cache_idx;
+    uint8_t *c_rows;
+    int64_t *c_server_clock, *c_fetch_clock;
+    size_t c_n, c_cap;
+    /* update buffer: key -> slot; coalesced deltas and magnitudes by slot */
+    u64map buf_idx;
+    uint64_t *b_keys;
+    uint8_t *b_rows;
+    double *b_mag;
+    size_t b_n, b_cap;
+    /* per server: pushes sent and not yet acknowledged, oldest first */
+    inflight **ifl_head, **ifl_tail;
+    uint64_t next_seq;
+};
+
+typedef struct pull_op {
+    loom_table *t;
+    loom_ts ts;
+    void *out;
+    uint8_t *rows;          /* a row per unique key; == out unless keys needed sorting */
+    const uint64_t *uniq;   /* unique sorted keys (NULL for a range) */
+    uint64_t *uniq_owned;
+    size_t nuniq;
+    uint32_t *slot_of;      /* scatter map from user positions to unique rows */
+    size_t n;
+    uint32_t *miss;         /* indices (into uniq) of rows requested from servers */
+    uint64_t *miss_keys;    /* their keys, ascending; may alias uniq */
+    size_t nmiss;
+    uint64_t begin;         /* range pull: first key */
+    int64_t fetch_clock;
+    atomic_uint parts_left;
+    atomic_int status;
+} pull_op;
+
+/* A pull message waiting for its reply; found by req = generation << 32 | slot. */
+typedef struct pull_slot {
+    uint64_t req;
+    pull_op *op;
+    size_t first, count;
+    int server;
+    uint32_t next_free;
+} pull_slot;
+
+typedef struct open_wait {
+    loom_ts ts;
+    uint32_t id;
+    struct open_wait *next;
+} open_wait;
+
+typedef struct ps_client {
+    loom_node *node;
+    int num_servers;
+    pthread_mutex_t mu; /* slots, open waiters, table list */
+    _Atomic(loom_table *) by_id[MAX_TABLES];
+    loom_table **opened;
+    size_t nopened;
+    pull_slot *slots;
+    uint32_t nslots, free_head, gen;
+    open_wait *opens;
+    atomic_llong clock;
+    /* under the node lock: */
+    int64_t global_min;
+    int gate; /* smallest staleness of an SSP/BSP table; -1 if none */
+} ps_client;
+
+#define NO_SLOT UINT32_MAX
+
+static ps_client *client_of(loom_node *n)
+{
+    return node_layer(n, NODE_LAYER_PS);
+}
+
+static int key_in_table(const loom_table *t, uint64_t k)
+{
+    return k >= t->def.opts.key_begin && (ps_u128)k < ps_key_end(&t->def.opts);
+}
+
+static int server_count(const loom_table *t)
+{
+    return t->client->num_servers;
+}
+
+/* Index of the first of `n` sorted keys that belongs to server s or later. */
+static size_t slice_begin(const loom_table *t, const uint64_t *keys, size_t n, int s)
+{
+    ps_u128 start = ps_slice_start(&t->def.opts, server_count(t), s);
+    if (start >> 64) return n;
+    return keys_lower_bound(keys, n, (uint64_t)start);
+}
+
+/* ---- the cache ---- */
+
+static int grow(void **p, size_t elem, size_t cap)
+{
+    void *np = realloc(*p, elem * cap);
+    if (!np) return LOOM_ENOMEM;
+    *p = np;
+    return 0;
+}
+
+static int cache_fresh(const loom_table *t, uint32_t slot, int64_t clock)
+{
+    if (t->def.opts.consistency == LOOM_ASP) return t->c_fetch_clock[slot] == clock;
+    return t->c_server_clock[slot] >= clock - t->def.opts.staleness;
+}
+
+/* Store a row fetched from a server (table lock held). */
+static void cache_put(loom_table *t, uint64_t key, const void *row, int64_t server_clock,
+                      int64_t fetch_clock)
+{
+    if (t->c_n == t->c_cap) {
+        size_t cap = t->c_cap ? 2 * t->c_cap : 1024;
+        if (grow((void **)&t->c_rows, t->row_bytes, cap) ||
+            grow((void **)&t->c_server_clock, sizeof(int64_t), cap) ||
+            grow((void **)&t->c_fetch_clock, sizeof(int64_t), cap))
+            return; /* a row not cached is only a later round trip */
+        t->c_cap = cap;
+    }
+    int inserted;
+    uint32_t slot = u64map_put(&t->cache_idx, key, (uint32_t)t->c_n, &inserted);
+    if (slot == UINT32_MAX) return;
+    if (inserted) t->c_n++;
+    memcpy(t->c_rows + (size_t)slot * t->row_bytes, row, t->row_bytes);
+    t->c_server_clock[slot] = server_clock;
+    t->c_fetch_clock[slot] = fetch_clock;
+}
+
+/* A pushed delta also lands in the cached copy of a sum table (lock held). */
+static void cache_add(loom_table *t, uint64_t key, const void *delta)
+{
+    uint32_t slot;
+    if (t->cache_on && u64map_get(&t->cache_idx, key, &slot))
+        rows_add(t->def.opts.type, t->c_rows + (size_t)slot * t->row_bytes, delta, t->def.opts.width);
+}
+
+static void cache_clear(loom_table *t)
+{
+    u64map_clear(&t->cache_idx);
+    t->c_n = 0;
+}
+
+/* ---- own writes not yet in a server's answer ---- */
+
+/* Add to row (for key, from server s, whose answer included our pushes up to
+ * `applied`) every later in-flight delta and the buffered delta. Lock held. */
+static void add_own_writes(loom_table *t, int s, uint64_t applied, uint64_t key, uint8_t *row)
+{
+    loom_type type = t->def.opts.type;
+    uint32_t width = t->def.opts.width;
+    for (inflight *f = t->ifl_head[s]; f; f = f->next) {
+        if (f->seq <= applied) continue;
+        size_t i;
+        if (f->keys) {
+            i = keys_lower_bound(f->keys, f->n, key);
+            if (i == f->n || f->keys[i] != key) continue;
+        } else {
+            if (key < f->begin || key - f->begin >= f->n) continue;
+            i = (size_t)(key - f->begin);
+        }
+        rows_add(type, row, f->vals + i * t->row_bytes, width);
+    }
+    uint32_t slot;
+    if (u64map_get(&t->buf_idx, key, &slot))
+        rows_add(type, row, t->b_rows + (size_t)slot * t->row_bytes, width);
+}
+
+/* ---- pushes ---- */
+
+/* Send sorted unique keys with their delta rows (or, keys == NULL, the rows
+ * of [begin, begin + n)) to their servers. hold, if not NULL, owns keys and
+ * vals; otherwise they are the caller's and stay valid until *ts completes.
+ * Table lock held: sequence numbers must reach each server in order. */
+static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const uint8_t *vals,
+                     size_t n, sbuf *hold, loom_ts *ts_out)
+{
+    int S = server_count(t);
+    size_t bound[1025];
+    int nslices = 0;
+    for (int s = 0; s <= S; s++) {
+        if (keys) {
+            bound[s] = s == S ? n : slice_begin(t, keys, n, s);
+        } else {
+            ps_u128 start = ps_slice_start(&t->def.opts, S, s);
+            ps_u128 lo = begin, hi = (ps_u128)begin + n;
+            bound[s] = (size_t)(start < lo ? 0 : start > hi ? n : start - lo);
+            if (s == S) bound[s] = n;
+        }
+        if (s > 0 && bound[s] > bound[s - 1]) nslices++;
+    }
+    loom_ts ts = node_ts_new(t->node, nslices ? (uint32_t)nslices : 1);
+    if (!ts) return LOOM_ENOMEM;
+    if (!nslices) node_ts_done(t->node, ts, 0);
+    for (int s = 0; s < S; s++) {
+        size_t lo = bound[s], cnt = bound[s + 1] - bound[s];
+        if (!cnt) continue;
+        inflight *f = calloc(1, sizeof *f);
+        if (!f) {
+            node_ts_done(t->node, ts, LOOM_ENOMEM);
+            continue;
+        }
+        f->seq = ++t->next_seq;
+        f->ts = ts;
+        if (t->local_rmw) {
+            f->keys = keys ? keys + lo : NULL;
+            f->vals = vals + lo * t->row_bytes;
+            f->n = cnt;
+            f->begin = begin + lo;
+            f->hold = sbuf_ref(hold);
+        }
+        if (t->ifl_tail[s])
+            t->ifl_tail[s]->next = f;
+        else
+            t->ifl_head[s] = f;
+        t->ifl_tail[s] = f;
+        msg_header h = {.type = MSG_PUSH, .table = t->id, .req = f->seq};
+        node_frame frames[2];
+        size_t nf = 0;
+        if (keys)
+            frames[nf++] = (node_frame){keys + lo, cnt * 8, hold ? sbuf_free_frame : NULL,
+                                        sbuf_ref(hold), 0};
+        else {
+            h.flags = MSG_F_RANGE;
+            h.a = begin + lo;
+            h.b = begin + lo + cnt;
+        }
+        frames[nf++] = (node_frame){vals + lo * t->row_bytes, cnt * t->row_bytes,
+                                    hold ? sbuf_free_frame : NULL, sbuf_ref(hold), 0};
+        /* On failure the job is failing: the ack never comes, and the
+         * tracker already failed every timestamp, this one included. */
+        node_send(t->node, node_server_id(S, s), &h, frames, nf);
+    }
+    if (ts_out) *ts_out = ts;
+    return 0;
+}
+
+/* Send the update buffer (table lock held). */
+static int flush_locked(loom_table *t, loom_ts *ts)
+{
+    if (t->b_n == 0) return send_push(t, NULL, 0, NULL, 0, NULL, ts);
+    uint64_t *uniq;
+    size_t nuniq;
+    uint32_t *slot_of;
+    if (keys_sort_unique(t->b_keys, t->b_n, &uniq, &nuniq, &slot_of)) return LOOM_ENOMEM;
+    sbuf *b = sbuf_new(nuniq * 8 + nuniq * t->row_bytes);
+    if (!b) {
+        free(uniq);
+        free(slot_of);
+        return LOOM_ENOMEM;
+    }
+    uint64_t *keys = (uint64_t *)b->data;
+    uint8_t *vals = b->data + nuniq * 8;
+    memcpy(keys, uniq, nuniq * 8);
+    for (size_t i = 0; i < t->b_n; i++)
+        memcpy(vals + (size_t)slot_of[i] * t->row_bytes, t->b_rows + i * t->row_bytes, t->row_bytes);
+    free(uniq);
+    free(slot_of);
+    u64map_clear(&t->buf_idx);
+    t->b_n = 0;
+    int rc = send_push(t, keys, 0, vals, nuniq, b, ts);
+    sbuf_unref(b);
+    return rc;
+}
+
+static int check_keys(const loom_table *t, const uint64_t *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!key_in_table(t, keys[i])) return LOOM_EKEYRANGE;
+    return 0;
+}
+
+int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
+{
+    if (!t || (n && (!keys || !vals))) return LOOM_EINVAL;
+    int rc = check_keys(t, keys, n);
+    if (rc) return rc;
+    const uint8_t *v = vals;
+    loom_type type = t->def.opts.type;
+    uint32_t width = t->def.opts.width;
+    pthread_mutex_lock(&t->mu);
+    for (size_t i = 0; i < n && !rc; i++) {
+        const uint8_t *delta = v + i * t->row_bytes;
+        if (t->b_n == t->b_cap) {
+            size_t cap = t->b_cap ? 2 * t->b_cap : 1024;
+            if (grow((void **)&t->b_keys, 8, cap) || grow((void **)&t->b_rows, t->row_bytes, cap) ||
+                grow((void **)&t->b_mag, sizeof(double), cap)) {
+                rc = LOOM_ENOMEM;
+                break;
+            }
+            t->b_cap = cap;
+        }
+        int inserted;
+        uint32_t slot = u64map_put(&t->buf_idx, keys[i], (uint32_t)t->b_n, &inserted);
+        if (slot == UINT32_MAX) {
+            rc = LOOM_ENOMEM;
+            break;
+        }
+        uint8_t *row = t->b_rows + (size_t)slot * t->row_bytes;
+        double mag = rows_abs_sum(type, delta, width);
+        if (inserted) {
+            t->b_keys[slot] = keys[i];
+            memcpy(row, delta, t->row_bytes);
+            t->b_mag[slot] = mag;
+            t->b_n++;
+        } else if (updater_coalesces_by_sum(&t->upd)) {
+            rows_add(type, row, delta, width);
+            t->b_mag[slot] += mag;
+        } else {
+            memcpy(row, delta, t->row_bytes);
+            t->b_mag[slot] = mag;
+        }
+        if (t->local_rmw) cache_add(t, keys[i], delta);
+    }
+    if (!rc && t->flush_rows && t->b_n >= t->flush_rows) rc = flush_locked(t, NULL);
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *vals, loom_ts *ts)
+{
+    if (!t || !ts || (n && (!keys || !vals))) return LOOM_EINVAL;
+    int rc = check_keys(t, keys, n);
+    if (rc) return rc;
+    sbuf *hold = NULL;
+    const uint64_t *send_keys = keys;
+    const uint8_t *send_vals = vals;
+    size_t nsend = n;
+    if (!keys_sorted_unique(keys, n)) {
+        uint64_t *uniq;
+        uint32_t *slot_of;
+        if (keys_sort_unique(keys, n, &uniq, &nsend, &slot_of)) return LOOM_ENOMEM;
+        hold = sbuf_new(nsend * 8 + nsend * t->row_bytes);
+        if (!hold) {
+            free(uniq);
+            free(slot_of);
+            return LOOM_ENOMEM;
+        }
+        memcpy(hold->data, uniq, nsend * 8);
+        rows_gather(t->def.opts.type, t->def.opts.width, vals, slot_of, n, hold->data + nsend * 8,
+                    nsend, !updater_coalesces_by_sum(&t->upd));
+        free(uniq);
+        free(slot_of);
+        send_keys = (const uint64_t *)hold->data;
+        send_vals = hold->data + nsend * 8;
+    }
+    pthread_mutex_lock(&t->mu);
+    if (t->local_rmw)
+        for (size_t i = 0; i < nsend; i++) cache_add(t, send_keys[i], send_vals + i * t->row_bytes);
+    rc = send_push(t, send_keys, 0, send_vals, nsend, hold, ts);
+    pthread_mutex_unlock(&t->mu);
+    sbuf_unref(hold);
+    return rc;
+}
+
+int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const void *vals,
+                          loom_ts *ts)
+{
+    if (!t || !ts || end < begin || (end > begin && !vals)) return LOOM_EINVAL;
+    if (end > begin && (!key_in_table(t, begin) || !key_in_table(t, end - 1))) return LOOM_EKEYRANGE;
+    if ((uint64_t)(end - begin) > SIZE_MAX / t->row_bytes) return LOOM_EINVAL;
+    size_t n = (size_t)(end - begin);
+    pthread_mutex_lock(&t->mu);
+    if (t->local_rmw)
+        for (size_t i = 0; i < n; i++) cache_add(t, begin + i, (const uint8_t *)vals + i * t->row_bytes);
+    int rc = send_push(t, NULL, begin, vals, n, NULL, ts);
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+int loom_flush(loom_table *t, loom_ts *ts)
+{
+    if (!t) return LOOM_EINVAL;
+    pthread_mutex_lock(&t->mu);
+    int rc = flush_locked(t, ts);
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
+{
+    ps_client *c = ctx;
+    loom_table *t = m->h.table < MAX_TABLES ? atomic_load(&c->by_id[m->h.table]) : NULL;
+    int rank;
+    if (!t || node_peer_role(n, m->from, &rank) != LOOM_SERVER) {
+        node_drop(n, m, "acknowledgement for an unknown table or from a non-server");
+        return;
+    }
+    pthread_mutex_lock(&t->mu);
+    inflight *f = t->ifl_head[rank];
+    if (!f || f->seq != m->h.req) {
+        pthread_mutex_unlock(&t->mu);
+        node_drop(n, m, "acknowledgement out of sequence");
+        return;
+    }
+    t->ifl_head[rank] = f->next;
+    if (!f->next) t->ifl_tail[rank] = NULL;
+    pthread_mutex_unlock(&t->mu);
+    int status = m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO;
+    sbuf_unref(f->hold);
+    node_ts_done(n, f->ts, status);
+    free(f);
+}
+
+/* ---- pulls ---- */
+
+static void pull_op_free(pull_op *op)
+{
+    if (op->miss_keys != op->uniq && op->miss_keys != op->uniq_owned) free(op->miss_keys);
+    if (op->rows != op->out) free(op->rows);
+    free(op->uniq_owned);
+    free(op->slot_of);
+    free(op->miss);
+    free(op);
+}
+
+/* Last part of a pull done: copy rows to the caller's layout, complete. */
+static void pull_finish(pull_op *op)
+{
+    if (op->slot_of)
+        rows_scatter(op->t->def.opts.type, op->t->def.opts.width, op->rows, op->slot_of, op->n,
+                     op->out);
+    loom_node *n = op->t->node;
+    loom_ts ts = op->ts;
+    int status = atomic_load(&op->status);
+    pull_op_free(op);
+    node_ts_done(n, ts, status);
+}
+
+static void pull_part_done(pull_op *op, int status)
+{
+    if (status) {
+        int expected = 0;
+        atomic_compare_exchange_strong(&op->status, &expected, status);
+    }
+    if (atomic_fetch_sub(&op->parts_left, 1) == 1) pull_finish(op);
+}
+
+static uint64_t slot_alloc(ps_client *c, pull_op *op, size_t first, size_t count, int server)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->free_head == NO_SLOT) {
+        uint32_t cap = c->nslots ? 2 * c->nslots : 256;
+        pull_slot *ns = realloc(c->slots, cap * sizeof *ns);
+        if (!ns) {
+            pthread_mutex_unlock(&c->mu);
+            return 0;
+        }
+        c->slots = ns;
+        for (uint32_t i = cap; i-- > c->nslots;) {
+            ns[i] = (pull_slot){.next_free = c->free_head};
+            c->free_head = i;
+        }
+        c->nslots = cap;
+    }
+    uint32_t i = c->free_head;
+    pull_slot *s = &c->slots[i];
+    c->free_head = s->next_free;
+    c->gen++;
+    s->req = (uint64_t)(c->gen ? c->gen : ++c->gen) << 32 | i;
+    s->op = op;
+    s->first = first;
+    s->count = count;
+    s->server = server;
+    uint64_t req = s->req;
+    pthread_mutex_unlock(&c->mu);
+    return req;
+}
+
+/* Take the slot for req, if it is live and belongs to server `server`. */
+static int slot_take(ps_client *c, uint64_t req, int server, pull_slot *out)
+{
+    uint32_t i = (uint32_t)req;
+    pthread_mutex_lock(&c->mu);
+    int ok = i < c->nslots && c->slots[i].req == req && req && c->slots[i].server == server;
+    if (ok) {
+        *out = c->slots[i];
+        c->slots[i] = (pull_slot){.next_free = c->free_head};
+        c->free_head = i;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return ok;
+}
+
+static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
+{
+    ps_client *c = ctx;
+    int rank;
+    pull_slot s;
+    if (node_peer_role(n, m->from, &rank) != LOOM_SERVER || !slot_take(c, m->h.req, rank, &s)) {
+        node_drop(n, m, "reply to no pending pull");
+        return;
+    }
+    pull_op *op = s.op;
+    loom_table *t = op->t;
+    int status = m->h.b < LOOM_ERROR_COUNT_ ? (int)m->h.b : LOOM_EPROTO;
+    if (!status && (m->nframes != 1 || zmq_msg_size(&m->frames[0]) != s.count * t->row_bytes)) {
+        node_drop(n, m, "reply size does not match the request");
+        status = LOOM_EPROTO;
+    }
+    if (!status) {
+        const uint8_t *src = zmq_msg_data(&m->frames[0]);
+        pthread_mutex_lock(&t->mu);
+        for (size_t j = 0; j < s.count; j++) {
+            size_t u = op->miss ? op->miss[s.first + j] : s.first + j;
+            uint64_t key = op->uniq ? op->uniq[u] : op->begin + u;
+            uint8_t *row = op->rows + u * t->row_bytes;
+            memcpy(row, src + j * t->row_bytes, t->row_bytes);
+            if (t->local_rmw) add_own_writes(t, rank, m->h.a, key, row);
+            if (t->cache_on && op->uniq) cache_put(t, key, row, m->h.clock, op->fetch_clock);
+        }
+        pthread_mutex_unlock(&t->mu);
+        node_count(n, NODE_PULLS_FROM_SERVER, s.count);
+    }
+    pull_part_done(op, status);
+}
+
+/* Request op->miss_keys[first, first+count) (or a range) from server s. */
+static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t required)
+{
+    loom_table *t = op->t;
+    uint64_t req = slot_alloc(t->client, op, first, count, s);
+    if (!req) {
+        pull_part_done(op, LOOM_ENOMEM);
+        return;
+    }
+    msg_header h = {.type = MSG_PULL, .table = t->id, .req = req, .clock = required};
+    node_frame f = {0};
+    size_t nf = 0;
+    if (op->uniq) {
+        f = (node_frame){op->miss_keys + first, count * 8, NULL, NULL, 0};
+        nf = 1;
+    } else {
+        h.flags = MSG_F_RANGE;
+        h.a = op->begin + first;
+        h.b = op->begin + first + count;
+    }
+    int rc = node_send(t->node, node_server_id(server_count(t), s), &h, &f, nf);
+    if (rc) {
+        pull_slot dummy;
+        if (slot_take(t->client, req, s, &dummy)) pull_part_done(op, rc);
+    }
+}
+
+static int64_t required_clock(const loom_table *t, int64_t clock)
+{
+    return t->def.opts.consistency == LOOM_ASP ? INT64_MIN : clock - t->def.opts.staleness;
+}
+
+/* Split the misses by server and send; the op completes on the last reply. */
+static void request_misses(pull_op *op, size_t total)
+{
+    loom_table *t = op->t;
+    int S = server_count(t);
+    int64_t required = required_clock(t, op->fetch_clock);
+    size_t bound[1025];
+    unsigned parts = 0;
+    for (int s = 0; s <= S; s++) {
+        if (s == S) {
+            bound[s] = total;
+        } else if (op->uniq) {
+            bound[s] = slice_begin(t, op->miss_keys, total, s);
+        } else {
+            ps_u128 start = ps_slice_start(&t->def.opts, S, s);
+            bound[s] = (size_t)(start <= op->begin ? 0 : start - op->begin > total ? total : start - op->begin);
+        }
+        if (s > 0 && bound[s] > bound[s - 1]) parts++;
+    }
+    /* +1 so that a fast reply cannot finish the op while we still send. */
+    atomic_store(&op->parts_left, parts + 1);
+    for (int s = 0; s < S; s++)
+        if (bound[s + 1] > bound[s]) send_pull(op, s, bound[s], bound[s + 1] - bound[s], required);
+    pull_part_done(op, 0);
+}
+
+static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, loom_ts *ts)
+{
+    if (!t || !ts || (n && (!keys || !out))) return LOOM_EINVAL;
+    int rc = check_keys(t, keys, n);
+    if (rc) return rc;
+    pull_op *op = calloc(1, sizeof *op);
+    if (!op) return LOOM_ENOMEM;
+    op->t = t;
+    op->out = out;
+    op->n = n;
+    op->fetch_clock = atomic_load(&t->client->clock);
+    if (keys_sorted_unique(keys, n)) {
+        op->uniq = keys;
+        op->nuniq = n;
+        op->rows = out;
+    } else {
+        if (keys_sort_unique(keys, n, &op->uniq_owned, &op->nuniq, &op->slot_of)) goto nomem;
+        op->uniq = op->uniq_owned;
+        op->rows = malloc(op->nuniq * t->row_bytes);
+        if (!op->rows) goto nomem;
+    }
+    op->miss = malloc((op->nuniq ? op->nuniq : 1) * sizeof *op->miss);
+    if (!op->miss) goto nomem;
+    op->ts = node_ts_new(t->node, 1);
+    if (!op->ts) goto nomem;
+    *ts = op->ts;
+
+    uint64_t hits = 0;
+    pthread_mutex_lock(&t->mu);
+    for (size_t i = 0; i < op->nuniq; i++) {
+        uint32_t slot;
+        if (t->cache_on && u64map_get(&t->cache_idx, op->uniq[i], &slot) &&
+            cache_fresh(t, slot, op->fetch_clock)) {
+            memcpy(op->rows + i * t->row_bytes, t->c_rows + (size_t)slot * t->row_bytes, t->row_bytes);
+            hits++;
+        } else {
+            op->miss[op->nmiss++] = (uint32_t)i;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (hits) node_count(t->node, NODE_PULLS_FROM_CACHE, hits);
+
+    if (op->nmiss == op->nuniq) {
+        op->miss_keys = (uint64_t *)op->uniq; /* every row missed: the keys are the request */
+    } else if (op->nmiss) {
+        op->miss_keys = malloc(op->nmiss * 8);
+        if (!op->miss_keys) {
+            node_ts_done(t->node, op->ts, LOOM_ENOMEM);
+            pull_op_free(op);
+            return 0;
+        }
+        for (size_t j = 0; j < op->nmiss; j++) op->miss_keys[j] = op->uniq[op->miss[j]];
+    }
+    if (!op->nmiss) {
+        pull_finish(op);
+        return 0;
+    }
+    request_misses(op, op->nmiss);
+    return 0;
+nomem:
+    pull_op_free(op);
+    return LOOM_ENOMEM;
+}
+
+int loom_pull_async(loom_table *t, const uint64_t *keys, size_t n, void *out, loom_ts *ts)
+{
+    return start_pull(t, keys, n, out, ts);
+}
+
+int loom_pull(loom_table *t, const uint64_t *keys, size_t n, void *out)
+{
+    loom_ts ts;
+    int rc = start_pull(t, keys, n, out, &ts);
+    return rc ? rc : loom_wait(t ? t->node : NULL, ts);
+}
+
+int loom_pull_range_async(loom_table *t, uint64_t begin, uint64_t end, void *out, loom_ts *ts)
+{
+    if (!t || !ts || end < begin || (end > begin && !out)) return LOOM_EINVAL;
+    if (end > begin && (!key_in_table(t, begin) || !key_in_table(t, end - 1))) return LOOM_EKEYRANGE;
+    if ((uint64_t)(end - begin) > PS_MAX_REPLY_BYTES / t->row_bytes * (uint64_t)server_count(t))
+        return LOOM_ELIMIT;
+    pull_op *op = calloc(1, sizeof *op);
+    if (!op) return LOOM_ENOMEM;
+    op->t = t;
+    op->out = out;
+    op->rows = out;
+    op->begin = begin;
+    op->nuniq = (size_t)(end - begin);
+    op->fetch_clock = atomic_load(&t->client->clock);
+    op->ts = node_ts_new(t->node, 1);
+    if (!op->ts) {
+        free(op);
+        return LOOM_ENOMEM;
+    }
+    *ts = op->ts;
+    if (!op->nuniq) {
+        pull_finish(op);
+        return 0;
+    }
+    request_misses(op, op->nuniq);
+    return 0;
+}
+
+int loom_pull_range(loom_table *t, uint64_t begin, uint64_t end, void *out)
+{
+    loom_ts ts;
+    int rc = loom_pull_range_async(t, begin, end, out, &ts);
+    return rc ? rc : loom_wait(t->node, ts);
+}
+
+/* ---- opening tables ---- */
+
+static void on_table_opened(loom_node *n, void *ctx, node_msg *m)
+{
+    ps_client *c = ctx;
+    if (m->from != 0) {
+        node_drop(n, m, "table answer from a non-scheduler");
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    open_wait *w = c->opens;
+    while (w && w->ts != m->h.req) w = w->next;
+    if (w) w->id = m->h.table;
+    pthread_mutex_unlock(&c->mu);
+    if (!w || m->h.table >= MAX_TABLES) {
+        node_drop(n, m, "answer to no table request");
+        return;
+    }
+    node_ts_done(n, w->ts, m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO);
+}
+
+static void table_free(loom_table *t)
+{
+    if (!t) return;
+    for (int s = 0; t->ifl_head && s < server_count(t); s++) {
+        while (t->ifl_head[s]) {
+            inflight *f = t->ifl_head[s];
+            t->ifl_head[s] = f->next;
+            sbuf_unref(f->hold);
+            free(f);
+        }
+    }
+    u64map_free(&t->cache_idx);
+    u64map_free(&t->buf_idx);
+    free(t->c_rows);
+    free(t->c_server_clock);
+    free(t->c_fetch_clock);
+    free(t->b_keys);
+    free(t->b_rows);
+    free(t->b_mag);
+    free(t->ifl_head);
+    free(t->ifl_tail);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_table_opts *user)
+{
+    loom_table *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    pthread_mutex_init(&t->mu, NULL);
+    t->client = c;
+    t->node = c->node;
+    t->def = *def;
+    t->def.opts.updater = t->def.updater;
+    t->row_bytes = (size_t)def->opts.width * loom_type_size(def->opts.type);
+    t->cache_on = user ? user->cache : 1;
+    t->flush_rows = user ? user->flush_rows : 0;
+    t->ifl_head = calloc((size_t)c->num_servers, sizeof *t->ifl_head);
+    t->ifl_tail = calloc((size_t)c->num_servers, sizeof *t->ifl_tail);
+    if (!t->ifl_head || !t->ifl_tail || u64map_init(&t->cache_idx, 1024) ||
+        u64map_init(&t->buf_idx, 1024)) {
+        table_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int loom_table_open(loom_node *n, const char *name, const loom_table_opts *opts, loom_table **out)
+{
+    if (!n || !out) return LOOM_EINVAL;
+    *out = NULL;
+    if (!loom_is_worker(n)) return LOOM_EROLE;
+    ps_client *c = client_of(n);
+    ps_table_def def;
+    char why[160];
+    int rc = ps_def_from_user(&def, name, opts, why, sizeof why);
+    if (rc) {
+        log_error("table \"%s\": %s", name ? name : "(null)", why);
+        return rc;
+    }
+    blob_writer w = {0};
+    if (ps_def_encode(&def, &w)) {
+        free(w.buf);
+        return LOOM_ENOMEM;
+    }
+    /* The same name opened twice in one process: one handle, if the options agree. */
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->nopened; i++) {
+        loom_table *t = c->opened[i];
+        if (strcmp(t->def.name, def.name)) continue;
+        blob_writer tw = {0};
+        rc = ps_def_encode(&t->def, &tw) ? LOOM_ENOMEM
+             : tw.len != w.len || memcmp(tw.buf, w.buf, w.len) ? LOOM_EMISMATCH : 0;
+        free(tw.buf);
+        pthread_mutex_unlock(&c->mu);
+        free(w.buf);
+        if (!rc) *out = t;
+        return rc;
+    }
+    pthread_mutex_unlock(&c->mu);
+
+    loom_table *t = table_new(c, &def, opts);
+    open_wait *ow = calloc(1, sizeof *ow);
+    loom_ts ts = t && ow ? node_ts_new(n, 1) : 0;
+    rc = ts ? updater_resolve(def.updater, def.opts.type, &t->upd) : LOOM_ENOMEM;
+    if (rc) {
+        if (rc == LOOM_ENOTFOUND)
+            log_error("table \"%s\": no updater named \"%s\" (register it before loom_init)", def.name,
+                      def.updater);
+        if (ts) node_ts_done(n, ts, rc);
+        free(w.buf);
+        free(ow);
+        table_free(t);
+        return rc;
+    }
+    t->local_rmw = t->upd.kind == UPD_SUM;
+    ow->ts = ts;
+    pthread_mutex_lock(&c->mu);
+    ow->next = c->opens;
+    c->opens = ow;
+    pthread_mutex_unlock(&c->mu);
+    msg_header h = {.type = MSG_TABLE_OPEN, .req = ts};
+    node_frame f = {w.buf, w.len, NULL, NULL, 1};
+    rc = node_send(n, 0, &h, &f, 1);
+    free(w.buf);
+    if (!rc) rc = loom_wait(n, ts);
+    pthread_mutex_lock(&c->mu);
+    for (open_wait **pp = &c->opens; *pp; pp = &(*pp)->next)
+        if (*pp == ow) {
+            *pp = ow->next;
+            break;
+        }
+    loom_table **grown = rc ? NULL : realloc(c->opened, (c->nopened + 1) * sizeof *grown);
+    if (!rc && !grown) rc = LOOM_ENOMEM;
+    if (!rc) {
+        t->id = ow->id;
+        c->opened = grown;
+        c->opened[c->nopened++] = t;
+        atomic_store(&c->by_id[t->id], t);
+    }
+    pthread_mutex_unlock(&c->mu);
+    free(ow);
+    if (rc) {
+        if (rc == LOOM_EMISMATCH)
+            log_error("table \"%s\" was already opened with different options", def.name);
+        table_free(t);
+        return rc;
+    }
+    if (def.opts.consistency != LOOM_ASP) {
+        node_lock(n);
+        if (c->gate < 0 || def.opts.staleness < c->gate) c->gate = def.opts.staleness;
+        node_unlock(n);
+    }
+    *out = t;
+    return 0;
+}
+
+const char *loom_table_name(const loom_table *t)
+{
+    return t ? t->def.name : NULL;
+}
+
+const loom_table_opts *loom_table_options(const loom_table *t)
+{
+    return t ? &t->def.opts : NULL;
+}
+
+/* ---- clocks ---- */
+
+static void on_min_clock(loom_node *n, void *ctx, node_msg *m)
+{
+    ps_client *c = ctx;
+    if (m->from != 0) {
+        node_drop(n, m, "min clock from a non-scheduler");
+        return;
+    }
+    node_lock(n);
+    if (m->h.clock > c->global_min) {
+        c->global_min = m->h.clock;
+        node_broadcast(n);
+    }
+    node_unlock(n);
+}
+
+/* Tell every server and the scheduler how many clocks this worker completed. */
+static int send_clock(ps_client *c, int64_t clock)
+{
+    int rc = 0;
+    for (int s = 0; s < c->num_servers && !rc; s++) {
+        msg_header h = {.type = MSG_CLOCK, .clock = clock};
+        rc = node_send(c->node, node_server_id(c->num_servers, s), &h, NULL, 0);
+    }
+    msg_header h = {.type = MSG_CLOCK, .clock = clock};
+    return rc ? rc : node_send(c->node, 0, &h, NULL, 0);
+}
+
+static loom_table **snapshot_tables(ps_client *c, size_t *count)
+{
+    pthread_mutex_lock(&c->mu);
+    loom_table **list = malloc((c->nopened ? c->nopened : 1) * sizeof *list);
+    *count = list ? c->nopened : 0;
+    if (list) memcpy(list, c->opened, c->nopened * sizeof *list);
+    pthread_mutex_unlock(&c->mu);
+    return list;
+}
+
+int ps_clock(loom_node *n)
+{
+    if (!loom_is_worker(n)) return LOOM_EROLE;
+    ps_client *c = client_of(n);
+    size_t count;
+    loom_table **list = snapshot_tables(c, &count);
+    if (!list) return LOOM_ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < count && !rc; i++) rc = loom_flush(list[i], NULL);
+    free(list);
+    int64_t clock = atomic_load(&c->clock) + 1;
+    if (!rc) rc = send_clock(c, clock);
+    if (rc) return rc;
+    atomic_store(&c->clock, clock);
+    /* Keep within the staleness bound: wait for the slowest worker. */
+    node_lock(n);
+    while (!rc && c->gate >= 0 && c->global_min < clock - c->gate) rc = node_wait(n, 0);
+    node_unlock(n);
+    return rc;
+}
+
+int64_t ps_current_clock(loom_node *n)
+{
+    return loom_is_worker(n) ? atomic_load(&client_of(n)->clock) : 0;
+}
+
+int ps_flush_all(loom_node *n)
+{
+    ps_client *c = client_of(n);
+    size_t count;
+    loom_table **list = snapshot_tables(c, &count);
+    if (!list) return LOOM_ENOMEM;
+    int rc = 0;
+    loom_ts *ts = malloc((count ? count : 1) * sizeof *ts);
+    if (!ts) rc = LOOM_ENOMEM;
+    for (size_t i = 0; i < count && !rc; i++) rc = loom_flush(list[i], &ts[i]);
+    for (size_t i = 0; i < count && !rc; i++) rc = loom_wait(n, ts[i]);
+    free(ts);
+    free(list);
+    return rc;
+}
+
+void ps_invalidate_caches(loom_node *n)
+{
+    ps_client *c = client_of(n);
+    size_t count;
+    loom_table **list = snapshot_tables(c, &count);
+    for (size_t i = 0; list && i < count; i++) {
+        pthread_mutex_lock(&list[i]->mu);
+        cache_clear(list[i]);
+        pthread_mutex_unlock(&list[i]->mu);
+    }
+    free(list);
+}
+
+int ps_worker_finish(loom_node *n)
+{
+    int rc = ps_flush_all(n);
+    return rc ? rc : send_clock(client_of(n), PS_CLOCK_DONE);
+}
+
+static void client_destroy(void *state)
+{
+    ps_client *c = state;
+    for (size_t i = 0; i < c->nopened; i++) table_free(c->opened[i]);
+    free(c->opened);
+    free(c->slots);
+    while (c->opens) {
+        open_wait *w = c->opens;
+        c->opens = w->next;
+        free(w);
+    }
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+int ps_client_attach(loom_node *n)
+{
+    ps_client *c = calloc(1, sizeof *c);
+    if (!c) return LOOM_ENOMEM;
+    c->node = n;
+    c->num_servers = loom_num_servers(n);
+    c->free_head = NO_SLOT;
+    c->gate = -1;
+    pthread_mutex_init(&c->mu, NULL);
+    node_set_layer(n, NODE_LAYER_PS, c, client_destroy);
+    node_set_handler(n, MSG_TABLE_OPENED, on_table_opened, c);
+    node_set_handler(n, MSG_PUSH_ACK, on_push_ack, c);
+    node_set_handler(n, MSG_PULL_REPLY, on_pull_reply, c);
+    node_set_handler(n, MSG_MIN_CLOCK, on_min_clock, c);
+    return 0;
+}

@@ -1,0 +1,70 @@
+/* ps: the parameter-server layer's internal interface.
+ *
+ * Three roles, three files: client.c (workers: tables, cache, update buffer,
+ * pull/push/clock), server.c (servers: partitions, updaters, clock-gated
+ * pulls), registry.c (scheduler: table names to ids, worker clocks). This
+ * header holds what they share: the table-options codec and the range
+ * partitioning of keys over servers. */
+#ifndef LOOM_PS_PS_H
+#define LOOM_PS_PS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/msg.h"
+#include "core/node_impl.h"
+#include "loom/table.h"
+
+/* Worker clock that means "this worker has finished": never the slowest. */
+#define PS_CLOCK_DONE INT64_MAX
+/* Largest reply a server builds for one pull (values bytes). */
+#define PS_MAX_REPLY_BYTES ((uint64_t)1 << 31)
+/* Largest row a table may have, in bytes. */
+#define PS_MAX_ROW_BYTES ((size_t)1 << 20)
+
+/* Table options as they travel: the fields that define the table (client-only
+ * knobs such as `cache` and `flush_rows` are not part of it). The updater name
+ * is copied in, so the options do not point to the caller's memory. */
+typedef struct ps_table_def {
+    char name[LOOM_MAX_NAME + 1];
+    char updater[LOOM_MAX_NAME + 1];
+    loom_table_opts opts; /* opts.updater points to `updater` above */
+} ps_table_def;
+
+/* Fill def from a user's name and options (defaults applied, NULL opts =
+ * defaults) and check them. Returns 0, or LOOM_EINVAL with a reason in why. */
+int ps_def_from_user(ps_table_def *def, const char *name, const loom_table_opts *opts, char *why,
+                     size_t whylen);
+/* Encode (canonical: equal definitions give equal bytes) and decode with
+ * full validation. encode returns 0 or LOOM_ENOMEM; decode 0 or LOOM_EPROTO. */
+int ps_def_encode(const ps_table_def *def, blob_writer *w);
+int ps_def_decode(const void *data, size_t len, ps_table_def *def);
+
+/* Key range [begin, end) of a table as 128-bit numbers (end may be 2^64). */
+typedef unsigned __int128 ps_u128;
+static inline ps_u128 ps_key_end(const loom_table_opts *o)
+{
+    return o->key_end ? (ps_u128)o->key_end : (ps_u128)1 << 64;
+}
+/* First key of server s's slice (s in [0, S]; s = S gives the table's end). */
+ps_u128 ps_slice_start(const loom_table_opts *o, int num_servers, int s);
+/* The server holding key (key must be in the table's range). */
+int ps_server_of(const loom_table_opts *o, int num_servers, uint64_t key);
+
+/* Role entry points, called by the API glue (src/loom.c). ps_attach picks
+ * the role's part (registry.c, server.c or client.c) and registers its
+ * message handlers; it runs before the node's I/O thread starts. */
+int ps_attach(loom_node *n);
+int ps_registry_attach(loom_node *n);
+int ps_server_attach(loom_node *n);
+int ps_client_attach(loom_node *n);
+int ps_clock(loom_node *n);
+int64_t ps_current_clock(loom_node *n);
+/* Workers: send every table's buffered updates and wait until servers applied them. */
+int ps_flush_all(loom_node *n);
+/* Workers: drop every cached row (after a barrier). */
+void ps_invalidate_caches(loom_node *n);
+/* Workers: flush, wait, and tell servers and scheduler that this worker finished. */
+int ps_worker_finish(loom_node *n);
+
+#endif

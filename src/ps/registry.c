@@ -1,0 +1,192 @@
+/* registry: the scheduler's part of the parameter server.
+ *
+ * Table names: the first worker to open a name defines the table; the
+ * scheduler numbers it, has every server create its partition, and answers
+ * every worker that asked once all servers confirmed. A later open with other
+ * options is refused (LOOM_EMISMATCH), so all workers agree on every table.
+ *
+ * Clocks: each worker reports the number of clocks it completed; the scheduler
+ * tracks the slowest and tells the workers whenever it advances, which is
+ * what loom_clock() waits on to keep workers within the staleness bound. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "loom/error.h"
+#include "ps/ps.h"
+
+#define MAX_TABLES 1024
+
+typedef struct waiter {
+    uint32_t worker;
+    uint64_t req;
+    struct waiter *next;
+} waiter;
+
+typedef struct reg_table {
+    ps_table_def def;
+    uint8_t *blob; /* canonical encoding, compared on every later open */
+    size_t blob_len;
+    uint32_t acks;
+    int status;  /* first error reported by a server */
+    int ready;   /* every server answered */
+    waiter *waiting;
+} reg_table;
+
+typedef struct registry {
+    loom_node *node;
+    int num_servers, num_workers;
+    reg_table *tables[MAX_TABLES];
+    uint32_t ntables;
+    int64_t *clock; /* per worker rank */
+    int64_t min_clock;
+} registry;
+
+static void answer(loom_node *n, uint32_t worker, uint64_t req, uint32_t table, int status)
+{
+    msg_header h = {.type = MSG_TABLE_OPENED, .req = req, .table = table, .a = (uint64_t)status};
+    node_send(n, worker, &h, NULL, 0);
+}
+
+static void on_table_open(loom_node *n, void *ctx, node_msg *m)
+{
+    registry *r = ctx;
+    int rank;
+    if (node_peer_role(n, m->from, &rank) != LOOM_WORKER) {
+        node_drop(n, m, "only workers open tables");
+        return;
+    }
+    const void *data = zmq_msg_data(&m->frames[0]);
+    size_t len = zmq_msg_size(&m->frames[0]);
+    ps_table_def def;
+    if (ps_def_decode(data, len, &def)) {
+        node_drop(n, m, "invalid table definition");
+        return;
+    }
+    for (uint32_t i = 0; i < r->ntables; i++) {
+        reg_table *t = r->tables[i];
+        if (strcmp(t->def.name, def.name)) continue;
+        if (t->blob_len != len || memcmp(t->blob, data, len)) {
+            answer(n, m->from, m->h.req, i, LOOM_EMISMATCH);
+        } else if (t->ready) {
+            answer(n, m->from, m->h.req, i, t->status);
+        } else {
+            waiter *w = malloc(sizeof *w);
+            if (!w) {
+                answer(n, m->from, m->h.req, i, LOOM_ENOMEM);
+                return;
+            }
+            *w = (waiter){m->from, m->h.req, t->waiting};
+            t->waiting = w;
+        }
+        return;
+    }
+    if (r->ntables == MAX_TABLES) {
+        answer(n, m->from, m->h.req, 0, LOOM_ELIMIT);
+        return;
+    }
+    reg_table *t = calloc(1, sizeof *t);
+    waiter *w = malloc(sizeof *w);
+    uint8_t *blob = malloc(len);
+    if (!t || !w || !blob) {
+        free(t), free(w), free(blob);
+        answer(n, m->from, m->h.req, 0, LOOM_ENOMEM);
+        return;
+    }
+    memcpy(blob, data, len);
+    t->def = def;
+    t->def.opts.updater = t->def.updater;
+    t->blob = blob;
+    t->blob_len = len;
+    *w = (waiter){m->from, m->h.req, NULL};
+    t->waiting = w;
+    uint32_t id = r->ntables++;
+    r->tables[id] = t;
+    log_info("creating table \"%s\" (id %u) on %d server(s)", def.name, id, r->num_servers);
+    for (int s = 0; s < r->num_servers; s++) {
+        msg_header h = {.type = MSG_TABLE_CREATE, .table = id};
+        node_frame f = {blob, len, NULL, NULL, 1};
+        node_send(n, node_server_id(r->num_servers, s), &h, &f, 1);
+    }
+}
+
+static void on_table_created(loom_node *n, void *ctx, node_msg *m)
+{
+    registry *r = ctx;
+    int rank;
+    if (node_peer_role(n, m->from, &rank) != LOOM_SERVER || m->h.table >= r->ntables ||
+        r->tables[m->h.table]->ready) {
+        node_drop(n, m, "unexpected TABLE_CREATED");
+        return;
+    }
+    reg_table *t = r->tables[m->h.table];
+    int status = m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO;
+    if (status && !t->status) t->status = status;
+    if (++t->acks < (uint32_t)r->num_servers) return;
+    t->ready = 1;
+    if (t->status)
+        log_error("table \"%s\" could not be created: %s", t->def.name, loom_strerror(t->status));
+    while (t->waiting) {
+        waiter *w = t->waiting;
+        t->waiting = w->next;
+        answer(n, w->worker, w->req, m->h.table, t->status);
+        free(w);
+    }
+}
+
+static void on_clock(loom_node *n, void *ctx, node_msg *m)
+{
+    registry *r = ctx;
+    int rank;
+    if (node_peer_role(n, m->from, &rank) != LOOM_WORKER || m->h.clock < r->clock[rank]) {
+        node_drop(n, m, "clock from a non-worker or going backwards");
+        return;
+    }
+    r->clock[rank] = m->h.clock;
+    int64_t min = PS_CLOCK_DONE;
+    for (int w = 0; w < r->num_workers; w++)
+        if (r->clock[w] < min) min = r->clock[w];
+    if (min <= r->min_clock) return;
+    r->min_clock = min;
+    if (min == PS_CLOCK_DONE) return; /* every worker finished: nobody is waiting */
+    for (int w = 0; w < r->num_workers; w++) {
+        if (r->clock[w] == PS_CLOCK_DONE) continue;
+        msg_header h = {.type = MSG_MIN_CLOCK, .clock = min};
+        node_send(n, node_worker_id(r->num_servers, w), &h, NULL, 0);
+    }
+}
+
+static void registry_destroy(void *state)
+{
+    registry *r = state;
+    for (uint32_t i = 0; i < r->ntables; i++) {
+        while (r->tables[i]->waiting) {
+            waiter *w = r->tables[i]->waiting;
+            r->tables[i]->waiting = w->next;
+            free(w);
+        }
+        free(r->tables[i]->blob);
+        free(r->tables[i]);
+    }
+    free(r->clock);
+    free(r);
+}
+
+int ps_registry_attach(loom_node *n)
+{
+    registry *r = calloc(1, sizeof *r);
+    if (!r) return LOOM_ENOMEM;
+    r->node = n;
+    r->num_servers = loom_num_servers(n);
+    r->num_workers = loom_num_workers(n);
+    r->clock = calloc((size_t)r->num_workers, sizeof *r->clock);
+    if (!r->clock) {
+        free(r);
+        return LOOM_ENOMEM;
+    }
+    node_set_layer(n, NODE_LAYER_PS, r, registry_destroy);
+    node_set_handler(n, MSG_TABLE_OPEN, on_table_open, r);
+    node_set_handler(n, MSG_TABLE_CREATED, on_table_created, r);
+    node_set_handler(n, MSG_CLOCK, on_clock, r);
+    return 0;
+}

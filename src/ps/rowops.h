@@ -1,0 +1,28 @@
+/* rowops: arithmetic on rows of a runtime-chosen value type.
+ *
+ * Tables hold f32, f64, i32 or i64 values; these helpers switch on the type
+ * once per call and loop over `count` values, so callers stay type-agnostic
+ * without paying a switch per value. Integer addition wraps (two's complement,
+ * computed on unsigned values) rather than being undefined on overflow. */
+#ifndef LOOM_PS_ROWOPS_H
+#define LOOM_PS_ROWOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/table.h"
+
+/* dst[i] += src[i] for i < count */
+void rows_add(loom_type t, void *dst, const void *src, size_t count);
+/* sum of |v[i]| as a double (the magnitude used to prioritise updates) */
+double rows_abs_sum(loom_type t, const void *v, size_t count);
+/* Gather with duplicates combined: for i < n, out[slot_of[i]] (op)= in[i], rows of
+ * `width` values; out has nuniq rows and is zeroed first. op is add, or assign
+ * (the last occurrence wins) when assign != 0. */
+void rows_gather(loom_type t, size_t width, const void *in, const uint32_t *slot_of, size_t n,
+                 void *out, size_t nuniq, int assign);
+/* Scatter: for i < n, out[i] = uniq_rows[slot_of[i]] (rows of width values). */
+void rows_scatter(loom_type t, size_t width, const void *uniq_rows, const uint32_t *slot_of,
+                  size_t n, void *out);
+
+#endif

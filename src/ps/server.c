@@ -1,0 +1,360 @@
+/* server: a server's partitions of every table, and the clock rule for reads.
+ *
+ * Server r holds slice r of each table's key range (ps_slice_start). Pushes
+ * are applied at once, in arrival order, through the table's updater; the
+ * acknowledgement echoes the push's sequence number. Each worker reports the
+ * clocks it completed (CLOCK, sent after that clock's pushes on the same
+ * connection), so the slowest worker's clock `min_clock` says which updates
+ * the partition is guaranteed to contain: all of every clock < min_clock.
+ *
+ * A pull names the oldest clock its answer may reflect. If min_clock has not
+ * reached it, the pull waits in `deferred` and is answered as soon as the
+ * last straggler's CLOCK arrives; that is how BSP and SSP reads block. The
+ * answer carries min_clock (the reader caches it as the rows' freshness) and
+ * the last push sequence applied from that worker (the reader re-adds its own
+ * later, still in-flight pushes, to see its own writes).
+ *
+ * Everything runs on the I/O thread; there is no locking. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "loom/error.h"
+#include "ps/ps.h"
+#include "ps/storage.h"
+#include "ps/updater_impl.h"
+
+typedef struct srv_table {
+    ps_table_def def;
+    ps_updater upd;
+    ps_store *store;
+    uint64_t lo;          /* first key of this partition */
+    ps_u128 hi;           /* one past the last */
+    size_t row_bytes;
+    uint64_t *applied;    /* per worker rank: last push sequence applied */
+} srv_table;
+
+typedef struct deferred {
+    node_msg m;   /* the pull, frames kept */
+    struct deferred *next;
+} deferred;
+
+typedef struct server {
+    loom_node *node;
+    int num_servers, num_workers;
+    srv_table **tables;
+    uint32_t cap;
+    int64_t *clock; /* per worker rank */
+    int64_t min_clock;
+    deferred *waiting;
+    uint8_t *scratch[2]; /* aligned copies of payloads that arrived misaligned */
+    size_t scratch_len[2];
+} server;
+
+static srv_table *table_of(server *s, uint32_t id)
+{
+    return id < s->cap ? s->tables[id] : NULL;
+}
+
+/* Payload frames may start at any address (ZeroMQ receives large messages
+ * in place); rows must be aligned for typed access, so copy when they are not.
+ * slot 0 is for keys, 1 for values: one message may need both. */
+static const void *aligned_payload(server *s, zmq_msg_t *f, int slot)
+{
+    const void *p = zmq_msg_data(f);
+    if (((uintptr_t)p & 7) == 0) return p;
+    size_t len = zmq_msg_size(f);
+    if (len > s->scratch_len[slot]) {
+        uint8_t *nb = realloc(s->scratch[slot], len);
+        if (!nb) return NULL;
+        s->scratch[slot] = nb;
+        s->scratch_len[slot] = len;
+    }
+    memcpy(s->scratch[slot], p, len);
+    return s->scratch[slot];
+}
+
+static int worker_rank(server *s, uint32_t from)
+{
+    int rank;
+    return node_peer_role(s->node, from, &rank) == LOOM_WORKER ? rank : -1;
+}
+
+/* ---- table creation ---- */
+
+static void on_create(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    int status = 0;
+    uint32_t id = m->h.table;
+    if (m->from != 0 || id >= 1u << 20 || table_of(s, id)) {
+        node_drop(n, m, "unexpected TABLE_CREATE");
+        return;
+    }
+    srv_table *t = calloc(1, sizeof *t);
+    if (!t) {
+        status = LOOM_ENOMEM;
+        goto reply;
+    }
+    if (ps_def_decode(zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), &t->def)) {
+        free(t);
+        node_drop(n, m, "invalid table definition");
+        return;
+    }
+    loom_table_opts *o = &t->def.opts;
+    o->updater = t->def.updater;
+    int rank = loom_rank(n);
+    ps_u128 lo = ps_slice_start(o, s->num_servers, rank);
+    t->hi = ps_slice_start(o, s->num_servers, rank + 1);
+    t->lo = (uint64_t)lo;
+    t->row_bytes = (size_t)o->width * loom_type_size(o->type);
+    t->applied = calloc((size_t)s->num_workers, sizeof *t->applied);
+    status = t->applied ? updater_resolve(t->def.updater, o->type, &t->upd) : LOOM_ENOMEM;
+    if (!status && lo < t->hi) {
+        ps_store_spec spec = {
+            .type = o->type,
+            .width = o->width,
+            .state_per_value = t->upd.state_per_value,
+            .storage = o->storage,
+            .begin = t->lo,
+            .end = t->hi >> 64 ? 0 : (uint64_t)t->hi,
+            .init = o->init,
+            .init_a = o->init_a,
+            .init_b = o->init_b,
+            .init_seed = o->init_seed,
+        };
+        status = store_create(&spec, &t->store);
+    }
+    if (status) {
+        log_error("cannot create table \"%s\": %s", t->def.name, loom_strerror(status));
+        free(t->applied);
+        free(t);
+        goto reply;
+    }
+    if (id >= s->cap) {
+        uint32_t cap = s->cap ? s->cap : 16;
+        while (cap <= id) cap *= 2;
+        srv_table **nt = realloc(s->tables, cap * sizeof *nt);
+        if (!nt) {
+            store_destroy(t->store);
+            free(t->applied);
+            free(t);
+            status = LOOM_ENOMEM;
+            goto reply;
+        }
+        memset(nt + s->cap, 0, (cap - s->cap) * sizeof *nt);
+        s->tables = nt;
+        s->cap = cap;
+    }
+    s->tables[id] = t;
+reply:;
+    msg_header h = {.type = MSG_TABLE_CREATED, .table = id, .a = (uint64_t)status};
+    node_send(n, 0, &h, NULL, 0);
+}
+
+/* ---- requests ---- */
+
+/* Check a request's keys (or range) against the partition. Sets *keys (NULL
+ * for a range) and *count. Returns 0 or a reason to drop. */
+static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_frame,
+                              const uint64_t **keys, uint64_t *count)
+{
+    if (m->h.flags & MSG_F_RANGE) {
+        if (m->h.a >= m->h.b || m->h.a < t->lo || (ps_u128)m->h.b > t->hi)
+            return "range outside this server's partition";
+        *keys = NULL;
+        *count = m->h.b - m->h.a;
+        return NULL;
+    }
+    zmq_msg_t *f = &m->frames[keys_frame];
+    size_t len = zmq_msg_size(f);
+    if (len == 0 || len % 8) return "key frame size is not a positive multiple of 8";
+    const uint64_t *k = aligned_payload(s, f, 0);
+    if (!k) return "out of memory";
+    *count = len / 8;
+    for (uint64_t i = 0; i < *count; i++)
+        if (k[i] < t->lo || (ps_u128)k[i] >= t->hi) return "key outside this server's partition";
+    *keys = k;
+    return NULL;
+}
+
+static void on_push(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    srv_table *t = table_of(s, m->h.table);
+    int w = worker_rank(s, m->from);
+    int range = (m->h.flags & MSG_F_RANGE) != 0;
+    if (!t || w < 0 || m->nframes != (range ? 1u : 2u)) {
+        node_drop(n, m, "unknown table, sender or frame count");
+        return;
+    }
+    const uint64_t *keys;
+    uint64_t count;
+    const char *bad = check_keys(s, t, m, 0, &keys, &count);
+    zmq_msg_t *vf = &m->frames[range ? 0 : 1];
+    if (!bad && (count > SIZE_MAX / t->row_bytes || zmq_msg_size(vf) != count * t->row_bytes))
+        bad = "value frame size does not match the keys";
+    const uint8_t *vals = bad ? NULL : aligned_payload(s, vf, 1);
+    if (!bad && !vals) bad = "out of memory";
+    if (bad) {
+        node_drop(n, m, bad);
+        return;
+    }
+    int status = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t key = keys ? keys[i] : m->h.a + i;
+        void *state;
+        void *row = store_row(t->store, key, &state);
+        if (!row) {
+            status = LOOM_ENOMEM;
+            break;
+        }
+        updater_apply(&t->upd, &t->def.opts, t->def.opts.type, t->def.opts.width, key, row, state,
+                      vals + i * t->row_bytes);
+    }
+    t->applied[w] = m->h.req;
+    msg_header h = {.type = MSG_PUSH_ACK, .table = m->h.table, .req = m->h.req, .a = (uint64_t)status};
+    node_send(n, m->from, &h, NULL, 0);
+}
+
+static void free_reply(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+/* Answer a pull that is allowed to proceed. */
+static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
+{
+    const uint64_t *keys;
+    uint64_t count;
+    const char *bad = check_keys(s, t, m, 0, &keys, &count);
+    if (!bad && (count > PS_MAX_REPLY_BYTES / t->row_bytes)) bad = "pull too large";
+    if (bad) {
+        node_drop(s->node, m, bad);
+        return;
+    }
+    size_t bytes = (size_t)count * t->row_bytes;
+    uint8_t *out = malloc(bytes ? bytes : 1);
+    int status = out ? 0 : LOOM_ENOMEM;
+    if (out && keys)
+        store_read_many(t->store, keys, (size_t)count, out);
+    else if (out)
+        store_read_range(t->store, m->h.a, m->h.b, out);
+    msg_header h = {.type = MSG_PULL_REPLY,
+                    .table = m->h.table,
+                    .req = m->h.req,
+                    .clock = s->min_clock,
+                    .a = t->applied[w],
+                    .b = (uint64_t)status};
+    node_frame f = {out, out ? bytes : 0, out ? free_reply : NULL, NULL, 0};
+    node_send(s->node, m->from, &h, &f, out ? 1 : 0);
+}
+
+static void on_pull(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    srv_table *t = table_of(s, m->h.table);
+    int w = worker_rank(s, m->from);
+    int range = (m->h.flags & MSG_F_RANGE) != 0;
+    if (!t || w < 0 || m->nframes != (range ? 0u : 1u)) {
+        node_drop(n, m, "unknown table, sender or frame count");
+        return;
+    }
+    if (m->h.clock <= s->min_clock) {
+        answer_pull(s, t, m, w);
+        return;
+    }
+    /* Too fresh for now: keep it (frames and all) until the clocks catch up. */
+    deferred *d = calloc(1, sizeof *d);
+    if (!d) {
+        node_drop(n, m, "out of memory");
+        return;
+    }
+    d->m.h = m->h;
+    d->m.from = m->from;
+    d->m.nframes = m->nframes;
+    for (size_t i = 0; i < m->nframes; i++) {
+        zmq_msg_init(&d->m.frames[i]);
+        zmq_msg_move(&d->m.frames[i], &m->frames[i]);
+    }
+    d->next = s->waiting;
+    s->waiting = d;
+}
+
+static void release_deferred(server *s)
+{
+    deferred **pp = &s->waiting;
+    while (*pp) {
+        deferred *d = *pp;
+        if (d->m.h.clock > s->min_clock) {
+            pp = &d->next;
+            continue;
+        }
+        *pp = d->next;
+        srv_table *t = table_of(s, d->m.h.table);
+        answer_pull(s, t, &d->m, worker_rank(s, d->m.from));
+        for (size_t i = 0; i < d->m.nframes; i++) zmq_msg_close(&d->m.frames[i]);
+        free(d);
+    }
+}
+
+static void on_clock(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    int w = worker_rank(s, m->from);
+    if (w < 0 || m->h.clock < s->clock[w]) {
+        node_drop(n, m, "clock from a non-worker or going backwards");
+        return;
+    }
+    s->clock[w] = m->h.clock;
+    int64_t min = PS_CLOCK_DONE;
+    for (int i = 0; i < s->num_workers; i++)
+        if (s->clock[i] < min) min = s->clock[i];
+    if (min > s->min_clock) {
+        s->min_clock = min;
+        release_deferred(s);
+    }
+}
+
+static void server_destroy(void *state)
+{
+    server *s = state;
+    for (uint32_t i = 0; i < s->cap; i++) {
+        if (!s->tables[i]) continue;
+        store_destroy(s->tables[i]->store);
+        free(s->tables[i]->applied);
+        free(s->tables[i]);
+    }
+    while (s->waiting) {
+        deferred *d = s->waiting;
+        s->waiting = d->next;
+        for (size_t i = 0; i < d->m.nframes; i++) zmq_msg_close(&d->m.frames[i]);
+        free(d);
+    }
+    free(s->tables);
+    free(s->clock);
+    free(s->scratch[0]);
+    free(s->scratch[1]);
+    free(s);
+}
+
+int ps_server_attach(loom_node *n)
+{
+    server *s = calloc(1, sizeof *s);
+    if (!s) return LOOM_ENOMEM;
+    s->node = n;
+    s->num_servers = loom_num_servers(n);
+    s->num_workers = loom_num_workers(n);
+    s->clock = calloc((size_t)s->num_workers, sizeof *s->clock);
+    if (!s->clock) {
+        free(s);
+        return LOOM_ENOMEM;
+    }
+    node_set_layer(n, NODE_LAYER_PS, s, server_destroy);
+    node_set_handler(n, MSG_TABLE_CREATE, on_create, s);
+    node_set_handler(n, MSG_PUSH, on_push, s);
+    node_set_handler(n, MSG_PULL, on_pull, s);
+    node_set_handler(n, MSG_CLOCK, on_clock, s);
+    return 0;
+}
