@@ -1,0 +1,30 @@
+/* harness: run a whole Loom job inside one test process.
+ *
+ * The scheduler, S servers and W workers each get a thread and a real node
+ * talking TCP over loopback, with failures reported as error codes
+ * (LOOM_ON_FAILURE_RETURN) instead of ending the process. The worker function
+ * runs between loom_node_start() and loom_finalize(); its return value and the
+ * other nodes' results are collected so a test can assert on all of them. */
+#ifndef LOOM_TESTS_HARNESS_H
+#define LOOM_TESTS_HARNESS_H
+
+#include <loom/loom.h>
+
+#define HARNESS_MAX_NODES 16
+
+typedef int (*harness_worker_fn)(loom_node *node, int rank, void *arg);
+
+typedef struct harness_result {
+    int scheduler;                   /* loom_serve() of the scheduler */
+    int servers[HARNESS_MAX_NODES];  /* loom_serve() of each server */
+    int workers[HARNESS_MAX_NODES];  /* the worker function, or a start/finalize error */
+    int finalize[HARNESS_MAX_NODES]; /* loom_finalize() of each worker */
+} harness_result;
+
+/* Run a job; returns 0 if every node ended cleanly and every worker returned 0. */
+int harness_run(int servers, int workers, harness_worker_fn fn, void *arg, harness_result *res);
+
+/* Called by harness_run with the scheduler's node before the others start. */
+extern void (*harness_on_scheduler)(loom_node *scheduler);
+
+#endif
