@@ -16,7 +16,8 @@ int keys_sorted_unique(const uint64_t *k, size_t n);
 
 /* Sort and deduplicate. On success *uniq (malloc'd, *nuniq keys ascending) and
  * *slot_of (malloc'd, n entries: uniq[(*slot_of)[i]] == in[i]) are set; the
- * caller frees both. LSD radix sort, O(n). Returns 0 or LOOM_ENOMEM. n < 2^32. */
+ * caller frees both. Radix sort, O(n). Returns 0 or LOOM_ENOMEM (LOOM_EINVAL
+ * unless n < 2^32). */
 int keys_sort_unique(const uint64_t *in, size_t n, uint64_t **uniq, size_t *nuniq,
                      uint32_t **slot_of);
 
