@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# a) The environment contract: one scheduler, S servers, W workers, each with
+# its role, rank, the job's size and the address the scheduler published; the
+# address fd reaches the scheduler only; flags and inherited LOOM_* pass through.
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+out=$WORK/out
+export FAKE_PORT=$((20000 + RANDOM % 40000))
+export LOOM_TEST_INHERITED=yes
+run_loom run --servers 2 --workers 3 --heartbeat-timeout 777 --verbose -- bash "$NODE" env a1 "two words"
+expect_rc 0
+
+count() { grep -cE -- "$1" "$out"; }
+[[ $(count '^\[scheduler\] role=') == 1 ]] || fail "expected 1 scheduler"
+[[ $(count '^\[server [0-9]+\] role=') == 2 ]] || fail "expected 2 servers"
+[[ $(count '^\[worker [0-9]+\] role=') == 3 ]] || fail "expected 3 workers"
+[[ $(count '\] extra=777,1,yes$') == 6 ]] || fail "flags or inherited LOOM_* not seen by all 6"
+[[ $(count '\] address_fd=.* args=env a1 two words$') == 6 ]] || fail "PROGRAM's arguments not passed to all 6"
+
+expect_line "$out" "[scheduler] role=scheduler rank=0 servers=2 workers=3 scheduler=127.0.0.1:0 bind=127.0.0.1"
+for rank in 0 1; do
+    expect_line "$out" "[server $rank] role=server rank=$rank servers=2 workers=3 scheduler=127.0.0.1:$FAKE_PORT bind=127.0.0.1"
+done
+for rank in 0 1 2; do
+    expect_line "$out" "[worker $rank] role=worker rank=$rank servers=2 workers=3 scheduler=127.0.0.1:$FAKE_PORT bind=127.0.0.1"
+done
+
+# The scheduler holds exactly the address fd; the others hold no extra fd.
+fd=$(sed -n 's/^\[scheduler\] address_fd=\([0-9][0-9]*\) .*/\1/p' "$out")
+[[ -n $fd ]] || fail "scheduler got no LOOM_ADDRESS_FD"
+expect_line "$out" "[scheduler] fds=$fd"
+[[ $(count '^\[(server|worker) [0-9]+\] address_fd=unset ') == 5 ]] || fail "LOOM_ADDRESS_FD leaked"
+[[ $(count '^\[(server|worker) [0-9]+\] fds=$') == 5 ]] || fail "fds leaked into servers or workers"
+expect_no_survivors 6
+
+# Defaults, --bind, and variables the launcher always sets overriding stale ones.
+clean_pid_dir
+export LOOM_VERBOSE=2 LOOM_ROLE=bogus LOOM_ADDRESS_FD=9
+unset LOOM_TEST_INHERITED
+run_loom run --bind 127.0.0.2 bash "$NODE" env
+expect_rc 0
+expect_line "$out" "[scheduler] role=scheduler rank=0 servers=1 workers=2 scheduler=127.0.0.2:0 bind=127.0.0.2"
+expect_line "$out" "[server 0] role=server rank=0 servers=1 workers=2 scheduler=127.0.0.1:$FAKE_PORT bind=127.0.0.2"
+expect_line "$out" "[worker 1] role=worker rank=1 servers=1 workers=2 scheduler=127.0.0.1:$FAKE_PORT bind=127.0.0.2"
+[[ $(count '\] extra=unset,2,unset$') == 4 ]] || fail "defaults: unexpected LOOM_HEARTBEAT_TIMEOUT_MS/LOOM_VERBOSE"
+[[ $(count '^\[(server|worker) [0-9]+\] address_fd=unset ') == 3 ]] || fail "inherited LOOM_ADDRESS_FD not removed"
+expect_no_survivors 4
+echo PASS

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# --on-failure wait: worker 1 exits 3; the launcher reports it but lets the
+# others notice on their own (they exit 3, as Loom's heartbeat makes them do)
+# instead of killing them; every failure is in the summary.
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+run_loom run --on-failure wait --servers 1 --workers 3 -- bash "$NODE" peer
+expect_rc 1
+expect_line "$WORK/err" "loom run: worker 1 exited with status 3"
+for who in scheduler "server 0" "worker 0" "worker 2"; do
+    expect_line "$WORK/out" "[$who] ${who/ /-}$([[ $who == scheduler ]] && echo -0): worker 1 is gone"
+    expect_line "$WORK/err" "loom run: failed: $who exited with status 3"
+done
+[[ $(grep -c "^loom run: failed:" "$WORK/err") == 5 ]] || fail "expected 5 failures in the summary"
+grep -q "killed by signal" "$WORK/err" && fail "the launcher killed processes in --on-failure wait mode"
+expect_faster_than 15000
+expect_no_survivors 5
+echo PASS

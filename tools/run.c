@@ -1,0 +1,894 @@
+/* loom run: start a whole Loom job on this machine.
+ *
+ * The launcher forks one scheduler, S servers and W workers of the same
+ * PROGRAM and tells each its role through LOOM_* environment variables (the
+ * contract is in docs/LAUNCHING.md). The scheduler starts first, binds port 0
+ * and writes the address it got into a pipe (LOOM_ADDRESS_FD); only then are
+ * servers and workers started, pointed at that address. No port is guessed,
+ * so there is no race with other programs picking ports.
+ *
+ * After that everything happens in one poll() loop:
+ *   - each child's stdout and stderr are pipes; complete lines are re-emitted
+ *     on the launcher's stdout/stderr with a "[worker 0] " prefix;
+ *   - signals (SIGINT/SIGTERM/SIGHUP to the launcher, SIGCHLD) only set a
+ *     flag and write a byte into a self-pipe, which wakes poll();
+ *   - deadlines (address wait, --timeout, stop grace) are poll timeouts.
+ * Each child runs in its own process group, so a terminal's Ctrl-C reaches
+ * the launcher alone and the launcher decides how the job ends: SIGTERM to
+ * every group, 3 s grace, then SIGKILL. The loop ends only once every child
+ * has been reaped, whatever made the job stop. */
+#include "commands.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Limits for the flags: generous for one machine, and small enough that
+ * the two pipes kept per child stay far below the usual 1024-fd limit. */
+#define MAX_SERVERS        128
+#define MAX_WORKERS        128
+#define MAX_TIMEOUT_S      (366L * 24 * 3600)
+#define MAX_HEARTBEAT_MS   3600000L
+#define MAX_BIND_LEN       127 /* loom_config.bind_host holds 128 bytes */
+#define ADDRESS_TIMEOUT_MS 30000
+#define ADDRESS_EOF_MS     1000 /* see read_address() */
+#define GRACE_MS           3000
+#define LINE_BUF           4096 /* longer lines are split into pieces of this size */
+#define LABEL_MAX          32
+
+const char cmd_run_help[] =
+    "Usage: loom run [OPTIONS] [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Start a Loom job on this machine: one scheduler, S servers and W workers, each\n"
+    "running PROGRAM with its role in LOOM_* environment variables. Their output is\n"
+    "shown line by line, prefixed with \"[scheduler] \", \"[server N] \" or \"[worker N] \".\n"
+    "\n"
+    "Options:\n"
+    "  --servers S             number of servers, 1 to 128 (default 1)\n"
+    "  --workers W             number of workers, 1 to 128 (default 2)\n"
+    "  --bind HOST             address every process binds to (LOOM_BIND; default 127.0.0.1)\n"
+    "  --heartbeat-timeout MS  declare a silent process dead after MS milliseconds\n"
+    "                          (LOOM_HEARTBEAT_TIMEOUT_MS)\n"
+    "  --timeout SECONDS       stop the whole job after SECONDS; 0 = never (default 0)\n"
+    "  --on-failure stop|wait  when a process fails: stop the others at once (default),\n"
+    "                          or wait for them to notice and end on their own\n"
+    "  --verbose               lifecycle messages from Loom and the launcher (LOOM_VERBOSE=1)\n"
+    "  -h, --help              show this help\n"
+    "\n"
+    "Exit status: 0 if every process exited with status 0; 1 if any failed; 2 for\n"
+    "a usage error; 124 if --timeout expired; 128+N if the launcher got signal N\n"
+    "(130 for Ctrl-C). See docs/LAUNCHING.md.\n";
+
+enum on_failure { ON_FAILURE_STOP, ON_FAILURE_WAIT };
+
+struct options {
+    long servers, workers;
+    const char *bind;
+    long heartbeat_timeout_ms; /* 0: flag not given, leave the variable alone */
+    long timeout_s;            /* 0: no bound */
+    enum on_failure on_failure;
+    int verbose;
+    char **program; /* PROGRAM and its arguments, NULL-terminated */
+};
+
+/* One of a child's output pipes, and the unfinished line read from it. */
+struct stream {
+    int fd;   /* read end; -1 once closed */
+    int dest; /* where its lines go: STDOUT_FILENO or STDERR_FILENO */
+    const char *label;
+    size_t len;
+    char buf[LINE_BUF];
+};
+
+struct child {
+    char label[LABEL_MAX]; /* "scheduler", "server 1", "worker 0" */
+    pid_t pid;             /* also its process group id */
+    int started, reaped;
+    int status;    /* wait status, once reaped */
+    int signalled; /* the launcher has told it to stop */
+    int failed;    /* ended badly on its own, before being told to stop */
+    struct stream out, err;
+};
+
+struct job {
+    const struct options *opt;
+    struct child *children; /* [0] scheduler, [1..S] servers, then workers */
+    int nchildren;
+    pid_t launcher_pid;
+    sigset_t orig_mask; /* the mask the launcher was started with, for children */
+
+    int addr_fd; /* read end of the scheduler's LOOM_ADDRESS_FD pipe; -1 when closed */
+    int addr_eof;
+    int published;
+    size_t addr_len;
+    char addr[256];
+    int64_t addr_deadline, job_deadline, kill_deadline; /* ms, monotonic */
+
+    int stopping; /* SIGTERM sent to every child */
+    int killed;   /* SIGKILL sent to every child */
+    int timed_out;
+    int error;       /* the launcher itself failed (exit 1) */
+    int exit_signal; /* signal that stopped the launcher, 0 if none */
+    int signals_seen;
+
+    struct pollfd *pfds;
+    struct stream **pstreams; /* pfds[i] belongs to pstreams[i] (NULL: not a stream) */
+};
+
+/* Written by the signal handler, read by the loop. */
+static int self_pipe[2] = {-1, -1};
+static volatile sig_atomic_t child_exited;
+static volatile sig_atomic_t term_signal; /* last SIGINT/SIGTERM/SIGHUP */
+static volatile sig_atomic_t term_count;
+
+static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+#define NUM_HANDLED (sizeof handled_signals / sizeof handled_signals[0])
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define PRINTF_LIKE(fmt, args)
+#endif
+static void say(const char *fmt, ...) PRINTF_LIKE(1, 2);
+static int usage_error(const char *fmt, ...) PRINTF_LIKE(1, 2);
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR) continue;
+        /* Nobody reads our output any more (EPIPE): the job goes on regardless. */
+        if (n <= 0) return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+/* A launcher message on stderr, as one write so it never splits a line. */
+static void say(const char *fmt, ...)
+{
+    char line[1024] = "loom run: ";
+    size_t n = strlen(line);
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    va_end(ap);
+    if (len < 0) return;
+    n += (size_t)len < sizeof line - n - 1 ? (size_t)len : sizeof line - n - 2;
+    line[n++] = '\n';
+    write_all(STDERR_FILENO, line, n);
+}
+
+static int usage_error(const char *fmt, ...)
+{
+    fprintf(stderr, "loom run: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'loom run --help'.\n");
+    return 2;
+}
+
+/* "exited with status 3" / "was killed by signal 9 (Killed)" */
+static const char *describe_status(int status, char *buf, size_t size)
+{
+    if (WIFEXITED(status))
+        snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, size, "was killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, size, "ended with wait status %d", status);
+    return buf;
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGINT:
+        return "SIGINT";
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGHUP:
+        return "SIGHUP";
+    default:
+        return "a signal";
+    }
+}
+
+/* --- options ------------------------------------------------------------ */
+
+static int parse_long(const char *flag, const char *text, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    /* strtol would also skip leading blanks and accept a '+'. */
+    int digits_first = (text[0] >= '0' && text[0] <= '9') || text[0] == '-';
+    if (!digits_first || end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
+        return usage_error("%s expects an integer from %ld to %ld, got '%s'", flag, min, max, text);
+    *out = v;
+    return 0;
+}
+
+/* 0: options parsed; 2: usage error (reported); -1: help printed. */
+static int parse_options(int argc, char **argv, struct options *opt)
+{
+    *opt = (struct options){.servers = 1, .workers = 2, .bind = "127.0.0.1"};
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0) {
+            i++;
+            break;
+        }
+        if (arg[0] != '-' || arg[1] == '\0') break; /* PROGRAM: the rest is its own */
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            fputs(cmd_run_help, stdout);
+            return -1;
+        }
+
+        /* "--name value" or "--name=value" */
+        char name[64];
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (name_len >= sizeof name) return usage_error("unknown option '%s'", arg);
+        memcpy(name, arg, name_len);
+        name[name_len] = '\0';
+
+        if (strcmp(name, "--verbose") == 0) {
+            if (eq) return usage_error("%s takes no value", name);
+            opt->verbose = 1;
+            continue;
+        }
+        int known = strcmp(name, "--servers") == 0 || strcmp(name, "--workers") == 0 ||
+                    strcmp(name, "--bind") == 0 || strcmp(name, "--heartbeat-timeout") == 0 ||
+                    strcmp(name, "--timeout") == 0 || strcmp(name, "--on-failure") == 0;
+        if (!known) return usage_error("unknown option '%s'", arg);
+        const char *value;
+        if (eq) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            return usage_error("%s needs a value", name);
+        }
+
+        int rc = 0;
+        if (strcmp(name, "--servers") == 0) {
+            rc = parse_long(name, value, 1, MAX_SERVERS, &opt->servers);
+        } else if (strcmp(name, "--workers") == 0) {
+            rc = parse_long(name, value, 1, MAX_WORKERS, &opt->workers);
+        } else if (strcmp(name, "--heartbeat-timeout") == 0) {
+            rc = parse_long(name, value, 2, MAX_HEARTBEAT_MS, &opt->heartbeat_timeout_ms);
+        } else if (strcmp(name, "--timeout") == 0) {
+            rc = parse_long(name, value, 0, MAX_TIMEOUT_S, &opt->timeout_s);
+        } else if (strcmp(name, "--bind") == 0) {
+            if (value[0] == '\0' || strlen(value) > MAX_BIND_LEN)
+                return usage_error("%s expects a host name or address, got '%s'", name, value);
+            opt->bind = value;
+        } else { /* --on-failure */
+            if (strcmp(value, "stop") == 0)
+                opt->on_failure = ON_FAILURE_STOP;
+            else if (strcmp(value, "wait") == 0)
+                opt->on_failure = ON_FAILURE_WAIT;
+            else
+                return usage_error("%s expects 'stop' or 'wait', got '%s'", name, value);
+        }
+        if (rc) return rc;
+    }
+    if (i >= argc) return usage_error("missing PROGRAM to run");
+    opt->program = argv + i;
+    return 0;
+}
+
+/* --- output streams ------------------------------------------------------ */
+
+static void emit_line(const struct stream *s, const char *data, size_t len)
+{
+    char line[LABEL_MAX + 4 + LINE_BUF];
+    int n = snprintf(line, sizeof line, "[%s] ", s->label);
+    memcpy(line + n, data, len);
+    line[(size_t)n + len] = '\n';
+    write_all(s->dest, line, (size_t)n + len + 1);
+}
+
+/* Emit every complete line in s->buf and keep the unfinished tail, unless
+ * the buffer is full (the line is split) or the stream ended (flushed). */
+static void flush_lines(struct stream *s, int at_eof)
+{
+    size_t start = 0;
+    const char *nl;
+    while ((nl = memchr(s->buf + start, '\n', s->len - start)) != NULL) {
+        size_t end = (size_t)(nl - s->buf);
+        emit_line(s, s->buf + start, end - start);
+        start = end + 1;
+    }
+    if (start < s->len && (at_eof || (start == 0 && s->len == sizeof s->buf))) {
+        emit_line(s, s->buf + start, s->len - start);
+        start = s->len;
+    }
+    memmove(s->buf, s->buf + start, s->len - start);
+    s->len -= start;
+}
+
+static void close_stream(struct stream *s)
+{
+    if (s->fd < 0) return;
+    flush_lines(s, 1);
+    close(s->fd);
+    s->fd = -1;
+}
+
+/* One read: 1 if data came, 0 if nothing is available now, -1 once closed. */
+static int read_stream(struct stream *s)
+{
+    ssize_t n = read(s->fd, s->buf + s->len, sizeof s->buf - s->len);
+    if (n > 0) {
+        s->len += (size_t)n;
+        flush_lines(s, 0);
+        return 1;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+    close_stream(s);
+    return -1;
+}
+
+/* After the child is reaped everything it wrote is already in the pipe. Read
+ * it all, then close: a grandchild holding the pipe open must not keep the
+ * launcher waiting. */
+static void drain_stream(struct stream *s)
+{
+    while (s->fd >= 0 && read_stream(s) > 0) {
+    }
+    close_stream(s);
+}
+
+/* --- children ------------------------------------------------------------ */
+
+static int set_cloexec(int fd)
+{
+    int flags = fcntl(fd, F_GETFD);
+    return flags < 0 ? -1 : fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+static int set_nonblock(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    return flags < 0 ? -1 : fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+/* Both ends close-on-exec, so no child inherits another child's pipes. */
+static int make_pipe(int fds[2])
+{
+    if (pipe(fds) < 0) return -1;
+    if (set_cloexec(fds[0]) < 0 || set_cloexec(fds[1]) < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    return 0;
+}
+
+static void child_fail(const char *what, const char *program)
+{
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, "loom run: %s %s: %s\n", what, program, strerror(errno));
+    if (n > 0) write_all(STDERR_FILENO, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    _exit(127);
+}
+
+/* In the forked child: become a process group of its own, die with the
+ * launcher, restore default signal handling, wire up stdio, exec. */
+static void child_exec(const struct job *job, int out_fd, int err_fd, int addr_fd)
+{
+    const char *program = job->opt->program[0];
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != job->launcher_pid) _exit(127); /* the launcher died before prctl */
+
+    for (size_t i = 0; i < NUM_HANDLED; i++) signal(handled_signals[i], SIG_DFL);
+    signal(SIGPIPE, SIG_DFL); /* ignored dispositions would survive exec */
+    sigprocmask(SIG_SETMASK, &job->orig_mask, NULL);
+
+    /* No terminal input: the child is not in the foreground process group. */
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0)
+        child_fail("cannot open /dev/null for", program);
+    if (null_fd != STDIN_FILENO) close(null_fd);
+    if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
+        child_fail("cannot redirect the output of", program);
+    if (addr_fd >= 0 && fcntl(addr_fd, F_SETFD, 0) < 0) /* the one fd the scheduler inherits */
+        child_fail("cannot pass LOOM_ADDRESS_FD to", program);
+
+    execvp(program, job->opt->program);
+    child_fail("cannot execute", program);
+}
+
+static int setenv_long(const char *name, long value)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%ld", value);
+    return setenv(name, text, 1);
+}
+
+/* Start one child. The per-child variables are set in the launcher's own
+ * environment just before fork(), so the child needs no allocation before
+ * exec; the launcher itself never reads them. */
+static int spawn(struct job *job, struct child *c, const char *role, int rank,
+                 const char *scheduler, int addr_fd)
+{
+    int out[2], err[2], saved_errno;
+    if (make_pipe(out) < 0) goto fail;
+    if (make_pipe(err) < 0) {
+        saved_errno = errno;
+        close(out[0]);
+        close(out[1]);
+        errno = saved_errno;
+        goto fail;
+    }
+    if (setenv("LOOM_ROLE", role, 1) < 0 || setenv_long("LOOM_RANK", rank) < 0 ||
+        setenv("LOOM_SCHEDULER", scheduler, 1) < 0 ||
+        (addr_fd >= 0 ? setenv_long("LOOM_ADDRESS_FD", addr_fd) : unsetenv("LOOM_ADDRESS_FD")) < 0)
+        goto fail_pipes;
+
+    /* Signals stay blocked until the child has dropped our handlers: a SIGTERM
+     * meant for the child must not run the launcher's handler in it. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (size_t i = 0; i < NUM_HANDLED; i++) sigaddset(&block, handled_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    pid_t pid = fork();
+    if (pid == 0) child_exec(job, out[1], err[1], addr_fd);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0) goto fail_pipes;
+
+    /* Also done by the child; doing it here too means the group exists
+     * before the launcher could ever signal it. EACCES: child already exec'd. */
+    setpgid(pid, pid);
+    close(out[1]);
+    close(err[1]);
+    set_nonblock(out[0]);
+    set_nonblock(err[0]);
+    c->pid = pid;
+    c->started = 1;
+    c->out = (struct stream){.fd = out[0], .dest = STDOUT_FILENO, .label = c->label};
+    c->err = (struct stream){.fd = err[0], .dest = STDERR_FILENO, .label = c->label};
+    if (job->opt->verbose) say("started %s (pid %ld)", c->label, (long)pid);
+    return 0;
+
+fail_pipes:
+    saved_errno = errno;
+    close(out[0]);
+    close(out[1]);
+    close(err[0]);
+    close(err[1]);
+    errno = saved_errno;
+fail:
+    say("cannot start %s: %s", c->label, strerror(errno));
+    return -1;
+}
+
+static void signal_child(struct child *c, int sig)
+{
+    if (!c->started || c->reaped) return;
+    /* The whole group, so that helpers the child forked go too. */
+    if (kill(-c->pid, sig) < 0) kill(c->pid, sig);
+    c->signalled = 1;
+}
+
+static void begin_stop(struct job *job)
+{
+    if (job->stopping) return;
+    job->stopping = 1;
+    job->kill_deadline = now_ms() + GRACE_MS;
+    for (int i = 0; i < job->nchildren; i++) signal_child(&job->children[i], SIGTERM);
+}
+
+static void kill_all(struct job *job)
+{
+    job->stopping = 1;
+    job->killed = 1;
+    for (int i = 0; i < job->nchildren; i++) signal_child(&job->children[i], SIGKILL);
+}
+
+static void start_servers_and_workers(struct job *job)
+{
+    const struct options *opt = job->opt;
+    for (int i = 1; i < job->nchildren && !job->stopping; i++) {
+        int is_server = i <= opt->servers;
+        int rank = is_server ? i - 1 : i - 1 - (int)opt->servers;
+        if (spawn(job, &job->children[i], is_server ? "server" : "worker", rank, job->addr, -1) <
+            0) {
+            job->error = 1;
+            begin_stop(job);
+        }
+    }
+}
+
+/* "host:port" with a non-empty host and a port from 1 to 65535. */
+static int valid_address(const char *addr)
+{
+    const char *colon = strrchr(addr, ':');
+    if (!colon || colon == addr) return 0;
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    return end != colon + 1 && *end == '\0' && errno == 0 && port >= 1 && port <= 65535;
+}
+
+static void publish_address(struct job *job)
+{
+    close(job->addr_fd);
+    job->addr_fd = -1;
+    job->addr[strcspn(job->addr, "\r\n")] = '\0';
+    if (!valid_address(job->addr)) {
+        say("scheduler published an invalid address '%s' (expected host:port)", job->addr);
+        job->error = 1;
+        begin_stop(job);
+        return;
+    }
+    job->published = 1;
+    if (job->opt->verbose) say("scheduler is at %s", job->addr);
+    if (!job->stopping) start_servers_and_workers(job);
+}
+
+/* The scheduler writes "host:port\n" and closes the pipe. */
+static void read_address(struct job *job)
+{
+    ssize_t n = read(job->addr_fd, job->addr + job->addr_len, sizeof job->addr - 1 - job->addr_len);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n > 0) {
+        job->addr_len += (size_t)n;
+        job->addr[job->addr_len] = '\0';
+        if (memchr(job->addr, '\n', job->addr_len) || job->addr_len == sizeof job->addr - 1)
+            publish_address(job);
+        return;
+    }
+    if (job->addr_len > 0) { /* a last line without newline still counts */
+        publish_address(job);
+        return;
+    }
+    /* Closed without an address. Usually the scheduler is exiting, and the
+     * kernel closes its files before it becomes reapable, so wait a moment
+     * for it: then the error can name the scheduler's exit status. */
+    close(job->addr_fd);
+    job->addr_fd = -1;
+    job->addr_eof = 1;
+    int64_t soon = now_ms() + ADDRESS_EOF_MS;
+    if (soon < job->addr_deadline) job->addr_deadline = soon;
+}
+
+static void child_ended(struct job *job, struct child *c, int status)
+{
+    char how[128];
+    c->reaped = 1;
+    c->status = status;
+    drain_stream(&c->out);
+    drain_stream(&c->err);
+
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    int before_address = c == &job->children[0] && !job->published;
+    if (c->signalled || (ok && !before_address)) {
+        /* Success, or ended because the launcher stopped it: not a failure. */
+        if (job->opt->verbose) say("%s %s", c->label, describe_status(status, how, sizeof how));
+        return;
+    }
+    c->failed = 1;
+    say("%s %s", c->label, describe_status(status, how, sizeof how));
+    if (before_address) {
+        say("scheduler exited before publishing its address");
+        job->error = 1;
+        begin_stop(job);
+    } else if (job->opt->on_failure == ON_FAILURE_STOP) {
+        begin_stop(job);
+    }
+}
+
+static void reap_children(struct job *job)
+{
+    for (int i = 0; i < job->nchildren; i++) {
+        struct child *c = &job->children[i];
+        if (!c->started || c->reaped) continue;
+        int status;
+        pid_t r = waitpid(c->pid, &status, WNOHANG);
+        if (r == c->pid) {
+            child_ended(job, c, status);
+        } else if (r < 0 && errno != EINTR) {
+            /* Cannot happen for our own child; do not wait for it forever. */
+            say("cannot wait for %s: %s", c->label, strerror(errno));
+            c->reaped = 1;
+            job->error = 1;
+            begin_stop(job);
+        }
+    }
+}
+
+static int live_children(const struct job *job)
+{
+    int n = 0;
+    for (int i = 0; i < job->nchildren; i++)
+        n += job->children[i].started && !job->children[i].reaped;
+    return n;
+}
+
+/* --- signals ------------------------------------------------------------- */
+
+static void on_signal(int sig)
+{
+    int saved_errno = errno;
+    if (sig == SIGCHLD) {
+        child_exited = 1;
+    } else {
+        term_signal = sig;
+        term_count++; /* safe: the handler runs with all our signals blocked */
+    }
+    char byte = 0;
+    ssize_t unused = write(self_pipe[1], &byte, 1); /* full pipe: a wake-up is pending anyway */
+    (void)unused;
+    errno = saved_errno;
+}
+
+static int install_signal_handlers(void)
+{
+    if (make_pipe(self_pipe) < 0 || set_nonblock(self_pipe[0]) < 0 ||
+        set_nonblock(self_pipe[1]) < 0)
+        return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < NUM_HANDLED; i++) sigaddset(&sa.sa_mask, handled_signals[i]);
+    for (size_t i = 0; i < NUM_HANDLED; i++)
+        if (sigaction(handled_signals[i], &sa, NULL) < 0) return -1;
+    /* A closed stdout must not kill the launcher and orphan the job. */
+    signal(SIGPIPE, SIG_IGN);
+    /* Our parent may have blocked them; children get the original mask back. */
+    return sigprocmask(SIG_UNBLOCK, &sa.sa_mask, NULL);
+}
+
+static void handle_signals(struct job *job)
+{
+    /* The bytes only woke us up; the flags say what happened. */
+    char bytes[64];
+    while (read(self_pipe[0], bytes, sizeof bytes) > 0) {
+    }
+
+    int count = term_count;
+    if (count != job->signals_seen) {
+        int repeated = job->exit_signal != 0 || count - job->signals_seen > 1;
+        job->signals_seen = count;
+        job->exit_signal = term_signal;
+        if (repeated && !job->killed) {
+            say("received %s again; killing the job now", signal_name(job->exit_signal));
+            kill_all(job);
+        } else if (!repeated) {
+            say("received %s; stopping the job", signal_name(job->exit_signal));
+            begin_stop(job);
+        }
+    }
+    if (child_exited) {
+        child_exited = 0;
+        reap_children(job);
+    }
+}
+
+/* --- the loop ------------------------------------------------------------ */
+
+static void check_deadlines(struct job *job)
+{
+    int64_t now = now_ms();
+    if (!job->stopping && !job->published && now >= job->addr_deadline) {
+        if (job->addr_eof)
+            say("scheduler closed LOOM_ADDRESS_FD without publishing its address; stopping it");
+        else
+            say("scheduler did not publish its address within %d s; stopping it",
+                ADDRESS_TIMEOUT_MS / 1000);
+        job->error = 1;
+        begin_stop(job);
+    }
+    if (!job->stopping && job->opt->timeout_s > 0 && now >= job->job_deadline) {
+        say("job exceeded --timeout %ld s; stopping it", job->opt->timeout_s);
+        job->timed_out = 1;
+        begin_stop(job);
+    }
+    if (job->stopping && !job->killed && now >= job->kill_deadline) {
+        for (int i = 0; i < job->nchildren; i++) {
+            const struct child *c = &job->children[i];
+            if (c->started && !c->reaped)
+                say("%s did not stop within %d s; killing it", c->label, GRACE_MS / 1000);
+        }
+        kill_all(job);
+    }
+}
+
+static int poll_timeout(const struct job *job)
+{
+    int64_t next = INT64_MAX;
+    if (!job->stopping && !job->published && job->addr_deadline < next) next = job->addr_deadline;
+    if (!job->stopping && job->opt->timeout_s > 0 && job->job_deadline < next)
+        next = job->job_deadline;
+    if (job->stopping && !job->killed && job->kill_deadline < next) next = job->kill_deadline;
+    if (next == INT64_MAX) return -1;
+    int64_t wait = next - now_ms();
+    if (wait < 0) return 0;
+    return wait > INT_MAX ? INT_MAX : (int)wait;
+}
+
+static int event_loop(struct job *job)
+{
+    while (live_children(job) > 0) {
+        nfds_t n = 0;
+        job->pfds[n] = (struct pollfd){.fd = self_pipe[0], .events = POLLIN};
+        job->pstreams[n++] = NULL;
+        if (job->addr_fd >= 0) {
+            job->pfds[n] = (struct pollfd){.fd = job->addr_fd, .events = POLLIN};
+            job->pstreams[n++] = NULL;
+        }
+        for (int i = 0; i < job->nchildren; i++) {
+            struct stream *streams[2] = {&job->children[i].out, &job->children[i].err};
+            for (int k = 0; k < 2; k++) {
+                if (streams[k]->fd < 0) continue;
+                job->pfds[n] = (struct pollfd){.fd = streams[k]->fd, .events = POLLIN};
+                job->pstreams[n++] = streams[k];
+            }
+        }
+
+        if (poll(job->pfds, n, poll_timeout(job)) < 0 && errno != EINTR) {
+            say("poll failed: %s", strerror(errno));
+            return -1;
+        }
+        /* Output and the address before SIGCHLD: what a child wrote before
+         * exiting is then handled before its exit. */
+        for (nfds_t i = 0; i < n; i++) {
+            if (!job->pfds[i].revents) continue;
+            if (job->pstreams[i])
+                read_stream(job->pstreams[i]);
+            else if (job->pfds[i].fd == job->addr_fd)
+                read_address(job);
+        }
+        handle_signals(job);
+        check_deadlines(job);
+    }
+    return 0;
+}
+
+/* Last resort when the loop itself broke: no child may outlive the launcher. */
+static void kill_and_reap_all(struct job *job)
+{
+    kill_all(job);
+    for (int i = 0; i < job->nchildren; i++) {
+        struct child *c = &job->children[i];
+        if (!c->started || c->reaped) continue;
+        while (waitpid(c->pid, &c->status, 0) < 0 && errno == EINTR) {
+        }
+        c->reaped = 1;
+        drain_stream(&c->out);
+        drain_stream(&c->err);
+    }
+}
+
+/* stdin, stdout or stderr closed would let a pipe take their number. */
+static int ensure_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0) continue;
+        if (open("/dev/null", O_RDWR) != fd) return -1;
+    }
+    return 0;
+}
+
+static int set_common_env(const struct options *opt)
+{
+    if (setenv_long("LOOM_NUM_SERVERS", opt->servers) < 0 ||
+        setenv_long("LOOM_NUM_WORKERS", opt->workers) < 0 || setenv("LOOM_BIND", opt->bind, 1) < 0)
+        return -1;
+    if (opt->heartbeat_timeout_ms &&
+        setenv_long("LOOM_HEARTBEAT_TIMEOUT_MS", opt->heartbeat_timeout_ms) < 0)
+        return -1;
+    if (opt->verbose && setenv("LOOM_VERBOSE", "1", 1) < 0) return -1;
+    return 0;
+}
+
+/* One line per child that failed on its own; returns how many did. */
+static int print_failures(const struct job *job)
+{
+    char how[128];
+    int failed = 0;
+    for (int i = 0; i < job->nchildren; i++) {
+        const struct child *c = &job->children[i];
+        if (!c->failed) continue;
+        say("failed: %s %s", c->label, describe_status(c->status, how, sizeof how));
+        failed++;
+    }
+    return failed;
+}
+
+static int exit_status(const struct job *job, int failed)
+{
+    if (job->exit_signal) return 128 + job->exit_signal;
+    if (job->timed_out) return 124;
+    return failed || job->error ? 1 : 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct options opt;
+    int rc = parse_options(argc, argv, &opt);
+    if (rc) return rc < 0 ? 0 : rc;
+
+    struct job job = {.opt = &opt, .addr_fd = -1, .launcher_pid = getpid()};
+    job.nchildren = 1 + (int)opt.servers + (int)opt.workers;
+    job.children = calloc((size_t)job.nchildren, sizeof *job.children);
+    job.pfds = calloc(2 + 2 * (size_t)job.nchildren, sizeof *job.pfds);
+    job.pstreams = calloc(2 + 2 * (size_t)job.nchildren, sizeof *job.pstreams);
+    if (!job.children || !job.pfds || !job.pstreams) {
+        say("out of memory");
+        rc = 1;
+        goto out;
+    }
+    snprintf(job.children[0].label, LABEL_MAX, "scheduler");
+    for (int i = 1; i < job.nchildren; i++) {
+        int is_server = i <= opt.servers;
+        snprintf(job.children[i].label, LABEL_MAX, "%s %d", is_server ? "server" : "worker",
+                 is_server ? i - 1 : i - 1 - (int)opt.servers);
+    }
+
+    sigprocmask(SIG_SETMASK, NULL, &job.orig_mask);
+    int addr_pipe[2];
+    if (ensure_std_fds() < 0 || install_signal_handlers() < 0 || set_common_env(&opt) < 0 ||
+        make_pipe(addr_pipe) < 0) {
+        say("cannot set up: %s", strerror(errno));
+        rc = 1;
+        goto out;
+    }
+
+    int64_t start = now_ms();
+    job.addr_deadline = start + ADDRESS_TIMEOUT_MS;
+    job.job_deadline = start + (int64_t)opt.timeout_s * 1000;
+    char scheduler_addr[MAX_BIND_LEN + 8];
+    snprintf(scheduler_addr, sizeof scheduler_addr, "%s:0", opt.bind);
+    rc = spawn(&job, &job.children[0], "scheduler", 0, scheduler_addr, addr_pipe[1]);
+    close(addr_pipe[1]); /* now only the scheduler holds it: EOF when it is gone */
+    if (rc < 0) {
+        close(addr_pipe[0]);
+        rc = 1;
+        goto out;
+    }
+    job.addr_fd = addr_pipe[0];
+    set_nonblock(job.addr_fd);
+
+    if (event_loop(&job) < 0) {
+        job.error = 1;
+        kill_and_reap_all(&job);
+    }
+    if (job.addr_fd >= 0) close(job.addr_fd);
+    rc = exit_status(&job, print_failures(&job));
+
+out:
+    free(job.children);
+    free(job.pfds);
+    free(job.pstreams);
+    return rc;
+}
