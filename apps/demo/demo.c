@@ -18,9 +18,9 @@
 
 #include <loom/loom.h>
 
-#define DIM 32
+#define DIM             32
 #define ROWS_PER_WORKER 2000
-#define BATCH 100
+#define BATCH           100
 
 static uint64_t rng_next(uint64_t *s)
 {

@@ -43,16 +43,16 @@ typedef enum { LOOM_ON_FAILURE_EXIT = 0, LOOM_ON_FAILURE_RETURN = 1 } loom_failu
  * by hand. */
 typedef struct loom_config {
     loom_role role;
-    int rank;                   /* rank within the role, 0-based; -1: assigned on arrival */
-    int num_servers;            /* S >= 1 */
-    int num_workers;            /* W >= 1 */
-    char scheduler[256];        /* "host:port" of the scheduler; port 0 = any (scheduler only) */
-    char bind_host[128];        /* interface address this node binds to; "" = 127.0.0.1 */
-    int heartbeat_interval_ms;  /* how often nodes and scheduler exchange heartbeats */
-    int heartbeat_timeout_ms;   /* silence after which a node is declared dead */
-    int connect_timeout_ms;     /* how long to wait for the whole job to register */
+    int rank;                  /* rank within the role, 0-based; -1: assigned on arrival */
+    int num_servers;           /* S >= 1 */
+    int num_workers;           /* W >= 1 */
+    char scheduler[256];       /* "host:port" of the scheduler; port 0 = any (scheduler only) */
+    char bind_host[128];       /* interface address this node binds to; "" = 127.0.0.1 */
+    int heartbeat_interval_ms; /* how often nodes and scheduler exchange heartbeats */
+    int heartbeat_timeout_ms;  /* silence after which a node is declared dead */
+    int connect_timeout_ms;    /* how long to wait for the whole job to register */
     loom_failure_policy on_failure;
-    int verbose;                /* 0 quiet, 1 lifecycle messages, 2 debug */
+    int verbose; /* 0 quiet, 1 lifecycle messages, 2 debug */
 } loom_config;
 
 /* Defaults: heartbeat every 500 ms, declared dead after 5000 ms, rendezvous
@@ -77,7 +77,7 @@ int loom_node_start(const loom_config *cfg, loom_node **node);
 
 loom_role loom_node_role(const loom_node *node);
 int loom_is_worker(const loom_node *node);
-int loom_rank(const loom_node *node);        /* rank within the role */
+int loom_rank(const loom_node *node); /* rank within the role */
 int loom_num_workers(const loom_node *node);
 int loom_num_servers(const loom_node *node);
 /* The "host:port" this node listens on (for a scheduler started with port 0,
@@ -99,9 +99,10 @@ int loom_finalize(loom_node *node);
 int loom_clock(loom_node *node);
 int64_t loom_current_clock(const loom_node *node);
 
-/* Workers: flush buffered updates, wait until servers applied them, then wait
+/* Workers: flush buffered updates, wait until servers have them, then wait
  * until every worker reaches the barrier. Drops cached rows, so pulls after the
- * barrier see every update pushed before it by any worker. */
+ * barrier see every update pushed before it by any worker (in ASP and SSP
+ * tables; BSP tables show a clock's updates when that clock ends). */
 int loom_barrier(loom_node *node);
 
 /* Asynchronous operations return a timestamp; loom_wait() blocks until it has

@@ -13,8 +13,10 @@
  * loom_updater_register() runs user code.
  *
  * Consistency is per table:
- *   LOOM_BSP     a pull at clock c reflects every update of every worker from
- *                clocks < c;
+ *   LOOM_BSP     a pull at clock c reflects exactly the updates of every worker
+ *                from clocks < c (and the reader's own): servers apply a clock's
+ *                pushes when every worker has finished that clock, so results
+ *                equal a sequential run of the same clocks;
  *   LOOM_SSP(s)  a pull at clock c reflects at least the updates from clocks
  *                < c - s, waiting if needed, and no worker runs more than s
  *                clocks ahead of the slowest (loom_clock() blocks);
@@ -49,18 +51,18 @@ typedef enum { LOOM_ASP = 0, LOOM_SSP = 1, LOOM_BSP = 2 } loom_consistency;
 typedef enum { LOOM_DENSE = 0, LOOM_SPARSE = 1 } loom_storage;
 typedef enum { LOOM_INIT_ZERO = 0, LOOM_INIT_UNIFORM = 1, LOOM_INIT_NORMAL = 2 } loom_init_kind;
 
-#define LOOM_MAX_NAME 63
+#define LOOM_MAX_NAME   63
 #define LOOM_MAX_PARAMS 8
 
 typedef struct loom_table_opts {
-    loom_type type;         /* value type; default LOOM_F32 */
-    uint32_t width;         /* values per row; default 1 */
-    loom_storage storage;   /* dense needs a finite key range; default sparse */
-    uint64_t key_begin;     /* keys are in [key_begin, key_end); default all of uint64 */
-    uint64_t key_end;       /* (key_end 0 means 2^64) */
+    loom_type type;               /* value type; default LOOM_F32 */
+    uint32_t width;               /* values per row; default 1 */
+    loom_storage storage;         /* dense needs a finite key range; default sparse */
+    uint64_t key_begin;           /* keys are in [key_begin, key_end); default all of uint64 */
+    uint64_t key_end;             /* (key_end 0 means 2^64) */
     loom_consistency consistency; /* default LOOM_SSP */
-    int staleness;          /* s for LOOM_SSP (>= 0); ignored otherwise; default 0 */
-    const char *updater;    /* "sum" (default), "assign", "sgd", "adagrad", "ftrl", or registered */
+    int staleness;                /* s for LOOM_SSP (>= 0); ignored otherwise; default 0 */
+    const char *updater; /* "sum" (default), "assign", "sgd", "adagrad", "ftrl", or registered */
     /* Optimiser hyper-parameters (float tables):
      *   sgd:     w -= lr * g - lr * l2 * w ... see docs/USAGE.md for each formula
      *   adagrad: n += g^2; w -= lr * g / (sqrt(n) + eps)
@@ -73,14 +75,16 @@ typedef struct loom_table_opts {
     loom_init_kind init;
     double init_a, init_b;
     uint64_t init_seed;
-    int cache;              /* keep pulled rows in the process cache; default 1 */
+    int cache; /* keep pulled rows in the process cache; default 1 */
     /* Buffered rows that trigger an automatic flush (0: only at clock/flush). */
     uint32_t flush_rows;
 } loom_table_opts;
 
 #define LOOM_TABLE_OPTS_DEFAULT                                                                    \
-    {LOOM_F32, 1,  LOOM_SPARSE, 0, 0, LOOM_SSP, 0, "sum", 0.1, 1.0, 0.0, 0.0, 1e-8, {0},         \
-     LOOM_INIT_ZERO, 0.0, 0.0, 0, 1, 0}
+    {                                                                                              \
+        LOOM_F32, 1, LOOM_SPARSE, 0, 0, LOOM_SSP, 0, "sum", 0.1, 1.0, 0.0, 0.0, 1e-8, {0},         \
+            LOOM_INIT_ZERO, 0.0, 0.0, 0, 1, 0                                                      \
+    }
 
 /* Open (creating on first use) the table `name` with the given options.
  * Workers only. Returns LOOM_EMISMATCH if another worker opened it with other
@@ -106,13 +110,13 @@ int loom_pull_range_async(loom_table *t, uint64_t begin, uint64_t end, void *out
  * flush_rows rows. */
 int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals);
 /* Send now, bypassing the buffer (Parameter-Server style): keys and vals must
- * stay valid until loom_wait(ts), which returns once the servers applied them. */
-int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *vals,
-                    loom_ts *ts);
+ * stay valid until loom_wait(ts), which returns once the servers have them
+ * (applied, except under BSP, where they apply when the clock ends). */
+int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *vals, loom_ts *ts);
 /* Push one delta row for every key in [begin, end). */
 int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const void *vals,
                           loom_ts *ts);
-/* Send the update buffer now; ts completes when the servers applied it. */
+/* Send the update buffer now; ts completes as for loom_push_async(). */
 int loom_flush(loom_table *t, loom_ts *ts);
 
 #ifdef __cplusplus

@@ -19,12 +19,12 @@ extern "C" {
 
 /* One row update, handed to a user updater. */
 typedef struct loom_update {
-    loom_type type;        /* value type of the table */
-    uint32_t width;        /* values per row */
-    uint64_t key;          /* the row's key */
-    void *value;           /* width values, to update in place */
-    void *state;           /* state_per_value * width values of the same type, initially 0 */
-    const void *delta;     /* width values pushed by a worker (coalesced per row) */
+    loom_type type;              /* value type of the table */
+    uint32_t width;              /* values per row */
+    uint64_t key;                /* the row's key */
+    void *value;                 /* width values, to update in place */
+    void *state;                 /* state_per_value * width values of the same type, initially 0 */
+    const void *delta;           /* width values pushed by a worker (coalesced per row) */
     const loom_table_opts *opts; /* the table's options: lr, l1, l2, params[] ... */
 } loom_update;
 

@@ -35,7 +35,9 @@ static int env_int(const char *name, long lo, long hi, int *out, char *err, size
     errno = 0;
     long x = strtol(v, &end, 10);
     if (errno || end == v || *end || x < lo || x > hi) {
-        if (err) snprintf(err, errlen, "%s=\"%s\" is not a whole number from %ld to %ld", name, v, lo, hi);
+        if (err)
+            snprintf(err, errlen, "%s=\"%s\" is not a whole number from %ld to %ld", name, v, lo,
+                     hi);
         return LOOM_ECONFIG;
     }
     *out = (int)x;
@@ -47,7 +49,8 @@ static int env_str(const char *name, char *out, size_t outlen, char *err, size_t
     const char *v = getenv(name);
     if (!v) return 0;
     if (!*v || strlen(v) >= outlen) {
-        if (err) snprintf(err, errlen, "%s is empty or longer than %zu characters", name, outlen - 1);
+        if (err)
+            snprintf(err, errlen, "%s is empty or longer than %zu characters", name, outlen - 1);
         return LOOM_ECONFIG;
     }
     memcpy(out, v, strlen(v) + 1);
@@ -61,9 +64,10 @@ int loom_config_from_env(loom_config *cfg, char *err, size_t errlen)
     const char *role = getenv("LOOM_ROLE");
     if (!role) {
         if (err)
-            snprintf(err, errlen,
-                     "LOOM_ROLE is not set: start the program with `loom run` or set LOOM_ROLE, "
-                     "LOOM_SCHEDULER, LOOM_NUM_SERVERS and LOOM_NUM_WORKERS (see docs/LAUNCHING.md)");
+            snprintf(
+                err, errlen,
+                "LOOM_ROLE is not set: start the program with `loom run` or set LOOM_ROLE, "
+                "LOOM_SCHEDULER, LOOM_NUM_SERVERS and LOOM_NUM_WORKERS (see docs/LAUNCHING.md)");
         return LOOM_ECONFIG;
     }
     if (!strcmp(role, "scheduler")) {
@@ -81,9 +85,14 @@ int loom_config_from_env(loom_config *cfg, char *err, size_t errlen)
     rc = rc ? rc : env_int("LOOM_NUM_SERVERS", 1, 1000, &cfg->num_servers, err, errlen);
     rc = rc ? rc : env_int("LOOM_NUM_WORKERS", 1, 65536, &cfg->num_workers, err, errlen);
     rc = rc ? rc : env_int("LOOM_RANK", -1, 65535, &cfg->rank, err, errlen);
-    rc = rc ? rc : env_int("LOOM_HEARTBEAT_MS", 1, 600000, &cfg->heartbeat_interval_ms, err, errlen);
-    rc = rc ? rc : env_int("LOOM_HEARTBEAT_TIMEOUT_MS", 2, 3600000, &cfg->heartbeat_timeout_ms, err, errlen);
-    rc = rc ? rc : env_int("LOOM_CONNECT_TIMEOUT_MS", 1, 86400000, &cfg->connect_timeout_ms, err, errlen);
+    rc =
+        rc ? rc : env_int("LOOM_HEARTBEAT_MS", 1, 600000, &cfg->heartbeat_interval_ms, err, errlen);
+    rc = rc ? rc
+            : env_int("LOOM_HEARTBEAT_TIMEOUT_MS", 2, 3600000, &cfg->heartbeat_timeout_ms, err,
+                      errlen);
+    rc =
+        rc ? rc
+           : env_int("LOOM_CONNECT_TIMEOUT_MS", 1, 86400000, &cfg->connect_timeout_ms, err, errlen);
     rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
     rc = rc ? rc : env_str("LOOM_BIND", cfg->bind_host, sizeof cfg->bind_host, err, errlen);
     if (rc) return rc;
@@ -96,19 +105,25 @@ int loom_config_from_env(loom_config *cfg, char *err, size_t errlen)
     /* A short timeout with the default interval would fire between two
      * heartbeats; keep at least four heartbeats per timeout. */
     if (!getenv("LOOM_HEARTBEAT_MS") && cfg->heartbeat_interval_ms * 4 > cfg->heartbeat_timeout_ms)
-        cfg->heartbeat_interval_ms = cfg->heartbeat_timeout_ms / 4 > 0 ? cfg->heartbeat_timeout_ms / 4 : 1;
+        cfg->heartbeat_interval_ms =
+            cfg->heartbeat_timeout_ms / 4 > 0 ? cfg->heartbeat_timeout_ms / 4 : 1;
     if (cfg->heartbeat_timeout_ms <= cfg->heartbeat_interval_ms) {
         if (err)
-            snprintf(err, errlen, "LOOM_HEARTBEAT_TIMEOUT_MS (%d) must exceed LOOM_HEARTBEAT_MS (%d)",
+            snprintf(err, errlen,
+                     "LOOM_HEARTBEAT_TIMEOUT_MS (%d) must exceed LOOM_HEARTBEAT_MS (%d)",
                      cfg->heartbeat_timeout_ms, cfg->heartbeat_interval_ms);
         return LOOM_ECONFIG;
     }
     if (cfg->role == LOOM_SERVER && cfg->rank >= cfg->num_servers) {
-        if (err) snprintf(err, errlen, "LOOM_RANK=%d but there are only %d servers", cfg->rank, cfg->num_servers);
+        if (err)
+            snprintf(err, errlen, "LOOM_RANK=%d but there are only %d servers", cfg->rank,
+                     cfg->num_servers);
         return LOOM_ECONFIG;
     }
     if (cfg->role == LOOM_WORKER && cfg->rank >= cfg->num_workers) {
-        if (err) snprintf(err, errlen, "LOOM_RANK=%d but there are only %d workers", cfg->rank, cfg->num_workers);
+        if (err)
+            snprintf(err, errlen, "LOOM_RANK=%d but there are only %d workers", cfg->rank,
+                     cfg->num_workers);
         return LOOM_ECONFIG;
     }
     if (cfg->role == LOOM_SCHEDULER) cfg->rank = 0;

@@ -19,7 +19,7 @@ __attribute__((format(printf, 2, 3)))
 void log_msg(int level, const char *fmt, ...);
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
-#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -48,8 +48,8 @@ const char *msg_type_name(unsigned type)
 const char *msg_error_name(int err)
 {
     static const char *const names[MSG_ERR_COUNT_] = {
-        "ok",          "bad header size", "bad magic",      "unsupported version",
-        "unknown type", "unknown flags",  "bad frame count", "unknown or unauthorised sender",
+        "ok",           "bad header size", "bad magic",       "unsupported version",
+        "unknown type", "unknown flags",   "bad frame count", "unknown or unauthorised sender",
         "bad payload",
     };
     return err >= 0 && err < MSG_ERR_COUNT_ ? names[err] : "unknown";

@@ -28,40 +28,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MSG_MAGIC 0x4D4Cu
-#define MSG_VERSION 1
+#define MSG_MAGIC       0x4D4Cu
+#define MSG_VERSION     1
 #define MSG_HEADER_SIZE 48
-#define MSG_MAX_FRAMES 2
+#define MSG_MAX_FRAMES  2
 
 enum msg_type {
     /* membership and control (core) */
-    MSG_REGISTER = 1,   /* node -> scheduler: blob (register_info) */
-    MSG_ROSTER,         /* scheduler -> node: blob (every node's id, role, rank, address) */
-    MSG_ROSTER_ACK,     /* server -> scheduler: roster installed */
-    MSG_REJECT,         /* scheduler -> node: registration refused; a = loom error code, blob = reason */
-    MSG_HEARTBEAT,      /* both directions, no payload */
-    MSG_BARRIER,        /* worker -> scheduler: req = barrier generation */
-    MSG_BARRIER_RELEASE,/* scheduler -> workers: req = generation */
-    MSG_DONE,           /* worker -> scheduler: this worker finished */
-    MSG_DONE_ACK,       /* scheduler -> worker */
-    MSG_SHUTDOWN,       /* scheduler -> server: the job is over */
-    MSG_SHUTDOWN_ACK,   /* server -> scheduler */
-    MSG_NODE_FAILED,    /* scheduler -> all: a = id of the dead node */
+    MSG_REGISTER = 1, /* node -> scheduler: blob (register_info) */
+    MSG_ROSTER,       /* scheduler -> node: blob (every node's id, role, rank, address) */
+    MSG_ROSTER_ACK,   /* server -> scheduler: roster installed */
+    MSG_REJECT,    /* scheduler -> node: registration refused; a = loom error code, blob = reason */
+    MSG_HEARTBEAT, /* both directions, no payload */
+    MSG_BARRIER,   /* worker -> scheduler: req = barrier generation */
+    MSG_BARRIER_RELEASE, /* scheduler -> workers: req = generation */
+    MSG_DONE,            /* worker -> scheduler: this worker finished */
+    MSG_DONE_ACK,        /* scheduler -> worker */
+    MSG_SHUTDOWN,        /* scheduler -> server: the job is over */
+    MSG_SHUTDOWN_ACK,    /* server -> scheduler */
+    MSG_NODE_FAILED,     /* scheduler -> all: a = id of the dead node */
     /* parameter server (ps) */
-    MSG_TABLE_OPEN = 32,/* worker -> scheduler: blob (table name and options) */
-    MSG_TABLE_CREATE,   /* scheduler -> server: table = id, blob as above */
-    MSG_TABLE_CREATED,  /* server -> scheduler: table = id, a = status */
-    MSG_TABLE_OPENED,   /* scheduler -> worker: table = id, a = status, req echoed */
-    MSG_PUSH,           /* worker -> server: req = sequence; frames keys, values; or
-                           MSG_F_RANGE with a = begin, b = end and one values frame */
-    MSG_PUSH_ACK,       /* server -> worker: req = sequence, a = status */
-    MSG_PULL,           /* worker -> server: req = request id, clock = oldest clock the
-                           answer may reflect; frame keys, or MSG_F_RANGE with a, b */
-    MSG_PULL_REPLY,     /* server -> worker: req echoed, clock = server's min clock,
-                           a = last push sequence applied from this worker, b = status;
-                           frame values */
-    MSG_CLOCK,          /* worker -> servers, scheduler: clock = clocks completed */
-    MSG_MIN_CLOCK,      /* scheduler -> workers: clock = slowest worker's clock */
+    MSG_TABLE_OPEN = 32, /* worker -> scheduler: blob (table name and options) */
+    MSG_TABLE_CREATE,    /* scheduler -> server: table = id, blob as above */
+    MSG_TABLE_CREATED,   /* server -> scheduler: table = id, a = status */
+    MSG_TABLE_OPENED,    /* scheduler -> worker: table = id, a = status, req echoed */
+    MSG_PUSH,            /* worker -> server: req = sequence, clock = the pusher's clock;
+                            frames keys, values; or MSG_F_RANGE with a = begin, b = end
+                            and one values frame */
+    MSG_PUSH_ACK,        /* server -> worker: req = sequence, a = status, b = last
+                            sequence applied from this worker (BSP applies later) */
+    MSG_PULL,            /* worker -> server: req = request id, clock = oldest clock the
+                            answer may reflect; frame keys, or MSG_F_RANGE with a, b */
+    MSG_PULL_REPLY,      /* server -> worker: req echoed, clock = server's min clock,
+                            a = last push sequence applied from this worker, b = status;
+                            frame values */
+    MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
+    MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
     MSG_TYPE_END_
 };
 
@@ -82,14 +84,14 @@ typedef struct msg_header {
 /* Why a received message was dropped. Counted per reason by the node. */
 enum msg_error {
     MSG_OK = 0,
-    MSG_ERR_SIZE,      /* header frame not MSG_HEADER_SIZE bytes */
+    MSG_ERR_SIZE, /* header frame not MSG_HEADER_SIZE bytes */
     MSG_ERR_MAGIC,
     MSG_ERR_VERSION,
-    MSG_ERR_TYPE,      /* unknown type */
-    MSG_ERR_FLAGS,     /* unknown flag bits */
-    MSG_ERR_FRAMES,    /* frame count wrong for the type, or header disagrees with arrival */
-    MSG_ERR_SENDER,    /* sender unknown or not allowed to send this type */
-    MSG_ERR_PAYLOAD,   /* payload sizes or contents invalid for the type/table */
+    MSG_ERR_TYPE,    /* unknown type */
+    MSG_ERR_FLAGS,   /* unknown flag bits */
+    MSG_ERR_FRAMES,  /* frame count wrong for the type, or header disagrees with arrival */
+    MSG_ERR_SENDER,  /* sender unknown or not allowed to send this type */
+    MSG_ERR_PAYLOAD, /* payload sizes or contents invalid for the type/table */
     MSG_ERR_COUNT_
 };
 

@@ -48,10 +48,14 @@ uint64_t node_now_ms(void)
 static const char *role_name(int role)
 {
     switch (role) {
-    case LOOM_SCHEDULER: return "scheduler";
-    case LOOM_SERVER: return "server";
-    case LOOM_WORKER: return "worker";
-    default: return "unknown";
+    case LOOM_SCHEDULER:
+        return "scheduler";
+    case LOOM_SERVER:
+        return "server";
+    case LOOM_WORKER:
+        return "worker";
+    default:
+        return "unknown";
     }
 }
 
@@ -103,9 +107,12 @@ static uint32_t id_for(const loom_config *c, loom_role role, int rank)
 {
     if (rank < 0) return NODE_NO_ID;
     switch (role) {
-    case LOOM_SCHEDULER: return 0;
-    case LOOM_SERVER: return node_server_id(c->num_servers, rank);
-    default: return node_worker_id(c->num_servers, rank);
+    case LOOM_SCHEDULER:
+        return 0;
+    case LOOM_SERVER:
+        return node_server_id(c->num_servers, rank);
+    default:
+        return node_worker_id(c->num_servers, rank);
     }
 }
 
@@ -130,16 +137,17 @@ static void close_socket(void **s)
     *s = NULL;
 }
 
-/* Close every socket the I/O thread owns, then the outbox's sending end. */
+/* Close the outbox's sending end first, so no thread can be inside a send to
+ * a queue nobody reads, then every socket the I/O thread owns. */
 static void close_all_sockets(loom_node *n)
 {
-    close_socket(&n->router);
-    close_socket(&n->outbox_pull);
-    for (uint32_t i = 0; i < n->nnodes; i++) close_socket(&n->peers[i].dealer);
     pthread_mutex_lock(&n->out_mu);
     close_socket(&n->outbox_push);
     n->out_closed = 1;
     pthread_mutex_unlock(&n->out_mu);
+    close_socket(&n->router);
+    close_socket(&n->outbox_pull);
+    for (uint32_t i = 0; i < n->nnodes; i++) close_socket(&n->peers[i].dealer);
 }
 
 static int connect_dealer(loom_node *n, uint32_t peer_id)
@@ -165,8 +173,7 @@ static void close_parts(zmq_msg_t *parts, size_t n)
 }
 
 /* Send an encoded header and payload parts to dest, from the I/O thread. */
-static int send_parts(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts,
-                      size_t nparts)
+static int send_parts(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts, size_t nparts)
 {
     if (dest >= n->nnodes) {
         zmq_msg_close(hdr);
@@ -244,8 +251,7 @@ static int on_io_thread(const loom_node *n)
     return n->io_started && pthread_equal(pthread_self(), n->io_thread);
 }
 
-int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames,
-              size_t nframes)
+int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames, size_t nframes)
 {
     zmq_msg_t parts[MSG_MAX_FRAMES];
     size_t built = 0;
@@ -272,14 +278,17 @@ int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *fram
         rc = n->state == NODE_FAILED ? LOOM_EPEERFAIL : LOOM_ESHUTDOWN;
         zmq_msg_close(&hdr);
         close_parts(parts, nframes);
-    } else if (zmq_send(n->outbox_push, &dest, sizeof dest, ZMQ_SNDMORE) < 0 ||
-               zmq_msg_send(&hdr, n->outbox_push, nframes ? ZMQ_SNDMORE : 0) < 0) {
+    } else if (zmq_send(n->outbox_push, &dest, sizeof dest, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+               zmq_msg_send(&hdr, n->outbox_push, (nframes ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) {
+        /* Never blocks: the queue has no limit, so this fails only when the
+         * I/O thread's end is gone. */
         rc = LOOM_ETRANSPORT;
         zmq_msg_close(&hdr);
         close_parts(parts, nframes);
     } else {
         for (size_t i = 0; i < nframes; i++)
-            zmq_msg_send(&parts[i], n->outbox_push, i + 1 < nframes ? ZMQ_SNDMORE : 0);
+            zmq_msg_send(&parts[i], n->outbox_push,
+                         (i + 1 < nframes ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
     }
     pthread_mutex_unlock(&n->out_mu);
     return rc;
@@ -402,8 +411,8 @@ static int receive_one(loom_node *n, void *sock, uint32_t from_peer)
         err = MSG_ERR_SIZE;
     } else {
         zmq_msg_t *hdr = &parts[first];
-        err = msg_decode_header(zmq_msg_data(hdr), zmq_msg_size(hdr),
-                                (size_t)(count - first - 1), &m.h);
+        err = msg_decode_header(zmq_msg_data(hdr), zmq_msg_size(hdr), (size_t)(count - first - 1),
+                                &m.h);
     }
     if (err == MSG_OK) {
         m.from = from_peer == NODE_NO_ID ? router_sender(n, &parts[0]) : from_peer;
@@ -693,10 +702,11 @@ static int validate_config(const loom_config *c)
 {
     if (c->role != LOOM_SCHEDULER && c->role != LOOM_SERVER && c->role != LOOM_WORKER)
         return LOOM_ECONFIG;
-    if (c->num_servers < 1 || c->num_workers < 1 || c->num_servers > 1000 ||
-        c->num_workers > 65536)
+    if (c->num_servers < 1 || c->num_workers < 1 || c->num_servers > 1000 || c->num_workers > 65536)
         return LOOM_ECONFIG;
-    int max_rank = c->role == LOOM_SERVER ? c->num_servers : c->role == LOOM_WORKER ? c->num_workers : 1;
+    int max_rank = c->role == LOOM_SERVER   ? c->num_servers
+                   : c->role == LOOM_WORKER ? c->num_workers
+                                            : 1;
     if (c->rank < -1 || c->rank >= max_rank) return LOOM_ECONFIG;
     if (c->role == LOOM_SCHEDULER && c->rank == -1) return LOOM_ECONFIG;
     if (!strchr(c->scheduler, ':')) return LOOM_ECONFIG;
@@ -719,8 +729,8 @@ static int bind_router(loom_node *n)
     if (n->cfg.role == LOOM_SCHEDULER) {
         const char *colon = strrchr(n->cfg.scheduler, ':');
         const char *port = colon + 1;
-        snprintf(ep, sizeof ep, "tcp://%.*s:%s", (int)(colon - n->cfg.scheduler),
-                 n->cfg.scheduler, strcmp(port, "0") ? port : "*");
+        snprintf(ep, sizeof ep, "tcp://%.*s:%s", (int)(colon - n->cfg.scheduler), n->cfg.scheduler,
+                 strcmp(port, "0") ? port : "*");
     } else {
         snprintf(ep, sizeof ep, "tcp://%s:*", n->cfg.bind_host[0] ? n->cfg.bind_host : "127.0.0.1");
     }
@@ -856,7 +866,8 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     if (!rc && cfg->role != LOOM_SCHEDULER) {
         rc = send_register(n);
         pthread_mutex_lock(&n->mu);
-        if (!rc) rc = wait_until(n, roster_ready, node_now_ms() + (uint64_t)cfg->connect_timeout_ms);
+        if (!rc)
+            rc = wait_until(n, roster_ready, node_now_ms() + (uint64_t)cfg->connect_timeout_ms);
         pthread_mutex_unlock(&n->mu);
         if (rc == LOOM_ETIMEDOUT)
             log_error("could not join the job: the scheduler at %s did not answer within %d ms "
@@ -1044,7 +1055,7 @@ void node_destroy(loom_node *n)
     if (n->io_started) {
         uint32_t stop = NODE_NO_ID;
         pthread_mutex_lock(&n->out_mu);
-        if (!n->out_closed) zmq_send(n->outbox_push, &stop, sizeof stop, 0);
+        if (!n->out_closed) zmq_send(n->outbox_push, &stop, sizeof stop, ZMQ_DONTWAIT);
         pthread_mutex_unlock(&n->out_mu);
         pthread_join(n->io_thread, NULL);
     } else {

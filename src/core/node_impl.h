@@ -71,8 +71,7 @@ void node_set_handler(loom_node *n, unsigned type, node_handler fn, void *ctx);
 /* Send to node dest. Thread-safe; from the I/O thread it sends directly.
  * h->sender and h->nframes are filled in. Returns 0 or LOOM_ETRANSPORT /
  * LOOM_ESHUTDOWN / LOOM_EPEERFAIL; on error the frames' free_fn has been called. */
-int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames,
-              size_t nframes);
+int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames, size_t nframes);
 /* Count a received message as malformed and dropped (a handler found a bad payload). */
 void node_drop(loom_node *n, const node_msg *m, const char *why);
 

@@ -10,9 +10,9 @@
 #include "core/node_impl.h"
 #include "core/tracker.h"
 
-#define NODE_ADDR_MAX 256
-#define NODE_RID_MAX 16   /* routing ids are 4 bytes (node id) or 8 (not yet ranked) */
-#define NODE_NO_ID UINT32_MAX
+#define NODE_ADDR_MAX  256
+#define NODE_RID_MAX   16 /* routing ids are 4 bytes (node id) or 8 (not yet ranked) */
+#define NODE_NO_ID     UINT32_MAX
 #define NODE_LINGER_MS 1000
 
 enum node_state { NODE_STARTING, NODE_RUNNING, NODE_DONE, NODE_FAILED };
@@ -20,9 +20,9 @@ enum node_state { NODE_STARTING, NODE_RUNNING, NODE_DONE, NODE_FAILED };
 typedef struct peer {
     int role; /* loom_role, or -1 before registration */
     int rank;
-    char addr[NODE_ADDR_MAX]; /* "host:port" of its ROUTER */
-    void *dealer;             /* our DEALER to it, if we send it requests */
-    uint8_t rid[NODE_RID_MAX];/* its routing id as seen by our ROUTER */
+    char addr[NODE_ADDR_MAX];  /* "host:port" of its ROUTER */
+    void *dealer;              /* our DEALER to it, if we send it requests */
+    uint8_t rid[NODE_RID_MAX]; /* its routing id as seen by our ROUTER */
     size_t rid_len;
     uint64_t last_heard_ms;
     int registered; /* scheduler: REGISTER received */
@@ -32,11 +32,11 @@ typedef struct peer {
 /* Scheduler-only bookkeeping (scheduler.c). */
 typedef struct sched_state {
     uint32_t registered;
-    int roster_phase;        /* 0 collecting, 1 servers installing, 2 job running */
+    int roster_phase; /* 0 collecting, 1 servers installing, 2 job running */
     uint32_t roster_acks;
-    uint64_t barrier_gen;    /* generation currently collecting arrivals */
+    uint64_t barrier_gen; /* generation currently collecting arrivals */
     uint32_t barrier_arrived;
-    uint8_t *barrier_seen;   /* per node id */
+    uint8_t *barrier_seen; /* per node id */
     uint32_t workers_done;
     uint32_t servers_acked_shutdown;
     int shutting_down;
@@ -63,8 +63,8 @@ struct loom_node {
     size_t my_rid_len;
 
     /* Outgoing queue from other threads to the I/O thread. */
-    void *outbox_pull;             /* I/O thread side */
-    void *outbox_push;             /* other threads, under out_mu */
+    void *outbox_pull; /* I/O thread side */
+    void *outbox_push; /* other threads, under out_mu */
     pthread_mutex_t out_mu;
     int out_closed;
     pthread_t io_thread;
@@ -77,7 +77,7 @@ struct loom_node {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     enum node_state state;
-    int end_status;       /* result of serve/done once state is DONE or FAILED */
+    int end_status; /* result of serve/done once state is DONE or FAILED */
     int roster_installed;
     uint64_t barrier_gen_entered, barrier_gen_released;
     int done_acked;

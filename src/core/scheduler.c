@@ -248,10 +248,12 @@ static void rendezvous_failed(loom_node *n)
                                  node_describe(n, i, who, sizeof who));
     }
     char why[768];
-    snprintf(why, sizeof why, "only %" PRIu32 " of %" PRIu32 " nodes registered within %d ms; missing: %s",
+    snprintf(why, sizeof why,
+             "only %" PRIu32 " of %" PRIu32 " nodes registered within %d ms; missing: %s",
              n->sched.registered, n->nnodes - 1, n->cfg.connect_timeout_ms, missing);
     for (uint32_t i = 1; i < n->nnodes; i++)
-        if (n->peers[i].registered) reject(n, n->peers[i].rid, n->peers[i].rid_len, LOOM_ETIMEDOUT, why);
+        if (n->peers[i].registered)
+            reject(n, n->peers[i].rid, n->peers[i].rid_len, LOOM_ETIMEDOUT, why);
     pthread_mutex_lock(&n->mu);
     n->state = NODE_FAILED;
     n->end_status = LOOM_ETIMEDOUT;

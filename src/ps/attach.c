@@ -4,8 +4,11 @@
 int ps_attach(loom_node *n)
 {
     switch (loom_node_role(n)) {
-    case LOOM_SCHEDULER: return ps_registry_attach(n);
-    case LOOM_SERVER: return ps_server_attach(n);
-    default: return ps_client_attach(n);
+    case LOOM_SCHEDULER:
+        return ps_registry_attach(n);
+    case LOOM_SERVER:
+        return ps_server_attach(n);
+    default:
+        return ps_client_attach(n);
     }
 }

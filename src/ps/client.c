@@ -12,7 +12,9 @@
  * loom_clock()/loom_flush() send it; loom_push_async() sends at once. Every
  * push message to a server gets a sequence number, allocated and queued under
  * the table lock so a server sees them in order, and stays in that server's
- * in-flight FIFO until acknowledged (acks come back in order).
+ * in-flight FIFO until the server reports it applied. The acknowledgement
+ * (which completes the push's timestamp) comes on arrival; under BSP the
+ * server applies the push only when its clock has ended everywhere.
  *
  * Read-my-writes for "sum" tables. A pull reply says which of this worker's
  * pushes the server had applied (the last sequence number). The reader adds
@@ -79,8 +81,9 @@ typedef struct inflight {
     const uint64_t *keys; /* sorted keys of the message; NULL for a range push */
     const uint8_t *vals;  /* their delta rows (kept only for read-my-writes) */
     size_t n;
-    uint64_t begin;       /* range push: first key */
-    sbuf *hold;           /* owner of keys/vals if Loom allocated them */
+    uint64_t begin; /* range push: first key */
+    sbuf *hold;     /* owner of keys/vals if Loom allocated them */
+    int acked;      /* the server has it (its timestamp part is done) */
     struct inflight *next;
 } inflight;
 
@@ -91,7 +94,7 @@ struct loom_table {
     ps_table_def def;
     ps_updater upd;
     size_t row_bytes;
-    int local_rmw;    /* sum table: own writes are added locally */
+    int local_rmw; /* sum table: own writes are added locally */
     int cache_on;
     uint32_t flush_rows;
 
@@ -116,16 +119,16 @@ typedef struct pull_op {
     loom_table *t;
     loom_ts ts;
     void *out;
-    uint8_t *rows;          /* a row per unique key; == out unless keys needed sorting */
-    const uint64_t *uniq;   /* unique sorted keys (NULL for a range) */
+    uint8_t *rows;        /* a row per unique key; == out unless keys needed sorting */
+    const uint64_t *uniq; /* unique sorted keys (NULL for a range) */
     uint64_t *uniq_owned;
     size_t nuniq;
-    uint32_t *slot_of;      /* scatter map from user positions to unique rows */
+    uint32_t *slot_of; /* scatter map from user positions to unique rows */
     size_t n;
-    uint32_t *miss;         /* indices (into uniq) of rows requested from servers */
-    uint64_t *miss_keys;    /* their keys, ascending; may alias uniq */
+    uint32_t *miss;      /* indices (into uniq) of rows requested from servers */
+    uint64_t *miss_keys; /* their keys, ascending; may alias uniq */
     size_t nmiss;
-    uint64_t begin;         /* range pull: first key */
+    uint64_t begin; /* range pull: first key */
     int64_t fetch_clock;
     atomic_uint parts_left;
     atomic_int status;
@@ -229,7 +232,8 @@ static void cache_add(loom_table *t, uint64_t key, const void *delta)
 {
     uint32_t slot;
     if (t->cache_on && u64map_get(&t->cache_idx, key, &slot))
-        rows_add(t->def.opts.type, t->c_rows + (size_t)slot * t->row_bytes, delta, t->def.opts.width);
+        rows_add(t->def.opts.type, t->c_rows + (size_t)slot * t->row_bytes, delta,
+                 t->def.opts.width);
 }
 
 static void cache_clear(loom_table *t)
@@ -311,12 +315,15 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
         else
             t->ifl_head[s] = f;
         t->ifl_tail[s] = f;
-        msg_header h = {.type = MSG_PUSH, .table = t->id, .req = f->seq};
+        msg_header h = {.type = MSG_PUSH,
+                        .table = t->id,
+                        .req = f->seq,
+                        .clock = atomic_load(&t->client->clock)};
         node_frame frames[2];
         size_t nf = 0;
         if (keys)
-            frames[nf++] = (node_frame){keys + lo, cnt * 8, hold ? sbuf_free_frame : NULL,
-                                        sbuf_ref(hold), 0};
+            frames[nf++] =
+                (node_frame){keys + lo, cnt * 8, hold ? sbuf_free_frame : NULL, sbuf_ref(hold), 0};
         else {
             h.flags = MSG_F_RANGE;
             h.a = begin + lo;
@@ -350,7 +357,8 @@ static int flush_locked(loom_table *t, loom_ts *ts)
     uint8_t *vals = b->data + nuniq * 8;
     memcpy(keys, uniq, nuniq * 8);
     for (size_t i = 0; i < t->b_n; i++)
-        memcpy(vals + (size_t)slot_of[i] * t->row_bytes, t->b_rows + i * t->row_bytes, t->row_bytes);
+        memcpy(vals + (size_t)slot_of[i] * t->row_bytes, t->b_rows + i * t->row_bytes,
+               t->row_bytes);
     free(uniq);
     free(slot_of);
     u64map_clear(&t->buf_idx);
@@ -454,12 +462,14 @@ int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const voi
                           loom_ts *ts)
 {
     if (!t || !ts || end < begin || (end > begin && !vals)) return LOOM_EINVAL;
-    if (end > begin && (!key_in_table(t, begin) || !key_in_table(t, end - 1))) return LOOM_EKEYRANGE;
+    if (end > begin && (!key_in_table(t, begin) || !key_in_table(t, end - 1)))
+        return LOOM_EKEYRANGE;
     if ((uint64_t)(end - begin) > SIZE_MAX / t->row_bytes) return LOOM_EINVAL;
     size_t n = (size_t)(end - begin);
     pthread_mutex_lock(&t->mu);
     if (t->local_rmw)
-        for (size_t i = 0; i < n; i++) cache_add(t, begin + i, (const uint8_t *)vals + i * t->row_bytes);
+        for (size_t i = 0; i < n; i++)
+            cache_add(t, begin + i, (const uint8_t *)vals + i * t->row_bytes);
     int rc = send_push(t, NULL, begin, vals, n, NULL, ts);
     pthread_mutex_unlock(&t->mu);
     return rc;
@@ -474,6 +484,18 @@ int loom_flush(loom_table *t, loom_ts *ts)
     return rc;
 }
 
+/* Forget in-flight pushes the server has acknowledged and applied (lock held). */
+static void prune_applied(loom_table *t, int s, uint64_t applied)
+{
+    while (t->ifl_head[s] && t->ifl_head[s]->acked && t->ifl_head[s]->seq <= applied) {
+        inflight *f = t->ifl_head[s];
+        t->ifl_head[s] = f->next;
+        if (!f->next) t->ifl_tail[s] = NULL;
+        sbuf_unref(f->hold);
+        free(f);
+    }
+}
+
 static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
 {
     ps_client *c = ctx;
@@ -485,18 +507,17 @@ static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
     }
     pthread_mutex_lock(&t->mu);
     inflight *f = t->ifl_head[rank];
-    if (!f || f->seq != m->h.req) {
+    while (f && f->acked) f = f->next; /* acks come in sending order */
+    if (!f || f->seq != m->h.req || m->h.b > m->h.req) {
         pthread_mutex_unlock(&t->mu);
         node_drop(n, m, "acknowledgement out of sequence");
         return;
     }
-    t->ifl_head[rank] = f->next;
-    if (!f->next) t->ifl_tail[rank] = NULL;
+    f->acked = 1;
+    loom_ts ts = f->ts;
+    prune_applied(t, rank, m->h.b);
     pthread_mutex_unlock(&t->mu);
-    int status = m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO;
-    sbuf_unref(f->hold);
-    node_ts_done(n, f->ts, status);
-    free(f);
+    node_ts_done(n, ts, m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO);
 }
 
 /* ---- pulls ---- */
@@ -606,6 +627,7 @@ static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
             if (t->local_rmw) add_own_writes(t, rank, m->h.a, key, row);
             if (t->cache_on && op->uniq) cache_put(t, key, row, m->h.clock, op->fetch_clock);
         }
+        prune_applied(t, rank, m->h.a);
         pthread_mutex_unlock(&t->mu);
         node_count(n, NODE_PULLS_FROM_SERVER, s.count);
     }
@@ -659,7 +681,9 @@ static void request_misses(pull_op *op, size_t total)
             bound[s] = slice_begin(t, op->miss_keys, total, s);
         } else {
             ps_u128 start = ps_slice_start(&t->def.opts, S, s);
-            bound[s] = (size_t)(start <= op->begin ? 0 : start - op->begin > total ? total : start - op->begin);
+            bound[s] = (size_t)(start <= op->begin          ? 0
+                                : start - op->begin > total ? total
+                                                            : start - op->begin);
         }
         if (s > 0 && bound[s] > bound[s - 1]) parts++;
     }
@@ -703,7 +727,8 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
         uint32_t slot;
         if (t->cache_on && u64map_get(&t->cache_idx, op->uniq[i], &slot) &&
             cache_fresh(t, slot, op->fetch_clock)) {
-            memcpy(op->rows + i * t->row_bytes, t->c_rows + (size_t)slot * t->row_bytes, t->row_bytes);
+            memcpy(op->rows + i * t->row_bytes, t->c_rows + (size_t)slot * t->row_bytes,
+                   t->row_bytes);
             hits++;
         } else {
             op->miss[op->nmiss++] = (uint32_t)i;
@@ -749,7 +774,8 @@ int loom_pull(loom_table *t, const uint64_t *keys, size_t n, void *out)
 int loom_pull_range_async(loom_table *t, uint64_t begin, uint64_t end, void *out, loom_ts *ts)
 {
     if (!t || !ts || end < begin || (end > begin && !out)) return LOOM_EINVAL;
-    if (end > begin && (!key_in_table(t, begin) || !key_in_table(t, end - 1))) return LOOM_EKEYRANGE;
+    if (end > begin && (!key_in_table(t, begin) || !key_in_table(t, end - 1)))
+        return LOOM_EKEYRANGE;
     if ((uint64_t)(end - begin) > PS_MAX_REPLY_BYTES / t->row_bytes * (uint64_t)server_count(t))
         return LOOM_ELIMIT;
     pull_op *op = calloc(1, sizeof *op);
@@ -873,8 +899,9 @@ int loom_table_open(loom_node *n, const char *name, const loom_table_opts *opts,
         loom_table *t = c->opened[i];
         if (strcmp(t->def.name, def.name)) continue;
         blob_writer tw = {0};
-        rc = ps_def_encode(&t->def, &tw) ? LOOM_ENOMEM
-             : tw.len != w.len || memcmp(tw.buf, w.buf, w.len) ? LOOM_EMISMATCH : 0;
+        rc = ps_def_encode(&t->def, &tw)                       ? LOOM_ENOMEM
+             : tw.len != w.len || memcmp(tw.buf, w.buf, w.len) ? LOOM_EMISMATCH
+                                                               : 0;
         free(tw.buf);
         pthread_mutex_unlock(&c->mu);
         free(w.buf);
@@ -889,8 +916,8 @@ int loom_table_open(loom_node *n, const char *name, const loom_table_opts *opts,
     rc = ts ? updater_resolve(def.updater, def.opts.type, &t->upd) : LOOM_ENOMEM;
     if (rc) {
         if (rc == LOOM_ENOTFOUND)
-            log_error("table \"%s\": no updater named \"%s\" (register it before loom_init)", def.name,
-                      def.updater);
+            log_error("table \"%s\": no updater named \"%s\" (register it before loom_init)",
+                      def.name, def.updater);
         if (ts) node_ts_done(n, ts, rc);
         free(w.buf);
         free(ow);

@@ -15,8 +15,8 @@ struct loom_delay {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int64_t tau;
-    int64_t next;      /* number of the next task to start */
-    int64_t low;       /* smallest unfinished task (== next when none) */
+    int64_t next;        /* number of the next task to start */
+    int64_t low;         /* smallest unfinished task (== next when none) */
     unsigned char *done; /* done[i]: task low + i finished */
     size_t cap;
 };

@@ -28,8 +28,8 @@ typedef struct reg_table {
     uint8_t *blob; /* canonical encoding, compared on every later open */
     size_t blob_len;
     uint32_t acks;
-    int status;  /* first error reported by a server */
-    int ready;   /* every server answered */
+    int status; /* first error reported by a server */
+    int ready;  /* every server answered */
     waiter *waiting;
 } reg_table;
 

@@ -14,6 +14,13 @@
  * the last push sequence applied from that worker (the reader re-adds its own
  * later, still in-flight pushes, to see its own writes).
  *
+ * BSP tables make updates visible a whole clock at a time: a push of clock c
+ * is acknowledged on arrival but kept in `staged` and applied only once
+ * every worker has finished clock c. A pull at clock c waits until every
+ * worker finished clock c - 1, so it sees exactly the updates of clocks < c
+ * (plus, through the reader's own bookkeeping, the reader's own writes):
+ * the result a sequential run of the same supersteps would give.
+ *
  * Everything runs on the I/O thread; there is no locking. */
 #include <stdlib.h>
 #include <string.h>
@@ -24,18 +31,25 @@
 #include "ps/storage.h"
 #include "ps/updater_impl.h"
 
+typedef struct staged {
+    node_msg m; /* a validated push, frames kept */
+    int worker;
+    struct staged *next;
+} staged;
+
 typedef struct srv_table {
     ps_table_def def;
     ps_updater upd;
     ps_store *store;
-    uint64_t lo;          /* first key of this partition */
-    ps_u128 hi;           /* one past the last */
+    uint64_t lo; /* first key of this partition */
+    ps_u128 hi;  /* one past the last */
     size_t row_bytes;
-    uint64_t *applied;    /* per worker rank: last push sequence applied */
+    uint64_t *applied;                 /* per worker rank: last push sequence applied */
+    staged *staged_head, *staged_tail; /* BSP: pushes of unfinished clocks, in arrival order */
 } srv_table;
 
 typedef struct deferred {
-    node_msg m;   /* the pull, frames kept */
+    node_msg m; /* the pull, frames kept */
     struct deferred *next;
 } deferred;
 
@@ -178,6 +192,47 @@ static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_
     return NULL;
 }
 
+/* Move a message's frames into `to` (zero copy), to keep it past its handler. */
+static void keep_message(node_msg *to, node_msg *from)
+{
+    to->h = from->h;
+    to->from = from->from;
+    to->nframes = from->nframes;
+    for (size_t i = 0; i < from->nframes; i++) {
+        zmq_msg_init(&to->frames[i]);
+        zmq_msg_move(&to->frames[i], &from->frames[i]);
+    }
+}
+
+static void release_message(node_msg *m)
+{
+    for (size_t i = 0; i < m->nframes; i++) zmq_msg_close(&m->frames[i]);
+}
+
+/* Apply a validated push through the table's updater. */
+static int apply_push(server *s, srv_table *t, node_msg *m, int w)
+{
+    int range = (m->h.flags & MSG_F_RANGE) != 0;
+    const uint64_t *keys = range ? NULL : aligned_payload(s, &m->frames[0], 0);
+    const uint8_t *vals = aligned_payload(s, &m->frames[range ? 0 : 1], 1);
+    if ((!range && !keys) || !vals) return LOOM_ENOMEM;
+    uint64_t count = zmq_msg_size(&m->frames[range ? 0 : 1]) / t->row_bytes;
+    int status = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t key = keys ? keys[i] : m->h.a + i;
+        void *state;
+        void *row = store_row(t->store, key, &state);
+        if (!row) {
+            status = LOOM_ENOMEM;
+            break;
+        }
+        updater_apply(&t->upd, &t->def.opts, t->def.opts.type, t->def.opts.width, key, row, state,
+                      vals + i * t->row_bytes);
+    }
+    t->applied[w] = m->h.req;
+    return status;
+}
+
 static void on_push(loom_node *n, void *ctx, node_msg *m)
 {
     server *s = ctx;
@@ -194,27 +249,53 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
     zmq_msg_t *vf = &m->frames[range ? 0 : 1];
     if (!bad && (count > SIZE_MAX / t->row_bytes || zmq_msg_size(vf) != count * t->row_bytes))
         bad = "value frame size does not match the keys";
-    const uint8_t *vals = bad ? NULL : aligned_payload(s, vf, 1);
-    if (!bad && !vals) bad = "out of memory";
     if (bad) {
         node_drop(n, m, bad);
         return;
     }
     int status = 0;
-    for (uint64_t i = 0; i < count; i++) {
-        uint64_t key = keys ? keys[i] : m->h.a + i;
-        void *state;
-        void *row = store_row(t->store, key, &state);
-        if (!row) {
+    if (t->def.opts.consistency == LOOM_BSP && m->h.clock >= s->min_clock) {
+        staged *st = calloc(1, sizeof *st);
+        if (!st) {
             status = LOOM_ENOMEM;
-            break;
+        } else {
+            keep_message(&st->m, m);
+            st->worker = w;
+            if (t->staged_tail)
+                t->staged_tail->next = st;
+            else
+                t->staged_head = st;
+            t->staged_tail = st;
         }
-        updater_apply(&t->upd, &t->def.opts, t->def.opts.type, t->def.opts.width, key, row, state,
-                      vals + i * t->row_bytes);
+    } else {
+        status = apply_push(s, t, m, w);
     }
-    t->applied[w] = m->h.req;
-    msg_header h = {.type = MSG_PUSH_ACK, .table = m->h.table, .req = m->h.req, .a = (uint64_t)status};
+    msg_header h = {.type = MSG_PUSH_ACK,
+                    .table = m->h.table,
+                    .req = m->h.req,
+                    .a = (uint64_t)status,
+                    .b = t->applied[w]};
     node_send(n, m->from, &h, NULL, 0);
+}
+
+/* A clock ended everywhere: apply the BSP pushes of the clocks now complete. */
+static void apply_staged(server *s, srv_table *t)
+{
+    staged **pp = &t->staged_head, *last = NULL;
+    while (*pp) {
+        staged *st = *pp;
+        if (st->m.h.clock >= s->min_clock) {
+            last = st;
+            pp = &st->next;
+            continue;
+        }
+        *pp = st->next;
+        if (apply_push(s, t, &st->m, st->worker))
+            log_error("out of memory applying a push to table \"%s\"", t->def.name);
+        release_message(&st->m);
+        free(st);
+    }
+    t->staged_tail = last;
 }
 
 static void free_reply(void *data, void *hint)
@@ -271,13 +352,7 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "out of memory");
         return;
     }
-    d->m.h = m->h;
-    d->m.from = m->from;
-    d->m.nframes = m->nframes;
-    for (size_t i = 0; i < m->nframes; i++) {
-        zmq_msg_init(&d->m.frames[i]);
-        zmq_msg_move(&d->m.frames[i], &m->frames[i]);
-    }
+    keep_message(&d->m, m);
     d->next = s->waiting;
     s->waiting = d;
 }
@@ -294,7 +369,7 @@ static void release_deferred(server *s)
         *pp = d->next;
         srv_table *t = table_of(s, d->m.h.table);
         answer_pull(s, t, &d->m, worker_rank(s, d->m.from));
-        for (size_t i = 0; i < d->m.nframes; i++) zmq_msg_close(&d->m.frames[i]);
+        release_message(&d->m);
         free(d);
     }
 }
@@ -313,6 +388,8 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
         if (s->clock[i] < min) min = s->clock[i];
     if (min > s->min_clock) {
         s->min_clock = min;
+        for (uint32_t i = 0; i < s->cap; i++)
+            if (s->tables[i] && s->tables[i]->staged_head) apply_staged(s, s->tables[i]);
         release_deferred(s);
     }
 }
@@ -322,6 +399,12 @@ static void server_destroy(void *state)
     server *s = state;
     for (uint32_t i = 0; i < s->cap; i++) {
         if (!s->tables[i]) continue;
+        while (s->tables[i]->staged_head) {
+            staged *st = s->tables[i]->staged_head;
+            s->tables[i]->staged_head = st->next;
+            release_message(&st->m);
+            free(st);
+        }
         store_destroy(s->tables[i]->store);
         free(s->tables[i]->applied);
         free(s->tables[i]);
@@ -329,7 +412,7 @@ static void server_destroy(void *state)
     while (s->waiting) {
         deferred *d = s->waiting;
         s->waiting = d->next;
-        for (size_t i = 0; i < d->m.nframes; i++) zmq_msg_close(&d->m.frames[i]);
+        release_message(&d->m);
         free(d);
     }
     free(s->tables);

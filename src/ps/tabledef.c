@@ -18,10 +18,13 @@ size_t loom_type_size(loom_type t)
 {
     switch (t) {
     case LOOM_F32:
-    case LOOM_I32: return 4;
+    case LOOM_I32:
+        return 4;
     case LOOM_F64:
-    case LOOM_I64: return 8;
-    default: return 0;
+    case LOOM_I64:
+        return 8;
+    default:
+        return 0;
     }
 }
 
@@ -40,12 +43,14 @@ static int check_def(const ps_table_def *d, char *why, size_t whylen)
     if (!vsize) BAD("unknown value type %d", (int)o->type);
     if (o->width == 0 || (size_t)o->width * vsize > PS_MAX_ROW_BYTES)
         BAD("row width %u is out of range (1 to %zu bytes per row)", o->width, PS_MAX_ROW_BYTES);
-    if (o->storage != LOOM_DENSE && o->storage != LOOM_SPARSE) BAD("unknown storage %d", (int)o->storage);
+    if (o->storage != LOOM_DENSE && o->storage != LOOM_SPARSE)
+        BAD("unknown storage %d", (int)o->storage);
     if ((ps_u128)o->key_begin >= ps_key_end(o)) BAD("empty key range");
     if (o->storage == LOOM_DENSE && !o->key_end) BAD("a dense table needs a finite key_end");
     if (o->consistency != LOOM_ASP && o->consistency != LOOM_SSP && o->consistency != LOOM_BSP)
         BAD("unknown consistency model %d", (int)o->consistency);
-    if (o->staleness < 0 || o->staleness > 1000000) BAD("staleness %d is out of range", o->staleness);
+    if (o->staleness < 0 || o->staleness > 1000000)
+        BAD("staleness %d is out of range", o->staleness);
     if (!name_ok(d->updater)) BAD("updater name must be 1 to %d characters", LOOM_MAX_NAME);
     if (o->init != LOOM_INIT_ZERO && o->init != LOOM_INIT_UNIFORM && o->init != LOOM_INIT_NORMAL)
         BAD("unknown initialiser %d", (int)o->init);
@@ -58,6 +63,13 @@ static int check_def(const ps_table_def *d, char *why, size_t whylen)
         if (!isfinite(o->params[i])) BAD("params[%d] must be a finite number", i);
     if (o->lr < 0 || o->l1 < 0 || o->l2 < 0 || o->eps < 0 || o->beta < 0)
         BAD("lr, beta, l1, l2 and eps must not be negative");
+    if (o->lr == 0 && (!strcmp(d->updater, "sgd") || !strcmp(d->updater, "adagrad") ||
+                       !strcmp(d->updater, "ftrl")))
+        BAD("updater \"%s\" needs a learning rate lr > 0", d->updater);
+    if (o->init == LOOM_INIT_UNIFORM && !(o->init_a < o->init_b))
+        BAD("uniform initialisation needs init_a < init_b");
+    if (o->init == LOOM_INIT_NORMAL && o->init_b < 0)
+        BAD("normal initialisation needs a standard deviation init_b >= 0");
 #undef BAD
     return 0;
 }
@@ -70,7 +82,9 @@ int ps_def_from_user(ps_table_def *def, const char *name, const loom_table_opts 
     def->opts = opts ? *opts : defaults;
     const char *upd = def->opts.updater ? def->opts.updater : "sum";
     if (!name_ok(name) || !name_ok(upd)) {
-        if (why) snprintf(why, whylen, "table and updater names must be 1 to %d characters", LOOM_MAX_NAME);
+        if (why)
+            snprintf(why, whylen, "table and updater names must be 1 to %d characters",
+                     LOOM_MAX_NAME);
         return LOOM_EINVAL;
     }
     snprintf(def->name, sizeof def->name, "%s", name);
