@@ -28,5 +28,5 @@ ctest_args=(--test-dir "$build" --output-on-failure -j "$jobs")
 if [ -n "${LOOM_TEST_LABEL:-}" ]; then ctest_args+=(-L "$LOOM_TEST_LABEL"); fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
 ctest "${ctest_args[@]}"

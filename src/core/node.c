@@ -262,7 +262,7 @@ int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *fram
     if (rc) {
         /* Ownership was promised: free what was not turned into a part. */
         close_parts(parts, built);
-        for (size_t i = built; i < nframes && i < MSG_MAX_FRAMES; i++)
+        for (size_t i = built; frames && i < nframes && i < MSG_MAX_FRAMES; i++)
             if (frames[i].free_fn) frames[i].free_fn((void *)frames[i].data, frames[i].hint);
         return rc;
     }

@@ -51,18 +51,6 @@ struct ps_store {
     size_t nchunks, chunk_cap;
 };
 
-static size_t value_size(loom_type t)
-{
-    switch (t) {
-    case LOOM_F32:
-    case LOOM_I32:
-        return 4;
-    case LOOM_F64:
-    case LOOM_I64:
-        return 8;
-    }
-    return 0;
-}
 
 /* splitmix64 as a function of its counter: consecutive inputs give
  * independent-looking outputs. */
@@ -98,7 +86,7 @@ void store_initial_row(const ps_store_spec *spec, uint64_t key, void *out)
 {
     int is_float = spec->type == LOOM_F32 || spec->type == LOOM_F64;
     if (spec->init == LOOM_INIT_ZERO || !is_float) {
-        memset(out, 0, spec->width * value_size(spec->type));
+        memset(out, 0, spec->width * loom_type_size(spec->type));
         return;
     }
     for (uint32_t j = 0; j < spec->width; j++) {
@@ -116,7 +104,7 @@ void store_initial_row(const ps_store_spec *spec, uint64_t key, void *out)
 
 static int spec_valid(const ps_store_spec *s)
 {
-    if (value_size(s->type) == 0 || s->width == 0 || s->state_per_value > MAX_STATE) return 0;
+    if (loom_type_size(s->type) == 0 || s->width == 0 || s->state_per_value > MAX_STATE) return 0;
     if (s->storage == LOOM_DENSE) {
         if (s->end <= s->begin) return 0; /* finite and non-empty */
     } else if (s->storage == LOOM_SPARSE) {
@@ -163,7 +151,7 @@ int store_create(const ps_store_spec *spec, ps_store **out)
     ps_store *s = calloc(1, sizeof *s);
     if (!s) return LOOM_ENOMEM;
     s->spec = *spec;
-    s->row_bytes = spec->width * value_size(spec->type);
+    s->row_bytes = spec->width * loom_type_size(spec->type);
     s->state_bytes = s->row_bytes * spec->state_per_value;
     int rc;
     if (spec->storage == LOOM_DENSE) {

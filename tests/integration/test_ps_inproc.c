@@ -124,6 +124,7 @@ static void slow_down(void)
     /* The slow worker's extra work; what it proves does not depend on its length. */
     volatile double x = 0;
     for (int i = 0; i < 2000000; i++) x += sqrt((double)i);
+    (void)x;
 }
 
 static int ssp_worker(loom_node *n, int rank, void *arg)
