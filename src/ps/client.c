@@ -1010,7 +1010,7 @@ static loom_table **snapshot_tables(ps_client *c, size_t *count)
     pthread_mutex_lock(&c->mu);
     loom_table **list = malloc((c->nopened ? c->nopened : 1) * sizeof *list);
     *count = list ? c->nopened : 0;
-    if (list) memcpy(list, c->opened, c->nopened * sizeof *list);
+    if (list && c->nopened) memcpy(list, c->opened, c->nopened * sizeof *list);
     pthread_mutex_unlock(&c->mu);
     return list;
 }

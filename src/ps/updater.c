@@ -169,7 +169,7 @@ void updater_apply(const ps_updater *u, const loom_table_opts *o, loom_type t, u
         rows_add(t, value, delta, width);
         return;
     case UPD_ASSIGN:
-        memcpy(value, delta, (size_t)width * (t == LOOM_F32 || t == LOOM_I32 ? 4 : 8));
+        memcpy(value, delta, (size_t)width * loom_type_size(t));
         return;
     case UPD_USER: {
         loom_update up = {t, width, key, value, state, delta, o};
