@@ -226,3 +226,77 @@ void blob_put_str(blob_writer *w, const char *s)
     put16(p, (uint16_t)n);
     memcpy(p + 2, s, n);
 }
+
+/* ---- membership payloads ---- */
+
+int msg_node_role(uint32_t id, uint32_t nnodes, uint32_t num_servers, int *rank)
+{
+    int role = -1, r = -1;
+    if (id == 0) {
+        role = 0; /* LOOM_SCHEDULER */
+        r = 0;
+    } else if (id <= num_servers && id < nnodes) {
+        role = 1; /* LOOM_SERVER */
+        r = (int)(id - 1);
+    } else if (id < nnodes) {
+        role = 2; /* LOOM_WORKER */
+        r = (int)(id - 1 - num_servers);
+    }
+    if (rank) *rank = r;
+    return role;
+}
+
+void msg_register_encode(const msg_register *r, blob_writer *w)
+{
+    blob_put_u8(w, (uint8_t)r->role);
+    blob_put_u32(w, (uint32_t)r->rank);
+    blob_put_u32(w, r->num_servers);
+    blob_put_u32(w, r->num_workers);
+    blob_put_str(w, r->address);
+}
+
+int msg_register_decode(const void *data, size_t len, msg_register *r)
+{
+    blob_reader rd = {data, len, 0};
+    r->role = blob_get_u8(&rd);
+    r->rank = (int)blob_get_u32(&rd);
+    r->num_servers = blob_get_u32(&rd);
+    r->num_workers = blob_get_u32(&rd);
+    blob_get_str(&rd, r->address, sizeof r->address);
+    if (rd.bad || rd.left || (r->role != 1 && r->role != 2) || !r->address[0]) return -1;
+    return 0;
+}
+
+void msg_roster_encode(uint32_t nnodes, uint32_t num_servers, const char *addrs, size_t stride,
+                       blob_writer *w)
+{
+    blob_put_u32(w, nnodes);
+    for (uint32_t i = 0; i < nnodes; i++) {
+        int rank;
+        int role = msg_node_role(i, nnodes, num_servers, &rank);
+        blob_put_u32(w, i);
+        blob_put_u8(w, (uint8_t)role);
+        blob_put_u32(w, (uint32_t)rank);
+        blob_put_str(w, addrs + (size_t)i * stride);
+    }
+}
+
+int msg_roster_decode(const void *data, size_t len, uint32_t nnodes, uint32_t num_servers,
+                      char *addrs, size_t stride)
+{
+    blob_reader rd = {data, len, 0};
+    if (blob_get_u32(&rd) != nnodes || rd.bad) return -1;
+    for (uint32_t i = 0; i < nnodes; i++) {
+        uint32_t id = blob_get_u32(&rd);
+        int role = blob_get_u8(&rd);
+        int rank = (int)blob_get_u32(&rd);
+        char addr[MSG_ADDR_MAX];
+        blob_get_str(&rd, addr, sizeof addr);
+        int expect_rank;
+        if (rd.bad || id != i || msg_node_role(id, nnodes, num_servers, &expect_rank) != role ||
+            rank != expect_rank || !addr[0])
+            return -1;
+        memcpy(addrs + (size_t)i * stride, addr, strlen(addr) + 1);
+    }
+    return rd.left ? -1 : 0;
+}

@@ -32,6 +32,7 @@
 #define MSG_VERSION     1
 #define MSG_HEADER_SIZE 48
 #define MSG_MAX_FRAMES  2
+#define MSG_ADDR_MAX    256 /* a node's "host:port", NUL included */
 
 enum msg_type {
     /* membership and control (core) */
@@ -81,7 +82,7 @@ typedef struct msg_header {
     uint64_t a, b;
 } msg_header;
 
-/* Why a received message was dropped. Counted per reason by the node. */
+/* Why a received message was dropped (the node counts drops and logs the reason). */
 enum msg_error {
     MSG_OK = 0,
     MSG_ERR_SIZE, /* header frame not MSG_HEADER_SIZE bytes */
@@ -138,7 +139,7 @@ uint32_t blob_get_u32(blob_reader *r);
 uint64_t blob_get_u64(blob_reader *r);
 double blob_get_f64(blob_reader *r);
 /* A length-prefixed (u16) string copied into out (NUL-terminated, at most
- * outlen-1 bytes); sets bad if it is longer or contains a NUL byte. */
+ * outlen-1 bytes, outlen >= 1); sets bad if it is longer or contains a NUL byte. */
 void blob_get_str(blob_reader *r, char *out, size_t outlen);
 
 void blob_put_u8(blob_writer *w, uint8_t v);
@@ -146,5 +147,34 @@ void blob_put_u32(blob_writer *w, uint32_t v);
 void blob_put_u64(blob_writer *w, uint64_t v);
 void blob_put_f64(blob_writer *w, double v);
 void blob_put_str(blob_writer *w, const char *s);
+
+/* ---- membership payloads ---- */
+
+/* Role (a loom_role value) and rank of node `id` in a job of `nnodes` nodes
+ * with `num_servers` servers: the scheduler is 0, server r is 1 + r, worker r
+ * is 1 + S + r. Returns -1 (rank -1) for an id outside the job. */
+int msg_node_role(uint32_t id, uint32_t nnodes, uint32_t num_servers, int *rank);
+
+/* REGISTER: who a node is and which job it was started for. */
+typedef struct msg_register {
+    int role; /* LOOM_SERVER or LOOM_WORKER */
+    int rank; /* -1: let the scheduler choose */
+    uint32_t num_servers, num_workers;
+    char address[MSG_ADDR_MAX];
+} msg_register;
+
+void msg_register_encode(const msg_register *r, blob_writer *w);
+/* 0, or -1 if the payload is not a well-formed REGISTER. */
+int msg_register_decode(const void *data, size_t len, msg_register *r);
+
+/* ROSTER: every node's id, role, rank and address, in id order. Addresses
+ * are read from / written to addrs + id * stride (MSG_ADDR_MAX bytes each),
+ * so a caller can point straight into its own per-node records. */
+void msg_roster_encode(uint32_t nnodes, uint32_t num_servers, const char *addrs, size_t stride,
+                       blob_writer *w);
+/* 0, or -1 unless the payload lists exactly the nodes 0..nnodes-1 of this job
+ * shape, in order, each with the role and rank its id implies. */
+int msg_roster_decode(const void *data, size_t len, uint32_t nnodes, uint32_t num_servers,
+                      char *addrs, size_t stride);
 
 #endif

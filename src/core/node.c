@@ -87,20 +87,7 @@ uint32_t node_num_nodes(const loom_node *n)
 
 int node_peer_role(const loom_node *n, uint32_t id, int *rank)
 {
-    uint32_t s = (uint32_t)n->cfg.num_servers;
-    int role = -1, r = -1;
-    if (id == 0) {
-        role = LOOM_SCHEDULER;
-        r = 0;
-    } else if (id <= s) {
-        role = LOOM_SERVER;
-        r = (int)(id - 1);
-    } else if (id < n->nnodes) {
-        role = LOOM_WORKER;
-        r = (int)(id - 1 - s);
-    }
-    if (rank) *rank = r;
-    return role;
+    return msg_node_role(id, n->nnodes, (uint32_t)n->cfg.num_servers, rank);
 }
 
 static uint32_t id_for(const loom_config *c, loom_role role, int rank)
@@ -314,11 +301,10 @@ void node_drop(loom_node *n, const node_msg *m, const char *why)
     }
 }
 
-static void drop_raw(loom_node *n, int err)
+void node_drop_raw(loom_node *n, const char *why)
 {
     uint64_t count = atomic_fetch_add(&n->malformed, 1) + 1;
-    if (count <= 5 || log_level() >= LOG_DEBUG)
-        log_error("dropped a malformed message: %s", msg_error_name(err));
+    if (count <= 5 || log_level() >= LOG_DEBUG) log_error("dropped a malformed message: %s", why);
 }
 
 /* Read one whole multipart message. Keeps at most `max` parts; returns the
@@ -427,7 +413,7 @@ static int receive_one(loom_node *n, void *sock, uint32_t from_peer)
             err = MSG_ERR_SENDER;
     }
     if (err != MSG_OK) {
-        drop_raw(n, err);
+        node_drop_raw(n, msg_error_name(err));
         close_parts(parts, (size_t)kept);
         return 1;
     }
@@ -523,28 +509,17 @@ static void on_heartbeat(loom_node *n, void *ctx, node_msg *m)
 
 static int install_roster(loom_node *n, node_msg *m)
 {
-    if (m->from != 0 || m->nframes != 1) return LOOM_EPROTO;
-    blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
-    uint32_t count = blob_get_u32(&r);
-    if (r.bad || count != n->nnodes || m->h.a >= n->nnodes) return LOOM_EPROTO;
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t id = blob_get_u32(&r);
-        int role = blob_get_u8(&r);
-        int rank = (int)blob_get_u32(&r);
-        char addr[NODE_ADDR_MAX];
-        blob_get_str(&r, addr, sizeof addr);
-        int expect_rank;
-        if (r.bad || id >= n->nnodes || node_peer_role(n, id, &expect_rank) != role ||
-            rank != expect_rank)
-            return LOOM_EPROTO;
-        n->peers[id].role = role;
-        n->peers[id].rank = rank;
+    if (m->from != 0 || m->nframes != 1 || m->h.a >= n->nnodes) return LOOM_EPROTO;
+    if (msg_roster_decode(zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), n->nnodes,
+                          (uint32_t)n->cfg.num_servers, n->peers[0].addr, sizeof(peer)))
+        return LOOM_EPROTO;
+    for (uint32_t id = 0; id < n->nnodes; id++) {
+        peer *p = &n->peers[id];
+        p->role = node_peer_role(n, id, &p->rank);
         /* Ranked nodes' DEALERs carry their node id as routing id. */
-        for (int b = 0; b < 4; b++) n->peers[id].rid[b] = (uint8_t)(id >> (8 * b));
-        n->peers[id].rid_len = 4;
-        snprintf(n->peers[id].addr, sizeof n->peers[id].addr, "%s", addr);
+        for (int b = 0; b < 4; b++) p->rid[b] = (uint8_t)(id >> (8 * b));
+        p->rid_len = 4;
     }
-    if (r.bad || r.left) return LOOM_EPROTO;
     if (n->id == NODE_NO_ID) {
         n->id = (uint32_t)m->h.a;
         n->cfg.rank = n->peers[n->id].rank;
@@ -776,12 +751,13 @@ static void set_handlers(loom_node *n)
 
 static int send_register(loom_node *n)
 {
+    msg_register reg = {.role = n->cfg.role,
+                        .rank = n->cfg.rank,
+                        .num_servers = (uint32_t)n->cfg.num_servers,
+                        .num_workers = (uint32_t)n->cfg.num_workers};
+    snprintf(reg.address, sizeof reg.address, "%s", n->address);
     blob_writer w = {0};
-    blob_put_u8(&w, (uint8_t)n->cfg.role);
-    blob_put_u32(&w, (uint32_t)n->cfg.rank);
-    blob_put_u32(&w, (uint32_t)n->cfg.num_servers);
-    blob_put_u32(&w, (uint32_t)n->cfg.num_workers);
-    blob_put_str(&w, n->address);
+    msg_register_encode(&reg, &w);
     if (w.bad) {
         free(w.buf);
         return LOOM_ENOMEM;

@@ -104,6 +104,8 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
 #endif
     ;
 void node_finish(loom_node *n, int status);
+/* Count and (the first few) log a dropped message whose sender is unknown. */
+void node_drop_raw(loom_node *n, const char *why);
 const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len);
 
 /* scheduler.c */

@@ -43,18 +43,15 @@ static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, c
     free(w.buf);
 }
 
+static uint32_t num_servers(const loom_node *n)
+{
+    return (uint32_t)n->cfg.num_servers;
+}
+
 static int send_roster(loom_node *n, uint32_t dest)
 {
     blob_writer w = {0};
-    blob_put_u32(&w, n->nnodes);
-    for (uint32_t i = 0; i < n->nnodes; i++) {
-        int rank;
-        int role = node_peer_role(n, i, &rank);
-        blob_put_u32(&w, i);
-        blob_put_u8(&w, (uint8_t)role);
-        blob_put_u32(&w, (uint32_t)rank);
-        blob_put_str(&w, i == 0 ? n->address : n->peers[i].addr);
-    }
+    msg_roster_encode(n->nnodes, num_servers(n), n->peers[0].addr, sizeof(peer), &w);
     if (w.bad) {
         free(w.buf);
         return LOOM_ENOMEM;
@@ -67,28 +64,21 @@ static int send_roster(loom_node *n, uint32_t dest)
     return node_send_io(n, dest, &h, &part, 1);
 }
 
-static uint32_t num_servers(const loom_node *n)
-{
-    return (uint32_t)n->cfg.num_servers;
-}
-
 void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len, node_msg *m)
 {
     sched_state *s = &n->sched;
     if (rid_len > NODE_RID_MAX || m->nframes != 1) {
-        atomic_fetch_add(&n->malformed, 1);
+        node_drop_raw(n, "REGISTER with an over-long routing id or a bad frame count");
         return;
     }
-    blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
-    int role = blob_get_u8(&r);
-    int rank = (int)blob_get_u32(&r);
-    uint32_t ns = blob_get_u32(&r), nw = blob_get_u32(&r);
-    char addr[NODE_ADDR_MAX];
-    blob_get_str(&r, addr, sizeof addr);
-    if (r.bad || r.left || (role != LOOM_SERVER && role != LOOM_WORKER) || !addr[0]) {
-        atomic_fetch_add(&n->malformed, 1);
+    msg_register reg;
+    if (msg_register_decode(zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), &reg)) {
+        node_drop_raw(n, "invalid REGISTER");
         return;
     }
+    int role = reg.role, rank = reg.rank;
+    uint32_t ns = reg.num_servers, nw = reg.num_workers;
+    const char *addr = reg.address;
     char why[256];
     if (ns != num_servers(n) || nw != (uint32_t)n->cfg.num_workers) {
         snprintf(why, sizeof why,
@@ -223,6 +213,7 @@ int sched_init(loom_node *n)
     s->barrier_seen = calloc(n->nnodes, 1);
     if (!s->barrier_seen) return LOOM_ENOMEM;
     s->rendezvous_deadline_ms = node_now_ms() + (uint64_t)n->cfg.connect_timeout_ms;
+    memcpy(n->peers[0].addr, n->address, sizeof n->address); /* the roster lists us too */
     node_set_handler(n, MSG_REGISTER, on_register_again, NULL);
     node_set_handler(n, MSG_ROSTER_ACK, on_roster_ack, NULL);
     node_set_handler(n, MSG_BARRIER, on_barrier, NULL);
