@@ -28,8 +28,12 @@
 #include "core/log.h"
 #include "loom/error.h"
 #include "ps/ps.h"
+#include "ps/rowops.h"
 #include "ps/storage.h"
 #include "ps/updater_impl.h"
+
+/* Pulls a server holds for clocks to catch up; more means a hostile peer. */
+#define PS_MAX_DEFERRED_PULLS ((size_t)1 << 20)
 
 typedef struct staged {
     node_msg m; /* a validated push, frames kept */
@@ -61,6 +65,7 @@ typedef struct server {
     int64_t *clock; /* per worker rank */
     int64_t min_clock;
     deferred *waiting;
+    size_t nwaiting;
     uint8_t *scratch[2]; /* aligned copies of payloads that arrived misaligned */
     size_t scratch_len[2];
 } server;
@@ -217,6 +222,18 @@ static int apply_push(server *s, srv_table *t, node_msg *m, int w)
     const uint8_t *vals = aligned_payload(s, &m->frames[range ? 0 : 1], 1);
     if ((!range && !keys) || !vals) return LOOM_ENOMEM;
     uint64_t count = zmq_msg_size(&m->frames[range ? 0 : 1]) / t->row_bytes;
+    t->applied[w] = m->h.req;
+    const loom_table_opts *o = &t->def.opts;
+    uint8_t *dense = store_dense_rows(t->store);
+    if (dense && t->upd.kind == UPD_SUM) {
+        /* The common case as one tight loop over the message. */
+        if (keys)
+            rows_add_indexed(o->type, o->width, dense, t->lo, keys, (size_t)count, vals);
+        else
+            rows_add(o->type, dense + (size_t)(m->h.a - t->lo) * t->row_bytes, vals,
+                     (size_t)count * o->width);
+        return 0;
+    }
     int status = 0;
     for (uint64_t i = 0; i < count; i++) {
         uint64_t key = keys ? keys[i] : m->h.a + i;
@@ -226,10 +243,8 @@ static int apply_push(server *s, srv_table *t, node_msg *m, int w)
             status = LOOM_ENOMEM;
             break;
         }
-        updater_apply(&t->upd, &t->def.opts, t->def.opts.type, t->def.opts.width, key, row, state,
-                      vals + i * t->row_bytes);
+        updater_apply(&t->upd, o, o->type, o->width, key, row, state, vals + i * t->row_bytes);
     }
-    t->applied[w] = m->h.req;
     return status;
 }
 
@@ -304,13 +319,21 @@ static void free_reply(void *data, void *hint)
     free(data);
 }
 
+/* Why a pull cannot be answered, or NULL; sets its keys (NULL: a range) and count. */
+static const char *check_pull(server *s, srv_table *t, node_msg *m, const uint64_t **keys,
+                              uint64_t *count)
+{
+    const char *bad = check_keys(s, t, m, 0, keys, count);
+    if (!bad && *count > PS_MAX_REPLY_BYTES / t->row_bytes) bad = "pull too large";
+    return bad;
+}
+
 /* Answer a pull that is allowed to proceed. */
 static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
 {
     const uint64_t *keys;
     uint64_t count;
-    const char *bad = check_keys(s, t, m, 0, &keys, &count);
-    if (!bad && (count > PS_MAX_REPLY_BYTES / t->row_bytes)) bad = "pull too large";
+    const char *bad = check_pull(s, t, m, &keys, &count);
     if (bad) {
         node_drop(s->node, m, bad);
         return;
@@ -346,12 +369,22 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
         answer_pull(s, t, m, w);
         return;
     }
-    /* Too fresh for now: keep it (frames and all) until the clocks catch up. */
+    /* Too fresh for now: keep it (frames and all) until the clocks catch up,
+     * but only a valid one, and not without limit. */
+    const uint64_t *keys;
+    uint64_t count;
+    const char *bad = check_pull(s, t, m, &keys, &count);
+    if (!bad && s->nwaiting >= PS_MAX_DEFERRED_PULLS) bad = "too many pulls waiting for clocks";
+    if (bad) {
+        node_drop(n, m, bad);
+        return;
+    }
     deferred *d = calloc(1, sizeof *d);
     if (!d) {
         node_drop(n, m, "out of memory");
         return;
     }
+    s->nwaiting++;
     keep_message(&d->m, m);
     d->next = s->waiting;
     s->waiting = d;
@@ -367,6 +400,7 @@ static void release_deferred(server *s)
             continue;
         }
         *pp = d->next;
+        s->nwaiting--;
         srv_table *t = table_of(s, d->m.h.table);
         answer_pull(s, t, &d->m, worker_rank(s, d->m.from));
         release_message(&d->m);
