@@ -267,6 +267,17 @@ static void add_own_writes(loom_table *t, int s, uint64_t applied, uint64_t key,
         rows_add(type, row, t->b_rows + (size_t)slot * t->row_bytes, width);
 }
 
+/* Whether any own write could be missing from an answer of server s that
+ * included our pushes up to `applied` (lock held): most answers need no
+ * per-row bookkeeping at all. */
+static int own_writes_pending(const loom_table *t, int s, uint64_t applied)
+{
+    if (t->b_n) return 1;
+    for (const inflight *f = t->ifl_head[s]; f; f = f->next)
+        if (f->seq > applied) return 1;
+    return 0;
+}
+
 /* ---- pushes ---- */
 
 /* Send sorted unique keys with their delta rows (or, keys == NULL, the rows
@@ -618,14 +629,22 @@ static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
     }
     if (!status) {
         const uint8_t *src = zmq_msg_data(&m->frames[0]);
+        size_t rb = t->row_bytes;
         pthread_mutex_lock(&t->mu);
-        for (size_t j = 0; j < s.count; j++) {
+        if (!op->miss) { /* the rows asked for are contiguous in the answer and in rows */
+            memcpy(op->rows + s.first * rb, src, s.count * rb);
+        } else {
+            for (size_t j = 0; j < s.count; j++)
+                memcpy(op->rows + op->miss[s.first + j] * rb, src + j * rb, rb);
+        }
+        int rmw = t->local_rmw && own_writes_pending(t, rank, m->h.a);
+        int cache = t->cache_on && op->uniq;
+        for (size_t j = 0; (rmw || cache) && j < s.count; j++) {
             size_t u = op->miss ? op->miss[s.first + j] : s.first + j;
             uint64_t key = op->uniq ? op->uniq[u] : op->begin + u;
-            uint8_t *row = op->rows + u * t->row_bytes;
-            memcpy(row, src + j * t->row_bytes, t->row_bytes);
-            if (t->local_rmw) add_own_writes(t, rank, m->h.a, key, row);
-            if (t->cache_on && op->uniq) cache_put(t, key, row, m->h.clock, op->fetch_clock);
+            uint8_t *row = op->rows + u * rb;
+            if (rmw) add_own_writes(t, rank, m->h.a, key, row);
+            if (cache) cache_put(t, key, row, m->h.clock, op->fetch_clock);
         }
         prune_applied(t, rank, m->h.a);
         pthread_mutex_unlock(&t->mu);
@@ -715,15 +734,17 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
         op->rows = malloc(op->nuniq * t->row_bytes);
         if (!op->rows) goto nomem;
     }
-    op->miss = malloc((op->nuniq ? op->nuniq : 1) * sizeof *op->miss);
-    if (!op->miss) goto nomem;
+    if (t->cache_on) { /* which rows the cache could not serve */
+        op->miss = malloc((op->nuniq ? op->nuniq : 1) * sizeof *op->miss);
+        if (!op->miss) goto nomem;
+    }
     op->ts = node_ts_new(t->node, 1);
     if (!op->ts) goto nomem;
     *ts = op->ts;
 
     uint64_t hits = 0;
     pthread_mutex_lock(&t->mu);
-    for (size_t i = 0; i < op->nuniq; i++) {
+    for (size_t i = 0; t->cache_on && i < op->nuniq; i++) {
         uint32_t slot;
         if (t->cache_on && u64map_get(&t->cache_idx, op->uniq[i], &slot) &&
             cache_fresh(t, slot, op->fetch_clock)) {
@@ -737,8 +758,12 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
     pthread_mutex_unlock(&t->mu);
     if (hits) node_count(t->node, NODE_PULLS_FROM_CACHE, hits);
 
+    if (!t->cache_on) op->nmiss = op->nuniq;
     if (op->nmiss == op->nuniq) {
-        op->miss_keys = (uint64_t *)op->uniq; /* every row missed: the keys are the request */
+        /* Every row is fetched: the keys are the request, rows map one to one. */
+        op->miss_keys = (uint64_t *)op->uniq;
+        free(op->miss);
+        op->miss = NULL;
     } else if (op->nmiss) {
         op->miss_keys = malloc(op->nmiss * 8);
         if (!op->miss_keys) {

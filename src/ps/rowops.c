@@ -11,11 +11,6 @@
 #include <math.h>
 #include <string.h>
 
-static size_t value_size(loom_type t)
-{
-    return t == LOOM_F32 || t == LOOM_I32 ? 4 : 8;
-}
-
 /* dst[i] += src[i], i < count, for one C type T (float, double, uint32_t, uint64_t). */
 #define ADD_LOOP(T, dst, src, count)                                                               \
     do {                                                                                           \
@@ -38,6 +33,36 @@ void rows_add(loom_type t, void *dst, const void *src, size_t count)
         break;
     case LOOM_I64:
         ADD_LOOP(uint64_t, dst, src, count);
+        break;
+    }
+}
+
+/* For sorted or unsorted keys: base's row (keys[i] - base_key) += src's row i. */
+#define ADD_INDEXED_LOOP(T, base, base_key, keys, n, width, src)                                   \
+    do {                                                                                           \
+        T *b_ = (T *)(base);                                                                       \
+        const T *s_ = (const T *)(src);                                                            \
+        for (size_t i_ = 0; i_ < (n); i_++) {                                                      \
+            T *d_ = b_ + (size_t)((keys)[i_] - (base_key)) * (width);                              \
+            for (size_t j_ = 0; j_ < (width); j_++) d_[j_] += s_[i_ * (width) + j_];               \
+        }                                                                                          \
+    } while (0)
+
+void rows_add_indexed(loom_type t, size_t width, void *base, uint64_t base_key,
+                      const uint64_t *keys, size_t n, const void *src)
+{
+    switch (t) {
+    case LOOM_F32:
+        ADD_INDEXED_LOOP(float, base, base_key, keys, n, width, src);
+        break;
+    case LOOM_F64:
+        ADD_INDEXED_LOOP(double, base, base_key, keys, n, width, src);
+        break;
+    case LOOM_I32:
+        ADD_INDEXED_LOOP(uint32_t, base, base_key, keys, n, width, src);
+        break;
+    case LOOM_I64:
+        ADD_INDEXED_LOOP(uint64_t, base, base_key, keys, n, width, src);
         break;
     }
 }
@@ -70,7 +95,7 @@ double rows_abs_sum(loom_type t, const void *v, size_t count)
 void rows_gather(loom_type t, size_t width, const void *in, const uint32_t *slot_of, size_t n,
                  void *out, size_t nuniq, int assign)
 {
-    size_t row = width * value_size(t);
+    size_t row = width * loom_type_size(t);
     if (nuniq > 0 && row > 0) memset(out, 0, nuniq * row);
     if (assign) { /* in input order, so the last occurrence of a key wins */
         for (size_t i = 0; i < n; i++)
@@ -96,7 +121,7 @@ void rows_gather(loom_type t, size_t width, const void *in, const uint32_t *slot
 void rows_scatter(loom_type t, size_t width, const void *uniq_rows, const uint32_t *slot_of,
                   size_t n, void *out)
 {
-    size_t row = width * value_size(t);
+    size_t row = width * loom_type_size(t);
     for (size_t i = 0; i < n; i++)
         memcpy((char *)out + i * row, (const char *)uniq_rows + slot_of[i] * row, row);
 }

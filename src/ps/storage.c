@@ -51,7 +51,6 @@ struct ps_store {
     size_t nchunks, chunk_cap;
 };
 
-
 /* splitmix64 as a function of its counter: consecutive inputs give
  * independent-looking outputs. */
 static uint64_t splitmix64(uint64_t x)
@@ -257,7 +256,29 @@ void store_read(ps_store *s, uint64_t key, void *out)
 
 void store_read_many(ps_store *s, const uint64_t *keys, size_t n, void *out)
 {
-    for (size_t i = 0; i < n; i++) store_read(s, keys[i], (unsigned char *)out + i * s->row_bytes);
+    unsigned char *o = out;
+    if (s->spec.storage != LOOM_DENSE) {
+        for (size_t i = 0; i < n; i++) store_read(s, keys[i], o + i * s->row_bytes);
+        return;
+    }
+    /* Dense: index the array directly; one-value rows are the common case. */
+    uint64_t begin = s->spec.begin;
+    if (s->row_bytes == 4) {
+        for (size_t i = 0; i < n; i++)
+            memcpy(o + 4 * i, s->values + 4 * (size_t)(keys[i] - begin), 4);
+    } else if (s->row_bytes == 8) {
+        for (size_t i = 0; i < n; i++)
+            memcpy(o + 8 * i, s->values + 8 * (size_t)(keys[i] - begin), 8);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            memcpy(o + i * s->row_bytes, s->values + (size_t)(keys[i] - begin) * s->row_bytes,
+                   s->row_bytes);
+    }
+}
+
+void *store_dense_rows(ps_store *s)
+{
+    return s->spec.storage == LOOM_DENSE ? s->values : NULL;
 }
 
 void store_read_range(ps_store *s, uint64_t begin, uint64_t end, void *out)

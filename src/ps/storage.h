@@ -41,6 +41,9 @@ void store_read(ps_store *s, uint64_t key, void *out);
 /* Copy rows for sorted keys, or for every key of [begin, end), into out. */
 void store_read_many(ps_store *s, const uint64_t *keys, size_t n, void *out);
 void store_read_range(ps_store *s, uint64_t begin, uint64_t end, void *out);
+/* Dense storage: the row array (key k's row at (k - begin) * row size), for
+ * whole-message fast paths; NULL for sparse storage. */
+void *store_dense_rows(ps_store *s);
 /* Number of rows materialised (dense: all of them). */
 size_t store_num_rows(const ps_store *s);
 /* The initial value of a row (what store_read returns for an unwritten key). */
