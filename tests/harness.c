@@ -7,6 +7,7 @@
 #include <string.h>
 
 void (*harness_on_scheduler)(loom_node *scheduler);
+void (*harness_on_server)(loom_node *server, int rank);
 
 typedef struct slot {
     loom_config cfg;
@@ -21,6 +22,7 @@ static void *server_main(void *p)
     slot *s = p;
     loom_node *n;
     int rc = loom_node_start(&s->cfg, &n);
+    if (!rc && harness_on_server) harness_on_server(n, s->cfg.rank);
     *s->result = rc ? rc : loom_serve(n);
     return NULL;
 }
@@ -95,6 +97,7 @@ int harness_run(int servers, int workers, harness_worker_fn fn, void *arg, harne
     pthread_join(st, NULL);
     rc = res->scheduler;
     for (int i = 0; i < servers; i++) rc = rc ? rc : res->servers[i];
-    for (int i = 0; i < workers; i++) rc = rc ? rc : res->workers[i] ? res->workers[i] : res->finalize[i];
+    for (int i = 0; i < workers; i++)
+        rc = rc ? rc : res->workers[i] ? res->workers[i] : res->finalize[i];
     return rc;
 }

@@ -27,4 +27,9 @@ int harness_run(int servers, int workers, harness_worker_fn fn, void *arg, harne
 /* Called by harness_run with the scheduler's node before the others start. */
 extern void (*harness_on_scheduler)(loom_node *scheduler);
 
+/* Called by harness_run on each server's thread with that server's node once it joined the
+ * job, before it serves; the node stays valid until the last worker has finalized. Workers may
+ * start before this runs: a test that needs the pointer in a worker must wait for it. */
+extern void (*harness_on_server)(loom_node *server, int rank);
+
 #endif
