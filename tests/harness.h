@@ -8,7 +8,26 @@
 #ifndef LOOM_TESTS_HARNESS_H
 #define LOOM_TESTS_HARNESS_H
 
+#include <stdio.h>
+
 #include <loom/loom.h>
+
+/* For worker functions: report a failed check (file, line, what) and return 1. */
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+#define CHECK_OK(expr)                                                                             \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_) {                                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, loom_strerror(rc_));     \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
 
 #define HARNESS_MAX_NODES 16
 

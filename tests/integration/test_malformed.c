@@ -48,21 +48,6 @@
 #include "loom/error.h"
 #include "ps/ps.h"
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
-#define CHECK_OK(expr)                                                                             \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_) {                                                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, loom_strerror(rc_));     \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
 
 /* Upper bound for anything that should happen promptly: a failure, never a synchronisation. */
 #define DEADLINE_MS 20000

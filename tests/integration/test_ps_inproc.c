@@ -16,21 +16,6 @@
 
 #include "harness.h"
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
-#define CHECK_OK(expr)                                                                             \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_) {                                                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, loom_strerror(rc_));     \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
 
 static loom_table_opts opts_of(loom_type type, uint32_t width, loom_consistency c, int s)
 {

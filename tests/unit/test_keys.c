@@ -13,15 +13,8 @@
 #include "loom/error.h"
 #include "ps/keys.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#define TEST_RNG_SEED 0x9e3779b97f4a7c15ULL
+#include "test_rng.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

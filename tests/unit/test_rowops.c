@@ -12,15 +12,8 @@
 
 #include "ps/rowops.h"
 
-static uint64_t rng_state = 0xdeadbeefcafef00dULL;
-
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#define TEST_RNG_SEED 0xdeadbeefcafef00dULL
+#include "test_rng.h"
 
 static const loom_type all_types[] = {LOOM_F32, LOOM_F64, LOOM_I32, LOOM_I64};
 

@@ -15,15 +15,8 @@
 #include "loom/error.h"
 #include "ps/storage.h"
 
-static uint64_t rng_state = 0x0123456789abcdefULL;
-
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#define TEST_RNG_SEED 0x0123456789abcdefULL
+#include "test_rng.h"
 
 static ps_store_spec spec_of(loom_type t, uint32_t width, loom_storage st, uint64_t begin,
                              uint64_t end)

@@ -18,15 +18,8 @@
 #define UNIVERSE 60000
 #define NO_SLOT  UINT32_MAX
 
-static uint64_t rng_state = 0x123456789abcdefULL;
-
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#define TEST_RNG_SEED 0x123456789abcdefULL
+#include "test_rng.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -23,15 +23,8 @@
 
 enum { W = 5, STEPS = 400 };
 
-static uint64_t rng_state = 0x243f6a8885a308d3ULL;
-
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#define TEST_RNG_SEED 0x243f6a8885a308d3ULL
+#include "test_rng.h"
 
 /* A gradient: mostly moderate, sometimes zero, sometimes large, either sign. */
 static double random_gradient(void)
