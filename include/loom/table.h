@@ -93,6 +93,7 @@ int loom_table_open(loom_node *node, const char *name, const loom_table_opts *op
                     loom_table **table);
 
 const char *loom_table_name(const loom_table *t);
+loom_node *loom_table_node(const loom_table *t);
 const loom_table_opts *loom_table_options(const loom_table *t);
 
 /* Read rows. keys may be unsorted and contain duplicates; out receives

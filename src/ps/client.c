@@ -996,6 +996,11 @@ const char *loom_table_name(const loom_table *t)
     return t ? t->def.name : NULL;
 }
 
+loom_node *loom_table_node(const loom_table *t)
+{
+    return t ? t->node : NULL;
+}
+
 const loom_table_opts *loom_table_options(const loom_table *t)
 {
     return t ? &t->def.opts : NULL;
