@@ -16,4 +16,16 @@
 int cmd_run(int argc, char **argv);
 extern const char cmd_run_help[];
 
+/* loom gen: write a synthetic data set (tools/gen.c). */
+int cmd_gen(int argc, char **argv);
+extern const char cmd_gen_help[];
+
+/* loom train: train a model with a whole job (tools/train.c). */
+int cmd_train(int argc, char **argv);
+extern const char cmd_train_help[];
+
+/* loom predict: apply a saved model to a data set (tools/predict.c). */
+int cmd_predict(int argc, char **argv);
+extern const char cmd_predict_help[];
+
 #endif

@@ -32,6 +32,10 @@ struct command {
 
 static const struct command commands[] = {
     {"run", "start a job on this machine: a scheduler, servers and workers", cmd_run, cmd_run_help},
+    {"gen", "write a synthetic data set", cmd_gen, cmd_gen_help},
+    {"train", "train a model (lr) with a job on this machine or a cluster", cmd_train,
+     cmd_train_help},
+    {"predict", "apply a saved model to a data set", cmd_predict, cmd_predict_help},
     {"help", "list the subcommands, or show the help of one", cmd_help, cmd_help_help},
     {"version", "print the version of Loom", cmd_version, cmd_version_help},
 };

@@ -1,0 +1,144 @@
+/* lr: sparse binary logistic regression on Loom (the application of Mu Li's
+ * Parameter Server, li-thesis-parameter-server.txt 3.4.1 and chapter 6).
+ *
+ * Pieces, one file each:
+ *   model.c  the model file (save, load) and prediction
+ *   eval.c   metrics: logloss, accuracy, AUC
+ *   gen.c    synthetic click-log-like data from a planted sparse model
+ *   train.c  distributed training: minibatch SGD with a server-side updater, and DBPG
+ *   seq.c    the sequential reference of the same algorithms (tests compare to it)
+ * The `loom` command's train/predict/gen subcommands (tools/) call these. */
+#ifndef LOOM_APPS_LR_H
+#define LOOM_APPS_LR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <loom/data.h>
+
+/* ---- model ---- */
+
+/* A linear model over features 0..dim-1 plus a bias: p(y=+1|x) = sigmoid(w.x + bias). */
+typedef struct lr_model {
+    uint64_t dim;
+    double *w; /* dim weights */
+    double bias;
+} lr_model;
+
+/* Text file, documented in docs/LR.md:
+ *   line 1: "loom-lr 1 dim=<D> nnz=<K> bias=<b>"
+ *   then K lines "<feature id, 0-based> <weight>" for every non-zero weight, ids ascending,
+ *   weights printed with %.17g so a save/load round trip is exact.
+ * lr_model_load checks everything and reports "FILE:LINE: what is wrong" in err. */
+int lr_model_save(const lr_model *m, const char *path, char *err, size_t errlen);
+int lr_model_load(const char *path, lr_model *m, char *err, size_t errlen);
+void lr_model_free(lr_model *m);
+/* w.x + bias for example i of d (features >= dim count as weight 0). */
+double lr_margin(const lr_model *m, const loom_dataset *d, size_t i);
+
+/* ---- metrics ---- */
+
+typedef struct lr_metrics {
+    size_t n;
+    double logloss;  /* mean -log p(true label) */
+    double accuracy; /* fraction with sign(margin) == label (margin 0 counts as -1) */
+    double auc;      /* ROC AUC, ties counted half; 0.5 if one class is absent */
+} lr_metrics;
+
+/* Metrics of margins against +1/-1 labels (n of each). Returns 0, or -1 when
+ * n is 0, a label is not +1/-1, a margin is NaN, or memory runs out. */
+int lr_evaluate(const double *margin, const double *label, size_t n, lr_metrics *out);
+/* log(1 + exp(-y m)) computed without overflow. */
+double lr_logistic_loss(double margin, double label);
+double lr_sigmoid(double margin);
+
+/* ---- synthetic data ---- */
+
+typedef struct lr_gen_opts {
+    uint64_t rows, features;
+    uint32_t nnz; /* non-zeros per row (distinct features) */
+    uint64_t seed;
+    double zipf;            /* power-law exponent of feature frequencies (click logs: ~1.1) */
+    double planted_density; /* fraction of features with a non-zero planted weight */
+} lr_gen_opts;
+
+#define LR_GEN_OPTS_DEFAULT                                                                        \
+    {                                                                                              \
+        100000, 100000, 30, 1, 1.1, 0.1                                                            \
+    }
+
+/* Write rows to out in LIBSVM format (1-based ids, labels +1/-1, values 1),
+ * labels drawn from the logistic model of a planted sparse weight vector.
+ * Deterministic for a seed. If planted is not NULL it receives the planted
+ * model (for tests). Reports progress on stderr when progress != 0. */
+int lr_generate(const lr_gen_opts *o, FILE *out, lr_model *planted, int progress, char *err,
+                size_t errlen);
+
+/* ---- key lists ---- */
+
+/* Sort keys ascending and drop repeats; returns how many remain. */
+size_t lr_sort_unique(uint64_t *keys, size_t n);
+/* Index of the first of n sorted keys that is >= k. */
+size_t lr_find_key(const uint64_t *keys, size_t n, uint64_t k);
+
+/* ---- training ---- */
+
+typedef enum { LR_ALGO_SGD = 0, LR_ALGO_DBPG = 1 } lr_algo;
+typedef enum { LR_UPD_SGD = 0, LR_UPD_ADAGRAD = 1, LR_UPD_FTRL = 2 } lr_updater;
+
+typedef struct lr_train_opts {
+    lr_algo algo;
+    lr_updater updater; /* SGD only: the server-side optimiser */
+    int consistency;    /* SGD: a loom_consistency; DBPG uses SSP with staleness `delay` */
+    int staleness;      /* SSP staleness, in minibatches (SGD) */
+    int delay;          /* DBPG: bounded delay tau, in steps */
+    int blocks;         /* DBPG: number of key blocks */
+    double lr, l1, l2;
+    uint32_t minibatch; /* SGD: rows per minibatch (per worker) */
+    int epochs;
+    uint64_t seed;
+} lr_train_opts;
+
+#define LR_TRAIN_OPTS_DEFAULT                                                                      \
+    {                                                                                              \
+        LR_ALGO_SGD, LR_UPD_ADAGRAD, 1 /* LOOM_SSP */, 2, 2, 8, 0.1, 0, 0, 100, 10, 1              \
+    }
+
+/* DBPG's proximal step for one coordinate: w minimising
+ * g (w - w0) + u / (2 eta) (w - w0)^2 + l1 |w| + l2 / 2 w^2. */
+double lr_dbpg_prox(double w0, double g, double u, double eta, double l1, double l2);
+
+/* Keys [lo, hi) of DBPG block b of `blocks` over the dim + 1 keys (bias last). */
+void lr_dbpg_block(uint64_t dim, int blocks, int b, uint64_t *lo, uint64_t *hi);
+
+/* The order a worker visits its rows in an epoch (a seeded permutation). */
+void lr_epoch_order(uint64_t seed, int rank, int epoch, size_t rows, size_t *order);
+
+/* The sequential reference: the same algorithm as a one-worker run of
+ * `loom train lr` (same order, same arithmetic), in this process. The model
+ * has dim weights (features 0..dim-1) and the bias. */
+int lr_train_sequential(const lr_train_opts *o, const loom_dataset *train, uint64_t dim,
+                        lr_model *out);
+
+/* Everything `loom train lr` takes on its command line. */
+typedef struct lr_cli {
+    lr_train_opts train;
+    const char *train_path, *test_path, *metrics_path, *model_path;
+    int workers, servers;
+    loom_libsvm_opts data;
+    int quiet;
+} lr_cli;
+
+/* Parse `loom train lr` flags (argv[0] is the command name). Returns 0, or 2
+ * with a sentence naming the offending flag in err. Defaults: 2 workers,
+ * 1 server, --algo sgd, --updater adagrad, --consistency ssp:2, --lr 0.1
+ * (dbpg: 0.25), --minibatch 100, --epochs 10, --blocks 8, --delay 2, --seed 1. */
+int lr_parse_flags(int argc, char **argv, lr_cli *cli, char *err, size_t errlen);
+extern const char lr_train_help[];
+
+/* The distributed trainer, run by every node of a Loom job (the `loom train
+ * lr` program under a launcher). Returns the process exit status. */
+int lr_train_node(const lr_cli *cli);
+
+#endif

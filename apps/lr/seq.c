@@ -1,0 +1,197 @@
+/* seq: the sequential reference of `loom train lr`.
+ *
+ * One process, no Loom: the same row order, the same minibatches, the same
+ * gradient arithmetic in the same order, and the updaters' formulas
+ * (docs/USAGE.md) written out again here. A one-worker run of the distributed
+ * trainer must end with the same weights (tests/lr compare them): any
+ * difference is a bug in the data path, the consistency machinery or the
+ * server's updaters. With one worker, SGD under BSP applies each minibatch's
+ * gradient before the next minibatch reads, and DBPG's delay has no one to
+ * wait for, so both are plain sequential algorithms. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom.h>
+
+#include "lr/lr.h"
+
+double lr_dbpg_prox(double w0, double g, double u, double eta, double l1, double l2)
+{
+    double z = u / eta * w0 - g;
+    double shrunk = z > l1 ? z - l1 : z < -l1 ? z + l1 : 0;
+    /* A coordinate no example touches has u = 0: only l2 moves it (to 0). */
+    double denom = u / eta + l2;
+    return denom > 0 ? shrunk / denom : 0;
+}
+
+void lr_dbpg_block(uint64_t dim, int blocks, int b, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t n = dim + 1, size = (n + (uint64_t)blocks - 1) / (uint64_t)blocks;
+    *lo = (uint64_t)b * size < n ? (uint64_t)b * size : n;
+    *hi = *lo + size < n ? *lo + size : n;
+}
+
+/* The server updaters, per coordinate (LOOM_TABLE_OPTS_DEFAULT: beta 1, eps 1e-8). */
+static void apply_update(const lr_train_opts *o, double *w, double *n, double *z, double g)
+{
+    const double beta = 1.0, eps = 1e-8;
+    switch (o->updater) {
+    case LR_UPD_SGD:
+        *w -= o->lr * (g + o->l2 * *w);
+        break;
+    case LR_UPD_ADAGRAD:
+        *n += g * g;
+        *w -= o->lr * g / (sqrt(*n) + eps);
+        break;
+    case LR_UPD_FTRL: {
+        double sigma = (sqrt(*n + g * g) - sqrt(*n)) / o->lr;
+        *z += g - sigma * *w;
+        *n += g * g;
+        double sign = *z < 0 ? -1 : 1;
+        *w = fabs(*z) <= o->l1 ? 0 : -(*z - sign * o->l1) / ((beta + sqrt(*n)) / o->lr + o->l2);
+        break;
+    }
+    }
+}
+
+static int train_sgd(const lr_train_opts *o, const loom_dataset *d, uint64_t dim, double *w)
+{
+    size_t nw = dim + 1;
+    double *acc = calloc(nw, sizeof *acc), *z = calloc(nw, sizeof *z);
+    size_t *order = malloc((d->rows ? d->rows : 1) * sizeof *order);
+    uint64_t *keys = malloc((d->nnz + 1) * sizeof *keys);
+    double *g = malloc((d->nnz + 1) * sizeof *g);
+    int rc = acc && z && order && keys && g ? 0 : LOOM_ENOMEM;
+    size_t nbatches = (d->rows + o->minibatch - 1) / o->minibatch;
+    if (!nbatches) nbatches = 1;
+    size_t per = (d->rows + nbatches - 1) / nbatches;
+    for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
+        lr_epoch_order(o->seed, 0, epoch, d->rows, order);
+        for (size_t b = 0; b < nbatches; b++) {
+            size_t lo = b * per < d->rows ? b * per : d->rows;
+            size_t hi = lo + per < d->rows ? lo + per : d->rows;
+            if (hi == lo) continue;
+            size_t nk = 0;
+            for (size_t r = lo; r < hi; r++)
+                for (size_t k = d->row[order[r]]; k < d->row[order[r] + 1]; k++)
+                    keys[nk++] = d->idx[k];
+            keys[nk++] = dim;
+            nk = lr_sort_unique(keys, nk);
+            memset(g, 0, nk * sizeof *g);
+            for (size_t r = lo; r < hi; r++) {
+                size_t i = order[r];
+                double m = w[dim];
+                for (size_t k = d->row[i]; k < d->row[i + 1]; k++) m += w[d->idx[k]] * d->val[k];
+                double err = lr_sigmoid(m) - (d->label[i] > 0 ? 1.0 : 0.0);
+                for (size_t k = d->row[i]; k < d->row[i + 1]; k++)
+                    g[lr_find_key(keys, nk, d->idx[k])] += err * d->val[k];
+                g[nk - 1] += err;
+            }
+            for (size_t k = 0; k < nk; k++) {
+                double gk = g[k] / (double)(hi - lo);
+                if (o->updater == LR_UPD_ADAGRAD) gk += o->l2 * w[keys[k]];
+                lr_train_opts eff = *o;
+                if (o->updater == LR_UPD_ADAGRAD) eff.l2 = 0;
+                apply_update(&eff, &w[keys[k]], &acc[keys[k]], &z[keys[k]], gk);
+            }
+        }
+    }
+    free(acc), free(z), free(order), free(keys), free(g);
+    return rc;
+}
+
+/* Margins follow local weights lw (the worker's copy), which follow the model
+ * w with the delay: exactly the worker's bookkeeping in train.c. */
+static void dbpg_refresh(uint64_t lo, uint64_t hi, uint64_t dim, const double *w, double *lw,
+                         double *margin, const loom_dataset *d, const size_t *ptr,
+                         const size_t *rowv, const size_t *nzv)
+{
+    for (uint64_t f = lo; f < hi; f++) {
+        double delta = w[f] - lw[f];
+        if (delta == 0) continue;
+        lw[f] += delta;
+        if (f == dim) {
+            for (size_t i = 0; i < d->rows; i++) margin[i] += delta;
+        } else {
+            for (size_t q = ptr[f]; q < ptr[f + 1]; q++) margin[rowv[q]] += delta * d->val[nzv[q]];
+        }
+    }
+}
+
+static int train_dbpg(const lr_train_opts *o, const loom_dataset *d, uint64_t dim, double *w)
+{
+    /* Column index: rows of every feature, in row order (as the workers build it). */
+    size_t *ptr = calloc(dim + 2, sizeof *ptr);
+    size_t *rowv = malloc((d->nnz ? d->nnz : 1) * sizeof *rowv);
+    size_t *nzv = malloc((d->nnz ? d->nnz : 1) * sizeof *nzv);
+    double *margin = calloc(d->rows ? d->rows : 1, sizeof *margin);
+    double *lw = calloc(dim + 1, sizeof *lw), *gh = malloc(2 * (dim + 1) * sizeof *gh);
+    size_t *fill = malloc((dim + 1) * sizeof *fill);
+    int rc = ptr && rowv && nzv && margin && lw && gh && fill ? 0 : LOOM_ENOMEM;
+    if (!rc) {
+        for (size_t k = 0; k < d->nnz; k++) ptr[d->idx[k] + 1]++;
+        for (uint64_t f = 0; f <= dim; f++) ptr[f + 1] += ptr[f];
+        memcpy(fill, ptr, (dim + 1) * sizeof *fill);
+        for (size_t i = 0; i < d->rows; i++)
+            for (size_t k = d->row[i]; k < d->row[i + 1]; k++) {
+                size_t p = fill[d->idx[k]]++;
+                rowv[p] = i;
+                nzv[p] = k;
+            }
+    }
+    for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
+        for (int b = 0; b < o->blocks; b++) {
+            int64_t t = (int64_t)epoch * o->blocks + b, r = t - o->delay - 1;
+            uint64_t lo, hi;
+            if (r >= 0) {
+                lr_dbpg_block(dim, o->blocks, (int)(r % o->blocks), &lo, &hi);
+                dbpg_refresh(lo, hi, dim, w, lw, margin, d, ptr, rowv, nzv);
+            }
+            lr_dbpg_block(dim, o->blocks, b, &lo, &hi);
+            /* Jacobi within the block: every coordinate sees the same margins. */
+            for (uint64_t f = lo; f < hi; f++) {
+                double g = 0, h = 0;
+                if (f == dim) {
+                    for (size_t i = 0; i < d->rows; i++) {
+                        double p = lr_sigmoid(margin[i]);
+                        g += p - (d->label[i] > 0 ? 1.0 : 0.0);
+                        h += p * (1 - p);
+                    }
+                } else {
+                    for (size_t q = ptr[f]; q < ptr[f + 1]; q++) {
+                        size_t i = rowv[q];
+                        double x = d->val[nzv[q]], p = lr_sigmoid(margin[i]);
+                        g += (p - (d->label[i] > 0 ? 1.0 : 0.0)) * x;
+                        h += p * (1 - p) * x * x;
+                    }
+                }
+                gh[2 * f] = g;
+                gh[2 * f + 1] = h;
+            }
+            for (uint64_t f = lo; f < hi; f++)
+                w[f] = lr_dbpg_prox(w[f], gh[2 * f], gh[2 * f + 1], o->lr, f == dim ? 0 : o->l1,
+                                    o->l2);
+        }
+        /* The epoch's loss reads every weight: the worker's copy catches up. */
+        dbpg_refresh(0, dim + 1, dim, w, lw, margin, d, ptr, rowv, nzv);
+    }
+    free(ptr), free(rowv), free(nzv), free(margin), free(lw), free(gh), free(fill);
+    return rc;
+}
+
+int lr_train_sequential(const lr_train_opts *o, const loom_dataset *train, uint64_t dim,
+                        lr_model *out)
+{
+    double *w = calloc(dim + 1, sizeof *w);
+    if (!w) return LOOM_ENOMEM;
+    int rc = o->algo == LR_ALGO_SGD ? train_sgd(o, train, dim, w) : train_dbpg(o, train, dim, w);
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    out->dim = dim;
+    out->bias = w[dim];
+    out->w = w; /* the bias stays allocated past dim; lr_model_free frees the whole array */
+    return 0;
+}

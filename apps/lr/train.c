@@ -1,0 +1,599 @@
+/* train: distributed logistic regression on Loom, run on every node of a job.
+ *
+ * Data: worker r of W reads share r of the training file (byte ranges), and
+ * only ever pulls the weights of the features its rows contain. The model is
+ * one dense f64 table over [0, dim]: features 0..dim-1 and, at key dim, the
+ * bias. dim is agreed at start: every worker pushes its share's largest
+ * feature id into a "max" table.
+ *
+ * SGD (--algo sgd): each worker walks its rows in a seeded random order, in
+ * minibatches; per minibatch it pulls the weights of the batch's features,
+ * pushes the batch's mean gradient, and calls loom_clock(), so the table's
+ * consistency model (BSP, SSP(s), ASP) bounds staleness in minibatches. The
+ * servers apply the gradient with the chosen updater (sgd, adagrad, ftrl),
+ * whose lr, l1 and l2 are the table's. Every worker runs the same number of
+ * minibatches per epoch (set by the largest share), so clocks stay aligned.
+ *
+ * DBPG (--algo dbpg, li-thesis chapter 6): the key space is cut into blocks;
+ * step t works on block t mod B. Every worker computes the block's gradient
+ * and diagonal curvature over all its rows and pushes them for the whole
+ * block; a server-side updater ("lr.dbpg") adds the W contributions and,
+ * with the last one, applies the proximal step, damped by eta (--lr):
+ *     w <- soft((u/eta) w - g, l1) / (u/eta + l2)   (no l1 on the bias)
+ * Steps are clocks of an SSP table with staleness tau, so step t sees every
+ * step before t - tau completed: the bounded delay of the thesis. Workers keep
+ * their rows' margins and update them with the change of each pulled block.
+ *
+ * After every epoch the workers add their loss and traffic into a small
+ * statistics table; worker 0 reads it, evaluates the test set, prints a
+ * progress line and (with --metrics) a JSON line. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <loom/loom.h>
+
+#include "lr/lr.h"
+
+#define STAT_FIELDS 8
+enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int fail(const char *what, int rc)
+{
+    fprintf(stderr, "loom train lr: %s: %s\n", what, loom_strerror(rc));
+    return 1;
+}
+
+#define TRY(what, expr)                                                                            \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_) return fail(what, rc_);                                                           \
+    } while (0)
+
+/* ---- server-side updaters (registered in every process before loom_init) ---- */
+
+/* value = max(value, delta): agrees on the model's dimension and share sizes. */
+static void max_updater(const loom_update *u, void *user)
+{
+    (void)user;
+    int64_t *v = u->value;
+    const int64_t *d = u->delta;
+    for (uint32_t j = 0; j < u->width; j++)
+        if (d[j] > v[j]) v[j] = d[j];
+}
+
+/* DBPG's server step. Row: [w, g, u]; a push adds [0, g, u] of one worker;
+ * state[0] counts pushes this step; params: [0] workers, [1] bias key. */
+static void dbpg_updater(const loom_update *u, void *user)
+{
+    (void)user;
+    double *row = u->value, *count = u->state;
+    const double *d = u->delta;
+    const loom_table_opts *o = u->opts;
+    row[1] += d[1];
+    row[2] += d[2];
+    if (++count[0] < o->params[0]) return;
+    row[0] = lr_dbpg_prox(row[0], row[1], row[2], o->lr,
+                          u->key == (uint64_t)o->params[1] ? 0 : o->l1, o->l2);
+    row[1] = row[2] = count[0] = 0;
+}
+
+/* ---- a worker's view of its data ---- */
+
+typedef struct shard {
+    const loom_dataset *d;
+    uint64_t *keys; /* sorted distinct features of the share, then the bias key */
+    size_t nkeys;
+    double *w;     /* local copy of those weights (same order) */
+    uint32_t *col; /* per nnz: index into keys (for local weight lookups) */
+    double *y01;   /* labels as 0/1 */
+} shard;
+
+static int shard_init(shard *s, const loom_dataset *d, uint64_t dim)
+{
+    *s = (shard){.d = d};
+    uint64_t *all = malloc((d->nnz + 1) * sizeof *all);
+    s->col = malloc((d->nnz ? d->nnz : 1) * sizeof *s->col);
+    s->y01 = malloc((d->rows ? d->rows : 1) * sizeof *s->y01);
+    if (!all || !s->col || !s->y01) {
+        free(all);
+        return LOOM_ENOMEM;
+    }
+    memcpy(all, d->idx, d->nnz * sizeof *all);
+    all[d->nnz] = dim; /* the bias */
+    size_t n = lr_sort_unique(all, d->nnz + 1);
+    s->keys = all;
+    s->nkeys = n;
+    s->w = calloc(n, sizeof *s->w);
+    if (!s->w) return LOOM_ENOMEM;
+    for (size_t k = 0; k < d->nnz; k++) s->col[k] = (uint32_t)lr_find_key(all, n, d->idx[k]);
+    for (size_t i = 0; i < d->rows; i++) s->y01[i] = d->label[i] > 0 ? 1.0 : 0.0;
+    return 0;
+}
+
+static void shard_free(shard *s)
+{
+    free(s->keys);
+    free(s->w);
+    free(s->col);
+    free(s->y01);
+}
+
+/* Margin of row i with the local weights (bias last in keys). */
+static double local_margin(const shard *s, size_t i)
+{
+    const loom_dataset *d = s->d;
+    double m = s->w[s->nkeys - 1];
+    for (size_t k = d->row[i]; k < d->row[i + 1]; k++) m += s->w[s->col[k]] * d->val[k];
+    return m;
+}
+
+/* Loss of the share with the current model: pull every weight it needs once. */
+static int share_loss(loom_table *w, shard *s, double *loss)
+{
+    TRY("pull weights", loom_pull(w, s->keys, s->nkeys, s->w));
+    double sum = 0;
+    for (size_t i = 0; i < s->d->rows; i++)
+        sum += lr_logistic_loss(local_margin(s, i), s->d->label[i]);
+    *loss = sum;
+    return 0;
+}
+
+/* ---- SGD ---- */
+
+typedef struct batch_buf {
+    uint64_t *keys; /* distinct features of the batch + bias */
+    double *w, *g;
+    size_t cap;
+} batch_buf;
+
+/* One minibatch: rows order[0..n) of the share. */
+static int sgd_step(loom_table *wt, const shard *s, const size_t *order, size_t n, uint64_t dim,
+                    const lr_train_opts *o, batch_buf *b)
+{
+    const loom_dataset *d = s->d;
+    size_t nnz = 0;
+    for (size_t r = 0; r < n; r++) nnz += d->row[order[r] + 1] - d->row[order[r]];
+    if (nnz + 1 > b->cap) {
+        free(b->keys), free(b->w), free(b->g);
+        b->cap = 2 * (nnz + 1);
+        b->keys = malloc(b->cap * sizeof *b->keys);
+        b->w = malloc(b->cap * sizeof *b->w);
+        b->g = malloc(b->cap * sizeof *b->g);
+        if (!b->keys || !b->w || !b->g) return fail("minibatch", LOOM_ENOMEM);
+    }
+    /* The batch's distinct features, through the share's sorted key list. */
+    size_t nk = 0;
+    for (size_t r = 0; r < n; r++)
+        for (size_t k = d->row[order[r]]; k < d->row[order[r] + 1]; k++) b->keys[nk++] = d->idx[k];
+    b->keys[nk++] = dim;
+    nk = lr_sort_unique(b->keys, nk);
+    TRY("pull", loom_pull(wt, b->keys, nk, b->w));
+    memset(b->g, 0, nk * sizeof *b->g);
+    for (size_t r = 0; r < n; r++) {
+        size_t i = order[r];
+        double m = b->w[nk - 1];
+        for (size_t k = d->row[i]; k < d->row[i + 1]; k++)
+            m += b->w[lr_find_key(b->keys, nk, d->idx[k])] * d->val[k];
+        double err = lr_sigmoid(m) - s->y01[i];
+        for (size_t k = d->row[i]; k < d->row[i + 1]; k++)
+            b->g[lr_find_key(b->keys, nk, d->idx[k])] += err * d->val[k];
+        b->g[nk - 1] += err;
+    }
+    for (size_t k = 0; k < nk; k++) {
+        b->g[k] /= (double)n;
+        /* AdaGrad has no weight decay of its own: add l2's gradient here. */
+        if (o->updater == LR_UPD_ADAGRAD) b->g[k] += o->l2 * b->w[k];
+    }
+    TRY("push", loom_push(wt, b->keys, nk, b->g));
+    return 0;
+}
+
+/* ---- DBPG ---- */
+
+/* Bring the local weights of block [lo, hi) up to the servers' values (as the
+ * delay allows) and the margins with them: margins always equal X * local w. */
+static int dbpg_refresh(loom_table *wt, shard *s, double *margin, uint64_t lo, uint64_t hi,
+                        double *rows3, const uint32_t *csc_ptr, const uint32_t *csc_row,
+                        const uint32_t *csc_nz)
+{
+    const loom_dataset *d = s->d;
+    TRY("pull block", loom_pull_range(wt, lo, hi, rows3));
+    for (size_t f = lr_find_key(s->keys, s->nkeys, lo); f < s->nkeys && s->keys[f] < hi; f++) {
+        double delta = rows3[3 * (s->keys[f] - lo)] - s->w[f];
+        if (delta == 0) continue;
+        s->w[f] += delta;
+        if (f == s->nkeys - 1) { /* the bias */
+            for (size_t i = 0; i < d->rows; i++) margin[i] += delta;
+        } else {
+            for (uint32_t p = csc_ptr[f]; p < csc_ptr[f + 1]; p++)
+                margin[csc_row[p]] += delta * d->val[csc_nz[p]];
+        }
+    }
+    return 0;
+}
+
+/* Push block [lo, hi)'s gradient and diagonal curvature over every row of the
+ * share (zeros for features the share lacks: each key must hear from every
+ * worker for the server step to happen). */
+static int dbpg_push(loom_table *wt, const shard *s, const double *margin, uint64_t lo, uint64_t hi,
+                     double *rows3, const uint32_t *csc_ptr, const uint32_t *csc_row,
+                     const uint32_t *csc_nz)
+{
+    const loom_dataset *d = s->d;
+    memset(rows3, 0, 3 * (size_t)(hi - lo) * sizeof *rows3);
+    for (size_t f = lr_find_key(s->keys, s->nkeys, lo); f < s->nkeys && s->keys[f] < hi; f++) {
+        double g = 0, h = 0;
+        if (f == s->nkeys - 1) {
+            for (size_t i = 0; i < d->rows; i++) {
+                double p = lr_sigmoid(margin[i]);
+                g += p - s->y01[i];
+                h += p * (1 - p);
+            }
+        } else {
+            for (uint32_t q = csc_ptr[f]; q < csc_ptr[f + 1]; q++) {
+                size_t i = csc_row[q];
+                double x = d->val[csc_nz[q]], p = lr_sigmoid(margin[i]);
+                g += (p - s->y01[i]) * x;
+                h += p * (1 - p) * x * x;
+            }
+        }
+        rows3[3 * (s->keys[f] - lo) + 1] = g;
+        rows3[3 * (s->keys[f] - lo) + 2] = h;
+    }
+    loom_ts ts;
+    TRY("push block", loom_push_range_async(wt, lo, hi, rows3, &ts));
+    TRY("push block", loom_wait(loom_table_node(wt), ts));
+    return 0;
+}
+
+/* Column index of the share: for every local feature, the rows containing it. */
+static int build_csc(const shard *s, uint32_t **ptr, uint32_t **rowv, uint32_t **nzv)
+{
+    const loom_dataset *d = s->d;
+    *ptr = calloc(s->nkeys + 1, sizeof **ptr);
+    *rowv = malloc((d->nnz ? d->nnz : 1) * sizeof **rowv);
+    *nzv = malloc((d->nnz ? d->nnz : 1) * sizeof **nzv);
+    if (!*ptr || !*rowv || !*nzv) return LOOM_ENOMEM;
+    for (size_t k = 0; k < d->nnz; k++) (*ptr)[s->col[k] + 1]++;
+    for (size_t f = 0; f < s->nkeys; f++) (*ptr)[f + 1] += (*ptr)[f];
+    uint32_t *fill = malloc((s->nkeys ? s->nkeys : 1) * sizeof *fill);
+    if (!fill) return LOOM_ENOMEM;
+    memcpy(fill, *ptr, s->nkeys * sizeof *fill);
+    for (size_t i = 0; i < d->rows; i++)
+        for (size_t k = d->row[i]; k < d->row[i + 1]; k++) {
+            uint32_t p = fill[s->col[k]]++;
+            (*rowv)[p] = (uint32_t)i;
+            (*nzv)[p] = (uint32_t)k;
+        }
+    free(fill);
+    return 0;
+}
+
+/* ---- the epoch order ---- */
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void lr_epoch_order(uint64_t seed, int rank, int epoch, size_t rows, size_t *order)
+{
+    uint64_t state =
+        mix64(seed * 0x9E3779B97F4A7C15ull + (uint64_t)rank * 1000003u + (uint64_t)epoch);
+    for (size_t i = 0; i < rows; i++) order[i] = i;
+    for (size_t i = rows; i > 1; i--) { /* Fisher-Yates */
+        state += 0x9E3779B97F4A7C15ull;
+        size_t j = (size_t)(mix64(state) % i);
+        size_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+}
+
+/* ---- one epoch's report ---- */
+
+typedef struct reporter {
+    const lr_cli *cli;
+    FILE *metrics;
+    const loom_dataset *test;
+    double start;
+    uint64_t dim;
+    double *model;  /* dim + 1 rows of the model table, as pulled */
+    uint32_t width; /* values per row: 1 (sgd) or 3 (dbpg) */
+} reporter;
+
+/* Worker 0, after the epoch's barrier: aggregate, evaluate, print. */
+static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, double epoch_s)
+{
+    const lr_cli *c = r->cli;
+    double st[STAT_FIELDS];
+    uint64_t base = (uint64_t)epoch * STAT_FIELDS;
+    TRY("pull statistics", loom_pull_range(stats, base, base + STAT_FIELDS, st));
+    TRY("pull model", loom_pull_range(w, 0, r->dim + 1, r->model));
+    lr_model m = {.dim = r->dim, .w = malloc((r->dim ? r->dim : 1) * sizeof(double))};
+    if (!m.w) return fail("report", LOOM_ENOMEM);
+    double l1 = 0, l2 = 0;
+    uint64_t nnz = 0;
+    for (uint64_t j = 0; j < r->dim; j++) {
+        m.w[j] = r->model[j * r->width];
+        l1 += fabs(m.w[j]);
+        l2 += m.w[j] * m.w[j];
+        nnz += m.w[j] != 0;
+    }
+    m.bias = r->model[r->dim * r->width];
+    double train_loss = st[ST_ROWS] > 0 ? st[ST_LOSS] / st[ST_ROWS] : 0;
+    /* DBPG's penalty applies to the summed loss, SGD's to the mean gradient. */
+    double scale = c->train.algo == LR_ALGO_DBPG && st[ST_ROWS] > 0 ? 1 / st[ST_ROWS] : 1;
+    double objective = train_loss + scale * (c->train.l1 * l1 + c->train.l2 / 2 * l2);
+    lr_metrics test = {0};
+    if (r->test) {
+        double *margin = malloc((r->test->rows ? r->test->rows : 1) * sizeof *margin);
+        if (!margin) {
+            free(m.w);
+            return fail("report", LOOM_ENOMEM);
+        }
+        for (size_t i = 0; i < r->test->rows; i++) margin[i] = lr_margin(&m, r->test, i);
+        lr_evaluate(margin, r->test->label, r->test->rows, &test);
+        free(margin);
+    }
+    double time_s = now_s() - r->start;
+    double ex_per_s = epoch_s > 0 ? st[ST_EXAMPLES] / epoch_s : 0;
+    if (!c->quiet) {
+        char testpart[128] = "";
+        if (r->test)
+            snprintf(testpart, sizeof testpart, "  test logloss %.5f  acc %.4f  auc %.4f",
+                     test.logloss, test.accuracy, test.auc);
+        fprintf(stderr,
+                "epoch %3d  objective %.6f  train logloss %.5f%s  nnz %" PRIu64
+                "  %.0f ex/s  sent %.1f MB  recv %.1f MB  %.1f s\n",
+                epoch + 1, objective, train_loss, testpart, nnz, ex_per_s, st[ST_BYTES_SENT] / 1e6,
+                st[ST_BYTES_RECEIVED] / 1e6, time_s);
+    }
+    if (r->metrics) {
+        fprintf(r->metrics,
+                "{\"epoch\": %d, \"time_s\": %.3f, \"objective\": %.9g, \"train_logloss\": %.9g, ",
+                epoch + 1, time_s, objective, train_loss);
+        if (r->test)
+            fprintf(r->metrics,
+                    "\"test_logloss\": %.9g, \"test_accuracy\": %.9g, \"test_auc\": %.9g, ",
+                    test.logloss, test.accuracy, test.auc);
+        else
+            fprintf(r->metrics,
+                    "\"test_logloss\": null, \"test_accuracy\": null, \"test_auc\": null, ");
+        fprintf(r->metrics,
+                "\"nnz_weights\": %" PRIu64 ", \"examples_per_s\": %.1f, \"bytes_sent\": %.0f, "
+                "\"bytes_received\": %.0f}\n",
+                nnz, ex_per_s, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED]);
+        fflush(r->metrics);
+    }
+    int rc = 0;
+    if (epoch + 1 == c->train.epochs && c->model_path) {
+        char err[512];
+        if (lr_model_save(&m, c->model_path, err, sizeof err)) {
+            fprintf(stderr, "loom train lr: %s\n", err);
+            rc = 1;
+        }
+    }
+    free(m.w);
+    return rc;
+}
+
+/* ---- the node ---- */
+
+static int open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table **w,
+                       loom_table **stats)
+{
+    const lr_train_opts *o = &c->train;
+    loom_table_opts wo = LOOM_TABLE_OPTS_DEFAULT;
+    wo.type = LOOM_F64;
+    wo.storage = LOOM_DENSE;
+    wo.key_end = dim + 1;
+    wo.lr = o->lr;
+    wo.l1 = o->l1;
+    wo.l2 = o->l2;
+    if (o->algo == LR_ALGO_SGD) {
+        static const char *const names[] = {"sgd", "adagrad", "ftrl"};
+        wo.updater = names[o->updater];
+        wo.consistency = (loom_consistency)o->consistency;
+        wo.staleness = o->staleness;
+        if (o->updater == LR_UPD_ADAGRAD) wo.l2 = 0; /* applied by the workers, see sgd_step */
+    } else {
+        wo.width = 3;
+        wo.updater = "lr.dbpg";
+        wo.consistency = LOOM_SSP;
+        wo.staleness = o->delay;
+        wo.params[0] = loom_num_workers(n);
+        wo.params[1] = (double)dim;
+        wo.cache = 0; /* every step reads its block afresh */
+    }
+    TRY("open the model table", loom_table_open(n, "lr.w", &wo, w));
+    loom_table_opts so = LOOM_TABLE_OPTS_DEFAULT;
+    so.type = LOOM_F64;
+    so.storage = LOOM_DENSE;
+    so.key_end = (uint64_t)STAT_FIELDS * (uint64_t)(o->epochs + 1);
+    so.consistency = LOOM_ASP;
+    so.cache = 0;
+    TRY("open the statistics table", loom_table_open(n, "lr.stats", &so, stats));
+    return 0;
+}
+
+/* Agree on the model's dimension and the largest share (for aligned clocks). */
+static int agree_sizes(loom_node *n, const loom_dataset *d, uint64_t *dim, uint64_t *max_rows)
+{
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_I64;
+    o.width = 2;
+    o.storage = LOOM_DENSE;
+    o.key_end = 1;
+    o.consistency = LOOM_ASP;
+    o.updater = "lr.max";
+    o.cache = 0;
+    loom_table *t;
+    TRY("open the size table", loom_table_open(n, "lr.sizes", &o, &t));
+    uint64_t key = 0;
+    int64_t mine[2] = {(int64_t)d->max_feature, (int64_t)d->rows}, all[2];
+    loom_ts ts;
+    TRY("push sizes", loom_push_async(t, &key, 1, mine, &ts));
+    TRY("push sizes", loom_wait(n, ts));
+    TRY("barrier", loom_barrier(n));
+    TRY("pull sizes", loom_pull(t, &key, 1, all));
+    *dim = (uint64_t)all[0];
+    *max_rows = (uint64_t)all[1];
+    return 0;
+}
+
+static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_t rows)
+{
+    loom_stats ns;
+    loom_node_stats(n, &ns);
+    double v[STAT_FIELDS] = {0};
+    v[ST_LOSS] = loss;
+    v[ST_ROWS] = (double)rows;
+    v[ST_EXAMPLES] = (double)rows;
+    v[ST_BYTES_SENT] = (double)ns.bytes_sent;
+    v[ST_BYTES_RECEIVED] = (double)ns.bytes_received;
+    uint64_t base = (uint64_t)epoch * STAT_FIELDS;
+    loom_ts ts;
+    TRY("push statistics", loom_push_range_async(stats, base, base + STAT_FIELDS, v, &ts));
+    TRY("push statistics", loom_wait(n, ts));
+    return 0;
+}
+
+static int run_worker(loom_node *n, const lr_cli *c)
+{
+    int rank = loom_rank(n), W = loom_num_workers(n);
+    const lr_train_opts *o = &c->train;
+    char err[1024];
+    loom_dataset *d, *test = NULL;
+    if (loom_libsvm_read(c->train_path, rank, W, &c->data, &d, err, sizeof err)) {
+        fprintf(stderr, "loom train lr: %s\n", err);
+        return 1;
+    }
+    if (d->skipped)
+        fprintf(stderr, "loom train lr: skipped %zu malformed line(s) in %s\n", d->skipped,
+                c->train_path);
+    if (rank == 0 && c->test_path) {
+        loom_libsvm_opts to = c->data;
+        if (loom_libsvm_read(c->test_path, 0, 1, &to, &test, err, sizeof err)) {
+            fprintf(stderr, "loom train lr: %s\n", err);
+            return 1;
+        }
+    }
+    uint64_t dim, max_rows;
+    if (agree_sizes(n, d, &dim, &max_rows)) return 1;
+    loom_table *w, *stats;
+    if (open_tables(n, c, dim, &w, &stats)) return 1;
+    shard s;
+    TRY("prepare data", shard_init(&s, d, dim));
+    size_t *order = malloc((d->rows ? d->rows : 1) * sizeof *order);
+    double *margin = calloc(d->rows ? d->rows : 1, sizeof *margin);
+    uint32_t *csc_ptr = NULL, *csc_row = NULL, *csc_nz = NULL;
+    /* Rows [w, g, u] of the whole key range: a block, or all of it at epoch end. */
+    double *rows3 = o->algo == LR_ALGO_DBPG ? malloc(3 * (dim + 1) * sizeof *rows3) : NULL;
+    if (!order || !margin ||
+        (o->algo == LR_ALGO_DBPG && (!rows3 || build_csc(&s, &csc_ptr, &csc_row, &csc_nz))))
+        return fail("prepare data", LOOM_ENOMEM);
+
+    reporter rep = {.cli = c,
+                    .test = test,
+                    .start = now_s(),
+                    .dim = dim,
+                    .width = o->algo == LR_ALGO_DBPG ? 3 : 1};
+    if (rank == 0) {
+        rep.model = malloc((dim + 1) * rep.width * sizeof *rep.model);
+        if (!rep.model) return fail("prepare", LOOM_ENOMEM);
+        if (c->metrics_path && !(rep.metrics = fopen(c->metrics_path, "w"))) {
+            fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->metrics_path,
+                    strerror(errno));
+            return 1;
+        }
+    }
+    /* The same number of minibatches on every worker, however the data split. */
+    size_t nbatches = (size_t)((max_rows + o->minibatch - 1) / o->minibatch);
+    if (!nbatches) nbatches = 1;
+    size_t per = (d->rows + nbatches - 1) / nbatches;
+    batch_buf bb = {0};
+    int rc = 0;
+    for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
+        double t0 = now_s();
+        if (o->algo == LR_ALGO_SGD) {
+            lr_epoch_order(o->seed, rank, epoch, d->rows, order);
+            for (size_t b = 0; b < nbatches && !rc; b++) {
+                size_t lo = b * per < d->rows ? b * per : d->rows;
+                size_t hi = lo + per < d->rows ? lo + per : d->rows;
+                if (hi > lo) rc = sgd_step(w, &s, order + lo, hi - lo, dim, o, &bb);
+                if (!rc && (rc = loom_clock(n))) rc = fail("clock", rc);
+            }
+        } else {
+            for (int b = 0; b < o->blocks && !rc; b++) {
+                /* Step t: first the block of step t - tau - 1, the newest one the
+                 * delay guarantees complete, then this step's block. */
+                int64_t t = (int64_t)epoch * o->blocks + b, r = t - o->delay - 1;
+                uint64_t lo, hi;
+                if (r >= 0) {
+                    lr_dbpg_block(dim, o->blocks, (int)(r % o->blocks), &lo, &hi);
+                    rc = dbpg_refresh(w, &s, margin, lo, hi, rows3, csc_ptr, csc_row, csc_nz);
+                }
+                lr_dbpg_block(dim, o->blocks, b, &lo, &hi);
+                if (!rc && lo < hi)
+                    rc = dbpg_push(w, &s, margin, lo, hi, rows3, csc_ptr, csc_row, csc_nz);
+                if (!rc && (rc = loom_clock(n))) rc = fail("clock", rc);
+            }
+        }
+        if (rc) break;
+        double epoch_s = now_s() - t0;
+        double loss = 0;
+        if (o->algo == LR_ALGO_SGD) {
+            rc = share_loss(w, &s, &loss);
+        } else { /* catch every block up; the margins then give the loss */
+            rc = dbpg_refresh(w, &s, margin, 0, dim + 1, rows3, csc_ptr, csc_row, csc_nz);
+            for (size_t i = 0; i < d->rows; i++) loss += lr_logistic_loss(margin[i], d->label[i]);
+        }
+        if (rc) break;
+        if ((rc = push_stats(n, stats, epoch, loss, d->rows))) break;
+        if ((rc = loom_barrier(n))) {
+            rc = fail("barrier", rc);
+            break;
+        }
+        if (rank == 0) rc = report(&rep, w, stats, epoch, epoch_s);
+    }
+    if (rep.metrics && fclose(rep.metrics)) {
+        fprintf(stderr, "loom train lr: cannot write %s\n", c->metrics_path);
+        rc = 1;
+    }
+    free(bb.keys), free(bb.w), free(bb.g);
+    free(order), free(margin), free(rows3), free(csc_ptr), free(csc_row), free(csc_nz),
+        free(rep.model);
+    shard_free(&s);
+    loom_dataset_free(d);
+    loom_dataset_free(test);
+    return rc;
+}
+
+int lr_train_node(const lr_cli *c)
+{
+    loom_updater_register("lr.max", 0, max_updater, NULL);
+    loom_updater_register("lr.dbpg", 1, dbpg_updater, NULL);
+    loom_node *n;
+    int rc = loom_init(&n, NULL, NULL);
+    if (rc) return fail("cannot join the job", rc);
+    if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
+    rc = run_worker(n, c);
+    int frc = loom_finalize(n);
+    if (frc && !rc) rc = fail("finalize", frc);
+    return rc;
+}

@@ -1,0 +1,231 @@
+/* loom predict: apply a saved model to a data set and report how well it does.
+ *
+ * `loom predict MODEL [OPTIONS]` picks the predictor for MODEL from the table
+ * below, the same way `loom gen` picks a generator. Prediction runs in this
+ * one process: it is a single pass over the data, with no parameter server. */
+#include "commands.h"
+
+#include "lr/lr.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/data.h>
+
+const char cmd_predict_help[] =
+    "Usage: loom predict MODEL [OPTIONS]\n"
+    "\n"
+    "Apply a saved model to a data set. MODEL is one of:\n"
+    "  lr   logistic regression (the model file of `loom train lr --model-out`)\n"
+    "\n"
+    "loom predict lr --model M --data FILE [--out FILE] [--zero-based|--one-based]\n"
+    "\n"
+    "Prints \"rows N  accuracy A  auc U  logloss L\" for the LIBSVM file FILE: the\n"
+    "fraction of rows whose label has the sign of the margin, the ROC AUC and the\n"
+    "mean negative log-likelihood of the labels. See docs/LR.md.\n"
+    "\n"
+    "Options:\n"
+    "  --model M     the model file (required)\n"
+    "  --data FILE   LIBSVM data with +1/-1 (or 1/0) labels (required)\n"
+    "  --out FILE    also write p(label = +1) of every row, one per line (%.6f);\n"
+    "                - for standard output (the summary then goes to standard error)\n"
+    "  --one-based   feature ids in FILE start at 1 (LIBSVM's convention)\n"
+    "  --zero-based  feature ids in FILE start at 0\n"
+    "                (default: 1-based, unless an id 0 appears in FILE)\n"
+    "  -h, --help    show this help\n"
+    "\n"
+    "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
+    "usage error.\n";
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define PRINTF_LIKE(fmt, args)
+#endif
+
+static int predict_lr(int argc, char **argv);
+
+struct predictor {
+    const char *name;
+    const char *summary;
+    int (*fn)(int argc, char **argv); /* argv[0] is the model's name */
+};
+
+static const struct predictor predictors[] = {
+    {"lr", "logistic regression", predict_lr},
+};
+
+#define NUM_PREDICTORS (sizeof predictors / sizeof predictors[0])
+
+static void list_predictors(FILE *out)
+{
+    fprintf(out, "Usage: loom predict MODEL [OPTIONS]\n\nModels:\n");
+    for (size_t i = 0; i < NUM_PREDICTORS; i++)
+        fprintf(out, "  %-6s %s\n", predictors[i].name, predictors[i].summary);
+    fprintf(out, "\nRun 'loom help predict' for the options.\n");
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    if (argc < 2) {
+        list_predictors(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        fputs(cmd_predict_help, stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < NUM_PREDICTORS; i++)
+        if (strcmp(argv[1], predictors[i].name) == 0) return predictors[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "loom predict: unknown model '%s'\n\n", argv[1]);
+    list_predictors(stderr);
+    return 2;
+}
+
+/* ---- loom predict lr ---- */
+
+static int usage_error(const char *fmt, ...) PRINTF_LIKE(1, 2);
+static int usage_error(const char *fmt, ...)
+{
+    fprintf(stderr, "loom predict lr: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'loom help predict'.\n");
+    return 2;
+}
+
+struct predict_args {
+    const char *model, *data, *out;
+    loom_id_base ids;
+};
+
+/* 0: parsed; 2: usage error (reported); -1: help printed. */
+static int parse_predict_lr(int argc, char **argv, struct predict_args *a)
+{
+    *a = (struct predict_args){.ids = LOOM_IDS_AUTO};
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            fputs(cmd_predict_help, stdout);
+            return -1;
+        }
+        if (strcmp(arg, "--one-based") == 0 || strcmp(arg, "--zero-based") == 0) {
+            if (a->ids != LOOM_IDS_AUTO)
+                return usage_error("give --one-based or --zero-based once");
+            a->ids = strcmp(arg, "--one-based") == 0 ? LOOM_IDS_ONE_BASED : LOOM_IDS_ZERO_BASED;
+            continue;
+        }
+
+        /* "--name value" or "--name=value" */
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const char **slot = NULL;
+        if (name_len == 7 && strncmp(arg, "--model", 7) == 0)
+            slot = &a->model;
+        else if (name_len == 6 && strncmp(arg, "--data", 6) == 0)
+            slot = &a->data;
+        else if (name_len == 5 && strncmp(arg, "--out", 5) == 0)
+            slot = &a->out;
+        else if (strncmp(arg, "--", 2) == 0)
+            return usage_error("unknown option '%s'", arg);
+        else
+            return usage_error("unexpected argument '%s'", arg);
+        if (*slot) return usage_error("%.*s given twice", (int)name_len, arg);
+        if (eq)
+            *slot = eq + 1;
+        else if (i + 1 < argc)
+            *slot = argv[++i];
+        else
+            return usage_error("%s needs a value", arg);
+        if (**slot == '\0') return usage_error("%.*s expects a file name", (int)name_len, arg);
+    }
+    if (!a->model) return usage_error("--model M is required");
+    if (!a->data) return usage_error("--data FILE is required");
+    return 0;
+}
+
+/* One probability per row; 0 or 1 (reported). */
+static int write_probabilities(const char *path, const double *margin, size_t n)
+{
+    int to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "loom predict lr: %s: cannot create: %s\n", path, strerror(errno));
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) fprintf(f, "%.6f\n", lr_sigmoid(margin[i]));
+    /* A full disk may only show when the last buffer is written. */
+    int bad = ferror(f);
+    if ((to_stdout ? fflush(f) : fclose(f)) != 0) bad = 1;
+    if (bad) {
+        fprintf(stderr, "loom predict lr: %s: write failed: %s\n",
+                to_stdout ? "standard output" : path, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+static int predict_lr(int argc, char **argv)
+{
+    struct predict_args a;
+    int rc = parse_predict_lr(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+
+    char err[512];
+    lr_model m;
+    if (lr_model_load(a.model, &m, err, sizeof err)) {
+        fprintf(stderr, "loom predict lr: %s\n", err);
+        return 1;
+    }
+    loom_libsvm_opts o = LOOM_LIBSVM_OPTS_DEFAULT;
+    o.ids = a.ids;
+    loom_dataset *d = NULL;
+    if (loom_libsvm_read(a.data, 0, 1, &o, &d, err, sizeof err)) {
+        fprintf(stderr, "loom predict lr: %s\n", err);
+        lr_model_free(&m);
+        return 1;
+    }
+
+    rc = 1;
+    double *margin = NULL;
+    lr_metrics mt;
+    if (d->rows == 0) {
+        fprintf(stderr, "loom predict lr: %s: no examples\n", a.data);
+    } else if (!(margin = malloc(d->rows * sizeof *margin))) {
+        fprintf(stderr, "loom predict lr: out of memory for %zu rows\n", d->rows);
+    } else {
+        size_t nan_row = d->rows;
+        for (size_t i = 0; i < d->rows; i++) {
+            margin[i] = lr_margin(&m, d, i);
+            if (isnan(margin[i]) && nan_row == d->rows) nan_row = i;
+        }
+        /* Finite weights and values can still add up to inf - inf. */
+        if (nan_row < d->rows)
+            fprintf(stderr, "loom predict lr: %s: row %zu: the margin is not a number\n", a.data,
+                    nan_row + 1);
+        else if (lr_evaluate(margin, d->label, d->rows, &mt))
+            fprintf(stderr, "loom predict lr: out of memory for %zu rows\n", d->rows);
+        else
+            rc = a.out ? write_probabilities(a.out, margin, d->rows) : 0;
+    }
+    if (rc == 0) {
+        /* With the probabilities on standard output, the summary goes aside. */
+        FILE *summary = a.out && strcmp(a.out, "-") == 0 ? stderr : stdout;
+        fprintf(summary, "rows %zu  accuracy %.6f  auc %.6f  logloss %.6f\n", mt.n, mt.accuracy,
+                mt.auc, mt.logloss);
+        if (fflush(summary) != 0) {
+            fprintf(stderr, "loom predict lr: writing the summary failed: %s\n", strerror(errno));
+            rc = 1;
+        }
+    }
+    free(margin);
+    loom_dataset_free(d);
+    lr_model_free(&m);
+    return rc;
+}
