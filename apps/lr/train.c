@@ -203,15 +203,18 @@ static int sgd_step(loom_table *wt, const shard *s, const size_t *order, size_t 
 /* ---- DBPG ---- */
 
 /* Bring the local weights of block [lo, hi) up to the servers' values (as the
- * delay allows) and the margins with them: margins always equal X * local w. */
+ * delay allows) and the margins with them: margins always equal X * local w.
+ * Only the share's own features of the block are pulled. */
 static int dbpg_refresh(loom_table *wt, shard *s, double *margin, uint64_t lo, uint64_t hi,
                         double *rows3, const uint32_t *csc_ptr, const uint32_t *csc_row,
                         const uint32_t *csc_nz)
 {
     const loom_dataset *d = s->d;
-    TRY("pull block", loom_pull_range(wt, lo, hi, rows3));
-    for (size_t f = lr_find_key(s->keys, s->nkeys, lo); f < s->nkeys && s->keys[f] < hi; f++) {
-        double delta = rows3[3 * (s->keys[f] - lo)] - s->w[f];
+    size_t f0 = lr_find_key(s->keys, s->nkeys, lo), f1 = lr_find_key(s->keys, s->nkeys, hi);
+    if (f1 == f0) return 0;
+    TRY("pull block", loom_pull(wt, s->keys + f0, f1 - f0, rows3));
+    for (size_t f = f0; f < f1; f++) {
+        double delta = rows3[3 * (f - f0)] - s->w[f];
         if (delta == 0) continue;
         s->w[f] += delta;
         if (f == s->nkeys - 1) { /* the bias */
