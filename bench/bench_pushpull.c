@@ -36,61 +36,20 @@
  * trips in the table of the first width: --rtt pulls of key 0, then as many
  * one-key pushes, after 200 untimed ones of each; median and p99.
  *
- * The output lines that start with "case" and "rtt1" have the same layout as
- * those of raw_zmq, so bench/run_pushpull.sh can pair them. */
-#include <errno.h>
+ * The flags, buffers, keys, phases, statistics and the output lines that
+ * start with "case" and "rtt1" are those of raw_zmq, from bench_util.h, so
+ * bench/run_pushpull.sh can pair them. */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include <loom/loom.h>
 
-#define MAX_LIST     16
-#define MAX_SAMPLES  200000 /* latency samples kept per phase (and the --max-iters bound) */
-#define STAT_FIELDS  10
+#include "bench_util.h"
+
 #define TABLE_PREFIX "bench_pushpull_w"
 
-struct options {
-    uint32_t widths[MAX_LIST];
-    int nwidths;
-    uint64_t batches[MAX_LIST];
-    int nbatches;
-    double seconds;
-    long min_iters, max_iters, rtt;
-};
-
-/* Figures of one worker for one case, as stored in the stats table. */
-enum {
-    ST_PUSH_KEYS,
-    ST_PUSH_TIME,
-    ST_PUSH_P50,
-    ST_PUSH_P99,
-    ST_PUSH_ITERS,
-    ST_PULL_KEYS,
-    ST_PULL_TIME,
-    ST_PULL_P50,
-    ST_PULL_P99,
-    ST_PULL_ITERS,
-};
-
 static const char usage[] =
-    "usage: loom run --servers S --workers W -- bench_pushpull [flags]\n"
-    "  --widths LIST     row widths, comma-separated (default 1,64)\n"
-    "  --batches LIST    keys per operation, comma-separated (default "
-    "1,100,10000,100000,1000000)\n"
-    "  --seconds X       time budget of each timed phase (default 0.5)\n"
-    "  --min-iters N     timed operations per phase at least (default 3)\n"
-    "  --max-iters N     timed operations per phase at most (default 100000)\n"
-    "  --rtt N           one-key round trips measured by worker 0 (default 2000; 0 = none)\n";
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+    "usage: loom run --servers S --workers W -- bench_pushpull [flags]\n" BENCH_USAGE_FLAGS;
 
 static int fail(const char *what, int rc)
 {
@@ -98,182 +57,63 @@ static int fail(const char *what, int rc)
     return 1;
 }
 
-/* ---- flags ---- */
-
-static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (*s < '0' || *s > '9') return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-/* A comma-separated list of numbers in [lo, hi]; empty items are errors. */
-static int parse_list(const char *s, uint64_t lo, uint64_t hi, uint64_t *out, int *n)
-{
-    char buf[512];
-    if (strlen(s) >= sizeof buf) return -1;
-    strcpy(buf, s);
-    *n = 0;
-    for (char *tok = buf, *comma;; tok = comma + 1) {
-        comma = strchr(tok, ',');
-        if (comma) *comma = '\0';
-        if (*n == MAX_LIST || parse_u64(tok, lo, hi, &out[*n])) return -1;
-        (*n)++;
-        if (!comma) return 0;
-    }
-}
-
-static int parse_flags(int argc, char **argv, struct options *o)
-{
-    *o = (struct options){.widths = {1, 64},
-                          .nwidths = 2,
-                          .batches = {1, 100, 10000, 100000, 1000000},
-                          .nbatches = 5,
-                          .seconds = 0.5,
-                          .min_iters = 3,
-                          .max_iters = 100000,
-                          .rtt = 2000};
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t u;
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
-            fputs(usage, stdout);
-            exit(0);
-        }
-        if (!v) {
-            fprintf(stderr, "bench_pushpull: unknown flag or missing value: %s\n%s", f, usage);
-            return -1;
-        }
-        i++;
-        if (!strcmp(f, "--widths")) {
-            uint64_t w[MAX_LIST];
-            if (parse_list(v, 1, 4096, w, &o->nwidths)) goto bad;
-            for (int k = 0; k < o->nwidths; k++) o->widths[k] = (uint32_t)w[k];
-        } else if (!strcmp(f, "--batches")) {
-            if (parse_list(v, 1, 10000000, o->batches, &o->nbatches)) goto bad;
-        } else if (!strcmp(f, "--seconds")) {
-            char *end;
-            errno = 0;
-            o->seconds = strtod(v, &end);
-            if (errno || *end || end == v || !(o->seconds >= 0 && o->seconds <= 3600)) goto bad;
-        } else if (!strcmp(f, "--min-iters")) {
-            if (parse_u64(v, 1, MAX_SAMPLES, &u)) goto bad;
-            o->min_iters = (long)u;
-        } else if (!strcmp(f, "--max-iters")) {
-            if (parse_u64(v, 1, MAX_SAMPLES, &u)) goto bad;
-            o->max_iters = (long)u;
-        } else if (!strcmp(f, "--rtt")) {
-            if (parse_u64(v, 0, MAX_SAMPLES, &u)) goto bad;
-            o->rtt = (long)u;
-        } else {
-            fprintf(stderr, "bench_pushpull: unknown flag %s\n%s", f, usage);
-            return -1;
-        }
-        continue;
-    bad:
-        fprintf(stderr, "bench_pushpull: bad value for %s: %s\n%s", f, v, usage);
-        return -1;
-    }
-    if (o->min_iters > o->max_iters) {
-        fprintf(stderr, "bench_pushpull: --min-iters is larger than --max-iters\n");
-        return -1;
-    }
-    return 0;
-}
-
-/* ---- latency statistics ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* q-quantile (nearest rank) of n samples; sorts them. */
-static double quantile(double *v, long n, double q)
-{
-    if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    long i = (long)(q * (double)n + 0.999999) - 1;
-    if (i < 0) i = 0;
-    if (i >= n) i = n - 1;
-    return v[i];
-}
-
 /* ---- the benchmark ---- */
 
 struct bench {
     loom_node *node;
-    const struct options *o;
-    uint64_t range; /* keys are in [0, range) */
-    uint64_t *keys;
-    float *vals, *out;
-    double *lat;
+    const struct bench_options *o;
+    struct bench_data d;
 };
 
 enum op { OP_PUSH, OP_PULL };
 
-static int run_op(struct bench *b, loom_table *t, enum op op, size_t n)
+/* An operation of bench_phase() or bench_rtt(): op of the first n keys of
+ * b->d on table t; what names it in an error message. */
+struct op_arg {
+    struct bench *b;
+    loom_table *t;
+    enum op op;
+    size_t n;
+    const char *what;
+};
+
+static int run_op(void *arg)
 {
-    if (op == OP_PULL) return loom_pull(t, b->keys, n, b->out);
-    loom_ts ts;
-    int rc = loom_push_async(t, b->keys, n, b->vals, &ts);
-    return rc ? rc : loom_wait(b->node, ts);
+    struct op_arg *a = arg;
+    struct bench *b = a->b;
+    int rc;
+    if (a->op == OP_PULL) {
+        rc = loom_pull(a->t, b->d.keys, a->n, b->d.out);
+    } else {
+        loom_ts ts;
+        rc = loom_push_async(a->t, b->d.keys, a->n, b->d.vals, &ts);
+        if (!rc) rc = loom_wait(b->node, ts);
+    }
+    return rc ? fail(a->what, rc) : 0;
 }
 
-/* One timed phase: warm-up, then timed operations. Fills keys, time, p50, p99
- * and iters (in that order) at st. */
+static int sync_workers(void *arg)
+{
+    struct op_arg *a = arg;
+    int rc = loom_barrier(a->b->node);
+    return rc ? fail("barrier", rc) : 0;
+}
+
+/* One timed phase: warm-up, then timed operations. Fills the PH_* figures at
+ * st. */
 static int run_phase(struct bench *b, loom_table *t, enum op op, size_t n, double *st)
 {
-    const struct options *o = b->o;
-    long warm = n >= 1000000 ? 1 : n >= 100000 ? 5 : 20;
-    int rc;
-    for (long i = 0; i < warm; i++)
-        if ((rc = run_op(b, t, op, n))) return fail(op == OP_PUSH ? "push" : "pull", rc);
-    if ((rc = loom_barrier(b->node))) return fail("barrier", rc);
-    long iters = 0;
-    double start = now_s(), t1 = start;
-    while (iters < o->max_iters && (iters < o->min_iters || t1 - start < o->seconds)) {
-        double t0 = now_s();
-        if ((rc = run_op(b, t, op, n))) return fail(op == OP_PUSH ? "push" : "pull", rc);
-        t1 = now_s();
-        b->lat[iters++] = t1 - t0;
-    }
-    st[0] = (double)iters * (double)n;
-    st[1] = t1 - start;
-    st[2] = quantile(b->lat, iters, 0.50);
-    st[3] = quantile(b->lat, iters, 0.99);
-    st[4] = (double)iters;
-    return 0;
-}
-
-static void print_phase(const double *rows, int W, int base, uint32_t width)
-{
-    double keys = 0, time = 0, p50 = 0, p99 = 0, iters = 0;
-    for (int w = 0; w < W; w++) {
-        const double *r = rows + (size_t)w * STAT_FIELDS + base;
-        keys += r[0];
-        if (r[1] > time) time = r[1];
-        if (r[2] > p50) p50 = r[2];
-        if (r[3] > p99) p99 = r[3];
-        iters += r[4];
-    }
-    double kps = time > 0 ? keys / time : 0;
-    double mbps = kps * (8.0 + 4.0 * width) / 1e6;
-    printf(" %8.0f %12.0f %10.1f %10.1f %10.1f", iters, kps, mbps, p50 * 1e6, p99 * 1e6);
+    struct op_arg a = {b, t, op, n, op == OP_PUSH ? "push" : "pull"};
+    return bench_phase(b->o, b->d.lat, n, run_op, sync_workers, &a, st) ? 1 : 0;
 }
 
 static int run_case(struct bench *b, loom_table *t, loom_table *stats, uint32_t width, uint64_t n)
 {
-    for (uint64_t i = 0; i < n; i++) b->keys[i] = (uint64_t)((unsigned __int128)i * b->range / n);
+    bench_fill_keys(&b->d, n);
     double st[STAT_FIELDS];
     int rc;
-    if (run_phase(b, t, OP_PUSH, (size_t)n, st + ST_PUSH_KEYS)) return 1;
-    if (run_phase(b, t, OP_PULL, (size_t)n, st + ST_PULL_KEYS)) return 1;
+    if (run_phase(b, t, OP_PUSH, (size_t)n, st + ST_PUSH)) return 1;
+    if (run_phase(b, t, OP_PULL, (size_t)n, st + ST_PULL)) return 1;
     uint64_t me = (uint64_t)loom_rank(b->node);
     loom_ts ts;
     if ((rc = loom_push_async(stats, &me, 1, st, &ts)) || (rc = loom_wait(b->node, ts)))
@@ -283,40 +123,22 @@ static int run_case(struct bench *b, loom_table *t, loom_table *stats, uint32_t 
     int W = loom_num_workers(b->node);
     double rows[128 * STAT_FIELDS];
     if ((rc = loom_pull_range(stats, 0, (uint64_t)W, rows))) return fail("pull stats", rc);
-    printf("case %5u %8llu", width, (unsigned long long)n);
-    print_phase(rows, W, ST_PUSH_KEYS, width);
-    print_phase(rows, W, ST_PULL_KEYS, width);
-    printf("\n");
-    fflush(stdout);
+    bench_print_case(rows, W, width, n);
     return 0;
 }
 
 /* Worker 0 alone: one-key round trips, pull then push. */
 static int run_rtt(struct bench *b, loom_table *t)
 {
-    b->keys[0] = 0;
-    const char *names[2] = {"pull", "push"};
-    enum op ops[2] = {OP_PULL, OP_PUSH};
-    for (int k = 0; k < 2; k++) {
-        int rc;
-        for (int i = 0; i < 200; i++)
-            if ((rc = run_op(b, t, ops[k], 1))) return fail("round trip", rc);
-        for (long i = 0; i < b->o->rtt; i++) {
-            double t0 = now_s();
-            if ((rc = run_op(b, t, ops[k], 1))) return fail("round trip", rc);
-            b->lat[i] = now_s() - t0;
-        }
-        double p50 = quantile(b->lat, b->o->rtt, 0.5), p99 = quantile(b->lat, b->o->rtt, 0.99);
-        printf("rtt1 %s %ld %.1f %.1f\n", names[k], b->o->rtt, p50 * 1e6, p99 * 1e6);
-    }
-    fflush(stdout);
-    return 0;
+    b->d.keys[0] = 0;
+    struct op_arg pull = {b, t, OP_PULL, 1, "round trip"}, push = {b, t, OP_PUSH, 1, "round trip"};
+    return bench_rtt(b->o, b->d.lat, run_op, &pull, &push) ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-    struct options o;
-    if (parse_flags(argc, argv, &o)) return 2;
+    struct bench_options o;
+    if (bench_parse_flags(argc, argv, "bench_pushpull", usage, &o, NULL, NULL)) return 2;
     loom_node *node;
     int rc = loom_init(&node, &argc, &argv);
     if (rc) return fail("cannot join the job", rc);
@@ -327,25 +149,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_pushpull: at most 128 workers\n");
         return 2;
     }
-    uint64_t max_batch = 0;
-    uint32_t max_width = 0;
-    for (int i = 0; i < o.nbatches; i++)
-        if (o.batches[i] > max_batch) max_batch = o.batches[i];
-    for (int i = 0; i < o.nwidths; i++)
-        if (o.widths[i] > max_width) max_width = o.widths[i];
-
-    struct bench b = {.node = node, .o = &o, .range = max_batch};
-    b.keys = malloc(max_batch * sizeof *b.keys);
-    b.vals = malloc(max_batch * max_width * sizeof *b.vals);
-    b.out = malloc(max_batch * max_width * sizeof *b.out);
-    b.lat = malloc(MAX_SAMPLES * sizeof *b.lat);
-    if (!b.keys || !b.vals || !b.out || !b.lat) {
-        fprintf(stderr, "bench_pushpull: out of memory\n");
-        return 1;
-    }
-    /* Touch every page now, not inside a timed operation. */
-    for (uint64_t i = 0; i < max_batch * max_width; i++) b.vals[i] = 1.0f / (float)(1 + i % 7);
-    memset(b.out, 0, max_batch * max_width * sizeof *b.out);
+    struct bench b = {.node = node, .o = &o};
+    if (bench_data_init(&b.d, &o, "bench_pushpull")) return 1;
 
     loom_table_opts so = LOOM_TABLE_OPTS_DEFAULT;
     so.type = LOOM_F64;
@@ -361,7 +166,7 @@ int main(int argc, char **argv)
 
     if (rank == 0) {
         printf("loom: %d servers, %d workers, key range %llu, %.2f s per phase\n",
-               loom_num_servers(node), W, (unsigned long long)b.range, o.seconds);
+               loom_num_servers(node), W, (unsigned long long)b.d.range, o.seconds);
         printf("%-4s %5s %8s | push: %8s %12s %10s %10s %10s | pull: %8s %12s %10s %10s %10s\n", "",
                "width", "batch", "iters", "keys/s", "MB/s", "p50_us", "p99_us", "iters", "keys/s",
                "MB/s", "p50_us", "p99_us");
@@ -373,7 +178,7 @@ int main(int argc, char **argv)
         to.type = LOOM_F32;
         to.width = o.widths[wi];
         to.storage = LOOM_DENSE;
-        to.key_end = b.range;
+        to.key_end = b.d.range;
         to.consistency = LOOM_ASP;
         to.updater = "sum";
         to.cache = 0;
@@ -390,10 +195,7 @@ int main(int argc, char **argv)
         if (rank == 0 && run_rtt(&b, first)) return 1;
     }
     if ((rc = loom_barrier(node))) return fail("barrier", rc);
-    free(b.keys);
-    free(b.vals);
-    free(b.out);
-    free(b.lat);
+    bench_data_free(&b.d);
     if ((rc = loom_finalize(node))) return fail("finalize", rc);
     return 0;
 }

@@ -26,11 +26,12 @@
  * cost of that work; what Loom costs beyond it is its own overhead.
  *
  * Every socket has no high-water mark, as Loom's. The cases, keys, phases,
- * warm-up, iteration rule and figures are those of bench_pushpull (see there):
- * workers meet at a process-shared barrier before each phase, write their
- * figures into shared memory, and worker 0 prints the same "case" and "rtt1"
- * lines. The program ends when every worker is done (servers are then sent
- * SIGTERM); if any process fails, or --timeout passes, it kills the others. */
+ * warm-up, iteration rule and figures are those of bench_pushpull (see there;
+ * both take them from bench_util.h): workers meet at a process-shared barrier
+ * before each phase, write their figures into shared memory, and worker 0
+ * prints the same "case" and "rtt1" lines. The program ends when every worker
+ * is done (servers are then sent SIGTERM); if any process fails, or --timeout
+ * passes, it kills the others. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <errno.h>
 #include <pthread.h>
@@ -43,15 +44,13 @@
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <zmq.h>
 
-#define MAX_LIST    16
-#define MAX_SAMPLES 200000
-#define MAX_PROCS   64
-#define STAT_FIELDS 10
+#include "bench_util.h"
+
+#define MAX_PROCS 64
 
 enum { OP_PUSH = 1, OP_PULL = 2 };
 
@@ -62,43 +61,25 @@ typedef struct req_header {
 } req_header;
 
 struct options {
+    struct bench_options bench; /* the flags of bench_pushpull */
     int servers, workers;
-    uint32_t widths[MAX_LIST];
-    int nwidths;
-    uint64_t batches[MAX_LIST];
-    int nbatches;
-    double seconds;
-    long min_iters, max_iters, rtt, timeout_s;
+    long timeout_s;
     int table; /* --table: servers keep and update rows, clients copy replies out */
 };
 
 /* Shared by the worker processes. */
 struct shared {
     pthread_barrier_t barrier;
-    double stats[MAX_PROCS][STAT_FIELDS];
+    double stats[MAX_PROCS * STAT_FIELDS]; /* STAT_FIELDS figures of each worker */
 };
 
 static const char usage[] =
     "usage: raw_zmq [flags]\n"
     "  --servers S       server processes (default 1)\n"
-    "  --workers W       worker processes (default 1)\n"
-    "  --widths LIST     row widths, comma-separated (default 1,64)\n"
-    "  --batches LIST    keys per operation, comma-separated (default "
-    "1,100,10000,100000,1000000)\n"
-    "  --seconds X       time budget of each timed phase (default 0.5)\n"
-    "  --min-iters N     timed operations per phase at least (default 3)\n"
-    "  --max-iters N     timed operations per phase at most (default 100000)\n"
-    "  --rtt N           one-key round trips measured by worker 0 (default 2000; 0 = none)\n"
+    "  --workers W       worker processes (default 1)\n" BENCH_USAGE_FLAGS
     "  --timeout S       kill everything after S seconds (default 600)\n"
     "  --table           servers keep dense rows, add pushes into them and gather pulled\n"
     "                    rows into a new reply; clients copy replies into an array\n";
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what)
 {
@@ -108,105 +89,35 @@ static void die(const char *what)
 
 /* ---- flags ---- */
 
-static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+/* The flags of raw_zmq alone (see bench_flag_fn). */
+static enum bench_flag own_flag(void *arg, const char *f, const char *v)
 {
-    char *end;
-    errno = 0;
-    if (*s < '0' || *s > '9') return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-/* A comma-separated list of numbers in [lo, hi]; empty items are errors. */
-static int parse_list(const char *s, uint64_t lo, uint64_t hi, uint64_t *out, int *n)
-{
-    char buf[512];
-    if (strlen(s) >= sizeof buf) return -1;
-    strcpy(buf, s);
-    *n = 0;
-    for (char *tok = buf, *comma;; tok = comma + 1) {
-        comma = strchr(tok, ',');
-        if (comma) *comma = '\0';
-        if (*n == MAX_LIST || parse_u64(tok, lo, hi, &out[*n])) return -1;
-        (*n)++;
-        if (!comma) return 0;
+    struct options *o = arg;
+    uint64_t u;
+    if (!strcmp(f, "--table")) {
+        o->table = 1;
+        return BENCH_FLAG_SWITCH;
     }
+    if (!v) return BENCH_FLAG_OTHER;
+    if (!strcmp(f, "--servers")) {
+        if (parse_u64(v, 1, MAX_PROCS, &u)) return BENCH_FLAG_BAD;
+        o->servers = (int)u;
+    } else if (!strcmp(f, "--workers")) {
+        if (parse_u64(v, 1, MAX_PROCS, &u)) return BENCH_FLAG_BAD;
+        o->workers = (int)u;
+    } else if (!strcmp(f, "--timeout")) {
+        if (parse_u64(v, 1, 86400, &u)) return BENCH_FLAG_BAD;
+        o->timeout_s = (long)u;
+    } else {
+        return BENCH_FLAG_OTHER;
+    }
+    return BENCH_FLAG_VALUE;
 }
 
 static int parse_flags(int argc, char **argv, struct options *o)
 {
-    *o = (struct options){.servers = 1,
-                          .workers = 1,
-                          .widths = {1, 64},
-                          .nwidths = 2,
-                          .batches = {1, 100, 10000, 100000, 1000000},
-                          .nbatches = 5,
-                          .seconds = 0.5,
-                          .min_iters = 3,
-                          .max_iters = 100000,
-                          .rtt = 2000,
-                          .timeout_s = 600};
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t u;
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
-            fputs(usage, stdout);
-            exit(0);
-        }
-        if (!strcmp(f, "--table")) {
-            o->table = 1;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "raw_zmq: unknown flag or missing value: %s\n%s", f, usage);
-            return -1;
-        }
-        i++;
-        if (!strcmp(f, "--servers")) {
-            if (parse_u64(v, 1, MAX_PROCS, &u)) goto bad;
-            o->servers = (int)u;
-        } else if (!strcmp(f, "--workers")) {
-            if (parse_u64(v, 1, MAX_PROCS, &u)) goto bad;
-            o->workers = (int)u;
-        } else if (!strcmp(f, "--widths")) {
-            uint64_t w[MAX_LIST];
-            if (parse_list(v, 1, 4096, w, &o->nwidths)) goto bad;
-            for (int k = 0; k < o->nwidths; k++) o->widths[k] = (uint32_t)w[k];
-        } else if (!strcmp(f, "--batches")) {
-            if (parse_list(v, 1, 10000000, o->batches, &o->nbatches)) goto bad;
-        } else if (!strcmp(f, "--seconds")) {
-            char *end;
-            errno = 0;
-            o->seconds = strtod(v, &end);
-            if (errno || *end || end == v || !(o->seconds >= 0 && o->seconds <= 3600)) goto bad;
-        } else if (!strcmp(f, "--min-iters")) {
-            if (parse_u64(v, 1, MAX_SAMPLES, &u)) goto bad;
-            o->min_iters = (long)u;
-        } else if (!strcmp(f, "--max-iters")) {
-            if (parse_u64(v, 1, MAX_SAMPLES, &u)) goto bad;
-            o->max_iters = (long)u;
-        } else if (!strcmp(f, "--rtt")) {
-            if (parse_u64(v, 0, MAX_SAMPLES, &u)) goto bad;
-            o->rtt = (long)u;
-        } else if (!strcmp(f, "--timeout")) {
-            if (parse_u64(v, 1, 86400, &u)) goto bad;
-            o->timeout_s = (long)u;
-        } else {
-            fprintf(stderr, "raw_zmq: unknown flag %s\n%s", f, usage);
-            return -1;
-        }
-        continue;
-    bad:
-        fprintf(stderr, "raw_zmq: bad value for %s: %s\n%s", f, v, usage);
-        return -1;
-    }
-    if (o->min_iters > o->max_iters) {
-        fprintf(stderr, "raw_zmq: --min-iters is larger than --max-iters\n");
-        return -1;
-    }
-    return 0;
+    *o = (struct options){.servers = 1, .workers = 1, .timeout_s = 600};
+    return bench_parse_flags(argc, argv, "raw_zmq", usage, &o->bench, own_flag, o);
 }
 
 static void set_no_hwm(void *s)
@@ -238,7 +149,7 @@ struct server {
 
 static struct store *store_of(struct server *sv, uint32_t width)
 {
-    for (int i = 0; i < sv->o->nwidths; i++)
+    for (int i = 0; i < sv->o->bench.nwidths; i++)
         if (sv->stores[i].width == width) return &sv->stores[i];
     return NULL;
 }
@@ -307,9 +218,9 @@ static int server_main(struct server *sv)
 {
     const struct options *o = sv->o;
     if (o->table) {
-        for (int i = 0; i < o->nwidths; i++) {
-            sv->stores[i].width = o->widths[i];
-            sv->stores[i].rows = calloc((size_t)(sv->hi - sv->lo) * o->widths[i] + 1, 4);
+        for (int i = 0; i < o->bench.nwidths; i++) {
+            sv->stores[i].width = o->bench.widths[i];
+            sv->stores[i].rows = calloc((size_t)(sv->hi - sv->lo) * o->bench.widths[i] + 1, 4);
             if (!sv->stores[i].rows) {
                 fprintf(stderr, "raw_zmq: out of memory\n");
                 return 1;
@@ -377,32 +288,13 @@ static int server_main(struct server *sv)
 
 /* ---- worker ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double quantile(double *v, long n, double q)
-{
-    if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    long i = (long)(q * (double)n + 0.999999) - 1;
-    if (i < 0) i = 0;
-    if (i >= n) i = n - 1;
-    return v[i];
-}
-
 struct client {
     const struct options *o;
     struct shared *sh;
     int rank;
-    uint64_t range;
     void *sock[MAX_PROCS];
-    uint64_t *keys;
-    float *vals, *out;
-    double *lat;
-    size_t bound[MAX_PROCS + 1]; /* keys[bound[s], bound[s+1]) go to server s */
+    struct bench_data d;
+    size_t bound[MAX_PROCS + 1]; /* d.keys[bound[s], bound[s+1]) go to server s */
 };
 
 static void barrier(struct client *c)
@@ -422,8 +314,8 @@ static void split_keys(struct client *c, size_t n)
     int S = c->o->servers;
     size_t i = 0;
     for (int s = 0; s < S; s++) {
-        uint64_t start = (uint64_t)((unsigned __int128)c->range * (unsigned)s / (unsigned)S);
-        while (i < n && c->keys[i] < start) i++;
+        uint64_t start = (uint64_t)((unsigned __int128)c->d.range * (unsigned)s / (unsigned)S);
+        while (i < n && c->d.keys[i] < start) i++;
         c->bound[s] = i;
     }
     c->bound[S] = n;
@@ -443,9 +335,9 @@ static void run_op(struct client *c, int op, uint32_t width)
         zmq_msg_init_size(&m, sizeof h);
         memcpy(zmq_msg_data(&m), &h, sizeof h);
         if (zmq_msg_send(&m, c->sock[s], ZMQ_SNDMORE) < 0) die("send");
-        send_frame(c->sock[s], c->keys + lo, cnt * 8, op == OP_PUSH);
+        send_frame(c->sock[s], c->d.keys + lo, cnt * 8, op == OP_PUSH);
         if (op == OP_PUSH)
-            send_frame(c->sock[s], (const uint8_t *)c->vals + lo * row, cnt * row, 0);
+            send_frame(c->sock[s], (const uint8_t *)c->d.vals + lo * row, cnt * row, 0);
     }
     for (int s = 0; s < S; s++) {
         size_t cnt = c->bound[s + 1] - c->bound[s];
@@ -459,68 +351,43 @@ static void run_op(struct client *c, int op, uint32_t width)
             exit(1);
         }
         if (op == OP_PULL && c->o->table)
-            memcpy((uint8_t *)c->out + c->bound[s] * row, zmq_msg_data(&m), want);
+            memcpy((uint8_t *)c->d.out + c->bound[s] * row, zmq_msg_data(&m), want);
         zmq_msg_close(&m);
     }
 }
 
-static void run_phase(struct client *c, int op, size_t n, uint32_t width, double *st)
+/* An operation of bench_phase() or bench_rtt(): op of the keys split by
+ * split_keys(), rows of width values. */
+struct op_arg {
+    struct client *c;
+    int op;
+    uint32_t width;
+};
+
+static int phase_op(void *arg)
 {
-    const struct options *o = c->o;
-    long warm = n >= 1000000 ? 1 : n >= 100000 ? 5 : 20;
-    for (long i = 0; i < warm; i++) run_op(c, op, width);
-    barrier(c);
-    long iters = 0;
-    double start = now_s(), t1 = start;
-    while (iters < o->max_iters && (iters < o->min_iters || t1 - start < o->seconds)) {
-        double t0 = now_s();
-        run_op(c, op, width);
-        t1 = now_s();
-        c->lat[iters++] = t1 - t0;
-    }
-    st[0] = (double)iters * (double)n;
-    st[1] = t1 - start;
-    st[2] = quantile(c->lat, iters, 0.50);
-    st[3] = quantile(c->lat, iters, 0.99);
-    st[4] = (double)iters;
+    struct op_arg *a = arg;
+    run_op(a->c, a->op, a->width);
+    return 0;
 }
 
-static void print_phase(const struct shared *sh, int W, int base, uint32_t width)
+static int phase_sync(void *arg)
 {
-    double keys = 0, time = 0, p50 = 0, p99 = 0, iters = 0;
-    for (int w = 0; w < W; w++) {
-        const double *r = sh->stats[w] + base;
-        keys += r[0];
-        if (r[1] > time) time = r[1];
-        if (r[2] > p50) p50 = r[2];
-        if (r[3] > p99) p99 = r[3];
-        iters += r[4];
-    }
-    double kps = time > 0 ? keys / time : 0;
-    double mbps = kps * (8.0 + 4.0 * width) / 1e6;
-    printf(" %8.0f %12.0f %10.1f %10.1f %10.1f", iters, kps, mbps, p50 * 1e6, p99 * 1e6);
+    barrier(((struct op_arg *)arg)->c);
+    return 0;
+}
+
+static void run_phase(struct client *c, int op, size_t n, uint32_t width, double *st)
+{
+    struct op_arg a = {c, op, width};
+    bench_phase(&c->o->bench, c->d.lat, n, phase_op, phase_sync, &a, st);
 }
 
 static int client_main(const struct options *o, struct shared *sh, int rank, char (*eps)[256])
 {
+    const struct bench_options *bo = &o->bench;
     struct client c = {.o = o, .sh = sh, .rank = rank};
-    uint64_t max_batch = 0;
-    uint32_t max_width = 0;
-    for (int i = 0; i < o->nbatches; i++)
-        if (o->batches[i] > max_batch) max_batch = o->batches[i];
-    for (int i = 0; i < o->nwidths; i++)
-        if (o->widths[i] > max_width) max_width = o->widths[i];
-    c.range = max_batch;
-    c.keys = malloc(max_batch * sizeof *c.keys);
-    c.vals = malloc(max_batch * max_width * sizeof *c.vals);
-    c.out = malloc(max_batch * max_width * sizeof *c.out);
-    c.lat = malloc(MAX_SAMPLES * sizeof *c.lat);
-    if (!c.keys || !c.vals || !c.out || !c.lat) {
-        fprintf(stderr, "raw_zmq: out of memory\n");
-        return 1;
-    }
-    for (uint64_t i = 0; i < max_batch * max_width; i++) c.vals[i] = 1.0f / (float)(1 + i % 7);
-    memset(c.out, 0, max_batch * max_width * sizeof *c.out);
+    if (bench_data_init(&c.d, bo, "raw_zmq")) return 1;
 
     void *ctx = zmq_ctx_new();
     for (int s = 0; s < o->servers; s++) {
@@ -532,57 +399,37 @@ static int client_main(const struct options *o, struct shared *sh, int rank, cha
     int W = o->workers;
     if (rank == 0) {
         printf("raw%s: %d servers, %d workers, key range %llu, %.2f s per phase\n",
-               o->table ? " (--table)" : "", o->servers, W, (unsigned long long)c.range,
-               o->seconds);
+               o->table ? " (--table)" : "", o->servers, W, (unsigned long long)c.d.range,
+               bo->seconds);
         fflush(stdout);
     }
-    for (int wi = 0; wi < o->nwidths; wi++) {
-        uint32_t width = o->widths[wi];
-        for (int bi = 0; bi < o->nbatches; bi++) {
-            uint64_t n = o->batches[bi];
-            for (uint64_t i = 0; i < n; i++)
-                c.keys[i] = (uint64_t)((unsigned __int128)i * c.range / n);
+    double *st = sh->stats + (size_t)rank * STAT_FIELDS;
+    for (int wi = 0; wi < bo->nwidths; wi++) {
+        uint32_t width = bo->widths[wi];
+        for (int bi = 0; bi < bo->nbatches; bi++) {
+            uint64_t n = bo->batches[bi];
+            bench_fill_keys(&c.d, n);
             split_keys(&c, (size_t)n);
             barrier(&c);
-            run_phase(&c, OP_PUSH, (size_t)n, width, sh->stats[rank]);
-            run_phase(&c, OP_PULL, (size_t)n, width, sh->stats[rank] + 5);
+            run_phase(&c, OP_PUSH, (size_t)n, width, st + ST_PUSH);
+            run_phase(&c, OP_PULL, (size_t)n, width, st + ST_PULL);
             barrier(&c);
-            if (rank == 0) {
-                printf("case %5u %8llu", width, (unsigned long long)n);
-                print_phase(sh, W, 0, width);
-                print_phase(sh, W, 5, width);
-                printf("\n");
-                fflush(stdout);
-            }
+            if (rank == 0) bench_print_case(sh->stats, W, width, n);
         }
     }
-    if (o->rtt > 0) {
+    if (bo->rtt > 0) {
         barrier(&c);
         if (rank == 0) {
-            c.keys[0] = 0;
+            c.d.keys[0] = 0;
             split_keys(&c, 1);
-            const char *names[2] = {"pull", "push"};
-            int ops[2] = {OP_PULL, OP_PUSH};
-            for (int k = 0; k < 2; k++) {
-                for (int i = 0; i < 200; i++) run_op(&c, ops[k], o->widths[0]);
-                for (long i = 0; i < o->rtt; i++) {
-                    double t0 = now_s();
-                    run_op(&c, ops[k], o->widths[0]);
-                    c.lat[i] = now_s() - t0;
-                }
-                double p50 = quantile(c.lat, o->rtt, 0.5), p99 = quantile(c.lat, o->rtt, 0.99);
-                printf("rtt1 %s %ld %.1f %.1f\n", names[k], o->rtt, p50 * 1e6, p99 * 1e6);
-            }
-            fflush(stdout);
+            struct op_arg pull = {&c, OP_PULL, bo->widths[0]}, push = {&c, OP_PUSH, bo->widths[0]};
+            bench_rtt(bo, c.d.lat, phase_op, &pull, &push);
         }
     }
     barrier(&c);
     for (int s = 0; s < o->servers; s++) zmq_close(c.sock[s]);
     zmq_ctx_term(ctx);
-    free(c.keys);
-    free(c.vals);
-    free(c.out);
-    free(c.lat);
+    bench_data_free(&c.d);
     return 0;
 }
 
@@ -660,11 +507,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    uint64_t max_batch = 0, max_width = 0;
-    for (int i = 0; i < o.nbatches; i++)
-        if (o.batches[i] > max_batch) max_batch = o.batches[i];
-    for (int i = 0; i < o.nwidths; i++)
-        if (o.widths[i] > max_width) max_width = o.widths[i];
+    uint64_t max_batch = bench_max_batch(&o.bench), max_width = bench_max_width(&o.bench);
 
     int S = o.servers, W = o.workers, np = 0;
     pid_t pids[2 * MAX_PROCS];
