@@ -476,61 +476,49 @@ static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, s
     return 0;
 }
 
-static int run_worker(loom_node *n, const lr_cli *c)
+/* Train on this worker's share d (and, on worker 0, report with test). Every
+ * allocation is released on every path through `out`. */
+static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
+                       const loom_dataset *test)
 {
-    int rank = loom_rank(n), W = loom_num_workers(n);
+    int rank = loom_rank(n);
     const lr_train_opts *o = &c->train;
-    char err[1024];
-    loom_dataset *d, *test = NULL;
-    if (loom_libsvm_read(c->train_path, rank, W, &c->data, &d, err, sizeof err)) {
-        fprintf(stderr, "loom train lr: %s\n", err);
-        return 1;
-    }
-    if (d->skipped)
-        fprintf(stderr, "loom train lr: skipped %zu malformed line(s) in %s\n", d->skipped,
-                c->train_path);
-    if (rank == 0 && c->test_path) {
-        loom_libsvm_opts to = c->data;
-        if (loom_libsvm_read(c->test_path, 0, 1, &to, &test, err, sizeof err)) {
-            fprintf(stderr, "loom train lr: %s\n", err);
-            return 1;
-        }
-    }
     uint64_t dim, max_rows;
-    if (agree_sizes(n, d, &dim, &max_rows)) return 1;
     loom_table *w, *stats;
-    if (open_tables(n, c, dim, &w, &stats)) return 1;
-    shard s;
-    TRY("prepare data", shard_init(&s, d, dim));
-    size_t *order = malloc((d->rows ? d->rows : 1) * sizeof *order);
-    double *margin = calloc(d->rows ? d->rows : 1, sizeof *margin);
+    if (agree_sizes(n, d, &dim, &max_rows) || open_tables(n, c, dim, &w, &stats)) return 1;
+    shard s = {0};
+    size_t *order = NULL;
+    double *margin = NULL, *rows3 = NULL;
     uint32_t *csc_ptr = NULL, *csc_row = NULL, *csc_nz = NULL;
-    /* Rows [w, g, u] of the whole key range: a block, or all of it at epoch end. */
-    double *rows3 = o->algo == LR_ALGO_DBPG ? malloc(3 * (dim + 1) * sizeof *rows3) : NULL;
-    if (!order || !margin ||
-        (o->algo == LR_ALGO_DBPG && (!rows3 || build_csc(&s, &csc_ptr, &csc_row, &csc_nz))))
-        return fail("prepare data", LOOM_ENOMEM);
-
+    batch_buf bb = {0};
     reporter rep = {.cli = c,
                     .test = test,
                     .start = now_s(),
                     .dim = dim,
                     .width = o->algo == LR_ALGO_DBPG ? 3 : 1};
-    if (rank == 0) {
-        rep.model = malloc((dim + 1) * rep.width * sizeof *rep.model);
-        if (!rep.model) return fail("prepare", LOOM_ENOMEM);
-        if (c->metrics_path && !(rep.metrics = fopen(c->metrics_path, "w"))) {
-            fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->metrics_path,
-                    strerror(errno));
-            return 1;
-        }
+    int rc = shard_init(&s, d, dim);
+    order = malloc((d->rows ? d->rows : 1) * sizeof *order);
+    margin = calloc(d->rows ? d->rows : 1, sizeof *margin);
+    if (o->algo == LR_ALGO_DBPG) {
+        /* Rows [w, g, u] for up to every key: a block, or all of them at epoch end. */
+        rows3 = malloc(3 * (dim + 1) * sizeof *rows3);
+        if (!rc && rows3) rc = build_csc(&s, &csc_ptr, &csc_row, &csc_nz);
+    }
+    if (rank == 0) rep.model = malloc((dim + 1) * rep.width * sizeof *rep.model);
+    if (rc || !order || !margin || (o->algo == LR_ALGO_DBPG && !rows3) ||
+        (rank == 0 && !rep.model)) {
+        rc = fail("prepare data", LOOM_ENOMEM);
+        goto out;
+    }
+    if (rank == 0 && c->metrics_path && !(rep.metrics = fopen(c->metrics_path, "w"))) {
+        fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->metrics_path, strerror(errno));
+        rc = 1;
+        goto out;
     }
     /* The same number of minibatches on every worker, however the data split. */
     size_t nbatches = (size_t)((max_rows + o->minibatch - 1) / o->minibatch);
     if (!nbatches) nbatches = 1;
     size_t per = (d->rows + nbatches - 1) / nbatches;
-    batch_buf bb = {0};
-    int rc = 0;
     for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
         double t0 = now_s();
         if (o->algo == LR_ALGO_SGD) {
@@ -566,22 +554,41 @@ static int run_worker(loom_node *n, const lr_cli *c)
             rc = dbpg_refresh(w, &s, margin, 0, dim + 1, rows3, csc_ptr, csc_row, csc_nz);
             for (size_t i = 0; i < d->rows; i++) loss += lr_logistic_loss(margin[i], d->label[i]);
         }
-        if (rc) break;
-        if ((rc = push_stats(n, stats, epoch, loss, d->rows))) break;
-        if ((rc = loom_barrier(n))) {
-            rc = fail("barrier", rc);
-            break;
-        }
-        if (rank == 0) rc = report(&rep, w, stats, epoch, epoch_s);
+        if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows);
+        if (!rc && (rc = loom_barrier(n))) rc = fail("barrier", rc);
+        if (!rc && rank == 0) rc = report(&rep, w, stats, epoch, epoch_s);
     }
-    if (rep.metrics && fclose(rep.metrics)) {
+out:
+    if (rep.metrics && fclose(rep.metrics) && !rc) {
         fprintf(stderr, "loom train lr: cannot write %s\n", c->metrics_path);
         rc = 1;
     }
     free(bb.keys), free(bb.w), free(bb.g);
-    free(order), free(margin), free(rows3), free(csc_ptr), free(csc_row), free(csc_nz),
-        free(rep.model);
+    free(order), free(margin), free(rows3), free(csc_ptr), free(csc_row), free(csc_nz);
+    free(rep.model);
     shard_free(&s);
+    return rc;
+}
+
+static int run_worker(loom_node *n, const lr_cli *c)
+{
+    char err[1024];
+    loom_dataset *d, *test = NULL;
+    if (loom_libsvm_read(c->train_path, loom_rank(n), loom_num_workers(n), &c->data, &d, err,
+                         sizeof err)) {
+        fprintf(stderr, "loom train lr: %s\n", err);
+        return 1;
+    }
+    if (d->skipped)
+        fprintf(stderr, "loom train lr: skipped %zu malformed line(s) in %s\n", d->skipped,
+                c->train_path);
+    int rc = 0;
+    if (loom_rank(n) == 0 && c->test_path &&
+        loom_libsvm_read(c->test_path, 0, 1, &c->data, &test, err, sizeof err)) {
+        fprintf(stderr, "loom train lr: %s\n", err);
+        rc = 1;
+    }
+    if (!rc) rc = train_share(n, c, d, test);
     loom_dataset_free(d);
     loom_dataset_free(test);
     return rc;

@@ -29,14 +29,14 @@ extern "C" {
 typedef struct loom_dataset {
     size_t rows;
     size_t nnz;
-    double *label;   /* rows labels; classification labels as +1 / -1 */
-    size_t *row;     /* rows + 1 offsets into idx/val */
-    uint64_t *idx;   /* nnz feature ids, ascending within a row */
-    float *val;      /* nnz values */
+    double *label;        /* rows labels; classification labels as +1 / -1 */
+    size_t *row;          /* rows + 1 offsets into idx/val */
+    uint64_t *idx;        /* nnz feature ids, ascending within a row */
+    float *val;           /* nnz values */
     uint64_t max_feature; /* 1 + the largest feature id seen (0 if none) */
-    size_t skipped;  /* malformed lines skipped (only with skip_bad) */
-    size_t first_line; /* 1-based line number of this share's first line */
-    uint64_t bytes;  /* bytes of the file this share covered */
+    size_t skipped;       /* malformed lines skipped (only with skip_bad) */
+    size_t first_line;    /* 1-based line number of this share's first line */
+    uint64_t bytes;       /* bytes of the file this share covered */
 } loom_dataset;
 
 typedef enum {
@@ -51,13 +51,16 @@ typedef enum {
 } loom_label_kind;
 
 typedef struct loom_libsvm_opts {
-    loom_id_base ids;       /* AUTO checks the whole file, so every worker decides alike */
+    loom_id_base ids; /* AUTO checks the whole file, so every worker decides alike */
     loom_label_kind labels;
-    uint64_t max_features;  /* 0: no limit; otherwise ids (0-based) must be below it */
-    int skip_bad;           /* 1: skip malformed lines and count them instead of failing */
+    uint64_t max_features; /* 0: no limit; otherwise ids (0-based) must be below it */
+    int skip_bad;          /* 1: skip malformed lines and count them instead of failing */
 } loom_libsvm_opts;
 
-#define LOOM_LIBSVM_OPTS_DEFAULT {LOOM_IDS_AUTO, LOOM_LABELS_CLASS, 0, 0}
+#define LOOM_LIBSVM_OPTS_DEFAULT                                                                   \
+    {                                                                                              \
+        LOOM_IDS_AUTO, LOOM_LABELS_CLASS, 0, 0                                                     \
+    }
 
 /* Read share `shard` of `nshards` of the file at path. Returns 0, or an error
  * code with a "FILE:LINE: what is wrong" sentence in err. */

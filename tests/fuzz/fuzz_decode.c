@@ -352,7 +352,8 @@ static void roster_blob(blob_writer *w, uint32_t nnodes, uint32_t servers)
 {
     char(*addrs)[MSG_ADDR_MAX] = calloc(nnodes, MSG_ADDR_MAX);
     FUZZ_CHECK(addrs != NULL);
-    for (uint32_t i = 0; i < nnodes; i++) snprintf(addrs[i], MSG_ADDR_MAX, "127.0.0.1:%u", 40000u + i);
+    for (uint32_t i = 0; i < nnodes; i++)
+        snprintf(addrs[i], MSG_ADDR_MAX, "127.0.0.1:%u", 40000u + i);
     msg_roster_encode(nnodes, servers, addrs[0], MSG_ADDR_MAX, w);
     free(addrs);
 }

@@ -48,7 +48,6 @@
 #include "loom/error.h"
 #include "ps/ps.h"
 
-
 /* Upper bound for anything that should happen promptly: a failure, never a synchronisation. */
 #define DEADLINE_MS 20000
 

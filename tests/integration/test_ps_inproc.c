@@ -16,7 +16,6 @@
 
 #include "harness.h"
 
-
 static loom_table_opts opts_of(loom_type type, uint32_t width, loom_consistency c, int s)
 {
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
