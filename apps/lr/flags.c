@@ -129,7 +129,7 @@ int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
             seen_lr = 1;
         } else if (!strcmp(f, "--l1")) {
             if (!(rc = parse_num(f, v, 0, 1e9, &x, err, errlen))) c->train.l1 = x;
-            seen_l1 = x > 0;
+            seen_l1 = !rc && x > 0;
         } else if (!strcmp(f, "--l2")) {
             if (!(rc = parse_num(f, v, 0, 1e9, &x, err, errlen))) c->train.l2 = x;
         } else if (!strcmp(f, "--algo")) {
