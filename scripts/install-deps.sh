@@ -3,7 +3,7 @@
 # Safe to run again: it installs only what is missing. Run as root (or with sudo).
 set -eu
 
-packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps"
+packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin"
 
 missing=""
 for p in $packages; do

@@ -4,11 +4,13 @@
  * one place that calls both, in the order each operation needs (for example
  * loom_barrier: flush the tables, meet the other workers, drop the caches). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/launchenv.h"
 #include "core/log.h"
 #include "core/node_impl.h"
 #include "loom/loom.h"
@@ -38,6 +40,33 @@ static int publish_address(loom_node *n)
     return 0;
 }
 
+/* Under mpirun or srun the scheduler may publish its address in a rendezvous
+ * file (core/launchenv.c); it removes the file when the job is over. */
+static char rendezvous_file[PATH_MAX];
+static const loom_node *rendezvous_owner;
+
+static int publish_rendezvous(loom_node *n, const launch_plan *plan)
+{
+    const launch_env *le = &plan->env;
+    if (le->launcher)
+        log_info("%s started %d processes; rank %d is %s", le->launcher, le->size, le->rank,
+                 loom_is_worker(n)                  ? "a worker"
+                 : loom_node_role(n) == LOOM_SERVER ? "a server"
+                                                    : "the scheduler");
+    if (!plan->publish_path[0]) return 0;
+    char why[512];
+    int rc = launch_publish(plan->publish_path, loom_node_address(n), why, sizeof why);
+    if (rc) {
+        log_error("%s", why);
+        return rc;
+    }
+    log_info("published the scheduler's address %s in %s", loom_node_address(n),
+             plan->publish_path);
+    memcpy(rendezvous_file, plan->publish_path, sizeof rendezvous_file);
+    rendezvous_owner = n;
+    return 0;
+}
+
 int loom_node_start(const loom_config *cfg, loom_node **node)
 {
     if (!cfg || !node) return LOOM_EINVAL;
@@ -50,14 +79,16 @@ int loom_init(loom_node **node, int *argc, char ***argv)
     if (!node) return LOOM_EINVAL;
     *node = NULL;
     loom_config cfg;
-    char why[512];
-    int rc = loom_config_from_env(&cfg, why, sizeof why);
+    launch_plan plan;
+    char why[1024];
+    int rc = config_from_env(&cfg, &plan, why, sizeof why);
     if (rc) {
         log_error("%s", why);
         return rc;
     }
     rc = loom_node_start(&cfg, node);
     if (!rc) rc = publish_address(*node);
+    if (!rc) rc = publish_rendezvous(*node, &plan);
     if (rc && *node) {
         node_destroy(*node);
         *node = NULL;
@@ -70,6 +101,10 @@ int loom_serve(loom_node *n)
     if (!n) return LOOM_EINVAL;
     if (loom_is_worker(n)) return LOOM_EROLE;
     int rc = node_serve(n);
+    if (n == rendezvous_owner) {
+        unlink(rendezvous_file);
+        rendezvous_owner = NULL;
+    }
     node_destroy(n);
     return rc;
 }

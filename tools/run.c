@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <loom/node.h>
+
 /* Limits for the flags: generous for one machine, and small enough that
  * the two pipes kept per child stay far below the usual 1024-fd limit. */
 #define MAX_SERVERS        128
@@ -59,6 +61,7 @@ const char cmd_run_help[] =
     "  --servers S             number of servers, 1 to 128 (default 1)\n"
     "  --workers W             number of workers, 1 to 128 (default 2)\n"
     "  --bind HOST             address every process binds to (LOOM_BIND; default 127.0.0.1)\n"
+    "  --interface NAME        bind the IPv4 address of network interface NAME instead\n"
     "  --heartbeat-timeout MS  declare a silent process dead after MS milliseconds\n"
     "                          (LOOM_HEARTBEAT_TIMEOUT_MS)\n"
     "  --timeout SECONDS       stop the whole job after SECONDS; 0 = never (default 0)\n"
@@ -76,6 +79,8 @@ enum on_failure { ON_FAILURE_STOP, ON_FAILURE_WAIT };
 struct options {
     long servers, workers;
     const char *bind;
+    const char *interface; /* --interface NAME; bind then holds its address */
+    char interface_addr[64];
     long heartbeat_timeout_ms; /* 0: flag not given, leave the variable alone */
     long timeout_s;            /* 0: no bound */
     enum on_failure on_failure;
@@ -235,7 +240,7 @@ static int parse_long(const char *flag, const char *text, long min, long max, lo
 static int parse_options(int argc, char **argv, struct options *opt)
 {
     *opt = (struct options){.servers = 1, .workers = 2, .bind = "127.0.0.1"};
-    int i = 1;
+    int i = 1, bind_given = 0;
     for (; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--") == 0) {
@@ -262,8 +267,9 @@ static int parse_options(int argc, char **argv, struct options *opt)
             continue;
         }
         int known = strcmp(name, "--servers") == 0 || strcmp(name, "--workers") == 0 ||
-                    strcmp(name, "--bind") == 0 || strcmp(name, "--heartbeat-timeout") == 0 ||
-                    strcmp(name, "--timeout") == 0 || strcmp(name, "--on-failure") == 0;
+                    strcmp(name, "--bind") == 0 || strcmp(name, "--interface") == 0 ||
+                    strcmp(name, "--heartbeat-timeout") == 0 || strcmp(name, "--timeout") == 0 ||
+                    strcmp(name, "--on-failure") == 0;
         if (!known) return usage_error("unknown option '%s'", arg);
         const char *value;
         if (eq) {
@@ -286,7 +292,13 @@ static int parse_options(int argc, char **argv, struct options *opt)
         } else if (strcmp(name, "--bind") == 0) {
             if (value[0] == '\0' || strlen(value) > MAX_BIND_LEN)
                 return usage_error("%s expects a host name or address, got '%s'", name, value);
+            bind_given = 1;
             opt->bind = value;
+        } else if (strcmp(name, "--interface") == 0) {
+            if (loom_interface_address(value, opt->interface_addr, sizeof opt->interface_addr))
+                return usage_error("%s expects a network interface with an IPv4 address, got '%s'",
+                                   name, value);
+            opt->interface = value;
         } else { /* --on-failure */
             if (strcmp(value, "stop") == 0)
                 opt->on_failure = ON_FAILURE_STOP;
@@ -298,6 +310,9 @@ static int parse_options(int argc, char **argv, struct options *opt)
         if (rc) return rc;
     }
     if (i >= argc) return usage_error("missing PROGRAM to run");
+    if (opt->interface && bind_given)
+        return usage_error("--bind and --interface exclude each other");
+    if (opt->interface) opt->bind = opt->interface_addr;
     opt->program = argv + i;
     return 0;
 }
@@ -802,7 +817,9 @@ static int ensure_std_fds(void)
 static int set_common_env(const struct options *opt)
 {
     if (setenv_long("LOOM_NUM_SERVERS", opt->servers) < 0 ||
-        setenv_long("LOOM_NUM_WORKERS", opt->workers) < 0 || setenv("LOOM_BIND", opt->bind, 1) < 0)
+        setenv_long("LOOM_NUM_WORKERS", opt->workers) < 0 ||
+        setenv("LOOM_BIND", opt->bind, 1) < 0 ||
+        unsetenv("LOOM_INTERFACE") < 0) /* --interface is already LOOM_BIND */
         return -1;
     if (opt->heartbeat_timeout_ms &&
         setenv_long("LOOM_HEARTBEAT_TIMEOUT_MS", opt->heartbeat_timeout_ms) < 0)

@@ -2,7 +2,8 @@
  *
  * A job has one scheduler, S servers and W workers. Every process runs the same
  * program (SPMD); loom_init() reads the process's role and the scheduler's
- * address from the environment (see docs/USAGE.md, "Environment"), registers
+ * address from the environment, set by `loom run`, by hand, or by mpirun/srun
+ * (docs/LAUNCHING.md, docs/CLUSTER.md), registers
  * with the scheduler and returns once the whole job has registered. Workers
  * then run the application; the scheduler and the servers call loom_serve(),
  * which returns when every worker has called loom_finalize().
@@ -60,13 +61,43 @@ typedef struct loom_config {
 void loom_config_default(loom_config *cfg);
 
 /* Fill cfg from LOOM_ROLE, LOOM_RANK, LOOM_SCHEDULER, LOOM_NUM_SERVERS,
- * LOOM_NUM_WORKERS, LOOM_BIND, LOOM_HEARTBEAT_MS, LOOM_HEARTBEAT_TIMEOUT_MS,
- * LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE. On failure, writes a sentence naming
- * the bad variable into err (if not NULL) and returns LOOM_ECONFIG. */
+ * LOOM_NUM_WORKERS, LOOM_BIND or LOOM_INTERFACE, LOOM_HEARTBEAT_MS,
+ * LOOM_HEARTBEAT_TIMEOUT_MS, LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE
+ * (docs/LAUNCHING.md).
+ *
+ * Without LOOM_ROLE, a launcher must have started the process (see
+ * loom_launched()): its rank decides the role (rank 0 the scheduler, the next
+ * LOOM_NUM_SERVERS ranks servers, the rest workers) and the scheduler is found
+ * by rendezvous (LOOM_SCHEDULER, LOOM_RENDEZVOUS_DIR, LOOM_PORT, LOOM_JOB_ID;
+ * docs/CLUSTER.md). A server or worker may then wait here, up to
+ * LOOM_CONNECT_TIMEOUT_MS, for the scheduler to publish its address.
+ *
+ * A server or worker binds LOOM_INTERFACE's address, or LOOM_BIND, or else the
+ * local address of its route to the scheduler. The scheduler binds the port
+ * of LOOM_SCHEDULER on LOOM_INTERFACE's address or LOOM_BIND if one is set.
+ *
+ * On failure, writes a sentence naming the bad or missing variable into err
+ * (if not NULL) and returns LOOM_ECONFIG (LOOM_ETIMEDOUT if the scheduler's
+ * address did not appear in time). */
 int loom_config_from_env(loom_config *cfg, char *err, size_t errlen);
 
-/* Start a node from the environment. argc/argv are accepted for symmetry with
- * MPI-style launchers and are currently left untouched (may be NULL). */
+/* 1 if this process was started as one node of a job: LOOM_ROLE is set, or a
+ * launcher started it as one of several processes (Open MPI's mpirun:
+ * OMPI_COMM_WORLD_RANK; MPICH/Hydra mpiexec: PMI_RANK; Slurm's srun:
+ * SLURM_PROCID in a job step; PMIX_RANK). 0 otherwise; a command such as
+ * `loom train` then starts a whole job on this machine itself. */
+int loom_launched(void);
+
+/* The IPv4 address of network interface `name` ("eth0", "ib0"), as text: what
+ * a process binds with LOOM_INTERFACE=name. addrlen must be at least 16.
+ * Returns 0, LOOM_EINVAL, or LOOM_ECONFIG if no such interface has an IPv4
+ * address. */
+int loom_interface_address(const char *name, char *addr, size_t addrlen);
+
+/* Start a node from the environment (loom_config_from_env). Under a launcher,
+ * the scheduler also publishes its address for the rendezvous. argc/argv are
+ * accepted for symmetry with MPI-style launchers and are currently left
+ * untouched (may be NULL). */
 int loom_init(loom_node **node, int *argc, char ***argv);
 
 /* Start a node from an explicit configuration. Blocks until the whole job has

@@ -1,14 +1,17 @@
 /* config: a node's configuration, from defaults and the LOOM_* environment.
  *
- * Any launcher (loom run, mpirun wrappers, Kubernetes, a shell script) starts
- * a job by setting these variables; docs/LAUNCHING.md documents them. A bad
- * value is an error naming the variable, never a silent default. */
+ * Any launcher (loom run, Kubernetes, a shell script) can start a job by
+ * setting these variables; docs/LAUNCHING.md documents them. Without
+ * LOOM_ROLE, role and scheduler come from mpirun's or srun's own variables
+ * (launchenv.c, docs/CLUSTER.md). A bad value is an error naming the
+ * variable, never a silent default. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/launchenv.h"
 #include "loom/error.h"
 #include "loom/node.h"
 
@@ -57,19 +60,12 @@ static int env_str(const char *name, char *out, size_t outlen, char *err, size_t
     return 0;
 }
 
-int loom_config_from_env(loom_config *cfg, char *err, size_t errlen)
+/* The role and scheduler given by LOOM_ROLE and LOOM_SCHEDULER (as `loom run`
+ * and hand-written launch scripts set them). The scheduler binds LOOM_SCHEDULER's
+ * port on `bind` if set, else on LOOM_SCHEDULER's host. */
+static int role_from_env(loom_config *cfg, const char *role, const char *bind, char *err,
+                         size_t errlen)
 {
-    loom_config_default(cfg);
-    if (err && errlen) err[0] = '\0';
-    const char *role = getenv("LOOM_ROLE");
-    if (!role) {
-        if (err)
-            snprintf(
-                err, errlen,
-                "LOOM_ROLE is not set: start the program with `loom run` or set LOOM_ROLE, "
-                "LOOM_SCHEDULER, LOOM_NUM_SERVERS and LOOM_NUM_WORKERS (see docs/LAUNCHING.md)");
-        return LOOM_ECONFIG;
-    }
     if (!strcmp(role, "scheduler")) {
         cfg->role = LOOM_SCHEDULER;
         cfg->rank = 0;
@@ -81,8 +77,27 @@ int loom_config_from_env(loom_config *cfg, char *err, size_t errlen)
         if (err) snprintf(err, errlen, "LOOM_ROLE=\"%s\" is not scheduler, server or worker", role);
         return LOOM_ECONFIG;
     }
-    int rc = 0;
-    rc = rc ? rc : env_int("LOOM_NUM_SERVERS", 1, 1000, &cfg->num_servers, err, errlen);
+    const char *colon;
+    if (!getenv("LOOM_SCHEDULER") ||
+        env_str("LOOM_SCHEDULER", cfg->scheduler, sizeof cfg->scheduler, NULL, 0) ||
+        !(colon = strrchr(cfg->scheduler, ':'))) {
+        if (err) snprintf(err, errlen, "LOOM_SCHEDULER must be set to the scheduler's host:port");
+        return LOOM_ECONFIG;
+    }
+    if (cfg->role == LOOM_SCHEDULER && bind[0]) {
+        char port[16];
+        snprintf(port, sizeof port, "%s", colon + 1);
+        snprintf(cfg->scheduler, sizeof cfg->scheduler, "%s:%s", bind, port);
+    }
+    return 0;
+}
+
+int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errlen)
+{
+    loom_config_default(cfg);
+    memset(plan, 0, sizeof *plan);
+    if (err && errlen) err[0] = '\0';
+    int rc = env_int("LOOM_NUM_SERVERS", 1, 1000, &cfg->num_servers, err, errlen);
     rc = rc ? rc : env_int("LOOM_NUM_WORKERS", 1, 65536, &cfg->num_workers, err, errlen);
     rc = rc ? rc : env_int("LOOM_RANK", -1, 65535, &cfg->rank, err, errlen);
     rc =
@@ -94,14 +109,9 @@ int loom_config_from_env(loom_config *cfg, char *err, size_t errlen)
         rc ? rc
            : env_int("LOOM_CONNECT_TIMEOUT_MS", 1, 86400000, &cfg->connect_timeout_ms, err, errlen);
     rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
-    rc = rc ? rc : env_str("LOOM_BIND", cfg->bind_host, sizeof cfg->bind_host, err, errlen);
+    char bind[sizeof cfg->bind_host];
+    rc = rc ? rc : launch_explicit_bind(bind, sizeof bind, err, errlen);
     if (rc) return rc;
-    if (!getenv("LOOM_SCHEDULER") ||
-        env_str("LOOM_SCHEDULER", cfg->scheduler, sizeof cfg->scheduler, NULL, 0) ||
-        !strchr(cfg->scheduler, ':')) {
-        if (err) snprintf(err, errlen, "LOOM_SCHEDULER must be set to the scheduler's host:port");
-        return LOOM_ECONFIG;
-    }
     /* A short timeout with the default interval would fire between two
      * heartbeats; keep at least four heartbeats per timeout. */
     if (!getenv("LOOM_HEARTBEAT_MS") && cfg->heartbeat_interval_ms * 4 > cfg->heartbeat_timeout_ms)
@@ -114,6 +124,10 @@ int loom_config_from_env(loom_config *cfg, char *err, size_t errlen)
                      cfg->heartbeat_timeout_ms, cfg->heartbeat_interval_ms);
         return LOOM_ECONFIG;
     }
+    const char *role = getenv("LOOM_ROLE");
+    rc = role ? role_from_env(cfg, role, bind, err, errlen)
+              : launch_configure(cfg, plan, bind, err, errlen);
+    if (rc) return rc;
     if (cfg->role == LOOM_SERVER && cfg->rank >= cfg->num_servers) {
         if (err)
             snprintf(err, errlen, "LOOM_RANK=%d but there are only %d servers", cfg->rank,
@@ -126,6 +140,21 @@ int loom_config_from_env(loom_config *cfg, char *err, size_t errlen)
                      cfg->num_workers);
         return LOOM_ECONFIG;
     }
-    if (cfg->role == LOOM_SCHEDULER) cfg->rank = 0;
-    return 0;
+    if (cfg->role == LOOM_SCHEDULER) {
+        cfg->rank = 0;
+        return 0;
+    }
+    /* Bind where the scheduler can reach us: the address we would reach it from. */
+    if (bind[0]) {
+        memcpy(cfg->bind_host, bind, strlen(bind) + 1);
+        return 0;
+    }
+    return launch_route_source(cfg->scheduler, cfg->connect_timeout_ms, cfg->bind_host,
+                               sizeof cfg->bind_host, err, errlen);
+}
+
+int loom_config_from_env(loom_config *cfg, char *err, size_t errlen)
+{
+    launch_plan plan;
+    return config_from_env(cfg, &plan, err, errlen);
 }
