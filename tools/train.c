@@ -1,4 +1,4 @@
-/* loom train: train a model with a whole Loom job.
+/* loom train: train a model (lr, mf, lda) with a whole Loom job.
  *
  * The same command runs in two ways. Typed by a user, it checks the flags,
  * then starts a job on this machine: the local launcher runs this very
@@ -24,21 +24,51 @@
 #include "commands.h"
 #include "lr/lr.h"
 
-const char cmd_train_help[] = "usage: loom train MODEL [options]\n"
-                              "\n"
-                              "models:\n"
-                              "  lr    sparse logistic regression (loom train lr --help)\n";
+/* One row per model: its help, its flag parser and its node program. A
+ * model's command-line struct starts with its app_job (apps/common/app.h),
+ * which is all this file needs to know of it. */
+typedef struct trainer {
+    const char *name, *summary;
+    const char *help;
+    size_t cli_size;
+    int (*parse)(int argc, char **argv, void *cli, char *err, size_t errlen);
+    int (*node)(const void *cli);
+} trainer;
+
+static int lr_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
+{
+    return lr_parse_flags(argc, argv, cli, err, errlen);
+}
+static int lr_node(const void *cli)
+{
+    return lr_train_node(cli);
+}
+
+static const trainer trainers[] = {
+    {"lr", "sparse logistic regression", lr_train_help, sizeof(lr_cli), lr_parse, lr_node},
+};
+#define NUM_TRAINERS (sizeof trainers / sizeof trainers[0])
+
+const char cmd_train_help[] = "usage: loom train MODEL [options]   (loom train MODEL --help)\n";
+
+static void list_models(FILE *out)
+{
+    fputs(cmd_train_help, out);
+    fputs("\nmodels:\n", out);
+    for (size_t i = 0; i < NUM_TRAINERS; i++)
+        fprintf(out, "  %-5s %s\n", trainers[i].name, trainers[i].summary);
+}
 
 static const char cluster_help[] =
     "cluster (docs/CLUSTER.md):\n"
     "  --interface NAME        network interface to bind and publish (LOOM_INTERFACE);\n"
     "                          default: 127.0.0.1 on this machine, the route to the\n"
     "                          scheduler under mpirun/srun\n"
-    "  Under mpirun or srun (e.g. mpirun -np 6 loom train lr ... --servers 2), rank 0\n"
+    "  Under mpirun or srun (e.g. mpirun -np 6 loom train MODEL ... --servers 2), rank 0\n"
     "  is the scheduler, the next S ranks servers and the rest workers.\n";
 
-/* Run the job on this machine: `loom run -S -W -- <this binary> train lr ARGS`. */
-static int launch_locally(const lr_cli *c, const char *interface, int argc, char **argv)
+/* Run the job on this machine: `loom run -S -W -- <this binary> train MODEL ARGS`. */
+static int launch_locally(const app_job *j, const char *interface, int argc, char **argv)
 {
     char self[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -48,9 +78,9 @@ static int launch_locally(const lr_cli *c, const char *interface, int argc, char
     }
     self[len] = '\0';
     char servers[16], workers[16];
-    snprintf(servers, sizeof servers, "%d", c->servers);
-    snprintf(workers, sizeof workers, "%d", c->workers);
-    /* argv here is {"train", "lr", flags...}. */
+    snprintf(servers, sizeof servers, "%d", j->servers);
+    snprintf(workers, sizeof workers, "%d", j->workers);
+    /* argv here is {"train", MODEL, flags...}. */
     char **run = calloc((size_t)argc + 10, sizeof *run);
     if (!run) return 1;
     int k = 0;
@@ -82,25 +112,17 @@ static int export_count(const char *flag, const char *var, int value, int argc, 
     snprintf(text, sizeof text, "%d", value);
     const char *now = getenv(var);
     if (now && strcmp(now, text)) {
-        fprintf(stderr, "loom train lr: %s %d contradicts %s=%s\n", flag, value, var, now);
+        fprintf(stderr, "loom train %s: %s %d contradicts %s=%s\n", argv[1], flag, value, var, now);
         return 2;
     }
     return setenv(var, text, 1) ? 1 : 0;
 }
 
-int cmd_train(int argc, char **argv)
+static int train_with(const trainer *t, int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        fputs(cmd_train_help, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    if (strcmp(argv[1], "lr")) {
-        fprintf(stderr, "loom train: unknown model '%s'\n%s", argv[1], cmd_train_help);
-        return 2;
-    }
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(lr_train_help, stdout);
+            fputs(t->help, stdout);
             fputs(cluster_help, stdout);
             return 0;
         }
@@ -113,26 +135,46 @@ int cmd_train(int argc, char **argv)
         } else if (i + 1 < argc && argv[i + 1][0]) {
             interface = argv[++i];
         } else {
-            fprintf(stderr, "loom train lr: --interface needs a network interface name\n");
+            fprintf(stderr, "loom train %s: --interface needs a network interface name\n", t->name);
             return 2;
         }
     }
     argc = n;
-    lr_cli cli;
     char err[512];
-    if (lr_parse_flags(argc - 1, argv + 1, &cli, err, sizeof err)) {
-        fprintf(stderr, "loom train lr: %s\n", err);
-        return 2;
-    }
-    if (loom_launched()) {
-        int rc = export_count("--servers", "LOOM_NUM_SERVERS", cli.servers, argc, argv);
-        if (!rc) rc = export_count("--workers", "LOOM_NUM_WORKERS", cli.workers, argc, argv);
+    int rc = 0;
+    void *cli = calloc(1, t->cli_size);
+    if (!cli) return 1;
+    const app_job *j = cli; /* every model's cli starts with its app_job */
+    if (t->parse(argc - 1, argv + 1, cli, err, sizeof err)) {
+        fprintf(stderr, "loom train %s: %s\n", t->name, err);
+        rc = 2;
+    } else if (loom_launched()) {
+        rc = export_count("--servers", "LOOM_NUM_SERVERS", j->servers, argc, argv);
+        if (!rc) rc = export_count("--workers", "LOOM_NUM_WORKERS", j->workers, argc, argv);
         if (!rc && interface && setenv("LOOM_INTERFACE", interface, 1)) rc = 1;
-        return rc ? rc : lr_train_node(&cli);
+        if (!rc) rc = t->node(cli);
+    } else if (access(j->train_path, R_OK)) {
+        fprintf(stderr, "loom train %s: cannot read %s\n", t->name, j->train_path);
+        rc = 2;
+    } else if (j->test_path && access(j->test_path, R_OK)) {
+        fprintf(stderr, "loom train %s: cannot read %s\n", t->name, j->test_path);
+        rc = 2;
+    } else {
+        rc = launch_locally(j, interface, argc, argv);
     }
-    if (access(cli.train_path, R_OK)) {
-        fprintf(stderr, "loom train lr: cannot read %s\n", cli.train_path);
-        return 2;
+    free(cli);
+    return rc;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        list_models(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
     }
-    return launch_locally(&cli, interface, argc, argv);
+    for (size_t i = 0; i < NUM_TRAINERS; i++)
+        if (!strcmp(argv[1], trainers[i].name)) return train_with(&trainers[i], argc, argv);
+    fprintf(stderr, "loom train: unknown model '%s'\n", argv[1]);
+    list_models(stderr);
+    return 2;
 }

@@ -9,26 +9,22 @@
 #include <string.h>
 #include <time.h>
 
-const char app_job_help[] =
-    "job:\n"
-    "  --train FILE            training data; each worker reads its share\n"
-    "  --test FILE             held-out data, evaluated after every epoch\n"
-    "  --format NAME           input format (default: detect)\n"
-    "  --workers W             default 2\n"
-    "  --servers S             default 1\n"
-    "  --consistency bsp|ssp:S|asp  staleness bound in clocks\n"
-    "  --seed N                random seed (default 1)\n"
-    "  --metrics FILE          JSON line per epoch\n"
-    "  --model-out FILE        save the model\n"
-    "  --quiet                 no progress lines\n";
+const char app_job_help[] = "job:\n"
+                            "  --train FILE            training data; each worker reads its share\n"
+                            "  --test FILE             held-out data, evaluated after every epoch\n"
+                            "  --format NAME           input format (default: detect)\n"
+                            "  --workers W             default 2\n"
+                            "  --servers S             default 1\n"
+                            "  --consistency bsp|ssp:S|asp  staleness bound in clocks\n"
+                            "  --seed N                random seed (default 1)\n"
+                            "  --metrics FILE          JSON line per epoch\n"
+                            "  --model-out FILE        save the model\n"
+                            "  --quiet                 no progress lines\n";
 
 void app_job_init(app_job *j, int staleness)
 {
-    *j = (app_job){.workers = 2,
-                   .servers = 1,
-                   .consistency = LOOM_SSP,
-                   .staleness = staleness,
-                   .seed = 1};
+    *j = (app_job){
+        .workers = 2, .servers = 1, .consistency = LOOM_SSP, .staleness = staleness, .seed = 1};
 }
 
 int app_usage(char *err, size_t errlen, const char *fmt, ...)
@@ -60,8 +56,7 @@ int app_parse_num(const char *flag, const char *v, double lo, double hi, double 
     errno = 0;
     double x = strtod(v, &end);
     if (errno || end == v || *end || !(x >= lo && x <= hi))
-        return app_usage(err, errlen, "%s takes a number from %g to %g, not '%s'", flag, lo, hi,
-                         v);
+        return app_usage(err, errlen, "%s takes a number from %g to %g, not '%s'", flag, lo, hi, v);
     *out = x;
     return 0;
 }
@@ -93,9 +88,9 @@ int app_job_flag(app_job *j, int argc, char **argv, int *i, char *err, size_t er
         j->quiet = 1;
         return 0;
     }
-    static const char *const valued[] = {"--train",   "--test",        "--format", "--workers",
-                                         "--servers", "--consistency", "--seed",   "--metrics",
-                                         "--model-out"};
+    static const char *const valued[] = {"--train",   "--test",    "--format",
+                                         "--workers", "--servers", "--consistency",
+                                         "--seed",    "--metrics", "--model-out"};
     size_t k = 0, nvalued = sizeof valued / sizeof valued[0];
     while (k < nvalued && strcmp(f, valued[k])) k++;
     if (k == nvalued) return APP_FLAG_NOT_MINE;

@@ -17,6 +17,8 @@
 
 #include <loom/data.h>
 
+#include "common/app.h"
+
 /* ---- model ---- */
 
 /* A linear model over features 0..dim-1 plus a bias: p(y=+1|x) = sigmoid(w.x + bias). */
@@ -121,13 +123,13 @@ void lr_epoch_order(uint64_t seed, int rank, int epoch, size_t rows, size_t *ord
 int lr_train_sequential(const lr_train_opts *o, const loom_dataset *train, uint64_t dim,
                         lr_model *out);
 
-/* Everything `loom train lr` takes on its command line. */
+/* Everything `loom train lr` takes on its command line. The job flags
+ * (--train, --workers, --consistency, --seed, ...) are in job; parsing copies
+ * --consistency and --seed into train, where the algorithms read them. */
 typedef struct lr_cli {
+    app_job job;
     lr_train_opts train;
-    const char *train_path, *test_path, *metrics_path, *model_path;
-    int workers, servers;
     loom_libsvm_opts data;
-    int quiet;
 } lr_cli;
 
 /* Parse `loom train lr` flags (argv[0] is the command name). Returns 0, or 2

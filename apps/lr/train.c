@@ -355,7 +355,7 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
     }
     double time_s = now_s() - r->start;
     double ex_per_s = epoch_s > 0 ? st[ST_EXAMPLES] / epoch_s : 0;
-    if (!c->quiet) {
+    if (!c->job.quiet) {
         char testpart[128] = "";
         if (r->test)
             snprintf(testpart, sizeof testpart, "  test logloss %.5f  acc %.4f  auc %.4f",
@@ -384,9 +384,9 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
         fflush(r->metrics);
     }
     int rc = 0;
-    if (epoch + 1 == c->train.epochs && c->model_path) {
+    if (epoch + 1 == c->train.epochs && c->job.model_path) {
         char err[512];
-        if (lr_model_save(&m, c->model_path, err, sizeof err)) {
+        if (lr_model_save(&m, c->job.model_path, err, sizeof err)) {
             fprintf(stderr, "loom train lr: %s\n", err);
             rc = 1;
         }
@@ -510,8 +510,8 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         rc = fail("prepare data", LOOM_ENOMEM);
         goto out;
     }
-    if (rank == 0 && c->metrics_path && !(rep.metrics = fopen(c->metrics_path, "w"))) {
-        fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->metrics_path, strerror(errno));
+    if (rank == 0 && c->job.metrics_path && !(rep.metrics = fopen(c->job.metrics_path, "w"))) {
+        fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
         goto out;
     }
@@ -560,7 +560,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     }
 out:
     if (rep.metrics && fclose(rep.metrics) && !rc) {
-        fprintf(stderr, "loom train lr: cannot write %s\n", c->metrics_path);
+        fprintf(stderr, "loom train lr: cannot write %s\n", c->job.metrics_path);
         rc = 1;
     }
     free(bb.keys), free(bb.w), free(bb.g);
@@ -574,17 +574,17 @@ static int run_worker(loom_node *n, const lr_cli *c)
 {
     char err[1024];
     loom_dataset *d, *test = NULL;
-    if (loom_libsvm_read(c->train_path, loom_rank(n), loom_num_workers(n), &c->data, &d, err,
+    if (loom_libsvm_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &d, err,
                          sizeof err)) {
         fprintf(stderr, "loom train lr: %s\n", err);
         return 1;
     }
     if (d->skipped)
         fprintf(stderr, "loom train lr: skipped %zu malformed line(s) in %s\n", d->skipped,
-                c->train_path);
+                c->job.train_path);
     int rc = 0;
-    if (loom_rank(n) == 0 && c->test_path &&
-        loom_libsvm_read(c->test_path, 0, 1, &c->data, &test, err, sizeof err)) {
+    if (loom_rank(n) == 0 && c->job.test_path &&
+        loom_libsvm_read(c->job.test_path, 0, 1, &c->data, &test, err, sizeof err)) {
         fprintf(stderr, "loom train lr: %s\n", err);
         rc = 1;
     }

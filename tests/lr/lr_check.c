@@ -30,7 +30,7 @@ int main(int argc, char **argv)
         return 2;
     }
     loom_dataset *d;
-    if (loom_libsvm_read(cli.train_path, 0, 1, &cli.data, &d, err, sizeof err)) {
+    if (loom_libsvm_read(cli.job.train_path, 0, 1, &cli.data, &d, err, sizeof err)) {
         fprintf(stderr, "lr_check: %s\n", err);
         return 2;
     }
