@@ -5,6 +5,7 @@
  * ...) is one function and one row there, plus its part of the help text. */
 #include "commands.h"
 
+#include "lda/lda.h"
 #include "lr/lr.h"
 
 #include <errno.h>
@@ -63,6 +64,7 @@ struct generator {
 
 static const struct generator generators[] = {
     {"lr", "sparse binary classification rows from a planted logistic regression model", gen_lr},
+    {"lda", "bag-of-words documents from a planted topic model", lda_gen_main},
 };
 
 #define NUM_GENERATORS (sizeof generators / sizeof generators[0])

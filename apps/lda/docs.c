@@ -1,0 +1,111 @@
+/* docs: a worker's share of a corpus as token arrays.
+ *
+ * The reader gives (word, count) pairs per document; Gibbs sampling needs one
+ * topic per token, so every pair becomes `count` tokens of its word. Words are
+ * renumbered into the share's own vocabulary (its distinct ids, ascending),
+ * which indexes the worker's copy of the word-topic rows: a worker only reads
+ * and writes the rows of words its documents contain.
+ *
+ * Random numbers come in one stream per (iteration, document), keyed by the
+ * document's index in the whole file, so a document draws the same numbers
+ * whichever worker holds it: a one-worker job and the sequential reference
+ * draw identically by construction. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom.h>
+
+#include "lda/lda.h"
+
+uint64_t lda_stream(int iteration, uint64_t doc)
+{
+    /* 2^40 documents per iteration is far more than any corpus has. */
+    return ((uint64_t)iteration << 40) ^ doc;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static size_t find_word(const uint64_t *vocab, size_t n, uint64_t w)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (vocab[mid] < w)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int lda_docs_build(const loom_corpus *c, lda_docs *d)
+{
+    *d = (lda_docs){.ndocs = c->docs, .first_doc = c->first_doc, .ntokens = c->tokens};
+    d->doc = malloc((c->docs + 1) * sizeof *d->doc);
+    d->word = malloc((c->tokens ? c->tokens : 1) * sizeof *d->word);
+    d->z = malloc((c->tokens ? c->tokens : 1) * sizeof *d->z);
+    d->vocab = malloc((c->nnz ? c->nnz : 1) * sizeof *d->vocab);
+    if (!d->doc || !d->word || !d->z || !d->vocab) {
+        lda_docs_free(d);
+        return LOOM_ENOMEM;
+    }
+    for (size_t k = 0; k < c->nnz; k++) d->vocab[k] = c->word[k];
+    qsort(d->vocab, c->nnz, sizeof *d->vocab, cmp_u64);
+    size_t n = 0;
+    for (size_t k = 0; k < c->nnz; k++)
+        if (n == 0 || d->vocab[n - 1] != d->vocab[k]) d->vocab[n++] = d->vocab[k];
+    d->nwords = n;
+    size_t t = 0;
+    for (size_t i = 0; i < c->docs; i++) {
+        d->doc[i] = t;
+        for (size_t k = c->doc[i]; k < c->doc[i + 1]; k++) {
+            uint32_t w = (uint32_t)find_word(d->vocab, n, c->word[k]);
+            for (uint32_t r = 0; r < c->count[k]; r++) d->word[t++] = w;
+        }
+    }
+    d->doc[c->docs] = t;
+    d->ntokens = t;
+    return 0;
+}
+
+void lda_docs_free(lda_docs *d)
+{
+    free(d->doc);
+    free(d->word);
+    free(d->z);
+    free(d->vocab);
+    *d = (lda_docs){0};
+}
+
+void lda_docs_init_topics(lda_docs *d, uint32_t topics, uint64_t seed)
+{
+    for (size_t i = 0; i < d->ndocs; i++) {
+        app_rng r;
+        app_rng_seed(&r, seed, lda_stream(0, d->first_doc + i));
+        for (size_t t = d->doc[i]; t < d->doc[i + 1]; t++) d->z[t] = app_rng_below(&r, topics);
+    }
+}
+
+void lda_count(const lda_docs *d, uint32_t topics, int32_t *rows, int64_t *totals)
+{
+    for (size_t t = 0; t < d->ntokens; t++) {
+        rows[(size_t)d->word[t] * topics + d->z[t]]++;
+        totals[d->z[t]]++;
+    }
+}
+
+int lda_eval_due(const lda_train_opts *o, int it)
+{
+    if (it + 1 == o->iterations) return 1;
+    return o->eval_every > 0 && (it + 1) % o->eval_every == 0;
+}
+
+void lda_segment(size_t n, int syncs, int sync, size_t *lo, size_t *hi)
+{
+    *lo = n * (size_t)sync / (size_t)syncs;
+    *hi = n * (size_t)(sync + 1) / (size_t)syncs;
+}

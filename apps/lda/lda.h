@@ -1,0 +1,238 @@
+/* lda: latent Dirichlet allocation by collapsed Gibbs sampling on Loom (the
+ * topic-model workload of Bösen, STRADS and LightLDA; kim-thesis-strads.txt
+ * chapter 3-4, wei-thesis-bosen-orion.txt chapter 2).
+ *
+ * Pieces, one file each:
+ *   docs.c        a worker's documents as token arrays, its local vocabulary,
+ *                 seeded initial topics
+ *   sampler.c     the SparseLDA sampler (Yao, Mimno & McCallum 2009) over a
+ *                 local copy of the word-topic counts
+ *   likelihood.c  the collapsed joint log-likelihood log p(w, z)
+ *   model.c       the model file, top words, the vocabulary file
+ *   seq.c         the sequential reference (the same sweeps in one process)
+ *   flags.c       the command line of `loom train lda`
+ *   train.c       distributed training on every node of a job
+ *   gen.c, cli.c  planted corpora and `loom gen lda`
+ * docs/LDA.md describes the algorithm, the flags and the files. */
+#ifndef LOOM_APPS_LDA_H
+#define LOOM_APPS_LDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <loom/data.h>
+
+#include "common/app.h"
+
+/* Largest --topics: topic ids live in the low 32 bits of the sampler's packed
+ * entries, but memory (vocabulary x topics counts) is the real limit. */
+#define LDA_MAX_TOPICS 100000
+
+typedef struct lda_params {
+    uint32_t topics; /* K */
+    uint64_t vocab;  /* V: word ids are 0..V-1 */
+    double alpha;    /* symmetric document-topic prior */
+    double beta;     /* symmetric topic-word prior */
+} lda_params;
+
+/* ---- documents ---- */
+
+/* A worker's share of the corpus, expanded to one entry per token: the tokens
+ * of document i are [doc[i], doc[i+1]), in the file's order of (word, count)
+ * pairs. Words are indices into vocab, the share's distinct word ids
+ * ascending (the rows of the word-topic table this worker reads). */
+typedef struct lda_docs {
+    size_t ndocs;
+    uint64_t first_doc; /* global index of document 0 (random streams use it) */
+    uint64_t ntokens;
+    size_t *doc;    /* ndocs + 1 offsets */
+    uint32_t *word; /* per token: local word index */
+    uint32_t *z;    /* per token: its topic */
+    size_t nwords;
+    uint64_t *vocab; /* nwords global word ids, ascending */
+} lda_docs;
+
+int lda_docs_build(const loom_corpus *c, lda_docs *d);
+void lda_docs_free(lda_docs *d);
+/* Random initial topics, uniform over K: document i draws from stream
+ * (seed, stream lda_stream(0, first_doc + i)), so how the corpus is split
+ * across workers does not change any document's draws. */
+void lda_docs_init_topics(lda_docs *d, uint32_t topics, uint64_t seed);
+/* The random stream of a document in an iteration (0: initialisation;
+ * iteration t of training: t + 1). */
+uint64_t lda_stream(int iteration, uint64_t doc);
+
+/* ---- the sampler ---- */
+
+/* The SparseLDA sampler over a worker's copy of the counts. `rows` (nwords x
+ * K) and `totals` (K) hold the counts as last synchronised; lda_sampler_load
+ * builds the sampler's own structures from them (per word, its non-zero
+ * topics packed as count << 32 | topic and sorted by count, descending).
+ * Sampling changes only the sampler's structures; lda_sampler_deltas gives
+ * the difference to rows/totals, lda_sampler_store writes it back. */
+typedef struct lda_sampler {
+    lda_params p;
+    size_t nwords;
+    int32_t *rows;   /* nwords * K, as last loaded */
+    int64_t *totals; /* K, as last loaded */
+    int64_t *nk;     /* K, current topic totals */
+    uint64_t *packed;
+    size_t *off;    /* nwords + 1: word i's entries start at off[i] (capacity off[i+1]-off[i]) */
+    uint32_t *len;  /* non-zero topics of each word */
+    uint8_t *dirty; /* word changed since the last load */
+    /* per-document state */
+    int32_t *ndk;      /* K */
+    uint32_t *dtopics; /* the document's non-zero topics */
+    uint32_t *dpos;    /* K: position of a topic in dtopics */
+    uint32_t ndtopics;
+    double *coef; /* K: (alpha + n_dk) / (V beta + n_k) */
+    double *qval; /* K: scratch for the q bucket */
+    double s_sum, r_sum;
+} lda_sampler;
+
+int lda_sampler_init(lda_sampler *s, const lda_params *p, size_t nwords);
+void lda_sampler_free(lda_sampler *s);
+/* Add the counts of d's current topics into rows and totals (zero them first
+ * for a fresh start): the initial counts. */
+void lda_count(const lda_docs *d, uint32_t topics, int32_t *rows, int64_t *totals);
+/* Rebuild the sampler from s->rows and s->totals. Returns 0 or LOOM_ENOMEM. */
+int lda_sampler_load(lda_sampler *s);
+/* Sample new topics for the tokens of documents [lo, hi) of d, in order,
+ * document i with the stream lda_stream(iteration + 1, first_doc + i). */
+void lda_sweep(lda_sampler *s, lda_docs *d, size_t lo, size_t hi, uint64_t seed, int iteration);
+/* The changes since the last load: for every word changed, its global id into
+ * keys (from vocab) and current - loaded counts into vals (K per word);
+ * totals_delta gets the change of the totals. Returns the number of words. */
+size_t lda_sampler_deltas(lda_sampler *s, const uint64_t *vocab, uint64_t *keys, int32_t *vals,
+                          int64_t *totals_delta);
+/* Write the current counts into rows and totals (what a one-worker push and
+ * pull would bring back). */
+void lda_sampler_store(lda_sampler *s);
+/* The current count of topic k for local word w (tests). */
+int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k);
+
+/* ---- log-likelihood ---- */
+
+/* log p(w, z) = docs + words + topics, with
+ *   docs   = sum_d [lgamma(K a) - lgamma(n_d + K a) + sum_k (lgamma(n_dk + a) - lgamma(a))]
+ *   words  = sum_w sum_k [lgamma(n_wk + b) - lgamma(b)]
+ *   topics = sum_k [lgamma(V b) - lgamma(n_k + V b)]
+ * (terms with a zero count vanish and are skipped). The parts add up over
+ * documents and words, so workers compute them on their own share. */
+double lda_ll_docs(const lda_params *p, const lda_docs *d, int32_t *scratch);
+double lda_ll_words(const lda_params *p, const int32_t *rows, size_t nrows);
+double lda_ll_topics(const lda_params *p, const int64_t *totals);
+
+/* ---- model, vocabulary, top words ---- */
+
+/* The trained counts: dense V x K word-topic counts and the K totals. */
+typedef struct lda_model {
+    lda_params p;
+    uint64_t tokens;
+    int32_t *counts; /* V * K */
+    int64_t *totals; /* K */
+} lda_model;
+
+/* Text file, documented in docs/LDA.md:
+ *   line 1: "loom-lda 1 topics=K vocab=V alpha=A beta=B tokens=N"
+ *   then, for every word with a non-zero count, ascending:
+ *   "<word id> <topic>:<count> <topic>:<count> ..." (topics ascending).
+ * lda_model_load checks everything and reports "FILE:LINE: what is wrong". */
+int lda_model_save(const lda_model *m, const char *path, char *err, size_t errlen);
+int lda_model_load(const char *path, lda_model *m, char *err, size_t errlen);
+void lda_model_free(lda_model *m);
+
+/* A vocabulary file: one word per line, line i (0-based) naming word id i. */
+typedef struct lda_vocab {
+    size_t n;
+    char **word;
+    char *text;
+} lda_vocab;
+int lda_vocab_load(const char *path, lda_vocab *v, char *err, size_t errlen);
+void lda_vocab_free(lda_vocab *v);
+
+/* The n most frequent words of topic k into out (fewer if the topic has fewer
+ * non-zero words); ties go to the smaller id. Returns how many. */
+size_t lda_top_words(const lda_model *m, uint32_t k, size_t n, uint64_t *out);
+/* "topic   k  word word ..." for every topic, words from vocab (ids if NULL). */
+int lda_print_top_words(FILE *f, const lda_model *m, const lda_vocab *vocab, size_t n);
+
+/* ---- training ---- */
+
+typedef struct lda_train_opts {
+    uint32_t topics;
+    double alpha, beta;
+    int iterations;
+    int syncs;      /* clocks per iteration */
+    int eval_every; /* iterations between log-likelihoods (0: at the end only) */
+    uint64_t seed;
+} lda_train_opts;
+
+#define LDA_DEFAULT_STALENESS 1
+#define LDA_TRAIN_OPTS_DEFAULT                                                                     \
+    {                                                                                              \
+        50, 0.1, 0.01, 100, 1, 1, 1                                                                \
+    }
+
+/* Is iteration it (0-based) one whose log-likelihood is reported? */
+int lda_eval_due(const lda_train_opts *o, int it);
+/* Documents [lo, hi) of n that clock `sync` of syncs sweeps. */
+void lda_segment(size_t n, int syncs, int sync, size_t *lo, size_t *hi);
+
+/* The sequential reference: the same initialisation, sweeps and cache
+ * rebuilds as a one-worker `loom train lda`, in this process. Calls
+ * report(arg, iteration, log_likelihood, seconds sampling) at every
+ * evaluation and leaves the final counts in out. */
+typedef void (*lda_report_fn)(void *arg, int iteration, double ll, double sample_s);
+int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t vocab,
+                         lda_report_fn report, void *arg, lda_model *out);
+
+/* Everything `loom train lda` takes on its command line. */
+typedef struct lda_cli {
+    app_job job;
+    lda_train_opts train;
+    loom_bow_opts data;
+    const char *vocab_path;
+    int top_words;
+} lda_cli;
+
+/* Parse `loom train lda` flags (argv[0] is the command name). Returns 0, or
+ * 2 with a sentence naming the offending flag in err. */
+int lda_parse_flags(int argc, char **argv, lda_cli *cli, char *err, size_t errlen);
+extern const char lda_train_help[];
+
+/* The distributed trainer, run by every node of a Loom job. Returns the
+ * process exit status. */
+int lda_train_node(const lda_cli *cli);
+
+/* ---- synthetic corpora ---- */
+
+typedef struct lda_gen_opts {
+    uint64_t docs, vocab;
+    uint32_t topics;
+    uint32_t doc_length; /* mean tokens per document */
+    double alpha, beta;
+    uint64_t seed;
+    loom_bow_format format; /* LDAC or UCI */
+} lda_gen_opts;
+
+#define LDA_GEN_OPTS_DEFAULT                                                                       \
+    {                                                                                              \
+        1000, 2000, 10, 100, 0.1, 0.1, 1, LOOM_BOW_LDAC                                            \
+    }
+
+/* Write a corpus drawn from a planted LDA model: planted topic t draws only
+ * from its own block of the vocabulary (words [t V/K, (t+1) V/K)), with
+ * Dirichlet(beta) weights inside the block; documents mix topics with
+ * Dirichlet(alpha) proportions and have between L/2 and 3L/2 tokens.
+ * Deterministic for a seed. */
+int lda_generate(const lda_gen_opts *o, FILE *out, char *err, size_t errlen);
+/* Word id w's name: "tTT_wWWWW", its planted topic and index in the block. */
+void lda_gen_word_name(const lda_gen_opts *o, uint64_t w, char *buf, size_t len);
+
+/* `loom gen lda ARGS` (argv[0] is "lda"); returns the exit status. */
+int lda_gen_main(int argc, char **argv);
+extern const char lda_gen_help[];
+
+#endif

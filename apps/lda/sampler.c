@@ -1,0 +1,295 @@
+/* sampler: collapsed Gibbs sampling of topics with the SparseLDA bucket
+ * decomposition (Yao, Mimno & McCallum, KDD 2009), as in Mallet.
+ *
+ * A token of word w in document d takes topic k with probability
+ *     p(k) ∝ (α + n_dk)(β + n_wk) / (Vβ + n_k)
+ * (counts without the token itself). Summing over K topics for every token
+ * costs O(K). SparseLDA splits the product into three buckets:
+ *     s = Σ_k αβ / (Vβ + n_k)                  every topic, changes slowly
+ *     r = Σ_k n_dk β / (Vβ + n_k)              the document's non-zero topics
+ *     q = Σ_k n_wk (α + n_dk) / (Vβ + n_k)     the word's non-zero topics
+ * s and r are kept up to date incrementally (two topics change per token),
+ * and q uses the coefficient c_k = (α + n_dk) / (Vβ + n_k), kept for every
+ * topic, so a token costs O(K_d + K_w). One uniform draw u in [0, s + r + q)
+ * picks the bucket, then the topic inside it. Most of the mass is in q, so
+ * it is tested first; each word keeps its non-zero topics sorted by count,
+ * descending, so the walk through q usually stops after a few entries.
+ *
+ * A word's topics are packed as count << 32 | topic in one uint64 and kept
+ * sorted descending by that value: a total order, so a list maintained by
+ * local swaps is exactly the list a fresh sort would give, and a rebuild
+ * from the same counts reproduces the same walk order (the one-worker job and
+ * the sequential reference rebuild at the same points and must agree bit for
+ * bit).
+ *
+ * A word's number of non-zero topics never exceeds its total count, which
+ * sampling does not change (a token leaves a topic of its own word and joins
+ * another), so each word's list is allocated once per load with that bound. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom.h>
+
+#include "lda/lda.h"
+
+#define ONE      (1ull << 32)
+#define TOPIC(e) ((uint32_t)(e))
+#define COUNT(e) ((uint32_t)((e) >> 32))
+
+int lda_sampler_init(lda_sampler *s, const lda_params *p, size_t nwords)
+{
+    size_t K = p->topics;
+    *s = (lda_sampler){.p = *p, .nwords = nwords};
+    s->rows = calloc(nwords > 0 && K > 0 ? nwords * K : 1, sizeof *s->rows);
+    s->totals = calloc(K, sizeof *s->totals);
+    s->nk = calloc(K, sizeof *s->nk);
+    s->off = calloc(nwords + 1, sizeof *s->off);
+    s->len = calloc(nwords ? nwords : 1, sizeof *s->len);
+    s->dirty = calloc(nwords ? nwords : 1, 1);
+    s->ndk = calloc(K, sizeof *s->ndk);
+    s->dtopics = calloc(K, sizeof *s->dtopics);
+    s->dpos = calloc(K, sizeof *s->dpos);
+    s->coef = calloc(K, sizeof *s->coef);
+    s->qval = calloc(K, sizeof *s->qval);
+    if (!s->rows || !s->totals || !s->nk || !s->off || !s->len || !s->dirty || !s->ndk ||
+        !s->dtopics || !s->dpos || !s->coef || !s->qval) {
+        lda_sampler_free(s);
+        return LOOM_ENOMEM;
+    }
+    return 0;
+}
+
+void lda_sampler_free(lda_sampler *s)
+{
+    free(s->rows), free(s->totals), free(s->nk), free(s->packed), free(s->off), free(s->len);
+    free(s->dirty), free(s->ndk), free(s->dtopics), free(s->dpos), free(s->coef), free(s->qval);
+    *s = (lda_sampler){0};
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+int lda_sampler_load(lda_sampler *s)
+{
+    size_t K = s->p.topics;
+    size_t total = 0;
+    for (size_t w = 0; w < s->nwords; w++) {
+        const int32_t *row = s->rows + w * K;
+        uint64_t sum = 0;
+        for (size_t k = 0; k < K; k++) sum += (uint64_t)row[k];
+        s->off[w] = total;
+        total += sum < K ? (size_t)sum : K;
+    }
+    s->off[s->nwords] = total;
+    free(s->packed);
+    s->packed = malloc((total ? total : 1) * sizeof *s->packed);
+    if (!s->packed) return LOOM_ENOMEM;
+    for (size_t w = 0; w < s->nwords; w++) {
+        const int32_t *row = s->rows + w * K;
+        uint64_t *e = s->packed + s->off[w];
+        uint32_t n = 0;
+        for (size_t k = 0; k < K; k++)
+            if (row[k] > 0) e[n++] = (uint64_t)row[k] << 32 | k;
+        qsort(e, n, sizeof *e, cmp_desc);
+        s->len[w] = n;
+        s->dirty[w] = 0;
+    }
+    memcpy(s->nk, s->totals, K * sizeof *s->nk);
+    /* The smoothing bucket and the coefficients of a document with no tokens. */
+    double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
+    s->s_sum = 0;
+    for (size_t k = 0; k < K; k++) {
+        double denom = vb + (double)s->nk[k];
+        s->s_sum += ab / denom;
+        s->coef[k] = s->p.alpha / denom;
+    }
+    return 0;
+}
+
+int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k)
+{
+    const uint64_t *e = s->packed + s->off[w];
+    for (uint32_t j = 0; j < s->len[w]; j++)
+        if (TOPIC(e[j]) == k) return (int32_t)COUNT(e[j]);
+    return 0;
+}
+
+/* ---- a word's sorted topic list ---- */
+
+static void word_dec(uint64_t *e, uint32_t *len, uint32_t k)
+{
+    uint32_t j = 0;
+    while (TOPIC(e[j]) != k) j++;
+    uint64_t v = e[j] - ONE;
+    uint32_t n = *len;
+    while (j + 1 < n && e[j + 1] > v) {
+        e[j] = e[j + 1];
+        j++;
+    }
+    e[j] = v;
+    if (COUNT(v) == 0) *len = n - 1; /* a zero count sorts last */
+}
+
+static void word_inc_at(uint64_t *e, uint32_t j)
+{
+    uint64_t v = e[j] + ONE;
+    while (j > 0 && e[j - 1] < v) {
+        e[j] = e[j - 1];
+        j--;
+    }
+    e[j] = v;
+}
+
+static void word_inc(uint64_t *e, uint32_t *len, uint32_t k)
+{
+    uint32_t j = 0, n = *len;
+    while (j < n && TOPIC(e[j]) != k) j++;
+    if (j == n) {
+        e[j] = k; /* count 0, then incremented into place */
+        *len = n + 1;
+    }
+    word_inc_at(e, j);
+}
+
+/* ---- sampling ---- */
+
+/* Move topic k's terms out of s and r, change the counts by `by`, and put
+ * the new terms back (with k's coefficient). */
+static inline void change(lda_sampler *s, uint32_t k, int by, double vb, double ab)
+{
+    double denom = vb + (double)s->nk[k];
+    s->s_sum -= ab / denom;
+    s->r_sum -= s->p.beta * s->ndk[k] / denom;
+    s->ndk[k] += by;
+    s->nk[k] += by;
+    denom = vb + (double)s->nk[k];
+    s->s_sum += ab / denom;
+    s->r_sum += s->p.beta * s->ndk[k] / denom;
+    s->coef[k] = (s->p.alpha + s->ndk[k]) / denom;
+}
+
+static void doc_add_topic(lda_sampler *s, uint32_t k)
+{
+    s->dpos[k] = s->ndtopics;
+    s->dtopics[s->ndtopics++] = k;
+}
+
+static void doc_remove_topic(lda_sampler *s, uint32_t k)
+{
+    uint32_t last = s->dtopics[--s->ndtopics], at = s->dpos[k];
+    s->dtopics[at] = last;
+    s->dpos[last] = at;
+}
+
+static void sweep_doc(lda_sampler *s, lda_docs *d, size_t i, app_rng *rng)
+{
+    const double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
+    const double alpha = s->p.alpha, beta = s->p.beta;
+    const uint32_t K = s->p.topics;
+    size_t t0 = d->doc[i], t1 = d->doc[i + 1];
+    /* The document's counts, r and the coefficients of its topics. */
+    s->ndtopics = 0;
+    for (size_t t = t0; t < t1; t++)
+        if (s->ndk[d->z[t]]++ == 0) doc_add_topic(s, d->z[t]);
+    s->r_sum = 0;
+    for (uint32_t j = 0; j < s->ndtopics; j++) {
+        uint32_t k = s->dtopics[j];
+        double denom = vb + (double)s->nk[k];
+        s->r_sum += beta * s->ndk[k] / denom;
+        s->coef[k] = (alpha + s->ndk[k]) / denom;
+    }
+    for (size_t t = t0; t < t1; t++) {
+        uint32_t w = d->word[t], old = d->z[t];
+        uint64_t *e = s->packed + s->off[w];
+        change(s, old, -1, vb, ab);
+        if (s->ndk[old] == 0) doc_remove_topic(s, old);
+        word_dec(e, &s->len[w], old);
+        uint32_t n = s->len[w];
+        double q_sum = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            double q = s->coef[TOPIC(e[j])] * COUNT(e[j]);
+            s->qval[j] = q;
+            q_sum += q;
+        }
+        double u = app_rng_uniform(rng) * (s->s_sum + s->r_sum + q_sum);
+        uint32_t k;
+        if (u < q_sum) {
+            uint32_t j = 0;
+            while (j + 1 < n && (u -= s->qval[j]) >= 0) j++;
+            k = TOPIC(e[j]);
+            word_inc_at(e, j);
+        } else {
+            u -= q_sum;
+            if (u < s->r_sum && s->ndtopics > 0) {
+                uint32_t j = 0;
+                for (; j + 1 < s->ndtopics; j++) {
+                    uint32_t c = s->dtopics[j];
+                    if ((u -= beta * s->ndk[c] / (vb + (double)s->nk[c])) < 0) break;
+                }
+                k = s->dtopics[j];
+            } else {
+                u -= s->r_sum;
+                k = 0;
+                for (; k + 1 < K; k++)
+                    if ((u -= ab / (vb + (double)s->nk[k])) < 0) break;
+            }
+            word_inc(e, &s->len[w], k);
+        }
+        if (s->ndk[k] == 0) doc_add_topic(s, k);
+        change(s, k, +1, vb, ab);
+        d->z[t] = k;
+        if (k != old) s->dirty[w] = 1;
+    }
+    /* Back to the coefficients of a document without tokens. */
+    for (uint32_t j = 0; j < s->ndtopics; j++) {
+        uint32_t k = s->dtopics[j];
+        s->ndk[k] = 0;
+        s->coef[k] = alpha / (vb + (double)s->nk[k]);
+    }
+    s->ndtopics = 0;
+}
+
+void lda_sweep(lda_sampler *s, lda_docs *d, size_t lo, size_t hi, uint64_t seed, int iteration)
+{
+    for (size_t i = lo; i < hi; i++) {
+        app_rng rng;
+        app_rng_seed(&rng, seed, lda_stream(iteration + 1, d->first_doc + i));
+        sweep_doc(s, d, i, &rng);
+    }
+}
+
+/* ---- synchronisation ---- */
+
+/* Word w's current counts as a dense row. */
+static void expand(const lda_sampler *s, size_t w, int32_t *row)
+{
+    memset(row, 0, s->p.topics * sizeof *row);
+    const uint64_t *e = s->packed + s->off[w];
+    for (uint32_t j = 0; j < s->len[w]; j++) row[TOPIC(e[j])] = (int32_t)COUNT(e[j]);
+}
+
+size_t lda_sampler_deltas(lda_sampler *s, const uint64_t *vocab, uint64_t *keys, int32_t *vals,
+                          int64_t *totals_delta)
+{
+    size_t K = s->p.topics, n = 0;
+    for (size_t w = 0; w < s->nwords; w++) {
+        if (!s->dirty[w]) continue;
+        int32_t *v = vals + n * K;
+        const int32_t *base = s->rows + w * K;
+        expand(s, w, v);
+        for (size_t k = 0; k < K; k++) v[k] -= base[k];
+        keys[n++] = vocab[w];
+    }
+    for (size_t k = 0; k < K; k++) totals_delta[k] = s->nk[k] - s->totals[k];
+    return n;
+}
+
+void lda_sampler_store(lda_sampler *s)
+{
+    for (size_t w = 0; w < s->nwords; w++)
+        if (s->dirty[w]) expand(s, w, s->rows + w * s->p.topics);
+    memcpy(s->totals, s->nk, s->p.topics * sizeof *s->totals);
+}

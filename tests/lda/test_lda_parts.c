@@ -1,0 +1,351 @@
+/* The parts of the LDA application that need no parameter server.
+ *
+ * The SparseLDA sampler is checked against the plain O(K) rule it replaces:
+ * from one fixed state, many draws of the same token's topic must follow
+ * p(k) ∝ (α + n_dk)(β + n_wk)/(Vβ + n_k) (a chi-square test, with priors
+ * large enough that all three buckets carry mass), and after whole sweeps
+ * its counts must equal a recount of the topics. The log-likelihood is
+ * compared with the formula written out over every (word, topic) and
+ * (document, topic) pair, zeros included; the model file by a round trip and
+ * one broken file per error the loader promises; the generator by
+ * determinism and by reading its output back. Corpora are built in memory. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lda/lda.h"
+
+/* A random corpus: docs documents of 1..maxlen (word, count) pairs over V words. */
+static loom_corpus *make_corpus(uint64_t seed, size_t docs, uint32_t V, size_t maxlen)
+{
+    loom_corpus *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    c->doc = malloc((docs + 1) * sizeof *c->doc);
+    c->word = malloc(docs * maxlen * sizeof *c->word);
+    c->count = malloc(docs * maxlen * sizeof *c->count);
+    assert_true(c->doc && c->word && c->count);
+    app_rng r;
+    app_rng_seed(&r, seed, 99);
+    for (size_t i = 0; i < docs; i++) {
+        c->doc[i] = c->nnz;
+        size_t n = 1 + app_rng_below(&r, (uint32_t)maxlen);
+        for (size_t j = 0; j < n; j++) {
+            uint32_t w = app_rng_below(&r, V), k = 1 + app_rng_below(&r, 3);
+            int dup = 0;
+            for (size_t q = c->doc[i]; q < c->nnz; q++) dup |= c->word[q] == w;
+            if (dup) continue;
+            c->word[c->nnz] = w;
+            c->count[c->nnz++] = k;
+            c->tokens += k;
+            if (w + 1 > c->vocab) c->vocab = w + 1;
+        }
+    }
+    c->doc[docs] = c->nnz;
+    c->docs = docs;
+    c->format = LOOM_BOW_LDAC;
+    return c;
+}
+
+static void free_corpus(loom_corpus *c)
+{
+    free(c->doc), free(c->word), free(c->count), free(c);
+}
+
+/* One token's topic, drawn many times from one state, follows the plain rule. */
+static void check_distribution(double alpha, double beta, uint32_t K)
+{
+    loom_corpus *c = make_corpus(7, 30, 20, 8);
+    lda_params p = {K, 20, alpha, beta};
+    lda_docs d;
+    lda_sampler s;
+    assert_int_equal(lda_docs_build(c, &d), 0);
+    assert_int_equal(lda_sampler_init(&s, &p, d.nwords), 0);
+    lda_docs_init_topics(&d, K, 3);
+    lda_count(&d, K, s.rows, s.totals);
+    /* Expected: the first token of document 0, removed from the counts. */
+    uint32_t w = d.word[0], old = d.z[0];
+    double prob[64], sum = 0;
+    int32_t ndk[64] = {0};
+    for (size_t t = d.doc[0]; t < d.doc[1]; t++) ndk[d.z[t]]++;
+    ndk[old]--;
+    for (uint32_t k = 0; k < K; k++) {
+        double nwk = s.rows[w * K + k] - (k == old), nk = (double)s.totals[k] - (k == old);
+        prob[k] = (alpha + ndk[k]) * (beta + nwk) / (20 * beta + nk);
+        sum += prob[k];
+    }
+    uint32_t *saved = malloc(d.ntokens * sizeof *saved);
+    memcpy(saved, d.z, d.ntokens * sizeof *saved);
+    const int draws = 40000;
+    int seen[64] = {0};
+    for (int i = 0; i < draws; i++) {
+        memcpy(d.z, saved, d.ntokens * sizeof *saved);
+        assert_int_equal(lda_sampler_load(&s), 0);
+        lda_sweep(&s, &d, 0, 1, 11, i); /* a new stream per draw */
+        seen[d.z[0]]++;
+    }
+    double chi2 = 0;
+    for (uint32_t k = 0; k < K; k++) {
+        double e = draws * prob[k] / sum;
+        chi2 += (seen[k] - e) * (seen[k] - e) / e;
+    }
+    /* K - 1 degrees of freedom; 40 is far in the tail for K <= 12 (p < 1e-4). */
+    printf("alpha %g beta %g K %u: chi-square %.2f\n", alpha, beta, K, chi2);
+    assert_true(chi2 < 40);
+    free(saved);
+    lda_sampler_free(&s);
+    lda_docs_free(&d);
+    free_corpus(c);
+}
+
+static void test_sampler_distribution(void **state)
+{
+    (void)state;
+    check_distribution(0.5, 0.1, 8);    /* much of the mass in s and r */
+    check_distribution(0.05, 0.01, 12); /* mostly q, as in real corpora */
+    check_distribution(2.0, 1.0, 5);
+}
+
+/* Whole sweeps in segments: counts equal a recount of the topics, and the
+ * deltas are exactly the change since the last load. */
+static void test_sampler_counts(void **state)
+{
+    (void)state;
+    const uint32_t K = 10;
+    loom_corpus *c = make_corpus(5, 200, 300, 12);
+    lda_params p = {K, 300, 0.1, 0.01};
+    lda_docs d;
+    lda_sampler s;
+    assert_int_equal(lda_docs_build(c, &d), 0);
+    assert_int_equal(lda_sampler_init(&s, &p, d.nwords), 0);
+    lda_docs_init_topics(&d, K, 1);
+    lda_count(&d, K, s.rows, s.totals);
+    assert_int_equal(lda_sampler_load(&s), 0);
+    int32_t *rows = calloc(d.nwords * K, sizeof *rows), *vals = malloc(d.nwords * K * sizeof *vals);
+    int64_t totals[10], tdelta[10];
+    uint64_t *keys = malloc(d.nwords * sizeof *keys);
+    for (int it = 0; it < 6; it++) {
+        size_t lo, hi;
+        lda_segment(d.ndocs, 3, it % 3, &lo, &hi);
+        lda_sweep(&s, &d, lo, hi, 9, it);
+        memset(rows, 0, d.nwords * K * sizeof *rows);
+        memset(totals, 0, sizeof totals);
+        lda_count(&d, K, rows, totals);
+        for (size_t w = 0; w < d.nwords; w++)
+            for (uint32_t k = 0; k < K; k++)
+                assert_int_equal(lda_sampler_count(&s, w, k), rows[w * K + k]);
+        size_t n = lda_sampler_deltas(&s, d.vocab, keys, vals, tdelta);
+        assert_true(n > 0);
+        for (size_t i = 0; i < n; i++) {
+            size_t w = 0;
+            while (d.vocab[w] != keys[i]) w++;
+            for (uint32_t k = 0; k < K; k++)
+                assert_int_equal(s.rows[w * K + k] + vals[i * K + k], rows[w * K + k]);
+        }
+        for (uint32_t k = 0; k < K; k++) assert_int_equal(s.totals[k] + tdelta[k], totals[k]);
+        lda_sampler_store(&s);
+        assert_memory_equal(s.rows, rows, d.nwords * K * sizeof *rows);
+        assert_memory_equal(s.totals, totals, sizeof totals);
+        assert_int_equal(lda_sampler_load(&s), 0);
+    }
+    free(rows), free(vals), free(keys);
+    lda_sampler_free(&s);
+    lda_docs_free(&d);
+    free_corpus(c);
+}
+
+/* The regrouped log-likelihood equals the textbook formula. */
+static void test_log_likelihood(void **state)
+{
+    (void)state;
+    const uint32_t K = 4, V = 9;
+    loom_corpus *c = make_corpus(3, 6, V, 5);
+    lda_params p = {K, V, 0.3, 0.05};
+    lda_docs d;
+    assert_int_equal(lda_docs_build(c, &d), 0);
+    lda_docs_init_topics(&d, K, 2);
+    int32_t local[9 * 4] = {0}, nwk[9 * 4] = {0}, scratch[4];
+    int64_t nk[4] = {0};
+    lda_count(&d, K, local, nk);
+    for (size_t w = 0; w < d.nwords; w++)
+        memcpy(nwk + d.vocab[w] * K, local + w * K, sizeof(int32_t) * K);
+    double direct = K * (lgamma(V * p.beta) - V * lgamma(p.beta));
+    for (uint32_t k = 0; k < K; k++) {
+        for (uint32_t w = 0; w < V; w++) direct += lgamma(nwk[w * K + k] + p.beta);
+        direct -= lgamma((double)nk[k] + V * p.beta);
+    }
+    for (size_t i = 0; i < d.ndocs; i++) {
+        int n[4] = {0};
+        for (size_t t = d.doc[i]; t < d.doc[i + 1]; t++) n[d.z[t]]++;
+        direct += lgamma(K * p.alpha) - K * lgamma(p.alpha);
+        for (uint32_t k = 0; k < K; k++) direct += lgamma(n[k] + p.alpha);
+        direct -= lgamma((double)(d.doc[i + 1] - d.doc[i]) + K * p.alpha);
+    }
+    double ours = lda_ll_docs(&p, &d, scratch) + lda_ll_words(&p, nwk, V) + lda_ll_topics(&p, nk);
+    printf("log-likelihood %.12f, direct %.12f\n", ours, direct);
+    assert_true(fabs(ours - direct) <= 1e-9 * fabs(direct));
+    lda_docs_free(&d);
+    free_corpus(c);
+}
+
+static char dir[] = "/tmp/loom-lda-test.XXXXXX";
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_model_file(void **state)
+{
+    (void)state;
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/model", dir);
+    lda_model m = {.p = {3, 5, 0.1 / 3, 0.01}, .tokens = 0};
+    int32_t counts[15] = {0, 0, 4, 1, 0, 0, 0, 0, 0, 7, 7, 1, 0, 0, 0};
+    int64_t totals[3] = {8, 7, 5};
+    m.counts = counts, m.totals = totals, m.tokens = 20;
+    assert_int_equal(lda_model_save(&m, path, err, sizeof err), 0);
+    lda_model got;
+    if (lda_model_load(path, &got, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(got.p.topics, 3);
+    assert_true(got.p.vocab == 5 && got.tokens == 20);
+    assert_true(got.p.alpha == m.p.alpha && got.p.beta == m.p.beta); /* %.17g: exact */
+    assert_memory_equal(got.counts, counts, sizeof counts);
+    assert_memory_equal(got.totals, totals, sizeof totals);
+    uint64_t top[3];
+    assert_int_equal(lda_top_words(&got, 0, 3, top), 2);
+    assert_true(top[0] == 3 && top[1] == 1); /* 7 before 1 */
+    assert_int_equal(lda_top_words(&got, 2, 1, top), 1);
+    assert_true(top[0] == 0);
+    lda_model_free(&got);
+
+    static const struct {
+        const char *text, *want;
+    } broken[] = {
+        {"lda 1 topics=3\n", ":1: not a loom-lda model"},
+        {"loom-lda 1 topics=0 vocab=5 alpha=0.1 beta=0.1 tokens=0\n", ":1: topics, vocab"},
+        {"loom-lda 1 topics=3 vocab=5 alpha=0.1 beta=0.1 tokens=2\n7 0:2\n",
+         ":2: expected a word id"},
+        {"loom-lda 1 topics=3 vocab=5 alpha=0.1 beta=0.1 tokens=2\n1 3:2\n",
+         ":2: expected topic:count"},
+        {"loom-lda 1 topics=3 vocab=5 alpha=0.1 beta=0.1 tokens=2\n1 0:-2\n",
+         ":2: expected topic:count"},
+        {"loom-lda 1 topics=3 vocab=5 alpha=0.1 beta=0.1 tokens=2\n1 0:1 0:1\n",
+         ":2: expected topic:count"},
+        {"loom-lda 1 topics=3 vocab=5 alpha=0.1 beta=0.1 tokens=2\n2 0:1\n1 0:1\n",
+         ":3: expected a word id"},
+        {"loom-lda 1 topics=3 vocab=5 alpha=0.1 beta=0.1 tokens=3\n1 0:2\n", "add up to 2"},
+        {"loom-lda 1 topics=3 vocab=5 alpha=0.1 beta=0.1 tokens=0\n1\n", ":2: a word line without"},
+    };
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        write_file(path, broken[i].text);
+        err[0] = '\0';
+        assert_int_not_equal(lda_model_load(path, &got, err, sizeof err), 0);
+        if (!strstr(err, broken[i].want))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err, broken[i].want);
+    }
+    snprintf(path, sizeof path, "%s/missing", dir);
+    assert_int_not_equal(lda_model_load(path, &got, err, sizeof err), 0);
+    assert_non_null(strstr(err, "cannot read"));
+}
+
+static void test_vocab_file(void **state)
+{
+    (void)state;
+    char path[256], err[256];
+    snprintf(path, sizeof path, "%s/vocab", dir);
+    write_file(path, "apple\r\nbanana\n\ncherry");
+    lda_vocab v;
+    assert_int_equal(lda_vocab_load(path, &v, err, sizeof err), 0);
+    assert_int_equal(v.n, 4);
+    assert_string_equal(v.word[0], "apple");
+    assert_string_equal(v.word[2], "");
+    assert_string_equal(v.word[3], "cherry");
+    lda_vocab_free(&v);
+}
+
+/* Generated corpora: deterministic, well formed, words from one block per topic. */
+static void test_generator(void **state)
+{
+    (void)state;
+    lda_gen_opts o = LDA_GEN_OPTS_DEFAULT;
+    o.docs = 50, o.vocab = 100, o.topics = 4, o.doc_length = 30;
+    char *a = NULL, *b = NULL, err[128];
+    size_t alen, blen;
+    FILE *f = open_memstream(&a, &alen);
+    assert_int_equal(lda_generate(&o, f, err, sizeof err), 0);
+    fclose(f);
+    f = open_memstream(&b, &blen);
+    assert_int_equal(lda_generate(&o, f, err, sizeof err), 0);
+    fclose(f);
+    assert_true(alen == blen && !memcmp(a, b, alen));
+    /* Every line "N id:count ..." with N pairs, ids ascending and below V. */
+    size_t lines = 0, tokens = 0;
+    for (char *line = strtok(a, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        char *p;
+        long n = strtol(line, &p, 10), last = -1;
+        assert_true(n >= 1);
+        for (long j = 0; j < n; j++) {
+            long w = strtol(p, &p, 10);
+            assert_true(*p == ':' && w > last && w < 100);
+            last = w;
+            tokens += (size_t)strtol(p + 1, &p, 10);
+        }
+        assert_true(*p == '\0');
+    }
+    assert_int_equal(lines, 50);
+    assert_true(tokens >= 50 * 15 && tokens <= 50 * 45);
+    free(a), free(b);
+    o.format = LOOM_BOW_UCI;
+    f = open_memstream(&a, &alen);
+    assert_int_equal(lda_generate(&o, f, err, sizeof err), 0);
+    fclose(f);
+    unsigned long D, V, nnz;
+    assert_int_equal(sscanf(a, "%lu\n%lu\n%lu\n", &D, &V, &nnz), 3);
+    assert_true(D == 50 && V == 100);
+    size_t nl = 0;
+    for (char *p = a; *p; p++) nl += *p == '\n';
+    assert_int_equal(nl, 3 + nnz);
+    free(a);
+    char name[32];
+    lda_gen_word_name(&o, 0, name, sizeof name);
+    assert_string_equal(name, "t00_w0000");
+    lda_gen_word_name(&o, 26, name, sizeof name);
+    assert_string_equal(name, "t01_w0001");
+    lda_gen_word_name(&o, 99, name, sizeof name);
+    assert_string_equal(name, "t03_w0024");
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) ? -1 : 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sampler_distribution), cmocka_unit_test(test_sampler_counts),
+        cmocka_unit_test(test_log_likelihood),       cmocka_unit_test(test_model_file),
+        cmocka_unit_test(test_vocab_file),           cmocka_unit_test(test_generator),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
