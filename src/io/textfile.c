@@ -37,10 +37,10 @@ int textfile_fail(textfile_fault *why, const char *at, const char *fmt, ...)
 int textfile_report(const textfile *f, size_t line, int rc, const textfile_fault *why, char *err,
                     size_t errlen)
 {
-    if (rc == LOOM_EINVAL)
-        textfile_set_err(err, errlen, "%s:%zu: %s", f->path, line, why->msg);
-    else
+    if (rc == LOOM_ENOMEM)
         textfile_set_err(err, errlen, "%s:%zu: out of memory", f->path, line);
+    else
+        textfile_set_err(err, errlen, "%s:%zu: %s", f->path, line, why->msg);
     return rc;
 }
 

@@ -112,8 +112,8 @@ typedef struct textfile_fault {
 /* Records why the current line is malformed; returns LOOM_EINVAL. */
 int textfile_fail(textfile_fault *why, const char *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Puts the error rc met at line `line` into err: "PATH:LINE: why->msg" for
- * LOOM_EINVAL, "PATH:LINE: out of memory" otherwise. Returns rc. */
+/* Puts the error rc met at line `line` into err: "PATH:LINE: out of memory"
+ * for LOOM_ENOMEM, else "PATH:LINE: why->msg". Returns rc. */
 int textfile_report(const textfile *f, size_t line, int rc, const textfile_fault *why, char *err,
                     size_t errlen);
 /* printf into err (if err and errlen). */
