@@ -17,15 +17,16 @@
  * Ids. The dense indices must be the same in every share without the
  * workers talking, and they are the ranks of the ids over the whole file: so
  * every share parses every line. It keeps the ratings of its own lines (the
- * lines that start in its byte range, textfile.h), and numbers every id in a
- * hash map (core/u64map) in order of first appearance; at the end the
- * distinct ids are sorted and those numbers replaced by ranks. Only lines
+ * lines that start in its byte range, textfile.h), and numbers every id in
+ * order of first appearance (idset: a table indexed by the id for the usual
+ * small ones, a hash map for the rest); at the end the distinct ids are
+ * sorted and those numbers replaced by ranks. Only lines
  * that parse completely give ids, so a malformed line changes the mapping in
  * no share: its own share reports it (or skips it, with skip_bad), the others
  * pass over it in silence. Parsing the whole file costs each share a full
  * read, but ratings files are small next to what they train (MovieLens 25M
  * is 680 MB, read here at several hundred MB/s); consecutive repeats of an
- * id (files sorted by user) skip the hash map. */
+ * id (files sorted by user) skip the lookup. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -41,16 +42,27 @@
 
 /* Dense indices are uint32 and u64map cannot hold slot UINT32_MAX. */
 #define MAX_IDS ((size_t)UINT32_MAX - 1)
+/* The direct table (see idset) covers ids below file size / 4, and at least
+ * 2^16 and at most 2^24 of them: at most as many bytes as the file. */
+#define DIRECT_MIN ((size_t)1 << 16)
+#define DIRECT_MAX ((size_t)1 << 24)
 
-/* The ids of one column (users or items): first-seen numbers, then ranks. */
+/* The ids of one column (users or items), numbered in order of first
+ * appearance. Ids are usually small and dense (MovieLens: 1..200000), and
+ * then a table indexed by the id is much faster than a hash map, whose
+ * probes miss the cache when ids come in random order (items): ids in
+ * [0, direct_max) go to the table, the others (negative, huge) to u64map. */
 typedef struct idset {
-    u64map map;     /* id (as uint64) -> first-seen number */
-    int64_t *ids;   /* the ids, by first-seen number */
-    size_t cap;     /* capacity of ids */
-    int64_t last;   /* the last id looked up ... */
-    uint32_t slot;  /* ... and its number */
-    int have_last;  /* whether last is set */
-    const char *of; /* "user" or "item", for messages */
+    uint32_t *direct;  /* direct[id]: its number + 1, or 0 if not seen */
+    size_t ndirect;    /* entries of direct */
+    size_t direct_max; /* how far direct may grow */
+    u64map map;        /* the other ids: id (as uint64) -> number */
+    int64_t *ids;      /* the ids, by number */
+    size_t n, cap;     /* ids numbered; capacity of ids */
+    int64_t last;      /* the last id looked up ... */
+    uint32_t slot;     /* ... and its number */
+    int have_last;     /* whether last is set */
+    const char *of;    /* "user" or "item", for messages */
 } idset;
 
 /* The parse of one share. */
@@ -185,23 +197,49 @@ static int parse_line(reader *rd, const char *p, const char *end, const char **n
     return 0;
 }
 
-/* The dense number of id in s (its first-seen number until ranked). Returns
- * 0, LOOM_ENOMEM, or LOOM_ELIMIT with rd->why set. */
+/* Makes s->direct cover id (< s->direct_max), growing it by doubling. */
+static int grow_direct(idset *s, uint64_t id)
+{
+    size_t n = s->ndirect ? s->ndirect : 4096;
+    while (n <= id) n *= 2;
+    if (n > s->direct_max) n = s->direct_max;
+    uint32_t *d = realloc(s->direct, n * sizeof *d);
+    if (!d) return LOOM_ENOMEM;
+    memset(d + s->ndirect, 0, (n - s->ndirect) * sizeof *d);
+    s->direct = d;
+    s->ndirect = n;
+    return 0;
+}
+
+/* The number of id in s, given it now if it has none. Returns 0,
+ * LOOM_ENOMEM, or LOOM_ELIMIT with rd->why set. */
 static int number(reader *rd, idset *s, int64_t id, const char *at, uint32_t *slot)
 {
-    if (s->have_last && s->last == id) {
+    if (s->have_last && s->last == id) { /* files sorted by user */
         *slot = s->slot;
         return 0;
     }
-    size_t n = u64map_size(&s->map);
-    if (n == MAX_IDS) {
-        textfile_fail(&rd->why, at, "more than %zu distinct %s ids", MAX_IDS, s->of);
-        return LOOM_ELIMIT;
+    const size_t n = s->n;
+    const int direct = id >= 0 && (uint64_t)id < s->direct_max;
+    uint32_t k = 0;
+    int fresh = 1;
+    if (direct) {
+        if ((uint64_t)id >= s->ndirect && grow_direct(s, (uint64_t)id)) return LOOM_ENOMEM;
+        if (s->direct[id]) {
+            k = s->direct[id] - 1;
+            fresh = 0;
+        }
+    } else if (n < MAX_IDS) { /* numbered n if new */
+        k = u64map_put(&s->map, (uint64_t)id, (uint32_t)n, &fresh);
+        if (k == UINT32_MAX) return LOOM_ENOMEM;
+    } else {
+        fresh = !u64map_get(&s->map, (uint64_t)id, &k);
     }
-    int inserted;
-    uint32_t k = u64map_put(&s->map, (uint64_t)id, (uint32_t)n, &inserted);
-    if (k == UINT32_MAX) return LOOM_ENOMEM;
-    if (inserted) {
+    if (fresh) {
+        if (n == MAX_IDS) {
+            textfile_fail(&rd->why, at, "more than %zu distinct %s ids", MAX_IDS, s->of);
+            return LOOM_ELIMIT;
+        }
         if (n == s->cap) {
             size_t cap = s->cap ? 2 * s->cap : 1024;
             int64_t *ids = realloc(s->ids, cap * sizeof *ids);
@@ -210,6 +248,9 @@ static int number(reader *rd, idset *s, int64_t id, const char *at, uint32_t *sl
             s->cap = cap;
         }
         s->ids[n] = id;
+        s->n = n + 1;
+        k = (uint32_t)n;
+        if (direct) s->direct[id] = k + 1;
     }
     s->last = id;
     s->slot = *slot = k;
@@ -258,8 +299,8 @@ static int parse_lines(void *ctx, const char *p, const char *stop, const char *e
     reader *rd = ctx;
     while (p < stop) {
         const char *line = p;
-        int64_t user, item;
-        float rating;
+        int64_t user = 0, item = 0;
+        float rating = 0;
         int got, rc = parse_line(rd, p, end, &p, &got, &user, &item, &rating);
         if (!rc && got) rc = add(rd, line, user, item, rating);
         if (rc == LOOM_EINVAL && (!rd->own || rd->o.skip_bad)) {
@@ -306,30 +347,54 @@ static size_t data_start(reader *rd)
     return body;
 }
 
+typedef struct numbered {
+    int64_t id;
+    uint32_t number;
+} numbered;
+
 static int by_id(const void *a, const void *b)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    int64_t x = ((const numbered *)a)->id, y = ((const numbered *)b)->id;
     return (x > y) - (x < y);
 }
 
-/* Sorts s's ids into *sorted and replaces the first-seen numbers in
- * v[0, n) by ranks. */
-static int rank(idset *s, int64_t **sorted, size_t *count, uint32_t *v, size_t n)
+/* Puts s's ids in ascending order into *sorted (*count of them) and replaces
+ * the numbers in v[0, n) by ranks. The direct table is in order already;
+ * only the hash map's ids are sorted, and they are the negative ones, before
+ * the table's, and the large ones, after. */
+static int rank(const idset *s, int64_t **sorted, size_t *count, uint32_t *v, size_t n)
 {
-    size_t k = u64map_size(&s->map);
+    const size_t k = s->n, h = u64map_size(&s->map);
     *count = k;
-    if (!(*sorted = malloc((k ? k : 1) * sizeof **sorted))) return LOOM_ENOMEM;
-    if (k) memcpy(*sorted, s->ids, k * sizeof **sorted);
-    qsort(*sorted, k, sizeof **sorted, by_id);
-    /* rank of first-seen number j: reuse the map, whose slots are those numbers */
+    numbered *p = malloc((h ? h : 1) * sizeof *p);
     uint32_t *rank_of = malloc((k ? k : 1) * sizeof *rank_of);
-    if (!rank_of) return LOOM_ENOMEM;
-    for (size_t i = 0; i < k; i++) {
-        uint32_t j = 0;
-        u64map_get(&s->map, (uint64_t)(*sorted)[i], &j);
-        rank_of[j] = (uint32_t)i;
+    int64_t *out = *sorted = malloc((k ? k : 1) * sizeof *out);
+    if (!out || !p || !rank_of) {
+        free(p);
+        free(rank_of);
+        return LOOM_ENOMEM;
+    }
+    size_t m = 0, r = 0, neg = 0;
+    for (size_t j = 0; j < k; j++)
+        if (s->ids[j] < 0 || (uint64_t)s->ids[j] >= s->direct_max)
+            p[m++] = (numbered){s->ids[j], (uint32_t)j};
+    qsort(p, m, sizeof *p, by_id);
+    while (neg < m && p[neg].id < 0) neg++;
+    for (size_t i = 0; i < neg; i++) {
+        rank_of[p[i].number] = (uint32_t)r;
+        out[r++] = p[i].id;
+    }
+    for (size_t id = 0; id < s->ndirect; id++) {
+        if (!s->direct[id]) continue;
+        rank_of[s->direct[id] - 1] = (uint32_t)r;
+        out[r++] = (int64_t)id;
+    }
+    for (size_t i = neg; i < m; i++) {
+        rank_of[p[i].number] = (uint32_t)r;
+        out[r++] = p[i].id;
     }
     for (size_t i = 0; i < n; i++) v[i] = rank_of[v[i]];
+    free(p);
     free(rank_of);
     return 0;
 }
@@ -345,7 +410,10 @@ static int new_ratings(reader *rd, size_t bytes)
     r->rating = malloc(rd->cap * sizeof *r->rating);
     r->line = malloc(rd->cap * sizeof *r->line);
     if (!r->user || !r->item || !r->rating || !r->line) return LOOM_ENOMEM;
-    if (u64map_init(&rd->users.map, 1024) || u64map_init(&rd->items.map, 1024)) return LOOM_ENOMEM;
+    if (u64map_init(&rd->users.map, 64) || u64map_init(&rd->items.map, 64)) return LOOM_ENOMEM;
+    size_t direct = rd->f->size / 4;
+    direct = direct < DIRECT_MIN ? DIRECT_MIN : direct > DIRECT_MAX ? DIRECT_MAX : direct;
+    rd->users.direct_max = rd->items.direct_max = direct;
     return 0;
 }
 
@@ -427,6 +495,8 @@ int loom_ratings_read(const char *path, int shard, int nshards, const loom_ratin
     textfile_close(&f);
     u64map_free(&rd.users.map);
     u64map_free(&rd.items.map);
+    free(rd.users.direct);
+    free(rd.items.direct);
     free(rd.users.ids);
     free(rd.items.ids);
     if (rc) {

@@ -164,6 +164,25 @@ static void test_id_order(void **state)
     assert_int_equal(loom_ratings_user_index(NULL, 7), -1);
     loom_ratings_free(r);
     free(path);
+
+    /* Around the reader's own limits: 4096 and 65536 (its table of small
+     * ids grows from 4096 entries up to 65536 for a small file). */
+    const int64_t ids[] = {65536, 4095, 65535, 4096, -1, 0, 70000, 1, 4097, 131072};
+    char text[512];
+    size_t len = 0;
+    for (size_t k = 0; k < 10; k++)
+        len +=
+            (size_t)sprintf(text + len, "%lld %lld 1\n", (long long)ids[k], (long long)ids[9 - k]);
+    path = write_str(text);
+    r = read_ok(path, 0, 1, NULL);
+    const int64_t sorted[] = {-1, 0, 1, 4095, 4096, 4097, 65535, 65536, 70000, 131072};
+    assert_int_equal(r->users, 10);
+    assert_int_equal(r->items, 10);
+    assert_memory_equal(r->user_id, sorted, sizeof sorted);
+    assert_memory_equal(r->item_id, sorted, sizeof sorted);
+    for (size_t k = 0; k < 10; k++) check_rating(r, k, ids[k], ids[9 - k], 1, k + 1);
+    loom_ratings_free(r);
+    free(path);
 }
 
 static void test_errors(void **state)
