@@ -224,7 +224,7 @@ static int uci_field(reader *rd, const char **p, const char *what, int fields, u
 static int parse_uci_line(reader *rd, const char *p, const char *end, const char **next)
 {
     loom_corpus *c = rd->c;
-    uint64_t doc, word, count;
+    uint64_t doc = 0, word = 0, count = 0;
     int rc;
 
     while (textfile_blank(*p)) p++;
