@@ -22,6 +22,7 @@
 #include <loom/loom.h>
 
 #include "commands.h"
+#include "lda/lda.h"
 #include "lr/lr.h"
 
 /* One row per model: its help, its flag parser and its node program. A
@@ -44,8 +45,19 @@ static int lr_node(const void *cli)
     return lr_train_node(cli);
 }
 
+static int lda_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
+{
+    return lda_parse_flags(argc, argv, cli, err, errlen);
+}
+static int lda_node(const void *cli)
+{
+    return lda_train_node(cli);
+}
+
 static const trainer trainers[] = {
     {"lr", "sparse logistic regression", lr_train_help, sizeof(lr_cli), lr_parse, lr_node},
+    {"lda", "topic model (collapsed Gibbs, SparseLDA)", lda_train_help, sizeof(lda_cli), lda_parse,
+     lda_node},
 };
 #define NUM_TRAINERS (sizeof trainers / sizeof trainers[0])
 

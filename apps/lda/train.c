@@ -1,0 +1,372 @@
+/* train: distributed LDA on Loom, run on every node of a job.
+ *
+ * Data: worker r of W reads share r of the corpus (whole documents, byte
+ * ranges of one file); the document-topic counts of its documents never leave
+ * it. The word-topic counts are a dense i32 table "lda.word_topic" (a row of
+ * K counts per word, V rows) and the topic totals a one-row i64 table
+ * "lda.topics", both summed on the servers and both under --consistency.
+ * V is agreed at start: every worker pushes its share's vocabulary size (and
+ * the --vocab file's line count) into a max table.
+ *
+ * Each worker keeps a copy of the rows of its own words and of the totals,
+ * which its SparseLDA sampler updates as it samples, exactly like sequential
+ * Gibbs. An iteration is --syncs clocks; per clock the worker sweeps the next
+ * 1/syncs of its documents, pushes the change of every row it touched and of
+ * the totals, calls loom_clock(), pulls its rows and the totals again (as
+ * fresh as the consistency model lets them be: under SSP(s) at most s clocks
+ * of other workers' changes are missing, its own are always there) and
+ * rebuilds the sampler from them. So the other workers' moves reach a worker
+ * only at clock boundaries: the staleness is the price of sampling in
+ * parallel (AD-LDA, Newman et al. 2009; Bösen's LDA).
+ *
+ * Every --eval-every iterations the workers meet at a barrier and add their
+ * part of the log-likelihood into a statistics table: the document part of
+ * their documents and the word part of the words w ≡ rank (mod W), pulled
+ * fresh. Worker 0 adds the topic part, pulls the whole table and checks it
+ * (counts add up to the number of tokens, every total is its column's sum, no
+ * count is negative; a failure stops the job with status 1), and reports. At
+ * the end it prints the top words of each topic and saves the model. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom.h>
+
+#include "lda/lda.h"
+
+#define STAT_FIELDS 6
+enum { ST_LL_DOCS, ST_LL_WORDS, ST_TOKENS, ST_BYTES_SENT, ST_BYTES_RECEIVED };
+
+static int fail(const char *what, int rc)
+{
+    fprintf(stderr, "loom train lda: %s: %s\n", what, loom_strerror(rc));
+    return 1;
+}
+
+#define TRY(what, expr)                                                                            \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_) return fail(what, rc_);                                                           \
+    } while (0)
+
+/* value = max(value, delta): agrees on the vocabulary size. */
+static void max_updater(const loom_update *u, void *user)
+{
+    (void)user;
+    int64_t *v = u->value;
+    const int64_t *d = u->delta;
+    for (uint32_t j = 0; j < u->width; j++)
+        if (d[j] > v[j]) v[j] = d[j];
+}
+
+typedef struct worker {
+    loom_node *n;
+    const lda_cli *c;
+    int rank, nworkers;
+    lda_params p;
+    lda_docs d;
+    lda_sampler s;
+    loom_table *wt, *tt;
+    app_stats stats;
+    uint64_t *keys;  /* changed words of a clock; also this worker's evaluation rows */
+    int32_t *vals;   /* their deltas; also the evaluation rows */
+    int64_t *tdelta; /* K */
+    int32_t *scratch;
+    /* worker 0 */
+    lda_model m; /* the whole table, as of the last evaluation */
+    lda_vocab vocab;
+    FILE *metrics;
+    double start, train_s;
+    int iters_since_eval;
+} worker;
+
+static int agree_vocab(worker *w, uint64_t mine, uint64_t *vocab)
+{
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_I64;
+    o.storage = LOOM_DENSE;
+    o.key_end = 1;
+    o.consistency = LOOM_ASP;
+    o.updater = "lda.max";
+    o.cache = 0;
+    loom_table *t;
+    TRY("open the size table", loom_table_open(w->n, "lda.sizes", &o, &t));
+    uint64_t key = 0;
+    int64_t v = (int64_t)mine, all;
+    loom_ts ts;
+    TRY("push sizes", loom_push_async(t, &key, 1, &v, &ts));
+    TRY("push sizes", loom_wait(w->n, ts));
+    TRY("barrier", loom_barrier(w->n));
+    TRY("pull sizes", loom_pull(t, &key, 1, &all));
+    *vocab = (uint64_t)all;
+    return 0;
+}
+
+static int open_tables(worker *w)
+{
+    const app_job *j = &w->c->job;
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_I32;
+    o.width = w->p.topics;
+    o.storage = LOOM_DENSE;
+    o.key_end = w->p.vocab;
+    o.consistency = (loom_consistency)j->consistency;
+    o.staleness = j->staleness;
+    TRY("open the word-topic table", loom_table_open(w->n, "lda.word_topic", &o, &w->wt));
+    o.type = LOOM_I64;
+    o.key_end = 1;
+    TRY("open the topic table", loom_table_open(w->n, "lda.topics", &o, &w->tt));
+    TRY("open the statistics table",
+        app_stats_open(w->n, "lda.stats", STAT_FIELDS, w->c->train.iterations, &w->stats));
+    return 0;
+}
+
+/* After a clock: this worker's rows and the totals, then the sampler. */
+static int refresh(worker *w)
+{
+    static const uint64_t zero = 0;
+    TRY("pull word-topic rows", loom_pull(w->wt, w->d.vocab, w->d.nwords, w->s.rows));
+    TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->s.totals));
+    TRY("rebuild the sampler", lda_sampler_load(&w->s));
+    return 0;
+}
+
+/* Initial topics: push the counts they make, and read everyone's back. */
+static int initialise(worker *w)
+{
+    static const uint64_t zero = 0;
+    lda_docs_init_topics(&w->d, w->p.topics, w->c->train.seed);
+    lda_count(&w->d, w->p.topics, w->s.rows, w->s.totals);
+    TRY("push initial counts", loom_push(w->wt, w->d.vocab, w->d.nwords, w->s.rows));
+    TRY("push initial totals", loom_push(w->tt, &zero, 1, w->s.totals));
+    TRY("clock", loom_clock(w->n));
+    /* Every worker starts from every worker's initial counts, whatever the staleness. */
+    TRY("barrier", loom_barrier(w->n));
+    return refresh(w);
+}
+
+/* One clock: sweep documents [lo, hi), push the changes, clock, refresh. */
+static int sync_clock(worker *w, size_t lo, size_t hi, int it)
+{
+    static const uint64_t zero = 0;
+    lda_sweep(&w->s, &w->d, lo, hi, w->c->train.seed, it);
+    size_t n = lda_sampler_deltas(&w->s, w->d.vocab, w->keys, w->vals, w->tdelta);
+    if (n) TRY("push word-topic deltas", loom_push(w->wt, w->keys, n, w->vals));
+    TRY("push topic deltas", loom_push(w->tt, &zero, 1, w->tdelta));
+    TRY("clock", loom_clock(w->n));
+    return refresh(w);
+}
+
+/* Worker 0: the whole table is consistent with the number of tokens. */
+static int check_counts(const worker *w, uint64_t tokens, char *why, size_t len)
+{
+    const size_t K = w->p.topics;
+    const lda_model *m = &w->m;
+    int64_t *col = calloc(K, sizeof *col);
+    if (!col) return snprintf(why, len, "out of memory"), 0;
+    uint64_t sum = 0;
+    int ok = 1;
+    for (uint64_t v = 0; v < w->p.vocab && ok; v++)
+        for (size_t k = 0; k < K; k++) {
+            int32_t c = m->counts[v * K + k];
+            if (c < 0) {
+                snprintf(why, len, "word %" PRIu64 " topic %zu has count %" PRId32, v, k, c);
+                ok = 0;
+                break;
+            }
+            col[k] += c;
+            sum += (uint64_t)c;
+        }
+    if (ok && sum != tokens)
+        snprintf(why, len, "word-topic counts add up to %" PRIu64 ", not %" PRIu64 " tokens", sum,
+                 tokens),
+            ok = 0;
+    for (size_t k = 0; k < K && ok; k++)
+        if (col[k] != m->totals[k])
+            snprintf(why, len, "topic %zu: total %" PRId64 ", column sum %" PRId64, k, m->totals[k],
+                     col[k]),
+                ok = 0;
+    free(col);
+    return ok;
+}
+
+static int evaluate(worker *w, int it)
+{
+    static const uint64_t zero = 0;
+    const size_t K = w->p.topics;
+    TRY("barrier", loom_barrier(w->n));
+    /* This worker's rows of the word part: w ≡ rank (mod W). */
+    size_t nrows = 0;
+    if (w->rank == 0) {
+        /* Both now: once past the next barrier the others sample on. */
+        TRY("pull the word-topic table", loom_pull_range(w->wt, 0, w->p.vocab, w->m.counts));
+        TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->m.totals));
+        for (uint64_t v = 0; v < w->p.vocab; v += (uint64_t)w->nworkers, nrows++)
+            memcpy(w->vals + nrows * K, w->m.counts + v * K, K * sizeof *w->vals);
+    } else {
+        for (uint64_t v = (uint64_t)w->rank; v < w->p.vocab; v += (uint64_t)w->nworkers)
+            w->keys[nrows++] = v;
+        if (nrows) TRY("pull word-topic rows", loom_pull(w->wt, w->keys, nrows, w->vals));
+    }
+    loom_stats ns;
+    loom_node_stats(w->n, &ns);
+    double v[STAT_FIELDS] = {0};
+    v[ST_LL_DOCS] = lda_ll_docs(&w->p, &w->d, w->scratch);
+    v[ST_LL_WORDS] = lda_ll_words(&w->p, w->vals, nrows);
+    v[ST_TOKENS] = (double)w->d.ntokens;
+    v[ST_BYTES_SENT] = (double)ns.bytes_sent;
+    v[ST_BYTES_RECEIVED] = (double)ns.bytes_received;
+    TRY("push statistics", app_stats_add(&w->stats, it, v));
+    TRY("barrier", loom_barrier(w->n));
+    if (w->rank != 0) return 0;
+
+    double st[STAT_FIELDS];
+    TRY("pull statistics", app_stats_read(&w->stats, it, st));
+    double ll = st[ST_LL_DOCS] + st[ST_LL_WORDS] + lda_ll_topics(&w->p, w->m.totals);
+    uint64_t tokens = (uint64_t)st[ST_TOKENS];
+    w->m.tokens = tokens;
+    char why[256] = "";
+    int ok = check_counts(w, tokens, why, sizeof why);
+    double time_s = app_now_s() - w->start;
+    double tps = w->train_s > 0 ? (double)tokens * w->iters_since_eval / w->train_s : 0;
+    if (!w->c->job.quiet)
+        fprintf(stderr,
+                "iteration %4d  log-likelihood %.6e  %.0f tokens/s  sent %.1f MB  recv %.1f MB  "
+                "%.1f s\n",
+                it + 1, ll, tps, st[ST_BYTES_SENT] / 1e6, st[ST_BYTES_RECEIVED] / 1e6, time_s);
+    if (w->metrics) {
+        fprintf(w->metrics,
+                "{\"iteration\": %d, \"time_s\": %.3f, \"log_likelihood\": %.17g, "
+                "\"tokens_per_s\": %.1f, \"tokens\": %" PRIu64 ", \"bytes_sent\": %.0f, "
+                "\"bytes_received\": %.0f, \"counts_consistent\": %s}\n",
+                it + 1, time_s, ll, tps, tokens, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED],
+                ok ? "true" : "false");
+        fflush(w->metrics);
+    }
+    w->train_s = 0;
+    w->iters_since_eval = 0;
+    if (!ok) {
+        fprintf(stderr, "loom train lda: counts inconsistent after iteration %d: %s\n", it + 1,
+                why);
+        return 1;
+    }
+    return 0;
+}
+
+/* Worker 0, at the end: top words and the model file. */
+static int finish(worker *w)
+{
+    const lda_cli *c = w->c;
+    if (c->top_words > 0 &&
+        lda_print_top_words(stdout, &w->m, c->vocab_path ? &w->vocab : NULL, (size_t)c->top_words))
+        return fail("top words", LOOM_ENOMEM);
+    fflush(stdout);
+    char err[512];
+    if (c->job.model_path && lda_model_save(&w->m, c->job.model_path, err, sizeof err)) {
+        fprintf(stderr, "loom train lda: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+static int train_share(worker *w, const loom_corpus *corpus)
+{
+    const lda_cli *c = w->c;
+    const lda_train_opts *o = &c->train;
+    char err[512];
+    if (c->vocab_path && lda_vocab_load(c->vocab_path, &w->vocab, err, sizeof err)) {
+        fprintf(stderr, "loom train lda: %s\n", err);
+        return 1;
+    }
+    uint64_t mine = corpus->vocab > w->vocab.n ? corpus->vocab : w->vocab.n, vocab;
+    if (agree_vocab(w, mine, &vocab)) return 1;
+    if (vocab == 0) {
+        fprintf(stderr, "loom train lda: %s has no words\n", c->job.train_path);
+        return 1;
+    }
+    if (c->vocab_path && w->vocab.n < vocab)
+        fprintf(stderr,
+                "loom train lda: %s names %zu words, the corpus has ids up to %" PRIu64
+                "; the rest are shown as ids\n",
+                c->vocab_path, w->vocab.n, vocab - 1);
+    w->p = (lda_params){o->topics, vocab, o->alpha, o->beta};
+    const size_t K = o->topics;
+    if (lda_docs_build(corpus, &w->d)) return fail("prepare documents", LOOM_ENOMEM);
+    TRY("prepare the sampler", lda_sampler_init(&w->s, &w->p, w->d.nwords));
+    /* Buffers for a clock's deltas (at most every local word) and for this
+     * worker's evaluation rows (about V / W words). */
+    size_t eval_rows = (size_t)((vocab + (uint64_t)w->nworkers - 1) / (uint64_t)w->nworkers);
+    size_t nbuf = w->d.nwords > eval_rows ? w->d.nwords : eval_rows;
+    w->keys = malloc((nbuf ? nbuf : 1) * sizeof *w->keys);
+    w->vals = malloc((nbuf ? nbuf : 1) * K * sizeof *w->vals);
+    w->tdelta = calloc(K, sizeof *w->tdelta);
+    w->scratch = calloc(K, sizeof *w->scratch);
+    if (!w->keys || !w->vals || !w->tdelta || !w->scratch) return fail("buffers", LOOM_ENOMEM);
+    if (w->rank == 0) {
+        w->m = (lda_model){.p = w->p};
+        w->m.counts = malloc(vocab * K * sizeof *w->m.counts);
+        w->m.totals = calloc(K, sizeof *w->m.totals);
+        if (!w->m.counts || !w->m.totals) return fail("model", LOOM_ENOMEM);
+        if (c->job.metrics_path && !(w->metrics = fopen(c->job.metrics_path, "w"))) {
+            fprintf(stderr, "loom train lda: cannot write %s: %s\n", c->job.metrics_path,
+                    strerror(errno));
+            return 1;
+        }
+    }
+    if (open_tables(w) || initialise(w)) return 1;
+    w->start = app_now_s();
+    for (int it = 0; it < o->iterations; it++) {
+        double t0 = app_now_s();
+        for (int sync = 0; sync < o->syncs; sync++) {
+            size_t lo, hi;
+            lda_segment(w->d.ndocs, o->syncs, sync, &lo, &hi);
+            if (sync_clock(w, lo, hi, it)) return 1;
+        }
+        w->train_s += app_now_s() - t0;
+        w->iters_since_eval++;
+        if (lda_eval_due(o, it) && evaluate(w, it)) return 1;
+    }
+    return w->rank == 0 ? finish(w) : 0;
+}
+
+static int run_worker(loom_node *n, const lda_cli *c)
+{
+    char err[1024];
+    loom_corpus *corpus;
+    if (loom_bow_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &corpus, err,
+                      sizeof err)) {
+        fprintf(stderr, "loom train lda: %s\n", err);
+        return 1;
+    }
+    if (corpus->skipped)
+        fprintf(stderr, "loom train lda: skipped %zu malformed line(s) in %s\n", corpus->skipped,
+                c->job.train_path);
+    worker w = {.n = n, .c = c, .rank = loom_rank(n), .nworkers = loom_num_workers(n)};
+    int rc = train_share(&w, corpus);
+    if (w.metrics && fclose(w.metrics) && !rc) {
+        fprintf(stderr, "loom train lda: cannot write %s\n", c->job.metrics_path);
+        rc = 1;
+    }
+    free(w.keys), free(w.vals), free(w.tdelta), free(w.scratch);
+    lda_model_free(&w.m);
+    lda_vocab_free(&w.vocab);
+    lda_sampler_free(&w.s);
+    lda_docs_free(&w.d);
+    loom_corpus_free(corpus);
+    return rc;
+}
+
+int lda_train_node(const lda_cli *c)
+{
+    loom_updater_register("lda.max", 0, max_updater, NULL);
+    loom_node *n;
+    int rc = loom_init(&n, NULL, NULL);
+    if (rc) return fail("cannot join the job", rc);
+    if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
+    rc = run_worker(n, c);
+    int frc = loom_finalize(n);
+    if (frc && !rc) rc = fail("finalize", frc);
+    return rc;
+}
