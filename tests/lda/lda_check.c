@@ -1,0 +1,94 @@
+/* lda_check: the sequential reference of `loom train lda`, in-process, from
+ * the same flags, for tests and benchmarks to compare a job with.
+ *
+ *   lda_check [--ll-out FILE] [--model-out FILE] -- TRAIN_FLAGS...
+ *
+ * TRAIN_FLAGS are those given to `loom train lda` (at least --train FILE).
+ * Writes the log-likelihood of every evaluated iteration ("ITERATION LL",
+ * LL with %.17g, as the job's metrics print it) and the final model in the
+ * job's format, so a one-worker BSP job's files can be compared byte for
+ * byte. Prints one line per evaluation with the sampling speed. Exit 0, or 2
+ * when the flags or the data are bad. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom.h>
+
+#include "lda/lda.h"
+
+typedef struct sink {
+    FILE *ll;
+    uint64_t tokens;
+    int last;
+} sink;
+
+static void report(void *arg, int it, double ll, double sample_s)
+{
+    sink *s = arg;
+    int iters = it - s->last;
+    s->last = it;
+    printf("lda_check: iteration %d log-likelihood %.17g %.0f tokens/s\n", it + 1, ll,
+           sample_s > 0 ? (double)s->tokens * iters / sample_s : 0);
+    if (s->ll) fprintf(s->ll, "%d %.17g\n", it + 1, ll);
+}
+
+int main(int argc, char **argv)
+{
+    const char *ll_path = NULL, *model_path = NULL;
+    int i = 1;
+    for (; i + 1 < argc && strcmp(argv[i], "--"); i += 2) {
+        if (!strcmp(argv[i], "--ll-out"))
+            ll_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--model-out"))
+            model_path = argv[i + 1];
+        else
+            break;
+    }
+    if (i >= argc || strcmp(argv[i], "--")) {
+        fprintf(stderr, "usage: lda_check [--ll-out FILE] [--model-out FILE] -- TRAIN_FLAGS...\n");
+        return 2;
+    }
+    lda_cli cli;
+    char err[512];
+    /* lda_parse_flags skips argv[0]: hand it the "--" as the command name. */
+    if (lda_parse_flags(argc - i, argv + i, &cli, err, sizeof err)) {
+        fprintf(stderr, "lda_check: %s\n", err);
+        return 2;
+    }
+    loom_corpus *c;
+    if (loom_bow_read(cli.job.train_path, 0, 1, &cli.data, &c, err, sizeof err)) {
+        fprintf(stderr, "lda_check: %s\n", err);
+        return 2;
+    }
+    /* The vocabulary size the job agrees on: the corpus's, or the --vocab file's if longer. */
+    uint64_t vocab = c->vocab;
+    lda_vocab names = {0};
+    if (cli.vocab_path) {
+        if (lda_vocab_load(cli.vocab_path, &names, err, sizeof err)) {
+            fprintf(stderr, "lda_check: %s\n", err);
+            return 2;
+        }
+        if (names.n > vocab) vocab = names.n;
+    }
+    sink s = {.tokens = c->tokens, .last = -1};
+    if (ll_path && !(s.ll = fopen(ll_path, "w"))) {
+        fprintf(stderr, "lda_check: cannot write %s\n", ll_path);
+        return 2;
+    }
+    lda_model m;
+    int rc = lda_train_sequential(&cli.train, c, vocab, report, &s, &m);
+    if (rc) {
+        fprintf(stderr, "lda_check: %s\n", loom_strerror(rc));
+        return 2;
+    }
+    if (s.ll && fclose(s.ll)) return 2;
+    if (model_path && lda_model_save(&m, model_path, err, sizeof err)) {
+        fprintf(stderr, "lda_check: %s\n", err);
+        return 2;
+    }
+    lda_model_free(&m);
+    lda_vocab_free(&names);
+    loom_corpus_free(c);
+    return 0;
+}
