@@ -3,7 +3,7 @@
 #   exact   one worker under BSP gives the sequential reference's model and
 #           log-likelihoods bit for bit (lda_check computes them in-process),
 #           with one and with several clocks per iteration;
-#   ssp     2 workers under SSP(1): the log-likelihood rises, the counts are
+#   ssp     2 workers under SSP(1), 8 clocks per iteration: the log-likelihood rises, the counts are
 #           consistent after every iteration, and the end is within 1% of the
 #           sequential reference after the same number of iterations.
 # Usage: test_train_ap.sh LOOM LDA_CHECK DATA_DIR CASE. Exits 77 (skipped) with
@@ -42,7 +42,7 @@ exact)
     done
     ;;
 ssp)
-    args=(--train "$TRAIN" --topics 50 --iterations 40 --syncs 4 --seed 11)
+    args=(--train "$TRAIN" --topics 50 --iterations 40 --syncs 8 --seed 11)
     "$LOOM" train lda "${args[@]}" --workers 2 --servers 1 --consistency ssp:1 --top-words 5 \
         --vocab "$VOCAB" --metrics "$WORK/job.json" >"$WORK/job.out" 2>&1 || fail "training failed"
     "$LDA_CHECK" --ll-out "$WORK/ref.ll" -- "${args[@]}" --eval-every 0 >/dev/null ||
