@@ -12,12 +12,13 @@
  * which its SparseLDA sampler updates as it samples, exactly like sequential
  * Gibbs. An iteration is --syncs clocks; per clock the worker sweeps the next
  * 1/syncs of its documents, pushes the change of every row it touched and of
- * the totals, calls loom_clock(), pulls its rows and the totals again (as
- * fresh as the consistency model lets them be: under SSP(s) at most s clocks
- * of other workers' changes are missing, its own are always there) and
- * rebuilds the sampler from them. So the other workers' moves reach a worker
- * only at clock boundaries: the staleness is the price of sampling in
- * parallel (AD-LDA, Newman et al. 2009; Bösen's LDA).
+ * the totals, calls loom_clock(), pulls the totals and the rows of its words
+ * that other workers' documents contain too (as fresh as the consistency
+ * model lets them be: under SSP(s) at most s clocks of other workers' changes
+ * are missing, its own are always there; the rows of words only it has
+ * cannot have changed elsewhere) and rebuilds the sampler from them. So the other workers' moves
+ * reach a worker only at clock boundaries: the staleness is the price of sampling in parallel
+ * (AD-LDA, Newman et al. 2009; Bösen's LDA).
  *
  * Every --eval-every iterations the workers meet at a barrier and add their
  * part of the log-likelihood into a statistics table: the document part of
@@ -74,6 +75,11 @@ typedef struct worker {
     int32_t *vals;   /* their deltas; also the evaluation rows */
     int64_t *tdelta; /* K */
     int32_t *scratch;
+    /* Words that other workers' documents contain too: only their rows can
+     * change behind this worker's back, so only they are pulled each clock. */
+    uint64_t *shared_keys;
+    uint32_t *shared_idx; /* their local indices */
+    size_t nshared;
     /* worker 0 */
     lda_model m; /* the whole table, as of the last evaluation */
     lda_vocab vocab;
@@ -123,13 +129,46 @@ static int open_tables(worker *w)
     return 0;
 }
 
-/* After a clock: this worker's rows and the totals, then the sampler. */
+/* After a clock: the rows other workers change and the totals, then the
+ * sampler. The other rows hold exactly this worker's counts, which is what a
+ * pull of them would return (read-my-writes), so they are taken from the
+ * sampler instead: with one worker no row is pulled at all. */
 static int refresh(worker *w)
 {
     static const uint64_t zero = 0;
-    TRY("pull word-topic rows", loom_pull(w->wt, w->d.vocab, w->d.nwords, w->s.rows));
+    const size_t K = w->p.topics;
+    lda_sampler_store(&w->s);
+    if (w->nshared)
+        TRY("pull word-topic rows", loom_pull(w->wt, w->shared_keys, w->nshared, w->vals));
+    for (size_t i = 0; i < w->nshared; i++)
+        memcpy(w->s.rows + (size_t)w->shared_idx[i] * K, w->vals + i * K, K * sizeof *w->vals);
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->s.totals));
     TRY("rebuild the sampler", lda_sampler_load(&w->s));
+    return 0;
+}
+
+/* Which words are shared: those whose total count, in the rows pulled after
+ * the initialisation, exceeds their count in this worker's documents. Word
+ * totals never change (a token changes topic, not word). */
+static int find_shared(worker *w)
+{
+    const size_t K = w->p.topics;
+    uint64_t *own = calloc(w->d.nwords ? w->d.nwords : 1, sizeof *own);
+    w->shared_keys = malloc((w->d.nwords ? w->d.nwords : 1) * sizeof *w->shared_keys);
+    w->shared_idx = malloc((w->d.nwords ? w->d.nwords : 1) * sizeof *w->shared_idx);
+    if (!own || !w->shared_keys || !w->shared_idx) {
+        free(own);
+        return fail("shared words", LOOM_ENOMEM);
+    }
+    for (uint64_t t = 0; t < w->d.ntokens; t++) own[w->d.word[t]]++;
+    for (size_t i = 0; i < w->d.nwords; i++) {
+        uint64_t total = 0;
+        for (size_t k = 0; k < K; k++) total += (uint64_t)w->s.rows[i * K + k];
+        if (total == own[i]) continue;
+        w->shared_keys[w->nshared] = w->d.vocab[i];
+        w->shared_idx[w->nshared++] = (uint32_t)i;
+    }
+    free(own);
     return 0;
 }
 
@@ -144,7 +183,10 @@ static int initialise(worker *w)
     TRY("clock", loom_clock(w->n));
     /* Every worker starts from every worker's initial counts, whatever the staleness. */
     TRY("barrier", loom_barrier(w->n));
-    return refresh(w);
+    TRY("pull word-topic rows", loom_pull(w->wt, w->d.vocab, w->d.nwords, w->s.rows));
+    TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->s.totals));
+    TRY("rebuild the sampler", lda_sampler_load(&w->s));
+    return find_shared(w);
 }
 
 /* One clock: sweep documents [lo, hi), push the changes, clock, refresh. */
@@ -350,6 +392,7 @@ static int run_worker(loom_node *n, const lda_cli *c)
         rc = 1;
     }
     free(w.keys), free(w.vals), free(w.tdelta), free(w.scratch);
+    free(w.shared_keys), free(w.shared_idx);
     lda_model_free(&w.m);
     lda_vocab_free(&w.vocab);
     lda_sampler_free(&w.s);
