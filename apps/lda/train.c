@@ -2,9 +2,10 @@
  *
  * Data: worker r of W reads share r of the corpus (whole documents, byte
  * ranges of one file); the document-topic counts of its documents never leave
- * it. The word-topic counts are a dense i32 table "lda.word_topic" (a row of
- * K counts per word, V rows) and the topic totals a one-row i64 table
- * "lda.topics", both summed on the servers and both under --consistency.
+ * it. The word-topic counts are a dense i32 table "lda.word_topic" (a word's
+ * K counts, split into blocks of up to 64 topics, one table row per block)
+ * and the topic totals a one-row i64 table "lda.topics", both summed on the
+ * servers and both under --consistency.
  * V is agreed at start: every worker pushes its share's vocabulary size (and
  * the --vocab file's line count) into a max table.
  *
@@ -71,14 +72,16 @@ typedef struct worker {
     lda_sampler s;
     loom_table *wt, *tt;
     app_stats stats;
-    uint64_t *keys;  /* changed words of a clock; also this worker's evaluation rows */
-    int32_t *vals;   /* their deltas; also the evaluation rows */
-    int64_t *tdelta; /* K */
+    uint32_t block, nblocks; /* a word's row is nblocks table rows of block topics */
+    uint64_t *words;         /* changed words of a clock; this worker's evaluation words */
+    uint64_t *keys;          /* their table keys, nblocks per word */
+    int32_t *vals;           /* their deltas; pulled rows */
+    int64_t *tdelta;         /* K */
     int32_t *scratch;
     /* Words that other workers' documents contain too: only their rows can
      * change behind this worker's back, so only they are pulled each clock. */
-    uint64_t *shared_keys;
-    uint32_t *shared_idx; /* their local indices */
+    uint64_t *shared_keys; /* nblocks table keys per word */
+    uint32_t *shared_idx;  /* their local indices */
     size_t nshared;
     /* worker 0 */
     lda_model m; /* the whole table, as of the last evaluation */
@@ -87,6 +90,29 @@ typedef struct worker {
     double start, train_s;
     int iters_since_eval;
 } worker;
+
+/* Table rows of `block` topics: a clock's deltas then skip the blocks of a
+ * word's row that did not change (most of them when K is large), and the
+ * nblocks rows of word v, keys v * nblocks + b, sit next to each other in a
+ * pull, so the pulled values have the layout of whole rows of K. Blocks of
+ * 16 to 64 topics keep the 8-byte keys a small part of a pull; K without
+ * such a divisor (or K <= 64) keeps whole rows. */
+static uint32_t block_width(uint32_t topics)
+{
+    if (topics <= 64) return topics;
+    for (uint32_t b = 64; b >= 16; b--)
+        if (topics % b == 0) return b;
+    return topics;
+}
+
+/* The table keys of n words' rows, nblocks per word. */
+static size_t block_keys(const worker *w, const uint64_t *words, size_t n, uint64_t *keys)
+{
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t b = 0; b < w->nblocks; b++)
+            keys[i * w->nblocks + b] = words[i] * w->nblocks + b;
+    return n * w->nblocks;
+}
 
 static int agree_vocab(worker *w, uint64_t mine, uint64_t *vocab)
 {
@@ -115,13 +141,14 @@ static int open_tables(worker *w)
     const app_job *j = &w->c->job;
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_I32;
-    o.width = w->p.topics;
+    o.width = w->block;
     o.storage = LOOM_DENSE;
-    o.key_end = w->p.vocab;
+    o.key_end = w->p.vocab * w->nblocks;
     o.consistency = (loom_consistency)j->consistency;
     o.staleness = j->staleness;
     TRY("open the word-topic table", loom_table_open(w->n, "lda.word_topic", &o, &w->wt));
     o.type = LOOM_I64;
+    o.width = w->p.topics;
     o.key_end = 1;
     TRY("open the topic table", loom_table_open(w->n, "lda.topics", &o, &w->tt));
     TRY("open the statistics table",
@@ -139,7 +166,8 @@ static int refresh(worker *w)
     const size_t K = w->p.topics;
     lda_sampler_store(&w->s);
     if (w->nshared)
-        TRY("pull word-topic rows", loom_pull(w->wt, w->shared_keys, w->nshared, w->vals));
+        TRY("pull word-topic rows",
+            loom_pull(w->wt, w->shared_keys, w->nshared * w->nblocks, w->vals));
     for (size_t i = 0; i < w->nshared; i++)
         memcpy(w->s.rows + (size_t)w->shared_idx[i] * K, w->vals + i * K, K * sizeof *w->vals);
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->s.totals));
@@ -154,7 +182,7 @@ static int find_shared(worker *w)
 {
     const size_t K = w->p.topics;
     uint64_t *own = calloc(w->d.nwords ? w->d.nwords : 1, sizeof *own);
-    w->shared_keys = malloc((w->d.nwords ? w->d.nwords : 1) * sizeof *w->shared_keys);
+    w->shared_keys = malloc((w->d.nwords ? w->d.nwords : 1) * w->nblocks * sizeof *w->shared_keys);
     w->shared_idx = malloc((w->d.nwords ? w->d.nwords : 1) * sizeof *w->shared_idx);
     if (!own || !w->shared_keys || !w->shared_idx) {
         free(own);
@@ -165,7 +193,7 @@ static int find_shared(worker *w)
         uint64_t total = 0;
         for (size_t k = 0; k < K; k++) total += (uint64_t)w->s.rows[i * K + k];
         if (total == own[i]) continue;
-        w->shared_keys[w->nshared] = w->d.vocab[i];
+        block_keys(w, &w->d.vocab[i], 1, w->shared_keys + w->nshared * w->nblocks);
         w->shared_idx[w->nshared++] = (uint32_t)i;
     }
     free(own);
@@ -178,12 +206,13 @@ static int initialise(worker *w)
     static const uint64_t zero = 0;
     lda_docs_init_topics(&w->d, w->p.topics, w->c->train.seed);
     lda_count(&w->d, w->p.topics, w->s.rows, w->s.totals);
-    TRY("push initial counts", loom_push(w->wt, w->d.vocab, w->d.nwords, w->s.rows));
+    size_t nkeys = block_keys(w, w->d.vocab, w->d.nwords, w->keys);
+    TRY("push initial counts", loom_push(w->wt, w->keys, nkeys, w->s.rows));
     TRY("push initial totals", loom_push(w->tt, &zero, 1, w->s.totals));
     TRY("clock", loom_clock(w->n));
     /* Every worker starts from every worker's initial counts, whatever the staleness. */
     TRY("barrier", loom_barrier(w->n));
-    TRY("pull word-topic rows", loom_pull(w->wt, w->d.vocab, w->d.nwords, w->s.rows));
+    TRY("pull word-topic rows", loom_pull(w->wt, w->keys, nkeys, w->s.rows));
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->s.totals));
     TRY("rebuild the sampler", lda_sampler_load(&w->s));
     return find_shared(w);
@@ -194,8 +223,19 @@ static int sync_clock(worker *w, size_t lo, size_t hi, int it)
 {
     static const uint64_t zero = 0;
     lda_sweep(&w->s, &w->d, lo, hi, w->c->train.seed, it);
-    size_t n = lda_sampler_deltas(&w->s, w->d.vocab, w->keys, w->vals, w->tdelta);
-    if (n) TRY("push word-topic deltas", loom_push(w->wt, w->keys, n, w->vals));
+    size_t n = lda_sampler_deltas(&w->s, w->d.vocab, w->words, w->vals, w->tdelta);
+    /* Only the blocks that changed, moved to the front in place. */
+    size_t m = 0, B = w->block;
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t b = 0; b < w->nblocks; b++) {
+            const int32_t *v = w->vals + (i * w->nblocks + b) * B;
+            size_t j = 0;
+            while (j < B && !v[j]) j++;
+            if (j == B) continue;
+            memmove(w->vals + m * B, v, B * sizeof *v);
+            w->keys[m++] = w->words[i] * w->nblocks + b;
+        }
+    if (m) TRY("push word-topic deltas", loom_push(w->wt, w->keys, m, w->vals));
     TRY("push topic deltas", loom_push(w->tt, &zero, 1, w->tdelta));
     TRY("clock", loom_clock(w->n));
     return refresh(w);
@@ -243,14 +283,16 @@ static int evaluate(worker *w, int it)
     size_t nrows = 0;
     if (w->rank == 0) {
         /* Both now: once past the next barrier the others sample on. */
-        TRY("pull the word-topic table", loom_pull_range(w->wt, 0, w->p.vocab, w->m.counts));
+        TRY("pull the word-topic table",
+            loom_pull_range(w->wt, 0, w->p.vocab * w->nblocks, w->m.counts));
         TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->m.totals));
         for (uint64_t v = 0; v < w->p.vocab; v += (uint64_t)w->nworkers, nrows++)
             memcpy(w->vals + nrows * K, w->m.counts + v * K, K * sizeof *w->vals);
     } else {
         for (uint64_t v = (uint64_t)w->rank; v < w->p.vocab; v += (uint64_t)w->nworkers)
-            w->keys[nrows++] = v;
-        if (nrows) TRY("pull word-topic rows", loom_pull(w->wt, w->keys, nrows, w->vals));
+            w->words[nrows++] = v;
+        size_t nkeys = block_keys(w, w->words, nrows, w->keys);
+        if (nrows) TRY("pull word-topic rows", loom_pull(w->wt, w->keys, nkeys, w->vals));
     }
     loom_stats ns;
     loom_node_stats(w->n, &ns);
@@ -341,11 +383,15 @@ static int train_share(worker *w, const loom_corpus *corpus)
      * worker's evaluation rows (about V / W words). */
     size_t eval_rows = (size_t)((vocab + (uint64_t)w->nworkers - 1) / (uint64_t)w->nworkers);
     size_t nbuf = w->d.nwords > eval_rows ? w->d.nwords : eval_rows;
-    w->keys = malloc((nbuf ? nbuf : 1) * sizeof *w->keys);
+    w->block = block_width(o->topics);
+    w->nblocks = o->topics / w->block;
+    w->words = malloc((nbuf ? nbuf : 1) * sizeof *w->words);
+    w->keys = malloc((nbuf ? nbuf : 1) * w->nblocks * sizeof *w->keys);
     w->vals = malloc((nbuf ? nbuf : 1) * K * sizeof *w->vals);
     w->tdelta = calloc(K, sizeof *w->tdelta);
     w->scratch = calloc(K, sizeof *w->scratch);
-    if (!w->keys || !w->vals || !w->tdelta || !w->scratch) return fail("buffers", LOOM_ENOMEM);
+    if (!w->words || !w->keys || !w->vals || !w->tdelta || !w->scratch)
+        return fail("buffers", LOOM_ENOMEM);
     if (w->rank == 0) {
         w->m = (lda_model){.p = w->p};
         w->m.counts = malloc(vocab * K * sizeof *w->m.counts);
@@ -391,7 +437,7 @@ static int run_worker(loom_node *n, const lda_cli *c)
         fprintf(stderr, "loom train lda: cannot write %s\n", c->job.metrics_path);
         rc = 1;
     }
-    free(w.keys), free(w.vals), free(w.tdelta), free(w.scratch);
+    free(w.words), free(w.keys), free(w.vals), free(w.tdelta), free(w.scratch);
     free(w.shared_keys), free(w.shared_idx);
     lda_model_free(&w.m);
     lda_vocab_free(&w.vocab);

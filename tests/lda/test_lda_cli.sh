@@ -50,19 +50,26 @@ grep -q "skipped 1 malformed line" "$WORK/out" || fail "the skipped line was not
     >"$WORK/out" 2>&1 && fail "training with a missing --vocab file succeeded"
 grep -q "cannot read $WORK/none.txt" "$WORK/out" || fail "no message for the missing --vocab file"
 
-# One worker under BSP equals the sequential reference, bit for bit.
-for fmt in ldac uci; do
-    "$LOOM" gen lda --out "$WORK/g.$fmt" --format $fmt --docs 300 --vocab-size 500 --topics 8 \
+# One worker under BSP equals the sequential reference, bit for bit; 100
+# topics make the table rows blocks of 50 (apps/lda/train.c).
+for case in "ldac 8" "uci 8" "ldac 100"; do
+    read -r fmt topics <<<"$case"
+    "$LOOM" gen lda --out "$WORK/g.$fmt" --format "$fmt" --docs 300 --vocab-size 500 --topics 8 \
         --doc-length 60 --seed 4 || fail "gen lda --format $fmt failed"
-    args=(--train "$WORK/g.$fmt" --topics 8 --iterations 5 --syncs 2 --seed 2 --consistency bsp)
+    args=(--train "$WORK/g.$fmt" --topics "$topics" --iterations 5 --syncs 2 --seed 2 --consistency bsp)
     "$LOOM" train lda "${args[@]}" --workers 1 --servers 1 --quiet --model-out "$WORK/job.model" \
         --metrics "$WORK/job.json" >"$WORK/out" 2>&1 || fail "training on the $fmt corpus failed"
     "$LDA_CHECK" --ll-out "$WORK/ref.ll" --model-out "$WORK/ref.model" -- "${args[@]}" >/dev/null ||
         fail "lda_check failed on the $fmt corpus"
-    cmp -s "$WORK/job.model" "$WORK/ref.model" || fail "$fmt: counts differ from the reference"
+    cmp -s "$WORK/job.model" "$WORK/ref.model" || fail "$fmt, $topics topics: counts differ from the reference"
     sed -n 's/.*"iteration": \([0-9]*\),.*"log_likelihood": \([^,]*\),.*/\1 \2/p' "$WORK/job.json" |
         diff - "$WORK/ref.ll" >&2 || fail "$fmt: log-likelihoods differ from the reference"
 done
+# 3 workers with blocked rows: the counts stay consistent.
+"$LOOM" train lda --train "$WORK/g.ldac" --topics 100 --iterations 4 --workers 3 --servers 2 \
+    --top-words 0 --metrics "$WORK/job.json" >"$WORK/out" 2>&1 || fail "3 workers, 100 topics failed"
+[[ $(grep -c '"counts_consistent": true' "$WORK/job.json") -eq 4 ]] ||
+    fail "3 workers, 100 topics: counts not consistent"
 "$LOOM" gen lda --out - --docs 300 --vocab-size 500 --topics 8 --doc-length 60 --seed 4 |
     cmp -s - "$WORK/g.ldac" || fail "gen lda is not deterministic"
 
