@@ -35,6 +35,9 @@ const char mf_train_help[] =
     "  --init-std X            standard deviation of the initial factors (default 0.1)\n"
     "  --syncs N               clocks per epoch: a worker pulls, trains on 1/N of its\n"
     "                          ratings and pushes, N times an epoch (default 1)\n"
+    "  --merge damped|sum      how the workers' updates of a row combine on the servers:\n"
+    "                          scaled so their sum moves a bias as far as one\n"
+    "                          sequential pass would (default), or added as they are\n"
     "  --seed N                split, initial factors and order (default 1)\n"
     "output:\n"
     "  --metrics FILE          JSON line per epoch\n"
@@ -62,6 +65,17 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
                 c->data.separator = ' ';
             else
                 return app_usage(err, errlen, "--format takes tsv, csv or space, not '%s'", v);
+            continue;
+        }
+        if (!strcmp(f, "--merge")) {
+            if (i + 1 >= argc) return app_usage(err, errlen, "%s needs a value", f);
+            const char *v = argv[++i];
+            if (!strcmp(v, "damped"))
+                c->train.merge = MF_MERGE_DAMPED;
+            else if (!strcmp(v, "sum"))
+                c->train.merge = MF_MERGE_SUM;
+            else
+                return app_usage(err, errlen, "--merge takes damped or sum, not '%s'", v);
             continue;
         }
         if (!strcmp(f, "--skip-bad")) {

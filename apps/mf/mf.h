@@ -110,6 +110,20 @@ double mf_epoch_lr(double lr, double decay, int epoch);
 /* Ratings [lo, hi) of the n of an epoch form clock b of `syncs`. */
 void mf_clock_range(size_t n, int syncs, int b, size_t *lo, size_t *hi);
 
+/* The factor by which --merge damped scales the workers' deltas of a row in
+ * a clock. W workers each run SGD from the same old row over their own n_w
+ * of the row's ratings, and the servers add the W moves. On a bias, one SGD
+ * step shrinks the distance to the clock's optimum by a = lr (1 + reg), so
+ * one pass over all n = sum n_w ratings covers 1 - (1 - a)^n of it, while
+ * the W local passes add up to sum_w 1 - (1 - a)^(n_w): W times too far
+ * when every worker reaches the optimum on its own (popular rows, big
+ * shares: the servers' sum then oscillates or diverges), about right when
+ * the steps are small. The factor is the ratio of the two, so the summed
+ * move is the sequential one: 1 for small steps, 1/W when saturated, and
+ * exactly 1 for a row only one worker rates. counts[w] is worker w's number
+ * of training ratings of the row in an epoch, spread over `syncs` clocks. */
+double mf_merge_scale(const double *counts, int workers, int syncs, double lr, double reg);
+
 /* A worker's training (or test) ratings as dense row indices. */
 typedef struct mf_data {
     size_t n;
@@ -160,17 +174,23 @@ double mf_batch_sse(const mf_batch *b, const mf_data *d, const size_t *idx, size
 
 /* ---- training ---- */
 
+/* How the workers' deltas for one row combine on the servers (train.c):
+ * SUM adds them as they are; DAMPED first scales them by mf_merge_scale().
+ * With one worker both are the same. */
+typedef enum { MF_MERGE_DAMPED = 0, MF_MERGE_SUM = 1 } mf_merge;
+
 typedef struct mf_train_opts {
     uint32_t rank;
     double lr, lr_decay, reg, init_std;
     double test_fraction; /* 0: no split */
     int epochs, syncs;
     uint64_t seed;
+    mf_merge merge;
 } mf_train_opts;
 
 #define MF_TRAIN_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1                                                      \
+        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED                                     \
     }
 
 /* Everything `loom train mf` takes. */

@@ -76,6 +76,19 @@ void mf_clock_range(size_t n, int syncs, int b, size_t *lo, size_t *hi)
     *hi = n * (size_t)(b + 1) / (size_t)syncs;
 }
 
+double mf_merge_scale(const double *counts, int workers, int syncs, double lr, double reg)
+{
+    /* Steps of a >= 1 overshoot on their own; (1 - a)^n is then taken as 0. */
+    double keep = lr * (1 + reg) < 1 ? 1 - lr * (1 + reg) : 0, n = 0, local = 0;
+    for (int w = 0; w < workers; w++) {
+        if (counts[w] <= 0) continue;
+        n += counts[w] / syncs;
+        local += 1 - pow(keep, counts[w] / syncs);
+    }
+    /* One worker: both sides are the very same expression, so x / x = 1 exactly. */
+    return local > 0 ? (1 - pow(keep, n)) / local : 1;
+}
+
 /* ---- ratings as row indices ---- */
 
 void mf_data_free(mf_data *d)

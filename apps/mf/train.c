@@ -20,8 +20,15 @@
  * ratings in a seeded order of (seed, rank, epoch), pulls the user and item
  * rows they touch, trains local copies by SGD over them in order, pushes new
  * - old for every touched row, and calls loom_clock(). Every worker runs the
- * same number of clocks whatever the size of its share. Under BSP with one
- * worker this is exactly seq.c's algorithm.
+ * same number of clocks whatever the size of its share.
+ *
+ * The servers add the workers' deltas. Rows several workers rate (popular
+ * items) would then move up to W times as far as one sequential pass moves
+ * them, and with W = 4 on MovieLens-like data that diverges, so by default
+ * (--merge damped) each delta is first scaled per row by mf_merge_scale(),
+ * from every worker's count of the row's ratings (agreed at start through
+ * width-W count tables). A row only one worker rates keeps its delta as is:
+ * under BSP with one worker this is exactly seq.c's algorithm.
  *
  * After an epoch, a barrier; then each worker pulls fresh rows for all of its
  * training and test ratings, adds its squared errors, counts, updates and
@@ -64,6 +71,16 @@ static void range_updater(const loom_update *u, void *user)
         if (!seen[j] || d[j] > v[j]) v[j] = d[j], seen[j] = 1;
 }
 
+/* --merge damped: every worker's training-rating count of each row this
+ * worker touches (a table of width W, each worker adding its column), and
+ * the epoch's scale factor of each such row (mf_merge_scale). */
+typedef struct row_counts {
+    size_t n;       /* rows this worker touches */
+    uint64_t *keys; /* those rows */
+    double *count;  /* n x W counts */
+    double *scale;  /* per row of the table (1 where untouched) */
+} row_counts;
+
 /* A worker's state. */
 typedef struct worker {
     loom_node *node;
@@ -73,6 +90,7 @@ typedef struct worker {
     loom_table *users, *items;
     app_stats stats;
     mf_batch b;
+    row_counts ucount, icount; /* --merge damped */
     size_t *order;
     double mean, min, max;
     double start;
@@ -159,6 +177,64 @@ static int push_initial(worker *w, loom_table *t, int table, size_t rows)
     return 0;
 }
 
+static void row_counts_free(row_counts *rc)
+{
+    free(rc->keys), free(rc->count), free(rc->scale);
+}
+
+static int row_counts_init(worker *w, const char *name, int items, size_t rows, row_counts *rc)
+{
+    size_t nw = (size_t)loom_num_workers(w->node), me = (size_t)loom_rank(w->node);
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_F64;
+    o.width = (uint32_t)nw;
+    o.storage = LOOM_DENSE;
+    o.key_end = rows ? rows : 1;
+    o.consistency = LOOM_ASP;
+    o.cache = 0;
+    loom_table *t;
+    TRY("open the count table", loom_table_open(w->node, name, &o, &t));
+    rc->scale = malloc((rows ? rows : 1) * sizeof *rc->scale);
+    double *mine = calloc(rows ? rows : 1, sizeof *mine);
+    if (!rc->scale || !mine) {
+        free(mine);
+        return fail("count the ratings of each row", LOOM_ENOMEM);
+    }
+    for (size_t r = 0; r < rows; r++) rc->scale[r] = 1;
+    for (size_t k = 0; k < w->train.n; k++) mine[items ? w->train.item[k] : w->train.user[k]]++;
+    for (size_t r = 0; r < rows; r++) rc->n += mine[r] > 0;
+    rc->keys = malloc((rc->n ? rc->n : 1) * sizeof *rc->keys);
+    rc->count = calloc((rc->n ? rc->n : 1) * nw, sizeof *rc->count);
+    int err = rc->keys && rc->count ? 0 : LOOM_ENOMEM;
+    for (size_t r = 0, k = 0; r < rows && !err; r++)
+        if (mine[r] > 0) rc->keys[k] = r, rc->count[k++ * nw + me] = mine[r];
+    free(mine);
+    loom_ts ts;
+    if (!err && rc->n && !(err = loom_push_async(t, rc->keys, rc->n, rc->count, &ts)))
+        err = loom_wait(w->node, ts);
+    if (!err) err = loom_barrier(w->node);
+    if (!err && rc->n) err = loom_pull(t, rc->keys, rc->n, rc->count);
+    TRY("count the ratings of each row", err);
+    return 0;
+}
+
+/* The scale of every row of rc for an epoch's learning rate. */
+static void row_counts_scale(row_counts *rc, int workers, int syncs, double lr, double reg)
+{
+    for (size_t k = 0; k < rc->n; k++)
+        rc->scale[rc->keys[k]] =
+            mf_merge_scale(rc->count + k * (size_t)workers, workers, syncs, lr, reg);
+}
+
+/* Scale the batch's deltas (rows of width w) by their rows' factors. */
+static void scale_deltas(double *delta, const uint64_t *keys, size_t n, size_t w,
+                         const double *scale)
+{
+    for (size_t s = 0; s < n; s++)
+        if (scale[keys[s]] != 1)
+            for (size_t j = 0; j < w; j++) delta[s * w + j] *= scale[keys[s]];
+}
+
 /* Pull the batch's rows into b.urows / b.irows. */
 static int pull_rows(worker *w)
 {
@@ -172,6 +248,11 @@ static int train_epoch(worker *w, int epoch)
 {
     const mf_train_opts *o = &w->cli->train;
     double lr = mf_epoch_lr(o->lr, o->lr_decay, epoch);
+    if (o->merge == MF_MERGE_DAMPED) {
+        int nw = loom_num_workers(w->node);
+        row_counts_scale(&w->ucount, nw, o->syncs, lr, o->reg);
+        row_counts_scale(&w->icount, nw, o->syncs, lr, o->reg);
+    }
     mf_epoch_order(o->seed, loom_rank(w->node), epoch, w->train.n, w->order);
     for (int c = 0; c < o->syncs; c++) {
         size_t lo, hi;
@@ -179,6 +260,10 @@ static int train_epoch(worker *w, int epoch)
         TRY("batch", mf_batch_collect(&w->b, &w->train, w->order + lo, hi - lo));
         if (pull_rows(w)) return 1;
         mf_batch_train(&w->b, &w->train, w->order + lo, hi - lo, w->mean, lr, o->reg);
+        if (o->merge == MF_MERGE_DAMPED) {
+            scale_deltas(w->b.uold, w->b.ukeys, w->b.nu, o->rank + 1, w->ucount.scale);
+            scale_deltas(w->b.iold, w->b.ikeys, w->b.ni, o->rank + 1, w->icount.scale);
+        }
         if (w->b.nu) TRY("push user rows", loom_push(w->users, w->b.ukeys, w->b.nu, w->b.uold));
         if (w->b.ni) TRY("push item rows", loom_push(w->items, w->b.ikeys, w->b.ni, w->b.iold));
         TRY("clock", loom_clock(w->node));
@@ -258,6 +343,10 @@ static int epochs(worker *w)
     const mf_cli *c = w->cli;
     int rank = loom_rank(w->node);
     if (agree_summary(w) || open_tables(w)) return 1;
+    if (c->train.merge == MF_MERGE_DAMPED &&
+        (row_counts_init(w, "mf.user_counts", 0, w->r->users, &w->ucount) ||
+         row_counts_init(w, "mf.item_counts", 1, w->r->items, &w->icount)))
+        return 1;
     if (push_initial(w, w->users, 0, w->r->users) || push_initial(w, w->items, 1, w->r->items))
         return 1;
     TRY("clock", loom_clock(w->node));
@@ -342,6 +431,8 @@ static int run_worker(loom_node *n, const mf_cli *c)
     mf_data_free(&w.train);
     mf_data_free(&w.test);
     free(w.order);
+    row_counts_free(&w.ucount);
+    row_counts_free(&w.icount);
     loom_ratings_free(test_file);
     loom_ratings_free(r);
     return rc;

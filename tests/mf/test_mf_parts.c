@@ -108,6 +108,30 @@ static void test_batch_matches_plain_sgd(void **state)
     mf_batch_free(&b);
 }
 
+/* The damping of summed deltas: 1 for one worker, 1/W when saturated, ~1 for small steps. */
+static void test_merge_scale(void **state)
+{
+    (void)state;
+    double one[4] = {0, 37, 0, 0};
+    assert_true(mf_merge_scale(one, 4, 3, 0.03, 0.1) == 1);
+    assert_true(mf_merge_scale(one, 1, 1, 0.5, 0.1) == 1);
+    double none[2] = {0, 0};
+    assert_true(mf_merge_scale(none, 2, 1, 0.03, 0.1) == 1);
+    double big[3] = {1000, 1000, 1000};
+    assert_true(fabs(mf_merge_scale(big, 3, 1, 0.05, 0.1) - 1.0 / 3) < 1e-12);
+    double small[3] = {3, 5, 0};
+    assert_true(fabs(mf_merge_scale(small, 3, 1, 1e-7, 0.1) - 1) < 1e-5);
+    /* By hand: a = 0.1 (1 + 0) = 0.1, counts 2 and 1 in one clock:
+     * (1 - 0.9^3) / ((1 - 0.9^2) + (1 - 0.9)) = 0.271 / 0.29 */
+    double two[2] = {2, 1};
+    assert_true(fabs(mf_merge_scale(two, 2, 1, 0.1, 0) - 0.271 / 0.29) < 1e-12);
+    /* Two clocks an epoch halve the counts: (1 - 0.9^1.5) / ((1 - 0.9) + (1 - 0.9^0.5)) */
+    double expect = (1 - pow(0.9, 1.5)) / ((1 - 0.9) + (1 - sqrt(0.9)));
+    assert_true(fabs(mf_merge_scale(two, 2, 2, 0.1, 0) - expect) < 1e-12);
+    /* Steps of a >= 1: every local pass lands on the optimum. */
+    assert_true(fabs(mf_merge_scale(big, 3, 1, 2, 0.1) - 1.0 / 3) < 1e-12);
+}
+
 /* ---- split, order, clocks, initial rows ---- */
 
 static void test_split_deterministic(void **state)
@@ -426,6 +450,7 @@ static void test_flags(void **state)
         {{"--train", "x", "--frobnicate"}, "unknown flag '--frobnicate'"},
         {{"--train", "x", "--epochs"}, "--epochs needs a value"},
         {{"--train", "x", "--consistency", "ssp"}, "--consistency takes bsp, asp or ssp:S"},
+        {{"--train", "x", "--merge", "mean"}, "--merge takes damped or sum, not 'mean'"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         const char *const *a = bad[k].args;
@@ -454,6 +479,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sgd_step_by_hand),
         cmocka_unit_test(test_batch_matches_plain_sgd),
+        cmocka_unit_test(test_merge_scale),
         cmocka_unit_test(test_split_deterministic),
         cmocka_unit_test(test_split_independent_of_shards),
         cmocka_unit_test(test_order_clocks_and_init),
