@@ -1,11 +1,11 @@
 /* mf_seq: the sequential reference of `loom train mf`, timed, for
  * bench/run_mf.sh to compare the distributed runs against.
  *
- *   mf_seq --metrics FILE TRAIN_FLAGS...
+ *   mf_seq TRAIN_FLAGS... --metrics FILE
  *
  * TRAIN_FLAGS are those of `loom train mf` (--train, --test or
- * --test-fraction, --rank, --lr, --epochs, --seed ...; the job flags are
- * accepted and ignored). Writes one JSON line per epoch with the same keys
+ * --test-fraction, --rank, --lr, --epochs, --seed ...; the other job flags
+ * are accepted and ignored). Writes one JSON line per epoch with the same keys
  * as the trainer's metrics: time_s counts from after reading the data, and
  * includes, like the trainer's, the evaluation of the training and test
  * ratings after every epoch; updates_per_s counts the SGD part only. */
@@ -56,15 +56,14 @@ static void after_epoch(void *arg, int epoch, const mf_model *m)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || strcmp(argv[1], "--metrics")) {
-        fprintf(stderr, "usage: mf_seq --metrics FILE TRAIN_FLAGS...\n");
-        return 2;
-    }
     mf_cli cli;
     char err[1024];
-    /* mf_parse_flags skips argv[0]: hand it the metrics path as the command name. */
-    if (mf_parse_flags(argc - 2, argv + 2, &cli, err, sizeof err)) {
+    if (mf_parse_flags(argc, argv, &cli, err, sizeof err)) {
         fprintf(stderr, "mf_seq: %s\n", err);
+        return 2;
+    }
+    if (!cli.job.metrics_path) {
+        fprintf(stderr, "usage: mf_seq TRAIN_FLAGS... --metrics FILE\n");
         return 2;
     }
     loom_ratings *r, *t = NULL;
@@ -75,8 +74,8 @@ int main(int argc, char **argv)
         return 1;
     }
     run ru = {0};
-    if (!(ru.out = fopen(argv[2], "w"))) {
-        perror(argv[2]);
+    if (!(ru.out = fopen(cli.job.metrics_path, "w"))) {
+        perror(cli.job.metrics_path);
         return 1;
     }
     int rc = mf_data_split(r, cli.train.seed, cli.train.test_fraction, &ru.train, &ru.test);
