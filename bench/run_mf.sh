@@ -8,7 +8,7 @@
 #   ml   MovieLens ml-latest-small/ratings.csv (100,836 ratings), from $ML_DIR;
 #        rank 16, the default flags, 40 epochs; target test RMSE 0.90
 #   gen  `loom gen mf` ratings (default 3,000,000 ratings of 30,000 users on
-#        10,000 items, planted rank 16, noise 0.8: the planted model's RMSE is
+#        10,000 items, planted rank 8, noise 0.8: the planted model's RMSE is
 #        about 0.76, biases alone give about 0.89), --reg 0.05, 10 epochs;
 #        targets 0.90 (the biases) and 0.85 (needs the factors)
 #
@@ -84,7 +84,7 @@ t_script=$EPOCHREALTIME
 log "generating $gen_ratings ratings ($gen_users users x $gen_items items)"
 t0=$EPOCHREALTIME
 "$loom" gen mf --out "$scratch/gen.tsv" --users "$gen_users" --items "$gen_items" \
-    --ratings "$gen_ratings" --rank 16 --noise 0.8 --seed 1 --planted-out "$scratch/planted" --quiet
+    --ratings "$gen_ratings" --rank 8 --noise 0.8 --seed 1 --planted-out "$scratch/planted" --quiet
 gen_s=$(secs "$t0" "$EPOCHREALTIME")
 planted=$("$loom" predict mf --model "$scratch/planted" --data "$scratch/gen.tsv")
 
