@@ -59,8 +59,8 @@ static int fail(const char *what, int rc)
         if (rc_) return fail(what, rc_);                                                           \
     } while (0)
 
-/* Row [max, -min] of the ratings: the first push sets it (state[0] says one
- * came), later ones keep the larger of each. A "sum" table cannot do this,
+/* Row [max, -min] of the ratings: the first push sets a column (its state
+ * value says one came), later ones keep the larger. A "sum" table cannot do this,
  * and a row starting at 0 would clip negative ratings. */
 static void range_updater(const loom_update *u, void *user)
 {
