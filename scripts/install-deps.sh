@@ -3,7 +3,9 @@
 # Safe to run again: it installs only what is missing. Run as root (or with sudo).
 set -eu
 
-packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin"
+# iptables and libnetfilter-queue-dev: the multi-host test's link impairment where
+# the kernel has no netem (tests/netns/netimpair.c).
+packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev"
 
 missing=""
 for p in $packages; do

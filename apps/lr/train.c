@@ -98,26 +98,56 @@ typedef struct shard {
     double *w;     /* local copy of those weights (same order) */
     uint32_t *col; /* per nnz: index into keys (for local weight lookups) */
     double *y01;   /* labels as 0/1 */
+    /* Minibatch bookkeeping, per key: the last batch that used it and where. */
+    uint32_t *stamp, *slot;
+    uint32_t batch;
 } shard;
+
+/* Index of each value's feature in the share's sorted key list. With a
+ * dimension not much larger than the data, one pass marks the features that
+ * occur, in order; only a very sparse, huge feature space needs a sort. */
+static int map_features(shard *s, const loom_dataset *d, uint64_t dim)
+{
+    uint64_t *keys;
+    if (dim <= 4 * (uint64_t)d->nnz + (1u << 20)) {
+        uint32_t *index = calloc(dim + 1, sizeof *index);
+        if (!index) return LOOM_ENOMEM;
+        for (size_t k = 0; k < d->nnz; k++) index[d->idx[k]] = 1;
+        index[dim] = 1; /* the bias */
+        size_t n = 0;
+        for (uint64_t f = 0; f <= dim; f++) n += index[f];
+        if (!(keys = malloc(n * sizeof *keys))) {
+            free(index);
+            return LOOM_ENOMEM;
+        }
+        n = 0;
+        for (uint64_t f = 0; f <= dim; f++)
+            if (index[f]) keys[n] = f, index[f] = (uint32_t)n++;
+        for (size_t k = 0; k < d->nnz; k++) s->col[k] = index[d->idx[k]];
+        free(index);
+        s->nkeys = n;
+    } else {
+        if (!(keys = malloc((d->nnz + 1) * sizeof *keys))) return LOOM_ENOMEM;
+        memcpy(keys, d->idx, d->nnz * sizeof *keys);
+        keys[d->nnz] = dim;
+        s->nkeys = lr_sort_unique(keys, d->nnz + 1);
+        for (size_t k = 0; k < d->nnz; k++)
+            s->col[k] = (uint32_t)lr_find_key(keys, s->nkeys, d->idx[k]);
+    }
+    s->keys = keys;
+    return 0;
+}
 
 static int shard_init(shard *s, const loom_dataset *d, uint64_t dim)
 {
     *s = (shard){.d = d};
-    uint64_t *all = malloc((d->nnz + 1) * sizeof *all);
     s->col = malloc((d->nnz ? d->nnz : 1) * sizeof *s->col);
     s->y01 = malloc((d->rows ? d->rows : 1) * sizeof *s->y01);
-    if (!all || !s->col || !s->y01) {
-        free(all);
-        return LOOM_ENOMEM;
-    }
-    memcpy(all, d->idx, d->nnz * sizeof *all);
-    all[d->nnz] = dim; /* the bias */
-    size_t n = lr_sort_unique(all, d->nnz + 1);
-    s->keys = all;
-    s->nkeys = n;
-    s->w = calloc(n, sizeof *s->w);
-    if (!s->w) return LOOM_ENOMEM;
-    for (size_t k = 0; k < d->nnz; k++) s->col[k] = (uint32_t)lr_find_key(all, n, d->idx[k]);
+    if (!s->col || !s->y01 || map_features(s, d, dim)) return LOOM_ENOMEM;
+    s->w = calloc(s->nkeys, sizeof *s->w);
+    s->stamp = calloc(s->nkeys, sizeof *s->stamp);
+    s->slot = malloc(s->nkeys * sizeof *s->slot);
+    if (!s->w || !s->stamp || !s->slot) return LOOM_ENOMEM;
     for (size_t i = 0; i < d->rows; i++) s->y01[i] = d->label[i] > 0 ? 1.0 : 0.0;
     return 0;
 }
@@ -128,6 +158,8 @@ static void shard_free(shard *s)
     free(s->w);
     free(s->col);
     free(s->y01);
+    free(s->stamp);
+    free(s->slot);
 }
 
 /* Margin of row i with the local weights (bias last in keys). */
@@ -158,8 +190,10 @@ typedef struct batch_buf {
     size_t cap;
 } batch_buf;
 
-/* One minibatch: rows order[0..n) of the share. */
-static int sgd_step(loom_table *wt, const shard *s, const size_t *order, size_t n, uint64_t dim,
+/* One minibatch: rows order[0..n) of the share. The batch's keys are listed
+ * in order of first use (the library takes unsorted keys); slot[] finds a
+ * value's place in the batch without a search. */
+static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uint64_t dim,
                     const lr_train_opts *o, batch_buf *b)
 {
     const loom_dataset *d = s->d;
@@ -173,22 +207,31 @@ static int sgd_step(loom_table *wt, const shard *s, const size_t *order, size_t 
         b->g = malloc(b->cap * sizeof *b->g);
         if (!b->keys || !b->w || !b->g) return fail("minibatch", LOOM_ENOMEM);
     }
-    /* The batch's distinct features, through the share's sorted key list. */
+    if (++s->batch == 0) { /* the stamps wrapped: forget them all */
+        memset(s->stamp, 0, s->nkeys * sizeof *s->stamp);
+        s->batch = 1;
+    }
     size_t nk = 0;
     for (size_t r = 0; r < n; r++)
-        for (size_t k = d->row[order[r]]; k < d->row[order[r] + 1]; k++) b->keys[nk++] = d->idx[k];
-    b->keys[nk++] = dim;
-    nk = lr_sort_unique(b->keys, nk);
+        for (size_t k = d->row[order[r]]; k < d->row[order[r] + 1]; k++) {
+            uint32_t c = s->col[k];
+            if (s->stamp[c] != s->batch) {
+                s->stamp[c] = s->batch;
+                s->slot[c] = (uint32_t)nk;
+                b->keys[nk++] = s->keys[c];
+            }
+        }
+    b->keys[nk++] = dim; /* the bias, last */
     TRY("pull", loom_pull(wt, b->keys, nk, b->w));
     memset(b->g, 0, nk * sizeof *b->g);
     for (size_t r = 0; r < n; r++) {
         size_t i = order[r];
         double m = b->w[nk - 1];
         for (size_t k = d->row[i]; k < d->row[i + 1]; k++)
-            m += b->w[lr_find_key(b->keys, nk, d->idx[k])] * d->val[k];
+            m += b->w[s->slot[s->col[k]]] * d->val[k];
         double err = lr_sigmoid(m) - s->y01[i];
         for (size_t k = d->row[i]; k < d->row[i + 1]; k++)
-            b->g[lr_find_key(b->keys, nk, d->idx[k])] += err * d->val[k];
+            b->g[s->slot[s->col[k]]] += err * d->val[k];
         b->g[nk - 1] += err;
     }
     for (size_t k = 0; k < nk; k++) {
@@ -511,7 +554,8 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         goto out;
     }
     if (rank == 0 && c->job.metrics_path && !(rep.metrics = fopen(c->job.metrics_path, "w"))) {
-        fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
+        fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->job.metrics_path,
+                strerror(errno));
         rc = 1;
         goto out;
     }

@@ -71,16 +71,16 @@ int loom_libsvm_read(const char *path, int shard, int nshards, const loom_libsvm
                      loom_dataset **out, char *err, size_t errlen);
 void loom_dataset_free(loom_dataset *d);
 
-
 /* ---- ratings: "user item rating [timestamp]" ----
  *
  * One rating per line, fields separated by tabs, commas or spaces (MovieLens
  * u.data and ratings.csv both work); an optional header line (a first line
  * whose first field is not a number) is skipped; a fourth field (timestamp)
- * and anything after it is ignored. User and item ids are integers; they are
- * remapped to dense indices 0..users-1 and 0..items-1 in ascending order of
- * id, over the whole file (every worker scans every line's ids, so all
- * workers agree on the mapping without talking). */
+ * and anything after it is ignored. User and item ids are integers (int64,
+ * negative ones too); they are remapped to dense indices 0..users-1 and
+ * 0..items-1 in ascending order of id, over the whole file (every worker
+ * scans every line's ids, so all workers agree on the mapping without
+ * talking; a malformed line gives no ids). Details: docs/DATA.md. */
 typedef struct loom_ratings {
     size_t n;          /* ratings in this share */
     uint32_t *user;    /* n dense user indices */
@@ -122,22 +122,26 @@ int64_t loom_ratings_item_index(const loom_ratings *r, int64_t id);
  * UCI docword: three header lines (documents D, vocabulary W, pairs NNZ),
  * then "doc word count" lines grouped by document, both ids 1-based (stored
  * 0-based). A share holds whole documents: a document belongs to the share
- * its first line starts in. */
+ * its first line starts in. Document first_doc + i of the file is document i
+ * of the share: LDA-C counts non-blank lines (blank lines are no documents;
+ * with skip_bad a malformed line stays as an empty one); UCI numbers them by
+ * id, ids the file skips being empty documents, up to D. UCI's NNZ is checked
+ * when the file is read as one share. Details: docs/DATA.md. */
 typedef enum { LOOM_BOW_AUTO = 0, LOOM_BOW_LDAC, LOOM_BOW_UCI } loom_bow_format;
 
 typedef struct loom_corpus {
-    size_t docs;         /* documents in this share (LDA-C: empty lines "0" count) */
-    size_t nnz;          /* (document, word) pairs */
-    uint64_t tokens;     /* sum of the counts */
-    size_t *doc;         /* docs + 1 offsets into word/count */
-    uint32_t *word;      /* nnz 0-based word ids */
-    uint32_t *count;     /* nnz counts, >= 1 */
-    uint64_t vocab;      /* UCI: W from the header; LDA-C: 1 + the largest id in this share */
-    uint64_t first_doc;  /* 0-based index in the file of this share's first document */
+    size_t docs;            /* documents in this share (LDA-C: empty lines "0" count) */
+    size_t nnz;             /* (document, word) pairs */
+    uint64_t tokens;        /* sum of the counts */
+    size_t *doc;            /* docs + 1 offsets into word/count */
+    uint32_t *word;         /* nnz 0-based word ids */
+    uint32_t *count;        /* nnz counts, >= 1 */
+    uint64_t vocab;         /* UCI: W from the header; LDA-C: 1 + the largest id in this share */
+    uint64_t first_doc;     /* 0-based index in the file of this share's first document */
     loom_bow_format format; /* what was read (never AUTO) */
-    size_t skipped;      /* malformed lines skipped (only with skip_bad) */
-    size_t first_line;   /* 1-based line number of this share's first line */
-    uint64_t bytes;      /* bytes of the file this share covered */
+    size_t skipped;         /* malformed lines skipped (only with skip_bad) */
+    size_t first_line;      /* 1-based line number of this share's first line */
+    uint64_t bytes;         /* bytes of the file this share covered */
 } loom_corpus;
 
 typedef struct loom_bow_opts {

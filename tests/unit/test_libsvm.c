@@ -25,6 +25,7 @@
 
 #define TEST_RNG_SEED 0x5eed11b5f00dULL
 #include "test_rng.h"
+#include "test_data.h"
 
 static char tmpdir[] = "/tmp/loom-libsvm-XXXXXX";
 static int nfiles;
@@ -690,32 +691,13 @@ static void test_ids(void **state)
     free(path);
 }
 
-/* The data directory: $LOOM_SHARED_DATA, else ../shared/data next to the
- * source tree (this file is tests/unit/ in it). */
-static const char *shared_data(char *buf, size_t len)
-{
-    const char *env = getenv("LOOM_SHARED_DATA");
-    if (env && *env) {
-        snprintf(buf, len, "%s", env);
-        return buf;
-    }
-    snprintf(buf, len, "%s", __FILE__);
-    char *slash = strrchr(buf, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        snprintf(buf, len, ".");
-    strncat(buf, "/../../../shared/data", len - strlen(buf) - 1);
-    return buf;
-}
-
 static void check_a9a(const char *name, size_t rows, size_t nnz, size_t pos, uint64_t maxf)
 {
-    char dir[4096], path[4200];
-    shared_data(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/a9a/%s", dir, name);
+    char path[4200], rel[64];
+    snprintf(rel, sizeof rel, "a9a/%s", name);
+    shared_file(path, sizeof path, rel);
     if (access(path, R_OK)) {
-        print_message("skipped: ../shared/data/a9a not found\n");
+        print_message("skipped: %s not found\n", path);
         skip();
     }
     for (int n = 1; n <= 4; n += 3) {
