@@ -95,13 +95,15 @@ typedef struct worker {
     double mean, min, max;
     double start;
     FILE *metrics;
+    size_t skipped[2]; /* malformed lines of this share of the training and test files */
 } worker;
 
-/* Agree on the mean and range of the training ratings (after the split). */
+/* Agree on the mean and range of the training ratings (after the split);
+ * worker 0 reports the malformed lines --skip-bad skipped, summed. */
 static int agree_summary(worker *w)
 {
     app_stats sum;
-    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 2, 1, &sum));
+    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 4, 1, &sum));
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
     o.width = 2;
@@ -114,7 +116,7 @@ static int agree_summary(worker *w)
     TRY("open the range table", loom_table_open(w->node, "mf.range", &o, &range));
     double s, lo, hi;
     mf_data_summary(&w->train, &s, &lo, &hi);
-    double mine[2] = {s, (double)w->train.n};
+    double mine[4] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1]};
     TRY("push the mean", app_stats_add(&sum, 0, mine));
     if (w->train.n) {
         uint64_t key = 0;
@@ -124,8 +126,13 @@ static int agree_summary(worker *w)
         TRY("push the range", loom_wait(w->node, ts));
     }
     TRY("barrier", loom_barrier(w->node));
-    double all[2], ext[2];
+    double all[4], ext[2];
     TRY("pull the mean", app_stats_read(&sum, 0, all));
+    const char *path[2] = {w->cli->job.train_path, w->cli->job.test_path};
+    for (int f = 0; f < 2; f++)
+        if (loom_rank(w->node) == 0 && all[2 + f] > 0)
+            fprintf(stderr, "loom train mf: skipped %.0f malformed line(s) in %s\n", all[2 + f],
+                    path[f]);
     uint64_t key = 0;
     TRY("pull the range", loom_pull(range, &key, 1, ext));
     if (all[1] < 1) {
@@ -384,9 +391,7 @@ static int read_data(worker *w, loom_ratings **test_file)
             fprintf(stderr, "loom train mf: %s\n", err);
             return 1;
         }
-        if ((*test_file)->skipped)
-            fprintf(stderr, "loom train mf: skipped %zu malformed line(s) in %s\n",
-                    (*test_file)->skipped, c->job.test_path);
+        w->skipped[1] = (*test_file)->skipped;
         TRY("test data", mf_data_map(*test_file, w->r, &w->test));
         mf_data tmp;
         TRY("training data", mf_data_split(w->r, c->train.seed, 0, &w->train, &tmp));
@@ -410,10 +415,7 @@ static int run_worker(loom_node *n, const mf_cli *c)
         fprintf(stderr, "loom train mf: %s\n", err);
         return 1;
     }
-    if (r->skipped)
-        fprintf(stderr, "loom train mf: skipped %zu malformed line(s) in %s\n", r->skipped,
-                c->job.train_path);
-    worker w = {.node = n, .cli = c, .r = r};
+    worker w = {.node = n, .cli = c, .r = r, .skipped = {r->skipped}};
     int rc = read_data(&w, &test_file);
     if (!rc && loom_rank(n) == 0 && c->job.metrics_path &&
         !(w.metrics = fopen(c->job.metrics_path, "w"))) {
