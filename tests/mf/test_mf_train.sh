@@ -116,6 +116,12 @@ errors)
     printf 'userId,movieId,rating\n1,1,4\n9,1,3\n1,9,2\n9,9,5\n' >"$WORK/cold.csv"
     expect 0 "ratings 4 " "$LOOM" predict mf --model "$WORK/m" --data "$WORK/cold.csv"
     grep -qF "unknown_users 1  unknown_items 1" "$WORK/out" || fail "unknown ids not counted"
+    # ... and so does the trainer's evaluation of a --test file, on 2 workers.
+    expect 0 "test rmse" "$LOOM" train mf --train "$WORK/ok.tsv" --test "$WORK/cold.csv" \
+        --workers 2 --epochs 1 --rank 2
+    # A file without a single rating.
+    printf 'userId,movieId,rating,timestamp\n' >"$WORK/empty.csv"
+    expect 1 "empty.csv: no training ratings" "$LOOM" train mf --train "$WORK/empty.csv" --workers 2
     ;;
 equiv_ml)
     need_ml
