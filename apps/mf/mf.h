@@ -152,10 +152,9 @@ typedef struct mf_batch {
     uint64_t *ukeys, *ikeys;   /* their row indices, in order of first touch */
     uint32_t *uslot, *islot;   /* per rating of the batch: its rows' slots */
     double *urows, *irows;     /* nu (ni) rows of rank + 1: read, then trained */
-    double *uold, *iold;       /* the rows as read; after mf_batch_deltas: new - old */
+    double *uold, *iold;       /* the rows as read; after mf_batch_train: new - old */
     uint32_t *ustamp, *istamp; /* per user/item: 1 + the slot in this batch, or 0 */
     size_t cap;                /* ratings the slot arrays hold */
-    size_t users, items;
 } mf_batch;
 
 int mf_batch_init(mf_batch *b, uint32_t rank, size_t users, size_t items);

@@ -158,7 +158,7 @@ void mf_data_summary(const mf_data *d, double *sum, double *min, double *max)
 int mf_batch_init(mf_batch *b, uint32_t rank, size_t users, size_t items)
 {
     size_t w = rank + 1;
-    *b = (mf_batch){.rank = rank, .users = users, .items = items};
+    *b = (mf_batch){.rank = rank};
     b->ukeys = malloc((users ? users : 1) * sizeof *b->ukeys);
     b->ikeys = malloc((items ? items : 1) * sizeof *b->ikeys);
     b->urows = malloc((users ? users : 1) * w * sizeof *b->urows);
