@@ -36,11 +36,11 @@
 #define STREAM_ITM 2
 #define STREAM_ROW 1000 /* + user: that user's items and noise */
 
-/* Weights (r + 1)^-a given to a seeded shuffle of 0..n-1. */
-static void popularity(double *w, size_t n, double a, uint64_t seed, uint64_t stream)
+/* Weights (r + 1)^-a given to a seeded shuffle of 0..n-1. 0, or -1 out of memory. */
+static int popularity(double *w, size_t n, double a, uint64_t seed, uint64_t stream)
 {
     size_t *perm = malloc((n ? n : 1) * sizeof *perm);
-    if (!perm) return;
+    if (!perm) return -1;
     app_rng r;
     app_rng_seed(&r, seed, stream);
     for (size_t i = 0; i < n; i++) perm[i] = i;
@@ -51,6 +51,7 @@ static void popularity(double *w, size_t n, double a, uint64_t seed, uint64_t st
     }
     for (size_t i = 0; i < n; i++) w[perm[i]] = pow((double)i + 1, -a);
     free(perm);
+    return 0;
 }
 
 /* Ratings per user: shares of the weights, water-filled up to cap, rounded
@@ -144,8 +145,11 @@ int mf_generate(const mf_gen_opts *o, FILE *out, mf_model *planted, int progress
         m.item[i * w] = ITEM_BIAS * app_rng_normal(&r);
         for (size_t k = 1; k < w; k++) m.item[i * w + k] = s * app_rng_normal(&r);
     }
-    popularity(uw, U, USER_ZIPF, o->seed, STREAM_USR + 100);
-    popularity(cum, I, ITEM_ZIPF, o->seed, STREAM_ITM + 100);
+    if (popularity(uw, U, USER_ZIPF, o->seed, STREAM_USR + 100) ||
+        popularity(cum, I, ITEM_ZIPF, o->seed, STREAM_ITM + 100)) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
     for (size_t i = 1; i < I; i++) cum[i] += cum[i - 1];
     user_counts(uw, U, o->ratings, cap, count);
     double lo = INFINITY, hi = -INFINITY;

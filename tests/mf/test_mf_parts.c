@@ -426,13 +426,13 @@ static void test_flags(void **state)
     (void)state;
     mf_cli c;
     char err[512];
-    assert_int_equal(parse(err, sizeof err, &c, "--train", "x", NULL), 0);
+    assert_int_equal(parse(err, sizeof err, &c, "--train", "x", (char *)NULL), 0);
     assert_int_equal(c.train.rank, 16);
     assert_int_equal(c.train.epochs, 40);
     assert_int_equal(c.job.consistency, LOOM_SSP);
     assert_int_equal(c.job.staleness, 2);
     assert_int_equal(parse(err, sizeof err, &c, "--train", "x", "--rank", "8", "--format", "csv",
-                           "--test-fraction", "0.2", "--seed", "4", "--skip-bad", NULL),
+                           "--test-fraction", "0.2", "--seed", "4", "--skip-bad", (char *)NULL),
                      0);
     assert_int_equal(c.train.rank, 8);
     assert_int_equal(c.data.separator, ',');
@@ -454,7 +454,7 @@ static void test_flags(void **state)
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         const char *const *a = bad[k].args;
-        int rc = parse(err, sizeof err, &c, a[0], a[1], a[2], a[3], a[4], a[5], NULL);
+        int rc = parse(err, sizeof err, &c, a[0], a[1], a[2], a[3], a[4], a[5], (char *)NULL);
         assert_int_equal(rc, 2);
         if (!strstr(err, bad[k].expect))
             fail_msg("case %zu: got '%s', expected '%s'", k, err, bad[k].expect);
