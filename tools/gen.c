@@ -7,6 +7,7 @@
 
 #include "lda/lda.h"
 #include "lr/lr.h"
+#include "mf/mf.h"
 
 #include <errno.h>
 #include <math.h>
@@ -23,6 +24,7 @@ const char cmd_gen_help[] =
     "\n"
     "Write a synthetic data set. MODEL is one of:\n"
     "  lr   sparse binary classification rows from a planted logistic regression model\n"
+    "  mf   MovieLens-like ratings from a planted biased low-rank model (loom gen mf --help)\n"
     "\n"
     "loom gen lr --out FILE [OPTIONS]\n"
     "\n"
@@ -64,6 +66,7 @@ struct generator {
 
 static const struct generator generators[] = {
     {"lr", "sparse binary classification rows from a planted logistic regression model", gen_lr},
+    {"mf", "ratings from a planted biased low-rank model", mf_gen_main},
     {"lda", "bag-of-words documents from a planted topic model", lda_gen_main},
 };
 

@@ -6,6 +6,7 @@
 #include "commands.h"
 
 #include "lr/lr.h"
+#include "mf/mf.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,6 +22,7 @@ const char cmd_predict_help[] =
     "\n"
     "Apply a saved model to a data set. MODEL is one of:\n"
     "  lr   logistic regression (the model file of `loom train lr --model-out`)\n"
+    "  mf   matrix factorisation (`loom train mf --model-out`; loom predict mf --help)\n"
     "\n"
     "loom predict lr --model M --data FILE [--out FILE] [--zero-based|--one-based]\n"
     "\n"
@@ -57,6 +59,7 @@ struct predictor {
 
 static const struct predictor predictors[] = {
     {"lr", "logistic regression", predict_lr},
+    {"mf", "matrix factorisation", mf_predict_main},
 };
 
 #define NUM_PREDICTORS (sizeof predictors / sizeof predictors[0])

@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "lda/lda.h"
 #include "lr/lr.h"
+#include "mf/mf.h"
 
 /* One row per model: its help, its flag parser and its node program. A
  * model's command-line struct starts with its app_job (apps/common/app.h),
@@ -44,7 +45,14 @@ static int lr_node(const void *cli)
 {
     return lr_train_node(cli);
 }
-
+static int mf_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
+{
+    return mf_parse_flags(argc, argv, cli, err, errlen);
+}
+static int mf_node(const void *cli)
+{
+    return mf_train_node(cli);
+}
 static int lda_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
     return lda_parse_flags(argc, argv, cli, err, errlen);
@@ -56,6 +64,8 @@ static int lda_node(const void *cli)
 
 static const trainer trainers[] = {
     {"lr", "sparse logistic regression", lr_train_help, sizeof(lr_cli), lr_parse, lr_node},
+    {"mf", "matrix factorisation with biases (ratings)", mf_train_help, sizeof(mf_cli), mf_parse,
+     mf_node},
     {"lda", "topic model (collapsed Gibbs, SparseLDA)", lda_train_help, sizeof(lda_cli), lda_parse,
      lda_node},
 };

@@ -86,8 +86,8 @@ run gen lr --rows 10
 [[ $RC == 2 ]] && grep -qF -- "--out FILE is required" err || fail "missing --out accepted"
 run gen
 [[ $RC == 2 ]] && grep -qE '^  lr ' err || fail "bare 'loom gen' does not list the generators"
-run gen mf
-[[ $RC == 2 ]] && grep -qF "unknown model 'mf'" err || fail "'loom gen mf' accepted"
+run gen svm
+[[ $RC == 2 ]] && grep -qF "unknown model 'svm'" err || fail "'loom gen svm' accepted"
 run help gen
 [[ $RC == 0 ]] && grep -qF -- "--planted-out FILE" out || fail "'loom help gen' lacks --planted-out"
 run gen lr --help

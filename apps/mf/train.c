@@ -1,0 +1,454 @@
+/* train: distributed matrix factorisation on Loom, run on every node of a job.
+ *
+ * The model is two dense f64 tables on the servers, "mf.users" and
+ * "mf.items", one row per user (item) of width K + 1: the bias, then the K
+ * factors. Their updater is "sum" and their consistency the job's
+ * (--consistency, default SSP(2)), so staleness is counted in clocks.
+ *
+ * Data: worker r of W reads share r of the training file (the reader's byte
+ * ranges); every worker knows the whole file's id mapping, so row indices
+ * agree without talking. --test-fraction holds out ratings by a hash of
+ * (seed, line), which no sharding changes; a --test file is read sharded too
+ * and mapped through the training ids. The mean and the rating range come
+ * from small tables every worker adds its share's sums and extremes into.
+ *
+ * Start: row r's initial values (sgd.c: a stream of (seed, table, r)) are
+ * pushed by worker r mod W, then a clock and a barrier make them visible to
+ * all, under every consistency model.
+ *
+ * An epoch is --syncs clocks. In each, a worker takes the next 1/syncs of its
+ * ratings in a seeded order of (seed, rank, epoch), pulls the user and item
+ * rows they touch, trains local copies by SGD over them in order, pushes new
+ * - old for every touched row, and calls loom_clock(). Every worker runs the
+ * same number of clocks whatever the size of its share.
+ *
+ * The servers add the workers' deltas. Rows several workers rate (popular
+ * items) would then move up to W times as far as one sequential pass moves
+ * them, and with W = 4 on MovieLens-like data that diverges, so by default
+ * (--merge damped) each delta is first scaled per row by mf_merge_scale(),
+ * from every worker's count of the row's ratings (agreed at start through
+ * width-W count tables). A row only one worker rates keeps its delta as is:
+ * under BSP with one worker this is exactly seq.c's algorithm.
+ *
+ * After an epoch, a barrier; then each worker pulls fresh rows for all of its
+ * training and test ratings, adds its squared errors, counts, updates and
+ * traffic into a statistics table; after a second barrier worker 0 reads the
+ * totals and prints a progress line and a metrics JSON line. At the end
+ * worker 0 pulls both tables and saves the model. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom.h>
+
+#include "mf/mf.h"
+
+enum { ST_TRAIN_SSE, ST_TRAIN_N, ST_TEST_SSE, ST_TEST_N, ST_UPDATES, ST_SENT, ST_RECEIVED, ST_N };
+
+static int fail(const char *what, int rc)
+{
+    fprintf(stderr, "loom train mf: %s: %s\n", what, loom_strerror(rc));
+    return 1;
+}
+
+#define TRY(what, expr)                                                                            \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_) return fail(what, rc_);                                                           \
+    } while (0)
+
+/* Row [max, -min] of the ratings: the first push sets a column (its state
+ * value says one came), later ones keep the larger. A "sum" table cannot do this,
+ * and a row starting at 0 would clip negative ratings. */
+static void range_updater(const loom_update *u, void *user)
+{
+    (void)user;
+    double *v = u->value, *seen = u->state;
+    const double *d = u->delta;
+    for (uint32_t j = 0; j < u->width; j++)
+        if (!seen[j] || d[j] > v[j]) v[j] = d[j], seen[j] = 1;
+}
+
+/* --merge damped: every worker's training-rating count of each row this
+ * worker touches (a table of width W, each worker adding its column), and
+ * the epoch's scale factor of each such row (mf_merge_scale). */
+typedef struct row_counts {
+    size_t n;       /* rows this worker touches */
+    uint64_t *keys; /* those rows */
+    double *count;  /* n x W counts */
+    double *scale;  /* per row of the table (1 where untouched) */
+} row_counts;
+
+/* A worker's state. */
+typedef struct worker {
+    loom_node *node;
+    const mf_cli *cli;
+    const loom_ratings *r;
+    mf_data train, test;
+    loom_table *users, *items;
+    app_stats stats;
+    mf_batch b;
+    row_counts ucount, icount; /* --merge damped */
+    size_t *order;
+    double mean, min, max;
+    double start;
+    FILE *metrics;
+    size_t skipped[2]; /* malformed lines of this share of the training and test files */
+} worker;
+
+/* Agree on the mean and range of the training ratings (after the split);
+ * worker 0 reports the malformed lines --skip-bad skipped, summed. */
+static int agree_summary(worker *w)
+{
+    app_stats sum;
+    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 4, 1, &sum));
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_F64;
+    o.width = 2;
+    o.storage = LOOM_DENSE;
+    o.key_end = 1;
+    o.consistency = LOOM_ASP;
+    o.updater = "mf.range";
+    o.cache = 0;
+    loom_table *range;
+    TRY("open the range table", loom_table_open(w->node, "mf.range", &o, &range));
+    double s, lo, hi;
+    mf_data_summary(&w->train, &s, &lo, &hi);
+    double mine[4] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1]};
+    TRY("push the mean", app_stats_add(&sum, 0, mine));
+    if (w->train.n) {
+        uint64_t key = 0;
+        double ext[2] = {hi, -lo};
+        loom_ts ts;
+        TRY("push the range", loom_push_async(range, &key, 1, ext, &ts));
+        TRY("push the range", loom_wait(w->node, ts));
+    }
+    TRY("barrier", loom_barrier(w->node));
+    double all[4], ext[2];
+    TRY("pull the mean", app_stats_read(&sum, 0, all));
+    const char *path[2] = {w->cli->job.train_path, w->cli->job.test_path};
+    for (int f = 0; f < 2; f++)
+        if (loom_rank(w->node) == 0 && all[2 + f] > 0)
+            fprintf(stderr, "loom train mf: skipped %.0f malformed line(s) in %s\n", all[2 + f],
+                    path[f]);
+    uint64_t key = 0;
+    TRY("pull the range", loom_pull(range, &key, 1, ext));
+    if (all[1] < 1) {
+        fprintf(stderr, "loom train mf: %s: no training ratings\n", w->cli->job.train_path);
+        return 1;
+    }
+    w->mean = all[0] / all[1];
+    w->max = ext[0];
+    w->min = -ext[1];
+    return 0;
+}
+
+static int open_tables(worker *w)
+{
+    const mf_train_opts *o = &w->cli->train;
+    loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
+    to.type = LOOM_F64;
+    to.width = o->rank + 1;
+    to.storage = LOOM_DENSE;
+    to.consistency = (loom_consistency)w->cli->job.consistency;
+    to.staleness = w->cli->job.staleness;
+    to.key_end = w->r->users ? w->r->users : 1;
+    TRY("open mf.users", loom_table_open(w->node, "mf.users", &to, &w->users));
+    to.key_end = w->r->items ? w->r->items : 1;
+    TRY("open mf.items", loom_table_open(w->node, "mf.items", &to, &w->items));
+    TRY("open the statistics table",
+        app_stats_open(w->node, "mf.stats", ST_N, o->epochs, &w->stats));
+    return 0;
+}
+
+/* Push the initial values of rows rank, rank + W, ... of table t (0 users, 1 items). */
+static int push_initial(worker *w, loom_table *t, int table, size_t rows)
+{
+    const mf_train_opts *o = &w->cli->train;
+    size_t width = (size_t)o->rank + 1, nw = (size_t)loom_num_workers(w->node);
+    size_t me = (size_t)loom_rank(w->node), mine = rows > me ? (rows - me + nw - 1) / nw : 0;
+    if (!mine) return 0;
+    uint64_t *keys = malloc(mine * sizeof *keys);
+    double *v = malloc(mine * width * sizeof *v);
+    int rc = keys && v ? 0 : LOOM_ENOMEM;
+    for (size_t k = 0; k < mine && !rc; k++) {
+        keys[k] = me + k * nw;
+        mf_init_row(v + k * width, o->rank, o->seed, table, keys[k], o->init_std);
+    }
+    if (!rc) rc = loom_push(t, keys, mine, v);
+    free(keys);
+    free(v);
+    TRY("push the initial rows", rc);
+    return 0;
+}
+
+static void row_counts_free(row_counts *rc)
+{
+    free(rc->keys), free(rc->count), free(rc->scale);
+}
+
+static int row_counts_init(worker *w, const char *name, int items, size_t rows, row_counts *rc)
+{
+    size_t nw = (size_t)loom_num_workers(w->node), me = (size_t)loom_rank(w->node);
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_F64;
+    o.width = (uint32_t)nw;
+    o.storage = LOOM_DENSE;
+    o.key_end = rows ? rows : 1;
+    o.consistency = LOOM_ASP;
+    o.cache = 0;
+    loom_table *t;
+    TRY("open the count table", loom_table_open(w->node, name, &o, &t));
+    rc->scale = malloc((rows ? rows : 1) * sizeof *rc->scale);
+    double *mine = calloc(rows ? rows : 1, sizeof *mine);
+    if (!rc->scale || !mine) {
+        free(mine);
+        return fail("count the ratings of each row", LOOM_ENOMEM);
+    }
+    for (size_t r = 0; r < rows; r++) rc->scale[r] = 1;
+    for (size_t k = 0; k < w->train.n; k++) mine[items ? w->train.item[k] : w->train.user[k]]++;
+    for (size_t r = 0; r < rows; r++) rc->n += mine[r] > 0;
+    rc->keys = malloc((rc->n ? rc->n : 1) * sizeof *rc->keys);
+    rc->count = calloc((rc->n ? rc->n : 1) * nw, sizeof *rc->count);
+    int err = rc->keys && rc->count ? 0 : LOOM_ENOMEM;
+    for (size_t r = 0, k = 0; r < rows && !err; r++)
+        if (mine[r] > 0) rc->keys[k] = r, rc->count[k++ * nw + me] = mine[r];
+    free(mine);
+    loom_ts ts;
+    if (!err && rc->n && !(err = loom_push_async(t, rc->keys, rc->n, rc->count, &ts)))
+        err = loom_wait(w->node, ts);
+    if (!err) err = loom_barrier(w->node);
+    if (!err && rc->n) err = loom_pull(t, rc->keys, rc->n, rc->count);
+    TRY("count the ratings of each row", err);
+    return 0;
+}
+
+/* The scale of every row of rc for an epoch's learning rate. */
+static void row_counts_scale(row_counts *rc, int workers, int syncs, double lr, double reg)
+{
+    for (size_t k = 0; k < rc->n; k++)
+        rc->scale[rc->keys[k]] =
+            mf_merge_scale(rc->count + k * (size_t)workers, workers, syncs, lr, reg);
+}
+
+/* Scale the batch's deltas (rows of width w) by their rows' factors. */
+static void scale_deltas(double *delta, const uint64_t *keys, size_t n, size_t w,
+                         const double *scale)
+{
+    for (size_t s = 0; s < n; s++)
+        if (scale[keys[s]] != 1)
+            for (size_t j = 0; j < w; j++) delta[s * w + j] *= scale[keys[s]];
+}
+
+/* Pull the batch's rows into b.urows / b.irows. */
+static int pull_rows(worker *w)
+{
+    if (w->b.nu) TRY("pull user rows", loom_pull(w->users, w->b.ukeys, w->b.nu, w->b.urows));
+    if (w->b.ni) TRY("pull item rows", loom_pull(w->items, w->b.ikeys, w->b.ni, w->b.irows));
+    return 0;
+}
+
+/* One epoch's clocks. */
+static int train_epoch(worker *w, int epoch)
+{
+    const mf_train_opts *o = &w->cli->train;
+    double lr = mf_epoch_lr(o->lr, o->lr_decay, epoch);
+    if (o->merge == MF_MERGE_DAMPED) {
+        int nw = loom_num_workers(w->node);
+        row_counts_scale(&w->ucount, nw, o->syncs, lr, o->reg);
+        row_counts_scale(&w->icount, nw, o->syncs, lr, o->reg);
+    }
+    mf_epoch_order(o->seed, loom_rank(w->node), epoch, w->train.n, w->order);
+    for (int c = 0; c < o->syncs; c++) {
+        size_t lo, hi;
+        mf_clock_range(w->train.n, o->syncs, c, &lo, &hi);
+        TRY("batch", mf_batch_collect(&w->b, &w->train, w->order + lo, hi - lo));
+        if (pull_rows(w)) return 1;
+        mf_batch_train(&w->b, &w->train, w->order + lo, hi - lo, w->mean, lr, o->reg);
+        if (o->merge == MF_MERGE_DAMPED) {
+            scale_deltas(w->b.uold, w->b.ukeys, w->b.nu, o->rank + 1, w->ucount.scale);
+            scale_deltas(w->b.iold, w->b.ikeys, w->b.ni, o->rank + 1, w->icount.scale);
+        }
+        if (w->b.nu) TRY("push user rows", loom_push(w->users, w->b.ukeys, w->b.nu, w->b.uold));
+        if (w->b.ni) TRY("push item rows", loom_push(w->items, w->b.ikeys, w->b.ni, w->b.iold));
+        TRY("clock", loom_clock(w->node));
+    }
+    return 0;
+}
+
+/* Squared error of the share's ratings d with freshly pulled rows. */
+static int share_sse(worker *w, const mf_data *d, double *sse)
+{
+    TRY("evaluation", mf_batch_collect(&w->b, d, NULL, d->n));
+    if (pull_rows(w)) return 1;
+    *sse = mf_batch_sse(&w->b, d, NULL, d->n, w->mean, w->min, w->max);
+    return 0;
+}
+
+/* Worker 0, after the barrier that follows every worker's statistics. */
+static int report(worker *w, int epoch, double train_s)
+{
+    const mf_cli *c = w->cli;
+    double st[ST_N];
+    TRY("pull statistics", app_stats_read(&w->stats, epoch, st));
+    double train_rmse = st[ST_TRAIN_N] > 0 ? sqrt(st[ST_TRAIN_SSE] / st[ST_TRAIN_N]) : 0;
+    int has_test = st[ST_TEST_N] > 0;
+    double test_rmse = has_test ? sqrt(st[ST_TEST_SSE] / st[ST_TEST_N]) : 0;
+    double ups = train_s > 0 ? st[ST_UPDATES] / train_s : 0;
+    double time_s = app_now_s() - w->start;
+    if (!c->job.quiet) {
+        char testpart[64] = "";
+        if (has_test) snprintf(testpart, sizeof testpart, "  test rmse %.4f", test_rmse);
+        fprintf(stderr,
+                "epoch %3d  train rmse %.4f%s  %.0f updates/s  sent %.1f MB  recv %.1f MB  "
+                "%.1f s\n",
+                epoch + 1, train_rmse, testpart, ups, st[ST_SENT] / 1e6, st[ST_RECEIVED] / 1e6,
+                time_s);
+    }
+    if (w->metrics) {
+        char testval[32] = "null";
+        if (has_test) snprintf(testval, sizeof testval, "%.9g", test_rmse);
+        fprintf(w->metrics,
+                "{\"epoch\": %d, \"time_s\": %.3f, \"train_rmse\": %.9g, \"test_rmse\": %s, "
+                "\"lr\": %.9g, \"updates_per_s\": %.1f, \"bytes_sent\": %.0f, "
+                "\"bytes_received\": %.0f}\n",
+                epoch + 1, time_s, train_rmse, testval,
+                mf_epoch_lr(c->train.lr, c->train.lr_decay, epoch), ups, st[ST_SENT],
+                st[ST_RECEIVED]);
+        fflush(w->metrics);
+    }
+    return 0;
+}
+
+/* Worker 0 at the end: both tables and the id mapping into the model file. */
+static int save_model(worker *w)
+{
+    const loom_ratings *r = w->r;
+    mf_model m;
+    if (mf_model_alloc(&m, w->cli->train.rank, r->users, r->items))
+        return fail("save the model", LOOM_ENOMEM);
+    memcpy(m.user_id, r->user_id, r->users * sizeof *m.user_id);
+    memcpy(m.item_id, r->item_id, r->items * sizeof *m.item_id);
+    m.mean = w->mean, m.min = w->min, m.max = w->max;
+    int rc = r->users ? loom_pull_range(w->users, 0, r->users, m.user) : 0;
+    if (!rc && r->items) rc = loom_pull_range(w->items, 0, r->items, m.item);
+    char err[512];
+    if (rc) {
+        rc = fail("pull the model", rc);
+    } else if (mf_model_save(&m, w->cli->job.model_path, err, sizeof err)) {
+        fprintf(stderr, "loom train mf: %s\n", err);
+        rc = 1;
+    }
+    mf_model_free(&m);
+    return rc;
+}
+
+static int epochs(worker *w)
+{
+    const mf_cli *c = w->cli;
+    int rank = loom_rank(w->node);
+    if (agree_summary(w) || open_tables(w)) return 1;
+    if (c->train.merge == MF_MERGE_DAMPED &&
+        (row_counts_init(w, "mf.user_counts", 0, w->r->users, &w->ucount) ||
+         row_counts_init(w, "mf.item_counts", 1, w->r->items, &w->icount)))
+        return 1;
+    if (push_initial(w, w->users, 0, w->r->users) || push_initial(w, w->items, 1, w->r->items))
+        return 1;
+    TRY("clock", loom_clock(w->node));
+    TRY("barrier", loom_barrier(w->node));
+    for (int epoch = 0; epoch < c->train.epochs; epoch++) {
+        double t0 = app_now_s();
+        if (train_epoch(w, epoch)) return 1;
+        double train_s = app_now_s() - t0;
+        TRY("barrier", loom_barrier(w->node));
+        double v[ST_N] = {0};
+        if (share_sse(w, &w->train, &v[ST_TRAIN_SSE]) || share_sse(w, &w->test, &v[ST_TEST_SSE]))
+            return 1;
+        v[ST_TRAIN_N] = (double)w->train.n;
+        v[ST_TEST_N] = (double)w->test.n;
+        v[ST_UPDATES] = (double)w->train.n;
+        loom_stats ns;
+        loom_node_stats(w->node, &ns);
+        v[ST_SENT] = (double)ns.bytes_sent;
+        v[ST_RECEIVED] = (double)ns.bytes_received;
+        TRY("push statistics", app_stats_add(&w->stats, epoch, v));
+        TRY("barrier", loom_barrier(w->node));
+        if (rank == 0 && report(w, epoch, train_s)) return 1;
+    }
+    return rank == 0 && c->job.model_path ? save_model(w) : 0;
+}
+
+/* Read this worker's shares of the training and test files. */
+static int read_data(worker *w, loom_ratings **test_file)
+{
+    const mf_cli *c = w->cli;
+    char err[1024];
+    int rank = loom_rank(w->node), nw = loom_num_workers(w->node);
+    if (c->job.test_path) {
+        if (loom_ratings_read(c->job.test_path, rank, nw, &c->data, test_file, err, sizeof err)) {
+            fprintf(stderr, "loom train mf: %s\n", err);
+            return 1;
+        }
+        w->skipped[1] = (*test_file)->skipped;
+        TRY("test data", mf_data_map(*test_file, w->r, &w->test));
+        mf_data tmp;
+        TRY("training data", mf_data_split(w->r, c->train.seed, 0, &w->train, &tmp));
+        mf_data_free(&tmp);
+    } else {
+        TRY("training data",
+            mf_data_split(w->r, c->train.seed, c->train.test_fraction, &w->train, &w->test));
+    }
+    w->order = malloc((w->train.n ? w->train.n : 1) * sizeof *w->order);
+    if (!w->order) return fail("training data", LOOM_ENOMEM);
+    TRY("training data", mf_batch_init(&w->b, c->train.rank, w->r->users, w->r->items));
+    return 0;
+}
+
+static int run_worker(loom_node *n, const mf_cli *c)
+{
+    char err[1024];
+    loom_ratings *r = NULL, *test_file = NULL;
+    if (loom_ratings_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &r, err,
+                          sizeof err)) {
+        fprintf(stderr, "loom train mf: %s\n", err);
+        return 1;
+    }
+    worker w = {.node = n, .cli = c, .r = r, .skipped = {r->skipped}};
+    int rc = read_data(&w, &test_file);
+    if (!rc && loom_rank(n) == 0 && c->job.metrics_path &&
+        !(w.metrics = fopen(c->job.metrics_path, "w"))) {
+        fprintf(stderr, "loom train mf: cannot write %s: %s\n", c->job.metrics_path,
+                strerror(errno));
+        rc = 1;
+    }
+    w.start = app_now_s();
+    if (!rc) rc = epochs(&w);
+    if (w.metrics && fclose(w.metrics) && !rc) {
+        fprintf(stderr, "loom train mf: cannot write %s\n", c->job.metrics_path);
+        rc = 1;
+    }
+    mf_batch_free(&w.b);
+    mf_data_free(&w.train);
+    mf_data_free(&w.test);
+    free(w.order);
+    row_counts_free(&w.ucount);
+    row_counts_free(&w.icount);
+    loom_ratings_free(test_file);
+    loom_ratings_free(r);
+    return rc;
+}
+
+int mf_train_node(const mf_cli *c)
+{
+    loom_updater_register("mf.range", 1, range_updater, NULL);
+    loom_node *n;
+    int rc = loom_init(&n, NULL, NULL);
+    if (rc) return fail("cannot join the job", rc);
+    if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
+    rc = run_worker(n, c);
+    int frc = loom_finalize(n);
+    if (frc && !rc) rc = fail("finalize", frc);
+    return rc;
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# loom train/gen/predict mf as a user runs them, with real processes:
+#   equiv_gen    generated ratings: a one-worker BSP job (1 and 2 servers, 1 and
+#                3 clocks per epoch, --test-fraction and --test) saves the very
+#                model of the in-process sequential reference (mf_check)
+#   gen_predict  gen -> train (2 workers, SSP(2)) -> predict: the test RMSE
+#                gets near the planted model's own (the noise level) within 0.05, and
+#                predict agrees with the trainer's last evaluation
+#   errors       malformed files and bad flags: documented messages and codes
+#   equiv_ml     ml-latest-small, 90/10 split, 1 worker BSP: bitwise the reference
+#   ssp_ml       ml-latest-small, 90/10 split, 2 workers, 2 servers, SSP(2):
+#                test RMSE <= 0.87 after the default 40 epochs
+# Usage: test_mf_train.sh LOOM MF_CHECK DATA_DIR CASE. The *_ml cases exit 77
+# (skipped) with a message when DATA_DIR/ml-latest-small is absent.
+set -u
+LOOM=$1 MF_CHECK=$2 DATA=$3 CASE=$4
+ML=$DATA/ml-latest-small/ratings.csv
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-mf.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
+fail() { echo "FAIL: $*" >&2; tail -n 30 "$WORK/out" >&2 2>/dev/null; exit 1; }
+need_ml() {
+    if [[ ! -r $ML ]]; then
+        echo "skipped: $ML not found (the shared datasets are not part of a clone)"
+        exit 77
+    fi
+}
+# field KEY FILE: KEY's value on the last line of a metrics file.
+field() { tail -n 1 "$2" | sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p"; }
+# rmse PREDICT_OUTPUT: the rmse `loom predict mf` printed.
+rmse() { sed -n 's/.*rmse \([0-9.]*\).*/\1/p' "$1"; }
+
+# equivalent ARGS...: a one-worker BSP job and the reference agree bit for bit.
+equivalent() {
+    "$LOOM" train mf "$@" --workers 1 --consistency bsp --quiet --model-out "$WORK/m" \
+        >"$WORK/out" 2>&1 || fail "training with $* failed"
+    "$MF_CHECK" "$WORK/m" -- "$@" || fail "the model differs from the reference ($*)"
+}
+
+case $CASE in
+equiv_gen)
+    "$LOOM" gen mf --users 300 --items 500 --ratings 20000 --rank 4 --seed 5 --quiet \
+        --out "$WORK/r.tsv" || fail "gen mf failed"
+    equivalent --train "$WORK/r.tsv" --test-fraction 0.1 --epochs 3 --seed 3
+    equivalent --train "$WORK/r.tsv" --test-fraction 0.2 --epochs 2 --syncs 3 --servers 2 --rank 5
+    awk 'NR % 7 == 0' "$WORK/r.tsv" >"$WORK/t.tsv"
+    equivalent --train "$WORK/r.tsv" --test "$WORK/t.tsv" --epochs 2 --syncs 2 --lr-decay 0.5
+    ;;
+gen_predict)
+    "$LOOM" gen mf --users 1000 --items 1500 --ratings 150000 --rank 4 --noise 0.5 --seed 2 \
+        --quiet --out "$WORK/all.tsv" --planted-out "$WORK/planted" || fail "gen mf failed"
+    awk 'NR % 10 != 0' "$WORK/all.tsv" >"$WORK/train.tsv"
+    awk 'NR % 10 == 0' "$WORK/all.tsv" >"$WORK/test.tsv"
+    "$LOOM" train mf --train "$WORK/train.tsv" --test "$WORK/test.tsv" --workers 2 --servers 1 \
+        --consistency ssp:2 --rank 4 --epochs 20 --syncs 4 --reg 0.05 --init-std 0.5 \
+        --metrics "$WORK/metrics" \
+        --model-out "$WORK/m" >"$WORK/out" 2>&1 || fail "training failed"
+    [[ $(grep -c '"epoch": ' "$WORK/metrics") -eq 20 ]] || fail "expected a metrics line per epoch"
+    [[ $(grep -c 'epoch .* train rmse .* test rmse' "$WORK/out") -eq 20 ]] ||
+        fail "expected a progress line per epoch"
+    for key in epoch time_s train_rmse test_rmse updates_per_s bytes_sent bytes_received; do
+        grep -q "\"$key\": " "$WORK/metrics" || fail "metrics lack $key"
+    done
+    "$LOOM" predict mf --model "$WORK/m" --data "$WORK/test.tsv" --out "$WORK/p" >"$WORK/pred" ||
+        fail "predict failed"
+    "$LOOM" predict mf --model "$WORK/planted" --data "$WORK/test.tsv" >"$WORK/best" ||
+        fail "predict with the planted model failed"
+    got=$(rmse "$WORK/pred") best=$(rmse "$WORK/best") last=$(field test_rmse "$WORK/metrics")
+    echo "test rmse: trained $got, planted model $best, trainer's last epoch $last"
+    [[ $(wc -l <"$WORK/p") -eq $(wc -l <"$WORK/test.tsv") ]] || fail "not one prediction per rating"
+    awk -v g="$got" -v b="$best" 'BEGIN { exit !(g <= b + 0.05) }' ||
+        fail "test rmse $got is not within 0.05 of the planted model's $best"
+    awk -v g="$got" -v l="$last" 'BEGIN { d = g - l; exit !(d < 1e-5 && d > -1e-5) }' ||
+        fail "predict's rmse $got differs from the trainer's $last"
+    ;;
+errors)
+    expect() { # expect CODE "message" COMMAND...
+        local code=$1 want=$2
+        shift 2
+        "$@" >"$WORK/out" 2>&1
+        local rc=$?
+        ((rc == code)) || fail "$* exited $rc, expected $code"
+        grep -qF -- "$want" "$WORK/out" || fail "$*: no '$want' in the message"
+    }
+    printf '1\t1\t4\n1\t2\t3.5\n2\t1\t5\n2\t2\t1\n' >"$WORK/ok.tsv"
+    expect 2 "--train FILE is required" "$LOOM" train mf --rank 4
+    expect 2 "give --test FILE or --test-fraction P, not both" \
+        "$LOOM" train mf --train "$WORK/ok.tsv" --test "$WORK/ok.tsv" --test-fraction 0.1
+    expect 2 "--format takes tsv, csv or space, not 'json'" \
+        "$LOOM" train mf --train "$WORK/ok.tsv" --format json
+    expect 2 "--rank takes a whole number from 1 to 1024, not '0'" \
+        "$LOOM" train mf --train "$WORK/ok.tsv" --rank 0
+    expect 2 "unknown flag '--bogus'" "$LOOM" train mf --train "$WORK/ok.tsv" --bogus 1
+    expect 2 "cannot read $WORK/missing.tsv" "$LOOM" train mf --train "$WORK/missing.tsv"
+    # Malformed data stops the job with FILE:LINE and exit 1 ...
+    printf '1\t1\t4\n1\t2\n2\t1\t5\n' >"$WORK/short.tsv"
+    expect 1 "short.tsv:2:" "$LOOM" train mf --train "$WORK/short.tsv" --workers 1
+    printf '1\t1\t4\n1\t2\tabc\n2\t1\t5\n' >"$WORK/bad.tsv"
+    expect 1 "bad.tsv:2:" "$LOOM" train mf --train "$WORK/bad.tsv" --workers 1
+    # ... unless asked to skip, which is reported.
+    expect 0 "skipped 1 malformed line" \
+        "$LOOM" train mf --train "$WORK/bad.tsv" --workers 1 --skip-bad --epochs 1
+    # predict and gen
+    expect 2 "--model M is required" "$LOOM" predict mf --data "$WORK/ok.tsv"
+    expect 2 "--format takes tsv, csv or space" \
+        "$LOOM" predict mf --model x --data "$WORK/ok.tsv" --format xml
+    printf 'loom-mf 1 rank=1 users=1 items=0 mean=3 min=1 max=5\nu 1 0\n' >"$WORK/m"
+    expect 1 "m:2: expected 2 numbers after the user id" \
+        "$LOOM" predict mf --model "$WORK/m" --data "$WORK/ok.tsv"
+    expect 2 "ratings do not fit" "$LOOM" gen mf --out "$WORK/g" --users 2 --items 3 --ratings 3
+    expect 2 "--out FILE is required" "$LOOM" gen mf --users 2
+    [[ ! -e $WORK/g ]] || fail "gen mf left a file behind after a usage error"
+    # A model trained on ok.tsv predicts unknown users and items (cold starts).
+    "$LOOM" train mf --train "$WORK/ok.tsv" --workers 1 --epochs 2 --rank 2 --quiet \
+        --model-out "$WORK/m" >"$WORK/out" 2>&1 || fail "training on ok.tsv failed"
+    printf 'userId,movieId,rating\n1,1,4\n9,1,3\n1,9,2\n9,9,5\n' >"$WORK/cold.csv"
+    expect 0 "ratings 4 " "$LOOM" predict mf --model "$WORK/m" --data "$WORK/cold.csv"
+    grep -qF "unknown_users 1  unknown_items 1" "$WORK/out" || fail "unknown ids not counted"
+    # ... and so does the trainer's evaluation of a --test file, on 2 workers.
+    expect 0 "test rmse" "$LOOM" train mf --train "$WORK/ok.tsv" --test "$WORK/cold.csv" \
+        --workers 2 --epochs 1 --rank 2
+    # A file without a single rating.
+    printf 'userId,movieId,rating,timestamp\n' >"$WORK/empty.csv"
+    expect 1 "empty.csv: no training ratings" "$LOOM" train mf --train "$WORK/empty.csv" --workers 2
+    ;;
+equiv_ml)
+    need_ml
+    equivalent --train "$ML" --test-fraction 0.1 --epochs 3 --syncs 2
+    ;;
+ssp_ml)
+    need_ml
+    "$LOOM" train mf --train "$ML" --test-fraction 0.1 --workers 2 --servers 2 --consistency ssp:2 \
+        --metrics "$WORK/metrics" >"$WORK/out" 2>&1 || fail "training failed"
+    first=$(head -n 1 "$WORK/metrics" | sed -n 's/.*"test_rmse": \([0-9.]*\).*/\1/p')
+    last=$(field test_rmse "$WORK/metrics")
+    echo "2 workers, 2 servers, SSP(2), 40 epochs: test RMSE $first after epoch 1, $last at the end"
+    [[ $(grep -c '"epoch": ' "$WORK/metrics") -eq 40 ]] || fail "expected 40 metrics lines"
+    awk -v l="$last" 'BEGIN { exit !(l <= 0.87) }' || fail "test RMSE $last > 0.87"
+    awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f) }' || fail "test RMSE did not fall"
+    ;;
+*) echo "unknown case $CASE" >&2; exit 2 ;;
+esac
+echo PASS
