@@ -156,6 +156,24 @@ static int open_tables(worker *w)
     return 0;
 }
 
+/* Send a clock's changes and wait until the servers have them. A barrier
+ * waits only for what is still buffered, not for pushes already on their way
+ * (loom_flush of an empty buffer completes at once), so without the wait a
+ * pull after the next barrier could miss them: worker 0's check then found
+ * totals and columns apart (3 workers, 2 servers, SSP(1): 4 runs in 60), and
+ * the initial pull could miss another worker's counts of a word. */
+static int push_wait(worker *w, size_t nkeys, const int32_t *rows, const int64_t *totals)
+{
+    static const uint64_t zero = 0;
+    loom_ts ts[2];
+    int n = 0;
+    if (nkeys)
+        TRY("push word-topic counts", loom_push_async(w->wt, w->keys, nkeys, rows, &ts[n++]));
+    TRY("push topic totals", loom_push_async(w->tt, &zero, 1, totals, &ts[n++]));
+    for (int i = 0; i < n; i++) TRY("push", loom_wait(w->n, ts[i]));
+    return 0;
+}
+
 /* After a clock: the rows other workers change and the totals, then the
  * sampler. The other rows hold exactly this worker's counts, which is what a
  * pull of them would return (read-my-writes), so they are taken from the
@@ -207,8 +225,7 @@ static int initialise(worker *w)
     lda_docs_init_topics(&w->d, w->p.topics, w->c->train.seed);
     lda_count(&w->d, w->p.topics, w->s.rows, w->s.totals);
     size_t nkeys = block_keys(w, w->d.vocab, w->d.nwords, w->keys);
-    TRY("push initial counts", loom_push(w->wt, w->keys, nkeys, w->s.rows));
-    TRY("push initial totals", loom_push(w->tt, &zero, 1, w->s.totals));
+    if (push_wait(w, nkeys, w->s.rows, w->s.totals)) return 1;
     TRY("clock", loom_clock(w->n));
     /* Every worker starts from every worker's initial counts, whatever the staleness. */
     TRY("barrier", loom_barrier(w->n));
@@ -221,7 +238,6 @@ static int initialise(worker *w)
 /* One clock: sweep documents [lo, hi), push the changes, clock, refresh. */
 static int sync_clock(worker *w, size_t lo, size_t hi, int it)
 {
-    static const uint64_t zero = 0;
     lda_sweep(&w->s, &w->d, lo, hi, w->c->train.seed, it);
     size_t n = lda_sampler_deltas(&w->s, w->d.vocab, w->words, w->vals, w->tdelta);
     /* Only the blocks that changed, moved to the front in place. */
@@ -235,8 +251,7 @@ static int sync_clock(worker *w, size_t lo, size_t hi, int it)
             memmove(w->vals + m * B, v, B * sizeof *v);
             w->keys[m++] = w->words[i] * w->nblocks + b;
         }
-    if (m) TRY("push word-topic deltas", loom_push(w->wt, w->keys, m, w->vals));
-    TRY("push topic deltas", loom_push(w->tt, &zero, 1, w->tdelta));
+    if (push_wait(w, m, w->vals, w->tdelta)) return 1;
     TRY("clock", loom_clock(w->n));
     return refresh(w);
 }
