@@ -117,7 +117,9 @@ int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *v
 /* Push one delta row for every key in [begin, end). */
 int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const void *vals,
                           loom_ts *ts);
-/* Send the update buffer now; ts completes as for loom_push_async(). */
+/* Send the update buffer now; ts completes once the servers have it and
+ * every push of this table sent before it (by loom_clock() too), as for
+ * loom_push_async(). */
 int loom_flush(loom_table *t, loom_ts *ts);
 
 #ifdef __cplusplus

@@ -350,10 +350,55 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
     return 0;
 }
 
-/* Send the update buffer (table lock held). */
-static int flush_locked(loom_table *t, loom_ts *ts)
+/* A part of a flush's timestamp: done when an earlier push completes. */
+typedef struct flush_part {
+    loom_node *node;
+    loom_ts flush;
+} flush_part;
+
+static void flush_part_done(void *arg, int status)
 {
-    if (t->b_n == 0) return send_push(t, NULL, 0, NULL, 0, NULL, ts);
+    flush_part *p = arg;
+    node_ts_done(p->node, p->flush, status);
+    free(p);
+}
+
+/* A timestamp that completes when the push `sent` (0: none) and every push
+ * sent before it are acknowledged. Servers acknowledge in sending order, so
+ * the last unacknowledged push to each server stands for all before it.
+ * Without this a barrier could release while the pushes of the clock before
+ * it were still on their way. Table lock held. */
+static int cover_earlier_pushes(loom_table *t, loom_ts sent, loom_ts *out)
+{
+    int S = server_count(t);
+    loom_ts last[1025]; /* up to 1024 servers, and `sent` */
+    uint32_t parts = 0;
+    for (int s = 0; s < S; s++) {
+        loom_ts l = 0;
+        for (const inflight *f = t->ifl_head[s]; f; f = f->next)
+            if (!f->acked) l = f->ts;
+        if (l && l != sent) last[parts++] = l;
+    }
+    if (sent) last[parts++] = sent;
+    loom_ts ts = node_ts_new(t->node, parts ? parts : 1);
+    if (!ts) return LOOM_ENOMEM;
+    if (!parts) node_ts_done(t->node, ts, 0);
+    for (uint32_t i = 0; i < parts; i++) {
+        flush_part *p = malloc(sizeof *p);
+        if (!p) {
+            node_ts_done(t->node, ts, LOOM_ENOMEM);
+            continue;
+        }
+        *p = (flush_part){t->node, ts};
+        if (loom_on_complete(t->node, last[i], flush_part_done, p)) flush_part_done(p, LOOM_ENOMEM);
+    }
+    *out = ts;
+    return 0;
+}
+
+/* Send the update buffer's rows, sorted and coalesced, as one push. */
+static int send_buffer(loom_table *t, loom_ts *ts)
+{
     uint64_t *uniq;
     size_t nuniq;
     uint32_t *slot_of;
@@ -377,6 +422,15 @@ static int flush_locked(loom_table *t, loom_ts *ts)
     int rc = send_push(t, keys, 0, vals, nuniq, b, ts);
     sbuf_unref(b);
     return rc;
+}
+
+/* Send the update buffer (table lock held); *ts, if asked for, completes
+ * once it and every earlier push of the table are acknowledged. */
+static int flush_locked(loom_table *t, loom_ts *ts)
+{
+    loom_ts sent = 0;
+    int rc = t->b_n ? send_buffer(t, ts ? &sent : NULL) : 0;
+    return rc || !ts ? rc : cover_earlier_pushes(t, sent, ts);
 }
 
 static int check_keys(const loom_table *t, const uint64_t *keys, size_t n)

@@ -479,6 +479,51 @@ static void test_errors_and_barrier(void **state)
     assert_int_equal(harness_run(2, 2, errors_worker, NULL, &r), 0);
 }
 
+/* ---- a flush covers the pushes before it; so does a barrier ---- */
+
+#define BIG_ROWS (1u << 20) /* 8 MB in flight: its acknowledgement takes a while */
+
+static int flush_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    loom_table_opts o = opts_of(LOOM_F64, 1, LOOM_ASP, 0);
+    o.storage = LOOM_DENSE;
+    o.key_end = BIG_ROWS;
+    o.cache = 0;
+    loom_table *t;
+    CHECK_OK(loom_table_open(n, "flushed", &o, &t));
+    double *rows = malloc(BIG_ROWS * sizeof *rows);
+    CHECK(rows != NULL);
+    for (uint32_t i = 0; i < BIG_ROWS; i++) rows[i] = (double)(i % 1000) + rank;
+    /* An empty update buffer: the flush must still wait for the push before it. */
+    loom_ts big, flushed;
+    CHECK_OK(loom_push_range_async(t, 0, BIG_ROWS, rows, &big));
+    CHECK_OK(loom_flush(t, &flushed));
+    CHECK_OK(loom_wait(n, flushed));
+    CHECK(loom_test(n, big) == 1);
+    /* Buffered pushes sent by loom_clock() (which does not wait for them) are
+     * on the servers for everyone to read once a barrier returns. */
+    uint64_t key = 7;
+    double one = 1;
+    CHECK_OK(loom_push(t, &key, 1, &one));
+    CHECK_OK(loom_push_range_async(t, 0, BIG_ROWS, rows, &big));
+    CHECK_OK(loom_clock(n));
+    CHECK_OK(loom_barrier(n));
+    double got;
+    CHECK_OK(loom_pull(t, &key, 1, &got));
+    /* rows[7] is 7 on rank 0 and 8 on rank 1, each pushed twice; and 1 + 1. */
+    CHECK(got == 2 * (7 + 8) + 2);
+    free(rows);
+    return 0;
+}
+
+static void test_flush_covers_earlier_pushes(void **state)
+{
+    (void)state;
+    harness_result r;
+    assert_int_equal(harness_run(2, 2, flush_worker, NULL, &r), 0);
+}
+
 /* ---- bounded delay ---- */
 
 static void test_bounded_delay(void **state)
@@ -550,11 +595,16 @@ int main(void)
 {
     loom_updater_register("clip", 1, clip_user, NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bsp_exact),          cmocka_unit_test(test_ssp_bound),
-        cmocka_unit_test(test_asp_never_blocks),   cmocka_unit_test(test_updaters_end_to_end),
-        cmocka_unit_test(test_read_my_writes),     cmocka_unit_test(test_ranges_and_cache),
-        cmocka_unit_test(test_errors_and_barrier), cmocka_unit_test(test_bounded_delay),
+        cmocka_unit_test(test_bsp_exact),
+        cmocka_unit_test(test_ssp_bound),
+        cmocka_unit_test(test_asp_never_blocks),
+        cmocka_unit_test(test_updaters_end_to_end),
+        cmocka_unit_test(test_read_my_writes),
+        cmocka_unit_test(test_ranges_and_cache),
+        cmocka_unit_test(test_errors_and_barrier),
+        cmocka_unit_test(test_bounded_delay),
         cmocka_unit_test(test_delay_with_pushes),
+        cmocka_unit_test(test_flush_covers_earlier_pushes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
