@@ -156,12 +156,9 @@ static int open_tables(worker *w)
     return 0;
 }
 
-/* Send a clock's changes and wait until the servers have them. A barrier
- * waits only for what is still buffered, not for pushes already on their way
- * (loom_flush of an empty buffer completes at once), so without the wait a
- * pull after the next barrier could miss them: worker 0's check then found
- * totals and columns apart (3 workers, 2 servers, SSP(1): 4 runs in 60), and
- * the initial pull could miss another worker's counts of a word. */
+/* Send a clock's changes at once (they are whole blocks of rows: buffering
+ * them would only copy them) and wait until the servers have them, because
+ * the rows and keys are reused by the pull that follows. */
 static int push_wait(worker *w, size_t nkeys, const int32_t *rows, const int64_t *totals)
 {
     static const uint64_t zero = 0;
