@@ -119,6 +119,34 @@ int app_job_flag(app_job *j, int argc, char **argv, int *i, char *err, size_t er
     return 0;
 }
 
+int app_fail(const char *prog, const char *what, int rc)
+{
+    fprintf(stderr, "%s: %s: %s\n", prog, what, loom_strerror(rc));
+    return 1;
+}
+
+static void max_updater(const loom_update *u, void *user)
+{
+    (void)user;
+    int64_t *v = u->value;
+    const int64_t *d = u->delta;
+    for (uint32_t j = 0; j < u->width; j++)
+        if (d[j] > v[j]) v[j] = d[j];
+}
+
+int app_node_main(const char *prog, int (*worker)(loom_node *n, const void *arg), const void *arg)
+{
+    loom_updater_register(APP_MAX_UPDATER, 0, max_updater, NULL);
+    loom_node *n;
+    int rc = loom_init(&n, NULL, NULL);
+    if (rc) return app_fail(prog, "cannot join the job", rc);
+    if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
+    rc = worker(n, arg);
+    int frc = loom_finalize(n);
+    if (frc && !rc) rc = app_fail(prog, "finalize", frc);
+    return rc;
+}
+
 uint64_t app_splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);

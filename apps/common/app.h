@@ -59,6 +59,30 @@ int app_usage(char *err, size_t errlen, const char *fmt, ...)
 #endif
     ;
 
+/* ---- a node program ---- */
+
+/* Print "PROG: WHAT: <error>" on stderr and return 1, a failed node's status. */
+int app_fail(const char *prog, const char *what, int rc);
+
+#define APP_TRY(prog, what, expr)                                                                  \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_) {                                                                                 \
+            app_fail(prog, what, rc_);                                                             \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+/* The user updater "app.max": value = max(value, delta) per i64 column, for
+ * workers to agree on sizes (dimension, vocabulary, largest share). */
+#define APP_MAX_UPDATER "app.max"
+
+/* One node of a job, as its launcher started it: join (after registering
+ * "app.max"; register the application's own updaters before calling), then
+ * the scheduler and servers serve, workers run worker(node, arg); finally
+ * leave the job. Returns the process exit status. */
+int app_node_main(const char *prog, int (*worker)(loom_node *n, const void *arg), const void *arg);
+
 /* ---- random numbers ---- */
 
 typedef struct app_rng {

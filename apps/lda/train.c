@@ -41,26 +41,14 @@
 #define STAT_FIELDS 6
 enum { ST_LL_DOCS, ST_LL_WORDS, ST_TOKENS, ST_BYTES_SENT, ST_BYTES_RECEIVED };
 
+#define PROG            "loom train lda"
+#define TRY(what, expr) APP_TRY(PROG, what, expr)
+
+/* Report and return 1 (visibly non-zero, for the compiler's flow analysis). */
 static int fail(const char *what, int rc)
 {
-    fprintf(stderr, "loom train lda: %s: %s\n", what, loom_strerror(rc));
+    app_fail(PROG, what, rc);
     return 1;
-}
-
-#define TRY(what, expr)                                                                            \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_) return fail(what, rc_);                                                           \
-    } while (0)
-
-/* value = max(value, delta): agrees on the vocabulary size. */
-static void max_updater(const loom_update *u, void *user)
-{
-    (void)user;
-    int64_t *v = u->value;
-    const int64_t *d = u->delta;
-    for (uint32_t j = 0; j < u->width; j++)
-        if (d[j] > v[j]) v[j] = d[j];
 }
 
 typedef struct worker {
@@ -121,7 +109,7 @@ static int agree_vocab(worker *w, uint64_t mine, uint64_t *vocab)
     o.storage = LOOM_DENSE;
     o.key_end = 1;
     o.consistency = LOOM_ASP;
-    o.updater = "lda.max";
+    o.updater = APP_MAX_UPDATER;
     o.cache = 0;
     loom_table *t;
     TRY("open the size table", loom_table_open(w->n, "lda.sizes", &o, &t));
@@ -459,15 +447,13 @@ static int run_worker(loom_node *n, const lda_cli *c)
     return rc;
 }
 
+static int worker_main(loom_node *n, const void *c)
+{
+    return run_worker(n, c);
+}
+
 int lda_train_node(const lda_cli *c)
 {
-    loom_updater_register("lda.max", 0, max_updater, NULL);
-    loom_node *n;
-    int rc = loom_init(&n, NULL, NULL);
-    if (rc) return fail("cannot join the job", rc);
-    if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
-    rc = run_worker(n, c);
-    int frc = loom_finalize(n);
-    if (frc && !rc) rc = fail("finalize", frc);
-    return rc;
+
+    return app_node_main(PROG, worker_main, c);
 }

@@ -42,36 +42,17 @@
 #define STAT_FIELDS 8
 enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#define PROG            "loom train lr"
+#define TRY(what, expr) APP_TRY(PROG, what, expr)
 
+/* Report and return 1 (visibly non-zero, for the compiler's flow analysis). */
 static int fail(const char *what, int rc)
 {
-    fprintf(stderr, "loom train lr: %s: %s\n", what, loom_strerror(rc));
+    app_fail(PROG, what, rc);
     return 1;
 }
 
-#define TRY(what, expr)                                                                            \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_) return fail(what, rc_);                                                           \
-    } while (0)
-
 /* ---- server-side updaters (registered in every process before loom_init) ---- */
-
-/* value = max(value, delta): agrees on the model's dimension and share sizes. */
-static void max_updater(const loom_update *u, void *user)
-{
-    (void)user;
-    int64_t *v = u->value;
-    const int64_t *d = u->delta;
-    for (uint32_t j = 0; j < u->width; j++)
-        if (d[j] > v[j]) v[j] = d[j];
-}
 
 /* DBPG's server step. Row: [w, g, u]; a push adds [0, g, u] of one worker;
  * state[0] counts pushes this step; params: [0] workers, [1] bias key. */
@@ -396,7 +377,7 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
         lr_evaluate(margin, r->test->label, r->test->rows, &test);
         free(margin);
     }
-    double time_s = now_s() - r->start;
+    double time_s = app_now_s() - r->start;
     double ex_per_s = epoch_s > 0 ? st[ST_EXAMPLES] / epoch_s : 0;
     if (!c->job.quiet) {
         char testpart[128] = "";
@@ -486,7 +467,7 @@ static int agree_sizes(loom_node *n, const loom_dataset *d, uint64_t *dim, uint6
     o.storage = LOOM_DENSE;
     o.key_end = 1;
     o.consistency = LOOM_ASP;
-    o.updater = "lr.max";
+    o.updater = APP_MAX_UPDATER;
     o.cache = 0;
     loom_table *t;
     TRY("open the size table", loom_table_open(n, "lr.sizes", &o, &t));
@@ -536,7 +517,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     batch_buf bb = {0};
     reporter rep = {.cli = c,
                     .test = test,
-                    .start = now_s(),
+                    .start = app_now_s(),
                     .dim = dim,
                     .width = o->algo == LR_ALGO_DBPG ? 3 : 1};
     int rc = shard_init(&s, d, dim);
@@ -564,7 +545,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     if (!nbatches) nbatches = 1;
     size_t per = (d->rows + nbatches - 1) / nbatches;
     for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
-        double t0 = now_s();
+        double t0 = app_now_s();
         if (o->algo == LR_ALGO_SGD) {
             lr_epoch_order(o->seed, rank, epoch, d->rows, order);
             for (size_t b = 0; b < nbatches && !rc; b++) {
@@ -590,7 +571,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
             }
         }
         if (rc) break;
-        double epoch_s = now_s() - t0;
+        double epoch_s = app_now_s() - t0;
         double loss = 0;
         if (o->algo == LR_ALGO_SGD) {
             rc = share_loss(w, &s, &loss);
@@ -638,16 +619,13 @@ static int run_worker(loom_node *n, const lr_cli *c)
     return rc;
 }
 
+static int worker_main(loom_node *n, const void *c)
+{
+    return run_worker(n, c);
+}
+
 int lr_train_node(const lr_cli *c)
 {
-    loom_updater_register("lr.max", 0, max_updater, NULL);
     loom_updater_register("lr.dbpg", 1, dbpg_updater, NULL);
-    loom_node *n;
-    int rc = loom_init(&n, NULL, NULL);
-    if (rc) return fail("cannot join the job", rc);
-    if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
-    rc = run_worker(n, c);
-    int frc = loom_finalize(n);
-    if (frc && !rc) rc = fail("finalize", frc);
-    return rc;
+    return app_node_main(PROG, worker_main, c);
 }

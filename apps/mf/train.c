@@ -47,17 +47,15 @@
 
 enum { ST_TRAIN_SSE, ST_TRAIN_N, ST_TEST_SSE, ST_TEST_N, ST_UPDATES, ST_SENT, ST_RECEIVED, ST_N };
 
+#define PROG            "loom train mf"
+#define TRY(what, expr) APP_TRY(PROG, what, expr)
+
+/* Report and return 1 (visibly non-zero, for the compiler's flow analysis). */
 static int fail(const char *what, int rc)
 {
-    fprintf(stderr, "loom train mf: %s: %s\n", what, loom_strerror(rc));
+    app_fail(PROG, what, rc);
     return 1;
 }
-
-#define TRY(what, expr)                                                                            \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_) return fail(what, rc_);                                                           \
-    } while (0)
 
 /* Row [max, -min] of the ratings: the first push sets a column (its state
  * value says one came), later ones keep the larger. A "sum" table cannot do this,
@@ -440,15 +438,13 @@ static int run_worker(loom_node *n, const mf_cli *c)
     return rc;
 }
 
+static int worker_main(loom_node *n, const void *c)
+{
+    return run_worker(n, c);
+}
+
 int mf_train_node(const mf_cli *c)
 {
     loom_updater_register("mf.range", 1, range_updater, NULL);
-    loom_node *n;
-    int rc = loom_init(&n, NULL, NULL);
-    if (rc) return fail("cannot join the job", rc);
-    if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
-    rc = run_worker(n, c);
-    int frc = loom_finalize(n);
-    if (frc && !rc) rc = fail("finalize", frc);
-    return rc;
+    return app_node_main(PROG, worker_main, c);
 }
