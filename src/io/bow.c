@@ -446,9 +446,10 @@ static void trim(loom_corpus *c)
     if ((t = realloc(c->count, nnz * sizeof *c->count))) c->count = t;
 }
 
-static int read_share(reader *rd, int shard, int nshards)
+static int read_share(void *ctx, const textfile *f, int shard, int nshards)
 {
-    const textfile *f = rd->f;
+    reader *rd = ctx;
+    rd->f = f;
     size_t lo = textfile_edge(f->size, shard, nshards);
     size_t hi = textfile_edge(f->size, shard + 1, nshards);
     if (new_corpus(rd, hi - lo)) {
@@ -494,29 +495,13 @@ int loom_bow_read(const char *path, int shard, int nshards, const loom_bow_opts 
 {
     static const loom_bow_opts defaults = LOOM_BOW_OPTS_DEFAULT;
 
-    if (out) *out = NULL;
-    if (!path || !out || nshards < 1 || shard < 0 || shard >= nshards) {
-        textfile_set_err(err, errlen, "%s: invalid arguments (share %d of %d)",
-                         path ? path : "(null)", shard, nshards);
-        return LOOM_EINVAL;
-    }
     reader rd = {.o = opts ? *opts : defaults, .err = err, .errlen = errlen};
-    if (rd.o.format > LOOM_BOW_UCI) {
-        textfile_set_err(err, errlen, "%s: invalid options (format)", path);
-        return LOOM_EINVAL;
-    }
-    textfile f;
-    int rc = textfile_open(&f, path, nshards, err, errlen);
-    if (rc) return rc;
-    rd.f = &f;
-    rc = read_share(&rd, shard, nshards);
-    textfile_close(&f);
-    if (rc) {
-        loom_corpus_free(rd.c);
-        return rc;
-    }
-    *out = rd.c;
-    return 0;
+    const char *bad_opts = rd.o.format > LOOM_BOW_UCI ? "invalid options (format)" : NULL;
+    int rc =
+        textfile_read(path, shard, nshards, out != NULL, bad_opts, 0, read_share, &rd, err, errlen);
+    if (rc) loom_corpus_free(rd.c);
+    if (out) *out = rc ? NULL : rd.c;
+    return rc;
 }
 
 void loom_corpus_free(loom_corpus *c)

@@ -306,8 +306,10 @@ static void trim(loom_dataset *d)
 }
 
 /* Reads share `shard` of `nshards` of f into r->d, in the "C" locale. */
-static int read_share(reader *r, const textfile *f, int shard, int nshards)
+static int read_share(void *ctx, const textfile *f, int shard, int nshards)
 {
+    reader *r = ctx;
+    r->f = f;
     size_t lo = textfile_edge(f->size, shard, nshards);
     size_t hi = textfile_edge(f->size, shard + 1, nshards);
     if (new_dataset(r, hi - lo)) {
@@ -329,33 +331,14 @@ int loom_libsvm_read(const char *path, int shard, int nshards, const loom_libsvm
 {
     static const loom_libsvm_opts defaults = LOOM_LIBSVM_OPTS_DEFAULT;
 
-    if (out) *out = NULL;
-    if (!path || !out || nshards < 1 || shard < 0 || shard >= nshards) {
-        textfile_set_err(err, errlen, "%s: invalid arguments (share %d of %d)",
-                         path ? path : "(null)", shard, nshards);
-        return LOOM_EINVAL;
-    }
     reader r = {.o = opts ? *opts : defaults, .err = err, .errlen = errlen};
-    if (r.o.ids > LOOM_IDS_ZERO_BASED || r.o.labels > LOOM_LABELS_REAL) {
-        textfile_set_err(err, errlen, "%s: invalid options", path);
-        return LOOM_EINVAL;
-    }
-    textfile f;
-    int rc = textfile_open(&f, path, nshards, err, errlen);
-    if (rc) return rc;
-    r.f = &f;
-    if (textfile_c_locale(&f)) {
-        textfile_set_err(err, errlen, "%s: out of memory", path);
-        rc = LOOM_ENOMEM;
-    }
-    if (!rc) rc = read_share(&r, &f, shard, nshards);
-    textfile_close(&f);
-    if (rc) {
-        loom_dataset_free(r.d);
-        return rc;
-    }
-    *out = r.d;
-    return 0;
+    const char *bad_opts =
+        r.o.ids > LOOM_IDS_ZERO_BASED || r.o.labels > LOOM_LABELS_REAL ? "invalid options" : NULL;
+    int rc =
+        textfile_read(path, shard, nshards, out != NULL, bad_opts, 1, read_share, &r, err, errlen);
+    if (rc) loom_dataset_free(r.d);
+    if (out) *out = rc ? NULL : r.d;
+    return rc;
 }
 
 void loom_dataset_free(loom_dataset *d)

@@ -430,9 +430,10 @@ static void trim(loom_ratings *r)
 }
 
 /* Reads share `shard` of `nshards` of the open file into rd->r. */
-static int read_share(reader *rd, int shard, int nshards)
+static int read_share(void *ctx, const textfile *f, int shard, int nshards)
 {
-    const textfile *f = rd->f;
+    reader *rd = ctx;
+    rd->f = f;
     size_t lo = textfile_edge(f->size, shard, nshards);
     size_t hi = textfile_edge(f->size, shard + 1, nshards);
     if (new_ratings(rd, hi - lo)) {
@@ -469,42 +470,23 @@ int loom_ratings_read(const char *path, int shard, int nshards, const loom_ratin
 {
     static const loom_ratings_opts defaults = LOOM_RATINGS_OPTS_DEFAULT;
 
-    if (out) *out = NULL;
-    if (!path || !out || nshards < 1 || shard < 0 || shard >= nshards) {
-        textfile_set_err(err, errlen, "%s: invalid arguments (share %d of %d)",
-                         path ? path : "(null)", shard, nshards);
-        return LOOM_EINVAL;
-    }
     reader rd = {.o = opts ? *opts : defaults, .err = err, .errlen = errlen};
     rd.users.of = "user";
     rd.items.of = "item";
     char s = rd.o.separator;
-    if (s != 0 && s != '\t' && s != ',' && s != ' ') {
-        textfile_set_err(err, errlen, "%s: invalid options (separator)", path);
-        return LOOM_EINVAL;
-    }
-    textfile f;
-    int rc = textfile_open(&f, path, nshards, err, errlen);
-    if (rc) return rc;
-    rd.f = &f;
-    if (textfile_c_locale(&f)) {
-        textfile_set_err(err, errlen, "%s: out of memory", path);
-        rc = LOOM_ENOMEM;
-    }
-    if (!rc) rc = read_share(&rd, shard, nshards);
-    textfile_close(&f);
+    const char *bad_opts =
+        s != 0 && s != '\t' && s != ',' && s != ' ' ? "invalid options (separator)" : NULL;
+    int rc =
+        textfile_read(path, shard, nshards, out != NULL, bad_opts, 1, read_share, &rd, err, errlen);
     u64map_free(&rd.users.map);
     u64map_free(&rd.items.map);
     free(rd.users.direct);
     free(rd.items.direct);
     free(rd.users.ids);
     free(rd.items.ids);
-    if (rc) {
-        loom_ratings_free(rd.r);
-        return rc;
-    }
-    *out = rd.r;
-    return 0;
+    if (rc) loom_ratings_free(rd.r);
+    if (out) *out = rc ? NULL : rd.r;
+    return rc;
 }
 
 void loom_ratings_free(loom_ratings *r)

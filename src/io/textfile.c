@@ -234,3 +234,27 @@ void textfile_close(textfile *f)
     free(f->last);
     *f = (textfile){.path = f->path, .s = ""};
 }
+
+int textfile_read(const char *path, int shard, int nshards, int has_out, const char *bad_opts,
+                  int c_locale, textfile_share_fn read_share, void *ctx, char *err, size_t errlen)
+{
+    if (!path || !has_out || nshards < 1 || shard < 0 || shard >= nshards) {
+        textfile_set_err(err, errlen, "%s: invalid arguments (share %d of %d)",
+                         path ? path : "(null)", shard, nshards);
+        return LOOM_EINVAL;
+    }
+    if (bad_opts) {
+        textfile_set_err(err, errlen, "%s: %s", path, bad_opts);
+        return LOOM_EINVAL;
+    }
+    textfile f;
+    int rc = textfile_open(&f, path, nshards, err, errlen);
+    if (rc) return rc;
+    if (c_locale && textfile_c_locale(&f)) {
+        textfile_set_err(err, errlen, "%s: out of memory", path);
+        rc = LOOM_ENOMEM;
+    }
+    if (!rc) rc = read_share(ctx, &f, shard, nshards);
+    textfile_close(&f);
+    return rc;
+}

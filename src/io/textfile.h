@@ -61,6 +61,20 @@ void textfile_close(textfile *f);
  * Returns 0 or LOOM_ENOMEM. */
 int textfile_c_locale(textfile *f);
 
+/* Reads share `shard` of `nshards` of f into ctx, the reader's state. Returns
+ * 0 or an error code with the message in err. */
+typedef int (*textfile_share_fn)(void *ctx, const textfile *f, int shard, int nshards);
+/* What the readers' public read functions share around read_share: checks the
+ * arguments ("PATH: invalid arguments (share I of N)" unless path and the
+ * result pointer (has_out) are given and 0 <= shard < nshards), reports
+ * bad_opts if the caller found its options invalid ("PATH: bad_opts"), opens
+ * path, switches to the "C" locale if c_locale, runs read_share and closes the
+ * file. Returns 0 or LOOM_EINVAL / LOOM_ENOTFOUND / LOOM_ENOMEM or
+ * read_share's error, with the message in err; on an error the caller frees
+ * whatever read_share left in ctx. */
+int textfile_read(const char *path, int shard, int nshards, int has_out, const char *bad_opts,
+                  int c_locale, textfile_share_fn read_share, void *ctx, char *err, size_t errlen);
+
 /* floor(i * size / n), the first byte of share i's range. */
 size_t textfile_edge(size_t size, int i, int n);
 /* The first line start at or after pos (pos itself if a line starts there;

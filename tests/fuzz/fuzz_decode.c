@@ -34,25 +34,16 @@
 #include <string.h>
 
 #include "core/msg.h"
+#include "fuzz_driver.h"
 #include "loom/error.h"
 #include "ps/ps.h"
 
 #define FUZZ_MAX_FRAMES 7
 
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: fuzz check failed: %s\n", __FILE__, __LINE__, #cond);          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 /* What decoded successfully, so the driver can tell that its seeds reach every success
  * path (a corpus that only exercises the error paths proves little). */
 static struct {
-    unsigned long inputs, header_ok, register_ok, roster_ok, def_ok, reject_ok;
+    unsigned long header_ok, register_ok, roster_ok, def_ok, reject_ok;
 } stats;
 
 /* ---- the input's frames ---- */
@@ -266,7 +257,6 @@ static void walk_reader(const uint8_t *p, size_t len, const uint8_t *ops, size_t
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    stats.inputs++;
     frames f;
     split_frames(data, size, &f);
     if (f.count == 0) return 0;
@@ -297,13 +287,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef LOOM_FUZZ_DRIVER
 /* ---- the plain driver: seeds, truncations, random and mutated inputs ---- */
 
-#include <dirent.h>
-#include <sys/stat.h>
-
-typedef struct input {
-    uint8_t buf[4096];
-    size_t len;
-} input;
+typedef fuzz_input input;
 
 static void in_frame(input *in, const void *p, size_t len)
 {
@@ -472,78 +456,22 @@ static void make_seeds(seeds *s)
     in_frame(in, vals, sizeof vals);
 }
 
-static void run(const uint8_t *p, size_t len)
-{
-    /* An exact-size copy, so a read past the input is caught too. */
-    uint8_t *copy = malloc(len ? len : 1);
-    FUZZ_CHECK(copy != NULL);
-    if (len) memcpy(copy, p, len);
-    LLVMFuzzerTestOneInput(copy, len);
-    free(copy);
-}
-
-static int run_path(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st)) {
-        fprintf(stderr, "fuzz_decode: cannot read %s\n", path);
-        return -1;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        DIR *dir = opendir(path);
-        if (!dir) return -1;
-        int files = 0;
-        struct dirent *e;
-        while ((e = readdir(dir))) {
-            if (e->d_name[0] == '.') continue;
-            char sub[4096];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            int got = run_path(sub);
-            if (got < 0) {
-                closedir(dir);
-                return -1;
-            }
-            files += got;
-        }
-        closedir(dir);
-        return files;
-    }
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return -1;
-    static uint8_t buf[1 << 20];
-    size_t len = fread(buf, 1, sizeof buf, fp);
-    fclose(fp);
-    run(buf, len);
-    return 1;
-}
-
-static uint64_t rng_state = 0x5EED5EED12345678u;
-
-static uint64_t rng(void)
-{
-    /* splitmix64: deterministic, so a failure reproduces. */
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
-
 /* One random edit: flip a bit, set a byte to an edge value, insert, delete or truncate. */
 static void mutate(input *in)
 {
     static const uint8_t edges[] = {0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF, 0x30, 0x31};
-    size_t pos = in->len ? (size_t)(rng() % in->len) : 0;
-    switch (rng() % 6) {
+    size_t pos = in->len ? (size_t)(fuzz_rng() % in->len) : 0;
+    switch (fuzz_rng() % 6) {
     case 0:
-        if (in->len) in->buf[pos] ^= (uint8_t)(1u << (rng() % 8));
+        if (in->len) in->buf[pos] ^= (uint8_t)(1u << (fuzz_rng() % 8));
         break;
     case 1:
-        if (in->len) in->buf[pos] = edges[rng() % sizeof edges];
+        if (in->len) in->buf[pos] = edges[fuzz_rng() % sizeof edges];
         break;
     case 2:
         if (in->len < sizeof in->buf) {
             memmove(in->buf + pos + 1, in->buf + pos, in->len - pos);
-            in->buf[pos] = (uint8_t)rng();
+            in->buf[pos] = (uint8_t)fuzz_rng();
             in->len++;
         }
         break;
@@ -558,7 +486,7 @@ static void mutate(input *in)
         break;
     default:
         /* A frame count of up to 7: more frames than any type allows. */
-        if (in->len) in->buf[0] = (uint8_t)((in->buf[0] & ~7u) | (rng() % 8));
+        if (in->len) in->buf[0] = (uint8_t)((in->buf[0] & ~7u) | (fuzz_rng() % 8));
         break;
     }
 }
@@ -588,74 +516,57 @@ static int resize_frame(const input *src, size_t frame, int delta, uint8_t fill,
     return 1;
 }
 
-static int write_seeds(const char *dir, const seeds *s)
+static seeds s;
+
+static const char *seed(int i, input *in)
 {
-    for (int i = 0; i < s->n; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/seed-%02d-%s", dir, i, s->name[i]);
-        FILE *fp = fopen(path, "wb");
-        if (!fp || fwrite(s->in[i].buf, 1, s->in[i].len, fp) != s->in[i].len || fclose(fp)) {
-            fprintf(stderr, "fuzz_decode: cannot write %s\n", path);
-            return 1;
+    *in = s.in[i];
+    return s.name[i];
+}
+
+/* Each frame of seed i a few bytes shorter or longer (its length prefix adjusted): a blob
+ * with a byte missing or one too many. */
+static void resized(int i, input *seed)
+{
+    static const int deltas[] = {-8, -1, 1, 8};
+    for (size_t f = 0; f < FUZZ_MAX_FRAMES; f++)
+        for (size_t d = 0; d < sizeof deltas / sizeof *deltas; d++) {
+            input in;
+            if (resize_frame(seed, f, deltas[d], (uint8_t)(d * 0x55), &in))
+                fuzz_run(in.buf, in.len);
         }
-    }
-    printf("fuzz_decode: wrote %d seeds to %s\n", s->n, dir);
-    return 0;
+    (void)i;
+}
+
+/* Each seed must still reach the success path it was written for. */
+static void check_seeds(void)
+{
+    FUZZ_CHECK(stats.header_ok >= (unsigned long)s.n);
+    FUZZ_CHECK(stats.register_ok >= 2 && stats.roster_ok >= 2 && stats.def_ok >= 2);
+    FUZZ_CHECK(stats.reject_ok >= 1);
+}
+
+static void report(void)
+{
+    printf("decoded ok: header %lu, register %lu, roster %lu, table def %lu\n", stats.header_ok,
+           stats.register_ok, stats.roster_ok, stats.def_ok);
 }
 
 int main(int argc, char **argv)
 {
-    static seeds s;
     make_seeds(&s);
-    if (argc == 3 && !strcmp(argv[1], "--write-seeds")) return write_seeds(argv[2], &s);
-
-    /* The corpus directories and files named on the command line. */
-    int files = 0;
-    for (int i = 1; i < argc; i++) {
-        int got = run_path(argv[i]);
-        if (got < 0) return 1;
-        files += got;
-    }
-    /* The generated seeds, each of them at every truncation. */
-    unsigned long before = stats.inputs;
-    for (int i = 0; i < s.n; i++)
-        for (size_t len = 0; len <= s.in[i].len; len++) run(s.in[i].buf, len);
-    /* Each frame of each seed a few bytes shorter or longer (its length prefix adjusted):
-     * a blob with a byte missing or one too many. */
-    for (int i = 0; i < s.n; i++) {
-        static const int deltas[] = {-8, -1, 1, 8};
-        for (size_t f = 0; f < FUZZ_MAX_FRAMES; f++)
-            for (size_t d = 0; d < sizeof deltas / sizeof *deltas; d++) {
-                input in;
-                if (resize_frame(&s.in[i], f, deltas[d], (uint8_t)(d * 0x55), &in))
-                    run(in.buf, in.len);
-            }
-    }
-    /* Each seed must still reach the success path it was written for. */
-    FUZZ_CHECK(stats.header_ok >= (unsigned long)s.n);
-    FUZZ_CHECK(stats.register_ok >= 2 && stats.roster_ok >= 2 && stats.def_ok >= 2);
-    FUZZ_CHECK(stats.reject_ok >= 1);
-    unsigned long structured = stats.inputs - before;
-
-    /* Random inputs, then seeds with a few random edits each. */
-    enum { RANDOM = 5000, MUTATED = 20000 };
-    input in;
-    for (int i = 0; i < RANDOM; i++) {
-        in.len = (size_t)(rng() % 600);
-        for (size_t k = 0; k < in.len; k++) in.buf[k] = (uint8_t)rng();
-        run(in.buf, in.len);
-    }
-    for (int i = 0; i < MUTATED; i++) {
-        in = s.in[rng() % (uint64_t)s.n];
-        int edits = 1 + (int)(rng() % 4);
-        for (int k = 0; k < edits; k++) mutate(&in);
-        run(in.buf, in.len);
-    }
-    printf("fuzz_decode: %d corpus file(s), %d seeds, %lu truncated or resized, %d random, "
-           "%d mutated: %lu inputs; decoded ok: header %lu, register %lu, roster %lu, "
-           "table def %lu\n",
-           files, s.n, structured, RANDOM, MUTATED, stats.inputs, stats.header_ok,
-           stats.register_ok, stats.roster_ok, stats.def_ok);
-    return 0;
+    return fuzz_driver_main(argc, argv,
+                            &(fuzz_target){.name = "fuzz_decode",
+                                           .rng_seed = 0x5EED5EED12345678u,
+                                           .nseeds = s.n,
+                                           .variant_kind = "resized",
+                                           .seed = seed,
+                                           .variants = resized,
+                                           .check_seeds = check_seeds,
+                                           .random = 5000,
+                                           .random_len = 600,
+                                           .mutated = 20000,
+                                           .mutate = mutate,
+                                           .report = report});
 }
 #endif

@@ -37,23 +37,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_driver.h"
 #include "loom/data.h"
 #include "loom/error.h"
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: fuzz check failed: %s\n", __FILE__, __LINE__, #cond);          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* What read successfully, so the driver can tell its seeds reach the parsers' success
  * paths. */
 static struct {
-    unsigned long inputs, ratings_ok, bow_ok, libsvm_ok;
+    unsigned long ratings_ok, bow_ok, libsvm_ok;
 } stats;
 
 /* ---- the scratch file ---- */
@@ -244,7 +235,6 @@ static void fuzz_libsvm(unsigned sel, int n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    stats.inputs++;
     if (size == 0) return 0;
     unsigned sel = data[0];
     int n = 1 + (int)((sel >> 3) & 3);
@@ -266,15 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef LOOM_FUZZ_DRIVER
 /* ---- the plain driver ---- */
 
-#include <dirent.h>
-#include <sys/stat.h>
-
-#define MAX_INPUT 4096
-
-typedef struct input {
-    uint8_t buf[MAX_INPUT];
-    size_t len;
-} input;
+typedef fuzz_input input;
 
 /* The seeds: a selector byte and a small file each, reaching every reader's success
  * path in several shapes. */
@@ -296,68 +278,13 @@ static const struct {
 };
 enum { NSEEDS = sizeof seeds / sizeof *seeds };
 
-static void seed_input(int i, input *in)
+static const char *seed_input(int i, input *in)
 {
     in->buf[0] = (uint8_t)seeds[i].sel;
     size_t len = strlen(seeds[i].text);
     memcpy(in->buf + 1, seeds[i].text, len);
     in->len = 1 + len;
-}
-
-static void run(const uint8_t *p, size_t len)
-{
-    /* An exact-size copy, so that ASan sees a read past the input. */
-    uint8_t *copy = malloc(len ? len : 1);
-    FUZZ_CHECK(copy != NULL);
-    if (len) memcpy(copy, p, len);
-    LLVMFuzzerTestOneInput(copy, len);
-    free(copy);
-}
-
-static int run_path(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st)) {
-        fprintf(stderr, "fuzz_readers: cannot read %s\n", path);
-        return -1;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        DIR *dir = opendir(path);
-        if (!dir) return -1;
-        int files = 0;
-        struct dirent *e;
-        while ((e = readdir(dir))) {
-            if (e->d_name[0] == '.') continue;
-            char sub[4096];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            int got = run_path(sub);
-            if (got < 0) {
-                closedir(dir);
-                return -1;
-            }
-            files += got;
-        }
-        closedir(dir);
-        return files;
-    }
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return -1;
-    static uint8_t buf[1 << 20];
-    size_t len = fread(buf, 1, sizeof buf, fp);
-    fclose(fp);
-    run(buf, len);
-    return 1;
-}
-
-static uint64_t rng_state = 0x5EED5EEDFEEDu;
-
-static uint64_t rng(void)
-{
-    /* splitmix64: deterministic, so a failure reproduces. */
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
+    return seeds[i].name;
 }
 
 /* One random edit: a byte set to a character the formats care about or to anything,
@@ -365,21 +292,22 @@ static uint64_t rng(void)
 static void mutate(input *in)
 {
     static const char interesting[] = "0123456789 \t\n\r,:.-+eE#xqid\0";
-    size_t pos = in->len > 1 ? 1 + (size_t)(rng() % (in->len - 1)) : 1;
-    switch (rng() % 7) {
+    size_t pos = in->len > 1 ? 1 + (size_t)(fuzz_rng() % (in->len - 1)) : 1;
+    switch (fuzz_rng() % 7) {
     case 0:
-        if (pos < in->len) in->buf[pos] = (uint8_t)interesting[rng() % (sizeof interesting - 1)];
+        if (pos < in->len)
+            in->buf[pos] = (uint8_t)interesting[fuzz_rng() % (sizeof interesting - 1)];
         break;
     case 1:
-        if (pos < in->len) in->buf[pos] = (uint8_t)rng();
+        if (pos < in->len) in->buf[pos] = (uint8_t)fuzz_rng();
         break;
     case 2:
     case 3:
-        if (in->len < MAX_INPUT && pos <= in->len) {
+        if (in->len < FUZZ_MAX_INPUT && pos <= in->len) {
             memmove(in->buf + pos + 1, in->buf + pos, in->len - pos);
-            in->buf[pos] = rng() % 2 && pos > 1
+            in->buf[pos] = fuzz_rng() % 2 && pos > 1
                                ? in->buf[pos - 1]
-                               : (uint8_t)interesting[rng() % (sizeof interesting - 1)];
+                               : (uint8_t)interesting[fuzz_rng() % (sizeof interesting - 1)];
             in->len++;
         }
         break;
@@ -393,70 +321,53 @@ static void mutate(input *in)
         if (pos < in->len) in->len = pos;
         break;
     default:
-        in->buf[0] = (uint8_t)rng();
+        in->buf[0] = (uint8_t)fuzz_rng();
         break;
     }
 }
 
-static int write_seeds(const char *dir)
+/* Seed i with every share count. */
+static void resharded(int i, input *in)
 {
-    for (int i = 0; i < NSEEDS; i++) {
-        char path[4096];
-        input in;
-        seed_input(i, &in);
-        snprintf(path, sizeof path, "%s/seed-%02d-%s", dir, i, seeds[i].name);
-        FILE *fp = fopen(path, "wb");
-        if (!fp || fwrite(in.buf, 1, in.len, fp) != in.len || fclose(fp)) {
-            fprintf(stderr, "fuzz_readers: cannot write %s\n", path);
-            return 1;
-        }
+    for (unsigned shares = 0; shares < 4; shares++) {
+        in->buf[0] = (uint8_t)((seeds[i].sel & ~0x18u) | shares << 3);
+        fuzz_run(in->buf, in->len);
     }
-    printf("fuzz_readers: wrote %d seeds to %s\n", NSEEDS, dir);
-    return 0;
+}
+
+static void check_seeds(void)
+{
+    FUZZ_CHECK(stats.ratings_ok >= 3 && stats.bow_ok >= 3 && stats.libsvm_ok >= 2);
+}
+
+/* Random bytes, every other one (but the selector) a character the formats care about. */
+static uint8_t random_byte(size_t k)
+{
+    return k && fuzz_rng() % 2 ? (uint8_t) "0123456789 \n:,\t"[fuzz_rng() % 16]
+                               : (uint8_t)fuzz_rng();
+}
+
+static void report(void)
+{
+    printf("read ok: ratings %lu, bow %lu, libsvm %lu\n", stats.ratings_ok, stats.bow_ok,
+           stats.libsvm_ok);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc == 3 && !strcmp(argv[1], "--write-seeds")) return write_seeds(argv[2]);
-
-    int files = 0;
-    for (int i = 1; i < argc; i++) {
-        int got = run_path(argv[i]);
-        if (got < 0) return 1;
-        files += got;
-    }
-    /* The seeds, each at every truncation and with every share count. */
-    unsigned long before = stats.inputs;
-    for (int i = 0; i < NSEEDS; i++) {
-        input in;
-        seed_input(i, &in);
-        for (size_t len = 0; len <= in.len; len++) run(in.buf, len);
-        for (unsigned shares = 0; shares < 4; shares++) {
-            in.buf[0] = (uint8_t)((seeds[i].sel & ~0x18u) | shares << 3);
-            run(in.buf, in.len);
-        }
-    }
-    FUZZ_CHECK(stats.ratings_ok >= 3 && stats.bow_ok >= 3 && stats.libsvm_ok >= 2);
-    unsigned long structured = stats.inputs - before;
-
-    enum { RANDOM = 2000, MUTATED = 8000 };
-    input in;
-    for (int i = 0; i < RANDOM; i++) {
-        in.len = (size_t)(rng() % 300);
-        for (size_t k = 0; k < in.len; k++)
-            in.buf[k] = k && rng() % 2 ? (uint8_t) "0123456789 \n:,\t"[rng() % 16] : (uint8_t)rng();
-        run(in.buf, in.len);
-    }
-    for (int i = 0; i < MUTATED; i++) {
-        seed_input((int)(rng() % NSEEDS), &in);
-        int edits = 1 + (int)(rng() % 4);
-        for (int k = 0; k < edits; k++) mutate(&in);
-        run(in.buf, in.len);
-    }
-    printf("fuzz_readers: %d corpus file(s), %d seeds, %lu truncated or resharded, %d random, "
-           "%d mutated: %lu inputs; read ok: ratings %lu, bow %lu, libsvm %lu\n",
-           files, NSEEDS, structured, RANDOM, MUTATED, stats.inputs, stats.ratings_ok, stats.bow_ok,
-           stats.libsvm_ok);
-    return 0;
+    return fuzz_driver_main(argc, argv,
+                            &(fuzz_target){.name = "fuzz_readers",
+                                           .rng_seed = 0x5EED5EEDFEEDu,
+                                           .nseeds = NSEEDS,
+                                           .variant_kind = "resharded",
+                                           .seed = seed_input,
+                                           .variants = resharded,
+                                           .check_seeds = check_seeds,
+                                           .random = 2000,
+                                           .random_len = 300,
+                                           .random_byte = random_byte,
+                                           .mutated = 8000,
+                                           .mutate = mutate,
+                                           .report = report});
 }
 #endif

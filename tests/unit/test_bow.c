@@ -22,41 +22,18 @@
 #include "loom/error.h"
 
 #define TEST_RNG_SEED 0xb0bbedULL
-#include "test_data.h"
 #include "test_rng.h"
+#define TEST_FILES_DIR "/tmp/loom-bow-XXXXXX"
+#define TEST_FILES_EXT ".txt"
+#include "test_files.h"
 
-static char tmpdir[] = "/tmp/loom-bow-XXXXXX";
-static int nfiles;
-
-static char *write_file(const char *text, size_t len)
-{
-    char *path = malloc(strlen(tmpdir) + 32);
-    assert_non_null(path);
-    sprintf(path, "%s/f%d.txt", tmpdir, nfiles++);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(text, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
-    return path;
-}
-
-static char *write_str(const char *text)
-{
-    return write_file(text, strlen(text));
-}
+TEST_READER(loom_corpus, loom_bow_opts, loom_bow_read, read_opts, expect_error_o, expect_missing)
 
 static loom_corpus *read_fmt(const char *path, int shard, int nshards, loom_bow_format fmt,
                              int skip_bad)
 {
-    loom_bow_opts o = LOOM_BOW_OPTS_DEFAULT;
-    o.format = fmt;
-    o.skip_bad = skip_bad;
-    loom_corpus *c = NULL;
-    char err[512] = "";
-    int rc = loom_bow_read(path, shard, nshards, &o, &c, err, sizeof err);
-    if (rc) fail_msg("share %d/%d of %s: %s", shard, nshards, path, err);
-    assert_non_null(c);
-    return c;
+    loom_bow_opts o = {.format = fmt, .skip_bad = skip_bad};
+    return read_opts(path, shard, nshards, &o);
 }
 
 static loom_corpus *read_ok(const char *path, int shard, int nshards)
@@ -69,18 +46,8 @@ static loom_corpus *read_ok(const char *path, int shard, int nshards)
 static void expect_error_opts(const char *text, loom_bow_format fmt, int skip_bad, size_t line,
                               const char *msg)
 {
-    char *path = write_str(text);
-    loom_bow_opts o = LOOM_BOW_OPTS_DEFAULT;
-    o.format = fmt;
-    o.skip_bad = skip_bad;
-    loom_corpus *c = (loom_corpus *)1;
-    char err[512] = "", want[768];
-    int rc = loom_bow_read(path, 0, 1, &o, &c, err, sizeof err);
-    snprintf(want, sizeof want, "%s:%zu: %s", path, line, msg);
-    if (rc != LOOM_EINVAL) fail_msg("'%s': rc %d, want an error: %s", text, rc, msg);
-    assert_null(c);
-    assert_string_equal(err, want);
-    free(path);
+    loom_bow_opts o = {.format = fmt, .skip_bad = skip_bad};
+    expect_error_o(text, &o, line, msg);
 }
 
 static void expect_error(const char *text, size_t line, const char *msg)
@@ -115,21 +82,22 @@ static void check_same_docs(const loom_corpus *c, const loom_corpus *ref, size_t
     }
 }
 
-static int setup(void **state)
+/* A whole-file read of the small corpus of test_ldac and test_uci: format,
+ * docs documents, 6 pairs, 15 tokens, 10 words, from line first_line, and its
+ * first three documents, which both formats share. */
+static void check_whole(const loom_corpus *c, loom_bow_format format, size_t docs,
+                        size_t first_line)
 {
-    (void)state;
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char path[64];
-    for (int i = 0; i < nfiles; i++) {
-        snprintf(path, sizeof path, "%s/f%d.txt", tmpdir, i);
-        unlink(path);
-    }
-    return rmdir(tmpdir);
+    assert_int_equal(c->format, format);
+    assert_int_equal(c->docs, docs);
+    assert_int_equal(c->nnz, 6);
+    assert_int_equal(c->tokens, 15);
+    assert_int_equal(c->vocab, 10);
+    assert_int_equal(c->first_doc, 0);
+    assert_int_equal(c->first_line, first_line);
+    check_doc(c, 0, 2, (uint32_t[]){0, 6}, (uint32_t[]){1, 3});
+    check_doc(c, 1, 0, NULL, NULL);
+    check_doc(c, 2, 1, (uint32_t[]){2}, (uint32_t[]){7});
 }
 
 static void test_ldac(void **state)
@@ -142,18 +110,9 @@ static void test_ldac(void **state)
     for (size_t t = 0; t < 2; t++) {
         char *path = write_str(texts[t]);
         loom_corpus *c = read_ok(path, 0, 1);
-        assert_int_equal(c->format, LOOM_BOW_LDAC);
-        assert_int_equal(c->docs, 4);
-        assert_int_equal(c->nnz, 6);
-        assert_int_equal(c->tokens, 15);
-        assert_int_equal(c->vocab, 10);
-        assert_int_equal(c->first_doc, 0);
-        assert_int_equal(c->first_line, 1);
+        check_whole(c, LOOM_BOW_LDAC, 4, 1);
         assert_int_equal(c->skipped, 0);
         assert_int_equal(c->bytes, strlen(texts[t]));
-        check_doc(c, 0, 2, (uint32_t[]){0, 6}, (uint32_t[]){1, 3});
-        check_doc(c, 1, 0, NULL, NULL);
-        check_doc(c, 2, 1, (uint32_t[]){2}, (uint32_t[]){7});
         check_doc(c, 3, 3, (uint32_t[]){9, 4, 5}, (uint32_t[]){1, 2, 1});
         loom_corpus_free(c);
         free(path);
@@ -171,16 +130,7 @@ static void test_uci(void **state)
     for (size_t t = 0; t < 2; t++) {
         char *path = write_str(texts[t]);
         loom_corpus *c = read_ok(path, 0, 1);
-        assert_int_equal(c->format, LOOM_BOW_UCI);
-        assert_int_equal(c->docs, 6);
-        assert_int_equal(c->nnz, 6);
-        assert_int_equal(c->tokens, 15);
-        assert_int_equal(c->vocab, 10);
-        assert_int_equal(c->first_doc, 0);
-        assert_int_equal(c->first_line, t ? 6 : 4);
-        check_doc(c, 0, 2, (uint32_t[]){0, 6}, (uint32_t[]){1, 3});
-        check_doc(c, 1, 0, NULL, NULL);
-        check_doc(c, 2, 1, (uint32_t[]){2}, (uint32_t[]){7});
+        check_whole(c, LOOM_BOW_UCI, 6, t ? 6 : 4);
         check_doc(c, 3, 2, (uint32_t[]){9, 4}, (uint32_t[]){1, 2});
         check_doc(c, 4, 1, (uint32_t[]){5}, (uint32_t[]){1});
         check_doc(c, 5, 0, NULL, NULL);
@@ -230,55 +180,67 @@ static void test_detect(void **state)
 static void test_ldac_errors(void **state)
 {
     (void)state;
-    expect_error("1 1:1\n2 1:1\n", 2, "N is 2 but the line has 1 pairs");
-    expect_error("1 1:1 2:1\n", 1, "N is 1 but the line has 2 pairs");
-    expect_error("0 1:1\n", 1, "N is 0 but the line has 1 pairs");
-    expect_error("x 1:1\n", 1, "bad N 'x': want the number of pairs");
-    expect_error("-1 1:1\n", 1, "bad N '-1': want the number of pairs");
-    expect_error("1:1\n", 1, "bad N '1:1': want the number of pairs");
-    expect_error("99999999999999999999 1:1\n", 1,
-                 "bad N '99999999999999999999': want the number of pairs");
-    expect_error("1 a:1\n", 1, "bad pair 'a:1'");
-    expect_error("1 :1\n", 1, "bad pair ':1'");
-    expect_error("1 1:\n", 1, "bad pair '1:'");
-    expect_error("1 1:x\n", 1, "bad pair '1:x'");
-    expect_error("1 1\n", 1, "bad pair '1'");
-    expect_error("1 1:1:1\n", 1, "bad pair '1:1:1'");
-    expect_error("1 1:-1\n", 1, "bad pair '1:-1'");
-    expect_error("1 1:1.5\n", 1, "bad pair '1:1.5'");
-    expect_error("2 1:1 5:0\n", 1, "zero count in '5:0'");
-    expect_error("1 4294967296:1\n", 1, "word id in '4294967296:1' out of range");
-    expect_error("1 1:4294967296\n", 1, "count in '1:4294967296' out of range");
-    expect_error("1 1:1\n\n1 1:1\n1 \x01:1", 4, "bad pair '?:1'");
+    static const struct {
+        const char *text;
+        size_t line;
+        const char *msg;
+    } cases[] = {
+        {"1 1:1\n2 1:1\n", 2, "N is 2 but the line has 1 pairs"},
+        {"1 1:1 2:1\n", 1, "N is 1 but the line has 2 pairs"},
+        {"0 1:1\n", 1, "N is 0 but the line has 1 pairs"},
+        {"x 1:1\n", 1, "bad N 'x': want the number of pairs"},
+        {"-1 1:1\n", 1, "bad N '-1': want the number of pairs"},
+        {"1:1\n", 1, "bad N '1:1': want the number of pairs"},
+        {"99999999999999999999 1:1\n", 1, "bad N '99999999999999999999': want the number of pairs"},
+        {"1 a:1\n", 1, "bad pair 'a:1'"},
+        {"1 :1\n", 1, "bad pair ':1'"},
+        {"1 1:\n", 1, "bad pair '1:'"},
+        {"1 1:x\n", 1, "bad pair '1:x'"},
+        {"1 1\n", 1, "bad pair '1'"},
+        {"1 1:1:1\n", 1, "bad pair '1:1:1'"},
+        {"1 1:-1\n", 1, "bad pair '1:-1'"},
+        {"1 1:1.5\n", 1, "bad pair '1:1.5'"},
+        {"2 1:1 5:0\n", 1, "zero count in '5:0'"},
+        {"1 4294967296:1\n", 1, "word id in '4294967296:1' out of range"},
+        {"1 1:4294967296\n", 1, "count in '1:4294967296' out of range"},
+        {"1 1:1\n\n1 1:1\n1 \x01:1", 4, "bad pair '?:1'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        expect_error(cases[c].text, cases[c].line, cases[c].msg);
 }
 
 static void test_uci_errors(void **state)
 {
     (void)state;
-    expect_error("3\n5\n2\n1 1 1\n1 6 1\n", 5, "word id 6 is beyond W = 5");
-    expect_error("3\n5\n2\n1 1 1\n1 0 1\n", 5, "word id 0: ids are 1-based");
-    expect_error("3\n5\n2\n2 1 1\n1 1 1\n", 5,
-                 "doc ids not ascending (1 after 2): lines must be grouped by document");
-    expect_error("3\n5\n3\n1 1 1\n3 1 1\n2 1 1\n", 6,
-                 "doc ids not ascending (2 after 3): lines must be grouped by document");
-    expect_error("3\n5\n1\n0 1 1\n", 4, "doc id 0: ids are 1-based");
-    expect_error("3\n5\n1\n4 1 1\n", 4, "doc id 4 is beyond D = 3");
-    expect_error("3\n5\n1\n1 1 0\n", 4, "zero count");
-    expect_error("3\n5\n1\n1 2\n", 4, "too few fields (2): want doc word count");
-    expect_error("3\n5\n1\n1\n", 4, "too few fields (1): want doc word count");
-    expect_error("3\n5\n1\n1 2 3 4\n", 4, "extra field '4': want doc word count");
-    expect_error("3\n5\n1\n1 2 3 # c\n", 4, "extra field '#': want doc word count");
-    expect_error("3\n5\n1\nx 2 3\n", 4, "bad doc id 'x'");
-    expect_error("3\n5\n1\n1 2x 3\n", 4, "bad word id '2x'");
-    expect_error("3\n5\n1\n1 2 3.0\n", 4, "bad count '3.0'");
-    expect_error("3\n5\n1\n1 2 4294967296\n", 4, "count '4294967296' out of range");
-    expect_error("3\n5\n1\n99999999999999999999 2 1\n", 4,
-                 "doc id '99999999999999999999' out of range");
-    /* the pair count: checked on a whole-file read */
-    expect_error("3\n5\n3\n1 1 1\n\n2 1 1\n", 3,
-                 "the header says NNZ = 3 but the file has 2 pairs");
-    expect_error("3\n5\n\n1\n1 1 1\n2 1 1\n", 4,
-                 "the header says NNZ = 1 but the file has 2 pairs");
+    static const struct {
+        const char *text;
+        size_t line;
+        const char *msg;
+    } cases[] = {
+        {"3\n5\n2\n1 1 1\n1 6 1\n", 5, "word id 6 is beyond W = 5"},
+        {"3\n5\n2\n1 1 1\n1 0 1\n", 5, "word id 0: ids are 1-based"},
+        {"3\n5\n2\n2 1 1\n1 1 1\n", 5,
+         "doc ids not ascending (1 after 2): lines must be grouped by document"},
+        {"3\n5\n3\n1 1 1\n3 1 1\n2 1 1\n", 6,
+         "doc ids not ascending (2 after 3): lines must be grouped by document"},
+        {"3\n5\n1\n0 1 1\n", 4, "doc id 0: ids are 1-based"},
+        {"3\n5\n1\n4 1 1\n", 4, "doc id 4 is beyond D = 3"},
+        {"3\n5\n1\n1 1 0\n", 4, "zero count"},
+        {"3\n5\n1\n1 2\n", 4, "too few fields (2): want doc word count"},
+        {"3\n5\n1\n1\n", 4, "too few fields (1): want doc word count"},
+        {"3\n5\n1\n1 2 3 4\n", 4, "extra field '4': want doc word count"},
+        {"3\n5\n1\n1 2 3 # c\n", 4, "extra field '#': want doc word count"},
+        {"3\n5\n1\nx 2 3\n", 4, "bad doc id 'x'"},
+        {"3\n5\n1\n1 2x 3\n", 4, "bad word id '2x'"},
+        {"3\n5\n1\n1 2 3.0\n", 4, "bad count '3.0'"},
+        {"3\n5\n1\n1 2 4294967296\n", 4, "count '4294967296' out of range"},
+        {"3\n5\n1\n99999999999999999999 2 1\n", 4, "doc id '99999999999999999999' out of range"},
+        /* the pair count: checked on a whole-file read */
+        {"3\n5\n3\n1 1 1\n\n2 1 1\n", 3, "the header says NNZ = 3 but the file has 2 pairs"},
+        {"3\n5\n\n1\n1 1 1\n2 1 1\n", 4, "the header says NNZ = 1 but the file has 2 pairs"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        expect_error(cases[c].text, cases[c].line, cases[c].msg);
     /* headers (with the format given: AUTO would read LDA-C) */
     loom_bow_format u = LOOM_BOW_UCI;
     expect_error_opts("3\nx\n1\n1 1 1\n", u, 0, 2,
@@ -380,13 +342,9 @@ static void test_empty_files(void **state)
 static void test_open_errors(void **state)
 {
     (void)state;
+    expect_missing("missing.dat");
     loom_corpus *c = (loom_corpus *)1;
-    char err[512], want[512];
-    snprintf(want, sizeof want, "%s/missing.dat", tmpdir);
-    assert_int_equal(loom_bow_read(want, 0, 1, NULL, &c, err, sizeof err), LOOM_ENOTFOUND);
-    assert_null(c);
-    strcat(want, ": cannot open: No such file or directory");
-    assert_string_equal(err, want);
+    char err[512];
     char *path = write_str("1 1:1\n");
     assert_int_equal(loom_bow_read(path, 1, 1, NULL, &c, err, sizeof err), LOOM_EINVAL);
     assert_int_equal(loom_bow_read(path, 0, 1, NULL, NULL, err, sizeof err), LOOM_EINVAL);
@@ -581,11 +539,7 @@ static void test_ap(void **state)
 {
     (void)state;
     char path[4200];
-    shared_file(path, sizeof path, "ap/ap.dat");
-    if (access(path, R_OK)) {
-        print_message("skipped: %s not found\n", path);
-        skip();
-    }
+    shared_file_or_skip(path, sizeof path, "ap/ap.dat");
     loom_corpus *ref = read_ok(path, 0, 1);
     assert_int_equal(ref->format, LOOM_BOW_LDAC);
     assert_int_equal(ref->docs, 2246);

@@ -25,53 +25,11 @@
 
 #define TEST_RNG_SEED 0x5eed11b5f00dULL
 #include "test_rng.h"
-#include "test_data.h"
+#define TEST_FILES_DIR "/tmp/loom-libsvm-XXXXXX"
+#define TEST_FILES_EXT ".svm"
+#include "test_files.h"
 
-static char tmpdir[] = "/tmp/loom-libsvm-XXXXXX";
-static int nfiles;
-
-/* A new file in the temporary directory holding len bytes of text. */
-static char *write_file(const char *text, size_t len)
-{
-    char *path = malloc(strlen(tmpdir) + 32);
-    assert_non_null(path);
-    sprintf(path, "%s/f%d.svm", tmpdir, nfiles++);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(text, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
-    return path;
-}
-
-static char *write_str(const char *text)
-{
-    return write_file(text, strlen(text));
-}
-
-static loom_dataset *read_ok(const char *path, int shard, int nshards, const loom_libsvm_opts *o)
-{
-    loom_dataset *d = NULL;
-    char err[512] = "";
-    int rc = loom_libsvm_read(path, shard, nshards, o, &d, err, sizeof err);
-    if (rc) fail_msg("share %d/%d of %s: %s", shard, nshards, path, err);
-    assert_non_null(d);
-    return d;
-}
-
-/* Reads text (as the whole file) with opts and checks the error message is
- * exactly "PATH:line: msg". */
-static void expect_error(const char *text, const loom_libsvm_opts *o, size_t line, const char *msg)
-{
-    char *path = write_str(text);
-    loom_dataset *d = (loom_dataset *)1;
-    char err[512] = "", want[768];
-    int rc = loom_libsvm_read(path, 0, 1, o, &d, err, sizeof err);
-    snprintf(want, sizeof want, "%s:%zu: %s", path, line, msg);
-    assert_int_equal(rc, LOOM_EINVAL);
-    assert_null(d);
-    assert_string_equal(err, want);
-    free(path);
-}
+TEST_READER(loom_dataset, loom_libsvm_opts, loom_libsvm_read, read_ok, expect_error, expect_missing)
 
 static void check_row(const loom_dataset *d, size_t i, double label, size_t n, const uint64_t *ids,
                       const float *vals)
@@ -83,23 +41,6 @@ static void check_row(const loom_dataset *d, size_t i, double label, size_t n, c
         assert_int_equal(d->idx[d->row[i] + k], ids[k]);
         assert_true(d->val[d->row[i] + k] == vals[k]);
     }
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char path[64];
-    for (int i = 0; i < nfiles; i++) {
-        snprintf(path, sizeof path, "%s/f%d.svm", tmpdir, i);
-        unlink(path);
-    }
-    return rmdir(tmpdir);
 }
 
 /* Every accepted form, one per line. */
@@ -266,44 +207,50 @@ static void test_errors(void **state)
 {
     (void)state;
     loom_libsvm_opts o = LOOM_LIBSVM_OPTS_DEFAULT;
-    expect_error("1 1:x\n", &o, 1, "bad feature value 'x'");
-    expect_error("# c\n\n1 1:1\n2 1:1\n", &o, 4, "label '2' is not +1, -1, 1 or 0");
-    expect_error("1 1:1\n-2.5\n", &o, 2, "label '-2.5' is not +1, -1, 1 or 0");
-    expect_error("abc 1:1\n", &o, 1, "bad label 'abc'");
-    expect_error("+ 1:1\n", &o, 1, "bad label '+'");
-    expect_error("1x 1:1\n", &o, 1, "bad label '1x'");
-    expect_error("\x01\x02 1:1\n", &o, 1, "bad label '?\?'");
-    expect_error("1:1 2:1\n", &o, 1, "bad label '1:1'");
-    expect_error("1 9:1 7:1\n", &o, 1, "feature ids not ascending (7 after 9)");
-    expect_error("1 3:1 3:1\n", &o, 1, "feature ids not ascending (3 after 3)");
-    expect_error("1 1:\n", &o, 1, "bad feature value ''");
-    expect_error("1 1:1.2.3\n", &o, 1, "bad feature value '1.2.3'");
-    expect_error("1 1:1e\n", &o, 1, "bad feature value '1e'");
-    expect_error("1 1:1e+\n", &o, 1, "bad feature value '1e+'");
-    expect_error("1 1:.\n", &o, 1, "bad feature value '.'");
-    expect_error("1 1:nan\n", &o, 1, "bad feature value 'nan'");
-    expect_error("1 1:inf\n", &o, 1, "bad feature value 'inf'");
-    expect_error("1 1:0x10\n", &o, 1, "bad feature value '0x10'");
-    expect_error("1 1:2:3\n", &o, 1, "bad feature value '2:3'");
-    expect_error("1 1:1e39\n", &o, 1, "feature value '1e39' out of range");
-    expect_error("1 1:-4e38\n", &o, 1, "feature value '-4e38' out of range");
-    expect_error("1 :1\n", &o, 1, "bad feature ':1'");
-    expect_error("1 a:1\n", &o, 1, "bad feature 'a:1'");
-    expect_error("1 -3:1\n", &o, 1, "bad feature '-3:1'");
-    expect_error("1 1\n", &o, 1, "bad feature '1'");
-    expect_error("1 1:1 garbage\n", &o, 1, "bad feature 'garbage'");
-    expect_error("1 qid:x 1:1\n", &o, 1, "bad qid 'qid:x'");
-    expect_error("1 qid: 1:1\n", &o, 1, "bad qid 'qid:'");
-    expect_error("1 2:1 qid:3\n", &o, 1, "bad feature 'qid:3'");
-    /* '\r' only ends a line before '\n'; unprintable bytes are quoted as '?' */
-    expect_error("1 1:1\r2:1\n", &o, 1, "bad feature value '1?2:1'");
-    expect_error("1 99999999999999999999:1\n", &o, 1,
-                 "feature id '99999999999999999999' out of range");
-    expect_error("1 18446744073709551616:1\n", &o, 1,
-                 "feature id '18446744073709551616' out of range");
-    expect_error("1 1:1 # fine\n1 2:1\n1 2:x", &o, 3, "bad feature value 'x'");
-    expect_error("1 1:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", &o, 1,
-                 "bad feature value 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'");
+    static const struct {
+        const char *text;
+        size_t line;
+        const char *msg;
+    } cases[] = {
+        {"1 1:x\n", 1, "bad feature value 'x'"},
+        {"# c\n\n1 1:1\n2 1:1\n", 4, "label '2' is not +1, -1, 1 or 0"},
+        {"1 1:1\n-2.5\n", 2, "label '-2.5' is not +1, -1, 1 or 0"},
+        {"abc 1:1\n", 1, "bad label 'abc'"},
+        {"+ 1:1\n", 1, "bad label '+'"},
+        {"1x 1:1\n", 1, "bad label '1x'"},
+        {"\x01\x02 1:1\n", 1, "bad label '?\?'"},
+        {"1:1 2:1\n", 1, "bad label '1:1'"},
+        {"1 9:1 7:1\n", 1, "feature ids not ascending (7 after 9)"},
+        {"1 3:1 3:1\n", 1, "feature ids not ascending (3 after 3)"},
+        {"1 1:\n", 1, "bad feature value ''"},
+        {"1 1:1.2.3\n", 1, "bad feature value '1.2.3'"},
+        {"1 1:1e\n", 1, "bad feature value '1e'"},
+        {"1 1:1e+\n", 1, "bad feature value '1e+'"},
+        {"1 1:.\n", 1, "bad feature value '.'"},
+        {"1 1:nan\n", 1, "bad feature value 'nan'"},
+        {"1 1:inf\n", 1, "bad feature value 'inf'"},
+        {"1 1:0x10\n", 1, "bad feature value '0x10'"},
+        {"1 1:2:3\n", 1, "bad feature value '2:3'"},
+        {"1 1:1e39\n", 1, "feature value '1e39' out of range"},
+        {"1 1:-4e38\n", 1, "feature value '-4e38' out of range"},
+        {"1 :1\n", 1, "bad feature ':1'"},
+        {"1 a:1\n", 1, "bad feature 'a:1'"},
+        {"1 -3:1\n", 1, "bad feature '-3:1'"},
+        {"1 1\n", 1, "bad feature '1'"},
+        {"1 1:1 garbage\n", 1, "bad feature 'garbage'"},
+        {"1 qid:x 1:1\n", 1, "bad qid 'qid:x'"},
+        {"1 qid: 1:1\n", 1, "bad qid 'qid:'"},
+        {"1 2:1 qid:3\n", 1, "bad feature 'qid:3'"},
+        /* '\r' only ends a line before '\n'; unprintable bytes are quoted as '?' */
+        {"1 1:1\r2:1\n", 1, "bad feature value '1?2:1'"},
+        {"1 99999999999999999999:1\n", 1, "feature id '99999999999999999999' out of range"},
+        {"1 18446744073709551616:1\n", 1, "feature id '18446744073709551616' out of range"},
+        {"1 1:1 # fine\n1 2:1\n1 2:x", 3, "bad feature value 'x'"},
+        {"1 1:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", 1,
+         "bad feature value 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        expect_error(cases[c].text, &o, cases[c].line, cases[c].msg);
     o.max_features = 10;
     expect_error("1 10:1\n1 11:1\n", &o, 2, "feature id 11 is beyond max_features 10");
     o.ids = LOOM_IDS_ZERO_BASED;
@@ -343,13 +290,9 @@ static void test_extreme_values(void **state)
 static void test_open_errors(void **state)
 {
     (void)state;
+    expect_missing("missing.svm");
     loom_dataset *d = (loom_dataset *)1;
     char err[512], want[512];
-    snprintf(want, sizeof want, "%s/missing.svm", tmpdir);
-    assert_int_equal(loom_libsvm_read(want, 0, 1, NULL, &d, err, sizeof err), LOOM_ENOTFOUND);
-    assert_null(d);
-    strcat(want, ": cannot open: No such file or directory");
-    assert_string_equal(err, want);
 
     assert_int_equal(loom_libsvm_read(tmpdir, 0, 1, NULL, &d, err, sizeof err), LOOM_EINVAL);
     snprintf(want, sizeof want, "%s: cannot read: Is a directory", tmpdir);
@@ -381,7 +324,7 @@ static void test_pipe(void **state)
 {
     (void)state;
     char path[64];
-    snprintf(path, sizeof path, "%s/f%d.svm", tmpdir, nfiles++);
+    file_path(path, sizeof path, nfiles++);
     assert_int_equal(mkfifo(path, 0600), 0);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, feed_pipe, path), 0);
@@ -695,11 +638,7 @@ static void check_a9a(const char *name, size_t rows, size_t nnz, size_t pos, uin
 {
     char path[4200], rel[64];
     snprintf(rel, sizeof rel, "a9a/%s", name);
-    shared_file(path, sizeof path, rel);
-    if (access(path, R_OK)) {
-        print_message("skipped: %s not found\n", path);
-        skip();
-    }
+    shared_file_or_skip(path, sizeof path, rel);
     for (int n = 1; n <= 4; n += 3) {
         size_t r = 0, z = 0, p = 0, m = 0;
         uint64_t mf = 0;

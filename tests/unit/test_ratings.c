@@ -21,53 +21,13 @@
 #include "loom/error.h"
 
 #define TEST_RNG_SEED 0x7a71e55eedULL
-#include "test_data.h"
 #include "test_rng.h"
+#define TEST_FILES_DIR "/tmp/loom-ratings-XXXXXX"
+#define TEST_FILES_EXT ".txt"
+#include "test_files.h"
 
-static char tmpdir[] = "/tmp/loom-ratings-XXXXXX";
-static int nfiles;
-
-static char *write_file(const char *text, size_t len)
-{
-    char *path = malloc(strlen(tmpdir) + 32);
-    assert_non_null(path);
-    sprintf(path, "%s/f%d.txt", tmpdir, nfiles++);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(text, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
-    return path;
-}
-
-static char *write_str(const char *text)
-{
-    return write_file(text, strlen(text));
-}
-
-static loom_ratings *read_ok(const char *path, int shard, int nshards, const loom_ratings_opts *o)
-{
-    loom_ratings *r = NULL;
-    char err[512] = "";
-    int rc = loom_ratings_read(path, shard, nshards, o, &r, err, sizeof err);
-    if (rc) fail_msg("share %d/%d of %s: %s", shard, nshards, path, err);
-    assert_non_null(r);
-    return r;
-}
-
-/* Reads text (as the whole file) and checks the message is exactly
- * "PATH:line: msg". */
-static void expect_error(const char *text, const loom_ratings_opts *o, size_t line, const char *msg)
-{
-    char *path = write_str(text);
-    loom_ratings *r = (loom_ratings *)1;
-    char err[512] = "", want[768];
-    int rc = loom_ratings_read(path, 0, 1, o, &r, err, sizeof err);
-    snprintf(want, sizeof want, "%s:%zu: %s", path, line, msg);
-    if (rc != LOOM_EINVAL) fail_msg("'%s': rc %d, want an error: %s", text, rc, msg);
-    assert_null(r);
-    assert_string_equal(err, want);
-    free(path);
-}
+TEST_READER(loom_ratings, loom_ratings_opts, loom_ratings_read, read_ok, expect_error,
+            expect_missing)
 
 /* Rating k is (user id, item id, rating, line). */
 static void check_rating(const loom_ratings *r, size_t k, int64_t user, int64_t item, float rating,
@@ -80,23 +40,6 @@ static void check_rating(const loom_ratings *r, size_t k, int64_t user, int64_t 
     assert_true(r->item_id[r->item[k]] == item);
     assert_true(r->rating[k] == rating);
     assert_int_equal(r->line[k], line);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char path[64];
-    for (int i = 0; i < nfiles; i++) {
-        snprintf(path, sizeof path, "%s/f%d.txt", tmpdir, i);
-        unlink(path);
-    }
-    return rmdir(tmpdir);
 }
 
 /* The same four ratings in every accepted form. */
@@ -189,51 +132,57 @@ static void test_errors(void **state)
 {
     (void)state;
     loom_ratings_opts o = LOOM_RATINGS_OPTS_DEFAULT;
-    expect_error("1,2,3\n4,5\n", &o, 2, "too few fields (2): want user, item, rating");
-    expect_error("1,2,3\n4\n", &o, 2, "too few fields (1): want user, item, rating");
-    expect_error("1\t2\t3\n4\t5\t\n", &o, 2, "too few fields (2): want user, item, rating");
-    expect_error("1,2,3\n4,5,\n", &o, 2, "too few fields (2): want user, item, rating");
-    expect_error("1 2 3\n4 5\r\n", &o, 2, "too few fields (2): want user, item, rating");
-    expect_error("1,2,3\nx,5,3\n", &o, 2, "bad user id 'x'");
-    expect_error("1,2,3\n1.5,5,3\n", &o, 2, "bad user id '1.5'");
-    expect_error("1,2,3\n-,5,3\n", &o, 2, "bad user id '-'");
-    expect_error("1,2,3\n4,5x,3\n", &o, 2, "bad item id '5x'");
-    expect_error("1,2,3\n4,,3\n", &o, 2, "bad item id ''");
-    expect_error("1,2,3\n9223372036854775808,5,3\n", &o, 2,
-                 "user id '9223372036854775808' out of range");
-    expect_error("1,2,3\n4,-9223372036854775809,3\n", &o, 2,
-                 "item id '-9223372036854775809' out of range");
-    expect_error("1,2,3\n4,99999999999999999999999,3\n", &o, 2,
-                 "item id '99999999999999999999999' out of range");
-    expect_error("1,2,3\n4,5,x\n", &o, 2, "bad rating 'x'");
-    expect_error("1,2,3\n4,5,1e\n", &o, 2, "bad rating '1e'");
-    expect_error("1,2,3\n4,5,3.5.1\n", &o, 2, "bad rating '3.5.1'");
-    expect_error("1,2,3\n4,5,nan\n", &o, 2, "rating 'nan' is not a finite number");
-    expect_error("1,2,3\n4,5,-Inf\n", &o, 2, "rating '-Inf' is not a finite number");
-    expect_error("1,2,3\n4,5,infinity\n", &o, 2, "rating 'infinity' is not a finite number");
-    expect_error("1,2,3\n4,5,1e39\n", &o, 2, "rating '1e39' out of range");
-    expect_error("1,2,3\n4 5 3\n", &o, 2,
-                 "inconsistent separator: a space after the user id, but the file uses commas");
-    expect_error("1,2,3\n4,5\t3\n", &o, 2,
-                 "inconsistent separator: a tab after the item id, but the file uses commas");
-    expect_error("1,2,3\n4,5,3 7\n", &o, 2,
-                 "inconsistent separator: a space after the rating, but the file uses commas");
-    expect_error("1\t2\t3\n4 5\t3\n", &o, 2,
-                 "inconsistent separator: a space after the user id, but the file uses tabs");
-    expect_error("1\t2\t3\n4,5,3\n", &o, 2,
-                 "inconsistent separator: a comma after the user id, but the file uses tabs");
-    expect_error("1\t2\t3\n4\t5 ,3\n", &o, 2,
-                 "inconsistent separator: a comma after the item id, but the file uses tabs");
-    expect_error("1 2 3\n4,5,3\n", &o, 2,
-                 "inconsistent separator: a comma after the user id, but the file uses spaces");
-    expect_error("1 2 3\n4 5 3,0\n", &o, 2,
-                 "inconsistent separator: a comma after the rating, but the file uses spaces");
-    /* only the first non-blank line can be a header */
-    expect_error("user,item,rating\nuser,item,rating\n", &o, 2, "bad user id 'user'");
-    expect_error("\n\n1,2,3\n\x01\x02,5,3\n", &o, 4, "bad user id '?\?'");
-    expect_error("1,2,3\n4,5,xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", &o, 2,
-                 "bad rating 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'");
-    expect_error("1,2,3\n4,5,3\n6,7,8\n9,10,x", &o, 4, "bad rating 'x'");
+    static const struct {
+        const char *text;
+        size_t line;
+        const char *msg;
+    } cases[] = {
+        {"1,2,3\n4,5\n", 2, "too few fields (2): want user, item, rating"},
+        {"1,2,3\n4\n", 2, "too few fields (1): want user, item, rating"},
+        {"1\t2\t3\n4\t5\t\n", 2, "too few fields (2): want user, item, rating"},
+        {"1,2,3\n4,5,\n", 2, "too few fields (2): want user, item, rating"},
+        {"1 2 3\n4 5\r\n", 2, "too few fields (2): want user, item, rating"},
+        {"1,2,3\nx,5,3\n", 2, "bad user id 'x'"},
+        {"1,2,3\n1.5,5,3\n", 2, "bad user id '1.5'"},
+        {"1,2,3\n-,5,3\n", 2, "bad user id '-'"},
+        {"1,2,3\n4,5x,3\n", 2, "bad item id '5x'"},
+        {"1,2,3\n4,,3\n", 2, "bad item id ''"},
+        {"1,2,3\n9223372036854775808,5,3\n", 2, "user id '9223372036854775808' out of range"},
+        {"1,2,3\n4,-9223372036854775809,3\n", 2, "item id '-9223372036854775809' out of range"},
+        {"1,2,3\n4,99999999999999999999999,3\n", 2,
+         "item id '99999999999999999999999' out of range"},
+        {"1,2,3\n4,5,x\n", 2, "bad rating 'x'"},
+        {"1,2,3\n4,5,1e\n", 2, "bad rating '1e'"},
+        {"1,2,3\n4,5,3.5.1\n", 2, "bad rating '3.5.1'"},
+        {"1,2,3\n4,5,nan\n", 2, "rating 'nan' is not a finite number"},
+        {"1,2,3\n4,5,-Inf\n", 2, "rating '-Inf' is not a finite number"},
+        {"1,2,3\n4,5,infinity\n", 2, "rating 'infinity' is not a finite number"},
+        {"1,2,3\n4,5,1e39\n", 2, "rating '1e39' out of range"},
+        {"1,2,3\n4 5 3\n", 2,
+         "inconsistent separator: a space after the user id, but the file uses commas"},
+        {"1,2,3\n4,5\t3\n", 2,
+         "inconsistent separator: a tab after the item id, but the file uses commas"},
+        {"1,2,3\n4,5,3 7\n", 2,
+         "inconsistent separator: a space after the rating, but the file uses commas"},
+        {"1\t2\t3\n4 5\t3\n", 2,
+         "inconsistent separator: a space after the user id, but the file uses tabs"},
+        {"1\t2\t3\n4,5,3\n", 2,
+         "inconsistent separator: a comma after the user id, but the file uses tabs"},
+        {"1\t2\t3\n4\t5 ,3\n", 2,
+         "inconsistent separator: a comma after the item id, but the file uses tabs"},
+        {"1 2 3\n4,5,3\n", 2,
+         "inconsistent separator: a comma after the user id, but the file uses spaces"},
+        {"1 2 3\n4 5 3,0\n", 2,
+         "inconsistent separator: a comma after the rating, but the file uses spaces"},
+        /* only the first non-blank line can be a header */
+        {"user,item,rating\nuser,item,rating\n", 2, "bad user id 'user'"},
+        {"\n\n1,2,3\n\x01\x02,5,3\n", 4, "bad user id '?\?'"},
+        {"1,2,3\n4,5,xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", 2,
+         "bad rating 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'"},
+        {"1,2,3\n4,5,3\n6,7,8\n9,10,x", 4, "bad rating 'x'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        expect_error(cases[c].text, &o, cases[c].line, cases[c].msg);
 
     /* a separator given in the options is the only one accepted */
     o.separator = ',';
@@ -299,13 +248,9 @@ static void test_empty_files(void **state)
 static void test_open_errors(void **state)
 {
     (void)state;
+    expect_missing("missing.csv");
     loom_ratings *r = (loom_ratings *)1;
     char err[512], want[512];
-    snprintf(want, sizeof want, "%s/missing.csv", tmpdir);
-    assert_int_equal(loom_ratings_read(want, 0, 1, NULL, &r, err, sizeof err), LOOM_ENOTFOUND);
-    assert_null(r);
-    strcat(want, ": cannot open: No such file or directory");
-    assert_string_equal(err, want);
 
     assert_int_equal(loom_ratings_read(tmpdir, 0, 1, NULL, &r, err, sizeof err), LOOM_EINVAL);
     snprintf(want, sizeof want, "%s: cannot read: Is a directory", tmpdir);
@@ -538,11 +483,7 @@ static void test_movielens(void **state)
 {
     (void)state;
     char path[4200];
-    shared_file(path, sizeof path, "ml-latest-small/ratings.csv");
-    if (access(path, R_OK)) {
-        print_message("skipped: %s not found\n", path);
-        skip();
-    }
+    shared_file_or_skip(path, sizeof path, "ml-latest-small/ratings.csv");
     loom_ratings *ref = read_ok(path, 0, 1, NULL);
     assert_int_equal(ref->n, 100836);
     assert_int_equal(ref->users, 610);
