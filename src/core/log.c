@@ -24,17 +24,30 @@ void log_set_tag(const char *tag)
     snprintf(thread_tag, sizeof thread_tag, "%s", tag ? tag : "");
 }
 
+static void log_line(const char *name, const char *fmt, va_list ap)
+{
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    if (thread_tag[0])
+        fprintf(stderr, "loom[%s] %s: %s\n", thread_tag, name, line);
+    else
+        fprintf(stderr, "loom %s: %s\n", name, line);
+}
+
 void log_msg(int level, const char *fmt, ...)
 {
     if (level > current_level) return;
     static const char *const names[] = {"error", "info", "debug"};
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    log_line(names[level], fmt, ap);
     va_end(ap);
-    if (thread_tag[0])
-        fprintf(stderr, "loom[%s] %s: %s\n", thread_tag, names[level], line);
-    else
-        fprintf(stderr, "loom %s: %s\n", names[level], line);
+}
+
+void log_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_line("warning", fmt, ap);
+    va_end(ap);
 }

@@ -6,6 +6,7 @@
 #ifndef LOOM_CORE_LOG_H
 #define LOOM_CORE_LOG_H
 
+/* Errors (and log_warn) always print; info and debug with LOOM_VERBOSE 1 and 2. */
 enum { LOG_ERROR = 0, LOG_INFO = 1, LOG_DEBUG = 2 };
 
 void log_set_level(int level);
@@ -17,6 +18,11 @@ void log_set_tag(const char *tag);
 __attribute__((format(printf, 2, 3)))
 #endif
 void log_msg(int level, const char *fmt, ...);
+/* Same, named "warning" in the line. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+void log_warn(const char *fmt, ...);
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)

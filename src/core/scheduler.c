@@ -264,6 +264,20 @@ void sched_tick(loom_node *n, uint64_t now)
         peer *p = &n->peers[i];
         if (p->done || (s->roster_phase == 1 && i > num_servers(n))) continue;
         uint64_t silent = now - p->last_heard_ms;
+        if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms && s->shutting_down &&
+            i <= num_servers(n)) {
+            /* A server acknowledges the shutdown and exits at once; on a lossy
+             * link its closing socket can reset the connection before the
+             * acknowledgement is through. Every worker is done by now, so
+             * nothing is lost either way. */
+            char who[64];
+            log_warn("%s did not acknowledge the shutdown within %" PRIu64
+                     " ms; counting it as ended",
+                     node_describe(n, i, who, sizeof who), silent);
+            p->done = 1;
+            if (++s->servers_acked_shutdown == num_servers(n)) node_finish(n, 0);
+            continue;
+        }
         if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms) {
             char who[64];
             node_fail(n, i, "%s died: no heartbeat for %" PRIu64 " ms",
