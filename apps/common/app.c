@@ -36,6 +36,17 @@ int app_usage(char *err, size_t errlen, const char *fmt, ...)
     return 2;
 }
 
+int app_error(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
 int app_parse_int(const char *flag, const char *v, long lo, long hi, long *out, char *err,
                   size_t errlen)
 {

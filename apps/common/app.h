@@ -52,12 +52,17 @@ int app_parse_num(const char *flag, const char *v, double lo, double hi, double 
 /* "bsp", "asp" or "ssp:S" into a loom_consistency and staleness. */
 int app_parse_consistency(const char *flag, const char *v, int *consistency, int *staleness,
                           char *err, size_t errlen);
-/* printf-style message into err; returns 2 (a usage error). */
-int app_usage(char *err, size_t errlen, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+#define APP_PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define APP_PRINTF_LIKE(fmt, args)
 #endif
-    ;
+
+/* printf-style message into err; returns 2 (a usage error). */
+int app_usage(char *err, size_t errlen, const char *fmt, ...) APP_PRINTF_LIKE(3, 4);
+/* printf-style message into err (if err is not NULL); returns -1 (a failed
+ * load, save or check). */
+int app_error(char *err, size_t errlen, const char *fmt, ...) APP_PRINTF_LIKE(3, 4);
 
 /* ---- a node program ---- */
 

@@ -25,24 +25,6 @@
 #define MODEL_MAGIC   "loom-lr"
 #define MODEL_VERSION 1
 
-#if defined(__GNUC__)
-#define PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
-#else
-#define PRINTF_LIKE(fmt, args)
-#endif
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) PRINTF_LIKE(3, 4);
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* -0.0 is stored too: "every weight that is not +0.0" keeps the round trip
  * exact down to the sign of zero. */
 static int stored(double w)
@@ -53,16 +35,17 @@ static int stored(double w)
 int lr_model_save(const lr_model *m, const char *path, char *err, size_t errlen)
 {
     /* Refuse what the loader would refuse, so every saved file loads. */
-    if (!isfinite(m->bias)) return fail(err, errlen, "%s: the bias is not finite", path);
+    if (!isfinite(m->bias)) return app_error(err, errlen, "%s: the bias is not finite", path);
     uint64_t nnz = 0;
     for (uint64_t j = 0; j < m->dim; j++) {
         if (!isfinite(m->w[j]))
-            return fail(err, errlen, "%s: weight %llu is not finite", path, (unsigned long long)j);
+            return app_error(err, errlen, "%s: weight %llu is not finite", path,
+                             (unsigned long long)j);
         nnz += stored(m->w[j]);
     }
 
     FILE *f = fopen(path, "w");
-    if (!f) return fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    if (!f) return app_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
     /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
     struct stat st;
     int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
@@ -79,7 +62,7 @@ int lr_model_save(const lr_model *m, const char *path, char *err, size_t errlen)
     }
     if (bad) {
         if (regular) remove(path);
-        return fail(err, errlen, "%s: write failed: %s", path, strerror(saved_errno));
+        return app_error(err, errlen, "%s: write failed: %s", path, strerror(saved_errno));
     }
     return 0;
 }
@@ -124,7 +107,7 @@ struct reader {
     size_t errlen;
 };
 
-static int bad_line(struct reader *r, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static int bad_line(struct reader *r, const char *fmt, ...) APP_PRINTF_LIKE(2, 3);
 
 /* "FILE:LINE: " and the message. */
 static int bad_line(struct reader *r, const char *fmt, ...)
@@ -149,7 +132,7 @@ static int next_line(struct reader *r)
     ssize_t len = getline(&r->line, &r->cap, r->f);
     if (len < 0) {
         if (ferror(r->f))
-            return fail(r->err, r->errlen, "%s: read error: %s", r->path, strerror(errno));
+            return app_error(r->err, r->errlen, "%s: read error: %s", r->path, strerror(errno));
         return 0;
     }
     r->lineno++;
@@ -166,7 +149,8 @@ static int read_header(struct reader *r, uint64_t *dim, uint64_t *nnz, double *b
 {
     int got = next_line(r);
     if (got < 0) return -1;
-    if (got == 0) return fail(r->err, r->errlen, "%s: empty file, not a Loom LR model", r->path);
+    if (got == 0)
+        return app_error(r->err, r->errlen, "%s: empty file, not a Loom LR model", r->path);
 
     const char *p = r->line;
     static const char magic[] = MODEL_MAGIC " ";
@@ -231,7 +215,7 @@ int lr_model_load(const char *path, lr_model *m, char *err, size_t errlen)
     memset(m, 0, sizeof *m);
     struct reader r = {.path = path, .err = err, .errlen = errlen};
     r.f = fopen(path, "r");
-    if (!r.f) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (!r.f) return app_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 
     uint64_t dim = 0, nnz = 0;
     double bias = 0;
@@ -239,11 +223,11 @@ int lr_model_load(const char *path, lr_model *m, char *err, size_t errlen)
     if (rc == 0) {
         /* calloc(0) may return NULL: keep one slot so w is never NULL. */
         if (dim > SIZE_MAX / sizeof(double))
-            rc = fail(err, errlen, "%s:1: dim=%llu is too large for this machine", path,
-                      (unsigned long long)dim);
+            rc = app_error(err, errlen, "%s:1: dim=%llu is too large for this machine", path,
+                           (unsigned long long)dim);
         else if (!(m->w = calloc(dim ? (size_t)dim : 1, sizeof(double))))
-            rc = fail(err, errlen, "%s:1: out of memory for dim=%llu", path,
-                      (unsigned long long)dim);
+            rc = app_error(err, errlen, "%s:1: out of memory for dim=%llu", path,
+                           (unsigned long long)dim);
     }
     if (rc == 0) {
         m->dim = dim;

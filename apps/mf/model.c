@@ -25,24 +25,6 @@
 #define MODEL_MAGIC   "loom-mf"
 #define MODEL_VERSION 1
 
-#if defined(__GNUC__)
-#define PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
-#else
-#define PRINTF_LIKE(fmt, args)
-#endif
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) PRINTF_LIKE(3, 4);
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 int mf_model_alloc(mf_model *m, uint32_t rank, size_t users, size_t items)
 {
     *m = (mf_model){.rank = rank, .users = users, .items = items};
@@ -121,11 +103,12 @@ int mf_model_save(const mf_model *m, const char *path, char *err, size_t errlen)
     /* Refuse what the loader would refuse, so every saved file loads. */
     size_t w = (size_t)m->rank + 1;
     if (!isfinite(m->mean) || !isfinite(m->min) || !isfinite(m->max) || !(m->min <= m->max))
-        return fail(err, errlen, "%s: the mean or rating range is not finite", path);
+        return app_error(err, errlen, "%s: the mean or rating range is not finite", path);
     if (!rows_finite(m->user, m->users * w) || !rows_finite(m->item, m->items * w))
-        return fail(err, errlen, "%s: a bias or factor is not finite (try a smaller --lr)", path);
+        return app_error(err, errlen, "%s: a bias or factor is not finite (try a smaller --lr)",
+                         path);
     FILE *f = fopen(path, "w");
-    if (!f) return fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    if (!f) return app_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
     /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
     struct stat st;
     int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
@@ -137,7 +120,7 @@ int mf_model_save(const mf_model *m, const char *path, char *err, size_t errlen)
     if (fclose(f) != 0 && !bad) bad = 1, saved_errno = errno;
     if (bad) {
         if (regular) remove(path);
-        return fail(err, errlen, "%s: write failed: %s", path, strerror(saved_errno));
+        return app_error(err, errlen, "%s: write failed: %s", path, strerror(saved_errno));
     }
     return 0;
 }
@@ -191,77 +174,78 @@ static int parse_row(reader *rd, char tag, int64_t *ids, double *v, size_t r, ui
     const char *s = rd->line;
     const char *what = tag == 'u' ? "user" : "item";
     if (s[0] != tag || s[1] != ' ')
-        return fail(err, errlen, "%s:%llu: expected a %s line \"%c <id> <bias> <factors>\"",
-                    rd->path, rd->lineno, what, tag);
+        return app_error(err, errlen, "%s:%llu: expected a %s line \"%c <id> <bias> <factors>\"",
+                         rd->path, rd->lineno, what, tag);
     s += 2;
     char *end;
     errno = 0;
     long long id = strtoll(s, &end, 10);
     if (end == s || errno == ERANGE || (*end != ' '))
-        return fail(err, errlen, "%s:%llu: bad %s id", rd->path, rd->lineno, what);
+        return app_error(err, errlen, "%s:%llu: bad %s id", rd->path, rd->lineno, what);
     if (r > 0 && id <= ids[r - 1])
-        return fail(err, errlen, "%s:%llu: %s ids must be ascending (%lld after %lld)", rd->path,
-                    rd->lineno, what, id, (long long)ids[r - 1]);
+        return app_error(err, errlen, "%s:%llu: %s ids must be ascending (%lld after %lld)",
+                         rd->path, rd->lineno, what, id, (long long)ids[r - 1]);
     ids[r] = id;
     s = end;
     for (uint32_t k = 0; k <= rank; k++) {
         if (*s != ' ')
-            return fail(err, errlen, "%s:%llu: expected %u numbers after the %s id, found %u",
-                        rd->path, rd->lineno, rank + 1, what, k);
+            return app_error(err, errlen, "%s:%llu: expected %u numbers after the %s id, found %u",
+                             rd->path, rd->lineno, rank + 1, what, k);
         s++;
         double x = strtod(s, &end);
         if (end == s || (*end != ' ' && *end != '\0'))
-            return fail(err, errlen, "%s:%llu: bad number '%.20s'", rd->path, rd->lineno, s);
+            return app_error(err, errlen, "%s:%llu: bad number '%.20s'", rd->path, rd->lineno, s);
         if (!isfinite(x))
-            return fail(err, errlen, "%s:%llu: a value is not finite", rd->path, rd->lineno);
+            return app_error(err, errlen, "%s:%llu: a value is not finite", rd->path, rd->lineno);
         v[r * (rank + 1) + k] = x;
         s = end;
     }
     if (*s)
-        return fail(err, errlen, "%s:%llu: more than %u numbers after the %s id", rd->path,
-                    rd->lineno, rank + 1, what);
+        return app_error(err, errlen, "%s:%llu: more than %u numbers after the %s id", rd->path,
+                         rd->lineno, rank + 1, what);
     return 0;
 }
 
 static int load(reader *rd, mf_model *m, char *err, size_t errlen)
 {
     if (next_line(rd))
-        return fail(err, errlen, "%s:1: empty file, expected a \"" MODEL_MAGIC "\" header",
-                    rd->path);
+        return app_error(err, errlen, "%s:1: empty file, expected a \"" MODEL_MAGIC "\" header",
+                         rd->path);
     const char *s = rd->line;
     const char *magic = MODEL_MAGIC " 1 ";
     if (strncmp(s, magic, strlen(magic)))
-        return fail(err, errlen, "%s:1: not a loom-mf version 1 model", rd->path);
+        return app_error(err, errlen, "%s:1: not a loom-mf version 1 model", rd->path);
     s += strlen(magic);
     size_t rank = 0, users = 0, items = 0;
     double mean = 0, min = 0, max = 0;
     if (header_field(&s, "rank", 1, NULL, &rank) || header_field(&s, "users", 1, NULL, &users) ||
         header_field(&s, "items", 1, NULL, &items) || header_field(&s, "mean", 0, &mean, NULL) ||
         header_field(&s, "min", 0, &min, NULL) || header_field(&s, "max", 0, &max, NULL) || *s)
-        return fail(err, errlen,
-                    "%s:1: bad header, expected \"" MODEL_MAGIC
-                    " 1 rank=K users=U items=I mean=M min=A max=B\"",
-                    rd->path);
+        return app_error(err, errlen,
+                         "%s:1: bad header, expected \"" MODEL_MAGIC
+                         " 1 rank=K users=U items=I mean=M min=A max=B\"",
+                         rd->path);
     if (rank < 1 || rank > 1024 || !(min <= max))
-        return fail(err, errlen, "%s:1: rank must be 1 to 1024 and min <= max", rd->path);
+        return app_error(err, errlen, "%s:1: rank must be 1 to 1024 and min <= max", rd->path);
     if (users > ((size_t)1 << 32) || items > ((size_t)1 << 32))
-        return fail(err, errlen, "%s:1: too many users or items", rd->path);
+        return app_error(err, errlen, "%s:1: too many users or items", rd->path);
     if (mf_model_alloc(m, (uint32_t)rank, users, items))
-        return fail(err, errlen, "%s: out of memory", rd->path);
+        return app_error(err, errlen, "%s: out of memory", rd->path);
     m->mean = mean, m->min = min, m->max = max;
     for (size_t r = 0; r < users + items; r++) {
         int user = r < users;
         if (next_line(rd))
-            return fail(err, errlen, "%s:%llu: the file ends after %zu of %zu %s", rd->path,
-                        rd->lineno + 1, user ? r : r - users, user ? users : items,
-                        user ? "users" : "items");
+            return app_error(err, errlen, "%s:%llu: the file ends after %zu of %zu %s", rd->path,
+                             rd->lineno + 1, user ? r : r - users, user ? users : items,
+                             user ? "users" : "items");
         if (user ? parse_row(rd, 'u', m->user_id, m->user, r, m->rank, err, errlen)
                  : parse_row(rd, 'i', m->item_id, m->item, r - users, m->rank, err, errlen))
             return -1;
     }
     if (!next_line(rd))
-        return fail(err, errlen, "%s:%llu: more lines than the header's %zu users and %zu items",
-                    rd->path, rd->lineno, users, items);
+        return app_error(err, errlen,
+                         "%s:%llu: more lines than the header's %zu users and %zu items", rd->path,
+                         rd->lineno, users, items);
     return 0;
 }
 
@@ -269,9 +253,9 @@ int mf_model_load(const char *path, mf_model *m, char *err, size_t errlen)
 {
     *m = (mf_model){0};
     reader rd = {.path = path};
-    if (!(rd.f = fopen(path, "r"))) return fail(err, errlen, "%s: %s", path, strerror(errno));
+    if (!(rd.f = fopen(path, "r"))) return app_error(err, errlen, "%s: %s", path, strerror(errno));
     int rc = load(&rd, m, err, errlen);
-    if (!rc && ferror(rd.f)) rc = fail(err, errlen, "%s: read failed", path);
+    if (!rc && ferror(rd.f)) rc = app_error(err, errlen, "%s: read failed", path);
     fclose(rd.f);
     free(rd.line);
     if (rc) mf_model_free(m);
