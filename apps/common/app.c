@@ -130,12 +130,6 @@ int app_job_flag(app_job *j, int argc, char **argv, int *i, char *err, size_t er
     return 0;
 }
 
-int app_fail(const char *prog, const char *what, int rc)
-{
-    fprintf(stderr, "%s: %s: %s\n", prog, what, loom_strerror(rc));
-    return 1;
-}
-
 static void max_updater(const loom_update *u, void *user)
 {
     (void)user;
@@ -156,6 +150,34 @@ int app_node_main(const char *prog, int (*worker)(loom_node *n, const void *arg)
     int frc = loom_finalize(n);
     if (frc && !rc) rc = app_fail(prog, "finalize", frc);
     return rc;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+size_t app_sort_unique(uint64_t *keys, size_t n)
+{
+    qsort(keys, n, sizeof *keys, cmp_u64);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!u || keys[i] != keys[u - 1]) keys[u++] = keys[i];
+    return u;
+}
+
+size_t app_lower_bound(const uint64_t *keys, size_t n, uint64_t k)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 uint64_t app_splitmix64(uint64_t *state)

@@ -7,6 +7,7 @@
  *   - a seeded random stream (splitmix64 seeding a xoshiro256** generator),
  *     identical on every machine, so runs and their sequential references
  *     can draw the same numbers;
+ *   - sorted key lists (sort and deduplicate, lower bound);
  *   - per-epoch statistics: every worker adds its numbers into a small sum
  *     table, and after a barrier worker 0 reads the totals (app_stats_*).
  *
@@ -16,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <loom/loom.h>
 
@@ -66,16 +68,18 @@ int app_error(char *err, size_t errlen, const char *fmt, ...) APP_PRINTF_LIKE(3,
 
 /* ---- a node program ---- */
 
-/* Print "PROG: WHAT: <error>" on stderr and return 1, a failed node's status. */
-int app_fail(const char *prog, const char *what, int rc);
+/* Print "PROG: WHAT: <error>" on stderr and return 1, a failed node's status
+ * (inline, so that compilers see the non-zero result in callers' flow). */
+static inline int app_fail(const char *prog, const char *what, int rc)
+{
+    fprintf(stderr, "%s: %s: %s\n", prog, what, loom_strerror(rc));
+    return 1;
+}
 
 #define APP_TRY(prog, what, expr)                                                                  \
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
-        if (rc_) {                                                                                 \
-            app_fail(prog, what, rc_);                                                             \
-            return 1;                                                                              \
-        }                                                                                          \
+        if (rc_) return app_fail(prog, what, rc_);                                                 \
     } while (0)
 
 /* The user updater "app.max": value = max(value, delta) per i64 column, for
@@ -87,6 +91,13 @@ int app_fail(const char *prog, const char *what, int rc);
  * the scheduler and servers serve, workers run worker(node, arg); finally
  * leave the job. Returns the process exit status. */
 int app_node_main(const char *prog, int (*worker)(loom_node *n, const void *arg), const void *arg);
+
+/* ---- sorted key lists ---- */
+
+/* Sort keys ascending and drop repeats; returns how many remain. */
+size_t app_sort_unique(uint64_t *keys, size_t n);
+/* Index of the first of n sorted keys that is >= k (n if none). */
+size_t app_lower_bound(const uint64_t *keys, size_t n, uint64_t k);
 
 /* ---- random numbers ---- */
 

@@ -23,25 +23,6 @@ uint64_t lda_stream(int iteration, uint64_t doc)
     return ((uint64_t)iteration << 40) ^ doc;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static size_t find_word(const uint64_t *vocab, size_t n, uint64_t w)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (vocab[mid] < w)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 int lda_docs_build(const loom_corpus *c, lda_docs *d)
 {
     *d = (lda_docs){.ndocs = c->docs, .first_doc = c->first_doc, .ntokens = c->tokens};
@@ -54,16 +35,12 @@ int lda_docs_build(const loom_corpus *c, lda_docs *d)
         return LOOM_ENOMEM;
     }
     for (size_t k = 0; k < c->nnz; k++) d->vocab[k] = c->word[k];
-    qsort(d->vocab, c->nnz, sizeof *d->vocab, cmp_u64);
-    size_t n = 0;
-    for (size_t k = 0; k < c->nnz; k++)
-        if (n == 0 || d->vocab[n - 1] != d->vocab[k]) d->vocab[n++] = d->vocab[k];
-    d->nwords = n;
+    size_t n = d->nwords = app_sort_unique(d->vocab, c->nnz);
     size_t t = 0;
     for (size_t i = 0; i < c->docs; i++) {
         d->doc[i] = t;
         for (size_t k = c->doc[i]; k < c->doc[i + 1]; k++) {
-            uint32_t w = (uint32_t)find_word(d->vocab, n, c->word[k]);
+            uint32_t w = (uint32_t)app_lower_bound(d->vocab, n, c->word[k]);
             for (uint32_t r = 0; r < c->count[k]; r++) d->word[t++] = w;
         }
     }

@@ -44,13 +44,6 @@ enum { ST_LL_DOCS, ST_LL_WORDS, ST_TOKENS, ST_BYTES_SENT, ST_BYTES_RECEIVED };
 #define PROG            "loom train lda"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
 
-/* Report and return 1 (visibly non-zero, for the compiler's flow analysis). */
-static int fail(const char *what, int rc)
-{
-    app_fail(PROG, what, rc);
-    return 1;
-}
-
 typedef struct worker {
     loom_node *n;
     const lda_cli *c;
@@ -189,7 +182,7 @@ static int find_shared(worker *w)
     w->shared_idx = malloc((w->d.nwords ? w->d.nwords : 1) * sizeof *w->shared_idx);
     if (!own || !w->shared_keys || !w->shared_idx) {
         free(own);
-        return fail("shared words", LOOM_ENOMEM);
+        return app_fail(PROG, "shared words", LOOM_ENOMEM);
     }
     for (uint64_t t = 0; t < w->d.ntokens; t++) own[w->d.word[t]]++;
     for (size_t i = 0; i < w->d.nwords; i++) {
@@ -345,7 +338,7 @@ static int finish(worker *w)
     const lda_cli *c = w->c;
     if (c->top_words > 0 &&
         lda_print_top_words(stdout, &w->m, c->vocab_path ? &w->vocab : NULL, (size_t)c->top_words))
-        return fail("top words", LOOM_ENOMEM);
+        return app_fail(PROG, "top words", LOOM_ENOMEM);
     fflush(stdout);
     char err[512];
     if (c->job.model_path && lda_model_save(&w->m, c->job.model_path, err, sizeof err)) {
@@ -377,7 +370,7 @@ static int train_share(worker *w, const loom_corpus *corpus)
                 c->vocab_path, w->vocab.n, vocab - 1);
     w->p = (lda_params){o->topics, vocab, o->alpha, o->beta};
     const size_t K = o->topics;
-    if (lda_docs_build(corpus, &w->d)) return fail("prepare documents", LOOM_ENOMEM);
+    if (lda_docs_build(corpus, &w->d)) return app_fail(PROG, "prepare documents", LOOM_ENOMEM);
     TRY("prepare the sampler", lda_sampler_init(&w->s, &w->p, w->d.nwords));
     /* Buffers for a clock's deltas (at most every local word) and for this
      * worker's evaluation rows (about V / W words). */
@@ -391,12 +384,12 @@ static int train_share(worker *w, const loom_corpus *corpus)
     w->tdelta = calloc(K, sizeof *w->tdelta);
     w->scratch = calloc(K, sizeof *w->scratch);
     if (!w->words || !w->keys || !w->vals || !w->tdelta || !w->scratch)
-        return fail("buffers", LOOM_ENOMEM);
+        return app_fail(PROG, "buffers", LOOM_ENOMEM);
     if (w->rank == 0) {
         w->m = (lda_model){.p = w->p};
         w->m.counts = malloc(vocab * K * sizeof *w->m.counts);
         w->m.totals = calloc(K, sizeof *w->m.totals);
-        if (!w->m.counts || !w->m.totals) return fail("model", LOOM_ENOMEM);
+        if (!w->m.counts || !w->m.totals) return app_fail(PROG, "model", LOOM_ENOMEM);
         if (c->job.metrics_path && !(w->metrics = fopen(c->job.metrics_path, "w"))) {
             fprintf(stderr, "loom train lda: cannot write %s: %s\n", c->job.metrics_path,
                     strerror(errno));

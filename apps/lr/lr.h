@@ -77,13 +77,6 @@ typedef struct lr_gen_opts {
 int lr_generate(const lr_gen_opts *o, FILE *out, lr_model *planted, int progress, char *err,
                 size_t errlen);
 
-/* ---- key lists ---- */
-
-/* Sort keys ascending and drop repeats; returns how many remain. */
-size_t lr_sort_unique(uint64_t *keys, size_t n);
-/* Index of the first of n sorted keys that is >= k. */
-size_t lr_find_key(const uint64_t *keys, size_t n, uint64_t k);
-
 /* ---- training ---- */
 
 typedef enum { LR_ALGO_SGD = 0, LR_ALGO_DBPG = 1 } lr_algo;

@@ -77,7 +77,7 @@ static int train_sgd(const lr_train_opts *o, const loom_dataset *d, uint64_t dim
                 for (size_t k = d->row[order[r]]; k < d->row[order[r] + 1]; k++)
                     keys[nk++] = d->idx[k];
             keys[nk++] = dim;
-            nk = lr_sort_unique(keys, nk);
+            nk = app_sort_unique(keys, nk);
             memset(g, 0, nk * sizeof *g);
             for (size_t r = lo; r < hi; r++) {
                 size_t i = order[r];
@@ -85,7 +85,7 @@ static int train_sgd(const lr_train_opts *o, const loom_dataset *d, uint64_t dim
                 for (size_t k = d->row[i]; k < d->row[i + 1]; k++) m += w[d->idx[k]] * d->val[k];
                 double err = lr_sigmoid(m) - (d->label[i] > 0 ? 1.0 : 0.0);
                 for (size_t k = d->row[i]; k < d->row[i + 1]; k++)
-                    g[lr_find_key(keys, nk, d->idx[k])] += err * d->val[k];
+                    g[app_lower_bound(keys, nk, d->idx[k])] += err * d->val[k];
                 g[nk - 1] += err;
             }
             for (size_t k = 0; k < nk; k++) {

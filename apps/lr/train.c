@@ -45,13 +45,6 @@ enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED };
 #define PROG            "loom train lr"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
 
-/* Report and return 1 (visibly non-zero, for the compiler's flow analysis). */
-static int fail(const char *what, int rc)
-{
-    app_fail(PROG, what, rc);
-    return 1;
-}
-
 /* ---- server-side updaters (registered in every process before loom_init) ---- */
 
 /* DBPG's server step. Row: [w, g, u]; a push adds [0, g, u] of one worker;
@@ -111,9 +104,9 @@ static int map_features(shard *s, const loom_dataset *d, uint64_t dim)
         if (!(keys = malloc((d->nnz + 1) * sizeof *keys))) return LOOM_ENOMEM;
         memcpy(keys, d->idx, d->nnz * sizeof *keys);
         keys[d->nnz] = dim;
-        s->nkeys = lr_sort_unique(keys, d->nnz + 1);
+        s->nkeys = app_sort_unique(keys, d->nnz + 1);
         for (size_t k = 0; k < d->nnz; k++)
-            s->col[k] = (uint32_t)lr_find_key(keys, s->nkeys, d->idx[k]);
+            s->col[k] = (uint32_t)app_lower_bound(keys, s->nkeys, d->idx[k]);
     }
     s->keys = keys;
     return 0;
@@ -186,7 +179,7 @@ static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uin
         b->keys = malloc(b->cap * sizeof *b->keys);
         b->w = malloc(b->cap * sizeof *b->w);
         b->g = malloc(b->cap * sizeof *b->g);
-        if (!b->keys || !b->w || !b->g) return fail("minibatch", LOOM_ENOMEM);
+        if (!b->keys || !b->w || !b->g) return app_fail(PROG, "minibatch", LOOM_ENOMEM);
     }
     if (++s->batch == 0) { /* the stamps wrapped: forget them all */
         memset(s->stamp, 0, s->nkeys * sizeof *s->stamp);
@@ -234,7 +227,7 @@ static int dbpg_refresh(loom_table *wt, shard *s, double *margin, uint64_t lo, u
                         const uint32_t *csc_nz)
 {
     const loom_dataset *d = s->d;
-    size_t f0 = lr_find_key(s->keys, s->nkeys, lo), f1 = lr_find_key(s->keys, s->nkeys, hi);
+    size_t f0 = app_lower_bound(s->keys, s->nkeys, lo), f1 = app_lower_bound(s->keys, s->nkeys, hi);
     if (f1 == f0) return 0;
     TRY("pull block", loom_pull(wt, s->keys + f0, f1 - f0, rows3));
     for (size_t f = f0; f < f1; f++) {
@@ -260,7 +253,7 @@ static int dbpg_push(loom_table *wt, const shard *s, const double *margin, uint6
 {
     const loom_dataset *d = s->d;
     memset(rows3, 0, 3 * (size_t)(hi - lo) * sizeof *rows3);
-    for (size_t f = lr_find_key(s->keys, s->nkeys, lo); f < s->nkeys && s->keys[f] < hi; f++) {
+    for (size_t f = app_lower_bound(s->keys, s->nkeys, lo); f < s->nkeys && s->keys[f] < hi; f++) {
         double g = 0, h = 0;
         if (f == s->nkeys - 1) {
             for (size_t i = 0; i < d->rows; i++) {
@@ -352,7 +345,7 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
     TRY("pull statistics", loom_pull_range(stats, base, base + STAT_FIELDS, st));
     TRY("pull model", loom_pull_range(w, 0, r->dim + 1, r->model));
     lr_model m = {.dim = r->dim, .w = malloc((r->dim ? r->dim : 1) * sizeof(double))};
-    if (!m.w) return fail("report", LOOM_ENOMEM);
+    if (!m.w) return app_fail(PROG, "report", LOOM_ENOMEM);
     double l1 = 0, l2 = 0;
     uint64_t nnz = 0;
     for (uint64_t j = 0; j < r->dim; j++) {
@@ -371,7 +364,7 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
         double *margin = malloc((r->test->rows ? r->test->rows : 1) * sizeof *margin);
         if (!margin) {
             free(m.w);
-            return fail("report", LOOM_ENOMEM);
+            return app_fail(PROG, "report", LOOM_ENOMEM);
         }
         for (size_t i = 0; i < r->test->rows; i++) margin[i] = lr_margin(&m, r->test, i);
         lr_evaluate(margin, r->test->label, r->test->rows, &test);
@@ -531,7 +524,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     if (rank == 0) rep.model = malloc((dim + 1) * rep.width * sizeof *rep.model);
     if (rc || !order || !margin || (o->algo == LR_ALGO_DBPG && !rows3) ||
         (rank == 0 && !rep.model)) {
-        rc = fail("prepare data", LOOM_ENOMEM);
+        rc = app_fail(PROG, "prepare data", LOOM_ENOMEM);
         goto out;
     }
     if (rank == 0 && c->job.metrics_path && !(rep.metrics = fopen(c->job.metrics_path, "w"))) {
@@ -552,7 +545,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
                 size_t lo = b * per < d->rows ? b * per : d->rows;
                 size_t hi = lo + per < d->rows ? lo + per : d->rows;
                 if (hi > lo) rc = sgd_step(w, &s, order + lo, hi - lo, dim, o, &bb);
-                if (!rc && (rc = loom_clock(n))) rc = fail("clock", rc);
+                if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
             }
         } else {
             for (int b = 0; b < o->blocks && !rc; b++) {
@@ -567,7 +560,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
                 lr_dbpg_block(dim, o->blocks, b, &lo, &hi);
                 if (!rc && lo < hi)
                     rc = dbpg_push(w, &s, margin, lo, hi, rows3, csc_ptr, csc_row, csc_nz);
-                if (!rc && (rc = loom_clock(n))) rc = fail("clock", rc);
+                if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
             }
         }
         if (rc) break;
@@ -580,7 +573,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
             for (size_t i = 0; i < d->rows; i++) loss += lr_logistic_loss(margin[i], d->label[i]);
         }
         if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows);
-        if (!rc && (rc = loom_barrier(n))) rc = fail("barrier", rc);
+        if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
         if (!rc && rank == 0) rc = report(&rep, w, stats, epoch, epoch_s);
     }
 out:

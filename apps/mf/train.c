@@ -50,13 +50,6 @@ enum { ST_TRAIN_SSE, ST_TRAIN_N, ST_TEST_SSE, ST_TEST_N, ST_UPDATES, ST_SENT, ST
 #define PROG            "loom train mf"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
 
-/* Report and return 1 (visibly non-zero, for the compiler's flow analysis). */
-static int fail(const char *what, int rc)
-{
-    app_fail(PROG, what, rc);
-    return 1;
-}
-
 /* Row [max, -min] of the ratings: the first push sets a column (its state
  * value says one came), later ones keep the larger. A "sum" table cannot do this,
  * and a row starting at 0 would clip negative ratings. */
@@ -203,7 +196,7 @@ static int row_counts_init(worker *w, const char *name, int items, size_t rows, 
     double *mine = calloc(rows ? rows : 1, sizeof *mine);
     if (!rc->scale || !mine) {
         free(mine);
-        return fail("count the ratings of each row", LOOM_ENOMEM);
+        return app_fail(PROG, "count the ratings of each row", LOOM_ENOMEM);
     }
     for (size_t r = 0; r < rows; r++) rc->scale[r] = 1;
     for (size_t k = 0; k < w->train.n; k++) mine[items ? w->train.item[k] : w->train.user[k]]++;
@@ -326,7 +319,7 @@ static int save_model(worker *w)
     const loom_ratings *r = w->r;
     mf_model m;
     if (mf_model_alloc(&m, w->cli->train.rank, r->users, r->items))
-        return fail("save the model", LOOM_ENOMEM);
+        return app_fail(PROG, "save the model", LOOM_ENOMEM);
     memcpy(m.user_id, r->user_id, r->users * sizeof *m.user_id);
     memcpy(m.item_id, r->item_id, r->items * sizeof *m.item_id);
     m.mean = w->mean, m.min = w->min, m.max = w->max;
@@ -334,7 +327,7 @@ static int save_model(worker *w)
     if (!rc && r->items) rc = loom_pull_range(w->items, 0, r->items, m.item);
     char err[512];
     if (rc) {
-        rc = fail("pull the model", rc);
+        rc = app_fail(PROG, "pull the model", rc);
     } else if (mf_model_save(&m, w->cli->job.model_path, err, sizeof err)) {
         fprintf(stderr, "loom train mf: %s\n", err);
         rc = 1;
@@ -399,7 +392,7 @@ static int read_data(worker *w, loom_ratings **test_file)
             mf_data_split(w->r, c->train.seed, c->train.test_fraction, &w->train, &w->test));
     }
     w->order = malloc((w->train.n ? w->train.n : 1) * sizeof *w->order);
-    if (!w->order) return fail("training data", LOOM_ENOMEM);
+    if (!w->order) return app_fail(PROG, "training data", LOOM_ENOMEM);
     TRY("training data", mf_batch_init(&w->b, c->train.rank, w->r->users, w->r->items));
     return 0;
 }
