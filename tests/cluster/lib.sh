@@ -7,6 +7,7 @@
 # rendezvous directory of one-host jobs is the test's own. Whatever way the
 # test ends, every process it started is killed (with its process group).
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/../numeric_check.sh"
 
 # shellcheck disable=SC2034 # LOOM, CHECK and RDV are for the tests that source this
 LOOM=${1:?usage: $0 LOOM_BINARY CLUSTER_CHECK_BINARY ...}
