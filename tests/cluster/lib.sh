@@ -88,6 +88,17 @@ expect_line() {
         fail "$1 did not print a line starting with '$2'"
 }
 
+# wait_for_line NAME TEXT SECONDS: until NAME's output has a line containing
+# TEXT (the process got that far), failing if NAME exits first or after SECONDS.
+wait_for_line() {
+    local deadline=$(($(date +%s) + $3))
+    until grep -qF -- "$2" "$WORK/$1.out"; do
+        kill -0 "${PID[$1]}" 2>/dev/null || fail "$1 exited before printing '$2'"
+        (($(date +%s) < deadline)) || fail "$1 did not print '$2' within $3 s"
+        sleep 0.05
+    done
+}
+
 # srun_vars RANK SIZE NODES JOB [NODELIST]: the variables srun gives task RANK
 # of a SIZE-task step 0 of job JOB on NODES hosts (this host is "localhost").
 srun_vars() {
