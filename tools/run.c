@@ -90,7 +90,7 @@ struct options {
 
 /* One of a child's output pipes, and the unfinished line read from it. */
 struct stream {
-    int fd;   /* read end; -1 once closed */
+    int fd;   /* read end; -1 before the child starts and once closed (0 is a valid fd) */
     int dest; /* where its lines go: STDOUT_FILENO or STDERR_FILENO */
     const char *label;
     size_t len;
@@ -865,11 +865,17 @@ int cmd_run(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    snprintf(job.children[0].label, LABEL_MAX, "scheduler");
-    for (int i = 1; i < job.nchildren; i++) {
+    for (int i = 0; i < job.nchildren; i++) {
+        struct child *c = &job.children[i];
         int is_server = i <= opt.servers;
-        snprintf(job.children[i].label, LABEL_MAX, "%s %d", is_server ? "server" : "worker",
-                 is_server ? i - 1 : i - 1 - (int)opt.servers);
+        if (i == 0)
+            snprintf(c->label, LABEL_MAX, "scheduler");
+        else
+            snprintf(c->label, LABEL_MAX, "%s %d", is_server ? "server" : "worker",
+                     is_server ? i - 1 : i - 1 - (int)opt.servers);
+        /* Not started yet, so no streams: an fd of 0 here would make the loop
+         * poll, read and finally close the caller's standard input. */
+        c->out.fd = c->err.fd = -1;
     }
 
     sigprocmask(SIG_SETMASK, NULL, &job.orig_mask);

@@ -100,6 +100,7 @@ env)
         "scheduler=$LOOM_SCHEDULER bind=$LOOM_BIND"
     echo "extra=${LOOM_HEARTBEAT_TIMEOUT_MS-unset},${LOOM_VERBOSE-unset},${LOOM_TEST_INHERITED-unset}"
     echo "address_fd=${LOOM_ADDRESS_FD-unset} args=$*"
+    echo "stdin=$(readlink "/proc/$$/fd/0")"
     [[ $LOOM_ROLE == scheduler ]] || print_open_fds
     ;;
 output)
