@@ -503,7 +503,14 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     const lr_train_opts *o = &c->train;
     uint64_t dim, max_rows;
     loom_table *w, *stats;
-    if (agree_sizes(n, d, &dim, &max_rows) || open_tables(n, c, dim, &w, &stats)) return 1;
+    if (agree_sizes(n, d, &dim, &max_rows)) return 1;
+    /* Every worker sees the same total, so all of them stop here. */
+    if (max_rows == 0) {
+        if (rank == 0)
+            fprintf(stderr, "loom train lr: %s: no training examples\n", c->job.train_path);
+        return 1;
+    }
+    if (open_tables(n, c, dim, &w, &stats)) return 1;
     shard s = {0};
     size_t *order = NULL;
     double *margin = NULL, *rows3 = NULL;
@@ -607,10 +614,14 @@ static int run_worker(loom_node *n, const lr_cli *c)
         fprintf(stderr, "loom train lr: skipped %zu malformed line(s) in %s\n", d->skipped,
                 c->job.train_path);
     int rc = 0;
-    if (loom_rank(n) == 0 && c->job.test_path &&
-        loom_libsvm_read(c->job.test_path, 0, 1, &c->data, &test, err, sizeof err)) {
-        fprintf(stderr, "loom train lr: %s\n", err);
-        rc = 1;
+    if (loom_rank(n) == 0 && c->job.test_path) {
+        if (loom_libsvm_read(c->job.test_path, 0, 1, &c->data, &test, err, sizeof err)) {
+            fprintf(stderr, "loom train lr: %s\n", err);
+            rc = 1;
+        } else if (test->rows == 0) { /* accuracy and AUC of nothing are not 0 */
+            fprintf(stderr, "loom train lr: %s: no test examples\n", c->job.test_path);
+            rc = 1;
+        }
     }
     if (!rc) rc = train_share(n, c, d, test);
     loom_dataset_free(d);

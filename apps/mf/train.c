@@ -94,7 +94,7 @@ typedef struct worker {
 static int agree_summary(worker *w)
 {
     app_stats sum;
-    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 4, 1, &sum));
+    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 5, 1, &sum));
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
     o.width = 2;
@@ -107,7 +107,8 @@ static int agree_summary(worker *w)
     TRY("open the range table", loom_table_open(w->node, "mf.range", &o, &range));
     double s, lo, hi;
     mf_data_summary(&w->train, &s, &lo, &hi);
-    double mine[4] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1]};
+    double mine[5] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1],
+                      (double)w->test.n};
     TRY("push the mean", app_stats_add(&sum, 0, mine));
     if (w->train.n) {
         uint64_t key = 0;
@@ -117,7 +118,7 @@ static int agree_summary(worker *w)
         TRY("push the range", loom_wait(w->node, ts));
     }
     TRY("barrier", loom_barrier(w->node));
-    double all[4], ext[2];
+    double all[5], ext[2];
     TRY("pull the mean", app_stats_read(&sum, 0, all));
     const char *path[2] = {w->cli->job.train_path, w->cli->job.test_path};
     for (int f = 0; f < 2; f++)
@@ -128,6 +129,10 @@ static int agree_summary(worker *w)
     TRY("pull the range", loom_pull(range, &key, 1, ext));
     if (all[1] < 1) {
         fprintf(stderr, "loom train mf: %s: no training ratings\n", w->cli->job.train_path);
+        return 1;
+    }
+    if (w->cli->job.test_path && all[4] < 1) { /* an RMSE of nothing is not 0 */
+        fprintf(stderr, "loom train mf: %s: no test ratings\n", w->cli->job.test_path);
         return 1;
     }
     w->mean = all[0] / all[1];

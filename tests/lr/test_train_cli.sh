@@ -19,6 +19,14 @@ expect_usage() {
     grep -qF -- "$want" "$WORK/out" || fail "train lr $*: no '$want' in the message"
 }
 printf '+1 1:1\n-1 2:1\n' >"$WORK/ok.svm"
+# expect_error "message" ARGS...: a non-zero exit and the message, no epoch run.
+expect_error() {
+    local want=$1
+    shift
+    "$LOOM" train lr "$@" >"$WORK/out" 2>&1 && fail "train lr $* succeeded"
+    grep -qF -- "$want" "$WORK/out" || fail "train lr $*: no '$want' in the message"
+    if grep -q "objective" "$WORK/out"; then fail "train lr $*: trained before failing"; fi
+}
 expect_usage "--train FILE is required" --workers 2
 expect_usage "unknown flag '--bogus'" --train "$WORK/ok.svm" --bogus 1
 expect_usage "--workers takes a whole number from 1 to 128, not 'x'" --train "$WORK/ok.svm" --workers x
@@ -47,6 +55,18 @@ for w in 1 2; do
     grep -q "huge.svm:2: feature id 9223372036854775809 is beyond" "$WORK/out" ||
         fail "no FILE:LINE error for feature id 2^63 + 1 ($w workers)"
 done
+
+# No training examples (an empty file, only blanks and comments, every line
+# skipped) is an error, as an empty --test file is: not a model of nothing,
+# nor accuracy 0 and AUC 0.
+: >"$WORK/empty.svm"
+printf '\n  \n# a comment\n' >"$WORK/blank.svm"
+printf '1 1:x\n-1 2:y\n' >"$WORK/allbad.svm"
+expect_error "empty.svm: no training examples" --train "$WORK/empty.svm" --epochs 1
+expect_error "blank.svm: no training examples" --train "$WORK/blank.svm" --workers 2 --epochs 1
+expect_error "allbad.svm: no training examples" --train "$WORK/allbad.svm" --skip-bad --epochs 1
+expect_error "blank.svm: no test examples" --train "$WORK/ok.svm" --test "$WORK/blank.svm" \
+    --epochs 1
 
 # Generated data, end to end (the mechanics; accuracy is tested on a9a).
 "$LOOM" gen lr --rows 20000 --features 2000 --nnz 15 --seed 3 --out "$WORK/train.svm" --quiet ||
