@@ -36,6 +36,8 @@
 
 #include <loom/loom.h>
 
+#include "common/files.h"
+
 #include "lda/lda.h"
 
 #define STAT_FIELDS 6
@@ -416,6 +418,12 @@ static int run_worker(loom_node *n, const lda_cli *c)
 {
     char err[1024];
     loom_corpus *corpus;
+    /* Under any launcher, before the data is read: outputs that cannot be
+     * written must not be found after the last epoch. */
+    if (loom_rank(n) == 0 && app_check_job_files(&c->job, err, sizeof err)) {
+        fprintf(stderr, PROG ": %s\n", err);
+        return 1;
+    }
     if (loom_bow_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &corpus, err,
                       sizeof err)) {
         fprintf(stderr, "loom train lda: %s\n", err);

@@ -37,6 +37,8 @@
 
 #include <loom/loom.h>
 
+#include "common/files.h"
+
 #include "lr/lr.h"
 
 #define STAT_FIELDS 8
@@ -600,6 +602,12 @@ static int run_worker(loom_node *n, const lr_cli *c)
 {
     char err[1024];
     loom_dataset *d, *test = NULL;
+    /* Under any launcher, before the data is read: outputs that cannot be
+     * written must not be found after the last epoch. */
+    if (loom_rank(n) == 0 && app_check_job_files(&c->job, err, sizeof err)) {
+        fprintf(stderr, PROG ": %s\n", err);
+        return 1;
+    }
     /* The model is dense over the features: larger ids are refused with their
      * line rather than sizing tables no machine holds. */
     loom_libsvm_opts train_opts = c->data;

@@ -43,6 +43,8 @@
 
 #include <loom/loom.h>
 
+#include "common/files.h"
+
 #include "mf/mf.h"
 
 enum { ST_TRAIN_SSE, ST_TRAIN_N, ST_TEST_SSE, ST_TEST_N, ST_UPDATES, ST_SENT, ST_RECEIVED, ST_N };
@@ -406,6 +408,12 @@ static int run_worker(loom_node *n, const mf_cli *c)
 {
     char err[1024];
     loom_ratings *r = NULL, *test_file = NULL;
+    /* Under any launcher, before the data is read: outputs that cannot be
+     * written must not be found after the last epoch. */
+    if (loom_rank(n) == 0 && app_check_job_files(&c->job, err, sizeof err)) {
+        fprintf(stderr, PROG ": %s\n", err);
+        return 1;
+    }
     if (loom_ratings_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &r, err,
                           sizeof err)) {
         fprintf(stderr, "loom train mf: %s\n", err);

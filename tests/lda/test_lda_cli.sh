@@ -29,7 +29,11 @@ expect_usage train "--format takes ldac or uci, not 'svm'" --train "$WORK/ok.dat
 expect_usage train "--test: lda has no held-out evaluation" --train "$WORK/ok.dat" --test "$WORK/ok.dat"
 expect_usage train "--consistency takes bsp, asp or ssp:S" --train "$WORK/ok.dat" --consistency soon
 expect_usage train "--iterations needs a value" --train "$WORK/ok.dat" --iterations
-expect_usage train "cannot read $WORK/missing.dat" --train "$WORK/missing.dat"
+expect_usage train "cannot read $WORK/missing.dat: No such file or directory" --train "$WORK/missing.dat"
+# Outputs that cannot be written are refused before training, not after it.
+expect_usage train "cannot write $WORK/none/m: No such file or directory" --train "$WORK/ok.dat" \
+    --model-out "$WORK/none/m"
+expect_usage train "cannot write $WORK: Is a directory" --train "$WORK/ok.dat" --metrics "$WORK"
 expect_usage gen "--out FILE is required" --docs 3
 expect_usage gen "--vocab-size must be at least --topics" --out "$WORK/x" --topics 10 --vocab-size 5
 expect_usage gen "unknown option '--bogus'" --out "$WORK/x" --bogus 1

@@ -18,7 +18,6 @@ expect_usage() {
     ((rc == 2)) || fail "train lr $* exited $rc, expected 2"
     grep -qF -- "$want" "$WORK/out" || fail "train lr $*: no '$want' in the message"
 }
-printf '+1 1:1\n-1 2:1\n' >"$WORK/ok.svm"
 # expect_error "message" ARGS...: a non-zero exit and the message, no epoch run.
 expect_error() {
     local want=$1
@@ -27,6 +26,7 @@ expect_error() {
     grep -qF -- "$want" "$WORK/out" || fail "train lr $*: no '$want' in the message"
     if grep -q "objective" "$WORK/out"; then fail "train lr $*: trained before failing"; fi
 }
+printf '+1 1:1\n-1 2:1\n' >"$WORK/ok.svm"
 expect_usage "--train FILE is required" --workers 2
 expect_usage "unknown flag '--bogus'" --train "$WORK/ok.svm" --bogus 1
 expect_usage "--workers takes a whole number from 1 to 128, not 'x'" --train "$WORK/ok.svm" --workers x
@@ -34,13 +34,30 @@ expect_usage "--consistency takes bsp, asp or ssp:S" --train "$WORK/ok.svm" --co
 expect_usage "--blocks is for --algo dbpg" --train "$WORK/ok.svm" --blocks 4
 expect_usage "--minibatch is for --algo sgd" --train "$WORK/ok.svm" --algo dbpg --minibatch 10
 expect_usage "--l1 needs --updater ftrl or --algo dbpg" --train "$WORK/ok.svm" --l1 0.1
-expect_usage "cannot read $WORK/missing.svm" --train "$WORK/missing.svm"
+expect_usage "cannot read $WORK/missing.svm: No such file or directory" --train "$WORK/missing.svm"
+# Outputs that cannot be written are refused before training, not after it.
+expect_usage "cannot write $WORK/none/m: No such file or directory" --train "$WORK/ok.svm" \
+    --model-out "$WORK/none/m"
+expect_usage "cannot write $WORK: Is a directory" --train "$WORK/ok.svm" --metrics "$WORK"
+expect_usage "cannot write $WORK/ok.svm/m: Not a directory" --train "$WORK/ok.svm" \
+    --metrics "$WORK/ok.svm/m"
+
+# ... and so does every node of a job started by another launcher.
+"$LOOM" run --workers 2 --servers 1 -- "$LOOM" train lr --train "$WORK/ok.svm" \
+    --model-out "$WORK/none/m" >"$WORK/out" 2>&1 && fail "a job with an unwritable --model-out succeeded"
+grep -qF "cannot write $WORK/none/m: No such file or directory" "$WORK/out" ||
+    fail "no message for an unwritable --model-out under loom run"
+grep -q objective "$WORK/out" && fail "trained with an unwritable --model-out"
 
 # Malformed data: the job stops with FILE:LINE and a non-zero status.
 printf '+1 1:1 2:1\n-1 3:abc\n+1 4:1\n' >"$WORK/bad.svm"
-"$LOOM" train lr --train "$WORK/bad.svm" --workers 1 --servers 1 >"$WORK/out" 2>&1 &&
-    fail "training on a malformed file succeeded"
+# Checking the outputs first neither leaves a new file behind nor empties an old one.
+echo "an old model" >"$WORK/old.model"
+"$LOOM" train lr --train "$WORK/bad.svm" --workers 1 --servers 1 --model-out "$WORK/old.model" \
+    --metrics "$WORK/new.json" >"$WORK/out" 2>&1 && fail "training on a malformed file succeeded"
 grep -q "bad.svm:2: " "$WORK/out" || fail "no FILE:LINE error for the malformed file"
+[[ ! -e $WORK/new.json && $(cat "$WORK/old.model") == "an old model" ]] ||
+    fail "a failed job left a new --metrics file behind or emptied the old --model-out"
 # ... unless asked to skip, which is reported.
 "$LOOM" train lr --train "$WORK/bad.svm" --workers 1 --servers 1 --skip-bad --epochs 1 \
     >"$WORK/out" 2>&1 || fail "--skip-bad did not get past the bad line"

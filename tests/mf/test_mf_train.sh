@@ -91,7 +91,13 @@ errors)
     expect 2 "--rank takes a whole number from 1 to 1024, not '0'" \
         "$LOOM" train mf --train "$WORK/ok.tsv" --rank 0
     expect 2 "unknown flag '--bogus'" "$LOOM" train mf --train "$WORK/ok.tsv" --bogus 1
-    expect 2 "cannot read $WORK/missing.tsv" "$LOOM" train mf --train "$WORK/missing.tsv"
+    expect 2 "cannot read $WORK/missing.tsv: No such file or directory" \
+        "$LOOM" train mf --train "$WORK/missing.tsv"
+    # Outputs that cannot be written are refused before training, not after it.
+    expect 2 "cannot write $WORK/none/m: No such file or directory" \
+        "$LOOM" train mf --train "$WORK/ok.tsv" --model-out "$WORK/none/m"
+    expect 2 "cannot write $WORK: Is a directory" "$LOOM" train mf --train "$WORK/ok.tsv" \
+        --metrics "$WORK"
     # Malformed data stops the job with FILE:LINE and exit 1 ...
     printf '1\t1\t4\n1\t2\n2\t1\t5\n' >"$WORK/short.tsv"
     expect 1 "short.tsv:2:" "$LOOM" train mf --train "$WORK/short.tsv" --workers 1
