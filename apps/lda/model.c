@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <loom/loom.h>
 
@@ -29,6 +30,9 @@ int lda_model_save(const lda_model *m, const char *path, char *err, size_t errle
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return 1;
     }
+    /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
+    struct stat st;
+    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
     const size_t K = m->p.topics;
     fprintf(f, "loom-lda 1 topics=%u vocab=%" PRIu64 " alpha=%.17g beta=%.17g tokens=%" PRIu64 "\n",
             m->p.topics, m->p.vocab, m->p.alpha, m->p.beta, m->tokens);
@@ -43,8 +47,12 @@ int lda_model_save(const lda_model *m, const char *path, char *err, size_t errle
         }
         if (started) fputc('\n', f);
     }
-    if (ferror(f) | fclose(f)) {
-        snprintf(err, errlen, "cannot write %s", path);
+    /* A full disk shows up in ferror() or, for the last buffer, in fclose(). */
+    int bad = ferror(f), saved_errno = errno;
+    if (fclose(f) && !bad) bad = 1, saved_errno = errno;
+    if (bad) {
+        if (regular) remove(path);
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved_errno));
         return 1;
     }
     return 0;

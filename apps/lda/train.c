@@ -322,7 +322,12 @@ static int evaluate(worker *w, int it)
                 "\"bytes_received\": %.0f, \"counts_consistent\": %s}\n",
                 it + 1, time_s, ll, tps, tokens, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED],
                 ok ? "true" : "false");
-        fflush(w->metrics);
+        /* Each line now, so that a full disk stops the run rather than its end. */
+        if (fflush(w->metrics) || ferror(w->metrics)) {
+            fprintf(stderr, PROG ": cannot write %s: %s\n", w->c->job.metrics_path,
+                    strerror(errno));
+            return 1;
+        }
     }
     w->train_s = 0;
     w->iters_since_eval = 0;
@@ -435,7 +440,7 @@ static int run_worker(loom_node *n, const lda_cli *c)
     worker w = {.n = n, .c = c, .rank = loom_rank(n), .nworkers = loom_num_workers(n)};
     int rc = train_share(&w, corpus);
     if (w.metrics && fclose(w.metrics) && !rc) {
-        fprintf(stderr, "loom train lda: cannot write %s\n", c->job.metrics_path);
+        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
     free(w.words), free(w.keys), free(w.vals), free(w.tdelta), free(w.scratch);

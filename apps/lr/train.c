@@ -400,10 +400,19 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
                 "\"nnz_weights\": %" PRIu64 ", \"examples_per_s\": %.1f, \"bytes_sent\": %.0f, "
                 "\"bytes_received\": %.0f}\n",
                 nnz, ex_per_s, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED]);
-        fflush(r->metrics);
     }
     int rc = 0;
-    if (epoch + 1 == c->train.epochs && c->job.model_path) {
+    /* Each line now, so that a full disk stops the run rather than its end. */
+    if (r->metrics && (fflush(r->metrics) || ferror(r->metrics))) {
+        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
+        rc = 1;
+    } else if (!isfinite(objective)) {
+        fprintf(stderr,
+                PROG ": the objective is %g after epoch %d: training diverged (try a smaller --lr "
+                     "or --l2)\n",
+                objective, epoch + 1);
+        rc = 1;
+    } else if (epoch + 1 == c->train.epochs && c->job.model_path) {
         char err[512];
         if (lr_model_save(&m, c->job.model_path, err, sizeof err)) {
             fprintf(stderr, "loom train lr: %s\n", err);
@@ -588,7 +597,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     }
 out:
     if (rep.metrics && fclose(rep.metrics) && !rc) {
-        fprintf(stderr, "loom train lr: cannot write %s\n", c->job.metrics_path);
+        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
     free(bb.keys), free(bb.w), free(bb.g);

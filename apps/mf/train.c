@@ -315,7 +315,18 @@ static int report(worker *w, int epoch, double train_s)
                 epoch + 1, time_s, train_rmse, testval,
                 mf_epoch_lr(c->train.lr, c->train.lr_decay, epoch), ups, st[ST_SENT],
                 st[ST_RECEIVED]);
-        fflush(w->metrics);
+        /* Each line now, so that a full disk stops the run rather than its end. */
+        if (fflush(w->metrics) || ferror(w->metrics)) {
+            fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
+            return 1;
+        }
+    }
+    if (!isfinite(train_rmse)) {
+        fprintf(stderr,
+                PROG ": the train rmse is %g after epoch %d: training diverged (try a smaller --lr "
+                     "or a larger --reg)\n",
+                train_rmse, epoch + 1);
+        return 1;
     }
     return 0;
 }
@@ -430,7 +441,7 @@ static int run_worker(loom_node *n, const mf_cli *c)
     w.start = app_now_s();
     if (!rc) rc = epochs(&w);
     if (w.metrics && fclose(w.metrics) && !rc) {
-        fprintf(stderr, "loom train mf: cannot write %s\n", c->job.metrics_path);
+        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
     mf_batch_free(&w.b);

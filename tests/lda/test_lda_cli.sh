@@ -54,6 +54,21 @@ grep -q "skipped 1 malformed line" "$WORK/out" || fail "the skipped line was not
     >"$WORK/out" 2>&1 && fail "training with a missing --vocab file succeeded"
 grep -q "cannot read $WORK/none.txt" "$WORK/out" || fail "no message for the missing --vocab file"
 
+# A full disk under --metrics stops the run at its first line, and under
+# --model-out fails it (through a link, so that a removal takes only the link).
+if [[ -c /dev/full && -w /dev/full ]]; then
+    ln -s /dev/full "$WORK/full"
+    for case in "--metrics 1" "--model-out 3"; do
+        read -r out iterations <<<"$case"
+        "$LOOM" train lda --train "$WORK/ok.dat" --topics 2 --iterations 3 --top-words 0 \
+            "$out" "$WORK/full" >"$WORK/out" 2>&1 && fail "$out on a full disk succeeded"
+        grep -q "$WORK/full.*No space left on device" "$WORK/out" || fail "$out: no message"
+        [[ $(grep -c "iteration .* log-likelihood" "$WORK/out") == "$iterations" ]] ||
+            fail "$out on a full disk: not $iterations iteration(s) run"
+    done
+    [[ -L $WORK/full ]] || fail "the link to /dev/full was removed"
+fi
+
 # One worker under BSP equals the sequential reference, bit for bit; 100
 # topics make the table rows blocks of 50 (apps/lda/train.c).
 for case in "ldac 8" "uci 8" "ldac 100"; do

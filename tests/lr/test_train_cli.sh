@@ -85,6 +85,28 @@ expect_error "allbad.svm: no training examples" --train "$WORK/allbad.svm" --ski
 expect_error "blank.svm: no test examples" --train "$WORK/ok.svm" --test "$WORK/blank.svm" \
     --epochs 1
 
+# A diverged run fails at the epoch whose objective is not finite (weight
+# decay of lr * l2 = 1e15 per step overflows), with or without --model-out.
+"$LOOM" train lr --train "$WORK/ok.svm" --workers 2 --updater sgd --lr 1e6 --l2 1e9 --minibatch 1 \
+    --epochs 30 >"$WORK/out" 2>&1 && fail "a diverged run succeeded"
+at=$(sed -n 's/.*the objective is [-a-z]* after epoch \([0-9]*\): training diverged.*/\1/p' "$WORK/out")
+[[ -n $at && $(grep -c "epoch .* objective" "$WORK/out") == "$at" ]] ||
+    fail "no 'training diverged' message at the last epoch run"
+# A full disk under --metrics stops the run at its first line, and under
+# --model-out fails it (through a link, so that a removal takes only the link).
+if [[ -c /dev/full && -w /dev/full ]]; then
+    ln -s /dev/full "$WORK/full"
+    for case in "--metrics 1" "--model-out 3"; do
+        read -r out epochs <<<"$case"
+        "$LOOM" train lr --train "$WORK/ok.svm" --epochs 3 "$out" "$WORK/full" >"$WORK/out" 2>&1 &&
+            fail "$out on a full disk succeeded"
+        grep -q "$WORK/full.*No space left on device" "$WORK/out" || fail "$out: no message"
+        [[ $(grep -c "epoch .* objective" "$WORK/out") == "$epochs" ]] ||
+            fail "$out on a full disk: not $epochs epoch(s) run"
+    done
+    [[ -L $WORK/full ]] || fail "the link to /dev/full was removed"
+fi
+
 # Generated data, end to end (the mechanics; accuracy is tested on a9a).
 "$LOOM" gen lr --rows 20000 --features 2000 --nnz 15 --seed 3 --out "$WORK/train.svm" --quiet ||
     fail "gen lr (train) failed"

@@ -106,6 +106,28 @@ errors)
     # ... unless asked to skip, which is reported.
     expect 0 "skipped 1 malformed line" \
         "$LOOM" train mf --train "$WORK/bad.tsv" --workers 1 --skip-bad --epochs 1
+    # A diverged run (--lr 10) fails at the first epoch whose rmse is not a
+    # number, with or without --model-out.
+    "$LOOM" train mf --train "$WORK/ok.tsv" --workers 2 --epochs 10 --lr 10 >"$WORK/out" 2>&1 &&
+        fail "a diverged run succeeded"
+    at=$(sed -n 's/.*the train rmse is [-a-z]* after epoch \([0-9]*\): training diverged.*/\1/p' \
+        "$WORK/out")
+    [[ -n $at && $(grep -c "epoch .* train rmse" "$WORK/out") == "$at" ]] ||
+        fail "no 'training diverged' message at the last epoch run"
+    # A full disk under --metrics stops the run at its first line, and under
+    # --model-out fails it (through a link, so that a removal takes only the link).
+    if [[ -c /dev/full && -w /dev/full ]]; then
+        ln -s /dev/full "$WORK/full"
+        for case in "--metrics 1" "--model-out 3"; do
+            read -r out epochs <<<"$case"
+            expect 1 "No space left on device" \
+                "$LOOM" train mf --train "$WORK/ok.tsv" --epochs 3 "$out" "$WORK/full"
+            grep -q "$WORK/full.*No space left on device" "$WORK/out" || fail "$out: no message"
+            [[ $(grep -c "epoch .* train rmse" "$WORK/out") == "$epochs" ]] ||
+                fail "$out on a full disk: not $epochs epoch(s) run"
+        done
+        [[ -L $WORK/full ]] || fail "the link to /dev/full was removed"
+    fi
     # predict and gen
     expect 2 "--model M is required" "$LOOM" predict mf --data "$WORK/ok.tsv"
     expect 2 "--format takes tsv, csv or space" \
