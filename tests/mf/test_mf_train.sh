@@ -135,6 +135,11 @@ errors)
     printf 'loom-mf 1 rank=1 users=1 items=0 mean=3 min=1 max=5\nu 1 0\n' >"$WORK/m"
     expect 1 "m:2: expected 2 numbers after the user id" \
         "$LOOM" predict mf --model "$WORK/m" --data "$WORK/ok.tsv"
+    # A model file of zeros without a newline is refused on its first line, not
+    # read whole (64 MiB from a pipe: a loader that regressed would read
+    # /dev/zero itself until the machine runs out of memory).
+    expect 1 ":1: line longer than 1024 bytes, not a loom-mf model" \
+        "$LOOM" predict mf --model <(head -c 67108864 /dev/zero) --data "$WORK/ok.tsv"
     expect 2 "ratings do not fit" "$LOOM" gen mf --out "$WORK/g" --users 2 --items 3 --ratings 3
     expect 2 "--out FILE is required" "$LOOM" gen mf --users 2
     [[ ! -e $WORK/g ]] || fail "gen mf left a file behind after a usage error"
