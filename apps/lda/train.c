@@ -97,7 +97,12 @@ static size_t block_keys(const worker *w, const uint64_t *words, size_t n, uint6
     return n * w->nblocks;
 }
 
-static int agree_vocab(worker *w, uint64_t mine, uint64_t *vocab)
+/* Agree on the vocabulary (the largest of the workers' sizes), and check
+ * UCI's NNZ: the header counts the pairs of the whole file, a worker read a
+ * share, so the shares' pairs are summed here (a one-share read is checked by
+ * the reader, with the same message). Every worker sees the same totals, so
+ * all of them stop together. */
+static int agree_corpus(worker *w, const loom_corpus *corpus, uint64_t mine, uint64_t *vocab)
 {
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_I64;
@@ -108,6 +113,10 @@ static int agree_vocab(worker *w, uint64_t mine, uint64_t *vocab)
     o.cache = 0;
     loom_table *t;
     TRY("open the size table", loom_table_open(w->n, "lda.sizes", &o, &t));
+    app_stats pairs;
+    TRY("open the pair count", app_stats_open(w->n, "lda.pairs", 1, 1, &pairs));
+    double nnz = (double)corpus->nnz, total_nnz; /* exact below 2^53 pairs */
+    TRY("push the pair count", app_stats_add(&pairs, 0, &nnz));
     uint64_t key = 0;
     int64_t v = (int64_t)mine, all;
     loom_ts ts;
@@ -115,6 +124,17 @@ static int agree_vocab(worker *w, uint64_t mine, uint64_t *vocab)
     TRY("push sizes", loom_wait(w->n, ts));
     TRY("barrier", loom_barrier(w->n));
     TRY("pull sizes", loom_pull(t, &key, 1, &all));
+    TRY("pull the pair count", app_stats_read(&pairs, 0, &total_nnz));
+    /* With --skip-bad the skipped lines are pairs the header counts. */
+    if (corpus->format == LOOM_BOW_UCI && !w->c->data.skip_bad &&
+        total_nnz != (double)corpus->header_nnz) {
+        if (w->rank == 0)
+            fprintf(stderr,
+                    PROG ": %s:%zu: the header says NNZ = %" PRIu64
+                         " but the file has %.0f pairs\n",
+                    w->c->job.train_path, corpus->header_nnz_line, corpus->header_nnz, total_nnz);
+        return 1;
+    }
     *vocab = (uint64_t)all;
     return 0;
 }
@@ -365,7 +385,7 @@ static int train_share(worker *w, const loom_corpus *corpus)
         return 1;
     }
     uint64_t mine = corpus->vocab > w->vocab.n ? corpus->vocab : w->vocab.n, vocab;
-    if (agree_vocab(w, mine, &vocab)) return 1;
+    if (agree_corpus(w, corpus, mine, &vocab)) return 1;
     if (vocab == 0) {
         fprintf(stderr, "loom train lda: %s has no words\n", c->job.train_path);
         return 1;

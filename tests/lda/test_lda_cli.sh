@@ -49,6 +49,23 @@ grep -q "bad.dat:2: " "$WORK/out" || fail "no FILE:LINE error for the malformed 
 "$LOOM" train lda --train "$WORK/bad.dat" --workers 1 --servers 1 --topics 3 --iterations 2 \
     --skip-bad >"$WORK/out" 2>&1 || fail "--skip-bad did not get past the bad line"
 grep -q "skipped 1 malformed line" "$WORK/out" || fail "the skipped line was not reported"
+# A UCI corpus whose header's NNZ is not its number of pairs is refused the
+# same way whatever the number of workers (each reads a share of the pairs).
+"$LOOM" gen lda --out "$WORK/u.txt" --format uci --docs 40 --vocab-size 50 --topics 3 \
+    --doc-length 20 --seed 1 || fail "gen lda --format uci failed"
+pairs=$(sed -n 3p "$WORK/u.txt")
+for nnz in $((pairs + 1)) $((pairs - 1)); do
+    sed "3s/.*/$nnz/" "$WORK/u.txt" >"$WORK/nnz.txt"
+    for w in 1 2 3; do
+        "$LOOM" train lda --train "$WORK/nnz.txt" --workers $w --topics 3 --iterations 1 \
+            >"$WORK/out" 2>&1
+        rc=$?
+        ((rc == 1)) || fail "NNZ $nnz for $pairs pairs, $w workers: exited $rc, expected 1"
+        grep -qF "nnz.txt:3: the header says NNZ = $nnz but the file has $pairs pairs" "$WORK/out" ||
+            fail "NNZ $nnz for $pairs pairs, $w workers: no message"
+    done
+done
+
 # A --vocab file that cannot be read.
 "$LOOM" train lda --train "$WORK/ok.dat" --workers 1 --servers 1 --vocab "$WORK/none.txt" \
     >"$WORK/out" 2>&1 && fail "training with a missing --vocab file succeeded"
