@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 
 /* The defaults below are those of LR_GEN_OPTS_DEFAULT (apps/lr/lr.h). */
-const char cmd_gen_help[] =
+static const char cmd_gen_help[] =
     "Usage: loom gen MODEL [OPTIONS]\n"
     "\n"
     "Write a synthetic data set. MODEL is one of:\n"
@@ -196,7 +196,7 @@ static int parse_gen_lr(int argc, char **argv, struct gen_lr_args *a)
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         char name[32];
-        if (name_len >= sizeof name) return usage_error("unknown option '%s'", arg);
+        if (name_len >= sizeof name) return usage_error("unknown flag '%s'", arg);
         memcpy(name, arg, name_len);
         name[name_len] = '\0';
 
@@ -207,7 +207,7 @@ static int parse_gen_lr(int argc, char **argv, struct gen_lr_args *a)
         }
         size_t f = 0;
         while (f < NUM_VALUE_FLAGS && strcmp(name, value_flags[f]) != 0) f++;
-        if (f == NUM_VALUE_FLAGS) return usage_error("unknown option '%s'", arg);
+        if (f == NUM_VALUE_FLAGS) return usage_error("unknown flag '%s'", arg);
         if (seen[f]++) return usage_error("%s given twice", name);
         const char *value;
         if (eq)

@@ -50,7 +50,7 @@
 #define LINE_BUF           4096 /* longer lines are split into pieces of this size */
 #define LABEL_MAX          32
 
-const char cmd_run_help[] =
+static const char cmd_run_help[] =
     "Usage: loom run [OPTIONS] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Start a Loom job on this machine: one scheduler, S servers and W workers, each\n"
@@ -263,7 +263,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
         char name[64];
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (name_len >= sizeof name) return usage_error("unknown option '%s'", arg);
+        if (name_len >= sizeof name) return usage_error("unknown flag '%s'", arg);
         memcpy(name, arg, name_len);
         name[name_len] = '\0';
 
@@ -276,7 +276,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
                     strcmp(name, "--bind") == 0 || strcmp(name, "--interface") == 0 ||
                     strcmp(name, "--heartbeat-timeout") == 0 || strcmp(name, "--timeout") == 0 ||
                     strcmp(name, "--on-failure") == 0;
-        if (!known) return usage_error("unknown option '%s'", arg);
+        if (!known) return usage_error("unknown flag '%s'", arg);
         const char *value;
         if (eq) {
             value = eq + 1;

@@ -29,7 +29,7 @@ bad "--heartbeat-timeout" --heartbeat-timeout 0 bash "$NODE" env
 bad "--on-failure" --on-failure maybe bash "$NODE" env
 bad "--bind" --bind "" bash "$NODE" env
 bad "--verbose" --verbose=1 bash "$NODE" env
-bad "unknown option '--frobnicate'" --frobnicate bash "$NODE" env
+bad "unknown flag '--frobnicate'" --frobnicate bash "$NODE" env
 
 # The subcommand dispatcher.
 run_loom frobnicate

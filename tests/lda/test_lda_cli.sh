@@ -32,7 +32,7 @@ expect_usage train "--iterations needs a value" --train "$WORK/ok.dat" --iterati
 expect_usage train "cannot read $WORK/missing.dat" --train "$WORK/missing.dat"
 expect_usage gen "--out FILE is required" --docs 3
 expect_usage gen "--vocab-size must be at least --topics" --out "$WORK/x" --topics 10 --vocab-size 5
-expect_usage gen "unknown option '--bogus'" --out "$WORK/x" --bogus 1
+expect_usage gen "unknown flag '--bogus'" --out "$WORK/x" --bogus 1
 expect_usage gen "--format takes ldac or uci" --out "$WORK/x" --format svm
 
 # Malformed corpora: the job stops with FILE:LINE and status 1 ...
