@@ -106,9 +106,10 @@ usage "--bind and --interface exclude each other" run --bind 127.0.0.1 --interfa
 usage "the minimum is 2000 ms with heartbeats every 500 ms" run --heartbeat-timeout 2 -- bash "$NODE" env
 usage "the minimum is 2000 ms" run --heartbeat-timeout=1999 -- bash "$NODE" env
 check 0 "" run --workers 1 --heartbeat-timeout 2000 -- bash "$NODE" env
-(export LOOM_HEARTBEAT_MS=100 && usage "the minimum is 400 ms with heartbeats every 100 ms" \
-    run --heartbeat-timeout 399 -- bash "$NODE" env) || exit 1
-(export LOOM_HEARTBEAT_MS=100 && check 0 "" run --workers 1 --heartbeat-timeout 400 -- bash "$NODE" env) || exit 1
+export LOOM_HEARTBEAT_MS=100
+usage "the minimum is 400 ms with heartbeats every 100 ms" run --heartbeat-timeout 399 -- bash "$NODE" env
+check 0 "" run --workers 1 --heartbeat-timeout 400 -- bash "$NODE" env
+unset LOOM_HEARTBEAT_MS
 
 # The help of each model: every flag with its default, generated from the
 # parser's table, so every flag it lists is one the parser knows.
@@ -134,7 +135,9 @@ for model in lr mf lda; do
         [[ $line == *"$default" ]] || fail "help of $model: '$line' does not end in $default"
         grep -qxF -- "$line" all_help || fail "'loom help train' lacks the line '$line'"
     done
-    for flag in $(grep -oE -- '^  --[a-z0-9-]+' "help_$model"); do
+    mapfile -t listed < <(sed -n 's/^  \(--[a-z0-9-]*\).*/\1/p' "help_$model")
+    ((${#listed[@]} >= 15)) || fail "help of $model lists only ${#listed[@]} flags"
+    for flag in "${listed[@]}"; do
         run_loom train "$model" "$flag"
         [[ $RC == 2 ]] || fail "loom train $model $flag: exit status $RC, expected 2"
         grep -qF "unknown flag" "$WORK/err" && fail "help of $model lists $flag, which the parser does not know"
@@ -146,7 +149,8 @@ for cmd in "run" "train" "gen" "gen lr" "gen mf" "gen lda" "predict" "predict lr
     "$LOOM" help "${words[@]}" >>helps || fail "loom help $cmd failed"
 done
 for doc in LR MF LDA USAGE LAUNCHING; do
-    for flag in $(grep -oE -- '--[a-z][a-z0-9-]+' "$DOCS/$doc.md" | sort -u); do
+    mapfile -t mentioned < <(grep -oE -- '--[a-z][a-z0-9-]+' "$DOCS/$doc.md" | sort -u)
+    for flag in "${mentioned[@]}"; do
         grep -qE -- "$flag([^a-z0-9-]|$)" helps || fail "docs/$doc.md mentions $flag, no help lists it"
     done
 done
