@@ -28,4 +28,8 @@ extern const char cmd_train_help[];
 int cmd_predict(int argc, char **argv);
 extern const char cmd_predict_help[];
 
+/* loom keygen: write a job secret (tools/keygen.c). */
+int cmd_keygen(int argc, char **argv);
+extern const char cmd_keygen_help[];
+
 #endif

@@ -36,6 +36,8 @@ static const struct command commands[] = {
     {"train", "train a model (lr) with a job on this machine or a cluster", cmd_train,
      cmd_train_help},
     {"predict", "apply a saved model to a data set", cmd_predict, cmd_predict_help},
+    {"keygen", "write a job secret that encrypts and authenticates a job", cmd_keygen,
+     cmd_keygen_help},
     {"help", "list the subcommands, or show the help of one", cmd_help, cmd_help_help},
     {"version", "print the version of Loom", cmd_version, cmd_version_help},
 };

@@ -16,7 +16,14 @@
  * Each child runs in its own process group, so a terminal's Ctrl-C reaches
  * the launcher alone and the launcher decides how the job ends: SIGTERM to
  * every group, 3 s grace, then SIGKILL. The loop ends only once every child
- * has been reaped, whatever made the job stop. */
+ * has been reaped, whatever made the job stop.
+ *
+ * The job's traffic is encrypted with a job secret (docs/SECURITY.md): the
+ * file of --secret or LOOM_SECRET_FILE, or else a throw-away one the launcher
+ * writes into a private temporary directory before the first child starts
+ * and removes once the last one is reaped (also when the job fails or the
+ * launcher is stopped by a signal it handles), so that other users of the
+ * machine cannot join or read a job by default. */
 #include "commands.h"
 
 #include <errno.h>
@@ -30,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -67,6 +75,9 @@ const char cmd_run_help[] =
     "  --timeout SECONDS       stop the whole job after SECONDS; 0 = never (default 0)\n"
     "  --on-failure stop|wait  when a process fails: stop the others at once (default),\n"
     "                          or wait for them to notice and end on their own\n"
+    "  --secret FILE           the job secret (loom keygen; LOOM_SECRET_FILE); default: a\n"
+    "                          throw-away secret made for this job and removed at its end\n"
+    "  --insecure              no secret: traffic is neither encrypted nor authenticated\n"
     "  --verbose               lifecycle messages from Loom and the launcher (LOOM_VERBOSE=1)\n"
     "  -h, --help              show this help\n"
     "\n"
@@ -85,6 +96,8 @@ struct options {
     long timeout_s;            /* 0: no bound */
     enum on_failure on_failure;
     int verbose;
+    const char *secret; /* --secret FILE, else LOOM_SECRET_FILE; NULL: make a throw-away one */
+    int insecure;
     char **program; /* PROGRAM and its arguments, NULL-terminated */
 };
 
@@ -261,15 +274,18 @@ static int parse_options(int argc, char **argv, struct options *opt)
         memcpy(name, arg, name_len);
         name[name_len] = '\0';
 
-        if (strcmp(name, "--verbose") == 0) {
+        if (strcmp(name, "--verbose") == 0 || strcmp(name, "--insecure") == 0) {
             if (eq) return usage_error("%s takes no value", name);
-            opt->verbose = 1;
+            if (strcmp(name, "--verbose") == 0)
+                opt->verbose = 1;
+            else
+                opt->insecure = 1;
             continue;
         }
         int known = strcmp(name, "--servers") == 0 || strcmp(name, "--workers") == 0 ||
                     strcmp(name, "--bind") == 0 || strcmp(name, "--interface") == 0 ||
                     strcmp(name, "--heartbeat-timeout") == 0 || strcmp(name, "--timeout") == 0 ||
-                    strcmp(name, "--on-failure") == 0;
+                    strcmp(name, "--on-failure") == 0 || strcmp(name, "--secret") == 0;
         if (!known) return usage_error("unknown option '%s'", arg);
         const char *value;
         if (eq) {
@@ -294,6 +310,9 @@ static int parse_options(int argc, char **argv, struct options *opt)
                 return usage_error("%s expects a host name or address, got '%s'", name, value);
             bind_given = 1;
             opt->bind = value;
+        } else if (strcmp(name, "--secret") == 0) {
+            if (value[0] == '\0') return usage_error("%s expects a file made by loom keygen", name);
+            opt->secret = value;
         } else if (strcmp(name, "--interface") == 0) {
             if (loom_interface_address(value, opt->interface_addr, sizeof opt->interface_addr))
                 return usage_error("%s expects a network interface with an IPv4 address, got '%s'",
@@ -312,6 +331,12 @@ static int parse_options(int argc, char **argv, struct options *opt)
     if (i >= argc) return usage_error("missing PROGRAM to run");
     if (opt->interface && bind_given)
         return usage_error("--bind and --interface exclude each other");
+    if (opt->secret && opt->insecure)
+        return usage_error("--secret and --insecure exclude each other");
+    if (!opt->secret && !opt->insecure) {
+        const char *inherited = getenv("LOOM_SECRET_FILE");
+        if (inherited && inherited[0]) opt->secret = inherited;
+    }
     if (opt->interface) opt->bind = opt->interface_addr;
     opt->program = argv + i;
     return 0;
@@ -814,6 +839,57 @@ static int ensure_std_fds(void)
     return 0;
 }
 
+/* --- the job secret ------------------------------------------------------ */
+
+/* The throw-away secret: a file in a directory of its own (mode 0700), so that
+ * nobody else can have placed or replaced anything there. */
+struct temp_secret {
+    char dir[PATH_MAX];
+    char file[PATH_MAX + 8]; /* dir + "/secret" */
+};
+
+static void remove_temp_secret(struct temp_secret *t)
+{
+    if (t->file[0]) unlink(t->file);
+    if (t->dir[0]) rmdir(t->dir);
+    t->file[0] = t->dir[0] = '\0';
+}
+
+/* Check the given secret, or make a throw-away one; export LOOM_SECRET_FILE.
+ * Returns 0, or the exit status after a message. */
+static int prepare_secret(const struct options *opt, struct temp_secret *t)
+{
+    char err[PATH_MAX + 256];
+    if (opt->insecure) return unsetenv("LOOM_SECRET_FILE") ? 1 : 0;
+    if (opt->secret) {
+        char key[LOOM_SECRET_LEN + 1];
+        int rc = loom_secret_load(opt->secret, key, err, sizeof err);
+        memset(key, 0, sizeof key);
+        if (rc) {
+            say("%s", err);
+            return 2;
+        }
+        return setenv("LOOM_SECRET_FILE", opt->secret, 1) ? 1 : 0;
+    }
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !tmp[0]) tmp = "/tmp";
+    if ((size_t)snprintf(t->dir, sizeof t->dir, "%s/loom-job.XXXXXX", tmp) >= sizeof t->dir ||
+        !mkdtemp(t->dir)) {
+        say("cannot make a directory for the job secret in %s: %s", tmp, strerror(errno));
+        t->dir[0] = '\0';
+        return 1;
+    }
+    snprintf(t->file, sizeof t->file, "%s/secret", t->dir);
+    if (loom_secret_generate(t->file, 0, err, sizeof err)) {
+        say("cannot make the job secret: %s", err);
+        t->file[0] = '\0';
+        remove_temp_secret(t);
+        return 1;
+    }
+    if (opt->verbose) say("job secret in %s (removed at the end of the job)", t->file);
+    return setenv("LOOM_SECRET_FILE", t->file, 1) ? 1 : 0;
+}
+
 static int set_common_env(const struct options *opt)
 {
     if (setenv_long("LOOM_NUM_SERVERS", opt->servers) < 0 ||
@@ -856,6 +932,7 @@ int cmd_run(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
 
     struct job job = {.opt = &opt, .addr_fd = -1, .launcher_pid = getpid()};
+    struct temp_secret temp_secret = {{0}, {0}};
     job.nchildren = 1 + (int)opt.servers + (int)opt.workers;
     job.children = calloc((size_t)job.nchildren, sizeof *job.children);
     job.pfds = calloc(2 + 2 * (size_t)job.nchildren, sizeof *job.pfds);
@@ -874,8 +951,16 @@ int cmd_run(int argc, char **argv)
 
     sigprocmask(SIG_SETMASK, NULL, &job.orig_mask);
     int addr_pipe[2];
-    if (ensure_std_fds() < 0 || install_signal_handlers() < 0 || set_common_env(&opt) < 0 ||
-        make_pipe(addr_pipe) < 0) {
+    if (ensure_std_fds() < 0 || install_signal_handlers() < 0 || set_common_env(&opt) < 0) {
+        say("cannot set up: %s", strerror(errno));
+        rc = 1;
+        goto out;
+    }
+    /* After the signal handlers: a SIGINT from now on ends in the loop or at
+     * `out`, both of which remove the throw-away secret. */
+    rc = prepare_secret(&opt, &temp_secret);
+    if (rc) goto out;
+    if (make_pipe(addr_pipe) < 0) {
         say("cannot set up: %s", strerror(errno));
         rc = 1;
         goto out;
@@ -904,6 +989,7 @@ int cmd_run(int argc, char **argv)
     rc = exit_status(&job, print_failures(&job));
 
 out:
+    remove_temp_secret(&temp_secret);
     free(job.children);
     free(job.pfds);
     free(job.pstreams);

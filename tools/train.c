@@ -10,9 +10,10 @@
  * LOOM_NUM_WORKERS for the library to map ranks with (and to check the job's
  * size against).
  *
- * --interface NAME belongs to this command, not to the model: it is taken
- * out of the arguments and becomes `loom run --interface NAME` for a local
- * job, LOOM_INTERFACE for a node. */
+ * --interface NAME and --secret FILE belong to this command, not to the
+ * model: they are taken out of the arguments and become `loom run
+ * --interface NAME --secret FILE` for a local job, LOOM_INTERFACE and
+ * LOOM_SECRET_FILE for a node. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,11 +87,15 @@ static const char cluster_help[] =
     "  --interface NAME        network interface to bind and publish (LOOM_INTERFACE);\n"
     "                          default: 127.0.0.1 on this machine, the route to the\n"
     "                          scheduler under mpirun/srun\n"
+    "  --secret FILE           job secret (loom keygen; LOOM_SECRET_FILE) that encrypts and\n"
+    "                          authenticates the job; default: a throw-away one on this\n"
+    "                          machine, none under mpirun/srun (docs/SECURITY.md)\n"
     "  Under mpirun or srun (e.g. mpirun -np 6 loom train MODEL ... --servers 2), rank 0\n"
     "  is the scheduler, the next S ranks servers and the rest workers.\n";
 
 /* Run the job on this machine: `loom run -S -W -- <this binary> train MODEL ARGS`. */
-static int launch_locally(const app_job *j, const char *interface, int argc, char **argv)
+static int launch_locally(const app_job *j, const char *interface, const char *secret, int argc,
+                          char **argv)
 {
     char self[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -103,7 +108,7 @@ static int launch_locally(const app_job *j, const char *interface, int argc, cha
     snprintf(servers, sizeof servers, "%d", j->servers);
     snprintf(workers, sizeof workers, "%d", j->workers);
     /* argv here is {"train", MODEL, flags...}. */
-    char **run = calloc((size_t)argc + 10, sizeof *run);
+    char **run = calloc((size_t)argc + 12, sizeof *run);
     if (!run) return 1;
     int k = 0;
     run[k++] = "run";
@@ -114,6 +119,10 @@ static int launch_locally(const app_job *j, const char *interface, int argc, cha
     if (interface) {
         run[k++] = "--interface";
         run[k++] = (char *)interface;
+    }
+    if (secret) {
+        run[k++] = "--secret";
+        run[k++] = (char *)secret;
     }
     run[k++] = "--";
     run[k++] = self;
@@ -148,16 +157,21 @@ static int train_with(const trainer *t, int argc, char **argv)
             fputs(cluster_help, stdout);
             return 0;
         }
-    /* Take --interface NAME out; the model's parser sees the rest. */
-    const char *interface = NULL;
+    /* Take --interface NAME and --secret FILE out; the model's parser sees the rest. */
+    const char *interface = NULL, *secret = NULL;
     int n = 0;
     for (int i = 0; i < argc; i++) {
-        if (i < 2 || strcmp(argv[i], "--interface")) {
+        int is_interface = i >= 2 && !strcmp(argv[i], "--interface");
+        int is_secret = i >= 2 && !strcmp(argv[i], "--secret");
+        if (!is_interface && !is_secret) {
             argv[n++] = argv[i];
-        } else if (i + 1 < argc && argv[i + 1][0]) {
+        } else if (i + 1 < argc && argv[i + 1][0] && is_interface) {
             interface = argv[++i];
+        } else if (i + 1 < argc && argv[i + 1][0]) {
+            secret = argv[++i];
         } else {
-            fprintf(stderr, "loom train %s: --interface needs a network interface name\n", t->name);
+            fprintf(stderr, "loom train %s: %s needs %s\n", t->name, argv[i],
+                    is_interface ? "a network interface name" : "a secret file (loom keygen)");
             return 2;
         }
     }
@@ -174,6 +188,7 @@ static int train_with(const trainer *t, int argc, char **argv)
         rc = export_count("--servers", "LOOM_NUM_SERVERS", j->servers, argc, argv);
         if (!rc) rc = export_count("--workers", "LOOM_NUM_WORKERS", j->workers, argc, argv);
         if (!rc && interface && setenv("LOOM_INTERFACE", interface, 1)) rc = 1;
+        if (!rc && secret && setenv("LOOM_SECRET_FILE", secret, 1)) rc = 1;
         if (!rc) rc = t->node(cli);
     } else if (access(j->train_path, R_OK)) {
         fprintf(stderr, "loom train %s: cannot read %s\n", t->name, j->train_path);
@@ -182,7 +197,7 @@ static int train_with(const trainer *t, int argc, char **argv)
         fprintf(stderr, "loom train %s: cannot read %s\n", t->name, j->test_path);
         rc = 2;
     } else {
-        rc = launch_locally(j, interface, argc, argv);
+        rc = launch_locally(j, interface, secret, argc, argv);
     }
     free(cli);
     return rc;
