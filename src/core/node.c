@@ -1052,6 +1052,9 @@ void node_destroy(loom_node *n)
     n->out_closed = 1;
     pthread_mutex_unlock(&n->out_mu);
     zmq_ctx_term(n->zctx);
+    /* The totals below name this node also when another thread than its
+     * starter releases it (loom_serve() in a thread of its own). */
+    log_set_tag(n->tag);
     uint64_t refused = curve_refused(n->curve);
     curve_stop(n->curve);
     if (refused)
