@@ -163,4 +163,44 @@ rm -f "$SEEN"
     fail "an --insecure job did not warn exactly once"
 grep -q '^\[scheduler\] loom\[scheduler 0\] warning: this job runs without a secret' "$WORK/insecure.out" ||
     fail "the warning does not come from the scheduler"
+# --- under mpirun (its variables, faked; one host): `loom train --secret FILE` gives every
+# rank the secret (a rank with another secret cannot join: the scheduler refuses it), and a
+# job without one runs in plain text with one warning, from the scheduler.
+"$LOOM" gen lr --out "$WORK/lr.svm" --rows 2000 --features 200 --nnz 10 >"$WORK/gen.out" 2>&1 ||
+    fail "loom gen lr failed"
+"$LOOM" keygen "$WORK/other.secret" || fail "keygen failed"
+# mpirun_job NAME SIZE [VAR=VALUE...] -- COMMAND...: run SIZE ranks; 0 if all exited 0.
+# Rank 3 alone gets LAST_RANK_VARS.
+mpirun_job() {
+    local name=$1 size=$2 r rc=0 jobid=$((RANDOM * 2)) vars=() pids=() extra
+    shift 2
+    while [[ $1 != -- ]]; do
+        vars+=("$1")
+        shift
+    done
+    shift
+    for ((r = 0; r < size; r++)); do
+        extra=()
+        ((r == 3)) && read -ra extra <<<"${LAST_RANK_VARS:-}"
+        env TMPDIR="$WORK/tmp" OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE="$size" \
+            OMPI_COMM_WORLD_LOCAL_SIZE="$size" OMPI_COMM_WORLD_LOCAL_RANK=$r \
+            OMPI_MCA_ess_base_jobid=$jobid "OMPI_MCA_orte_hnp_uri=$jobid.0;tcp://127.0.0.1:$$" \
+            "${vars[@]}" "${extra[@]}" timeout 60 "$@" >"$WORK/$name.$r.out" 2>&1 &
+        pids+=($!)
+    done
+    for r in "${pids[@]}"; do wait "$r" || rc=1; done
+    return $rc
+}
+train=("$LOOM" train lr --train "$WORK/lr.svm" --servers 1 --workers 3 --epochs 2)
+mpirun_job mpi_secret 5 -- "${train[@]}" --secret "$key" || fail "an mpirun job with --secret failed"
+grep -l "without a secret" "$WORK"/mpi_secret.*.out && fail "an mpirun job with --secret warned"
+LAST_RANK_VARS="LOOM_SECRET_FILE=$WORK/other.secret" \
+    mpirun_job mpi_other 5 LOOM_CONNECT_TIMEOUT_MS=5000 LOOM_SECRET_FILE="$key" -- "${train[@]}" &&
+    fail "a rank with another secret joined the job"
+grep -q "refused a connection" "$WORK/mpi_other.0.out" ||
+    fail "the scheduler did not log the refusal of the rank with another secret"
+mpirun_job mpi_plain 5 -- "${train[@]}" || fail "an mpirun job without a secret failed"
+[[ $(cat "$WORK"/mpi_plain.*.out | grep -c "runs without a secret") -eq 1 ]] ||
+    fail "an mpirun job without a secret did not warn exactly once"
+grep -q "runs without a secret" "$WORK/mpi_plain.0.out" || fail "the warning is not the scheduler's"
 echo PASS
