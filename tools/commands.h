@@ -22,4 +22,7 @@ int cmd_train(int argc, char **argv);
 /* loom predict: apply a saved model to a data set (tools/predict.c). */
 int cmd_predict(int argc, char **argv);
 
+/* loom keygen: write a job secret (tools/keygen.c). */
+int cmd_keygen(int argc, char **argv);
+
 #endif

@@ -16,7 +16,14 @@
  * Each child runs in its own process group, so a terminal's Ctrl-C reaches
  * the launcher alone and the launcher decides how the job ends: SIGTERM to
  * every group, 3 s grace, then SIGKILL. The loop ends only once every child
- * has been reaped, whatever made the job stop. */
+ * has been reaped, whatever made the job stop.
+ *
+ * The job's traffic is encrypted with a job secret (docs/SECURITY.md): the
+ * file of --secret or LOOM_SECRET_FILE, or else a throw-away one the launcher
+ * writes into a private temporary directory before the first child starts
+ * and removes once the last one is reaped (also when the job fails or the
+ * launcher is stopped by a signal it handles), so that other users of the
+ * machine cannot join or read a job by default. */
 #include "commands.h"
 
 #include "common/app.h"
@@ -32,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -105,6 +113,15 @@ static const app_flag run_flags[] = {
      .def = "stop",
      .help = "when a process fails: stop the others at once,\n"
              "or wait for them to notice and end on their own"},
+    {.name = "--secret",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .excludes = "--insecure",
+     .help = "the job secret (loom keygen; LOOM_SECRET_FILE); default: a\n"
+             "throw-away secret made for this job and removed at its end"},
+    {.name = "--insecure",
+     .kind = APP_SWITCH,
+     .help = "no secret: traffic is neither encrypted nor authenticated"},
     {.name = "--verbose",
      .kind = APP_SWITCH,
      .help = "lifecycle messages from Loom and the launcher (LOOM_VERBOSE=1)"},
@@ -142,6 +159,8 @@ struct options {
     long timeout_s;            /* 0: no bound */
     enum on_failure on_failure;
     int verbose;
+    const char *secret; /* --secret FILE, else LOOM_SECRET_FILE; NULL: make a throw-away one */
+    int insecure;
     char **program; /* PROGRAM and its arguments, NULL-terminated */
 };
 
@@ -341,6 +360,15 @@ static int parse_options(int argc, char **argv, struct options *opt)
                                x->i, HEARTBEATS_PER_TIMEOUT, HEARTBEATS_PER_TIMEOUT * interval,
                                interval, getenv("LOOM_HEARTBEAT_MS") ? "" : ", the default");
         opt->heartbeat_timeout_ms = x->i;
+    }
+    if (GIVEN("--secret")) {
+        if (x->text[0] == '\0') return usage_error("--secret takes a file made by loom keygen");
+        opt->secret = x->text;
+    }
+    opt->insecure = GIVEN("--insecure") != NULL;
+    if (!opt->secret && !opt->insecure) {
+        const char *inherited = getenv("LOOM_SECRET_FILE");
+        if (inherited && inherited[0]) opt->secret = inherited;
     }
 #undef GIVEN
     opt->program = argv + program;
@@ -855,6 +883,57 @@ static int ensure_std_fds(void)
     return 0;
 }
 
+/* --- the job secret ------------------------------------------------------ */
+
+/* The throw-away secret: a file in a directory of its own (mode 0700), so that
+ * nobody else can have placed or replaced anything there. */
+struct temp_secret {
+    char dir[PATH_MAX];
+    char file[PATH_MAX + 8]; /* dir + "/secret" */
+};
+
+static void remove_temp_secret(struct temp_secret *t)
+{
+    if (t->file[0]) unlink(t->file);
+    if (t->dir[0]) rmdir(t->dir);
+    t->file[0] = t->dir[0] = '\0';
+}
+
+/* Check the given secret, or make a throw-away one; export LOOM_SECRET_FILE.
+ * Returns 0, or the exit status after a message. */
+static int prepare_secret(const struct options *opt, struct temp_secret *t)
+{
+    char err[PATH_MAX + 256];
+    if (opt->insecure) return unsetenv("LOOM_SECRET_FILE") ? 1 : 0;
+    if (opt->secret) {
+        char key[LOOM_SECRET_LEN + 1];
+        int rc = loom_secret_load(opt->secret, key, err, sizeof err);
+        memset(key, 0, sizeof key);
+        if (rc) {
+            say("%s", err);
+            return 2;
+        }
+        return setenv("LOOM_SECRET_FILE", opt->secret, 1) ? 1 : 0;
+    }
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !tmp[0]) tmp = "/tmp";
+    if ((size_t)snprintf(t->dir, sizeof t->dir, "%s/loom-job.XXXXXX", tmp) >= sizeof t->dir ||
+        !mkdtemp(t->dir)) {
+        say("cannot make a directory for the job secret in %s: %s", tmp, strerror(errno));
+        t->dir[0] = '\0';
+        return 1;
+    }
+    snprintf(t->file, sizeof t->file, "%s/secret", t->dir);
+    if (loom_secret_generate(t->file, 0, err, sizeof err)) {
+        say("cannot make the job secret: %s", err);
+        t->file[0] = '\0';
+        remove_temp_secret(t);
+        return 1;
+    }
+    if (opt->verbose) say("job secret in %s (removed at the end of the job)", t->file);
+    return setenv("LOOM_SECRET_FILE", t->file, 1) ? 1 : 0;
+}
+
 static int set_common_env(const struct options *opt)
 {
     if (setenv_long("LOOM_NUM_SERVERS", opt->servers) < 0 ||
@@ -948,6 +1027,7 @@ int cmd_run(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
 
     struct job job = {.opt = &opt, .addr_fd = -1, .launcher_pid = getpid(), .named_dead = -1};
+    struct temp_secret temp_secret = {{0}, {0}};
     job.nchildren = 1 + (int)opt.servers + (int)opt.workers;
     job.children = calloc((size_t)job.nchildren, sizeof *job.children);
     job.pfds = calloc(2 + 2 * (size_t)job.nchildren, sizeof *job.pfds);
@@ -972,8 +1052,16 @@ int cmd_run(int argc, char **argv)
 
     sigprocmask(SIG_SETMASK, NULL, &job.orig_mask);
     int addr_pipe[2];
-    if (ensure_std_fds() < 0 || install_signal_handlers() < 0 || set_common_env(&opt) < 0 ||
-        make_pipe(addr_pipe) < 0) {
+    if (ensure_std_fds() < 0 || install_signal_handlers() < 0 || set_common_env(&opt) < 0) {
+        say("cannot set up: %s", strerror(errno));
+        rc = 1;
+        goto out;
+    }
+    /* After the signal handlers: a SIGINT from now on ends in the loop or at
+     * `out`, both of which remove the throw-away secret. */
+    rc = prepare_secret(&opt, &temp_secret);
+    if (rc) goto out;
+    if (make_pipe(addr_pipe) < 0) {
         say("cannot set up: %s", strerror(errno));
         rc = 1;
         goto out;
@@ -1002,6 +1090,7 @@ int cmd_run(int argc, char **argv)
     rc = exit_status(&job, print_failures(&job));
 
 out:
+    remove_temp_secret(&temp_secret);
     free(job.children);
     free(job.pfds);
     free(job.pstreams);

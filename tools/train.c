@@ -10,9 +10,9 @@
  * LOOM_NUM_WORKERS for the library to map ranks with (and to check the job's
  * size against).
  *
- * --interface NAME, a job flag every model's table holds (apps/common), is
- * for the launcher: `loom run --interface NAME` for a local job,
- * LOOM_INTERFACE for a node. */
+ * --interface NAME and --secret FILE, job flags every model's table holds
+ * (apps/common), are for the launcher: `loom run --interface NAME --secret
+ * FILE` for a local job, LOOM_INTERFACE and LOOM_SECRET_FILE for a node. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -95,15 +95,17 @@ static void model_help(const trainer *t, FILE *out)
     fputs(cluster_help, out);
 }
 
-/* Whether argv[i] is --interface (as "--interface NAME" or "--interface=NAME"). */
-static int is_interface_flag(const char *arg)
+/* Whether arg is flag `name` (as "NAME VALUE" or "NAME=VALUE"). */
+static int is_flag(const char *arg, const char *name)
 {
-    return !strcmp(arg, "--interface") || !strncmp(arg, "--interface=", 12);
+    size_t n = strlen(name);
+    return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
 }
 
-/* Run the job on this machine: `loom run -S -W [--interface NAME] -- <this
- * binary> train MODEL ARGS`, ARGS without --interface: the launcher binds
- * its address for every node (LOOM_BIND). */
+/* Run the job on this machine: `loom run -S -W [--interface NAME] [--secret
+ * FILE] -- <this binary> train MODEL ARGS`, ARGS without those two: the
+ * launcher binds its address for every node (LOOM_BIND) and hands each the
+ * secret (LOOM_SECRET_FILE). */
 static int launch_locally(const app_job *j, int argc, char **argv)
 {
     char self[PATH_MAX];
@@ -117,7 +119,7 @@ static int launch_locally(const app_job *j, int argc, char **argv)
     snprintf(servers, sizeof servers, "%d", j->servers);
     snprintf(workers, sizeof workers, "%d", j->workers);
     /* argv here is {"train", MODEL, flags...}. */
-    char **run = calloc((size_t)argc + 10, sizeof *run);
+    char **run = calloc((size_t)argc + 12, sizeof *run);
     if (!run) return 1;
     int k = 0;
     run[k++] = "run";
@@ -129,10 +131,14 @@ static int launch_locally(const app_job *j, int argc, char **argv)
         run[k++] = "--interface";
         run[k++] = (char *)j->interface;
     }
+    if (j->secret) {
+        run[k++] = "--secret";
+        run[k++] = (char *)j->secret;
+    }
     run[k++] = "--";
     run[k++] = self;
     for (int i = 0; i < argc; i++) {
-        if (i >= 2 && is_interface_flag(argv[i])) {
+        if (i >= 2 && (is_flag(argv[i], "--interface") || is_flag(argv[i], "--secret"))) {
             i += !strchr(argv[i], '='); /* and its value */
             continue;
         }
@@ -158,7 +164,6 @@ static int export_count(const char *model, const char *flag, const char *var, in
     return setenv(var, text, 1) ? 1 : 0;
 }
 
-/* "cannot read FILE: why", or 0 if it can be read. */
 static int train_with(const trainer *t, int argc, char **argv)
 {
     char err[512];
@@ -178,6 +183,7 @@ static int train_with(const trainer *t, int argc, char **argv)
             rc = export_count(t->name, "--workers", "LOOM_NUM_WORKERS", j->workers_given,
                               j->workers);
         if (!rc && j->interface && setenv("LOOM_INTERFACE", j->interface, 1)) rc = 1;
+        if (!rc && j->secret && setenv("LOOM_SECRET_FILE", j->secret, 1)) rc = 1;
         if (!rc) rc = t->node(cli);
     } else if (app_check_job_files(j, err, sizeof err)) {
         /* Before any process starts: a wrong --model-out must not wait for the last epoch. */

@@ -72,6 +72,7 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     TEXT("--metrics", metrics_path);
     TEXT("--model-out", model_path);
     TEXT("--interface", interface);
+    TEXT("--secret", secret);
 #undef TEXT
     if ((v = app_flag_get(flags, n, values, "--workers")))
         j->workers = (int)v->i, j->workers_given = 1;
