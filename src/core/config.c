@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "loom/error.h"
 #include "loom/node.h"
+#include "loom/secret.h"
 
 void loom_config_default(loom_config *cfg)
 {
@@ -112,6 +113,12 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
     rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
     /* Now: finding the scheduler below may wait, and says so. */
     if (!rc) log_set_level(cfg->verbose);
+    const char *secret_file = getenv("LOOM_SECRET_FILE");
+    if (!rc && secret_file) {
+        rc = loom_secret_load(secret_file, cfg->secret, err, errlen);
+        if (rc && err) /* name the variable, as for every other bad value */
+            snprintf(err + strlen(err), errlen - strlen(err), " (LOOM_SECRET_FILE)");
+    }
     char bind[sizeof cfg->bind_host];
     rc = rc ? rc : launch_explicit_bind(bind, sizeof bind, err, errlen);
     if (rc) return rc;
