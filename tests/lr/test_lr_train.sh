@@ -37,7 +37,7 @@ equivalent() {
                  "--updater sgd --lr 0.5" "--algo dbpg --blocks 5 --delay 1 --l1 0.001"; do
         consistency="--consistency bsp --minibatch 200"
         [[ $flags == *dbpg* ]] && consistency=""
-        # shellcheck disable=SC2086
+        # shellcheck disable=SC2206 # the flags are split into words on purpose
         args=(--train "$TRAIN" --epochs 2 --seed 7 $consistency $flags)
         "$LOOM" train lr "${args[@]}" --workers 1 "$@" --quiet --model-out "$WORK/m" \
             >"$WORK/job.out" 2>&1 || fail "training with $flags $* failed"
