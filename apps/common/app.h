@@ -26,8 +26,8 @@
  * (app_flags_parse) reads the command line against it and the help
  * (app_flags_help) is printed from it, so the two never disagree. Every
  * flag is "--name value" or "--name=value" (a switch: "--name"), at most
- * once. */
-/* APP_INT: a whole number >= 0 in decimal digits; APP_NUM: a finite real. */
+ * once. An APP_INT is a whole number >= 0 in decimal digits, an APP_NUM a
+ * finite real, an APP_CHOICE one of the words of its arg. */
 typedef enum { APP_SWITCH, APP_INT, APP_NUM, APP_TEXT, APP_CHOICE } app_flag_kind;
 
 typedef struct app_flag {
