@@ -23,6 +23,7 @@
 #include <loom/loom.h>
 
 #include "commands.h"
+#include "common/files.h"
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
@@ -158,13 +159,6 @@ static int export_count(const char *model, const char *flag, const char *var, in
 }
 
 /* "cannot read FILE: why", or 0 if it can be read. */
-static int unreadable(const trainer *t, const char *path)
-{
-    if (!access(path, R_OK)) return 0;
-    fprintf(stderr, "loom train %s: cannot read %s: %s\n", t->name, path, strerror(errno));
-    return 2;
-}
-
 static int train_with(const trainer *t, int argc, char **argv)
 {
     char err[512];
@@ -185,8 +179,11 @@ static int train_with(const trainer *t, int argc, char **argv)
                               j->workers);
         if (!rc && j->interface && setenv("LOOM_INTERFACE", j->interface, 1)) rc = 1;
         if (!rc) rc = t->node(cli);
-    } else if (!(rc = unreadable(t, j->train_path)) &&
-               !(rc = j->test_path ? unreadable(t, j->test_path) : 0)) {
+    } else if (app_check_job_files(j, err, sizeof err)) {
+        /* Before any process starts: a wrong --model-out must not wait for the last epoch. */
+        fprintf(stderr, "loom train %s: %s\n", t->name, err);
+        rc = 2;
+    } else {
         rc = launch_locally(j, argc, argv);
     }
     free(cli);
