@@ -13,7 +13,6 @@
  * --interface NAME, a job flag every model's table holds (apps/common), is
  * for the launcher: `loom run --interface NAME` for a local job,
  * LOOM_INTERFACE for a node. */
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,7 +157,6 @@ static int export_count(const char *model, const char *flag, const char *var, in
     return setenv(var, text, 1) ? 1 : 0;
 }
 
-/* "cannot read FILE: why", or 0 if it can be read. */
 static int train_with(const trainer *t, int argc, char **argv)
 {
     char err[512];
