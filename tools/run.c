@@ -238,13 +238,22 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The first error other than EPIPE in writing the job's output (a full
+ * disk, an I/O error), 0 if none: the job's results were lost, so a job that
+ * otherwise succeeded must not exit 0. */
+static int output_errno;
+
 static void write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
         if (n < 0 && errno == EINTR) continue;
-        /* Nobody reads our output any more (EPIPE): the job goes on regardless. */
-        if (n <= 0) return;
+        if (n <= 0) {
+            /* Nobody reads our output any more (EPIPE, `loom run ... | head`):
+             * the job goes on regardless. */
+            if (n < 0 && errno != EPIPE && !output_errno) output_errno = errno;
+            return;
+        }
         buf += n;
         len -= (size_t)n;
     }
@@ -1089,6 +1098,10 @@ int cmd_run(int argc, char **argv)
     }
     if (job.addr_fd >= 0) close(job.addr_fd);
     rc = exit_status(&job, print_failures(&job));
+    if (output_errno && rc == 0) {
+        say("failed: cannot write the job's output: %s", strerror(output_errno));
+        rc = 1;
+    }
 
 out:
     remove_temp_secret(&temp_secret);
