@@ -26,6 +26,8 @@
  * machine cannot join or read a job by default. */
 #include "commands.h"
 
+#include "common/app.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -47,43 +49,105 @@
 
 /* Limits for the flags: generous for one machine, and small enough that
  * the two pipes kept per child stay far below the usual 1024-fd limit. */
-#define MAX_SERVERS        128
-#define MAX_WORKERS        128
-#define MAX_TIMEOUT_S      (366L * 24 * 3600)
-#define MAX_HEARTBEAT_MS   3600000L
-#define MAX_BIND_LEN       127 /* loom_config.bind_host holds 128 bytes */
-#define ADDRESS_TIMEOUT_MS 30000
-#define ADDRESS_EOF_MS     1000 /* see read_address() */
-#define GRACE_MS           3000
-#define LINE_BUF           4096 /* longer lines are split into pieces of this size */
-#define LABEL_MAX          32
+#define MAX_SERVERS      128
+#define MAX_WORKERS      128
+#define MAX_TIMEOUT_S    (366L * 24 * 3600)
+#define MAX_HEARTBEAT_MS 3600000L
+/* A node missing this many heartbeats in a row is dead: with fewer, one late
+ * heartbeat on a busy machine would kill a healthy node. The library keeps
+ * the same ratio when it picks the interval itself (src/core/config.c). */
+#define HEARTBEATS_PER_TIMEOUT 4
+#define MAX_BIND_LEN           127 /* loom_config.bind_host holds 128 bytes */
+#define ADDRESS_TIMEOUT_MS     30000
+#define ADDRESS_EOF_MS         1000 /* see read_address() */
+#define GRACE_MS               3000
+#define LINE_BUF               4096 /* longer lines are split into pieces of this size */
+#define LABEL_MAX              32
 
-const char cmd_run_help[] =
-    "Usage: loom run [OPTIONS] [--] PROGRAM [ARGS...]\n"
-    "\n"
-    "Start a Loom job on this machine: one scheduler, S servers and W workers, each\n"
-    "running PROGRAM with its role in LOOM_* environment variables. Their output is\n"
-    "shown line by line, prefixed with \"[scheduler] \", \"[server N] \" or \"[worker N] \".\n"
-    "\n"
-    "Options:\n"
-    "  --servers S             number of servers, 1 to 128 (default 1)\n"
-    "  --workers W             number of workers, 1 to 128 (default 2)\n"
-    "  --bind HOST             address every process binds to (LOOM_BIND; default 127.0.0.1)\n"
-    "  --interface NAME        bind the IPv4 address of network interface NAME instead\n"
-    "  --heartbeat-timeout MS  declare a silent process dead after MS milliseconds\n"
-    "                          (LOOM_HEARTBEAT_TIMEOUT_MS)\n"
-    "  --timeout SECONDS       stop the whole job after SECONDS; 0 = never (default 0)\n"
-    "  --on-failure stop|wait  when a process fails: stop the others at once (default),\n"
-    "                          or wait for them to notice and end on their own\n"
-    "  --secret FILE           the job secret (loom keygen; LOOM_SECRET_FILE); default: a\n"
-    "                          throw-away secret made for this job and removed at its end\n"
-    "  --insecure              no secret: traffic is neither encrypted nor authenticated\n"
-    "  --verbose               lifecycle messages from Loom and the launcher (LOOM_VERBOSE=1)\n"
-    "  -h, --help              show this help\n"
-    "\n"
-    "Exit status: 0 if every process exited with status 0; 1 if any failed; 2 for\n"
-    "a usage error; 124 if --timeout expired; 128+N if the launcher got signal N\n"
-    "(130 for Ctrl-C). See docs/LAUNCHING.md.\n";
+/* The flags, in one table that is both what the parser accepts and what the
+ * help prints (apps/common/flags.c). */
+static const app_flag run_flags[] = {
+    {.name = "--servers",
+     .kind = APP_INT,
+     .arg = "S",
+     .min = 1,
+     .max = MAX_SERVERS,
+     .def = "1",
+     .help = "number of servers"},
+    {.name = "--workers",
+     .kind = APP_INT,
+     .arg = "W",
+     .min = 1,
+     .max = MAX_WORKERS,
+     .def = "2",
+     .help = "number of workers"},
+    {.name = "--bind",
+     .kind = APP_TEXT,
+     .arg = "HOST",
+     .def = "127.0.0.1",
+     .excludes = "--interface",
+     .help = "address every process binds to (LOOM_BIND)"},
+    {.name = "--interface",
+     .kind = APP_TEXT,
+     .arg = "NAME",
+     .help = "bind the IPv4 address of network interface NAME instead"},
+    {.name = "--heartbeat-timeout",
+     .kind = APP_INT,
+     .arg = "MS",
+     .min = 1,
+     .max = MAX_HEARTBEAT_MS,
+     .def = "5000",
+     .help = "declare a silent process dead after MS milliseconds\n"
+             "(LOOM_HEARTBEAT_TIMEOUT_MS); at least 4 heartbeat intervals\n"
+             "(LOOM_HEARTBEAT_MS): 2000 with the default interval of 500"},
+    {.name = "--timeout",
+     .kind = APP_INT,
+     .arg = "SECONDS",
+     .min = 0,
+     .max = MAX_TIMEOUT_S,
+     .def = "0",
+     .help = "stop the whole job after SECONDS; 0 = never"},
+    {.name = "--on-failure",
+     .kind = APP_CHOICE,
+     .arg = "stop|wait",
+     .def = "stop",
+     .help = "when a process fails: stop the others at once,\n"
+             "or wait for them to notice and end on their own"},
+    {.name = "--secret",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .excludes = "--insecure",
+     .help = "the job secret (loom keygen; LOOM_SECRET_FILE); default: an\n"
+             "inherited LOOM_SECRET_FILE, else a throw-away secret made for\n"
+             "this job and removed at its end (docs/SECURITY.md)"},
+    {.name = "--insecure",
+     .kind = APP_SWITCH,
+     .help = "no secret: traffic is neither encrypted nor authenticated"},
+    {.name = "--verbose",
+     .kind = APP_SWITCH,
+     .help = "lifecycle messages from Loom and the launcher (LOOM_VERBOSE=1)"},
+};
+#define NFLAGS (sizeof run_flags / sizeof run_flags[0])
+
+static void print_help(FILE *out)
+{
+    fputs(
+        "Usage: loom run [OPTIONS] [--] PROGRAM [ARGS...]\n"
+        "\n"
+        "Start a Loom job on this machine: one scheduler, S servers and W workers, each\n"
+        "running PROGRAM with its role in LOOM_* environment variables. Their output is\n"
+        "shown line by line, prefixed with \"[scheduler] \", \"[server N] \" or \"[worker N] \".\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        out);
+    app_flags_help(out, run_flags, NFLAGS);
+    fputs("  -h, --help              show this help\n"
+          "\n"
+          "Exit status: 0 if every process exited with status 0; 1 if any failed; 2 for\n"
+          "a usage error; 124 if --timeout expired; 128+N if the launcher got signal N\n"
+          "(130 for Ctrl-C). See docs/LAUNCHING.md.\n",
+          out);
+}
 
 enum on_failure { ON_FAILURE_STOP, ON_FAILURE_WAIT };
 
@@ -101,11 +165,14 @@ struct options {
     char **program; /* PROGRAM and its arguments, NULL-terminated */
 };
 
+struct job;
+
 /* One of a child's output pipes, and the unfinished line read from it. */
 struct stream {
-    int fd;   /* read end; -1 once closed */
+    int fd;   /* read end; -1 before the child starts and once closed (0 is a valid fd) */
     int dest; /* where its lines go: STDOUT_FILENO or STDERR_FILENO */
     const char *label;
+    struct job *job;
     size_t len;
     char buf[LINE_BUF];
 };
@@ -116,7 +183,8 @@ struct child {
     int started, reaped;
     int status;    /* wait status, once reaped */
     int signalled; /* the launcher has told it to stop */
-    int failed;    /* ended badly on its own, before being told to stop */
+    int failed;    /* ended badly on its own, before being told to stop: the
+                      how-manieth failure of the job (1, 2, ...), 0 if none */
     struct stream out, err;
 };
 
@@ -140,6 +208,8 @@ struct job {
     int error;       /* the launcher itself failed (exit 1) */
     int exit_signal; /* signal that stopped the launcher, 0 if none */
     int signals_seen;
+    int failures;   /* children that failed so far */
+    int named_dead; /* the child the library's messages first named dead; -1: none */
 
     struct pollfd *pfds;
     struct stream **pstreams; /* pfds[i] belongs to pstreams[i] (NULL: not a stream) */
@@ -236,121 +306,95 @@ static const char *signal_name(int sig)
 
 /* --- options ------------------------------------------------------------ */
 
-static int parse_long(const char *flag, const char *text, long min, long max, long *out)
+/* The heartbeat interval the nodes will use: LOOM_HEARTBEAT_MS if it is a
+ * number (the library reports it otherwise), else the library's default. */
+static long heartbeat_interval_ms(void)
 {
+    loom_config cfg;
+    loom_config_default(&cfg);
+    const char *v = getenv("LOOM_HEARTBEAT_MS");
     char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    /* strtol would also skip leading blanks and accept a '+'. */
-    int digits_first = (text[0] >= '0' && text[0] <= '9') || text[0] == '-';
-    if (!digits_first || end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
-        return usage_error("%s expects an integer from %ld to %ld, got '%s'", flag, min, max, text);
-    *out = v;
-    return 0;
+    long ms = v ? strtol(v, &end, 10) : 0;
+    return v && *v && !*end && ms > 0 ? ms : cfg.heartbeat_interval_ms;
 }
 
 /* 0: options parsed; 2: usage error (reported); -1: help printed. */
 static int parse_options(int argc, char **argv, struct options *opt)
 {
     *opt = (struct options){.servers = 1, .workers = 2, .bind = "127.0.0.1"};
-    int i = 1, bind_given = 0;
-    for (; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--") == 0) {
-            i++;
-            break;
-        }
-        if (arg[0] != '-' || arg[1] == '\0') break; /* PROGRAM: the rest is its own */
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            fputs(cmd_run_help, stdout);
-            return -1;
-        }
-
-        /* "--name value" or "--name=value" */
-        char name[64];
-        const char *eq = strchr(arg, '=');
-        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (name_len >= sizeof name) return usage_error("unknown option '%s'", arg);
-        memcpy(name, arg, name_len);
-        name[name_len] = '\0';
-
-        if (strcmp(name, "--verbose") == 0 || strcmp(name, "--insecure") == 0) {
-            if (eq) return usage_error("%s takes no value", name);
-            if (strcmp(name, "--verbose") == 0)
-                opt->verbose = 1;
-            else
-                opt->insecure = 1;
-            continue;
-        }
-        int known = strcmp(name, "--servers") == 0 || strcmp(name, "--workers") == 0 ||
-                    strcmp(name, "--bind") == 0 || strcmp(name, "--interface") == 0 ||
-                    strcmp(name, "--heartbeat-timeout") == 0 || strcmp(name, "--timeout") == 0 ||
-                    strcmp(name, "--on-failure") == 0 || strcmp(name, "--secret") == 0;
-        if (!known) return usage_error("unknown option '%s'", arg);
-        const char *value;
-        if (eq) {
-            value = eq + 1;
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            return usage_error("%s needs a value", name);
-        }
-
-        int rc = 0;
-        if (strcmp(name, "--servers") == 0) {
-            rc = parse_long(name, value, 1, MAX_SERVERS, &opt->servers);
-        } else if (strcmp(name, "--workers") == 0) {
-            rc = parse_long(name, value, 1, MAX_WORKERS, &opt->workers);
-        } else if (strcmp(name, "--heartbeat-timeout") == 0) {
-            rc = parse_long(name, value, 2, MAX_HEARTBEAT_MS, &opt->heartbeat_timeout_ms);
-        } else if (strcmp(name, "--timeout") == 0) {
-            rc = parse_long(name, value, 0, MAX_TIMEOUT_S, &opt->timeout_s);
-        } else if (strcmp(name, "--bind") == 0) {
-            if (value[0] == '\0' || strlen(value) > MAX_BIND_LEN)
-                return usage_error("%s expects a host name or address, got '%s'", name, value);
-            bind_given = 1;
-            opt->bind = value;
-        } else if (strcmp(name, "--secret") == 0) {
-            if (value[0] == '\0') return usage_error("%s expects a file made by loom keygen", name);
-            opt->secret = value;
-        } else if (strcmp(name, "--interface") == 0) {
-            if (loom_interface_address(value, opt->interface_addr, sizeof opt->interface_addr))
-                return usage_error("%s expects a network interface with an IPv4 address, got '%s'",
-                                   name, value);
-            opt->interface = value;
-        } else { /* --on-failure */
-            if (strcmp(value, "stop") == 0)
-                opt->on_failure = ON_FAILURE_STOP;
-            else if (strcmp(value, "wait") == 0)
-                opt->on_failure = ON_FAILURE_WAIT;
-            else
-                return usage_error("%s expects 'stop' or 'wait', got '%s'", name, value);
-        }
-        if (rc) return rc;
+    app_flag_value v[NFLAGS];
+    char err[512];
+    int program;
+    int rc = app_flags_parse(run_flags, NFLAGS, argc, argv, 1, v, &program, err, sizeof err);
+    if (rc == APP_FLAGS_HELP) {
+        print_help(stdout);
+        return -1;
     }
-    if (i >= argc) return usage_error("missing PROGRAM to run");
-    if (opt->interface && bind_given)
-        return usage_error("--bind and --interface exclude each other");
-    if (opt->secret && opt->insecure)
-        return usage_error("--secret and --insecure exclude each other");
-    if (!opt->secret && !opt->insecure) {
+    if (rc) return usage_error("%s", err);
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(run_flags, NFLAGS, v, name))
+    if (GIVEN("--servers")) opt->servers = x->i;
+    if (GIVEN("--workers")) opt->workers = x->i;
+    if (GIVEN("--timeout")) opt->timeout_s = x->i;
+    if (GIVEN("--on-failure")) opt->on_failure = x->i ? ON_FAILURE_WAIT : ON_FAILURE_STOP;
+    opt->verbose = GIVEN("--verbose") != NULL;
+    opt->insecure = GIVEN("--insecure") != NULL;
+    if (GIVEN("--secret")) {
+        if (!x->text[0]) return usage_error("--secret takes a file made by loom keygen");
+        opt->secret = x->text;
+    } else if (!opt->insecure) {
         const char *inherited = getenv("LOOM_SECRET_FILE");
         if (inherited && inherited[0]) opt->secret = inherited;
     }
-    if (opt->interface) opt->bind = opt->interface_addr;
-    opt->program = argv + i;
+    if (GIVEN("--bind")) {
+        if (strlen(x->text) > MAX_BIND_LEN)
+            return usage_error("--bind takes a host name or address of at most %d characters",
+                               MAX_BIND_LEN);
+        opt->bind = x->text;
+    }
+    if (GIVEN("--interface")) {
+        if (loom_interface_address(x->text, opt->interface_addr, sizeof opt->interface_addr))
+            return usage_error("--interface takes a network interface with an IPv4 address, "
+                               "not '%s'",
+                               x->text);
+        opt->interface = x->text;
+        opt->bind = opt->interface_addr;
+    }
+    if (GIVEN("--heartbeat-timeout")) {
+        long interval = heartbeat_interval_ms();
+        if (x->i < HEARTBEATS_PER_TIMEOUT * interval)
+            return usage_error("--heartbeat-timeout %ld is too short: a process is declared "
+                               "dead after %d missed heartbeats, so the minimum is %ld ms "
+                               "with heartbeats every %ld ms (LOOM_HEARTBEAT_MS%s)",
+                               x->i, HEARTBEATS_PER_TIMEOUT, HEARTBEATS_PER_TIMEOUT * interval,
+                               interval, getenv("LOOM_HEARTBEAT_MS") ? "" : ", the default");
+        opt->heartbeat_timeout_ms = x->i;
+    }
+#undef GIVEN
+    opt->program = argv + program;
     return 0;
 }
 
 /* --- output streams ------------------------------------------------------ */
 
+/* When a process stops answering, it does not fail by itself: its peers
+ * notice, say which node died, and exit with LOOM_EXIT_PEER_FAILED. Their
+ * messages (src/core/node.c) read "... worker 1 (node 5) died: ..." or
+ * "... lost the scheduler: ...". The first node so named, while the job
+ * still runs, is the culprit to report if no process failed by itself. */
+static void note_named_dead(struct job *job, const char *text);
+
 static void emit_line(const struct stream *s, const char *data, size_t len)
 {
-    char line[LABEL_MAX + 4 + LINE_BUF];
+    char line[LABEL_MAX + 4 + LINE_BUF + 1];
     int n = snprintf(line, sizeof line, "[%s] ", s->label);
     memcpy(line + n, data, len);
     line[(size_t)n + len] = '\n';
     write_all(s->dest, line, (size_t)n + len + 1);
+    if (s->dest == STDERR_FILENO) {
+        line[(size_t)n + len] = '\0';
+        note_named_dead(s->job, line + n);
+    }
 }
 
 /* Emit every complete line in s->buf and keep the unfinished tail, unless
@@ -512,8 +556,8 @@ static int spawn(struct job *job, struct child *c, const char *role, int rank,
     set_nonblock(err[0]);
     c->pid = pid;
     c->started = 1;
-    c->out = (struct stream){.fd = out[0], .dest = STDOUT_FILENO, .label = c->label};
-    c->err = (struct stream){.fd = err[0], .dest = STDERR_FILENO, .label = c->label};
+    c->out = (struct stream){.fd = out[0], .dest = STDOUT_FILENO, .label = c->label, .job = job};
+    c->err = (struct stream){.fd = err[0], .dest = STDERR_FILENO, .label = c->label, .job = job};
     if (job->opt->verbose) say("started %s (pid %ld)", c->label, (long)pid);
     return 0;
 
@@ -634,7 +678,7 @@ static void child_ended(struct job *job, struct child *c, int status)
         if (job->opt->verbose) say("%s %s", c->label, describe_status(status, how, sizeof how));
         return;
     }
-    c->failed = 1;
+    c->failed = ++job->failures;
     say("%s %s", c->label, describe_status(status, how, sizeof how));
     if (before_address) {
         say("scheduler exited before publishing its address");
@@ -904,18 +948,69 @@ static int set_common_env(const struct options *opt)
     return 0;
 }
 
-/* One line per child that failed on its own; returns how many did. */
+static void note_named_dead(struct job *job, const char *text)
+{
+    if (job->named_dead >= 0 || job->stopping || strncmp(text, "loom", 4) != 0) return;
+    if (strstr(text, "lost the scheduler")) {
+        job->named_dead = 0;
+        return;
+    }
+    const char *died = strstr(text, " died");
+    if (!died) return;
+    for (int i = 0; i < job->nchildren; i++) {
+        const char *label = job->children[i].label;
+        size_t len = strlen(label);
+        for (const char *p = strstr(text, label); p && p < died; p = strstr(p + 1, label)) {
+            const char *after = p + len, *paren;
+            int whole_name = p > text && p[-1] == ' ';
+            int named = after == died || (strncmp(after, " (node ", 7) == 0 &&
+                                          (paren = strchr(after, ')')) && paren + 1 == died);
+            if (whole_name && named) {
+                job->named_dead = i;
+                return;
+            }
+        }
+    }
+}
+
+static int peer_failed(int status)
+{
+    return WIFEXITED(status) && WEXITSTATUS(status) == LOOM_EXIT_PEER_FAILED;
+}
+
+/* The failure that brought the job down, and then the others, so that the
+ * last words of `loom run` name the culprit, not the first process to go:
+ * the first process that failed with a reason of its own (any status but
+ * LOOM_EXIT_PEER_FAILED, which only says a peer failed first, or a signal);
+ * else the process its peers named dead; else the first to fail. Returns
+ * how many failed. */
 static int print_failures(const struct job *job)
 {
     char how[128];
-    int failed = 0;
-    for (int i = 0; i < job->nchildren; i++) {
-        const struct child *c = &job->children[i];
-        if (!c->failed) continue;
-        say("failed: %s %s", c->label, describe_status(c->status, how, sizeof how));
-        failed++;
-    }
-    return failed;
+    int root = -1;
+    if (!job->failures) return 0;
+    for (int seq = 1; seq <= job->failures && root < 0; seq++)
+        for (int i = 0; i < job->nchildren; i++)
+            if (job->children[i].failed == seq && !peer_failed(job->children[i].status)) root = i;
+    if (root < 0) root = job->named_dead;
+    for (int seq = 1; seq <= job->failures && root < 0; seq++)
+        for (int i = 0; i < job->nchildren; i++)
+            if (job->children[i].failed == seq) root = i;
+    if (root < 0) return 0;
+
+    const struct child *r = &job->children[root];
+    if (r->failed)
+        say("failed: %s %s", r->label, describe_status(r->status, how, sizeof how));
+    else
+        say("failed: %s stopped responding: its peers declared it dead", r->label);
+    for (int seq = 1; seq <= job->failures; seq++)
+        for (int i = 0; i < job->nchildren; i++) {
+            const struct child *c = &job->children[i];
+            if (c->failed != seq || i == root) continue;
+            say("also failed: %s %s%s", c->label, describe_status(c->status, how, sizeof how),
+                peer_failed(c->status) ? " (a peer failed)" : "");
+        }
+    return job->failures;
 }
 
 static int exit_status(const struct job *job, int failed)
@@ -931,7 +1026,7 @@ int cmd_run(int argc, char **argv)
     int rc = parse_options(argc, argv, &opt);
     if (rc) return rc < 0 ? 0 : rc;
 
-    struct job job = {.opt = &opt, .addr_fd = -1, .launcher_pid = getpid()};
+    struct job job = {.opt = &opt, .addr_fd = -1, .launcher_pid = getpid(), .named_dead = -1};
     struct temp_secret temp_secret = {{0}, {0}};
     job.nchildren = 1 + (int)opt.servers + (int)opt.workers;
     job.children = calloc((size_t)job.nchildren, sizeof *job.children);
@@ -942,11 +1037,17 @@ int cmd_run(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    snprintf(job.children[0].label, LABEL_MAX, "scheduler");
-    for (int i = 1; i < job.nchildren; i++) {
+    for (int i = 0; i < job.nchildren; i++) {
+        struct child *c = &job.children[i];
         int is_server = i <= opt.servers;
-        snprintf(job.children[i].label, LABEL_MAX, "%s %d", is_server ? "server" : "worker",
-                 is_server ? i - 1 : i - 1 - (int)opt.servers);
+        if (i == 0)
+            snprintf(c->label, LABEL_MAX, "scheduler");
+        else
+            snprintf(c->label, LABEL_MAX, "%s %d", is_server ? "server" : "worker",
+                     is_server ? i - 1 : i - 1 - (int)opt.servers);
+        /* Not started yet, so no streams: an fd of 0 here would make the loop
+         * poll, read and finally close the caller's standard input. */
+        c->out.fd = c->err.fd = -1;
     }
 
     sigprocmask(SIG_SETMASK, NULL, &job.orig_mask);

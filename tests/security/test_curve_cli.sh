@@ -89,7 +89,7 @@ for case in "${bad[@]}"; do
         env LOOM_ROLE=worker LOOM_SCHEDULER=127.0.0.1:1 LOOM_SECRET_FILE="$file" "$DEMO"
 done
 expect 2 "--secret and --insecure exclude each other" "$LOOM" run --secret "$key" --insecure -- true
-expect 2 "--secret needs a secret file" "$LOOM" train lr --train "$WORK/train.txt" --secret
+expect 2 "--secret needs a value" "$LOOM" train lr --train "$WORK/train.txt" --secret
 
 # --- throw-away secret. Every process records the secret it was given, its mode and its
 # directory's mode; TMPDIR is a directory of the test's own, so that what is left is seen.
