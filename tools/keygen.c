@@ -12,7 +12,7 @@
 
 #include <loom/loom.h>
 
-static const char keygen_help[] =
+static const char cmd_keygen_help[] =
     "Usage: loom keygen [--force] FILE\n"
     "\n"
     "Write a new job secret (a CURVE key) into FILE, readable by its owner only\n"
@@ -32,7 +32,7 @@ int cmd_keygen(int argc, char **argv)
     int force = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(keygen_help, stdout);
+            fputs(cmd_keygen_help, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--force")) {
             force = 1;

@@ -13,7 +13,6 @@
  * --interface NAME and --secret FILE, job flags every model's table holds
  * (apps/common), are for the launcher: `loom run --interface NAME --secret
  * FILE` for a local job, LOOM_INTERFACE and LOOM_SECRET_FILE for a node. */
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,18 +94,17 @@ static void model_help(const trainer *t, FILE *out)
     fputs(cluster_help, out);
 }
 
-/* Whether argv[i] is a flag for the launcher: --interface or --secret (as
- * "--flag VALUE" or "--flag=VALUE"). */
-static int is_launcher_flag(const char *arg)
+/* Whether arg is flag `name` (as "NAME VALUE" or "NAME=VALUE"). */
+static int is_flag(const char *arg, const char *name)
 {
-    return !strcmp(arg, "--interface") || !strncmp(arg, "--interface=", 12) ||
-           !strcmp(arg, "--secret") || !strncmp(arg, "--secret=", 9);
+    size_t n = strlen(name);
+    return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
 }
 
 /* Run the job on this machine: `loom run -S -W [--interface NAME] [--secret
  * FILE] -- <this binary> train MODEL ARGS`, ARGS without those two: the
- * launcher binds its address for every node (LOOM_BIND) and hands every node
- * the secret (LOOM_SECRET_FILE; without --secret, a throw-away one). */
+ * launcher binds its address for every node (LOOM_BIND) and hands each the
+ * secret (LOOM_SECRET_FILE). */
 static int launch_locally(const app_job *j, int argc, char **argv)
 {
     char self[PATH_MAX];
@@ -120,7 +118,7 @@ static int launch_locally(const app_job *j, int argc, char **argv)
     snprintf(servers, sizeof servers, "%d", j->servers);
     snprintf(workers, sizeof workers, "%d", j->workers);
     /* argv here is {"train", MODEL, flags...}. */
-    char **run = calloc((size_t)argc + 10, sizeof *run);
+    char **run = calloc((size_t)argc + 12, sizeof *run);
     if (!run) return 1;
     int k = 0;
     run[k++] = "run";
@@ -139,7 +137,7 @@ static int launch_locally(const app_job *j, int argc, char **argv)
     run[k++] = "--";
     run[k++] = self;
     for (int i = 0; i < argc; i++) {
-        if (i >= 2 && is_launcher_flag(argv[i])) {
+        if (i >= 2 && (is_flag(argv[i], "--interface") || is_flag(argv[i], "--secret"))) {
             i += !strchr(argv[i], '='); /* and its value */
             continue;
         }
@@ -165,7 +163,6 @@ static int export_count(const char *model, const char *flag, const char *var, in
     return setenv(var, text, 1) ? 1 : 0;
 }
 
-/* "cannot read FILE: why", or 0 if it can be read. */
 static int train_with(const trainer *t, int argc, char **argv)
 {
     char err[512];
