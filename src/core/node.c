@@ -827,7 +827,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
         n->my_rid_len = 8;
     }
     set_handlers(n);
-    if (cfg->secret[0]) rc = curve_start(n->zctx, cfg->secret, n->tag, &n->curve);
+    if (cfg->secret[0]) rc = curve_start(n->zctx, cfg->secret, n->tag, &n->refused, &n->curve);
     if (!rc) rc = bind_router(n);
     if (!rc && attach) rc = attach(n);
     if (!rc) rc = open_outbox(n);
@@ -983,7 +983,7 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .messages_sent = atomic_load(&n->messages_sent),
         .messages_received = atomic_load(&n->messages_received),
         .malformed_dropped = atomic_load(&n->malformed),
-        .connections_refused = curve_refused(n->curve),
+        .connections_refused = atomic_load(&n->refused),
         .pulls_from_cache = atomic_load(&n->pulls_from_cache),
         .pulls_from_server = atomic_load(&n->pulls_from_server),
     };
@@ -1061,8 +1061,8 @@ void node_destroy(loom_node *n)
     /* The totals below name this node also when another thread than its
      * starter releases it (loom_serve() in a thread of its own). */
     log_set_tag(n->tag);
-    uint64_t refused = curve_refused(n->curve);
     curve_stop(n->curve);
+    uint64_t refused = atomic_load(&n->refused);
     if (refused)
         log_warn("refused %" PRIu64 " connection(s) from peers without the job's secret in all",
                  refused);
