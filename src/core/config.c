@@ -127,6 +127,7 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
     const char *role = getenv("LOOM_ROLE");
     rc = role ? role_from_env(cfg, role, bind, err, errlen)
               : launch_configure(cfg, plan, bind, err, errlen);
+    rc = rc ? rc : launch_job_token(plan, cfg->job_token, sizeof cfg->job_token, err, errlen);
     if (rc) return rc;
     if (cfg->role == LOOM_SERVER && cfg->rank >= cfg->num_servers) {
         if (err)
