@@ -436,6 +436,15 @@ static int receive_one(loom_node *n, void *sock, uint32_t from_peer)
         if (m.from == NODE_NO_ID || (m.h.sender != m.from && m.h.type != MSG_REGISTER))
             err = MSG_ERR_SENDER;
     }
+    if (err == MSG_ERR_SENDER) {
+        char why[128];
+        snprintf(why, sizeof why, "%s from %s", msg_type_name(m.h.type),
+                 m.from == NODE_NO_ID ? "a connection that is no node of this job"
+                                      : "a node that signed it as another");
+        node_drop_raw(n, why);
+        close_parts(parts, (size_t)kept);
+        return 1;
+    }
     if (err != MSG_OK) {
         node_drop_raw(n, msg_error_name(err));
         close_parts(parts, (size_t)kept);
