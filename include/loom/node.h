@@ -59,6 +59,11 @@ typedef struct loom_config {
      * port, a stale script) never join. "" on every node = no check. Up to
      * 64 characters; docs/SECURITY.md says where it comes from. */
     char job_token[65];
+    /* The largest payload frame (MiB) any node of the job sends or accepts;
+     * 0 = 256. Pushes and pulls are split to fit; a peer announcing a larger
+     * frame is disconnected. Must be the same on every node (the scheduler
+     * refuses a node with another value). 1 to 2047. */
+    int max_frame_mib;
 } loom_config;
 
 /* Defaults: heartbeat every 500 ms, declared dead after 5000 ms, rendezvous
@@ -68,7 +73,7 @@ void loom_config_default(loom_config *cfg);
 /* Fill cfg from LOOM_ROLE, LOOM_RANK, LOOM_SCHEDULER, LOOM_NUM_SERVERS,
  * LOOM_NUM_WORKERS, LOOM_BIND or LOOM_INTERFACE, LOOM_HEARTBEAT_MS,
  * LOOM_HEARTBEAT_TIMEOUT_MS, LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE,
- * LOOM_JOB_TOKEN (docs/LAUNCHING.md). Without LOOM_JOB_TOKEN, a process that
+ * LOOM_JOB_TOKEN, LOOM_MAX_FRAME_MIB (docs/LAUNCHING.md). Without LOOM_JOB_TOKEN, a process that
  * mpirun or srun started takes the launcher's job id as its job token.
  *
  * Without LOOM_ROLE, a launcher must have started the process (see

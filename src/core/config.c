@@ -109,6 +109,7 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
         rc ? rc
            : env_int("LOOM_CONNECT_TIMEOUT_MS", 1, 86400000, &cfg->connect_timeout_ms, err, errlen);
     rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
+    rc = rc ? rc : env_int("LOOM_MAX_FRAME_MIB", 1, 2047, &cfg->max_frame_mib, err, errlen);
     char bind[sizeof cfg->bind_host];
     rc = rc ? rc : launch_explicit_bind(bind, sizeof bind, err, errlen);
     if (rc) return rc;

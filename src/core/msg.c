@@ -55,11 +55,11 @@ int msg_sender_allowed(unsigned type, int role)
     return type_known(type) && role >= 0 && role <= 2 && (type_info[type].senders >> role & 1u);
 }
 
-int64_t msg_max_frame(uint32_t nnodes)
+int64_t msg_max_frame(uint32_t nnodes, uint64_t max_payload)
 {
     /* One ROSTER entry: id, role, rank, address (u16 length + text), routing id. */
     uint64_t roster = 4 + (uint64_t)nnodes * (4 + 1 + 4 + 2 + MSG_ADDR_MAX + MSG_RID_SIZE);
-    return (int64_t)(roster > MSG_MAX_PAYLOAD ? roster : MSG_MAX_PAYLOAD);
+    return (int64_t)(roster > max_payload ? roster : max_payload);
 }
 
 const char *msg_error_name(int err)
@@ -284,6 +284,7 @@ void msg_register_encode(const msg_register *r, blob_writer *w)
     blob_put_u32(w, (uint32_t)r->rank);
     blob_put_u32(w, r->num_servers);
     blob_put_u32(w, r->num_workers);
+    blob_put_u32(w, r->max_frame_mib);
     blob_put_str(w, r->token);
     blob_put_str(w, r->address);
 }
@@ -295,6 +296,7 @@ int msg_register_decode(const void *data, size_t len, msg_register *r)
     r->rank = (int)blob_get_u32(&rd);
     r->num_servers = blob_get_u32(&rd);
     r->num_workers = blob_get_u32(&rd);
+    r->max_frame_mib = blob_get_u32(&rd);
     blob_get_str(&rd, r->token, sizeof r->token);
     blob_get_str(&rd, r->address, sizeof r->address);
     if (rd.bad || rd.left || (r->role != 1 && r->role != 2) || !r->address[0]) return -1;

@@ -42,12 +42,10 @@
  * bits (docs/SECURITY.md). */
 #define MSG_RID_SIZE 9
 #define MSG_RID_TAG  0x4C /* 'L': never 0, which libzmq reserves for ids it makes up */
-/* The largest payload frame a node sends or accepts (ZMQ_MAXMSGSIZE): the ps
- * layer splits pushes and refuses pulls so that no frame of keys, values or
- * replies exceeds it. msg_max_frame() raises it for jobs whose ROSTER is
- * larger. A peer announcing a larger frame is disconnected by libzmq before
- * anything is allocated. */
-#define MSG_MAX_PAYLOAD ((uint64_t)256 << 20)
+/* The default of the largest payload frame a node sends or accepts
+ * (loom_config.max_frame_mib): the ps layer splits pushes and pulls so that
+ * no frame of keys, values or replies exceeds it. */
+#define MSG_MAX_PAYLOAD_MIB 256
 
 enum msg_type {
     /* membership and control (core) */
@@ -116,9 +114,11 @@ const char *msg_type_name(unsigned type);
  * control messages come only from the scheduler, data requests only from
  * workers, and so on (the table in msg.c; docs/PROTOCOL.md). */
 int msg_sender_allowed(unsigned type, int role);
-/* The ZMQ_MAXMSGSIZE of every socket of a job of nnodes nodes: MSG_MAX_PAYLOAD,
- * or the largest possible ROSTER of that job if it is larger. */
-int64_t msg_max_frame(uint32_t nnodes);
+/* The ZMQ_MAXMSGSIZE of every socket of a job of nnodes nodes whose payload
+ * frames are at most max_payload bytes: max_payload, or the largest possible
+ * ROSTER of that job if it is larger. A peer announcing a larger frame is
+ * disconnected by libzmq before anything is allocated. */
+int64_t msg_max_frame(uint32_t nnodes, uint64_t max_payload);
 const char *msg_error_name(int err);
 
 void msg_encode_header(const msg_header *h, uint8_t out[MSG_HEADER_SIZE]);
@@ -185,6 +185,7 @@ typedef struct msg_register {
     int role; /* LOOM_SERVER or LOOM_WORKER */
     int rank; /* -1: let the scheduler choose */
     uint32_t num_servers, num_workers;
+    uint32_t max_frame_mib;    /* its frame limit, which must be the job's */
     char token[MSG_TOKEN_MAX]; /* the job token it was started with; "" = none */
     char address[MSG_ADDR_MAX];
 } msg_register;

@@ -94,6 +94,11 @@ uint32_t node_num_nodes(const loom_node *n)
     return n->nnodes;
 }
 
+uint64_t node_max_payload(const loom_node *n)
+{
+    return (uint64_t)n->cfg.max_frame_mib << 20;
+}
+
 int node_peer_role(const loom_node *n, uint32_t id, int *rank)
 {
     return msg_node_role(id, n->nnodes, (uint32_t)n->cfg.num_servers, rank);
@@ -126,7 +131,7 @@ static void *make_socket(loom_node *n, int type)
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     /* No frame larger than the job can legitimately send (msg.h): a peer
      * announcing one is disconnected before its frame is allocated. */
-    int64_t max_frame = msg_max_frame(n->nnodes);
+    int64_t max_frame = msg_max_frame(n->nnodes, node_max_payload(n));
     zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max_frame, sizeof max_frame);
     return s;
 }
@@ -718,7 +723,7 @@ static int validate_config(const loom_config *c)
     if (c->role == LOOM_SCHEDULER && c->rank == -1) return LOOM_ECONFIG;
     if (!strchr(c->scheduler, ':')) return LOOM_ECONFIG;
     if (c->heartbeat_interval_ms < 1 || c->heartbeat_timeout_ms <= c->heartbeat_interval_ms ||
-        c->connect_timeout_ms < 1)
+        c->connect_timeout_ms < 1 || c->max_frame_mib < 0 || c->max_frame_mib > 2047)
         return LOOM_ECONFIG;
     return 0;
 }
@@ -792,7 +797,8 @@ static int send_register(loom_node *n)
     msg_register reg = {.role = n->cfg.role,
                         .rank = n->cfg.rank,
                         .num_servers = (uint32_t)n->cfg.num_servers,
-                        .num_workers = (uint32_t)n->cfg.num_workers};
+                        .num_workers = (uint32_t)n->cfg.num_workers,
+                        .max_frame_mib = (uint32_t)n->cfg.max_frame_mib};
     snprintf(reg.address, sizeof reg.address, "%s", n->address);
     snprintf(reg.token, sizeof reg.token, "%s", n->cfg.job_token);
     blob_writer w = {0};
@@ -832,6 +838,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     loom_node *n = calloc(1, sizeof *n);
     if (!n) return LOOM_ENOMEM;
     n->cfg = *cfg;
+    if (!n->cfg.max_frame_mib) n->cfg.max_frame_mib = MSG_MAX_PAYLOAD_MIB;
     log_set_level(cfg->verbose);
     n->nnodes = 1u + (uint32_t)cfg->num_servers + (uint32_t)cfg->num_workers;
     n->id = id_for(cfg, cfg->role, cfg->rank);

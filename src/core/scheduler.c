@@ -112,6 +112,15 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
         reject(n, rid, rid_len, LOOM_ECONFIG, why);
         return;
     }
+    if (reg.max_frame_mib != (uint32_t)n->cfg.max_frame_mib) {
+        snprintf(why, sizeof why,
+                 "a %s was started with a frame limit of %" PRIu32
+                 " MiB, but this job's is %d MiB (LOOM_MAX_FRAME_MIB)",
+                 role == LOOM_SERVER ? "server" : "worker", reg.max_frame_mib,
+                 n->cfg.max_frame_mib);
+        reject(n, rid, rid_len, LOOM_ECONFIG, why);
+        return;
+    }
     int count = role == LOOM_SERVER ? n->cfg.num_servers : n->cfg.num_workers;
     uint32_t base = role == LOOM_SERVER ? 1 : 1 + num_servers(n);
     if (rank >= 0 && rank < count && n->peers[base + (uint32_t)rank].registered) {

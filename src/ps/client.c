@@ -281,10 +281,10 @@ static int own_writes_pending(const loom_table *t, int s, uint64_t applied)
 /* ---- pushes ---- */
 
 /* Rows per message: no frame of keys, values or a pull's reply may exceed the
- * job's frame limit (MSG_MAX_PAYLOAD, which every socket enforces). */
+ * job's frame limit (node_max_payload, which every socket enforces). */
 static size_t chunk_rows(const loom_table *t)
 {
-    return (size_t)(MSG_MAX_PAYLOAD / (t->row_bytes > 8 ? t->row_bytes : 8));
+    return (size_t)(node_max_payload(t->node) / (t->row_bytes > 8 ? t->row_bytes : 8));
 }
 
 static unsigned chunks(const loom_table *t, size_t rows)

@@ -17,9 +17,6 @@
 
 /* Worker clock that means "this worker has finished": never the slowest. */
 #define PS_CLOCK_DONE INT64_MAX
-/* Largest reply a server builds for one pull (values bytes): one frame, so
- * the job's frame limit; clients split larger pulls (and pushes) into chunks. */
-#define PS_MAX_REPLY_BYTES MSG_MAX_PAYLOAD
 /* Largest row a table may have, in bytes. */
 #define PS_MAX_ROW_BYTES ((size_t)1 << 20)
 

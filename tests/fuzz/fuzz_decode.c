@@ -368,15 +368,15 @@ static void make_seeds(seeds *s)
     /* REGISTER: a server with a rank, a worker without one. */
     in = seed_new(s, "register_server");
     in_start(in, (msg_header){.type = MSG_REGISTER, .sender = 1}, 2, 0);
-    msg_register_encode(&(msg_register){LOOM_SERVER, 0, 2, 3, "job-1", "127.0.0.1:5555"}, &w);
+    msg_register_encode(&(msg_register){LOOM_SERVER, 0, 2, 3, 256, "job-1", "127.0.0.1:5555"}, &w);
     in_blob(in, &w);
     in = seed_new(s, "register_worker");
     in_start(in, (msg_header){.type = MSG_REGISTER, .sender = UINT32_MAX}, 2, 0);
-    msg_register_encode(&(msg_register){LOOM_WORKER, -1, 1, 1, "", "10.0.0.7:41234"}, &w);
+    msg_register_encode(&(msg_register){LOOM_WORKER, -1, 1, 1, 1, "", "10.0.0.7:41234"}, &w);
     in_blob(in, &w);
 
     /* The longest address a node keeps (MSG_ADDR_MAX - 1 bytes), and one byte more. */
-    static msg_register longest = {LOOM_WORKER, 0, 1, 1, "", ""};
+    static msg_register longest = {LOOM_WORKER, 0, 1, 1, 256, "", ""};
     memset(longest.address, 'a', MSG_ADDR_MAX - 1);
     in = seed_new(s, "register_longest_address");
     in_start(in, (msg_header){.type = MSG_REGISTER}, 2, 0);
@@ -385,10 +385,10 @@ static void make_seeds(seeds *s)
     in = seed_new(s, "register_address_too_long");
     in_start(in, (msg_header){.type = MSG_REGISTER}, 2, 0);
     msg_register_encode(&longest, &w);
-    FUZZ_CHECK(!w.bad && w.len == 2 + 2 + 13 + MSG_ADDR_MAX - 1);
+    FUZZ_CHECK(!w.bad && w.len == 2 + 2 + 17 + MSG_ADDR_MAX - 1);
     uint8_t *grown = realloc(w.buf, w.len + 1);
     FUZZ_CHECK(grown != NULL);
-    grown[15] = (uint8_t)MSG_ADDR_MAX, grown[16] = (uint8_t)(MSG_ADDR_MAX >> 8);
+    grown[19] = (uint8_t)MSG_ADDR_MAX, grown[20] = (uint8_t)(MSG_ADDR_MAX >> 8);
     grown[w.len] = 'a';
     in_frame(in, grown, w.len + 1);
     free(grown);

@@ -128,7 +128,8 @@ static void register_blob(blob_writer *w, int role, int rank, int servers, int w
     blob_put_u32(w, (uint32_t)rank);
     blob_put_u32(w, (uint32_t)servers);
     blob_put_u32(w, (uint32_t)workers);
-    blob_put_str(w, ""); /* the job token: the harness's jobs have none */
+    blob_put_u32(w, MSG_MAX_PAYLOAD_MIB); /* the frame limit: the default */
+    blob_put_str(w, "");                  /* the job token: the harness's jobs have none */
     blob_put_str(w, addr);
 }
 
@@ -280,21 +281,22 @@ static void bad_register_blobs(void *a)
     register_blob(&w, LOOM_WORKER, 1, BASE_SERVERS, A_WORKERS, "127.0.0.1:3");
     hostile(a, (part[]){reg, {w.buf, 0}}, 2);         /* empty */
     hostile(a, (part[]){reg, {w.buf, 1}}, 2);         /* the role only */
-    hostile(a, (part[]){reg, {w.buf, 13}}, 2);        /* no token length */
-    hostile(a, (part[]){reg, {w.buf, 14}}, 2);        /* half the token length */
-    hostile(a, (part[]){reg, {w.buf, 15}}, 2);        /* no address length */
-    hostile(a, (part[]){reg, {w.buf, 16}}, 2);        /* half the address length */
+    hostile(a, (part[]){reg, {w.buf, 13}}, 2);        /* no frame limit */
+    hostile(a, (part[]){reg, {w.buf, 17}}, 2);        /* no token length */
+    hostile(a, (part[]){reg, {w.buf, 18}}, 2);        /* half the token length */
+    hostile(a, (part[]){reg, {w.buf, 19}}, 2);        /* no address length */
+    hostile(a, (part[]){reg, {w.buf, 20}}, 2);        /* half the address length */
     hostile(a, (part[]){reg, {w.buf, w.len - 1}}, 2); /* the address cut short */
     uint8_t mut[512];
     memcpy(mut, w.buf, w.len);
-    mut[15] = 0xE8, mut[16] = 0x03; /* address length 1000: runs past the end */
+    mut[19] = 0xE8, mut[20] = 0x03; /* address length 1000: runs past the end */
     hostile(a, (part[]){reg, {mut, w.len}}, 2);
     memcpy(mut, w.buf, w.len);
-    mut[13] = 0xE8, mut[14] = 0x03; /* token length 1000: runs past the end */
+    mut[17] = 0xE8, mut[18] = 0x03; /* token length 1000: runs past the end */
     hostile(a, (part[]){reg, {mut, w.len}}, 2);
     memcpy(mut, w.buf, w.len), mut[w.len] = 'x'; /* a byte after the address */
     hostile(a, (part[]){reg, {mut, w.len + 1}}, 2);
-    memcpy(mut, w.buf, w.len), mut[19] = '\0'; /* a NUL inside the address */
+    memcpy(mut, w.buf, w.len), mut[23] = '\0'; /* a NUL inside the address */
     hostile(a, (part[]){reg, {mut, w.len}}, 2);
     static const uint8_t roles[] = {LOOM_SCHEDULER, 3, 255};
     for (size_t i = 0; i < sizeof roles; i++) {

@@ -30,6 +30,14 @@ for who in "no-token:1" "other-token:-1"; do
         "$WORK/$name.out" || fail "the intruder ($name) was not told why"
 done
 grep -q "it has no LOOM_JOB_TOKEN" "$WORK/no-token.out" || fail "no-token intruder: reason not precise"
+# A worker of the job, but started with another frame limit (its frames could
+# get it or its peers disconnected): refused with the reason, too.
+status=0
+LOOM_JOB_TOKEN=the-job LOOM_MAX_FRAME_MIB=64 LOOM_ROLE=worker LOOM_RANK=1 \
+    "$PS_CHECK" bsp --clocks 5 >"$WORK/frame-limit.out" 2>&1 || status=$?
+((status != 0)) || fail "the worker with another frame limit exited 0"
+grep -q "refused this node: a worker was started with a frame limit of 64 MiB, but this job's is 256 MiB" \
+    "$WORK/frame-limit.out" || fail "the worker with another frame limit was not told why"
 LOOM_JOB_TOKEN=the-job LOOM_ROLE=worker LOOM_RANK=1 "$PS_CHECK" bsp --clocks 5 >"$WORK/w1.out" 2>&1 &
 pids+=($!)
 BG_PIDS+=($!)
