@@ -353,7 +353,7 @@ static int recv_message(loom_node *n, void *sock, zmq_msg_t *parts, int max)
 static void dispatch(loom_node *n, node_msg *m)
 {
     if (!msg_sender_allowed(m->h.type, node_peer_role(n, m->from, NULL))) {
-        node_drop(n, m, "this node's role may not send that message");
+        node_drop(n, m, "a node of its role never sends this type");
         return;
     }
     n->peers[m->from].last_heard_ms = node_now_ms();

@@ -677,6 +677,10 @@ static int server_worker(loom_node *n, int rank, void *arg)
         {.type = MSG_TABLE_CREATE, .table = 5, .nframes = 1, .data = {dw.buf}, .len = {dw.len}},
         {.type = MSG_BARRIER},
         {.type = MSG_PUSH_ACK, .table = DENSE_ID},
+        /* control messages that only the scheduler sends: a server has handlers for them,
+         * so only the sender check keeps a worker from stopping it or failing the job */
+        {.type = MSG_SHUTDOWN},
+        {.type = MSG_NODE_FAILED, .a = 1},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) CHECK_OK(send_crafted(n, bad[i]));
     free(dw.buf);
