@@ -140,8 +140,14 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
     if (rank == -1) { /* assign the lowest free rank of that role */
         for (int k = 0; k < count && rank == -1; k++)
             if (!n->peers[base + (uint32_t)k].registered) rank = k;
+        if (rank == -1) {
+            snprintf(why, sizeof why, "all %d %s ranks are already running", count,
+                     role == LOOM_SERVER ? "server" : "worker");
+            reject(n, rid, rid_len, LOOM_ESTATE, why);
+            return;
+        }
     }
-    if (rank < 0 || rank >= count || n->peers[base + (uint32_t)rank].registered) {
+    if (rank < 0 || rank >= count) {
         snprintf(why, sizeof why, "%s rank %d is out of range",
                  role == LOOM_SERVER ? "server" : "worker", rank);
         reject(n, rid, rid_len, LOOM_ECONFIG, why);
