@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "core/launchenv.h"
+#include "core/log.h"
 #include "loom/error.h"
 #include "loom/node.h"
+#include "loom/secret.h"
 
 void loom_config_default(loom_config *cfg)
 {
@@ -110,6 +112,14 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
            : env_int("LOOM_CONNECT_TIMEOUT_MS", 1, 86400000, &cfg->connect_timeout_ms, err, errlen);
     rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
     rc = rc ? rc : env_int("LOOM_MAX_FRAME_MIB", 1, 2047, &cfg->max_frame_mib, err, errlen);
+    /* Now: finding the scheduler below may wait, and says so. */
+    if (!rc) log_set_level(cfg->verbose);
+    const char *secret_file = getenv("LOOM_SECRET_FILE");
+    if (!rc && secret_file) {
+        rc = loom_secret_load(secret_file, cfg->secret, err, errlen);
+        if (rc && err) /* name the variable, as for every other bad value */
+            snprintf(err + strlen(err), errlen - strlen(err), " (LOOM_SECRET_FILE)");
+    }
     char bind[sizeof cfg->bind_host];
     rc = rc ? rc : launch_explicit_bind(bind, sizeof bind, err, errlen);
     if (rc) return rc;

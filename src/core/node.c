@@ -16,7 +16,8 @@
  * node at registration, and that node must match the header's sender; then
  * the sender's role must be one that may send the type, so control messages
  * are obeyed only from the scheduler) before its handler runs. Anything else
- * is counted in `malformed` and dropped.
+ * is counted in `malformed` and dropped. With a job secret, every socket
+ * uses CURVE (curve.c): a peer without the secret never gets that far.
  *
  * Identity: each process draws a random routing id at start and uses it on
  * every connection. The scheduler binds it to the node's id when the REGISTER
@@ -161,6 +162,10 @@ static int connect_dealer(loom_node *n, uint32_t peer_id)
     if (!d) return LOOM_ETRANSPORT;
     char ep[NODE_ADDR_MAX + 8];
     snprintf(ep, sizeof ep, "tcp://%s", n->peers[peer_id].addr);
+    if (n->curve && curve_client(n->curve, d)) {
+        zmq_close(d);
+        return LOOM_ETRANSPORT;
+    }
     if (zmq_setsockopt(d, ZMQ_ROUTING_ID, n->my_rid, n->my_rid_len) || zmq_connect(d, ep)) {
         log_error("cannot connect to %s: %s", ep, zmq_strerror(zmq_errno()));
         zmq_close(d);
@@ -743,6 +748,7 @@ static int bind_router(loom_node *n)
      * cannot take over a live node's connection (docs/SECURITY.md). */
     zmq_setsockopt(n->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(n->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    if (n->curve && curve_server(n->curve, n->router)) return LOOM_ETRANSPORT;
     char ep[NODE_ADDR_MAX + 16];
     if (n->cfg.role == LOOM_SCHEDULER) {
         const char *colon = strrchr(n->cfg.scheduler, ':');
@@ -871,7 +877,8 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
         snprintf(n->tag, sizeof n->tag, "%s ?", role_name(cfg->role));
     log_set_tag(n->tag);
     set_handlers(n);
-    rc = bind_router(n);
+    if (cfg->secret[0]) rc = curve_start(n->zctx, cfg->secret, n->tag, &n->curve);
+    if (!rc) rc = bind_router(n);
     if (!rc && attach) rc = attach(n);
     if (!rc) rc = open_outbox(n);
     if (!rc && cfg->role == LOOM_SCHEDULER) {
@@ -1029,6 +1036,7 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .messages_sent = atomic_load(&n->messages_sent),
         .messages_received = atomic_load(&n->messages_received),
         .malformed_dropped = atomic_load(&n->malformed),
+        .connections_refused = curve_refused(n->curve),
         .pulls_from_cache = atomic_load(&n->pulls_from_cache),
         .pulls_from_server = atomic_load(&n->pulls_from_server),
     };
@@ -1103,6 +1111,14 @@ void node_destroy(loom_node *n)
     n->out_closed = 1;
     pthread_mutex_unlock(&n->out_mu);
     zmq_ctx_term(n->zctx);
+    /* The totals below name this node also when another thread than its
+     * starter releases it (loom_serve() in a thread of its own). */
+    log_set_tag(n->tag);
+    uint64_t refused = curve_refused(n->curve);
+    curve_stop(n->curve);
+    if (refused)
+        log_warn("refused %" PRIu64 " connection(s) from peers without the job's secret in all",
+                 refused);
     for (int i = 0; i < NODE_LAYER_COUNT; i++)
         if (n->layers[i].destroy) n->layers[i].destroy(n->layers[i].state);
     uint64_t bad = atomic_load(&n->malformed);

@@ -36,7 +36,7 @@ expect_usage train "cannot write $WORK/none/m: No such file or directory" --trai
 expect_usage train "cannot write $WORK: Is a directory" --train "$WORK/ok.dat" --metrics "$WORK"
 expect_usage gen "--out FILE is required" --docs 3
 expect_usage gen "--vocab-size must be at least --topics" --out "$WORK/x" --topics 10 --vocab-size 5
-expect_usage gen "unknown option '--bogus'" --out "$WORK/x" --bogus 1
+expect_usage gen "unknown flag '--bogus'" --out "$WORK/x" --bogus 1
 expect_usage gen "--format takes ldac or uci" --out "$WORK/x" --format svm
 
 # Malformed corpora: the job stops with FILE:LINE and status 1 ...
@@ -64,6 +64,20 @@ for nnz in $((pairs + 1)) $((pairs - 1)); do
         grep -qF "nnz.txt:3: the header says NNZ = $nnz but the file has $pairs pairs" "$WORK/out" ||
             fail "NNZ $nnz for $pairs pairs, $w workers: no message"
     done
+done
+
+# A corpus without a word (empty, only blank lines, every line skipped) is
+# refused, not trained on.
+: >"$WORK/empty.dat"
+printf '\n\n' >"$WORK/blank.dat"
+printf '2 0:x\n1 q\n' >"$WORK/allbad.dat"
+for args in "empty.dat" "blank.dat" "allbad.dat --skip-bad"; do
+    read -r file flag <<<"$args"
+    # shellcheck disable=SC2086 # $flag is empty or one word
+    "$LOOM" train lda --train "$WORK/$file" $flag --workers 2 --topics 2 >"$WORK/out" 2>&1
+    rc=$?
+    ((rc == 1)) || fail "training on $args exited $rc, expected 1"
+    grep -qF "$file has no words" "$WORK/out" || fail "training on $args: no 'has no words'"
 done
 
 # A --vocab file that cannot be read.

@@ -19,8 +19,10 @@ wait_for_lines() {
 
 # A job of 1 server and 2 workers under `loom run` running `ps_check bsp`, held
 # after assembly until the test creates $WORK/go; its output in $WORK/job.out.
+# Without a job secret (--insecure): these defences must hold without CURVE,
+# and the attacker speaks plain ZMTP.
 start_held_job() {
-    "$LOOM" run --servers 1 --workers 2 --timeout 100 "$@" \
+    "$LOOM" run --insecure --servers 1 --workers 2 --timeout 100 "$@" \
         -- "$PS_CHECK" bsp --clocks 5 --pid-dir "$PIDS" --hold "$WORK/go" >"$WORK/job.out" 2>&1 &
     JOB=$!
     BG_PIDS+=("$JOB")
