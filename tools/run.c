@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -893,6 +894,19 @@ static int ensure_std_fds(void)
     return 0;
 }
 
+/* Every process of the job gets one random LOOM_JOB_TOKEN (unless the caller
+ * chose one): the scheduler refuses nodes of any other job, say one started
+ * by hand on the same fixed port (docs/SECURITY.md, "Node identity"). */
+static int set_job_token(void)
+{
+    if (getenv("LOOM_JOB_TOKEN") && *getenv("LOOM_JOB_TOKEN")) return 0;
+    uint8_t bytes[16];
+    if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes) return -1;
+    char token[2 * sizeof bytes + 1];
+    for (size_t i = 0; i < sizeof bytes; i++) snprintf(token + 2 * i, 3, "%02x", bytes[i]);
+    return setenv("LOOM_JOB_TOKEN", token, 1);
+}
+
 /* --- the job secret ------------------------------------------------------ */
 
 /* The throw-away secret: a file in a directory of its own (mode 0700), so that
@@ -946,6 +960,7 @@ static int prepare_secret(const struct options *opt, struct temp_secret *t)
 
 static int set_common_env(const struct options *opt)
 {
+    if (set_job_token() < 0) return -1;
     if (setenv_long("LOOM_NUM_SERVERS", opt->servers) < 0 ||
         setenv_long("LOOM_NUM_WORKERS", opt->workers) < 0 ||
         setenv("LOOM_BIND", opt->bind, 1) < 0 ||
