@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -70,15 +71,15 @@ static const app_flag run_flags[] = {
     {.name = "--servers",
      .kind = APP_INT,
      .arg = "S",
-     .min = 1,
-     .max = MAX_SERVERS,
+     .lo = 1,
+     .hi = MAX_SERVERS,
      .def = "1",
      .help = "number of servers"},
     {.name = "--workers",
      .kind = APP_INT,
      .arg = "W",
-     .min = 1,
-     .max = MAX_WORKERS,
+     .lo = 1,
+     .hi = MAX_WORKERS,
      .def = "2",
      .help = "number of workers"},
     {.name = "--bind",
@@ -94,8 +95,8 @@ static const app_flag run_flags[] = {
     {.name = "--heartbeat-timeout",
      .kind = APP_INT,
      .arg = "MS",
-     .min = 1,
-     .max = MAX_HEARTBEAT_MS,
+     .lo = 1,
+     .hi = MAX_HEARTBEAT_MS,
      .def = "5000",
      .help = "declare a silent process dead after MS milliseconds\n"
              "(LOOM_HEARTBEAT_TIMEOUT_MS); at least 4 heartbeat intervals\n"
@@ -103,8 +104,8 @@ static const app_flag run_flags[] = {
     {.name = "--timeout",
      .kind = APP_INT,
      .arg = "SECONDS",
-     .min = 0,
-     .max = MAX_TIMEOUT_S,
+     .lo = 0,
+     .hi = MAX_TIMEOUT_S,
      .def = "0",
      .help = "stop the whole job after SECONDS; 0 = never"},
     {.name = "--on-failure",
@@ -238,13 +239,22 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The first error other than EPIPE in writing the job's output (a full
+ * disk, an I/O error), 0 if none: the job's results were lost, so a job that
+ * otherwise succeeded must not exit 0. */
+static int output_errno;
+
 static void write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
         if (n < 0 && errno == EINTR) continue;
-        /* Nobody reads our output any more (EPIPE): the job goes on regardless. */
-        if (n <= 0) return;
+        if (n <= 0) {
+            /* Nobody reads our output any more (EPIPE, `loom run ... | head`):
+             * the job goes on regardless. */
+            if (n < 0 && errno != EPIPE && !output_errno) output_errno = errno;
+            return;
+        }
         buf += n;
         len -= (size_t)n;
     }
@@ -314,7 +324,8 @@ static long heartbeat_interval_ms(void)
     const char *v = getenv("LOOM_HEARTBEAT_MS");
     char *end;
     long ms = v ? strtol(v, &end, 10) : 0;
-    return v && *v && !*end && ms > 0 ? ms : cfg.heartbeat_interval_ms;
+    /* Beyond the library's range (1 to 600000) the nodes refuse it themselves. */
+    return v && *v && !*end && ms > 0 && ms <= 600000 ? ms : cfg.heartbeat_interval_ms;
 }
 
 /* 0: options parsed; 2: usage error (reported); -1: help printed. */
@@ -332,10 +343,10 @@ static int parse_options(int argc, char **argv, struct options *opt)
     if (rc) return usage_error("%s", err);
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(run_flags, NFLAGS, v, name))
-    if (GIVEN("--servers")) opt->servers = x->i;
-    if (GIVEN("--workers")) opt->workers = x->i;
-    if (GIVEN("--timeout")) opt->timeout_s = x->i;
-    if (GIVEN("--on-failure")) opt->on_failure = x->i ? ON_FAILURE_WAIT : ON_FAILURE_STOP;
+    if (GIVEN("--servers")) opt->servers = (long)x->u;
+    if (GIVEN("--workers")) opt->workers = (long)x->u;
+    if (GIVEN("--timeout")) opt->timeout_s = (long)x->u;
+    if (GIVEN("--on-failure")) opt->on_failure = x->choice ? ON_FAILURE_WAIT : ON_FAILURE_STOP;
     opt->verbose = GIVEN("--verbose") != NULL;
     if (GIVEN("--bind")) {
         if (strlen(x->text) > MAX_BIND_LEN)
@@ -352,14 +363,14 @@ static int parse_options(int argc, char **argv, struct options *opt)
         opt->bind = opt->interface_addr;
     }
     if (GIVEN("--heartbeat-timeout")) {
-        long interval = heartbeat_interval_ms();
-        if (x->i < HEARTBEATS_PER_TIMEOUT * interval)
+        long timeout = (long)x->u, interval = heartbeat_interval_ms();
+        if (timeout < HEARTBEATS_PER_TIMEOUT * interval)
             return usage_error("--heartbeat-timeout %ld is too short: a process is declared "
                                "dead after %d missed heartbeats, so the minimum is %ld ms "
                                "with heartbeats every %ld ms (LOOM_HEARTBEAT_MS%s)",
-                               x->i, HEARTBEATS_PER_TIMEOUT, HEARTBEATS_PER_TIMEOUT * interval,
+                               timeout, HEARTBEATS_PER_TIMEOUT, HEARTBEATS_PER_TIMEOUT * interval,
                                interval, getenv("LOOM_HEARTBEAT_MS") ? "" : ", the default");
-        opt->heartbeat_timeout_ms = x->i;
+        opt->heartbeat_timeout_ms = timeout;
     }
     if (GIVEN("--secret")) {
         if (x->text[0] == '\0') return usage_error("--secret takes a file made by loom keygen");
@@ -883,6 +894,19 @@ static int ensure_std_fds(void)
     return 0;
 }
 
+/* Every process of the job gets one random LOOM_JOB_TOKEN (unless the caller
+ * chose one): the scheduler refuses nodes of any other job, say one started
+ * by hand on the same fixed port (docs/SECURITY.md, "Node identity"). */
+static int set_job_token(void)
+{
+    if (getenv("LOOM_JOB_TOKEN") && *getenv("LOOM_JOB_TOKEN")) return 0;
+    uint8_t bytes[16];
+    if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes) return -1;
+    char token[2 * sizeof bytes + 1];
+    for (size_t i = 0; i < sizeof bytes; i++) snprintf(token + 2 * i, 3, "%02x", bytes[i]);
+    return setenv("LOOM_JOB_TOKEN", token, 1);
+}
+
 /* --- the job secret ------------------------------------------------------ */
 
 /* The throw-away secret: a file in a directory of its own (mode 0700), so that
@@ -936,6 +960,7 @@ static int prepare_secret(const struct options *opt, struct temp_secret *t)
 
 static int set_common_env(const struct options *opt)
 {
+    if (set_job_token() < 0) return -1;
     if (setenv_long("LOOM_NUM_SERVERS", opt->servers) < 0 ||
         setenv_long("LOOM_NUM_WORKERS", opt->workers) < 0 ||
         setenv("LOOM_BIND", opt->bind, 1) < 0 ||
@@ -1088,6 +1113,10 @@ int cmd_run(int argc, char **argv)
     }
     if (job.addr_fd >= 0) close(job.addr_fd);
     rc = exit_status(&job, print_failures(&job));
+    if (output_errno && rc == 0) {
+        say("failed: cannot write the job's output: %s", strerror(output_errno));
+        rc = 1;
+    }
 
 out:
     remove_temp_secret(&temp_secret);

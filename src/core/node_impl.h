@@ -65,6 +65,9 @@ static inline uint32_t node_worker_id(int num_servers, int rank)
 int node_peer_role(const loom_node *n, uint32_t id, int *rank);
 
 /* ---- messages ---- */
+/* The largest payload frame this job sends (bytes, loom_config.max_frame_mib):
+ * layers split what they send so that no frame exceeds it. */
+uint64_t node_max_payload(const loom_node *n);
 /* Register the handler for one message type (before the node starts serving
  * traffic: layers attach right after the roster is known). */
 void node_set_handler(loom_node *n, unsigned type, node_handler fn, void *ctx);

@@ -324,7 +324,8 @@ static const char *check_pull(server *s, srv_table *t, node_msg *m, const uint64
                               uint64_t *count)
 {
     const char *bad = check_keys(s, t, m, 0, keys, count);
-    if (!bad && *count > PS_MAX_REPLY_BYTES / t->row_bytes) bad = "pull too large";
+    /* The reply is one frame: within the job's limit (clients split larger pulls). */
+    if (!bad && *count > node_max_payload(s->node) / t->row_bytes) bad = "pull too large";
     return bad;
 }
 

@@ -157,7 +157,7 @@ pbad 2 "--data FILE is required" lr --model a.model
 pbad 2 "--data needs a value" lr --model a.model --data
 pbad 2 "--model given twice" lr --model a.model --model a.model --data a.svm
 pbad 2 "unknown flag '--frobnicate'" lr --model a.model --data a.svm --frobnicate
-pbad 2 "--one-based or --zero-based once" lr --model a.model --data a.svm --one-based --zero-based
+pbad 2 "--one-based and --zero-based exclude each other" lr --model a.model --data a.svm --one-based --zero-based
 pbad 2 "unknown model 'svm'" svm
 pbad 1 "missing.model: cannot open" lr --model missing.model --data a.svm
 # A model file of zeros without a newline is refused on its first line, not

@@ -156,6 +156,9 @@ errors)
     # A file without a single rating.
     printf 'userId,movieId,rating,timestamp\n' >"$WORK/empty.csv"
     expect 1 "empty.csv: no training ratings" "$LOOM" train mf --train "$WORK/empty.csv" --workers 2
+    printf 'a\tb\tc\n1\t2\n' >"$WORK/allbad.tsv"
+    expect 1 "allbad.tsv: no training ratings" \
+        "$LOOM" train mf --train "$WORK/allbad.tsv" --skip-bad --workers 2
     # ... and a --test file without one: an RMSE of nothing is an error, not 0.
     expect 1 "empty.csv: no test ratings" \
         "$LOOM" train mf --train "$WORK/ok.tsv" --test "$WORK/empty.csv" --workers 2 --epochs 1

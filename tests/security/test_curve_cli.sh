@@ -133,8 +133,10 @@ check_seen 2 4 # the scheduler and the first failing worker; the others may be s
 MODE=hang TMPDIR=$WORK/tmp "$LOOM" run --servers 1 --workers 1 -- "$WORK/node.sh" \
     >"$WORK/signal.out" 2>&1 &
 LAUNCHER_PID=$!
-for ((i = 0; i < 600; i++)); do # poll for the worker's pid file, up to 30 s
-    [[ -s $WORK/worker.pid ]] && break
+# Poll, up to 30 s, until the worker hangs and all three processes have
+# recorded their secret (the server may record it after the worker started).
+for ((i = 0; i < 600; i++)); do
+    [[ -s $WORK/worker.pid && -s $SEEN && $(wc -l <"$SEEN") -ge 3 ]] && break
     sleep 0.05
 done
 [[ -s $WORK/worker.pid ]] || fail "the worker did not start"
