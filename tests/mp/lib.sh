@@ -54,13 +54,17 @@ wait_for_files() {
     done
 }
 
-# wait_for_line FILE TEXT SECONDS PID: until FILE holds a line with TEXT (the
-# process PID has got that far), failing if PID exits first or after SECONDS.
-wait_for_line() {
-    local deadline=$(($(now_ms) + $3 * 1000))
-    until grep -qF -- "$2" "$1" 2>/dev/null; do
-        kill -0 "$4" 2>/dev/null || fail "process $4 exited before writing '$2' to $1"
-        (($(now_ms) > deadline)) && fail "no '$2' in $1 within $3 s"
+# wait_for_lines FILE PATTERN COUNT SECONDS [PID]: until FILE has COUNT lines
+# matching the extended regex PATTERN (a process logged what the test waits
+# for), failing after SECONDS, or at once if process PID exits first.
+wait_for_lines() {
+    local file=$1 pattern=$2 want=$3 deadline=$(($(now_ms) + $4 * 1000)) pid=${5:-} n
+    while :; do
+        n=$(grep -cE -- "$pattern" "$file" 2>/dev/null)
+        ((${n:-0} >= want)) && return 0
+        [[ -z $pid ]] || kill -0 "$pid" 2>/dev/null ||
+            fail "process $pid exited with ${n:-0} of $want lines matching '$pattern' in $file"
+        (($(now_ms) > deadline)) && fail "$file: ${n:-0} of $want lines matching '$pattern' within $4 s"
         sleep 0.05
     done
 }

@@ -16,7 +16,7 @@ LOOM_ROLE=worker LOOM_RANK=0 "$PS_CHECK" bsp >"$WORK/w0.out" 2>&1 & pids+=($!)
 BG_PIDS+=("${pids[@]}")
 outs=(w1 s0 w0)
 for i in "${!outs[@]}"; do
-    wait_for_line "$WORK/${outs[i]}.out" "asked the scheduler at 127.0.0.1:$port to join; waiting" 30 "${pids[i]}"
+    wait_for_lines "$WORK/${outs[i]}.out" "asked the scheduler at 127\.0\.0\.1:$port to join; waiting" 1 30 "${pids[i]}"
 done
 LOOM_ROLE=scheduler "$PS_CHECK" bsp >"$WORK/sched.out" 2>&1 & pids+=($!)
 BG_PIDS+=("${pids[@]}")

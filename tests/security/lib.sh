@@ -5,18 +5,6 @@
 source "$(dirname "${BASH_SOURCE[0]}")/../mp/lib.sh"
 ATTACKER=${3:?usage: $0 LOOM PS_CHECK ATTACKER}
 
-# wait_for_lines FILE PATTERN COUNT SECONDS: until FILE has COUNT lines matching
-# the extended regex PATTERN (a node logged what the test waits for).
-wait_for_lines() {
-    local file=$1 pattern=$2 want=$3 deadline=$(($(now_ms) + $4 * 1000)) n
-    while :; do
-        n=$(grep -cE -- "$pattern" "$file" 2>/dev/null)
-        ((${n:-0} >= want)) && return 0
-        (($(now_ms) > deadline)) && fail "$file: ${n:-0} of $want lines matching '$pattern' within $4 s"
-        sleep 0.05
-    done
-}
-
 # A job of 1 server and 2 workers under `loom run` running `ps_check bsp`, held
 # after assembly until the test creates $WORK/go; its output in $WORK/job.out.
 # Without a job secret (--insecure): these defences must hold without CURVE,
