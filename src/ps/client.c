@@ -697,12 +697,12 @@ static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
     pull_op *op = s.op;
     loom_table *t = op->t;
     int status = m->h.b < LOOM_ERROR_COUNT_ ? (int)m->h.b : LOOM_EPROTO;
-    if (!status && (m->nframes != 1 || zmq_msg_size(&m->frames[0]) != s.count * t->row_bytes)) {
+    if (!status && (m->nframes != 1 || node_frame_size(m, 0) != s.count * t->row_bytes)) {
         node_drop(n, m, "reply size does not match the request");
         status = LOOM_EPROTO;
     }
     if (!status) {
-        const uint8_t *src = zmq_msg_data(&m->frames[0]);
+        const uint8_t *src = node_frame_data(m, 0);
         size_t rb = t->row_bytes;
         pthread_mutex_lock(&t->mu);
         if (!op->miss) { /* the rows asked for are contiguous in the answer and in rows */

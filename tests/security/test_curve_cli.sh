@@ -205,4 +205,15 @@ mpirun_job mpi_plain 5 -- "${train[@]}" || fail "an mpirun job without a secret 
 [[ $(cat "$WORK"/mpi_plain.*.out | grep -c "runs without a secret") -eq 1 ]] ||
     fail "an mpirun job without a secret did not warn exactly once"
 grep -q "runs without a secret" "$WORK/mpi_plain.0.out" || fail "the warning is not the scheduler's"
+# loom train --insecure: without a secret even if LOOM_SECRET_FILE is inherited, here and
+# under mpirun (the rank with the secret that is not the scheduler's would be refused).
+mpirun_job mpi_insecure 5 LOOM_SECRET_FILE="$key" -- "${train[@]}" --insecure ||
+    fail "an mpirun job with --insecure failed"
+[[ $(cat "$WORK"/mpi_insecure.*.out | grep -c "runs without a secret") -eq 1 ]] ||
+    fail "an mpirun job with --insecure did not warn exactly once"
+LOOM_SECRET_FILE=$key "${train[@]}" --insecure >"$WORK/train_insecure.out" 2>&1 ||
+    fail "loom train --insecure failed"
+[[ $(grep -c "runs without a secret" "$WORK/train_insecure.out") -eq 1 ]] ||
+    fail "loom train --insecure did not run without a secret"
+expect 2 "--secret and --insecure exclude each other" "${train[@]}" --secret "$key" --insecure
 echo PASS
