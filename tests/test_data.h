@@ -1,7 +1,8 @@
 /* test_data: where the tests find the shared datasets (a9a, ap, MovieLens),
  * which are never committed: $LOOM_SHARED_DATA, else ../shared/data next to
  * the source tree. A test that needs one and does not find it prints
- * "skipped: ... not found" and calls cmocka's skip(). */
+ * "skipped: ... not found" and exits 77, which CTest counts as skipped
+ * (READER_TESTS_MAIN in test_files.h). */
 #ifndef LOOM_TESTS_TEST_DATA_H
 #define LOOM_TESTS_TEST_DATA_H
 

@@ -88,11 +88,14 @@ struct options {
     char **program; /* PROGRAM and its arguments, NULL-terminated */
 };
 
+struct job;
+
 /* One of a child's output pipes, and the unfinished line read from it. */
 struct stream {
-    int fd;   /* read end; -1 once closed */
+    int fd;   /* read end; -1 before the child starts and once closed (0 is a valid fd) */
     int dest; /* where its lines go: STDOUT_FILENO or STDERR_FILENO */
     const char *label;
+    struct job *job;
     size_t len;
     char buf[LINE_BUF];
 };
@@ -103,7 +106,8 @@ struct child {
     int started, reaped;
     int status;    /* wait status, once reaped */
     int signalled; /* the launcher has told it to stop */
-    int failed;    /* ended badly on its own, before being told to stop */
+    int failed;    /* ended badly on its own, before being told to stop: the
+                      how-manieth failure of the job (1, 2, ...), 0 if none */
     struct stream out, err;
 };
 
@@ -127,6 +131,8 @@ struct job {
     int error;       /* the launcher itself failed (exit 1) */
     int exit_signal; /* signal that stopped the launcher, 0 if none */
     int signals_seen;
+    int failures;   /* children that failed so far */
+    int named_dead; /* the child the library's messages first named dead; -1: none */
 
     struct pollfd *pfds;
     struct stream **pstreams; /* pfds[i] belongs to pstreams[i] (NULL: not a stream) */
@@ -319,13 +325,24 @@ static int parse_options(int argc, char **argv, struct options *opt)
 
 /* --- output streams ------------------------------------------------------ */
 
+/* When a process stops answering, it does not fail by itself: its peers
+ * notice, say which node died, and exit with LOOM_EXIT_PEER_FAILED. Their
+ * messages (src/core/node.c) read "... worker 1 (node 5) died: ..." or
+ * "... lost the scheduler: ...". The first node so named, while the job
+ * still runs, is the culprit to report if no process failed by itself. */
+static void note_named_dead(struct job *job, const char *text);
+
 static void emit_line(const struct stream *s, const char *data, size_t len)
 {
-    char line[LABEL_MAX + 4 + LINE_BUF];
+    char line[LABEL_MAX + 4 + LINE_BUF + 1];
     int n = snprintf(line, sizeof line, "[%s] ", s->label);
     memcpy(line + n, data, len);
     line[(size_t)n + len] = '\n';
     write_all(s->dest, line, (size_t)n + len + 1);
+    if (s->dest == STDERR_FILENO) {
+        line[(size_t)n + len] = '\0';
+        note_named_dead(s->job, line + n);
+    }
 }
 
 /* Emit every complete line in s->buf and keep the unfinished tail, unless
@@ -487,8 +504,8 @@ static int spawn(struct job *job, struct child *c, const char *role, int rank,
     set_nonblock(err[0]);
     c->pid = pid;
     c->started = 1;
-    c->out = (struct stream){.fd = out[0], .dest = STDOUT_FILENO, .label = c->label};
-    c->err = (struct stream){.fd = err[0], .dest = STDERR_FILENO, .label = c->label};
+    c->out = (struct stream){.fd = out[0], .dest = STDOUT_FILENO, .label = c->label, .job = job};
+    c->err = (struct stream){.fd = err[0], .dest = STDERR_FILENO, .label = c->label, .job = job};
     if (job->opt->verbose) say("started %s (pid %ld)", c->label, (long)pid);
     return 0;
 
@@ -609,7 +626,7 @@ static void child_ended(struct job *job, struct child *c, int status)
         if (job->opt->verbose) say("%s %s", c->label, describe_status(status, how, sizeof how));
         return;
     }
-    c->failed = 1;
+    c->failed = ++job->failures;
     say("%s %s", c->label, describe_status(status, how, sizeof how));
     if (before_address) {
         say("scheduler exited before publishing its address");
@@ -828,18 +845,69 @@ static int set_common_env(const struct options *opt)
     return 0;
 }
 
-/* One line per child that failed on its own; returns how many did. */
+static void note_named_dead(struct job *job, const char *text)
+{
+    if (job->named_dead >= 0 || job->stopping || strncmp(text, "loom", 4) != 0) return;
+    if (strstr(text, "lost the scheduler")) {
+        job->named_dead = 0;
+        return;
+    }
+    const char *died = strstr(text, " died");
+    if (!died) return;
+    for (int i = 0; i < job->nchildren; i++) {
+        const char *label = job->children[i].label;
+        size_t len = strlen(label);
+        for (const char *p = strstr(text, label); p && p < died; p = strstr(p + 1, label)) {
+            const char *after = p + len, *paren;
+            int whole_name = p > text && p[-1] == ' ';
+            int named = after == died || (strncmp(after, " (node ", 7) == 0 &&
+                                          (paren = strchr(after, ')')) && paren + 1 == died);
+            if (whole_name && named) {
+                job->named_dead = i;
+                return;
+            }
+        }
+    }
+}
+
+static int peer_failed(int status)
+{
+    return WIFEXITED(status) && WEXITSTATUS(status) == LOOM_EXIT_PEER_FAILED;
+}
+
+/* The failure that brought the job down, and then the others, so that the
+ * last words of `loom run` name the culprit, not the first process to go:
+ * the first process that failed with a reason of its own (any status but
+ * LOOM_EXIT_PEER_FAILED, which only says a peer failed first, or a signal);
+ * else the process its peers named dead; else the first to fail. Returns
+ * how many failed. */
 static int print_failures(const struct job *job)
 {
     char how[128];
-    int failed = 0;
-    for (int i = 0; i < job->nchildren; i++) {
-        const struct child *c = &job->children[i];
-        if (!c->failed) continue;
-        say("failed: %s %s", c->label, describe_status(c->status, how, sizeof how));
-        failed++;
-    }
-    return failed;
+    int root = -1;
+    if (!job->failures) return 0;
+    for (int seq = 1; seq <= job->failures && root < 0; seq++)
+        for (int i = 0; i < job->nchildren; i++)
+            if (job->children[i].failed == seq && !peer_failed(job->children[i].status)) root = i;
+    if (root < 0) root = job->named_dead;
+    for (int seq = 1; seq <= job->failures && root < 0; seq++)
+        for (int i = 0; i < job->nchildren; i++)
+            if (job->children[i].failed == seq) root = i;
+    if (root < 0) return 0;
+
+    const struct child *r = &job->children[root];
+    if (r->failed)
+        say("failed: %s %s", r->label, describe_status(r->status, how, sizeof how));
+    else
+        say("failed: %s stopped responding: its peers declared it dead", r->label);
+    for (int seq = 1; seq <= job->failures; seq++)
+        for (int i = 0; i < job->nchildren; i++) {
+            const struct child *c = &job->children[i];
+            if (c->failed != seq || i == root) continue;
+            say("also failed: %s %s%s", c->label, describe_status(c->status, how, sizeof how),
+                peer_failed(c->status) ? " (a peer failed)" : "");
+        }
+    return job->failures;
 }
 
 static int exit_status(const struct job *job, int failed)
@@ -855,7 +923,7 @@ int cmd_run(int argc, char **argv)
     int rc = parse_options(argc, argv, &opt);
     if (rc) return rc < 0 ? 0 : rc;
 
-    struct job job = {.opt = &opt, .addr_fd = -1, .launcher_pid = getpid()};
+    struct job job = {.opt = &opt, .addr_fd = -1, .launcher_pid = getpid(), .named_dead = -1};
     job.nchildren = 1 + (int)opt.servers + (int)opt.workers;
     job.children = calloc((size_t)job.nchildren, sizeof *job.children);
     job.pfds = calloc(2 + 2 * (size_t)job.nchildren, sizeof *job.pfds);
@@ -865,11 +933,17 @@ int cmd_run(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    snprintf(job.children[0].label, LABEL_MAX, "scheduler");
-    for (int i = 1; i < job.nchildren; i++) {
+    for (int i = 0; i < job.nchildren; i++) {
+        struct child *c = &job.children[i];
         int is_server = i <= opt.servers;
-        snprintf(job.children[i].label, LABEL_MAX, "%s %d", is_server ? "server" : "worker",
-                 is_server ? i - 1 : i - 1 - (int)opt.servers);
+        if (i == 0)
+            snprintf(c->label, LABEL_MAX, "scheduler");
+        else
+            snprintf(c->label, LABEL_MAX, "%s %d", is_server ? "server" : "worker",
+                     is_server ? i - 1 : i - 1 - (int)opt.servers);
+        /* Not started yet, so no streams: an fd of 0 here would make the loop
+         * poll, read and finally close the caller's standard input. */
+        c->out.fd = c->err.fd = -1;
     }
 
     sigprocmask(SIG_SETMASK, NULL, &job.orig_mask);

@@ -21,6 +21,12 @@
 
 /* ---- model ---- */
 
+/* The most features a model has. The trainer keeps the model as a dense table
+ * (on the servers, and on worker 0 for the report), so it refuses a training
+ * file with a larger feature id (FILE:LINE), and the loader a larger dim:
+ * 2^32 f64 weights are already 32 GB. */
+#define LR_MAX_DIM ((uint64_t)1 << 32)
+
 /* A linear model over features 0..dim-1 plus a bias: p(y=+1|x) = sigmoid(w.x + bias). */
 typedef struct lr_model {
     uint64_t dim;

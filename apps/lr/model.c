@@ -222,9 +222,9 @@ int lr_model_load(const char *path, lr_model *m, char *err, size_t errlen)
     int rc = read_header(&r, &dim, &nnz, &bias);
     if (rc == 0) {
         /* calloc(0) may return NULL: keep one slot so w is never NULL. */
-        if (dim > SIZE_MAX / sizeof(double))
-            rc = app_error(err, errlen, "%s:1: dim=%llu is too large for this machine", path,
-                           (unsigned long long)dim);
+        if (dim > LR_MAX_DIM)
+            rc = app_error(err, errlen, "%s:1: dim=%llu is beyond the %llu features of an LR model",
+                           path, (unsigned long long)dim, (unsigned long long)LR_MAX_DIM);
         else if (!(m->w = calloc(dim ? (size_t)dim : 1, sizeof(double))))
             rc = app_error(err, errlen, "%s:1: out of memory for dim=%llu", path,
                            (unsigned long long)dim);

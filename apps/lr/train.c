@@ -465,6 +465,7 @@ static int agree_sizes(loom_node *n, const loom_dataset *d, uint64_t *dim, uint6
     loom_table *t;
     TRY("open the size table", loom_table_open(n, "lr.sizes", &o, &t));
     uint64_t key = 0;
+    /* Exact as int64: the reader refused ids beyond LR_MAX_DIM (run_worker). */
     int64_t mine[2] = {(int64_t)d->max_feature, (int64_t)d->rows}, all[2];
     loom_ts ts;
     TRY("push sizes", loom_push_async(t, &key, 1, mine, &ts));
@@ -592,7 +593,12 @@ static int run_worker(loom_node *n, const lr_cli *c)
 {
     char err[1024];
     loom_dataset *d, *test = NULL;
-    if (loom_libsvm_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &d, err,
+    /* The model is dense over the features: larger ids are refused with their
+     * line rather than sizing tables no machine holds. */
+    loom_libsvm_opts train_opts = c->data;
+    if (!train_opts.max_features || train_opts.max_features > LR_MAX_DIM)
+        train_opts.max_features = LR_MAX_DIM;
+    if (loom_libsvm_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &train_opts, &d, err,
                          sizeof err)) {
         fprintf(stderr, "loom train lr: %s\n", err);
         return 1;

@@ -10,8 +10,11 @@
 #   output     write lines to stdout and stderr (many, long, unterminated), exit 0
 #   fail       worker 1 exits 3 once every process is up; server 0 ignores
 #              SIGTERM (so it must be SIGKILLed); the others run forever
-#   peer       worker 1 exits 3 once every process is up; the others notice
+#   peer       worker 1 exits 7 once every process is up; the others notice
 #              that it is gone (as Loom's heartbeat would) and exit 3 themselves
+#   frozen     worker 1 stops answering (runs forever) once every process is
+#              up; the others say so as Loom does ("worker 1 (node 4) died:
+#              ...") and exit 3
 #   hang       every process runs forever; one that gets SIGINT records it
 #              in ROLE-RANK.sigint (only the launcher should ever get one)
 #   stubborn   every process ignores SIGTERM and runs forever
@@ -100,6 +103,7 @@ env)
         "scheduler=$LOOM_SCHEDULER bind=$LOOM_BIND"
     echo "extra=${LOOM_HEARTBEAT_TIMEOUT_MS-unset},${LOOM_VERBOSE-unset},${LOOM_TEST_INHERITED-unset}"
     echo "address_fd=${LOOM_ADDRESS_FD-unset} args=$*"
+    echo "stdin=$(readlink "/proc/$$/fd/0")"
     [[ $LOOM_ROLE == scheduler ]] || print_open_fds
     ;;
 output)
@@ -123,7 +127,7 @@ fail)
     ;;
 peer)
     wait_for_everyone
-    [[ $me == worker-1 ]] && exit 3
+    [[ $me == worker-1 ]] && exit 7
     pid=$(<"$FAKE_DIR/worker-1.pid")
     for ((i = 0; i < 400; i++)); do
         if ! kill -0 "$pid" 2>/dev/null; then
@@ -133,6 +137,17 @@ peer)
         sleep 0.05
     done
     exit 0
+    ;;
+frozen)
+    wait_for_everyone
+    [[ $me == worker-1 ]] && run_forever
+    # As in Loom: the scheduler misses the heartbeats, the others hear it from it.
+    if [[ $me == scheduler-0 ]]; then
+        echo "loom[scheduler] error: worker 1 (node 4) died: no heartbeat for 5000 ms; stopping" >&2
+    else
+        echo "loom[$me] error: worker 1 (node 4) died (reported by the scheduler); stopping" >&2
+    fi
+    exit 3
     ;;
 *) run_forever ;;
 esac

@@ -286,8 +286,8 @@ static void test_model_load_errors(void **state)
         {"loom-lr 1 dim=3 nnz=0 bias=-inf\n", 0, "1: bad header: the bias is not finite"},
         {"loom-lr 1 dim=3 nnz=4 bias=0\n", 0, "1: bad header: nnz is larger than dim"},
         {"loom-lr 1 dim=18446744073709551615 nnz=0 bias=0\n", 0,
-         "1: dim=18446744073709551615 is "
-         "too large"},
+         "1: dim=18446744073709551615 is beyond the 4294967296 features"},
+        {"loom-lr 1 dim=4294967297 nnz=0 bias=0\n", 0, "1: dim=4294967297 is beyond"},
         {"loom-lr 1 dim=99999999999999999999 nnz=0 bias=0\n", 0, "1: bad header: expected dim="},
         {"loom-lr 1 dim=10 nnz=2 bias=0\n5 1\n5 2\n", 0,
          "3: feature id 5 after 5: ids must be "

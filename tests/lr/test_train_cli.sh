@@ -38,6 +38,16 @@ grep -q "bad.svm:2: " "$WORK/out" || fail "no FILE:LINE error for the malformed 
     >"$WORK/out" 2>&1 || fail "--skip-bad did not get past the bad line"
 grep -q "skipped 1 malformed line" "$WORK/out" || fail "the skipped line was not reported"
 
+# A feature id valid in LIBSVM but beyond a dense model (2^63 + 1) is refused
+# with its line, whichever worker reads it: never sized wrong and written past.
+printf '+1 1:1\n-1 2:1 9223372036854775809:1\n+1 3:1\n-1 1:1\n' >"$WORK/huge.svm"
+for w in 1 2; do
+    "$LOOM" train lr --train "$WORK/huge.svm" --workers $w --servers 1 --epochs 1 \
+        >"$WORK/out" 2>&1 && fail "training with feature id 2^63 + 1 succeeded ($w workers)"
+    grep -q "huge.svm:2: feature id 9223372036854775809 is beyond" "$WORK/out" ||
+        fail "no FILE:LINE error for feature id 2^63 + 1 ($w workers)"
+done
+
 # Generated data, end to end (the mechanics; accuracy is tested on a9a).
 "$LOOM" gen lr --rows 20000 --features 2000 --nnz 15 --seed 3 --out "$WORK/train.svm" --quiet ||
     fail "gen lr (train) failed"

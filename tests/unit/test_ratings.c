@@ -483,7 +483,7 @@ static void test_movielens(void **state)
 {
     (void)state;
     char path[4200];
-    shared_file_or_skip(path, sizeof path, "ml-latest-small/ratings.csv");
+    shared_file(path, sizeof path, "ml-latest-small/ratings.csv");
     loom_ratings *ref = read_ok(path, 0, 1, NULL);
     assert_int_equal(ref->n, 100836);
     assert_int_equal(ref->users, 610);
@@ -502,7 +502,7 @@ static void test_movielens(void **state)
     loom_ratings_free(ref);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats),
@@ -515,7 +515,9 @@ int main(void)
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_error_lines_in_shares),
         cmocka_unit_test(test_values_match_strtof),
+    };
+    const struct CMUnitTest data_tests[] = {
         cmocka_unit_test(test_movielens),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return READER_TESTS_MAIN(argc, argv, tests, data_tests, "ml-latest-small/ratings.csv");
 }
