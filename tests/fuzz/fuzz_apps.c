@@ -20,6 +20,13 @@
  * reader, the sizes the workers agree on, the mapping of ids to rows, the tables, the
  * training and the model file written at the end all run on the input.
  *
+ * Sizes: the models are dense, and a few bytes of input may announce billions of
+ * weights (a model header's dim=, a feature or word id near 2^32), which the loaders and
+ * trainers allocate by design. So that such inputs measure the error paths and not the
+ * machine, AddressSanitizer refuses any single allocation above 64 MiB here (it returns
+ * NULL, which the code must handle: a crash on it is a finding), and `loom train lr` gets
+ * max_features 2^16 (larger ids are refused with FILE:LINE, as beyond 2^32 in use).
+ *
  * Checks, for every input (besides the sanitizers'):
  *   - a loader either accepts the file or says why; what it accepts survives a save and
  *     a load unchanged (bit for bit; NaN as NaN);
@@ -41,6 +48,16 @@
 #include "lr/lr.h"
 #include "mf/mf.h"
 #include "ps/ps.h"
+
+/* AddressSanitizer's options for this target (see Sizes above); the environment's
+ * ASAN_OPTIONS still override them. Unused without AddressSanitizer. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1:max_allocation_size_mb=64";
+}
+
+#define LR_FUZZ_MAX_FEATURES ((uint64_t)1 << 16)
 
 enum { LR_MODEL, MF_MODEL, LDA_MODEL, LR_TRAIN, MF_TRAIN, LDA_TRAIN, KINDS };
 
@@ -239,6 +256,7 @@ static void train(int kind, uint8_t o, int have_second)
     if (kind == LR_TRAIN) {
         lr_cli c;
         FUZZ_CHECK(lr_parse_flags(argc, (char **)argv, &c, err, sizeof err) == 0);
+        c.data.max_features = LR_FUZZ_MAX_FEATURES;
         rc = lr_train_node(&c);
     } else if (kind == MF_TRAIN) {
         mf_cli c;
