@@ -22,6 +22,7 @@
 #include <loom/loom.h>
 
 #include "commands.h"
+#include "common/files.h"
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
@@ -175,11 +176,9 @@ static int train_with(const trainer *t, int argc, char **argv)
         if (!rc) rc = export_count("--workers", "LOOM_NUM_WORKERS", j->workers, argc, argv);
         if (!rc && interface && setenv("LOOM_INTERFACE", interface, 1)) rc = 1;
         if (!rc) rc = t->node(cli);
-    } else if (access(j->train_path, R_OK)) {
-        fprintf(stderr, "loom train %s: cannot read %s\n", t->name, j->train_path);
-        rc = 2;
-    } else if (j->test_path && access(j->test_path, R_OK)) {
-        fprintf(stderr, "loom train %s: cannot read %s\n", t->name, j->test_path);
+    } else if (app_check_job_files(j, err, sizeof err)) {
+        /* Before any process starts: a wrong --model-out must not wait for the last epoch. */
+        fprintf(stderr, "loom train %s: %s\n", t->name, err);
         rc = 2;
     } else {
         rc = launch_locally(j, interface, argc, argv);

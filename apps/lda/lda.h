@@ -143,7 +143,9 @@ int lda_model_save(const lda_model *m, const char *path, char *err, size_t errle
 int lda_model_load(const char *path, lda_model *m, char *err, size_t errlen);
 void lda_model_free(lda_model *m);
 
-/* A vocabulary file: one word per line, line i (0-based) naming word id i. */
+/* A vocabulary file: one word per line, line i (0-based) naming word id i;
+ * a line longer than LDA_WORD_MAX bytes is refused. */
+#define LDA_WORD_MAX 65536
 typedef struct lda_vocab {
     size_t n;
     char **word;

@@ -10,10 +10,15 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <loom/loom.h>
 
+#include "common/files.h"
 #include "lda/lda.h"
+
+/* Bytes in the header line: its numbers need under 200. */
+#define HEADER_MAX 1024
 
 void lda_model_free(lda_model *m)
 {
@@ -29,6 +34,9 @@ int lda_model_save(const lda_model *m, const char *path, char *err, size_t errle
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return 1;
     }
+    /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
+    struct stat st;
+    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
     const size_t K = m->p.topics;
     fprintf(f, "loom-lda 1 topics=%u vocab=%" PRIu64 " alpha=%.17g beta=%.17g tokens=%" PRIu64 "\n",
             m->p.topics, m->p.vocab, m->p.alpha, m->p.beta, m->tokens);
@@ -43,27 +51,56 @@ int lda_model_save(const lda_model *m, const char *path, char *err, size_t errle
         }
         if (started) fputc('\n', f);
     }
-    if (ferror(f) | fclose(f)) {
-        snprintf(err, errlen, "cannot write %s", path);
+    /* A full disk shows up in ferror() or, for the last buffer, in fclose(). */
+    int bad = ferror(f), saved_errno = errno;
+    if (fclose(f) && !bad) bad = 1, saved_errno = errno;
+    if (bad) {
+        if (regular) remove(path);
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved_errno));
         return 1;
     }
     return 0;
 }
 
-static int load_fail(FILE *f, lda_model *m, char *err, size_t errlen, const char *path, size_t line,
-                     const char *what)
+/* An open model file, its current line and where to say what is wrong. */
+typedef struct reader {
+    FILE *f;
+    const char *path;
+    char *line;
+    size_t cap, lineno;
+    char *err;
+    size_t errlen;
+} reader;
+
+/* "FILE:LINE: what", and the reader and the half-loaded model released. */
+static int load_fail(reader *r, lda_model *m, const char *what)
 {
-    snprintf(err, errlen, "%s:%zu: %s", path, line, what);
-    fclose(f);
+    snprintf(r->err, r->errlen, "%s:%zu: %s", r->path, r->lineno, what);
+    fclose(r->f);
+    free(r->line);
     lda_model_free(m);
     return 1;
+}
+
+/* The next line, at most max bytes: its length, or -1 at the end of the file
+ * (and on a line too long or no memory, which load_fail then reports).
+ * Lines are bounded, so that /dev/zero or a large binary file fails on its
+ * first line instead of filling memory. */
+static ssize_t next_line(reader *r, size_t max, const char **why)
+{
+    ssize_t got = app_getline(&r->line, &r->cap, max, r->f);
+    if (got != -1) r->lineno++;
+    *why = got == APP_LINE_TOO_LONG    ? "line too long for a loom-lda model"
+           : got == APP_LINE_NO_MEMORY ? "out of memory"
+                                       : NULL;
+    return got < 0 ? -1 : got;
 }
 
 int lda_model_load(const char *path, lda_model *m, char *err, size_t errlen)
 {
     *m = (lda_model){0};
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    reader r = {.f = fopen(path, "r"), .path = path, .err = err, .errlen = errlen};
+    if (!r.f) {
         snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
         return 1;
     }
@@ -71,36 +108,38 @@ int lda_model_load(const char *path, lda_model *m, char *err, size_t errlen)
     uint64_t vocab, tokens;
     double alpha, beta;
     int used = 0;
-    if (fscanf(f, "loom-lda 1 topics=%u vocab=%" SCNu64 " alpha=%lf beta=%lf tokens=%" SCNu64 "%n",
+    const char *why;
+    ssize_t got = next_line(&r, HEADER_MAX, &why);
+    if (why) return load_fail(&r, m, why);
+    if (got < 0 ||
+        sscanf(r.line,
+               "loom-lda 1 topics=%u vocab=%" SCNu64 " alpha=%lf beta=%lf tokens=%" SCNu64 "%n",
                &topics, &vocab, &alpha, &beta, &tokens, &used) != 5 ||
-        !used || fgetc(f) != '\n')
-        return load_fail(f, m, err, errlen, path, 1,
+        used + 1 != got || r.line[used] != '\n') {
+        r.lineno = 1;
+        return load_fail(&r, m,
                          "not a loom-lda model (expected \"loom-lda 1 topics=K vocab=V alpha=A "
                          "beta=B tokens=N\")");
+    }
     if (topics < 1 || topics > LDA_MAX_TOPICS || vocab < 1 || vocab > (1ull << 32) ||
         !(alpha > 0) || !(beta > 0))
-        return load_fail(f, m, err, errlen, path, 1, "topics, vocab, alpha or beta out of range");
+        return load_fail(&r, m, "topics, vocab, alpha or beta out of range");
     const size_t K = topics;
     m->p = (lda_params){topics, vocab, alpha, beta};
     m->tokens = tokens;
     m->counts = calloc(vocab * K, sizeof *m->counts);
     m->totals = calloc(K, sizeof *m->totals);
-    if (!m->counts || !m->totals) return load_fail(f, m, err, errlen, path, 1, "out of memory");
-    char *buf = NULL;
-    size_t cap = 0, line = 1;
-    ssize_t got;
+    if (!m->counts || !m->totals) return load_fail(&r, m, "out of memory");
+    /* "<word> <topic>:<count>..." with each topic at most once. */
+    size_t row_max = 32 + K * 24;
     int64_t last = -1;
     uint64_t sum = 0;
-    while ((got = getline(&buf, &cap, f)) > 0) {
-        line++;
-        char *p = buf, *end;
+    while ((got = next_line(&r, row_max, &why)) > 0) {
+        char *p = r.line, *end;
         errno = 0;
         uint64_t w = strtoull(p, &end, 10);
-        if (end == p || errno || *p == '-' || w >= vocab || (int64_t)w <= last) {
-            free(buf);
-            return load_fail(f, m, err, errlen, path, line,
-                             "expected a word id below vocab, ascending");
-        }
+        if (end == p || errno || *p == '-' || w >= vocab || (int64_t)w <= last)
+            return load_fail(&r, m, "expected a word id below vocab, ascending");
         last = (int64_t)w;
         p = end;
         int pairs = 0;
@@ -110,30 +149,26 @@ int lda_model_load(const char *path, lda_model *m, char *err, size_t errlen)
             uint64_t k = strtoull(p, &end, 10);
             long long c = 0;
             if (end == p || *p == '-' || *end != ':' || k >= K ||
-                (c = strtoll(end + 1, &p, 10)) <= 0 || c > INT32_MAX || m->counts[w * K + k]) {
-                free(buf);
-                return load_fail(f, m, err, errlen, path, line,
+                (c = strtoll(end + 1, &p, 10)) <= 0 || c > INT32_MAX || m->counts[w * K + k])
+                return load_fail(&r, m,
                                  "expected topic:count pairs (topic below topics, count >= 1, "
                                  "each topic once)");
-            }
             m->counts[w * K + k] = (int32_t)c;
             m->totals[k] += c;
             sum += (uint64_t)c;
             pairs++;
         }
-        if (!pairs) {
-            free(buf);
-            return load_fail(f, m, err, errlen, path, line, "a word line without counts");
-        }
+        if (!pairs) return load_fail(&r, m, "a word line without counts");
     }
-    free(buf);
+    if (why) return load_fail(&r, m, why);
     if (sum != tokens) {
         char what[128];
         snprintf(what, sizeof what,
                  "the counts add up to %" PRIu64 ", the header says tokens=%" PRIu64, sum, tokens);
-        return load_fail(f, m, err, errlen, path, line, what);
+        return load_fail(&r, m, what);
     }
-    fclose(f);
+    fclose(r.f);
+    free(r.line);
     return 0;
 }
 
@@ -152,10 +187,23 @@ int lda_vocab_load(const char *path, lda_vocab *v, char *err, size_t errlen)
         snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
         return 1;
     }
-    size_t cap = 0, len = 0;
+    size_t cap = 0, len = 0, word_len = 0, lines = 0;
     char chunk[65536];
     size_t got;
     while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        /* Words are bounded, so that /dev/zero or a large binary file fails
+         * early instead of filling memory. */
+        for (size_t i = 0; i < got; i++) {
+            word_len = chunk[i] == '\n' ? 0 : word_len + 1;
+            lines += chunk[i] == '\n';
+            if (word_len > LDA_WORD_MAX) {
+                fclose(f);
+                lda_vocab_free(v);
+                snprintf(err, errlen, "%s:%zu: a word longer than %d bytes, not a vocabulary", path,
+                         lines + 1, LDA_WORD_MAX);
+                return 1;
+            }
+        }
         if (len + got + 2 > cap) {
             cap = 2 * (len + got + 2);
             char *t = realloc(v->text, cap);

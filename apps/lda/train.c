@@ -36,6 +36,8 @@
 
 #include <loom/loom.h>
 
+#include "common/files.h"
+
 #include "lda/lda.h"
 
 #define STAT_FIELDS 6
@@ -95,7 +97,12 @@ static size_t block_keys(const worker *w, const uint64_t *words, size_t n, uint6
     return n * w->nblocks;
 }
 
-static int agree_vocab(worker *w, uint64_t mine, uint64_t *vocab)
+/* Agree on the vocabulary (the largest of the workers' sizes), and check
+ * UCI's NNZ: the header counts the pairs of the whole file, a worker read a
+ * share, so the shares' pairs are summed here (a one-share read is checked by
+ * the reader, with the same message). Every worker sees the same totals, so
+ * all of them stop together. */
+static int agree_corpus(worker *w, const loom_corpus *corpus, uint64_t mine, uint64_t *vocab)
 {
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_I64;
@@ -106,6 +113,10 @@ static int agree_vocab(worker *w, uint64_t mine, uint64_t *vocab)
     o.cache = 0;
     loom_table *t;
     TRY("open the size table", loom_table_open(w->n, "lda.sizes", &o, &t));
+    app_stats pairs;
+    TRY("open the pair count", app_stats_open(w->n, "lda.pairs", 1, 1, &pairs));
+    double nnz = (double)corpus->nnz, total_nnz; /* exact below 2^53 pairs */
+    TRY("push the pair count", app_stats_add(&pairs, 0, &nnz));
     uint64_t key = 0;
     int64_t v = (int64_t)mine, all;
     loom_ts ts;
@@ -113,6 +124,17 @@ static int agree_vocab(worker *w, uint64_t mine, uint64_t *vocab)
     TRY("push sizes", loom_wait(w->n, ts));
     TRY("barrier", loom_barrier(w->n));
     TRY("pull sizes", loom_pull(t, &key, 1, &all));
+    TRY("pull the pair count", app_stats_read(&pairs, 0, &total_nnz));
+    /* With --skip-bad the skipped lines are pairs the header counts. */
+    if (corpus->format == LOOM_BOW_UCI && !w->c->data.skip_bad &&
+        total_nnz != (double)corpus->header_nnz) {
+        if (w->rank == 0)
+            fprintf(stderr,
+                    PROG ": %s:%zu: the header says NNZ = %" PRIu64
+                         " but the file has %.0f pairs\n",
+                    w->c->job.train_path, corpus->header_nnz_line, corpus->header_nnz, total_nnz);
+        return 1;
+    }
     *vocab = (uint64_t)all;
     return 0;
 }
@@ -320,7 +342,12 @@ static int evaluate(worker *w, int it)
                 "\"bytes_received\": %.0f, \"counts_consistent\": %s}\n",
                 it + 1, time_s, ll, tps, tokens, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED],
                 ok ? "true" : "false");
-        fflush(w->metrics);
+        /* Each line now, so that a full disk stops the run rather than its end. */
+        if (fflush(w->metrics) || ferror(w->metrics)) {
+            fprintf(stderr, PROG ": cannot write %s: %s\n", w->c->job.metrics_path,
+                    strerror(errno));
+            return 1;
+        }
     }
     w->train_s = 0;
     w->iters_since_eval = 0;
@@ -358,7 +385,7 @@ static int train_share(worker *w, const loom_corpus *corpus)
         return 1;
     }
     uint64_t mine = corpus->vocab > w->vocab.n ? corpus->vocab : w->vocab.n, vocab;
-    if (agree_vocab(w, mine, &vocab)) return 1;
+    if (agree_corpus(w, corpus, mine, &vocab)) return 1;
     if (vocab == 0) {
         fprintf(stderr, "loom train lda: %s has no words\n", c->job.train_path);
         return 1;
@@ -416,6 +443,12 @@ static int run_worker(loom_node *n, const lda_cli *c)
 {
     char err[1024];
     loom_corpus *corpus;
+    /* Under any launcher, before the data is read: outputs that cannot be
+     * written must not be found after the last epoch. */
+    if (loom_rank(n) == 0 && app_check_job_files(&c->job, err, sizeof err)) {
+        fprintf(stderr, PROG ": %s\n", err);
+        return 1;
+    }
     if (loom_bow_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &corpus, err,
                       sizeof err)) {
         fprintf(stderr, "loom train lda: %s\n", err);
@@ -427,7 +460,7 @@ static int run_worker(loom_node *n, const lda_cli *c)
     worker w = {.n = n, .c = c, .rank = loom_rank(n), .nworkers = loom_num_workers(n)};
     int rc = train_share(&w, corpus);
     if (w.metrics && fclose(w.metrics) && !rc) {
-        fprintf(stderr, "loom train lda: cannot write %s\n", c->job.metrics_path);
+        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
     free(w.words), free(w.keys), free(w.vals), free(w.tdelta), free(w.scratch);

@@ -12,6 +12,8 @@
  * truncated model is caught at load time rather than predicting nonsense. */
 #include "lr/lr.h"
 
+#include "common/files.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -24,6 +26,9 @@
 
 #define MODEL_MAGIC   "loom-lr"
 #define MODEL_VERSION 1
+/* The longest line: a header or "<id> <weight>" is under 100 bytes; the rest
+ * is room for numbers written by hand. */
+#define MODEL_LINE_MAX 1024
 
 /* -0.0 is stored too: "every weight that is not +0.0" keeps the round trip
  * exact down to the sign of zero. */
@@ -125,17 +130,22 @@ static int bad_line(struct reader *r, const char *fmt, ...)
 }
 
 /* Next line without its '\n' in r->line: 1 if read, 0 at end of file, -1 on
- * error (reported). */
+ * error (reported). Lines are bounded, so that /dev/zero or a large binary
+ * file fails on its first line instead of filling memory. */
 static int next_line(struct reader *r)
 {
     errno = 0;
-    ssize_t len = getline(&r->line, &r->cap, r->f);
-    if (len < 0) {
+    ssize_t len = app_getline(&r->line, &r->cap, MODEL_LINE_MAX, r->f);
+    if (len == APP_LINE_NO_MEMORY)
+        return app_error(r->err, r->errlen, "%s: out of memory", r->path);
+    if (len == -1) {
         if (ferror(r->f))
             return app_error(r->err, r->errlen, "%s: read error: %s", r->path, strerror(errno));
         return 0;
     }
     r->lineno++;
+    if (len == APP_LINE_TOO_LONG)
+        return bad_line(r, "line longer than %d bytes, not a Loom LR model", MODEL_LINE_MAX);
     /* A truncated file can end in a line that still parses ("0.12" of "0.1234"). */
     if (r->line[len - 1] != '\n')
         return bad_line(r, "line not ended by a newline (truncated file?)");

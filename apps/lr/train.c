@@ -37,6 +37,8 @@
 
 #include <loom/loom.h>
 
+#include "common/files.h"
+
 #include "lr/lr.h"
 
 #define STAT_FIELDS 8
@@ -398,10 +400,19 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
                 "\"nnz_weights\": %" PRIu64 ", \"examples_per_s\": %.1f, \"bytes_sent\": %.0f, "
                 "\"bytes_received\": %.0f}\n",
                 nnz, ex_per_s, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED]);
-        fflush(r->metrics);
     }
     int rc = 0;
-    if (epoch + 1 == c->train.epochs && c->job.model_path) {
+    /* Each line now, so that a full disk stops the run rather than its end. */
+    if (r->metrics && (fflush(r->metrics) || ferror(r->metrics))) {
+        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
+        rc = 1;
+    } else if (!isfinite(objective)) {
+        fprintf(stderr,
+                PROG ": the objective is %g after epoch %d: training diverged (try a smaller --lr "
+                     "or --l2)\n",
+                objective, epoch + 1);
+        rc = 1;
+    } else if (epoch + 1 == c->train.epochs && c->job.model_path) {
         char err[512];
         if (lr_model_save(&m, c->job.model_path, err, sizeof err)) {
             fprintf(stderr, "loom train lr: %s\n", err);
@@ -503,7 +514,14 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     const lr_train_opts *o = &c->train;
     uint64_t dim, max_rows;
     loom_table *w, *stats;
-    if (agree_sizes(n, d, &dim, &max_rows) || open_tables(n, c, dim, &w, &stats)) return 1;
+    if (agree_sizes(n, d, &dim, &max_rows)) return 1;
+    /* Every worker sees the same total, so all of them stop here. */
+    if (max_rows == 0) {
+        if (rank == 0)
+            fprintf(stderr, "loom train lr: %s: no training examples\n", c->job.train_path);
+        return 1;
+    }
+    if (open_tables(n, c, dim, &w, &stats)) return 1;
     shard s = {0};
     size_t *order = NULL;
     double *margin = NULL, *rows3 = NULL;
@@ -579,7 +597,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     }
 out:
     if (rep.metrics && fclose(rep.metrics) && !rc) {
-        fprintf(stderr, "loom train lr: cannot write %s\n", c->job.metrics_path);
+        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
     free(bb.keys), free(bb.w), free(bb.g);
@@ -593,6 +611,12 @@ static int run_worker(loom_node *n, const lr_cli *c)
 {
     char err[1024];
     loom_dataset *d, *test = NULL;
+    /* Under any launcher, before the data is read: outputs that cannot be
+     * written must not be found after the last epoch. */
+    if (loom_rank(n) == 0 && app_check_job_files(&c->job, err, sizeof err)) {
+        fprintf(stderr, PROG ": %s\n", err);
+        return 1;
+    }
     /* The model is dense over the features: larger ids are refused with their
      * line rather than sizing tables no machine holds. */
     loom_libsvm_opts train_opts = c->data;
@@ -607,10 +631,14 @@ static int run_worker(loom_node *n, const lr_cli *c)
         fprintf(stderr, "loom train lr: skipped %zu malformed line(s) in %s\n", d->skipped,
                 c->job.train_path);
     int rc = 0;
-    if (loom_rank(n) == 0 && c->job.test_path &&
-        loom_libsvm_read(c->job.test_path, 0, 1, &c->data, &test, err, sizeof err)) {
-        fprintf(stderr, "loom train lr: %s\n", err);
-        rc = 1;
+    if (loom_rank(n) == 0 && c->job.test_path) {
+        if (loom_libsvm_read(c->job.test_path, 0, 1, &c->data, &test, err, sizeof err)) {
+            fprintf(stderr, "loom train lr: %s\n", err);
+            rc = 1;
+        } else if (test->rows == 0) { /* accuracy and AUC of nothing are not 0 */
+            fprintf(stderr, "loom train lr: %s: no test examples\n", c->job.test_path);
+            rc = 1;
+        }
     }
     if (!rc) rc = train_share(n, c, d, test);
     loom_dataset_free(d);

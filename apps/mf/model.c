@@ -20,10 +20,12 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "common/files.h"
 #include "mf/mf.h"
 
 #define MODEL_MAGIC   "loom-mf"
 #define MODEL_VERSION 1
+#define HEADER_MAX    1024 /* bytes in the header line; %.17g numbers need under 200 */
 
 int mf_model_alloc(mf_model *m, uint32_t rank, size_t users, size_t items)
 {
@@ -135,13 +137,24 @@ typedef struct reader {
     unsigned long long lineno;
 } reader;
 
-/* Next line without its newline; 0, or -1 at the end of the file. */
-static int next_line(reader *r)
+/* Next line without its newline, at most max bytes long; 0, or -1 at the
+ * end of the file. A longer line, or no memory for it, is an error (-2, in
+ * err): lines are bounded, so that /dev/zero or a large binary file fails on
+ * its first line instead of filling memory. */
+static int next_line(reader *r, size_t max, char *err, size_t errlen)
 {
-    ssize_t len = getline(&r->line, &r->cap, r->f);
-    if (len < 0) return -1;
+    ssize_t len = app_getline(&r->line, &r->cap, max, r->f);
+    if (len == -1) return -1;
     r->lineno++;
-    if (len > 0 && r->line[len - 1] == '\n') r->line[len - 1] = '\0';
+    if (len == APP_LINE_NO_MEMORY || len == APP_LINE_TOO_LONG) {
+        if (len == APP_LINE_NO_MEMORY)
+            app_error(err, errlen, "%s: out of memory", r->path);
+        else
+            app_error(err, errlen, "%s:%llu: line longer than %zu bytes, not a loom-mf model",
+                      r->path, r->lineno, max);
+        return -2;
+    }
+    if (r->line[len - 1] == '\n') r->line[len - 1] = '\0';
     return 0;
 }
 
@@ -208,9 +221,11 @@ static int parse_row(reader *rd, char tag, int64_t *ids, double *v, size_t r, ui
 
 static int load(reader *rd, mf_model *m, char *err, size_t errlen)
 {
-    if (next_line(rd))
+    int got = next_line(rd, HEADER_MAX, err, errlen);
+    if (got == -1)
         return app_error(err, errlen, "%s:1: empty file, expected a \"" MODEL_MAGIC "\" header",
                          rd->path);
+    if (got) return -1;
     const char *s = rd->line;
     const char *magic = MODEL_MAGIC " 1 ";
     if (strncmp(s, magic, strlen(magic)))
@@ -232,9 +247,13 @@ static int load(reader *rd, mf_model *m, char *err, size_t errlen)
     if (mf_model_alloc(m, (uint32_t)rank, users, items))
         return app_error(err, errlen, "%s: out of memory", rd->path);
     m->mean = mean, m->min = min, m->max = max;
+    /* "u <id>" and rank + 1 numbers, each at most 24 bytes as %.17g writes
+     * them; room for more digits written by hand. */
+    size_t row_max = 32 + (rank + 1) * 32;
     for (size_t r = 0; r < users + items; r++) {
         int user = r < users;
-        if (next_line(rd))
+        if ((got = next_line(rd, row_max, err, errlen)) == -2) return -1;
+        if (got)
             return app_error(err, errlen, "%s:%llu: the file ends after %zu of %zu %s", rd->path,
                              rd->lineno + 1, user ? r : r - users, user ? users : items,
                              user ? "users" : "items");
@@ -242,7 +261,8 @@ static int load(reader *rd, mf_model *m, char *err, size_t errlen)
                  : parse_row(rd, 'i', m->item_id, m->item, r - users, m->rank, err, errlen))
             return -1;
     }
-    if (!next_line(rd))
+    if ((got = next_line(rd, row_max, err, errlen)) == -2) return -1;
+    if (!got)
         return app_error(err, errlen,
                          "%s:%llu: more lines than the header's %zu users and %zu items", rd->path,
                          rd->lineno, users, items);

@@ -43,6 +43,8 @@
 
 #include <loom/loom.h>
 
+#include "common/files.h"
+
 #include "mf/mf.h"
 
 enum { ST_TRAIN_SSE, ST_TRAIN_N, ST_TEST_SSE, ST_TEST_N, ST_UPDATES, ST_SENT, ST_RECEIVED, ST_N };
@@ -94,7 +96,7 @@ typedef struct worker {
 static int agree_summary(worker *w)
 {
     app_stats sum;
-    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 4, 1, &sum));
+    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 5, 1, &sum));
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
     o.width = 2;
@@ -107,7 +109,8 @@ static int agree_summary(worker *w)
     TRY("open the range table", loom_table_open(w->node, "mf.range", &o, &range));
     double s, lo, hi;
     mf_data_summary(&w->train, &s, &lo, &hi);
-    double mine[4] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1]};
+    double mine[5] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1],
+                      (double)w->test.n};
     TRY("push the mean", app_stats_add(&sum, 0, mine));
     if (w->train.n) {
         uint64_t key = 0;
@@ -117,7 +120,7 @@ static int agree_summary(worker *w)
         TRY("push the range", loom_wait(w->node, ts));
     }
     TRY("barrier", loom_barrier(w->node));
-    double all[4], ext[2];
+    double all[5], ext[2];
     TRY("pull the mean", app_stats_read(&sum, 0, all));
     const char *path[2] = {w->cli->job.train_path, w->cli->job.test_path};
     for (int f = 0; f < 2; f++)
@@ -128,6 +131,10 @@ static int agree_summary(worker *w)
     TRY("pull the range", loom_pull(range, &key, 1, ext));
     if (all[1] < 1) {
         fprintf(stderr, "loom train mf: %s: no training ratings\n", w->cli->job.train_path);
+        return 1;
+    }
+    if (w->cli->job.test_path && all[4] < 1) { /* an RMSE of nothing is not 0 */
+        fprintf(stderr, "loom train mf: %s: no test ratings\n", w->cli->job.test_path);
         return 1;
     }
     w->mean = all[0] / all[1];
@@ -308,7 +315,18 @@ static int report(worker *w, int epoch, double train_s)
                 epoch + 1, time_s, train_rmse, testval,
                 mf_epoch_lr(c->train.lr, c->train.lr_decay, epoch), ups, st[ST_SENT],
                 st[ST_RECEIVED]);
-        fflush(w->metrics);
+        /* Each line now, so that a full disk stops the run rather than its end. */
+        if (fflush(w->metrics) || ferror(w->metrics)) {
+            fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
+            return 1;
+        }
+    }
+    if (!isfinite(train_rmse)) {
+        fprintf(stderr,
+                PROG ": the train rmse is %g after epoch %d: training diverged (try a smaller --lr "
+                     "or a larger --reg)\n",
+                train_rmse, epoch + 1);
+        return 1;
     }
     return 0;
 }
@@ -401,6 +419,12 @@ static int run_worker(loom_node *n, const mf_cli *c)
 {
     char err[1024];
     loom_ratings *r = NULL, *test_file = NULL;
+    /* Under any launcher, before the data is read: outputs that cannot be
+     * written must not be found after the last epoch. */
+    if (loom_rank(n) == 0 && app_check_job_files(&c->job, err, sizeof err)) {
+        fprintf(stderr, PROG ": %s\n", err);
+        return 1;
+    }
     if (loom_ratings_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &r, err,
                           sizeof err)) {
         fprintf(stderr, "loom train mf: %s\n", err);
@@ -417,7 +441,7 @@ static int run_worker(loom_node *n, const mf_cli *c)
     w.start = app_now_s();
     if (!rc) rc = epochs(&w);
     if (w.metrics && fclose(w.metrics) && !rc) {
-        fprintf(stderr, "loom train mf: cannot write %s\n", c->job.metrics_path);
+        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
     mf_batch_free(&w.b);

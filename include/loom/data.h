@@ -126,7 +126,8 @@ int64_t loom_ratings_item_index(const loom_ratings *r, int64_t id);
  * of the share: LDA-C counts non-blank lines (blank lines are no documents;
  * with skip_bad a malformed line stays as an empty one); UCI numbers them by
  * id, ids the file skips being empty documents, up to D. UCI's NNZ is checked
- * when the file is read as one share. Details: docs/DATA.md. */
+ * when the file is read as one share; a share of several gives it (header_nnz)
+ * for the readers together to check the sum of their nnz. Details: docs/DATA.md. */
 typedef enum { LOOM_BOW_AUTO = 0, LOOM_BOW_LDAC, LOOM_BOW_UCI } loom_bow_format;
 
 typedef struct loom_corpus {
@@ -142,6 +143,8 @@ typedef struct loom_corpus {
     size_t skipped;         /* malformed lines skipped (only with skip_bad) */
     size_t first_line;      /* 1-based line number of this share's first line */
     uint64_t bytes;         /* bytes of the file this share covered */
+    uint64_t header_nnz;    /* UCI: NNZ, the header's count of pairs in the file; LDA-C: 0 */
+    size_t header_nnz_line; /* UCI: the line of NNZ; LDA-C: 0 */
 } loom_corpus;
 
 typedef struct loom_bow_opts {

@@ -847,6 +847,12 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     }
     if (!rc && cfg->role != LOOM_SCHEDULER) {
         rc = send_register(n);
+        /* The request waits in the DEALER's queue until the scheduler is up,
+         * so nodes may start before it (tests/mp/test_start_order.sh waits
+         * for this line). */
+        if (!rc)
+            log_info("asked the scheduler at %s to join; waiting up to %d ms for it",
+                     cfg->scheduler, cfg->connect_timeout_ms);
         pthread_mutex_lock(&n->mu);
         if (!rc)
             rc = wait_until(n, roster_ready, node_now_ms() + (uint64_t)cfg->connect_timeout_ms);

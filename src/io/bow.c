@@ -44,12 +44,11 @@ typedef struct reader {
     size_t cap_nnz;  /* capacity of c->word and c->count */
     size_t line;     /* absolute 1-based number of the line being parsed */
     /* UCI */
-    uint64_t D, W, NNZ;
-    size_t body;     /* where the "doc word count" lines start */
-    size_t nnz_line; /* the line of NNZ in the header */
-    uint64_t cur;    /* the last valid doc id seen (0: none) */
-    uint64_t pairs;  /* non-blank lines read */
-    int fatal;       /* the error cannot be skipped */
+    uint64_t D, W;  /* NNZ and its line are the corpus's header_nnz, header_nnz_line */
+    size_t body;    /* where the "doc word count" lines start */
+    uint64_t cur;   /* the last valid doc id seen (0: none) */
+    uint64_t pairs; /* non-blank lines read */
+    int fatal;      /* the error cannot be skipped */
     textfile_fault why;
     char *err;
     size_t errlen;
@@ -366,8 +365,8 @@ static int read_header(reader *rd)
     }
     rd->D = v[0];
     rd->W = v[1];
-    rd->NNZ = v[2];
-    rd->nnz_line = line[2];
+    rd->c->header_nnz = v[2];
+    rd->c->header_nnz_line = line[2];
     rd->body = textfile_next_line(f, at[2]);
     rd->c->vocab = rd->W;
     return 0;
@@ -478,11 +477,11 @@ static int read_share(void *ctx, const textfile *f, int shard, int nshards)
             textfile_set_err(rd->err, rd->errlen, "%s: out of memory", f->path);
             return LOOM_ENOMEM;
         }
-        if (nshards == 1 && !rd->o.skip_bad && rd->pairs != rd->NNZ) {
+        if (nshards == 1 && !rd->o.skip_bad && rd->pairs != c->header_nnz) {
             textfile_set_err(rd->err, rd->errlen,
                              "%s:%zu: the header says NNZ = %" PRIu64 " but the file has %" PRIu64
                              " pairs",
-                             f->path, rd->nnz_line, rd->NNZ, rd->pairs);
+                             f->path, c->header_nnz_line, c->header_nnz, rd->pairs);
             return LOOM_EINVAL;
         }
     }

@@ -29,7 +29,11 @@ expect_usage train "--format takes ldac or uci, not 'svm'" --train "$WORK/ok.dat
 expect_usage train "--test: lda has no held-out evaluation" --train "$WORK/ok.dat" --test "$WORK/ok.dat"
 expect_usage train "--consistency takes bsp, asp or ssp:S" --train "$WORK/ok.dat" --consistency soon
 expect_usage train "--iterations needs a value" --train "$WORK/ok.dat" --iterations
-expect_usage train "cannot read $WORK/missing.dat" --train "$WORK/missing.dat"
+expect_usage train "cannot read $WORK/missing.dat: No such file or directory" --train "$WORK/missing.dat"
+# Outputs that cannot be written are refused before training, not after it.
+expect_usage train "cannot write $WORK/none/m: No such file or directory" --train "$WORK/ok.dat" \
+    --model-out "$WORK/none/m"
+expect_usage train "cannot write $WORK: Is a directory" --train "$WORK/ok.dat" --metrics "$WORK"
 expect_usage gen "--out FILE is required" --docs 3
 expect_usage gen "--vocab-size must be at least --topics" --out "$WORK/x" --topics 10 --vocab-size 5
 expect_usage gen "unknown option '--bogus'" --out "$WORK/x" --bogus 1
@@ -45,10 +49,42 @@ grep -q "bad.dat:2: " "$WORK/out" || fail "no FILE:LINE error for the malformed 
 "$LOOM" train lda --train "$WORK/bad.dat" --workers 1 --servers 1 --topics 3 --iterations 2 \
     --skip-bad >"$WORK/out" 2>&1 || fail "--skip-bad did not get past the bad line"
 grep -q "skipped 1 malformed line" "$WORK/out" || fail "the skipped line was not reported"
+# A UCI corpus whose header's NNZ is not its number of pairs is refused the
+# same way whatever the number of workers (each reads a share of the pairs).
+"$LOOM" gen lda --out "$WORK/u.txt" --format uci --docs 40 --vocab-size 50 --topics 3 \
+    --doc-length 20 --seed 1 || fail "gen lda --format uci failed"
+pairs=$(sed -n 3p "$WORK/u.txt")
+for nnz in $((pairs + 1)) $((pairs - 1)); do
+    sed "3s/.*/$nnz/" "$WORK/u.txt" >"$WORK/nnz.txt"
+    for w in 1 2 3; do
+        "$LOOM" train lda --train "$WORK/nnz.txt" --workers $w --topics 3 --iterations 1 \
+            >"$WORK/out" 2>&1
+        rc=$?
+        ((rc == 1)) || fail "NNZ $nnz for $pairs pairs, $w workers: exited $rc, expected 1"
+        grep -qF "nnz.txt:3: the header says NNZ = $nnz but the file has $pairs pairs" "$WORK/out" ||
+            fail "NNZ $nnz for $pairs pairs, $w workers: no message"
+    done
+done
+
 # A --vocab file that cannot be read.
 "$LOOM" train lda --train "$WORK/ok.dat" --workers 1 --servers 1 --vocab "$WORK/none.txt" \
     >"$WORK/out" 2>&1 && fail "training with a missing --vocab file succeeded"
 grep -q "cannot read $WORK/none.txt" "$WORK/out" || fail "no message for the missing --vocab file"
+
+# A full disk under --metrics stops the run at its first line, and under
+# --model-out fails it (through a link, so that a removal takes only the link).
+if [[ -c /dev/full && -w /dev/full ]]; then
+    ln -s /dev/full "$WORK/full"
+    for case in "--metrics 1" "--model-out 3"; do
+        read -r out iterations <<<"$case"
+        "$LOOM" train lda --train "$WORK/ok.dat" --topics 2 --iterations 3 --top-words 0 \
+            "$out" "$WORK/full" >"$WORK/out" 2>&1 && fail "$out on a full disk succeeded"
+        grep -q "$WORK/full.*No space left on device" "$WORK/out" || fail "$out: no message"
+        [[ $(grep -c "iteration .* log-likelihood" "$WORK/out") == "$iterations" ]] ||
+            fail "$out on a full disk: not $iterations iteration(s) run"
+    done
+    [[ -L $WORK/full ]] || fail "the link to /dev/full was removed"
+fi
 
 # One worker under BSP equals the sequential reference, bit for bit; 100
 # topics make the table rows blocks of 50 (apps/lda/train.c).

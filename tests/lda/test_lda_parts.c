@@ -254,6 +254,19 @@ static void test_model_file(void **state)
         if (!strstr(err, broken[i].want))
             fail_msg("case %zu: '%s' lacks '%s'", i, err, broken[i].want);
     }
+    /* Lines are bounded by the topics: a word line of 3 topics padded far
+     * beyond what its pairs take (as /dev/zero or a binary file would be) is
+     * refused, not read whole. */
+    static const char header[] = "loom-lda 1 topics=3 vocab=5 alpha=0.1 beta=0.1 tokens=2\n1 ";
+    char padded[sizeof header + 4096];
+    memcpy(padded, header, sizeof header - 1);
+    memset(padded + sizeof header - 1, '0', 4000);
+    strcpy(padded + sizeof header - 1 + 4000, "1:2\n");
+    write_file(path, padded);
+    assert_int_not_equal(lda_model_load(path, &got, err, sizeof err), 0);
+    if (!strstr(err, ":2: line too long")) fail_msg("padded line: '%s'", err);
+    assert_int_not_equal(lda_model_load("/dev/zero", &got, err, sizeof err), 0);
+    if (!strstr(err, "/dev/zero:1: ")) fail_msg("/dev/zero: '%s'", err);
     snprintf(path, sizeof path, "%s/missing", dir);
     assert_int_not_equal(lda_model_load(path, &got, err, sizeof err), 0);
     assert_non_null(strstr(err, "cannot read"));
@@ -272,6 +285,19 @@ static void test_vocab_file(void **state)
     assert_string_equal(v.word[2], "");
     assert_string_equal(v.word[3], "cherry");
     lda_vocab_free(&v);
+
+    /* A word longer than LDA_WORD_MAX bytes (as /dev/zero would give) is refused. */
+    char *text = malloc(LDA_WORD_MAX + 16);
+    assert_non_null(text);
+    memcpy(text, "apple\n", 6);
+    memset(text + 6, 'x', LDA_WORD_MAX + 1);
+    strcpy(text + 6 + LDA_WORD_MAX + 1, "\n");
+    write_file(path, text);
+    free(text);
+    assert_int_not_equal(lda_vocab_load(path, &v, err, sizeof err), 0);
+    if (!strstr(err, ":2: a word longer than")) fail_msg("long word: '%s'", err);
+    assert_int_not_equal(lda_vocab_load("/dev/zero", &v, err, sizeof err), 0);
+    if (!strstr(err, "/dev/zero:1: a word longer than")) fail_msg("/dev/zero: '%s'", err);
 }
 
 /* Generated corpora: deterministic, well formed, words from one block per topic. */

@@ -134,6 +134,15 @@ run predict lr --model a.model --data a.svm --out -
 run predict lr --model a.model --data a.svm --one-based
 [[ $RC == 0 && $(awk '{print $4}' out) == "$accuracy" ]] || fail "--one-based changed the result"
 
+# Feature ids valid in LIBSVM but beyond any model (2^32 + 1, 2^63 + 1,
+# 2^64 - 1 read 1-based) count as weight 0, as every id beyond dim does.
+awk 'NR <= 100 { print $0, "4294967297:1 9223372036854775809:2 18446744073709551615:3" }' a.svm >huge.svm
+head -n 100 a.svm >plain.svm
+run predict lr --model a.model --data plain.svm
+cp out plain.out
+run predict lr --model a.model --data huge.svm
+[[ $RC == 0 && $(cat out) == $(cat plain.out) ]] || fail "huge feature ids changed the prediction"
+
 # predict errors.
 pbad() {
     local want_rc=$1 pattern=$2
@@ -150,6 +159,11 @@ pbad 2 "unknown option '--frobnicate'" lr --model a.model --data a.svm --frobnic
 pbad 2 "--one-based or --zero-based once" lr --model a.model --data a.svm --one-based --zero-based
 pbad 2 "unknown model 'svm'" svm
 pbad 1 "missing.model: cannot open" lr --model missing.model --data a.svm
+# A model file of zeros without a newline is refused on its first line, not
+# read whole (64 MiB from a pipe: a loader that regressed would read
+# /dev/zero itself until the machine runs out of memory).
+pbad 1 ":1: line longer than 1024 bytes, not a Loom LR model" \
+    lr --model <(head -c 67108864 /dev/zero) --data a.svm
 printf 'loom-lr 1 dim=10 nnz=1 bias=0\n12 0.5\n' >broken.model
 pbad 1 "broken.model:2: feature id 12 is not below dim=10" lr --model broken.model --data a.svm
 pbad 1 "missing.svm" lr --model a.model --data missing.svm

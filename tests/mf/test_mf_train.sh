@@ -91,7 +91,13 @@ errors)
     expect 2 "--rank takes a whole number from 1 to 1024, not '0'" \
         "$LOOM" train mf --train "$WORK/ok.tsv" --rank 0
     expect 2 "unknown flag '--bogus'" "$LOOM" train mf --train "$WORK/ok.tsv" --bogus 1
-    expect 2 "cannot read $WORK/missing.tsv" "$LOOM" train mf --train "$WORK/missing.tsv"
+    expect 2 "cannot read $WORK/missing.tsv: No such file or directory" \
+        "$LOOM" train mf --train "$WORK/missing.tsv"
+    # Outputs that cannot be written are refused before training, not after it.
+    expect 2 "cannot write $WORK/none/m: No such file or directory" \
+        "$LOOM" train mf --train "$WORK/ok.tsv" --model-out "$WORK/none/m"
+    expect 2 "cannot write $WORK: Is a directory" "$LOOM" train mf --train "$WORK/ok.tsv" \
+        --metrics "$WORK"
     # Malformed data stops the job with FILE:LINE and exit 1 ...
     printf '1\t1\t4\n1\t2\n2\t1\t5\n' >"$WORK/short.tsv"
     expect 1 "short.tsv:2:" "$LOOM" train mf --train "$WORK/short.tsv" --workers 1
@@ -100,6 +106,28 @@ errors)
     # ... unless asked to skip, which is reported.
     expect 0 "skipped 1 malformed line" \
         "$LOOM" train mf --train "$WORK/bad.tsv" --workers 1 --skip-bad --epochs 1
+    # A diverged run (--lr 10) fails at the first epoch whose rmse is not a
+    # number, with or without --model-out.
+    "$LOOM" train mf --train "$WORK/ok.tsv" --workers 2 --epochs 10 --lr 10 >"$WORK/out" 2>&1 &&
+        fail "a diverged run succeeded"
+    at=$(sed -n 's/.*the train rmse is [-a-z]* after epoch \([0-9]*\): training diverged.*/\1/p' \
+        "$WORK/out")
+    [[ -n $at && $(grep -c "epoch .* train rmse" "$WORK/out") == "$at" ]] ||
+        fail "no 'training diverged' message at the last epoch run"
+    # A full disk under --metrics stops the run at its first line, and under
+    # --model-out fails it (through a link, so that a removal takes only the link).
+    if [[ -c /dev/full && -w /dev/full ]]; then
+        ln -s /dev/full "$WORK/full"
+        for case in "--metrics 1" "--model-out 3"; do
+            read -r out epochs <<<"$case"
+            expect 1 "No space left on device" \
+                "$LOOM" train mf --train "$WORK/ok.tsv" --epochs 3 "$out" "$WORK/full"
+            grep -q "$WORK/full.*No space left on device" "$WORK/out" || fail "$out: no message"
+            [[ $(grep -c "epoch .* train rmse" "$WORK/out") == "$epochs" ]] ||
+                fail "$out on a full disk: not $epochs epoch(s) run"
+        done
+        [[ -L $WORK/full ]] || fail "the link to /dev/full was removed"
+    fi
     # predict and gen
     expect 2 "--model M is required" "$LOOM" predict mf --data "$WORK/ok.tsv"
     expect 2 "--format takes tsv, csv or space" \
@@ -107,6 +135,11 @@ errors)
     printf 'loom-mf 1 rank=1 users=1 items=0 mean=3 min=1 max=5\nu 1 0\n' >"$WORK/m"
     expect 1 "m:2: expected 2 numbers after the user id" \
         "$LOOM" predict mf --model "$WORK/m" --data "$WORK/ok.tsv"
+    # A model file of zeros without a newline is refused on its first line, not
+    # read whole (64 MiB from a pipe: a loader that regressed would read
+    # /dev/zero itself until the machine runs out of memory).
+    expect 1 ":1: line longer than 1024 bytes, not a loom-mf model" \
+        "$LOOM" predict mf --model <(head -c 67108864 /dev/zero) --data "$WORK/ok.tsv"
     expect 2 "ratings do not fit" "$LOOM" gen mf --out "$WORK/g" --users 2 --items 3 --ratings 3
     expect 2 "--out FILE is required" "$LOOM" gen mf --users 2
     [[ ! -e $WORK/g ]] || fail "gen mf left a file behind after a usage error"
@@ -122,6 +155,9 @@ errors)
     # A file without a single rating.
     printf 'userId,movieId,rating,timestamp\n' >"$WORK/empty.csv"
     expect 1 "empty.csv: no training ratings" "$LOOM" train mf --train "$WORK/empty.csv" --workers 2
+    # ... and a --test file without one: an RMSE of nothing is an error, not 0.
+    expect 1 "empty.csv: no test ratings" \
+        "$LOOM" train mf --train "$WORK/ok.tsv" --test "$WORK/empty.csv" --workers 2 --epochs 1
     ;;
 equiv_ml)
     need_ml

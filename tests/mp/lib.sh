@@ -53,3 +53,14 @@ wait_for_files() {
         sleep 0.05
     done
 }
+
+# wait_for_line FILE TEXT SECONDS PID: until FILE holds a line with TEXT (the
+# process PID has got that far), failing if PID exits first or after SECONDS.
+wait_for_line() {
+    local deadline=$(($(now_ms) + $3 * 1000))
+    until grep -qF -- "$2" "$1" 2>/dev/null; do
+        kill -0 "$4" 2>/dev/null || fail "process $4 exited before writing '$2' to $1"
+        (($(now_ms) > deadline)) && fail "no '$2' in $1 within $3 s"
+        sleep 0.05
+    done
+}

@@ -135,6 +135,19 @@ static void test_uci(void **state)
         check_doc(c, 4, 1, (uint32_t[]){5}, (uint32_t[]){1});
         check_doc(c, 5, 0, NULL, NULL);
         loom_corpus_free(c);
+        /* Every share gives the header's NNZ and its line, for the readers
+         * together to check the sum of their pairs against. */
+        for (int n = 1; n <= 4; n++) {
+            size_t sum = 0;
+            for (int s = 0; s < n; s++) {
+                loom_corpus *part = read_ok(path, s, n);
+                assert_int_equal(part->header_nnz, 6);
+                assert_int_equal(part->header_nnz_line, t ? 5 : 3);
+                sum += part->nnz;
+                loom_corpus_free(part);
+            }
+            assert_int_equal(sum, 6);
+        }
         free(path);
     }
 }
