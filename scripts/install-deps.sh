@@ -3,6 +3,8 @@
 # Safe to run again: it installs only what is missing. Run as root (or with sudo).
 set -eu
 
+# libzmq3-dev: Debian's libzmq has CURVE (job secrets, docs/SECURITY.md); CMake checks
+# zmq_has("curve") when configuring and stops with a message if a libzmq lacks it.
 # iptables and libnetfilter-queue-dev: the multi-host test's link impairment where
 # the kernel has no netem (tests/netns/netimpair.c).
 packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev"

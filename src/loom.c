@@ -87,6 +87,11 @@ int loom_init(loom_node **node, int *argc, char ***argv)
         return rc;
     }
     rc = loom_node_start(&cfg, node);
+    /* One line per job, from the scheduler: every process of a job has the
+     * same secret or none (a node that differs cannot even connect). */
+    if (!rc && !cfg.secret[0] && cfg.role == LOOM_SCHEDULER)
+        log_warn("this job runs without a secret: its traffic is neither encrypted nor "
+                 "authenticated (set LOOM_SECRET_FILE or --secret; see docs/SECURITY.md)");
     if (!rc) rc = publish_address(*node);
     if (!rc) rc = publish_rendezvous(*node, &plan);
     if (rc && *node) {

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *harness_secret;
+char harness_connect_to[256];
 void (*harness_on_scheduler)(loom_node *scheduler);
 void (*harness_on_server)(loom_node *server, int rank);
 
@@ -63,6 +65,7 @@ int harness_run(int servers, int workers, harness_worker_fn fn, void *arg, harne
     snprintf(base.scheduler, sizeof base.scheduler, "127.0.0.1:0");
     const char *verbose = getenv("LOOM_VERBOSE");
     if (verbose) base.verbose = verbose[0] - '0';
+    if (harness_secret) snprintf(base.secret, sizeof base.secret, "%s", harness_secret);
 
     loom_config sc = base;
     sc.role = LOOM_SCHEDULER;
@@ -73,8 +76,10 @@ int harness_run(int servers, int workers, harness_worker_fn fn, void *arg, harne
         fprintf(stderr, "harness: scheduler failed to start: %s\n", loom_strerror(rc));
         return rc;
     }
+    harness_connect_to[0] = '\0';
     if (harness_on_scheduler) harness_on_scheduler(sched);
-    snprintf(base.scheduler, sizeof base.scheduler, "%s", loom_node_address(sched));
+    snprintf(base.scheduler, sizeof base.scheduler, "%s",
+             harness_connect_to[0] ? harness_connect_to : loom_node_address(sched));
 
     pthread_t st, threads[2 * HARNESS_MAX_NODES];
     slot slots[2 * HARNESS_MAX_NODES];

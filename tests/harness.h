@@ -43,6 +43,13 @@ typedef struct harness_result {
 /* Run a job; returns 0 if every node ended cleanly and every worker returned 0. */
 int harness_run(int servers, int workers, harness_worker_fn fn, void *arg, harness_result *res);
 
+/* If set (before harness_run): every node's loom_config.secret, a job secret in Z85. */
+extern const char *harness_secret;
+
+/* If set by harness_on_scheduler: the "host:port" servers and workers connect to instead of
+ * the scheduler's own address (a proxy that relays to it). */
+extern char harness_connect_to[256];
+
 /* Called by harness_run with the scheduler's node before the others start. */
 extern void (*harness_on_scheduler)(loom_node *scheduler);
 

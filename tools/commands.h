@@ -3,29 +3,26 @@
  * A subcommand is a function called like main(): argv[0] is the subcommand's
  * name ("run"), argv[1..argc-1] its arguments, and it returns the process's
  * exit status (0 success, 1 failure, 2 usage error, or its own documented
- * codes). Its help text is printed by `loom help NAME` and by its own
- * -h/--help, so both always agree.
+ * codes). It prints its help for -h/--help; `loom help NAME` calls it so.
  *
- * To add a subcommand NAME: implement cmd_NAME() and cmd_NAME_help[] in
- * tools/NAME.c, declare them here, and add one line to the table in
- * tools/loom.c. */
+ * To add a subcommand NAME: implement cmd_NAME() in tools/NAME.c, declare it
+ * here, and add one line to the table in tools/loom.c. */
 #ifndef LOOM_TOOLS_COMMANDS_H
 #define LOOM_TOOLS_COMMANDS_H
 
 /* loom run: start a whole job (scheduler, servers, workers) on this machine. */
 int cmd_run(int argc, char **argv);
-extern const char cmd_run_help[];
 
 /* loom gen: write a synthetic data set (tools/gen.c). */
 int cmd_gen(int argc, char **argv);
-extern const char cmd_gen_help[];
 
 /* loom train: train a model with a whole job (tools/train.c). */
 int cmd_train(int argc, char **argv);
-extern const char cmd_train_help[];
 
 /* loom predict: apply a saved model to a data set (tools/predict.c). */
 int cmd_predict(int argc, char **argv);
-extern const char cmd_predict_help[];
+
+/* loom keygen: write a job secret (tools/keygen.c). */
+int cmd_keygen(int argc, char **argv);
 
 #endif

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 
 /* The defaults below are those of LR_GEN_OPTS_DEFAULT (apps/lr/lr.h). */
-const char cmd_gen_help[] =
+static const char cmd_gen_help[] =
     "Usage: loom gen MODEL [OPTIONS]\n"
     "\n"
     "Write a synthetic data set. MODEL is one of:\n"
@@ -119,7 +119,7 @@ static int parse_u64(const char *flag, const char *text, uint64_t min, uint64_t 
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
     if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno == ERANGE || v < min || v > max)
-        return usage_error("%s expects an integer from %llu to %llu, got '%s'", flag,
+        return usage_error("%s takes a whole number from %llu to %llu, not '%s'", flag,
                            (unsigned long long)min, (unsigned long long)max, text);
     *out = v;
     return 0;
@@ -132,7 +132,7 @@ static int parse_double(const char *flag, const char *text, double *out)
     /* strtod would also take blanks, "nan" and "inf"; an underflow to 0 is harmless. */
     int number_first = (text[0] >= '0' && text[0] <= '9') || text[0] == '.' || text[0] == '-';
     if (!number_first || *end != '\0' || !isfinite(v))
-        return usage_error("%s expects a number, got '%s'", flag, text);
+        return usage_error("%s takes a number, not '%s'", flag, text);
     *out = v;
     return 0;
 }
@@ -155,7 +155,7 @@ static int set_flag(struct gen_lr_args *a, const char *name, const char *value)
     uint64_t v = 0;
     int rc = 0;
     if (strcmp(name, "--out") == 0 || strcmp(name, "--planted-out") == 0) {
-        if (value[0] == '\0') return usage_error("%s expects a file name, got ''", name);
+        if (value[0] == '\0') return usage_error("%s needs a non-empty FILE", name);
         if (strcmp(name, "--out") == 0)
             a->out = value;
         else
@@ -170,11 +170,11 @@ static int set_flag(struct gen_lr_args *a, const char *name, const char *value)
         rc = parse_u64(name, value, 0, UINT64_MAX, &o->seed);
     } else if (strcmp(name, "--zipf") == 0) {
         if (!(rc = parse_double(name, value, &o->zipf)) && o->zipf < 0)
-            rc = usage_error("--zipf must be >= 0, got '%s'", value);
+            rc = usage_error("--zipf takes a number >= 0, not '%s'", value);
     } else { /* --density */
         if (!(rc = parse_double(name, value, &o->planted_density)) &&
             !(o->planted_density > 0 && o->planted_density <= 1))
-            rc = usage_error("--density must be above 0 and at most 1, got '%s'", value);
+            rc = usage_error("--density takes a number above 0 and at most 1, not '%s'", value);
     }
     return rc;
 }
@@ -196,7 +196,7 @@ static int parse_gen_lr(int argc, char **argv, struct gen_lr_args *a)
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         char name[32];
-        if (name_len >= sizeof name) return usage_error("unknown option '%s'", arg);
+        if (name_len >= sizeof name) return usage_error("unknown flag '%.*s'", (int)name_len, arg);
         memcpy(name, arg, name_len);
         name[name_len] = '\0';
 
@@ -207,7 +207,7 @@ static int parse_gen_lr(int argc, char **argv, struct gen_lr_args *a)
         }
         size_t f = 0;
         while (f < NUM_VALUE_FLAGS && strcmp(name, value_flags[f]) != 0) f++;
-        if (f == NUM_VALUE_FLAGS) return usage_error("unknown option '%s'", arg);
+        if (f == NUM_VALUE_FLAGS) return usage_error("unknown flag '%s'", name);
         if (seen[f]++) return usage_error("%s given twice", name);
         const char *value;
         if (eq)

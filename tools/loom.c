@@ -3,8 +3,10 @@
  * `loom SUBCOMMAND [ARGS...]` looks SUBCOMMAND up in one table and hands it
  * the rest of the command line. Each table row carries everything the
  * dispatcher needs to know about a subcommand (name, one-line summary,
- * function, help text), so adding one is one new row here plus its
- * declarations in commands.h. */
+ * function), so adding one is one new row here plus its declarations in
+ * commands.h. Every subcommand prints its own help for --help, and
+ * `loom help NAME [ARGS...]` is `loom NAME [ARGS...] --help`, so the two
+ * never differ. */
 #include "commands.h"
 
 #include "loom/loom.h"
@@ -15,9 +17,10 @@
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
-static const char cmd_help_help[] = "Usage: loom help [SUBCOMMAND]\n"
+static const char cmd_help_help[] = "Usage: loom help [SUBCOMMAND [ARGS...]]\n"
                                     "\n"
-                                    "List the subcommands, or show the help of one.\n";
+                                    "List the subcommands, or show the help of one: the same as\n"
+                                    "'loom SUBCOMMAND [ARGS...] --help' (loom help train lr).\n";
 
 static const char cmd_version_help[] = "Usage: loom version\n"
                                        "\n"
@@ -27,17 +30,16 @@ struct command {
     const char *name;
     const char *summary;
     int (*fn)(int argc, char **argv);
-    const char *help;
 };
 
 static const struct command commands[] = {
-    {"run", "start a job on this machine: a scheduler, servers and workers", cmd_run, cmd_run_help},
-    {"gen", "write a synthetic data set", cmd_gen, cmd_gen_help},
-    {"train", "train a model (lr) with a job on this machine or a cluster", cmd_train,
-     cmd_train_help},
-    {"predict", "apply a saved model to a data set", cmd_predict, cmd_predict_help},
-    {"help", "list the subcommands, or show the help of one", cmd_help, cmd_help_help},
-    {"version", "print the version of Loom", cmd_version, cmd_version_help},
+    {"run", "start a job on this machine: a scheduler, servers and workers", cmd_run},
+    {"gen", "write a synthetic data set", cmd_gen},
+    {"train", "train a model (lr, mf, lda) with a job on this machine or a cluster", cmd_train},
+    {"predict", "apply a saved model to a data set", cmd_predict},
+    {"keygen", "write a job secret that encrypts and authenticates a job", cmd_keygen},
+    {"help", "list the subcommands, or show the help of one", cmd_help},
+    {"version", "print the version of Loom", cmd_version},
 };
 
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
@@ -64,25 +66,37 @@ static int unknown_command(const char *name)
     return 2;
 }
 
+static int is_help_flag(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
 static int cmd_help(int argc, char **argv)
 {
     if (argc == 1) {
         print_usage(stdout);
         return 0;
     }
-    if (argc > 2) {
-        fprintf(stderr, "loom help: expected at most one SUBCOMMAND\n");
-        return 2;
+    if (is_help_flag(argv[1])) {
+        fputs(cmd_help_help, stdout);
+        return 0;
     }
     const struct command *cmd = find_command(argv[1]);
     if (!cmd) return unknown_command(argv[1]);
-    fputs(cmd->help, stdout);
-    return 0;
+    /* argv[1..argc) and "--help"; argv[argc] is NULL, so there is room. */
+    char *args[argc + 1];
+    for (int i = 1; i < argc; i++) args[i - 1] = argv[i];
+    args[argc - 1] = "--help";
+    args[argc] = NULL;
+    return cmd->fn(argc, args);
 }
 
 static int cmd_version(int argc, char **argv)
 {
-    (void)argv;
+    if (argc == 2 && is_help_flag(argv[1])) {
+        fputs(cmd_version_help, stdout);
+        return 0;
+    }
     if (argc > 1) {
         fprintf(stderr, "loom version: takes no arguments\n");
         return 2;

@@ -17,7 +17,7 @@
 
 #include <loom/data.h>
 
-const char cmd_predict_help[] =
+static const char cmd_predict_help[] =
     "Usage: loom predict MODEL [OPTIONS]\n"
     "\n"
     "Apply a saved model to a data set. MODEL is one of:\n"
@@ -136,7 +136,7 @@ static int parse_predict_lr(int argc, char **argv, struct predict_args *a)
         else if (name_len == 5 && strncmp(arg, "--out", 5) == 0)
             slot = &a->out;
         else if (strncmp(arg, "--", 2) == 0)
-            return usage_error("unknown option '%s'", arg);
+            return usage_error("unknown flag '%.*s'", (int)name_len, arg);
         else
             return usage_error("unexpected argument '%s'", arg);
         if (*slot) return usage_error("%.*s given twice", (int)name_len, arg);

@@ -16,8 +16,17 @@
  * Each child runs in its own process group, so a terminal's Ctrl-C reaches
  * the launcher alone and the launcher decides how the job ends: SIGTERM to
  * every group, 3 s grace, then SIGKILL. The loop ends only once every child
- * has been reaped, whatever made the job stop. */
+ * has been reaped, whatever made the job stop.
+ *
+ * The job's traffic is encrypted with a job secret (docs/SECURITY.md): the
+ * file of --secret or LOOM_SECRET_FILE, or else a throw-away one the launcher
+ * writes into a private temporary directory before the first child starts
+ * and removes once the last one is reaped (also when the job fails or the
+ * launcher is stopped by a signal it handles), so that other users of the
+ * machine cannot join or read a job by default. */
 #include "commands.h"
+
+#include "common/app.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,40 +49,104 @@
 
 /* Limits for the flags: generous for one machine, and small enough that
  * the two pipes kept per child stay far below the usual 1024-fd limit. */
-#define MAX_SERVERS        128
-#define MAX_WORKERS        128
-#define MAX_TIMEOUT_S      (366L * 24 * 3600)
-#define MAX_HEARTBEAT_MS   3600000L
-#define MAX_BIND_LEN       127 /* loom_config.bind_host holds 128 bytes */
-#define ADDRESS_TIMEOUT_MS 30000
-#define ADDRESS_EOF_MS     1000 /* see read_address() */
-#define GRACE_MS           3000
-#define LINE_BUF           4096 /* longer lines are split into pieces of this size */
-#define LABEL_MAX          32
+#define MAX_SERVERS      128
+#define MAX_WORKERS      128
+#define MAX_TIMEOUT_S    (366L * 24 * 3600)
+#define MAX_HEARTBEAT_MS 3600000L
+/* A node missing this many heartbeats in a row is dead: with fewer, one late
+ * heartbeat on a busy machine would kill a healthy node. The library keeps
+ * the same ratio when it picks the interval itself (src/core/config.c). */
+#define HEARTBEATS_PER_TIMEOUT 4
+#define MAX_BIND_LEN           127 /* loom_config.bind_host holds 128 bytes */
+#define ADDRESS_TIMEOUT_MS     30000
+#define ADDRESS_EOF_MS         1000 /* see read_address() */
+#define GRACE_MS               3000
+#define LINE_BUF               4096 /* longer lines are split into pieces of this size */
+#define LABEL_MAX              32
 
-const char cmd_run_help[] =
-    "Usage: loom run [OPTIONS] [--] PROGRAM [ARGS...]\n"
-    "\n"
-    "Start a Loom job on this machine: one scheduler, S servers and W workers, each\n"
-    "running PROGRAM with its role in LOOM_* environment variables. Their output is\n"
-    "shown line by line, prefixed with \"[scheduler] \", \"[server N] \" or \"[worker N] \".\n"
-    "\n"
-    "Options:\n"
-    "  --servers S             number of servers, 1 to 128 (default 1)\n"
-    "  --workers W             number of workers, 1 to 128 (default 2)\n"
-    "  --bind HOST             address every process binds to (LOOM_BIND; default 127.0.0.1)\n"
-    "  --interface NAME        bind the IPv4 address of network interface NAME instead\n"
-    "  --heartbeat-timeout MS  declare a silent process dead after MS milliseconds\n"
-    "                          (LOOM_HEARTBEAT_TIMEOUT_MS)\n"
-    "  --timeout SECONDS       stop the whole job after SECONDS; 0 = never (default 0)\n"
-    "  --on-failure stop|wait  when a process fails: stop the others at once (default),\n"
-    "                          or wait for them to notice and end on their own\n"
-    "  --verbose               lifecycle messages from Loom and the launcher (LOOM_VERBOSE=1)\n"
-    "  -h, --help              show this help\n"
-    "\n"
-    "Exit status: 0 if every process exited with status 0; 1 if any failed; 2 for\n"
-    "a usage error; 124 if --timeout expired; 128+N if the launcher got signal N\n"
-    "(130 for Ctrl-C). See docs/LAUNCHING.md.\n";
+/* The flags, in one table that is both what the parser accepts and what the
+ * help prints (apps/common/flags.c). */
+static const app_flag run_flags[] = {
+    {.name = "--servers",
+     .kind = APP_INT,
+     .arg = "S",
+     .min = 1,
+     .max = MAX_SERVERS,
+     .def = "1",
+     .help = "number of servers"},
+    {.name = "--workers",
+     .kind = APP_INT,
+     .arg = "W",
+     .min = 1,
+     .max = MAX_WORKERS,
+     .def = "2",
+     .help = "number of workers"},
+    {.name = "--bind",
+     .kind = APP_TEXT,
+     .arg = "HOST",
+     .def = "127.0.0.1",
+     .excludes = "--interface",
+     .help = "address every process binds to (LOOM_BIND)"},
+    {.name = "--interface",
+     .kind = APP_TEXT,
+     .arg = "NAME",
+     .help = "bind the IPv4 address of network interface NAME instead"},
+    {.name = "--heartbeat-timeout",
+     .kind = APP_INT,
+     .arg = "MS",
+     .min = 1,
+     .max = MAX_HEARTBEAT_MS,
+     .def = "5000",
+     .help = "declare a silent process dead after MS milliseconds\n"
+             "(LOOM_HEARTBEAT_TIMEOUT_MS); at least 4 heartbeat intervals\n"
+             "(LOOM_HEARTBEAT_MS): 2000 with the default interval of 500"},
+    {.name = "--timeout",
+     .kind = APP_INT,
+     .arg = "SECONDS",
+     .min = 0,
+     .max = MAX_TIMEOUT_S,
+     .def = "0",
+     .help = "stop the whole job after SECONDS; 0 = never"},
+    {.name = "--on-failure",
+     .kind = APP_CHOICE,
+     .arg = "stop|wait",
+     .def = "stop",
+     .help = "when a process fails: stop the others at once,\n"
+             "or wait for them to notice and end on their own"},
+    {.name = "--secret",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .excludes = "--insecure",
+     .help = "the job secret (loom keygen; LOOM_SECRET_FILE); default: a\n"
+             "throw-away secret made for this job and removed at its end"},
+    {.name = "--insecure",
+     .kind = APP_SWITCH,
+     .help = "no secret: traffic is neither encrypted nor authenticated"},
+    {.name = "--verbose",
+     .kind = APP_SWITCH,
+     .help = "lifecycle messages from Loom and the launcher (LOOM_VERBOSE=1)"},
+};
+#define NFLAGS (sizeof run_flags / sizeof run_flags[0])
+
+static void print_help(FILE *out)
+{
+    fputs(
+        "Usage: loom run [OPTIONS] [--] PROGRAM [ARGS...]\n"
+        "\n"
+        "Start a Loom job on this machine: one scheduler, S servers and W workers, each\n"
+        "running PROGRAM with its role in LOOM_* environment variables. Their output is\n"
+        "shown line by line, prefixed with \"[scheduler] \", \"[server N] \" or \"[worker N] \".\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        out);
+    app_flags_help(out, run_flags, NFLAGS);
+    fputs("  -h, --help              show this help\n"
+          "\n"
+          "Exit status: 0 if every process exited with status 0; 1 if any failed; 2 for\n"
+          "a usage error; 124 if --timeout expired; 128+N if the launcher got signal N\n"
+          "(130 for Ctrl-C). See docs/LAUNCHING.md.\n",
+          out);
+}
 
 enum on_failure { ON_FAILURE_STOP, ON_FAILURE_WAIT };
 
@@ -85,6 +159,8 @@ struct options {
     long timeout_s;            /* 0: no bound */
     enum on_failure on_failure;
     int verbose;
+    const char *secret; /* --secret FILE, else LOOM_SECRET_FILE; NULL: make a throw-away one */
+    int insecure;
     char **program; /* PROGRAM and its arguments, NULL-terminated */
 };
 
@@ -229,97 +305,73 @@ static const char *signal_name(int sig)
 
 /* --- options ------------------------------------------------------------ */
 
-static int parse_long(const char *flag, const char *text, long min, long max, long *out)
+/* The heartbeat interval the nodes will use: LOOM_HEARTBEAT_MS if it is a
+ * number (the library reports it otherwise), else the library's default. */
+static long heartbeat_interval_ms(void)
 {
+    loom_config cfg;
+    loom_config_default(&cfg);
+    const char *v = getenv("LOOM_HEARTBEAT_MS");
     char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    /* strtol would also skip leading blanks and accept a '+'. */
-    int digits_first = (text[0] >= '0' && text[0] <= '9') || text[0] == '-';
-    if (!digits_first || end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
-        return usage_error("%s expects an integer from %ld to %ld, got '%s'", flag, min, max, text);
-    *out = v;
-    return 0;
+    long ms = v ? strtol(v, &end, 10) : 0;
+    return v && *v && !*end && ms > 0 ? ms : cfg.heartbeat_interval_ms;
 }
 
 /* 0: options parsed; 2: usage error (reported); -1: help printed. */
 static int parse_options(int argc, char **argv, struct options *opt)
 {
     *opt = (struct options){.servers = 1, .workers = 2, .bind = "127.0.0.1"};
-    int i = 1, bind_given = 0;
-    for (; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--") == 0) {
-            i++;
-            break;
-        }
-        if (arg[0] != '-' || arg[1] == '\0') break; /* PROGRAM: the rest is its own */
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            fputs(cmd_run_help, stdout);
-            return -1;
-        }
-
-        /* "--name value" or "--name=value" */
-        char name[64];
-        const char *eq = strchr(arg, '=');
-        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (name_len >= sizeof name) return usage_error("unknown option '%s'", arg);
-        memcpy(name, arg, name_len);
-        name[name_len] = '\0';
-
-        if (strcmp(name, "--verbose") == 0) {
-            if (eq) return usage_error("%s takes no value", name);
-            opt->verbose = 1;
-            continue;
-        }
-        int known = strcmp(name, "--servers") == 0 || strcmp(name, "--workers") == 0 ||
-                    strcmp(name, "--bind") == 0 || strcmp(name, "--interface") == 0 ||
-                    strcmp(name, "--heartbeat-timeout") == 0 || strcmp(name, "--timeout") == 0 ||
-                    strcmp(name, "--on-failure") == 0;
-        if (!known) return usage_error("unknown option '%s'", arg);
-        const char *value;
-        if (eq) {
-            value = eq + 1;
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            return usage_error("%s needs a value", name);
-        }
-
-        int rc = 0;
-        if (strcmp(name, "--servers") == 0) {
-            rc = parse_long(name, value, 1, MAX_SERVERS, &opt->servers);
-        } else if (strcmp(name, "--workers") == 0) {
-            rc = parse_long(name, value, 1, MAX_WORKERS, &opt->workers);
-        } else if (strcmp(name, "--heartbeat-timeout") == 0) {
-            rc = parse_long(name, value, 2, MAX_HEARTBEAT_MS, &opt->heartbeat_timeout_ms);
-        } else if (strcmp(name, "--timeout") == 0) {
-            rc = parse_long(name, value, 0, MAX_TIMEOUT_S, &opt->timeout_s);
-        } else if (strcmp(name, "--bind") == 0) {
-            if (value[0] == '\0' || strlen(value) > MAX_BIND_LEN)
-                return usage_error("%s expects a host name or address, got '%s'", name, value);
-            bind_given = 1;
-            opt->bind = value;
-        } else if (strcmp(name, "--interface") == 0) {
-            if (loom_interface_address(value, opt->interface_addr, sizeof opt->interface_addr))
-                return usage_error("%s expects a network interface with an IPv4 address, got '%s'",
-                                   name, value);
-            opt->interface = value;
-        } else { /* --on-failure */
-            if (strcmp(value, "stop") == 0)
-                opt->on_failure = ON_FAILURE_STOP;
-            else if (strcmp(value, "wait") == 0)
-                opt->on_failure = ON_FAILURE_WAIT;
-            else
-                return usage_error("%s expects 'stop' or 'wait', got '%s'", name, value);
-        }
-        if (rc) return rc;
+    app_flag_value v[NFLAGS];
+    char err[512];
+    int program;
+    int rc = app_flags_parse(run_flags, NFLAGS, argc, argv, 1, v, &program, err, sizeof err);
+    if (rc == APP_FLAGS_HELP) {
+        print_help(stdout);
+        return -1;
     }
-    if (i >= argc) return usage_error("missing PROGRAM to run");
-    if (opt->interface && bind_given)
-        return usage_error("--bind and --interface exclude each other");
-    if (opt->interface) opt->bind = opt->interface_addr;
-    opt->program = argv + i;
+    if (rc) return usage_error("%s", err);
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(run_flags, NFLAGS, v, name))
+    if (GIVEN("--servers")) opt->servers = x->i;
+    if (GIVEN("--workers")) opt->workers = x->i;
+    if (GIVEN("--timeout")) opt->timeout_s = x->i;
+    if (GIVEN("--on-failure")) opt->on_failure = x->i ? ON_FAILURE_WAIT : ON_FAILURE_STOP;
+    opt->verbose = GIVEN("--verbose") != NULL;
+    if (GIVEN("--bind")) {
+        if (strlen(x->text) > MAX_BIND_LEN)
+            return usage_error("--bind takes a host name or address of at most %d characters",
+                               MAX_BIND_LEN);
+        opt->bind = x->text;
+    }
+    if (GIVEN("--interface")) {
+        if (loom_interface_address(x->text, opt->interface_addr, sizeof opt->interface_addr))
+            return usage_error("--interface takes a network interface with an IPv4 address, "
+                               "not '%s'",
+                               x->text);
+        opt->interface = x->text;
+        opt->bind = opt->interface_addr;
+    }
+    if (GIVEN("--heartbeat-timeout")) {
+        long interval = heartbeat_interval_ms();
+        if (x->i < HEARTBEATS_PER_TIMEOUT * interval)
+            return usage_error("--heartbeat-timeout %ld is too short: a process is declared "
+                               "dead after %d missed heartbeats, so the minimum is %ld ms "
+                               "with heartbeats every %ld ms (LOOM_HEARTBEAT_MS%s)",
+                               x->i, HEARTBEATS_PER_TIMEOUT, HEARTBEATS_PER_TIMEOUT * interval,
+                               interval, getenv("LOOM_HEARTBEAT_MS") ? "" : ", the default");
+        opt->heartbeat_timeout_ms = x->i;
+    }
+    if (GIVEN("--secret")) {
+        if (x->text[0] == '\0') return usage_error("--secret takes a file made by loom keygen");
+        opt->secret = x->text;
+    }
+    opt->insecure = GIVEN("--insecure") != NULL;
+    if (!opt->secret && !opt->insecure) {
+        const char *inherited = getenv("LOOM_SECRET_FILE");
+        if (inherited && inherited[0]) opt->secret = inherited;
+    }
+#undef GIVEN
+    opt->program = argv + program;
     return 0;
 }
 
@@ -831,6 +883,57 @@ static int ensure_std_fds(void)
     return 0;
 }
 
+/* --- the job secret ------------------------------------------------------ */
+
+/* The throw-away secret: a file in a directory of its own (mode 0700), so that
+ * nobody else can have placed or replaced anything there. */
+struct temp_secret {
+    char dir[PATH_MAX];
+    char file[PATH_MAX + 8]; /* dir + "/secret" */
+};
+
+static void remove_temp_secret(struct temp_secret *t)
+{
+    if (t->file[0]) unlink(t->file);
+    if (t->dir[0]) rmdir(t->dir);
+    t->file[0] = t->dir[0] = '\0';
+}
+
+/* Check the given secret, or make a throw-away one; export LOOM_SECRET_FILE.
+ * Returns 0, or the exit status after a message. */
+static int prepare_secret(const struct options *opt, struct temp_secret *t)
+{
+    char err[PATH_MAX + 256];
+    if (opt->insecure) return unsetenv("LOOM_SECRET_FILE") ? 1 : 0;
+    if (opt->secret) {
+        char key[LOOM_SECRET_LEN + 1];
+        int rc = loom_secret_load(opt->secret, key, err, sizeof err);
+        memset(key, 0, sizeof key);
+        if (rc) {
+            say("%s", err);
+            return 2;
+        }
+        return setenv("LOOM_SECRET_FILE", opt->secret, 1) ? 1 : 0;
+    }
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !tmp[0]) tmp = "/tmp";
+    if ((size_t)snprintf(t->dir, sizeof t->dir, "%s/loom-job.XXXXXX", tmp) >= sizeof t->dir ||
+        !mkdtemp(t->dir)) {
+        say("cannot make a directory for the job secret in %s: %s", tmp, strerror(errno));
+        t->dir[0] = '\0';
+        return 1;
+    }
+    snprintf(t->file, sizeof t->file, "%s/secret", t->dir);
+    if (loom_secret_generate(t->file, 0, err, sizeof err)) {
+        say("cannot make the job secret: %s", err);
+        t->file[0] = '\0';
+        remove_temp_secret(t);
+        return 1;
+    }
+    if (opt->verbose) say("job secret in %s (removed at the end of the job)", t->file);
+    return setenv("LOOM_SECRET_FILE", t->file, 1) ? 1 : 0;
+}
+
 static int set_common_env(const struct options *opt)
 {
     if (setenv_long("LOOM_NUM_SERVERS", opt->servers) < 0 ||
@@ -924,6 +1027,7 @@ int cmd_run(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
 
     struct job job = {.opt = &opt, .addr_fd = -1, .launcher_pid = getpid(), .named_dead = -1};
+    struct temp_secret temp_secret = {{0}, {0}};
     job.nchildren = 1 + (int)opt.servers + (int)opt.workers;
     job.children = calloc((size_t)job.nchildren, sizeof *job.children);
     job.pfds = calloc(2 + 2 * (size_t)job.nchildren, sizeof *job.pfds);
@@ -948,8 +1052,16 @@ int cmd_run(int argc, char **argv)
 
     sigprocmask(SIG_SETMASK, NULL, &job.orig_mask);
     int addr_pipe[2];
-    if (ensure_std_fds() < 0 || install_signal_handlers() < 0 || set_common_env(&opt) < 0 ||
-        make_pipe(addr_pipe) < 0) {
+    if (ensure_std_fds() < 0 || install_signal_handlers() < 0 || set_common_env(&opt) < 0) {
+        say("cannot set up: %s", strerror(errno));
+        rc = 1;
+        goto out;
+    }
+    /* After the signal handlers: a SIGINT from now on ends in the loop or at
+     * `out`, both of which remove the throw-away secret. */
+    rc = prepare_secret(&opt, &temp_secret);
+    if (rc) goto out;
+    if (make_pipe(addr_pipe) < 0) {
         say("cannot set up: %s", strerror(errno));
         rc = 1;
         goto out;
@@ -978,6 +1090,7 @@ int cmd_run(int argc, char **argv)
     rc = exit_status(&job, print_failures(&job));
 
 out:
+    remove_temp_secret(&temp_secret);
     free(job.children);
     free(job.pfds);
     free(job.pstreams);

@@ -10,9 +10,10 @@
  * LOOM_NUM_WORKERS for the library to map ranks with (and to check the job's
  * size against).
  *
- * --interface NAME belongs to this command, not to the model: it is taken
- * out of the arguments and becomes `loom run --interface NAME` for a local
- * job, LOOM_INTERFACE for a node. */
+ * --interface NAME and --secret FILE, job flags every model's table holds
+ * (apps/common), are for the launcher: `loom run --interface NAME --secret
+ * FILE` for a local job, LOOM_INTERFACE and LOOM_SECRET_FILE for a node. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@
  * which is all this file needs to know of it. */
 typedef struct trainer {
     const char *name, *summary;
-    const char *help;
+    void (*help)(FILE *out); /* every flag, from the model's flag table */
     size_t cli_size;
     int (*parse)(int argc, char **argv, void *cli, char *err, size_t errlen);
     int (*node)(const void *cli);
@@ -72,7 +73,8 @@ static const trainer trainers[] = {
 };
 #define NUM_TRAINERS (sizeof trainers / sizeof trainers[0])
 
-const char cmd_train_help[] = "usage: loom train MODEL [options]   (loom train MODEL --help)\n";
+static const char cmd_train_help[] =
+    "usage: loom train MODEL [options]   (loom train MODEL --help)\n";
 
 static void list_models(FILE *out)
 {
@@ -84,14 +86,27 @@ static void list_models(FILE *out)
 
 static const char cluster_help[] =
     "cluster (docs/CLUSTER.md):\n"
-    "  --interface NAME        network interface to bind and publish (LOOM_INTERFACE);\n"
-    "                          default: 127.0.0.1 on this machine, the route to the\n"
-    "                          scheduler under mpirun/srun\n"
     "  Under mpirun or srun (e.g. mpirun -np 6 loom train MODEL ... --servers 2), rank 0\n"
     "  is the scheduler, the next S ranks servers and the rest workers.\n";
 
-/* Run the job on this machine: `loom run -S -W -- <this binary> train MODEL ARGS`. */
-static int launch_locally(const app_job *j, const char *interface, int argc, char **argv)
+static void model_help(const trainer *t, FILE *out)
+{
+    t->help(out);
+    fputs(cluster_help, out);
+}
+
+/* Whether arg is flag `name` (as "NAME VALUE" or "NAME=VALUE"). */
+static int is_flag(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
+}
+
+/* Run the job on this machine: `loom run -S -W [--interface NAME] [--secret
+ * FILE] -- <this binary> train MODEL ARGS`, ARGS without those two: the
+ * launcher binds its address for every node (LOOM_BIND) and hands each the
+ * secret (LOOM_SECRET_FILE). */
+static int launch_locally(const app_job *j, int argc, char **argv)
 {
     char self[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -104,7 +119,7 @@ static int launch_locally(const app_job *j, const char *interface, int argc, cha
     snprintf(servers, sizeof servers, "%d", j->servers);
     snprintf(workers, sizeof workers, "%d", j->workers);
     /* argv here is {"train", MODEL, flags...}. */
-    char **run = calloc((size_t)argc + 10, sizeof *run);
+    char **run = calloc((size_t)argc + 12, sizeof *run);
     if (!run) return 1;
     int k = 0;
     run[k++] = "run";
@@ -112,13 +127,23 @@ static int launch_locally(const app_job *j, const char *interface, int argc, cha
     run[k++] = servers;
     run[k++] = "--workers";
     run[k++] = workers;
-    if (interface) {
+    if (j->interface) {
         run[k++] = "--interface";
-        run[k++] = (char *)interface;
+        run[k++] = (char *)j->interface;
+    }
+    if (j->secret) {
+        run[k++] = "--secret";
+        run[k++] = (char *)j->secret;
     }
     run[k++] = "--";
     run[k++] = self;
-    for (int i = 0; i < argc; i++) run[k++] = argv[i];
+    for (int i = 0; i < argc; i++) {
+        if (i >= 2 && (is_flag(argv[i], "--interface") || is_flag(argv[i], "--secret"))) {
+            i += !strchr(argv[i], '='); /* and its value */
+            continue;
+        }
+        run[k++] = argv[i];
+    }
     int rc = cmd_run(k, run);
     free(run);
     return rc;
@@ -126,16 +151,14 @@ static int launch_locally(const app_job *j, const char *interface, int argc, cha
 
 /* Under a launcher: a count given on the command line becomes the library's
  * variable, unless that already says something else. */
-static int export_count(const char *flag, const char *var, int value, int argc, char **argv)
+static int export_count(const char *model, const char *flag, const char *var, int given, int value)
 {
-    int given = 0;
-    for (int i = 2; i < argc; i++) given |= !strcmp(argv[i], flag);
     if (!given) return 0;
     char text[16];
     snprintf(text, sizeof text, "%d", value);
     const char *now = getenv(var);
     if (now && strcmp(now, text)) {
-        fprintf(stderr, "loom train %s: %s %d contradicts %s=%s\n", argv[1], flag, value, var, now);
+        fprintf(stderr, "loom train %s: %s %d contradicts %s=%s\n", model, flag, value, var, now);
         return 2;
     }
     return setenv(var, text, 1) ? 1 : 0;
@@ -143,45 +166,31 @@ static int export_count(const char *flag, const char *var, int value, int argc, 
 
 static int train_with(const trainer *t, int argc, char **argv)
 {
-    for (int i = 2; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(t->help, stdout);
-            fputs(cluster_help, stdout);
-            return 0;
-        }
-    /* Take --interface NAME out; the model's parser sees the rest. */
-    const char *interface = NULL;
-    int n = 0;
-    for (int i = 0; i < argc; i++) {
-        if (i < 2 || strcmp(argv[i], "--interface")) {
-            argv[n++] = argv[i];
-        } else if (i + 1 < argc && argv[i + 1][0]) {
-            interface = argv[++i];
-        } else {
-            fprintf(stderr, "loom train %s: --interface needs a network interface name\n", t->name);
-            return 2;
-        }
-    }
-    argc = n;
     char err[512];
     int rc = 0;
     void *cli = calloc(1, t->cli_size);
     if (!cli) return 1;
     const app_job *j = cli; /* every model's cli starts with its app_job */
-    if (t->parse(argc - 1, argv + 1, cli, err, sizeof err)) {
-        fprintf(stderr, "loom train %s: %s\n", t->name, err);
+    int parsed = t->parse(argc - 1, argv + 1, cli, err, sizeof err);
+    if (parsed == APP_FLAGS_HELP) {
+        model_help(t, stdout);
+    } else if (parsed) {
+        fprintf(stderr, "loom train %s: %s\nTry 'loom train %s --help'.\n", t->name, err, t->name);
         rc = 2;
     } else if (loom_launched()) {
-        rc = export_count("--servers", "LOOM_NUM_SERVERS", j->servers, argc, argv);
-        if (!rc) rc = export_count("--workers", "LOOM_NUM_WORKERS", j->workers, argc, argv);
-        if (!rc && interface && setenv("LOOM_INTERFACE", interface, 1)) rc = 1;
+        rc = export_count(t->name, "--servers", "LOOM_NUM_SERVERS", j->servers_given, j->servers);
+        if (!rc)
+            rc = export_count(t->name, "--workers", "LOOM_NUM_WORKERS", j->workers_given,
+                              j->workers);
+        if (!rc && j->interface && setenv("LOOM_INTERFACE", j->interface, 1)) rc = 1;
+        if (!rc && j->secret && setenv("LOOM_SECRET_FILE", j->secret, 1)) rc = 1;
         if (!rc) rc = t->node(cli);
     } else if (app_check_job_files(j, err, sizeof err)) {
         /* Before any process starts: a wrong --model-out must not wait for the last epoch. */
         fprintf(stderr, "loom train %s: %s\n", t->name, err);
         rc = 2;
     } else {
-        rc = launch_locally(j, interface, argc, argv);
+        rc = launch_locally(j, argc, argv);
     }
     free(cli);
     return rc;
@@ -189,9 +198,20 @@ static int train_with(const trainer *t, int argc, char **argv)
 
 int cmd_train(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        list_models(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        list_models(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        /* `loom help train`: every model's flags, from their tables. */
+        list_models(stdout);
+        for (size_t i = 0; i < NUM_TRAINERS; i++) {
+            fputs("\n", stdout);
+            trainers[i].help(stdout);
+        }
+        fputs("\n", stdout);
+        fputs(cluster_help, stdout);
+        return 0;
     }
     for (size_t i = 0; i < NUM_TRAINERS; i++)
         if (!strcmp(argv[1], trainers[i].name)) return train_with(&trainers[i], argc, argv);

@@ -9,24 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-const char app_job_help[] = "job:\n"
-                            "  --train FILE            training data; each worker reads its share\n"
-                            "  --test FILE             held-out data, evaluated after every epoch\n"
-                            "  --format NAME           input format (default: detect)\n"
-                            "  --workers W             default 2\n"
-                            "  --servers S             default 1\n"
-                            "  --consistency bsp|ssp:S|asp  staleness bound in clocks\n"
-                            "  --seed N                random seed (default 1)\n"
-                            "  --metrics FILE          JSON line per epoch\n"
-                            "  --model-out FILE        save the model\n"
-                            "  --quiet                 no progress lines\n";
-
-void app_job_init(app_job *j, int staleness)
-{
-    *j = (app_job){
-        .workers = 2, .servers = 1, .consistency = LOOM_SSP, .staleness = staleness, .seed = 1};
-}
-
 int app_usage(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
@@ -47,87 +29,59 @@ int app_error(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-int app_parse_int(const char *flag, const char *v, long lo, long hi, long *out, char *err,
-                  size_t errlen)
+/* "bsp", "asp" or "ssp:S" into a loom_consistency and staleness. */
+static int parse_consistency(const char *v, int *consistency, int *staleness, char *err,
+                             size_t errlen)
 {
+    const char *s = v + 4;
     char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi)
-        return app_usage(err, errlen, "%s takes a whole number from %ld to %ld, not '%s'", flag, lo,
-                         hi, v);
-    *out = x;
-    return 0;
-}
-
-int app_parse_num(const char *flag, const char *v, double lo, double hi, double *out, char *err,
-                  size_t errlen)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !(x >= lo && x <= hi))
-        return app_usage(err, errlen, "%s takes a number from %g to %g, not '%s'", flag, lo, hi, v);
-    *out = x;
-    return 0;
-}
-
-int app_parse_consistency(const char *flag, const char *v, int *consistency, int *staleness,
-                          char *err, size_t errlen)
-{
-    long n = 0;
+    long n = -1;
+    if (!strncmp(v, "ssp:", 4) && *s >= '0' && *s <= '9') {
+        errno = 0;
+        n = strtol(s, &end, 10);
+        if (errno || *end || n > 1000000) n = -1;
+    }
     if (!strcmp(v, "bsp")) {
         *consistency = LOOM_BSP;
         *staleness = 0;
     } else if (!strcmp(v, "asp")) {
         *consistency = LOOM_ASP;
-    } else if (!strncmp(v, "ssp:", 4)) {
-        if (app_parse_int(flag, v + 4, 0, 1000000, &n, err, errlen)) return 2;
+    } else if (n >= 0) {
         *consistency = LOOM_SSP;
         *staleness = (int)n;
     } else {
-        return app_usage(err, errlen, "%s takes bsp, asp or ssp:S (S a staleness >= 0), not '%s'",
-                         flag, v);
+        return app_usage(err, errlen,
+                         "--consistency takes bsp, asp or ssp:S (S a staleness from 0 to "
+                         "1000000), not '%s'",
+                         v);
     }
     return 0;
 }
 
-int app_job_flag(app_job *j, int argc, char **argv, int *i, char *err, size_t errlen)
+int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t n,
+                       const app_flag_value *values, char *err, size_t errlen)
 {
-    const char *f = argv[*i];
-    if (!strcmp(f, "--quiet")) {
-        j->quiet = 1;
-        return 0;
-    }
-    static const char *const valued[] = {"--train",   "--test",    "--format",
-                                         "--workers", "--servers", "--consistency",
-                                         "--seed",    "--metrics", "--model-out"};
-    size_t k = 0, nvalued = sizeof valued / sizeof valued[0];
-    while (k < nvalued && strcmp(f, valued[k])) k++;
-    if (k == nvalued) return APP_FLAG_NOT_MINE;
-    if (*i + 1 >= argc) return app_usage(err, errlen, "%s needs a value", f);
-    const char *v = argv[++*i];
-    long n = 0;
-    if (!strcmp(f, "--train")) {
-        j->train_path = v;
-    } else if (!strcmp(f, "--test")) {
-        j->test_path = v;
-    } else if (!strcmp(f, "--format")) {
-        j->format = v;
-    } else if (!strcmp(f, "--metrics")) {
-        j->metrics_path = v;
-    } else if (!strcmp(f, "--model-out")) {
-        j->model_path = v;
-    } else if (!strcmp(f, "--consistency")) {
-        return app_parse_consistency(f, v, &j->consistency, &j->staleness, err, errlen);
-    } else if (!strcmp(f, "--seed")) {
-        if (app_parse_int(f, v, 0, 2147483647L, &n, err, errlen)) return 2;
-        j->seed = (uint64_t)n;
-    } else {
-        if (app_parse_int(f, v, 1, 128, &n, err, errlen)) return 2;
-        *(strcmp(f, "--workers") ? &j->servers : &j->workers) = (int)n;
-    }
-    return 0;
+    *j = (app_job){
+        .workers = 2, .servers = 1, .consistency = LOOM_SSP, .staleness = staleness, .seed = 1};
+    const app_flag_value *v;
+#define TEXT(name, field)                                                                          \
+    if ((v = app_flag_get(flags, n, values, name))) j->field = v->text
+    TEXT("--train", train_path);
+    TEXT("--test", test_path);
+    TEXT("--format", format);
+    TEXT("--metrics", metrics_path);
+    TEXT("--model-out", model_path);
+    TEXT("--interface", interface);
+    TEXT("--secret", secret);
+#undef TEXT
+    if ((v = app_flag_get(flags, n, values, "--workers")))
+        j->workers = (int)v->i, j->workers_given = 1;
+    if ((v = app_flag_get(flags, n, values, "--servers")))
+        j->servers = (int)v->i, j->servers_given = 1;
+    if ((v = app_flag_get(flags, n, values, "--seed"))) j->seed = (uint64_t)v->i;
+    j->quiet = app_flag_get(flags, n, values, "--quiet") != NULL;
+    v = app_flag_get(flags, n, values, "--consistency");
+    return v ? parse_consistency(v->text, &j->consistency, &j->staleness, err, errlen) : 0;
 }
 
 static void max_updater(const loom_update *u, void *user)

@@ -1,9 +1,8 @@
 /* app: what every Loom application shares (apps/lr, apps/mf, apps/lda).
  *
- *   - the job flags every `loom train MODEL` takes, spelled alike everywhere:
- *     --train, --test, --workers, --servers, --consistency, --seed, --metrics,
- *     --model-out, --format, --quiet (app_job_flag);
- *   - number parsing for flags with messages that name the flag;
+ *   - the command-line parser of every `loom` subcommand, driven by a table
+ *     of flags that also prints the help (app_flags_*), and the job flags
+ *     every `loom train MODEL` takes, spelled alike everywhere (app_job);
  *   - a seeded random stream (splitmix64 seeding a xoshiro256** generator),
  *     identical on every machine, so runs and their sequential references
  *     can draw the same numbers;
@@ -23,37 +22,107 @@
 
 /* ---- flags ---- */
 
+/* One flag of a command. A command's flags are one table of these: the parser
+ * (app_flags_parse) reads the command line against it and the help
+ * (app_flags_help) is printed from it, so the two never disagree. Every
+ * flag is "--name value" or "--name=value" (a switch: "--name"), at most
+ * once. */
+typedef enum { APP_SWITCH, APP_INT, APP_NUM, APP_TEXT, APP_CHOICE } app_flag_kind;
+
+typedef struct app_flag {
+    const char *section; /* heading the help prints before this flag ("data:"), or NULL */
+    const char *name;    /* "--workers" */
+    app_flag_kind kind;
+    const char *arg;      /* the value in the help ("W"); APP_CHOICE: the choices, "sgd|dbpg" */
+    double min, max;      /* APP_INT, APP_NUM: the accepted range, both included */
+    const char *def;      /* the default, as the help shows it; NULL: none */
+    const char *help;     /* what it does ('\n' continues on the next line) */
+    const char *excludes; /* a flag that may not be given with this one, or NULL */
+} app_flag;
+
+/* What the command line said of one flag. */
+typedef struct app_flag_value {
+    const char *text; /* the value as given ("" for a switch); NULL: flag absent */
+    long i;           /* APP_INT: the number; APP_CHOICE: the index of the choice */
+    double x;         /* APP_NUM */
+} app_flag_value;
+
+#define APP_FLAGS_HELP (-1)
+
+/* Read argv[first..argc) against flags[0..n) into values[0..n). With program
+ * NULL every argument must be a flag; otherwise the first argument that is
+ * not a flag, or the one after "--", is PROGRAM: its index goes to *program
+ * and the rest is not read (loom run). Returns 0, APP_FLAGS_HELP for -h or
+ * --help, or 2 with a sentence naming the culprit in err: "unknown flag
+ * '--x'", "unexpected argument 'x'", "--x needs a value", "--x given twice",
+ * a value out of range, or two flags that exclude each other. */
+int app_flags_parse(const app_flag *flags, size_t n, int argc, char **argv, int first,
+                    app_flag_value *values, int *program, char *err, size_t errlen);
+/* The value of flag `name`, or NULL if it was not given. */
+const app_flag_value *app_flag_get(const app_flag *flags, size_t n, const app_flag_value *values,
+                                   const char *name);
+/* One line per flag (under its section's heading): name, value, what it
+ * does, its range and its default. */
+void app_flags_help(FILE *out, const app_flag *flags, size_t n);
+
+/* The job flags every `loom train MODEL` takes, read by app_job_from_flags.
+ * A model's table holds these rows and its own --train, --test, --format,
+ * --consistency and --seed (whose meaning differs between models). */
+#define APP_FLAGS_JOB                                                                              \
+    {.section = "job:",                                                                            \
+     .name = "--workers",                                                                          \
+     .kind = APP_INT,                                                                              \
+     .arg = "W",                                                                                   \
+     .min = 1,                                                                                     \
+     .max = 128,                                                                                   \
+     .def = "2",                                                                                   \
+     .help = "worker processes"},                                                                  \
+        {.name = "--servers",                                                                      \
+         .kind = APP_INT,                                                                          \
+         .arg = "S",                                                                               \
+         .min = 1,                                                                                 \
+         .max = 128,                                                                               \
+         .def = "1",                                                                               \
+         .help = "server processes"},                                                              \
+        {.name = "--interface",                                                                    \
+         .kind = APP_TEXT,                                                                         \
+         .arg = "NAME",                                                                            \
+         .help = "network interface to bind (LOOM_INTERFACE; docs/CLUSTER.md); default\n"          \
+                 "127.0.0.1 here, the route to the scheduler under mpirun/srun"},                  \
+    {                                                                                              \
+        .name = "--secret", .kind = APP_TEXT, .arg = "FILE",                                       \
+        .help = "job secret (loom keygen; LOOM_SECRET_FILE; docs/SECURITY.md); default:\n"         \
+                "a throw-away one on this machine, none under mpirun/srun"                         \
+    }
+#define APP_FLAGS_OUTPUT(metrics_help, model_help)                                                 \
+    {.section = "output:",                                                                         \
+     .name = "--metrics",                                                                          \
+     .kind = APP_TEXT,                                                                             \
+     .arg = "FILE",                                                                                \
+     .help = metrics_help},                                                                        \
+        {.name = "--model-out", .kind = APP_TEXT, .arg = "FILE", .help = model_help},              \
+    {                                                                                              \
+        .name = "--quiet", .kind = APP_SWITCH, .help = "no progress lines"                         \
+    }
+
 typedef struct app_job {
     const char *train_path, *test_path, *metrics_path, *model_path;
-    const char *format; /* --format NAME, checked by the application (NULL: detect) */
+    const char *format;    /* --format NAME, checked by the application (NULL: detect) */
+    const char *interface; /* --interface NAME (NULL: the launcher's choice) */
+    const char *secret;    /* --secret FILE (NULL: LOOM_SECRET_FILE or the launcher's choice) */
     int workers, servers;
-    int consistency; /* a loom_consistency */
-    int staleness;   /* SSP staleness in the application's clocks */
+    int workers_given, servers_given; /* given on the command line */
+    int consistency;                  /* a loom_consistency */
+    int staleness;                    /* SSP staleness in the application's clocks */
     uint64_t seed;
     int quiet;
 } app_job;
 
-/* Defaults: 2 workers, 1 server, SSP staleness `staleness`, seed 1. */
-void app_job_init(app_job *j, int staleness);
+/* The job flags' values into j, over the defaults: 2 workers, 1 server, SSP
+ * with staleness `staleness`, seed 1. 0, or 2 with a message in err. */
+int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t n,
+                       const app_flag_value *values, char *err, size_t errlen);
 
-#define APP_FLAG_NOT_MINE (-1)
-
-/* If argv[*i] is a job flag, consume it (and its value, advancing *i) and
- * return 0, or 2 with a sentence in err when its value is bad. Returns
- * APP_FLAG_NOT_MINE for any other flag, leaving *i alone. */
-int app_job_flag(app_job *j, int argc, char **argv, int *i, char *err, size_t errlen);
-
-/* The help lines of the job flags, for an application's help text. */
-extern const char app_job_help[];
-
-/* Parse a flag's number into *out; 2 with "FLAG takes ... not 'V'" in err. */
-int app_parse_int(const char *flag, const char *v, long lo, long hi, long *out, char *err,
-                  size_t errlen);
-int app_parse_num(const char *flag, const char *v, double lo, double hi, double *out, char *err,
-                  size_t errlen);
-/* "bsp", "asp" or "ssp:S" into a loom_consistency and staleness. */
-int app_parse_consistency(const char *flag, const char *v, int *consistency, int *staleness,
-                          char *err, size_t errlen);
 #if defined(__GNUC__)
 #define APP_PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
 #else

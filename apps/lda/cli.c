@@ -1,5 +1,6 @@
 /* cli: `loom gen lda`, the planted-corpus generator's command line (the
- * `loom gen` table in tools/gen.c hands it its arguments). */
+ * `loom gen` table in tools/gen.c hands it its arguments), read against the
+ * flag table below, which also prints its help (apps/common). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,29 +8,89 @@
 
 #include "lda/lda.h"
 
-const char lda_gen_help[] =
-    "loom gen lda --out FILE [OPTIONS]\n"
-    "\n"
-    "Writes a bag-of-words corpus drawn from a planted LDA model whose topics use\n"
-    "disjoint blocks of the vocabulary: a trained model's top words show whether it\n"
-    "found them. Word names (--vocab-out) are tTT_wWWWW: planted topic TT, word WWWW of\n"
-    "its block. The same options give the same file on every machine. See docs/LDA.md.\n"
-    "\n"
-    "Options:\n"
-    "  --out FILE          where to write the corpus; - for standard output (required)\n"
-    "  --docs D            number of documents (default 1000)\n"
-    "  --vocab-size V      number of words, at least --topics (default 2000)\n"
-    "  --topics K          planted topics (default 10)\n"
-    "  --doc-length L      mean tokens per document, uniform in [L/2, 3L/2] (default 100)\n"
-    "  --alpha A           Dirichlet prior of the documents' topic mixes (default 0.1)\n"
-    "  --beta B            Dirichlet prior of a topic's weights in its block (default 0.1)\n"
-    "  --seed S            random seed (default 1)\n"
-    "  --format ldac|uci   LDA-C lines (default) or UCI docword\n"
-    "  --vocab-out FILE    also write the word names, one per line (for --vocab)\n"
-    "  --quiet             accepted for symmetry (gen lda prints nothing on success)\n"
-    "  -h, --help          show this help\n"
-    "\n"
-    "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n";
+static const app_flag flags[] = {
+    {.name = "--out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "where to write the corpus; - for standard output (required)"},
+    {.name = "--docs",
+     .kind = APP_INT,
+     .arg = "D",
+     .min = 1,
+     .max = 1099511627776.0,
+     .def = "1000",
+     .help = "number of documents"},
+    {.name = "--vocab-size",
+     .kind = APP_INT,
+     .arg = "V",
+     .min = 1,
+     .max = 4294967296.0,
+     .def = "2000",
+     .help = "number of words, at least --topics"},
+    {.name = "--topics",
+     .kind = APP_INT,
+     .arg = "K",
+     .min = 1,
+     .max = LDA_MAX_TOPICS,
+     .def = "10",
+     .help = "planted topics"},
+    {.name = "--doc-length",
+     .kind = APP_INT,
+     .arg = "L",
+     .min = 1,
+     .max = 1000000,
+     .def = "100",
+     .help = "mean tokens per document, uniform in [L/2, 3L/2]"},
+    {.name = "--alpha",
+     .kind = APP_NUM,
+     .arg = "A",
+     .min = 1e-6,
+     .max = 1e6,
+     .def = "0.1",
+     .help = "Dirichlet prior of the documents' topic mixes"},
+    {.name = "--beta",
+     .kind = APP_NUM,
+     .arg = "B",
+     .min = 1e-6,
+     .max = 1e6,
+     .def = "0.1",
+     .help = "Dirichlet prior of a topic's weights in its block"},
+    {.name = "--seed",
+     .kind = APP_INT,
+     .arg = "S",
+     .min = 0,
+     .max = 2147483647,
+     .def = "1",
+     .help = "random seed"},
+    {.name = "--format",
+     .kind = APP_CHOICE,
+     .arg = "ldac|uci",
+     .def = "ldac",
+     .help = "LDA-C lines or UCI docword"},
+    {.name = "--vocab-out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "also write the word names, one per line (for --vocab)"},
+    {.name = "--quiet",
+     .kind = APP_SWITCH,
+     .help = "accepted for symmetry (gen lda prints nothing on success)"},
+};
+#define NFLAGS (sizeof flags / sizeof flags[0])
+
+static void help(FILE *out)
+{
+    fputs("usage: loom gen lda --out FILE [options]\n"
+          "\n"
+          "Writes a bag-of-words corpus drawn from a planted LDA model whose topics use\n"
+          "disjoint blocks of the vocabulary: a trained model's top words show whether it\n"
+          "found them. Word names (--vocab-out) are tTT_wWWWW: planted topic TT, word WWWW of\n"
+          "its block. The same options give the same file on every machine. See docs/LDA.md.\n"
+          "\n"
+          "options:\n",
+          out);
+    app_flags_help(out, flags, NFLAGS);
+    fputs("\nExit status: 0 on success, 1 if writing failed, 2 for a usage error.\n", out);
+}
 
 static int usage(const char *msg)
 {
@@ -59,58 +120,27 @@ static int write_vocab(const lda_gen_opts *o, const char *path)
 int lda_gen_main(int argc, char **argv)
 {
     lda_gen_opts o = LDA_GEN_OPTS_DEFAULT;
-    const char *out = NULL, *vocab_out = NULL;
     char err[256];
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
-            fputs(lda_gen_help, stdout);
-            return 0;
-        }
-        if (!strcmp(f, "--quiet")) continue;
-        if (i + 1 >= argc) {
-            snprintf(err, sizeof err, "%s needs a value", f);
-            return usage(strncmp(f, "--", 2) ? "unexpected argument" : err);
-        }
-        const char *v = argv[++i];
-        long n = 0;
-        double x = 0;
-        int rc = 0;
-        if (!strcmp(f, "--out")) {
-            out = v;
-        } else if (!strcmp(f, "--vocab-out")) {
-            vocab_out = v;
-        } else if (!strcmp(f, "--docs")) {
-            if (!(rc = app_parse_int(f, v, 1, 1L << 40, &n, err, sizeof err))) o.docs = (uint64_t)n;
-        } else if (!strcmp(f, "--vocab-size")) {
-            if (!(rc = app_parse_int(f, v, 1, 1L << 32, &n, err, sizeof err)))
-                o.vocab = (uint64_t)n;
-        } else if (!strcmp(f, "--topics")) {
-            if (!(rc = app_parse_int(f, v, 1, LDA_MAX_TOPICS, &n, err, sizeof err)))
-                o.topics = (uint32_t)n;
-        } else if (!strcmp(f, "--doc-length")) {
-            if (!(rc = app_parse_int(f, v, 1, 1000000, &n, err, sizeof err)))
-                o.doc_length = (uint32_t)n;
-        } else if (!strcmp(f, "--alpha")) {
-            if (!(rc = app_parse_num(f, v, 1e-6, 1e6, &x, err, sizeof err))) o.alpha = x;
-        } else if (!strcmp(f, "--beta")) {
-            if (!(rc = app_parse_num(f, v, 1e-6, 1e6, &x, err, sizeof err))) o.beta = x;
-        } else if (!strcmp(f, "--seed")) {
-            if (!(rc = app_parse_int(f, v, 0, 2147483647L, &n, err, sizeof err)))
-                o.seed = (uint64_t)n;
-        } else if (!strcmp(f, "--format")) {
-            if (!strcmp(v, "ldac"))
-                o.format = LOOM_BOW_LDAC;
-            else if (!strcmp(v, "uci"))
-                o.format = LOOM_BOW_UCI;
-            else
-                rc = app_usage(err, sizeof err, "--format takes ldac or uci, not '%s'", v);
-        } else {
-            snprintf(err, sizeof err, "unknown option '%s'", f);
-            rc = 2;
-        }
-        if (rc) return usage(err);
+    app_flag_value v[NFLAGS];
+    int parsed = app_flags_parse(flags, NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
+    if (parsed == APP_FLAGS_HELP) {
+        help(stdout);
+        return 0;
     }
+    if (parsed) return usage(err);
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(flags, NFLAGS, v, name))
+    const char *out = GIVEN("--out") ? x->text : NULL;
+    const char *vocab_out = GIVEN("--vocab-out") ? x->text : NULL;
+    if (GIVEN("--docs")) o.docs = (uint64_t)x->i;
+    if (GIVEN("--vocab-size")) o.vocab = (uint64_t)x->i;
+    if (GIVEN("--topics")) o.topics = (uint32_t)x->i;
+    if (GIVEN("--doc-length")) o.doc_length = (uint32_t)x->i;
+    if (GIVEN("--alpha")) o.alpha = x->x;
+    if (GIVEN("--beta")) o.beta = x->x;
+    if (GIVEN("--seed")) o.seed = (uint64_t)x->i;
+    if (GIVEN("--format")) o.format = x->i ? LOOM_BOW_UCI : LOOM_BOW_LDAC;
+#undef GIVEN
     if (!out || !out[0]) return usage("--out FILE is required (- for standard output)");
     if (o.vocab < o.topics) return usage("--vocab-size must be at least --topics");
     int to_stdout = !strcmp(out, "-");

@@ -202,7 +202,8 @@ typedef struct lda_cli {
 /* Parse `loom train lda` flags (argv[0] is the command name). Returns 0, or
  * 2 with a sentence naming the offending flag in err. */
 int lda_parse_flags(int argc, char **argv, lda_cli *cli, char *err, size_t errlen);
-extern const char lda_train_help[];
+/* Its help: every flag, with its range and default (from the parser's table). */
+void lda_train_help(FILE *out);
 
 /* The distributed trainer, run by every node of a Loom job. Returns the
  * process exit status. */
@@ -235,6 +236,5 @@ void lda_gen_word_name(const lda_gen_opts *o, uint64_t w, char *buf, size_t len)
 
 /* `loom gen lda ARGS` (argv[0] is "lda"); returns the exit status. */
 int lda_gen_main(int argc, char **argv);
-extern const char lda_gen_help[];
 
 #endif

@@ -1,8 +1,10 @@
 /* flags: the command line of `loom train lr`.
  *
  * Parsed twice: by the launching command, to refuse bad or contradictory
- * flags before any process starts, and by every node of the job. Every
- * rejection names the flag and says what it expects. */
+ * flags before any process starts, and by every node of the job. The table
+ * below is both what the parser accepts and what the help prints (apps/common
+ * parses); the checks across flags are here. Every rejection names the flag
+ * and says what it expects. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,43 +13,118 @@
 
 #include "lr/lr.h"
 
-const char lr_train_help[] =
-    "usage: loom train lr --train FILE [options]\n"
-    "\n"
-    "Train a sparse logistic-regression model on this machine (a scheduler, S servers\n"
-    "and W workers under the local launcher), or on a cluster when started by mpirun/srun.\n"
-    "\n"
-    "data:\n"
-    "  --train FILE            LIBSVM training data; each worker reads its share\n"
-    "  --test FILE             LIBSVM test data, evaluated after every epoch\n"
-    "  --format libsvm         the only format lr reads (accepted for symmetry)\n"
-    "  --zero-based | --one-based   feature ids (default: detect)\n"
-    "  --skip-bad              skip malformed lines (and report how many) instead of stopping\n"
-    "job:\n"
-    "  --workers W             default 2\n"
-    "  --servers S             default 1\n"
-    "algorithm:\n"
-    "  --algo sgd|dbpg         minibatch SGD (default) or delayed block proximal gradient\n"
-    "  --epochs N              passes over the data (default 10)\n"
-    "  --seed N                order of the rows (default 1)\n"
-    "  --lr X                  learning rate (sgd: 0.1; dbpg: step damping, 0.25)\n"
-    "  --l1 X, --l2 X          regularisation (l1: ftrl or dbpg only)\n"
-    "  sgd only:\n"
-    "  --updater sgd|adagrad|ftrl   server-side optimiser (default adagrad)\n"
-    "  --minibatch N           rows per minibatch per worker (default 100)\n"
-    "  --consistency bsp|ssp:S|asp  staleness bound in minibatches (default ssp:2)\n"
-    "  dbpg only:\n"
-    "  --blocks B              key blocks (default 8)\n"
-    "  --delay TAU             bounded delay between steps (default 2)\n"
-    "output:\n"
-    "  --metrics FILE          JSON line per epoch\n"
-    "  --model-out FILE        save the model (format: docs/LR.md)\n"
-    "  --quiet                 no progress lines\n";
+static const app_flag flags[] = {
+    {.section = "data:",
+     .name = "--train",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "LIBSVM training data (required); each worker reads its share"},
+    {.name = "--test",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "LIBSVM test data, evaluated after every epoch"},
+    {.name = "--format",
+     .kind = APP_CHOICE,
+     .arg = "libsvm",
+     .def = "libsvm",
+     .help = "the only format lr reads (accepted for symmetry)"},
+    {.name = "--zero-based",
+     .kind = APP_SWITCH,
+     .excludes = "--one-based",
+     .help = "feature ids start at 0 (default: 1, unless an id 0 appears)"},
+    {.name = "--one-based", .kind = APP_SWITCH, .help = "feature ids start at 1"},
+    {.name = "--skip-bad",
+     .kind = APP_SWITCH,
+     .help = "skip malformed lines (and report how many) instead of stopping"},
+    APP_FLAGS_JOB,
+    {.section = "algorithm:",
+     .name = "--algo",
+     .kind = APP_CHOICE,
+     .arg = "sgd|dbpg",
+     .def = "sgd",
+     .help = "minibatch SGD or delayed block proximal gradient"},
+    {.name = "--epochs",
+     .kind = APP_INT,
+     .arg = "N",
+     .min = 1,
+     .max = 100000,
+     .def = "10",
+     .help = "passes over the data"},
+    {.name = "--seed",
+     .kind = APP_INT,
+     .arg = "N",
+     .min = 0,
+     .max = 2147483647,
+     .def = "1",
+     .help = "order of the rows"},
+    {.name = "--lr",
+     .kind = APP_NUM,
+     .arg = "X",
+     .min = 1e-12,
+     .max = 1e6,
+     .def = "sgd 0.1, dbpg 0.25",
+     .help = "learning rate (dbpg: step damping)"},
+    {.name = "--l1",
+     .kind = APP_NUM,
+     .arg = "X",
+     .min = 0,
+     .max = 1e9,
+     .def = "0",
+     .help = "L1 regularisation (ftrl or dbpg only)"},
+    {.name = "--l2",
+     .kind = APP_NUM,
+     .arg = "X",
+     .min = 0,
+     .max = 1e9,
+     .def = "0",
+     .help = "L2 regularisation"},
+    {.section = "sgd only:",
+     .name = "--updater",
+     .kind = APP_CHOICE,
+     .arg = "sgd|adagrad|ftrl",
+     .def = "adagrad",
+     .help = "server-side optimiser"},
+    {.name = "--minibatch",
+     .kind = APP_INT,
+     .arg = "N",
+     .min = 1,
+     .max = 100000000,
+     .def = "100",
+     .help = "rows per minibatch per worker"},
+    {.name = "--consistency",
+     .kind = APP_TEXT,
+     .arg = "bsp|ssp:S|asp",
+     .def = "ssp:2",
+     .help = "staleness bound in minibatches"},
+    {.section = "dbpg only:",
+     .name = "--blocks",
+     .kind = APP_INT,
+     .arg = "B",
+     .min = 1,
+     .max = 1000000,
+     .def = "8",
+     .help = "key blocks"},
+    {.name = "--delay",
+     .kind = APP_INT,
+     .arg = "TAU",
+     .min = 0,
+     .max = 1000000,
+     .def = "2",
+     .help = "bounded delay between steps"},
+    APP_FLAGS_OUTPUT("JSON line per epoch", "save the model (format: docs/LR.md)"),
+};
+#define NFLAGS (sizeof flags / sizeof flags[0])
 
-static int bad(char *err, size_t errlen, const char *fmt, const char *flag, const char *value)
+void lr_train_help(FILE *out)
 {
-    snprintf(err, errlen, fmt, flag, value ? value : "");
-    return 2;
+    fputs("usage: loom train lr --train FILE [options]\n"
+          "\n"
+          "Train a sparse logistic-regression model on this machine (a scheduler, S servers\n"
+          "and W workers under the local launcher), or on a cluster when started by "
+          "mpirun/srun.\n"
+          "\n",
+          out);
+    app_flags_help(out, flags, NFLAGS);
 }
 
 int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
@@ -55,89 +132,48 @@ int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
     static const lr_train_opts defaults = LR_TRAIN_OPTS_DEFAULT;
     static const loom_libsvm_opts data_defaults = LOOM_LIBSVM_OPTS_DEFAULT;
     *c = (lr_cli){.train = defaults, .data = data_defaults};
-    app_job_init(&c->job, defaults.staleness);
-    int seen_lr = 0, seen_sgd_only = 0, seen_dbpg_only = 0, seen_l1 = 0;
-    const char *sgd_flag = NULL, *dbpg_flag = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        int rc = app_job_flag(&c->job, argc, argv, &i, err, errlen);
-        if (rc != APP_FLAG_NOT_MINE) {
-            if (rc) return rc;
-            if (!strcmp(f, "--consistency")) seen_sgd_only = 1, sgd_flag = f;
-            if (!strcmp(f, "--format") && strcmp(c->job.format, "libsvm"))
-                return bad(err, errlen, "%s: lr reads libsvm only, not '%s'", f, c->job.format);
-            continue;
-        }
-        rc = 0;
-        if (!strcmp(f, "--zero-based")) {
-            c->data.ids = LOOM_IDS_ZERO_BASED;
-            continue;
-        } else if (!strcmp(f, "--one-based")) {
-            c->data.ids = LOOM_IDS_ONE_BASED;
-            continue;
-        } else if (!strcmp(f, "--skip-bad")) {
-            c->data.skip_bad = 1;
-            continue;
-        }
-        if (i + 1 >= argc) return bad(err, errlen, "%s needs a value%s", f, NULL);
-        const char *v = argv[++i];
-        long n = 0;
-        double x = 0;
-        if (!strcmp(f, "--epochs")) {
-            if (!(rc = app_parse_int(f, v, 1, 100000, &n, err, errlen))) c->train.epochs = (int)n;
-        } else if (!strcmp(f, "--lr")) {
-            if (!(rc = app_parse_num(f, v, 1e-12, 1e6, &x, err, errlen))) c->train.lr = x;
-            seen_lr = 1;
-        } else if (!strcmp(f, "--l1")) {
-            if (!(rc = app_parse_num(f, v, 0, 1e9, &x, err, errlen))) c->train.l1 = x;
-            seen_l1 = !rc && x > 0;
-        } else if (!strcmp(f, "--l2")) {
-            if (!(rc = app_parse_num(f, v, 0, 1e9, &x, err, errlen))) c->train.l2 = x;
-        } else if (!strcmp(f, "--algo")) {
-            if (!strcmp(v, "sgd"))
-                c->train.algo = LR_ALGO_SGD;
-            else if (!strcmp(v, "dbpg"))
-                c->train.algo = LR_ALGO_DBPG;
-            else
-                return bad(err, errlen, "%s takes sgd or dbpg, not '%s'", f, v);
-        } else if (!strcmp(f, "--updater")) {
-            seen_sgd_only = 1, sgd_flag = f;
-            if (!strcmp(v, "sgd"))
-                c->train.updater = LR_UPD_SGD;
-            else if (!strcmp(v, "adagrad"))
-                c->train.updater = LR_UPD_ADAGRAD;
-            else if (!strcmp(v, "ftrl"))
-                c->train.updater = LR_UPD_FTRL;
-            else
-                return bad(err, errlen, "%s takes sgd, adagrad or ftrl, not '%s'", f, v);
-        } else if (!strcmp(f, "--minibatch")) {
-            seen_sgd_only = 1, sgd_flag = f;
-            if (!(rc = app_parse_int(f, v, 1, 100000000L, &n, err, errlen)))
-                c->train.minibatch = (uint32_t)n;
-        } else if (!strcmp(f, "--blocks")) {
-            seen_dbpg_only = 1, dbpg_flag = f;
-            if (!(rc = app_parse_int(f, v, 1, 1000000, &n, err, errlen))) c->train.blocks = (int)n;
-        } else if (!strcmp(f, "--delay")) {
-            seen_dbpg_only = 1, dbpg_flag = f;
-            if (!(rc = app_parse_int(f, v, 0, 1000000, &n, err, errlen))) c->train.delay = (int)n;
-        } else {
-            return bad(err, errlen, "unknown flag '%s' (see loom help train)%s", f, NULL);
-        }
-        if (rc) return rc;
-    }
+    app_flag_value v[NFLAGS];
+    int rc = app_flags_parse(flags, NFLAGS, argc, argv, 1, v, NULL, err, errlen);
+    if (rc) return rc;
+    if ((rc = app_job_from_flags(&c->job, defaults.staleness, flags, NFLAGS, v, err, errlen)))
+        return rc;
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(flags, NFLAGS, v, name))
+    if (GIVEN("--zero-based")) c->data.ids = LOOM_IDS_ZERO_BASED;
+    if (GIVEN("--one-based")) c->data.ids = LOOM_IDS_ONE_BASED;
+    if (GIVEN("--skip-bad")) c->data.skip_bad = 1;
+    if (GIVEN("--algo")) c->train.algo = x->i ? LR_ALGO_DBPG : LR_ALGO_SGD;
+    if (GIVEN("--epochs")) c->train.epochs = (int)x->i;
+    if (GIVEN("--l1")) c->train.l1 = x->x;
+    if (GIVEN("--l2")) c->train.l2 = x->x;
+    /* In the order of the choices above. */
+    static const lr_updater updaters[] = {LR_UPD_SGD, LR_UPD_ADAGRAD, LR_UPD_FTRL};
+    if (GIVEN("--updater")) c->train.updater = updaters[x->i];
+    if (GIVEN("--minibatch")) c->train.minibatch = (uint32_t)x->i;
+    if (GIVEN("--blocks")) c->train.blocks = (int)x->i;
+    if (GIVEN("--delay")) c->train.delay = (int)x->i;
+    if (GIVEN("--lr"))
+        c->train.lr = x->x;
+    else if (c->train.algo == LR_ALGO_DBPG)
+        /* Diagonal Newton steps on a block of correlated features overshoot;
+         * 0.25 keeps a9a-like one-hot data stable (docs/LR.md). */
+        c->train.lr = 0.25;
     c->train.consistency = c->job.consistency;
     c->train.staleness = c->job.staleness;
     c->train.seed = c->job.seed;
-    if (!c->job.train_path) return bad(err, errlen, "--train FILE is required%s%s", "", NULL);
-    if (c->train.algo == LR_ALGO_DBPG && seen_sgd_only)
-        return bad(err, errlen, "%s is for --algo sgd; dbpg uses --blocks and --delay%s", sgd_flag,
-                   NULL);
-    if (c->train.algo == LR_ALGO_SGD && seen_dbpg_only)
-        return bad(err, errlen, "%s is for --algo dbpg%s", dbpg_flag, NULL);
-    if (c->train.algo == LR_ALGO_SGD && seen_l1 && c->train.updater != LR_UPD_FTRL)
-        return bad(err, errlen, "--l1 needs --updater ftrl or --algo dbpg%s%s", "", NULL);
-    /* Diagonal Newton steps on a block of correlated features overshoot;
-     * 0.25 keeps a9a-like one-hot data stable (docs/LR.md). */
-    if (c->train.algo == LR_ALGO_DBPG && !seen_lr) c->train.lr = 0.25;
+    if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");
+
+    static const char *const sgd_only[] = {"--updater", "--minibatch", "--consistency"};
+    static const char *const dbpg_only[] = {"--blocks", "--delay"};
+    for (size_t k = 0; k < sizeof sgd_only / sizeof sgd_only[0]; k++)
+        if (c->train.algo == LR_ALGO_DBPG && GIVEN(sgd_only[k]))
+            return app_usage(err, errlen, "%s is for --algo sgd; dbpg uses --blocks and --delay",
+                             sgd_only[k]);
+    for (size_t k = 0; k < sizeof dbpg_only / sizeof dbpg_only[0]; k++)
+        if (c->train.algo == LR_ALGO_SGD && GIVEN(dbpg_only[k]))
+            return app_usage(err, errlen, "%s is for --algo dbpg", dbpg_only[k]);
+    if (c->train.algo == LR_ALGO_SGD && c->train.l1 > 0 && c->train.updater != LR_UPD_FTRL)
+        return app_usage(err, errlen, "--l1 needs --updater ftrl or --algo dbpg");
+#undef GIVEN
     return 0;
 }

@@ -136,7 +136,8 @@ typedef struct lr_cli {
  * 1 server, --algo sgd, --updater adagrad, --consistency ssp:2, --lr 0.1
  * (dbpg: 0.25), --minibatch 100, --epochs 10, --blocks 8, --delay 2, --seed 1. */
 int lr_parse_flags(int argc, char **argv, lr_cli *cli, char *err, size_t errlen);
-extern const char lr_train_help[];
+/* Its help: every flag, with its range and default (from the parser's table). */
+void lr_train_help(FILE *out);
 
 /* The distributed trainer, run by every node of a Loom job (the `loom train
  * lr` program under a launcher). Returns the process exit status. */

@@ -105,7 +105,7 @@ static int parse(flagset *fs, int argc, char **argv, const char *help)
         int f = 0;
         while (f < fs->n && !(name_len(fs->names[f]) == len && !strncmp(fs->names[f], arg, len)))
             f++;
-        if (f == fs->n) return usage(fs->cmd, "unknown option '%s'", arg);
+        if (f == fs->n) return usage(fs->cmd, "unknown flag '%.*s'", (int)len, arg);
         if (fs->values[f]) return usage(fs->cmd, "%.*s given twice", (int)len, arg);
         if (fs->names[f][strlen(fs->names[f]) - 1] == '!') {
             if (eq) return usage(fs->cmd, "%.*s takes no value", (int)len, arg);

@@ -202,7 +202,8 @@ typedef struct mf_cli {
 /* Parse `loom train mf` flags (argv[0] is the command name). 0, or 2 with a
  * sentence naming the flag in err. */
 int mf_parse_flags(int argc, char **argv, mf_cli *cli, char *err, size_t errlen);
-extern const char mf_train_help[];
+/* Its help: every flag, with its range and default (from the parser's table). */
+void mf_train_help(FILE *out);
 
 /* Called after every epoch of the sequential reference with the model so far. */
 typedef void (*mf_epoch_fn)(void *arg, int epoch, const mf_model *m);

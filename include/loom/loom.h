@@ -4,7 +4,8 @@
  * node.h     processes, roles, start-up, clock, barrier, timestamps
  * table.h    shared tables: open, pull, push, consistency
  * updater.h  server-side update rules, user updaters
- * delay.h    bounded-delay task ordering */
+ * delay.h    bounded-delay task ordering
+ * secret.h   the job secret that encrypts and authenticates traffic (CURVE) */
 #ifndef LOOM_LOOM_H
 #define LOOM_LOOM_H
 
@@ -13,6 +14,7 @@
 #include "table.h"
 #include "updater.h"
 #include "delay.h"
+#include "secret.h"
 
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1

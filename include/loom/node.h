@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "secret.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -54,6 +56,9 @@ typedef struct loom_config {
     int connect_timeout_ms;    /* how long to wait for the whole job to register */
     loom_failure_policy on_failure;
     int verbose; /* 0 quiet, 1 lifecycle messages, 2 debug */
+    /* The job's secret (loom_secret_load; secret.h): every socket then uses
+     * CURVE with the key pair derived from it. "": no encryption. */
+    char secret[LOOM_SECRET_LEN + 1];
 } loom_config;
 
 /* Defaults: heartbeat every 500 ms, declared dead after 5000 ms, rendezvous
@@ -62,8 +67,8 @@ void loom_config_default(loom_config *cfg);
 
 /* Fill cfg from LOOM_ROLE, LOOM_RANK, LOOM_SCHEDULER, LOOM_NUM_SERVERS,
  * LOOM_NUM_WORKERS, LOOM_BIND or LOOM_INTERFACE, LOOM_HEARTBEAT_MS,
- * LOOM_HEARTBEAT_TIMEOUT_MS, LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE
- * (docs/LAUNCHING.md).
+ * LOOM_HEARTBEAT_TIMEOUT_MS, LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE,
+ * LOOM_SECRET_FILE (read with loom_secret_load) (docs/LAUNCHING.md).
  *
  * Without LOOM_ROLE, a launcher must have started the process (see
  * loom_launched()): its rank decides the role (rank 0 the scheduler, the next
@@ -153,9 +158,10 @@ int loom_on_complete(loom_node *node, loom_ts ts, loom_callback fn, void *arg);
 typedef struct loom_stats {
     uint64_t bytes_sent, bytes_received;
     uint64_t messages_sent, messages_received;
-    uint64_t malformed_dropped; /* received messages that failed validation */
-    uint64_t pulls_from_cache;  /* rows served from the process cache */
-    uint64_t pulls_from_server; /* rows fetched from servers */
+    uint64_t malformed_dropped;   /* received messages that failed validation */
+    uint64_t connections_refused; /* peers without the job's secret refused in the handshake */
+    uint64_t pulls_from_cache;    /* rows served from the process cache */
+    uint64_t pulls_from_server;   /* rows fetched from servers */
 } loom_stats;
 void loom_node_stats(loom_node *node, loom_stats *out);
 

@@ -14,6 +14,7 @@
 #include "core/launchenv.h"
 #include "loom/error.h"
 #include "loom/node.h"
+#include "loom/secret.h"
 
 void loom_config_default(loom_config *cfg)
 {
@@ -109,6 +110,12 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
         rc ? rc
            : env_int("LOOM_CONNECT_TIMEOUT_MS", 1, 86400000, &cfg->connect_timeout_ms, err, errlen);
     rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
+    const char *secret_file = getenv("LOOM_SECRET_FILE");
+    if (!rc && secret_file) {
+        rc = loom_secret_load(secret_file, cfg->secret, err, errlen);
+        if (rc && err) /* name the variable, as for every other bad value */
+            snprintf(err + strlen(err), errlen - strlen(err), " (LOOM_SECRET_FILE)");
+    }
     char bind[sizeof cfg->bind_host];
     rc = rc ? rc : launch_explicit_bind(bind, sizeof bind, err, errlen);
     if (rc) return rc;

@@ -14,7 +14,8 @@
  * (msg_decode_header, then the sender: a DEALER connection is trusted to be
  * its peer; on a ROUTER the routing id must name a known node that matches
  * the header's sender) before its handler runs. Anything else is counted in
- * `malformed` and dropped.
+ * `malformed` and dropped. With a job secret, every socket uses CURVE
+ * (curve.c): a peer without the secret never gets that far.
  *
  * Liveness: nodes send HEARTBEAT to the scheduler, the scheduler to every
  * node, every heartbeat_interval_ms; any message counts as a sign of life.
@@ -144,6 +145,10 @@ static int connect_dealer(loom_node *n, uint32_t peer_id)
     if (!d) return LOOM_ETRANSPORT;
     char ep[NODE_ADDR_MAX + 8];
     snprintf(ep, sizeof ep, "tcp://%s", n->peers[peer_id].addr);
+    if (n->curve && curve_client(n->curve, d)) {
+        zmq_close(d);
+        return LOOM_ETRANSPORT;
+    }
     if (zmq_setsockopt(d, ZMQ_ROUTING_ID, n->my_rid, n->my_rid_len) || zmq_connect(d, ep)) {
         log_error("cannot connect to %s: %s", ep, zmq_strerror(zmq_errno()));
         zmq_close(d);
@@ -703,6 +708,7 @@ static int bind_router(loom_node *n)
      * HANDOVER: a restarted node may reclaim its routing id. */
     zmq_setsockopt(n->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(n->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    if (n->curve && curve_server(n->curve, n->router)) return LOOM_ETRANSPORT;
     char ep[NODE_ADDR_MAX + 16];
     if (n->cfg.role == LOOM_SCHEDULER) {
         const char *colon = strrchr(n->cfg.scheduler, ':');
@@ -827,7 +833,8 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
         n->my_rid_len = 8;
     }
     node_set_core_handlers(n);
-    rc = bind_router(n);
+    if (cfg->secret[0]) rc = curve_start(n->zctx, cfg->secret, n->tag, &n->curve);
+    if (!rc) rc = bind_router(n);
     if (!rc && attach) rc = attach(n);
     if (!rc) rc = open_outbox(n);
     if (!rc && cfg->role == LOOM_SCHEDULER) {
@@ -997,6 +1004,7 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .messages_sent = atomic_load(&n->messages_sent),
         .messages_received = atomic_load(&n->messages_received),
         .malformed_dropped = atomic_load(&n->malformed),
+        .connections_refused = curve_refused(n->curve),
         .pulls_from_cache = atomic_load(&n->pulls_from_cache),
         .pulls_from_server = atomic_load(&n->pulls_from_server),
     };
@@ -1072,6 +1080,14 @@ void node_destroy(loom_node *n)
     n->out_closed = 1;
     pthread_mutex_unlock(&n->out_mu);
     if (n->zctx) zmq_ctx_term(n->zctx);
+    /* The totals below name this node also when another thread than its
+     * starter releases it (loom_serve() in a thread of its own). */
+    log_set_tag(n->tag);
+    uint64_t refused = curve_refused(n->curve);
+    curve_stop(n->curve);
+    if (refused)
+        log_warn("refused %" PRIu64 " connection(s) from peers without the job's secret in all",
+                 refused);
     /* Work that can no longer complete fails now, so that every completion
      * callback runs once and frees what it holds (found by fuzz_handlers). */
     tracker_fail_all(&n->ts, LOOM_ESHUTDOWN);

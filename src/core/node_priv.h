@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/curve.h"
 #include "core/node_impl.h"
 #include "core/tracker.h"
 
@@ -57,6 +58,7 @@ struct loom_node {
     char tag[48];    /* "worker 3", for log lines */
 
     void *zctx;
+    curve *curve; /* CURVE of every socket; NULL without a job secret */
     void *router;
     char address[NODE_ADDR_MAX]; /* "host:port" of our ROUTER */
     uint8_t my_rid[NODE_RID_MAX];

@@ -29,7 +29,7 @@ bad "--heartbeat-timeout" --heartbeat-timeout 0 bash "$NODE" env
 bad "--on-failure" --on-failure maybe bash "$NODE" env
 bad "--bind" --bind "" bash "$NODE" env
 bad "--verbose" --verbose=1 bash "$NODE" env
-bad "unknown option '--frobnicate'" --frobnicate bash "$NODE" env
+bad "unknown flag '--frobnicate'" --frobnicate bash "$NODE" env
 
 # The subcommand dispatcher.
 run_loom frobnicate
@@ -46,7 +46,7 @@ expect_rc 0
 expect_grep "$WORK/out" "--on-failure stop\|wait"
 
 # Control: the same flags, valid, in both spellings, with options after PROGRAM left to it.
-run_loom run --servers=1 --workers 1 --timeout=30 --heartbeat-timeout 1000 --on-failure=wait \
+run_loom run --servers=1 --workers 1 --timeout=30 --heartbeat-timeout 2000 --on-failure=wait \
     --bind 127.0.0.1 -- bash "$NODE" env --workers 0
 expect_rc 0
 expect_line "$WORK/out" "[worker 0] address_fd=unset args=env --workers 0"

@@ -8,14 +8,14 @@ source "$(dirname "$0")/lib.sh"
 out=$WORK/out
 export FAKE_PORT=$((20000 + RANDOM % 40000))
 export LOOM_TEST_INHERITED=yes
-run_loom run --servers 2 --workers 3 --heartbeat-timeout 777 --verbose -- bash "$NODE" env a1 "two words"
+run_loom run --servers 2 --workers 3 --heartbeat-timeout 7777 --verbose -- bash "$NODE" env a1 "two words"
 expect_rc 0
 
 count() { grep -cE -- "$1" "$out"; }
 [[ $(count '^\[scheduler\] role=') == 1 ]] || fail "expected 1 scheduler"
 [[ $(count '^\[server [0-9]+\] role=') == 2 ]] || fail "expected 2 servers"
 [[ $(count '^\[worker [0-9]+\] role=') == 3 ]] || fail "expected 3 workers"
-[[ $(count '\] extra=777,1,yes$') == 6 ]] || fail "flags or inherited LOOM_* not seen by all 6"
+[[ $(count '\] extra=7777,1,yes$') == 6 ]] || fail "flags or inherited LOOM_* not seen by all 6"
 [[ $(count '\] address_fd=.* args=env a1 two words$') == 6 ]] || fail "PROGRAM's arguments not passed to all 6"
 
 expect_line "$out" "[scheduler] role=scheduler rank=0 servers=2 workers=3 scheduler=127.0.0.1:0 bind=127.0.0.1"

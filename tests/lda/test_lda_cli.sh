@@ -36,7 +36,7 @@ expect_usage train "cannot write $WORK/none/m: No such file or directory" --trai
 expect_usage train "cannot write $WORK: Is a directory" --train "$WORK/ok.dat" --metrics "$WORK"
 expect_usage gen "--out FILE is required" --docs 3
 expect_usage gen "--vocab-size must be at least --topics" --out "$WORK/x" --topics 10 --vocab-size 5
-expect_usage gen "unknown option '--bogus'" --out "$WORK/x" --bogus 1
+expect_usage gen "unknown flag '--bogus'" --out "$WORK/x" --bogus 1
 expect_usage gen "--format takes ldac or uci" --out "$WORK/x" --format svm
 
 # Malformed corpora: the job stops with FILE:LINE and status 1 ...

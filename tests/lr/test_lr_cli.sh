@@ -80,7 +80,7 @@ bad "--density" --density 1.5
 bad "--density" --density nan
 bad "--quiet takes no value" --quiet=1
 bad "--planted-out" --planted-out ""
-bad "unknown option '--frobnicate'" --frobnicate
+bad "unknown flag '--frobnicate'" --frobnicate
 bad "unexpected argument 'extra'" extra
 run gen lr --rows 10
 [[ $RC == 2 ]] && grep -qF -- "--out FILE is required" err || fail "missing --out accepted"
@@ -155,7 +155,7 @@ pbad 2 "--model M is required" lr --data a.svm
 pbad 2 "--data FILE is required" lr --model a.model
 pbad 2 "--data needs a value" lr --model a.model --data
 pbad 2 "--model given twice" lr --model a.model --model a.model --data a.svm
-pbad 2 "unknown option '--frobnicate'" lr --model a.model --data a.svm --frobnicate
+pbad 2 "unknown flag '--frobnicate'" lr --model a.model --data a.svm --frobnicate
 pbad 2 "--one-based or --zero-based once" lr --model a.model --data a.svm --one-based --zero-based
 pbad 2 "unknown model 'svm'" svm
 pbad 1 "missing.model: cannot open" lr --model missing.model --data a.svm

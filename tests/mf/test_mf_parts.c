@@ -442,7 +442,8 @@ static void test_flags(void **state)
         const char *args[6], *expect;
     } bad[] = {
         {{"--rank", "8"}, "--train FILE is required"},
-        {{"--train", "x", "--test", "y", "--test-fraction", "0.1"}, "not both"},
+        {{"--train", "x", "--test", "y", "--test-fraction", "0.1"},
+         "--test and --test-fraction exclude each other"},
         {{"--train", "x", "--format", "json"}, "--format takes tsv, csv or space"},
         {{"--train", "x", "--rank", "0"}, "--rank takes a whole number"},
         {{"--train", "x", "--test-fraction", "1"}, "above 0 and below 1"},

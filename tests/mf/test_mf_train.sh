@@ -84,7 +84,7 @@ errors)
     }
     printf '1\t1\t4\n1\t2\t3.5\n2\t1\t5\n2\t2\t1\n' >"$WORK/ok.tsv"
     expect 2 "--train FILE is required" "$LOOM" train mf --rank 4
-    expect 2 "give --test FILE or --test-fraction P, not both" \
+    expect 2 "--test and --test-fraction exclude each other" \
         "$LOOM" train mf --train "$WORK/ok.tsv" --test "$WORK/ok.tsv" --test-fraction 0.1
     expect 2 "--format takes tsv, csv or space, not 'json'" \
         "$LOOM" train mf --train "$WORK/ok.tsv" --format json
