@@ -7,8 +7,9 @@
  * Input: records of a variable byte (index into vars[] below, modulo its size), a length
  * byte and that many bytes of value (the value ends at its first NUL, as a C string does).
  * The pseudo-variable RENDEZVOUS_FILE is the content of the scheduler's address file,
- * written where the process will look for it. Every variable that config.c and
- * launchenv.c read is cleared before each input, so inputs do not leak into each other.
+ * written where the process will look for it; SECRET_FILE the content of the job's
+ * secret, in a scratch file (mode 0600) that LOOM_SECRET_FILE names. Every variable that config.c
+ * and launchenv.c read is cleared before each input, so inputs do not leak into each other.
  *
  * What stays out of the fuzzer's hands, so that an input cannot touch the machine or wait
  * on the network: TMPDIR is a scratch directory (the private rendezvous directory is made
@@ -21,7 +22,7 @@
  *     never a silent failure;
  *   - a configuration they accept is one node_start() accepts: a known role, a rank in
  *     range for it, job sizes in range, a heartbeat timeout above the interval, and a
- *     scheduler address "host:port";
+ *     scheduler address "host:port"; with a secret file, it holds the whole key;
  *   - launch_first_host() of every value either fails or gives a non-empty host name
  *     that fits; launch_derived_port() is in [20000, 29999]. */
 #include <errno.h>
@@ -36,8 +37,10 @@
 #include "core/launchenv.h"
 #include "fuzz_driver.h"
 #include "loom/error.h"
+#include "loom/secret.h"
 
 #define RENDEZVOUS_FILE "(rendezvous file)"
+#define SECRET_FILE     "(secret file)"
 
 /* Every variable config.c and launchenv.c read, and the rendezvous file. */
 static const char *const vars[] = {"LOOM_ROLE",
@@ -78,11 +81,12 @@ static const char *const vars[] = {"LOOM_ROLE",
                                    "SLURM_STEP_NUM_NODES",
                                    "SLURMD_NODENAME",
                                    "SLURM_CLUSTER_NAME",
-                                   RENDEZVOUS_FILE};
+                                   RENDEZVOUS_FILE,
+                                   SECRET_FILE};
 #define NVARS (sizeof vars / sizeof *vars)
 
 static struct {
-    unsigned long inputs, configured, detected, rendezvous_read, first_hosts;
+    unsigned long inputs, configured, detected, rendezvous_read, first_hosts, secrets;
 } stats;
 
 static char scratch[1024];
@@ -121,7 +125,8 @@ static void check_config(const loom_config *c)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     setup();
-    for (size_t i = 0; i + 1 < NVARS; i++) unsetenv(vars[i]);
+    for (size_t i = 0; i + 2 < NVARS; i++) unsetenv(vars[i]);
+    unsetenv("LOOM_SECRET_FILE");
     setenv("TMPDIR", scratch, 1);
     setenv("LOOM_BIND", "127.0.0.1", 1);
     char file[256] = "";
@@ -138,6 +143,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!strcmp(name, RENDEZVOUS_FILE)) {
             memcpy(file, value, len + 1);
             have_file = 1;
+            continue;
+        }
+        if (!strcmp(name, SECRET_FILE)) {
+            char path[sizeof scratch + 16];
+            snprintf(path, sizeof path, "%s/secret", scratch);
+            FILE *fp = fopen(path, "w");
+            FUZZ_CHECK(fp != NULL && chmod(path, 0600) == 0);
+            fwrite(data + pos - len, 1, len, fp); /* NUL bytes included */
+            FUZZ_CHECK(fclose(fp) == 0);
+            setenv("LOOM_SECRET_FILE", path, 1);
             continue;
         }
         if (!strcmp(name, "LOOM_CONNECT_TIMEOUT_MS")) {
@@ -198,6 +213,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!rc) {
         check_config(&cfg);
         stats.configured++;
+        if (getenv("LOOM_SECRET_FILE")) {
+            FUZZ_CHECK(strlen(cfg.secret) == LOOM_SECRET_LEN);
+            stats.secrets++;
+        }
         if (path[0] && cfg.role != LOOM_SCHEDULER) stats.rendezvous_read++;
     }
     if (path[0]) unlink(path);
@@ -309,6 +328,17 @@ static void make_seeds(void)
     in_var(in, "PMIX_NAMESPACE", "prterun-host-1234@1");
     in_var(in, "LOOM_SCHEDULER", "10.1.2.3:6000");
 
+    /* A job secret (Z85, as loom keygen writes it), and one a character short. */
+    in = seed_new("secret");
+    in_var(in, "LOOM_ROLE", "server");
+    in_var(in, "LOOM_RANK", "0");
+    in_var(in, "LOOM_SCHEDULER", "127.0.0.1:7000");
+    in_var(in, SECRET_FILE, "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7\n");
+    in = seed_new("secret_short");
+    in_var(in, "LOOM_ROLE", "worker");
+    in_var(in, "LOOM_SCHEDULER", "127.0.0.1:7000");
+    in_var(in, SECRET_FILE, "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf");
+
     /* Values out of range and malformed. */
     in = seed_new("bad_values");
     in_var(in, "LOOM_ROLE", "server");
@@ -361,13 +391,15 @@ static void mutate(input *in)
 static void check_seeds(void)
 {
     FUZZ_CHECK(stats.configured >= 5 && stats.detected >= 5);
-    FUZZ_CHECK(stats.rendezvous_read >= 1 && stats.first_hosts >= 2);
+    FUZZ_CHECK(stats.rendezvous_read >= 1 && stats.first_hosts >= 2 && stats.secrets >= 1);
 }
 
 static void report(void)
 {
-    printf("%lu configured, %lu launchers detected, %lu rendezvous files read, %lu first hosts\n",
-           stats.configured, stats.detected, stats.rendezvous_read, stats.first_hosts);
+    printf("%lu configured, %lu launchers detected, %lu rendezvous files read, %lu first hosts, "
+           "%lu secrets\n",
+           stats.configured, stats.detected, stats.rendezvous_read, stats.first_hosts,
+           stats.secrets);
 }
 
 int main(int argc, char **argv)
@@ -388,6 +420,8 @@ int main(int argc, char **argv)
     char dir[sizeof scratch + 32];
     snprintf(dir, sizeof dir, "%s/loom-%ld", scratch, (long)getuid());
     rmdir(dir);
+    snprintf(dir, sizeof dir, "%s/secret", scratch);
+    unlink(dir);
     rmdir(scratch);
     return rc;
 }
