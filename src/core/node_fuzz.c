@@ -55,10 +55,14 @@ static int seam_send(void *ctx, loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq
     q->m.dest = dest;
     memcpy(q->m.hdr, zmq_msg_data(hdr), MSG_HEADER_SIZE);
     zmq_msg_close(hdr);
+    /* The bytes are copied, as the wire would: a frame sent in place stays the
+     * sender's memory, valid only until the answer (a repeated or delayed
+     * delivery must not read it after that). */
     q->m.nframes = nparts;
     for (size_t i = 0; i < nparts; i++) {
-        zmq_msg_init(&q->m.frames[i]);
-        zmq_msg_move(&q->m.frames[i], &parts[i]);
+        size_t len = zmq_msg_size(&parts[i]);
+        zmq_msg_init_size(&q->m.frames[i], len);
+        if (len) memcpy(zmq_msg_data(&q->m.frames[i]), zmq_msg_data(&parts[i]), len);
         zmq_msg_close(&parts[i]);
     }
     if (j->tail)
