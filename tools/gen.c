@@ -5,12 +5,13 @@
  * ...) is one function and one row there, plus its part of the help text. */
 #include "commands.h"
 
+#include "common/app.h"
+
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,37 +19,92 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* The defaults below are those of LR_GEN_OPTS_DEFAULT (apps/lr/lr.h). */
-static const char cmd_gen_help[] =
-    "Usage: loom gen MODEL [OPTIONS]\n"
-    "\n"
-    "Write a synthetic data set. MODEL is one of:\n"
-    "  lr   sparse binary classification rows from a planted logistic regression model\n"
-    "  mf   MovieLens-like ratings from a planted biased low-rank model (loom gen mf --help)\n"
-    "\n"
-    "loom gen lr --out FILE [OPTIONS]\n"
-    "\n"
-    "Writes LIBSVM rows (\"+1 3:1 17:1 ...\", feature ids 1-based and ascending, every\n"
-    "value 1). Feature popularity follows a power law, as in click logs, and the labels\n"
-    "come from a planted sparse model, so the data is learnable. The same options give\n"
-    "the same file on every machine. See docs/LR.md.\n"
-    "\n"
-    "Options:\n"
-    "  --out FILE          where to write the rows; - for standard output (required)\n"
-    "  --rows N            number of rows (default 100000)\n"
-    "  --features F        number of features, ids 1 to F (default 100000)\n"
-    "  --nnz K             distinct features in every row, 1 to F (default 30)\n"
-    "  --seed S            random seed, 0 to 18446744073709551615 (default 1)\n"
-    "  --zipf A            power-law exponent of feature popularity, >= 0; 0 makes all\n"
-    "                      features equally common (default 1.1)\n"
-    "  --density P         fraction of the features with a non-zero planted weight,\n"
-    "                      above 0 and at most 1 (default 0.1)\n"
-    "  --planted-out FILE  also save the planted model (the model file of `loom predict\n"
-    "                      lr`): the best any model can do on this data, for tests\n"
-    "  --quiet             no progress messages on standard error\n"
-    "  -h, --help          show this help\n"
-    "\n"
-    "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n";
+/* gen lr's flags: the parser reads the command line against this table and
+ * the help is printed from it. The defaults are those of LR_GEN_OPTS_DEFAULT
+ * (apps/lr/lr.h). */
+static const app_flag gen_lr_flags[] = {
+    {.name = "--out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "where to write the rows; - for standard output (required)"},
+    {.name = "--rows",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = UINT64_MAX,
+     .def = "100000",
+     .help = "number of rows"},
+    {.name = "--features",
+     .kind = APP_INT,
+     .arg = "F",
+     .lo = 1,
+     .hi = UINT64_MAX,
+     .def = "100000",
+     .help = "number of features, ids 1 to F"},
+    {.name = "--nnz",
+     .kind = APP_INT,
+     .arg = "K",
+     .lo = 1,
+     .hi = UINT32_MAX,
+     .def = "30",
+     .help = "distinct features in every row, at most F"},
+    {.name = "--seed",
+     .kind = APP_INT,
+     .arg = "S",
+     .lo = 0,
+     .hi = UINT64_MAX,
+     .def = "1",
+     .help = "random seed"},
+    {.name = "--zipf",
+     .kind = APP_NUM,
+     .arg = "A",
+     .min = 0,
+     .max = 1e6,
+     .def = "1.1",
+     .help = "power-law exponent of feature popularity; 0 makes all\n"
+             "features equally common"},
+    {.name = "--density",
+     .kind = APP_NUM,
+     .arg = "P",
+     .min = 0,
+     .max = 1,
+     .def = "0.1",
+     .help = "fraction of the features with a non-zero planted weight,\n"
+             "above 0"},
+    {.name = "--planted-out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "also save the planted model (the model file of `loom predict\n"
+             "lr`): the best any model can do on this data, for tests"},
+    {.name = "--quiet", .kind = APP_SWITCH, .help = "no progress messages on standard error"},
+};
+#define GEN_LR_NFLAGS (sizeof gen_lr_flags / sizeof gen_lr_flags[0])
+
+static void print_help(FILE *out)
+{
+    fputs(
+        "Usage: loom gen MODEL [OPTIONS]\n"
+        "\n"
+        "Write a synthetic data set. MODEL is one of:\n"
+        "  lr   sparse binary classification rows from a planted logistic regression model\n"
+        "  mf   MovieLens-like ratings from a planted biased low-rank model (loom gen mf --help)\n"
+        "  lda  bag-of-words documents from a planted topic model (loom gen lda --help)\n"
+        "\n"
+        "loom gen lr --out FILE [OPTIONS]\n"
+        "\n"
+        "Writes LIBSVM rows (\"+1 3:1 17:1 ...\", feature ids 1-based and ascending, every\n"
+        "value 1). Feature popularity follows a power law, as in click logs, and the labels\n"
+        "come from a planted sparse model, so the data is learnable. The same options give\n"
+        "the same file on every machine. See docs/LR.md.\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        out);
+    app_flags_help(out, gen_lr_flags, GEN_LR_NFLAGS);
+    fputs("  -h, --help              show this help\n"
+          "\n"
+          "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n",
+          out);
+}
 
 #if defined(__GNUC__)
 #define PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
@@ -87,7 +143,7 @@ int cmd_gen(int argc, char **argv)
         return 2;
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        fputs(cmd_gen_help, stdout);
+        print_help(stdout);
         return 0;
     }
     for (size_t i = 0; i < NUM_GENERATORS; i++)
@@ -107,34 +163,8 @@ static int usage_error(const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nTry 'loom help gen'.\n");
+    fprintf(stderr, "\nTry 'loom gen lr --help'.\n");
     return 2;
-}
-
-/* Digits only: strtoull alone would accept blanks, a sign ("-1" wraps to
- * 2^64-1) and stop silently at the first non-digit. */
-static int parse_u64(const char *flag, const char *text, uint64_t min, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno == ERANGE || v < min || v > max)
-        return usage_error("%s takes a whole number from %llu to %llu, not '%s'", flag,
-                           (unsigned long long)min, (unsigned long long)max, text);
-    *out = v;
-    return 0;
-}
-
-static int parse_double(const char *flag, const char *text, double *out)
-{
-    char *end;
-    double v = strtod(text, &end);
-    /* strtod would also take blanks, "nan" and "inf"; an underflow to 0 is harmless. */
-    int number_first = (text[0] >= '0' && text[0] <= '9') || text[0] == '.' || text[0] == '-';
-    if (!number_first || *end != '\0' || !isfinite(v))
-        return usage_error("%s takes a number, not '%s'", flag, text);
-    *out = v;
-    return 0;
 }
 
 struct gen_lr_args {
@@ -144,81 +174,34 @@ struct gen_lr_args {
     int quiet;
 };
 
-/* The flags that take a value; each may be given once. */
-static const char *const value_flags[] = {"--out",  "--rows", "--features", "--nnz",
-                                          "--seed", "--zipf", "--density",  "--planted-out"};
-#define NUM_VALUE_FLAGS (sizeof value_flags / sizeof value_flags[0])
-
-static int set_flag(struct gen_lr_args *a, const char *name, const char *value)
-{
-    lr_gen_opts *o = &a->opts;
-    uint64_t v = 0;
-    int rc = 0;
-    if (strcmp(name, "--out") == 0 || strcmp(name, "--planted-out") == 0) {
-        if (value[0] == '\0') return usage_error("%s needs a non-empty FILE", name);
-        if (strcmp(name, "--out") == 0)
-            a->out = value;
-        else
-            a->planted_out = value;
-    } else if (strcmp(name, "--rows") == 0) {
-        rc = parse_u64(name, value, 1, UINT64_MAX, &o->rows);
-    } else if (strcmp(name, "--features") == 0) {
-        rc = parse_u64(name, value, 1, UINT64_MAX, &o->features);
-    } else if (strcmp(name, "--nnz") == 0) {
-        if (!(rc = parse_u64(name, value, 1, UINT32_MAX, &v))) o->nnz = (uint32_t)v;
-    } else if (strcmp(name, "--seed") == 0) {
-        rc = parse_u64(name, value, 0, UINT64_MAX, &o->seed);
-    } else if (strcmp(name, "--zipf") == 0) {
-        if (!(rc = parse_double(name, value, &o->zipf)) && o->zipf < 0)
-            rc = usage_error("--zipf takes a number >= 0, not '%s'", value);
-    } else { /* --density */
-        if (!(rc = parse_double(name, value, &o->planted_density)) &&
-            !(o->planted_density > 0 && o->planted_density <= 1))
-            rc = usage_error("--density takes a number above 0 and at most 1, not '%s'", value);
-    }
-    return rc;
-}
-
 /* 0: parsed; 2: usage error (reported); -1: help printed. */
 static int parse_gen_lr(int argc, char **argv, struct gen_lr_args *a)
 {
     *a = (struct gen_lr_args){.opts = LR_GEN_OPTS_DEFAULT};
-    int seen[NUM_VALUE_FLAGS] = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            fputs(cmd_gen_help, stdout);
-            return -1;
-        }
-        if (strncmp(arg, "--", 2) != 0) return usage_error("unexpected argument '%s'", arg);
-
-        /* "--name value" or "--name=value" */
-        const char *eq = strchr(arg, '=');
-        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        char name[32];
-        if (name_len >= sizeof name) return usage_error("unknown flag '%.*s'", (int)name_len, arg);
-        memcpy(name, arg, name_len);
-        name[name_len] = '\0';
-
-        if (strcmp(name, "--quiet") == 0) {
-            if (eq) return usage_error("--quiet takes no value");
-            a->quiet = 1;
-            continue;
-        }
-        size_t f = 0;
-        while (f < NUM_VALUE_FLAGS && strcmp(name, value_flags[f]) != 0) f++;
-        if (f == NUM_VALUE_FLAGS) return usage_error("unknown flag '%s'", name);
-        if (seen[f]++) return usage_error("%s given twice", name);
-        const char *value;
-        if (eq)
-            value = eq + 1;
-        else if (i + 1 < argc)
-            value = argv[++i];
-        else
-            return usage_error("%s needs a value", name);
-        int rc = set_flag(a, name, value);
-        if (rc) return rc;
+    app_flag_value v[GEN_LR_NFLAGS];
+    char err[512];
+    int rc = app_flags_parse(gen_lr_flags, GEN_LR_NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
+    if (rc == APP_FLAGS_HELP) {
+        print_help(stdout);
+        return -1;
     }
+    if (rc) return usage_error("%s", err);
+    lr_gen_opts *o = &a->opts;
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(gen_lr_flags, GEN_LR_NFLAGS, v, name))
+    if (GIVEN("--out")) a->out = x->text;
+    if (GIVEN("--planted-out")) a->planted_out = x->text;
+    if (GIVEN("--rows")) o->rows = x->u;
+    if (GIVEN("--features")) o->features = x->u;
+    if (GIVEN("--nnz")) o->nnz = (uint32_t)x->u;
+    if (GIVEN("--seed")) o->seed = x->u;
+    if (GIVEN("--zipf")) o->zipf = x->x;
+    if (GIVEN("--density")) {
+        if (x->x == 0) return usage_error("--density takes a number above 0, not '%s'", x->text);
+        o->planted_density = x->x;
+    }
+    a->quiet = GIVEN("--quiet") != NULL;
+#undef GIVEN
     if (!a->out) return usage_error("--out FILE is required (- for standard output)");
     if (a->opts.nnz > a->opts.features)
         return usage_error("--nnz (%lu) must be at most --features (%llu)",

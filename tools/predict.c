@@ -5,6 +5,8 @@
  * one process: it is a single pass over the data, with no parameter server. */
 #include "commands.h"
 
+#include "common/app.h"
+
 #include "lr/lr.h"
 #include "mf/mf.h"
 
@@ -17,31 +19,53 @@
 
 #include <loom/data.h>
 
-static const char cmd_predict_help[] =
-    "Usage: loom predict MODEL [OPTIONS]\n"
-    "\n"
-    "Apply a saved model to a data set. MODEL is one of:\n"
-    "  lr   logistic regression (the model file of `loom train lr --model-out`)\n"
-    "  mf   matrix factorisation (`loom train mf --model-out`; loom predict mf --help)\n"
-    "\n"
-    "loom predict lr --model M --data FILE [--out FILE] [--zero-based|--one-based]\n"
-    "\n"
-    "Prints \"rows N  accuracy A  auc U  logloss L\" for the LIBSVM file FILE: the\n"
-    "fraction of rows whose label has the sign of the margin, the ROC AUC and the\n"
-    "mean negative log-likelihood of the labels. See docs/LR.md.\n"
-    "\n"
-    "Options:\n"
-    "  --model M     the model file (required)\n"
-    "  --data FILE   LIBSVM data with +1/-1 (or 1/0) labels (required)\n"
-    "  --out FILE    also write p(label = +1) of every row, one per line (%.6f);\n"
-    "                - for standard output (the summary then goes to standard error)\n"
-    "  --one-based   feature ids in FILE start at 1 (LIBSVM's convention)\n"
-    "  --zero-based  feature ids in FILE start at 0\n"
-    "                (default: 1-based, unless an id 0 appears in FILE)\n"
-    "  -h, --help    show this help\n"
-    "\n"
-    "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
-    "usage error.\n";
+/* predict lr's flags: the parser reads the command line against this table
+ * and the help is printed from it. */
+static const app_flag predict_lr_flags[] = {
+    {.name = "--model", .kind = APP_TEXT, .arg = "M", .help = "the model file (required)"},
+    {.name = "--data",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "LIBSVM data with +1/-1 (or 1/0) labels (required)"},
+    {.name = "--out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "also write p(label = +1) of every row, one per line (%.6f);\n"
+             "- for standard output (the summary then goes to standard error)"},
+    {.name = "--one-based",
+     .kind = APP_SWITCH,
+     .excludes = "--zero-based",
+     .help = "feature ids in FILE start at 1 (LIBSVM's convention)"},
+    {.name = "--zero-based",
+     .kind = APP_SWITCH,
+     .help = "feature ids in FILE start at 0\n"
+             "(default: 1-based, unless an id 0 appears in FILE)"},
+};
+#define PREDICT_LR_NFLAGS (sizeof predict_lr_flags / sizeof predict_lr_flags[0])
+
+static void print_help(FILE *out)
+{
+    fputs("Usage: loom predict MODEL [OPTIONS]\n"
+          "\n"
+          "Apply a saved model to a data set. MODEL is one of:\n"
+          "  lr   logistic regression (the model file of `loom train lr --model-out`)\n"
+          "  mf   matrix factorisation (`loom train mf --model-out`; loom predict mf --help)\n"
+          "\n"
+          "loom predict lr --model M --data FILE [--out FILE] [--zero-based|--one-based]\n"
+          "\n"
+          "Prints \"rows N  accuracy A  auc U  logloss L\" for the LIBSVM file FILE: the\n"
+          "fraction of rows whose label has the sign of the margin, the ROC AUC and the\n"
+          "mean negative log-likelihood of the labels. See docs/LR.md.\n"
+          "\n"
+          "Options (--name value or --name=value):\n",
+          out);
+    app_flags_help(out, predict_lr_flags, PREDICT_LR_NFLAGS);
+    fputs("  -h, --help              show this help\n"
+          "\n"
+          "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
+          "usage error.\n",
+          out);
+}
 
 #if defined(__GNUC__)
 #define PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
@@ -79,7 +103,7 @@ int cmd_predict(int argc, char **argv)
         return 2;
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        fputs(cmd_predict_help, stdout);
+        print_help(stdout);
         return 0;
     }
     for (size_t i = 0; i < NUM_PREDICTORS; i++)
@@ -99,7 +123,7 @@ static int usage_error(const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nTry 'loom help predict'.\n");
+    fprintf(stderr, "\nTry 'loom predict lr --help'.\n");
     return 2;
 }
 
@@ -112,42 +136,23 @@ struct predict_args {
 static int parse_predict_lr(int argc, char **argv, struct predict_args *a)
 {
     *a = (struct predict_args){.ids = LOOM_IDS_AUTO};
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            fputs(cmd_predict_help, stdout);
-            return -1;
-        }
-        if (strcmp(arg, "--one-based") == 0 || strcmp(arg, "--zero-based") == 0) {
-            if (a->ids != LOOM_IDS_AUTO)
-                return usage_error("give --one-based or --zero-based once");
-            a->ids = strcmp(arg, "--one-based") == 0 ? LOOM_IDS_ONE_BASED : LOOM_IDS_ZERO_BASED;
-            continue;
-        }
-
-        /* "--name value" or "--name=value" */
-        const char *eq = strchr(arg, '=');
-        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        const char **slot = NULL;
-        if (name_len == 7 && strncmp(arg, "--model", 7) == 0)
-            slot = &a->model;
-        else if (name_len == 6 && strncmp(arg, "--data", 6) == 0)
-            slot = &a->data;
-        else if (name_len == 5 && strncmp(arg, "--out", 5) == 0)
-            slot = &a->out;
-        else if (strncmp(arg, "--", 2) == 0)
-            return usage_error("unknown flag '%.*s'", (int)name_len, arg);
-        else
-            return usage_error("unexpected argument '%s'", arg);
-        if (*slot) return usage_error("%.*s given twice", (int)name_len, arg);
-        if (eq)
-            *slot = eq + 1;
-        else if (i + 1 < argc)
-            *slot = argv[++i];
-        else
-            return usage_error("%s needs a value", arg);
-        if (**slot == '\0') return usage_error("%.*s expects a file name", (int)name_len, arg);
+    app_flag_value v[PREDICT_LR_NFLAGS];
+    char err[512];
+    int rc = app_flags_parse(predict_lr_flags, PREDICT_LR_NFLAGS, argc, argv, 1, v, NULL, err,
+                             sizeof err);
+    if (rc == APP_FLAGS_HELP) {
+        print_help(stdout);
+        return -1;
     }
+    if (rc) return usage_error("%s", err);
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(predict_lr_flags, PREDICT_LR_NFLAGS, v, name))
+    if (GIVEN("--model")) a->model = x->text;
+    if (GIVEN("--data")) a->data = x->text;
+    if (GIVEN("--out")) a->out = x->text;
+    if (GIVEN("--one-based")) a->ids = LOOM_IDS_ONE_BASED;
+    if (GIVEN("--zero-based")) a->ids = LOOM_IDS_ZERO_BASED;
+#undef GIVEN
     if (!a->model) return usage_error("--model M is required");
     if (!a->data) return usage_error("--data FILE is required");
     return 0;

@@ -70,15 +70,15 @@ static const app_flag run_flags[] = {
     {.name = "--servers",
      .kind = APP_INT,
      .arg = "S",
-     .min = 1,
-     .max = MAX_SERVERS,
+     .lo = 1,
+     .hi = MAX_SERVERS,
      .def = "1",
      .help = "number of servers"},
     {.name = "--workers",
      .kind = APP_INT,
      .arg = "W",
-     .min = 1,
-     .max = MAX_WORKERS,
+     .lo = 1,
+     .hi = MAX_WORKERS,
      .def = "2",
      .help = "number of workers"},
     {.name = "--bind",
@@ -94,8 +94,8 @@ static const app_flag run_flags[] = {
     {.name = "--heartbeat-timeout",
      .kind = APP_INT,
      .arg = "MS",
-     .min = 1,
-     .max = MAX_HEARTBEAT_MS,
+     .lo = 1,
+     .hi = MAX_HEARTBEAT_MS,
      .def = "5000",
      .help = "declare a silent process dead after MS milliseconds\n"
              "(LOOM_HEARTBEAT_TIMEOUT_MS); at least 4 heartbeat intervals\n"
@@ -103,8 +103,8 @@ static const app_flag run_flags[] = {
     {.name = "--timeout",
      .kind = APP_INT,
      .arg = "SECONDS",
-     .min = 0,
-     .max = MAX_TIMEOUT_S,
+     .lo = 0,
+     .hi = MAX_TIMEOUT_S,
      .def = "0",
      .help = "stop the whole job after SECONDS; 0 = never"},
     {.name = "--on-failure",
@@ -314,7 +314,8 @@ static long heartbeat_interval_ms(void)
     const char *v = getenv("LOOM_HEARTBEAT_MS");
     char *end;
     long ms = v ? strtol(v, &end, 10) : 0;
-    return v && *v && !*end && ms > 0 ? ms : cfg.heartbeat_interval_ms;
+    /* Beyond the library's range (1 to 600000) the nodes refuse it themselves. */
+    return v && *v && !*end && ms > 0 && ms <= 600000 ? ms : cfg.heartbeat_interval_ms;
 }
 
 /* 0: options parsed; 2: usage error (reported); -1: help printed. */
@@ -332,10 +333,10 @@ static int parse_options(int argc, char **argv, struct options *opt)
     if (rc) return usage_error("%s", err);
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(run_flags, NFLAGS, v, name))
-    if (GIVEN("--servers")) opt->servers = x->i;
-    if (GIVEN("--workers")) opt->workers = x->i;
-    if (GIVEN("--timeout")) opt->timeout_s = x->i;
-    if (GIVEN("--on-failure")) opt->on_failure = x->i ? ON_FAILURE_WAIT : ON_FAILURE_STOP;
+    if (GIVEN("--servers")) opt->servers = (long)x->u;
+    if (GIVEN("--workers")) opt->workers = (long)x->u;
+    if (GIVEN("--timeout")) opt->timeout_s = (long)x->u;
+    if (GIVEN("--on-failure")) opt->on_failure = x->choice ? ON_FAILURE_WAIT : ON_FAILURE_STOP;
     opt->verbose = GIVEN("--verbose") != NULL;
     if (GIVEN("--bind")) {
         if (strlen(x->text) > MAX_BIND_LEN)
@@ -352,14 +353,14 @@ static int parse_options(int argc, char **argv, struct options *opt)
         opt->bind = opt->interface_addr;
     }
     if (GIVEN("--heartbeat-timeout")) {
-        long interval = heartbeat_interval_ms();
-        if (x->i < HEARTBEATS_PER_TIMEOUT * interval)
+        long timeout = (long)x->u, interval = heartbeat_interval_ms();
+        if (timeout < HEARTBEATS_PER_TIMEOUT * interval)
             return usage_error("--heartbeat-timeout %ld is too short: a process is declared "
                                "dead after %d missed heartbeats, so the minimum is %ld ms "
                                "with heartbeats every %ld ms (LOOM_HEARTBEAT_MS%s)",
-                               x->i, HEARTBEATS_PER_TIMEOUT, HEARTBEATS_PER_TIMEOUT * interval,
+                               timeout, HEARTBEATS_PER_TIMEOUT, HEARTBEATS_PER_TIMEOUT * interval,
                                interval, getenv("LOOM_HEARTBEAT_MS") ? "" : ", the default");
-        opt->heartbeat_timeout_ms = x->i;
+        opt->heartbeat_timeout_ms = timeout;
     }
     if (GIVEN("--secret")) {
         if (x->text[0] == '\0') return usage_error("--secret takes a file made by loom keygen");

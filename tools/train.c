@@ -13,7 +13,6 @@
  * --interface NAME and --secret FILE, job flags every model's table holds
  * (apps/common), are for the launcher: `loom run --interface NAME --secret
  * FILE` for a local job, LOOM_INTERFACE and LOOM_SECRET_FILE for a node. */
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -75,10 +75,10 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     TEXT("--secret", secret);
 #undef TEXT
     if ((v = app_flag_get(flags, n, values, "--workers")))
-        j->workers = (int)v->i, j->workers_given = 1;
+        j->workers = (int)v->u, j->workers_given = 1;
     if ((v = app_flag_get(flags, n, values, "--servers")))
-        j->servers = (int)v->i, j->servers_given = 1;
-    if ((v = app_flag_get(flags, n, values, "--seed"))) j->seed = (uint64_t)v->i;
+        j->servers = (int)v->u, j->servers_given = 1;
+    if ((v = app_flag_get(flags, n, values, "--seed"))) j->seed = (uint64_t)v->u;
     j->quiet = app_flag_get(flags, n, values, "--quiet") != NULL;
     v = app_flag_get(flags, n, values, "--consistency");
     return v ? parse_consistency(v->text, &j->consistency, &j->staleness, err, errlen) : 0;

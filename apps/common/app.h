@@ -26,7 +26,8 @@
  * (app_flags_parse) reads the command line against it and the help
  * (app_flags_help) is printed from it, so the two never disagree. Every
  * flag is "--name value" or "--name=value" (a switch: "--name"), at most
- * once. */
+ * once. An APP_INT is a whole number >= 0 in decimal digits, an APP_NUM a
+ * finite real, an APP_CHOICE one of the words of its arg. */
 typedef enum { APP_SWITCH, APP_INT, APP_NUM, APP_TEXT, APP_CHOICE } app_flag_kind;
 
 typedef struct app_flag {
@@ -34,7 +35,8 @@ typedef struct app_flag {
     const char *name;    /* "--workers" */
     app_flag_kind kind;
     const char *arg;      /* the value in the help ("W"); APP_CHOICE: the choices, "sgd|dbpg" */
-    double min, max;      /* APP_INT, APP_NUM: the accepted range, both included */
+    uint64_t lo, hi;      /* APP_INT: the accepted range, both included */
+    double min, max;      /* APP_NUM: the accepted range, both included */
     const char *def;      /* the default, as the help shows it; NULL: none */
     const char *help;     /* what it does ('\n' continues on the next line) */
     const char *excludes; /* a flag that may not be given with this one, or NULL */
@@ -43,8 +45,9 @@ typedef struct app_flag {
 /* What the command line said of one flag. */
 typedef struct app_flag_value {
     const char *text; /* the value as given ("" for a switch); NULL: flag absent */
-    long i;           /* APP_INT: the number; APP_CHOICE: the index of the choice */
+    uint64_t u;       /* APP_INT */
     double x;         /* APP_NUM */
+    size_t choice;    /* APP_CHOICE: the index of the choice */
 } app_flag_value;
 
 #define APP_FLAGS_HELP (-1)
@@ -73,15 +76,15 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
      .name = "--workers",                                                                          \
      .kind = APP_INT,                                                                              \
      .arg = "W",                                                                                   \
-     .min = 1,                                                                                     \
-     .max = 128,                                                                                   \
+     .lo = 1,                                                                                      \
+     .hi = 128,                                                                                    \
      .def = "2",                                                                                   \
      .help = "worker processes"},                                                                  \
         {.name = "--servers",                                                                      \
          .kind = APP_INT,                                                                          \
          .arg = "S",                                                                               \
-         .min = 1,                                                                                 \
-         .max = 128,                                                                               \
+         .lo = 1,                                                                                  \
+         .hi = 128,                                                                                \
          .def = "1",                                                                               \
          .help = "server processes"},                                                              \
         {.name = "--interface",                                                                    \

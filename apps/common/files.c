@@ -10,37 +10,53 @@
 
 #include "common/app.h"
 
+/* "cannot VERB PATH: <strerror(why)>" into err; -1. */
+static int refuse(const char *verb, const char *path, int why, char *err, size_t errlen)
+{
+    return app_error(err, errlen, "cannot %s %s: %s", verb, path, strerror(why));
+}
+
+/* Opening is the only exact test (permissions, a read-only file system,
+ * root's privileges), except for a FIFO: opening and closing one would let
+ * its writer run into a closed pipe, or end its reader's input, so there only
+ * the permissions are looked at. O_NONBLOCK: no device or FIFO stops the
+ * check. */
+
 int app_check_input(const char *path, char *err, size_t errlen)
 {
-    /* O_NONBLOCK: a FIFO without a writer must not stop the check. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return app_error(err, errlen, "cannot read %s: %s", path, strerror(errno));
     struct stat st;
-    int is_dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+    if (stat(path, &st)) return refuse("read", path, errno, err, errlen);
+    if (S_ISDIR(st.st_mode)) return refuse("read", path, EISDIR, err, errlen);
+    if (S_ISFIFO(st.st_mode))
+        return access(path, R_OK) ? refuse("read", path, errno, err, errlen) : 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return refuse("read", path, errno, err, errlen);
     close(fd);
-    if (is_dir) return app_error(err, errlen, "cannot read %s: %s", path, strerror(EISDIR));
     return 0;
 }
 
 int app_check_output(const char *path, char *err, size_t errlen)
 {
-    /* Opening is the only exact test (permissions, a read-only file system,
-     * root's privileges, a missing directory): create the file if it is new,
-     * and remove it again, since the run has not written anything yet. */
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        /* Not truncated: the old file stays until the run replaces it. */
+        if (S_ISDIR(st.st_mode)) return refuse("write", path, EISDIR, err, errlen);
+        if (S_ISFIFO(st.st_mode))
+            return access(path, W_OK) ? refuse("write", path, errno, err, errlen) : 0;
+        int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) return refuse("write", path, errno, err, errlen);
         close(fd);
-        unlink(path);
         return 0;
     }
-    if (errno == EEXIST) {
-        /* Not truncated: the old file stays until the run replaces it. A FIFO
-         * without a reader yet (ENXIO) is writable once the reader comes. */
-        fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0) close(fd);
-        if (fd >= 0 || errno == ENXIO) return 0;
-    }
-    return app_error(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    if (errno != ENOENT) return refuse("write", path, errno, err, errlen);
+    /* A new file: created, and removed again since the run has written
+     * nothing yet. EEXIST is a dangling link (whose target the run would
+     * create) or a file made meanwhile: left to the run to write. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) return errno == EEXIST ? 0 : refuse("write", path, errno, err, errlen);
+    close(fd);
+    unlink(path);
+    return 0;
 }
 
 int app_check_job_files(const app_job *j, char *err, size_t errlen)

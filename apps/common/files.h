@@ -16,14 +16,14 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-/* 0 if path can be opened for reading (and is not a directory); otherwise -1
- * with "cannot read PATH: <reason>" in err. */
+/* 0 if path can be opened for reading (a FIFO: has read permission) and is
+ * not a directory; otherwise -1 with "cannot read PATH: <reason>" in err. */
 int app_check_input(const char *path, char *err, size_t errlen);
 
 /* 0 if path can be written: an existing file (not a directory) opens for
- * writing, or a new one can be created in its directory. Nothing is
- * truncated, and a file created to find out is removed again. Otherwise -1
- * with "cannot write PATH: <reason>" in err. */
+ * writing (a FIFO: has write permission), or a new one can be created in its
+ * directory. Nothing is truncated, and a file created to find out is removed
+ * again. Otherwise -1 with "cannot write PATH: <reason>" in err. */
 int app_check_output(const char *path, char *err, size_t errlen);
 
 /* Both checks on a job's files: --train and --test read, --model-out and

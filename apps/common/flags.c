@@ -52,15 +52,14 @@ static void choice_list(const char *choices, char *buf, size_t len)
     }
 }
 
-/* A whole number in decimal digits: strtoll alone would take blanks, '+',
- * and stop silently at the first non-digit. */
-static int parse_whole(const char *v, long *out)
+/* A whole number >= 0 in decimal digits: strtoull alone would take blanks,
+ * a sign ("-1" wraps to 2^64-1) and stop silently at the first non-digit. */
+static int parse_whole(const char *v, uint64_t *out)
 {
-    const char *d = v[0] == '-' ? v + 1 : v;
-    if (*d < '0' || *d > '9') return -1;
+    if (*v < '0' || *v > '9') return -1;
     char *end;
     errno = 0;
-    long x = strtol(v, &end, 10);
+    unsigned long long x = strtoull(v, &end, 10);
     if (errno || *end) return -1;
     *out = x;
     return 0;
@@ -86,9 +85,9 @@ static int check_value(const app_flag *f, const char *v, app_flag_value *out, ch
     case APP_SWITCH:
         break;
     case APP_INT:
-        if (parse_whole(v, &out->i) || out->i < (long)f->min || out->i > (long)f->max)
-            return app_usage(err, errlen, "%s takes a whole number from %ld to %ld, not '%s'",
-                             f->name, (long)f->min, (long)f->max, v);
+        if (parse_whole(v, &out->u) || out->u < f->lo || out->u > f->hi)
+            return app_usage(err, errlen, "%s takes a whole number from %llu to %llu, not '%s'",
+                             f->name, (unsigned long long)f->lo, (unsigned long long)f->hi, v);
         break;
     case APP_NUM:
         if (parse_real(v, &out->x) || !(out->x >= f->min && out->x <= f->max))
@@ -97,13 +96,13 @@ static int check_value(const app_flag *f, const char *v, app_flag_value *out, ch
         break;
     case APP_CHOICE: {
         char one[64];
-        long k = 0;
-        while (choice_at(f->arg, (size_t)k, one, sizeof one) && strcmp(one, v)) k++;
-        if (!choice_at(f->arg, (size_t)k, one, sizeof one)) {
+        size_t k = 0;
+        while (choice_at(f->arg, k, one, sizeof one) && strcmp(one, v)) k++;
+        if (!choice_at(f->arg, k, one, sizeof one)) {
             choice_list(f->arg, list, sizeof list);
             return app_usage(err, errlen, "%s takes %s, not '%s'", f->name, list, v);
         }
-        out->i = k;
+        out->choice = k;
         break;
     }
     case APP_TEXT:
@@ -195,7 +194,7 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n)
             }
         }
         if (fl->kind == APP_INT)
-            fprintf(out, "; %ld to %ld", (long)fl->min, (long)fl->max);
+            fprintf(out, "; %llu to %llu", (unsigned long long)fl->lo, (unsigned long long)fl->hi);
         else if (fl->kind == APP_NUM)
             fprintf(out, "; %g to %g", fl->min, fl->max);
         if (fl->def) fprintf(out, " (default %s)", fl->def);

@@ -42,16 +42,16 @@ static const app_flag flags[] = {
     {.name = "--seed",
      .kind = APP_INT,
      .arg = "N",
-     .min = 0,
-     .max = 2147483647,
+     .lo = 0,
+     .hi = 2147483647,
      .def = "1",
      .help = "initial topics and sampling"},
     {.section = "model:",
      .name = "--topics",
      .kind = APP_INT,
      .arg = "K",
-     .min = 1,
-     .max = LDA_MAX_TOPICS,
+     .lo = 1,
+     .hi = LDA_MAX_TOPICS,
      .def = "50",
      .help = "number of topics"},
     {.name = "--alpha",
@@ -71,30 +71,30 @@ static const app_flag flags[] = {
     {.name = "--iterations",
      .kind = APP_INT,
      .arg = "N",
-     .min = 1,
-     .max = 1000000,
+     .lo = 1,
+     .hi = 1000000,
      .def = "100",
      .help = "sweeps over the corpus"},
     {.name = "--syncs",
      .kind = APP_INT,
      .arg = "N",
-     .min = 1,
-     .max = 10000,
+     .lo = 1,
+     .hi = 10000,
      .def = "1",
      .help = "clocks per iteration: each pushes the changed counts and\n"
              "pulls fresh ones"},
     {.name = "--eval-every",
      .kind = APP_INT,
      .arg = "N",
-     .min = 0,
-     .max = 1000000,
+     .lo = 0,
+     .hi = 1000000,
      .def = "1",
      .help = "log-likelihood every N iterations; 0: at the end"},
     {.name = "--top-words",
      .kind = APP_INT,
      .arg = "N",
-     .min = 0,
-     .max = 100000,
+     .lo = 0,
+     .hi = 100000,
      .def = "10",
      .help = "words shown per topic at the end (0: none)"},
     APP_FLAGS_OUTPUT("JSON line per evaluation",
@@ -130,16 +130,16 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
         return app_usage(err, errlen,
                          "--test: lda has no held-out evaluation; it reports the "
                          "training log-likelihood (docs/LDA.md)");
-    if (GIVEN("--format")) c->data.format = x->i ? LOOM_BOW_UCI : LOOM_BOW_LDAC;
+    if (GIVEN("--format")) c->data.format = x->choice ? LOOM_BOW_UCI : LOOM_BOW_LDAC;
     if (GIVEN("--vocab")) c->vocab_path = x->text;
     if (GIVEN("--skip-bad")) c->data.skip_bad = 1;
-    if (GIVEN("--topics")) c->train.topics = (uint32_t)x->i;
+    if (GIVEN("--topics")) c->train.topics = (uint32_t)x->u;
     if (GIVEN("--alpha")) c->train.alpha = x->x;
     if (GIVEN("--beta")) c->train.beta = x->x;
-    if (GIVEN("--iterations")) c->train.iterations = (int)x->i;
-    if (GIVEN("--syncs")) c->train.syncs = (int)x->i;
-    if (GIVEN("--eval-every")) c->train.eval_every = (int)x->i;
-    if (GIVEN("--top-words")) c->top_words = (int)x->i;
+    if (GIVEN("--iterations")) c->train.iterations = (int)x->u;
+    if (GIVEN("--syncs")) c->train.syncs = (int)x->u;
+    if (GIVEN("--eval-every")) c->train.eval_every = (int)x->u;
+    if (GIVEN("--top-words")) c->top_words = (int)x->u;
 #undef GIVEN
     c->train.seed = c->job.seed;
     if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");

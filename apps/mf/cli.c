@@ -2,8 +2,9 @@
  *
  * tools/gen.c and tools/predict.c each have one row pointing here, so the
  * matrix-factorisation commands live with the application they belong to.
- * Both take "--flag value" or "--flag=value", each flag once; usage errors
- * exit 2, failures to read or write exit 1. */
+ * Both read their flags through the table parser of apps/common ("--flag
+ * value" or "--flag=value", each flag once), which also prints their help;
+ * usage errors exit 2, failures to read or write exit 1. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -16,47 +17,121 @@
 
 #include "mf/mf.h"
 
-const char mf_gen_help[] =
-    "usage: loom gen mf --out FILE [options]\n"
-    "\n"
-    "Write ratings \"user item rating timestamp\" (TSV, ids 1-based, sorted by user then\n"
-    "item, distinct pairs) from a planted model mean + b_u + b_i + p_u.q_i plus Gaussian\n"
-    "noise, rounded to half stars in [0.5, 5] like MovieLens. User activity and item\n"
-    "popularity follow power laws. The same options give the same file. See docs/MF.md.\n"
-    "\n"
-    "options:\n"
-    "  --out FILE          where to write the ratings; - for standard output (required)\n"
-    "  --users U           default 1000\n"
-    "  --items I           default 2000\n"
-    "  --ratings N         default 100000; at most U x I/3 (a user rates at most a\n"
-    "                      third of the items)\n"
-    "  --rank K            rank of the planted factors (default 8)\n"
-    "  --noise S           standard deviation of the noise (default 0.5)\n"
-    "  --seed S            default 1\n"
-    "  --real              real-valued ratings (no rounding, no clipping)\n"
-    "  --planted-out FILE  also save the planted model (a `loom predict mf` model): the\n"
-    "                      RMSE it gets is the noise level, the best a model can do\n"
-    "  --quiet             no progress messages\n"
-    "\n"
-    "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n";
+/* The flags of the two commands: the parser reads the command line against
+ * these tables and the help is printed from them (apps/common). */
+static const app_flag gen_flags[] = {
+    {.name = "--out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "where to write the ratings; - for standard output (required)"},
+    {.name = "--users",
+     .kind = APP_INT,
+     .arg = "U",
+     .lo = 1,
+     .hi = 100000000,
+     .def = "1000",
+     .help = "number of users"},
+    {.name = "--items",
+     .kind = APP_INT,
+     .arg = "I",
+     .lo = 1,
+     .hi = 100000000,
+     .def = "2000",
+     .help = "number of items"},
+    {.name = "--ratings",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 10000000000ull,
+     .def = "100000",
+     .help = "at most U x I/3 (a user rates at most a third of the\n"
+             "items)"},
+    {.name = "--rank",
+     .kind = APP_INT,
+     .arg = "K",
+     .lo = 1,
+     .hi = 1024,
+     .def = "8",
+     .help = "rank of the planted factors"},
+    {.name = "--noise",
+     .kind = APP_NUM,
+     .arg = "S",
+     .min = 0,
+     .max = 100,
+     .def = "0.5",
+     .help = "standard deviation of the noise"},
+    {.name = "--seed",
+     .kind = APP_INT,
+     .arg = "S",
+     .lo = 0,
+     .hi = UINT64_MAX,
+     .def = "1",
+     .help = "random seed"},
+    {.name = "--real",
+     .kind = APP_SWITCH,
+     .help = "real-valued ratings (no rounding, no clipping)"},
+    {.name = "--planted-out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "also save the planted model (a `loom predict mf` model): the\n"
+             "RMSE it gets is the noise level, the best a model can do"},
+    {.name = "--quiet", .kind = APP_SWITCH, .help = "no progress messages"},
+};
+#define GEN_NFLAGS (sizeof gen_flags / sizeof gen_flags[0])
 
-const char mf_predict_help[] =
-    "usage: loom predict mf --model M --data RATINGS [--out FILE] [--format tsv|csv|space]\n"
-    "\n"
-    "Prints \"ratings N  rmse R  mae A  unknown_users U  unknown_items I\" for the ratings\n"
-    "file: the errors of the model's predictions, clipped to the training ratings' range.\n"
-    "Users or items the model has not seen get zero factors and bias (mean + the known\n"
-    "bias). See docs/MF.md.\n"
-    "\n"
-    "options:\n"
-    "  --model M       the model file of `loom train mf --model-out` (required)\n"
-    "  --data FILE     ratings \"user item rating [timestamp]\" (required)\n"
-    "  --out FILE      also write every rating's prediction, one per line in file order\n"
-    "                  (%.6f); - for standard output (the summary then goes to stderr)\n"
-    "  --format NAME   field separator: tsv, csv or space (default: detect)\n"
-    "\n"
-    "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
-    "usage error.\n";
+static const app_flag predict_flags[] = {
+    {.name = "--model",
+     .kind = APP_TEXT,
+     .arg = "M",
+     .help = "the model file of `loom train mf --model-out` (required)"},
+    {.name = "--data",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "ratings \"user item rating [timestamp]\" (required)"},
+    {.name = "--out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "also write every rating's prediction, one per line in file order\n"
+             "(%.6f); - for standard output (the summary then goes to stderr)"},
+    {.name = "--format",
+     .kind = APP_CHOICE,
+     .arg = "tsv|csv|space",
+     .def = "detect",
+     .help = "field separator"},
+};
+#define PREDICT_NFLAGS (sizeof predict_flags / sizeof predict_flags[0])
+
+static void gen_help(FILE *out)
+{
+    fputs("usage: loom gen mf --out FILE [options]\n"
+          "\n"
+          "Write ratings \"user item rating timestamp\" (TSV, ids 1-based, sorted by user then\n"
+          "item, distinct pairs) from a planted model mean + b_u + b_i + p_u.q_i plus Gaussian\n"
+          "noise, rounded to half stars in [0.5, 5] like MovieLens. User activity and item\n"
+          "popularity follow power laws. The same options give the same file. See docs/MF.md.\n"
+          "\n"
+          "options (--name value or --name=value):\n",
+          out);
+    app_flags_help(out, gen_flags, GEN_NFLAGS);
+    fputs("\nExit status: 0 on success, 1 if writing failed, 2 for a usage error.\n", out);
+}
+
+static void predict_help(FILE *out)
+{
+    fputs("usage: loom predict mf --model M --data RATINGS [--out FILE] [--format tsv|csv|space]\n"
+          "\n"
+          "Prints \"ratings N  rmse R  mae A  unknown_users U  unknown_items I\" for the ratings\n"
+          "file: the errors of the model's predictions, clipped to the training ratings' range.\n"
+          "Users or items the model has not seen get zero factors and bias (mean + the known\n"
+          "bias). See docs/MF.md.\n"
+          "\n"
+          "options (--name value or --name=value):\n",
+          out);
+    app_flags_help(out, predict_flags, PREDICT_NFLAGS);
+    fputs("\nExit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
+          "usage error.\n",
+          out);
+}
 
 static int usage(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -74,64 +149,18 @@ static int usage(const char *cmd, const char *fmt, ...)
     return 2;
 }
 
-/* Flags of one command: names, whether each takes a value, and the values. */
-typedef struct flagset {
-    const char *cmd;
-    const char *const *names;
-    const char *values[16];
-    int n;
-} flagset;
-
-/* A flag's name without the '!' that marks a flag taking no value. */
-static size_t name_len(const char *name)
+/* Read the command line against flags into values: 0, 2 after reporting a
+ * usage error, or -1 after printing the help. */
+static int parse(const char *cmd, const app_flag *flags, size_t n, app_flag_value *values, int argc,
+                 char **argv, void (*help)(FILE *))
 {
-    size_t n = strlen(name);
-    return name[n - 1] == '!' ? n - 1 : n;
-}
-
-/* 0 parsed; 2 usage error (reported); -1 help printed. Flags without a
- * value (names ending in '!') get "" when present. */
-static int parse(flagset *fs, int argc, char **argv, const char *help)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            fputs(help, stdout);
-            return -1;
-        }
-        if (strncmp(arg, "--", 2)) return usage(fs->cmd, "unexpected argument '%s'", arg);
-        const char *eq = strchr(arg, '=');
-        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        int f = 0;
-        while (f < fs->n && !(name_len(fs->names[f]) == len && !strncmp(fs->names[f], arg, len)))
-            f++;
-        if (f == fs->n) return usage(fs->cmd, "unknown flag '%.*s'", (int)len, arg);
-        if (fs->values[f]) return usage(fs->cmd, "%.*s given twice", (int)len, arg);
-        if (fs->names[f][strlen(fs->names[f]) - 1] == '!') {
-            if (eq) return usage(fs->cmd, "%.*s takes no value", (int)len, arg);
-            fs->values[f] = "";
-        } else if (eq) {
-            fs->values[f] = eq + 1;
-        } else if (i + 1 < argc) {
-            fs->values[f] = argv[++i];
-        } else {
-            return usage(fs->cmd, "%s needs a value", arg);
-        }
+    char err[512];
+    int rc = app_flags_parse(flags, n, argc, argv, 1, values, NULL, err, sizeof err);
+    if (rc == APP_FLAGS_HELP) {
+        help(stdout);
+        return -1;
     }
-    return 0;
-}
-
-static int get_u64(const char *cmd, const char *flag, const char *v, uint64_t lo, uint64_t hi,
-                   uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
-    if (!(v[0] >= '0' && v[0] <= '9') || *end || errno || x < lo || x > hi)
-        return usage(cmd, "%s takes a whole number from %llu to %llu, not '%s'", flag,
-                     (unsigned long long)lo, (unsigned long long)hi, v);
-    *out = x;
-    return 0;
+    return rc ? usage(cmd, "%s", err) : 0;
 }
 
 /* Open path for writing ("-": standard output); NULL after reporting why.
@@ -166,54 +195,46 @@ static int close_out(const char *cmd, const char *path, FILE *f, int regular, in
 
 int mf_gen_main(int argc, char **argv)
 {
-    static const char *const names[] = {"--out",   "--users", "--items", "--ratings",
-                                        "--rank",  "--noise", "--seed",  "--planted-out",
-                                        "--real!", "--quiet!"};
-    enum { OUT, USERS, ITEMS, RATINGS, RANK, NOISE, SEED, PLANTED, REAL, QUIET };
     const char *cmd = "loom gen mf";
-    flagset fs = {.cmd = cmd, .names = names, .n = sizeof names / sizeof names[0]};
-    int rc = parse(&fs, argc, argv, mf_gen_help);
+    app_flag_value values[GEN_NFLAGS];
+    int rc = parse(cmd, gen_flags, GEN_NFLAGS, values, argc, argv, gen_help);
     if (rc) return rc < 0 ? 0 : rc;
     mf_gen_opts o = MF_GEN_OPTS_DEFAULT;
-    uint64_t rank = o.rank;
-    const char **v = fs.values;
-    if (!v[OUT] || !v[OUT][0]) return usage(cmd, "--out FILE is required (- for standard output)");
-    if ((v[USERS] && get_u64(cmd, "--users", v[USERS], 1, 100000000, &o.users)) ||
-        (v[ITEMS] && get_u64(cmd, "--items", v[ITEMS], 1, 100000000, &o.items)) ||
-        (v[RATINGS] && get_u64(cmd, "--ratings", v[RATINGS], 1, 10000000000ull, &o.ratings)) ||
-        (v[RANK] && get_u64(cmd, "--rank", v[RANK], 1, 1024, &rank)) ||
-        (v[SEED] && get_u64(cmd, "--seed", v[SEED], 0, UINT64_MAX, &o.seed)))
-        return 2;
-    o.rank = (uint32_t)rank;
-    if (v[NOISE]) {
-        char *end;
-        o.noise = strtod(v[NOISE], &end);
-        if (end == v[NOISE] || *end || !(o.noise >= 0 && o.noise <= 100))
-            return usage(cmd, "--noise takes a number from 0 to 100, not '%s'", v[NOISE]);
-    }
-    if (v[PLANTED] && !v[PLANTED][0]) return usage(cmd, "--planted-out expects a file name");
-    o.real = v[REAL] != NULL;
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(gen_flags, GEN_NFLAGS, values, name))
+    if (!GIVEN("--out")) return usage(cmd, "--out FILE is required (- for standard output)");
+    const char *out = x->text;
+    const char *planted_out = GIVEN("--planted-out") ? x->text : NULL;
+    if (GIVEN("--users")) o.users = x->u;
+    if (GIVEN("--items")) o.items = x->u;
+    if (GIVEN("--ratings")) o.ratings = x->u;
+    if (GIVEN("--rank")) o.rank = (uint32_t)x->u;
+    if (GIVEN("--seed")) o.seed = x->u;
+    if (GIVEN("--noise")) o.noise = x->x;
+    o.real = GIVEN("--real") != NULL;
+    int quiet = GIVEN("--quiet") != NULL;
+#undef GIVEN
     int regular;
-    FILE *f = open_out(cmd, v[OUT], &regular);
+    FILE *f = open_out(cmd, out, &regular);
     if (!f) return 1;
     static char buf[1 << 20];
     setvbuf(f, buf, _IOFBF, sizeof buf);
     char err[512];
     mf_model planted = {0};
-    rc = mf_generate(&o, f, v[PLANTED] ? &planted : NULL, !v[QUIET], err, sizeof err);
+    rc = mf_generate(&o, f, planted_out ? &planted : NULL, !quiet, err, sizeof err);
     if (rc) {
         if (f != stdout) fclose(f);
-        if (regular) remove(v[OUT]);
+        if (regular) remove(out);
         if (rc == 2) return usage(cmd, "%s", err);
-        fprintf(stderr, "%s: %s: %s\n", cmd, v[OUT], err);
+        fprintf(stderr, "%s: %s: %s\n", cmd, out, err);
         return 1;
     }
-    if (close_out(cmd, v[OUT], f, regular, 0)) {
+    if (close_out(cmd, out, f, regular, 0)) {
         mf_model_free(&planted);
         return 1;
     }
-    if (v[PLANTED]) {
-        rc = mf_model_save(&planted, v[PLANTED], err, sizeof err);
+    if (planted_out) {
+        rc = mf_model_save(&planted, planted_out, err, sizeof err);
         mf_model_free(&planted);
         if (rc) {
             fprintf(stderr, "%s: %s\n", cmd, err);
@@ -227,34 +248,29 @@ int mf_gen_main(int argc, char **argv)
 
 int mf_predict_main(int argc, char **argv)
 {
-    static const char *const names[] = {"--model", "--data", "--out", "--format"};
-    enum { MODEL, DATA, OUT, FORMAT };
     const char *cmd = "loom predict mf";
-    flagset fs = {.cmd = cmd, .names = names, .n = sizeof names / sizeof names[0]};
-    int rc = parse(&fs, argc, argv, mf_predict_help);
+    app_flag_value values[PREDICT_NFLAGS];
+    int rc = parse(cmd, predict_flags, PREDICT_NFLAGS, values, argc, argv, predict_help);
     if (rc) return rc < 0 ? 0 : rc;
-    const char **v = fs.values;
-    if (!v[MODEL] || !v[MODEL][0]) return usage(cmd, "--model M is required");
-    if (!v[DATA] || !v[DATA][0]) return usage(cmd, "--data FILE is required");
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(predict_flags, PREDICT_NFLAGS, values, name))
+    if (!GIVEN("--model")) return usage(cmd, "--model M is required");
+    const char *model = x->text;
+    if (!GIVEN("--data")) return usage(cmd, "--data FILE is required");
+    const char *data = x->text;
+    const char *out = GIVEN("--out") ? x->text : NULL;
     loom_ratings_opts ro = LOOM_RATINGS_OPTS_DEFAULT;
-    if (v[FORMAT]) {
-        if (!strcmp(v[FORMAT], "tsv"))
-            ro.separator = '\t';
-        else if (!strcmp(v[FORMAT], "csv"))
-            ro.separator = ',';
-        else if (!strcmp(v[FORMAT], "space"))
-            ro.separator = ' ';
-        else
-            return usage(cmd, "--format takes tsv, csv or space, not '%s'", v[FORMAT]);
-    }
+    static const char separators[] = {'\t', ',', ' '}; /* in the order of the choices */
+    if (GIVEN("--format")) ro.separator = separators[x->choice];
+#undef GIVEN
     char err[1024];
     mf_model m;
-    if (mf_model_load(v[MODEL], &m, err, sizeof err)) {
+    if (mf_model_load(model, &m, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
     loom_ratings *r;
-    if (loom_ratings_read(v[DATA], 0, 1, &ro, &r, err, sizeof err)) {
+    if (loom_ratings_read(data, 0, 1, &ro, &r, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         mf_model_free(&m);
         return 1;
@@ -263,9 +279,9 @@ int mf_predict_main(int argc, char **argv)
     FILE *f = NULL;
     int regular = 0;
     if (r->n == 0) {
-        fprintf(stderr, "%s: %s: no ratings\n", cmd, v[DATA]);
+        fprintf(stderr, "%s: %s: no ratings\n", cmd, data);
         rc = 1;
-    } else if (v[OUT] && !(f = open_out(cmd, v[OUT], &regular))) {
+    } else if (out && !(f = open_out(cmd, out, &regular))) {
         rc = 1;
     }
     double sse = 0, sae = 0;
@@ -292,7 +308,7 @@ int mf_predict_main(int argc, char **argv)
         sae += fabs(e);
         if (f) fprintf(f, "%.6f\n", p);
     }
-    if (f && close_out(cmd, v[OUT], f, regular, rc)) rc = 1;
+    if (f && close_out(cmd, out, f, regular, rc)) rc = 1;
     if (!rc) {
         FILE *summary = f == stdout ? stderr : stdout;
         fprintf(summary, "ratings %zu  rmse %.6f  mae %.6f  unknown_users %zu  unknown_items %zu\n",

@@ -243,7 +243,5 @@ int mf_generate(const mf_gen_opts *o, FILE *out, mf_model *planted, int progress
 
 int mf_gen_main(int argc, char **argv);
 int mf_predict_main(int argc, char **argv);
-extern const char mf_gen_help[];
-extern const char mf_predict_help[];
 
 #endif

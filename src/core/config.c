@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/launchenv.h"
+#include "core/log.h"
 #include "loom/error.h"
 #include "loom/node.h"
 #include "loom/secret.h"
@@ -110,6 +111,8 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
         rc ? rc
            : env_int("LOOM_CONNECT_TIMEOUT_MS", 1, 86400000, &cfg->connect_timeout_ms, err, errlen);
     rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
+    /* Now: finding the scheduler below may wait, and says so. */
+    if (!rc) log_set_level(cfg->verbose);
     const char *secret_file = getenv("LOOM_SECRET_FILE");
     if (!rc && secret_file) {
         rc = loom_secret_load(secret_file, cfg->secret, err, errlen);

@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "core/node_impl.h"
 #include "loom/error.h"
 
@@ -532,9 +533,12 @@ static int find_scheduler(loom_config *cfg, launch_plan *plan, const char *bind,
         char path[PATH_MAX];
         if ((size_t)snprintf(path, sizeof path, "%s/loom-%s.addr", dir, le->job_id) >= sizeof path)
             return fail(err, errlen, "LOOM_RENDEZVOUS_DIR=\"%s\" is too long", dir);
-        if (!is_sched)
+        if (!is_sched) {
+            log_info("waiting up to %d ms for rank 0 (the scheduler) to publish its address in %s",
+                     cfg->connect_timeout_ms, path);
             return wait_for_file(dir, path, shared != NULL, cfg->connect_timeout_ms, cfg->scheduler,
                                  sizeof cfg->scheduler, err, errlen);
+        }
         char host[128] = LOCAL_ADDRESS;
         if (bind[0])
             snprintf(host, sizeof host, "%s", bind);

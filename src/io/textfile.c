@@ -140,7 +140,7 @@ static int slurp(int fd, char **buf, size_t *size)
     return 0;
 }
 
-/* Maps a regular file, or reads anything else whole. */
+/* Maps a regular file, or reads anything else whole but a device. */
 static int load(textfile *f, int nshards, char *err, size_t errlen)
 {
     const char *path = f->path;
@@ -175,6 +175,11 @@ static int load(textfile *f, int nshards, char *err, size_t errlen)
             posix_madvise(f->map, f->size, POSIX_MADV_SEQUENTIAL);
             f->s = f->map;
         }
+    } else if (S_ISCHR(st.st_mode) && !isatty(fd)) {
+        /* /dev/zero or /dev/urandom never end, and reading one whole would
+         * fill memory; a terminal (/dev/stdin typed into) ends at ^D. */
+        textfile_set_err(err, errlen, "%s: a device, not a file of data", path);
+        rc = LOOM_EINVAL;
     } else if (!S_ISREG(st.st_mode) && nshards > 1) {
         textfile_set_err(err, errlen, "%s: not a regular file, cannot read a share of it", path);
         rc = LOOM_EINVAL;

@@ -2,9 +2,10 @@
  * loading a file, cutting it into shares on line boundaries, a newline at the
  * end of every line, locale-independent parsing and "FILE:LINE: what" errors.
  *
- * Loading. A regular file is mapped, not read. A pipe or device (/dev/stdin)
- * is read whole into memory, which only one share can do: its bytes go to
- * whoever reads them first.
+ * Loading. A regular file is mapped, not read. A pipe or terminal
+ * (/dev/stdin) is read whole into memory, which only one share can do: its
+ * bytes go to whoever reads them first. Other devices (/dev/zero, which
+ * never ends) are refused.
  *
  * Shares. Share i of n owns every line whose first byte lies in the byte
  * range [edge(i), edge(i+1)), edge(i) = floor(i * size / n): a share whose

@@ -7,6 +7,7 @@
 # rendezvous directory of one-host jobs is the test's own. Whatever way the
 # test ends, every process it started is killed (with its process group).
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/../numeric_check.sh"
 
 # shellcheck disable=SC2034 # LOOM, CHECK and RDV are for the tests that source this
 LOOM=${1:?usage: $0 LOOM_BINARY CLUSTER_CHECK_BINARY ...}
@@ -85,6 +86,17 @@ expect_ok() {
 expect_line() {
     awk -v t="$2" 'index($0, t) == 1 { found = 1 } END { exit !found }' "$WORK/$1.out" ||
         fail "$1 did not print a line starting with '$2'"
+}
+
+# wait_for_line NAME TEXT SECONDS: until NAME's output has a line containing
+# TEXT (the process got that far), failing if NAME exits first or after SECONDS.
+wait_for_line() {
+    local deadline=$(($(date +%s) + $3))
+    until grep -qF -- "$2" "$WORK/$1.out"; do
+        kill -0 "${PID[$1]}" 2>/dev/null || fail "$1 exited before printing '$2'"
+        (($(date +%s) < deadline)) || fail "$1 did not print '$2' within $3 s"
+        sleep 0.05
+    done
 }
 
 # srun_vars RANK SIZE NODES JOB [NODELIST]: the variables srun gives task RANK

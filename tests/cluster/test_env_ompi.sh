@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Started the way Open MPI's mpirun starts ranks, with only its variables:
-#   one host     (OMPI_COMM_WORLD_LOCAL_SIZE = SIZE) rendezvous in the private
-#                directory, named by mpirun's job id;
-#   shared dir   ranks "on two hosts" (LOCAL_SIZE < SIZE) meet through
-#                LOOM_RENDEZVOUS_DIR; with LOOM_INTERFACE=lo everyone binds
-#                127.0.0.1, and without it the scheduler publishes an address
-#                of this host other hosts reach (skipped if there is none);
-#   no dir       ranks on several hosts with neither a shared directory nor
-#                LOOM_SCHEDULER stop at once, saying what to set.
+# Started the way Open MPI's mpirun starts ranks, with only its variables.
+# Usage: test_env_ompi.sh LOOM CLUSTER_CHECK CASE, CASE one of
+#   launch     one host (OMPI_COMM_WORLD_LOCAL_SIZE = SIZE): rendezvous in the
+#              private directory, named by mpirun's job id;
+#              shared dir: ranks "on two hosts" (LOCAL_SIZE < SIZE) meet through
+#              LOOM_RENDEZVOUS_DIR, and with LOOM_INTERFACE=lo everyone binds
+#              127.0.0.1;
+#              no dir: ranks on several hosts with neither a shared directory
+#              nor LOOM_SCHEDULER stop at once, saying what to set;
+#   published  ranks on two hosts meeting through LOOM_RENDEZVOUS_DIR without
+#              LOOM_INTERFACE: the scheduler publishes an address of this host
+#              that other hosts reach, not a loopback one. Needs an IPv4
+#              interface other than lo: exits 77 (skipped) on a machine without.
 source "$(dirname "$0")/lib.sh"
+CASE=${3:?usage: $0 LOOM CLUSTER_CHECK launch|published}
 
 # ompi_vars RANK SIZE LOCAL_SIZE JOBID: what mpirun sets for one rank.
 ompi_vars() {
@@ -29,37 +34,44 @@ run_job() {
     finish 60 "${names[@]}"
 }
 
-run_job a 4 4 $((RANDOM * 2))
-expect_ok a0 a1 a2 a3
-expect_line a0 "node: scheduler 0 of 1 (servers 1) at 127.0.0.1:"
-expect_line a1 "node: server 0 of 1 (servers 1) at 127.0.0.1:"
-expect_line a3 "node: worker 1 of 2 (servers 1) at 127.0.0.1:"
-expect_line a2 "sum: 5 clocks of 2 workers exact"
+case $CASE in
+launch)
+    run_job a 4 4 $((RANDOM * 2))
+    expect_ok a0 a1 a2 a3
+    expect_line a0 "node: scheduler 0 of 1 (servers 1) at 127.0.0.1:"
+    expect_line a1 "node: server 0 of 1 (servers 1) at 127.0.0.1:"
+    expect_line a3 "node: worker 1 of 2 (servers 1) at 127.0.0.1:"
+    expect_line a2 "sum: 5 clocks of 2 workers exact"
 
-mkdir "$WORK/shared"
-run_job b 5 3 $((RANDOM * 2 + 1)) LOOM_RENDEZVOUS_DIR="$WORK/shared" LOOM_INTERFACE=lo
-expect_ok b0 b1 b2 b3 b4
-expect_line b0 "node: scheduler 0 of 1 (servers 1) at 127.0.0.1:"
-expect_line b4 "node: worker 2 of 3 (servers 1) at 127.0.0.1:"
-expect_line b2 "sum: 5 clocks of 3 workers exact"
-[[ -z $(ls -A "$WORK/shared") ]] || fail "the rendezvous file was left in the shared directory"
-[[ ! -e $RDV || -z $(ls -A "$RDV") ]] || fail "a shared-directory job used the private directory"
+    mkdir "$WORK/shared"
+    run_job b 5 3 $((RANDOM * 2 + 1)) LOOM_RENDEZVOUS_DIR="$WORK/shared" LOOM_INTERFACE=lo
+    expect_ok b0 b1 b2 b3 b4
+    expect_line b0 "node: scheduler 0 of 1 (servers 1) at 127.0.0.1:"
+    expect_line b4 "node: worker 2 of 3 (servers 1) at 127.0.0.1:"
+    expect_line b2 "sum: 5 clocks of 3 workers exact"
+    [[ -z $(ls -A "$WORK/shared") ]] || fail "the rendezvous file was left in the shared directory"
+    [[ ! -e $RDV || -z $(ls -A "$RDV") ]] || fail "a shared-directory job used the private directory"
 
-if ip -4 -o addr show up 2>/dev/null | awk '$2 != "lo"' | grep -q inet; then
+    run_job d 4 2 77
+    for r in 0 1 2 3; do
+        [[ ${STATUS[d$r]} -ne 0 ]] || fail "rank $r ran without any way to find the scheduler"
+        grep -q "set LOOM_RENDEZVOUS_DIR to a directory every host shares, or LOOM_SCHEDULER" \
+            "$WORK/d$r.out" || fail "rank $r did not say what to set"
+    done
+    ;;
+published)
+    if ! ip -4 -o addr show up 2>/dev/null | awk '$2 != "lo"' | grep -q inet; then
+        echo "skipped: no IPv4 interface other than lo is up, so there is no address other hosts reach to publish"
+        exit 77
+    fi
+    mkdir "$WORK/shared"
     run_job c 4 2 $((RANDOM * 2)) LOOM_RENDEZVOUS_DIR="$WORK/shared"
     expect_ok c0 c1 c2 c3
     addr=$(sed -n 's/^node: scheduler 0 of 1 (servers 1) at \(.*\):[0-9]*$/\1/p' "$WORK/c0.out")
     [[ -n $addr && $addr != 127.* && $addr != 0.0.0.0 ]] ||
         fail "the scheduler published '$addr', not an address other hosts reach"
     expect_line c3 "node: worker 1 of 2 (servers 1) at $addr:" # the route to it
-else
-    echo "no non-loopback IPv4 interface: the default published address is not tested"
-fi
-
-run_job d 4 2 77
-for r in 0 1 2 3; do
-    [[ ${STATUS[d$r]} -ne 0 ]] || fail "rank $r ran without any way to find the scheduler"
-    grep -q "set LOOM_RENDEZVOUS_DIR to a directory every host shares, or LOOM_SCHEDULER" \
-        "$WORK/d$r.out" || fail "rank $r did not say what to set"
-done
+    ;;
+*) echo "unknown case $CASE" >&2; exit 2 ;;
+esac
 echo PASS

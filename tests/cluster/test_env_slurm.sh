@@ -9,14 +9,16 @@
 source "$(dirname "$0")/lib.sh"
 
 # One host, default servers (1): 5 tasks = scheduler, server 0, workers 0-2.
-# Workers first, the scheduler last and a moment later.
+# Workers first; the scheduler only once each of them has said (LOOM_VERBOSE=1)
+# that it waits for the scheduler's address.
 job=$((100000 + RANDOM))
 for rank in 4 3 2 1; do
     # shellcheck disable=SC2046
-    spawn "r$rank" $(srun_vars $rank 5 1 $job) -- "$CHECK"
+    spawn "r$rank" $(srun_vars $rank 5 1 $job) LOOM_VERBOSE=1 -- "$CHECK"
 done
-sleep 0.5
-for rank in 4 3 2 1; do kill -0 "${PID[r$rank]}" 2>/dev/null || fail "rank $rank did not wait for the scheduler"; done
+for rank in 4 3 2 1; do
+    wait_for_line "r$rank" "waiting up to 60000 ms for rank 0 (the scheduler) to publish its address" 30
+done
 # shellcheck disable=SC2046
 spawn r0 $(srun_vars 0 5 1 $job) -- "$CHECK"
 finish 60 r0 r1 r2 r3 r4

@@ -63,7 +63,6 @@ accuracy() {
 }
 local_acc=$(accuracy "$WORK/local.model") mpi_acc=$(accuracy "$WORK/mpi.model")
 echo "a9a, 3 workers, 2 servers, SSP(2): test accuracy $mpi_acc under mpirun, $local_acc locally"
-[[ -n $local_acc && -n $mpi_acc ]] || fail "no accuracy from loom predict"
-awk -v a="$mpi_acc" -v b="$local_acc" 'BEGIN { d = a - b; exit !(a >= 0.848 && d <= 0.005 && d >= -0.005) }' ||
+numeric_check 'a >= 0.848 && a - b <= 0.005 && a - b >= -0.005' a="$mpi_acc" b="$local_acc" ||
     fail "under mpirun accuracy $mpi_acc (local: $local_acc); want >= 0.848 and within 0.005"
 echo PASS

@@ -31,8 +31,7 @@ accuracy() {
 }
 local_acc=$(accuracy "$WORK/local.model") srun_acc=$(accuracy "$WORK/srun.model")
 echo "local launcher: accuracy $local_acc; srun variables: accuracy $srun_acc"
-[[ -n $local_acc && -n $srun_acc ]] || fail "no accuracy from loom predict"
-awk -v a="$local_acc" -v b="$srun_acc" 'BEGIN { d = a - b; exit !(a > 0.7 && d < 0.01 && d > -0.01) }' ||
+numeric_check 'a > 0.7 && a - b < 0.01 && a - b > -0.01' a="$local_acc" b="$srun_acc" ||
     fail "accuracies differ: local $local_acc, srun $srun_acc"
 
 # --workers 4 with 6 tasks and --servers 2 cannot be: every task says so.

@@ -7,12 +7,14 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 
@@ -170,10 +172,17 @@ static void test_ssp_bound(void **state)
 
 /* ---- ASP: a fast worker never waits for a stuck one ---- */
 
+/* How long the stuck worker waits for the fast one's 50 clocks (milliseconds
+ * of work) before it gives up and the test fails saying ASP blocked: a bound
+ * far above any run time, so a failure shows as this message rather than as
+ * CTest's timeout. */
+enum { ASP_BOUND_S = 30 };
+
 typedef struct asp_state {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int fast_done;
+    int gave_up; /* the stuck worker stopped waiting after ASP_BOUND_S */
 } asp_state;
 
 static int asp_worker(loom_node *n, int rank, void *arg)
@@ -184,9 +193,15 @@ static int asp_worker(loom_node *n, int rank, void *arg)
     CHECK_OK(loom_table_open(n, "asp", &o, &t));
     if (rank == 1) {
         /* Stuck at clock 0 until the other worker has run 50 clocks: under any
-         * blocking model this would deadlock, and the test would time out. */
+         * blocking model that never happens, and after ASP_BOUND_S this worker
+         * leaves the job (which lets a blocked fast worker go on) and the test
+         * fails. */
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += ASP_BOUND_S;
         pthread_mutex_lock(&st->mu);
-        while (!st->fast_done) pthread_cond_wait(&st->cv, &st->mu);
+        while (!st->fast_done && !st->gave_up)
+            st->gave_up = pthread_cond_timedwait(&st->cv, &st->mu, &deadline) == ETIMEDOUT;
         pthread_mutex_unlock(&st->mu);
         return 0;
     }
@@ -213,7 +228,14 @@ static void test_asp_never_blocks(void **state)
     pthread_mutex_init(&st.mu, NULL);
     pthread_cond_init(&st.cv, NULL);
     harness_result r;
-    assert_int_equal(harness_run(1, 2, asp_worker, &st, &r), 0);
+    int rc = harness_run(1, 2, asp_worker, &st, &r);
+    if (st.gave_up)
+        fail_msg("ASP blocked: worker 0 did not finish 50 clocks within %d s while worker 1 "
+                 "stayed at clock 0",
+                 ASP_BOUND_S);
+    assert_int_equal(rc, 0);
+    pthread_cond_destroy(&st.cv);
+    pthread_mutex_destroy(&st.mu);
 }
 
 /* ---- updaters, end to end, against formulas computed here ---- */

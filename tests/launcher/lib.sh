@@ -113,6 +113,17 @@ wait_for_pid_files() {
     fail "only ${#files[@]} of $1 processes started"
 }
 
+# wait_for_line FILE LINE: bounded wait (10 s) until FILE ($WORK/out or err)
+# has exactly this line: the launcher has got that far.
+wait_for_line() {
+    local i
+    for ((i = 0; i < 200; i++)); do
+        grep -qxF -- "$2" "$1" && return 0
+        sleep 0.05
+    done
+    fail "no line '$2' in $(basename "$1") within 10 s"
+}
+
 # clean_pid_dir: forget the previous run's processes (all checked already).
 clean_pid_dir() {
     rm -f "$FAKE_DIR"/*

@@ -40,7 +40,9 @@ start_loom run --servers 1 --workers 1 -- bash "$NODE" stubborn
 wait_for_pid_files 3
 start=$(now_ms)
 kill -INT "$LAUNCHER_PID"
-sleep 0.3 # let the first signal be handled on its own
+# The second signal only once the launcher has handled the first (and sent
+# the SIGTERMs the processes ignore), so the two are not taken for one.
+wait_for_line "$WORK/err" "loom run: received SIGINT; stopping the job"
 kill -INT "$LAUNCHER_PID"
 wait_loom
 elapsed_since "$start"

@@ -66,6 +66,20 @@ for nnz in $((pairs + 1)) $((pairs - 1)); do
     done
 done
 
+# A corpus without a word (empty, only blank lines, every line skipped) is
+# refused, not trained on.
+: >"$WORK/empty.dat"
+printf '\n\n' >"$WORK/blank.dat"
+printf '2 0:x\n1 q\n' >"$WORK/allbad.dat"
+for args in "empty.dat" "blank.dat" "allbad.dat --skip-bad"; do
+    read -r file flag <<<"$args"
+    # shellcheck disable=SC2086 # $flag is empty or one word
+    "$LOOM" train lda --train "$WORK/$file" $flag --workers 2 --topics 2 >"$WORK/out" 2>&1
+    rc=$?
+    ((rc == 1)) || fail "training on $args exited $rc, expected 1"
+    grep -qF "$file has no words" "$WORK/out" || fail "training on $args: no 'has no words'"
+done
+
 # A --vocab file that cannot be read.
 "$LOOM" train lda --train "$WORK/ok.dat" --workers 1 --servers 1 --vocab "$WORK/none.txt" \
     >"$WORK/out" 2>&1 && fail "training with a missing --vocab file succeeded"

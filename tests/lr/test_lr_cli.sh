@@ -5,6 +5,7 @@
 # --out writes one probability per row; I/O errors exit 1.
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
+source "$(dirname "$0")/../numeric_check.sh"
 
 LOOM=${1:?usage: $0 PATH_TO_LOOM_BINARY}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lr-cli.XXXXXX")
@@ -122,7 +123,7 @@ read -r rows accuracy auc logloss < <(awk '{print $2, $4, $6, $8}' out)
 [[ $rows == 20000 ]] || fail "predict counted $rows rows"
 majority=$(awk '{p += ($1 == "+1")} END {q = p / NR; print (q > 0.5 ? q : 1 - q)}' a.svm)
 echo "planted model: accuracy $accuracy (majority $majority), auc $auc, logloss $logloss"
-awk -v a="$accuracy" -v m="$majority" -v u="$auc" 'BEGIN {exit !(a > m + 0.05 && u > 0.75)}' ||
+numeric_check 'a > m + 0.05 && u > 0.75' a="$accuracy" m="$majority" u="$auc" ||
     fail "accuracy $accuracy is not well above the majority rate $majority"
 [[ $(wc -l <prob.txt) == 20000 ]] || fail "--out: expected 20000 probabilities"
 grep -qvE '^(0\.[0-9]{6}|1\.000000)$' prob.txt && fail "--out: a line is not a probability"
@@ -156,7 +157,7 @@ pbad 2 "--data FILE is required" lr --model a.model
 pbad 2 "--data needs a value" lr --model a.model --data
 pbad 2 "--model given twice" lr --model a.model --model a.model --data a.svm
 pbad 2 "unknown flag '--frobnicate'" lr --model a.model --data a.svm --frobnicate
-pbad 2 "--one-based or --zero-based once" lr --model a.model --data a.svm --one-based --zero-based
+pbad 2 "--one-based and --zero-based exclude each other" lr --model a.model --data a.svm --one-based --zero-based
 pbad 2 "unknown model 'svm'" svm
 pbad 1 "missing.model: cannot open" lr --model missing.model --data a.svm
 # A model file of zeros without a newline is refused on its first line, not

@@ -10,6 +10,7 @@
 # Usage: test_lr_train.sh LOOM LR_CHECK DATA_DIR CASE. The a9a_* cases exit 77
 # (skipped) with a message when DATA_DIR/a9a is absent.
 set -u
+source "$(dirname "$0")/../numeric_check.sh"
 LOOM=$1 LR_CHECK=$2 DATA=$3 CASE=$4
 TRAIN=$DATA/a9a/a9a TEST=$DATA/a9a/a9a.t
 need_a9a() {
@@ -63,7 +64,7 @@ a9a_ssp)
         --model-out "$WORK/m" >"$WORK/job.out" 2>&1 || fail "training failed"
     acc=$(accuracy "$WORK/m")
     echo "4 workers, SSP(2): test accuracy $acc"
-    awk -v a="$acc" 'BEGIN { exit !(a >= 0.848) }' || fail "test accuracy $acc < 0.848"
+    numeric_check 'a >= 0.848' a="$acc" || fail "test accuracy $acc < 0.848"
     [[ $(wc -l <"$WORK/metrics.json") -eq 6 ]] || fail "expected 6 metric lines"
     for key in epoch time_s objective train_logloss test_logloss test_accuracy test_auc nnz_weights \
                examples_per_s bytes_sent bytes_received; do
@@ -79,7 +80,7 @@ a9a_dbpg)
     nnz=$(head -1 "$WORK/m" | sed -n 's/.*nnz=\([0-9]*\).*/\1/p')
     dim=$(head -1 "$WORK/m" | sed -n 's/.*dim=\([0-9]*\).*/\1/p')
     echo "DBPG with L1: test accuracy $acc, $nnz of $dim weights non-zero"
-    awk -v a="$acc" 'BEGIN { exit !(a >= 0.84) }' || fail "test accuracy $acc < 0.84"
+    numeric_check 'a >= 0.84' a="$acc" || fail "test accuracy $acc < 0.84"
     ((nnz < dim * 3 / 4)) || fail "the L1 model is not sparse ($nnz of $dim)"
     ;;
 *) echo "unknown case $CASE" >&2; exit 2 ;;

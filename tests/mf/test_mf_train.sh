@@ -13,6 +13,7 @@
 # Usage: test_mf_train.sh LOOM MF_CHECK DATA_DIR CASE. The *_ml cases exit 77
 # (skipped) with a message when DATA_DIR/ml-latest-small is absent.
 set -u
+source "$(dirname "$0")/../numeric_check.sh"
 LOOM=$1 MF_CHECK=$2 DATA=$3 CASE=$4
 ML=$DATA/ml-latest-small/ratings.csv
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-mf.XXXXXX")
@@ -68,9 +69,9 @@ gen_predict)
     got=$(rmse "$WORK/pred") best=$(rmse "$WORK/best") last=$(field test_rmse "$WORK/metrics")
     echo "test rmse: trained $got, planted model $best, trainer's last epoch $last"
     [[ $(wc -l <"$WORK/p") -eq $(wc -l <"$WORK/test.tsv") ]] || fail "not one prediction per rating"
-    awk -v g="$got" -v b="$best" 'BEGIN { exit !(g <= b + 0.05) }' ||
+    numeric_check 'g <= b + 0.05' g="$got" b="$best" ||
         fail "test rmse $got is not within 0.05 of the planted model's $best"
-    awk -v g="$got" -v l="$last" 'BEGIN { d = g - l; exit !(d < 1e-5 && d > -1e-5) }' ||
+    numeric_check 'g - l < 1e-5 && g - l > -1e-5' g="$got" l="$last" ||
         fail "predict's rmse $got differs from the trainer's $last"
     ;;
 errors)
@@ -155,6 +156,9 @@ errors)
     # A file without a single rating.
     printf 'userId,movieId,rating,timestamp\n' >"$WORK/empty.csv"
     expect 1 "empty.csv: no training ratings" "$LOOM" train mf --train "$WORK/empty.csv" --workers 2
+    printf 'a\tb\tc\n1\t2\n' >"$WORK/allbad.tsv"
+    expect 1 "allbad.tsv: no training ratings" \
+        "$LOOM" train mf --train "$WORK/allbad.tsv" --skip-bad --workers 2
     # ... and a --test file without one: an RMSE of nothing is an error, not 0.
     expect 1 "empty.csv: no test ratings" \
         "$LOOM" train mf --train "$WORK/ok.tsv" --test "$WORK/empty.csv" --workers 2 --epochs 1
@@ -171,8 +175,8 @@ ssp_ml)
     last=$(field test_rmse "$WORK/metrics")
     echo "2 workers, 2 servers, SSP(2), 40 epochs: test RMSE $first after epoch 1, $last at the end"
     [[ $(grep -c '"epoch": ' "$WORK/metrics") -eq 40 ]] || fail "expected 40 metrics lines"
-    awk -v l="$last" 'BEGIN { exit !(l <= 0.87) }' || fail "test RMSE $last > 0.87"
-    awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f) }' || fail "test RMSE did not fall"
+    numeric_check 'l <= 0.87' l="$last" || fail "test RMSE $last > 0.87"
+    numeric_check 'l < f' f="$first" l="$last" || fail "test RMSE did not fall"
     ;;
 *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac

@@ -17,6 +17,7 @@
 # worker r on host 3 + r; host h has address 10.77.0.h. Each process's output
 # goes to $WORK/<name>.out, names being scheduler, server-R and worker-R.
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/../numeric_check.sh"
 
 LOOM=${1:?usage: $0 LOOM_BINARY DATA_DIR}
 DATA=${2:?usage: $0 LOOM_BINARY DATA_DIR}

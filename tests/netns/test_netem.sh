@@ -76,7 +76,7 @@ check_clean_exit
 acc=$(accuracy "$WORK/model")
 echo "the job took $elapsed ms (bound ${BOUND_S} s); test accuracy $acc"
 sed 's/^/  /' "$WORK/metrics.json"
-awk -v a="$acc" 'BEGIN { exit !(a >= 0.848) }' || fail "test accuracy $acc < 0.848"
+numeric_check 'a >= 0.848' a="$acc" || fail "test accuracy $acc < 0.848"
 
 # 1% of several thousand packets: some must have been dropped, or the links
 # were not impaired.

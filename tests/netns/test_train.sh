@@ -73,9 +73,9 @@ train_netns 2 2
 acc_lo=$(accuracy "$WORK/ssp-loopback.model")
 acc_ns=$(accuracy "$WORK/ssp-netns.model")
 echo "  test accuracy: loopback $acc_lo, across hosts $acc_ns"
-awk -v a="$acc_lo" -v b="$acc_ns" 'BEGIN { exit !(a >= 0.848 && b >= 0.848) }' ||
+numeric_check 'a >= 0.848 && b >= 0.848' a="$acc_lo" b="$acc_ns" ||
     fail "test accuracy below 0.848 (loopback $acc_lo, across hosts $acc_ns)"
-awk -v a="$acc_lo" -v b="$acc_ns" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.003) }' ||
+numeric_check 'a - b <= 0.003 && b - a <= 0.003' a="$acc_lo" b="$acc_ns" ||
     fail "test accuracies differ by more than 0.003 (loopback $acc_lo, across hosts $acc_ns)"
 lines=$(wc -l <"$WORK/ssp-netns.json")
 ((lines == 6)) || fail "worker 0 wrote $lines metric lines, expected 6"

@@ -1,13 +1,16 @@
 /* app_files: the applications' checks of the files a user names
  * (apps/common/files.c) and their bounded getline, on files in a temporary
- * directory: what is refused and why, that a check leaves no file behind and
- * changes none, and that a line one byte over the bound stops the read. */
+ * directory: what is refused and why, that a check leaves no file behind,
+ * changes none and does not disturb a FIFO's reader, and that a line one byte
+ * over the bound stops the read. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,6 +64,30 @@ static void test_check_output(void **state)
     path_in_dir(path, sizeof path, "old/new");
     assert_int_equal(app_check_output(path, err, sizeof err), -1);
     assert_says(err, "Not a directory");
+}
+
+/* A FIFO's reader must not see a writer come and go (it would read the end
+ * of its input): on Linux, poll() reports POLLHUP to a reader once a writer
+ * has opened and closed the FIFO, and nothing before. */
+static void test_check_fifo(void **state)
+{
+    (void)state;
+    char path[256], err[512];
+    path_in_dir(path, sizeof path, "fifo");
+    assert_int_equal(mkfifo(path, 0600), 0);
+    int reader = open(path, O_RDONLY | O_NONBLOCK);
+    assert_true(reader >= 0);
+    assert_int_equal(app_check_output(path, err, sizeof err), 0);
+    assert_int_equal(app_check_input(path, err, sizeof err), 0);
+    struct pollfd p = {.fd = reader, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 0), 0);
+    /* The test itself can tell: a writer that comes and goes is seen. */
+    int writer = open(path, O_WRONLY | O_NONBLOCK);
+    assert_true(writer >= 0);
+    close(writer);
+    assert_int_equal(poll(&p, 1, 0), 1);
+    assert_true(p.revents & POLLHUP);
+    close(reader);
 }
 
 static void test_check_input(void **state)
@@ -124,7 +151,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    static const char *const names[] = {"old", "in", "lines"};
+    static const char *const names[] = {"old", "in", "lines", "fifo"};
     char path[256];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         path_in_dir(path, sizeof path, names[i]);
@@ -138,6 +165,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_output),
         cmocka_unit_test(test_check_input),
+        cmocka_unit_test(test_check_fifo),
         cmocka_unit_test(test_getline_bounded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

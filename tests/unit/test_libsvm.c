@@ -335,6 +335,25 @@ static void test_pipe(void **state)
     loom_dataset_free(d);
 }
 
+/* A device is no data file: /dev/zero would never end. /dev/null comes
+ * first: if the rule is lost, its assertion stops the test before a reader
+ * that regressed could read /dev/zero until memory runs out. */
+static void test_device(void **state)
+{
+    (void)state;
+    char err[256];
+    loom_dataset *d = NULL;
+    static const char *const devices[] = {"/dev/null", "/dev/zero"};
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(loom_libsvm_read(devices[i], 0, 1, NULL, &d, err, sizeof err),
+                         LOOM_EINVAL);
+        assert_null(d);
+        char want[64];
+        snprintf(want, sizeof want, "%s: a device, not a file of data", devices[i]);
+        assert_string_equal(err, want);
+    }
+}
+
 /* skip_bad: malformed lines are dropped and counted, whatever the share. */
 static void test_skip_bad(void **state)
 {
@@ -686,6 +705,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_extreme_values),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_pipe),
+        cmocka_unit_test(test_device),
         cmocka_unit_test(test_skip_bad),
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_error_lines_in_shares),
