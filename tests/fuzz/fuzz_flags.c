@@ -27,11 +27,12 @@
 
 #define MAX_ARGS 32
 
-/* One flag of every kind, a range on each side of zero, and a pair that excludes. */
+/* One flag of every kind, whole-number ranges at both ends of uint64, and a pair that
+ * excludes each other. */
 static const app_flag table[] = {
     {.section = "test:", .name = "--on", .kind = APP_SWITCH, .help = "a switch"},
-    {.name = "--count", .kind = APP_INT, .arg = "N", .min = -5, .max = 1000, .help = "an int"},
-    {.name = "--big", .kind = APP_INT, .arg = "N", .min = 0, .max = 9e15, .help = "wide"},
+    {.name = "--count", .kind = APP_INT, .arg = "N", .lo = 5, .hi = 1000, .help = "an int"},
+    {.name = "--big", .kind = APP_INT, .arg = "N", .lo = 0, .hi = UINT64_MAX, .help = "wide"},
     {.name = "--rate", .kind = APP_NUM, .arg = "X", .min = 0, .max = 1, .help = "a number"},
     {.name = "--name", .kind = APP_TEXT, .arg = "S", .help = "a text\non two lines"},
     {.name = "--mode", .kind = APP_CHOICE, .arg = "a|bb|ccc", .help = "a choice"},
@@ -77,11 +78,11 @@ static int check_table(int argc, char **argv, int with_program, char *err, size_
         const char *eq = strchr(argv[i], '=');
         const char *text = f->kind == APP_SWITCH ? "" : eq ? eq + 1 : argv[++i];
         FUZZ_CHECK(x->text && !strcmp(x->text, text));
-        if (f->kind == APP_INT) FUZZ_CHECK(x->i >= f->min && x->i <= f->max);
+        if (f->kind == APP_INT) FUZZ_CHECK(x->u >= f->lo && x->u <= f->hi);
         if (f->kind == APP_NUM) FUZZ_CHECK(x->x >= f->min && x->x <= f->max);
         if (f->kind == APP_CHOICE) {
             static const char *const choices[] = {"a", "bb", "ccc"};
-            FUZZ_CHECK(x->i >= 0 && x->i < 3 && !strcmp(choices[x->i], text));
+            FUZZ_CHECK(x->choice < 3 && !strcmp(choices[x->choice], text));
         }
         if (f->kind == APP_TEXT) FUZZ_CHECK(text[0]);
     }
@@ -197,7 +198,7 @@ static void make_seeds(void)
                               "0", "--top-words", "5", "--format", "uci", NULL});
     seed_add("help", 2, (const char *[]){"--train", "x", "--help", NULL});
     seed_add("table", 3,
-             (const char *[]){"--on", "--count", "-5", "--big=9000000000000000", "--rate", "1",
+             (const char *[]){"--on", "--count", "5", "--big=18446744073709551615", "--rate", "1",
                               "--name", "x y", "--mode=ccc", "--left", NULL});
     seed_add("table_program", 3 | 4,
              (const char *[]){"--count=7", "--rate", "0.25", "prog", "--on", "--on", NULL});
