@@ -7,7 +7,9 @@
 # interleaved:
 #   BUILD_DIR/bin/raw_zmq --servers S --workers W FLAGS           (raw)
 #   BUILD_DIR/bin/raw_zmq --table --servers S --workers W FLAGS   (raw+table)
-#   BUILD_DIR/bin/loom run --servers S --workers W -- BUILD_DIR/bin/bench_pushpull FLAGS
+#   BUILD_DIR/bin/loom run --insecure --servers S --workers W -- BUILD_DIR/bin/bench_pushpull FLAGS
+# (--insecure: raw ZeroMQ runs without CURVE, so Loom does too; bench/run_curve.sh
+# measures what the job secret costs)
 # and prints a Markdown table per shape: for every case and operation, Loom's
 # and raw ZeroMQ's throughput and latency and the ratios Loom/raw (throughput:
 # higher is better; latency: lower is better), each figure the median of the
@@ -98,7 +100,7 @@ for cfg in $configs; do
         run "raw_${cfg}_$rep" "$raw" --servers "$S" --workers "$W" --timeout "$timeout_s" "${flags[@]}"
         run "table_${cfg}_$rep" "$raw" --table --servers "$S" --workers "$W" --timeout "$timeout_s" \
             "${flags[@]}"
-        run "loom_${cfg}_$rep" "$loom" run --servers "$S" --workers "$W" --timeout "$timeout_s" -- \
+        run "loom_${cfg}_$rep" "$loom" run --insecure --servers "$S" --workers "$W" --timeout "$timeout_s" -- \
             "$bench" "${flags[@]}"
         files+=("$logs/raw_${cfg}_$rep.txt" "$logs/table_${cfg}_$rep.txt" "$logs/loom_${cfg}_$rep.txt")
     done

@@ -10,6 +10,7 @@ const char *harness_secret;
 char harness_connect_to[256];
 void (*harness_on_scheduler)(loom_node *scheduler);
 void (*harness_on_server)(loom_node *server, int rank);
+int harness_max_frame_mib;
 
 typedef struct slot {
     loom_config cfg;
@@ -62,6 +63,7 @@ int harness_run(int servers, int workers, harness_worker_fn fn, void *arg, harne
     base.heartbeat_interval_ms = 200;
     base.heartbeat_timeout_ms = 10000;
     base.connect_timeout_ms = 20000;
+    base.max_frame_mib = harness_max_frame_mib;
     snprintf(base.scheduler, sizeof base.scheduler, "127.0.0.1:0");
     const char *verbose = getenv("LOOM_VERBOSE");
     if (verbose) base.verbose = verbose[0] - '0';

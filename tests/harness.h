@@ -58,4 +58,7 @@ extern void (*harness_on_scheduler)(loom_node *scheduler);
  * start before this runs: a test that needs the pointer in a worker must wait for it. */
 extern void (*harness_on_server)(loom_node *server, int rank);
 
+/* loom_config.max_frame_mib of every node of the next jobs (0: the default). */
+extern int harness_max_frame_mib;
+
 #endif

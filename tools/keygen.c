@@ -6,6 +6,7 @@
  * secret be lost. */
 #include "commands.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,31 +27,46 @@ static const char cmd_keygen_help[] =
     "  --force     replace FILE if it exists\n"
     "  -h, --help  show this help\n";
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static int
+usage(const char *fmt, ...)
+{
+    fputs("loom keygen: ", stderr);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\nTry 'loom keygen --help'.\n", stderr);
+    return 2;
+}
+
 int cmd_keygen(int argc, char **argv)
 {
     const char *path = NULL;
     int force = 0;
+    /* The messages are those of the flag table (apps/common/flags.c) the
+     * other commands use; keygen's one FILE is an argument of its own. */
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        const char *arg = argv[i];
+        size_t name_len = strcspn(arg, "=");
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
             fputs(cmd_keygen_help, stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--force")) {
+        } else if (!strcmp(arg, "--force")) {
             force = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "loom keygen: unknown option '%s'\nTry 'loom keygen --help'.\n",
-                    argv[i]);
-            return 2;
+        } else if (name_len == 7 && !strncmp(arg, "--force", 7)) {
+            return usage("--force takes no value");
+        } else if (arg[0] == '-' && arg[1]) {
+            return usage("unknown flag '%.*s'", (int)name_len, arg);
         } else if (path) {
-            fprintf(stderr, "loom keygen: one FILE only, got '%s' and '%s'\n", path, argv[i]);
-            return 2;
+            return usage("unexpected argument '%s' (one FILE only)", arg);
         } else {
-            path = argv[i];
+            path = arg;
         }
     }
-    if (!path) {
-        fprintf(stderr, "loom keygen: missing FILE\nTry 'loom keygen --help'.\n");
-        return 2;
-    }
+    if (!path) return usage("missing FILE");
     if (!force && access(path, F_OK) == 0) {
         fprintf(stderr, "loom keygen: %s already exists; left alone (--force replaces it)\n", path);
         return 1;

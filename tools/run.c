@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -238,13 +239,22 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The first error other than EPIPE in writing the job's output (a full
+ * disk, an I/O error), 0 if none: the job's results were lost, so a job that
+ * otherwise succeeded must not exit 0. */
+static int output_errno;
+
 static void write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
         if (n < 0 && errno == EINTR) continue;
-        /* Nobody reads our output any more (EPIPE): the job goes on regardless. */
-        if (n <= 0) return;
+        if (n <= 0) {
+            /* Nobody reads our output any more (EPIPE, `loom run ... | head`):
+             * the job goes on regardless. */
+            if (n < 0 && errno != EPIPE && !output_errno) output_errno = errno;
+            return;
+        }
         buf += n;
         len -= (size_t)n;
     }
@@ -884,6 +894,19 @@ static int ensure_std_fds(void)
     return 0;
 }
 
+/* Every process of the job gets one random LOOM_JOB_TOKEN (unless the caller
+ * chose one): the scheduler refuses nodes of any other job, say one started
+ * by hand on the same fixed port (docs/SECURITY.md, "Node identity"). */
+static int set_job_token(void)
+{
+    if (getenv("LOOM_JOB_TOKEN") && *getenv("LOOM_JOB_TOKEN")) return 0;
+    uint8_t bytes[16];
+    if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes) return -1;
+    char token[2 * sizeof bytes + 1];
+    for (size_t i = 0; i < sizeof bytes; i++) snprintf(token + 2 * i, 3, "%02x", bytes[i]);
+    return setenv("LOOM_JOB_TOKEN", token, 1);
+}
+
 /* --- the job secret ------------------------------------------------------ */
 
 /* The throw-away secret: a file in a directory of its own (mode 0700), so that
@@ -937,6 +960,7 @@ static int prepare_secret(const struct options *opt, struct temp_secret *t)
 
 static int set_common_env(const struct options *opt)
 {
+    if (set_job_token() < 0) return -1;
     if (setenv_long("LOOM_NUM_SERVERS", opt->servers) < 0 ||
         setenv_long("LOOM_NUM_WORKERS", opt->workers) < 0 ||
         setenv("LOOM_BIND", opt->bind, 1) < 0 ||
@@ -1089,6 +1113,10 @@ int cmd_run(int argc, char **argv)
     }
     if (job.addr_fd >= 0) close(job.addr_fd);
     rc = exit_status(&job, print_failures(&job));
+    if (output_errno && rc == 0) {
+        say("failed: cannot write the job's output: %s", strerror(output_errno));
+        rc = 1;
+    }
 
 out:
     remove_temp_secret(&temp_secret);

@@ -10,9 +10,10 @@
  * LOOM_NUM_WORKERS for the library to map ranks with (and to check the job's
  * size against).
  *
- * --interface NAME and --secret FILE, job flags every model's table holds
- * (apps/common), are for the launcher: `loom run --interface NAME --secret
- * FILE` for a local job, LOOM_INTERFACE and LOOM_SECRET_FILE for a node. */
+ * --interface NAME, --secret FILE and --insecure, job flags every model's
+ * table holds (apps/common), are for the launcher: `loom run --interface NAME
+ * --secret FILE` (or `--insecure`) for a local job, LOOM_INTERFACE and
+ * LOOM_SECRET_FILE (or its absence) for a node. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,7 @@ static int launch_locally(const app_job *j, int argc, char **argv)
         run[k++] = "--secret";
         run[k++] = (char *)j->secret;
     }
+    if (j->insecure) run[k++] = "--insecure";
     run[k++] = "--";
     run[k++] = self;
     for (int i = 0; i < argc; i++) {
@@ -141,6 +143,7 @@ static int launch_locally(const app_job *j, int argc, char **argv)
             i += !strchr(argv[i], '='); /* and its value */
             continue;
         }
+        if (i >= 2 && !strcmp(argv[i], "--insecure")) continue;
         run[k++] = argv[i];
     }
     int rc = cmd_run(k, run);
@@ -183,6 +186,7 @@ static int train_with(const trainer *t, int argc, char **argv)
                               j->workers);
         if (!rc && j->interface && setenv("LOOM_INTERFACE", j->interface, 1)) rc = 1;
         if (!rc && j->secret && setenv("LOOM_SECRET_FILE", j->secret, 1)) rc = 1;
+        if (!rc && j->insecure && unsetenv("LOOM_SECRET_FILE")) rc = 1;
         if (!rc) rc = t->node(cli);
     } else if (app_check_job_files(j, err, sizeof err)) {
         /* Before any process starts: a wrong --model-out must not wait for the last epoch. */

@@ -92,10 +92,15 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .arg = "NAME",                                                                            \
          .help = "network interface to bind (LOOM_INTERFACE; docs/CLUSTER.md); default\n"          \
                  "127.0.0.1 here, the route to the scheduler under mpirun/srun"},                  \
+        {.name = "--secret",                                                                       \
+         .kind = APP_TEXT,                                                                         \
+         .arg = "FILE",                                                                            \
+         .help = "job secret (loom keygen; LOOM_SECRET_FILE; docs/SECURITY.md); default:\n"        \
+                 "a throw-away one on this machine, none under mpirun/srun"},                      \
     {                                                                                              \
-        .name = "--secret", .kind = APP_TEXT, .arg = "FILE",                                       \
-        .help = "job secret (loom keygen; LOOM_SECRET_FILE; docs/SECURITY.md); default:\n"         \
-                "a throw-away one on this machine, none under mpirun/srun"                         \
+        .name = "--insecure", .kind = APP_SWITCH,                                                  \
+        .help = "no job secret: traffic neither encrypted nor authenticated (faster;\n"            \
+                "for a machine or network you trust, docs/SECURITY.md)"                            \
     }
 #define APP_FLAGS_OUTPUT(metrics_help, model_help)                                                 \
     {.section = "output:",                                                                         \
@@ -113,6 +118,7 @@ typedef struct app_job {
     const char *format;    /* --format NAME, checked by the application (NULL: detect) */
     const char *interface; /* --interface NAME (NULL: the launcher's choice) */
     const char *secret;    /* --secret FILE (NULL: LOOM_SECRET_FILE or the launcher's choice) */
+    int insecure;          /* --insecure: no secret at all */
     int workers, servers;
     int workers_given, servers_given; /* given on the command line */
     int consistency;                  /* a loom_consistency */

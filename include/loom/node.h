@@ -56,6 +56,16 @@ typedef struct loom_config {
     int connect_timeout_ms;    /* how long to wait for the whole job to register */
     loom_failure_policy on_failure;
     int verbose; /* 0 quiet, 1 lifecycle messages, 2 debug */
+    /* Names the job this node belongs to: the scheduler refuses a REGISTER
+     * whose token differs from its own, so nodes of another job (same fixed
+     * port, a stale script) never join. "" on every node = no check. Up to
+     * 64 characters; docs/SECURITY.md says where it comes from. */
+    char job_token[65];
+    /* The largest payload frame (MiB) any node of the job sends or accepts;
+     * 0 = 256. Pushes and pulls are split to fit; a peer announcing a larger
+     * frame is disconnected. Must be the same on every node (the scheduler
+     * refuses a node with another value). 1 to 2047. */
+    int max_frame_mib;
     /* The job's secret (loom_secret_load; secret.h): every socket then uses
      * CURVE with the key pair derived from it. "": no encryption. */
     char secret[LOOM_SECRET_LEN + 1];
@@ -68,7 +78,9 @@ void loom_config_default(loom_config *cfg);
 /* Fill cfg from LOOM_ROLE, LOOM_RANK, LOOM_SCHEDULER, LOOM_NUM_SERVERS,
  * LOOM_NUM_WORKERS, LOOM_BIND or LOOM_INTERFACE, LOOM_HEARTBEAT_MS,
  * LOOM_HEARTBEAT_TIMEOUT_MS, LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE,
- * LOOM_SECRET_FILE (read with loom_secret_load) (docs/LAUNCHING.md).
+ * LOOM_JOB_TOKEN, LOOM_MAX_FRAME_MIB, LOOM_SECRET_FILE (read with
+ * loom_secret_load) (docs/LAUNCHING.md). Without LOOM_JOB_TOKEN, a process
+ * that mpirun or srun started takes the launcher's job id as its job token.
  *
  * Without LOOM_ROLE, a launcher must have started the process (see
  * loom_launched()): its rank decides the role (rank 0 the scheduler, the next

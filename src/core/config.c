@@ -111,6 +111,7 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
         rc ? rc
            : env_int("LOOM_CONNECT_TIMEOUT_MS", 1, 86400000, &cfg->connect_timeout_ms, err, errlen);
     rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
+    rc = rc ? rc : env_int("LOOM_MAX_FRAME_MIB", 1, 2047, &cfg->max_frame_mib, err, errlen);
     /* Now: finding the scheduler below may wait, and says so. */
     if (!rc) log_set_level(cfg->verbose);
     const char *secret_file = getenv("LOOM_SECRET_FILE");
@@ -137,6 +138,7 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
     const char *role = getenv("LOOM_ROLE");
     rc = role ? role_from_env(cfg, role, bind, err, errlen)
               : launch_configure(cfg, plan, bind, err, errlen);
+    rc = rc ? rc : launch_job_token(plan, cfg->job_token, sizeof cfg->job_token, err, errlen);
     if (rc) return rc;
     if (cfg->role == LOOM_SERVER && cfg->rank >= cfg->num_servers) {
         if (err)

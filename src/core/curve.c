@@ -35,7 +35,7 @@ struct curve {
     void *zap;     /* REP: ZAP requests (curve thread) */
     void *monitor; /* PAIR: the ROUTER's handshake events (curve thread) */
     pthread_t thread;
-    _Atomic uint64_t refused;
+    _Atomic uint64_t *refused;
 };
 
 static int frame_is(const zmq_msg_t *m, const char *text)
@@ -113,7 +113,7 @@ static void read_event(curve *c)
     memcpy(&value, (const uint8_t *)zmq_msg_data(&head) + 2, sizeof value);
     if (!(event & REFUSED_EVENTS)) goto out;
     /* A peer that keeps trying must not flood the log: one line, then a count. */
-    if (atomic_fetch_add(&c->refused, 1) == 0 || log_level() >= LOG_DEBUG) {
+    if (atomic_fetch_add(c->refused, 1) == 0 || log_level() >= LOG_DEBUG) {
         char why[128];
         describe_refusal(event, value, why, sizeof why);
         log_warn("refused a connection to %.*s: %s; it does not hold the job's secret "
@@ -144,7 +144,8 @@ static void *curve_main(void *arg)
     return NULL;
 }
 
-int curve_start(void *zctx, const char *secret, const char *tag, curve **out)
+int curve_start(void *zctx, const char *secret, const char *tag, _Atomic uint64_t *refused,
+                curve **out)
 {
     *out = NULL;
     if (!zmq_has("curve")) {
@@ -154,6 +155,7 @@ int curve_start(void *zctx, const char *secret, const char *tag, curve **out)
     curve *c = calloc(1, sizeof *c);
     if (!c) return LOOM_ENOMEM;
     snprintf(c->tag, sizeof c->tag, "%s", tag);
+    c->refused = refused;
     if (strlen(secret) != LOOM_SECRET_LEN || zmq_curve_public(c->public_key, secret) ||
         !zmq_z85_decode(c->public_bin, c->public_key)) {
         free(c);
@@ -205,11 +207,6 @@ int curve_client(const curve *c, void *dealer)
         return LOOM_ETRANSPORT;
     }
     return 0;
-}
-
-uint64_t curve_refused(const curve *c)
-{
-    return c ? atomic_load(&((curve *)c)->refused) : 0;
 }
 
 void curve_stop(curve *c)

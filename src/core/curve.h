@@ -13,20 +13,21 @@
 #ifndef LOOM_CORE_CURVE_H
 #define LOOM_CORE_CURVE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 typedef struct curve curve;
 
 /* Derive the key pair from secret (Z85), bind the ZAP handler in zctx and start
- * the thread; its log lines carry `tag`. LOOM_ECONFIG for a bad secret,
- * LOOM_ETRANSPORT if libzmq cannot (no CURVE support). */
-int curve_start(void *zctx, const char *secret, const char *tag, curve **out);
+ * the thread; its log lines carry `tag`, and it adds each refused handshake to
+ * *refused (the node's counter, which must outlive c). LOOM_ECONFIG for a bad
+ * secret, LOOM_ETRANSPORT if libzmq cannot (no CURVE support). */
+int curve_start(void *zctx, const char *secret, const char *tag, _Atomic uint64_t *refused,
+                curve **out);
 /* Make router a CURVE server of the job and watch its handshakes; before bind. */
 int curve_server(curve *c, void *router);
 /* Make dealer a CURVE client of the job; before connect. */
 int curve_client(const curve *c, void *dealer);
-/* Handshakes the ROUTER refused so far. */
-uint64_t curve_refused(const curve *c);
 /* After zmq_ctx_term() of the context: wait for the thread and free c. */
 void curve_stop(curve *c);
 

@@ -636,3 +636,33 @@ int loom_launched(void)
     if (launch_detect(&le, NULL, 0)) return 1;
     return le.launcher && le.size != 1;
 }
+
+/* The one place a job token comes from (docs/SECURITY.md, "Node identity"):
+ * LOOM_JOB_TOKEN as given (loom run makes a random one), else the launcher's
+ * job id, which every rank of an mpirun or srun job shares and no other job
+ * has. That keeps jobs apart; it is no secret (job ids are public), so only
+ * a random LOOM_JOB_TOKEN also stops a stranger who guesses it. */
+int launch_job_token(const launch_plan *plan, char *out, size_t outlen, char *err, size_t errlen)
+{
+    const char *v = env("LOOM_JOB_TOKEN");
+    out[0] = '\0';
+    if (v) {
+        size_t n = strlen(v);
+        int printable = 1;
+        for (size_t i = 0; i < n; i++) printable &= v[i] > ' ' && v[i] < 0x7f;
+        if (n >= outlen || !printable) {
+            if (err)
+                snprintf(err, errlen,
+                         "LOOM_JOB_TOKEN must be 1 to %zu printable characters without spaces",
+                         outlen - 1);
+            return LOOM_ECONFIG;
+        }
+        memcpy(out, v, n + 1);
+    } else if (plan->env.launcher && plan->env.job_id[0]) {
+        if (strlen(plan->env.job_id) < outlen)
+            memcpy(out, plan->env.job_id, strlen(plan->env.job_id) + 1);
+        else
+            snprintf(out, outlen, "job-%016llx", (unsigned long long)fnv1a(plan->env.job_id));
+    }
+    return 0;
+}

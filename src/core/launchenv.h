@@ -58,4 +58,9 @@ int launch_first_host(const char *list, char *out, size_t outlen);
  * 29999, a hash of the job id (below Linux's ephemeral ports, 32768 up). */
 int launch_derived_port(const char *job_id);
 
+/* The job token of cfg->job_token (outlen bytes): LOOM_JOB_TOKEN, else
+ * derived from the launcher's job id in plan, else "". 0, or LOOM_ECONFIG
+ * with a sentence in err if LOOM_JOB_TOKEN is malformed. */
+int launch_job_token(const launch_plan *plan, char *out, size_t outlen, char *err, size_t errlen);
+
 #endif

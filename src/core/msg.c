@@ -6,33 +6,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Payload frames each type may carry: [min, max]. Unknown types have max -1. */
+/* Who may send each type (bits 1 << loom_role) and the payload frames it may
+ * carry: [min, max]. Unknown types have max -1. */
+#define BY_SCHED  (1u << 0) /* LOOM_SCHEDULER */
+#define BY_SERVER (1u << 1) /* LOOM_SERVER */
+#define BY_WORKER (1u << 2) /* LOOM_WORKER */
 static const struct {
     const char *name;
     signed char min_frames, max_frames;
+    unsigned senders;
 } type_info[MSG_TYPE_END_] = {
-    [MSG_REGISTER] = {"REGISTER", 1, 1},
-    [MSG_ROSTER] = {"ROSTER", 1, 1},
-    [MSG_ROSTER_ACK] = {"ROSTER_ACK", 0, 0},
-    [MSG_REJECT] = {"REJECT", 1, 1},
-    [MSG_HEARTBEAT] = {"HEARTBEAT", 0, 0},
-    [MSG_BARRIER] = {"BARRIER", 0, 0},
-    [MSG_BARRIER_RELEASE] = {"BARRIER_RELEASE", 0, 0},
-    [MSG_DONE] = {"DONE", 0, 0},
-    [MSG_DONE_ACK] = {"DONE_ACK", 0, 0},
-    [MSG_SHUTDOWN] = {"SHUTDOWN", 0, 0},
-    [MSG_SHUTDOWN_ACK] = {"SHUTDOWN_ACK", 0, 0},
-    [MSG_NODE_FAILED] = {"NODE_FAILED", 0, 0},
-    [MSG_TABLE_OPEN] = {"TABLE_OPEN", 1, 1},
-    [MSG_TABLE_CREATE] = {"TABLE_CREATE", 1, 1},
-    [MSG_TABLE_CREATED] = {"TABLE_CREATED", 0, 0},
-    [MSG_TABLE_OPENED] = {"TABLE_OPENED", 0, 0},
-    [MSG_PUSH] = {"PUSH", 1, 2},
-    [MSG_PUSH_ACK] = {"PUSH_ACK", 0, 0},
-    [MSG_PULL] = {"PULL", 0, 1},
-    [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1},
-    [MSG_CLOCK] = {"CLOCK", 0, 0},
-    [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0},
+    [MSG_REGISTER] = {"REGISTER", 1, 1, BY_SERVER | BY_WORKER},
+    [MSG_ROSTER] = {"ROSTER", 1, 1, BY_SCHED},
+    [MSG_ROSTER_ACK] = {"ROSTER_ACK", 0, 0, BY_SERVER},
+    [MSG_REJECT] = {"REJECT", 1, 1, BY_SCHED},
+    [MSG_HEARTBEAT] = {"HEARTBEAT", 0, 0, BY_SCHED | BY_SERVER | BY_WORKER},
+    [MSG_BARRIER] = {"BARRIER", 0, 0, BY_WORKER},
+    [MSG_BARRIER_RELEASE] = {"BARRIER_RELEASE", 0, 0, BY_SCHED},
+    [MSG_DONE] = {"DONE", 0, 0, BY_WORKER},
+    [MSG_DONE_ACK] = {"DONE_ACK", 0, 0, BY_SCHED},
+    [MSG_SHUTDOWN] = {"SHUTDOWN", 0, 0, BY_SCHED},
+    [MSG_SHUTDOWN_ACK] = {"SHUTDOWN_ACK", 0, 0, BY_SERVER},
+    [MSG_NODE_FAILED] = {"NODE_FAILED", 0, 0, BY_SCHED},
+    [MSG_TABLE_OPEN] = {"TABLE_OPEN", 1, 1, BY_WORKER},
+    [MSG_TABLE_CREATE] = {"TABLE_CREATE", 1, 1, BY_SCHED},
+    [MSG_TABLE_CREATED] = {"TABLE_CREATED", 0, 0, BY_SERVER},
+    [MSG_TABLE_OPENED] = {"TABLE_OPENED", 0, 0, BY_SCHED},
+    [MSG_PUSH] = {"PUSH", 1, 2, BY_WORKER},
+    [MSG_PUSH_ACK] = {"PUSH_ACK", 0, 0, BY_SERVER},
+    [MSG_PULL] = {"PULL", 0, 1, BY_WORKER},
+    [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1, BY_SERVER},
+    [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER},
+    [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0, BY_SCHED},
 };
 
 static int type_known(unsigned type)
@@ -43,6 +48,18 @@ static int type_known(unsigned type)
 const char *msg_type_name(unsigned type)
 {
     return type_known(type) ? type_info[type].name : "UNKNOWN";
+}
+
+int msg_sender_allowed(unsigned type, int role)
+{
+    return type_known(type) && role >= 0 && role <= 2 && (type_info[type].senders >> role & 1u);
+}
+
+int64_t msg_max_frame(uint32_t nnodes, uint64_t max_payload)
+{
+    /* One ROSTER entry: id, role, rank, address (u16 length + text), routing id. */
+    uint64_t roster = 4 + (uint64_t)nnodes * (4 + 1 + 4 + 2 + MSG_ADDR_MAX + MSG_RID_SIZE);
+    return (int64_t)(roster > max_payload ? roster : max_payload);
 }
 
 const char *msg_error_name(int err)
@@ -128,6 +145,15 @@ static const uint8_t *blob_take(blob_reader *r, size_t n)
     return p;
 }
 
+void blob_get_bytes(blob_reader *r, void *out, size_t n)
+{
+    const uint8_t *p = blob_take(r, n);
+    if (p)
+        memcpy(out, p, n);
+    else
+        memset(out, 0, n);
+}
+
 uint8_t blob_get_u8(blob_reader *r)
 {
     const uint8_t *p = blob_take(r, 1);
@@ -187,6 +213,12 @@ static uint8_t *blob_room(blob_writer *w, size_t n)
     uint8_t *p = w->buf + w->len;
     w->len += n;
     return p;
+}
+
+void blob_put_bytes(blob_writer *w, const void *data, size_t n)
+{
+    uint8_t *p = blob_room(w, n);
+    if (p) memcpy(p, data, n);
 }
 
 void blob_put_u8(blob_writer *w, uint8_t v)
@@ -252,6 +284,8 @@ void msg_register_encode(const msg_register *r, blob_writer *w)
     blob_put_u32(w, (uint32_t)r->rank);
     blob_put_u32(w, r->num_servers);
     blob_put_u32(w, r->num_workers);
+    blob_put_u32(w, r->max_frame_mib);
+    blob_put_str(w, r->token);
     blob_put_str(w, r->address);
 }
 
@@ -262,13 +296,15 @@ int msg_register_decode(const void *data, size_t len, msg_register *r)
     r->rank = (int)blob_get_u32(&rd);
     r->num_servers = blob_get_u32(&rd);
     r->num_workers = blob_get_u32(&rd);
+    r->max_frame_mib = blob_get_u32(&rd);
+    blob_get_str(&rd, r->token, sizeof r->token);
     blob_get_str(&rd, r->address, sizeof r->address);
     if (rd.bad || rd.left || (r->role != 1 && r->role != 2) || !r->address[0]) return -1;
     return 0;
 }
 
-void msg_roster_encode(uint32_t nnodes, uint32_t num_servers, const char *addrs, size_t stride,
-                       blob_writer *w)
+void msg_roster_encode(uint32_t nnodes, uint32_t num_servers, const char *addrs,
+                       const uint8_t *rids, size_t stride, blob_writer *w)
 {
     blob_put_u32(w, nnodes);
     for (uint32_t i = 0; i < nnodes; i++) {
@@ -278,11 +314,12 @@ void msg_roster_encode(uint32_t nnodes, uint32_t num_servers, const char *addrs,
         blob_put_u8(w, (uint8_t)role);
         blob_put_u32(w, (uint32_t)rank);
         blob_put_str(w, addrs + (size_t)i * stride);
+        blob_put_bytes(w, rids + (size_t)i * stride, MSG_RID_SIZE);
     }
 }
 
 int msg_roster_decode(const void *data, size_t len, uint32_t nnodes, uint32_t num_servers,
-                      char *addrs, size_t stride)
+                      char *addrs, uint8_t *rids, size_t stride)
 {
     blob_reader rd = {data, len, 0};
     if (blob_get_u32(&rd) != nnodes || rd.bad) return -1;
@@ -292,11 +329,14 @@ int msg_roster_decode(const void *data, size_t len, uint32_t nnodes, uint32_t nu
         int rank = (int)blob_get_u32(&rd);
         char addr[MSG_ADDR_MAX];
         blob_get_str(&rd, addr, sizeof addr);
+        uint8_t rid[MSG_RID_SIZE];
+        blob_get_bytes(&rd, rid, sizeof rid);
         int expect_rank;
         if (rd.bad || id != i || msg_node_role(id, nnodes, num_servers, &expect_rank) != role ||
-            rank != expect_rank || !addr[0])
+            rank != expect_rank || !addr[0] || rid[0] != MSG_RID_TAG)
             return -1;
         memcpy(addrs + (size_t)i * stride, addr, strlen(addr) + 1);
+        memcpy(rids + (size_t)i * stride, rid, sizeof rid);
     }
     return rd.left ? -1 : 0;
 }

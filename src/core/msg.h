@@ -29,10 +29,23 @@
 #include <stdint.h>
 
 #define MSG_MAGIC       0x4D4Cu
-#define MSG_VERSION     1
+#define MSG_VERSION     2
 #define MSG_HEADER_SIZE 48
 #define MSG_MAX_FRAMES  2
 #define MSG_ADDR_MAX    256 /* a node's "host:port", NUL included */
+#define MSG_TOKEN_MAX   65  /* a job token, NUL included (loom_config.job_token) */
+/* A node's routing id: MSG_RID_TAG, then 8 random bytes drawn when the
+ * process starts. The scheduler learns it from the connection a REGISTER
+ * came on and hands it to every node in the ROSTER; a ROUTER accepts a
+ * message only from the routing id the roster binds to the sender's node id,
+ * so a stranger cannot speak as a node of the job without guessing 64 random
+ * bits (docs/SECURITY.md). */
+#define MSG_RID_SIZE 9
+#define MSG_RID_TAG  0x4C /* 'L': never 0, which libzmq reserves for ids it makes up */
+/* The default of the largest payload frame a node sends or accepts
+ * (loom_config.max_frame_mib): the ps layer splits pushes and pulls so that
+ * no frame of keys, values or replies exceeds it. */
+#define MSG_MAX_PAYLOAD_MIB 256
 
 enum msg_type {
     /* membership and control (core) */
@@ -97,6 +110,15 @@ enum msg_error {
 };
 
 const char *msg_type_name(unsigned type);
+/* Whether a node of `role` (a loom_role) may send messages of `type`:
+ * control messages come only from the scheduler, data requests only from
+ * workers, and so on (the table in msg.c; docs/PROTOCOL.md). */
+int msg_sender_allowed(unsigned type, int role);
+/* The ZMQ_MAXMSGSIZE of every socket of a job of nnodes nodes whose payload
+ * frames are at most max_payload bytes: max_payload, or the largest possible
+ * ROSTER of that job if it is larger. A peer announcing a larger frame is
+ * disconnected by libzmq before anything is allocated. */
+int64_t msg_max_frame(uint32_t nnodes, uint64_t max_payload);
 const char *msg_error_name(int err);
 
 void msg_encode_header(const msg_header *h, uint8_t out[MSG_HEADER_SIZE]);
@@ -142,6 +164,9 @@ double blob_get_f64(blob_reader *r);
  * outlen-1 bytes, outlen >= 1); sets bad if it is longer or contains a NUL byte. */
 void blob_get_str(blob_reader *r, char *out, size_t outlen);
 
+/* n raw bytes (zeros on a short read). */
+void blob_get_bytes(blob_reader *r, void *out, size_t n);
+void blob_put_bytes(blob_writer *w, const void *data, size_t n);
 void blob_put_u8(blob_writer *w, uint8_t v);
 void blob_put_u32(blob_writer *w, uint32_t v);
 void blob_put_u64(blob_writer *w, uint64_t v);
@@ -160,6 +185,8 @@ typedef struct msg_register {
     int role; /* LOOM_SERVER or LOOM_WORKER */
     int rank; /* -1: let the scheduler choose */
     uint32_t num_servers, num_workers;
+    uint32_t max_frame_mib;    /* its frame limit, which must be the job's */
+    char token[MSG_TOKEN_MAX]; /* the job token it was started with; "" = none */
     char address[MSG_ADDR_MAX];
 } msg_register;
 
@@ -167,14 +194,16 @@ void msg_register_encode(const msg_register *r, blob_writer *w);
 /* 0, or -1 if the payload is not a well-formed REGISTER. */
 int msg_register_decode(const void *data, size_t len, msg_register *r);
 
-/* ROSTER: every node's id, role, rank and address, in id order. Addresses
- * are read from / written to addrs + id * stride (MSG_ADDR_MAX bytes each),
+/* ROSTER: every node's id, role, rank, address and routing id, in id order.
+ * Addresses are read from / written to addrs + id * stride (MSG_ADDR_MAX
+ * bytes each), routing ids to rids + id * stride (MSG_RID_SIZE bytes each),
  * so a caller can point straight into its own per-node records. */
-void msg_roster_encode(uint32_t nnodes, uint32_t num_servers, const char *addrs, size_t stride,
-                       blob_writer *w);
+void msg_roster_encode(uint32_t nnodes, uint32_t num_servers, const char *addrs,
+                       const uint8_t *rids, size_t stride, blob_writer *w);
 /* 0, or -1 unless the payload lists exactly the nodes 0..nnodes-1 of this job
- * shape, in order, each with the role and rank its id implies. */
+ * shape, in order, each with the role and rank its id implies and a routing
+ * id that starts with MSG_RID_TAG. */
 int msg_roster_decode(const void *data, size_t len, uint32_t nnodes, uint32_t num_servers,
-                      char *addrs, size_t stride);
+                      char *addrs, uint8_t *rids, size_t stride);
 
 #endif

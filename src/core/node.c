@@ -12,10 +12,18 @@
  * The I/O thread polls the ROUTER, the DEALERs and the inproc outbox through
  * which other threads send. Every received message is decoded and checked
  * (msg_decode_header, then the sender: a DEALER connection is trusted to be
- * its peer; on a ROUTER the routing id must name a known node that matches
- * the header's sender) before its handler runs. Anything else is counted in
- * `malformed` and dropped. With a job secret, every socket uses CURVE
- * (curve.c): a peer without the secret never gets that far.
+ * its peer; on a ROUTER the routing id must be one the scheduler bound to a
+ * node at registration, and that node must match the header's sender; then
+ * the sender's role must be one that may send the type, so control messages
+ * are obeyed only from the scheduler) before its handler runs. Anything else
+ * is counted in `malformed` and dropped. With a job secret, every socket
+ * uses CURVE (curve.c): a peer without the secret never gets that far.
+ *
+ * Identity: each process draws a random routing id at start and uses it on
+ * every connection. The scheduler binds it to the node's id when the REGISTER
+ * (with the right job token) arrives and lists it in the roster, so a second
+ * process started as the same rank, or a stranger that connects with a
+ * guessed node id, is not taken for the node (docs/SECURITY.md).
  *
  * Liveness: nodes send HEARTBEAT to the scheduler, the scheduler to every
  * node, every heartbeat_interval_ms; any message counts as a sign of life.
@@ -31,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +95,11 @@ uint32_t node_num_nodes(const loom_node *n)
     return n->nnodes;
 }
 
+uint64_t node_max_payload(const loom_node *n)
+{
+    return (uint64_t)n->cfg.max_frame_mib << 20;
+}
+
 int node_peer_role(const loom_node *n, uint32_t id, int *rank)
 {
     return msg_node_role(id, n->nnodes, (uint32_t)n->cfg.num_servers, rank);
@@ -116,6 +130,10 @@ static void *make_socket(loom_node *n, int type)
     zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof zero);
     zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof zero);
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    /* No frame larger than the job can legitimately send (msg.h): a peer
+     * announcing one is disconnected before its frame is allocated. */
+    int64_t max_frame = msg_max_frame(n->nnodes, node_max_payload(n));
+    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max_frame, sizeof max_frame);
     return s;
 }
 
@@ -342,6 +360,10 @@ static int recv_message(loom_node *n, void *sock, zmq_msg_t *parts, int max)
 
 void node_dispatch(loom_node *n, node_msg *m)
 {
+    if (!msg_sender_allowed(m->h.type, node_peer_role(n, m->from, NULL))) {
+        node_drop(n, m, "a node of its role never sends this type");
+        return;
+    }
     n->peers[m->from].last_heard_ms = node_now_ms();
     handler_entry *e = &n->handlers[m->h.type];
     if (!e->fn) {
@@ -351,28 +373,35 @@ void node_dispatch(loom_node *n, node_msg *m)
     e->fn(n, e->ctx, m);
 }
 
-/* Resolve the sender of a message that arrived on our ROUTER. */
+static uint64_t rid_key(const uint8_t *rid)
+{
+    return msg_load_u64(rid + 1);
+}
+
+int node_bind_rid(loom_node *n, uint32_t id, const uint8_t *rid, size_t len)
+{
+    if (len != MSG_RID_SIZE || rid[0] != MSG_RID_TAG || id >= n->nnodes) return LOOM_EINVAL;
+    int inserted;
+    uint32_t slot = u64map_put(&n->rid_index, rid_key(rid), id, &inserted);
+    if (slot == UINT32_MAX) return LOOM_ENOMEM;
+    if (!inserted) return LOOM_EINVAL; /* two nodes drew the same 64 bits, or a replay */
+    memcpy(n->peers[id].rid, rid, len);
+    n->peers[id].rid_len = len;
+    return 0;
+}
+
+/* Resolve the sender of a message that arrived on our ROUTER: only a routing
+ * id bound to a node (node_bind_rid) names one. The scheduler never connects
+ * to another node's ROUTER (it answers over their DEALERs), so on a server or
+ * worker a routing id claiming to be the scheduler is a stranger's. */
 static uint32_t router_sender(loom_node *n, const zmq_msg_t *rid)
 {
     size_t len = zmq_msg_size(rid);
     const uint8_t *data = zmq_msg_data((zmq_msg_t *)rid);
-    if (len == 4) {
-        uint32_t id = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 |
-                      (uint32_t)data[3] << 24;
-        if (id < n->nnodes && id != n->id) {
-            peer *p = &n->peers[id];
-            /* The scheduler knows each node's routing id from its REGISTER;
-             * the others accept only nodes of the installed roster. */
-            if (n->cfg.role == LOOM_SCHEDULER ? p->rid_len == 4 && !memcmp(p->rid, data, 4)
-                                              : n->roster_installed)
-                return id;
-        }
-    }
-    if (n->cfg.role == LOOM_SCHEDULER) {
-        for (uint32_t i = 1; i < n->nnodes; i++)
-            if (n->peers[i].rid_len == len && !memcmp(n->peers[i].rid, data, len)) return i;
-    }
-    return NODE_NO_ID;
+    uint32_t id;
+    if (len != MSG_RID_SIZE || !u64map_get(&n->rid_index, rid_key(data), &id)) return NODE_NO_ID;
+    if (id == 0 || id == n->id || memcmp(n->peers[id].rid, data, len)) return NODE_NO_ID;
+    return id;
 }
 
 static void take_frames(node_msg *m, zmq_msg_t *parts, int first, int count)
@@ -419,6 +448,15 @@ static int receive_one(loom_node *n, void *sock, uint32_t from_peer)
         }
         if (m.from == NODE_NO_ID || (m.h.sender != m.from && m.h.type != MSG_REGISTER))
             err = MSG_ERR_SENDER;
+    }
+    if (err == MSG_ERR_SENDER) {
+        char why[128];
+        snprintf(why, sizeof why, "%s from %s", msg_type_name(m.h.type),
+                 m.from == NODE_NO_ID ? "a connection that is no node of this job"
+                                      : "a node that signed it as another");
+        node_drop_raw(n, why);
+        close_parts(parts, (size_t)kept);
+        return 1;
     }
     if (err != MSG_OK) {
         node_drop_raw(n, msg_error_name(err));
@@ -519,23 +557,22 @@ static int install_roster(loom_node *n, node_msg *m)
 {
     if (m->from != 0 || m->nframes != 1 || m->h.a >= n->nnodes) return LOOM_EPROTO;
     if (msg_roster_decode(zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), n->nnodes,
-                          (uint32_t)n->cfg.num_servers, n->peers[0].addr, sizeof(peer)))
+                          (uint32_t)n->cfg.num_servers, n->peers[0].addr, n->peers[0].rid,
+                          sizeof(peer)))
         return LOOM_EPROTO;
+    if (n->id == NODE_NO_ID) {
+        n->id = (uint32_t)m->h.a;
+        node_peer_role(n, n->id, &n->cfg.rank);
+    }
+    if (n->id != m->h.a || memcmp(n->peers[n->id].rid, n->my_rid, MSG_RID_SIZE)) return LOOM_EPROTO;
     for (uint32_t id = 0; id < n->nnodes; id++) {
         peer *p = &n->peers[id];
         p->role = node_peer_role(n, id, &p->rank);
-        /* Ranked nodes' DEALERs carry their node id as routing id. */
-        for (int b = 0; b < 4; b++) p->rid[b] = (uint8_t)(id >> (8 * b));
-        p->rid_len = 4;
+        uint8_t rid[MSG_RID_SIZE];
+        memcpy(rid, p->rid, sizeof rid);
+        int rc = node_bind_rid(n, id, rid, sizeof rid);
+        if (rc) return rc;
     }
-    if (n->id == NODE_NO_ID) {
-        n->id = (uint32_t)m->h.a;
-        n->cfg.rank = n->peers[n->id].rank;
-    }
-    if (n->id != m->h.a) return LOOM_EPROTO;
-    /* From now on this node's DEALERs identify it by its node id. */
-    for (int i = 0; i < 4; i++) n->my_rid[i] = (uint8_t)(n->id >> (8 * i));
-    n->my_rid_len = 4;
     if (n->cfg.role == LOOM_WORKER) {
         for (int s = 0; s < n->cfg.num_servers; s++) {
             int rc = connect_dealer(n, node_server_id(n->cfg.num_servers, s));
@@ -694,7 +731,7 @@ static int validate_config(const loom_config *c)
     if (c->role == LOOM_SCHEDULER && c->rank == -1) return LOOM_ECONFIG;
     if (!strchr(c->scheduler, ':')) return LOOM_ECONFIG;
     if (c->heartbeat_interval_ms < 1 || c->heartbeat_timeout_ms <= c->heartbeat_interval_ms ||
-        c->connect_timeout_ms < 1)
+        c->connect_timeout_ms < 1 || c->max_frame_mib < 0 || c->max_frame_mib > 2047)
         return LOOM_ECONFIG;
     return 0;
 }
@@ -704,8 +741,14 @@ static int bind_router(loom_node *n)
     n->router = make_socket(n, ZMQ_ROUTER);
     if (!n->router) return LOOM_ETRANSPORT;
     int one = 1;
-    /* MANDATORY: sending to a vanished peer fails instead of vanishing;
-     * HANDOVER: a restarted node may reclaim its routing id. */
+    /* MANDATORY: sending to a vanished peer fails instead of vanishing.
+     * HANDOVER: a DEALER that reconnects after its TCP connection broke
+     * (a reset, a cut link) takes its routing id back even if this ROUTER
+     * has not yet noticed the old connection is dead; without it the node
+     * would be unreachable until then. It is safe because routing ids are
+     * random per process and known only to the job's nodes (the roster):
+     * another process, even one started as the same rank, draws its own and
+     * cannot take over a live node's connection (docs/SECURITY.md). */
     zmq_setsockopt(n->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(n->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     if (n->curve && curve_server(n->curve, n->router)) return LOOM_ETRANSPORT;
@@ -763,8 +806,10 @@ static int send_register(loom_node *n)
     msg_register reg = {.role = n->cfg.role,
                         .rank = n->cfg.rank,
                         .num_servers = (uint32_t)n->cfg.num_servers,
-                        .num_workers = (uint32_t)n->cfg.num_workers};
+                        .num_workers = (uint32_t)n->cfg.num_workers,
+                        .max_frame_mib = (uint32_t)n->cfg.max_frame_mib};
     snprintf(reg.address, sizeof reg.address, "%s", n->address);
+    snprintf(reg.token, sizeof reg.token, "%s", n->cfg.job_token);
     blob_writer w = {0};
     msg_register_encode(&reg, &w);
     if (w.bad) {
@@ -805,6 +850,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     loom_node *n = calloc(1, sizeof *n);
     if (!n) return LOOM_ENOMEM;
     n->cfg = *cfg;
+    if (!n->cfg.max_frame_mib) n->cfg.max_frame_mib = MSG_MAX_PAYLOAD_MIB;
     log_set_level(cfg->verbose);
     n->nnodes = 1u + (uint32_t)cfg->num_servers + (uint32_t)cfg->num_workers;
     n->id = id_for(cfg, cfg->role, cfg->rank);
@@ -818,22 +864,26 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
         free(n);
         return LOOM_ENOMEM;
     }
+    /* A routing id nobody can predict: the tag, then 8 bytes from the kernel's
+     * random source (a failure here is reported like any start-up failure). */
+    n->my_rid[0] = MSG_RID_TAG;
+    n->my_rid_len = MSG_RID_SIZE;
+    if (getrandom(n->my_rid + 1, MSG_RID_SIZE - 1, 0) != MSG_RID_SIZE - 1 ||
+        u64map_init(&n->rid_index, n->nnodes)) {
+        log_error("cannot draw a random routing id or allocate its index");
+        zmq_ctx_term(n->zctx);
+        tracker_destroy(&n->ts);
+        free(n->peers);
+        free(n);
+        return LOOM_ENOMEM;
+    }
     if (cfg->rank >= 0)
         snprintf(n->tag, sizeof n->tag, "%s %d", role_name(cfg->role), cfg->rank);
     else
         snprintf(n->tag, sizeof n->tag, "%s ?", role_name(cfg->role));
     log_set_tag(n->tag);
-    if (n->id != NODE_NO_ID) {
-        for (int i = 0; i < 4; i++) n->my_rid[i] = (uint8_t)(n->id >> (8 * i));
-        n->my_rid_len = 4;
-    } else {
-        /* Not ranked yet: an 8-byte id that cannot collide with a 4-byte node id. */
-        uint64_t r = (uint64_t)getpid() << 32 ^ node_now_ms() ^ (uint64_t)(uintptr_t)n;
-        msg_store_u64(n->my_rid, r);
-        n->my_rid_len = 8;
-    }
     node_set_core_handlers(n);
-    if (cfg->secret[0]) rc = curve_start(n->zctx, cfg->secret, n->tag, &n->curve);
+    if (cfg->secret[0]) rc = curve_start(n->zctx, cfg->secret, n->tag, &n->refused, &n->curve);
     if (!rc) rc = bind_router(n);
     if (!rc && attach) rc = attach(n);
     if (!rc) rc = open_outbox(n);
@@ -863,8 +913,11 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
         pthread_mutex_lock(&n->mu);
         if (!rc)
             rc = wait_until(n, roster_ready, node_now_ms() + (uint64_t)cfg->connect_timeout_ms);
+        /* A refusal (the job did not assemble in time, among others) also
+         * ends in LOOM_ETIMEDOUT; the scheduler's reason is logged already. */
+        int refused = n->state == NODE_FAILED;
         pthread_mutex_unlock(&n->mu);
-        if (rc == LOOM_ETIMEDOUT)
+        if (rc == LOOM_ETIMEDOUT && !refused)
             log_error("could not join the job: the scheduler at %s did not answer within %d ms "
                       "(is it running, and are LOOM_NUM_SERVERS/LOOM_NUM_WORKERS right?)",
                       cfg->scheduler, cfg->connect_timeout_ms);
@@ -1004,7 +1057,7 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .messages_sent = atomic_load(&n->messages_sent),
         .messages_received = atomic_load(&n->messages_received),
         .malformed_dropped = atomic_load(&n->malformed),
-        .connections_refused = curve_refused(n->curve),
+        .connections_refused = atomic_load(&n->refused),
         .pulls_from_cache = atomic_load(&n->pulls_from_cache),
         .pulls_from_server = atomic_load(&n->pulls_from_server),
     };
@@ -1083,8 +1136,8 @@ void node_destroy(loom_node *n)
     /* The totals below name this node also when another thread than its
      * starter releases it (loom_serve() in a thread of its own). */
     log_set_tag(n->tag);
-    uint64_t refused = curve_refused(n->curve);
     curve_stop(n->curve);
+    uint64_t refused = atomic_load(&n->refused);
     if (refused)
         log_warn("refused %" PRIu64 " connection(s) from peers without the job's secret in all",
                  refused);
@@ -1096,6 +1149,7 @@ void node_destroy(loom_node *n)
     uint64_t bad = atomic_load(&n->malformed);
     if (bad) log_error("dropped %" PRIu64 " malformed message(s) in all", bad);
     if (n->cfg.role == LOOM_SCHEDULER) sched_free(n);
+    u64map_free(&n->rid_index);
     tracker_destroy(&n->ts);
     pthread_mutex_destroy(&n->mu);
     pthread_cond_destroy(&n->cv);

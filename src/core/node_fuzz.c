@@ -26,10 +26,12 @@ struct node_fuzz_job {
 
 static node_fuzz_job *installed; /* node_fuzz_job_install */
 
-static void set_rid(uint8_t *rid, size_t *len, uint32_t id)
+void node_fuzz_rid(uint32_t id, uint8_t *rid, size_t *len)
 {
-    for (int i = 0; i < 4; i++) rid[i] = (uint8_t)(id >> (8 * i));
-    *len = 4;
+    memset(rid, 0, MSG_RID_SIZE);
+    rid[0] = MSG_RID_TAG;
+    for (int i = 0; i < 4; i++) rid[1 + i] = (uint8_t)(id >> (8 * i));
+    *len = MSG_RID_SIZE;
 }
 
 void node_fuzz_msg_close(node_fuzz_msg *m)
@@ -107,7 +109,7 @@ static int make_node(node_fuzz_job *j, const loom_config *cfg, int (*attach)(loo
     pthread_mutex_init(&n->mu, NULL);
     pthread_cond_init(&n->cv, NULL);
     pthread_mutex_init(&n->out_mu, NULL);
-    if (!n->peers || tracker_init(&n->ts)) {
+    if (!n->peers || tracker_init(&n->ts) || u64map_init(&n->rid_index, n->nnodes)) {
         free(n->peers);
         free(n);
         return LOOM_ENOMEM;
@@ -117,7 +119,7 @@ static int make_node(node_fuzz_job *j, const loom_config *cfg, int (*attach)(loo
     n->out_closed = 1; /* no outbox */
     snprintf(n->tag, sizeof n->tag, "fuzz node %u", n->id);
     snprintf(n->address, sizeof n->address, "fuzz:%u", n->id);
-    set_rid(n->my_rid, &n->my_rid_len, n->id);
+    node_fuzz_rid(n->id, n->my_rid, &n->my_rid_len);
     snprintf(n->peers[0].addr, sizeof n->peers[0].addr, "%s", cfg->scheduler);
     node_set_core_handlers(n);
     j->nodes[n->id] = n;
@@ -129,10 +131,15 @@ static int make_node(node_fuzz_job *j, const loom_config *cfg, int (*attach)(loo
     }
     if (!rc && j->assembled) {
         /* What REGISTER and ROSTER would have left behind. */
-        for (uint32_t id = 0; id < n->nnodes; id++) {
+        for (uint32_t id = 0; id < n->nnodes && !rc; id++) {
             peer *p = &n->peers[id];
             p->role = node_peer_role(n, id, &p->rank);
-            set_rid(p->rid, &p->rid_len, id);
+            uint8_t rid[NODE_RID_MAX];
+            size_t rid_len;
+            node_fuzz_rid(id, rid, &rid_len);
+            if (id != 0 && id != n->id) rc = node_bind_rid(n, id, rid, rid_len);
+            memcpy(p->rid, rid, rid_len);
+            p->rid_len = rid_len;
             snprintf(p->addr, sizeof p->addr, "fuzz:%u", id);
             p->registered = id != 0;
             p->last_heard_ms = node_now_ms();
@@ -260,22 +267,29 @@ int node_fuzz_job_step(node_fuzz_job *j)
 {
     node_fuzz_msg m;
     if (node_fuzz_job_overrun(j) || !node_fuzz_job_take(j, &m)) return 0;
-    uint8_t rid[4];
+    uint8_t rid[NODE_RID_MAX];
     size_t rid_len;
-    set_rid(rid, &rid_len, m.from);
+    node_fuzz_rid(m.from, rid, &rid_len);
     node_fuzz_deliver(j, &m, rid, rid_len, MSG_HEADER_SIZE);
     return 1;
 }
 
-/* Whether receive_one() in node.c would take a message from node `from`: the
- * scheduler from nodes that registered (router_sender), the others from the
- * scheduler on their DEALER to it from the start, and from the other nodes once
- * the roster is installed. */
-static int known_sender(const loom_node *n, uint32_t from)
+/* The sender receive_one() in node.c would see, or NODE_NO_ID: on a DEALER
+ * (a node's to the scheduler, a worker's to the servers once it has the roster)
+ * the peer it connects to; on the ROUTER the node whose routing id rid is
+ * (router_sender). */
+static uint32_t sender_of(loom_node *n, uint32_t from, const uint8_t *rid, size_t rid_len)
 {
-    if (from >= n->nnodes || from == n->id) return 0;
-    if (n->cfg.role == LOOM_SCHEDULER) return n->peers[from].rid_len != 0;
-    return from == 0 || n->roster_installed;
+    int role = n->cfg.role;
+    if (from < n->nnodes && from != n->id && role != LOOM_SCHEDULER &&
+        (from == 0 || (role == LOOM_WORKER && n->roster_installed &&
+                       node_peer_role(n, from, &(int){0}) == LOOM_SERVER)))
+        return from;
+    uint32_t id;
+    if (rid_len != MSG_RID_SIZE || !u64map_get(&n->rid_index, msg_load_u64(rid + 1), &id))
+        return NODE_NO_ID;
+    if (id == 0 || id == n->id || memcmp(n->peers[id].rid, rid, rid_len)) return NODE_NO_ID;
+    return id;
 }
 
 void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *fm, const uint8_t *rid, size_t rid_len,
@@ -303,7 +317,7 @@ void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *fm, const uint8_t *rid, 
     }
     node_fuzz_msg_close(fm);
     /* The same decisions, in the same order, as receive_one() in node.c. */
-    m.from = known_sender(n, fm->from) ? fm->from : NODE_NO_ID;
+    m.from = sender_of(n, fm->from, rid, rid_len);
     if (m.from == NODE_NO_ID && n->cfg.role == LOOM_SCHEDULER && m.h.type == MSG_REGISTER)
         sched_handle_unregistered(n, rid, rid_len, &m);
     else if (m.from == NODE_NO_ID || (m.h.sender != m.from && m.h.type != MSG_REGISTER))

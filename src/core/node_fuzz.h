@@ -65,12 +65,16 @@ int node_fuzz_job_overrun(const node_fuzz_job *j);
 void node_fuzz_job_free(node_fuzz_job *j);
 
 /* Deliver a message to node m->dest (closing its frames), as sent by node
- * m->from; from >= the job's size stands for an identity that is no node,
- * with the routing id rid (rid_len bytes). A destroyed destination loses it,
+ * m->from over its connection to m->dest, with the routing id rid (rid_len
+ * bytes; what a ROUTER resolves the sender by); from >= the job's size stands
+ * for an identity that is no node. A destroyed destination loses it,
  * as a vanished peer would. Malformed messages and unknown senders are
  * dropped and counted (loom_node_stats' malformed_dropped). */
 void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *m, const uint8_t *rid, size_t rid_len,
                        size_t hdr_len);
+/* Node id's routing id in a fuzz job (MSG_RID_SIZE bytes into rid): MSG_RID_TAG,
+ * then the id, then zeros; a stranger's differs in its last byte. */
+void node_fuzz_rid(uint32_t id, uint8_t *rid, size_t *len);
 /* Close m's frames. */
 void node_fuzz_msg_close(node_fuzz_msg *m);
 

@@ -27,13 +27,42 @@
 
 /* A received message, as handed to a handler. Frames belong to the I/O
  * thread and are closed after the handler returns, unless the handler moved
- * them out (zmq_msg_move) to keep the payload without a copy. */
+ * them out (node_msg_keep) to keep the payload without a copy. */
 typedef struct node_msg {
     msg_header h;
     uint32_t from; /* verified sender node id */
     size_t nframes;
     zmq_msg_t frames[MSG_MAX_FRAMES];
 } node_msg;
+
+/* Payload frame i of a received message: its bytes (at any alignment: ZeroMQ
+ * receives large messages in place) and their number. The layers above reach
+ * frames only through these, so that ZeroMQ stays inside src/core. */
+static inline const void *node_frame_data(node_msg *m, size_t i)
+{
+    return zmq_msg_data(&m->frames[i]);
+}
+static inline size_t node_frame_size(const node_msg *m, size_t i)
+{
+    return zmq_msg_size((zmq_msg_t *)&m->frames[i]);
+}
+
+/* Move a message's frames into `to` (zero copy), to keep it past its
+ * handler; a message so kept is freed with node_msg_release(). */
+static inline void node_msg_keep(node_msg *to, node_msg *from)
+{
+    to->h = from->h;
+    to->from = from->from;
+    to->nframes = from->nframes;
+    for (size_t i = 0; i < from->nframes; i++) {
+        zmq_msg_init(&to->frames[i]);
+        zmq_msg_move(&to->frames[i], &from->frames[i]);
+    }
+}
+static inline void node_msg_release(node_msg *m)
+{
+    for (size_t i = 0; i < m->nframes; i++) zmq_msg_close(&m->frames[i]);
+}
 
 typedef void (*node_handler)(loom_node *n, void *ctx, node_msg *m);
 
@@ -65,6 +94,9 @@ static inline uint32_t node_worker_id(int num_servers, int rank)
 int node_peer_role(const loom_node *n, uint32_t id, int *rank);
 
 /* ---- messages ---- */
+/* The largest payload frame this job sends (bytes, loom_config.max_frame_mib):
+ * layers split what they send so that no frame exceeds it. */
+uint64_t node_max_payload(const loom_node *n);
 /* Register the handler for one message type (before the node starts serving
  * traffic: layers attach right after the roster is known). */
 void node_set_handler(loom_node *n, unsigned type, node_handler fn, void *ctx);

@@ -10,9 +10,10 @@
 #include "core/curve.h"
 #include "core/node_impl.h"
 #include "core/tracker.h"
+#include "core/u64map.h"
 
 #define NODE_ADDR_MAX  256
-#define NODE_RID_MAX   16 /* routing ids are 4 bytes (node id) or 8 (not yet ranked) */
+#define NODE_RID_MAX   16 /* room for a routing id (MSG_RID_SIZE bytes) */
 #define NODE_NO_ID     UINT32_MAX
 #define NODE_LINGER_MS 1000
 
@@ -23,7 +24,7 @@ typedef struct peer {
     int rank;
     char addr[NODE_ADDR_MAX];  /* "host:port" of its ROUTER */
     void *dealer;              /* our DEALER to it, if we send it requests */
-    uint8_t rid[NODE_RID_MAX]; /* its routing id as seen by our ROUTER */
+    uint8_t rid[NODE_RID_MAX]; /* its routing id (from its REGISTER, or the roster) */
     size_t rid_len;
     uint64_t last_heard_ms;
     int registered; /* scheduler: REGISTER received */
@@ -42,6 +43,7 @@ typedef struct sched_state {
     uint32_t servers_acked_shutdown;
     int shutting_down;
     uint64_t rendezvous_deadline_ms;
+    uint64_t refused; /* REGISTERs refused (the first few are logged) */
     uint64_t shutdown_deadline_ms;
 } sched_state;
 
@@ -60,9 +62,10 @@ struct loom_node {
     void *zctx;
     curve *curve; /* CURVE of every socket; NULL without a job secret */
     void *router;
-    char address[NODE_ADDR_MAX]; /* "host:port" of our ROUTER */
-    uint8_t my_rid[NODE_RID_MAX];
+    char address[NODE_ADDR_MAX];  /* "host:port" of our ROUTER */
+    uint8_t my_rid[NODE_RID_MAX]; /* random, drawn at start (msg.h, MSG_RID_SIZE) */
     size_t my_rid_len;
+    u64map rid_index; /* the random part of a routing id -> node id; I/O thread only */
 
     /* Outgoing queue from other threads to the I/O thread. */
     void *outbox_pull; /* I/O thread side */
@@ -96,6 +99,7 @@ struct loom_node {
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;
+    _Atomic uint64_t refused; /* handshakes refused for want of the secret (curve.c) */
 
     /* The fuzzing seam: NULL, except in a node that node_fuzz.c made. */
     const struct node_seam *seam;
@@ -134,6 +138,10 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
 void node_finish(loom_node *n, int status);
 /* Count and (the first few) log a dropped message whose sender is unknown. */
 void node_drop_raw(loom_node *n, const char *why);
+/* Bind routing id rid (MSG_RID_SIZE bytes) to node id: from now on our ROUTER
+ * accepts messages from that routing id as coming from that node. Returns 0,
+ * LOOM_EINVAL if the id is malformed or already bound, LOOM_ENOMEM. */
+int node_bind_rid(loom_node *n, uint32_t id, const uint8_t *rid, size_t len);
 const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len);
 
 /* Run the handler of a received message whose header and sender were checked. */

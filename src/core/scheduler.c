@@ -1,11 +1,15 @@
 /* scheduler: membership, barriers, liveness and the end of the job.
  *
  * The scheduler is the one fixed address of a job. It collects a REGISTER
- * from every server and worker (checking that each was started with the same
- * job size and that no rank is claimed twice), then hands out the roster in
- * two phases: servers first, workers once every server has installed it, so
- * that a worker's first request never reaches a server that cannot yet check
- * who sent it.
+ * from every server and worker (checking that each carries this job's token,
+ * was started with the same job size and claims no rank that is taken), binds
+ * the routing id the REGISTER came from to the node, then hands out the roster
+ * (with every node's routing id) in two phases: servers first, workers once
+ * every server has installed it, so that a worker's first request never
+ * reaches a server that cannot yet check who sent it.
+ *
+ * A refused node gets a REJECT naming the reason, sent to the routing id it
+ * came from, so a refusal never touches the node that holds the rank.
  *
  * While the job runs it releases worker barriers, exchanges heartbeats with
  * every node and declares a node dead after heartbeat_timeout_ms of silence.
@@ -26,10 +30,11 @@ static void send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req
     node_send_io(n, dest, &h, NULL, 0);
 }
 
-/* Refuse a node that is not (or not yet) in the roster: answer its routing id directly. */
+/* Refuse a node that is not (or not yet) in the roster: answer its routing id
+ * directly. A flood of refused REGISTERs must not flood the log. */
 static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
 {
-    log_error("refused a node: %s", why);
+    if (++n->sched.refused <= 5 || log_level() >= LOG_DEBUG) log_error("refused a node: %s", why);
     blob_writer w = {0};
     blob_put_str(&w, why);
     msg_header h = {.type = MSG_REJECT, .sender = 0, .nframes = 1, .a = (uint64_t)code};
@@ -51,7 +56,8 @@ static uint32_t num_servers(const loom_node *n)
 static int send_roster(loom_node *n, uint32_t dest)
 {
     blob_writer w = {0};
-    msg_roster_encode(n->nnodes, num_servers(n), n->peers[0].addr, sizeof(peer), &w);
+    msg_roster_encode(n->nnodes, num_servers(n), n->peers[0].addr, n->peers[0].rid, sizeof(peer),
+                      &w);
     if (w.bad) {
         free(w.buf);
         return LOOM_ENOMEM;
@@ -64,11 +70,20 @@ static int send_roster(loom_node *n, uint32_t dest)
     return node_send_io(n, dest, &h, &part, 1);
 }
 
+/* Compare job tokens in time independent of where they differ. */
+static int tokens_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned diff = (unsigned)(la ^ lb);
+    for (size_t i = 0; i < la && i < lb; i++) diff |= (unsigned)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
 void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len, node_msg *m)
 {
     sched_state *s = &n->sched;
-    if (rid_len > NODE_RID_MAX || m->nframes != 1) {
-        node_drop_raw(n, "REGISTER with an over-long routing id or a bad frame count");
+    if (rid_len != MSG_RID_SIZE || rid[0] != MSG_RID_TAG || m->nframes != 1) {
+        node_drop_raw(n, "REGISTER with a foreign routing id or a bad frame count");
         return;
     }
     msg_register reg;
@@ -79,7 +94,15 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
     int role = reg.role, rank = reg.rank;
     uint32_t ns = reg.num_servers, nw = reg.num_workers;
     const char *addr = reg.address;
-    char why[256];
+    char why[MSG_ADDR_MAX + 128];
+    if (!tokens_equal(reg.token, n->cfg.job_token)) {
+        snprintf(why, sizeof why,
+                 "a %s of another job: its job token does not match this job's (%s LOOM_JOB_TOKEN)",
+                 role == LOOM_SERVER ? "server" : "worker",
+                 reg.token[0] ? "a different" : "it has no");
+        reject(n, rid, rid_len, LOOM_ECONFIG, why);
+        return;
+    }
     if (ns != num_servers(n) || nw != (uint32_t)n->cfg.num_workers) {
         snprintf(why, sizeof why,
                  "a %s was started for %" PRIu32 " servers and %" PRIu32
@@ -89,20 +112,49 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
         reject(n, rid, rid_len, LOOM_ECONFIG, why);
         return;
     }
-    if (s->roster_phase != 0) {
-        reject(n, rid, rid_len, LOOM_ESTATE, "the job is already running");
+    if (reg.max_frame_mib != (uint32_t)n->cfg.max_frame_mib) {
+        snprintf(why, sizeof why,
+                 "a %s was started with a frame limit of %" PRIu32
+                 " MiB, but this job's is %d MiB (LOOM_MAX_FRAME_MIB)",
+                 role == LOOM_SERVER ? "server" : "worker", reg.max_frame_mib,
+                 n->cfg.max_frame_mib);
+        reject(n, rid, rid_len, LOOM_ECONFIG, why);
         return;
     }
     int count = role == LOOM_SERVER ? n->cfg.num_servers : n->cfg.num_workers;
     uint32_t base = role == LOOM_SERVER ? 1 : 1 + num_servers(n);
+    if (rank >= 0 && rank < count && n->peers[base + (uint32_t)rank].registered) {
+        /* A second process started as a rank that is live (the same
+         * environment twice, a stale script): refuse it; the routing id it
+         * came from is its own, so the live node is not touched. */
+        snprintf(why, sizeof why, "%s %d is already running (registered from %s)",
+                 role == LOOM_SERVER ? "server" : "worker", rank,
+                 n->peers[base + (uint32_t)rank].addr);
+        reject(n, rid, rid_len, LOOM_ESTATE, why);
+        return;
+    }
+    if (s->roster_phase != 0) {
+        reject(n, rid, rid_len, LOOM_ESTATE, "the job is already running");
+        return;
+    }
     if (rank == -1) { /* assign the lowest free rank of that role */
         for (int k = 0; k < count && rank == -1; k++)
             if (!n->peers[base + (uint32_t)k].registered) rank = k;
+        if (rank == -1) {
+            snprintf(why, sizeof why, "all %d %s ranks are already running", count,
+                     role == LOOM_SERVER ? "server" : "worker");
+            reject(n, rid, rid_len, LOOM_ESTATE, why);
+            return;
+        }
     }
-    if (rank < 0 || rank >= count || n->peers[base + (uint32_t)rank].registered) {
-        snprintf(why, sizeof why, "%s rank %d is out of range or already taken",
+    if (rank < 0 || rank >= count) {
+        snprintf(why, sizeof why, "%s rank %d is out of range",
                  role == LOOM_SERVER ? "server" : "worker", rank);
         reject(n, rid, rid_len, LOOM_ECONFIG, why);
+        return;
+    }
+    if (node_bind_rid(n, base + (uint32_t)rank, rid, rid_len)) {
+        reject(n, rid, rid_len, LOOM_ESTATE, "its routing id is already in use by another node");
         return;
     }
     peer *p = &n->peers[base + (uint32_t)rank];
@@ -110,8 +162,6 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
     p->rank = rank;
     p->registered = 1;
     p->last_heard_ms = node_now_ms();
-    memcpy(p->rid, rid, rid_len);
-    p->rid_len = rid_len;
     snprintf(p->addr, sizeof p->addr, "%s", addr);
     char who[64];
     log_info("%s registered from %s", node_describe(n, base + (uint32_t)rank, who, sizeof who),
@@ -214,6 +264,7 @@ int sched_init(loom_node *n)
     if (!s->barrier_seen) return LOOM_ENOMEM;
     s->rendezvous_deadline_ms = node_now_ms() + (uint64_t)n->cfg.connect_timeout_ms;
     memcpy(n->peers[0].addr, n->address, sizeof n->address); /* the roster lists us too */
+    memcpy(n->peers[0].rid, n->my_rid, MSG_RID_SIZE);
     node_set_handler(n, MSG_REGISTER, on_register_again, NULL);
     node_set_handler(n, MSG_ROSTER_ACK, on_roster_ack, NULL);
     node_set_handler(n, MSG_BARRIER, on_barrier, NULL);

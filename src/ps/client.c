@@ -280,6 +280,61 @@ static int own_writes_pending(const loom_table *t, int s, uint64_t applied)
 
 /* ---- pushes ---- */
 
+/* Rows per message: no frame of keys, values or a pull's reply may exceed the
+ * job's frame limit (node_max_payload, which every socket enforces). */
+static size_t chunk_rows(const loom_table *t)
+{
+    return (size_t)(node_max_payload(t->node) / (t->row_bytes > 8 ? t->row_bytes : 8));
+}
+
+static unsigned chunks(const loom_table *t, size_t rows)
+{
+    return (unsigned)((rows + chunk_rows(t) - 1) / chunk_rows(t));
+}
+
+/* One PUSH of rows [lo, lo + cnt) of a send_push() to server s (table lock held). */
+static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begin,
+                       const uint8_t *vals, size_t lo, size_t cnt, sbuf *hold, loom_ts ts)
+{
+    int S = server_count(t);
+    inflight *f = calloc(1, sizeof *f);
+    if (!f) {
+        node_ts_done(t->node, ts, LOOM_ENOMEM);
+        return;
+    }
+    f->seq = ++t->next_seq;
+    f->ts = ts;
+    if (t->local_rmw) {
+        f->keys = keys ? keys + lo : NULL;
+        f->vals = vals + lo * t->row_bytes;
+        f->n = cnt;
+        f->begin = begin + lo;
+        f->hold = sbuf_ref(hold);
+    }
+    if (t->ifl_tail[s])
+        t->ifl_tail[s]->next = f;
+    else
+        t->ifl_head[s] = f;
+    t->ifl_tail[s] = f;
+    msg_header h = {
+        .type = MSG_PUSH, .table = t->id, .req = f->seq, .clock = atomic_load(&t->client->clock)};
+    node_frame frames[2];
+    size_t nf = 0;
+    if (keys)
+        frames[nf++] =
+            (node_frame){keys + lo, cnt * 8, hold ? sbuf_free_frame : NULL, sbuf_ref(hold), 0};
+    else {
+        h.flags = MSG_F_RANGE;
+        h.a = begin + lo;
+        h.b = begin + lo + cnt;
+    }
+    frames[nf++] = (node_frame){vals + lo * t->row_bytes, cnt * t->row_bytes,
+                                hold ? sbuf_free_frame : NULL, sbuf_ref(hold), 0};
+    /* On failure the job is failing: the ack never comes, and the
+     * tracker already failed every timestamp, this one included. */
+    node_send(t->node, node_server_id(S, s), &h, frames, nf);
+}
+
 /* Send sorted unique keys with their delta rows (or, keys == NULL, the rows
  * of [begin, begin + n)) to their servers. hold, if not NULL, owns keys and
  * vals; otherwise they are the caller's and stay valid until *ts completes.
@@ -289,7 +344,7 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
 {
     int S = server_count(t);
     size_t bound[1025];
-    int nslices = 0;
+    unsigned nslices = 0;
     for (int s = 0; s <= S; s++) {
         if (keys) {
             bound[s] = s == S ? n : slice_begin(t, keys, n, s);
@@ -299,52 +354,17 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
             bound[s] = (size_t)(start < lo ? 0 : start > hi ? n : start - lo);
             if (s == S) bound[s] = n;
         }
-        if (s > 0 && bound[s] > bound[s - 1]) nslices++;
+        if (s > 0) nslices += chunks(t, bound[s] - bound[s - 1]);
     }
-    loom_ts ts = node_ts_new(t->node, nslices ? (uint32_t)nslices : 1);
+    loom_ts ts = node_ts_new(t->node, nslices ? nslices : 1);
     if (!ts) return LOOM_ENOMEM;
     if (!nslices) node_ts_done(t->node, ts, 0);
+    size_t max_rows = chunk_rows(t);
     for (int s = 0; s < S; s++) {
-        size_t lo = bound[s], cnt = bound[s + 1] - bound[s];
-        if (!cnt) continue;
-        inflight *f = calloc(1, sizeof *f);
-        if (!f) {
-            node_ts_done(t->node, ts, LOOM_ENOMEM);
-            continue;
+        for (size_t lo = bound[s]; lo < bound[s + 1]; lo += max_rows) {
+            size_t cnt = bound[s + 1] - lo < max_rows ? bound[s + 1] - lo : max_rows;
+            push_chunk(t, s, keys, begin, vals, lo, cnt, hold, ts);
         }
-        f->seq = ++t->next_seq;
-        f->ts = ts;
-        if (t->local_rmw) {
-            f->keys = keys ? keys + lo : NULL;
-            f->vals = vals + lo * t->row_bytes;
-            f->n = cnt;
-            f->begin = begin + lo;
-            f->hold = sbuf_ref(hold);
-        }
-        if (t->ifl_tail[s])
-            t->ifl_tail[s]->next = f;
-        else
-            t->ifl_head[s] = f;
-        t->ifl_tail[s] = f;
-        msg_header h = {.type = MSG_PUSH,
-                        .table = t->id,
-                        .req = f->seq,
-                        .clock = atomic_load(&t->client->clock)};
-        node_frame frames[2];
-        size_t nf = 0;
-        if (keys)
-            frames[nf++] =
-                (node_frame){keys + lo, cnt * 8, hold ? sbuf_free_frame : NULL, sbuf_ref(hold), 0};
-        else {
-            h.flags = MSG_F_RANGE;
-            h.a = begin + lo;
-            h.b = begin + lo + cnt;
-        }
-        frames[nf++] = (node_frame){vals + lo * t->row_bytes, cnt * t->row_bytes,
-                                    hold ? sbuf_free_frame : NULL, sbuf_ref(hold), 0};
-        /* On failure the job is failing: the ack never comes, and the
-         * tracker already failed every timestamp, this one included. */
-        node_send(t->node, node_server_id(S, s), &h, frames, nf);
     }
     if (ts_out) *ts_out = ts;
     return 0;
@@ -677,12 +697,12 @@ static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
     pull_op *op = s.op;
     loom_table *t = op->t;
     int status = m->h.b < LOOM_ERROR_COUNT_ ? (int)m->h.b : LOOM_EPROTO;
-    if (!status && (m->nframes != 1 || zmq_msg_size(&m->frames[0]) != s.count * t->row_bytes)) {
+    if (!status && (m->nframes != 1 || node_frame_size(m, 0) != s.count * t->row_bytes)) {
         node_drop(n, m, "reply size does not match the request");
         status = LOOM_EPROTO;
     }
     if (!status) {
-        const uint8_t *src = zmq_msg_data(&m->frames[0]);
+        const uint8_t *src = node_frame_data(m, 0);
         size_t rb = t->row_bytes;
         pthread_mutex_lock(&t->mu);
         if (!op->miss) { /* the rows asked for are contiguous in the answer and in rows */
@@ -758,12 +778,15 @@ static void request_misses(pull_op *op, size_t total)
                                 : start - op->begin > total ? total
                                                             : start - op->begin);
         }
-        if (s > 0 && bound[s] > bound[s - 1]) parts++;
+        if (s > 0) parts += chunks(t, bound[s] - bound[s - 1]);
     }
     /* +1 so that a fast reply cannot finish the op while we still send. */
     atomic_store(&op->parts_left, parts + 1);
+    size_t max_rows = chunk_rows(t);
     for (int s = 0; s < S; s++)
-        if (bound[s + 1] > bound[s]) send_pull(op, s, bound[s], bound[s + 1] - bound[s], required);
+        for (size_t lo = bound[s]; lo < bound[s + 1]; lo += max_rows)
+            send_pull(op, s, lo, bound[s + 1] - lo < max_rows ? bound[s + 1] - lo : max_rows,
+                      required);
     pull_part_done(op, 0);
 }
 
@@ -855,8 +878,6 @@ int loom_pull_range_async(loom_table *t, uint64_t begin, uint64_t end, void *out
     if (!t || !ts || end < begin || (end > begin && !out)) return LOOM_EINVAL;
     if (end > begin && (!key_in_table(t, begin) || !key_in_table(t, end - 1)))
         return LOOM_EKEYRANGE;
-    if ((uint64_t)(end - begin) > PS_MAX_REPLY_BYTES / t->row_bytes * (uint64_t)server_count(t))
-        return LOOM_ELIMIT;
     pull_op *op = calloc(1, sizeof *op);
     if (!op) return LOOM_ENOMEM;
     op->t = t;

@@ -17,8 +17,6 @@
 
 /* Worker clock that means "this worker has finished": never the slowest. */
 #define PS_CLOCK_DONE INT64_MAX
-/* Largest reply a server builds for one pull (values bytes). */
-#define PS_MAX_REPLY_BYTES ((uint64_t)1 << 31)
 /* Largest row a table may have, in bytes. */
 #define PS_MAX_ROW_BYTES ((size_t)1 << 20)
 

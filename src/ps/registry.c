@@ -56,8 +56,8 @@ static void on_table_open(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "only workers open tables");
         return;
     }
-    const void *data = zmq_msg_data(&m->frames[0]);
-    size_t len = zmq_msg_size(&m->frames[0]);
+    const void *data = node_frame_data(m, 0);
+    size_t len = node_frame_size(m, 0);
     ps_table_def def;
     if (ps_def_decode(data, len, &def)) {
         node_drop(n, m, "invalid table definition");

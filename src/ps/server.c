@@ -78,11 +78,11 @@ static srv_table *table_of(server *s, uint32_t id)
 /* Payload frames may start at any address (ZeroMQ receives large messages
  * in place); rows must be aligned for typed access, so copy when they are not.
  * slot 0 is for keys, 1 for values: one message may need both. */
-static const void *aligned_payload(server *s, zmq_msg_t *f, int slot)
+static const void *aligned_payload(server *s, node_msg *m, size_t frame, int slot)
 {
-    const void *p = zmq_msg_data(f);
+    const void *p = node_frame_data(m, frame);
     if (((uintptr_t)p & 7) == 0) return p;
-    size_t len = zmq_msg_size(f);
+    size_t len = node_frame_size(m, frame);
     if (len > s->scratch_len[slot]) {
         uint8_t *nb = realloc(s->scratch[slot], len);
         if (!nb) return NULL;
@@ -115,7 +115,7 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
         status = LOOM_ENOMEM;
         goto reply;
     }
-    if (ps_def_decode(zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), &t->def)) {
+    if (ps_def_decode(node_frame_data(m, 0), node_frame_size(m, 0), &t->def)) {
         free(t);
         node_drop(n, m, "invalid table definition");
         return;
@@ -185,10 +185,9 @@ static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_
         *count = m->h.b - m->h.a;
         return NULL;
     }
-    zmq_msg_t *f = &m->frames[keys_frame];
-    size_t len = zmq_msg_size(f);
+    size_t len = node_frame_size(m, keys_frame);
     if (len == 0 || len % 8) return "key frame size is not a positive multiple of 8";
-    const uint64_t *k = aligned_payload(s, f, 0);
+    const uint64_t *k = aligned_payload(s, m, keys_frame, 0);
     if (!k) return "out of memory";
     *count = len / 8;
     for (uint64_t i = 0; i < *count; i++)
@@ -197,31 +196,14 @@ static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_
     return NULL;
 }
 
-/* Move a message's frames into `to` (zero copy), to keep it past its handler. */
-static void keep_message(node_msg *to, node_msg *from)
-{
-    to->h = from->h;
-    to->from = from->from;
-    to->nframes = from->nframes;
-    for (size_t i = 0; i < from->nframes; i++) {
-        zmq_msg_init(&to->frames[i]);
-        zmq_msg_move(&to->frames[i], &from->frames[i]);
-    }
-}
-
-static void release_message(node_msg *m)
-{
-    for (size_t i = 0; i < m->nframes; i++) zmq_msg_close(&m->frames[i]);
-}
-
 /* Apply a validated push through the table's updater. */
 static int apply_push(server *s, srv_table *t, node_msg *m, int w)
 {
     int range = (m->h.flags & MSG_F_RANGE) != 0;
-    const uint64_t *keys = range ? NULL : aligned_payload(s, &m->frames[0], 0);
-    const uint8_t *vals = aligned_payload(s, &m->frames[range ? 0 : 1], 1);
+    const uint64_t *keys = range ? NULL : aligned_payload(s, m, 0, 0);
+    const uint8_t *vals = aligned_payload(s, m, range ? 0 : 1, 1);
     if ((!range && !keys) || !vals) return LOOM_ENOMEM;
-    uint64_t count = zmq_msg_size(&m->frames[range ? 0 : 1]) / t->row_bytes;
+    uint64_t count = node_frame_size(m, range ? 0 : 1) / t->row_bytes;
     t->applied[w] = m->h.req;
     const loom_table_opts *o = &t->def.opts;
     uint8_t *dense = store_dense_rows(t->store);
@@ -261,8 +243,8 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
     const uint64_t *keys;
     uint64_t count;
     const char *bad = check_keys(s, t, m, 0, &keys, &count);
-    zmq_msg_t *vf = &m->frames[range ? 0 : 1];
-    if (!bad && (count > SIZE_MAX / t->row_bytes || zmq_msg_size(vf) != count * t->row_bytes))
+    if (!bad && (count > SIZE_MAX / t->row_bytes ||
+                 node_frame_size(m, range ? 0 : 1) != count * t->row_bytes))
         bad = "value frame size does not match the keys";
     if (bad) {
         node_drop(n, m, bad);
@@ -274,7 +256,7 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
         if (!st) {
             status = LOOM_ENOMEM;
         } else {
-            keep_message(&st->m, m);
+            node_msg_keep(&st->m, m);
             st->worker = w;
             if (t->staged_tail)
                 t->staged_tail->next = st;
@@ -307,7 +289,7 @@ static void apply_staged(server *s, srv_table *t)
         *pp = st->next;
         if (apply_push(s, t, &st->m, st->worker))
             log_error("out of memory applying a push to table \"%s\"", t->def.name);
-        release_message(&st->m);
+        node_msg_release(&st->m);
         free(st);
     }
     t->staged_tail = last;
@@ -324,7 +306,8 @@ static const char *check_pull(server *s, srv_table *t, node_msg *m, const uint64
                               uint64_t *count)
 {
     const char *bad = check_keys(s, t, m, 0, keys, count);
-    if (!bad && *count > PS_MAX_REPLY_BYTES / t->row_bytes) bad = "pull too large";
+    /* The reply is one frame: within the job's limit (clients split larger pulls). */
+    if (!bad && *count > node_max_payload(s->node) / t->row_bytes) bad = "pull too large";
     return bad;
 }
 
@@ -385,7 +368,7 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     s->nwaiting++;
-    keep_message(&d->m, m);
+    node_msg_keep(&d->m, m);
     d->next = s->waiting;
     s->waiting = d;
 }
@@ -403,7 +386,7 @@ static void release_deferred(server *s)
         s->nwaiting--;
         srv_table *t = table_of(s, d->m.h.table);
         answer_pull(s, t, &d->m, worker_rank(s, d->m.from));
-        release_message(&d->m);
+        node_msg_release(&d->m);
         free(d);
     }
 }
@@ -436,7 +419,7 @@ static void server_destroy(void *state)
         while (s->tables[i]->staged_head) {
             staged *st = s->tables[i]->staged_head;
             s->tables[i]->staged_head = st->next;
-            release_message(&st->m);
+            node_msg_release(&st->m);
             free(st);
         }
         store_destroy(s->tables[i]->store);
@@ -446,7 +429,7 @@ static void server_destroy(void *state)
     while (s->waiting) {
         deferred *d = s->waiting;
         s->waiting = d->next;
-        release_message(&d->m);
+        node_msg_release(&d->m);
         free(d);
     }
     free(s->tables);

@@ -223,6 +223,47 @@ static void ranks_map_to_roles(void **state)
     }
 }
 
+/* The job token: LOOM_JOB_TOKEN as given, else the launcher's job id (the same
+ * on every rank of a job, different for another job), else none; a malformed
+ * LOOM_JOB_TOKEN is refused by name. */
+static void job_token_sources(void **state)
+{
+    (void)state;
+    loom_config cfg;
+    launch_plan plan;
+    char err[1024];
+    setenv("LOOM_SCHEDULER", "127.0.0.1:7000", 1);
+    char first[sizeof cfg.job_token];
+    for (int rank = 0; rank < 3; rank++) {
+        srun_env(rank, 3, 1, "9");
+        assert_int_equal(config_from_env(&cfg, &plan, err, sizeof err), 0);
+        assert_string_equal(cfg.job_token, plan.env.job_id);
+        if (rank == 0) memcpy(first, cfg.job_token, sizeof first);
+        assert_string_equal(cfg.job_token, first);
+    }
+    assert_true(first[0] != '\0');
+    srun_env(1, 3, 1, "10"); /* another job */
+    assert_int_equal(config_from_env(&cfg, &plan, err, sizeof err), 0);
+    assert_string_not_equal(cfg.job_token, first);
+    setenv("LOOM_JOB_TOKEN", "0123456789abcdef", 1); /* given: wins */
+    assert_int_equal(config_from_env(&cfg, &plan, err, sizeof err), 0);
+    assert_string_equal(cfg.job_token, "0123456789abcdef");
+    static const char *const bad[] = {
+        "with space", "tab\there",
+        "x0123456789012345678901234567890123456789012345678901234567890123"}; /* 65 */
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("LOOM_JOB_TOKEN", bad[i], 1);
+        assert_int_equal(config_from_env(&cfg, &plan, err, sizeof err), LOOM_ECONFIG);
+        assert_non_null(strstr(err, "LOOM_JOB_TOKEN"));
+    }
+    unsetenv("LOOM_JOB_TOKEN"); /* a hand launch without one: no token */
+    clear_env();
+    setenv("LOOM_ROLE", "worker", 1);
+    setenv("LOOM_SCHEDULER", "127.0.0.1:7000", 1);
+    assert_int_equal(config_from_env(&cfg, &plan, err, sizeof err), 0);
+    assert_string_equal(cfg.job_token, "");
+}
+
 static void role_mapping_errors(void **state)
 {
     (void)state;
@@ -354,6 +395,7 @@ int main(void)
         cmocka_unit_test_setup(malformed_launcher_variables_are_named, setup),
         cmocka_unit_test_setup(ranks_map_to_roles, setup),
         cmocka_unit_test_setup(role_mapping_errors, setup),
+        cmocka_unit_test_setup(job_token_sources, setup),
         cmocka_unit_test_setup(srun_on_several_hosts_uses_the_first, setup),
         cmocka_unit_test_setup(rendezvous_file_on_one_host, setup),
         cmocka_unit_test_setup(interfaces_and_bind_addresses, setup),

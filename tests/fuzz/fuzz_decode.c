@@ -132,6 +132,12 @@ static void check_register(const uint8_t *p, size_t len)
     same_bytes(&w, p, len);
 }
 
+/* One node's record as msg_roster_decode() fills it (strided, like a peer). */
+typedef struct roster_entry {
+    char addr[MSG_ADDR_MAX];
+    uint8_t rid[MSG_RID_SIZE];
+} roster_entry;
+
 static void check_roster(const uint8_t *p, size_t len, unsigned selector)
 {
     blob_reader r = {p, len, 0};
@@ -142,15 +148,15 @@ static void check_roster(const uint8_t *p, size_t len, unsigned selector)
     if (r.bad || count < 3 || count > 1u + 1000u + 65536u) return;
     uint32_t servers = 1u + selector % (count - 2u);
     if (servers > 1000 || count - 1u - servers > 65536u) return;
-    char(*addrs)[MSG_ADDR_MAX] = malloc((size_t)count * MSG_ADDR_MAX);
-    FUZZ_CHECK(addrs != NULL);
-    if (!msg_roster_decode(p, len, count, servers, addrs[0], MSG_ADDR_MAX)) {
+    roster_entry *e = malloc((size_t)count * sizeof *e);
+    FUZZ_CHECK(e != NULL);
+    if (!msg_roster_decode(p, len, count, servers, e[0].addr, e[0].rid, sizeof *e)) {
         stats.roster_ok++;
         blob_writer w = {0};
-        msg_roster_encode(count, servers, addrs[0], MSG_ADDR_MAX, &w);
+        msg_roster_encode(count, servers, e[0].addr, e[0].rid, sizeof *e, &w);
         same_bytes(&w, p, len);
     }
-    free(addrs);
+    free(e);
 }
 
 /* ---- REJECT: on_reject() reads one string ---- */
@@ -334,12 +340,15 @@ static input *seed_new(seeds *s, const char *name)
 
 static void roster_blob(blob_writer *w, uint32_t nnodes, uint32_t servers)
 {
-    char(*addrs)[MSG_ADDR_MAX] = calloc(nnodes, MSG_ADDR_MAX);
-    FUZZ_CHECK(addrs != NULL);
-    for (uint32_t i = 0; i < nnodes; i++)
-        snprintf(addrs[i], MSG_ADDR_MAX, "127.0.0.1:%u", 40000u + i);
-    msg_roster_encode(nnodes, servers, addrs[0], MSG_ADDR_MAX, w);
-    free(addrs);
+    roster_entry *e = calloc(nnodes, sizeof *e);
+    FUZZ_CHECK(e != NULL);
+    for (uint32_t i = 0; i < nnodes; i++) {
+        snprintf(e[i].addr, MSG_ADDR_MAX, "127.0.0.1:%u", 40000u + i);
+        e[i].rid[0] = MSG_RID_TAG;
+        e[i].rid[1] = (uint8_t)(i + 1);
+    }
+    msg_roster_encode(nnodes, servers, e[0].addr, e[0].rid, sizeof *e, w);
+    free(e);
 }
 
 /* Valid messages of every shape the decoders accept. */
@@ -359,15 +368,15 @@ static void make_seeds(seeds *s)
     /* REGISTER: a server with a rank, a worker without one. */
     in = seed_new(s, "register_server");
     in_start(in, (msg_header){.type = MSG_REGISTER, .sender = 1}, 2, 0);
-    msg_register_encode(&(msg_register){LOOM_SERVER, 0, 2, 3, "127.0.0.1:5555"}, &w);
+    msg_register_encode(&(msg_register){LOOM_SERVER, 0, 2, 3, 256, "job-1", "127.0.0.1:5555"}, &w);
     in_blob(in, &w);
     in = seed_new(s, "register_worker");
     in_start(in, (msg_header){.type = MSG_REGISTER, .sender = UINT32_MAX}, 2, 0);
-    msg_register_encode(&(msg_register){LOOM_WORKER, -1, 1, 1, "10.0.0.7:41234"}, &w);
+    msg_register_encode(&(msg_register){LOOM_WORKER, -1, 1, 1, 1, "", "10.0.0.7:41234"}, &w);
     in_blob(in, &w);
 
     /* The longest address a node keeps (MSG_ADDR_MAX - 1 bytes), and one byte more. */
-    static msg_register longest = {LOOM_WORKER, 0, 1, 1, ""};
+    static msg_register longest = {LOOM_WORKER, 0, 1, 1, 256, "", ""};
     memset(longest.address, 'a', MSG_ADDR_MAX - 1);
     in = seed_new(s, "register_longest_address");
     in_start(in, (msg_header){.type = MSG_REGISTER}, 2, 0);
@@ -376,10 +385,10 @@ static void make_seeds(seeds *s)
     in = seed_new(s, "register_address_too_long");
     in_start(in, (msg_header){.type = MSG_REGISTER}, 2, 0);
     msg_register_encode(&longest, &w);
-    FUZZ_CHECK(!w.bad && w.len == 2 + 13 + MSG_ADDR_MAX - 1);
+    FUZZ_CHECK(!w.bad && w.len == 2 + 2 + 17 + MSG_ADDR_MAX - 1);
     uint8_t *grown = realloc(w.buf, w.len + 1);
     FUZZ_CHECK(grown != NULL);
-    grown[13] = (uint8_t)MSG_ADDR_MAX, grown[14] = (uint8_t)(MSG_ADDR_MAX >> 8);
+    grown[19] = (uint8_t)MSG_ADDR_MAX, grown[20] = (uint8_t)(MSG_ADDR_MAX >> 8);
     grown[w.len] = 'a';
     in_frame(in, grown, w.len + 1);
     free(grown);

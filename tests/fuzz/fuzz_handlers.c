@@ -150,10 +150,10 @@ static void deliver(run *r, node_fuzz_msg *m, const uint8_t *rid, size_t rid_len
         node_fuzz_msg_close(m);
         return;
     }
-    uint8_t own_rid[8] = {0};
+    uint8_t own_rid[MSG_RID_SIZE];
     if (!rid) {
-        for (int i = 0; i < 4; i++) own_rid[i] = (uint8_t)(m->from >> (8 * i));
-        rid = own_rid, rid_len = 4;
+        node_fuzz_rid(m->from, own_rid, &rid_len);
+        rid = own_rid;
     }
     int bad = bad_framing(r->job, m, hdr_len);
     msg_header h;
@@ -247,7 +247,7 @@ static void api(run *r, script *s)
 static void inject(run *r, script *s, int raw)
 {
     node_fuzz_msg m = {0};
-    uint8_t rid[8];
+    uint8_t rid[MSG_RID_SIZE];
     size_t rid_len = 4, hdr_len = MSG_HEADER_SIZE;
     if (raw) {
         m.dest = next_u8(s) % NODES;
@@ -277,9 +277,11 @@ static void inject(run *r, script *s, int raw)
         }
     }
     if (raw) next_frames(s, &m);
-    /* An identity that is no node: 4 or 8 bytes of routing id from the script. */
-    rid_len = next_u8(s) & 1 ? sizeof rid : 4;
+    /* An identity that is no node: a routing id of Loom's form (MSG_RID_TAG, 8 bytes
+     * from the script, the last never that of a node of the job), or 4 bytes. */
+    rid_len = next_u8(s) & 1 ? MSG_RID_SIZE : 4;
     for (size_t i = 0; i < sizeof rid; i++) rid[i] = i < rid_len ? next_u8(s) : 0;
+    if (rid_len == MSG_RID_SIZE) rid[0] = MSG_RID_TAG, rid[MSG_RID_SIZE - 1] = 0xFF;
     if (m.from >= NODES) m.from = NODES; /* node_fuzz: not a node of the job */
     deliver(r, &m, m.from < NODES ? NULL : rid, rid_len, hdr_len);
 }
@@ -440,9 +442,9 @@ static void in_inject(input *in, unsigned from, unsigned dest, unsigned type, un
 
 static void in_no_rid(input *in, unsigned from)
 {
-    if (from >= NODES) { /* a stranger's 8-byte routing id */
+    if (from >= NODES) { /* a stranger's routing id of Loom's form */
         in_u8(in, 1);
-        for (int i = 0; i < 8; i++) in_u8(in, 0xA0u + (unsigned)i);
+        for (int i = 0; i < MSG_RID_SIZE; i++) in_u8(in, 0xA0u + (unsigned)i);
     }
 }
 
@@ -535,7 +537,11 @@ static void make_seeds(void)
     for (unsigned id = 1; id <= NODES; id++) {
         int role = id <= SERVERS ? LOOM_SERVER : LOOM_WORKER;
         int rank = id == NODES ? 0 : role == LOOM_SERVER ? (int)id - 1 : (int)(id - w0);
-        msg_register reg = {role, id == w1 ? -1 : rank, SERVERS, WORKERS, "127.0.0.1:5000"};
+        msg_register reg = {.role = role,
+                            .rank = id == w1 ? -1 : rank,
+                            .num_servers = SERVERS,
+                            .num_workers = WORKERS,
+                            .address = "127.0.0.1:5000"};
         msg_register_encode(&reg, &bw);
         in_inject(in, id, 0, MSG_REGISTER, 0, 0, 0, 0, 0, 0, 1);
         in_blob_frame(in, &bw);

@@ -104,6 +104,7 @@ env)
     echo "extra=${LOOM_HEARTBEAT_TIMEOUT_MS-unset},${LOOM_VERBOSE-unset},${LOOM_TEST_INHERITED-unset}"
     echo "address_fd=${LOOM_ADDRESS_FD-unset} args=$*"
     echo "stdin=$(readlink "/proc/$$/fd/0")"
+    echo "token=${LOOM_JOB_TOKEN-unset}"
     [[ $LOOM_ROLE == scheduler ]] || print_open_fds
     ;;
 output)

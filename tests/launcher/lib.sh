@@ -11,6 +11,9 @@ LOOM=${1:?usage: $0 PATH_TO_LOOM_BINARY}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NODE="$HERE/fake_node.sh"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-launcher.XXXXXX")
+# loom run's throw-away secret goes here too: the test that SIGKILLs the launcher
+# leaves it behind (docs/SECURITY.md), and the cleanup removes it with $WORK.
+export TMPDIR=$WORK
 export FAKE_DIR="$WORK/pids"
 mkdir "$FAKE_DIR"
 LAUNCHER_PID=""

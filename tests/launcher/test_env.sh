@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # a) The environment contract: one scheduler, S servers, W workers, each with
 # its role, rank, the job's size and the address the scheduler published; the
-# address fd reaches the scheduler only; flags and inherited LOOM_* pass through.
+# address fd reaches the scheduler only; flags and inherited LOOM_* pass through;
+# one random job token per job (the caller's, if set).
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -33,6 +34,11 @@ expect_line "$out" "[scheduler] fds=$fd"
 [[ $(count '^\[(server|worker) [0-9]+\] address_fd=unset ') == 5 ]] || fail "LOOM_ADDRESS_FD leaked"
 [[ $(count '^\[(server|worker) [0-9]+\] fds=$') == 5 ]] || fail "fds leaked into servers or workers"
 expect_no_survivors 6
+# One job token for the whole job: 32 hex digits, new for every job.
+token=$(sed -n 's/^\[scheduler\] token=//p' "$out")
+[[ $token =~ ^[0-9a-f]{32}$ ]] || fail "no random job token: '$token'"
+[[ $(count "^\[(scheduler|server [0-9]+|worker [0-9]+)\] token=$token\$") == 6 ]] ||
+    fail "not every process got the job's token"
 
 # Defaults, --bind, and variables the launcher always sets overriding stale ones.
 clean_pid_dir
@@ -45,5 +51,14 @@ expect_line "$out" "[server 0] role=server rank=0 servers=1 workers=2 scheduler=
 expect_line "$out" "[worker 1] role=worker rank=1 servers=1 workers=2 scheduler=127.0.0.1:$FAKE_PORT bind=127.0.0.2"
 [[ $(count '\] extra=unset,2,unset$') == 4 ]] || fail "defaults: unexpected LOOM_HEARTBEAT_TIMEOUT_MS/LOOM_VERBOSE"
 [[ $(count '^\[(server|worker) [0-9]+\] address_fd=unset ') == 3 ]] || fail "inherited LOOM_ADDRESS_FD not removed"
+second=$(sed -n 's/^\[scheduler\] token=//p' "$out")
+[[ $second =~ ^[0-9a-f]{32}$ && $second != "$token" ]] || fail "the second job got no token of its own"
+expect_no_survivors 4
+
+# A job token the caller chose is kept.
+clean_pid_dir
+LOOM_JOB_TOKEN=my-own-token run_loom run bash "$NODE" env
+expect_rc 0
+[[ $(count '\] token=my-own-token$') == 4 ]] || fail "the caller's LOOM_JOB_TOKEN was replaced"
 expect_no_survivors 4
 echo PASS

@@ -59,6 +59,7 @@ declare -A BASE=(
     [gen lda]="gen lda --out g.ldac"
     [predict lr]="predict lr --model m --data ok.svm"
     [predict mf]="predict mf --model m --data ok.tsv"
+    [keygen]="keygen k.key"
 )
 # A flag that takes a number, for "missing value" and "bad number".
 declare -A NUMBER=(
@@ -82,7 +83,12 @@ for cmd in "${!BASE[@]}"; do
     else
         usage "unexpected argument 'stray'" "${base[@]}" stray
     fi
+    # A flag with a value (loom keygen has none: a switch takes no value).
     flag=${NUMBER[$cmd]:-${TEXT[$cmd]:-}}
+    if [[ -z $flag ]]; then
+        usage "--force takes no value" "${base[@]}" --force=1
+        continue
+    fi
     usage "$flag needs a value" "${base[@]}" "$flag"
     usage "$flag given twice" "${base[@]}" "$flag=1" "$flag" 1 "${tail[@]}"
     if [[ -n ${NUMBER[$cmd]:-} ]]; then

@@ -1,8 +1,12 @@
 /* ps_check: the program the multi-process tests run under `loom run`.
  *
- *   ps_check bsp [--clocks N]
+ *   ps_check bsp [--clocks N] [--pid-dir DIR [--hold FILE]]
  *       BSP across processes: every pull equals a sequential computation of
- *       all workers' pushes of earlier clocks, exactly (int64 table).
+ *       all workers' pushes of earlier clocks, exactly (int64 table). With
+ *       --pid-dir, every node writes DIR/<role>-<rank>.pid and .addr (its
+ *       listening address) once the job is assembled; with --hold, workers
+ *       then wait for FILE to exist before they start (the security tests
+ *       attack the assembled job first).
  *   ps_check ssp --log DIR [--staleness S] [--clocks N]
  *       SSP(S) with the last worker slowed down: reads are never older than
  *       the bound, and each worker records when it called and left clock()
@@ -204,17 +208,42 @@ static int run_ssp(loom_node *n, int clocks, int s, const char *dir)
 
 /* ---- run until killed ---- */
 
-static int write_pid(const char *dir, loom_node *n)
+/* DIR/<role>-<rank>.<ext> holding one line; renamed into place so a reader
+ * never sees a half-written file. */
+static int write_node_file(const char *dir, loom_node *n, const char *ext, const char *line)
 {
     static const char *const roles[] = {"scheduler", "server", "worker"};
     char path[512], tmp[520];
-    snprintf(path, sizeof path, "%s/%s-%d.pid", dir, roles[loom_node_role(n)], loom_rank(n));
+    snprintf(path, sizeof path, "%s/%s-%d.%s", dir, roles[loom_node_role(n)], loom_rank(n), ext);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f) return 1;
-    fprintf(f, "%ld\n", (long)getpid());
-    /* Rename so a reader never sees a half-written file. */
+    fprintf(f, "%s\n", line);
     return fclose(f) || rename(tmp, path);
+}
+
+/* The address first: a test that sees the pid file finds the address too. */
+static int write_pid(const char *dir, loom_node *n)
+{
+    char pid[32];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    return write_node_file(dir, n, "addr", loom_node_address(n)) ||
+           write_node_file(dir, n, "pid", pid);
+}
+
+/* Wait (bounded) until the test creates `path`. */
+static int wait_for_file(const char *path)
+{
+    long long deadline = now_ns() + 120LL * 1000000000LL;
+    while (access(path, F_OK) != 0) {
+        if (now_ns() > deadline) {
+            fprintf(stderr, "ps_check: %s did not appear within 120 s\n", path);
+            return 1;
+        }
+        struct timespec pause = {0, 20000000};
+        nanosleep(&pause, NULL);
+    }
+    return 0;
 }
 
 static int run_forever(loom_node *n, const char *dir)
@@ -254,7 +283,7 @@ static int free_port(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) return usage();
-    const char *mode = argv[1], *dir = NULL;
+    const char *mode = argv[1], *dir = NULL, *hold = NULL;
     int clocks = 10, staleness = 2;
     for (int i = 2; i < argc; i++) {
         if (i + 1 >= argc) return usage();
@@ -267,6 +296,8 @@ int main(int argc, char **argv)
             if (*end || staleness < 0) return usage();
         } else if (!strcmp(argv[i], "--log") || !strcmp(argv[i], "--pid-dir")) {
             dir = argv[++i];
+        } else if (!strcmp(argv[i], "--hold")) {
+            hold = argv[++i];
         } else {
             return usage();
         }
@@ -274,14 +305,18 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "free-port")) return free_port();
     if (strcmp(mode, "bsp") && strcmp(mode, "ssp") && strcmp(mode, "run")) return usage();
     if (strcmp(mode, "bsp") && !dir) return usage();
+    if (hold && (strcmp(mode, "bsp") || !dir)) return usage();
+    int pid_files = dir && (!strcmp(mode, "run") || !strcmp(mode, "bsp"));
 
     loom_node *n;
     TRY("init", loom_init(&n, &argc, &argv));
     if (!loom_is_worker(n)) {
-        if (!strcmp(mode, "run") && write_pid(dir, n)) return die("pid file", LOOM_EINVAL);
+        if (pid_files && write_pid(dir, n)) return die("pid file", LOOM_EINVAL);
         int rc = loom_serve(n);
         return rc ? die("serve", rc) : 0;
     }
+    if (!strcmp(mode, "bsp") && pid_files && write_pid(dir, n)) return die("pid file", LOOM_EINVAL);
+    if (hold && wait_for_file(hold)) return 1;
     int rc = !strcmp(mode, "bsp")   ? run_bsp(n, clocks)
              : !strcmp(mode, "ssp") ? run_ssp(n, clocks, staleness, dir)
                                     : run_forever(n, dir);

@@ -3,13 +3,13 @@
  *  - test_same_result: a job with a secret computes exactly what the same job without one
  *    does, and both equal the sums computed here.
  *  - test_attackers_refused: while a job with a secret runs, attackers speaking ZMTP from
- *    raw libzmq sockets connect to the server's and the scheduler's ROUTER: plain ZMTP (no
- *    CURVE), CURVE encrypted for a wrong server key, and CURVE for the right server key
- *    but with a key pair of their own (the ZAP handler's case). Each sends a forged
- *    NODE_FAILED "from the scheduler". Every attempt is refused in the handshake and
- *    counted exactly once (loom_stats.connections_refused), nothing reaches the Loom
- *    layer (no malformed message, no failure), the job ends with the right values, and
- *    each attacked node logs one refusal line and one total at its end.
+ *    raw libzmq sockets connect to the scheduler's, a server's and a worker's ROUTER: plain ZMTP
+ * (no CURVE), CURVE encrypted for a wrong server key, and CURVE for the right server key but with a
+ * key pair of their own (the ZAP handler's case). Each sends a forged NODE_FAILED "from the
+ * scheduler". Every attempt is refused in the handshake and counted exactly once
+ * (loom_stats.connections_refused), nothing reaches the Loom layer (no malformed message, no
+ * failure), the job ends with the right values, and each attacked node logs one refusal line and
+ * one total at its end.
  *  - test_wire_encrypted: a TCP proxy in front of the scheduler records every byte that
  *    servers and workers exchange with it. Without a secret the greeting names the NULL
  *    mechanism and the server's address (sent in its REGISTER and in the ROSTER) is on the
@@ -131,20 +131,27 @@ static void test_same_result(void **state)
     reset_harness();
 }
 
-/* ---- attackers ---- */
+/* ---- attackers ----
+ *
+ * The attacking worker reads the counters of its own node and of the server. ThreadSanitizer
+ * cannot see that a node outlives the job's messages (they pass through libzmq), so the
+ * server's thread waits in harness_on_server (its node serves from its I/O thread
+ * meanwhile) until the worker has read them: that orders the reads before the server's
+ * release. The scheduler's thread cannot wait so; its counts are checked in its log. */
 
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    loom_node *sched, *server;
+    loom_node *server;    /* set by on_server; valid until released */
+    int released;         /* the worker is done with the server */
+    char sched_addr[256]; /* the scheduler's address, from on_scheduler */
     const char *secret;
-    char error[256]; /* the attacking worker's first failed check */
-    uint64_t refused_server, refused_sched, malformed_server, malformed_sched;
+    uint64_t refused_server, refused_self, malformed_server, malformed_self;
 } attack = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static void on_scheduler(loom_node *n)
 {
-    attack.sched = n;
+    snprintf(attack.sched_addr, sizeof attack.sched_addr, "%s", loom_node_address(n));
 }
 
 static void on_server(loom_node *n, int rank)
@@ -153,6 +160,7 @@ static void on_server(loom_node *n, int rank)
     pthread_mutex_lock(&attack.mu);
     attack.server = n;
     pthread_cond_broadcast(&attack.cv);
+    while (!attack.released) pthread_cond_wait(&attack.cv, &attack.mu);
     pthread_mutex_unlock(&attack.mu);
 }
 
@@ -188,47 +196,41 @@ static void *attacker_connect(void *ctx, enum attacker kind, const char *address
     return s;
 }
 
-static uint64_t refused(loom_node *n)
+static loom_stats stats_of(loom_node *n)
 {
     loom_stats st;
     loom_node_stats(n, &st);
-    return st.connections_refused;
+    return st;
 }
 
-static uint64_t malformed(loom_node *n)
-{
-    loom_stats st;
-    loom_node_stats(n, &st);
-    return st.malformed_dropped;
-}
-
-/* Wait until node n counted `want` refusals (each is counted by n's own thread). */
+/* Wait until node n counted `want` refusals (each is counted by n's own CURVE thread). */
 static int wait_refused(loom_node *n, uint64_t want)
 {
     uint64_t deadline = now_ms() + DEADLINE_MS;
-    while (refused(n) < want && now_ms() < deadline) {
+    while (stats_of(n).connections_refused < want && now_ms() < deadline) {
         struct timespec pause = {0, 5 * 1000000L};
         nanosleep(&pause, NULL);
     }
-    return refused(n) == want;
+    return stats_of(n).connections_refused == want;
 }
 
-static int attack_worker(loom_node *n, int rank, void *arg)
+/* Worker 0 attacks the scheduler, the server and itself, then every worker runs the sums. */
+static int attack_then_sum(loom_node *n, int rank)
 {
-    (void)arg;
     if (rank == 0) {
         pthread_mutex_lock(&attack.mu);
         while (!attack.server) pthread_cond_wait(&attack.cv, &attack.mu);
         pthread_mutex_unlock(&attack.mu);
         void *ctx = zmq_ctx_new();
-        void *socks[2 * ATTACKERS];
-        loom_node *targets[2] = {attack.server, attack.sched};
-        for (int t = 0; t < 2; t++)
+        void *socks[3 * ATTACKERS];
+        const char *targets[3] = {attack.sched_addr, loom_node_address(attack.server),
+                                  loom_node_address(n)};
+        for (int t = 0; t < 3; t++)
             for (int k = 0; k < ATTACKERS; k++)
-                socks[t * ATTACKERS + k] = attacker_connect(
-                    ctx, (enum attacker)k, loom_node_address(targets[t]), attack.secret);
-        int ok = wait_refused(attack.server, ATTACKERS) && wait_refused(attack.sched, ATTACKERS);
-        for (int i = 0; i < 2 * ATTACKERS; i++) zmq_close(socks[i]);
+                socks[t * ATTACKERS + k] =
+                    attacker_connect(ctx, (enum attacker)k, targets[t], attack.secret);
+        int ok = wait_refused(attack.server, ATTACKERS) && wait_refused(n, ATTACKERS);
+        for (int i = 0; i < 3 * ATTACKERS; i++) zmq_close(socks[i]);
         zmq_ctx_term(ctx);
         CHECK(ok);
     }
@@ -236,12 +238,25 @@ static int attack_worker(loom_node *n, int rank, void *arg)
     CHECK(sum_worker(n, rank, NULL) == 0);
     if (rank == 0) {
         CHECK_OK(loom_barrier(n));
-        attack.refused_server = refused(attack.server);
-        attack.refused_sched = refused(attack.sched);
-        attack.malformed_server = malformed(attack.server);
-        attack.malformed_sched = malformed(attack.sched);
+        attack.refused_server = stats_of(attack.server).connections_refused;
+        attack.malformed_server = stats_of(attack.server).malformed_dropped;
+        attack.refused_self = stats_of(n).connections_refused;
+        attack.malformed_self = stats_of(n).malformed_dropped;
     }
     return 0;
+}
+
+static int attack_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    int rc = attack_then_sum(n, rank);
+    if (rank == 0) { /* whatever happened: the server may go on */
+        pthread_mutex_lock(&attack.mu);
+        attack.released = 1;
+        pthread_cond_broadcast(&attack.cv);
+        pthread_mutex_unlock(&attack.mu);
+    }
+    return rc;
 }
 
 /* Lines of file `path` that contain both a and b. */
@@ -264,7 +279,8 @@ static void test_attackers_refused(void **state)
     make_secret(secret);
     harness_secret = secret;
     attack.secret = secret;
-    attack.server = attack.sched = NULL;
+    attack.server = NULL;
+    attack.released = 0;
     harness_on_scheduler = on_scheduler;
     harness_on_server = on_server;
 
@@ -288,15 +304,18 @@ static void test_attackers_refused(void **state)
 
     assert_int_equal(rc, 0);
     assert_int_equal(attack.refused_server, ATTACKERS);
-    assert_int_equal(attack.refused_sched, ATTACKERS);
+    assert_int_equal(attack.refused_self, ATTACKERS);
     assert_int_equal(attack.malformed_server, 0);
-    assert_int_equal(attack.malformed_sched, 0);
-    /* One line at the first refusal, one total at the end, per attacked node. */
-    assert_int_equal(count_lines(log_path, "[server 0]", "refused a connection"), 1);
-    assert_int_equal(count_lines(log_path, "[scheduler 0]", "refused a connection"), 1);
-    assert_int_equal(count_lines(log_path, "[server 0]", "refused 3 connection(s)"), 1);
-    assert_int_equal(count_lines(log_path, "[scheduler 0]", "refused 3 connection(s)"), 1);
-    assert_int_equal(count_lines(log_path, "[worker", "refused"), 0);
+    assert_int_equal(attack.malformed_self, 0);
+    /* One line at the first refusal and one total at the end, per attacked node; no
+     * message dropped anywhere (none got through to be checked). */
+    const char *attacked[] = {"[scheduler 0]", "[server 0]", "[worker 0]"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(count_lines(log_path, attacked[i], "refused a connection"), 1);
+        assert_int_equal(count_lines(log_path, attacked[i], "refused 3 connection(s)"), 1);
+    }
+    assert_int_equal(count_lines(log_path, "[worker 1]", "refused"), 0);
+    assert_int_equal(count_lines(log_path, "loom", "dropped"), 0);
     unlink(log_path);
     reset_harness();
 }

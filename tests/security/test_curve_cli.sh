@@ -136,8 +136,10 @@ check_seen 2 4 # the scheduler and the first failing worker; the others may be s
 MODE=hang TMPDIR=$WORK/tmp "$LOOM" run --servers 1 --workers 1 -- "$WORK/node.sh" \
     >"$WORK/signal.out" 2>&1 &
 LAUNCHER_PID=$!
-for ((i = 0; i < 600; i++)); do # poll for the worker's pid file, up to 30 s
-    [[ -s $WORK/worker.pid ]] && break
+# Poll, up to 30 s, until the worker hangs and all three processes have
+# recorded their secret (the server may record it after the worker started).
+for ((i = 0; i < 600; i++)); do
+    [[ -s $WORK/worker.pid && -s $SEEN && $(wc -l <"$SEEN") -ge 3 ]] && break
     sleep 0.05
 done
 [[ -s $WORK/worker.pid ]] || fail "the worker did not start"
@@ -206,4 +208,15 @@ mpirun_job mpi_plain 5 -- "${train[@]}" || fail "an mpirun job without a secret 
 [[ $(cat "$WORK"/mpi_plain.*.out | grep -c "runs without a secret") -eq 1 ]] ||
     fail "an mpirun job without a secret did not warn exactly once"
 grep -q "runs without a secret" "$WORK/mpi_plain.0.out" || fail "the warning is not the scheduler's"
+# loom train --insecure: without a secret even if LOOM_SECRET_FILE is inherited, here and
+# under mpirun (the rank with the secret that is not the scheduler's would be refused).
+mpirun_job mpi_insecure 5 LOOM_SECRET_FILE="$key" -- "${train[@]}" --insecure ||
+    fail "an mpirun job with --insecure failed"
+[[ $(cat "$WORK"/mpi_insecure.*.out | grep -c "runs without a secret") -eq 1 ]] ||
+    fail "an mpirun job with --insecure did not warn exactly once"
+LOOM_SECRET_FILE=$key "${train[@]}" --insecure >"$WORK/train_insecure.out" 2>&1 ||
+    fail "loom train --insecure failed"
+[[ $(grep -c "runs without a secret" "$WORK/train_insecure.out") -eq 1 ]] ||
+    fail "loom train --insecure did not run without a secret"
+expect 2 "--secret and --insecure exclude each other" "${train[@]}" --secret "$key" --insecure
 echo PASS
