@@ -101,6 +101,7 @@ static int make_node(node_fuzz_job *j, const loom_config *cfg, int (*attach)(loo
     if (!n) return LOOM_ENOMEM;
     n->cfg = *cfg;
     n->cfg.on_failure = LOOM_ON_FAILURE_RETURN; /* the fuzzer's process must go on */
+    if (!n->cfg.max_frame_mib) n->cfg.max_frame_mib = MSG_MAX_PAYLOAD_MIB; /* as node_start */
     n->nnodes = j->nnodes;
     n->id = cfg->role == LOOM_SCHEDULER ? 0
             : cfg->role == LOOM_SERVER  ? node_server_id(cfg->num_servers, cfg->rank)

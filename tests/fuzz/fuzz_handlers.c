@@ -541,7 +541,8 @@ static void make_seeds(void)
                             .rank = id == w1 ? -1 : rank,
                             .num_servers = SERVERS,
                             .num_workers = WORKERS,
-                            .address = "127.0.0.1:5000"};
+                            .address = "127.0.0.1:5000",
+                            .max_frame_mib = MSG_MAX_PAYLOAD_MIB};
         msg_register_encode(&reg, &bw);
         in_inject(in, id, 0, MSG_REGISTER, 0, 0, 0, 0, 0, 0, 1);
         in_blob_frame(in, &bw);
