@@ -231,7 +231,8 @@ int lda_vocab_load(const char *path, lda_vocab *v, char *err, size_t errlen)
     }
     char *p = v->text;
     for (size_t i = 0; i < v->n; i++) {
-        char *nl = strchr(p, '\n');
+        /* memchr, not strchr: a NUL byte in the file must not hide the newline. */
+        char *nl = memchr(p, '\n', (size_t)(v->text + len - p));
         *nl = '\0';
         if (nl > p && nl[-1] == '\r') nl[-1] = '\0';
         v->word[i] = p;

@@ -158,6 +158,7 @@ static void close_all_sockets(loom_node *n)
 
 static int connect_dealer(loom_node *n, uint32_t peer_id)
 {
+    if (n->seam) return 0; /* node_fuzz.c: every send goes to the seam */
     void *d = make_socket(n, ZMQ_DEALER);
     if (!d) return LOOM_ETRANSPORT;
     char ep[NODE_ADDR_MAX + 8];
@@ -190,6 +191,7 @@ static int send_parts(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *pa
         close_parts(parts, nparts);
         return LOOM_EINVAL;
     }
+    if (n->seam) return n->seam->send(n->seam_ctx, n, dest, hdr, parts, nparts);
     peer *p = &n->peers[dest];
     void *sock = p->dealer ? p->dealer : n->router;
     size_t bytes = zmq_msg_size(hdr);
@@ -258,7 +260,8 @@ static int build_part(const node_frame *f, zmq_msg_t *out)
 
 static int on_io_thread(const loom_node *n)
 {
-    return n->io_started && pthread_equal(pthread_self(), n->io_thread);
+    /* A node_fuzz.c node has no I/O thread: every thread sends as it would. */
+    return n->seam || (n->io_started && pthread_equal(pthread_self(), n->io_thread));
 }
 
 int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames, size_t nframes)
@@ -355,7 +358,7 @@ static int recv_message(loom_node *n, void *sock, zmq_msg_t *parts, int max)
     return count;
 }
 
-static void dispatch(loom_node *n, node_msg *m)
+void node_dispatch(loom_node *n, node_msg *m)
 {
     if (!msg_sender_allowed(m->h.type, node_peer_role(n, m->from, NULL))) {
         node_drop(n, m, "a node of its role never sends this type");
@@ -462,7 +465,7 @@ static int receive_one(loom_node *n, void *sock, uint32_t from_peer)
     }
     take_frames(&m, parts, first + 1, kept);
     close_parts(parts, (size_t)first + 1);
-    dispatch(n, &m);
+    node_dispatch(n, &m);
     close_frames(&m);
     return 1;
 }
@@ -783,7 +786,7 @@ static int open_outbox(loom_node *n)
     return 0;
 }
 
-static void set_handlers(loom_node *n)
+void node_set_core_handlers(loom_node *n)
 {
     node_set_handler(n, MSG_HEARTBEAT, on_heartbeat, NULL);
     if (n->cfg.role == LOOM_SCHEDULER) return; /* sched_init sets the scheduler's */
@@ -836,11 +839,14 @@ static int roster_ready(const loom_node *n)
     return n->roster_installed;
 }
 
+int (*node_start_seam)(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **out);
+
 int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **out)
 {
     *out = NULL;
     int rc = validate_config(cfg);
     if (rc) return rc;
+    if (node_start_seam) return node_start_seam(cfg, attach, out);
     loom_node *n = calloc(1, sizeof *n);
     if (!n) return LOOM_ENOMEM;
     n->cfg = *cfg;
@@ -876,7 +882,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     else
         snprintf(n->tag, sizeof n->tag, "%s ?", role_name(cfg->role));
     log_set_tag(n->tag);
-    set_handlers(n);
+    node_set_core_handlers(n);
     if (cfg->secret[0]) rc = curve_start(n->zctx, cfg->secret, n->tag, &n->refused, &n->curve);
     if (!rc) rc = bind_router(n);
     if (!rc && attach) rc = attach(n);
@@ -955,6 +961,16 @@ int node_failed(const loom_node *n)
 int node_wait(loom_node *n, uint64_t deadline_ms)
 {
     if (n->state == NODE_FAILED) return LOOM_EPEERFAIL;
+    if (n->seam) {
+        /* A node_fuzz.c node's messages arrive on the thread that would wait:
+         * deliver one (its handler may need the lock), then let the caller
+         * check again. */
+        pthread_mutex_unlock(&n->mu);
+        int moved = n->seam->pump(n->seam_ctx);
+        pthread_mutex_lock(&n->mu);
+        if (n->state == NODE_FAILED) return LOOM_EPEERFAIL;
+        return moved ? 0 : LOOM_ETIMEDOUT;
+    }
     if (!deadline_ms) {
         pthread_cond_wait(&n->cv, &n->mu);
     } else {
@@ -994,7 +1010,12 @@ void node_ts_add_parts(loom_node *n, loom_ts ts, uint32_t parts)
 
 int loom_wait(loom_node *n, loom_ts ts)
 {
-    return n ? tracker_wait(&n->ts, ts) : LOOM_EINVAL;
+    if (!n) return LOOM_EINVAL;
+    if (n->seam) { /* as in node_wait() */
+        while (!tracker_test(&n->ts, ts))
+            if (!n->seam->pump(n->seam_ctx)) return LOOM_ETIMEDOUT;
+    }
+    return tracker_wait(&n->ts, ts);
 }
 
 int loom_test(loom_node *n, loom_ts ts)
@@ -1095,6 +1116,7 @@ int node_serve(loom_node *n)
 void node_destroy(loom_node *n)
 {
     if (!n) return;
+    if (n->seam) n->seam->gone(n->seam_ctx, n);
     if (n->io_started) {
         uint32_t stop = NODE_NO_ID;
         pthread_mutex_lock(&n->out_mu);
@@ -1110,7 +1132,7 @@ void node_destroy(loom_node *n)
     close_socket(&n->outbox_push);
     n->out_closed = 1;
     pthread_mutex_unlock(&n->out_mu);
-    zmq_ctx_term(n->zctx);
+    if (n->zctx) zmq_ctx_term(n->zctx);
     /* The totals below name this node also when another thread than its
      * starter releases it (loom_serve() in a thread of its own). */
     log_set_tag(n->tag);
@@ -1119,6 +1141,9 @@ void node_destroy(loom_node *n)
     if (refused)
         log_warn("refused %" PRIu64 " connection(s) from peers without the job's secret in all",
                  refused);
+    /* Work that can no longer complete fails now, so that every completion
+     * callback runs once and frees what it holds (found by fuzz_handlers). */
+    tracker_fail_all(&n->ts, LOOM_ESHUTDOWN);
     for (int i = 0; i < NODE_LAYER_COUNT; i++)
         if (n->layers[i].destroy) n->layers[i].destroy(n->layers[i].state);
     uint64_t bad = atomic_load(&n->malformed);

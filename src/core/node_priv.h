@@ -100,7 +100,33 @@ struct loom_node {
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;
     _Atomic uint64_t refused; /* handshakes refused for want of the secret (curve.c) */
+
+    /* The fuzzing seam: NULL, except in a node that node_fuzz.c made. */
+    const struct node_seam *seam;
+    void *seam_ctx;
 };
+
+/* The fuzzing seam (node_fuzz.c): an in-process job whose nodes have no
+ * sockets and no I/O thread. It is compiled into every build, not only the
+ * fuzzing ones, so that the replay drivers that ctest runs in every build test
+ * the node code that ships, not a variant of it; what it costs the real node is
+ * one pointer test on sending, waiting, starting and destroying. ZeroMQ stays
+ * in core: the seam hands on zmq_msg_t frames, and only core/ and the fuzz
+ * targets in tests/ see them. */
+struct node_seam {
+    /* Takes a message that n sends to dest (the encoded header and nparts
+     * payload parts, which it owns from then on); returns 0 or a loom error. */
+    int (*send)(void *ctx, loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts,
+                size_t nparts);
+    /* Delivers one queued message of the job; 0 when none is left (a wait for
+     * something that cannot come any more then times out instead of hanging). */
+    int (*pump)(void *ctx);
+    /* n is being destroyed: the job forgets it. */
+    void (*gone)(void *ctx, loom_node *n);
+};
+/* When set, node_start() asks it for the node instead of making one with
+ * sockets (node_fuzz_job_install). */
+extern int (*node_start_seam)(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **out);
 
 /* node.c services used by scheduler.c */
 int node_send_io(loom_node *n, uint32_t dest, msg_header *h, zmq_msg_t *frames, size_t nframes);
@@ -117,6 +143,11 @@ void node_drop_raw(loom_node *n, const char *why);
  * LOOM_EINVAL if the id is malformed or already bound, LOOM_ENOMEM. */
 int node_bind_rid(loom_node *n, uint32_t id, const uint8_t *rid, size_t len);
 const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len);
+
+/* Run the handler of a received message whose header and sender were checked. */
+void node_dispatch(loom_node *n, node_msg *m);
+/* Install the handlers of the core messages of the node's role. */
+void node_set_core_handlers(loom_node *n);
 
 /* scheduler.c */
 int sched_init(loom_node *n);

@@ -111,7 +111,9 @@ int loom_secret_load(const char *path, char *secret, char *err, size_t errlen)
     if (!rc) {
         memcpy(secret, buf, LOOM_SECRET_LEN);
         secret[LOOM_SECRET_LEN] = '\0';
-        if (!zmq_z85_decode(key, secret))
+        /* zmq_z85_decode stops at a NUL byte: a key with one would be cut short
+         * (found by fuzz_launchenv). */
+        if (strlen(secret) != LOOM_SECRET_LEN || !zmq_z85_decode(key, secret))
             rc = fail(err, errlen,
                       "secret file %s is not a Z85-encoded key (make one with loom keygen)", path);
     }

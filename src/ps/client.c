@@ -1184,6 +1184,13 @@ int ps_worker_finish(loom_node *n)
 static void client_destroy(void *state)
 {
     ps_client *c = state;
+    /* Pulls still waiting for a server: each live slot holds one part of its
+     * pull. Their callers gave up on them (the node is going away), so the
+     * rows are not copied out. */
+    for (uint32_t i = 0; i < c->nslots; i++) {
+        pull_op *op = c->slots[i].req ? c->slots[i].op : NULL;
+        if (op && atomic_fetch_sub(&op->parts_left, 1) == 1) pull_op_free(op);
+    }
     for (size_t i = 0; i < c->nopened; i++) table_free(c->opened[i]);
     free(c->opened);
     free(c->slots);

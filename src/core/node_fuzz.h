@@ -1,0 +1,81 @@
+/* node_fuzz: a whole Loom job in one thread, for the fuzz targets (tests/fuzz).
+ *
+ * The job's nodes are real nodes of their roles, with the core handlers and
+ * their layers attached (ps_attach), but without sockets or I/O threads (the
+ * seam of node_priv.h): every message a node sends joins the job's queue, and
+ * the queue is delivered as each node's I/O thread would deliver it (header
+ * decoded and checked, sender resolved, then the handler). A node that waits
+ * (loom_wait, a barrier, a clock gate, loom_table_open) delivers queued
+ * messages meanwhile, so ordinary worker code runs to its end on the calling
+ * thread; a wait for something that can no longer come returns LOOM_ETIMEDOUT.
+ *
+ * So a fuzz target can start a job, let a worker open tables, inject hostile
+ * but well-framed messages from any node, tamper with, drop or repeat the
+ * messages in flight, and even run an application's unmodified worker code
+ * (node_fuzz_job_install: the next loom_init() joins the job). Nothing but the
+ * fuzz targets uses this; see node_priv.h for why it is in every build. */
+#ifndef LOOM_CORE_NODE_FUZZ_H
+#define LOOM_CORE_NODE_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "core/msg.h"
+#include "loom/node.h"
+
+typedef struct node_fuzz_job node_fuzz_job;
+
+/* A message in flight: from, dest, the header frame and the payload frames. */
+typedef struct node_fuzz_msg {
+    uint32_t from, dest;
+    uint8_t hdr[MSG_HEADER_SIZE];
+    size_t nframes;
+    zmq_msg_t frames[MSG_MAX_FRAMES];
+} node_fuzz_msg;
+
+/* A job of 1 scheduler, num_servers servers and num_workers workers, each
+ * with attach (NULL: none; ps_attach for the parameter server) run on it.
+ * assembled: as after every REGISTER and the roster; otherwise the scheduler
+ * waits for registrations and the others for the roster. make_workers: 0 to
+ * leave the workers to node_start() (node_fuzz_job_install). At most
+ * max_deliveries messages are delivered (then the queue is only drained), so
+ * that a livelock of the protocol ends; node_fuzz_job_overrun() tells. */
+int node_fuzz_job_new(int num_servers, int num_workers, int assembled, int make_workers,
+                      int (*attach)(loom_node *n), uint64_t max_deliveries, node_fuzz_job **out);
+/* Node `id` (0 the scheduler, then the servers, then the workers), or NULL. */
+loom_node *node_fuzz_job_node(const node_fuzz_job *j, uint32_t id);
+uint32_t node_fuzz_job_size(const node_fuzz_job *j);
+
+/* Make node_start() (and so loom_init()) return the job's worker of the
+ * configured rank, attached with the caller's attach; NULL uninstalls. The job
+ * must have been made with make_workers 0 and the configuration's sizes. */
+void node_fuzz_job_install(node_fuzz_job *j);
+
+/* Messages queued and not yet delivered. */
+size_t node_fuzz_job_queued(const node_fuzz_job *j);
+/* Take the oldest queued message (1), or 0 if none; the caller delivers it
+ * (node_fuzz_deliver_msg) or closes it (node_fuzz_msg_close). */
+int node_fuzz_job_take(node_fuzz_job *j, node_fuzz_msg *m);
+/* Deliver the oldest queued message; 0 if none was left or the budget is spent. */
+int node_fuzz_job_step(node_fuzz_job *j);
+/* Whether max_deliveries was reached. */
+int node_fuzz_job_overrun(const node_fuzz_job *j);
+/* Free every node the job still has, then the queue. */
+void node_fuzz_job_free(node_fuzz_job *j);
+
+/* Deliver a message to node m->dest (closing its frames), as sent by node
+ * m->from over its connection to m->dest, with the routing id rid (rid_len
+ * bytes; what a ROUTER resolves the sender by); from >= the job's size stands
+ * for an identity that is no node. A destroyed destination loses it,
+ * as a vanished peer would. Malformed messages and unknown senders are
+ * dropped and counted (loom_node_stats' malformed_dropped). */
+void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *m, const uint8_t *rid, size_t rid_len,
+                       size_t hdr_len);
+/* Node id's routing id in a fuzz job (MSG_RID_SIZE bytes into rid): MSG_RID_TAG,
+ * then the id, then zeros; a stranger's differs in its last byte. */
+void node_fuzz_rid(uint32_t id, uint8_t *rid, size_t *len);
+/* Close m's frames. */
+void node_fuzz_msg_close(node_fuzz_msg *m);
+
+#endif

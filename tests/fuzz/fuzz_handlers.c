@@ -1,0 +1,691 @@
+/* fuzz_handlers: the message handlers of every role, fed hostile but well-framed messages.
+ *
+ * Each input is a script run against a whole job in one thread (src/core/node_fuzz.h):
+ * a scheduler, 2 servers and 2 workers without sockets, with the parameter-server layer
+ * attached, so the scheduler's handlers (src/core/scheduler.c, src/ps/registry.c), the
+ * servers' table handlers (src/ps/server.c), the workers' reply checks (src/ps/client.c)
+ * and the core handlers of node.c all run on what the script makes of their traffic.
+ *
+ * Built two ways like fuzz_decode.c: a libFuzzer target (LOOM_FUZZ=ON, clang) and, in
+ * every build, a plain replay driver (LOOM_FUZZ_DRIVER; corpus_handlers/).
+ *
+ * Input: byte 0 chooses the job's start: bit 0 set = assembling (the scheduler waits for
+ * REGISTERs, the others for the roster); clear = running, with three tables that both
+ * workers opened (0 "w": sparse f32, SSP(1), sum; 1 "e": dense f64 x4 over [0, 64), BSP,
+ * adagrad; 2 "c": sparse i64 x2, ASP). Then operations, each one byte (op % 8) and its
+ * arguments (a missing byte reads as 0):
+ *   0 inject   from, dest, type, flags, table, req, clock, a, b, frames: a message
+ *              encoded by msg_encode_header, the sender field set to `from` unless the
+ *              flags byte's bit 7 says otherwise; from >= 5 is an identity that is no node
+ *   1 raw      dest, from, header length (0..48) and that many bytes, frames
+ *   2 api      worker, call, arguments: pull, push, clock, flush, range pull, wait
+ *   3 pump     deliver up to N queued messages
+ *   4 tamper   the next queued message with one header byte or frame byte changed
+ *   5 drop     the next queued message is lost
+ *   6 repeat   the next queued message delivered twice
+ *   7 misroute the next queued message delivered to another node
+ * A frame is a length byte and that many bytes. At the end the queue is drained.
+ *
+ * Checks, for every input (besides the sanitizers'):
+ *   - every delivered message is counted as dropped at most once, and exactly once when
+ *     its framing is bad (header does not decode, sender unknown or not the one the
+ *     transport identified): loom_node_stats' malformed_dropped of the destination;
+ *   - the job's traffic ends: at most MAX_DELIVERIES messages however hostile the script
+ *     (a handler that answers every message with another would loop forever). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/node_fuzz.h"
+#include "fuzz_driver.h"
+#include "loom/error.h"
+#include "loom/table.h"
+#include "ps/ps.h"
+
+#define SERVERS         2
+#define WORKERS         2
+#define NODES           (1 + SERVERS + WORKERS)
+#define TABLES          3
+#define MAX_OPS         256
+#define MAX_DELIVERIES  20000
+#define MAX_KEYS        8
+#define FIRST_WORKER_ID (1 + SERVERS)
+
+/* What the inputs reached, so the driver can tell that its seeds reach the handlers. */
+static struct {
+    unsigned long jobs, delivered, framing_drops, handler_drops, pulls_done,
+        rosters; /* delivered */
+} stats;
+
+/* ---- the script's bytes ---- */
+
+typedef struct script {
+    const uint8_t *p;
+    size_t left;
+} script;
+
+static uint8_t next_u8(script *s)
+{
+    if (!s->left) return 0;
+    s->left--;
+    return *s->p++;
+}
+
+/* A number from one byte: small values often, a few edge values, else 8 more bytes. */
+static uint64_t next_num(script *s)
+{
+    uint8_t b = next_u8(s);
+    switch (b) {
+    case 0xFF:
+        return UINT64_MAX;
+    case 0xFE:
+        return (uint64_t)INT64_MAX + 1;
+    case 0xFD: {
+        uint64_t v = 0;
+        for (int i = 0; i < 8; i++) v |= (uint64_t)next_u8(s) << (8 * i);
+        return v;
+    }
+    default:
+        return b;
+    }
+}
+
+static void next_frames(script *s, node_fuzz_msg *m)
+{
+    m->nframes = next_u8(s) % (MSG_MAX_FRAMES + 1);
+    for (size_t i = 0; i < m->nframes; i++) {
+        size_t len = next_u8(s);
+        if (len > s->left) len = s->left;
+        zmq_msg_init_size(&m->frames[i], len);
+        if (len) memcpy(zmq_msg_data(&m->frames[i]), s->p, len);
+        s->p += len;
+        s->left -= len;
+    }
+}
+
+/* ---- the job ---- */
+
+typedef struct run {
+    node_fuzz_job *job;
+    loom_table *tables[WORKERS][TABLES];
+    loom_ts last_ts[WORKERS];
+    /* Keys and output buffers of asynchronous pulls: valid until the job is gone. */
+    void *keep[2 * MAX_OPS];
+    int nkeep;
+} run;
+
+static void *keep(run *r, size_t bytes)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    FUZZ_CHECK(p != NULL && r->nkeep < (int)(sizeof r->keep / sizeof *r->keep));
+    r->keep[r->nkeep++] = p;
+    return p;
+}
+
+static uint64_t dropped(loom_node *n)
+{
+    loom_stats st;
+    loom_node_stats(n, &st);
+    return st.malformed_dropped;
+}
+
+/* Whether the transport-level checks (node.c's receive_one) must drop m. */
+static int bad_framing(const node_fuzz_job *j, const node_fuzz_msg *m, size_t hdr_len)
+{
+    msg_header h;
+    if (msg_decode_header(m->hdr, hdr_len, m->nframes, &h) != MSG_OK) return 1;
+    loom_node *n = node_fuzz_job_node(j, m->dest);
+    int scheduler = loom_node_role(n) == LOOM_SCHEDULER;
+    if (m->from >= NODES || m->from == m->dest) /* not a registered node */
+        return !(scheduler && h.type == MSG_REGISTER);
+    return h.sender != m->from && h.type != MSG_REGISTER;
+}
+
+/* Deliver m (taking its frames) and check how it was counted. */
+static void deliver(run *r, node_fuzz_msg *m, const uint8_t *rid, size_t rid_len, size_t hdr_len)
+{
+    loom_node *n = node_fuzz_job_node(r->job, m->dest);
+    if (!n) {
+        node_fuzz_msg_close(m);
+        return;
+    }
+    uint8_t own_rid[MSG_RID_SIZE];
+    if (!rid) {
+        node_fuzz_rid(m->from, own_rid, &rid_len);
+        rid = own_rid;
+    }
+    int bad = bad_framing(r->job, m, hdr_len);
+    msg_header h;
+    if (!bad && msg_decode_header(m->hdr, hdr_len, m->nframes, &h) == MSG_OK &&
+        h.type == MSG_ROSTER && m->from == 0)
+        stats.rosters++;
+    uint64_t before = dropped(n);
+    node_fuzz_deliver(r->job, m, rid, rid_len, hdr_len);
+    /* The destination may have been freed only by node_fuzz_job_free. */
+    uint64_t delta = dropped(n) - before;
+    stats.delivered++;
+    FUZZ_CHECK(delta <= 1);
+    if (bad) {
+        FUZZ_CHECK(delta == 1);
+        stats.framing_drops++;
+    } else {
+        stats.handler_drops += delta;
+    }
+}
+
+static int take(run *r, node_fuzz_msg *m)
+{
+    return node_fuzz_job_take(r->job, m);
+}
+
+static void step(run *r)
+{
+    node_fuzz_msg m;
+    if (!node_fuzz_job_overrun(r->job) && take(r, &m)) deliver(r, &m, NULL, 0, MSG_HEADER_SIZE);
+}
+
+static int open_tables(run *r)
+{
+    loom_table_opts o[TABLES] = {LOOM_TABLE_OPTS_DEFAULT, LOOM_TABLE_OPTS_DEFAULT,
+                                 LOOM_TABLE_OPTS_DEFAULT};
+    o[0].staleness = 1;
+    o[1].type = LOOM_F64, o[1].width = 4, o[1].storage = LOOM_DENSE, o[1].key_end = 64;
+    o[1].consistency = LOOM_BSP, o[1].updater = "adagrad";
+    o[2].type = LOOM_I64, o[2].width = 2, o[2].consistency = LOOM_ASP;
+    static const char *names[TABLES] = {"w", "e", "c"};
+    for (int w = 0; w < WORKERS; w++) {
+        loom_node *n = node_fuzz_job_node(r->job, FIRST_WORKER_ID + (uint32_t)w);
+        for (int t = 0; t < TABLES; t++)
+            if (loom_table_open(n, names[t], &o[t], &r->tables[w][t])) return 1;
+    }
+    return 0;
+}
+
+/* op 2: a worker calls the API. Blocking calls deliver messages while they wait. */
+static void api(run *r, script *s)
+{
+    int w = next_u8(s) % WORKERS, call = next_u8(s) % 6;
+    loom_table *t = r->tables[w][next_u8(s) % TABLES];
+    loom_node *n = node_fuzz_job_node(r->job, FIRST_WORKER_ID + (uint32_t)w);
+    if (!t || !n) return;
+    const loom_table_opts *o = loom_table_options(t);
+    size_t row = loom_type_size(o->type) * o->width;
+    size_t nkeys = next_u8(s) % (MAX_KEYS + 1);
+    uint64_t *keys = keep(r, nkeys * sizeof *keys);
+    for (size_t i = 0; i < nkeys; i++) keys[i] = next_num(s);
+    loom_ts ts = 0;
+    switch (call) {
+    case 0:
+        if (!loom_pull_async(t, keys, nkeys, keep(r, nkeys * row), &ts)) r->last_ts[w] = ts;
+        break;
+    case 1: {
+        uint8_t *vals = keep(r, nkeys * row);
+        for (size_t i = 0; i < nkeys * row; i++) vals[i] = next_u8(s);
+        loom_push(t, keys, nkeys, vals);
+        break;
+    }
+    case 2:
+        loom_clock(n);
+        break;
+    case 3:
+        if (!loom_flush(t, &ts)) r->last_ts[w] = ts;
+        break;
+    case 4: {
+        uint64_t begin = nkeys ? keys[0] : 0, end = begin + next_u8(s) % 16;
+        if (end >= begin &&
+            !loom_pull_range_async(t, begin, end, keep(r, (end - begin) * row), &ts))
+            r->last_ts[w] = ts;
+        break;
+    }
+    default:
+        if (r->last_ts[w] && !loom_wait(n, r->last_ts[w])) stats.pulls_done++;
+        break;
+    }
+}
+
+static void inject(run *r, script *s, int raw)
+{
+    node_fuzz_msg m = {0};
+    uint8_t rid[MSG_RID_SIZE];
+    size_t rid_len = 4, hdr_len = MSG_HEADER_SIZE;
+    if (raw) {
+        m.dest = next_u8(s) % NODES;
+        m.from = next_u8(s) % (NODES + 1);
+        hdr_len = next_u8(s) % (MSG_HEADER_SIZE + 1);
+        for (size_t i = 0; i < hdr_len; i++) m.hdr[i] = next_u8(s);
+    } else {
+        m.from = next_u8(s) % (NODES + 1);
+        m.dest = next_u8(s) % NODES;
+        uint8_t type = next_u8(s), flags = next_u8(s);
+        msg_header h = {
+            /* Mostly types that exist: 1..12 and 32..43. */
+            .type = type < 0xF0 ? (uint8_t)(type % 24 < 12 ? 1 + type % 12 : 32 + type % 12) : type,
+            .flags = (uint16_t)(flags & 0x40 ? 1u << (flags % 16) : flags & MSG_F_RANGE),
+            .sender = flags & 0x80 ? (uint32_t)next_num(s) : m.from,
+            .table = next_u8(s) % (TABLES + 1),
+            .req = next_num(s),
+            .clock = (int64_t)next_num(s),
+            .a = next_num(s),
+            .b = next_num(s)};
+        next_frames(s, &m);
+        h.nframes = (uint16_t)m.nframes;
+        msg_encode_header(&h, m.hdr);
+        if (m.from < NODES) {
+            deliver(r, &m, NULL, 0, hdr_len);
+            return;
+        }
+    }
+    if (raw) next_frames(s, &m);
+    /* An identity that is no node: a routing id of Loom's form (MSG_RID_TAG, 8 bytes
+     * from the script, the last never that of a node of the job), or 4 bytes. */
+    rid_len = next_u8(s) & 1 ? MSG_RID_SIZE : 4;
+    for (size_t i = 0; i < sizeof rid; i++) rid[i] = i < rid_len ? next_u8(s) : 0;
+    if (rid_len == MSG_RID_SIZE) rid[0] = MSG_RID_TAG, rid[MSG_RID_SIZE - 1] = 0xFF;
+    if (m.from >= NODES) m.from = NODES; /* node_fuzz: not a node of the job */
+    deliver(r, &m, m.from < NODES ? NULL : rid, rid_len, hdr_len);
+}
+
+/* A copy of m (its frames copied). */
+static void copy_msg(const node_fuzz_msg *m, node_fuzz_msg *out)
+{
+    *out = *m;
+    for (size_t i = 0; i < m->nframes; i++) {
+        zmq_msg_init(&out->frames[i]);
+        zmq_msg_copy(&out->frames[i], (zmq_msg_t *)&m->frames[i]);
+    }
+}
+
+static void in_flight(run *r, script *s, int op)
+{
+    node_fuzz_msg m;
+    if (!take(r, &m)) return;
+    switch (op) {
+    case 4: {
+        size_t pos = next_u8(s), bytes = MSG_HEADER_SIZE;
+        for (size_t i = 0; i < m.nframes; i++) bytes += zmq_msg_size(&m.frames[i]);
+        pos %= bytes;
+        uint8_t x = next_u8(s);
+        if (pos < MSG_HEADER_SIZE) {
+            m.hdr[pos] ^= x;
+        } else {
+            pos -= MSG_HEADER_SIZE;
+            for (size_t i = 0; i < m.nframes; i++) {
+                size_t len = zmq_msg_size(&m.frames[i]);
+                if (pos < len) {
+                    /* A frame may share its buffer with the sender: change a copy. */
+                    zmq_msg_t c;
+                    zmq_msg_init_size(&c, len);
+                    memcpy(zmq_msg_data(&c), zmq_msg_data(&m.frames[i]), len);
+                    ((uint8_t *)zmq_msg_data(&c))[pos] ^= x;
+                    zmq_msg_close(&m.frames[i]);
+                    zmq_msg_move(&m.frames[i], &c);
+                    zmq_msg_close(&c);
+                    break;
+                }
+                pos -= len;
+            }
+        }
+        deliver(r, &m, NULL, 0, MSG_HEADER_SIZE);
+        break;
+    }
+    case 5:
+        node_fuzz_msg_close(&m);
+        break;
+    case 6: {
+        node_fuzz_msg again;
+        copy_msg(&m, &again);
+        deliver(r, &m, NULL, 0, MSG_HEADER_SIZE);
+        deliver(r, &again, NULL, 0, MSG_HEADER_SIZE);
+        break;
+    }
+    default:
+        m.dest = next_u8(s) % NODES;
+        deliver(r, &m, NULL, 0, MSG_HEADER_SIZE);
+        break;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    script s = {data, size};
+    int assembling = next_u8(&s) & 1;
+    run r = {0};
+    FUZZ_CHECK(node_fuzz_job_new(SERVERS, WORKERS, !assembling, 1, ps_attach, MAX_DELIVERIES,
+                                 &r.job) == 0);
+    stats.jobs++;
+    if (!assembling) FUZZ_CHECK(open_tables(&r) == 0);
+    for (int ops = 0; s.left && ops < MAX_OPS; ops++) {
+        int op = next_u8(&s) % 8;
+        switch (op) {
+        case 0:
+        case 1:
+            inject(&r, &s, op == 1);
+            break;
+        case 2:
+            api(&r, &s);
+            break;
+        case 3:
+            for (int k = next_u8(&s) % 16; k >= 0; k--) step(&r);
+            break;
+        default:
+            in_flight(&r, &s, op);
+            break;
+        }
+    }
+    while (node_fuzz_job_queued(r.job) && !node_fuzz_job_overrun(r.job)) step(&r);
+    FUZZ_CHECK(!node_fuzz_job_overrun(r.job));
+    node_fuzz_job_free(r.job);
+    for (int i = 0; i < r.nkeep; i++) free(r.keep[i]);
+    return 0;
+}
+
+#ifdef LOOM_FUZZ_DRIVER
+/* ---- the plain driver: scripted seeds, truncations, random and mutated scripts ---- */
+
+typedef fuzz_input input;
+
+static void in_u8(input *in, unsigned b)
+{
+    FUZZ_CHECK(in->len < sizeof in->buf);
+    in->buf[in->len++] = (uint8_t)b;
+}
+
+static void in_num(input *in, uint64_t v)
+{
+    if (v < 0xFD) {
+        in_u8(in, (unsigned)v);
+        return;
+    }
+    in_u8(in, 0xFD);
+    for (int i = 0; i < 8; i++) in_u8(in, (unsigned)(v >> (8 * i)));
+}
+
+static void in_frame(input *in, const void *p, size_t len)
+{
+    FUZZ_CHECK(len <= 0xFF);
+    in_u8(in, (unsigned)len);
+    for (size_t i = 0; i < len; i++) in_u8(in, ((const uint8_t *)p)[i]);
+}
+
+static void in_blob_frame(input *in, blob_writer *w)
+{
+    FUZZ_CHECK(!w->bad);
+    in_frame(in, w->buf, w->len);
+    free(w->buf);
+    *w = (blob_writer){0};
+}
+
+/* The type byte of inject() for a real type. */
+static unsigned type_byte(unsigned type)
+{
+    return type < 32 ? type - 1 : 12 + type - 32;
+}
+
+/* op 0 with sender = from; nframes frames follow (the caller adds them). */
+static void in_inject(input *in, unsigned from, unsigned dest, unsigned type, unsigned flags,
+                      unsigned table, uint64_t req, int64_t clock, uint64_t a, uint64_t b,
+                      unsigned nframes)
+{
+    in_u8(in, 0);
+    in_u8(in, from);
+    in_u8(in, dest);
+    in_u8(in, type_byte(type));
+    in_u8(in, flags);
+    in_u8(in, table);
+    in_num(in, req);
+    in_num(in, (uint64_t)clock);
+    in_num(in, a);
+    in_num(in, b);
+    in_u8(in, nframes);
+}
+
+static void in_no_rid(input *in, unsigned from)
+{
+    if (from >= NODES) { /* a stranger's routing id of Loom's form */
+        in_u8(in, 1);
+        for (int i = 0; i < MSG_RID_SIZE; i++) in_u8(in, 0xA0u + (unsigned)i);
+    }
+}
+
+/* op 2: worker w calls `call` on table t with keys (pushes: one value byte each). */
+static void in_api(input *in, unsigned w, unsigned call, unsigned t, const uint64_t *keys,
+                   size_t nkeys, size_t value_bytes)
+{
+    in_u8(in, 2);
+    in_u8(in, w);
+    in_u8(in, call);
+    in_u8(in, t);
+    in_u8(in, (unsigned)nkeys);
+    for (size_t i = 0; i < nkeys; i++) in_num(in, keys[i]);
+    if (call == 1)
+        for (size_t i = 0; i < value_bytes; i++) in_u8(in, i % 4 == 3 ? 0x3F : 0);
+    if (call == 4) in_u8(in, 5);
+}
+
+static void in_pump(input *in, unsigned n)
+{
+    in_u8(in, 3);
+    in_u8(in, n - 1);
+}
+
+#define MAX_SEEDS 16
+
+static struct {
+    input in[MAX_SEEDS];
+    const char *name[MAX_SEEDS];
+    int n;
+} seeds;
+
+static input *seed_new(const char *name, int assembling)
+{
+    FUZZ_CHECK(seeds.n < MAX_SEEDS);
+    seeds.name[seeds.n] = name;
+    input *in = &seeds.in[seeds.n++];
+    in->len = 0;
+    in_u8(in, (unsigned)assembling);
+    return in;
+}
+
+static void make_seeds(void)
+{
+    static const uint64_t keys[] = {1, 2, 40, 63, 1000, (uint64_t)1 << 40};
+    const unsigned w0 = FIRST_WORKER_ID, w1 = FIRST_WORKER_ID + 1;
+    blob_writer bw = {0};
+
+    /* Ordinary traffic of both workers on the three tables, then the waits. */
+    input *in = seed_new("traffic", 0);
+    for (unsigned w = 0; w < WORKERS; w++) {
+        in_api(in, w, 1, 0, keys, 6, 6 * 4);
+        in_api(in, w, 1, 1, keys, 4, 4 * 32);
+        in_api(in, w, 1, 2, keys, 6, 6 * 16);
+        in_api(in, w, 3, 0, NULL, 0, 0);
+        in_api(in, w, 0, 2, keys, 6, 0);
+        in_api(in, w, 5, 0, NULL, 0, 0);
+        in_api(in, w, 2, 0, NULL, 0, 0);
+        in_api(in, w, 4, 1, keys + 1, 1, 0);
+    }
+    in_api(in, 0, 5, 0, NULL, 0, 0);
+    in_api(in, 1, 5, 0, NULL, 0, 0);
+
+    /* Replies and acknowledgements changed in flight: header fields, then payload. */
+    static const unsigned offsets[] = {3, 6, 8, 12, 16, 24, 32, 40, 48, 52};
+    in = seed_new("tampered_replies", 0);
+    for (size_t k = 0; k < sizeof offsets / sizeof *offsets; k++) {
+        in_api(in, k % 2, k % 3 == 2 ? 1 : 0, (unsigned)k % TABLES, keys, 5, 5 * 32);
+        if (k % 3 == 2) in_api(in, k % 2, 3, (unsigned)k % TABLES, NULL, 0, 0);
+        in_pump(in, 2);
+        in_u8(in, 4);
+        in_u8(in, offsets[k]);
+        in_u8(in, 0x81);
+    }
+
+    /* Messages lost, repeated and sent to the wrong node. */
+    in = seed_new("lost_repeated_misrouted", 0);
+    for (unsigned k = 0; k < 6; k++) {
+        in_api(in, k % 2, 1, k % TABLES, keys, 3, 3 * 32);
+        in_api(in, k % 2, 3, k % TABLES, NULL, 0, 0);
+        in_api(in, k % 2, 0, k % TABLES, keys, 3, 0);
+        in_u8(in, 5 + k % 3);
+        if (k % 3 == 2) in_u8(in, k);
+        in_pump(in, 1);
+        in_u8(in, 6);
+    }
+
+    /* The job assembling: every node registers, a stranger and a second rank 0 too. */
+    in = seed_new("assembly", 1);
+    for (unsigned id = 1; id <= NODES; id++) {
+        int role = id <= SERVERS ? LOOM_SERVER : LOOM_WORKER;
+        int rank = id == NODES ? 0 : role == LOOM_SERVER ? (int)id - 1 : (int)(id - w0);
+        msg_register reg = {.role = role,
+                            .rank = id == w1 ? -1 : rank,
+                            .num_servers = SERVERS,
+                            .num_workers = WORKERS,
+                            .address = "127.0.0.1:5000",
+                            .max_frame_mib = MSG_MAX_PAYLOAD_MIB};
+        msg_register_encode(&reg, &bw);
+        in_inject(in, id, 0, MSG_REGISTER, 0, 0, 0, 0, 0, 0, 1);
+        in_blob_frame(in, &bw);
+        in_no_rid(in, id);
+    }
+    in_pump(in, 16);
+    in_pump(in, 16);
+
+    /* Control messages no honest node would send, from every role. */
+    in = seed_new("control_forgeries", 0);
+    in_inject(in, 0, w0, MSG_NODE_FAILED, 0, 0, 0, 0, 2, 0, 0);
+    in_inject(in, 0, 1, MSG_SHUTDOWN, 0, 0, 0, 0, 0, 0, 0);
+    in_inject(in, w1, 0, MSG_DONE, 0, 0, 0, 0, 0, 0, 0);
+    in_inject(in, w1, 0, MSG_DONE, 0, 0, 0, 0, 0, 0, 0);
+    in_inject(in, 2, 0, MSG_SHUTDOWN_ACK, 0, 0, 0, 0, 0, 0, 0);
+    in_inject(in, 2, 0, MSG_ROSTER_ACK, 0, 0, 0, 0, 0, 0, 0);
+    in_inject(in, w0, 0, MSG_BARRIER, 0, 0, 9, 0, 0, 0, 0);
+    in_inject(in, 0, w1, MSG_BARRIER_RELEASE, 0, 0, 9, 0, 0, 0, 0);
+    in_inject(in, 0, w1, MSG_DONE_ACK, 0, 0, 0, 0, 0, 0, 0);
+    in_inject(in, w0, 0, MSG_CLOCK, 0, 0, 0, 5, 0, 0, 0);
+    in_inject(in, w0, 0, MSG_CLOCK, 0, 0, 0, 2, 0, 0, 0);
+    in_inject(in, w0, 1, MSG_CLOCK, 0, 0, 0, INT64_MIN, 0, 0, 0);
+    in_inject(in, 0, w0, MSG_MIN_CLOCK, 0, 0, 0, INT64_MAX, 0, 0, 0);
+    in_inject(in, 0, w0, MSG_TABLE_OPENED, 0, 1, 77, 0, 0, 0, 0);
+    in_inject(in, 1, 0, MSG_TABLE_CREATED, 0, 2, 0, 0, 9999, 0, 0);
+    in_inject(in, 0, w0, MSG_REJECT, 0, 0, 0, 0, LOOM_ECONFIG, 0, 1);
+    blob_put_str(&bw, "go away");
+    in_blob_frame(in, &bw);
+    ps_table_def d;
+    FUZZ_CHECK(ps_def_from_user(&d, "forged", NULL, NULL, 0) == 0);
+    FUZZ_CHECK(ps_def_encode(&d, &bw) == 0);
+    in_inject(in, 0, 2, MSG_TABLE_CREATE, 0, 3, 0, 0, 0, 0, 1);
+    in_frame(in, bw.buf, bw.len);
+    in_inject(in, w1, 0, MSG_TABLE_OPEN, 0, 0, 5, 0, 0, 0, 1);
+    in_blob_frame(in, &bw);
+    in_inject(in, NODES, 0, MSG_HEARTBEAT, 0, 0, 0, 0, 0, 0, 0);
+    in_no_rid(in, NODES);
+    in_inject(in, w0, w1, MSG_PULL, 0, 0, 0, 0, 0, 0, 1);
+    in_frame(in, keys, 8);
+    in_pump(in, 16);
+
+    /* Data messages with sizes and keys that do not fit the table. */
+    in = seed_new("data_forgeries", 0);
+    uint8_t vals[64] = {0};
+    for (unsigned t = 0; t < TABLES; t++) {
+        in_inject(in, w0, 1, MSG_PUSH, 0, t, 1, 0, 0, 0, 2);
+        in_frame(in, keys, 16);
+        in_frame(in, vals, t == 0 ? 8 : t == 1 ? 64 : 32);
+        in_inject(in, w1, 2, MSG_PUSH, 0, t, 1, 0, 0, 0, 2);
+        in_frame(in, keys + 3, 24);
+        in_frame(in, vals, 12);
+        in_inject(in, w0, 1, MSG_PUSH, MSG_F_RANGE, t, 2, 0, 60, 70, 1);
+        in_frame(in, vals, 40);
+        in_inject(in, w1, 1, MSG_PULL, 0, t, 3, 0, 0, 0, 1);
+        in_frame(in, keys, 48);
+        in_inject(in, w1, 2, MSG_PULL, MSG_F_RANGE, t, 4, -1, 0, UINT64_MAX, 0);
+        in_inject(in, 1, w0, MSG_PULL_REPLY, 0, t, 1, 0, 0, 0, 1);
+        in_frame(in, vals, 16);
+        in_inject(in, 2, w0, MSG_PUSH_ACK, 0, t, 1, 0, 0, 5, 0);
+    }
+    in_pump(in, 16);
+
+    /* Header frames of every length, and bytes that are almost a header. */
+    in = seed_new("raw_headers", 0);
+    for (unsigned len = 0; len <= MSG_HEADER_SIZE; len += 8) {
+        in_u8(in, 1);
+        in_u8(in, len % NODES);
+        in_u8(in, (len / 8) % NODES);
+        in_u8(in, len);
+        uint8_t hdr[MSG_HEADER_SIZE];
+        msg_encode_header(&(msg_header){.type = MSG_HEARTBEAT, .sender = (len / 8) % NODES}, hdr);
+        for (unsigned i = 0; i < len; i++) in_u8(in, hdr[i] ^ (i == len / 2 ? 1 : 0));
+        in_u8(in, 0);
+    }
+}
+
+static const char *seed(int i, input *in)
+{
+    *in = seeds.in[i];
+    return seeds.name[i];
+}
+
+/* One random edit: flip a bit, set a byte to an edge value, insert, delete or truncate. */
+static void mutate(input *in)
+{
+    static const uint8_t edges[] = {0x00, 0x01, 0x7F, 0x80, 0xFD, 0xFE, 0xFF};
+    size_t pos = in->len ? (size_t)(fuzz_rng() % in->len) : 0;
+    switch (fuzz_rng() % 5) {
+    case 0:
+        if (in->len) in->buf[pos] ^= (uint8_t)(1u << (fuzz_rng() % 8));
+        break;
+    case 1:
+        if (in->len) in->buf[pos] = edges[fuzz_rng() % sizeof edges];
+        break;
+    case 2:
+        if (in->len < sizeof in->buf) {
+            memmove(in->buf + pos + 1, in->buf + pos, in->len - pos);
+            in->buf[pos] = (uint8_t)fuzz_rng();
+            in->len++;
+        }
+        break;
+    case 3:
+        if (in->len) {
+            memmove(in->buf + pos, in->buf + pos + 1, in->len - pos - 1);
+            in->len--;
+        }
+        break;
+    default:
+        in->len = pos;
+        break;
+    }
+}
+
+/* The seeds must reach what they were written for. */
+static void check_seeds(void)
+{
+    FUZZ_CHECK(stats.pulls_done >= 4);
+    FUZZ_CHECK(stats.rosters >= NODES - 1); /* the assembly seed's job assembled */
+    FUZZ_CHECK(stats.framing_drops >= 10 && stats.handler_drops >= 10);
+}
+
+static void report(void)
+{
+    printf("%lu jobs, %lu messages delivered, %lu dropped for their framing, %lu by handlers, "
+           "%lu waits completed, %lu rosters\n",
+           stats.jobs, stats.delivered, stats.framing_drops, stats.handler_drops, stats.pulls_done,
+           stats.rosters);
+}
+
+int main(int argc, char **argv)
+{
+    make_seeds();
+    return fuzz_driver_main(argc, argv,
+                            &(fuzz_target){.name = "fuzz_handlers",
+                                           .rng_seed = 0x4A4E444C45525321u,
+                                           .nseeds = seeds.n,
+                                           .variant_kind = "unchanged",
+                                           .seed = seed,
+                                           .check_seeds = check_seeds,
+                                           .random = 300,
+                                           .random_len = 512,
+                                           .mutated = 1500,
+                                           .mutate = mutate,
+                                           .report = report});
+}
+#endif
