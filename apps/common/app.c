@@ -29,6 +29,20 @@ int app_error(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
+void app_fail_together(loom_node *n, const char *fmt, ...)
+{
+    if (loom_rank(n) == 0) {
+        char line[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof line, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "%s\n", line);
+    }
+    /* A failed barrier (a peer already gone) changes nothing: this node fails. */
+    (void)loom_barrier(n);
+}
+
 /* "bsp", "asp" or "ssp:S" into a loom_consistency and staleness. */
 static int parse_consistency(const char *v, int *consistency, int *staleness, char *err,
                              size_t errlen)

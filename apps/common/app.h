@@ -154,6 +154,13 @@ static inline int app_fail(const char *prog, const char *what, int rc)
     return 1;
 }
 
+/* A failure all workers found together, from totals they agreed on (an empty
+ * training set, a wrong header count): worker 0 prints the message, and the
+ * others wait at a barrier until it has, because a worker that exited first
+ * would make the launcher stop worker 0 before it said why. The caller then
+ * returns 1, a failed node's status. */
+void app_fail_together(loom_node *n, const char *fmt, ...) APP_PRINTF_LIKE(2, 3);
+
 #define APP_TRY(prog, what, expr)                                                                  \
     do {                                                                                           \
         int rc_ = (expr);                                                                          \

@@ -128,11 +128,9 @@ static int agree_corpus(worker *w, const loom_corpus *corpus, uint64_t mine, uin
     /* With --skip-bad the skipped lines are pairs the header counts. */
     if (corpus->format == LOOM_BOW_UCI && !w->c->data.skip_bad &&
         total_nnz != (double)corpus->header_nnz) {
-        if (w->rank == 0)
-            fprintf(stderr,
-                    PROG ": %s:%zu: the header says NNZ = %" PRIu64
-                         " but the file has %.0f pairs\n",
-                    w->c->job.train_path, corpus->header_nnz_line, corpus->header_nnz, total_nnz);
+        app_fail_together(
+            w->n, PROG ": %s:%zu: the header says NNZ = %" PRIu64 " but the file has %.0f pairs",
+            w->c->job.train_path, corpus->header_nnz_line, corpus->header_nnz, total_nnz);
         return 1;
     }
     *vocab = (uint64_t)all;

@@ -517,8 +517,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     if (agree_sizes(n, d, &dim, &max_rows)) return 1;
     /* Every worker sees the same total, so all of them stop here. */
     if (max_rows == 0) {
-        if (rank == 0)
-            fprintf(stderr, "loom train lr: %s: no training examples\n", c->job.train_path);
+        app_fail_together(n, "loom train lr: %s: no training examples", c->job.train_path);
         return 1;
     }
     if (open_tables(n, c, dim, &w, &stats)) return 1;
