@@ -469,35 +469,11 @@ static void make_seeds(seeds *s)
 static void mutate(input *in)
 {
     static const uint8_t edges[] = {0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF, 0x30, 0x31};
-    size_t pos = in->len ? (size_t)(fuzz_rng() % in->len) : 0;
-    switch (fuzz_rng() % 6) {
-    case 0:
-        if (in->len) in->buf[pos] ^= (uint8_t)(1u << (fuzz_rng() % 8));
-        break;
-    case 1:
-        if (in->len) in->buf[pos] = edges[fuzz_rng() % sizeof edges];
-        break;
-    case 2:
-        if (in->len < sizeof in->buf) {
-            memmove(in->buf + pos + 1, in->buf + pos, in->len - pos);
-            in->buf[pos] = (uint8_t)fuzz_rng();
-            in->len++;
-        }
-        break;
-    case 3:
-        if (in->len) {
-            memmove(in->buf + pos, in->buf + pos + 1, in->len - pos - 1);
-            in->len--;
-        }
-        break;
-    case 4:
-        in->len = pos;
-        break;
-    default:
+    if (fuzz_rng() % 6 == 0 && in->len)
         /* A frame count of up to 7: more frames than any type allows. */
-        if (in->len) in->buf[0] = (uint8_t)((in->buf[0] & ~7u) | (fuzz_rng() % 8));
-        break;
-    }
+        in->buf[0] = (uint8_t)((in->buf[0] & ~7u) | (fuzz_rng() % 8));
+    else
+        fuzz_edit(in, 0, edges, sizeof edges);
 }
 
 /* src with payload frame `frame` `delta` bytes longer (filled with `fill`) or shorter, its

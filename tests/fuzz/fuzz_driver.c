@@ -26,6 +26,39 @@ uint64_t fuzz_rng(void)
     return z ^ (z >> 31);
 }
 
+void fuzz_edit(fuzz_input *in, size_t from, const void *alphabet, size_t alphabet_len)
+{
+    if (in->len < from) return;
+    size_t pos = in->len > from ? from + (size_t)(fuzz_rng() % (in->len - from)) : from;
+    const uint8_t *chars = alphabet;
+    uint8_t byte = chars ? chars[fuzz_rng() % alphabet_len] : (uint8_t)fuzz_rng();
+    int have = pos < in->len; /* a byte at pos to change, delete or cut at */
+    switch (fuzz_rng() % 5) {
+    case 0:
+        if (have) in->buf[pos] ^= (uint8_t)(1u << (fuzz_rng() % 8));
+        break;
+    case 1:
+        if (have) in->buf[pos] = byte;
+        break;
+    case 2:
+        if (in->len < sizeof in->buf) {
+            memmove(in->buf + pos + 1, in->buf + pos, in->len - pos);
+            in->buf[pos] = byte;
+            in->len++;
+        }
+        break;
+    case 3:
+        if (have) {
+            memmove(in->buf + pos, in->buf + pos + 1, in->len - pos - 1);
+            in->len--;
+        }
+        break;
+    default:
+        in->len = pos;
+        break;
+    }
+}
+
 /* Runs the file at path, or every file below the directory; returns how many, or -1. */
 static int run_path(const fuzz_target *t, const char *path)
 {

@@ -59,6 +59,10 @@ typedef struct fuzz_target {
 void fuzz_run(const uint8_t *p, size_t len);
 /* splitmix64: deterministic, so a failure reproduces. */
 uint64_t fuzz_rng(void);
+/* One random edit of in->buf[from..]: a flipped bit, a byte replaced or inserted (a
+ * byte of `alphabet`, or any byte if it is NULL), a byte deleted, or the input cut
+ * there. Bytes before `from` (a target's option bytes) are left alone. */
+void fuzz_edit(fuzz_input *in, size_t from, const void *alphabet, size_t alphabet_len);
 /* The driver's main(). */
 int fuzz_driver_main(int argc, char **argv, const fuzz_target *t);
 #endif

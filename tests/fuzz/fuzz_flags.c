@@ -218,33 +218,10 @@ static const char *seed(int i, input *in)
 static void mutate(input *in)
 {
     static const char chars[] = "-=0123456789.e\0abx:";
-    if (in->len < 2) return;
-    size_t pos = 1 + (size_t)(fuzz_rng() % (in->len - 1));
-    switch (fuzz_rng() % 6) {
-    case 0:
-        in->buf[pos] ^= (uint8_t)(1u << (fuzz_rng() % 8));
-        break;
-    case 1:
-        in->buf[pos] = (uint8_t)chars[fuzz_rng() % (sizeof chars - 1)];
-        break;
-    case 2:
-        if (in->len < sizeof in->buf) {
-            memmove(in->buf + pos + 1, in->buf + pos, in->len - pos);
-            in->buf[pos] = (uint8_t)chars[fuzz_rng() % (sizeof chars - 1)];
-            in->len++;
-        }
-        break;
-    case 3:
-        memmove(in->buf + pos, in->buf + pos + 1, in->len - pos - 1);
-        in->len--;
-        break;
-    case 4:
-        in->len = pos;
-        break;
-    default:
+    if (fuzz_rng() % 6 == 0 && in->len)
         in->buf[0] = (uint8_t)fuzz_rng();
-        break;
-    }
+    else
+        fuzz_edit(in, 1, chars, sizeof chars - 1);
 }
 
 static void check_seeds(void)

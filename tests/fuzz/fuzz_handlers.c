@@ -629,31 +629,7 @@ static const char *seed(int i, input *in)
 static void mutate(input *in)
 {
     static const uint8_t edges[] = {0x00, 0x01, 0x7F, 0x80, 0xFD, 0xFE, 0xFF};
-    size_t pos = in->len ? (size_t)(fuzz_rng() % in->len) : 0;
-    switch (fuzz_rng() % 5) {
-    case 0:
-        if (in->len) in->buf[pos] ^= (uint8_t)(1u << (fuzz_rng() % 8));
-        break;
-    case 1:
-        if (in->len) in->buf[pos] = edges[fuzz_rng() % sizeof edges];
-        break;
-    case 2:
-        if (in->len < sizeof in->buf) {
-            memmove(in->buf + pos + 1, in->buf + pos, in->len - pos);
-            in->buf[pos] = (uint8_t)fuzz_rng();
-            in->len++;
-        }
-        break;
-    case 3:
-        if (in->len) {
-            memmove(in->buf + pos, in->buf + pos + 1, in->len - pos - 1);
-            in->len--;
-        }
-        break;
-    default:
-        in->len = pos;
-        break;
-    }
+    fuzz_edit(in, 0, edges, sizeof edges);
 }
 
 /* The seeds must reach what they were written for. */

@@ -361,31 +361,7 @@ static const char *seed(int i, input *in)
 static void mutate(input *in)
 {
     static const char chars[] = "0123456789[],-:./ x\n";
-    size_t pos = in->len ? (size_t)(fuzz_rng() % in->len) : 0;
-    switch (fuzz_rng() % 5) {
-    case 0:
-        if (in->len) in->buf[pos] ^= (uint8_t)(1u << (fuzz_rng() % 8));
-        break;
-    case 1:
-        if (in->len) in->buf[pos] = (uint8_t)chars[fuzz_rng() % (sizeof chars - 1)];
-        break;
-    case 2:
-        if (in->len < sizeof in->buf) {
-            memmove(in->buf + pos + 1, in->buf + pos, in->len - pos);
-            in->buf[pos] = (uint8_t)chars[fuzz_rng() % (sizeof chars - 1)];
-            in->len++;
-        }
-        break;
-    case 3:
-        if (in->len) {
-            memmove(in->buf + pos, in->buf + pos + 1, in->len - pos - 1);
-            in->len--;
-        }
-        break;
-    default:
-        in->len = pos;
-        break;
-    }
+    fuzz_edit(in, 0, chars, sizeof chars - 1);
 }
 
 static void check_seeds(void)
