@@ -14,72 +14,15 @@
 # (seconds per run, default 900), KEEP_LOGS=1 to keep each run's output.
 set -euo pipefail
 
-build=build
-if [[ $# -gt 0 && $1 != -- ]]; then
-    build=$1
-    shift
-fi
-if [[ $# -gt 0 ]]; then
-    if [[ $1 != -- ]]; then
-        echo "usage: $0 [BUILD_DIR] [-- FLAGS...]" >&2
-        exit 2
-    fi
-    shift
-fi
-flags=("$@")
-configs=${CONFIGS:-"1x1 2x2"}
-repeat=${REPEAT:-3}
-timeout_s=${TIMEOUT:-900}
-for cfg in $configs; do
-    if [[ ! $cfg =~ ^([0-9]+)x([0-9]+)$ ]]; then
-        echo "$0: bad job shape '$cfg' in CONFIGS (want SxW, e.g. 2x1)" >&2
-        exit 2
-    fi
-done
-if [[ ! $repeat =~ ^[1-9][0-9]*$ ]]; then
-    echo "$0: REPEAT must be a positive number" >&2
-    exit 2
-fi
+# shellcheck source=pushpull_lib.sh
+source "$(dirname "$0")/pushpull_lib.sh"
+pushpull_setup "1x1 2x2" "push/pull: Loom with CURVE vs without" loom bench_pushpull -- "$@"
 loom=$build/bin/loom
 bench=$build/bin/bench_pushpull
-for exe in "$loom" "$bench"; do
-    if [[ ! -x $exe ]]; then
-        echo "$0: $exe not found; build first (cmake --build $build)" >&2
-        exit 2
-    fi
-done
-
-logs=$(mktemp -d "${TMPDIR:-/tmp}/run_curve.XXXXXX")
-cleanup() {
-    if [[ ${KEEP_LOGS:-0} == 1 ]]; then
-        echo "logs kept in $logs" >&2
-    else
-        rm -rf "$logs"
-    fi
-}
-trap cleanup EXIT
 "$loom" keygen "$logs/job.secret"
 
-echo "# push/pull: Loom with CURVE vs without"
-echo
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -sr)"
-echo "flags: ${flags[*]:-(defaults)}; each figure is the median of $repeat runs"
-echo "started: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-
-run() {
-    local name=$1
-    shift
-    if ! "$@" >"$logs/$name.txt" 2>&1; then
-        echo "$0: failed: $*" >&2
-        cat "$logs/$name.txt" >&2
-        exit 1
-    fi
-}
-
 for cfg in $configs; do
-    [[ $cfg =~ ^([0-9]+)x([0-9]+)$ ]]
-    S=${BASH_REMATCH[1]}
-    W=${BASH_REMATCH[2]}
+    shape "$cfg"
     files=()
     for ((rep = 1; rep <= repeat; rep++)); do
         run "plain_${cfg}_$rep" "$loom" run --insecure --servers "$S" --workers "$W" \
@@ -91,27 +34,8 @@ for cfg in $configs; do
     echo
     echo "## S=$S servers, W=$W workers"
     echo
-    # Lines of bench_pushpull (bench/run_pushpull.sh describes them):
-    #   case WIDTH BATCH  ITERS KEYS/S MB/S P50 P99 (push)  ITERS KEYS/S MB/S P50 P99 (pull)
-    #   rtt1 OP COUNT P50 P99
-    awk '
-        function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
-        function add(key, x) { cnt[key]++; val[key, cnt[key]] = x + 0 }
-        function med(key,    n, i, j, t, a) {
-            n = cnt[key]
-            if (!n) return -1
-            for (i = 1; i <= n; i++) a[i] = val[key, i]
-            for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-        }
-        { sub(/^\[worker 0\] /, "") }
-        FNR == 1 { src = FILENAME; sub(/.*\//, "", src); sub(/_.*/, "", src) }
-        $1 == "case" {
-            k = $2 " " $3
-            if (!(k in seen)) { seen[k] = 1; order[n++] = k }
-            for (i = 0; i < 5; i++) { add(src SUBSEP k SUBSEP "push" SUBSEP i, $(4 + i)); add(src SUBSEP k SUBSEP "pull" SUBSEP i, $(9 + i)) }
-        }
-        $1 == "rtt1" { add(src SUBSEP "rtt" SUBSEP $2 SUBSEP "p50", $4); add(src SUBSEP "rtt" SUBSEP $2 SUBSEP "p99", $5); samples = $3 }
+    # The programs' lines, read by $PUSHPULL_AWK (pushpull_lib.sh); medians over the repetitions.
+    awk "$PUSHPULL_AWK"'
         END {
             print "| width | batch | op | plain Mkeys/s | CURVE Mkeys/s | CURVE/plain | plain MB/s | CURVE MB/s | plain p50 us | CURVE p50 us | CURVE/plain p50 |"
             print "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"

@@ -24,76 +24,15 @@
 # removed at the end).
 set -euo pipefail
 
-build=build
-if [[ $# -gt 0 && $1 != -- ]]; then
-    build=$1
-    shift
-fi
-if [[ $# -gt 0 ]]; then
-    if [[ $1 != -- ]]; then
-        echo "usage: $0 [BUILD_DIR] [-- FLAGS...]" >&2
-        exit 2
-    fi
-    shift
-fi
-flags=("$@")
-configs=${CONFIGS:-"1x1 2x1 1x2 2x2"}
-repeat=${REPEAT:-3}
-timeout_s=${TIMEOUT:-900}
-
-for cfg in $configs; do
-    if [[ ! $cfg =~ ^([0-9]+)x([0-9]+)$ ]]; then
-        echo "$0: bad job shape '$cfg' in CONFIGS (want SxW, e.g. 2x1)" >&2
-        exit 2
-    fi
-done
-if [[ ! $repeat =~ ^[1-9][0-9]*$ ]]; then
-    echo "$0: REPEAT must be a positive number" >&2
-    exit 2
-fi
-
+# shellcheck source=pushpull_lib.sh
+source "$(dirname "$0")/pushpull_lib.sh"
+pushpull_setup "1x1 2x1 1x2 2x2" "push/pull: Loom vs raw ZeroMQ" loom bench_pushpull raw_zmq -- "$@"
 loom=$build/bin/loom
 bench=$build/bin/bench_pushpull
 raw=$build/bin/raw_zmq
-for exe in "$loom" "$bench" "$raw"; do
-    if [[ ! -x $exe ]]; then
-        echo "$0: $exe not found; build first (cmake --build $build)" >&2
-        exit 2
-    fi
-done
-
-logs=$(mktemp -d "${TMPDIR:-/tmp}/run_pushpull.XXXXXX")
-cleanup() {
-    if [[ ${KEEP_LOGS:-0} == 1 ]]; then
-        echo "logs kept in $logs" >&2
-    else
-        rm -rf "$logs"
-    fi
-}
-trap cleanup EXIT
-
-echo "# push/pull: Loom vs raw ZeroMQ"
-echo
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -sr)"
-echo "flags: ${flags[*]:-(defaults)}; each figure is the median of $repeat runs"
-echo "started: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-
-
-# run NAME COMMAND...: run one program, its output into $logs/NAME.txt.
-run() {
-    local name=$1
-    shift
-    if ! "$@" >"$logs/$name.txt" 2>&1; then
-        echo "$0: failed: $*" >&2
-        cat "$logs/$name.txt" >&2
-        exit 1
-    fi
-}
 
 for cfg in $configs; do
-    [[ $cfg =~ ^([0-9]+)x([0-9]+)$ ]]
-    S=${BASH_REMATCH[1]}
-    W=${BASH_REMATCH[2]}
+    shape "$cfg"
     files=()
     for ((rep = 1; rep <= repeat; rep++)); do
         # Interleaved, so that a disturbance hits one repetition of each rather than one side.
@@ -107,29 +46,8 @@ for cfg in $configs; do
     echo
     echo "## S=$S servers, W=$W workers"
     echo
-    # The "case" and "rtt1" lines of the programs have the same layout:
-    #   case WIDTH BATCH  ITERS KEYS/S MB/S P50 P99 (push)  ITERS KEYS/S MB/S P50 P99 (pull)
-    #   rtt1 OP COUNT P50 P99
-    # (Loom's lines carry the launcher's "[worker 0] " prefix, removed here.)
-    # Every figure is the median over the repetitions.
-    awk '
-        function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
-        function add(key, x) { cnt[key]++; val[key, cnt[key]] = x + 0 }
-        function med(key,    n, i, j, t, a) {
-            n = cnt[key]
-            if (!n) return -1
-            for (i = 1; i <= n; i++) a[i] = val[key, i]
-            for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-        }
-        { sub(/^\[worker 0\] /, "") }
-        FNR == 1 { src = FILENAME; sub(/.*\//, "", src); sub(/_.*/, "", src) }
-        $1 == "case" {
-            k = $2 " " $3
-            if (!(k in seen)) { seen[k] = 1; order[n++] = k }
-            for (i = 0; i < 5; i++) { add(src SUBSEP k SUBSEP "push" SUBSEP i, $(4 + i)); add(src SUBSEP k SUBSEP "pull" SUBSEP i, $(9 + i)) }
-        }
-        $1 == "rtt1" { add(src SUBSEP "rtt" SUBSEP $2 SUBSEP "p50", $4); add(src SUBSEP "rtt" SUBSEP $2 SUBSEP "p99", $5); samples = $3 }
+    # The programs' lines, read by $PUSHPULL_AWK (pushpull_lib.sh); medians over the repetitions.
+    awk "$PUSHPULL_AWK"'
         END {
             print "| width | batch | op | Loom Mkeys/s | raw Mkeys/s | Loom/raw | raw+table Mkeys/s | Loom/raw+table | Loom MB/s | raw MB/s | Loom p50 us | raw p50 us | Loom/raw p50 | Loom p99 us | raw p99 us |"
             print "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
