@@ -7,8 +7,7 @@
  * clock c. Missing or stale rows are requested from their servers with "the
  * answer must reflect clock c - s"; servers hold the request until it can.
  *
- * Writes. loom_push() coalesces deltas per row in the update buffer, which
- * keeps each row's accumulated magnitude for prioritised partial flushes.
+ * Writes. loom_push() coalesces deltas per row in the update buffer.
  * loom_clock()/loom_flush() send it; loom_push_async() sends at once. Every
  * push message to a server gets a sequence number, allocated and queued under
  * the table lock so a server sees them in order, and stays in that server's
@@ -104,11 +103,10 @@ struct loom_table {
     uint8_t *c_rows;
     int64_t *c_server_clock, *c_fetch_clock;
     size_t c_n, c_cap;
-    /* update buffer: key -> slot; coalesced deltas and magnitudes by slot */
+    /* update buffer: key -> slot; coalesced deltas by slot */
     u64map buf_idx;
     uint64_t *b_keys;
     uint8_t *b_rows;
-    double *b_mag;
     size_t b_n, b_cap;
     /* per server: pushes sent and not yet acknowledged, oldest first */
     inflight **ifl_head, **ifl_tail;
@@ -473,8 +471,7 @@ int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
         const uint8_t *delta = v + i * t->row_bytes;
         if (t->b_n == t->b_cap) {
             size_t cap = t->b_cap ? 2 * t->b_cap : 1024;
-            if (grow((void **)&t->b_keys, 8, cap) || grow((void **)&t->b_rows, t->row_bytes, cap) ||
-                grow((void **)&t->b_mag, sizeof(double), cap)) {
+            if (grow((void **)&t->b_keys, 8, cap) || grow((void **)&t->b_rows, t->row_bytes, cap)) {
                 rc = LOOM_ENOMEM;
                 break;
             }
@@ -487,18 +484,14 @@ int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
             break;
         }
         uint8_t *row = t->b_rows + (size_t)slot * t->row_bytes;
-        double mag = rows_abs_sum(type, delta, width);
         if (inserted) {
             t->b_keys[slot] = keys[i];
             memcpy(row, delta, t->row_bytes);
-            t->b_mag[slot] = mag;
             t->b_n++;
         } else if (updater_coalesces_by_sum(&t->upd)) {
             rows_add(type, row, delta, width);
-            t->b_mag[slot] += mag;
         } else {
             memcpy(row, delta, t->row_bytes);
-            t->b_mag[slot] = mag;
         }
         if (t->local_rmw) cache_add(t, keys[i], delta);
     }
@@ -946,7 +939,6 @@ static void table_free(loom_table *t)
     free(t->c_fetch_clock);
     free(t->b_keys);
     free(t->b_rows);
-    free(t->b_mag);
     free(t->ifl_head);
     free(t->ifl_tail);
     pthread_mutex_destroy(&t->mu);

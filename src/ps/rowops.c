@@ -8,7 +8,6 @@
  * and no implementation-defined conversion. */
 #include "ps/rowops.h"
 
-#include <math.h>
 #include <string.h>
 
 /* dst[i] += src[i], i < count, for one C type T (float, double, uint32_t, uint64_t). */
@@ -65,26 +64,6 @@ void rows_add_indexed(loom_type t, size_t width, void *base, uint64_t base_key,
         ADD_INDEXED_LOOP(uint64_t, base, base_key, keys, n, width, src);
         break;
     }
-}
-
-double rows_abs_sum(loom_type t, const void *v, size_t count)
-{
-    double sum = 0;
-    switch (t) {
-    case LOOM_F32:
-        for (size_t i = 0; i < count; i++) sum += fabs((double)((const float *)v)[i]);
-        break;
-    case LOOM_F64:
-        for (size_t i = 0; i < count; i++) sum += fabs(((const double *)v)[i]);
-        break;
-    case LOOM_I32: /* via double: |INT32_MIN| does not fit the type */
-        for (size_t i = 0; i < count; i++) sum += fabs((double)((const int32_t *)v)[i]);
-        break;
-    case LOOM_I64:
-        for (size_t i = 0; i < count; i++) sum += fabs((double)((const int64_t *)v)[i]);
-        break;
-    }
-    return sum;
 }
 
 /* out[slot_of[i]] += in[i] for rows of width values of type T (in rows_gather). */

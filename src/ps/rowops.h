@@ -18,8 +18,6 @@ void rows_add(loom_type t, void *dst, const void *src, size_t count);
  * base (row index keys[i] - base_key, rows of `width` values) += row i of src. */
 void rows_add_indexed(loom_type t, size_t width, void *base, uint64_t base_key,
                       const uint64_t *keys, size_t n, const void *src);
-/* sum of |v[i]| as a double (the magnitude used to prioritise updates) */
-double rows_abs_sum(loom_type t, const void *v, size_t count);
 /* Gather with duplicates combined: for i < n, out[slot_of[i]] (op)= in[i], rows of
  * `width` values; out has nuniq rows and is zeroed first. op is add, or assign
  * (the last occurrence wins) when assign != 0. */

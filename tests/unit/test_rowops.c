@@ -118,20 +118,6 @@ static void test_add_random(void **unused)
     }
 }
 
-static void test_abs_sum(void **unused)
-{
-    (void)unused;
-    float f[3] = {-1.5f, 2.0f, -0.5f};
-    double d[2] = {-1e10, 1.0};
-    int32_t i32[3] = {INT32_MIN, 5, -5};
-    int64_t i64[2] = {INT64_MIN, -1};
-    assert_true(rows_abs_sum(LOOM_F32, f, 3) == 4.0);
-    assert_true(rows_abs_sum(LOOM_F64, d, 2) == 1e10 + 1.0);
-    assert_true(rows_abs_sum(LOOM_I32, i32, 3) == 2147483648.0 + 10.0);
-    assert_true(rows_abs_sum(LOOM_I64, i64, 2) == 9223372036854775808.0 + 1.0);
-    assert_true(rows_abs_sum(LOOM_F32, f, 0) == 0.0);
-}
-
 /* gather/scatter with many duplicates, both combine modes, every type. */
 static void test_gather_scatter(void **unused)
 {
@@ -200,7 +186,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_wraps_integers),
         cmocka_unit_test(test_add_random),
-        cmocka_unit_test(test_abs_sum),
         cmocka_unit_test(test_gather_scatter),
         cmocka_unit_test(test_gather_empty),
     };
