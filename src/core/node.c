@@ -85,16 +85,6 @@ const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len
 
 /* ---- identity ---- */
 
-uint32_t node_id(const loom_node *n)
-{
-    return n->id;
-}
-
-uint32_t node_num_nodes(const loom_node *n)
-{
-    return n->nnodes;
-}
-
 uint64_t node_max_payload(const loom_node *n)
 {
     return (uint64_t)n->cfg.max_frame_mib << 20;
@@ -953,11 +943,6 @@ void node_broadcast(loom_node *n)
     pthread_cond_broadcast(&n->cv);
 }
 
-int node_failed(const loom_node *n)
-{
-    return n->state == NODE_FAILED;
-}
-
 int node_wait(loom_node *n, uint64_t deadline_ms)
 {
     if (n->state == NODE_FAILED) return LOOM_EPEERFAIL;
@@ -1001,11 +986,6 @@ loom_ts node_ts_new(loom_node *n, uint32_t parts)
 void node_ts_done(loom_node *n, loom_ts ts, int status)
 {
     tracker_done(&n->ts, ts, status);
-}
-
-void node_ts_add_parts(loom_node *n, loom_ts ts, uint32_t parts)
-{
-    tracker_add_parts(&n->ts, ts, parts);
 }
 
 int loom_wait(loom_node *n, loom_ts ts)

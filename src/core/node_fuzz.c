@@ -232,11 +232,6 @@ loom_node *node_fuzz_job_node(const node_fuzz_job *j, uint32_t id)
     return id < j->nnodes ? j->nodes[id] : NULL;
 }
 
-uint32_t node_fuzz_job_size(const node_fuzz_job *j)
-{
-    return j->nnodes;
-}
-
 size_t node_fuzz_job_queued(const node_fuzz_job *j)
 {
     return j->queued;

@@ -45,7 +45,6 @@ int node_fuzz_job_new(int num_servers, int num_workers, int assembled, int make_
                       int (*attach)(loom_node *n), uint64_t max_deliveries, node_fuzz_job **out);
 /* Node `id` (0 the scheduler, then the servers, then the workers), or NULL. */
 loom_node *node_fuzz_job_node(const node_fuzz_job *j, uint32_t id);
-uint32_t node_fuzz_job_size(const node_fuzz_job *j);
 
 /* Make node_start() (and so loom_init()) return the job's worker of the
  * configured rank, attached with the caller's attach; NULL uninstalls. The job

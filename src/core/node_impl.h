@@ -79,8 +79,6 @@ typedef struct node_frame {
 } node_frame;
 
 /* ---- identity and roster ---- */
-uint32_t node_id(const loom_node *n);
-uint32_t node_num_nodes(const loom_node *n);
 static inline uint32_t node_server_id(int num_servers, int rank)
 {
     (void)num_servers;
@@ -112,8 +110,6 @@ void node_drop(loom_node *n, const node_msg *m, const char *why);
 loom_ts node_ts_new(loom_node *n, uint32_t parts);
 /* One part finished with status (0 or a loom error); the first error sticks. */
 void node_ts_done(loom_node *n, loom_ts ts, int status);
-/* Add parts to a timestamp that has not completed yet. */
-void node_ts_add_parts(loom_node *n, loom_ts ts, uint32_t parts);
 
 /* ---- waiting ---- */
 /* One mutex and condition variable per node guard state that layers wait on
@@ -123,7 +119,6 @@ void node_lock(loom_node *n);
 void node_unlock(loom_node *n);
 int node_wait(loom_node *n, uint64_t deadline_ms);
 void node_broadcast(loom_node *n); /* call with the lock held */
-int node_failed(const loom_node *n);
 uint64_t node_now_ms(void);
 
 /* ---- layers ---- */

@@ -89,14 +89,6 @@ out:
     return ts;
 }
 
-void tracker_add_parts(tracker *t, loom_ts ts, uint32_t parts)
-{
-    pthread_mutex_lock(&t->mu);
-    tracker_rec *r = find(t, ts);
-    if (r) r->parts += parts;
-    pthread_mutex_unlock(&t->mu);
-}
-
 static void remember_error(tracker *t, loom_ts ts, int status)
 {
     t->errors[t->error_pos].ts = ts;

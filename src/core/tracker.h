@@ -50,7 +50,6 @@ int tracker_init(tracker *t);
 void tracker_destroy(tracker *t);
 /* 0 when out of memory. */
 loom_ts tracker_new(tracker *t, uint32_t parts);
-void tracker_add_parts(tracker *t, loom_ts ts, uint32_t parts);
 void tracker_done(tracker *t, loom_ts ts, int status);
 int tracker_wait(tracker *t, loom_ts ts);
 int tracker_test(tracker *t, loom_ts ts);
