@@ -41,14 +41,21 @@ typedef enum { LOOM_ON_FAILURE_EXIT = 0, LOOM_ON_FAILURE_RETURN = 1 } loom_failu
 /* Exit status of a process that stops because another process of the job died. */
 #define LOOM_EXIT_PEER_FAILED 3
 
+/* The largest job loom_init() accepts (larger counts are LOOM_ECONFIG).
+ * Servers are bounded tightly because every node keeps state per server in
+ * arrays sized at compile time (the I/O thread's poll set, a message's split
+ * by server); workers are many and kept only in arrays sized at run time. */
+#define LOOM_MAX_SERVERS 1000
+#define LOOM_MAX_WORKERS 65536
+
 /* Everything a node needs to join a job. loom_config_from_env() fills it from
  * the LOOM_* environment variables; programs that embed several nodes fill it
  * by hand. */
 typedef struct loom_config {
     loom_role role;
     int rank;                  /* rank within the role, 0-based; -1: assigned on arrival */
-    int num_servers;           /* S >= 1 */
-    int num_workers;           /* W >= 1 */
+    int num_servers;           /* 1 <= S <= LOOM_MAX_SERVERS */
+    int num_workers;           /* 1 <= W <= LOOM_MAX_WORKERS */
     char scheduler[256];       /* "host:port" of the scheduler; port 0 = any (scheduler only) */
     char bind_host[128];       /* interface address this node binds to; "" = 127.0.0.1 */
     int heartbeat_interval_ms; /* how often nodes and scheduler exchange heartbeats */

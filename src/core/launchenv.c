@@ -52,8 +52,8 @@
 #include "core/node_impl.h"
 #include "loom/error.h"
 
-#define MAX_RANKS       (1 + 1000 + 65536) /* scheduler, servers, workers */
-#define POLL_MAX_MS     200                /* longest pause between looks for the file */
+#define MAX_RANKS       (1 + LOOM_MAX_SERVERS + LOOM_MAX_WORKERS) /* scheduler, servers, workers */
+#define POLL_MAX_MS     200 /* longest pause between looks for the file */
 #define PORT_BASE       20000
 #define PORT_SPAN       10000
 #define LOCAL_ADDRESS   "127.0.0.1"

@@ -666,8 +666,9 @@ static void *io_main(void *arg)
 {
     loom_node *n = arg;
     log_set_tag(n->tag);
-    zmq_pollitem_t items[2 + 1024];
-    uint32_t item_peer[2 + 1024];
+    /* the outbox, the ROUTER, and a DEALER to the scheduler and to each server */
+    zmq_pollitem_t items[3 + LOOM_MAX_SERVERS];
+    uint32_t item_peer[3 + LOOM_MAX_SERVERS];
     while (!n->io_exit) {
         /* The set of DEALERs changes only when the roster arrives; rebuilding
          * it each round is a few dozen stores and keeps the loop simple. */
@@ -712,7 +713,8 @@ static int validate_config(const loom_config *c)
 {
     if (c->role != LOOM_SCHEDULER && c->role != LOOM_SERVER && c->role != LOOM_WORKER)
         return LOOM_ECONFIG;
-    if (c->num_servers < 1 || c->num_workers < 1 || c->num_servers > 1000 || c->num_workers > 65536)
+    if (c->num_servers < 1 || c->num_workers < 1 || c->num_servers > LOOM_MAX_SERVERS ||
+        c->num_workers > LOOM_MAX_WORKERS)
         return LOOM_ECONFIG;
     int max_rank = c->role == LOOM_SERVER   ? c->num_servers
                    : c->role == LOOM_WORKER ? c->num_workers

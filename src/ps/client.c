@@ -37,8 +37,6 @@
 #include "ps/rowops.h"
 #include "ps/updater_impl.h"
 
-#define MAX_TABLES 1024
-
 /* A reference-counted buffer, so one allocation can back several zero-copy
  * frames and the in-flight records that still need to read it. */
 typedef struct sbuf {
@@ -151,7 +149,7 @@ typedef struct ps_client {
     loom_node *node;
     int num_servers;
     pthread_mutex_t mu; /* slots, open waiters, table list */
-    _Atomic(loom_table *) by_id[MAX_TABLES];
+    _Atomic(loom_table *) by_id[PS_MAX_TABLES];
     loom_table **opened;
     size_t nopened;
     pull_slot *slots;
@@ -341,7 +339,7 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
                      size_t n, sbuf *hold, loom_ts *ts_out)
 {
     int S = server_count(t);
-    size_t bound[1025];
+    size_t bound[LOOM_MAX_SERVERS + 1];
     unsigned nslices = 0;
     for (int s = 0; s <= S; s++) {
         if (keys) {
@@ -389,7 +387,7 @@ static void flush_part_done(void *arg, int status)
 static int cover_earlier_pushes(loom_table *t, loom_ts sent, loom_ts *out)
 {
     int S = server_count(t);
-    loom_ts last[1025]; /* up to 1024 servers, and `sent` */
+    loom_ts last[LOOM_MAX_SERVERS + 1]; /* one per server, and `sent` */
     uint32_t parts = 0;
     for (int s = 0; s < S; s++) {
         loom_ts l = 0;
@@ -577,7 +575,7 @@ static void prune_applied(loom_table *t, int s, uint64_t applied)
 static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
 {
     ps_client *c = ctx;
-    loom_table *t = m->h.table < MAX_TABLES ? atomic_load(&c->by_id[m->h.table]) : NULL;
+    loom_table *t = m->h.table < PS_MAX_TABLES ? atomic_load(&c->by_id[m->h.table]) : NULL;
     int rank;
     if (!t || node_peer_role(n, m->from, &rank) != LOOM_SERVER) {
         node_drop(n, m, "acknowledgement for an unknown table or from a non-server");
@@ -758,7 +756,7 @@ static void request_misses(pull_op *op, size_t total)
     loom_table *t = op->t;
     int S = server_count(t);
     int64_t required = required_clock(t, op->fetch_clock);
-    size_t bound[1025];
+    size_t bound[LOOM_MAX_SERVERS + 1];
     unsigned parts = 0;
     for (int s = 0; s <= S; s++) {
         if (s == S) {
@@ -914,7 +912,7 @@ static void on_table_opened(loom_node *n, void *ctx, node_msg *m)
     while (w && w->ts != m->h.req) w = w->next;
     if (w) w->id = m->h.table;
     pthread_mutex_unlock(&c->mu);
-    if (!w || m->h.table >= MAX_TABLES) {
+    if (!w || m->h.table >= PS_MAX_TABLES) {
         node_drop(n, m, "answer to no table request");
         return;
     }

@@ -17,6 +17,10 @@
 
 /* Worker clock that means "this worker has finished": never the slowest. */
 #define PS_CLOCK_DONE INT64_MAX
+/* Tables a job may open: workers find a table by id in a fixed array, so a
+ * message's table id is checked with one comparison; 1024 is far more than any
+ * app opens (two or three). */
+#define PS_MAX_TABLES 1024
 /* Largest row a table may have, in bytes. */
 #define PS_MAX_ROW_BYTES ((size_t)1 << 20)
 

@@ -15,8 +15,6 @@
 #include "loom/error.h"
 #include "ps/ps.h"
 
-#define MAX_TABLES 1024
-
 typedef struct waiter {
     uint32_t worker;
     uint64_t req;
@@ -36,7 +34,7 @@ typedef struct reg_table {
 typedef struct registry {
     loom_node *node;
     int num_servers, num_workers;
-    reg_table *tables[MAX_TABLES];
+    reg_table *tables[PS_MAX_TABLES];
     uint32_t ntables;
     int64_t *clock; /* per worker rank */
     int64_t min_clock;
@@ -81,7 +79,7 @@ static void on_table_open(loom_node *n, void *ctx, node_msg *m)
         }
         return;
     }
-    if (r->ntables == MAX_TABLES) {
+    if (r->ntables == PS_MAX_TABLES) {
         answer(n, m->from, m->h.req, 0, LOOM_ELIMIT);
         return;
     }
