@@ -31,6 +31,11 @@
 
 /* ---- model ---- */
 
+/* Largest rank K (train, gen and model files): far above the ranks MF is used
+ * with (tens to a few hundred), and small enough that code may keep one row on
+ * the stack (seq.c). */
+#define MF_MAX_RANK 1024
+
 /* Rows are rank + 1 values: the bias, then the K factors. */
 typedef struct mf_model {
     uint32_t rank;

@@ -240,8 +240,9 @@ static int load(reader *rd, mf_model *m, char *err, size_t errlen)
                          "%s:1: bad header, expected \"" MODEL_MAGIC
                          " 1 rank=K users=U items=I mean=M min=A max=B\"",
                          rd->path);
-    if (rank < 1 || rank > 1024 || !(min <= max))
-        return app_error(err, errlen, "%s:1: rank must be 1 to 1024 and min <= max", rd->path);
+    if (rank < 1 || rank > MF_MAX_RANK || !(min <= max))
+        return app_error(err, errlen, "%s:1: rank must be 1 to %d and min <= max", rd->path,
+                         MF_MAX_RANK);
     if (users > ((size_t)1 << 32) || items > ((size_t)1 << 32))
         return app_error(err, errlen, "%s:1: too many users or items", rd->path);
     if (mf_model_alloc(m, (uint32_t)rank, users, items))

@@ -50,7 +50,7 @@ int mf_train_sequential(const mf_train_opts *o, const loom_ratings *r, mf_model 
     double sum, zero = 0; /* a table's row starts at +0: 0 + x differs from x for x = -0 */
     mf_data_summary(&train, &sum, &out->min, &out->max);
     out->mean = sum / (double)train.n;
-    double row[1025]; /* rank <= 1024 */
+    double row[MF_MAX_RANK + 1];
     for (size_t u = 0; u < r->users; u++) {
         mf_init_row(row, o->rank, o->seed, 0, u, o->init_std);
         for (size_t j = 0; j < w; j++) out->user[u * w + j] = zero + row[j];
