@@ -143,4 +143,12 @@ void lr_train_help(FILE *out);
  * lr` program under a launcher). Returns the process exit status. */
 int lr_train_node(const lr_cli *cli);
 
+/* ---- `loom gen lr` and `loom predict lr` (cli.c) ---- */
+
+int lr_gen_main(int argc, char **argv);
+int lr_predict_main(int argc, char **argv);
+/* The lr part of `loom help gen` and `loom help predict`. */
+void lr_gen_help(FILE *out);
+void lr_predict_help(FILE *out);
+
 #endif

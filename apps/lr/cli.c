@@ -1,0 +1,355 @@
+/* cli: `loom gen lr` and `loom predict lr`.
+ *
+ * tools/gen.c and tools/predict.c each have one row pointing here, as for mf
+ * and lda, so each model's commands live with the application they belong to.
+ * Both read their flags through the table parser of apps/common ("--flag
+ * value" or "--flag=value", each flag once), which also prints their help;
+ * usage errors exit 2, failures to read or write exit 1. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <loom/data.h>
+
+#include "lr/lr.h"
+
+/* A usage error of `loom CMD lr`: reported, exit status 2. */
+static int usage_error(const char *cmd, const char *fmt, ...) APP_PRINTF_LIKE(2, 3);
+static int usage_error(const char *cmd, const char *fmt, ...)
+{
+    fprintf(stderr, "loom %s lr: ", cmd);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'loom %s lr --help'.\n", cmd);
+    return 2;
+}
+
+/* ---- loom gen lr ---- */
+
+/* gen lr's flags: the parser reads the command line against this table and
+ * the help is printed from it. The defaults are those of LR_GEN_OPTS_DEFAULT
+ * (apps/lr/lr.h). */
+static const app_flag gen_lr_flags[] = {
+    {.name = "--out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "where to write the rows; - for standard output (required)"},
+    {.name = "--rows",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = UINT64_MAX,
+     .def = "100000",
+     .help = "number of rows"},
+    {.name = "--features",
+     .kind = APP_INT,
+     .arg = "F",
+     .lo = 1,
+     .hi = UINT64_MAX,
+     .def = "100000",
+     .help = "number of features, ids 1 to F"},
+    {.name = "--nnz",
+     .kind = APP_INT,
+     .arg = "K",
+     .lo = 1,
+     .hi = UINT32_MAX,
+     .def = "30",
+     .help = "distinct features in every row, at most F"},
+    {.name = "--seed",
+     .kind = APP_INT,
+     .arg = "S",
+     .lo = 0,
+     .hi = UINT64_MAX,
+     .def = "1",
+     .help = "random seed"},
+    {.name = "--zipf",
+     .kind = APP_NUM,
+     .arg = "A",
+     .min = 0,
+     .max = 1e6,
+     .def = "1.1",
+     .help = "power-law exponent of feature popularity; 0 makes all\n"
+             "features equally common"},
+    {.name = "--density",
+     .kind = APP_NUM,
+     .arg = "P",
+     .min = 0,
+     .max = 1,
+     .def = "0.1",
+     .help = "fraction of the features with a non-zero planted weight,\n"
+             "above 0"},
+    {.name = "--planted-out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "also save the planted model (the model file of `loom predict\n"
+             "lr`): the best any model can do on this data, for tests"},
+    {.name = "--quiet", .kind = APP_SWITCH, .help = "no progress messages on standard error"},
+};
+#define GEN_LR_NFLAGS (sizeof gen_lr_flags / sizeof gen_lr_flags[0])
+
+void lr_gen_help(FILE *out)
+{
+    fputs("loom gen lr --out FILE [OPTIONS]\n"
+          "\n"
+          "Writes LIBSVM rows (\"+1 3:1 17:1 ...\", feature ids 1-based and ascending, every\n"
+          "value 1). Feature popularity follows a power law, as in click logs, and the labels\n"
+          "come from a planted sparse model, so the data is learnable. The same options give\n"
+          "the same file on every machine. See docs/LR.md.\n"
+          "\n"
+          "Options (--name value or --name=value):\n",
+          out);
+    app_flags_help(out, gen_lr_flags, GEN_LR_NFLAGS);
+    fputs("  -h, --help              show this help\n"
+          "\n"
+          "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n",
+          out);
+}
+
+struct gen_lr_args {
+    lr_gen_opts opts;
+    const char *out;
+    const char *planted_out;
+    int quiet;
+};
+
+/* 0: parsed; 2: usage error (reported); -1: help printed. */
+static int parse_gen_lr(int argc, char **argv, struct gen_lr_args *a)
+{
+    *a = (struct gen_lr_args){.opts = LR_GEN_OPTS_DEFAULT};
+    app_flag_value v[GEN_LR_NFLAGS];
+    char err[512];
+    int rc = app_flags_parse(gen_lr_flags, GEN_LR_NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
+    if (rc == APP_FLAGS_HELP) {
+        lr_gen_help(stdout);
+        return -1;
+    }
+    if (rc) return usage_error("gen", "%s", err);
+    lr_gen_opts *o = &a->opts;
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(gen_lr_flags, GEN_LR_NFLAGS, v, name))
+    if (GIVEN("--out")) a->out = x->text;
+    if (GIVEN("--planted-out")) a->planted_out = x->text;
+    if (GIVEN("--rows")) o->rows = x->u;
+    if (GIVEN("--features")) o->features = x->u;
+    if (GIVEN("--nnz")) o->nnz = (uint32_t)x->u;
+    if (GIVEN("--seed")) o->seed = x->u;
+    if (GIVEN("--zipf")) o->zipf = x->x;
+    if (GIVEN("--density")) {
+        if (x->x == 0)
+            return usage_error("gen", "--density takes a number above 0, not '%s'", x->text);
+        o->planted_density = x->x;
+    }
+    a->quiet = GIVEN("--quiet") != NULL;
+#undef GIVEN
+    if (!a->out) return usage_error("gen", "--out FILE is required (- for standard output)");
+    if (a->opts.nnz > a->opts.features)
+        return usage_error("gen", "--nnz (%lu) must be at most --features (%llu)",
+                           (unsigned long)a->opts.nnz, (unsigned long long)a->opts.features);
+    return 0;
+}
+
+int lr_gen_main(int argc, char **argv)
+{
+    struct gen_lr_args a;
+    int rc = parse_gen_lr(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+
+    int to_stdout = strcmp(a.out, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(a.out, "w");
+    if (!f) {
+        fprintf(stderr, "loom gen lr: %s: cannot create: %s\n", a.out, strerror(errno));
+        return 1;
+    }
+    /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
+    struct stat st;
+    int regular = !to_stdout && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    /* Rows are written one fwrite each: a big buffer makes that cheap. */
+    static char buf[1 << 20];
+    setvbuf(f, buf, _IOFBF, sizeof buf);
+
+    char err[512];
+    lr_model planted = {0};
+    rc = lr_generate(&a.opts, f, a.planted_out ? &planted : NULL, !a.quiet, err, sizeof err);
+    /* A full disk may only show when the last buffer is written. */
+    int closed = to_stdout ? fflush(f) : fclose(f);
+    if (rc == 0 && closed != 0) {
+        snprintf(err, sizeof err, "write failed: %s", strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "loom gen lr: %s: %s\n", to_stdout ? "standard output" : a.out, err);
+        if (regular) remove(a.out); /* no half-written data set left behind */
+        return 1;
+    }
+    if (a.planted_out) {
+        rc = lr_model_save(&planted, a.planted_out, err, sizeof err);
+        lr_model_free(&planted);
+        if (rc) {
+            fprintf(stderr, "loom gen lr: %s\n", err);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- loom predict lr ---- */
+
+/* predict lr's flags: the parser reads the command line against this table
+ * and the help is printed from it. */
+static const app_flag predict_lr_flags[] = {
+    {.name = "--model", .kind = APP_TEXT, .arg = "M", .help = "the model file (required)"},
+    {.name = "--data",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "LIBSVM data with +1/-1 (or 1/0) labels (required)"},
+    {.name = "--out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "also write p(label = +1) of every row, one per line (%.6f);\n"
+             "- for standard output (the summary then goes to standard error)"},
+    {.name = "--one-based",
+     .kind = APP_SWITCH,
+     .excludes = "--zero-based",
+     .help = "feature ids in FILE start at 1 (LIBSVM's convention)"},
+    {.name = "--zero-based",
+     .kind = APP_SWITCH,
+     .help = "feature ids in FILE start at 0\n"
+             "(default: 1-based, unless an id 0 appears in FILE)"},
+};
+#define PREDICT_LR_NFLAGS (sizeof predict_lr_flags / sizeof predict_lr_flags[0])
+
+void lr_predict_help(FILE *out)
+{
+    fputs("loom predict lr --model M --data FILE [--out FILE] [--zero-based|--one-based]\n"
+          "\n"
+          "Prints \"rows N  accuracy A  auc U  logloss L\" for the LIBSVM file FILE: the\n"
+          "fraction of rows whose label has the sign of the margin, the ROC AUC and the\n"
+          "mean negative log-likelihood of the labels. See docs/LR.md.\n"
+          "\n"
+          "Options (--name value or --name=value):\n",
+          out);
+    app_flags_help(out, predict_lr_flags, PREDICT_LR_NFLAGS);
+    fputs("  -h, --help              show this help\n"
+          "\n"
+          "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
+          "usage error.\n",
+          out);
+}
+
+struct predict_args {
+    const char *model, *data, *out;
+    loom_id_base ids;
+};
+
+/* 0: parsed; 2: usage error (reported); -1: help printed. */
+static int parse_predict_lr(int argc, char **argv, struct predict_args *a)
+{
+    *a = (struct predict_args){.ids = LOOM_IDS_AUTO};
+    app_flag_value v[PREDICT_LR_NFLAGS];
+    char err[512];
+    int rc = app_flags_parse(predict_lr_flags, PREDICT_LR_NFLAGS, argc, argv, 1, v, NULL, err,
+                             sizeof err);
+    if (rc == APP_FLAGS_HELP) {
+        lr_predict_help(stdout);
+        return -1;
+    }
+    if (rc) return usage_error("predict", "%s", err);
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(predict_lr_flags, PREDICT_LR_NFLAGS, v, name))
+    if (GIVEN("--model")) a->model = x->text;
+    if (GIVEN("--data")) a->data = x->text;
+    if (GIVEN("--out")) a->out = x->text;
+    if (GIVEN("--one-based")) a->ids = LOOM_IDS_ONE_BASED;
+    if (GIVEN("--zero-based")) a->ids = LOOM_IDS_ZERO_BASED;
+#undef GIVEN
+    if (!a->model) return usage_error("predict", "--model M is required");
+    if (!a->data) return usage_error("predict", "--data FILE is required");
+    return 0;
+}
+
+/* One probability per row; 0 or 1 (reported). */
+static int write_probabilities(const char *path, const double *margin, size_t n)
+{
+    int to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "loom predict lr: %s: cannot create: %s\n", path, strerror(errno));
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) fprintf(f, "%.6f\n", lr_sigmoid(margin[i]));
+    /* A full disk may only show when the last buffer is written. */
+    int bad = ferror(f);
+    if ((to_stdout ? fflush(f) : fclose(f)) != 0) bad = 1;
+    if (bad) {
+        fprintf(stderr, "loom predict lr: %s: write failed: %s\n",
+                to_stdout ? "standard output" : path, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+int lr_predict_main(int argc, char **argv)
+{
+    struct predict_args a;
+    int rc = parse_predict_lr(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+
+    char err[512];
+    lr_model m;
+    if (lr_model_load(a.model, &m, err, sizeof err)) {
+        fprintf(stderr, "loom predict lr: %s\n", err);
+        return 1;
+    }
+    loom_libsvm_opts o = LOOM_LIBSVM_OPTS_DEFAULT;
+    o.ids = a.ids;
+    loom_dataset *d = NULL;
+    if (loom_libsvm_read(a.data, 0, 1, &o, &d, err, sizeof err)) {
+        fprintf(stderr, "loom predict lr: %s\n", err);
+        lr_model_free(&m);
+        return 1;
+    }
+
+    rc = 1;
+    double *margin = NULL;
+    lr_metrics mt;
+    if (d->rows == 0) {
+        fprintf(stderr, "loom predict lr: %s: no examples\n", a.data);
+    } else if (!(margin = malloc(d->rows * sizeof *margin))) {
+        fprintf(stderr, "loom predict lr: out of memory for %zu rows\n", d->rows);
+    } else {
+        size_t nan_row = d->rows;
+        for (size_t i = 0; i < d->rows; i++) {
+            margin[i] = lr_margin(&m, d, i);
+            if (isnan(margin[i]) && nan_row == d->rows) nan_row = i;
+        }
+        /* Finite weights and values can still add up to inf - inf. */
+        if (nan_row < d->rows)
+            fprintf(stderr, "loom predict lr: %s: row %zu: the margin is not a number\n", a.data,
+                    nan_row + 1);
+        else if (lr_evaluate(margin, d->label, d->rows, &mt))
+            fprintf(stderr, "loom predict lr: out of memory for %zu rows\n", d->rows);
+        else
+            rc = a.out ? write_probabilities(a.out, margin, d->rows) : 0;
+    }
+    if (rc == 0) {
+        /* With the probabilities on standard output, the summary goes aside. */
+        FILE *summary = a.out && strcmp(a.out, "-") == 0 ? stderr : stdout;
+        fprintf(summary, "rows %zu  accuracy %.6f  auc %.6f  logloss %.6f\n", mt.n, mt.accuracy,
+                mt.auc, mt.logloss);
+        if (fflush(summary) != 0) {
+            fprintf(stderr, "loom predict lr: writing the summary failed: %s\n", strerror(errno));
+            rc = 1;
+        }
+    }
+    free(margin);
+    loom_dataset_free(d);
+    lr_model_free(&m);
+    return rc;
+}
