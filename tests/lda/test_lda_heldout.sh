@@ -25,7 +25,7 @@ tail -n 200 "$WORK/all.dat" >"$WORK/test.dat"
 # perplexities FILE: the test_perplexity of each metrics line, one a line.
 perplexities() { sed -n 's/.*"test_perplexity": \([^,]*\),.*/\1/p' "$1"; }
 
-args=(--train "$WORK/train.dat" --test "$WORK/test.dat" --vocab "$WORK/vocab" --topics $K --iterations 30 --eval-every 5
+args=(--train "$WORK/train.dat" --test "$WORK/test.dat" --vocab "$WORK/vocab" --topics "$K" --iterations 30 --eval-every 5
     --workers 2 --servers 1 --consistency bsp --top-words 0 --seed 3)
 for run in 1 2; do
     "$LOOM" train lda "${args[@]}" --metrics "$WORK/m$run.json" >"$WORK/out" 2>&1 ||
