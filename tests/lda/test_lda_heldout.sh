@@ -4,10 +4,11 @@
 # ends far below a uniform model's (the vocabulary size) and within 5% of an
 # oracle that knows the planted topics, computed here; the same --seed gives
 # the same numbers; words outside the vocabulary are skipped and counted; a
-# test file with nothing to score is refused.
-# Usage: test_lda_heldout.sh LOOM
+# test file with nothing to score is refused; one worker under BSP equals the
+# sequential reference (lda_check) bit for bit.
+# Usage: test_lda_heldout.sh LOOM LDA_CHECK
 set -u
-LOOM=$1
+LOOM=$1 LDA_CHECK=$2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lda-heldout.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
@@ -35,6 +36,17 @@ done
 [[ $(wc -l <"$WORK/p1") -eq 6 ]] || fail "expected 6 test_perplexity values: $(cat "$WORK/m1.json")"
 grep -q "test perplexity" "$WORK/out" || fail "no test perplexity in the progress lines"
 cmp -s "$WORK/p1" "$WORK/p2" || fail "the same --seed gave different perplexities: $(paste "$WORK/p1" "$WORK/p2")"
+
+# One worker under BSP scores exactly what the sequential reference's final
+# counts score.
+one=(--train "$WORK/train.dat" --test "$WORK/test.dat" --vocab "$WORK/vocab" --topics "$K"
+    --iterations 7 --eval-every 0 --consistency bsp --top-words 0 --seed 3)
+"$LOOM" train lda "${one[@]}" --workers 1 --servers 1 --metrics "$WORK/one.json" >"$WORK/out" 2>&1 ||
+    fail "one-worker training with --test failed"
+"$LDA_CHECK" -- "${one[@]}" >"$WORK/ref" || fail "lda_check failed"
+want=$(sed -n 's/^lda_check: test perplexity //p' "$WORK/ref")
+got=$(perplexities "$WORK/one.json")
+[[ -n $want && $got == "$want" ]] || fail "one worker: test perplexity $got, reference $want"
 
 # The oracle: the planted topics' blocks of words (apps/lda/gen.c), each
 # word's probability in its block from the training counts (+ beta), and a
