@@ -8,6 +8,7 @@
  *   sampler.c     the SparseLDA sampler (Yao, Mimno & McCallum 2009) over a
  *                 local copy of the word-topic counts
  *   likelihood.c  the collapsed joint log-likelihood log p(w, z)
+ *   heldout.c     held-out perplexity by document completion
  *   model.c       the model file, top words, the vocabulary file
  *   seq.c         the sequential reference (the same sweeps in one process)
  *   flags.c       the command line of `loom train lda`
@@ -123,6 +124,28 @@ int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k);
 double lda_ll_docs(const lda_params *p, const lda_docs *d, int32_t *scratch);
 double lda_ll_words(const lda_params *p, const int32_t *rows, size_t nrows);
 double lda_ll_topics(const lda_params *p, const int64_t *totals);
+
+/* ---- held-out perplexity (document completion) ---- */
+
+/* A worker's share of a test file: its documents with the tokens of words
+ * outside the vocabulary (id >= V) removed and counted. In each document the
+ * even token positions estimate its topic mix, the odd ones are scored. */
+typedef struct lda_heldout {
+    lda_docs d;       /* d.vocab[0..d.nwords): the test words' global ids */
+    uint64_t skipped; /* tokens of words outside the vocabulary */
+    uint64_t scored;  /* tokens scored at each evaluation */
+} lda_heldout;
+
+/* Gibbs sweeps over a test document's estimation half. */
+#define LDA_HELDOUT_SWEEPS 20
+
+int lda_heldout_build(const loom_corpus *c, uint64_t vocab, lda_heldout *h);
+void lda_heldout_free(lda_heldout *h);
+/* Σ log p(w | θ_d, φ) over the scored tokens, with φ from rows (the counts of
+ * h->d's words, d.nwords x K) and totals; θ_d estimated with the random
+ * streams of (seed, iteration). NAN when out of memory. */
+double lda_heldout_ll(const lda_params *p, lda_heldout *h, const int32_t *rows,
+                      const int64_t *totals, uint64_t seed, int iteration);
 
 /* ---- model, vocabulary, top words ---- */
 

@@ -26,10 +26,15 @@
  * their documents and the word part of the words w ≡ rank (mod W), pulled
  * fresh. Worker 0 adds the topic part, pulls the whole table and checks it
  * (counts add up to the number of tokens, every total is its column's sum, no
- * count is negative; a failure stops the job with status 1), and reports. At
+ * count is negative; a failure stops the job with status 1), and reports.
+ * With --test, each worker also scores its share of the test documents
+ * against rows pulled fresh (heldout.c) and adds the log-likelihood and the
+ * number of scored tokens to the same table: worker 0 reports the held-out
+ * perplexity. At
  * the end it prints the top words of each topic and saves the model. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +45,17 @@
 
 #include "lda/lda.h"
 
-#define STAT_FIELDS 6
-enum { ST_LL_DOCS, ST_LL_WORDS, ST_TOKENS, ST_BYTES_SENT, ST_BYTES_RECEIVED };
+#define STAT_FIELDS 8
+enum {
+    ST_LL_DOCS,
+    ST_LL_WORDS,
+    ST_TOKENS,
+    ST_BYTES_SENT,
+    ST_BYTES_RECEIVED,
+    ST_TEST_LL,
+    ST_TEST_SCORED,
+    ST_TEST_SKIPPED
+};
 
 #define PROG            "loom train lda"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
@@ -66,6 +80,12 @@ typedef struct worker {
     uint64_t *shared_keys; /* nblocks table keys per word */
     uint32_t *shared_idx;  /* their local indices */
     size_t nshared;
+    /* --test: this worker's share of the test documents, the table keys of
+     * their words, and their rows and the totals as pulled at an evaluation */
+    lda_heldout h;
+    uint64_t *test_keys;
+    int32_t *test_rows;
+    int64_t *test_totals;
     /* worker 0 */
     lda_model m; /* the whole table, as of the last evaluation */
     lda_vocab vocab;
@@ -154,6 +174,43 @@ static int open_tables(worker *w)
     TRY("open the topic table", loom_table_open(w->n, "lda.topics", &o, &w->tt));
     TRY("open the statistics table",
         app_stats_open(w->n, "lda.stats", STAT_FIELDS, w->c->train.iterations, &w->stats));
+    return 0;
+}
+
+/* --test: this worker's share of the test documents against the agreed
+ * vocabulary, and buffers for their rows. All workers add up the tokens to
+ * score and the ones skipped, so a test file with nothing to score stops
+ * every worker together, and worker 0 reports the skipped ones once. */
+static int prepare_test(worker *w, const loom_corpus *test)
+{
+    if (lda_heldout_build(test, w->p.vocab, &w->h))
+        return app_fail(PROG, "prepare test documents", LOOM_ENOMEM);
+    size_t n = w->h.d.nwords ? w->h.d.nwords : 1;
+    w->test_keys = malloc(n * w->nblocks * sizeof *w->test_keys);
+    w->test_rows = malloc(n * w->p.topics * sizeof *w->test_rows);
+    w->test_totals = malloc(w->p.topics * sizeof *w->test_totals);
+    if (!w->test_keys || !w->test_rows || !w->test_totals)
+        return app_fail(PROG, "test buffers", LOOM_ENOMEM);
+    block_keys(w, w->h.d.vocab, w->h.d.nwords, w->test_keys);
+    app_stats counts;
+    TRY("open the test counts", app_stats_open(w->n, "lda.test", 2, 1, &counts));
+    double mine[2] = {(double)w->h.scored, (double)w->h.skipped}, all[2];
+    TRY("push the test counts", app_stats_add(&counts, 0, mine));
+    TRY("barrier", loom_barrier(w->n));
+    TRY("pull the test counts", app_stats_read(&counts, 0, all));
+    const char *path = w->c->job.test_path;
+    if (all[0] == 0) {
+        app_fail_together(w->n,
+                          PROG ": %s has no words to score (a test document needs 2 tokens of "
+                               "words of the training vocabulary)",
+                          path);
+        return 1;
+    }
+    if (w->rank == 0 && all[1] > 0)
+        fprintf(stderr,
+                PROG ": %s: skipped %.0f token(s) of words outside the vocabulary of %" PRIu64
+                     " words\n",
+                path, all[1], w->p.vocab);
     return 0;
 }
 
@@ -287,6 +344,24 @@ static int check_counts(const worker *w, uint64_t tokens, char *why, size_t len)
     return ok;
 }
 
+/* --test: this worker's part of the held-out log-likelihood, from rows and
+ * totals pulled after the evaluation's barrier. */
+static int test_ll(worker *w, int it, double *v)
+{
+    static const uint64_t zero = 0;
+    const lda_heldout *h = &w->h;
+    if (h->d.nwords)
+        TRY("pull the test words' rows",
+            loom_pull(w->wt, w->test_keys, h->d.nwords * w->nblocks, w->test_rows));
+    TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->test_totals));
+    v[ST_TEST_LL] =
+        lda_heldout_ll(&w->p, &w->h, w->test_rows, w->test_totals, w->c->train.seed, it);
+    if (v[ST_TEST_LL] != v[ST_TEST_LL]) return app_fail(PROG, "held-out evaluation", LOOM_ENOMEM);
+    v[ST_TEST_SCORED] = (double)h->scored;
+    v[ST_TEST_SKIPPED] = (double)h->skipped;
+    return 0;
+}
+
 static int evaluate(worker *w, int it)
 {
     static const uint64_t zero = 0;
@@ -307,9 +382,10 @@ static int evaluate(worker *w, int it)
         size_t nkeys = block_keys(w, w->words, nrows, w->keys);
         if (nrows) TRY("pull word-topic rows", loom_pull(w->wt, w->keys, nkeys, w->vals));
     }
+    double v[STAT_FIELDS] = {0};
+    if (w->c->job.test_path && test_ll(w, it, v)) return 1;
     loom_stats ns;
     loom_node_stats(w->n, &ns);
-    double v[STAT_FIELDS] = {0};
     v[ST_LL_DOCS] = lda_ll_docs(&w->p, &w->d, w->scratch);
     v[ST_LL_WORDS] = lda_ll_words(&w->p, w->vals, nrows);
     v[ST_TOKENS] = (double)w->d.ntokens;
@@ -328,18 +404,29 @@ static int evaluate(worker *w, int it)
     int ok = check_counts(w, tokens, why, sizeof why);
     double time_s = app_now_s() - w->start;
     double tps = w->train_s > 0 ? (double)tokens * w->iters_since_eval / w->train_s : 0;
+    /* Held-out perplexity; empty strings without --test. */
+    char test_line[64] = "", test_json[160] = "";
+    if (w->c->job.test_path) {
+        double perplexity = exp(-st[ST_TEST_LL] / st[ST_TEST_SCORED]);
+        snprintf(test_line, sizeof test_line, "  test perplexity %.2f", perplexity);
+        snprintf(test_json, sizeof test_json,
+                 ", \"test_perplexity\": %.17g, \"test_tokens\": %.0f, "
+                 "\"test_skipped_tokens\": %.0f",
+                 perplexity, st[ST_TEST_SCORED], st[ST_TEST_SKIPPED]);
+    }
     if (!w->c->job.quiet)
         fprintf(stderr,
-                "iteration %4d  log-likelihood %.6e  %.0f tokens/s  sent %.1f MB  recv %.1f MB  "
+                "iteration %4d  log-likelihood %.6e%s  %.0f tokens/s  sent %.1f MB  recv %.1f MB  "
                 "%.1f s\n",
-                it + 1, ll, tps, st[ST_BYTES_SENT] / 1e6, st[ST_BYTES_RECEIVED] / 1e6, time_s);
+                it + 1, ll, test_line, tps, st[ST_BYTES_SENT] / 1e6, st[ST_BYTES_RECEIVED] / 1e6,
+                time_s);
     if (w->metrics) {
         fprintf(w->metrics,
-                "{\"iteration\": %d, \"time_s\": %.3f, \"log_likelihood\": %.17g, "
+                "{\"iteration\": %d, \"time_s\": %.3f, \"log_likelihood\": %.17g%s, "
                 "\"tokens_per_s\": %.1f, \"tokens\": %" PRIu64 ", \"bytes_sent\": %.0f, "
                 "\"bytes_received\": %.0f, \"counts_consistent\": %s}\n",
-                it + 1, time_s, ll, tps, tokens, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED],
-                ok ? "true" : "false");
+                it + 1, time_s, ll, test_json, tps, tokens, st[ST_BYTES_SENT],
+                st[ST_BYTES_RECEIVED], ok ? "true" : "false");
         /* Each line now, so that a full disk stops the run rather than its end. */
         if (fflush(w->metrics) || ferror(w->metrics)) {
             fprintf(stderr, PROG ": cannot write %s: %s\n", w->c->job.metrics_path,
@@ -373,7 +460,7 @@ static int finish(worker *w)
     return 0;
 }
 
-static int train_share(worker *w, const loom_corpus *corpus)
+static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *test)
 {
     const lda_cli *c = w->c;
     const lda_train_opts *o = &c->train;
@@ -421,7 +508,7 @@ static int train_share(worker *w, const loom_corpus *corpus)
             return 1;
         }
     }
-    if (open_tables(w) || initialise(w)) return 1;
+    if (open_tables(w) || (test && prepare_test(w, test)) || initialise(w)) return 1;
     w->start = app_now_s();
     for (int it = 0; it < o->iterations; it++) {
         double t0 = app_now_s();
@@ -455,14 +542,28 @@ static int run_worker(loom_node *n, const lda_cli *c)
     if (corpus->skipped)
         fprintf(stderr, "loom train lda: skipped %zu malformed line(s) in %s\n", corpus->skipped,
                 c->job.train_path);
+    /* The test documents are shared across the workers like the training ones. */
+    loom_corpus *test = NULL;
+    if (c->job.test_path && loom_bow_read(c->job.test_path, loom_rank(n), loom_num_workers(n),
+                                          &c->data, &test, err, sizeof err)) {
+        fprintf(stderr, "loom train lda: %s\n", err);
+        loom_corpus_free(corpus);
+        return 1;
+    }
+    if (test && test->skipped)
+        fprintf(stderr, "loom train lda: skipped %zu malformed line(s) in %s\n", test->skipped,
+                c->job.test_path);
     worker w = {.n = n, .c = c, .rank = loom_rank(n), .nworkers = loom_num_workers(n)};
-    int rc = train_share(&w, corpus);
+    int rc = train_share(&w, corpus, test);
     if (w.metrics && fclose(w.metrics) && !rc) {
         fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
     free(w.words), free(w.keys), free(w.vals), free(w.tdelta), free(w.scratch);
     free(w.shared_keys), free(w.shared_idx);
+    free(w.test_keys), free(w.test_rows), free(w.test_totals);
+    lda_heldout_free(&w.h);
+    loom_corpus_free(test);
     lda_model_free(&w.m);
     lda_vocab_free(&w.vocab);
     lda_sampler_free(&w.s);

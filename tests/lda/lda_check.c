@@ -7,8 +7,11 @@
  * Writes the log-likelihood of every evaluated iteration ("ITERATION LL",
  * LL with %.17g, as the job's metrics print it) and the final model in the
  * job's format, so a one-worker BSP job's files can be compared byte for
- * byte. Prints one line per evaluation with the sampling speed. Exit 0, or 2
- * when the flags or the data are bad. */
+ * byte. Prints one line per evaluation with the sampling speed, and with
+ * --test the held-out perplexity of the final counts ("test perplexity P",
+ * %.17g, scored as the job's last evaluation scores it). Exit 0, or 2 when
+ * the flags or the data are bad. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,35 @@ static void report(void *arg, int it, double ll, double sample_s)
     printf("lda_check: iteration %d log-likelihood %.17g %.0f tokens/s\n", it + 1, ll,
            sample_s > 0 ? (double)s->tokens * iters / sample_s : 0);
     if (s->ll) fprintf(s->ll, "%d %.17g\n", it + 1, ll);
+}
+
+/* The held-out perplexity of the final counts, with the streams of the last
+ * iteration's evaluation. */
+static int test_perplexity(const lda_cli *cli, const lda_model *m)
+{
+    char err[512];
+    loom_corpus *c;
+    if (loom_bow_read(cli->job.test_path, 0, 1, &cli->data, &c, err, sizeof err)) {
+        fprintf(stderr, "lda_check: %s\n", err);
+        return 1;
+    }
+    const size_t K = m->p.topics;
+    lda_heldout h;
+    int32_t *rows = NULL;
+    if (lda_heldout_build(c, m->p.vocab, &h) ||
+        !(rows = malloc((h.d.nwords ? h.d.nwords : 1) * K * sizeof *rows))) {
+        fprintf(stderr, "lda_check: out of memory\n");
+        return 1;
+    }
+    for (size_t w = 0; w < h.d.nwords; w++)
+        memcpy(rows + w * K, m->counts + h.d.vocab[w] * K, K * sizeof *rows);
+    double ll =
+        lda_heldout_ll(&m->p, &h, rows, m->totals, cli->train.seed, cli->train.iterations - 1);
+    printf("lda_check: test perplexity %.17g\n", exp(-ll / (double)h.scored));
+    free(rows);
+    lda_heldout_free(&h);
+    loom_corpus_free(c);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -83,6 +115,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (s.ll && fclose(s.ll)) return 2;
+    if (cli.job.test_path && test_perplexity(&cli, &m)) return 2;
     if (model_path && lda_model_save(&m, model_path, err, sizeof err)) {
         fprintf(stderr, "lda_check: %s\n", err);
         return 2;

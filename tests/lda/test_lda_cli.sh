@@ -26,7 +26,6 @@ expect_usage train "unknown flag '--bogus'" --train "$WORK/ok.dat" --bogus 1
 expect_usage train "--topics takes a whole number from 1 to 100000, not '0'" --train "$WORK/ok.dat" --topics 0
 expect_usage train "--alpha takes a number" --train "$WORK/ok.dat" --alpha -1
 expect_usage train "--format takes ldac or uci, not 'svm'" --train "$WORK/ok.dat" --format svm
-expect_usage train "--test: lda has no held-out evaluation" --train "$WORK/ok.dat" --test "$WORK/ok.dat"
 expect_usage train "--consistency takes bsp, asp or ssp:S" --train "$WORK/ok.dat" --consistency soon
 expect_usage train "--iterations needs a value" --train "$WORK/ok.dat" --iterations
 expect_usage train "cannot read $WORK/missing.dat: No such file or directory" --train "$WORK/missing.dat"

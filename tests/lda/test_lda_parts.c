@@ -195,6 +195,60 @@ static void test_log_likelihood(void **state)
     free_corpus(c);
 }
 
+/* Held-out documents: words outside the vocabulary are dropped and counted,
+ * the odd token positions of what remains are scored, and with one topic
+ * (θ = 1 whatever the sampling) the log-likelihood is Σ log φ_w over them. */
+static void test_heldout(void **state)
+{
+    (void)state;
+    const uint32_t V = 6; /* the corpus has words 0..8: 6, 7 and 8 are unknown */
+    loom_corpus *c = make_corpus(11, 40, 9, 6);
+    lda_heldout h;
+    assert_int_equal(lda_heldout_build(c, V, &h), 0);
+    uint64_t skipped = 0, scored = 0;
+    double direct = 0;
+    const double beta = 0.2;
+    int32_t rows[9] = {0}; /* one topic: counts of the known words (local = global here) */
+    int64_t total = 0;
+    for (uint32_t w = 0; w < V; w++) total += rows[w] = (int32_t)(3 * w + 1);
+    for (size_t i = 0; i < c->docs; i++) {
+        size_t pos = 0;
+        for (size_t k = c->doc[i]; k < c->doc[i + 1]; k++)
+            for (uint32_t r = 0; r < c->count[k]; r++) {
+                if (c->word[k] >= V) {
+                    skipped++;
+                    continue;
+                }
+                if (pos++ % 2)
+                    direct += log((rows[c->word[k]] + beta) / ((double)total + V * beta)), scored++;
+            }
+    }
+    assert_int_equal(h.skipped, skipped);
+    assert_int_equal(h.scored, scored);
+    assert_int_equal(h.d.ntokens + skipped, c->tokens);
+    /* make_corpus draws every word in 40 documents: the local vocabulary is 0..V-1. */
+    assert_int_equal(h.d.nwords, V);
+    int32_t local[9];
+    for (size_t w = 0; w < h.d.nwords; w++) local[w] = rows[h.d.vocab[w]];
+    lda_params p1 = {1, V, 0.5, beta};
+    double ll = lda_heldout_ll(&p1, &h, local, &total, 4, 0);
+    printf("held-out log-likelihood %.12f, direct %.12f\n", ll, direct);
+    assert_true(fabs(ll - direct) <= 1e-12 * fabs(direct));
+    /* More topics: a function of the seed and the evaluation's streams. */
+    lda_params p3 = {3, V, 0.5, beta};
+    int32_t rows3[6 * 3];
+    int64_t totals3[3] = {0};
+    for (size_t j = 0; j < 6 * 3; j++) totals3[j % 3] += rows3[j] = (int32_t)((j * 7) % 5);
+    double a = lda_heldout_ll(&p3, &h, rows3, totals3, 4, 2);
+    double b = lda_heldout_ll(&p3, &h, rows3, totals3, 4, 2);
+    double other = lda_heldout_ll(&p3, &h, rows3, totals3, 5, 2);
+    assert_true(a == b);
+    assert_true(a != other);
+    assert_true(a < 0 && a > (double)scored * log(1e-3));
+    lda_heldout_free(&h);
+    free_corpus(c);
+}
+
 static char dir[] = "/tmp/loom-lda-test.XXXXXX";
 
 static void write_file(const char *path, const char *text)
@@ -369,9 +423,13 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sampler_distribution), cmocka_unit_test(test_sampler_counts),
-        cmocka_unit_test(test_log_likelihood),       cmocka_unit_test(test_model_file),
-        cmocka_unit_test(test_vocab_file),           cmocka_unit_test(test_generator),
+        cmocka_unit_test(test_sampler_distribution),
+        cmocka_unit_test(test_sampler_counts),
+        cmocka_unit_test(test_log_likelihood),
+        cmocka_unit_test(test_model_file),
+        cmocka_unit_test(test_vocab_file),
+        cmocka_unit_test(test_generator),
+        cmocka_unit_test(test_heldout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
