@@ -34,7 +34,7 @@ accuracy() {
 equivalent() {
     local flags consistency args
     for flags in "--updater adagrad --lr 0.1 --l2 0.0001" "--updater ftrl --lr 0.1 --l1 0.0005 --l2 0.0001" \
-                 "--updater sgd --lr 0.5" "--algo dbpg --blocks 5 --delay 1 --l1 0.001"; do
+                 "--updater sgd --lr 0.5 --l2 0.001" "--algo dbpg --blocks 5 --delay 1 --l1 0.001"; do
         consistency="--consistency bsp --minibatch 200"
         [[ $flags == *dbpg* ]] && consistency=""
         # shellcheck disable=SC2206 # the flags are split into words on purpose
