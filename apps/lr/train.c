@@ -524,6 +524,31 @@ static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, s
     return 0;
 }
 
+/* --l2 with several workers: each pushes the decay of its own minibatches for
+ * its own features (lr_l2_push), so a feature held by h of the W shares would
+ * decay h/W as fast as one held by all. Counting the shares per feature once
+ * (every worker adds 1 per key it has) lets each scale its decay by W/h. */
+static int count_shares(loom_node *n, shard *s, uint64_t dim)
+{
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_F64;
+    o.storage = LOOM_DENSE;
+    o.key_end = dim + 1;
+    o.consistency = LOOM_ASP;
+    o.cache = 0;
+    loom_table *t;
+    TRY("open the share table", loom_table_open(n, "lr.shares", &o, &t));
+    for (size_t k = 0; k < s->nkeys; k++) s->share_weight[k] = 1;
+    loom_ts ts;
+    TRY("push shares", loom_push_async(t, s->keys, s->nkeys, s->share_weight, &ts));
+    TRY("push shares", loom_wait(n, ts));
+    TRY("barrier", loom_barrier(n));
+    TRY("pull shares", loom_pull(t, s->keys, s->nkeys, s->share_weight));
+    for (size_t k = 0; k < s->nkeys; k++)
+        s->share_weight[k] = loom_num_workers(n) / s->share_weight[k];
+    return 0;
+}
+
 /* Train on this worker's share d (and, on worker 0, report with test). Every
  * allocation is released on every path through `out`. */
 static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
@@ -564,6 +589,9 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         rc = app_fail(PROG, "prepare data", LOOM_ENOMEM);
         goto out;
     }
+    if (o->algo == LR_ALGO_SGD && o->l2 != 0 && loom_num_workers(n) > 1 &&
+        (rc = count_shares(n, &s, dim)))
+        goto out;
     if (rank == 0 && c->job.metrics_path && !(rep.metrics = fopen(c->job.metrics_path, "w"))) {
         fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->job.metrics_path,
                 strerror(errno));
