@@ -11,8 +11,10 @@
  * pushes the batch's mean gradient, and calls loom_clock(), so the table's
  * consistency model (BSP, SSP(s), ASP) bounds staleness in minibatches. The
  * servers apply the gradient with the chosen updater (sgd, adagrad, ftrl),
- * whose lr, l1 and l2 are the table's. Every worker runs the same number of
- * minibatches per epoch (set by the largest share), so clocks stay aligned.
+ * whose lr and l1 are the table's; --l2 is pushed by the workers as part of
+ * the gradient, lazily (lr_l2_push in seq.c). Every worker runs the same
+ * number of minibatches per epoch (set by the largest share), so clocks stay
+ * aligned.
  *
  * DBPG (--algo dbpg, li-thesis chapter 6): the key space is cut into blocks;
  * step t works on block t mod B. Every worker computes the block's gradient
