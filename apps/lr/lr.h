@@ -106,6 +106,14 @@ typedef struct lr_train_opts {
         LR_ALGO_SGD, LR_UPD_ADAGRAD, 1 /* LOOM_SSP */, 2, 2, 8, 0.1, 0, 0, 100, 10, 1              \
     }
 
+/* --l2 under minibatch SGD: what a worker adds to its pushed gradient of a
+ * feature's weight w (not the bias) when the feature was last pushed k >= 1
+ * of the worker's minibatches ago (k counts this one): the weight decay of
+ * all k steps, paid lazily now instead of touching every weight every step
+ * (see seq.c). share_weight is (workers) / (workers whose share has the
+ * feature), so the decay per clock is the same for every feature. */
+double lr_l2_push(lr_updater u, double lr, double l2, double share_weight, double w, uint64_t k);
+
 /* DBPG's proximal step for one coordinate: w minimising
  * g (w - w0) + u / (2 eta) (w - w0)^2 + l1 |w| + l2 / 2 w^2. */
 double lr_dbpg_prox(double w0, double g, double u, double eta, double l1, double l2);

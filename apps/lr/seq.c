@@ -32,6 +32,35 @@ void lr_dbpg_block(uint64_t dim, int blocks, int b, uint64_t *lo, uint64_t *hi)
     *hi = *lo + size < n ? *lo + size : n;
 }
 
+/* --l2 for minibatch SGD, lazily. The objective is the mean log loss plus
+ * (l2/2)||w||^2 over the feature weights (not the bias), so every step's
+ * gradient holds l2 * w for every weight, not only for the features of the
+ * minibatch. Touching every weight every step would make a step cost the
+ * dimension, so a feature's decay waits until the feature is next pushed:
+ * k steps after its last push, the pushed gradient carries all k steps' decay.
+ *   sgd: in closed form. k - 1 pure decay steps and this one give
+ *        w (1 - lr l2)^k - lr g, so the push adds w (1 - (1 - lr l2)^k) / lr
+ *        to g (the server's own l2 stays 0).
+ *   adagrad, ftrl: the step size is the server's (per coordinate, it
+ *        depends on the accumulated squares), so the worker cannot write the
+ *        closed form; it adds k l2 w, the sum of the k steps' decay gradients
+ *        at the weight it read. Over any run of steps the pushes then add up
+ *        to the gradient of the objective, so a fixed point of the updater is
+ *        the objective's minimiser (the server's own l2 stays 0: FTRL's would
+ *        be a penalty on the sum of the steps' losses, not on their mean).
+ * The decay of a feature's last steps before the end waits for a push that
+ * never comes: the weights saved differ from the lazy-free ones by at most
+ * the decay of the steps since each feature's last use. With W workers each
+ * pushes the decay of its own steps for its own features, scaled by W over
+ * the number of shares holding the feature, so that every feature gets the
+ * same decay per clock. */
+double lr_l2_push(lr_updater u, double lr, double l2, double share_weight, double w, uint64_t k)
+{
+    double l2e = l2 * share_weight;
+    if (u == LR_UPD_SGD) return w * (1 - pow(1 - lr * l2e, (double)k)) / lr;
+    return (double)k * l2e * w;
+}
+
 /* The server updaters, per coordinate (LOOM_TABLE_OPTS_DEFAULT: beta 1, eps 1e-8). */
 static void apply_update(const lr_train_opts *o, double *w, double *n, double *z, double g)
 {
@@ -59,10 +88,11 @@ static int train_sgd(const lr_train_opts *o, const loom_dataset *d, uint64_t dim
 {
     size_t nw = dim + 1;
     double *acc = calloc(nw, sizeof *acc), *z = calloc(nw, sizeof *z);
+    uint64_t *last = calloc(nw, sizeof *last), step = 0; /* minibatches, see lr_l2_push */
     size_t *order = malloc((d->rows ? d->rows : 1) * sizeof *order);
     uint64_t *keys = malloc((d->nnz + 1) * sizeof *keys);
     double *g = malloc((d->nnz + 1) * sizeof *g);
-    int rc = acc && z && order && keys && g ? 0 : LOOM_ENOMEM;
+    int rc = acc && z && last && order && keys && g ? 0 : LOOM_ENOMEM;
     size_t nbatches = (d->rows + o->minibatch - 1) / o->minibatch;
     if (!nbatches) nbatches = 1;
     size_t per = (d->rows + nbatches - 1) / nbatches;
@@ -88,16 +118,20 @@ static int train_sgd(const lr_train_opts *o, const loom_dataset *d, uint64_t dim
                     g[app_lower_bound(keys, nk, d->idx[k])] += err * d->val[k];
                 g[nk - 1] += err;
             }
+            step++;
+            lr_train_opts eff = *o;
+            eff.l2 = 0; /* the workers push l2's share of the gradient */
             for (size_t k = 0; k < nk; k++) {
+                uint64_t f = keys[k];
                 double gk = g[k] / (double)(hi - lo);
-                if (o->updater == LR_UPD_ADAGRAD) gk += o->l2 * w[keys[k]];
-                lr_train_opts eff = *o;
-                if (o->updater == LR_UPD_ADAGRAD) eff.l2 = 0;
-                apply_update(&eff, &w[keys[k]], &acc[keys[k]], &z[keys[k]], gk);
+                if (f != dim && o->l2 != 0)
+                    gk += lr_l2_push(o->updater, o->lr, o->l2, 1, w[f], step - last[f]);
+                last[f] = step;
+                apply_update(&eff, &w[f], &acc[f], &z[f], gk);
             }
         }
     }
-    free(acc), free(z), free(order), free(keys), free(g);
+    free(acc), free(z), free(last), free(order), free(keys), free(g);
     return rc;
 }
 

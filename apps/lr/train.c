@@ -11,8 +11,10 @@
  * pushes the batch's mean gradient, and calls loom_clock(), so the table's
  * consistency model (BSP, SSP(s), ASP) bounds staleness in minibatches. The
  * servers apply the gradient with the chosen updater (sgd, adagrad, ftrl),
- * whose lr, l1 and l2 are the table's. Every worker runs the same number of
- * minibatches per epoch (set by the largest share), so clocks stay aligned.
+ * whose lr and l1 are the table's; --l2 is pushed by the workers as part of
+ * the gradient, lazily (lr_l2_push in seq.c). Every worker runs the same
+ * number of minibatches per epoch (set by the largest share), so clocks stay
+ * aligned.
  *
  * DBPG (--algo dbpg, li-thesis chapter 6): the key space is cut into blocks;
  * step t works on block t mod B. Every worker computes the block's gradient
@@ -77,6 +79,10 @@ typedef struct shard {
     /* Minibatch bookkeeping, per key: the last batch that used it and where. */
     uint32_t *stamp, *slot;
     uint32_t batch;
+    /* --l2 (see lr_l2_push): minibatches pushed so far, and per key the
+     * minibatch that last pushed it and W / (shares holding it). */
+    uint64_t step, *last_push;
+    double *share_weight;
 } shard;
 
 /* Index of each value's feature in the share's sorted key list. With a
@@ -123,7 +129,10 @@ static int shard_init(shard *s, const loom_dataset *d, uint64_t dim)
     s->w = calloc(s->nkeys, sizeof *s->w);
     s->stamp = calloc(s->nkeys, sizeof *s->stamp);
     s->slot = malloc(s->nkeys * sizeof *s->slot);
-    if (!s->w || !s->stamp || !s->slot) return LOOM_ENOMEM;
+    s->last_push = calloc(s->nkeys, sizeof *s->last_push);
+    s->share_weight = malloc(s->nkeys * sizeof *s->share_weight);
+    if (!s->w || !s->stamp || !s->slot || !s->last_push || !s->share_weight) return LOOM_ENOMEM;
+    for (size_t k = 0; k < s->nkeys; k++) s->share_weight[k] = 1;
     for (size_t i = 0; i < d->rows; i++) s->y01[i] = d->label[i] > 0 ? 1.0 : 0.0;
     return 0;
 }
@@ -136,6 +145,8 @@ static void shard_free(shard *s)
     free(s->y01);
     free(s->stamp);
     free(s->slot);
+    free(s->last_push);
+    free(s->share_weight);
 }
 
 /* Margin of row i with the local weights (bias last in keys). */
@@ -162,6 +173,7 @@ static int share_loss(loom_table *w, shard *s, double *loss)
 
 typedef struct batch_buf {
     uint64_t *keys; /* distinct features of the batch + bias */
+    uint32_t *cols; /* their indices in the share's keys */
     double *w, *g;
     size_t cap;
 } batch_buf;
@@ -176,12 +188,13 @@ static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uin
     size_t nnz = 0;
     for (size_t r = 0; r < n; r++) nnz += d->row[order[r] + 1] - d->row[order[r]];
     if (nnz + 1 > b->cap) {
-        free(b->keys), free(b->w), free(b->g);
+        free(b->keys), free(b->cols), free(b->w), free(b->g);
         b->cap = 2 * (nnz + 1);
         b->keys = malloc(b->cap * sizeof *b->keys);
+        b->cols = malloc(b->cap * sizeof *b->cols);
         b->w = malloc(b->cap * sizeof *b->w);
         b->g = malloc(b->cap * sizeof *b->g);
-        if (!b->keys || !b->w || !b->g) return app_fail(PROG, "minibatch", LOOM_ENOMEM);
+        if (!b->keys || !b->cols || !b->w || !b->g) return app_fail(PROG, "minibatch", LOOM_ENOMEM);
     }
     if (++s->batch == 0) { /* the stamps wrapped: forget them all */
         memset(s->stamp, 0, s->nkeys * sizeof *s->stamp);
@@ -194,9 +207,11 @@ static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uin
             if (s->stamp[c] != s->batch) {
                 s->stamp[c] = s->batch;
                 s->slot[c] = (uint32_t)nk;
+                b->cols[nk] = c;
                 b->keys[nk++] = s->keys[c];
             }
         }
+    b->cols[nk] = (uint32_t)(s->nkeys - 1);
     b->keys[nk++] = dim; /* the bias, last */
     TRY("pull", loom_pull(wt, b->keys, nk, b->w));
     memset(b->g, 0, nk * sizeof *b->g);
@@ -210,10 +225,16 @@ static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uin
             b->g[s->slot[s->col[k]]] += err * d->val[k];
         b->g[nk - 1] += err;
     }
+    s->step++;
     for (size_t k = 0; k < nk; k++) {
         b->g[k] /= (double)n;
-        /* AdaGrad has no weight decay of its own: add l2's gradient here. */
-        if (o->updater == LR_UPD_ADAGRAD) b->g[k] += o->l2 * b->w[k];
+        uint32_t c = b->cols[k];
+        /* Every weight but the bias decays every step: the steps since this
+         * one was last pushed are paid now (lr_l2_push, seq.c). */
+        if (k != nk - 1 && o->l2 != 0)
+            b->g[k] += lr_l2_push(o->updater, o->lr, o->l2, s->share_weight[c], b->w[k],
+                                  s->step - s->last_push[c]);
+        s->last_push[c] = s->step;
     }
     TRY("push", loom_push(wt, b->keys, nk, b->g));
     return 0;
@@ -441,7 +462,7 @@ static int open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table *
         wo.updater = names[o->updater];
         wo.consistency = (loom_consistency)o->consistency;
         wo.staleness = o->staleness;
-        if (o->updater == LR_UPD_ADAGRAD) wo.l2 = 0; /* applied by the workers, see sgd_step */
+        wo.l2 = 0; /* the workers push l2's part of the gradient, see sgd_step */
     } else {
         wo.width = 3;
         wo.updater = "lr.dbpg";
@@ -505,6 +526,31 @@ static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, s
     return 0;
 }
 
+/* --l2 with several workers: each pushes the decay of its own minibatches for
+ * its own features (lr_l2_push), so a feature held by h of the W shares would
+ * decay h/W as fast as one held by all. Counting the shares per feature once
+ * (every worker adds 1 per key it has) lets each scale its decay by W/h. */
+static int count_shares(loom_node *n, shard *s, uint64_t dim)
+{
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_F64;
+    o.storage = LOOM_DENSE;
+    o.key_end = dim + 1;
+    o.consistency = LOOM_ASP;
+    o.cache = 0;
+    loom_table *t;
+    TRY("open the share table", loom_table_open(n, "lr.shares", &o, &t));
+    for (size_t k = 0; k < s->nkeys; k++) s->share_weight[k] = 1;
+    loom_ts ts;
+    TRY("push shares", loom_push_async(t, s->keys, s->nkeys, s->share_weight, &ts));
+    TRY("push shares", loom_wait(n, ts));
+    TRY("barrier", loom_barrier(n));
+    TRY("pull shares", loom_pull(t, s->keys, s->nkeys, s->share_weight));
+    for (size_t k = 0; k < s->nkeys; k++)
+        s->share_weight[k] = loom_num_workers(n) / s->share_weight[k];
+    return 0;
+}
+
 /* Train on this worker's share d (and, on worker 0, report with test). Every
  * allocation is released on every path through `out`. */
 static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
@@ -545,6 +591,9 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         rc = app_fail(PROG, "prepare data", LOOM_ENOMEM);
         goto out;
     }
+    if (o->algo == LR_ALGO_SGD && o->l2 != 0 && loom_num_workers(n) > 1 &&
+        (rc = count_shares(n, &s, dim)))
+        goto out;
     if (rank == 0 && c->job.metrics_path && !(rep.metrics = fopen(c->job.metrics_path, "w"))) {
         fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->job.metrics_path,
                 strerror(errno));
@@ -599,7 +648,7 @@ out:
         fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
-    free(bb.keys), free(bb.w), free(bb.g);
+    free(bb.keys), free(bb.cols), free(bb.w), free(bb.g);
     free(order), free(margin), free(rows3), free(csc_ptr), free(csc_row), free(csc_nz);
     free(rep.model);
     shard_free(&s);

@@ -7,11 +7,14 @@
 #   a9a_equiv   the same on the real a9a data (../shared/data/a9a, never committed)
 #   a9a_ssp     4 workers, 2 servers, SSP(2): test accuracy >= 0.848 (liblinear: 0.8495)
 #   a9a_dbpg    DBPG with L1 on 4 workers: a sparse model of comparable accuracy
-# Usage: test_lr_train.sh LOOM LR_CHECK DATA_DIR CASE. The a9a_* cases exit 77
+#   l2_gen      generated data: with --l2, every updater ends at the minimiser of
+#               the objective it reports (computed by lr_minimum), the objective
+#               decreases, and a larger l2 gives a smaller ||w||
+# Usage: test_lr_train.sh LOOM LR_CHECK DATA_DIR CASE [LR_MINIMUM]. The a9a_* cases exit 77
 # (skipped) with a message when DATA_DIR/a9a is absent.
 set -u
 source "$(dirname "$0")/../numeric_check.sh"
-LOOM=$1 LR_CHECK=$2 DATA=$3 CASE=$4
+LOOM=$1 LR_CHECK=$2 DATA=$3 CASE=$4 LR_MINIMUM=${5:-}
 TRAIN=$DATA/a9a/a9a TEST=$DATA/a9a/a9a.t
 need_a9a() {
     if [[ ! -r $TRAIN || ! -r $TEST ]]; then
@@ -34,7 +37,7 @@ accuracy() {
 equivalent() {
     local flags consistency args
     for flags in "--updater adagrad --lr 0.1 --l2 0.0001" "--updater ftrl --lr 0.1 --l1 0.0005 --l2 0.0001" \
-                 "--updater sgd --lr 0.5" "--algo dbpg --blocks 5 --delay 1 --l1 0.001"; do
+                 "--updater sgd --lr 0.5 --l2 0.001" "--algo dbpg --blocks 5 --delay 1 --l1 0.001"; do
         consistency="--consistency bsp --minibatch 200"
         [[ $flags == *dbpg* ]] && consistency=""
         # shellcheck disable=SC2206 # the flags are split into words on purpose
@@ -45,7 +48,68 @@ equivalent() {
     done
 }
 
+# objectives METRICS: the objective of every epoch, one per line.
+objectives() { sed -n 's/.*"objective": \([^,]*\),.*/\1/p' "$1"; }
+
+# at_minimum L2 TOL FLAGS...: train on $TRAIN with --l2 L2, then lr_minimum
+# checks every weight within TOL of the regularised objective's minimiser and
+# the reported last objective within 2e-3 of the minimum; sets NORM to ||w||.
+at_minimum() {
+    local l2=$1 tol=$2
+    shift 2
+    "$LOOM" train lr --train "$TRAIN" --l2 "$l2" --quiet --metrics "$WORK/met" \
+        --model-out "$WORK/m" "$@" >"$WORK/job.out" 2>&1 || fail "training with $* failed"
+    "$LR_MINIMUM" "$WORK/m" "$tol" -- --train "$TRAIN" --l2 "$l2" >"$WORK/min.out" ||
+        fail "not at the minimiser with --l2 $l2 $*: $(cat "$WORK/min.out")"
+    cat "$WORK/min.out"
+    local last minimum
+    last=$(objectives "$WORK/met" | tail -1)
+    minimum=$(sed -n 's/.*minimum \([0-9.]*\) .*/\1/p' "$WORK/min.out")
+    numeric_check 'o - m <= 2e-3' o="$last" m="$minimum" ||
+        fail "last objective $last, minimum $minimum ($*)"
+    numeric_check 'first > last' first="$(objectives "$WORK/met" | head -1)" last="$last" ||
+        fail "the objective did not decrease ($*)"
+    NORM=$(sed -n 's/.*norm \([0-9.]*\).*/\1/p' "$WORK/min.out")
+}
+
 case $CASE in
+l2_gen)
+    # --l2 means the objective reported: with every updater, minibatches
+    # that miss features (25 rows of 1500 over 80 features) and one or two
+    # workers, training ends at the minimiser of mean log loss + l2/2 ||w||^2.
+    # Tolerance: 0.1 on the weights (norm ~2.9); the runs land within 0.01-0.06
+    # (stochastic noise of the minibatches), while decaying only the features
+    # of each minibatch (the old rule) left AdaGrad's weights 0.27 away.
+    "$LOOM" gen lr --rows 1500 --features 80 --nnz 6 --seed 5 --quiet --out "$WORK/gen.svm" ||
+        fail "gen lr failed"
+    TRAIN=$WORK/gen.svm
+    run=(--consistency bsp --minibatch 25 --epochs 60)
+    for flags in "--updater adagrad --lr 0.5" "--updater sgd --lr 0.2" "--updater ftrl --lr 0.5"; do
+        # shellcheck disable=SC2086 # the flags are split into words on purpose
+        at_minimum 0.01 0.1 --workers 1 "${run[@]}" $flags
+    done
+    # Two workers whose shares hold mostly different features (the second half
+    # of the rows moved to features 81-160): each decays its own features, so
+    # without scaling by W / shares those would get half the l2 (0.45 away).
+    awk 'NR <= 750 { print; next } { printf "%s", $1
+        for (i = 2; i <= NF; i++) { split($i, a, ":"); printf " %d:%s", a[1] + 80, a[2] }
+        print "" }' "$WORK/gen.svm" >"$WORK/split.svm"
+    TRAIN=$WORK/split.svm
+    at_minimum 0.01 0.1 --workers 2 --consistency bsp --minibatch 13 --epochs 150 --updater adagrad \
+        --lr 0.5
+    TRAIN=$WORK/gen.svm
+    # Full batch: SGD is gradient descent (step 1 < 2 / curvature bound 1.76),
+    # so the objective falls at every epoch.
+    "$LOOM" train lr --train "$TRAIN" --l2 0.01 --quiet --metrics "$WORK/met" --workers 1 \
+        --consistency bsp --minibatch 1500 --epochs 50 --updater sgd --lr 1 >"$WORK/job.out" 2>&1 ||
+        fail "full-batch training failed"
+    objectives "$WORK/met" | awk 'NR > 1 && $1 >= prev { bad = 1 } { prev = $1 } END { exit bad }' ||
+        fail "full-batch SGD: the objective rose: $(objectives "$WORK/met" | tr '\n' ' ')"
+    small=$NORM
+    at_minimum 0.1 0.1 --workers 1 "${run[@]}" --updater adagrad --lr 0.5
+    numeric_check 'big < small' big="$NORM" small="$small" ||
+        fail "--l2 0.1 gives ||w|| $NORM, not below --l2 0.01's $small"
+    ;;
 equiv_gen)
     "$LOOM" gen lr --rows 4000 --features 3000 --nnz 12 --seed 11 --quiet --out "$WORK/gen.svm" ||
         fail "gen lr failed"
