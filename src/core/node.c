@@ -248,10 +248,14 @@ static int build_part(const node_frame *f, zmq_msg_t *out)
     return 0;
 }
 
+/* The node whose I/O thread this is, set by that thread itself: reading
+ * n->io_thread instead would race with pthread_create() storing it. */
+static _Thread_local const loom_node *io_thread_of;
+
 static int on_io_thread(const loom_node *n)
 {
     /* A node_fuzz.c node has no I/O thread: every thread sends as it would. */
-    return n->seam || (n->io_started && pthread_equal(pthread_self(), n->io_thread));
+    return n->seam || io_thread_of == n;
 }
 
 int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames, size_t nframes)
@@ -646,13 +650,23 @@ static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
               node_describe(n, (uint32_t)m->h.a, who, sizeof who));
 }
 
+/* Whether the node still runs. Under n->mu: an application thread changes the
+ * state too (node_worker_done), while the I/O thread reads it here. */
+static int still_running(loom_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    int running = n->state == NODE_RUNNING;
+    pthread_mutex_unlock(&n->mu);
+    return running;
+}
+
 static void tick(loom_node *n, uint64_t now)
 {
     if (n->cfg.role == LOOM_SCHEDULER) {
         sched_tick(n, now);
         return;
     }
-    if (!n->roster_installed || n->state != NODE_RUNNING) return;
+    if (!n->roster_installed || !still_running(n)) return;
     if (n->cfg.role == LOOM_WORKER && n->done_acked) return;
     send_control(n, 0, MSG_HEARTBEAT, 0, 0);
     uint64_t silent = now - n->peers[0].last_heard_ms;
@@ -665,6 +679,7 @@ static void tick(loom_node *n, uint64_t now)
 static void *io_main(void *arg)
 {
     loom_node *n = arg;
+    io_thread_of = n;
     log_set_tag(n->tag);
     /* the outbox, the ROUTER, and a DEALER to the scheduler and to each server */
     zmq_pollitem_t items[3 + LOOM_MAX_SERVERS];
