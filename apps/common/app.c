@@ -18,6 +18,17 @@ int app_usage(char *err, size_t errlen, const char *fmt, ...)
     return 2;
 }
 
+int app_command_usage(const char *cmd, const char *fmt, ...)
+{
+    fprintf(stderr, "%s: ", cmd);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry '%s --help'.\n", cmd);
+    return 2;
+}
+
 int app_error(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {

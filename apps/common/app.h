@@ -140,6 +140,9 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
 
 /* printf-style message into err; returns 2 (a usage error). */
 int app_usage(char *err, size_t errlen, const char *fmt, ...) APP_PRINTF_LIKE(3, 4);
+/* A usage error of command `cmd` ("loom gen mf"): "CMD: message" and where its
+ * help is, on stderr; returns 2, the exit status of a usage error. */
+int app_command_usage(const char *cmd, const char *fmt, ...) APP_PRINTF_LIKE(2, 3);
 /* printf-style message into err (if err is not NULL); returns -1 (a failed
  * load, save or check). */
 int app_error(char *err, size_t errlen, const char *fmt, ...) APP_PRINTF_LIKE(3, 4);

@@ -92,12 +92,6 @@ static void help(FILE *out)
     fputs("\nExit status: 0 on success, 1 if writing failed, 2 for a usage error.\n", out);
 }
 
-static int usage(const char *msg)
-{
-    fprintf(stderr, "loom gen lda: %s\nTry 'loom gen lda --help'.\n", msg);
-    return 2;
-}
-
 static int write_vocab(const lda_gen_opts *o, const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -127,7 +121,7 @@ int lda_gen_main(int argc, char **argv)
         help(stdout);
         return 0;
     }
-    if (parsed) return usage(err);
+    if (parsed) return app_command_usage("loom gen lda", "%s", err);
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(flags, NFLAGS, v, name))
     const char *out = GIVEN("--out") ? x->text : NULL;
@@ -141,8 +135,10 @@ int lda_gen_main(int argc, char **argv)
     if (GIVEN("--seed")) o.seed = (uint64_t)x->u;
     if (GIVEN("--format")) o.format = x->choice ? LOOM_BOW_UCI : LOOM_BOW_LDAC;
 #undef GIVEN
-    if (!out || !out[0]) return usage("--out FILE is required (- for standard output)");
-    if (o.vocab < o.topics) return usage("--vocab-size must be at least --topics");
+    if (!out || !out[0])
+        return app_command_usage("loom gen lda", "--out FILE is required (- for standard output)");
+    if (o.vocab < o.topics)
+        return app_command_usage("loom gen lda", "--vocab-size must be at least --topics");
     int to_stdout = !strcmp(out, "-");
     FILE *f = to_stdout ? stdout : fopen(out, "w");
     if (!f) {

@@ -18,19 +18,6 @@
 
 #include "lr/lr.h"
 
-/* A usage error of `loom CMD lr`: reported, exit status 2. */
-static int usage_error(const char *cmd, const char *fmt, ...) APP_PRINTF_LIKE(2, 3);
-static int usage_error(const char *cmd, const char *fmt, ...)
-{
-    fprintf(stderr, "loom %s lr: ", cmd);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'loom %s lr --help'.\n", cmd);
-    return 2;
-}
-
 /* ---- loom gen lr ---- */
 
 /* gen lr's flags: the parser reads the command line against this table and
@@ -130,7 +117,7 @@ static int parse_gen_lr(int argc, char **argv, struct gen_lr_args *a)
         lr_gen_help(stdout);
         return -1;
     }
-    if (rc) return usage_error("gen", "%s", err);
+    if (rc) return app_command_usage("loom gen lr", "%s", err);
     lr_gen_opts *o = &a->opts;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(gen_lr_flags, GEN_LR_NFLAGS, v, name))
@@ -143,15 +130,17 @@ static int parse_gen_lr(int argc, char **argv, struct gen_lr_args *a)
     if (GIVEN("--zipf")) o->zipf = x->x;
     if (GIVEN("--density")) {
         if (x->x == 0)
-            return usage_error("gen", "--density takes a number above 0, not '%s'", x->text);
+            return app_command_usage("loom gen lr", "--density takes a number above 0, not '%s'",
+                                     x->text);
         o->planted_density = x->x;
     }
     a->quiet = GIVEN("--quiet") != NULL;
 #undef GIVEN
-    if (!a->out) return usage_error("gen", "--out FILE is required (- for standard output)");
+    if (!a->out)
+        return app_command_usage("loom gen lr", "--out FILE is required (- for standard output)");
     if (a->opts.nnz > a->opts.features)
-        return usage_error("gen", "--nnz (%lu) must be at most --features (%llu)",
-                           (unsigned long)a->opts.nnz, (unsigned long long)a->opts.features);
+        return app_command_usage("loom gen lr", "--nnz (%lu) must be at most --features (%llu)",
+                                 (unsigned long)a->opts.nnz, (unsigned long long)a->opts.features);
     return 0;
 }
 
@@ -260,7 +249,7 @@ static int parse_predict_lr(int argc, char **argv, struct predict_args *a)
         lr_predict_help(stdout);
         return -1;
     }
-    if (rc) return usage_error("predict", "%s", err);
+    if (rc) return app_command_usage("loom predict lr", "%s", err);
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(predict_lr_flags, PREDICT_LR_NFLAGS, v, name))
     if (GIVEN("--model")) a->model = x->text;
@@ -269,8 +258,8 @@ static int parse_predict_lr(int argc, char **argv, struct predict_args *a)
     if (GIVEN("--one-based")) a->ids = LOOM_IDS_ONE_BASED;
     if (GIVEN("--zero-based")) a->ids = LOOM_IDS_ZERO_BASED;
 #undef GIVEN
-    if (!a->model) return usage_error("predict", "--model M is required");
-    if (!a->data) return usage_error("predict", "--data FILE is required");
+    if (!a->model) return app_command_usage("loom predict lr", "--model M is required");
+    if (!a->data) return app_command_usage("loom predict lr", "--data FILE is required");
     return 0;
 }
 

@@ -133,22 +133,6 @@ static void predict_help(FILE *out)
           out);
 }
 
-static int usage(const char *cmd, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static int usage(const char *cmd, const char *fmt, ...)
-{
-    fprintf(stderr, "%s: ", cmd);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry '%s --help'.\n", cmd);
-    return 2;
-}
-
 /* Read the command line against flags into values: 0, 2 after reporting a
  * usage error, or -1 after printing the help. */
 static int parse(const char *cmd, const app_flag *flags, size_t n, app_flag_value *values, int argc,
@@ -160,7 +144,7 @@ static int parse(const char *cmd, const app_flag *flags, size_t n, app_flag_valu
         help(stdout);
         return -1;
     }
-    return rc ? usage(cmd, "%s", err) : 0;
+    return rc ? app_command_usage(cmd, "%s", err) : 0;
 }
 
 /* Open path for writing ("-": standard output); NULL after reporting why.
@@ -202,7 +186,8 @@ int mf_gen_main(int argc, char **argv)
     mf_gen_opts o = MF_GEN_OPTS_DEFAULT;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(gen_flags, GEN_NFLAGS, values, name))
-    if (!GIVEN("--out")) return usage(cmd, "--out FILE is required (- for standard output)");
+    if (!GIVEN("--out"))
+        return app_command_usage(cmd, "--out FILE is required (- for standard output)");
     const char *out = x->text;
     const char *planted_out = GIVEN("--planted-out") ? x->text : NULL;
     if (GIVEN("--users")) o.users = x->u;
@@ -225,7 +210,7 @@ int mf_gen_main(int argc, char **argv)
     if (rc) {
         if (f != stdout) fclose(f);
         if (regular) remove(out);
-        if (rc == 2) return usage(cmd, "%s", err);
+        if (rc == 2) return app_command_usage(cmd, "%s", err);
         fprintf(stderr, "%s: %s: %s\n", cmd, out, err);
         return 1;
     }
@@ -254,9 +239,9 @@ int mf_predict_main(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(predict_flags, PREDICT_NFLAGS, values, name))
-    if (!GIVEN("--model")) return usage(cmd, "--model M is required");
+    if (!GIVEN("--model")) return app_command_usage(cmd, "--model M is required");
     const char *model = x->text;
-    if (!GIVEN("--data")) return usage(cmd, "--data FILE is required");
+    if (!GIVEN("--data")) return app_command_usage(cmd, "--data FILE is required");
     const char *data = x->text;
     const char *out = GIVEN("--out") ? x->text : NULL;
     loom_ratings_opts ro = LOOM_RATINGS_OPTS_DEFAULT;
