@@ -27,7 +27,7 @@
 static void send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req, uint64_t a)
 {
     msg_header h = {.type = type, .req = req, .a = a};
-    node_send_io(n, dest, &h, NULL, 0);
+    node_send_zmq(n, dest, &h, NULL, 0);
 }
 
 /* Refuse a node that is not (or not yet) in the roster: answer its routing id
@@ -67,7 +67,7 @@ static int send_roster(loom_node *n, uint32_t dest)
     memcpy(zmq_msg_data(&part), w.buf, w.len);
     free(w.buf);
     msg_header h = {.type = MSG_ROSTER, .a = dest};
-    return node_send_io(n, dest, &h, &part, 1);
+    return node_send_zmq(n, dest, &h, &part, 1);
 }
 
 /* Compare job tokens in time independent of where they differ. */
