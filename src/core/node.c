@@ -204,7 +204,7 @@ static void close_parts(zmq_msg_t *parts, size_t n)
 
 /* After a send on sock (sock_mu held): ZeroMQ may have taken the signal of
  * input waiting on it, which the I/O thread's poll would then never see. */
-static void wake_if_readable(loom_node *n, void *sock)
+void node_wake_if_readable(loom_node *n, void *sock)
 {
     int events = 0;
     size_t len = sizeof events;
@@ -263,7 +263,7 @@ static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *p
     }
     atomic_fetch_add(&n->bytes_sent, bytes);
     atomic_fetch_add(&n->messages_sent, 1);
-    wake_if_readable(n, sock);
+    node_wake_if_readable(n, sock);
     return 0;
 fail:
     zmq_msg_close(hdr);

@@ -139,6 +139,9 @@ extern int (*node_start_seam)(const loom_config *cfg, int (*attach)(loom_node *n
 /* node.c services used by scheduler.c (node_send_zmq: node_send of parts
  * already built; takes them over) */
 int node_send_zmq(loom_node *n, uint32_t dest, msg_header *h, zmq_msg_t *frames, size_t nframes);
+/* After sending on sock (sock_mu held): wake the I/O thread if input waits
+ * on it, since ZeroMQ may have taken the signal its poll waits for. */
+void node_wake_if_readable(loom_node *n, void *sock);
 void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

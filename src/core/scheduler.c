@@ -40,11 +40,14 @@ static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, c
     msg_header h = {.type = MSG_REJECT, .sender = 0, .nframes = 1, .a = (uint64_t)code};
     uint8_t hdr[MSG_HEADER_SIZE];
     msg_encode_header(&h, hdr);
-    if (!w.bad) {
+    pthread_mutex_lock(&n->sock_mu); /* every use of a socket (node_priv.h) */
+    if (!w.bad && !n->sock_closed) {
         zmq_send(n->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
         zmq_send(n->router, hdr, sizeof hdr, ZMQ_SNDMORE | ZMQ_DONTWAIT);
         zmq_send(n->router, w.buf, w.len, ZMQ_DONTWAIT);
+        node_wake_if_readable(n, n->router);
     }
+    pthread_mutex_unlock(&n->sock_mu);
     free(w.buf);
 }
 

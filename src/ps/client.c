@@ -21,9 +21,11 @@
  * it sees always includes every one of its own pushes, exactly once. Pushes
  * also add into cached rows directly, so cached rows stay current too.
  *
- * Threads: application threads call the API; replies and acks are handled on
- * the node's I/O thread. Each table's cache, buffer and in-flight lists are
- * guarded by the table's mutex. */
+ * Threads: application threads call the API and send their requests
+ * themselves; replies and acks are handled by whichever thread reads the
+ * node's sockets (the I/O thread, or an application thread in loom_wait).
+ * Each table's cache, buffer and in-flight lists are guarded by the table's
+ * mutex. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -21,7 +21,10 @@
  * (plus, through the reader's own bookkeeping, the reader's own writes):
  * the result a sequential run of the same supersteps would give.
  *
- * Everything runs on the I/O thread; there is no locking. */
+ * Everything runs on the I/O thread (a server's main thread only waits in
+ * loom_serve, so no other thread reads its sockets); there is no locking. The
+ * one exception is the spare reply buffer, which ZeroMQ's own I/O thread hands
+ * back when it has sent a reply (an atomic pointer). */
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
