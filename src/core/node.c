@@ -191,6 +191,7 @@ static int connect_dealer(loom_node *n, uint32_t peer_id)
     pthread_mutex_lock(&n->sock_mu);
     n->peers[peer_id].dealer = d;
     n->peers[peer_id].dealer_fd = socket_fd(d);
+    atomic_store(&n->peers[peer_id].dealer_pending, 1);
     pthread_mutex_unlock(&n->sock_mu);
     return 0;
 }
@@ -204,12 +205,14 @@ static void close_parts(zmq_msg_t *parts, size_t n)
 
 /* After a send on sock (sock_mu held): ZeroMQ may have taken the signal of
  * input waiting on it, which the I/O thread's poll would then never see. */
-void node_wake_if_readable(loom_node *n, void *sock)
+void node_wake_if_readable(loom_node *n, void *sock, atomic_int *pending)
 {
     int events = 0;
     size_t len = sizeof events;
-    if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN))
+    if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN)) {
+        atomic_store(pending, 1);
         wake_io_thread(n);
+    }
 }
 
 static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts,
@@ -263,7 +266,7 @@ static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *p
     }
     atomic_fetch_add(&n->bytes_sent, bytes);
     atomic_fetch_add(&n->messages_sent, 1);
-    node_wake_if_readable(n, sock);
+    node_wake_if_readable(n, sock, p->dealer ? &p->dealer_pending : &n->router_pending);
     return 0;
 fail:
     zmq_msg_close(hdr);
@@ -494,30 +497,52 @@ static int receive_one(loom_node *n, uint32_t from_peer)
 /* Read and handle what has arrived on every socket, at most IO_BATCH
  * messages from each (recv_mu held). Returns 1 if a socket may hold more.
  * Only the scheduler and the servers are ever connected to by a DEALER. */
+static int drain_socket(loom_node *n, uint32_t from_peer, atomic_int *pending)
+{
+    if (!atomic_exchange(pending, 0)) return 0;
+    int k = 0;
+    while (k < IO_BATCH && receive_one(n, from_peer)) k++;
+    if (k < IO_BATCH) return 0;
+    atomic_store(pending, 1); /* not read to the end */
+    return 1;
+}
+
 static int drain_sockets(loom_node *n)
 {
-    int more = 0, k;
-    for (k = 0; k < IO_BATCH && receive_one(n, NODE_NO_ID); k++) continue;
-    more |= k == IO_BATCH;
-    for (uint32_t id = 0; id <= (uint32_t)n->cfg.num_servers && id < n->nnodes; id++) {
-        for (k = 0; k < IO_BATCH && receive_one(n, id); k++) continue;
-        more |= k == IO_BATCH;
-    }
+    int more = drain_socket(n, NODE_NO_ID, &n->router_pending);
+    for (uint32_t id = 0; id <= (uint32_t)n->cfg.num_servers && id < n->nnodes; id++)
+        more |= drain_socket(n, id, &n->peers[id].dealer_pending);
     return more;
 }
 
-/* Fill fds with first_fd (if >= 0) and the descriptors that signal input on
- * each open socket; returns their number. */
-static int poll_set(loom_node *n, int first_fd, struct pollfd fds[POLL_MAX])
+/* Fill fds with first_fd and the descriptors that signal input on each open
+ * socket, and flags[i] with the pending flag of fds[i] (NULL for first_fd);
+ * returns their number. */
+static int poll_set(loom_node *n, int first_fd, struct pollfd fds[POLL_MAX],
+                    atomic_int *flags[POLL_MAX])
 {
     int k = 0;
-    if (first_fd >= 0) fds[k++] = (struct pollfd){first_fd, POLLIN, 0};
+    flags[k] = NULL;
+    fds[k++] = (struct pollfd){first_fd, POLLIN, 0};
     pthread_mutex_lock(&n->sock_mu);
-    if (n->router) fds[k++] = (struct pollfd){n->router_fd, POLLIN, 0};
-    for (uint32_t id = 0; id <= (uint32_t)n->cfg.num_servers && id < n->nnodes; id++)
-        if (n->peers[id].dealer) fds[k++] = (struct pollfd){n->peers[id].dealer_fd, POLLIN, 0};
+    if (n->router) {
+        flags[k] = &n->router_pending;
+        fds[k++] = (struct pollfd){n->router_fd, POLLIN, 0};
+    }
+    for (uint32_t id = 0; id <= (uint32_t)n->cfg.num_servers && id < n->nnodes; id++) {
+        if (!n->peers[id].dealer) continue;
+        flags[k] = &n->peers[id].dealer_pending;
+        fds[k++] = (struct pollfd){n->peers[id].dealer_fd, POLLIN, 0};
+    }
     pthread_mutex_unlock(&n->sock_mu);
     return k;
+}
+
+/* After poll(): mark the sockets whose descriptor signalled. */
+static void mark_pending(const struct pollfd *fds, atomic_int *const *flags, int nfds)
+{
+    for (int i = 1; i < nfds; i++)
+        if (fds[i].revents) atomic_store(flags[i], 1);
 }
 
 static void clear_eventfd(int fd)
@@ -716,6 +741,7 @@ static void *io_main(void *arg)
     loom_node *n = arg;
     log_set_tag(n->tag);
     struct pollfd fds[POLL_MAX];
+    atomic_int *flags[POLL_MAX];
     while (!atomic_load(&n->io_exit)) {
         pthread_mutex_lock(&n->recv_mu);
         int more = drain_sockets(n);
@@ -724,7 +750,7 @@ static void *io_main(void *arg)
             n->next_heartbeat_ms = now + (uint64_t)n->cfg.heartbeat_interval_ms;
             tick(n, now);
         }
-        int nfds = poll_set(n, n->wake_fd, fds);
+        int nfds = poll_set(n, n->wake_fd, fds, flags);
         pthread_mutex_unlock(&n->recv_mu);
         /* The set of DEALERs changes only when the roster arrives; building
          * it each round is a few stores and keeps the loop simple. */
@@ -734,6 +760,7 @@ static void *io_main(void *arg)
             break;
         }
         if (fds[0].revents & POLLIN) clear_eventfd(n->wake_fd);
+        mark_pending(fds, flags, nfds);
     }
     pthread_mutex_lock(&n->recv_mu);
     close_all_sockets(n, LOOM_ESHUTDOWN);
@@ -788,6 +815,7 @@ static int bind_router(loom_node *n)
         snprintf(ep, sizeof ep, "tcp://%s:*", n->cfg.bind_host[0] ? n->cfg.bind_host : "127.0.0.1");
     }
     n->router_fd = socket_fd(n->router);
+    atomic_store(&n->router_pending, 1);
     if (zmq_bind(n->router, ep)) {
         log_error("cannot listen on %s: %s", ep, zmq_strerror(zmq_errno()));
         return LOOM_ETRANSPORT;
@@ -1058,14 +1086,16 @@ static void wait_reading(loom_node *n, loom_ts ts)
     clear_eventfd(fd);
     if (tracker_set_waiter(&n->ts, ts, fd)) return;
     struct pollfd fds[POLL_MAX];
+    atomic_int *flags[POLL_MAX];
     for (;;) {
         pthread_mutex_lock(&n->recv_mu);
         int more = drain_sockets(n);
-        int nfds = poll_set(n, fd, fds);
+        int nfds = poll_set(n, fd, fds, flags);
         pthread_mutex_unlock(&n->recv_mu);
         if (tracker_test(&n->ts, ts)) return;
         if (poll(fds, (nfds_t)nfds, more ? 0 : -1) < 0 && errno != EINTR) return;
         if (fds[0].revents & POLLIN) clear_eventfd(fd);
+        mark_pending(fds, flags, nfds);
     }
 }
 

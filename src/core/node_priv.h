@@ -25,6 +25,7 @@ typedef struct peer {
     char addr[NODE_ADDR_MAX];  /* "host:port" of its ROUTER */
     void *dealer;              /* our DEALER to it, if we send it requests */
     int dealer_fd;             /* its ZMQ_FD, which signals input */
+    atomic_int dealer_pending; /* input may wait on the DEALER (see struct loom_node) */
     uint8_t rid[NODE_RID_MAX]; /* its routing id (from its REGISTER, or the roster) */
     size_t rid_len;
     uint64_t last_heard_ms;
@@ -75,6 +76,11 @@ struct loom_node {
     pthread_mutex_t sock_mu;
     int sock_closed; /* under sock_mu: 0, or why nothing can be sent any more */
     int router_fd;   /* the ROUTER's ZMQ_FD */
+    /* Set when input may wait on the ROUTER: its descriptor polled readable,
+     * a send found input on it, or a read stopped before the socket was
+     * empty. A pass reads only such sockets: a read that finds nothing
+     * costs ZeroMQ a system call. */
+    atomic_int router_pending;
     /* Held by the thread that reads the sockets and runs the handlers: the
      * I/O thread, or an application thread in loom_wait(). One at a time, so
      * that each peer's messages are handled in arrival order. */
@@ -141,7 +147,7 @@ extern int (*node_start_seam)(const loom_config *cfg, int (*attach)(loom_node *n
 int node_send_zmq(loom_node *n, uint32_t dest, msg_header *h, zmq_msg_t *frames, size_t nframes);
 /* After sending on sock (sock_mu held): wake the I/O thread if input waits
  * on it, since ZeroMQ may have taken the signal its poll waits for. */
-void node_wake_if_readable(loom_node *n, void *sock);
+void node_wake_if_readable(loom_node *n, void *sock, atomic_int *pending);
 void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

@@ -45,7 +45,7 @@ static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, c
         zmq_send(n->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
         zmq_send(n->router, hdr, sizeof hdr, ZMQ_SNDMORE | ZMQ_DONTWAIT);
         zmq_send(n->router, w.buf, w.len, ZMQ_DONTWAIT);
-        node_wake_if_readable(n, n->router);
+        node_wake_if_readable(n, n->router, &n->router_pending);
     }
     pthread_mutex_unlock(&n->sock_mu);
     free(w.buf);

@@ -95,6 +95,7 @@ static void remember_error(tracker *t, loom_ts ts, int status)
     t->errors[t->error_pos].ts = ts;
     t->errors[t->error_pos].status = status;
     t->error_pos = (t->error_pos + 1) % TRACKER_ERROR_RING;
+    if (t->nerrors < TRACKER_ERROR_RING) t->nerrors++;
 }
 
 /* Remove a finished record; returns its callbacks for the caller to run unlocked. */
@@ -146,7 +147,7 @@ void tracker_done(tracker *t, loom_ts ts, int status)
 static int past_status(const tracker *t, loom_ts ts)
 {
     if (t->fail_status) return t->fail_status;
-    for (unsigned i = 0; i < TRACKER_ERROR_RING; i++)
+    for (unsigned i = 0; i < t->nerrors; i++)
         if (t->errors[i].ts == ts) return t->errors[i].status;
     return 0;
 }

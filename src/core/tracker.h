@@ -47,6 +47,7 @@ typedef struct tracker {
         int status;
     } errors[TRACKER_ERROR_RING];
     unsigned error_pos;
+    unsigned nerrors; /* entries of errors[] in use */
 } tracker;
 
 int tracker_init(tracker *t);
