@@ -190,12 +190,17 @@ typedef struct mf_train_opts {
     int epochs, syncs;
     uint64_t seed;
     mf_merge merge;
+    int eval_every; /* evaluate after every N-th epoch and the last; 0: the last only */
 } mf_train_opts;
 
 #define MF_TRAIN_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED                                     \
+        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1                                  \
     }
+
+/* 1 if the model after epoch e (0-based) is evaluated: every --eval-every
+ * epochs, and always after the last. */
+int mf_eval_due(const mf_train_opts *o, int epoch);
 
 /* Everything `loom train mf` takes. */
 typedef struct mf_cli {

@@ -70,6 +70,11 @@ double mf_epoch_lr(double lr, double decay, int epoch)
     return x;
 }
 
+int mf_eval_due(const mf_train_opts *o, int epoch)
+{
+    return epoch + 1 == o->epochs || (o->eval_every > 0 && (epoch + 1) % o->eval_every == 0);
+}
+
 void mf_clock_range(size_t n, int syncs, int b, size_t *lo, size_t *hi)
 {
     *lo = n * (size_t)b / (size_t)syncs;

@@ -30,11 +30,16 @@
  * width-W count tables). A row only one worker rates keeps its delta as is:
  * under BSP with one worker this is exactly seq.c's algorithm.
  *
- * After an epoch, a barrier; then each worker pulls fresh rows for all of its
- * training and test ratings, adds its squared errors, counts, updates and
- * traffic into a statistics table; after a second barrier worker 0 reads the
- * totals and prints a progress line and a metrics JSON line. At the end
- * worker 0 pulls both tables and saves the model. */
+ * After every --eval-every epochs and the last (evaluate()), each worker
+ * pulls the rows of all of its training and test ratings, under BSP without
+ * a barrier (the clock already waits for the epoch's updates), under SSP and
+ * ASP after one, and adds its squared errors, counts, updates and traffic
+ * into a BSP statistics table. The rows stay cached for the next epoch's
+ * first pull in the same clock, so evaluating costs no second fetch. Worker
+ * 0 reads the totals after its next clock (the read waits for every
+ * worker's), instead of at a second barrier, and prints a progress line and
+ * a metrics JSON line; a last clock after the last epoch makes its totals
+ * readable. At the end worker 0 pulls both tables and saves the model. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -87,6 +92,13 @@ typedef struct worker {
     size_t *order;
     double mean, min, max;
     double start;
+    double train_s;        /* seconds of training clocks since the last evaluation */
+    int epochs_since_eval; /* epochs trained since then */
+    /* worker 0: the last evaluation, whose totals become readable at the next clock */
+    struct {
+        int epoch; /* -1: none to report */
+        double time_s, train_s;
+    } pending;
     FILE *metrics;
     size_t skipped[2]; /* malformed lines of this share of the training and test files */
 } worker;
@@ -157,7 +169,7 @@ static int open_tables(worker *w)
     to.key_end = w->r->items ? w->r->items : 1;
     TRY("open mf.items", loom_table_open(w->node, "mf.items", &to, &w->items));
     TRY("open the statistics table",
-        app_stats_open(w->node, "mf.stats", ST_N, o->epochs, &w->stats));
+        app_stats_open_clocked(w->node, "mf.stats", ST_N, o->epochs, &w->stats));
     return 0;
 }
 
@@ -240,11 +252,22 @@ static void scale_deltas(double *delta, const uint64_t *keys, size_t n, size_t w
             for (size_t j = 0; j < w; j++) delta[s * w + j] *= scale[keys[s]];
 }
 
-/* Pull the batch's rows into b.urows / b.irows. */
+/* Pull the batch's rows into b.urows / b.irows, both tables at once (one
+ * round trip instead of two). */
 static int pull_rows(worker *w)
 {
-    if (w->b.nu) TRY("pull user rows", loom_pull(w->users, w->b.ukeys, w->b.nu, w->b.urows));
-    if (w->b.ni) TRY("pull item rows", loom_pull(w->items, w->b.ikeys, w->b.ni, w->b.irows));
+    loom_ts ts[2];
+    int started = 0, rc = 0;
+    if (w->b.nu && !(rc = loom_pull_async(w->users, w->b.ukeys, w->b.nu, w->b.urows, &ts[0])))
+        started++;
+    if (!rc && w->b.ni &&
+        !(rc = loom_pull_async(w->items, w->b.ikeys, w->b.ni, w->b.irows, &ts[started])))
+        started++;
+    for (int k = 0; k < started; k++) { /* even after an error: they write into w->b */
+        int done = loom_wait(w->node, ts[k]);
+        if (!rc) rc = done;
+    }
+    TRY("pull rows", rc);
     return 0;
 }
 
@@ -285,17 +308,53 @@ static int share_sse(worker *w, const mf_data *d, double *sse)
     return 0;
 }
 
-/* Worker 0, after the barrier that follows every worker's statistics. */
-static int report(worker *w, int epoch, double train_s)
+/* Every worker after the epochs due (mf_eval_due): the RMSE of its share of
+ * the training and test ratings with the model as the epoch left it, added
+ * into the epoch's statistics.
+ *
+ * Under BSP no barrier is needed: this clock's pulls wait until every worker
+ * has ended the epoch's last clock, and then see all of its updates. Under
+ * SSP and ASP a barrier makes every update visible. In both cases the rows
+ * pulled here stay in the process cache for the next epoch's first pull,
+ * made in the same clock, so a worker fetches its training rows once per
+ * epoch whether it evaluates or not (with one clock per epoch). */
+static int evaluate(worker *w, int epoch)
+{
+    if (w->cli->job.consistency != LOOM_BSP) TRY("barrier", loom_barrier(w->node));
+    double v[ST_N] = {0};
+    if (share_sse(w, &w->train, &v[ST_TRAIN_SSE]) || share_sse(w, &w->test, &v[ST_TEST_SSE]))
+        return 1;
+    v[ST_TRAIN_N] = (double)w->train.n;
+    v[ST_TEST_N] = (double)w->test.n;
+    v[ST_UPDATES] = (double)w->train.n * w->epochs_since_eval;
+    loom_stats ns;
+    loom_node_stats(w->node, &ns);
+    v[ST_SENT] = (double)ns.bytes_sent;
+    v[ST_RECEIVED] = (double)ns.bytes_received;
+    TRY("push statistics", app_stats_add(&w->stats, epoch, v));
+    w->pending.epoch = epoch;
+    w->pending.time_s = app_now_s() - w->start;
+    w->pending.train_s = w->train_s;
+    w->train_s = 0;
+    w->epochs_since_eval = 0;
+    return 0;
+}
+
+/* Worker 0, at least one clock after an evaluation: its totals (the read
+ * waits for every worker's clock), a progress line and a metrics line. */
+static int report(worker *w)
 {
     const mf_cli *c = w->cli;
+    int epoch = w->pending.epoch;
+    double train_s = w->pending.train_s, time_s = w->pending.time_s;
+    if (epoch < 0) return 0;
+    w->pending.epoch = -1;
     double st[ST_N];
     TRY("pull statistics", app_stats_read(&w->stats, epoch, st));
     double train_rmse = st[ST_TRAIN_N] > 0 ? sqrt(st[ST_TRAIN_SSE] / st[ST_TRAIN_N]) : 0;
     int has_test = st[ST_TEST_N] > 0;
     double test_rmse = has_test ? sqrt(st[ST_TEST_SSE] / st[ST_TEST_N]) : 0;
     double ups = train_s > 0 ? st[ST_UPDATES] / train_s : 0;
-    double time_s = app_now_s() - w->start;
     if (!c->job.quiet) {
         char testpart[64] = "";
         if (has_test) snprintf(testpart, sizeof testpart, "  test rmse %.4f", test_rmse);
@@ -367,25 +426,19 @@ static int epochs(worker *w)
         return 1;
     TRY("clock", loom_clock(w->node));
     TRY("barrier", loom_barrier(w->node));
+    w->pending.epoch = -1;
     for (int epoch = 0; epoch < c->train.epochs; epoch++) {
         double t0 = app_now_s();
         if (train_epoch(w, epoch)) return 1;
-        double train_s = app_now_s() - t0;
-        TRY("barrier", loom_barrier(w->node));
-        double v[ST_N] = {0};
-        if (share_sse(w, &w->train, &v[ST_TRAIN_SSE]) || share_sse(w, &w->test, &v[ST_TEST_SSE]))
-            return 1;
-        v[ST_TRAIN_N] = (double)w->train.n;
-        v[ST_TEST_N] = (double)w->test.n;
-        v[ST_UPDATES] = (double)w->train.n;
-        loom_stats ns;
-        loom_node_stats(w->node, &ns);
-        v[ST_SENT] = (double)ns.bytes_sent;
-        v[ST_RECEIVED] = (double)ns.bytes_received;
-        TRY("push statistics", app_stats_add(&w->stats, epoch, v));
-        TRY("barrier", loom_barrier(w->node));
-        if (rank == 0 && report(w, epoch, train_s)) return 1;
+        w->train_s += app_now_s() - t0;
+        w->epochs_since_eval++;
+        /* This epoch's clocks made the previous evaluation's totals readable. */
+        if (rank == 0 && report(w)) return 1;
+        if (mf_eval_due(&c->train, epoch) && evaluate(w, epoch)) return 1;
     }
+    /* One more clock makes the last evaluation's totals readable. */
+    TRY("clock", loom_clock(w->node));
+    if (rank == 0 && report(w)) return 1;
     return rank == 0 && c->job.model_path ? save_model(w) : 0;
 }
 
