@@ -77,6 +77,7 @@ typedef struct row_counts {
     uint64_t *keys; /* those rows */
     double *count;  /* n x W counts */
     double *scale;  /* per row of the table (1 where untouched) */
+    loom_table *t;  /* where the workers add their columns */
 } row_counts;
 
 /* A worker's state. */
@@ -87,6 +88,8 @@ typedef struct worker {
     mf_data train, test;
     loom_table *users, *items;
     app_stats stats;
+    app_stats sum;     /* the shares' rating sums, counts and skipped lines */
+    loom_table *range; /* the ratings' [max, -min] */
     mf_batch b;
     row_counts ucount, icount; /* --merge damped */
     size_t *order;
@@ -103,12 +106,12 @@ typedef struct worker {
     size_t skipped[2]; /* malformed lines of this share of the training and test files */
 } worker;
 
-/* Agree on the mean and range of the training ratings (after the split);
+/* Agree on the mean and range of the training ratings (after the split):
+ * push this share's, and after the setup's barrier read everyone's;
  * worker 0 reports the malformed lines --skip-bad skipped, summed. */
-static int agree_summary(worker *w)
+static int push_summary(worker *w)
 {
-    app_stats sum;
-    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 5, 1, &sum));
+    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 5, 1, &w->sum));
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
     o.width = 2;
@@ -117,30 +120,31 @@ static int agree_summary(worker *w)
     o.consistency = LOOM_ASP;
     o.updater = "mf.range";
     o.cache = 0;
-    loom_table *range;
-    TRY("open the range table", loom_table_open(w->node, "mf.range", &o, &range));
+    TRY("open the range table", loom_table_open(w->node, "mf.range", &o, &w->range));
     double s, lo, hi;
     mf_data_summary(&w->train, &s, &lo, &hi);
     double mine[5] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1],
                       (double)w->test.n};
-    TRY("push the mean", app_stats_add(&sum, 0, mine));
+    TRY("push the mean", app_stats_add(&w->sum, 0, mine));
     if (w->train.n) {
         uint64_t key = 0;
         double ext[2] = {hi, -lo};
-        loom_ts ts;
-        TRY("push the range", loom_push_async(range, &key, 1, ext, &ts));
-        TRY("push the range", loom_wait(w->node, ts));
+        TRY("push the range", loom_push(w->range, &key, 1, ext)); /* the barrier sends it */
     }
-    TRY("barrier", loom_barrier(w->node));
+    return 0;
+}
+
+static int read_summary(worker *w)
+{
     double all[5], ext[2];
-    TRY("pull the mean", app_stats_read(&sum, 0, all));
+    TRY("pull the mean", app_stats_read(&w->sum, 0, all));
     const char *path[2] = {w->cli->job.train_path, w->cli->job.test_path};
     for (int f = 0; f < 2; f++)
         if (loom_rank(w->node) == 0 && all[2 + f] > 0)
             fprintf(stderr, "loom train mf: skipped %.0f malformed line(s) in %s\n", all[2 + f],
                     path[f]);
     uint64_t key = 0;
-    TRY("pull the range", loom_pull(range, &key, 1, ext));
+    TRY("pull the range", loom_pull(w->range, &key, 1, ext));
     if (all[1] < 1) {
         fprintf(stderr, "loom train mf: %s: no training ratings\n", w->cli->job.train_path);
         return 1;
@@ -199,7 +203,9 @@ static void row_counts_free(row_counts *rc)
     free(rc->keys), free(rc->count), free(rc->scale);
 }
 
-static int row_counts_init(worker *w, const char *name, int items, size_t rows, row_counts *rc)
+/* Push this worker's column of the counts; row_counts_read() reads all of
+ * them after the setup's barrier. */
+static int row_counts_push(worker *w, const char *name, int items, size_t rows, row_counts *rc)
 {
     size_t nw = (size_t)loom_num_workers(w->node), me = (size_t)loom_rank(w->node);
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
@@ -209,8 +215,7 @@ static int row_counts_init(worker *w, const char *name, int items, size_t rows, 
     o.key_end = rows ? rows : 1;
     o.consistency = LOOM_ASP;
     o.cache = 0;
-    loom_table *t;
-    TRY("open the count table", loom_table_open(w->node, name, &o, &t));
+    TRY("open the count table", loom_table_open(w->node, name, &o, &rc->t));
     rc->scale = malloc((rows ? rows : 1) * sizeof *rc->scale);
     double *mine = calloc(rows ? rows : 1, sizeof *mine);
     if (!rc->scale || !mine) {
@@ -226,12 +231,14 @@ static int row_counts_init(worker *w, const char *name, int items, size_t rows, 
     for (size_t r = 0, k = 0; r < rows && !err; r++)
         if (mine[r] > 0) rc->keys[k] = r, rc->count[k++ * nw + me] = mine[r];
     free(mine);
-    loom_ts ts;
-    if (!err && rc->n && !(err = loom_push_async(t, rc->keys, rc->n, rc->count, &ts)))
-        err = loom_wait(w->node, ts);
-    if (!err) err = loom_barrier(w->node);
-    if (!err && rc->n) err = loom_pull(t, rc->keys, rc->n, rc->count);
+    if (!err && rc->n) err = loom_push(rc->t, rc->keys, rc->n, rc->count);
     TRY("count the ratings of each row", err);
+    return 0;
+}
+
+static int row_counts_read(row_counts *rc)
+{
+    if (rc->n) TRY("count the ratings of each row", loom_pull(rc->t, rc->keys, rc->n, rc->count));
     return 0;
 }
 
@@ -417,15 +424,21 @@ static int epochs(worker *w)
 {
     const mf_cli *c = w->cli;
     int rank = loom_rank(w->node);
-    if (agree_summary(w) || open_tables(w)) return 1;
-    if (c->train.merge == MF_MERGE_DAMPED &&
-        (row_counts_init(w, "mf.user_counts", 0, w->r->users, &w->ucount) ||
-         row_counts_init(w, "mf.item_counts", 1, w->r->items, &w->icount)))
+    /* The setup needs one barrier: every worker pushes its share's summary,
+     * row counts and initial rows and ends clock 0; after the barrier all of
+     * it is on the servers (under BSP the initial rows once clock 0 has ended
+     * everywhere, which the first pull waits for). */
+    int damped = c->train.merge == MF_MERGE_DAMPED;
+    if (push_summary(w) || open_tables(w)) return 1;
+    if (damped && (row_counts_push(w, "mf.user_counts", 0, w->r->users, &w->ucount) ||
+                   row_counts_push(w, "mf.item_counts", 1, w->r->items, &w->icount)))
         return 1;
     if (push_initial(w, w->users, 0, w->r->users) || push_initial(w, w->items, 1, w->r->items))
         return 1;
     TRY("clock", loom_clock(w->node));
     TRY("barrier", loom_barrier(w->node));
+    if (read_summary(w)) return 1;
+    if (damped && (row_counts_read(&w->ucount) || row_counts_read(&w->icount))) return 1;
     w->pending.epoch = -1;
     for (int epoch = 0; epoch < c->train.epochs; epoch++) {
         double t0 = app_now_s();
