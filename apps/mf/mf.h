@@ -146,6 +146,10 @@ int mf_data_split(const loom_ratings *r, uint64_t seed, double p, mf_data *train
  * ids the training file lacks become UINT32_MAX (evaluated as cold starts). */
 int mf_data_map(const loom_ratings *test, const loom_ratings *train, mf_data *out);
 
+/* Sum of squared errors of m's (clipped) predictions of d's ratings, in
+ * order: what the trainer's evaluation adds up over the workers' shares. */
+double mf_model_sse(const mf_model *m, const mf_data *d);
+
 /* Sum (in order) and extremes of the ratings; min > max when d is empty. */
 void mf_data_summary(const mf_data *d, double *sum, double *min, double *max);
 

@@ -158,6 +158,20 @@ void mf_data_summary(const mf_data *d, double *sum, double *min, double *max)
     *sum = s, *min = lo, *max = hi;
 }
 
+double mf_model_sse(const mf_model *m, const mf_data *d)
+{
+    size_t w = (size_t)m->rank + 1;
+    double sse = 0;
+    for (size_t k = 0; k < d->n; k++) {
+        const double *u = d->user[k] == UINT32_MAX ? NULL : m->user + (size_t)d->user[k] * w;
+        const double *i = d->item[k] == UINT32_MAX ? NULL : m->item + (size_t)d->item[k] * w;
+        double p = mf_predict_rows(m->mean, u, i, m->rank);
+        p = p < m->min ? m->min : p > m->max ? m->max : p;
+        sse += (d->rating[k] - p) * (d->rating[k] - p);
+    }
+    return sse;
+}
+
 /* ---- one clock's batch ---- */
 
 int mf_batch_init(mf_batch *b, uint32_t rank, size_t users, size_t items)
