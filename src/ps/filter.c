@@ -509,6 +509,10 @@ int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, uint64_t
     if (codec == 0) {
         if (payload_len != body_len) goto refused;
     } else {
+        if ((uint64_t)payload_len * FILTER_MAX_RATIO < body_len) {
+            rc = LOOM_ELIMIT;
+            goto refused;
+        }
         inflated = malloc(body_len ? body_len : 1);
         if (!inflated) {
             rc = LOOM_ENOMEM;

@@ -56,6 +56,10 @@ typedef struct filter_spec {
 /* The largest message a chain encodes or decodes (decoded size), 256 MiB:
  * a claimed size above it is refused with LOOM_ELIMIT before any allocation. */
 #define FILTER_MAX_BYTES ((size_t)256 << 20)
+/* A compressed message decompresses to at most this many times its size (lz4's
+ * own limit): a small frame cannot make the receiver allocate much more. The
+ * sender sends a message that would compress further as it is. */
+#define FILTER_MAX_RATIO 255
 /* Key lists a key cache remembers per link (the oldest is forgotten first). */
 #define FILTER_KEYCACHE_ENTRIES 64
 /* Values sharing one scale in a quantised message. */
@@ -99,7 +103,8 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
 
 /* Decode len bytes into new arrays *keys (n) and *vals (n * width values of
  * the chain's type; free() both). LOOM_EPROTO: malformed or truncated, or of
- * another type or width; LOOM_ELIMIT: claims more than FILTER_MAX_BYTES;
+ * another type or width; LOOM_ELIMIT: claims more than FILTER_MAX_BYTES, or a compressed
+ * frame claims more than FILTER_MAX_RATIO times its size;
  * LOOM_ENOTFOUND: a key digest this receiver does not hold (*digest set: send
  * it back to the sender). Nothing is returned and nothing changes on error
  * except the dropped counter. */

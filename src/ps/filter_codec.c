@@ -11,7 +11,9 @@
  * Block layout: the f64 scales of every block, then every value's integer
  * (int8, or little-endian int16).
  *
- * Compression is lossless. The decoders are given the exact size the frame
+ * Compression is lossless. A message that would shrink more than
+ * FILTER_MAX_RATIO times goes uncompressed, so that receivers can refuse frames
+ * claiming more (a decompression bomb). The decoders are given the exact size the frame
  * claims and refuse anything that does not decompress to exactly that. */
 #include <lz4.h>
 #include <math.h>
@@ -112,7 +114,7 @@ int filter_compress(int codec, int level, const uint8_t *body, size_t len, uint8
         size_t r = ZSTD_compress(z, bound, body, len, level);
         zlen = ZSTD_isError(r) ? 0 : r;
     }
-    if (zlen == 0 || zlen >= len) {
+    if (zlen == 0 || zlen >= len || (uint64_t)zlen * FILTER_MAX_RATIO < len) {
         free(z);
         return 0;
     }

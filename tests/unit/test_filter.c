@@ -236,6 +236,33 @@ static void test_compression_saves(void **unused)
     }
 }
 
+/* Zeros alone would shrink more than FILTER_MAX_RATIO times with zstd, past
+ * what a receiver accepts: such a message goes uncompressed. */
+static void test_compression_ratio_cap(void **unused)
+{
+    (void)unused;
+    const size_t width = 4000, n = 8;
+    filter_chain *s = chain("zstd", FILTER_PUSH, LOOM_F32, width);
+    filter_chain *r = chain("zstd", FILTER_PUSH, LOOM_F32, width);
+    uint64_t keys[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float *vals = calloc(n * width, sizeof *vals);
+    filter_msg m = {.keys = keys, .vals = vals, .n = n};
+    decoded d = {0};
+    assert_int_equal(send_msg(s, r, &m, &d), 0);
+    assert_int_equal(d.wire, 6 + 16 + n * 8 + n * width * 4);
+    assert_memory_equal(d.vals, vals, n * width * 4);
+    decoded_free(&d);
+    /* With one value in ten set it compresses, within the cap. */
+    for (size_t i = 0; i < n * width; i += 10) vals[i] = (float)i;
+    assert_int_equal(send_msg(s, r, &m, &d), 0);
+    assert_true(d.wire < (n * width * 4) / 2);
+    assert_memory_equal(d.vals, vals, n * width * 4);
+    decoded_free(&d);
+    free(vals);
+    filter_chain_destroy(s);
+    filter_chain_destroy(r);
+}
+
 /* A receiver that lost its key cache (a new one) answers a digest with
  * LOOM_ENOTFOUND and the digest; the sender forgets it and sends the list. */
 static void test_keycache_miss(void **unused)
@@ -793,6 +820,11 @@ static void test_hostile_malformed(void **unused)
     assert_int_equal(decode_code(zr, b, 80), LOOM_EPROTO);
     put_frame(b, 1, 100);
     assert_int_equal(decode_code(lr, b, 80), LOOM_EPROTO);
+    /* A decompression bomb: 80 bytes that claim more than 255 times as much. */
+    put_frame(b, 2, 80 * FILTER_MAX_RATIO - 6 + 1);
+    assert_int_equal(decode_code(zr, b, 80), LOOM_ELIMIT);
+    put_frame(b, 1, 80 * FILTER_MAX_RATIO - 6 + 1);
+    assert_int_equal(decode_code(lr, b, 80), LOOM_ELIMIT);
     filter_chain *zs = chain("zstd", FILTER_PUSH, LOOM_F32, 2);
     filter_chain *ls = chain("lz4", FILTER_PUSH, LOOM_F32, 2);
     for (int c = 0; c < 2; c++) {
@@ -825,6 +857,7 @@ int main(void)
         cmocka_unit_test(test_spec),
         cmocka_unit_test(test_exact_round_trips),
         cmocka_unit_test(test_compression_saves),
+        cmocka_unit_test(test_compression_ratio_cap),
         cmocka_unit_test(test_keycache_miss),
         cmocka_unit_test(test_quant),
         cmocka_unit_test(test_skip_unbiased),
