@@ -301,7 +301,7 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
     size_t n = m->n;
     if (any_select(c)) {
         if (filter_work_reserve(c, n ? n : 1)) return LOOM_ENOMEM;
-        memcpy(c->work.keys, m->keys, n * sizeof *m->keys);
+        if (n) memcpy(c->work.keys, m->keys, n * sizeof *m->keys);
         for (size_t i = 0; i < n * c->width; i++)
             c->work.vals[i] = c->type == LOOM_F32 ? (double)((const float *)m->vals)[i]
                                                   : ((const double *)m->vals)[i];
@@ -364,7 +364,7 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
         }
         count(c, FILTER_QUANT, count_vals * c->value_size, vals_bytes);
     } else if (raw_vals) {
-        memcpy(p, raw_vals, vals_bytes);
+        if (vals_bytes) memcpy(p, raw_vals, vals_bytes);
     } else if (c->type == LOOM_F32) {
         for (size_t i = 0; i < count_vals; i++) {
             float f = (float)c->work.vals[i];
