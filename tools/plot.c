@@ -4,8 +4,8 @@
  * reads the JSON-lines files that `loom train --metrics` writes (one flat JSON
  * object per epoch or iteration), takes one point per line, and hands the
  * points to gnuplot (a Debian package, scripts/install-deps.sh) as inline data,
- * one line per file, named after the file. The x axis is the epoch (LDA's
- * "iteration" where a line has no "epoch"), the run's time, or the bytes its
+ * one line per file, named after the file (its path where two files share a name). The x axis is
+ * the epoch (LDA's "iteration" where a line has no "epoch"), the run's time, or the bytes its
  * workers sent and received; the y axis any numeric key. Lines whose y is null
  * (a test metric without --test) are left out; a line without the key, a line
  * that is not a flat JSON object, or a file with no point stops the command
@@ -267,11 +267,19 @@ static void put_quoted(FILE *g, const char *s)
     fputc('\'', g);
 }
 
-/* The legend of a run: its file name without directory and ".jsonl". */
-static void put_title(FILE *g, const char *path)
+static const char *base_name(const char *path)
 {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* The legend of run i: its file name without ".jsonl", or its path as given
+ * when another run has the same file name. */
+static void put_title(FILE *g, const run *runs, int nruns, int i)
+{
+    const char *base = base_name(runs[i].path);
+    for (int k = 0; k < nruns; k++)
+        if (k != i && !strcmp(base_name(runs[k].path), base)) base = runs[i].path;
     char name[256];
     snprintf(name, sizeof name, "%s", base);
     size_t len = strlen(name);
@@ -283,9 +291,19 @@ static int plot(const run *runs, int nruns, int axis, const char *ykey, const ch
                 const char *title)
 {
     static const char *const xlabels[] = {"epoch", "time (s)", "bytes sent + received"};
-    FILE *g = popen("gnuplot", "w");
+    /* Whether OUT can be written, asked here: gnuplot, told to write where it
+     * cannot, goes on and writes the image to its standard output instead
+     * (which goes to /dev/null for that reason). */
+    FILE *probe = fopen(out, "wb");
+    if (!probe) {
+        fprintf(stderr, "loom plot: cannot write %s: %s\n", out, strerror(errno));
+        return 1;
+    }
+    fclose(probe);
+    FILE *g = popen("exec gnuplot >/dev/null", "w");
     if (!g) {
         fprintf(stderr, "loom plot: cannot start gnuplot: %s\n", strerror(errno));
+        remove(out);
         return 1;
     }
     fputs("set terminal pngcairo size 900,560 noenhanced\nset output ", g);
@@ -298,13 +316,13 @@ static int plot(const run *runs, int nruns, int axis, const char *ykey, const ch
         fputs("\nset title ", g);
         put_quoted(g, title);
     }
-    if (axis == X_BYTES) fputs("\nset format x '%.0s%cB'", g);
+    if (axis == X_BYTES) fputs("\nset format x '%.1s%cB'", g);
     fputs("\nplot ", g);
     for (int i = 0; i < nruns; i++) {
         fputs(i ? ", '-' using 1:2 with linespoints title "
                 : "'-' using 1:2 with linespoints title ",
               g);
-        put_title(g, runs[i].path);
+        put_title(g, runs, nruns, i);
     }
     fputc('\n', g);
     for (int i = 0; i < nruns; i++) {
@@ -316,6 +334,7 @@ static int plot(const run *runs, int nruns, int axis, const char *ykey, const ch
     struct stat st;
     if (status != 0 || stat(out, &st) != 0 || st.st_size == 0) {
         fprintf(stderr, "loom plot: gnuplot failed to write %s (its message is above)\n", out);
+        remove(out);
         return 1;
     }
     return 0;
