@@ -367,7 +367,6 @@ static void write_json(loom_node *n, FILE *f, uint64_t now)
     status_page *s = n->status;
     loom_stats st;
     loom_node_stats(n, &st);
-    rate_update(&s->nodes[0], st.bytes_sent, st.bytes_received, now);
     fprintf(f, "{\"job\": {\"state\": ");
     json_str(f, job_state(n));
     fprintf(f, ", \"scheduler\": ");
@@ -442,7 +441,6 @@ static void write_html(loom_node *n, FILE *f, uint64_t now)
     status_page *s = n->status;
     loom_stats st;
     loom_node_stats(n, &st);
-    rate_update(&s->nodes[0], st.bytes_sent, st.bytes_received, now);
     fprintf(f,
             "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"refresh\" content=\"%d\"><title>Loom job</title><style>"
@@ -720,6 +718,8 @@ void status_serve(loom_node *n, const zmq_pollitem_t *items, int count, uint64_t
 {
     status_page *s = n->status;
     if (!s) return;
+    /* The scheduler's own rates, from its counters. */
+    rate_update(&s->nodes[0], atomic_load(&n->bytes_sent), atomic_load(&n->bytes_received), now);
     /* Connections first: accepting may close (evict) one whose item is in this round. */
     for (int i = 1; i < count; i++) {
         conn *c = conn_of_fd(s, items[i].fd);
