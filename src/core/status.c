@@ -36,11 +36,12 @@
 #include "core/node_priv.h"
 #include "loom/error.h"
 
-#define STATUS_MAX_REQUEST 4096  /* request line and headers */
-#define STATUS_CONN_MS     10000 /* a whole exchange, from accept to the last byte sent */
-#define STATUS_DRAIN_MS    1000  /* reading what a client still sends after our answer */
-#define STATUS_MAX_LISTED  1024  /* nodes listed on the page; the rest are counted */
+#define STATUS_MAX_REQUEST 4096 /* request line and headers */
+#define STATUS_CONN_MS     5000 /* a whole exchange, from accept to the last byte sent */
+#define STATUS_DRAIN_MS    1000 /* reading what a client still sends after our answer */
+#define STATUS_MAX_LISTED  1024 /* nodes listed on the page; the rest are counted */
 #define STATUS_REFRESH_S   2
+#define STATUS_BACKLOG     128  /* connections the kernel queues until accepted */
 #define STATUS_RATE_MS     1000 /* bytes per second over at least this long */
 
 enum conn_state { CONN_FREE, CONN_READING, CONN_WRITING, CONN_DRAINING };
@@ -118,7 +119,7 @@ int status_open(loom_node *n)
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, STATUS_MAX_CONNS)) {
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, STATUS_BACKLOG)) {
         log_error("status page: cannot listen on %s port %s: %s", host, port, strerror(errno));
         if (fd >= 0) close(fd);
         freeaddrinfo(ai);
