@@ -449,7 +449,7 @@ static void write_html(loom_node *n, FILE *f, uint64_t now)
             "#bar{background:#1f5fa8;color:#fff;padding:12px 16px;font-size:20px}"
             "#failure{background:#c0262d;color:#fff;padding:8px 16px}"
             "table{border-collapse:collapse;margin:12px 16px}"
-            "td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}"
+            "td,th{border:1px solid #bbb;padding:3px 8px;text-align:right;white-space:nowrap}"
             "th{background:#e8eef6}p{margin:8px 16px}"
             "</style></head><body>\n",
             STATUS_REFRESH_S);
