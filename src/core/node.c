@@ -1085,6 +1085,7 @@ static int done_acked(const loom_node *n)
 
 int node_worker_done(loom_node *n)
 {
+    node_send_metrics(n); /* the last ones reported, which no heartbeat will carry now */
     msg_header h = {.type = MSG_DONE};
     int rc = node_send(n, 0, &h, NULL, 0);
     pthread_mutex_lock(&n->mu);

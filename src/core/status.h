@@ -40,7 +40,7 @@ void status_note_metrics(loom_node *n, uint32_t from, const msg_metrics *m, uint
 void status_note_failure(loom_node *n, uint32_t dead, const char *why);
 /* The scheduler's handler of METRICS: validated, hostile payloads dropped and counted. */
 void status_on_metrics(loom_node *n, void *ctx, node_msg *m);
-/* Worker, I/O thread: send the metrics its application reported since the last call. */
+/* Worker: send the metrics its application reported since the last call, if any. */
 void node_send_metrics(loom_node *n);
 
 #endif
