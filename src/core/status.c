@@ -36,13 +36,14 @@
 #include "core/node_priv.h"
 #include "loom/error.h"
 
-#define STATUS_MAX_REQUEST 4096 /* request line and headers */
-#define STATUS_CONN_MS     5000 /* a whole exchange, from accept to the last byte sent */
-#define STATUS_DRAIN_MS    1000 /* reading what a client still sends after our answer */
-#define STATUS_MAX_LISTED  1024 /* nodes listed on the page; the rest are counted */
-#define STATUS_REFRESH_S   2
-#define STATUS_BACKLOG     128  /* connections the kernel queues until accepted */
-#define STATUS_RATE_MS     1000 /* bytes per second over at least this long */
+#define STATUS_MAX_REQUEST     4096 /* request line and headers */
+#define STATUS_CONN_MS         5000 /* a whole exchange, from accept to the last byte sent */
+#define STATUS_DRAIN_MS        1000 /* reading what a client still sends after our answer */
+#define STATUS_MAX_LISTED      1024 /* nodes listed on the page; the rest are counted */
+#define STATUS_REFRESH_S       2
+#define STATUS_BACKLOG         128  /* connections the kernel queues until accepted */
+#define STATUS_RATE_MS         1000 /* bytes per second over at least this long */
+#define STATUS_ACCEPT_PAUSE_MS 100
 
 enum conn_state { CONN_FREE, CONN_READING, CONN_WRITING, CONN_DRAINING };
 
@@ -69,7 +70,7 @@ typedef struct node_record {
 
 struct status_page {
     int listen_fd;
-    char address[NODE_ADDR_MAX];
+    char address[NODE_ADDR_MAX + 32]; /* "[host]:port" */
     uint64_t started_ms;
     conn conns[STATUS_MAX_CONNS];
     node_record *nodes; /* indexed by node id */
@@ -78,6 +79,9 @@ struct status_page {
     uint32_t dead;
     char failure[512];
     uint64_t requests, bad_requests, evicted;
+    /* accept() failed for want of file descriptors: the listener is left out
+     * of the poll set until then, or the loop would spin on it. */
+    uint64_t accept_paused_until_ms;
 };
 
 /* ---- opening ---- */
@@ -670,7 +674,9 @@ static void accept_all(loom_node *n, uint64_t now)
     status_page *s = n->status;
     for (int k = 0; k < STATUS_MAX_CONNS; k++) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return; /* EAGAIN: no more; other errors (EMFILE...): next round */
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
+            s->accept_paused_until_ms = now + STATUS_ACCEPT_PAUSE_MS;
+        if (fd < 0) return; /* EAGAIN: no more; ECONNABORTED and such: the next one */
         conn *slot = NULL, *oldest = NULL;
         for (int i = 0; i < STATUS_MAX_CONNS && !slot; i++) {
             conn *c = &s->conns[i];
@@ -698,7 +704,8 @@ int status_poll_items(loom_node *n, zmq_pollitem_t *items)
     status_page *s = n->status;
     if (!s) return 0;
     int ni = 0;
-    items[ni++] = (zmq_pollitem_t){NULL, s->listen_fd, ZMQ_POLLIN, 0};
+    short listen_events = node_now_ms() < s->accept_paused_until_ms ? 0 : ZMQ_POLLIN;
+    items[ni++] = (zmq_pollitem_t){NULL, s->listen_fd, listen_events, 0};
     for (int i = 0; i < STATUS_MAX_CONNS; i++) {
         conn *c = &s->conns[i];
         if (c->state == CONN_FREE) continue;
