@@ -10,7 +10,9 @@ set -eu
 # libjson-c-dev: `loom status` reads the status page's JSON. chromium and python3: the
 # status page's end-to-end test (tests/status) loads it in headless Chromium and checks
 # the screenshot.
-packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev libjson-c-dev chromium python3"
+# liblz4-dev, libzstd-dev: the compression filters (docs/FILTERS.md); gnuplot-nox:
+# `loom plot` (docs/USAGE.md).
+packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev liblz4-dev libzstd-dev gnuplot-nox libjson-c-dev chromium python3"
 
 missing=""
 for p in $packages; do

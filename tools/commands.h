@@ -28,4 +28,7 @@ int cmd_keygen(int argc, char **argv);
 /* loom status: print a running job's status page (tools/status.c). */
 int cmd_status(int argc, char **argv);
 
+/* loom plot: overlay runs' metrics files in a PNG with gnuplot (tools/plot.c). */
+int cmd_plot(int argc, char **argv);
+
 #endif
