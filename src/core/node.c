@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/status.h"
 #include "loom/error.h"
 
 #define IO_BATCH 128 /* messages read from one socket before looking at the others */
@@ -586,6 +587,7 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
     tracker_fail_all(&n->ts, LOOM_EPEERFAIL);
 
     if (n->cfg.role == LOOM_SCHEDULER) {
+        status_note_failure(n, dead, why);
         for (uint32_t i = 1; i < n->nnodes; i++)
             if (i != dead && n->peers[i].registered && !n->peers[i].done)
                 send_control(n, i, MSG_NODE_FAILED, 0, dead);
@@ -604,7 +606,9 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
 
 static void on_heartbeat(loom_node *n, void *ctx, node_msg *m)
 {
-    (void)n, (void)ctx, (void)m; /* dispatch() already noted the sign of life */
+    (void)ctx; /* dispatch() already noted the sign of life */
+    if (n->cfg.role == LOOM_SCHEDULER)
+        status_note_heartbeat(n, m->from, m->h.a, m->h.b, node_now_ms());
 }
 
 static int install_roster(loom_node *n, node_msg *m)
@@ -728,7 +732,12 @@ static void tick(loom_node *n, uint64_t now)
     }
     if (!n->roster_installed || !still_running(n)) return;
     if (n->cfg.role == LOOM_WORKER && n->done_acked) return;
-    send_control(n, 0, MSG_HEARTBEAT, 0, 0);
+    /* With this node's byte totals, which the scheduler's status page shows. */
+    msg_header h = {.type = MSG_HEARTBEAT,
+                    .a = atomic_load(&n->bytes_sent),
+                    .b = atomic_load(&n->bytes_received)};
+    node_send_zmq(n, 0, &h, NULL, 0);
+    if (n->cfg.role == LOOM_WORKER) node_send_metrics(n);
     uint64_t silent = now - n->peers[0].last_heard_ms;
     if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms)
         node_fail(n, 0, "lost the scheduler: nothing heard from it for %" PRIu64 " ms", silent);
@@ -736,12 +745,26 @@ static void tick(loom_node *n, uint64_t now)
 
 /* ---- the I/O thread ---- */
 
+/* The status page hands over zmq_pollitem_t items of plain descriptors;
+ * translate their event bits to poll()'s and back, as zmq_poll() would. */
+static short poll_events(short zmq_ev)
+{
+    return (short)((zmq_ev & ZMQ_POLLIN ? POLLIN : 0) | (zmq_ev & ZMQ_POLLOUT ? POLLOUT : 0));
+}
+
+static short zmq_events(short revents)
+{
+    return (short)((revents & POLLIN ? ZMQ_POLLIN : 0) | (revents & POLLOUT ? ZMQ_POLLOUT : 0) |
+                   (revents & ~(POLLIN | POLLOUT) ? ZMQ_POLLERR : 0));
+}
+
 static void *io_main(void *arg)
 {
     loom_node *n = arg;
     log_set_tag(n->tag);
-    struct pollfd fds[POLL_MAX];
+    struct pollfd fds[POLL_MAX + STATUS_POLL_ITEMS];
     atomic_int *flags[POLL_MAX];
+    zmq_pollitem_t page[STATUS_POLL_ITEMS];
     while (!atomic_load(&n->io_exit)) {
         pthread_mutex_lock(&n->recv_mu);
         int more = drain_sockets(n);
@@ -750,17 +773,27 @@ static void *io_main(void *arg)
             n->next_heartbeat_ms = now + (uint64_t)n->cfg.heartbeat_interval_ms;
             tick(n, now);
         }
-        int nfds = poll_set(n, n->wake_fd, fds, flags);
-        pthread_mutex_unlock(&n->recv_mu);
         /* The set of DEALERs changes only when the roster arrives; building
-         * it each round is a few stores and keeps the loop simple. */
+         * it each round is a few stores and keeps the loop simple. Then the
+         * scheduler's status page (status.c), whose items are plain fds. */
+        int nfds = poll_set(n, n->wake_fd, fds, flags);
+        int npage = status_poll_items(n, page);
+        for (int i = 0; i < npage; i++)
+            fds[nfds + i] = (struct pollfd){page[i].fd, poll_events(page[i].events), 0};
+        pthread_mutex_unlock(&n->recv_mu);
         int timeout = more ? 0 : (int)(n->next_heartbeat_ms - now);
-        if (poll(fds, (nfds_t)nfds, timeout) < 0 && errno != EINTR) {
+        if (poll(fds, (nfds_t)(nfds + npage), timeout) < 0 && errno != EINTR) {
             log_error("poll failed: %s", strerror(errno));
             break;
         }
         if (fds[0].revents & POLLIN) clear_eventfd(n->wake_fd);
         mark_pending(fds, flags, nfds);
+        if (npage) {
+            for (int i = 0; i < npage; i++) page[i].revents = zmq_events(fds[nfds + i].revents);
+            pthread_mutex_lock(&n->recv_mu);
+            status_serve(n, page, npage, node_now_ms());
+            pthread_mutex_unlock(&n->recv_mu);
+        }
     }
     pthread_mutex_lock(&n->recv_mu);
     close_all_sockets(n, LOOM_ESHUTDOWN);
@@ -783,6 +816,7 @@ static int validate_config(const loom_config *c)
     if (c->rank < -1 || c->rank >= max_rank) return LOOM_ECONFIG;
     if (c->role == LOOM_SCHEDULER && c->rank == -1) return LOOM_ECONFIG;
     if (!strchr(c->scheduler, ':')) return LOOM_ECONFIG;
+    if (c->status_port < -1 || c->status_port > 65535) return LOOM_ECONFIG;
     if (c->heartbeat_interval_ms < 1 || c->heartbeat_timeout_ms <= c->heartbeat_interval_ms ||
         c->connect_timeout_ms < 1 || c->max_frame_mib < 0 || c->max_frame_mib > 2047)
         return LOOM_ECONFIG;
@@ -930,6 +964,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     node_set_core_handlers(n);
     if (cfg->secret[0]) rc = curve_start(n->zctx, cfg->secret, n->tag, &n->refused, &n->curve);
     if (!rc) rc = bind_router(n);
+    if (!rc && cfg->role == LOOM_SCHEDULER) rc = status_open(n);
     if (!rc && attach) rc = attach(n);
     if (!rc) {
         n->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1165,6 +1200,7 @@ static int done_acked(const loom_node *n)
 
 int node_worker_done(loom_node *n)
 {
+    node_send_metrics(n); /* the last ones reported, which no heartbeat will carry now */
     msg_header h = {.type = MSG_DONE};
     int rc = node_send(n, 0, &h, NULL, 0);
     pthread_mutex_lock(&n->mu);
@@ -1235,6 +1271,7 @@ void node_destroy(loom_node *n)
     uint64_t bad = atomic_load(&n->malformed);
     if (bad) log_error("dropped %" PRIu64 " malformed message(s) in all", bad);
     if (n->cfg.role == LOOM_SCHEDULER) sched_free(n);
+    status_close(n);
     u64map_free(&n->rid_index);
     tracker_destroy(&n->ts);
     pthread_mutex_destroy(&n->mu);
