@@ -72,7 +72,6 @@ class Node:
         self._ptr = ptr
         self._inflight = {}  # timestamp -> the arrays C may still use
         self._sweep_at = 64
-        self._tables = {}
         self.role = ROLES[_capi.lib.loom_node_role(ptr)]
         self.rank = _capi.lib.loom_rank(ptr)
         self.num_workers = _capi.lib.loom_num_workers(ptr)

@@ -45,6 +45,33 @@ def _address(a):
     return a.ctypes.data if a.size else None
 
 
+def table_opts(*, dtype=np.float32, width=1, storage="sparse", key_range=None, consistency="ssp",
+               staleness=0, updater="sum", lr=0.1, beta=1.0, l1=0.0, l2=0.0, eps=1e-8,
+               params=(), init="zero", init_a=0.0, init_b=0.0, init_seed=0, cache=True,
+               flush_rows=0):
+    """The loom_table_opts of Table's options; the defaults are LOOM_TABLE_OPTS_DEFAULT's."""
+    dtype = np.dtype(dtype)
+    if dtype not in DTYPES:
+        raise TypeError(f"dtype must be one of {', '.join(map(str, DTYPES))}, not {dtype}")
+    if len(params) > _capi.LOOM_MAX_PARAMS:
+        raise ValueError(f"at most {_capi.LOOM_MAX_PARAMS} params, not {len(params)}")
+    o = _capi.TableOpts()
+    o.type = DTYPES.index(dtype)
+    o.width = width
+    o.storage = _choice("storage", storage, STORAGE)
+    o.key_begin, o.key_end = key_range if key_range is not None else (0, 0)
+    o.consistency = _choice("consistency", consistency, CONSISTENCY)
+    o.staleness = staleness
+    o.updater = updater.encode()  # ctypes keeps the bytes alive with o; C copies the name
+    o.lr, o.beta, o.l1, o.l2, o.eps = lr, beta, l1, l2, eps
+    o.params[: len(params)] = params
+    o.init = _choice("init", init, INIT)
+    o.init_a, o.init_b, o.init_seed = init_a, init_b, init_seed
+    o.cache = int(bool(cache))
+    o.flush_rows = flush_rows
+    return o
+
+
 class Table:
     """A table of the job (loom_table_open); made by node.table(name, **options).
 
@@ -58,38 +85,16 @@ class Table:
       cache=True  flush_rows=0
     Every worker must open a table with the same options (else LoomError EMISMATCH)."""
 
-    def __init__(self, node, name, *, dtype=np.float32, width=1, storage="sparse",
-                 key_range=None, consistency="ssp", staleness=0, updater="sum", lr=0.1,
-                 beta=1.0, l1=0.0, l2=0.0, eps=1e-8, params=(), init="zero", init_a=0.0,
-                 init_b=0.0, init_seed=0, cache=True, flush_rows=0):
-        dtype = np.dtype(dtype)
-        if dtype not in DTYPES:
-            raise TypeError(f"dtype must be one of {', '.join(map(str, DTYPES))}, not {dtype}")
-        if len(params) > _capi.LOOM_MAX_PARAMS:
-            raise ValueError(f"at most {_capi.LOOM_MAX_PARAMS} params, not {len(params)}")
-        o = _capi.TableOpts()
-        o.type = DTYPES.index(dtype)
-        o.width = width
-        o.storage = _choice("storage", storage, STORAGE)
-        o.key_begin, o.key_end = key_range if key_range is not None else (0, 0)
-        o.consistency = _choice("consistency", consistency, CONSISTENCY)
-        o.staleness = staleness
-        self._updater = updater.encode()  # C copies it; kept for the call
-        o.updater = self._updater
-        o.lr, o.beta, o.l1, o.l2, o.eps = lr, beta, l1, l2, eps
-        o.params[: len(params)] = params
-        o.init = _choice("init", init, INIT)
-        o.init_a, o.init_b, o.init_seed = init_a, init_b, init_seed
-        o.cache = int(bool(cache))
-        o.flush_rows = flush_rows
+    def __init__(self, node, name, **options):
+        o = table_opts(**options)
         ptr = ctypes.c_void_p()
         call(_capi.lib.loom_table_open, node._handle(), name.encode(), ctypes.byref(o),
              ctypes.byref(ptr))
         self._ptr = ptr.value
         self.node = node
         self.name = name
-        self.dtype = dtype
-        self.width = width
+        self.dtype = DTYPES[o.type]
+        self.width = o.width
         self.key_range = (o.key_begin, o.key_end)
 
     def __repr__(self):
