@@ -47,6 +47,9 @@ class LoomError(Exception):
         super().__init__(text)
 
 
+LoomError.__module__ = "loom"  # tracebacks say loom.LoomError, the name users catch
+
+
 def call(fn, *args, detail=None):
     """Call the C function fn; raise LoomError if it returns an error code.
 

@@ -167,7 +167,7 @@ class Table:
                 inside &= keys < np.uint64(end)
             bad = np.flatnonzero(~inside)
             where = f"key {keys[bad[0]]} (index {bad[0]}) is" if bad.size else "a key is"
-            return f"{where} outside table {self.name!r}'s range [{begin}, {end or 2**64})"
+            return f"{where} outside the range [{begin}, {end or 2**64}) of table {self.name!r}"
 
         return detail
 

@@ -181,7 +181,8 @@ assert "no such updater or table" in str(e) and "LOOM_ENOTFOUND" in str(e), str(
 e = raises(loom.EINVAL, node.table, "bad_lr", updater="sgd", lr=0)
 assert 'updater "sgd" needs a learning rate lr > 0' in str(e), str(e)
 e = raises(loom.EKEYRANGE, sums.pull, np.array([1, 2, KEYS + 5], dtype=np.uint64))
-assert f"key {KEYS + 5} (index 2) is outside table 'sums'" in e.detail, str(e)
+assert f"key {KEYS + 5} (index 2) is outside the range [0, {KEYS}) of table 'sums'" in e.detail, \
+    str(e)
 try:
     sums.push(keys[:2], np.zeros((2, 2), dtype=np.float64))
     raise AssertionError("a float64 push into an int64 table was accepted")
