@@ -1,12 +1,13 @@
 """Sparse logistic regression on Loom, written in Python: the worker loop of `loom train lr`
 (apps/lr/train.c, minibatch SGD) with numpy.
 
-Every process of the job runs this file; loom.init() gives it its role. Worker r of W takes
-the lines r, r + W, ... of a LIBSVM training file. The model is one dense float64 table over
-keys [0, dim]: the feature weights and, at key dim, the bias; the servers apply the workers'
-gradients with a built-in updater (adagrad by default). Per minibatch a worker pulls the
-weights of the features its rows contain, pushes the batch's mean gradient and calls
-clock(), so the table's SSP(s) bounds how stale the weights it reads are. After each epoch
+Every process of the job runs this file; loom.init() gives it its role. Worker r of W reads
+share r of a LIBSVM training file with Loom's reader (loom.read_libsvm: the lines starting
+in the r-th of W byte ranges). The model is one dense float64 table over keys [0, dim]: the
+feature weights and, at key dim, the bias (dim agreed through a small table); the servers
+apply the workers' gradients with a built-in updater (adagrad by default). Per minibatch a
+worker pulls the weights of the features its rows contain, pushes the batch's mean gradient
+and calls clock(), so the table's SSP(s) bounds how stale the weights it reads are. After each epoch
 worker 0 pulls the whole model and scores the test file.
 
     python3 -m loom run --servers 2 --workers 4 python/examples/logistic_regression.py \\
@@ -16,7 +17,6 @@ worker 0 pulls the whole model and scores the test file.
 """
 
 import argparse
-import bz2
 import json
 import math
 import sys
@@ -25,33 +25,6 @@ import time
 import numpy as np
 
 import loom
-
-
-def read_libsvm(path, share=0, shares=1):
-    """Lines share, share + shares, ... of a LIBSVM file (.bz2 too), as CSR arrays; labels
-    as 0/1 and 1-based feature ids as 0-based. Returns (labels, row, idx, val, dim, rows):
-    dim is 1 + the largest feature id and rows the number of examples of the whole file, so
-    every worker agrees on them."""
-    opener = bz2.open if path.endswith(".bz2") else open
-    labels, idx, val, row, dim, number = [], [], [], [0], 0, -1
-    with opener(path, "rt") as f:
-        for line in f:
-            fields = line.split()
-            if not fields:
-                continue
-            number += 1
-            pairs = [p.split(":") for p in fields[1:]]
-            ids = [int(i) - 1 for i, _ in pairs]
-            if ids:
-                dim = max(dim, max(ids) + 1)
-            if number % shares != share:
-                continue
-            labels.append(1.0 if float(fields[0]) > 0 else 0.0)
-            idx += ids
-            val += [float(v) for _, v in pairs]
-            row.append(len(idx))
-    return (np.array(labels), np.array(row), np.array(idx, dtype=np.int64), np.array(val), dim,
-            number + 1)
 
 
 def margins(weights, bias, row, idx, val):
@@ -63,25 +36,34 @@ def margins(weights, bias, row, idx, val):
 
 
 def evaluate(model, dim, test):
-    y, row, idx, val, _, _ = test
-    m = margins(model[:dim], model[dim], row, idx, val)
-    accuracy = float(np.mean((m > 0) == (y > 0.5)))
-    z = np.where(y > 0.5, m, -m)
+    m = margins(model[:dim], model[dim], test.row, test.idx.astype(np.int64), test.val)
+    positive = test.label > 0
+    accuracy = float(np.mean((m > 0) == positive))
+    z = np.where(positive, m, -m)
     logloss = float(np.mean(np.log1p(np.exp(-np.abs(z))) + np.maximum(-z, 0)))
     return accuracy, logloss
 
 
 def train(node, args):
     rank, workers = node.rank, node.num_workers
-    y, row, idx, val, dim, rows = read_libsvm(args.train, rank, workers)
+    share = loom.read_libsvm(args.train, rank, workers)
+    y = (share.label > 0).astype(np.float64)
+    row, idx, val = share.row, share.idx.astype(np.int64), share.val.astype(np.float64)
+    # Agree on the model's size and the largest share: each worker pushes its own into a
+    # row of its rank, and after a barrier everyone reads them all.
+    sizes = node.table("lr_sizes", dtype=np.int64, width=2, storage="dense",
+                       key_range=(0, workers), consistency="asp")
+    sizes.push([rank], np.array([share.max_feature, len(y)], dtype=np.int64))
+    node.barrier()
+    all_sizes = sizes.pull(np.arange(workers, dtype=np.uint64))
+    dim, largest_share = int(all_sizes[:, 0].max()), int(all_sizes[:, 1].max())
     w = node.table("lr_weights", dtype=np.float64, storage="dense", key_range=(0, dim + 1),
                    consistency="ssp", staleness=args.staleness, updater=args.updater, lr=args.lr)
     # The same number of minibatches on every worker (set by the largest share), so clocks
     # stay aligned.
-    largest_share = math.ceil(rows / workers)
     batches = max(1, math.ceil(largest_share / args.minibatch))
     per = math.ceil(len(y) / batches)
-    test = read_libsvm(args.test) if args.test and rank == 0 else None
+    test = loom.read_libsvm(args.test) if args.test and rank == 0 else None
     metrics = open(args.metrics, "w") if args.metrics and rank == 0 else None
     rng = np.random.default_rng([args.seed, rank])
     start = time.time()
@@ -125,7 +107,7 @@ def sgd_step(w, dim, y, row, idx, val, batch):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--train", required=True, help="LIBSVM training file (.bz2 too)")
+    p.add_argument("--train", required=True, help="LIBSVM training file")
     p.add_argument("--test", help="LIBSVM test file, scored by worker 0 after each epoch")
     p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--minibatch", type=int, default=100, help="rows per minibatch per worker")

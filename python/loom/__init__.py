@@ -22,6 +22,7 @@ from ._errors import CODE_NAMES, LoomError
 from ._launch import JobError, run
 from ._node import Node, Request, init, launched
 from ._table import UPDATERS, Table
+from .data import Dataset, read_libsvm
 from .metrics import read_metrics
 
 # The error codes, as loom.EKEYRANGE etc.
@@ -30,4 +31,4 @@ for _code, _name in enumerate(CODE_NAMES):
 del _code, _name
 
 __all__ = ["init", "launched", "Node", "Table", "Request", "LoomError", "JobError", "run",
-           "read_metrics", "UPDATERS", "library_path"] + [n[len("LOOM_"):] for n in CODE_NAMES]
+           "read_metrics", "read_libsvm", "Dataset", "UPDATERS", "library_path"] + [n[len("LOOM_"):] for n in CODE_NAMES]

@@ -61,6 +61,34 @@ class Stats(ctypes.Structure):
     ]
 
 
+class Dataset(ctypes.Structure):
+    """loom_dataset (include/loom/data.h)."""
+
+    _fields_ = [
+        ("rows", ctypes.c_size_t),
+        ("nnz", ctypes.c_size_t),
+        ("label", ctypes.POINTER(ctypes.c_double)),
+        ("row", ctypes.POINTER(ctypes.c_size_t)),
+        ("idx", ctypes.POINTER(ctypes.c_uint64)),
+        ("val", ctypes.POINTER(ctypes.c_float)),
+        ("max_feature", ctypes.c_uint64),
+        ("skipped", ctypes.c_size_t),
+        ("first_line", ctypes.c_size_t),
+        ("bytes", ctypes.c_uint64),
+    ]
+
+
+class LibsvmOpts(ctypes.Structure):
+    """loom_libsvm_opts (include/loom/data.h)."""
+
+    _fields_ = [
+        ("ids", ctypes.c_int),
+        ("labels", ctypes.c_int),
+        ("max_features", ctypes.c_uint64),
+        ("skip_bad", ctypes.c_int),
+    ]
+
+
 def _find_library():
     path = os.environ.get("LOOM_LIBRARY")
     if path:
@@ -127,6 +155,9 @@ _SIGNATURES = {
     "loom_push_async": (_int, [_p, _p, _size, _p, _ts_p]),
     "loom_push_range_async": (_int, [_p, _u64, _u64, _p, _ts_p]),
     "loom_flush": (_int, [_p, _ts_p]),
+    "loom_libsvm_read": (_int, [ctypes.c_char_p, _int, _int, ctypes.POINTER(LibsvmOpts),
+                                ctypes.POINTER(ctypes.POINTER(Dataset)), ctypes.c_char_p, _size]),
+    "loom_dataset_free": (None, [ctypes.POINTER(Dataset)]),
 }
 
 for _name, (_res, _args) in _SIGNATURES.items():

@@ -129,5 +129,9 @@ def main(argv=None):
     args = args[1:]
     i = _program_index(args)
     args = args[:i] + _program(args[i:])
-    cli = loom_command()
+    try:
+        cli = loom_command()
+    except FileNotFoundError as e:
+        sys.stderr.write(f"{e}\n")
+        return 1
     os.execv(cli, [cli, "run"] + args)

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <loom/data.h>
 #include <loom/loom.h>
 
 #define FIELD(type, f)                                                                             \
@@ -47,16 +48,36 @@ int main(void)
     FIELD(loom_stats, connections_refused);
     FIELD(loom_stats, pulls_from_cache);
     FIELD(loom_stats, pulls_from_server);
+    printf("}, \"dataset\": {\"size\": [0, %zu], ", sizeof(loom_dataset));
+    first = 1;
+    FIELD(loom_dataset, rows);
+    FIELD(loom_dataset, nnz);
+    FIELD(loom_dataset, label);
+    FIELD(loom_dataset, row);
+    FIELD(loom_dataset, idx);
+    FIELD(loom_dataset, val);
+    FIELD(loom_dataset, max_feature);
+    FIELD(loom_dataset, skipped);
+    FIELD(loom_dataset, first_line);
+    FIELD(loom_dataset, bytes);
+    printf("}, \"libsvm_opts\": {\"size\": [0, %zu], ", sizeof(loom_libsvm_opts));
+    first = 1;
+    FIELD(loom_libsvm_opts, ids);
+    FIELD(loom_libsvm_opts, labels);
+    FIELD(loom_libsvm_opts, max_features);
+    FIELD(loom_libsvm_opts, skip_bad);
     printf("}, \"errors\": {\"LOOM_EINVAL\": %d, \"LOOM_ESTATE\": %d, \"count\": %d}", LOOM_EINVAL,
            LOOM_ESTATE, LOOM_ERROR_COUNT_);
     printf(", \"enums\": {\"LOOM_F32\": %d, \"LOOM_F64\": %d, \"LOOM_I32\": %d, \"LOOM_I64\": %d, "
            "\"LOOM_ASP\": %d, \"LOOM_SSP\": %d, \"LOOM_BSP\": %d, \"LOOM_DENSE\": %d, "
            "\"LOOM_SPARSE\": %d, \"LOOM_INIT_ZERO\": %d, \"LOOM_INIT_UNIFORM\": %d, "
            "\"LOOM_INIT_NORMAL\": %d, \"LOOM_SCHEDULER\": %d, \"LOOM_SERVER\": %d, "
-           "\"LOOM_WORKER\": %d}",
+           "\"LOOM_WORKER\": %d, \"LOOM_IDS_AUTO\": %d, \"LOOM_IDS_ONE_BASED\": %d, "
+           "\"LOOM_IDS_ZERO_BASED\": %d, \"LOOM_LABELS_CLASS\": %d, \"LOOM_LABELS_REAL\": %d}",
            LOOM_F32, LOOM_F64, LOOM_I32, LOOM_I64, LOOM_ASP, LOOM_SSP, LOOM_BSP, LOOM_DENSE,
            LOOM_SPARSE, LOOM_INIT_ZERO, LOOM_INIT_UNIFORM, LOOM_INIT_NORMAL, LOOM_SCHEDULER,
-           LOOM_SERVER, LOOM_WORKER);
+           LOOM_SERVER, LOOM_WORKER, LOOM_IDS_AUTO, LOOM_IDS_ONE_BASED, LOOM_IDS_ZERO_BASED,
+           LOOM_LABELS_CLASS, LOOM_LABELS_REAL);
     loom_table_opts d = LOOM_TABLE_OPTS_DEFAULT;
     printf(", \"defaults\": {\"type\": %d, \"width\": %u, \"storage\": %d, \"key_begin\": %llu, "
            "\"key_end\": %llu, \"consistency\": %d, \"staleness\": %d, \"updater\": \"%s\", "

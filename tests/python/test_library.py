@@ -15,7 +15,7 @@ import sys
 import harness
 
 import loom
-from loom import _capi, _errors, _node, _table
+from loom import _capi, _errors, _node, _table, data
 
 layout_program, include_dir = sys.argv[1], sys.argv[2]
 problems = []
@@ -45,7 +45,8 @@ if not bound <= declared:
 # ---- structures: offsets and sizes ----
 c = json.loads(subprocess.run([layout_program], capture_output=True, text=True,
                               check=True).stdout)
-for key, struct in (("table_opts", _capi.TableOpts), ("stats", _capi.Stats)):
+for key, struct in (("table_opts", _capi.TableOpts), ("stats", _capi.Stats),
+                    ("dataset", _capi.Dataset), ("libsvm_opts", _capi.LibsvmOpts)):
     fields = dict(c[key])
     size = fields.pop("size")[1]
     if ctypes.sizeof(struct) != size:
@@ -70,6 +71,8 @@ python_enums = {
     **{f"LOOM_{s.upper()}": i for i, s in enumerate(_table.STORAGE)},
     **{f"LOOM_INIT_{s.upper()}": i for i, s in enumerate(_table.INIT)},
     **{f"LOOM_{r.upper()}": i for i, r in enumerate(_node.ROLES)},
+    **{f"LOOM_IDS_{s.upper()}": i for i, s in enumerate(data.IDS)},
+    **{f"LOOM_LABELS_{s.upper()}": i for i, s in enumerate(data.LABELS)},
 }
 if python_enums != enums:
     problems.append(f"enums: Python {python_enums}, C {enums}")
@@ -88,4 +91,5 @@ for name, value in c["defaults"].items():
 if problems:
     harness.fail("\n  ".join(["the package does not match the C library:"] + problems))
 print(f"{len(exported)} exported functions = the headers' declarations; "
-      f"{len(c['table_opts']) + len(c['stats']) - 2} fields, enums, codes, defaults match")
+      f"{sum(len(c[k]) - 1 for k in ('table_opts', 'stats', 'dataset', 'libsvm_opts'))} fields, "
+      "enums, codes, defaults match")
