@@ -156,8 +156,8 @@ class Node:
 
     def _sweep(self):
         """Forget the arrays of completed operations (their Requests, if any, keep their own)."""
-        for ts in [ts for ts in self._inflight if _capi.lib.loom_test(self._ptr, ts)]:
-            del self._inflight[ts]
+        for ts in [ts for ts in list(self._inflight) if _capi.lib.loom_test(self._ptr, ts)]:
+            self._inflight.pop(ts, None)  # another thread's wait() may have taken it
         self._sweep_at = max(64, 2 * len(self._inflight))
 
 
