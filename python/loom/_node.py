@@ -14,23 +14,24 @@ when nothing can write any more.
 import ctypes
 
 from . import _capi
-from ._errors import LoomError, call
+from ._errors import CODE_NAMES, LoomError, call
 
 ROLES = ("scheduler", "server", "worker")
-_ESTATE = 14
+_ESTATE = CODE_NAMES.index("LOOM_ESTATE")
 
 
 class Request:
     """An asynchronous pull, push or flush. wait() blocks until it completed and returns the
     pulled array (for pulls) or None; test() says whether it has, without blocking."""
 
-    __slots__ = ("_node", "_ts", "_value", "_status", "_what")
+    __slots__ = ("_node", "_ts", "_value", "_status", "_detail", "_what")
 
     def __init__(self, node, ts, value, what):
         self._node = node
         self._ts = ts
         self._value = value
         self._status = None  # the C result once known
+        self._detail = ""  # and what the node said about a failure
         self._what = what
 
     @property
@@ -50,11 +51,13 @@ class Request:
             _capi.lib.loom_clear_last_error()
             self._finish(_capi.lib.loom_wait(self._node._handle(), self._ts))
         if self._status:
-            raise LoomError(self._status, _capi.lib.loom_last_error().decode(), self._what)
+            raise LoomError(self._status, self._detail, self._what)
         return self._value
 
     def _finish(self, status):
         self._status = status
+        if status:
+            self._detail = _capi.lib.loom_last_error().decode(errors="replace")
         self._node._inflight.pop(self._ts, None)
 
     def __repr__(self):

@@ -12,13 +12,14 @@ import ctypes
 import numpy as np
 
 from . import _capi
-from ._errors import LoomError, call
+from ._errors import CODE_NAMES, call
 
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64))
 CONSISTENCY = ("asp", "ssp", "bsp")
 STORAGE = ("dense", "sparse")
 INIT = ("zero", "uniform", "normal")
 UPDATERS = ("sum", "assign", "sgd", "adagrad", "ftrl")
+_EKEYRANGE = CODE_NAMES.index("LOOM_EKEYRANGE")
 
 
 def _choice(what, value, names):
@@ -160,7 +161,7 @@ class Table:
         begin, end = self.key_range
 
         def detail(rc):
-            if rc != 11:  # LOOM_EKEYRANGE
+            if rc != _EKEYRANGE:
                 return ""
             inside = keys >= np.uint64(begin)
             if end:
