@@ -19,7 +19,7 @@ prog.py` or loom.run("prog.py", workers=4). docs/PYTHON.md has the whole API.
 
 from ._capi import library_path
 from ._errors import CODE_NAMES, LoomError
-from ._launch import JobError, run
+from ._launch import JobError, interface_address, run, secret_generate
 from ._node import Node, Request, init, launched
 from ._table import UPDATERS, Table
 from .data import Dataset, read_libsvm
@@ -31,4 +31,5 @@ for _code, _name in enumerate(CODE_NAMES):
 del _code, _name
 
 __all__ = ["init", "launched", "Node", "Table", "Request", "LoomError", "JobError", "run",
+           "secret_generate", "interface_address",
            "read_metrics", "read_libsvm", "Dataset", "UPDATERS", "library_path"] + [n[len("LOOM_"):] for n in CODE_NAMES]

@@ -155,6 +155,8 @@ _SIGNATURES = {
     "loom_push_async": (_int, [_p, _p, _size, _p, _ts_p]),
     "loom_push_range_async": (_int, [_p, _u64, _u64, _p, _ts_p]),
     "loom_flush": (_int, [_p, _ts_p]),
+    "loom_secret_generate": (_int, [ctypes.c_char_p, _int, ctypes.c_char_p, _size]),
+    "loom_interface_address": (_int, [ctypes.c_char_p, ctypes.c_char_p, _size]),
     "loom_libsvm_read": (_int, [ctypes.c_char_p, _int, _int, ctypes.POINTER(LibsvmOpts),
                                 ctypes.POINTER(ctypes.POINTER(Dataset)), ctypes.c_char_p, _size]),
     "loom_dataset_free": (None, [ctypes.POINTER(Dataset)]),

@@ -6,10 +6,14 @@ LOOM_* variables. A program ending in .py runs under the interpreter that called
 loom.run (sys.executable), so the job's processes see the same numpy and the same loom.
 """
 
+import ctypes
 import os
 import shutil
 import subprocess
 import sys
+
+from . import _capi
+from ._errors import LoomError, call
 
 # The switches of `loom run` (flags without a value); every other flag takes one.
 _RUN_SWITCHES = {"--insecure", "--verbose", "-h", "--help"}
@@ -50,6 +54,24 @@ def loom_command():
         raise FileNotFoundError("loom: cannot find the `loom` command; set LOOM_CLI=BUILD/bin/loom "
                                 "or install Loom (docs/PYTHON.md)")
     return path
+
+
+def secret_generate(path, overwrite=False):
+    """Write a new job secret into a new file (mode 0600), as `loom keygen` does; every
+    process of a cluster job then reads it (LOOM_SECRET_FILE, loom.run(secret=...);
+    docs/SECURITY.md). An existing file raises LoomError unless overwrite."""
+    err = ctypes.create_string_buffer(512)
+    rc = _capi.lib.loom_secret_generate(os.fsencode(path), int(bool(overwrite)), err, len(err))
+    if rc:
+        raise LoomError(rc, err.value.decode(errors="replace"), "loom_secret_generate")
+
+
+def interface_address(name):
+    """The IPv4 address of network interface `name`: what LOOM_INTERFACE=name binds."""
+    addr = ctypes.create_string_buffer(64)
+    call(_capi.lib.loom_interface_address, name.encode(), addr, len(addr),
+         detail=lambda rc: f"no IPv4 address on interface {name!r}")
+    return addr.value.decode()
 
 
 def _program(argv):

@@ -39,6 +39,28 @@ done = loom.run(prog, servers=2, workers=4, timeout=60, capture_output=True)
 sums(done.stdout, 4)
 print("python3 -m loom run, loom run -- python3, loom.run: exact sums")
 
+# A job with a secret made from Python: exact sums; the file is private and not overwritten.
+secret = os.path.join(harness.workdir(), "job.secret")
+loom.secret_generate(secret)
+if os.stat(secret).st_mode & 0o777 != 0o600:
+    harness.fail(f"secret file mode {oct(os.stat(secret).st_mode)}")
+sums(loom.run(prog, workers=2, secret=secret, timeout=60, capture_output=True).stdout, 2)
+try:
+    loom.secret_generate(secret)
+    harness.fail("an existing secret file was overwritten")
+except loom.LoomError as e:
+    if e.code != loom.ECONFIG or e.detail != f"{secret} already exists; it was left alone":
+        harness.fail(f"secret_generate over an existing file: {e}")
+if loom.interface_address("lo") != "127.0.0.1":
+    harness.fail(f"interface lo has address {loom.interface_address('lo')}")
+try:
+    loom.interface_address("no-such-if0")
+    harness.fail("an unknown interface has an address")
+except loom.LoomError as e:
+    if e.code != loom.ECONFIG:
+        harness.fail(f"unknown interface: {e}")
+print("secret_generate: a job with that secret, exact sums; interface_address('lo')")
+
 # A worker failing with a LoomError: the job fails, and the caller sees why.
 try:
     loom.run([prog, "fail"], workers=2, timeout=60, capture_output=True)
