@@ -22,7 +22,7 @@ from ._errors import CODE_NAMES, LoomError
 from ._launch import JobError, interface_address, run, secret_generate
 from ._node import Node, Request, init, launched
 from ._table import UPDATERS, Table
-from .data import Dataset, read_libsvm
+from .data import Dataset, Ratings, read_libsvm, read_ratings
 from .metrics import read_metrics
 
 # The error codes, as loom.EKEYRANGE etc.
@@ -32,4 +32,5 @@ del _code, _name
 
 __all__ = ["init", "launched", "Node", "Table", "Request", "LoomError", "JobError", "run",
            "secret_generate", "interface_address",
-           "read_metrics", "read_libsvm", "Dataset", "UPDATERS", "library_path"] + [n[len("LOOM_"):] for n in CODE_NAMES]
+           "read_metrics", "read_libsvm", "Dataset",
+           "read_ratings", "Ratings", "UPDATERS", "library_path"] + [n[len("LOOM_"):] for n in CODE_NAMES]

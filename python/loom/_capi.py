@@ -89,6 +89,31 @@ class LibsvmOpts(ctypes.Structure):
     ]
 
 
+class Ratings(ctypes.Structure):
+    """loom_ratings (include/loom/data.h)."""
+
+    _fields_ = [
+        ("n", ctypes.c_size_t),
+        ("user", ctypes.POINTER(ctypes.c_uint32)),
+        ("item", ctypes.POINTER(ctypes.c_uint32)),
+        ("rating", ctypes.POINTER(ctypes.c_float)),
+        ("line", ctypes.POINTER(ctypes.c_uint64)),
+        ("users", ctypes.c_size_t),
+        ("items", ctypes.c_size_t),
+        ("user_id", ctypes.POINTER(ctypes.c_int64)),
+        ("item_id", ctypes.POINTER(ctypes.c_int64)),
+        ("skipped", ctypes.c_size_t),
+        ("first_line", ctypes.c_size_t),
+        ("bytes", ctypes.c_uint64),
+    ]
+
+
+class RatingsOpts(ctypes.Structure):
+    """loom_ratings_opts (include/loom/data.h)."""
+
+    _fields_ = [("separator", ctypes.c_char), ("skip_bad", ctypes.c_int)]
+
+
 def _find_library():
     path = os.environ.get("LOOM_LIBRARY")
     if path:
@@ -160,6 +185,9 @@ _SIGNATURES = {
     "loom_libsvm_read": (_int, [ctypes.c_char_p, _int, _int, ctypes.POINTER(LibsvmOpts),
                                 ctypes.POINTER(ctypes.POINTER(Dataset)), ctypes.c_char_p, _size]),
     "loom_dataset_free": (None, [ctypes.POINTER(Dataset)]),
+    "loom_ratings_read": (_int, [ctypes.c_char_p, _int, _int, ctypes.POINTER(RatingsOpts),
+                                 ctypes.POINTER(ctypes.POINTER(Ratings)), ctypes.c_char_p, _size]),
+    "loom_ratings_free": (None, [ctypes.POINTER(Ratings)]),
 }
 
 for _name, (_res, _args) in _SIGNATURES.items():

@@ -1,6 +1,7 @@
-"""Reading LIBSVM training data with Loom's C reader (loom_libsvm_read, docs/DATA.md):
-worker `shard` of `shards` takes the lines that start in its byte range of one shared file,
-as `loom train lr` does, so no one splits the data beforehand."""
+"""Reading training data with Loom's C readers (loom_libsvm_read, loom_ratings_read;
+docs/DATA.md): worker `shard` of `shards` takes the lines that start in its byte range of
+one shared file, as `loom train` does, so no one splits the data beforehand. The C arrays
+are copied into numpy arrays and freed."""
 
 import collections
 import ctypes
@@ -51,3 +52,35 @@ def read_libsvm(path, shard=0, shards=1, *, ids="auto", labels="class", max_feat
                        d.max_feature, d.skipped, d.first_line, d.bytes)
     finally:
         _capi.lib.loom_dataset_free(out)
+
+
+Ratings = collections.namedtuple(
+    "Ratings", "user item rating line users items user_id item_id skipped first_line bytes")
+Ratings.__doc__ = """A share of a ratings file: rating i is user[i] (a dense index) rating
+item[i] with rating[i], from line line[i] of the file. users and items count the distinct
+ids of the whole file; user_id[u] is the file's id of dense index u (item_id alike), so
+every worker maps ids the same way."""
+
+
+def read_ratings(path, shard=0, shards=1, *, separator=None, skip_bad=False):
+    """Share `shard` of `shards` of a ratings file ("user item rating [timestamp]", tabs,
+    commas or spaces; a header line is skipped), as Ratings of numpy arrays. separator:
+    None to detect it, or one of "\\t", ",", " ". A malformed file raises LoomError whose
+    detail names the file and line."""
+    if separator not in (None, "\t", ",", " "):
+        raise ValueError(f"separator must be None, '\\t', ',' or ' ', not {separator!r}")
+    opts = _capi.RatingsOpts(separator.encode() if separator else b"\0", int(bool(skip_bad)))
+    out = ctypes.POINTER(_capi.Ratings)()
+    err = ctypes.create_string_buffer(1024)
+    rc = _capi.lib.loom_ratings_read(os.fsencode(path), shard, shards, ctypes.byref(opts),
+                                     ctypes.byref(out), err, len(err))
+    if rc:
+        raise LoomError(rc, err.value.decode(errors="replace"), "loom_ratings_read")
+    try:
+        r = out.contents
+        return Ratings(_array(r.user, r.n, np.uint32), _array(r.item, r.n, np.uint32),
+                       _array(r.rating, r.n, np.float32), _array(r.line, r.n, np.uint64),
+                       r.users, r.items, _array(r.user_id, r.users, np.int64),
+                       _array(r.item_id, r.items, np.int64), r.skipped, r.first_line, r.bytes)
+    finally:
+        _capi.lib.loom_ratings_free(out)

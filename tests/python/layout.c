@@ -66,6 +66,24 @@ int main(void)
     FIELD(loom_libsvm_opts, labels);
     FIELD(loom_libsvm_opts, max_features);
     FIELD(loom_libsvm_opts, skip_bad);
+    printf("}, \"ratings\": {\"size\": [0, %zu], ", sizeof(loom_ratings));
+    first = 1;
+    FIELD(loom_ratings, n);
+    FIELD(loom_ratings, user);
+    FIELD(loom_ratings, item);
+    FIELD(loom_ratings, rating);
+    FIELD(loom_ratings, line);
+    FIELD(loom_ratings, users);
+    FIELD(loom_ratings, items);
+    FIELD(loom_ratings, user_id);
+    FIELD(loom_ratings, item_id);
+    FIELD(loom_ratings, skipped);
+    FIELD(loom_ratings, first_line);
+    FIELD(loom_ratings, bytes);
+    printf("}, \"ratings_opts\": {\"size\": [0, %zu], ", sizeof(loom_ratings_opts));
+    first = 1;
+    FIELD(loom_ratings_opts, separator);
+    FIELD(loom_ratings_opts, skip_bad);
     printf("}, \"errors\": {\"LOOM_EINVAL\": %d, \"LOOM_ESTATE\": %d, \"count\": %d}", LOOM_EINVAL,
            LOOM_ESTATE, LOOM_ERROR_COUNT_);
     printf(", \"enums\": {\"LOOM_F32\": %d, \"LOOM_F64\": %d, \"LOOM_I32\": %d, \"LOOM_I64\": %d, "

@@ -1,6 +1,7 @@
-"""python.data: loom.read_libsvm returns Loom's C reader's shares as numpy arrays: three
-shares of a generated file hold every row exactly once, in order, equal to the file parsed
-here in Python; a malformed line raises LoomError naming the file and line."""
+"""python.data: loom.read_libsvm and loom.read_ratings return Loom's C readers' shares as
+numpy arrays: three shares of a file hold every row exactly once, in order, equal to the
+file parsed here in Python (ratings: ids mapped to dense indices in ascending order of id);
+a malformed line raises LoomError naming the file and line."""
 
 import os
 import subprocess
@@ -50,3 +51,30 @@ except loom.LoomError as e:
     if not e.detail.startswith(f"{bad}:2: ") or e.code != loom.EINVAL:
         harness.fail(f"error {e} does not name {bad}:2")
     print(f"malformed file: {e}")
+
+ratings = os.path.join(work, "ratings.csv")
+rng = np.random.default_rng(5)
+table = [(int(rng.integers(-50, 500)), int(rng.integers(0, 40)) * 7, float(rng.integers(1, 11)) / 2)
+         for _ in range(900)]
+with open(ratings, "w") as f:
+    f.write("userId,movieId,rating,timestamp\n")
+    for u, i, r in table:
+        f.write(f"{u},{i},{r},1234\n")
+users, items = sorted({u for u, _, _ in table}), sorted({i for _, i, _ in table})
+shares = [loom.read_ratings(ratings, s, 3) for s in range(3)]
+got = [(int(s.user_id[s.user[k]]), int(s.item_id[s.item[k]]), float(s.rating[k]))
+       for s in shares for k in range(len(s.user))]
+if got != table or any(s.user_id.tolist() != users or s.item_id.tolist() != items
+                       for s in shares):
+    harness.fail("the ratings shares differ from the file")
+if np.concatenate([s.line for s in shares]).tolist() != list(range(2, 902)):
+    harness.fail("the ratings' line numbers are not 2..901")
+print(f"3 shares of {len(table)} ratings, {len(users)} users, {len(items)} items: as parsed here")
+with open(bad, "w") as f:
+    f.write("1,2,3.5\n4,x,1\n")
+try:
+    loom.read_ratings(bad)
+    harness.fail("a malformed ratings file was read without an error")
+except loom.LoomError as e:
+    if not e.detail.startswith(f"{bad}:2: "):
+        harness.fail(f"error {e} does not name {bad}:2")

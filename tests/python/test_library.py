@@ -46,7 +46,8 @@ if not bound <= declared:
 c = json.loads(subprocess.run([layout_program], capture_output=True, text=True,
                               check=True).stdout)
 for key, struct in (("table_opts", _capi.TableOpts), ("stats", _capi.Stats),
-                    ("dataset", _capi.Dataset), ("libsvm_opts", _capi.LibsvmOpts)):
+                    ("dataset", _capi.Dataset), ("libsvm_opts", _capi.LibsvmOpts),
+                    ("ratings", _capi.Ratings), ("ratings_opts", _capi.RatingsOpts)):
     fields = dict(c[key])
     size = fields.pop("size")[1]
     if ctypes.sizeof(struct) != size:
@@ -91,5 +92,5 @@ for name, value in c["defaults"].items():
 if problems:
     harness.fail("\n  ".join(["the package does not match the C library:"] + problems))
 print(f"{len(exported)} exported functions = the headers' declarations; "
-      f"{sum(len(c[k]) - 1 for k in ('table_opts', 'stats', 'dataset', 'libsvm_opts'))} fields, "
+      f"{sum(len(c[k]) - 1 for k in ('table_opts', 'stats', 'dataset', 'libsvm_opts', 'ratings', 'ratings_opts'))} fields, "
       "enums, codes, defaults match")
