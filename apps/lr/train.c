@@ -52,7 +52,8 @@ enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED };
 /* ---- server-side updaters (registered in every process before loom_init) ---- */
 
 /* DBPG's server step. Row: [w, g, u]; a push adds [0, g, u] of one worker;
- * state[0] counts pushes this step; params: [0] workers, [1] bias key. */
+ * state[0] counts pushes this step; params: [0] workers, [1] bias key (which,
+ * as under SGD, neither l1 nor l2 penalises). */
 static void dbpg_updater(const loom_update *u, void *user)
 {
     (void)user;
@@ -62,8 +63,8 @@ static void dbpg_updater(const loom_update *u, void *user)
     row[1] += d[1];
     row[2] += d[2];
     if (++count[0] < o->params[0]) return;
-    row[0] = lr_dbpg_prox(row[0], row[1], row[2], o->lr,
-                          u->key == (uint64_t)o->params[1] ? 0 : o->l1, o->l2);
+    int bias = u->key == (uint64_t)o->params[1];
+    row[0] = lr_dbpg_prox(row[0], row[1], row[2], o->lr, bias ? 0 : o->l1, bias ? 0 : o->l2);
     row[1] = row[2] = count[0] = 0;
 }
 
@@ -242,12 +243,20 @@ static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uin
 
 /* ---- DBPG ---- */
 
+/* A worker's DBPG bookkeeping: a column index of its share (for every local
+ * feature, the rows containing it and where), and the curvature bound's
+ * window: per row, its non-zeros in the blocks of the steps in flight. */
+typedef struct dbpg_index {
+    uint32_t *ptr, *row, *nz; /* column index */
+    uint32_t *overlap;        /* per row: non-zeros (the bias counts) in the window's blocks */
+    int *in_window;           /* per block: how many of the window's steps it is */
+} dbpg_index;
+
 /* Bring the local weights of block [lo, hi) up to the servers' values (as the
  * delay allows) and the margins with them: margins always equal X * local w.
  * Only the share's own features of the block are pulled. */
 static int dbpg_refresh(loom_table *wt, shard *s, double *margin, uint64_t lo, uint64_t hi,
-                        double *rows3, const uint32_t *csc_ptr, const uint32_t *csc_row,
-                        const uint32_t *csc_nz)
+                        double *rows3, const dbpg_index *x)
 {
     const loom_dataset *d = s->d;
     size_t f0 = app_lower_bound(s->keys, s->nkeys, lo), f1 = app_lower_bound(s->keys, s->nkeys, hi);
@@ -260,19 +269,45 @@ static int dbpg_refresh(loom_table *wt, shard *s, double *margin, uint64_t lo, u
         if (f == s->nkeys - 1) { /* the bias */
             for (size_t i = 0; i < d->rows; i++) margin[i] += delta;
         } else {
-            for (uint32_t p = csc_ptr[f]; p < csc_ptr[f + 1]; p++)
-                margin[csc_row[p]] += delta * d->val[csc_nz[p]];
+            for (uint32_t p = x->ptr[f]; p < x->ptr[f + 1]; p++)
+                margin[x->row[p]] += delta * d->val[x->nz[p]];
         }
     }
     return 0;
 }
 
-/* Push block [lo, hi)'s gradient and diagonal curvature over every row of the
+/* The window of the curvature bound slides to step t: block t mod B enters,
+ * the block of step t - delay - 1 leaves (see lr_dbpg_window). */
+static void dbpg_slide(const shard *s, dbpg_index *x, uint64_t dim, const lr_train_opts *o,
+                       int64_t t)
+{
+    int enter, leave;
+    lr_dbpg_window(t, o->delay, o->blocks, &enter, &leave);
+    int blocks[2] = {enter, leave}, change[2] = {1, -1};
+    for (int k = 0; k < 2; k++) {
+        if (blocks[k] < 0) continue;
+        int *n = &x->in_window[blocks[k]];
+        /* A block counts once however many of the window's steps it is. */
+        if (change[k] > 0 ? (*n)++ != 0 : --*n != 0) continue;
+        uint64_t lo, hi;
+        lr_dbpg_block(dim, o->blocks, blocks[k], &lo, &hi);
+        uint32_t add = (uint32_t)change[k]; /* wraps to subtract */
+        for (size_t f = app_lower_bound(s->keys, s->nkeys, lo); f < s->nkeys && s->keys[f] < hi;
+             f++) {
+            if (f == s->nkeys - 1) {
+                for (size_t i = 0; i < s->d->rows; i++) x->overlap[i] += add;
+            } else {
+                for (uint32_t q = x->ptr[f]; q < x->ptr[f + 1]; q++) x->overlap[x->row[q]] += add;
+            }
+        }
+    }
+}
+
+/* Push block [lo, hi)'s gradient and curvature bound over every row of the
  * share (zeros for features the share lacks: each key must hear from every
  * worker for the server step to happen). */
 static int dbpg_push(loom_table *wt, const shard *s, const double *margin, uint64_t lo, uint64_t hi,
-                     double *rows3, const uint32_t *csc_ptr, const uint32_t *csc_row,
-                     const uint32_t *csc_nz)
+                     double *rows3, const dbpg_index *x)
 {
     const loom_dataset *d = s->d;
     memset(rows3, 0, 3 * (size_t)(hi - lo) * sizeof *rows3);
@@ -282,14 +317,14 @@ static int dbpg_push(loom_table *wt, const shard *s, const double *margin, uint6
             for (size_t i = 0; i < d->rows; i++) {
                 double p = lr_sigmoid(margin[i]);
                 g += p - s->y01[i];
-                h += p * (1 - p);
+                h += p * (1 - p) * x->overlap[i];
             }
         } else {
-            for (uint32_t q = csc_ptr[f]; q < csc_ptr[f + 1]; q++) {
-                size_t i = csc_row[q];
-                double x = d->val[csc_nz[q]], p = lr_sigmoid(margin[i]);
-                g += (p - s->y01[i]) * x;
-                h += p * (1 - p) * x * x;
+            for (uint32_t q = x->ptr[f]; q < x->ptr[f + 1]; q++) {
+                size_t i = x->row[q];
+                double v = d->val[x->nz[q]], p = lr_sigmoid(margin[i]);
+                g += (p - s->y01[i]) * v;
+                h += p * (1 - p) * v * v * x->overlap[i];
             }
         }
         rows3[3 * (s->keys[f] - lo) + 1] = g;
@@ -301,14 +336,18 @@ static int dbpg_push(loom_table *wt, const shard *s, const double *margin, uint6
     return 0;
 }
 
-/* Column index of the share: for every local feature, the rows containing it. */
-static int build_csc(const shard *s, uint32_t **ptr, uint32_t **rowv, uint32_t **nzv)
+/* Column index of the share: for every local feature, the rows containing it;
+ * and the curvature window, empty. */
+static int dbpg_index_init(const shard *s, const lr_train_opts *o, dbpg_index *x)
 {
     const loom_dataset *d = s->d;
+    uint32_t **ptr = &x->ptr, **rowv = &x->row, **nzv = &x->nz;
     *ptr = calloc(s->nkeys + 1, sizeof **ptr);
     *rowv = malloc((d->nnz ? d->nnz : 1) * sizeof **rowv);
     *nzv = malloc((d->nnz ? d->nnz : 1) * sizeof **nzv);
-    if (!*ptr || !*rowv || !*nzv) return LOOM_ENOMEM;
+    x->overlap = calloc(d->rows ? d->rows : 1, sizeof *x->overlap);
+    x->in_window = calloc((size_t)o->blocks, sizeof *x->in_window);
+    if (!*ptr || !*rowv || !*nzv || !x->overlap || !x->in_window) return LOOM_ENOMEM;
     for (size_t k = 0; k < d->nnz; k++) (*ptr)[s->col[k] + 1]++;
     for (size_t f = 0; f < s->nkeys; f++) (*ptr)[f + 1] += (*ptr)[f];
     uint32_t *fill = malloc((s->nkeys ? s->nkeys : 1) * sizeof *fill);
@@ -570,7 +609,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     shard s = {0};
     size_t *order = NULL;
     double *margin = NULL, *rows3 = NULL;
-    uint32_t *csc_ptr = NULL, *csc_row = NULL, *csc_nz = NULL;
+    dbpg_index dx = {0};
     batch_buf bb = {0};
     reporter rep = {.cli = c,
                     .test = test,
@@ -583,7 +622,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     if (o->algo == LR_ALGO_DBPG) {
         /* Rows [w, g, u] for up to every key: a block, or all of them at epoch end. */
         rows3 = malloc(3 * (dim + 1) * sizeof *rows3);
-        if (!rc && rows3) rc = build_csc(&s, &csc_ptr, &csc_row, &csc_nz);
+        if (!rc && rows3) rc = dbpg_index_init(&s, o, &dx);
     }
     if (rank == 0) rep.model = malloc((dim + 1) * rep.width * sizeof *rep.model);
     if (rc || !order || !margin || (o->algo == LR_ALGO_DBPG && !rows3) ||
@@ -622,11 +661,11 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
                 uint64_t lo, hi;
                 if (r >= 0) {
                     lr_dbpg_block(dim, o->blocks, (int)(r % o->blocks), &lo, &hi);
-                    rc = dbpg_refresh(w, &s, margin, lo, hi, rows3, csc_ptr, csc_row, csc_nz);
+                    rc = dbpg_refresh(w, &s, margin, lo, hi, rows3, &dx);
                 }
+                dbpg_slide(&s, &dx, dim, o, t);
                 lr_dbpg_block(dim, o->blocks, b, &lo, &hi);
-                if (!rc && lo < hi)
-                    rc = dbpg_push(w, &s, margin, lo, hi, rows3, csc_ptr, csc_row, csc_nz);
+                if (!rc && lo < hi) rc = dbpg_push(w, &s, margin, lo, hi, rows3, &dx);
                 if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
             }
         }
@@ -636,7 +675,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         if (o->algo == LR_ALGO_SGD) {
             rc = share_loss(w, &s, &loss);
         } else { /* catch every block up; the margins then give the loss */
-            rc = dbpg_refresh(w, &s, margin, 0, dim + 1, rows3, csc_ptr, csc_row, csc_nz);
+            rc = dbpg_refresh(w, &s, margin, 0, dim + 1, rows3, &dx);
             for (size_t i = 0; i < d->rows; i++) loss += lr_logistic_loss(margin[i], d->label[i]);
         }
         if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows);
@@ -649,7 +688,8 @@ out:
         rc = 1;
     }
     free(bb.keys), free(bb.cols), free(bb.w), free(bb.g);
-    free(order), free(margin), free(rows3), free(csc_ptr), free(csc_row), free(csc_nz);
+    free(order), free(margin), free(rows3);
+    free(dx.ptr), free(dx.row), free(dx.nz), free(dx.overlap), free(dx.in_window);
     free(rep.model);
     shard_free(&s);
     return rc;
