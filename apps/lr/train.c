@@ -44,7 +44,8 @@
 #include "lr/lr.h"
 
 #define STAT_FIELDS 8
-enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED };
+/* ST_STEPS: minibatches pushed since the start (FTRL's l1 scale, see report). */
+enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED, ST_STEPS };
 
 #define PROG            "loom train lr"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
@@ -410,6 +411,7 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
     if (!m.w) return app_fail(PROG, "report", LOOM_ENOMEM);
     double l1 = 0, l2 = 0;
     uint64_t nnz = 0;
+    const lr_train_opts *o = &c->train;
     for (uint64_t j = 0; j < r->dim; j++) {
         m.w[j] = r->model[j * r->width];
         l1 += fabs(m.w[j]);
@@ -418,9 +420,19 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
     }
     m.bias = r->model[r->dim * r->width];
     double train_loss = st[ST_ROWS] > 0 ? st[ST_LOSS] / st[ST_ROWS] : 0;
-    /* DBPG's penalty applies to the summed loss, SGD's to the mean gradient. */
-    double scale = c->train.algo == LR_ALGO_DBPG && st[ST_ROWS] > 0 ? 1 / st[ST_ROWS] : 1;
-    double objective = train_loss + scale * (c->train.l1 * l1 + c->train.l2 / 2 * l2);
+    /* DBPG's penalties apply to the summed loss, SGD's l2 to the mean. FTRL's
+     * l1 is McMahan's: on the sum of the T minibatch losses pushed so far (of
+     * all workers), the bias included (the server's updater treats every key
+     * alike), so on the mean's scale it weighs l1 / T. */
+    double l1_weight = o->l1, l2_weight = o->l2;
+    if (o->algo == LR_ALGO_DBPG && st[ST_ROWS] > 0) {
+        l1_weight /= st[ST_ROWS];
+        l2_weight /= st[ST_ROWS];
+    } else if (o->algo == LR_ALGO_SGD && o->updater == LR_UPD_FTRL && o->l1 != 0) {
+        l1_weight = st[ST_STEPS] > 0 ? o->l1 / st[ST_STEPS] : 0;
+        l1 += fabs(m.bias);
+    }
+    double objective = train_loss + l1_weight * l1 + l2_weight / 2 * l2;
     lr_metrics test = {0};
     if (r->test) {
         double *margin = malloc((r->test->rows ? r->test->rows : 1) * sizeof *margin);
@@ -548,7 +560,8 @@ static int agree_sizes(loom_node *n, const loom_dataset *d, uint64_t *dim, uint6
     return 0;
 }
 
-static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_t rows)
+static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_t rows,
+                      uint64_t steps)
 {
     loom_stats ns;
     loom_node_stats(n, &ns);
@@ -558,6 +571,7 @@ static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, s
     v[ST_EXAMPLES] = (double)rows;
     v[ST_BYTES_SENT] = (double)ns.bytes_sent;
     v[ST_BYTES_RECEIVED] = (double)ns.bytes_received;
+    v[ST_STEPS] = (double)steps;
     uint64_t base = (uint64_t)epoch * STAT_FIELDS;
     loom_ts ts;
     TRY("push statistics", loom_push_range_async(stats, base, base + STAT_FIELDS, v, &ts));
@@ -678,7 +692,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
             rc = dbpg_refresh(w, &s, margin, 0, dim + 1, rows3, &dx);
             for (size_t i = 0; i < d->rows; i++) loss += lr_logistic_loss(margin[i], d->label[i]);
         }
-        if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows);
+        if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows, s.step);
         if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
         if (!rc && rank == 0) rc = report(&rep, w, stats, epoch, epoch_s);
     }
