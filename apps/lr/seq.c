@@ -173,8 +173,8 @@ static int train_dbpg(const lr_train_opts *o, const loom_dataset *d, uint64_t di
      * in the blocks of the steps in flight; per block, its steps there. */
     uint32_t *overlap = calloc(d->rows ? d->rows : 1, sizeof *overlap);
     int *in_window = calloc((size_t)o->blocks, sizeof *in_window);
-    int rc = ptr && rowv && nzv && margin && lw && gh && fill && overlap && in_window ? 0
-                                                                                   : LOOM_ENOMEM;
+    int rc =
+        ptr && rowv && nzv && margin && lw && gh && fill && overlap && in_window ? 0 : LOOM_ENOMEM;
     if (!rc) {
         for (size_t k = 0; k < d->nnz; k++) ptr[d->idx[k] + 1]++;
         for (uint64_t f = 0; f <= dim; f++) ptr[f + 1] += ptr[f];

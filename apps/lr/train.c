@@ -18,10 +18,13 @@
  *
  * DBPG (--algo dbpg, li-thesis chapter 6): the key space is cut into blocks;
  * step t works on block t mod B. Every worker computes the block's gradient
- * and diagonal curvature over all its rows and pushes them for the whole
- * block; a server-side updater ("lr.dbpg") adds the W contributions and,
- * with the last one, applies the proximal step, damped by eta (--lr):
- *     w <- soft((u/eta) w - g, l1) / (u/eta + l2)   (no l1 on the bias)
+ * and a diagonal curvature bound over all its rows and pushes them for the
+ * whole block; a server-side updater ("lr.dbpg") adds the W contributions
+ * and, with the last one, applies the proximal step, scaled by eta (--lr):
+ *     w <- soft((u/eta) w - g, l1) / (u/eta + l2)   (no l1, l2 on the bias)
+ * The bound counts, per row, the non-zeros of every block whose step is in
+ * flight (lr_dbpg_window), so that steps on correlated features do not
+ * overshoot together.
  * Steps are clocks of an SSP table with staleness tau, so step t sees every
  * step before t - tau completed: the bounded delay of the thesis. Workers keep
  * their rows' margins and update them with the change of each pulled block.
