@@ -248,8 +248,9 @@ static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uin
 /* ---- DBPG ---- */
 
 /* What DBPG reads of a row for every non-zero it visits, in one place: the
- * column walks below jump from row to row, and one cache line per visit
- * instead of three was a third of DBPG's time on 2M rows. */
+ * column walks below jump from row to row, and in perf the scattered loads
+ * of a value, a margin and a label per non-zero were the largest single item
+ * of a one-worker DBPG run (docs/BENCHMARKS.md); now one cache line. */
 typedef struct dbpg_row {
     double margin;    /* x_i . (local weights) */
     float y01;        /* label as 0/1 */
