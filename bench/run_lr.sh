@@ -432,7 +432,8 @@ for name in $sets; do
                 split("bsp ssp:2 asp dbpg", m, " ")
                 for (j = 1; j <= 4; j++) {
                     v = t[w, m[j]]
-                    if (v == "") printf " not reached |"
+                    if (!((w, m[j]) in t)) printf " not run |"
+                    else if (v == "") printf " not reached |"
                     else if (b == "" || j == 1) printf " %.2f s |", v
                     else printf " %.2f s (%.2fx) |", v, v / b
                 }
