@@ -8,8 +8,9 @@ set -eu
 # iptables and libnetfilter-queue-dev: the multi-host test's link impairment where
 # the kernel has no netem (tests/netns/netimpair.c).
 # liblz4-dev, libzstd-dev: the compression filters (docs/FILTERS.md); gnuplot-nox:
-# `loom plot` (docs/USAGE.md).
-packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev liblz4-dev libzstd-dev gnuplot-nox"
+# `loom plot` (docs/USAGE.md). python3-sklearn: the reference Lasso the lasso.sklearn test
+# compares `loom train lasso` with (tests/lasso; skipped without it).
+packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev liblz4-dev libzstd-dev gnuplot-nox python3-sklearn"
 
 missing=""
 for p in $packages; do

@@ -211,7 +211,7 @@ static const app_flag train_flags[] = {
      .max = 1,
      .def = "1e-6",
      .help = "stop after a pass in which no coefficient moved by more\n"
-             "than T * max(1, max |beta_j|); 0: run all N passes"},
+             "than T * max(1, max |beta_j|) (0: in which none moved)"},
     APP_FLAGS_OUTPUT("JSON line per pass: objective, train_rmse, nnz, ...",
                      "save the model (format: docs/LASSO.md)"),
 };
