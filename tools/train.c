@@ -110,7 +110,7 @@ static const char cluster_help[] =
 static void model_help(const trainer *t, FILE *out)
 {
     t->help(out);
-    fputs(cluster_help, out);
+    if (!t->here) fputs(cluster_help, out); /* a model trained here starts no job */
 }
 
 /* Whether arg is flag `name` (as "NAME VALUE" or "NAME=VALUE"). */

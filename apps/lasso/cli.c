@@ -266,7 +266,7 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
     if (!cli->job.train_path) return app_usage(err, errlen, "--train FILE is required");
     if (!cli->sequential)
         return app_usage(err, errlen,
-                         "--sequential is required: the scheduled engines (--schedule) of "
+                         "--sequential is required: the scheduled engines of "
                          "issue 13 are not written yet");
     return 0;
 }
