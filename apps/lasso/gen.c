@@ -32,6 +32,12 @@ enum { STREAM_BETA = 1, STREAM_ROWS = 2 };
 int lasso_generate(const lasso_gen_opts *o, FILE *out, lasso_model *planted, char *err,
                    size_t errlen)
 {
+    /* The command line checks these too; a caller of the library gets a sentence, not a loop. */
+    if (o->group == 0 || o->group > o->features || o->nonzeros > o->features ||
+        !(o->corr >= 0 && o->corr < 1) || !(o->density > 0 && o->density <= 1) || !(o->noise >= 0))
+        return app_error(err, errlen,
+                         "bad options: need 1 <= group <= features, nonzeros <= features, "
+                         "0 <= corr < 1, 0 < density <= 1, noise >= 0");
     if (o->features > LASSO_MAX_DIM || o->features > SIZE_MAX / sizeof(double))
         return app_error(err, errlen, "%llu features: at most %llu",
                          (unsigned long long)o->features, (unsigned long long)LASSO_MAX_DIM);

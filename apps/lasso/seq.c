@@ -3,9 +3,9 @@
  * Cyclic coordinate descent from beta = 0 (r = y): every pass sets each
  * beta_j in turn, j = 0..dim-1, to its exact minimiser given the current
  * residual (cd.c), so F never increases. It stops after a pass in which no
- * coefficient moved by more than tol * max(1, max_j |beta_j|) (the
- * criterion of glmnet and scikit-learn, before the latter's duality-gap
- * check), or after the iteration limit. The distributed schedules of issue 13
+ * coefficient moved by more than tol * max(1, max_j |beta_j|) (scikit-learn
+ * divides by max_j |beta_j| alone, then also checks the duality gap), or
+ * after the iteration limit. The distributed schedules of issue 13
  * are measured against this: the same objective, in how many coordinate
  * updates. */
 #include <math.h>

@@ -255,6 +255,31 @@ static void test_gen_deterministic(void **state)
     free(c);
 }
 
+static void test_gen_bad_options(void **state)
+{
+    (void)state;
+    lasso_gen_opts bad[6];
+    for (int k = 0; k < 6; k++) bad[k] = (lasso_gen_opts)LASSO_GEN_OPTS_DEFAULT;
+    bad[0].group = 0;
+    bad[1].group = 1001;
+    bad[2].nonzeros = 1001;
+    bad[3].corr = 1;
+    bad[4].density = 0;
+    bad[5].features = 0;
+    for (int k = 0; k < 6; k++) {
+        char *buf = NULL;
+        size_t len;
+        FILE *f = open_memstream(&buf, &len);
+        assert_non_null(f);
+        char err[512] = "";
+        assert_int_equal(lasso_generate(&bad[k], f, NULL, err, sizeof err), -1);
+        assert_non_null(strstr(err, "bad options"));
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(len, 0); /* nothing written */
+        free(buf);
+    }
+}
+
 /* Sample correlation of two columns over all rows (absent entries are 0). */
 static double correlation(const lasso_problem *p, uint64_t i, uint64_t j)
 {
@@ -365,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_kkt_correlated),
         cmocka_unit_test(test_kkt_sparse_rows),
         cmocka_unit_test(test_gen_deterministic),
+        cmocka_unit_test(test_gen_bad_options),
         cmocka_unit_test(test_gen_correlation_and_planted),
         cmocka_unit_test(test_model_round_trip),
         cmocka_unit_test(test_model_bad_files),
