@@ -8,7 +8,8 @@
  *     can draw the same numbers;
  *   - sorted key lists (sort and deduplicate, lower bound);
  *   - per-epoch statistics: every worker adds its numbers into a small sum
- *     table, and after a barrier worker 0 reads the totals (app_stats_*).
+ *     table, and after a barrier (or, for a clocked table, its next clock)
+ *     worker 0 reads the totals (app_stats_*).
  *
  * Applications use only Loom's public API; this is their common toolbox. */
 #ifndef LOOM_APPS_COMMON_APP_H
@@ -97,10 +98,13 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .arg = "FILE",                                                                            \
          .help = "job secret (loom keygen; LOOM_SECRET_FILE; docs/SECURITY.md); default:\n"        \
                  "a throw-away one on this machine, none under mpirun/srun"},                      \
+        {.name = "--insecure",                                                                     \
+         .kind = APP_SWITCH,                                                                       \
+         .help = "no job secret: traffic neither encrypted nor authenticated (faster;\n"           \
+                 "for a machine or network you trust, docs/SECURITY.md)"},                         \
     {                                                                                              \
-        .name = "--insecure", .kind = APP_SWITCH,                                                  \
-        .help = "no job secret: traffic neither encrypted nor authenticated (faster;\n"            \
-                "for a machine or network you trust, docs/SECURITY.md)"                            \
+        .name = "--no-status", .kind = APP_SWITCH,                                                 \
+        .help = "no status page (LOOM_STATUS_PORT=-1; docs/USAGE.md)"                              \
     }
 #define APP_FLAGS_OUTPUT(metrics_help, model_help)                                                 \
     {.section = "output:",                                                                         \
@@ -119,6 +123,7 @@ typedef struct app_job {
     const char *interface; /* --interface NAME (NULL: the launcher's choice) */
     const char *secret;    /* --secret FILE (NULL: LOOM_SECRET_FILE or the launcher's choice) */
     int insecure;          /* --insecure: no secret at all */
+    int no_status;         /* --no-status: the scheduler serves no status page */
     int workers, servers;
     int workers_given, servers_given; /* given on the command line */
     int consistency;                  /* a loom_consistency */
@@ -239,6 +244,11 @@ typedef struct app_stats {
 } app_stats;
 
 int app_stats_open(loom_node *n, const char *name, uint32_t fields, int epochs, app_stats *s);
+/* The same table under BSP: what every worker added during a clock can be
+ * read, without a barrier, once the reader has called loom_clock() again
+ * (the read waits until every worker has ended that clock too). */
+int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, int epochs,
+                           app_stats *s);
 /* Add v[0..fields) into epoch's row and wait until the server has it. */
 int app_stats_add(app_stats *s, int epoch, const double *v);
 /* The totals of an epoch (after a barrier that follows every worker's add). */
