@@ -26,7 +26,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lasso-sklearn.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
 
-# case NAME GEN_FLAGS... -- LAMBDA_RATIO
+# check NAME LAMBDA_RATIO GEN_FLAGS...: generate, train to --tol 1e-12, compare with scikit-learn.
 check() {
     local name=$1 ratio=$2
     shift 2
