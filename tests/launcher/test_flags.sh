@@ -136,7 +136,7 @@ unset LOOM_HEARTBEAT_MS
 # MODEL;FLAG VALUE;DEFAULT: lines the help must have.
 DEFAULTS=(
     "lr;--epochs N;(default 10)" "lr;--minibatch N;(default 100)" "lr;--workers W;(default 2)"
-    "lr;--updater sgd|adagrad|ftrl;(default adagrad)" "lr;--lr X;(default sgd 0.1, dbpg 0.25)"
+    "lr;--updater sgd|adagrad|ftrl;(default adagrad)" "lr;--lr X;(default sgd 0.1, dbpg 1)"
     "mf;--rank K;(default 16)" "mf;--epochs N;(default 40)" "mf;--lr X;(default 0.03)"
     "mf;--servers S;(default 1)" "lda;--topics K;(default 50)" "lda;--iterations N;(default 100)"
     "lda;--alpha A;(default 0.1)" "lda;--consistency bsp|ssp:S|asp;(default ssp:1)"
