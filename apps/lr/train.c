@@ -18,10 +18,13 @@
  *
  * DBPG (--algo dbpg, li-thesis chapter 6): the key space is cut into blocks;
  * step t works on block t mod B. Every worker computes the block's gradient
- * and diagonal curvature over all its rows and pushes them for the whole
- * block; a server-side updater ("lr.dbpg") adds the W contributions and,
- * with the last one, applies the proximal step, damped by eta (--lr):
- *     w <- soft((u/eta) w - g, l1) / (u/eta + l2)   (no l1 on the bias)
+ * and a diagonal curvature bound over all its rows and pushes them for the
+ * whole block; a server-side updater ("lr.dbpg") adds the W contributions
+ * and, with the last one, applies the proximal step, scaled by eta (--lr):
+ *     w <- soft((u/eta) w - g, l1) / (u/eta + l2)   (no l1, l2 on the bias)
+ * The bound counts, per row, the non-zeros of every block whose step is in
+ * flight (lr_dbpg_window), so that steps on correlated features do not
+ * overshoot together.
  * Steps are clocks of an SSP table with staleness tau, so step t sees every
  * step before t - tau completed: the bounded delay of the thesis. Workers keep
  * their rows' margins and update them with the change of each pulled block.
@@ -44,7 +47,8 @@
 #include "lr/lr.h"
 
 #define STAT_FIELDS 8
-enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED };
+/* ST_STEPS: minibatches pushed since the start (FTRL's l1 scale, see report). */
+enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED, ST_STEPS };
 
 #define PROG            "loom train lr"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
@@ -52,7 +56,8 @@ enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED };
 /* ---- server-side updaters (registered in every process before loom_init) ---- */
 
 /* DBPG's server step. Row: [w, g, u]; a push adds [0, g, u] of one worker;
- * state[0] counts pushes this step; params: [0] workers, [1] bias key. */
+ * state[0] counts pushes this step; params: [0] workers, [1] bias key (which,
+ * as under SGD, neither l1 nor l2 penalises). */
 static void dbpg_updater(const loom_update *u, void *user)
 {
     (void)user;
@@ -62,8 +67,8 @@ static void dbpg_updater(const loom_update *u, void *user)
     row[1] += d[1];
     row[2] += d[2];
     if (++count[0] < o->params[0]) return;
-    row[0] = lr_dbpg_prox(row[0], row[1], row[2], o->lr,
-                          u->key == (uint64_t)o->params[1] ? 0 : o->l1, o->l2);
+    int bias = u->key == (uint64_t)o->params[1];
+    row[0] = lr_dbpg_prox(row[0], row[1], row[2], o->lr, bias ? 0 : o->l1, bias ? 0 : o->l2);
     row[1] = row[2] = count[0] = 0;
 }
 
@@ -242,12 +247,31 @@ static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uin
 
 /* ---- DBPG ---- */
 
+/* What DBPG reads of a row for every non-zero it visits, in one place: the
+ * column walks below jump from row to row, and in perf the scattered loads
+ * of a value, a margin and a label per non-zero were the largest single item
+ * of a one-worker DBPG run (docs/BENCHMARKS.md); now one cache line. */
+typedef struct dbpg_row {
+    double margin;    /* x_i . (local weights) */
+    float y01;        /* label as 0/1 */
+    uint32_t overlap; /* non-zeros (the bias counts) in the window's blocks (lr_dbpg_window) */
+} dbpg_row;
+
+/* A worker's DBPG bookkeeping: a column index of its share (for every local
+ * feature, the rows containing it and their values, copied in column order
+ * so that the walk reads them in sequence), and the per-row state. */
+typedef struct dbpg_index {
+    uint32_t *ptr, *row; /* column index */
+    float *val;
+    dbpg_row *rows;
+    int *in_window; /* per block: how many of the window's steps it is */
+} dbpg_index;
+
 /* Bring the local weights of block [lo, hi) up to the servers' values (as the
  * delay allows) and the margins with them: margins always equal X * local w.
  * Only the share's own features of the block are pulled. */
-static int dbpg_refresh(loom_table *wt, shard *s, double *margin, uint64_t lo, uint64_t hi,
-                        double *rows3, const uint32_t *csc_ptr, const uint32_t *csc_row,
-                        const uint32_t *csc_nz)
+static int dbpg_refresh(loom_table *wt, shard *s, uint64_t lo, uint64_t hi, double *rows3,
+                        dbpg_index *x)
 {
     const loom_dataset *d = s->d;
     size_t f0 = app_lower_bound(s->keys, s->nkeys, lo), f1 = app_lower_bound(s->keys, s->nkeys, hi);
@@ -258,21 +282,48 @@ static int dbpg_refresh(loom_table *wt, shard *s, double *margin, uint64_t lo, u
         if (delta == 0) continue;
         s->w[f] += delta;
         if (f == s->nkeys - 1) { /* the bias */
-            for (size_t i = 0; i < d->rows; i++) margin[i] += delta;
+            for (size_t i = 0; i < d->rows; i++) x->rows[i].margin += delta;
         } else {
-            for (uint32_t p = csc_ptr[f]; p < csc_ptr[f + 1]; p++)
-                margin[csc_row[p]] += delta * d->val[csc_nz[p]];
+            for (uint32_t p = x->ptr[f]; p < x->ptr[f + 1]; p++)
+                x->rows[x->row[p]].margin += delta * x->val[p];
         }
     }
     return 0;
 }
 
-/* Push block [lo, hi)'s gradient and diagonal curvature over every row of the
+/* The window of the curvature bound slides to step t: block t mod B enters,
+ * the block of step t - delay - 1 leaves (see lr_dbpg_window). */
+static void dbpg_slide(const shard *s, dbpg_index *x, uint64_t dim, const lr_train_opts *o,
+                       int64_t t)
+{
+    int enter, leave;
+    lr_dbpg_window(t, o->delay, o->blocks, &enter, &leave);
+    int blocks[2] = {enter, leave}, change[2] = {1, -1};
+    for (int k = 0; k < 2; k++) {
+        if (blocks[k] < 0) continue;
+        int *n = &x->in_window[blocks[k]];
+        /* A block counts once however many of the window's steps it is. */
+        if (change[k] > 0 ? (*n)++ != 0 : --*n != 0) continue;
+        uint64_t lo, hi;
+        lr_dbpg_block(dim, o->blocks, blocks[k], &lo, &hi);
+        uint32_t add = (uint32_t)change[k]; /* wraps to subtract */
+        for (size_t f = app_lower_bound(s->keys, s->nkeys, lo); f < s->nkeys && s->keys[f] < hi;
+             f++) {
+            if (f == s->nkeys - 1) {
+                for (size_t i = 0; i < s->d->rows; i++) x->rows[i].overlap += add;
+            } else {
+                for (uint32_t q = x->ptr[f]; q < x->ptr[f + 1]; q++)
+                    x->rows[x->row[q]].overlap += add;
+            }
+        }
+    }
+}
+
+/* Push block [lo, hi)'s gradient and curvature bound over every row of the
  * share (zeros for features the share lacks: each key must hear from every
  * worker for the server step to happen). */
-static int dbpg_push(loom_table *wt, const shard *s, const double *margin, uint64_t lo, uint64_t hi,
-                     double *rows3, const uint32_t *csc_ptr, const uint32_t *csc_row,
-                     const uint32_t *csc_nz)
+static int dbpg_push(loom_table *wt, const shard *s, uint64_t lo, uint64_t hi, double *rows3,
+                     const dbpg_index *x)
 {
     const loom_dataset *d = s->d;
     memset(rows3, 0, 3 * (size_t)(hi - lo) * sizeof *rows3);
@@ -280,16 +331,17 @@ static int dbpg_push(loom_table *wt, const shard *s, const double *margin, uint6
         double g = 0, h = 0;
         if (f == s->nkeys - 1) {
             for (size_t i = 0; i < d->rows; i++) {
-                double p = lr_sigmoid(margin[i]);
-                g += p - s->y01[i];
-                h += p * (1 - p);
+                const dbpg_row *r = &x->rows[i];
+                double p = lr_sigmoid(r->margin);
+                g += p - r->y01;
+                h += p * (1 - p) * r->overlap;
             }
         } else {
-            for (uint32_t q = csc_ptr[f]; q < csc_ptr[f + 1]; q++) {
-                size_t i = csc_row[q];
-                double x = d->val[csc_nz[q]], p = lr_sigmoid(margin[i]);
-                g += (p - s->y01[i]) * x;
-                h += p * (1 - p) * x * x;
+            for (uint32_t q = x->ptr[f]; q < x->ptr[f + 1]; q++) {
+                const dbpg_row *r = &x->rows[x->row[q]];
+                double v = x->val[q], p = lr_sigmoid(r->margin);
+                g += (p - r->y01) * v;
+                h += p * (1 - p) * v * v * r->overlap;
             }
         }
         rows3[3 * (s->keys[f] - lo) + 1] = g;
@@ -301,24 +353,28 @@ static int dbpg_push(loom_table *wt, const shard *s, const double *margin, uint6
     return 0;
 }
 
-/* Column index of the share: for every local feature, the rows containing it. */
-static int build_csc(const shard *s, uint32_t **ptr, uint32_t **rowv, uint32_t **nzv)
+/* Column index of the share: for every local feature, the rows containing it;
+ * and the curvature window, empty. */
+static int dbpg_index_init(const shard *s, const lr_train_opts *o, dbpg_index *x)
 {
     const loom_dataset *d = s->d;
-    *ptr = calloc(s->nkeys + 1, sizeof **ptr);
-    *rowv = malloc((d->nnz ? d->nnz : 1) * sizeof **rowv);
-    *nzv = malloc((d->nnz ? d->nnz : 1) * sizeof **nzv);
-    if (!*ptr || !*rowv || !*nzv) return LOOM_ENOMEM;
-    for (size_t k = 0; k < d->nnz; k++) (*ptr)[s->col[k] + 1]++;
-    for (size_t f = 0; f < s->nkeys; f++) (*ptr)[f + 1] += (*ptr)[f];
+    x->ptr = calloc(s->nkeys + 1, sizeof *x->ptr);
+    x->row = malloc((d->nnz ? d->nnz : 1) * sizeof *x->row);
+    x->val = malloc((d->nnz ? d->nnz : 1) * sizeof *x->val);
+    x->rows = calloc(d->rows ? d->rows : 1, sizeof *x->rows);
+    x->in_window = calloc((size_t)o->blocks, sizeof *x->in_window);
+    if (!x->ptr || !x->row || !x->val || !x->rows || !x->in_window) return LOOM_ENOMEM;
+    for (size_t i = 0; i < d->rows; i++) x->rows[i].y01 = d->label[i] > 0 ? 1.0f : 0.0f;
+    for (size_t k = 0; k < d->nnz; k++) x->ptr[s->col[k] + 1]++;
+    for (size_t f = 0; f < s->nkeys; f++) x->ptr[f + 1] += x->ptr[f];
     uint32_t *fill = malloc((s->nkeys ? s->nkeys : 1) * sizeof *fill);
     if (!fill) return LOOM_ENOMEM;
-    memcpy(fill, *ptr, s->nkeys * sizeof *fill);
+    memcpy(fill, x->ptr, s->nkeys * sizeof *fill);
     for (size_t i = 0; i < d->rows; i++)
         for (size_t k = d->row[i]; k < d->row[i + 1]; k++) {
             uint32_t p = fill[s->col[k]]++;
-            (*rowv)[p] = (uint32_t)i;
-            (*nzv)[p] = (uint32_t)k;
+            x->row[p] = (uint32_t)i;
+            x->val[p] = d->val[k];
         }
     free(fill);
     return 0;
@@ -372,6 +428,7 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
     if (!m.w) return app_fail(PROG, "report", LOOM_ENOMEM);
     double l1 = 0, l2 = 0;
     uint64_t nnz = 0;
+    const lr_train_opts *o = &c->train;
     for (uint64_t j = 0; j < r->dim; j++) {
         m.w[j] = r->model[j * r->width];
         l1 += fabs(m.w[j]);
@@ -380,9 +437,19 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
     }
     m.bias = r->model[r->dim * r->width];
     double train_loss = st[ST_ROWS] > 0 ? st[ST_LOSS] / st[ST_ROWS] : 0;
-    /* DBPG's penalty applies to the summed loss, SGD's to the mean gradient. */
-    double scale = c->train.algo == LR_ALGO_DBPG && st[ST_ROWS] > 0 ? 1 / st[ST_ROWS] : 1;
-    double objective = train_loss + scale * (c->train.l1 * l1 + c->train.l2 / 2 * l2);
+    /* DBPG's penalties apply to the summed loss, SGD's l2 to the mean. FTRL's
+     * l1 is McMahan's: on the sum of the T minibatch losses pushed so far (of
+     * all workers), the bias included (the server's updater treats every key
+     * alike), so on the mean's scale it weighs l1 / T. */
+    double l1_weight = o->l1, l2_weight = o->l2;
+    if (o->algo == LR_ALGO_DBPG && st[ST_ROWS] > 0) {
+        l1_weight /= st[ST_ROWS];
+        l2_weight /= st[ST_ROWS];
+    } else if (o->algo == LR_ALGO_SGD && o->updater == LR_UPD_FTRL && o->l1 != 0) {
+        l1_weight = st[ST_STEPS] > 0 ? o->l1 / st[ST_STEPS] : 0;
+        l1 += fabs(m.bias);
+    }
+    double objective = train_loss + l1_weight * l1 + l2_weight / 2 * l2;
     lr_metrics test = {0};
     if (r->test) {
         double *margin = malloc((r->test->rows ? r->test->rows : 1) * sizeof *margin);
@@ -517,7 +584,8 @@ static int agree_sizes(loom_node *n, const loom_dataset *d, uint64_t *dim, uint6
     return 0;
 }
 
-static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_t rows)
+static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_t rows,
+                      uint64_t steps)
 {
     loom_stats ns;
     loom_node_stats(n, &ns);
@@ -527,6 +595,7 @@ static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, s
     v[ST_EXAMPLES] = (double)rows;
     v[ST_BYTES_SENT] = (double)ns.bytes_sent;
     v[ST_BYTES_RECEIVED] = (double)ns.bytes_received;
+    v[ST_STEPS] = (double)steps;
     uint64_t base = (uint64_t)epoch * STAT_FIELDS;
     loom_ts ts;
     TRY("push statistics", loom_push_range_async(stats, base, base + STAT_FIELDS, v, &ts));
@@ -577,8 +646,8 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     if (open_tables(n, c, dim, &w, &stats)) return 1;
     shard s = {0};
     size_t *order = NULL;
-    double *margin = NULL, *rows3 = NULL;
-    uint32_t *csc_ptr = NULL, *csc_row = NULL, *csc_nz = NULL;
+    double *rows3 = NULL;
+    dbpg_index dx = {0};
     batch_buf bb = {0};
     reporter rep = {.node = n,
                     .cli = c,
@@ -588,15 +657,13 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
                     .width = o->algo == LR_ALGO_DBPG ? 3 : 1};
     int rc = shard_init(&s, d, dim);
     order = malloc((d->rows ? d->rows : 1) * sizeof *order);
-    margin = calloc(d->rows ? d->rows : 1, sizeof *margin);
     if (o->algo == LR_ALGO_DBPG) {
         /* Rows [w, g, u] for up to every key: a block, or all of them at epoch end. */
         rows3 = malloc(3 * (dim + 1) * sizeof *rows3);
-        if (!rc && rows3) rc = build_csc(&s, &csc_ptr, &csc_row, &csc_nz);
+        if (!rc && rows3) rc = dbpg_index_init(&s, o, &dx);
     }
     if (rank == 0) rep.model = malloc((dim + 1) * rep.width * sizeof *rep.model);
-    if (rc || !order || !margin || (o->algo == LR_ALGO_DBPG && !rows3) ||
-        (rank == 0 && !rep.model)) {
+    if (rc || !order || (o->algo == LR_ALGO_DBPG && !rows3) || (rank == 0 && !rep.model)) {
         rc = app_fail(PROG, "prepare data", LOOM_ENOMEM);
         goto out;
     }
@@ -631,11 +698,11 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
                 uint64_t lo, hi;
                 if (r >= 0) {
                     lr_dbpg_block(dim, o->blocks, (int)(r % o->blocks), &lo, &hi);
-                    rc = dbpg_refresh(w, &s, margin, lo, hi, rows3, csc_ptr, csc_row, csc_nz);
+                    rc = dbpg_refresh(w, &s, lo, hi, rows3, &dx);
                 }
+                dbpg_slide(&s, &dx, dim, o, t);
                 lr_dbpg_block(dim, o->blocks, b, &lo, &hi);
-                if (!rc && lo < hi)
-                    rc = dbpg_push(w, &s, margin, lo, hi, rows3, csc_ptr, csc_row, csc_nz);
+                if (!rc && lo < hi) rc = dbpg_push(w, &s, lo, hi, rows3, &dx);
                 if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
             }
         }
@@ -645,10 +712,11 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         if (o->algo == LR_ALGO_SGD) {
             rc = share_loss(w, &s, &loss);
         } else { /* catch every block up; the margins then give the loss */
-            rc = dbpg_refresh(w, &s, margin, 0, dim + 1, rows3, csc_ptr, csc_row, csc_nz);
-            for (size_t i = 0; i < d->rows; i++) loss += lr_logistic_loss(margin[i], d->label[i]);
+            rc = dbpg_refresh(w, &s, 0, dim + 1, rows3, &dx);
+            for (size_t i = 0; i < d->rows; i++)
+                loss += lr_logistic_loss(dx.rows[i].margin, d->label[i]);
         }
-        if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows);
+        if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows, s.step);
         if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
         if (!rc && rank == 0) rc = report(&rep, w, stats, epoch, epoch_s);
     }
@@ -658,7 +726,8 @@ out:
         rc = 1;
     }
     free(bb.keys), free(bb.cols), free(bb.w), free(bb.g);
-    free(order), free(margin), free(rows3), free(csc_ptr), free(csc_row), free(csc_nz);
+    free(order), free(rows3);
+    free(dx.ptr), free(dx.row), free(dx.val), free(dx.rows), free(dx.in_window);
     free(rep.model);
     shard_free(&s);
     return rc;
