@@ -3,6 +3,8 @@
 #   equiv_gen    generated ratings: a one-worker BSP job (1 and 2 servers, 1 and
 #                3 clocks per epoch, --test-fraction and --test) saves the very
 #                model of the in-process sequential reference (mf_check)
+#   threads_gen  the same with --threads 2 to 4 (lanes, --merge damped and sum)
+#                against the reference of as many lanes; lanes change the result
 #   gen_predict  gen -> train (2 workers, SSP(2)) -> predict: the test RMSE
 #                gets near the planted model's own (the noise level) within 0.05, and
 #                predict agrees with the trainer's last evaluation
@@ -46,6 +48,16 @@ equiv_gen)
     equivalent --train "$WORK/r.tsv" --test-fraction 0.2 --epochs 2 --syncs 3 --servers 2 --rank 5
     awk 'NR % 7 == 0' "$WORK/r.tsv" >"$WORK/t.tsv"
     equivalent --train "$WORK/r.tsv" --test "$WORK/t.tsv" --epochs 2 --syncs 2 --lr-decay 0.5
+    ;;
+threads_gen)
+    "$LOOM" gen mf --users 300 --items 500 --ratings 20000 --rank 4 --seed 5 --quiet \
+        --out "$WORK/r.tsv" || fail "gen mf failed"
+    equivalent --train "$WORK/r.tsv" --threads 3 --test-fraction 0.1 --epochs 3 --seed 3
+    equivalent --train "$WORK/r.tsv" --threads 2 --merge sum --syncs 3 --servers 2 --epochs 2
+    equivalent --train "$WORK/r.tsv" --threads 4 --syncs 2 --epochs 2 --lr 0.05
+    if "$MF_CHECK" "$WORK/m" -- --train "$WORK/r.tsv" --syncs 2 --epochs 2 --lr 0.05 >/dev/null; then
+        fail "4 lanes gave the model of one: the lanes were not used"
+    fi
     ;;
 gen_predict)
     "$LOOM" gen mf --users 1000 --items 1500 --ratings 150000 --rank 4 --noise 0.5 --seed 2 \
