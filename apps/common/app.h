@@ -95,7 +95,7 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .lo = 1,                                                                                  \
          .hi = APP_MAX_THREADS,                                                                    \
          .def = "1",                                                                               \
-         .help = "compute threads per worker process, sharing its cache, update\n"                \
+         .help = "compute threads per worker process, sharing its cache, update\n"                 \
                  "buffer and clock (docs/USAGE.md)"},                                              \
         {.name = "--interface",                                                                    \
          .kind = APP_TEXT,                                                                         \
@@ -130,7 +130,7 @@ typedef struct app_job {
     const char *secret;    /* --secret FILE (NULL: LOOM_SECRET_FILE or the launcher's choice) */
     int insecure;          /* --insecure: no secret at all */
     int workers, servers;
-    int threads; /* --threads: compute threads per worker process */
+    int threads;                      /* --threads: compute threads per worker process */
     int workers_given, servers_given; /* given on the command line */
     int consistency;                  /* a loom_consistency */
     int staleness;                    /* SSP staleness in the application's clocks */

@@ -123,6 +123,7 @@ void app_team_stop(app_team *t)
 
 void app_team_split(size_t n, int parts, int part, size_t *lo, size_t *hi)
 {
-    *lo = n / (size_t)parts * (size_t)part + (n % (size_t)parts < (size_t)part ? n % (size_t)parts : (size_t)part);
+    *lo = n / (size_t)parts * (size_t)part +
+          (n % (size_t)parts < (size_t)part ? n % (size_t)parts : (size_t)part);
     *hi = *lo + n / (size_t)parts + ((size_t)part < n % (size_t)parts);
 }

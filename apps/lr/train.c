@@ -307,8 +307,7 @@ static int lane_step(void *arg, int t)
     size_t lo = c->batch * per < rows ? c->batch * per : rows;
     size_t hi = lo + per < rows ? lo + per : rows;
     l->nk = 0;
-    return hi > lo ? sgd_step(c->w, &l->s, l->order + lo, hi - lo, c->dim, c->o, &l->b, &l->nk)
-                   : 0;
+    return hi > lo ? sgd_step(c->w, &l->s, l->order + lo, hi - lo, c->dim, c->o, &l->b, &l->nk) : 0;
 }
 
 static int lane_loss(void *arg, int t)
@@ -715,7 +714,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     if (open_tables(n, c, dim, &w, &stats)) return 1;
     const int threads = c->job.threads > 1 ? c->job.threads : 1;
     app_team *team = NULL;
-    shard s = {0};     /* DBPG: the whole share */
+    shard s = {0};      /* DBPG: the whole share */
     lane *lanes = NULL; /* SGD: one per compute thread */
     double *margin = NULL;
     uint32_t *csc_ptr = NULL, *csc_row = NULL, *csc_nz = NULL;
@@ -772,8 +771,8 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
             for (sc.batch = 0; sc.batch < sc.nbatches && !rc; sc.batch++) {
                 rc = app_team_run(team, lane_step, &sc);
                 for (int t = 0; t < threads && !rc; t++)
-                    if (lanes[t].nk && (rc = loom_push(w, lanes[t].b.keys, lanes[t].nk,
-                                                       lanes[t].b.g)))
+                    if (lanes[t].nk &&
+                        (rc = loom_push(w, lanes[t].b.keys, lanes[t].nk, lanes[t].b.g)))
                         rc = app_fail(PROG, "push", rc);
                 if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
             }
