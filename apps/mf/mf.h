@@ -216,8 +216,9 @@ typedef void (*mf_epoch_fn)(void *arg, int epoch, const mf_model *m);
 
 /* The sequential reference of a one-worker BSP job with o->threads compute
  * threads: the same split, mean, initial rows, lanes, order, batches and
- * arithmetic, over share 0 of 1 of the training file, in this process. Fills out (ids from r);
- * calls fn (if not NULL) after each epoch. 0, LOOM_EINVAL without training ratings, or LOOM_ENOMEM.
+ * arithmetic, over share 0 of 1 of the training file, in this process.
+ * Fills out (ids from r); calls fn (if not NULL) after each epoch. 0,
+ * LOOM_EINVAL without training ratings, or LOOM_ENOMEM.
  */
 int mf_train_sequential(const mf_train_opts *o, const loom_ratings *r, mf_model *out,
                         mf_epoch_fn fn, void *arg);
