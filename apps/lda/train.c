@@ -79,11 +79,16 @@ typedef struct lane {
     int32_t *vals;   /* their deltas; pulled rows */
     int64_t *tdelta; /* K */
     size_t nkeys;    /* table rows of this clock's changes */
-    /* Words that other lanes' documents contain too: only their rows can
-     * change behind this lane's back, so only they are pulled each clock. */
+    /* Words that other workers' documents contain too: only their rows can
+     * change behind the process's back, so only they are pulled each clock. */
     uint64_t *shared_keys; /* nblocks table keys per word */
     uint32_t *shared_idx;  /* their local indices */
     size_t nshared;
+    /* Words only other lanes of this worker also have: their rows are the
+     * process's counts (what a pull would return), copied from w->prow. */
+    uint32_t *local_idx; /* their local indices */
+    uint32_t *uidx;      /* per local word: its index in w->vocab_all */
+    size_t nlocal;
 } lane;
 
 typedef struct worker {
@@ -95,6 +100,12 @@ typedef struct worker {
     int threads;
     lane *lanes;
     int it, sync; /* the clock the lanes work on */
+    /* Several lanes: the words of all of them, and the process's counts of
+     * those words (its lanes' changes added as they are pushed). */
+    uint64_t *vocab_all;
+    size_t nall;
+    int32_t *prow;     /* nall x K */
+    uint64_t *own_all; /* per word of vocab_all: its tokens in this worker's documents */
     loom_table *wt, *tt;
     app_stats stats;
     uint32_t block, nblocks; /* a word's row is nblocks table rows of block topics */
@@ -149,9 +160,29 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
         l->tdelta = calloc(K, sizeof *l->tdelta);
         l->shared_keys = malloc(n * w->nblocks * sizeof *l->shared_keys);
         l->shared_idx = malloc(n * sizeof *l->shared_idx);
-        if (!l->words || !l->keys || !l->vals || !l->tdelta || !l->shared_keys || !l->shared_idx)
+        l->local_idx = malloc(n * sizeof *l->local_idx);
+        l->uidx = malloc(n * sizeof *l->uidx);
+        if (!l->words || !l->keys || !l->vals || !l->tdelta || !l->shared_keys || !l->shared_idx ||
+            !l->local_idx || !l->uidx)
             return LOOM_ENOMEM;
+        w->nall += l->d.nwords;
     }
+    w->vocab_all = malloc((w->nall ? w->nall : 1) * sizeof *w->vocab_all);
+    if (!w->vocab_all) return LOOM_ENOMEM;
+    w->nall = 0;
+    for (int t = 0; t < w->threads; t++) {
+        memcpy(w->vocab_all + w->nall, w->lanes[t].d.vocab,
+               w->lanes[t].d.nwords * sizeof *w->vocab_all);
+        w->nall += w->lanes[t].d.nwords;
+    }
+    w->nall = app_sort_unique(w->vocab_all, w->nall);
+    for (int t = 0; t < w->threads; t++) {
+        lane *l = &w->lanes[t];
+        for (size_t i = 0; i < l->d.nwords; i++)
+            l->uidx[i] = (uint32_t)app_lower_bound(w->vocab_all, w->nall, l->d.vocab[i]);
+    }
+    if (w->threads > 1 && !(w->prow = malloc((w->nall ? w->nall : 1) * K * sizeof *w->prow)))
+        return LOOM_ENOMEM;
     return 0;
 }
 
@@ -160,11 +191,12 @@ static void lanes_free(worker *w)
     for (int t = 0; w->lanes && t < w->threads; t++) {
         lane *l = &w->lanes[t];
         free(l->words), free(l->keys), free(l->vals), free(l->tdelta);
-        free(l->shared_keys), free(l->shared_idx);
+        free(l->shared_keys), free(l->shared_idx), free(l->local_idx), free(l->uidx);
         lda_sampler_free(&l->s);
         lda_docs_free(&l->d);
     }
     free(w->lanes);
+    free(w->vocab_all), free(w->prow), free(w->own_all);
 }
 
 /* The table keys of n words' rows, nblocks per word. */
@@ -282,10 +314,16 @@ static int prepare_test(worker *w, const loom_corpus *test)
 static int push_lanes(worker *w, int initial)
 {
     static const uint64_t zero = 0;
+    const size_t B = w->block;
     for (int t = 0; t < w->threads; t++) {
         lane *l = &w->lanes[t];
         const int32_t *rows = initial ? l->s.rows : l->vals;
         const int64_t *totals = initial ? l->s.totals : l->tdelta;
+        for (size_t m = 0; w->prow && !initial && m < l->nkeys; m++) {
+            uint64_t word = l->keys[m] / w->nblocks, b = l->keys[m] % w->nblocks;
+            int32_t *row = w->prow + app_lower_bound(w->vocab_all, w->nall, word) * w->p.topics;
+            for (size_t j = 0; j < B; j++) row[b * B + j] += l->vals[m * B + j];
+        }
         if (w->threads > 1) {
             if (l->nkeys) TRY("push word-topic counts", loom_push(w->wt, l->keys, l->nkeys, rows));
             TRY("push topic totals", loom_push(w->tt, &zero, 1, totals));
@@ -303,10 +341,11 @@ static int push_lanes(worker *w, int initial)
     return 0;
 }
 
-/* After a clock, lane t: the rows others change and the totals, then the
- * sampler. The other rows hold exactly this lane's counts, which is what a
- * pull of them would return (read-my-writes), so they are taken from the
- * sampler instead: with one worker and one thread no row is pulled at all. */
+/* After a clock, lane t: the rows other workers change and the totals, then
+ * the sampler. The other rows hold exactly this process's counts, which is
+ * what a pull of them would return (read-my-writes), so they are taken from
+ * the sampler (words no other lane has) or from the process's counts
+ * instead: with one worker no row is pulled at all. */
 static int refresh(void *arg, int t)
 {
     static const uint64_t zero = 0;
@@ -319,6 +358,9 @@ static int refresh(void *arg, int t)
             loom_pull(w->wt, l->shared_keys, l->nshared * w->nblocks, l->vals));
     for (size_t i = 0; i < l->nshared; i++)
         memcpy(l->s.rows + (size_t)l->shared_idx[i] * K, l->vals + i * K, K * sizeof *l->vals);
+    for (size_t i = 0; i < l->nlocal; i++)
+        memcpy(l->s.rows + (size_t)l->local_idx[i] * K,
+               w->prow + (size_t)l->uidx[l->local_idx[i]] * K, K * sizeof *l->vals);
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     TRY("rebuild the sampler", lda_sampler_load(&l->s));
     return 0;
@@ -326,8 +368,9 @@ static int refresh(void *arg, int t)
 
 /* Lane t after the initial counts: all its rows and the totals, the sampler,
  * and which words are shared: those whose total count exceeds their count in
- * this lane's documents. Word totals never change (a token changes topic,
- * not word). */
+ * this lane's documents, with other workers (own_all: the process's count of
+ * each word of w->vocab_all) or only with other lanes. Word totals never
+ * change (a token changes topic, not word). */
 static int start_lane(void *arg, int t)
 {
     static const uint64_t zero = 0;
@@ -345,6 +388,10 @@ static int start_lane(void *arg, int t)
         uint64_t total = 0;
         for (size_t k = 0; k < K; k++) total += (uint64_t)l->s.rows[i * K + k];
         if (total == own[i]) continue;
+        if (total == w->own_all[l->uidx[i]]) {
+            l->local_idx[l->nlocal++] = (uint32_t)i;
+            continue;
+        }
         block_keys(w, &l->d.vocab[i], 1, l->shared_keys + l->nshared * w->nblocks);
         l->shared_idx[l->nshared++] = (uint32_t)i;
     }
@@ -364,7 +411,21 @@ static int initialise(worker *w)
     if (push_lanes(w, 1)) return 1;
     /* Every worker starts from every worker's initial counts, whatever the staleness. */
     TRY("barrier", loom_barrier(w->n));
-    return app_team_run(w->team, start_lane, w);
+    if (!(w->own_all = calloc(w->nall ? w->nall : 1, sizeof *w->own_all)))
+        return app_fail(PROG, "shared words", LOOM_ENOMEM);
+    for (int t = 0; t < w->threads; t++) {
+        const lane *l = &w->lanes[t];
+        for (uint64_t k = 0; k < l->d.ntokens; k++) w->own_all[l->uidx[l->d.word[k]]]++;
+    }
+    if (app_team_run(w->team, start_lane, w)) return 1;
+    /* The process's counts start as pulled (every lane pulled all its rows). */
+    const size_t K = w->p.topics;
+    for (int t = 0; w->prow && t < w->threads; t++) {
+        const lane *l = &w->lanes[t];
+        for (size_t i = 0; i < l->d.nwords; i++)
+            memcpy(w->prow + (size_t)l->uidx[i] * K, l->s.rows + i * K, K * sizeof *w->prow);
+    }
+    return 0;
 }
 
 /* Lane t's part of a clock: sweep its documents of the clock and list the
