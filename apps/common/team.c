@@ -123,7 +123,8 @@ void app_team_stop(app_team *t)
 
 void app_team_split(size_t n, int parts, int part, size_t *lo, size_t *hi)
 {
-    *lo = n / (size_t)parts * (size_t)part +
-          (n % (size_t)parts < (size_t)part ? n % (size_t)parts : (size_t)part);
-    *hi = *lo + n / (size_t)parts + ((size_t)part < n % (size_t)parts);
+    /* The first n % parts parts hold one item more than the others. */
+    size_t p = (size_t)part, size = n / (size_t)parts, extra = n % (size_t)parts;
+    *lo = p * size + (p < extra ? p : extra);
+    *hi = *lo + size + (p < extra);
 }
