@@ -27,9 +27,11 @@
  * its own copy of its words' rows and its own sampler. In a clock the lanes
  * sweep in parallel; their changes are pushed in lane order into the update
  * buffer, which adds the rows several lanes changed before they are sent
- * (so T threads send less than T workers); the process clocks once; then
- * every lane pulls, through the shared cache, the rows of its words that
- * other lanes or workers also have. seq.c computes the same with T lanes.
+ * (so T threads send less than T workers), and into the process's own
+ * counts of its words; the process clocks once; then every lane pulls,
+ * through the shared cache, the rows of its words that other workers also
+ * have, and copies those only other lanes have from the process's counts
+ * (what a pull would return). seq.c computes the same with T lanes.
  *
  * Every --eval-every iterations the workers meet at a barrier and add their
  * part of the log-likelihood into a statistics table: the document part of
@@ -305,12 +307,13 @@ static int prepare_test(worker *w, const loom_corpus *test)
     return 0;
 }
 
-/* Send a clock's changes, lane after lane, and the process's clock. One
- * lane sends its rows at once (they are whole blocks of rows: buffering them
- * would only copy them) and waits until the servers have them, because the
- * rows and keys are reused by the pull that follows. Several lanes push into
- * the update buffer, which adds the rows they share before the clock sends
- * them. rows(t) and totals(t) are lane t's. */
+/* Send a clock's changes (initial: the initial counts), lane after lane,
+ * and the process's clock. One lane sends its rows at once (they are whole
+ * blocks of rows: buffering them would only copy them) and waits until the
+ * servers have them, because the rows and keys are reused by the pull that
+ * follows. Several lanes push into the update buffer, which adds the rows
+ * they share before the clock sends them, and add their changes into the
+ * process's counts (w->prow). */
 static int push_lanes(worker *w, int initial)
 {
     static const uint64_t zero = 0;
