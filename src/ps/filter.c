@@ -1,0 +1,537 @@
+/* filter: the chain of filters of one direction of one table on one link: the
+ * spec parser, the wire format, the key cache, and encode/decode that run the
+ * filters of filter_select.c and filter_codec.c in their fixed order.
+ *
+ * Wire format (little-endian), one frame per message:
+ *   frame:  u8 version (1) | u8 codec (0 none, 1 lz4, 2 zstd) | u32 body length | payload
+ *           payload: the body itself (codec 0, exactly body length bytes) or its
+ *           compressed form, which must decompress to exactly body length bytes
+ *   body:   u8 type | u8 key form | u8 value form (0 raw, 8 or 16 quantised) | u8 0 |
+ *           u32 width | u64 n | keys | values
+ *           key form 0: n u64 keys; 1: the same, and the receiver keeps the list
+ *           (the sender cached it); 2: the u64 digest of a list kept before
+ *           values: n*width raw values of the type, or quantised blocks
+ * The decoder knows the size every field implies and refuses a body that is
+ * not exactly that long, keys that are not strictly ascending, and a type or
+ * width other than its table's, before it allocates for or trusts anything. */
+#include "ps/filter.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/msg.h"
+#include "loom/error.h"
+#include "ps/filter_impl.h"
+
+/* u32 fields; u64 ones use msg_load_u64 / msg_store_u64. */
+static void store_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t load_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+#define FRAME_HEADER   6
+#define BODY_HEADER    16
+#define KEYS_LIST      0
+#define KEYS_LIST_KEEP 1
+#define KEYS_DIGEST    2
+/* Lists shorter than this are sent as they are: a digest would not save much. */
+#define KEYCACHE_MIN_KEYS 4
+
+static const char *const names[FILTER_KIND_COUNT] = {"kkt",      "sigmod", "skip", "quant",
+                                                     "keycache", "lz4",    "zstd"};
+
+const char *filter_name(filter_kind k)
+{
+    return (unsigned)k < FILTER_KIND_COUNT ? names[k] : "?";
+}
+
+static int spec_error(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return LOOM_EINVAL;
+}
+
+/* The argument of filter k from arg (NULL: none given) into spec. */
+static int spec_arg(filter_kind k, const char *arg, filter_spec *spec, char *err, size_t errlen)
+{
+    const char *name = names[k];
+    int needs = k == FILTER_KKT || k == FILTER_SIGMOD || k == FILTER_SKIP || k == FILTER_QUANT;
+    int takes = needs || k == FILTER_ZSTD;
+    if (!arg) {
+        if (needs)
+            return spec_error(err, errlen, "filter %s needs an argument (%s:VALUE)", name, name);
+        spec->arg[k] = k == FILTER_ZSTD ? 3 : 0;
+        return 0;
+    }
+    if (!takes) return spec_error(err, errlen, "filter %s takes no argument", name);
+    char *end;
+    errno = 0;
+    double x = strtod(arg, &end);
+    if (*arg == '\0' || *end != '\0' || errno || !isfinite(x))
+        return spec_error(err, errlen, "filter %s: '%s' is not a number", name, arg);
+    switch (k) {
+    case FILTER_KKT:
+    case FILTER_SIGMOD:
+        if (x < 0) return spec_error(err, errlen, "filter %s: the threshold must be >= 0", name);
+        break;
+    case FILTER_SKIP:
+        if (!(x > 0 && x <= 1))
+            return spec_error(err, errlen, "filter skip: the keep probability must be in (0, 1]");
+        break;
+    case FILTER_QUANT:
+        if (x != 8 && x != 16) return spec_error(err, errlen, "filter quant: bits must be 8 or 16");
+        break;
+    default: /* zstd */
+        if (x != floor(x) || x < 1 || x > 19)
+            return spec_error(err, errlen, "filter zstd: the level must be a whole number 1..19");
+        break;
+    }
+    spec->arg[k] = x;
+    return 0;
+}
+
+int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t errlen)
+{
+    memset(spec, 0, sizeof *spec);
+    if (!text || !*text) return 0;
+    char buf[256];
+    if (strlen(text) >= sizeof buf) return spec_error(err, errlen, "filter spec too long");
+    strcpy(buf, text);
+    char *item = buf;
+    for (;;) {
+        char *comma = strchr(item, ',');
+        if (comma) *comma = '\0';
+        char *colon = strchr(item, ':');
+        if (colon) *colon = '\0';
+        if (!*item) return spec_error(err, errlen, "empty filter name in '%s'", text);
+        int k = 0;
+        while (k < FILTER_KIND_COUNT && strcmp(item, names[k]) != 0) k++;
+        if (k == FILTER_KIND_COUNT)
+            return spec_error(err, errlen,
+                              "unknown filter '%s' (kkt, sigmod, skip, quant, keycache, lz4, zstd)",
+                              item);
+        if (spec->on[k]) return spec_error(err, errlen, "filter %s given twice", item);
+        int rc = spec_arg((filter_kind)k, colon ? colon + 1 : NULL, spec, err, errlen);
+        if (rc) return rc;
+        spec->on[k] = 1;
+        if (!comma) break;
+        item = comma + 1;
+    }
+    if (spec->on[FILTER_LZ4] && spec->on[FILTER_ZSTD])
+        return spec_error(err, errlen, "lz4 and zstd exclude each other: choose one compressor");
+    return 0;
+}
+
+/* ---- random numbers: xoshiro256**, seeded by splitmix64 ---- */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+double filter_uniform(filter_chain *c)
+{
+    uint64_t *s = c->rng;
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return (double)(r >> 11) * 0x1.0p-53;
+}
+
+/* ---- the chain ---- */
+
+uint64_t filter_row_bytes(const filter_chain *c, size_t n)
+{
+    return (uint64_t)n * (8 + c->width * c->value_size);
+}
+
+static int is_float(loom_type t)
+{
+    return t == LOOM_F32 || t == LOOM_F64;
+}
+
+int filter_chain_create(const filter_spec *spec, filter_dir dir, loom_type type, size_t width,
+                        uint64_t seed, filter_chain **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (width == 0 || width > FILTER_MAX_BYTES / 8 || (unsigned)type > LOOM_I64)
+        return spec_error(err, errlen, "filter chain: bad table type or width");
+    if (spec->on[FILTER_KKT] && dir != FILTER_PUSH)
+        return spec_error(err, errlen, "filter kkt applies to pushed gradients only");
+    static const filter_kind lossy[] = {FILTER_KKT, FILTER_SIGMOD, FILTER_SKIP, FILTER_QUANT};
+    for (size_t i = 0; i < sizeof lossy / sizeof lossy[0]; i++)
+        if (spec->on[lossy[i]] && !is_float(type))
+            return spec_error(err, errlen, "filter %s needs a f32 or f64 table", names[lossy[i]]);
+    filter_chain *c = calloc(1, sizeof *c);
+    if (!c) return LOOM_ENOMEM;
+    if (spec->on[FILTER_SIGMOD] && u64map_init(&c->held.map, 64)) {
+        free(c);
+        return LOOM_ENOMEM;
+    }
+    c->spec = *spec;
+    c->dir = dir;
+    c->type = type;
+    c->width = width;
+    c->value_size = loom_type_size(type);
+    for (int i = 0; i < 4; i++) c->rng[i] = splitmix64(&seed);
+    *out = c;
+    return 0;
+}
+
+void filter_chain_destroy(filter_chain *c)
+{
+    if (!c) return;
+    if (c->spec.on[FILTER_SIGMOD]) filter_held_free(&c->held);
+    for (size_t i = 0; i < FILTER_KEYCACHE_ENTRIES; i++) free(c->cache[i].keys);
+    free(c->work.keys);
+    free(c->work.vals);
+    free(c);
+}
+
+filter_stats filter_chain_stats(const filter_chain *c, filter_kind k)
+{
+    filter_stats none = {0, 0, 0};
+    return (unsigned)k < FILTER_KIND_COUNT ? c->stats[k] : none;
+}
+
+void filter_chain_totals(const filter_chain *c, uint64_t *raw_bytes, uint64_t *wire_bytes,
+                         uint64_t *dropped)
+{
+    *raw_bytes = c->raw_bytes;
+    *wire_bytes = c->wire_bytes;
+    *dropped = c->dropped;
+}
+
+static void count(filter_chain *c, filter_kind k, uint64_t in, uint64_t out)
+{
+    c->stats[k].msgs++;
+    c->stats[k].bytes_in += in;
+    c->stats[k].bytes_out += out;
+}
+
+/* ---- key cache ---- */
+
+/* The digest of a key list: a splitmix64 chain over the count and the keys. Not
+ * cryptographic: two different lists of one link share a digest with probability
+ * about 2^-64 (the link itself is authenticated, docs/SECURITY.md). */
+static uint64_t keys_digest(const uint64_t *keys, size_t n)
+{
+    uint64_t h = n;
+    uint64_t d = splitmix64(&h);
+    for (size_t i = 0; i < n; i++) {
+        h = d ^ keys[i];
+        d = splitmix64(&h);
+    }
+    return d;
+}
+
+static struct keycache_entry *cache_find(filter_chain *c, uint64_t digest)
+{
+    for (size_t i = 0; i < FILTER_KEYCACHE_ENTRIES; i++)
+        if (c->cache[i].used && c->cache[i].digest == digest) return &c->cache[i];
+    return NULL;
+}
+
+/* Remember a list (the receiver keeps the keys, the sender only the digest),
+ * in place of the oldest entry. */
+static void cache_add(filter_chain *c, uint64_t digest, uint64_t *keys_owned, size_t n)
+{
+    struct keycache_entry *e = &c->cache[c->cache_next];
+    c->cache_next = (c->cache_next + 1) % FILTER_KEYCACHE_ENTRIES;
+    free(e->keys);
+    e->digest = digest;
+    e->keys = keys_owned;
+    e->n = n;
+    e->used = 1;
+}
+
+void filter_chain_forget_keys(filter_chain *c, uint64_t digest)
+{
+    struct keycache_entry *e = cache_find(c, digest);
+    if (e) e->used = 0;
+}
+
+/* ---- encode ---- */
+
+static int any_select(const filter_chain *c)
+{
+    return c->spec.on[FILTER_KKT] || c->spec.on[FILTER_SIGMOD] || c->spec.on[FILTER_SKIP] ||
+           c->spec.on[FILTER_QUANT];
+}
+
+int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, size_t *outlen)
+{
+    *out = NULL;
+    *outlen = 0;
+    for (size_t i = 1; i < m->n; i++)
+        if (m->keys[i] <= m->keys[i - 1]) return LOOM_EINVAL;
+    if (m->n > FILTER_MAX_BYTES / (8 + c->width * c->value_size)) return LOOM_ELIMIT;
+    c->raw_bytes += filter_row_bytes(c, m->n);
+
+    /* The rows to send: as doubles through the select filters (float tables),
+     * or the caller's arrays as they are. */
+    const uint64_t *keys = m->keys;
+    const void *raw_vals = m->vals;
+    size_t n = m->n;
+    if (any_select(c)) {
+        if (filter_work_reserve(c, n ? n : 1)) return LOOM_ENOMEM;
+        if (n) memcpy(c->work.keys, m->keys, n * sizeof *m->keys);
+        for (size_t i = 0; i < n * c->width; i++)
+            c->work.vals[i] = c->type == LOOM_F32 ? (double)((const float *)m->vals)[i]
+                                                  : ((const double *)m->vals)[i];
+        c->work.n = n;
+        if (c->spec.on[FILTER_KKT]) {
+            uint64_t in = filter_row_bytes(c, c->work.n);
+            filter_kkt(c, m);
+            count(c, FILTER_KKT, in, filter_row_bytes(c, c->work.n));
+        }
+        if (c->spec.on[FILTER_SIGMOD]) {
+            uint64_t in = filter_row_bytes(c, c->work.n);
+            int rc = filter_sigmod(c, m->flush);
+            if (rc) return rc;
+            count(c, FILTER_SIGMOD, in, filter_row_bytes(c, c->work.n));
+        }
+        if (c->spec.on[FILTER_SKIP]) {
+            uint64_t in = filter_row_bytes(c, c->work.n);
+            filter_skip(c);
+            count(c, FILTER_SKIP, in, filter_row_bytes(c, c->work.n));
+        }
+        keys = c->work.keys;
+        raw_vals = NULL;
+        n = c->work.n;
+    }
+
+    /* The body. */
+    size_t count_vals = n * c->width;
+    int bits = c->spec.on[FILTER_QUANT] ? (int)c->spec.arg[FILTER_QUANT] : 0;
+    size_t vals_bytes = bits ? filter_quant_size(count_vals, bits) : count_vals * c->value_size;
+    int key_form = KEYS_LIST;
+    uint64_t digest = 0;
+    if (c->spec.on[FILTER_KEYCACHE] && n >= KEYCACHE_MIN_KEYS) {
+        digest = keys_digest(keys, n);
+        key_form = cache_find(c, digest) ? KEYS_DIGEST : KEYS_LIST_KEEP;
+    }
+    size_t keys_bytes = key_form == KEYS_DIGEST ? 8 : n * 8;
+    size_t body_len = BODY_HEADER + keys_bytes + vals_bytes;
+    if (body_len > FILTER_MAX_BYTES) return LOOM_ELIMIT;
+    uint8_t *frame = malloc(FRAME_HEADER + body_len);
+    if (!frame) return LOOM_ENOMEM;
+    uint8_t *body = frame + FRAME_HEADER, *p = body;
+    p[0] = (uint8_t)c->type;
+    p[1] = (uint8_t)key_form;
+    p[2] = (uint8_t)bits;
+    p[3] = 0;
+    store_u32(p + 4, (uint32_t)c->width);
+    msg_store_u64(p + 8, n);
+    p += BODY_HEADER;
+    if (key_form == KEYS_DIGEST) {
+        msg_store_u64(p, digest);
+        p += 8;
+    } else {
+        for (size_t i = 0; i < n; i++, p += 8) msg_store_u64(p, keys[i]);
+    }
+    if (bits) {
+        int rc = filter_quant_encode(c, c->work.vals, count_vals, bits, p);
+        if (rc) {
+            free(frame);
+            return rc;
+        }
+        count(c, FILTER_QUANT, count_vals * c->value_size, vals_bytes);
+    } else if (raw_vals) {
+        if (vals_bytes) memcpy(p, raw_vals, vals_bytes);
+    } else if (c->type == LOOM_F32) {
+        for (size_t i = 0; i < count_vals; i++) {
+            float f = (float)c->work.vals[i];
+            memcpy(p + 4 * i, &f, 4);
+        }
+    } else {
+        memcpy(p, c->work.vals, vals_bytes);
+    }
+    if (c->spec.on[FILTER_KEYCACHE]) {
+        count(c, FILTER_KEYCACHE, n * 8, keys_bytes);
+        if (key_form == KEYS_LIST_KEEP) cache_add(c, digest, NULL, n);
+    }
+
+    /* The frame, compressed when that makes it smaller. */
+    int codec = c->spec.on[FILTER_LZ4] ? 1 : c->spec.on[FILTER_ZSTD] ? 2 : 0;
+    size_t payload_len = body_len;
+    if (codec) {
+        uint8_t *z = NULL;
+        size_t zlen = 0;
+        int rc = filter_compress(codec, (int)c->spec.arg[FILTER_ZSTD], body, body_len, &z, &zlen);
+        if (rc) {
+            free(frame);
+            return rc;
+        }
+        if (zlen) {
+            memcpy(body, z, zlen);
+            payload_len = zlen;
+        } else {
+            codec = 0;
+        }
+        free(z);
+        count(c, c->spec.on[FILTER_LZ4] ? FILTER_LZ4 : FILTER_ZSTD, body_len, payload_len);
+    }
+    frame[0] = 1;
+    frame[1] = (uint8_t)codec;
+    store_u32(frame + 2, (uint32_t)body_len);
+    *out = frame;
+    *outlen = FRAME_HEADER + payload_len;
+    c->wire_bytes += *outlen;
+    return 0;
+}
+
+/* ---- decode ---- */
+
+static int decode_body(filter_chain *c, const uint8_t *body, size_t len, uint64_t **keys_out,
+                       void **vals_out, size_t *n_out, uint64_t *digest_out)
+{
+    if (len < BODY_HEADER) return LOOM_EPROTO;
+    int type = body[0], key_form = body[1], bits = body[2];
+    uint32_t width = load_u32(body + 4);
+    uint64_t n = msg_load_u64(body + 8);
+    if (type != (int)c->type || width != c->width || body[3] != 0 || key_form > KEYS_DIGEST)
+        return LOOM_EPROTO;
+    if (bits != 0 && (bits != 8 && bits != 16)) return LOOM_EPROTO;
+    if (bits && !is_float(c->type)) return LOOM_EPROTO;
+    /* Every value takes at least one byte, so a count above the body's length is
+     * a lie; below it, the products cannot overflow. */
+    if (n > len / width) return LOOM_EPROTO;
+    size_t count_vals = (size_t)n * width;
+    size_t keys_bytes = key_form == KEYS_DIGEST ? 8 : (size_t)n * 8;
+    size_t vals_bytes = bits ? filter_quant_size(count_vals, bits) : count_vals * c->value_size;
+    if (len != BODY_HEADER + keys_bytes + vals_bytes) return LOOM_EPROTO;
+    const uint8_t *p = body + BODY_HEADER;
+
+    struct keycache_entry *cached = NULL;
+    uint64_t digest = 0;
+    if (key_form == KEYS_DIGEST) {
+        digest = msg_load_u64(p);
+        cached = c->spec.on[FILTER_KEYCACHE] ? cache_find(c, digest) : NULL;
+        if (!cached) {
+            *digest_out = digest;
+            return LOOM_ENOTFOUND;
+        }
+        if (cached->n != n) return LOOM_EPROTO;
+    }
+    uint64_t *keys = malloc(n ? n * sizeof *keys : 1);
+    void *vals = malloc(count_vals ? count_vals * c->value_size : 1);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return LOOM_ENOMEM;
+    }
+    if (cached) {
+        memcpy(keys, cached->keys, n * sizeof *keys);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            keys[i] = msg_load_u64(p + 8 * i);
+            if (i && keys[i] <= keys[i - 1]) {
+                free(keys);
+                free(vals);
+                return LOOM_EPROTO;
+            }
+        }
+    }
+    p += keys_bytes;
+    int rc = bits ? filter_quant_decode(p, count_vals, bits, c->type, vals)
+                  : (memcpy(vals, p, vals_bytes), 0);
+    uint64_t *kept = NULL;
+    if (!rc && key_form == KEYS_LIST_KEEP && c->spec.on[FILTER_KEYCACHE]) {
+        digest = keys_digest(keys, n);
+        if (!cache_find(c, digest)) {
+            kept = malloc(n * sizeof *kept);
+            if (!kept) rc = LOOM_ENOMEM;
+        }
+    }
+    if (rc) {
+        free(keys);
+        free(vals);
+        return rc;
+    }
+    /* Everything checked: now the cache may change and the counts count. */
+    if (kept) {
+        memcpy(kept, keys, n * sizeof *kept);
+        cache_add(c, digest, kept, n);
+    }
+    if (c->spec.on[FILTER_KEYCACHE]) count(c, FILTER_KEYCACHE, keys_bytes, n * 8);
+    if (bits) count(c, FILTER_QUANT, vals_bytes, count_vals * c->value_size);
+    *keys_out = keys;
+    *vals_out = vals;
+    *n_out = n;
+    return 0;
+}
+
+int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, uint64_t **keys,
+                        void **vals, size_t *n, uint64_t *digest)
+{
+    *keys = NULL;
+    *vals = NULL;
+    *n = 0;
+    *digest = 0;
+    int rc = LOOM_EPROTO;
+    uint8_t *inflated = NULL;
+    if (len < FRAME_HEADER || in[0] != 1 || in[1] > 2) goto refused;
+    int codec = in[1];
+    size_t body_len = load_u32(in + 2);
+    if (body_len > FILTER_MAX_BYTES) {
+        rc = LOOM_ELIMIT;
+        goto refused;
+    }
+    const uint8_t *body = in + FRAME_HEADER;
+    size_t payload_len = len - FRAME_HEADER;
+    if (codec == 0) {
+        if (payload_len != body_len) goto refused;
+    } else {
+        if ((uint64_t)payload_len * FILTER_MAX_RATIO < body_len) {
+            rc = LOOM_ELIMIT;
+            goto refused;
+        }
+        inflated = malloc(body_len ? body_len : 1);
+        if (!inflated) {
+            rc = LOOM_ENOMEM;
+            goto refused;
+        }
+        rc = filter_decompress(codec, body, payload_len, inflated, body_len);
+        if (rc) goto refused;
+        body = inflated;
+    }
+    rc = decode_body(c, body, body_len, keys, vals, n, digest);
+    if (rc) goto refused;
+    filter_kind compressor = codec == 1 ? FILTER_LZ4 : FILTER_ZSTD;
+    if (codec && c->spec.on[compressor]) count(c, compressor, payload_len, body_len);
+    free(inflated);
+    c->wire_bytes += len;
+    c->raw_bytes += filter_row_bytes(c, *n);
+    return 0;
+refused:
+    free(inflated);
+    c->dropped++;
+    return rc;
+}

@@ -1,0 +1,133 @@
+/* filter: user-defined filters on the (key, value) messages of a table
+ * (Parameter Server, Li's thesis sections 3.2.6 and 3.3.2, chapter 6).
+ *
+ * A filter chain is the state of one direction (push of deltas, or pull reply
+ * of values) of one table on one link (one sender, one receiver): the sender
+ * encodes a message of sorted keys and rows of `width` values with
+ * filter_chain_encode(), the receiver's chain of the same spec decodes it with
+ * filter_chain_decode(). Filters come in two groups, always applied in this
+ * order whatever the order of the spec:
+ *
+ *   what is sent (sender only; the receiver sees an ordinary smaller message)
+ *     kkt:T      push: drop row i while its weights are 0 and every |g| <= T (T = lambda - delta)
+ *     sigmod:T   send a row only when its accumulated change exceeds T in some coordinate;
+ *                the rest stays accumulated (push) or stays the receiver's copy (pull)
+ *     skip:Q     keep each row with probability Q and scale it by 1/Q (unbiased)
+ *   how it is encoded (both sides)
+ *     quant:B    values as B = 8 or 16 bit fixed point with stochastic rounding
+ *     keycache   a key list sent before goes as its 64-bit digest
+ *     lz4, zstd[:LEVEL]  the encoded message compressed (at most one of them)
+ *
+ * The encoding is self-describing (the receiver reads which encodings were
+ * used from the message) and is checked whole before anything is trusted: a
+ * malformed, truncated or oversized message is refused with LOOM_EPROTO or
+ * LOOM_ELIMIT, and a digest the receiver does not hold with LOOM_ENOTFOUND, which
+ * the sender answers with filter_chain_forget_keys() and a resend of the full
+ * list. Each filter counts the bytes of the messages it saw before and after
+ * itself. docs/FILTERS.md says which filters are exact and the bound of the others. */
+#ifndef LOOM_PS_FILTER_H
+#define LOOM_PS_FILTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/table.h"
+
+typedef enum { FILTER_PUSH, FILTER_PULL } filter_dir;
+
+/* In the order a chain applies them. */
+typedef enum {
+    FILTER_KKT,
+    FILTER_SIGMOD,
+    FILTER_SKIP,
+    FILTER_QUANT,
+    FILTER_KEYCACHE,
+    FILTER_LZ4,
+    FILTER_ZSTD,
+    FILTER_KIND_COUNT
+} filter_kind;
+
+/* A parsed chain spec: which filters are on and their argument. */
+typedef struct filter_spec {
+    int on[FILTER_KIND_COUNT];
+    double arg[FILTER_KIND_COUNT];
+} filter_spec;
+
+/* The largest message a chain encodes or decodes (decoded size), 256 MiB:
+ * a claimed size above it is refused with LOOM_ELIMIT before any allocation. */
+#define FILTER_MAX_BYTES ((size_t)256 << 20)
+/* A compressed message decompresses to at most this many times its size (lz4's
+ * own limit): a small frame cannot make the receiver allocate much more. The
+ * sender sends a message that would compress further as it is. */
+#define FILTER_MAX_RATIO 255
+/* Key lists a key cache remembers per link (the oldest is forgotten first). */
+#define FILTER_KEYCACHE_ENTRIES 64
+/* Values sharing one scale in a quantised message. */
+#define FILTER_QUANT_BLOCK 256
+
+/* "NAME[:ARG],..." into spec (an empty text is no filter). 0, or LOOM_EINVAL
+ * with a sentence naming the culprit in err: unknown filter, a missing,
+ * malformed or out-of-range argument, a filter given twice, lz4 with zstd. */
+int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t errlen);
+/* The name of a filter kind ("sigmod"). */
+const char *filter_name(filter_kind k);
+
+typedef struct filter_chain filter_chain;
+
+/* A chain for one direction of a table whose rows are `width` values of `type`;
+ * seed drives skip and quant's random numbers. LOOM_EINVAL with a sentence in
+ * err when the spec does not fit (kkt on a pull, a lossy filter on an integer
+ * table), LOOM_ENOMEM. */
+int filter_chain_create(const filter_spec *spec, filter_dir dir, loom_type type, size_t width,
+                        uint64_t seed, filter_chain **out, char *err, size_t errlen);
+void filter_chain_destroy(filter_chain *c);
+
+/* A message: n rows with strictly ascending keys, rows of width values. */
+typedef struct filter_msg {
+    const uint64_t *keys;
+    const void *vals;
+    size_t n;
+    /* kkt: the sender's current weights of these rows (n * width values of
+     * the table's type); NULL: kkt lets every row through. */
+    const void *weights;
+    /* sigmod: send everything held back too (end of a clock that needs every
+     * update, end of training). */
+    int flush;
+} filter_msg;
+
+/* Encode m into a new buffer *out of *outlen bytes (free() it). The message
+ * may be empty after filtering; it is still sent (the receiver learns the
+ * push or reply happened). LOOM_EINVAL for unsorted keys, LOOM_ELIMIT for a
+ * message above FILTER_MAX_BYTES, LOOM_ENOMEM. */
+int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, size_t *outlen);
+
+/* Decode len bytes into new arrays *keys (n) and *vals (n * width values of
+ * the chain's type; free() both). LOOM_EPROTO: malformed or truncated, or of
+ * another type or width; LOOM_ELIMIT: claims more than FILTER_MAX_BYTES, or a compressed
+ * frame claims more than FILTER_MAX_RATIO times its size;
+ * LOOM_ENOTFOUND: a key digest this receiver does not hold (*digest set: send
+ * it back to the sender). Nothing is returned and nothing changes on error
+ * except the dropped counter. */
+int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, uint64_t **keys,
+                        void **vals, size_t *n, uint64_t *digest);
+
+/* The receiver did not hold the key list of `digest`: the next message with
+ * that list sends it whole. */
+void filter_chain_forget_keys(filter_chain *c, uint64_t digest);
+
+/* Bytes a filter saw, summed over the messages it handled: in = before it,
+ * out = after it. A sender's kkt, sigmod and skip count the message as raw
+ * keys and values; quant counts values, keycache keys, lz4/zstd the whole
+ * encoding. */
+typedef struct filter_stats {
+    uint64_t msgs, bytes_in, bytes_out;
+} filter_stats;
+
+/* The counts of filter k (zeros for a filter not in the chain). */
+filter_stats filter_chain_stats(const filter_chain *c, filter_kind k);
+/* Raw bytes of the messages given to encode (keys and values as rows), the
+ * bytes it produced, and the messages decode refused. */
+void filter_chain_totals(const filter_chain *c, uint64_t *raw_bytes, uint64_t *wire_bytes,
+                         uint64_t *dropped);
+
+#endif
