@@ -34,9 +34,12 @@
  * client. Each is a lane of its own: thread t of worker r is lane r T + t of
  * W T, with a contiguous part of the worker's ratings (app_team_split), its
  * own order and batches, and its own column in the count tables. In a clock
- * the lanes pull and train in parallel, then their deltas are pushed in lane
- * order (the update buffer adds them the same way in every run) and the
- * process clocks once: seq.c computes the same with T lanes.
+ * the lanes list their rows, pull them one lane after the other (nearly
+ * every lane touches the popular items: after the first lane they come from
+ * the shared cache, where concurrent pulls would each miss and fetch them),
+ * train in parallel, and their deltas are pushed in lane order (the update
+ * buffer adds them the same way in every run); the process clocks once. seq.c
+ * computes the same with T lanes.
  *
  * After an epoch, a barrier; then each worker pulls fresh rows for all of its
  * training and test ratings, adds its squared errors, counts, updates and
@@ -282,17 +285,26 @@ static int pull_rows(worker *w, mf_batch *b)
     return 0;
 }
 
-/* Lane t's part of the current clock: pull its rows, train them, leave the
- * (scaled) deltas in its batch for the push. */
-static int lane_clock(void *arg, int t)
+/* Lane t's batch of the current clock: the rows its ratings touch. */
+static int lane_collect(void *arg, int t)
+{
+    worker *w = arg;
+    lane *l = &w->lanes[t];
+    size_t lo, hi;
+    mf_clock_range(l->part.n, w->cli->train.syncs, w->clock, &lo, &hi);
+    TRY("batch", mf_batch_collect(&l->b, &l->part, l->order + lo, hi - lo));
+    return 0;
+}
+
+/* Lane t, its rows pulled: train them and leave the (scaled) deltas in its
+ * batch for the push. */
+static int lane_train(void *arg, int t)
 {
     worker *w = arg;
     lane *l = &w->lanes[t];
     const mf_train_opts *o = &w->cli->train;
     size_t lo, hi;
     mf_clock_range(l->part.n, o->syncs, w->clock, &lo, &hi);
-    TRY("batch", mf_batch_collect(&l->b, &l->part, l->order + lo, hi - lo));
-    if (pull_rows(w, &l->b)) return 1;
     mf_batch_train(&l->b, &l->part, l->order + lo, hi - lo, w->mean, w->lr, o->reg);
     if (o->merge == MF_MERGE_DAMPED) {
         scale_deltas(l->b.uold, l->b.ukeys, l->b.nu, o->rank + 1, w->ucount.scale);
@@ -316,7 +328,12 @@ static int train_epoch(worker *w, int epoch)
                        w->lanes[t].order);
     w->lr = lr;
     for (w->clock = 0; w->clock < o->syncs; w->clock++) {
-        if (app_team_run(w->team, lane_clock, w)) return 1;
+        if (app_team_run(w->team, lane_collect, w)) return 1;
+        /* The lanes' rows one lane after the other: most rows of a lane
+         * after the first (popular items) then come from the cache. */
+        for (int t = 0; t < w->threads; t++)
+            if (pull_rows(w, &w->lanes[t].b)) return 1;
+        if (app_team_run(w->team, lane_train, w)) return 1;
         for (int t = 0; t < w->threads; t++) {
             mf_batch *b = &w->lanes[t].b;
             if (b->nu) TRY("push user rows", loom_push(w->users, b->ukeys, b->nu, b->uold));
