@@ -7,9 +7,12 @@ set -eu
 # zmq_has("curve") when configuring and stops with a message if a libzmq lacks it.
 # iptables and libnetfilter-queue-dev: the multi-host test's link impairment where
 # the kernel has no netem (tests/netns/netimpair.c).
+# libjson-c-dev: `loom status` reads the status page's JSON. chromium and python3: the
+# status page's end-to-end test (tests/status) loads it in headless Chromium and checks
+# the screenshot.
 # liblz4-dev, libzstd-dev: the compression filters (docs/FILTERS.md); gnuplot-nox:
 # `loom plot` (docs/USAGE.md).
-packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev liblz4-dev libzstd-dev gnuplot-nox"
+packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev liblz4-dev libzstd-dev gnuplot-nox libjson-c-dev chromium python3"
 
 missing=""
 for p in $packages; do

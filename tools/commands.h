@@ -25,6 +25,9 @@ int cmd_predict(int argc, char **argv);
 /* loom keygen: write a job secret (tools/keygen.c). */
 int cmd_keygen(int argc, char **argv);
 
+/* loom status: print a running job's status page (tools/status.c). */
+int cmd_status(int argc, char **argv);
+
 /* loom plot: overlay runs' metrics files in a PNG with gnuplot (tools/plot.c). */
 int cmd_plot(int argc, char **argv);
 

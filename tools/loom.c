@@ -38,6 +38,7 @@ static const struct command commands[] = {
     {"train", "train a model (lr, mf, lda) with a job on this machine or a cluster", cmd_train},
     {"predict", "apply a saved model to a data set", cmd_predict},
     {"keygen", "write a job secret that encrypts and authenticates a job", cmd_keygen},
+    {"status", "print the status of a running job (its status page)", cmd_status},
     {"plot", "overlay the metrics of runs (loom train --metrics) in a PNG", cmd_plot},
     {"help", "list the subcommands, or show the help of one", cmd_help},
     {"version", "print the version of Loom", cmd_version},

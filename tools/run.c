@@ -123,6 +123,10 @@ static const app_flag run_flags[] = {
     {.name = "--insecure",
      .kind = APP_SWITCH,
      .help = "no secret: traffic is neither encrypted nor authenticated"},
+    {.name = "--no-status",
+     .kind = APP_SWITCH,
+     .help = "no status page: the scheduler does not listen for HTTP\n"
+             "(LOOM_STATUS_PORT=-1; docs/USAGE.md)"},
     {.name = "--verbose",
      .kind = APP_SWITCH,
      .help = "lifecycle messages from Loom and the launcher (LOOM_VERBOSE=1)"},
@@ -160,6 +164,7 @@ struct options {
     long timeout_s;            /* 0: no bound */
     enum on_failure on_failure;
     int verbose;
+    int no_status;
     const char *secret; /* --secret FILE, else LOOM_SECRET_FILE; NULL: make a throw-away one */
     int insecure;
     char **program; /* PROGRAM and its arguments, NULL-terminated */
@@ -348,6 +353,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
     if (GIVEN("--timeout")) opt->timeout_s = (long)x->u;
     if (GIVEN("--on-failure")) opt->on_failure = x->choice ? ON_FAILURE_WAIT : ON_FAILURE_STOP;
     opt->verbose = GIVEN("--verbose") != NULL;
+    opt->no_status = GIVEN("--no-status") != NULL;
     if (GIVEN("--bind")) {
         if (strlen(x->text) > MAX_BIND_LEN)
             return usage_error("--bind takes a host name or address of at most %d characters",
@@ -970,6 +976,7 @@ static int set_common_env(const struct options *opt)
         setenv_long("LOOM_HEARTBEAT_TIMEOUT_MS", opt->heartbeat_timeout_ms) < 0)
         return -1;
     if (opt->verbose && setenv("LOOM_VERBOSE", "1", 1) < 0) return -1;
+    if (opt->no_status && setenv("LOOM_STATUS_PORT", "-1", 1) < 0) return -1;
     return 0;
 }
 

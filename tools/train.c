@@ -136,6 +136,7 @@ static int launch_locally(const app_job *j, int argc, char **argv)
         run[k++] = (char *)j->secret;
     }
     if (j->insecure) run[k++] = "--insecure";
+    if (j->no_status) run[k++] = "--no-status";
     run[k++] = "--";
     run[k++] = self;
     for (int i = 0; i < argc; i++) {
@@ -187,6 +188,7 @@ static int train_with(const trainer *t, int argc, char **argv)
         if (!rc && j->interface && setenv("LOOM_INTERFACE", j->interface, 1)) rc = 1;
         if (!rc && j->secret && setenv("LOOM_SECRET_FILE", j->secret, 1)) rc = 1;
         if (!rc && j->insecure && unsetenv("LOOM_SECRET_FILE")) rc = 1;
+        if (!rc && j->no_status && setenv("LOOM_STATUS_PORT", "-1", 1)) rc = 1;
         if (!rc) rc = t->node(cli);
     } else if (app_check_job_files(j, err, sizeof err)) {
         /* Before any process starts: a wrong --model-out must not wait for the last epoch. */

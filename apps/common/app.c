@@ -104,6 +104,7 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     TEXT("--secret", secret);
 #undef TEXT
     j->insecure = app_flag_get(flags, n, values, "--insecure") != NULL;
+    j->no_status = app_flag_get(flags, n, values, "--no-status") != NULL;
     if ((v = app_flag_get(flags, n, values, "--workers")))
         j->workers = (int)v->u, j->workers_given = 1;
     if ((v = app_flag_get(flags, n, values, "--servers")))

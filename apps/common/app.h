@@ -107,10 +107,13 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .arg = "FILE",                                                                            \
          .help = "job secret (loom keygen; LOOM_SECRET_FILE; docs/SECURITY.md); default:\n"        \
                  "a throw-away one on this machine, none under mpirun/srun"},                      \
+        {.name = "--insecure",                                                                     \
+         .kind = APP_SWITCH,                                                                       \
+         .help = "no job secret: traffic neither encrypted nor authenticated (faster;\n"           \
+                 "for a machine or network you trust, docs/SECURITY.md)"},                         \
     {                                                                                              \
-        .name = "--insecure", .kind = APP_SWITCH,                                                  \
-        .help = "no job secret: traffic neither encrypted nor authenticated (faster;\n"            \
-                "for a machine or network you trust, docs/SECURITY.md)"                            \
+        .name = "--no-status", .kind = APP_SWITCH,                                                 \
+        .help = "no status page (LOOM_STATUS_PORT=-1; docs/USAGE.md)"                              \
     }
 #define APP_FLAGS_OUTPUT(metrics_help, model_help)                                                 \
     {.section = "output:",                                                                         \
@@ -129,6 +132,7 @@ typedef struct app_job {
     const char *interface; /* --interface NAME (NULL: the launcher's choice) */
     const char *secret;    /* --secret FILE (NULL: LOOM_SECRET_FILE or the launcher's choice) */
     int insecure;          /* --insecure: no secret at all */
+    int no_status;         /* --no-status: the scheduler serves no status page */
     int workers, servers;
     int threads;                      /* --threads: compute threads per worker process */
     int workers_given, servers_given; /* given on the command line */

@@ -136,6 +136,7 @@ int main(int argc, char **argv)
             if ((rc = loom_flush(weights, NULL))) return fail("flush weights", rc);
         }
         loss /= ROWS_PER_WORKER;
+        loom_report_metric(node, "loss", loss); /* shown on the scheduler's status page */
         printf("clock %2d: tally checked, mean squared-error loss %.6f\n", c, loss);
         fflush(stdout);
         if ((rc = loom_clock(node))) return fail("clock", rc);

@@ -555,6 +555,8 @@ static int evaluate(worker *w, int it)
     double st[STAT_FIELDS];
     TRY("pull statistics", app_stats_read(&w->stats, it, st));
     double ll = st[ST_LL_DOCS] + st[ST_LL_WORDS] + lda_ll_topics(&w->p, w->m.totals);
+    loom_report_metric(w->n, "iteration", it + 1); /* for the status page */
+    loom_report_metric(w->n, "log_likelihood", ll);
     uint64_t tokens = (uint64_t)st[ST_TOKENS];
     w->m.tokens = tokens;
     char why[256] = "";
@@ -566,6 +568,7 @@ static int evaluate(worker *w, int it)
     if (w->c->job.test_path) {
         double perplexity = exp(-st[ST_TEST_LL] / st[ST_TEST_SCORED]);
         snprintf(test_line, sizeof test_line, "  test perplexity %.2f", perplexity);
+        loom_report_metric(w->n, "test_perplexity", perplexity);
         snprintf(test_json, sizeof test_json,
                  ", \"test_perplexity\": %.17g, \"test_tokens\": %.0f, "
                  "\"test_skipped_tokens\": %.0f",

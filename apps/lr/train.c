@@ -488,6 +488,7 @@ void lr_epoch_order(uint64_t seed, int rank, int epoch, size_t rows, size_t *ord
 /* ---- one epoch's report ---- */
 
 typedef struct reporter {
+    loom_node *node;
     const lr_cli *cli;
     FILE *metrics;
     const loom_dataset *test;
@@ -533,6 +534,13 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
     }
     double time_s = app_now_s() - r->start;
     double ex_per_s = epoch_s > 0 ? st[ST_EXAMPLES] / epoch_s : 0;
+    /* For the scheduler's status page: a bad value is the app's bug, not the job's end. */
+    loom_report_metric(r->node, "epoch", epoch + 1);
+    loom_report_metric(r->node, "objective", objective);
+    if (r->test) {
+        loom_report_metric(r->node, "test_accuracy", test.accuracy);
+        loom_report_metric(r->node, "test_auc", test.auc);
+    }
     if (!c->job.quiet) {
         char testpart[128] = "";
         if (r->test)
@@ -719,7 +727,8 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     double *margin = NULL;
     uint32_t *csc_ptr = NULL, *csc_row = NULL, *csc_nz = NULL;
     dbpg_step st = {.s = &s, .threads = threads};
-    reporter rep = {.cli = c,
+    reporter rep = {.node = n,
+                    .cli = c,
                     .test = test,
                     .start = app_now_s(),
                     .dim = dim,

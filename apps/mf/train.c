@@ -364,6 +364,9 @@ static int report(worker *w, int epoch, double train_s)
     double test_rmse = has_test ? sqrt(st[ST_TEST_SSE] / st[ST_TEST_N]) : 0;
     double ups = train_s > 0 ? st[ST_UPDATES] / train_s : 0;
     double time_s = app_now_s() - w->start;
+    loom_report_metric(w->node, "epoch", epoch + 1); /* for the status page */
+    loom_report_metric(w->node, "train_rmse", train_rmse);
+    if (has_test) loom_report_metric(w->node, "test_rmse", test_rmse);
     if (!c->job.quiet) {
         char testpart[64] = "";
         if (has_test) snprintf(testpart, sizeof testpart, "  test rmse %.4f", test_rmse);

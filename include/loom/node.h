@@ -76,6 +76,10 @@ typedef struct loom_config {
     /* The job's secret (loom_secret_load; secret.h): every socket then uses
      * CURVE with the key pair derived from it. "": no encryption. */
     char secret[LOOM_SECRET_LEN + 1];
+    /* Scheduler: the TCP port of its read-only status page (HTTP, on the
+     * host the scheduler binds; docs/USAGE.md "The status page"). 0 = a free
+     * port chosen at start (loom_status_address() tells which), -1 = no page. */
+    int status_port;
 } loom_config;
 
 /* Defaults: heartbeat every 500 ms, declared dead after 5000 ms, rendezvous
@@ -86,7 +90,7 @@ void loom_config_default(loom_config *cfg);
  * LOOM_NUM_WORKERS, LOOM_BIND or LOOM_INTERFACE, LOOM_HEARTBEAT_MS,
  * LOOM_HEARTBEAT_TIMEOUT_MS, LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE,
  * LOOM_JOB_TOKEN, LOOM_MAX_FRAME_MIB, LOOM_SECRET_FILE (read with
- * loom_secret_load) (docs/LAUNCHING.md). Without LOOM_JOB_TOKEN, a process
+ * loom_secret_load), LOOM_STATUS_PORT (docs/LAUNCHING.md). Without LOOM_JOB_TOKEN, a process
  * that mpirun or srun started takes the launcher's job id as its job token.
  *
  * Without LOOM_ROLE, a launcher must have started the process (see
@@ -138,6 +142,19 @@ int loom_num_servers(const loom_node *node);
 /* The "host:port" this node listens on (for a scheduler started with port 0,
  * the port it was given). */
 const char *loom_node_address(const loom_node *node);
+
+/* Scheduler: "host:port" of its status page, or "" if it has none. */
+const char *loom_status_address(const loom_node *node);
+
+/* Workers: the application's latest value of metric `name` (an objective, an
+ * accuracy), shown with the worker on the scheduler's status page. Up to
+ * LOOM_METRICS_MAX names per worker, each 1 to 31 characters of
+ * [A-Za-z0-9_.-]; reporting a name again replaces its value. The values go to
+ * the scheduler with the worker's next heartbeat: the call never blocks nor
+ * sends. Returns 0, LOOM_EINVAL (bad name, value not finite), LOOM_ELIMIT (a
+ * name beyond the first LOOM_METRICS_MAX), LOOM_EROLE (not a worker). */
+#define LOOM_METRICS_MAX 8
+int loom_report_metric(loom_node *node, const char *name, double value);
 
 /* Scheduler and servers: serve the job until every worker has finished, then
  * release the node. Returns 0 on an orderly end, an error code otherwise. */

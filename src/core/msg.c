@@ -3,6 +3,7 @@
  * is bounds-checked, and decoding reports why a message must be dropped. */
 #include "core/msg.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ static const struct {
     [MSG_SHUTDOWN] = {"SHUTDOWN", 0, 0, BY_SCHED},
     [MSG_SHUTDOWN_ACK] = {"SHUTDOWN_ACK", 0, 0, BY_SERVER},
     [MSG_NODE_FAILED] = {"NODE_FAILED", 0, 0, BY_SCHED},
+    [MSG_METRICS] = {"METRICS", 1, 1, BY_WORKER},
     [MSG_TABLE_OPEN] = {"TABLE_OPEN", 1, 1, BY_WORKER},
     [MSG_TABLE_CREATE] = {"TABLE_CREATE", 1, 1, BY_SCHED},
     [MSG_TABLE_CREATED] = {"TABLE_CREATED", 0, 0, BY_SERVER},
@@ -339,4 +341,43 @@ int msg_roster_decode(const void *data, size_t len, uint32_t nnodes, uint32_t nu
         memcpy(rids + (size_t)i * stride, rid, sizeof rid);
     }
     return rd.left ? -1 : 0;
+}
+
+/* ---- metrics ---- */
+
+int msg_metric_name_ok(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > MSG_METRIC_NAME_MAX) return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || c == '.' || c == '-';
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+void msg_metrics_encode(const msg_metrics *m, blob_writer *w)
+{
+    blob_put_u8(w, (uint8_t)m->count);
+    for (uint32_t i = 0; i < m->count; i++) {
+        blob_put_str(w, m->name[i]);
+        blob_put_f64(w, m->value[i]);
+    }
+}
+
+int msg_metrics_decode(const void *data, size_t len, msg_metrics *m)
+{
+    blob_reader rd = {data, len, 0};
+    m->count = blob_get_u8(&rd);
+    if (rd.bad || m->count > MSG_METRICS_MAX) return -1;
+    for (uint32_t i = 0; i < m->count; i++) {
+        blob_get_str(&rd, m->name[i], sizeof m->name[i]);
+        m->value[i] = blob_get_f64(&rd);
+        if (rd.bad || !msg_metric_name_ok(m->name[i]) || !isfinite(m->value[i])) return -1;
+        for (uint32_t k = 0; k < i; k++)
+            if (!strcmp(m->name[k], m->name[i])) return -1;
+    }
+    return rd.bad || rd.left ? -1 : 0;
 }

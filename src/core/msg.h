@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define MSG_MAGIC       0x4D4Cu
-#define MSG_VERSION     2
+#define MSG_VERSION     3 /* 3: METRICS, and HEARTBEAT's byte counts */
 #define MSG_HEADER_SIZE 48
 #define MSG_MAX_FRAMES  2
 #define MSG_ADDR_MAX    256 /* a node's "host:port", NUL included */
@@ -53,7 +53,8 @@ enum msg_type {
     MSG_ROSTER,       /* scheduler -> node: blob (every node's id, role, rank, address) */
     MSG_ROSTER_ACK,   /* server -> scheduler: roster installed */
     MSG_REJECT,    /* scheduler -> node: registration refused; a = loom error code, blob = reason */
-    MSG_HEARTBEAT, /* both directions, no payload */
+    MSG_HEARTBEAT, /* both directions, no payload; node -> scheduler: a = bytes it sent,
+                      b = bytes it received (its totals so far, for the status page) */
     MSG_BARRIER,   /* worker -> scheduler: req = barrier generation */
     MSG_BARRIER_RELEASE, /* scheduler -> workers: req = generation */
     MSG_DONE,            /* worker -> scheduler: this worker finished */
@@ -61,6 +62,7 @@ enum msg_type {
     MSG_SHUTDOWN,        /* scheduler -> server: the job is over */
     MSG_SHUTDOWN_ACK,    /* server -> scheduler */
     MSG_NODE_FAILED,     /* scheduler -> all: a = id of the dead node */
+    MSG_METRICS,         /* worker -> scheduler: blob (the application's latest metrics) */
     /* parameter server (ps) */
     MSG_TABLE_OPEN = 32, /* worker -> scheduler: blob (table name and options) */
     MSG_TABLE_CREATE,    /* scheduler -> server: table = id, blob as above */
@@ -205,5 +207,23 @@ void msg_roster_encode(uint32_t nnodes, uint32_t num_servers, const char *addrs,
  * id that starts with MSG_RID_TAG. */
 int msg_roster_decode(const void *data, size_t len, uint32_t nnodes, uint32_t num_servers,
                       char *addrs, uint8_t *rids, size_t stride);
+
+/* METRICS: the latest values a worker's application reported (loom_report_metric),
+ * shown on the scheduler's status page. At most MSG_METRICS_MAX names, each 1 to
+ * MSG_METRIC_NAME_MAX characters of [A-Za-z0-9_.-], distinct, with a finite
+ * value; so the payload is at most 1 + 8 * (2 + 31 + 8) = 329 bytes. */
+#define MSG_METRICS_MAX     8
+#define MSG_METRIC_NAME_MAX 31
+typedef struct msg_metrics {
+    uint32_t count;
+    char name[MSG_METRICS_MAX][MSG_METRIC_NAME_MAX + 1];
+    double value[MSG_METRICS_MAX];
+} msg_metrics;
+
+/* 1 if name is a valid metric name (the rule above). */
+int msg_metric_name_ok(const char *name);
+void msg_metrics_encode(const msg_metrics *m, blob_writer *w);
+/* 0, or -1 unless the payload is exactly a METRICS blob that keeps every rule above. */
+int msg_metrics_decode(const void *data, size_t len, msg_metrics *m);
 
 #endif

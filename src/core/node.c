@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/status.h"
 #include "loom/error.h"
 
 #define IO_BATCH 128 /* messages read from one socket before polling again */
@@ -526,6 +527,7 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
     tracker_fail_all(&n->ts, LOOM_EPEERFAIL);
 
     if (n->cfg.role == LOOM_SCHEDULER) {
+        status_note_failure(n, dead, why);
         for (uint32_t i = 1; i < n->nnodes; i++)
             if (i != dead && n->peers[i].registered && !n->peers[i].done)
                 send_control(n, i, MSG_NODE_FAILED, 0, dead);
@@ -544,7 +546,9 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
 
 static void on_heartbeat(loom_node *n, void *ctx, node_msg *m)
 {
-    (void)n, (void)ctx, (void)m; /* dispatch() already noted the sign of life */
+    (void)ctx; /* dispatch() already noted the sign of life */
+    if (n->cfg.role == LOOM_SCHEDULER)
+        status_note_heartbeat(n, m->from, m->h.a, m->h.b, node_now_ms());
 }
 
 static int install_roster(loom_node *n, node_msg *m)
@@ -668,7 +672,12 @@ static void tick(loom_node *n, uint64_t now)
     }
     if (!n->roster_installed || !still_running(n)) return;
     if (n->cfg.role == LOOM_WORKER && n->done_acked) return;
-    send_control(n, 0, MSG_HEARTBEAT, 0, 0);
+    /* With this node's byte totals, which the scheduler's status page shows. */
+    msg_header h = {.type = MSG_HEARTBEAT,
+                    .a = atomic_load(&n->bytes_sent),
+                    .b = atomic_load(&n->bytes_received)};
+    node_send_io(n, 0, &h, NULL, 0);
+    if (n->cfg.role == LOOM_WORKER) node_send_metrics(n);
     uint64_t silent = now - n->peers[0].last_heard_ms;
     if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms)
         node_fail(n, 0, "lost the scheduler: nothing heard from it for %" PRIu64 " ms", silent);
@@ -681,8 +690,9 @@ static void *io_main(void *arg)
     loom_node *n = arg;
     io_thread_of = n;
     log_set_tag(n->tag);
-    /* the outbox, the ROUTER, and a DEALER to the scheduler and to each server */
-    zmq_pollitem_t items[3 + LOOM_MAX_SERVERS];
+    /* the outbox, the ROUTER, a DEALER to the scheduler and to each server,
+     * then the scheduler's status page (status.c) */
+    zmq_pollitem_t items[3 + LOOM_MAX_SERVERS + STATUS_POLL_ITEMS];
     uint32_t item_peer[3 + LOOM_MAX_SERVERS];
     while (!n->io_exit) {
         /* The set of DEALERs changes only when the roster arrives; rebuilding
@@ -692,18 +702,22 @@ static void *io_main(void *arg)
         item_peer[ni++] = NODE_NO_ID;
         items[ni] = (zmq_pollitem_t){n->router, 0, ZMQ_POLLIN, 0};
         item_peer[ni++] = NODE_NO_ID;
-        for (uint32_t i = 0; i < n->nnodes && ni < (int)(sizeof items / sizeof *items); i++) {
+        for (uint32_t i = 0; i < n->nnodes && ni < (int)(sizeof item_peer / sizeof *item_peer);
+             i++) {
             if (!n->peers[i].dealer) continue;
             items[ni] = (zmq_pollitem_t){n->peers[i].dealer, 0, ZMQ_POLLIN, 0};
             item_peer[ni++] = i;
         }
+        int nzmq = ni;
+        ni += status_poll_items(n, items + ni);
         uint64_t now = node_now_ms();
         long timeout = n->next_heartbeat_ms > now ? (long)(n->next_heartbeat_ms - now) : 0;
         if (zmq_poll(items, ni, timeout) < 0 && zmq_errno() != EINTR) {
             log_error("poll failed: %s", zmq_strerror(zmq_errno()));
             break;
         }
-        for (int i = 0; i < ni && !n->io_exit; i++) {
+        status_serve(n, items + nzmq, ni - nzmq, node_now_ms());
+        for (int i = 0; i < nzmq && !n->io_exit; i++) {
             if (!(items[i].revents & ZMQ_POLLIN)) continue;
             for (int k = 0; k < IO_BATCH && !n->io_exit; k++) {
                 int got = i == 0 ? forward_one(n) : receive_one(n, items[i].socket, item_peer[i]);
@@ -737,6 +751,7 @@ static int validate_config(const loom_config *c)
     if (c->rank < -1 || c->rank >= max_rank) return LOOM_ECONFIG;
     if (c->role == LOOM_SCHEDULER && c->rank == -1) return LOOM_ECONFIG;
     if (!strchr(c->scheduler, ':')) return LOOM_ECONFIG;
+    if (c->status_port < -1 || c->status_port > 65535) return LOOM_ECONFIG;
     if (c->heartbeat_interval_ms < 1 || c->heartbeat_timeout_ms <= c->heartbeat_interval_ms ||
         c->connect_timeout_ms < 1 || c->max_frame_mib < 0 || c->max_frame_mib > 2047)
         return LOOM_ECONFIG;
@@ -892,6 +907,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     node_set_core_handlers(n);
     if (cfg->secret[0]) rc = curve_start(n->zctx, cfg->secret, n->tag, &n->refused, &n->curve);
     if (!rc) rc = bind_router(n);
+    if (!rc && cfg->role == LOOM_SCHEDULER) rc = status_open(n);
     if (!rc && attach) rc = attach(n);
     if (!rc) rc = open_outbox(n);
     if (!rc && cfg->role == LOOM_SCHEDULER) {
@@ -1069,6 +1085,7 @@ static int done_acked(const loom_node *n)
 
 int node_worker_done(loom_node *n)
 {
+    node_send_metrics(n); /* the last ones reported, which no heartbeat will carry now */
     msg_header h = {.type = MSG_DONE};
     int rc = node_send(n, 0, &h, NULL, 0);
     pthread_mutex_lock(&n->mu);
@@ -1146,6 +1163,7 @@ void node_destroy(loom_node *n)
     uint64_t bad = atomic_load(&n->malformed);
     if (bad) log_error("dropped %" PRIu64 " malformed message(s) in all", bad);
     if (n->cfg.role == LOOM_SCHEDULER) sched_free(n);
+    status_close(n);
     u64map_free(&n->rid_index);
     tracker_destroy(&n->ts);
     pthread_mutex_destroy(&n->mu);

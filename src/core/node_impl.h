@@ -130,6 +130,12 @@ void *node_layer(const loom_node *n, int layer);
 enum node_counter { NODE_PULLS_FROM_CACHE, NODE_PULLS_FROM_SERVER };
 void node_count(loom_node *n, enum node_counter c, uint64_t v);
 
+/* ---- the scheduler's status page ---- */
+/* Scheduler: worker (a node id) has completed `clock` clocks (INT64_MAX: it
+ * finished); the job's min clock is min_clock (INT64_MAX: every worker
+ * finished). The ps registry tells; the status page shows it. */
+void node_note_clock(loom_node *n, uint32_t worker, int64_t clock, int64_t min_clock);
+
 /* ---- lifecycle used by the API glue (src/loom.c) ---- */
 /* Start a node; attach(n), if not NULL, registers the layers' handlers
  * before any message can arrive. */

@@ -101,6 +101,13 @@ struct loom_node {
     _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;
     _Atomic uint64_t refused; /* handshakes refused for want of the secret (curve.c) */
 
+    /* The scheduler's status page (status.c); NULL without one. I/O thread only. */
+    struct status_page *status;
+    /* Worker: the application's latest metrics (loom_report_metric), under
+     * mu; the I/O thread sends them with the next heartbeat when dirty. */
+    msg_metrics metrics;
+    int metrics_dirty;
+
     /* The fuzzing seam: NULL, except in a node that node_fuzz.c made. */
     const struct node_seam *seam;
     void *seam_ctx;

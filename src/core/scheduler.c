@@ -22,6 +22,7 @@
 
 #include "core/log.h"
 #include "core/node_priv.h"
+#include "core/status.h"
 #include "loom/error.h"
 
 static void send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req, uint64_t a)
@@ -270,6 +271,7 @@ int sched_init(loom_node *n)
     node_set_handler(n, MSG_BARRIER, on_barrier, NULL);
     node_set_handler(n, MSG_DONE, on_done, NULL);
     node_set_handler(n, MSG_SHUTDOWN_ACK, on_shutdown_ack, NULL);
+    node_set_handler(n, MSG_METRICS, status_on_metrics, NULL);
     return 0;
 }
 

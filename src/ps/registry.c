@@ -144,6 +144,7 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
     int64_t min = PS_CLOCK_DONE;
     for (int w = 0; w < r->num_workers; w++)
         if (r->clock[w] < min) min = r->clock[w];
+    node_note_clock(n, m->from, m->h.clock, min > r->min_clock ? min : r->min_clock);
     if (min <= r->min_clock) return;
     r->min_clock = min;
     if (min == PS_CLOCK_DONE) return; /* every worker finished: nobody is waiting */

@@ -19,15 +19,16 @@
  *   - msg_decode_header() with the frame count that arrived, and with the count the header
  *     claims: on success the fields are within the rules and re-encoding gives back the
  *     identical 48 bytes;
- *   - every frame parsed as a REGISTER blob, a ROSTER blob, a REJECT reason, a table
- *     definition, and by a byte-driven walk of the blob reader: parsers never read out of
- *     bounds (the sanitizers), a successful REGISTER/ROSTER/definition re-encodes to the
- *     identical bytes (ps_def_decode's encoding is canonical: the scheduler compares
- *     definitions as bytes), and the reader keeps its contract (a short read sets `bad`,
+ *   - every frame parsed as a REGISTER blob, a ROSTER blob, a REJECT reason, a METRICS
+ *     blob, a table definition, and by a byte-driven walk of the blob reader: parsers never
+ *     read out of bounds (the sanitizers), a successful REGISTER/ROSTER/METRICS/definition
+ *     re-encodes to the identical bytes (ps_def_decode's encoding is canonical: the scheduler
+ * compares definitions as bytes), and the reader keeps its contract (a short read sets `bad`,
  *     returns zeros and consumes nothing).
  *
  * REGISTER and ROSTER go through msg_register_decode() and msg_roster_decode(), the
  * functions the scheduler and the nodes use. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@
 /* What decoded successfully, so the driver can tell that its seeds reach every success
  * path (a corpus that only exercises the error paths proves little). */
 static struct {
-    unsigned long header_ok, register_ok, roster_ok, def_ok, reject_ok;
+    unsigned long header_ok, register_ok, roster_ok, def_ok, reject_ok, metrics_ok;
 } stats;
 
 /* ---- the input's frames ---- */
@@ -129,6 +130,21 @@ static void check_register(const uint8_t *p, size_t len)
     FUZZ_CHECK(strlen(r.address) < sizeof r.address);
     blob_writer w = {0};
     msg_register_encode(&r, &w);
+    same_bytes(&w, p, len);
+}
+
+/* METRICS (a worker's latest metrics for the status page): a decoded payload keeps every
+ * rule (msg.h) and re-encodes to the identical bytes. */
+static void check_metrics(const uint8_t *p, size_t len)
+{
+    msg_metrics m;
+    if (msg_metrics_decode(p, len, &m)) return;
+    stats.metrics_ok++;
+    FUZZ_CHECK(m.count <= MSG_METRICS_MAX);
+    for (uint32_t i = 0; i < m.count; i++)
+        FUZZ_CHECK(msg_metric_name_ok(m.name[i]) && isfinite(m.value[i]));
+    blob_writer w = {0};
+    msg_metrics_encode(&m, &w);
     same_bytes(&w, p, len);
 }
 
@@ -282,6 +298,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_register(f.data[i], f.len[i]);
         check_roster(f.data[i], f.len[i], f.selector);
         check_reject(f.data[i], f.len[i]);
+        check_metrics(f.data[i], f.len[i]);
         check_def(f.data[i], f.len[i], f.selector);
         size_t other = (i + 1) % f.count; /* the next frame's bytes drive the reader */
         walk_reader(f.data[i], f.len[i], f.data[other], f.len[other]);
@@ -410,6 +427,21 @@ static void make_seeds(seeds *s)
     blob_put_str(&w, "worker rank 9 is out of range or already taken");
     in_blob(in, &w);
 
+    /* METRICS: two names, and the most a worker may send. */
+    in = seed_new(s, "metrics");
+    in_start(in, (msg_header){.type = MSG_METRICS, .sender = 3}, 2, 0);
+    msg_metrics_encode(&(msg_metrics){2, {"objective", "test_accuracy"}, {0.693, 0.84}}, &w);
+    in_blob(in, &w);
+    msg_metrics most = {.count = MSG_METRICS_MAX};
+    for (uint32_t i = 0; i < MSG_METRICS_MAX; i++) {
+        memset(most.name[i], 'a' + (int)i, MSG_METRIC_NAME_MAX);
+        most.value[i] = -1e300 * i;
+    }
+    in = seed_new(s, "metrics_most");
+    in_start(in, (msg_header){.type = MSG_METRICS, .sender = 3}, 2, 0);
+    msg_metrics_encode(&most, &w);
+    in_blob(in, &w);
+
     /* TABLE_OPEN / TABLE_CREATE: the default table and a dense adagrad table. */
     ps_table_def d;
     FUZZ_CHECK(ps_def_from_user(&d, "weights", NULL, NULL, 0) == 0);
@@ -528,7 +560,7 @@ static void check_seeds(void)
 {
     FUZZ_CHECK(stats.header_ok >= (unsigned long)s.n);
     FUZZ_CHECK(stats.register_ok >= 2 && stats.roster_ok >= 2 && stats.def_ok >= 2);
-    FUZZ_CHECK(stats.reject_ok >= 1);
+    FUZZ_CHECK(stats.reject_ok >= 1 && stats.metrics_ok >= 2);
 }
 
 static void report(void)

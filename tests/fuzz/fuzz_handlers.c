@@ -259,8 +259,9 @@ static void inject(run *r, script *s, int raw)
         m.dest = next_u8(s) % NODES;
         uint8_t type = next_u8(s), flags = next_u8(s);
         msg_header h = {
-            /* Mostly types that exist: 1..12 and 32..43. */
-            .type = type < 0xF0 ? (uint8_t)(type % 24 < 12 ? 1 + type % 12 : 32 + type % 12) : type,
+            /* Mostly types that exist: 1..13 and 32..44. */
+            .type = type < 0xF0 ? (uint8_t)(type % 26 < 13 ? 1 + type % 26 : 32 + type % 26 - 13)
+                                : type,
             .flags = (uint16_t)(flags & 0x40 ? 1u << (flags % 16) : flags & MSG_F_RANGE),
             .sender = flags & 0x80 ? (uint32_t)next_num(s) : m.from,
             .table = next_u8(s) % (TABLES + 1),
@@ -419,7 +420,7 @@ static void in_blob_frame(input *in, blob_writer *w)
 /* The type byte of inject() for a real type. */
 static unsigned type_byte(unsigned type)
 {
-    return type < 32 ? type - 1 : 12 + type - 32;
+    return type < 32 ? type - 1 : 13 + type - 32;
 }
 
 /* op 0 with sender = from; nframes frames follow (the caller adds them). */
@@ -571,6 +572,16 @@ static void make_seeds(void)
     in_inject(in, 0, w0, MSG_REJECT, 0, 0, 0, 0, LOOM_ECONFIG, 0, 1);
     blob_put_str(&bw, "go away");
     in_blob_frame(in, &bw);
+    /* The status page's inputs: byte totals in heartbeats, a worker's metrics (valid, and
+     * a count too large), metrics from a server (not a sender of them). */
+    in_inject(in, w0, 0, MSG_HEARTBEAT, 0, 0, 0, 0, 1000, UINT64_MAX, 0);
+    msg_metrics_encode(&(msg_metrics){1, {"objective"}, {0.5}}, &bw);
+    in_inject(in, w1, 0, MSG_METRICS, 0, 0, 0, 0, 0, 0, 1);
+    in_blob_frame(in, &bw);
+    in_inject(in, w1, 0, MSG_METRICS, 0, 0, 0, 0, 0, 0, 1);
+    in_frame(in, "\x09", 1);
+    in_inject(in, 1, 0, MSG_METRICS, 0, 0, 0, 0, 0, 0, 1);
+    in_frame(in, "\x00", 1);
     ps_table_def d;
     FUZZ_CHECK(ps_def_from_user(&d, "forged", NULL, NULL, 0) == 0);
     FUZZ_CHECK(ps_def_encode(&d, &bw) == 0);

@@ -161,7 +161,7 @@ for model in lr mf lda; do
     done
 done
 # Every flag the apps' docs and the usage guide mention is in some help.
-for cmd in "run" "keygen" "train" "gen" "gen lr" "gen mf" "gen lda" "predict" "predict lr" "predict mf"; do
+for cmd in "run" "keygen" "status" "plot" "train" "gen" "gen lr" "gen mf" "gen lda" "predict" "predict lr" "predict mf"; do
     read -r -a words <<<"$cmd"
     "$LOOM" help "${words[@]}" >>helps || fail "loom help $cmd failed"
 done

@@ -16,6 +16,11 @@
  *   ps_check run --pid-dir DIR
  *       Write DIR/<role>-<rank>.pid, then workers push/pull/clock until the
  *       job is stopped from outside (the kill -9 tests).
+ *   ps_check status --pid-dir DIR --hold FILE [--clocks N]
+ *       BSP as above; then each worker reports the metrics objective =
+ *       0.25 * (rank + 1) and accuracy = 0.5 + 0.125 * rank, writes its pid
+ *       file and waits for FILE before it finishes (the status page tests
+ *       look at the job meanwhile). Scheduler and servers write theirs at once.
  *   ps_check free-port
  *       Print a TCP port on 127.0.0.1 that is free right now.
  * Exit 0 when every check held. */
@@ -33,8 +38,8 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: ps_check bsp|ssp|run|free-port [--clocks N] [--staleness S] "
-                    "[--log DIR] [--pid-dir DIR]\n");
+    fprintf(stderr, "usage: ps_check bsp|ssp|run|status|free-port [--clocks N] [--staleness S] "
+                    "[--log DIR] [--pid-dir DIR] [--hold FILE]\n");
     return 2;
 }
 
@@ -105,6 +110,22 @@ static int run_bsp(loom_node *n, int clocks)
     }
     printf("bsp: %d clocks, every pull exact\n", clocks);
     return 0;
+}
+
+/* ---- status ---- */
+
+static int write_pid(const char *dir, loom_node *n);
+static int wait_for_file(const char *path);
+
+static int run_status(loom_node *n, int clocks, const char *dir, const char *hold)
+{
+    int rc = run_bsp(n, clocks);
+    if (rc) return rc;
+    double rank = loom_rank(n);
+    TRY("report objective", loom_report_metric(n, "objective", 0.25 * (rank + 1)));
+    TRY("report accuracy", loom_report_metric(n, "accuracy", 0.5 + 0.125 * rank));
+    if (write_pid(dir, n)) return die("pid file", LOOM_EINVAL);
+    return wait_for_file(hold);
 }
 
 /* ---- ssp ---- */
@@ -303,10 +324,12 @@ int main(int argc, char **argv)
         }
     }
     if (!strcmp(mode, "free-port")) return free_port();
-    if (strcmp(mode, "bsp") && strcmp(mode, "ssp") && strcmp(mode, "run")) return usage();
+    int status = !strcmp(mode, "status");
+    if (strcmp(mode, "bsp") && strcmp(mode, "ssp") && strcmp(mode, "run") && !status)
+        return usage();
     if (strcmp(mode, "bsp") && !dir) return usage();
-    if (hold && (strcmp(mode, "bsp") || !dir)) return usage();
-    int pid_files = dir && (!strcmp(mode, "run") || !strcmp(mode, "bsp"));
+    if (hold ? (strcmp(mode, "bsp") && !status) || !dir : status) return usage();
+    int pid_files = dir && (!strcmp(mode, "run") || !strcmp(mode, "bsp") || status);
 
     loom_node *n;
     TRY("init", loom_init(&n, &argc, &argv));
@@ -316,8 +339,9 @@ int main(int argc, char **argv)
         return rc ? die("serve", rc) : 0;
     }
     if (!strcmp(mode, "bsp") && pid_files && write_pid(dir, n)) return die("pid file", LOOM_EINVAL);
-    if (hold && wait_for_file(hold)) return 1;
-    int rc = !strcmp(mode, "bsp")   ? run_bsp(n, clocks)
+    if (hold && !status && wait_for_file(hold)) return 1;
+    int rc = status                 ? run_status(n, clocks, dir, hold)
+             : !strcmp(mode, "bsp") ? run_bsp(n, clocks)
              : !strcmp(mode, "ssp") ? run_ssp(n, clocks, staleness, dir)
                                     : run_forever(n, dir);
     int frc = loom_finalize(n);
