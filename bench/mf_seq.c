@@ -5,10 +5,11 @@
  *
  * TRAIN_FLAGS are those of `loom train mf` (--train, --test or
  * --test-fraction, --rank, --lr, --epochs, --seed ...; the other job flags
- * are accepted and ignored). Writes one JSON line per epoch with the same keys
- * as the trainer's metrics: time_s counts from after reading the data, and
- * includes, like the trainer's, the evaluation of the training and test
- * ratings after every epoch; updates_per_s counts the SGD part only. */
+ * are accepted and ignored). Writes one JSON line per evaluation (every
+ * --eval-every epochs and the last, as the trainer) with the same keys as the
+ * trainer's metrics: time_s counts from after reading the data, and
+ * includes, like the trainer's, the evaluations of the training and test
+ * ratings; updates_per_s counts the SGD part only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,38 +20,30 @@
 #include "mf/mf.h"
 
 typedef struct run {
+    const mf_train_opts *opts;
     mf_data train, test;
-    double start, epoch_start;
+    double start, epoch_start; /* epoch_start: the end of the last evaluation */
+    int epochs;                /* trained since then */
     FILE *out;
 } run;
-
-static double sse(const mf_model *m, const mf_data *d)
-{
-    size_t w = (size_t)m->rank + 1;
-    double s = 0;
-    for (size_t k = 0; k < d->n; k++) {
-        const double *u = d->user[k] == UINT32_MAX ? NULL : m->user + (size_t)d->user[k] * w;
-        const double *i = d->item[k] == UINT32_MAX ? NULL : m->item + (size_t)d->item[k] * w;
-        double p = mf_predict_rows(m->mean, u, i, m->rank);
-        p = p < m->min ? m->min : p > m->max ? m->max : p;
-        s += (d->rating[k] - p) * (d->rating[k] - p);
-    }
-    return s;
-}
 
 static void after_epoch(void *arg, int epoch, const mf_model *m)
 {
     run *r = arg;
+    r->epochs++;
+    if (!mf_eval_due(r->opts, epoch)) return;
     double train_s = app_now_s() - r->epoch_start;
-    double train_rmse = sqrt(sse(m, &r->train) / (double)r->train.n);
+    double train_rmse = sqrt(mf_model_sse(m, &r->train) / (double)r->train.n);
     char test[32] = "null";
-    if (r->test.n) snprintf(test, sizeof test, "%.9g", sqrt(sse(m, &r->test) / (double)r->test.n));
+    if (r->test.n)
+        snprintf(test, sizeof test, "%.9g", sqrt(mf_model_sse(m, &r->test) / (double)r->test.n));
     fprintf(r->out,
             "{\"epoch\": %d, \"time_s\": %.3f, \"train_rmse\": %.9g, \"test_rmse\": %s, "
             "\"updates_per_s\": %.1f, \"bytes_sent\": 0, \"bytes_received\": 0}\n",
             epoch + 1, app_now_s() - r->start, train_rmse, test,
-            train_s > 0 ? (double)r->train.n / train_s : 0);
+            train_s > 0 ? (double)r->train.n * r->epochs / train_s : 0);
     fflush(r->out);
+    r->epochs = 0;
     r->epoch_start = app_now_s();
 }
 
@@ -73,7 +66,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "mf_seq: %s\n", err);
         return 1;
     }
-    run ru = {0};
+    run ru = {.opts = &cli.train};
     if (!(ru.out = fopen(cli.job.metrics_path, "w"))) {
         perror(cli.job.metrics_path);
         return 1;

@@ -46,6 +46,8 @@
 #   KEEP=1  keep the scratch directory (removed at the end otherwise)
 #   ROWS [2000000] TEST_ROWS [100000] FEATURES [1000000] NNZ [30]  generated set
 #   TIMEOUT [400]   seconds allowed to each training run
+#   SETS ["a9a gen"] WORKERS ["1 2 4"] MODES ["bsp ssp:2 asp dbpg"]  a subset of
+#           the runs (e.g. SETS=gen WORKERS="1 2" MODES="ssp:2 dbpg" on a busy machine)
 #
 # The hyperparameters (chosen in a short tuning pass, docs/BENCHMARKS.md):
 #   liblinear      -c 1 on a9a, -c 0.1 on the generated set (the best test
@@ -53,8 +55,8 @@
 #   Loom SGD       AdaGrad, no l2; a9a: --lr 0.1 --minibatch 100 (the
 #                  defaults), 10 epochs; generated: --lr 0.07 --minibatch 1000,
 #                  3 epochs
-#   Loom DBPG      --blocks 64 --lr 0.5 (delay 2, the default), --l2 = 1/C
-#                  (the same objective as liblinear's, bias included), 10 epochs
+#   Loom DBPG      the defaults (64 blocks, eta 1, delay 2), --l2 = 1/C (liblinear's
+#                  objective, but for liblinear's penalty on the bias), 10 epochs
 #
 # Takes 12-16 minutes on a 2-vCPU machine with the default sizes (--quick: about 1).
 set -euo pipefail
@@ -98,6 +100,9 @@ else
 fi
 nnz=${NNZ:-30}
 timeout_s=${TIMEOUT:-400}
+sets=${SETS:-a9a gen}
+workers=${WORKERS:-1 2 4}
+modes=${MODES:-bsp ssp:2 asp dbpg}
 for v in rows test_rows features nnz timeout_s; do
     if [[ ! ${!v} =~ ^[1-9][0-9]*$ ]]; then
         echo "$0: $v must be a positive whole number, not '${!v}'" >&2
@@ -156,6 +161,8 @@ t_script=$EPOCHREALTIME
 
 gen_train=$scratch/gen.train
 gen_test=$scratch/gen.test
+gen_s=0 planted="not generated"
+if [[ " $sets " == *" gen "* ]]; then
 log "generating $((rows + test_rows)) rows x $features features x $nnz nnz into $scratch"
 t0=$EPOCHREALTIME
 "$loom" gen lr --out "$scratch/gen.all" --rows $((rows + test_rows)) --features "$features" \
@@ -166,6 +173,7 @@ rm -f "$scratch/gen.all"
 gen_s=$(secs "$t0" "$EPOCHREALTIME")
 # The planted model is the Bayes-optimal classifier: the floor for any model.
 planted=$("$loom" predict lr --model "$scratch/planted.model" --data "$gen_test" 2>&1)
+fi
 
 # ---- liblinear ----
 
@@ -275,15 +283,18 @@ loom_all() {
     local name=$1 train=$2 test=$3 target=$4 e_sgd=$5 e_dbpg=$6 l2=$7
     shift 7
     local w s mode
-    for w in 1 2 4; do
+    for w in $workers; do
         s=1
         if [[ $w == 4 ]]; then s=2; fi
-        for mode in bsp ssp:2 asp; do
-            train_loom "$name" "$train" "$test" "$target" "$w" "$s" "$mode" "$e_sgd" \
-                --algo sgd --updater adagrad --consistency "$mode" "$@"
+        for mode in $modes; do
+            if [[ $mode == dbpg ]]; then
+                train_loom "$name" "$train" "$test" "$target" "$w" "$s" dbpg "$e_dbpg" \
+                    --algo dbpg --l2 "$l2"
+            else
+                train_loom "$name" "$train" "$test" "$target" "$w" "$s" "$mode" "$e_sgd" \
+                    --algo sgd --updater adagrad --consistency "$mode" "$@"
+            fi
         done
-        train_loom "$name" "$train" "$test" "$target" "$w" "$s" dbpg "$e_dbpg" \
-            --algo dbpg --blocks 64 --lr 0.5 --l2 "$l2"
     done
 }
 
@@ -305,13 +316,21 @@ run_set() {
     loom_all "$name" "$train" "$test" "${TARGET[$name]}" "$e_sgd" "$e_dbpg" "$l2" "$@"
 }
 
-run_set a9a "$a9a_dir/a9a" "$a9a_dir/a9a.t" 1 10 10 --lr 0.1 --minibatch 100
-run_set gen "$gen_train" "$gen_test" 0.1 3 10 --lr 0.07 --minibatch 1000
+for name in $sets; do
+    case $name in
+        a9a) run_set a9a "$a9a_dir/a9a" "$a9a_dir/a9a.t" 1 10 10 --lr 0.1 --minibatch 100 ;;
+        gen) run_set gen "$gen_train" "$gen_test" 0.1 3 10 --lr 0.07 --minibatch 1000 ;;
+        *)
+            echo "$0: SETS may hold a9a and gen, not '$name'" >&2
+            exit 2
+            ;;
+    esac
+done
 
 # Reading: per share and all shares at once (best of R runs after a warm read).
 reading=$scratch/reading.tsv
 : >"$reading"
-for name in a9a gen; do
+for name in $sets; do
     if [[ $name == a9a ]]; then f=$a9a_dir/a9a rep=10; else f=$gen_train rep=2; fi
     for n in 1 2 4; do
         log "$name: read_libsvm --shards $n --repeat $rep"
@@ -346,7 +365,7 @@ echo "## liblinear (-s 0 -B 1), the reference"
 echo
 echo "| data | train rows | train MB | C | read s | train s (read + solve) | solve s | test logloss | accuracy | AUC | target logloss (x1.01) |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-for name in a9a gen; do
+for name in $sets; do
     awk -v n="$name" -v r="${NROWS[$name]}" -v b="${BYTES[$name]}" -v c="${CPARAM[$name]}" \
         -v rd="${LL_READ[$name]}" -v tr="${LL_TRAIN[$name]}" -v l="${LL_LOSS[$name]}" \
         -v a="${LL_ACC[$name]}" -v u="${LL_AUC[$name]}" -v t="${TARGET[$name]}" 'BEGIN {
@@ -355,7 +374,7 @@ for name in a9a gen; do
             n, r, b / 1e6, c, rd, tr, solve, l, a, u, t }'
 done
 
-for name in a9a gen; do
+for name in $sets; do
     echo
     echo "## $name: Loom, time to target logloss ${TARGET[$name]}"
     echo
@@ -407,12 +426,14 @@ for name in a9a gen; do
         { split($8, f, " "); t[$2, $4] = f[2] == "-" ? "" : f[3] }
         END {
             for (w = 1; w <= 4; w *= 2) {
+                if (!((w, "bsp") in t) && !((w, "ssp:2") in t) && !((w, "asp") in t) && !((w, "dbpg") in t)) continue
                 b = t[w, "bsp"]
                 printf "| %d |", w
                 split("bsp ssp:2 asp dbpg", m, " ")
                 for (j = 1; j <= 4; j++) {
                     v = t[w, m[j]]
-                    if (v == "") printf " not reached |"
+                    if (!((w, m[j]) in t)) printf " not run |"
+                    else if (v == "") printf " not reached |"
                     else if (b == "" || j == 1) printf " %.2f s |", v
                     else printf " %.2f s (%.2fx) |", v, v / b
                 }
@@ -432,4 +453,4 @@ echo "| data | shares N | naive fgets+strtod MB/s | per share MB/s (mean) | per 
 echo "|---|---:|---:|---:|---:|---:|---:|"
 awk -F'\t' '{ printf "| %s | %d | %d | %d | %d | %d | %d |\n", $1, $2, $3, $4, $5, $6, $7 }' "$reading"
 echo
-echo "liblinear reads the same files at: a9a $(awk -v b="${BYTES[a9a]}" -v t="${LL_READ[a9a]}" 'BEGIN { if (t == "n/a") print "n/a"; else printf "%.0f MB/s", b / t / 1e6 }'), gen $(awk -v b="${BYTES[gen]}" -v t="${LL_READ[gen]}" 'BEGIN { if (t == "n/a") print "n/a"; else printf "%.0f MB/s", b / t / 1e6 }') (one thread, whole process: start, read, exit)."
+echo "liblinear reads the same files at: a9a $(awk -v b="${BYTES[a9a]:-0}" -v t="${LL_READ[a9a]:-n/a}" 'BEGIN { if (t == "n/a") print "n/a"; else printf "%.0f MB/s", b / t / 1e6 }'), gen $(awk -v b="${BYTES[gen]:-0}" -v t="${LL_READ[gen]:-n/a}" 'BEGIN { if (t == "n/a") print "n/a"; else printf "%.0f MB/s", b / t / 1e6 }') (one thread, whole process: start, read, exit)."

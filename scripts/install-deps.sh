@@ -11,8 +11,12 @@ set -eu
 # status page's end-to-end test (tests/status) loads it in headless Chromium and checks
 # the screenshot.
 # liblz4-dev, libzstd-dev: the compression filters (docs/FILTERS.md); gnuplot-nox:
-# `loom plot` (docs/USAGE.md).
-packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev liblz4-dev libzstd-dev gnuplot-nox libjson-c-dev chromium python3"
+# `loom plot` (docs/USAGE.md). python3 also runs the FTRL reference of lr.a9a_ftrl
+# (tests/lr/ftrl_reference.py, standard library only).
+# python3-numpy: the Python package (python/, docs/PYTHON.md) and its tests, under Debian's
+# /usr/bin/python3. python3-sklearn: the reference Lasso the lasso.sklearn test
+# compares `loom train lasso` with (tests/lasso; skipped without it).
+packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev liblz4-dev libzstd-dev gnuplot-nox libjson-c-dev chromium python3 python3-numpy python3-sklearn"
 
 missing=""
 for p in $packages; do

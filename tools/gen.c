@@ -8,6 +8,7 @@
 
 #include "common/app.h"
 
+#include "lasso/lasso.h"
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
@@ -24,6 +25,8 @@ static void print_help(FILE *out)
         "  lr   sparse binary classification rows from a planted logistic regression model\n"
         "  mf   MovieLens-like ratings from a planted biased low-rank model (loom gen mf --help)\n"
         "  lda  bag-of-words documents from a planted topic model (loom gen lda --help)\n"
+        "  lasso  regression rows with correlated feature groups and a planted sparse beta\n"
+        "         (loom gen lasso --help)\n"
         "\n",
         out);
     lr_gen_help(out);
@@ -40,6 +43,7 @@ static const struct generator generators[] = {
      lr_gen_main},
     {"mf", "ratings from a planted biased low-rank model", mf_gen_main},
     {"lda", "bag-of-words documents from a planted topic model", lda_gen_main},
+    {"lasso", "regression rows, correlated feature groups, a planted sparse beta", lasso_gen_main},
 };
 
 #define NUM_GENERATORS (sizeof generators / sizeof generators[0])

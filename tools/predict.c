@@ -7,6 +7,7 @@
 
 #include "common/app.h"
 
+#include "lasso/lasso.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
 
@@ -20,6 +21,8 @@ static void print_help(FILE *out)
           "Apply a saved model to a data set. MODEL is one of:\n"
           "  lr   logistic regression (the model file of `loom train lr --model-out`)\n"
           "  mf   matrix factorisation (`loom train mf --model-out`; loom predict mf --help)\n"
+          "  lasso  L1-regularised least squares (`loom train lasso --model-out`;\n"
+          "         loom predict lasso --help)\n"
           "\n",
           out);
     lr_predict_help(out);
@@ -34,6 +37,7 @@ struct predictor {
 static const struct predictor predictors[] = {
     {"lr", "logistic regression", lr_predict_main},
     {"mf", "matrix factorisation", mf_predict_main},
+    {"lasso", "L1-regularised least squares", lasso_predict_main},
 };
 
 #define NUM_PREDICTORS (sizeof predictors / sizeof predictors[0])

@@ -1,4 +1,4 @@
-/* loom train: train a model (lr, mf, lda) with a whole Loom job.
+/* loom train: train a model (lr, mf, lda, lasso) with a whole Loom job.
  *
  * The same command runs in two ways. Typed by a user, it checks the flags,
  * then starts a job on this machine: the local launcher runs this very
@@ -13,7 +13,10 @@
  * --interface NAME, --secret FILE and --insecure, job flags every model's
  * table holds (apps/common), are for the launcher: `loom run --interface NAME
  * --secret FILE` (or `--insecure`) for a local job, LOOM_INTERFACE and
- * LOOM_SECRET_FILE (or its absence) for a node. */
+ * LOOM_SECRET_FILE (or its absence) for a node.
+ *
+ * A model may instead train in this process, with no job: lasso, whose only
+ * engine until the scheduler of issue 13 is its sequential reference. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 
 #include "commands.h"
 #include "common/files.h"
+#include "lasso/lasso.h"
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
@@ -37,6 +41,9 @@ typedef struct trainer {
     size_t cli_size;
     int (*parse)(int argc, char **argv, void *cli, char *err, size_t errlen);
     int (*node)(const void *cli);
+    /* Not NULL: the model trains in this process instead of starting a job
+     * (its flags checked, its files too); returns the exit status. */
+    int (*here)(const void *cli);
 } trainer;
 
 static int lr_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
@@ -64,12 +71,23 @@ static int lda_node(const void *cli)
     return lda_train_node(cli);
 }
 
+static int lasso_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
+{
+    return lasso_parse_flags(argc, argv, cli, err, errlen);
+}
+static int lasso_here(const void *cli)
+{
+    return lasso_train_here(cli);
+}
+
 static const trainer trainers[] = {
-    {"lr", "sparse logistic regression", lr_train_help, sizeof(lr_cli), lr_parse, lr_node},
+    {"lr", "sparse logistic regression", lr_train_help, sizeof(lr_cli), lr_parse, lr_node, NULL},
     {"mf", "matrix factorisation with biases (ratings)", mf_train_help, sizeof(mf_cli), mf_parse,
-     mf_node},
+     mf_node, NULL},
     {"lda", "topic model (collapsed Gibbs, SparseLDA)", lda_train_help, sizeof(lda_cli), lda_parse,
-     lda_node},
+     lda_node, NULL},
+    {"lasso", "L1-regularised least squares (coordinate descent)", lasso_train_help,
+     sizeof(lasso_cli), lasso_parse, NULL, lasso_here},
 };
 #define NUM_TRAINERS (sizeof trainers / sizeof trainers[0])
 
@@ -81,7 +99,7 @@ static void list_models(FILE *out)
     fputs(cmd_train_help, out);
     fputs("\nmodels:\n", out);
     for (size_t i = 0; i < NUM_TRAINERS; i++)
-        fprintf(out, "  %-5s %s\n", trainers[i].name, trainers[i].summary);
+        fprintf(out, "  %-6s %s\n", trainers[i].name, trainers[i].summary);
 }
 
 static const char cluster_help[] =
@@ -92,7 +110,7 @@ static const char cluster_help[] =
 static void model_help(const trainer *t, FILE *out)
 {
     t->help(out);
-    fputs(cluster_help, out);
+    if (!t->here) fputs(cluster_help, out); /* a model trained here starts no job */
 }
 
 /* Whether arg is flag `name` (as "NAME VALUE" or "NAME=VALUE"). */
@@ -180,6 +198,13 @@ static int train_with(const trainer *t, int argc, char **argv)
     } else if (parsed) {
         fprintf(stderr, "loom train %s: %s\nTry 'loom train %s --help'.\n", t->name, err, t->name);
         rc = 2;
+    } else if (t->here) {
+        if (app_check_job_files(j, err, sizeof err)) {
+            fprintf(stderr, "loom train %s: %s\n", t->name, err);
+            rc = 2;
+        } else {
+            rc = t->here(cli);
+        }
     } else if (loom_launched()) {
         rc = export_count(t->name, "--servers", "LOOM_NUM_SERVERS", j->servers_given, j->servers);
         if (!rc)

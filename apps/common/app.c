@@ -193,16 +193,28 @@ double app_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int app_stats_open(loom_node *n, const char *name, uint32_t fields, int epochs, app_stats *s)
+static int stats_open(loom_node *n, const char *name, uint32_t fields, int epochs,
+                      loom_consistency consistency, app_stats *s)
 {
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
     o.storage = LOOM_DENSE;
     o.key_end = (uint64_t)fields * (uint64_t)(epochs > 0 ? epochs : 1);
-    o.consistency = LOOM_ASP;
+    o.consistency = consistency;
     o.cache = 0;
     s->fields = fields;
     return loom_table_open(n, name, &o, &s->table);
+}
+
+int app_stats_open(loom_node *n, const char *name, uint32_t fields, int epochs, app_stats *s)
+{
+    return stats_open(n, name, fields, epochs, LOOM_ASP, s);
+}
+
+int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, int epochs,
+                           app_stats *s)
+{
+    return stats_open(n, name, fields, epochs, LOOM_BSP, s);
 }
 
 int app_stats_add(app_stats *s, int epoch, const double *v)

@@ -8,7 +8,8 @@
  *     can draw the same numbers;
  *   - sorted key lists (sort and deduplicate, lower bound);
  *   - per-epoch statistics: every worker adds its numbers into a small sum
- *     table, and after a barrier worker 0 reads the totals (app_stats_*).
+ *     table, and after a barrier (or, for a clocked table, its next clock)
+ *     worker 0 reads the totals (app_stats_*).
  *
  * Applications use only Loom's public API; this is their common toolbox. */
 #ifndef LOOM_APPS_COMMON_APP_H
@@ -254,6 +255,11 @@ typedef struct app_stats {
 } app_stats;
 
 int app_stats_open(loom_node *n, const char *name, uint32_t fields, int epochs, app_stats *s);
+/* The same table under BSP: what every worker added during a clock can be
+ * read, without a barrier, once the reader has called loom_clock() again
+ * (the read waits until every worker has ended that clock too). */
+int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, int epochs,
+                           app_stats *s);
 /* Add v[0..fields) into epoch's row and wait until the server has it. */
 int app_stats_add(app_stats *s, int epoch, const double *v);
 /* The totals of an epoch (after a barrier that follows every worker's add). */

@@ -62,8 +62,8 @@ static const app_flag flags[] = {
      .arg = "X",
      .min = 1e-12,
      .max = 1e6,
-     .def = "sgd 0.1, dbpg 0.25",
-     .help = "learning rate (dbpg: step damping)"},
+     .def = "sgd 0.1, dbpg 1",
+     .help = "learning rate (dbpg: step scale eta)"},
     {.name = "--l1",
      .kind = APP_NUM,
      .arg = "X",
@@ -102,7 +102,7 @@ static const app_flag flags[] = {
      .arg = "B",
      .lo = 1,
      .hi = 1000000,
-     .def = "8",
+     .def = "64",
      .help = "key blocks"},
     {.name = "--delay",
      .kind = APP_INT,
@@ -155,9 +155,9 @@ int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
     if (GIVEN("--lr"))
         c->train.lr = x->x;
     else if (c->train.algo == LR_ALGO_DBPG)
-        /* Diagonal Newton steps on a block of correlated features overshoot;
-         * 0.25 keeps a9a-like one-hot data stable (docs/LR.md). */
-        c->train.lr = 0.25;
+        /* The full step: DBPG's curvature already bounds the window's
+         * overlap (lr_dbpg_window), so eta 1 stays stable (docs/LR.md). */
+        c->train.lr = 1;
     c->train.consistency = c->job.consistency;
     c->train.staleness = c->job.staleness;
     c->train.seed = c->job.seed;

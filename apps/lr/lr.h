@@ -104,7 +104,7 @@ typedef struct lr_train_opts {
 
 #define LR_TRAIN_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        LR_ALGO_SGD, LR_UPD_ADAGRAD, 1 /* LOOM_SSP */, 2, 2, 8, 0.1, 0, 0, 100, 10, 1, 1           \
+        LR_ALGO_SGD, LR_UPD_ADAGRAD, 1 /* LOOM_SSP */, 2, 2, 64, 0.1, 0, 0, 100, 10, 1, 1          \
     }
 
 /* --l2 under minibatch SGD: what a worker adds to its pushed gradient of a
@@ -116,8 +116,23 @@ typedef struct lr_train_opts {
 double lr_l2_push(lr_updater u, double lr, double l2, double share_weight, double w, uint64_t k);
 
 /* DBPG's proximal step for one coordinate: w minimising
- * g (w - w0) + u / (2 eta) (w - w0)^2 + l1 |w| + l2 / 2 w^2. */
+ * g (w - w0) + u / (2 eta) (w - w0)^2 + l1 |w| + l2 / 2 w^2
+ * (u: the curvature bound of lr_dbpg_window; the bias gets l1 = l2 = 0). */
 double lr_dbpg_prox(double w0, double g, double u, double eta, double l1, double l2);
+
+/* DBPG's curvature bound. Step t's gradient misses the changes of the delay
+ * steps before it, and its block's coordinates move together, so the steps
+ * t - delay .. t act as one Jacobi step on the union of their blocks. The
+ * pushed curvature of feature j is therefore
+ *     u_j = sum_i p_i (1 - p_i) x_ij^2 c_i,
+ * c_i = row i's non-zeros (the bias counts as one) in the blocks of those
+ * steps: by Cauchy-Schwarz (sum_j x_ij d_j)^2 <= c_i sum_j x_ij^2 d_j^2, so
+ * sum_j u_j d_j^2 bounds the loss's second-order change over the window's
+ * steps (at the curvature p (1 - p) of the moment), and with eta <= 1 a
+ * step cannot overshoot the way a diagonal Newton step on correlated
+ * features does. The window slides by one block a step: at step t block
+ * t mod B enters it and the block of step t - delay - 1 leaves (-1: none). */
+void lr_dbpg_window(int64_t t, int delay, int blocks, int *enter, int *leave);
 
 /* Keys [lo, hi) of DBPG block b of `blocks` over the dim + 1 keys (bias last). */
 void lr_dbpg_block(uint64_t dim, int blocks, int b, uint64_t *lo, uint64_t *hi);
@@ -144,7 +159,7 @@ typedef struct lr_cli {
 /* Parse `loom train lr` flags (argv[0] is the command name). Returns 0, or 2
  * with a sentence naming the offending flag in err. Defaults: 2 workers,
  * 1 server, --algo sgd, --updater adagrad, --consistency ssp:2, --lr 0.1
- * (dbpg: 0.25), --minibatch 100, --epochs 10, --blocks 8, --delay 2, --seed 1. */
+ * (dbpg: 1), --minibatch 100, --epochs 10, --blocks 64, --delay 2, --seed 1. */
 int lr_parse_flags(int argc, char **argv, lr_cli *cli, char *err, size_t errlen);
 /* Its help: every flag, with its range and default (from the parser's table). */
 void lr_train_help(FILE *out);

@@ -25,6 +25,13 @@ double lr_dbpg_prox(double w0, double g, double u, double eta, double l1, double
     return denom > 0 ? shrunk / denom : 0;
 }
 
+void lr_dbpg_window(int64_t t, int delay, int blocks, int *enter, int *leave)
+{
+    *enter = (int)(t % blocks);
+    int64_t gone = t - delay - 1;
+    *leave = gone >= 0 ? (int)(gone % blocks) : -1;
+}
+
 void lr_dbpg_block(uint64_t dim, int blocks, int b, uint64_t *lo, uint64_t *hi)
 {
     uint64_t n = dim + 1, size = (n + (uint64_t)blocks - 1) / (uint64_t)blocks;
@@ -212,7 +219,12 @@ static int train_dbpg(const lr_train_opts *o, const loom_dataset *d, uint64_t di
     double *margin = calloc(d->rows ? d->rows : 1, sizeof *margin);
     double *lw = calloc(dim + 1, sizeof *lw), *gh = malloc(2 * (dim + 1) * sizeof *gh);
     size_t *fill = malloc((dim + 1) * sizeof *fill);
-    int rc = ptr && rowv && nzv && margin && lw && gh && fill ? 0 : LOOM_ENOMEM;
+    /* The curvature bound's window (lr_dbpg_window): per row, its non-zeros
+     * in the blocks of the steps in flight; per block, its steps there. */
+    uint32_t *overlap = calloc(d->rows ? d->rows : 1, sizeof *overlap);
+    int *in_window = calloc((size_t)o->blocks, sizeof *in_window);
+    int rc =
+        ptr && rowv && nzv && margin && lw && gh && fill && overlap && in_window ? 0 : LOOM_ENOMEM;
     if (!rc) {
         for (size_t k = 0; k < d->nnz; k++) ptr[d->idx[k] + 1]++;
         for (uint64_t f = 0; f <= dim; f++) ptr[f + 1] += ptr[f];
@@ -232,6 +244,22 @@ static int train_dbpg(const lr_train_opts *o, const loom_dataset *d, uint64_t di
                 lr_dbpg_block(dim, o->blocks, (int)(r % o->blocks), &lo, &hi);
                 dbpg_refresh(lo, hi, dim, w, lw, margin, d, ptr, rowv, nzv);
             }
+            int moves[2], change[2] = {1, -1};
+            lr_dbpg_window(t, o->delay, o->blocks, &moves[0], &moves[1]);
+            for (int k = 0; k < 2; k++) {
+                if (moves[k] < 0) continue;
+                int *n = &in_window[moves[k]];
+                if (change[k] > 0 ? (*n)++ != 0 : --*n != 0) continue;
+                lr_dbpg_block(dim, o->blocks, moves[k], &lo, &hi);
+                for (uint64_t f = lo; f < hi; f++) {
+                    if (f == dim) {
+                        for (size_t i = 0; i < d->rows; i++) overlap[i] += (uint32_t)change[k];
+                    } else {
+                        for (size_t q = ptr[f]; q < ptr[f + 1]; q++)
+                            overlap[rowv[q]] += (uint32_t)change[k];
+                    }
+                }
+            }
             lr_dbpg_block(dim, o->blocks, b, &lo, &hi);
             /* Jacobi within the block: every coordinate sees the same margins. */
             for (uint64_t f = lo; f < hi; f++) {
@@ -240,14 +268,14 @@ static int train_dbpg(const lr_train_opts *o, const loom_dataset *d, uint64_t di
                     for (size_t i = 0; i < d->rows; i++) {
                         double p = lr_sigmoid(margin[i]);
                         g += p - (d->label[i] > 0 ? 1.0 : 0.0);
-                        h += p * (1 - p);
+                        h += p * (1 - p) * overlap[i];
                     }
                 } else {
                     for (size_t q = ptr[f]; q < ptr[f + 1]; q++) {
                         size_t i = rowv[q];
                         double x = d->val[nzv[q]], p = lr_sigmoid(margin[i]);
                         g += (p - (d->label[i] > 0 ? 1.0 : 0.0)) * x;
-                        h += p * (1 - p) * x * x;
+                        h += p * (1 - p) * x * x * overlap[i];
                     }
                 }
                 gh[2 * f] = g;
@@ -255,12 +283,13 @@ static int train_dbpg(const lr_train_opts *o, const loom_dataset *d, uint64_t di
             }
             for (uint64_t f = lo; f < hi; f++)
                 w[f] = lr_dbpg_prox(w[f], gh[2 * f], gh[2 * f + 1], o->lr, f == dim ? 0 : o->l1,
-                                    o->l2);
+                                    f == dim ? 0 : o->l2);
         }
         /* The epoch's loss reads every weight: the worker's copy catches up. */
         dbpg_refresh(0, dim + 1, dim, w, lw, margin, d, ptr, rowv, nzv);
     }
     free(ptr), free(rowv), free(nzv), free(margin), free(lw), free(gh), free(fill);
+    free(overlap), free(in_window);
     return rc;
 }
 

@@ -18,10 +18,13 @@
  *
  * DBPG (--algo dbpg, li-thesis chapter 6): the key space is cut into blocks;
  * step t works on block t mod B. Every worker computes the block's gradient
- * and diagonal curvature over all its rows and pushes them for the whole
- * block; a server-side updater ("lr.dbpg") adds the W contributions and,
- * with the last one, applies the proximal step, damped by eta (--lr):
- *     w <- soft((u/eta) w - g, l1) / (u/eta + l2)   (no l1 on the bias)
+ * and a diagonal curvature bound over all its rows and pushes them for the
+ * whole block; a server-side updater ("lr.dbpg") adds the W contributions
+ * and, with the last one, applies the proximal step, scaled by eta (--lr):
+ *     w <- soft((u/eta) w - g, l1) / (u/eta + l2)   (no l1, l2 on the bias)
+ * The bound counts, per row, the non-zeros of every block whose step is in
+ * flight (lr_dbpg_window), so that steps on correlated features do not
+ * overshoot together.
  * Steps are clocks of an SSP table with staleness tau, so step t sees every
  * step before t - tau completed: the bounded delay of the thesis. Workers keep
  * their rows' margins and update them with the change of each pulled block.
@@ -51,7 +54,8 @@
 #include "lr/lr.h"
 
 #define STAT_FIELDS 8
-enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED };
+/* ST_STEPS: minibatches pushed since the start (FTRL's l1 scale, see report). */
+enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED, ST_STEPS };
 
 #define PROG            "loom train lr"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
@@ -59,7 +63,8 @@ enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED };
 /* ---- server-side updaters (registered in every process before loom_init) ---- */
 
 /* DBPG's server step. Row: [w, g, u]; a push adds [0, g, u] of one worker;
- * state[0] counts pushes this step; params: [0] workers, [1] bias key. */
+ * state[0] counts pushes this step; params: [0] workers, [1] bias key (which,
+ * as under SGD, neither l1 nor l2 penalises). */
 static void dbpg_updater(const loom_update *u, void *user)
 {
     (void)user;
@@ -69,8 +74,8 @@ static void dbpg_updater(const loom_update *u, void *user)
     row[1] += d[1];
     row[2] += d[2];
     if (++count[0] < o->params[0]) return;
-    row[0] = lr_dbpg_prox(row[0], row[1], row[2], o->lr,
-                          u->key == (uint64_t)o->params[1] ? 0 : o->l1, o->l2);
+    int bias = u->key == (uint64_t)o->params[1];
+    row[0] = lr_dbpg_prox(row[0], row[1], row[2], o->lr, bias ? 0 : o->l1, bias ? 0 : o->l2);
     row[1] = row[2] = count[0] = 0;
 }
 
@@ -318,17 +323,39 @@ static int lane_loss(void *arg, int t)
 
 /* ---- DBPG ---- */
 
+/* What DBPG reads of a row for every non-zero it visits, in one place: the
+ * column walks below jump from row to row, and in perf the scattered loads
+ * of a value, a margin and a label per non-zero were the largest single item
+ * of a one-worker DBPG run (docs/BENCHMARKS.md); now one cache line. */
+typedef struct dbpg_row {
+    double margin;    /* x_i . (local weights) */
+    float y01;        /* label as 0/1 */
+    uint32_t overlap; /* non-zeros (the bias counts) in the window's blocks (lr_dbpg_window) */
+} dbpg_row;
+
+/* A worker's DBPG bookkeeping: a column index of its share (for every local
+ * feature, the rows containing it in ascending order and their values,
+ * copied in column order so that the walk reads them in sequence), and the
+ * per-row state. */
+typedef struct dbpg_index {
+    uint32_t *ptr, *row; /* column index */
+    float *val;
+    dbpg_row *rows;
+    int *in_window; /* per block: how many of the window's steps it is */
+} dbpg_index;
+
 /* DBPG's work in a step, shared by the compute threads (--threads): the
- * block's local features [f0, f1), the share's margins, its column index and
- * the block's rows [w, g, u] (as pulled, or to push). Thread t of T takes the
+ * block's local features [f0, f1), the share's index and rows, and the
+ * block's rows [w, g, u] (as pulled, or to push). Thread t of T takes the
  * t-th part of the rows when margins change and the t-th part of the
- * block's features when their gradients are computed, so every number is
- * computed by one thread in the order one thread would: the result does not
- * depend on T. */
+ * block's features when their gradients and curvature bounds are computed,
+ * so every number is computed by one thread in the order one thread would:
+ * the result does not depend on T. The window's overlaps change between the
+ * two, on the main thread (dbpg_slide). */
 typedef struct dbpg_step {
     shard *s;
-    double *margin, *rows3;
-    const uint32_t *csc_ptr, *csc_row, *csc_nz;
+    dbpg_index *x;
+    double *rows3;
     size_t f0, f1;
     uint64_t lo; /* the block's first key */
     int threads;
@@ -353,19 +380,19 @@ static int dbpg_margins(void *arg, int t)
 {
     const dbpg_step *st = arg;
     const shard *s = st->s;
-    const loom_dataset *d = s->d;
+    const dbpg_index *x = st->x;
     size_t r0, r1;
-    app_team_split(d->rows, st->threads, t, &r0, &r1);
+    app_team_split(s->d->rows, st->threads, t, &r0, &r1);
     for (size_t f = st->f0; f < st->f1; f++) {
         double delta = st->rows3[3 * (f - st->f0)] - s->w[f];
         if (delta == 0) continue;
         if (f == s->nkeys - 1) { /* the bias */
-            for (size_t i = r0; i < r1; i++) st->margin[i] += delta;
+            for (size_t i = r0; i < r1; i++) x->rows[i].margin += delta;
         } else {
-            uint32_t p0 = st->csc_ptr[f], n = st->csc_ptr[f + 1] - p0;
-            for (uint32_t p = p0 + first_row_from(st->csc_row + p0, n, (uint32_t)r0);
-                 p < p0 + n && st->csc_row[p] < r1; p++)
-                st->margin[st->csc_row[p]] += delta * d->val[st->csc_nz[p]];
+            uint32_t p0 = x->ptr[f], n = x->ptr[f + 1] - p0;
+            for (uint32_t p = p0 + first_row_from(x->row + p0, n, (uint32_t)r0);
+                 p < p0 + n && x->row[p] < r1; p++)
+                x->rows[x->row[p]].margin += delta * x->val[p];
         }
     }
     return 0;
@@ -381,7 +408,7 @@ static int dbpg_refresh(loom_table *wt, app_team *team, dbpg_step *st, uint64_t 
     st->f1 = app_lower_bound(s->keys, s->nkeys, hi);
     if (st->f1 == st->f0) return 0;
     TRY("pull block", loom_pull(wt, s->keys + st->f0, st->f1 - st->f0, st->rows3));
-    app_team_run(team, dbpg_margins, st);
+    app_team_run(team, dbpg_margins, st); /* its jobs cannot fail */
     for (size_t f = st->f0; f < st->f1; f++) {
         double delta = st->rows3[3 * (f - st->f0)] - s->w[f];
         if (delta != 0) s->w[f] += delta;
@@ -389,30 +416,57 @@ static int dbpg_refresh(loom_table *wt, app_team *team, dbpg_step *st, uint64_t 
     return 0;
 }
 
-/* Thread t: gradient and curvature of its part of the block's features. */
+/* The window of the curvature bound slides to step t: block t mod B enters,
+ * the block of step t - delay - 1 leaves (see lr_dbpg_window). */
+static void dbpg_slide(const shard *s, dbpg_index *x, uint64_t dim, const lr_train_opts *o,
+                       int64_t t)
+{
+    int enter, leave;
+    lr_dbpg_window(t, o->delay, o->blocks, &enter, &leave);
+    int blocks[2] = {enter, leave}, change[2] = {1, -1};
+    for (int k = 0; k < 2; k++) {
+        if (blocks[k] < 0) continue;
+        int *n = &x->in_window[blocks[k]];
+        /* A block counts once however many of the window's steps it is. */
+        if (change[k] > 0 ? (*n)++ != 0 : --*n != 0) continue;
+        uint64_t lo, hi;
+        lr_dbpg_block(dim, o->blocks, blocks[k], &lo, &hi);
+        uint32_t add = (uint32_t)change[k]; /* wraps to subtract */
+        for (size_t f = app_lower_bound(s->keys, s->nkeys, lo); f < s->nkeys && s->keys[f] < hi;
+             f++) {
+            if (f == s->nkeys - 1) {
+                for (size_t i = 0; i < s->d->rows; i++) x->rows[i].overlap += add;
+            } else {
+                for (uint32_t q = x->ptr[f]; q < x->ptr[f + 1]; q++)
+                    x->rows[x->row[q]].overlap += add;
+            }
+        }
+    }
+}
+
+/* Thread t: gradient and curvature bound of its part of the block's features. */
 static int dbpg_gradients(void *arg, int t)
 {
     const dbpg_step *st = arg;
     const shard *s = st->s;
-    const loom_dataset *d = s->d;
-    const double *margin = st->margin;
-    const uint32_t *csc_ptr = st->csc_ptr, *csc_row = st->csc_row, *csc_nz = st->csc_nz;
+    const dbpg_index *x = st->x;
     size_t lo, hi;
     app_team_split(st->f1 - st->f0, st->threads, t, &lo, &hi);
     for (size_t f = st->f0 + lo; f < st->f0 + hi; f++) {
         double g = 0, h = 0;
         if (f == s->nkeys - 1) {
-            for (size_t i = 0; i < d->rows; i++) {
-                double p = lr_sigmoid(margin[i]);
-                g += p - s->y01[i];
-                h += p * (1 - p);
+            for (size_t i = 0; i < s->d->rows; i++) {
+                const dbpg_row *r = &x->rows[i];
+                double p = lr_sigmoid(r->margin);
+                g += p - r->y01;
+                h += p * (1 - p) * r->overlap;
             }
         } else {
-            for (uint32_t q = csc_ptr[f]; q < csc_ptr[f + 1]; q++) {
-                size_t i = csc_row[q];
-                double x = d->val[csc_nz[q]], p = lr_sigmoid(margin[i]);
-                g += (p - s->y01[i]) * x;
-                h += p * (1 - p) * x * x;
+            for (uint32_t q = x->ptr[f]; q < x->ptr[f + 1]; q++) {
+                const dbpg_row *r = &x->rows[x->row[q]];
+                double v = x->val[q], p = lr_sigmoid(r->margin);
+                g += (p - r->y01) * v;
+                h += p * (1 - p) * v * v * r->overlap;
             }
         }
         st->rows3[3 * (s->keys[f] - st->lo) + 1] = g;
@@ -421,42 +475,45 @@ static int dbpg_gradients(void *arg, int t)
     return 0;
 }
 
-/* Push block [lo, hi)'s gradient and diagonal curvature over every row of the
+/* Push block [lo, hi)'s gradient and curvature bound over every row of the
  * share (zeros for features the share lacks: each key must hear from every
  * worker for the server step to happen). */
 static int dbpg_push(loom_table *wt, app_team *team, dbpg_step *st, uint64_t lo, uint64_t hi)
 {
     shard *s = st->s;
-    double *rows3 = st->rows3;
-    memset(rows3, 0, 3 * (size_t)(hi - lo) * sizeof *rows3);
+    memset(st->rows3, 0, 3 * (size_t)(hi - lo) * sizeof *st->rows3);
     st->lo = lo;
     st->f0 = app_lower_bound(s->keys, s->nkeys, lo);
     st->f1 = app_lower_bound(s->keys, s->nkeys, hi);
-    app_team_run(team, dbpg_gradients, st);
+    app_team_run(team, dbpg_gradients, st); /* its jobs cannot fail */
     loom_ts ts;
-    TRY("push block", loom_push_range_async(wt, lo, hi, rows3, &ts));
+    TRY("push block", loom_push_range_async(wt, lo, hi, st->rows3, &ts));
     TRY("push block", loom_wait(loom_table_node(wt), ts));
     return 0;
 }
 
-/* Column index of the share: for every local feature, the rows containing it. */
-static int build_csc(const shard *s, uint32_t **ptr, uint32_t **rowv, uint32_t **nzv)
+/* Column index of the share: for every local feature, the rows containing it;
+ * and the curvature window, empty. */
+static int dbpg_index_init(const shard *s, const lr_train_opts *o, dbpg_index *x)
 {
     const loom_dataset *d = s->d;
-    *ptr = calloc(s->nkeys + 1, sizeof **ptr);
-    *rowv = malloc((d->nnz ? d->nnz : 1) * sizeof **rowv);
-    *nzv = malloc((d->nnz ? d->nnz : 1) * sizeof **nzv);
-    if (!*ptr || !*rowv || !*nzv) return LOOM_ENOMEM;
-    for (size_t k = 0; k < d->nnz; k++) (*ptr)[s->col[k] + 1]++;
-    for (size_t f = 0; f < s->nkeys; f++) (*ptr)[f + 1] += (*ptr)[f];
+    x->ptr = calloc(s->nkeys + 1, sizeof *x->ptr);
+    x->row = malloc((d->nnz ? d->nnz : 1) * sizeof *x->row);
+    x->val = malloc((d->nnz ? d->nnz : 1) * sizeof *x->val);
+    x->rows = calloc(d->rows ? d->rows : 1, sizeof *x->rows);
+    x->in_window = calloc((size_t)o->blocks, sizeof *x->in_window);
+    if (!x->ptr || !x->row || !x->val || !x->rows || !x->in_window) return LOOM_ENOMEM;
+    for (size_t i = 0; i < d->rows; i++) x->rows[i].y01 = d->label[i] > 0 ? 1.0f : 0.0f;
+    for (size_t k = 0; k < d->nnz; k++) x->ptr[s->col[k] + 1]++;
+    for (size_t f = 0; f < s->nkeys; f++) x->ptr[f + 1] += x->ptr[f];
     uint32_t *fill = malloc((s->nkeys ? s->nkeys : 1) * sizeof *fill);
     if (!fill) return LOOM_ENOMEM;
-    memcpy(fill, *ptr, s->nkeys * sizeof *fill);
+    memcpy(fill, x->ptr, s->nkeys * sizeof *fill);
     for (size_t i = 0; i < d->rows; i++)
         for (size_t k = d->row[i]; k < d->row[i + 1]; k++) {
             uint32_t p = fill[s->col[k]]++;
-            (*rowv)[p] = (uint32_t)i;
-            (*nzv)[p] = (uint32_t)k;
+            x->row[p] = (uint32_t)i;
+            x->val[p] = d->val[k];
         }
     free(fill);
     return 0;
@@ -510,6 +567,7 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
     if (!m.w) return app_fail(PROG, "report", LOOM_ENOMEM);
     double l1 = 0, l2 = 0;
     uint64_t nnz = 0;
+    const lr_train_opts *o = &c->train;
     for (uint64_t j = 0; j < r->dim; j++) {
         m.w[j] = r->model[j * r->width];
         l1 += fabs(m.w[j]);
@@ -518,9 +576,19 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
     }
     m.bias = r->model[r->dim * r->width];
     double train_loss = st[ST_ROWS] > 0 ? st[ST_LOSS] / st[ST_ROWS] : 0;
-    /* DBPG's penalty applies to the summed loss, SGD's to the mean gradient. */
-    double scale = c->train.algo == LR_ALGO_DBPG && st[ST_ROWS] > 0 ? 1 / st[ST_ROWS] : 1;
-    double objective = train_loss + scale * (c->train.l1 * l1 + c->train.l2 / 2 * l2);
+    /* DBPG's penalties apply to the summed loss, SGD's l2 to the mean. FTRL's
+     * l1 is McMahan's: on the sum of the T minibatch losses pushed so far (of
+     * all workers), the bias included (the server's updater treats every key
+     * alike), so on the mean's scale it weighs l1 / T. */
+    double l1_weight = o->l1, l2_weight = o->l2;
+    if (o->algo == LR_ALGO_DBPG && st[ST_ROWS] > 0) {
+        l1_weight /= st[ST_ROWS];
+        l2_weight /= st[ST_ROWS];
+    } else if (o->algo == LR_ALGO_SGD && o->updater == LR_UPD_FTRL && o->l1 != 0) {
+        l1_weight = st[ST_STEPS] > 0 ? o->l1 / st[ST_STEPS] : 0;
+        l1 += fabs(m.bias);
+    }
+    double objective = train_loss + l1_weight * l1 + l2_weight / 2 * l2;
     lr_metrics test = {0};
     if (r->test) {
         double *margin = malloc((r->test->rows ? r->test->rows : 1) * sizeof *margin);
@@ -655,7 +723,8 @@ static int agree_sizes(loom_node *n, const loom_dataset *d, uint64_t *dim, uint6
     return 0;
 }
 
-static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_t rows)
+static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_t rows,
+                      uint64_t steps)
 {
     loom_stats ns;
     loom_node_stats(n, &ns);
@@ -665,6 +734,7 @@ static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, s
     v[ST_EXAMPLES] = (double)rows;
     v[ST_BYTES_SENT] = (double)ns.bytes_sent;
     v[ST_BYTES_RECEIVED] = (double)ns.bytes_received;
+    v[ST_STEPS] = (double)steps;
     uint64_t base = (uint64_t)epoch * STAT_FIELDS;
     loom_ts ts;
     TRY("push statistics", loom_push_range_async(stats, base, base + STAT_FIELDS, v, &ts));
@@ -724,9 +794,8 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     app_team *team = NULL;
     shard s = {0};      /* DBPG: the whole share */
     lane *lanes = NULL; /* SGD: one per compute thread */
-    double *margin = NULL;
-    uint32_t *csc_ptr = NULL, *csc_row = NULL, *csc_nz = NULL;
-    dbpg_step st = {.s = &s, .threads = threads};
+    dbpg_index dx = {0};
+    dbpg_step st = {.s = &s, .x = &dx, .threads = threads};
     reporter rep = {.node = n,
                     .cli = c,
                     .test = test,
@@ -744,15 +813,12 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         for (int t = 0; t < threads && !rc; t++) rc = lane_init(&lanes[t], d, dim, threads, t);
     } else {
         rc = shard_init(&s, d, dim);
-        margin = calloc(d->rows ? d->rows : 1, sizeof *margin);
         /* Rows [w, g, u] for up to every key: a block, or all of them at epoch end. */
         st.rows3 = malloc(3 * (dim + 1) * sizeof *st.rows3);
-        if (!rc && margin && st.rows3) rc = build_csc(&s, &csc_ptr, &csc_row, &csc_nz);
-        st.margin = margin;
-        st.csc_ptr = csc_ptr, st.csc_row = csc_row, st.csc_nz = csc_nz;
+        if (!rc && st.rows3) rc = dbpg_index_init(&s, o, &dx);
     }
     if (rank == 0) rep.model = malloc((dim + 1) * rep.width * sizeof *rep.model);
-    if (rc || (o->algo == LR_ALGO_DBPG && (!margin || !st.rows3)) || (rank == 0 && !rep.model)) {
+    if (rc || (o->algo == LR_ALGO_DBPG && !st.rows3) || (rank == 0 && !rep.model)) {
         rc = app_fail(PROG, "prepare data", LOOM_ENOMEM);
         goto out;
     }
@@ -795,6 +861,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
                     lr_dbpg_block(dim, o->blocks, (int)(r % o->blocks), &lo, &hi);
                     rc = dbpg_refresh(w, team, &st, lo, hi);
                 }
+                dbpg_slide(&s, &dx, dim, o, t);
                 lr_dbpg_block(dim, o->blocks, b, &lo, &hi);
                 if (!rc && lo < hi) rc = dbpg_push(w, team, &st, lo, hi);
                 if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
@@ -803,14 +870,16 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         if (rc) break;
         double epoch_s = app_now_s() - t0;
         double loss = 0;
+        uint64_t steps = s.step; /* FTRL's l1 scale: every lane's minibatches */
         if (o->algo == LR_ALGO_SGD) {
             rc = app_team_run(team, lane_loss, &sc);
-            for (int t = 0; t < threads; t++) loss += lanes[t].loss;
+            for (int t = 0; t < threads; t++) loss += lanes[t].loss, steps += lanes[t].s.step;
         } else { /* catch every block up; the margins then give the loss */
             rc = dbpg_refresh(w, team, &st, 0, dim + 1);
-            for (size_t i = 0; i < d->rows; i++) loss += lr_logistic_loss(margin[i], d->label[i]);
+            for (size_t i = 0; i < d->rows; i++)
+                loss += lr_logistic_loss(dx.rows[i].margin, d->label[i]);
         }
-        if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows);
+        if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows, steps);
         if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
         if (!rc && rank == 0) rc = report(&rep, w, stats, epoch, epoch_s);
     }
@@ -822,7 +891,8 @@ out:
     app_team_stop(team);
     for (int t = 0; lanes && t < threads; t++) lane_free(&lanes[t]);
     free(lanes);
-    free(margin), free(st.rows3), free(csc_ptr), free(csc_row), free(csc_nz);
+    free(st.rows3);
+    free(dx.ptr), free(dx.row), free(dx.val), free(dx.rows), free(dx.in_window);
     free(rep.model);
     shard_free(&s);
     return rc;

@@ -21,7 +21,7 @@ static const app_flag flags[] = {
      .kind = APP_TEXT,
      .arg = "FILE",
      .excludes = "--test-fraction",
-     .help = "held-out ratings, evaluated after every epoch"},
+     .help = "held-out ratings, evaluated with the model (--eval-every)"},
     {.name = "--test-fraction",
      .kind = APP_NUM,
      .arg = "P",
@@ -93,6 +93,14 @@ static const app_flag flags[] = {
      .def = "1",
      .help = "clocks per epoch: a worker pulls, trains on 1/N of its\n"
              "ratings and pushes, N times an epoch"},
+    {.name = "--eval-every",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 0,
+     .hi = 100000,
+     .def = "1",
+     .help = "train and test RMSE after every N-th epoch and the last;\n"
+             "0: after the last only"},
     {.name = "--merge",
      .kind = APP_CHOICE,
      .arg = "damped|sum",
@@ -107,7 +115,7 @@ static const app_flag flags[] = {
      .hi = 2147483647,
      .def = "1",
      .help = "split, initial factors and order"},
-    APP_FLAGS_OUTPUT("JSON line per epoch", "save the model (format: docs/MF.md)"),
+    APP_FLAGS_OUTPUT("JSON line per evaluation", "save the model (format: docs/MF.md)"),
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
 
@@ -141,6 +149,7 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
     if (GIVEN("--rank")) o->rank = (uint32_t)x->u;
     if (GIVEN("--epochs")) o->epochs = (int)x->u;
     if (GIVEN("--syncs")) o->syncs = (int)x->u;
+    if (GIVEN("--eval-every")) o->eval_every = (int)x->u;
     if (GIVEN("--lr")) o->lr = x->x;
     if (GIVEN("--lr-decay")) o->lr_decay = x->x;
     if (GIVEN("--reg")) o->reg = x->x;

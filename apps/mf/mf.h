@@ -146,6 +146,10 @@ int mf_data_split(const loom_ratings *r, uint64_t seed, double p, mf_data *train
  * ids the training file lacks become UINT32_MAX (evaluated as cold starts). */
 int mf_data_map(const loom_ratings *test, const loom_ratings *train, mf_data *out);
 
+/* Sum of squared errors of m's (clipped) predictions of d's ratings, in
+ * order: what the trainer's evaluation adds up over the workers' shares. */
+double mf_model_sse(const mf_model *m, const mf_data *d);
+
 /* Sum (in order) and extremes of the ratings; min > max when d is empty. */
 void mf_data_summary(const mf_data *d, double *sum, double *min, double *max);
 
@@ -190,13 +194,18 @@ typedef struct mf_train_opts {
     int epochs, syncs;
     uint64_t seed;
     mf_merge merge;
-    int threads; /* compute threads per worker (--threads): lanes, see train.c */
+    int threads;    /* compute threads per worker (--threads): lanes, see train.c */
+    int eval_every; /* evaluate after every N-th epoch and the last; 0: the last only */
 } mf_train_opts;
 
 #define MF_TRAIN_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1                                  \
+        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1, 1                               \
     }
+
+/* 1 if the model after epoch e (0-based) is evaluated: every --eval-every
+ * epochs, and always after the last. */
+int mf_eval_due(const mf_train_opts *o, int epoch);
 
 /* Everything `loom train mf` takes. */
 typedef struct mf_cli {

@@ -70,6 +70,11 @@ double mf_epoch_lr(double lr, double decay, int epoch)
     return x;
 }
 
+int mf_eval_due(const mf_train_opts *o, int epoch)
+{
+    return epoch + 1 == o->epochs || (o->eval_every > 0 && (epoch + 1) % o->eval_every == 0);
+}
+
 void mf_clock_range(size_t n, int syncs, int b, size_t *lo, size_t *hi)
 {
     *lo = n * (size_t)b / (size_t)syncs;
@@ -151,6 +156,20 @@ void mf_data_summary(const mf_data *d, double *sum, double *min, double *max)
         hi = fmax(hi, d->rating[k]);
     }
     *sum = s, *min = lo, *max = hi;
+}
+
+double mf_model_sse(const mf_model *m, const mf_data *d)
+{
+    size_t w = (size_t)m->rank + 1;
+    double sse = 0;
+    for (size_t k = 0; k < d->n; k++) {
+        const double *u = d->user[k] == UINT32_MAX ? NULL : m->user + (size_t)d->user[k] * w;
+        const double *i = d->item[k] == UINT32_MAX ? NULL : m->item + (size_t)d->item[k] * w;
+        double p = mf_predict_rows(m->mean, u, i, m->rank);
+        p = p < m->min ? m->min : p > m->max ? m->max : p;
+        sse += (d->rating[k] - p) * (d->rating[k] - p);
+    }
+    return sse;
 }
 
 /* ---- one clock's batch ---- */

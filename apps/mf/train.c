@@ -41,11 +41,16 @@
  * buffer adds them the same way in every run); the process clocks once. seq.c
  * computes the same with T lanes.
  *
- * After an epoch, a barrier; then each worker pulls fresh rows for all of its
- * training and test ratings, adds its squared errors, counts, updates and
- * traffic into a statistics table; after a second barrier worker 0 reads the
- * totals and prints a progress line and a metrics JSON line. At the end
- * worker 0 pulls both tables and saves the model. */
+ * After every --eval-every epochs and the last (evaluate()), each worker
+ * pulls the rows of all of its training and test ratings, under BSP without
+ * a barrier (the clock already waits for the epoch's updates), under SSP and
+ * ASP after one, and adds its squared errors, counts, updates and traffic
+ * into a BSP statistics table. The rows stay cached for the next epoch's
+ * first pull in the same clock, so evaluating costs no second fetch. Worker
+ * 0 reads the totals after its next clock (the read waits for every
+ * worker's), instead of at a second barrier, and prints a progress line and
+ * a metrics JSON line; a last clock after the last epoch makes its totals
+ * readable. At the end worker 0 pulls both tables and saves the model. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -83,6 +88,7 @@ typedef struct row_counts {
     uint64_t *keys; /* those rows */
     double *count;  /* n x W counts */
     double *scale;  /* per row of the table (1 where untouched) */
+    loom_table *t;  /* where the workers add their columns */
 } row_counts;
 
 /* One compute thread's part of the work (see the top of the file). */
@@ -100,7 +106,9 @@ typedef struct worker {
     mf_data train, test;
     loom_table *users, *items;
     app_stats stats;
-    mf_batch b; /* evaluation */
+    mf_batch b;        /* evaluation */
+    app_stats sum;     /* the shares' rating sums, counts and skipped lines */
+    loom_table *range; /* the ratings' [max, -min] */
     app_team *team;
     int threads;
     lane *lanes;               /* one per compute thread */
@@ -109,16 +117,23 @@ typedef struct worker {
     row_counts ucount, icount; /* --merge damped */
     double mean, min, max;
     double start;
+    double train_s;        /* seconds of training clocks since the last evaluation */
+    int epochs_since_eval; /* epochs trained since then */
+    /* worker 0: the last evaluation, whose totals become readable at the next clock */
+    struct {
+        int epoch; /* -1: none to report */
+        double time_s, train_s;
+    } pending;
     FILE *metrics;
     size_t skipped[2]; /* malformed lines of this share of the training and test files */
 } worker;
 
-/* Agree on the mean and range of the training ratings (after the split);
+/* Agree on the mean and range of the training ratings (after the split):
+ * push this share's, and after the setup's barrier read everyone's;
  * worker 0 reports the malformed lines --skip-bad skipped, summed. */
-static int agree_summary(worker *w)
+static int push_summary(worker *w)
 {
-    app_stats sum;
-    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 5, 1, &sum));
+    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 5, 1, &w->sum));
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
     o.width = 2;
@@ -127,30 +142,31 @@ static int agree_summary(worker *w)
     o.consistency = LOOM_ASP;
     o.updater = "mf.range";
     o.cache = 0;
-    loom_table *range;
-    TRY("open the range table", loom_table_open(w->node, "mf.range", &o, &range));
+    TRY("open the range table", loom_table_open(w->node, "mf.range", &o, &w->range));
     double s, lo, hi;
     mf_data_summary(&w->train, &s, &lo, &hi);
     double mine[5] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1],
                       (double)w->test.n};
-    TRY("push the mean", app_stats_add(&sum, 0, mine));
+    TRY("push the mean", app_stats_add(&w->sum, 0, mine));
     if (w->train.n) {
         uint64_t key = 0;
         double ext[2] = {hi, -lo};
-        loom_ts ts;
-        TRY("push the range", loom_push_async(range, &key, 1, ext, &ts));
-        TRY("push the range", loom_wait(w->node, ts));
+        TRY("push the range", loom_push(w->range, &key, 1, ext)); /* the barrier sends it */
     }
-    TRY("barrier", loom_barrier(w->node));
+    return 0;
+}
+
+static int read_summary(worker *w)
+{
     double all[5], ext[2];
-    TRY("pull the mean", app_stats_read(&sum, 0, all));
+    TRY("pull the mean", app_stats_read(&w->sum, 0, all));
     const char *path[2] = {w->cli->job.train_path, w->cli->job.test_path};
     for (int f = 0; f < 2; f++)
         if (loom_rank(w->node) == 0 && all[2 + f] > 0)
             fprintf(stderr, "loom train mf: skipped %.0f malformed line(s) in %s\n", all[2 + f],
                     path[f]);
     uint64_t key = 0;
-    TRY("pull the range", loom_pull(range, &key, 1, ext));
+    TRY("pull the range", loom_pull(w->range, &key, 1, ext));
     if (all[1] < 1) {
         fprintf(stderr, "loom train mf: %s: no training ratings\n", w->cli->job.train_path);
         return 1;
@@ -179,7 +195,7 @@ static int open_tables(worker *w)
     to.key_end = w->r->items ? w->r->items : 1;
     TRY("open mf.items", loom_table_open(w->node, "mf.items", &to, &w->items));
     TRY("open the statistics table",
-        app_stats_open(w->node, "mf.stats", ST_N, o->epochs, &w->stats));
+        app_stats_open_clocked(w->node, "mf.stats", ST_N, o->epochs, &w->stats));
     return 0;
 }
 
@@ -209,7 +225,9 @@ static void row_counts_free(row_counts *rc)
     free(rc->keys), free(rc->count), free(rc->scale);
 }
 
-static int row_counts_init(worker *w, const char *name, int items, size_t rows, row_counts *rc)
+/* Push this worker's columns of the counts (one per lane); row_counts_read() reads all of
+ * them after the setup's barrier. */
+static int row_counts_push(worker *w, const char *name, int items, size_t rows, row_counts *rc)
 {
     /* One column per lane: lane t of worker r is column r T + t. */
     size_t T = (size_t)w->threads, nw = (size_t)loom_num_workers(w->node) * T;
@@ -221,8 +239,7 @@ static int row_counts_init(worker *w, const char *name, int items, size_t rows, 
     o.key_end = rows ? rows : 1;
     o.consistency = LOOM_ASP;
     o.cache = 0;
-    loom_table *t;
-    TRY("open the count table", loom_table_open(w->node, name, &o, &t));
+    TRY("open the count table", loom_table_open(w->node, name, &o, &rc->t));
     rc->scale = malloc((rows ? rows : 1) * sizeof *rc->scale);
     double *mine = calloc((rows ? rows : 1) * T, sizeof *mine); /* rows x T */
     if (!rc->scale || !mine) {
@@ -251,12 +268,14 @@ static int row_counts_init(worker *w, const char *name, int items, size_t rows, 
         k++;
     }
     free(mine);
-    loom_ts ts;
-    if (!err && rc->n && !(err = loom_push_async(t, rc->keys, rc->n, rc->count, &ts)))
-        err = loom_wait(w->node, ts);
-    if (!err) err = loom_barrier(w->node);
-    if (!err && rc->n) err = loom_pull(t, rc->keys, rc->n, rc->count);
+    if (!err && rc->n) err = loom_push(rc->t, rc->keys, rc->n, rc->count);
     TRY("count the ratings of each row", err);
+    return 0;
+}
+
+static int row_counts_read(row_counts *rc)
+{
+    if (rc->n) TRY("count the ratings of each row", loom_pull(rc->t, rc->keys, rc->n, rc->count));
     return 0;
 }
 
@@ -277,11 +296,20 @@ static void scale_deltas(double *delta, const uint64_t *keys, size_t n, size_t w
             for (size_t j = 0; j < w; j++) delta[s * w + j] *= scale[keys[s]];
 }
 
-/* Pull batch b's rows into b->urows / b->irows. */
+/* Pull batch b's rows into b->urows / b->irows, both tables at once (one
+ * round trip instead of two). */
 static int pull_rows(worker *w, mf_batch *b)
 {
-    if (b->nu) TRY("pull user rows", loom_pull(w->users, b->ukeys, b->nu, b->urows));
-    if (b->ni) TRY("pull item rows", loom_pull(w->items, b->ikeys, b->ni, b->irows));
+    loom_ts ts[2];
+    int started = 0, rc = 0;
+    if (b->nu && !(rc = loom_pull_async(w->users, b->ukeys, b->nu, b->urows, &ts[0]))) started++;
+    if (!rc && b->ni && !(rc = loom_pull_async(w->items, b->ikeys, b->ni, b->irows, &ts[started])))
+        started++;
+    for (int k = 0; k < started; k++) { /* even after an error: they write into b */
+        int done = loom_wait(w->node, ts[k]);
+        if (!rc) rc = done;
+    }
+    TRY("pull rows", rc);
     return 0;
 }
 
@@ -353,17 +381,53 @@ static int share_sse(worker *w, const mf_data *d, double *sse)
     return 0;
 }
 
-/* Worker 0, after the barrier that follows every worker's statistics. */
-static int report(worker *w, int epoch, double train_s)
+/* Every worker after the epochs due (mf_eval_due): the RMSE of its share of
+ * the training and test ratings with the model as the epoch left it, added
+ * into the epoch's statistics.
+ *
+ * Under BSP no barrier is needed: this clock's pulls wait until every worker
+ * has ended the epoch's last clock, and then see all of its updates. Under
+ * SSP and ASP a barrier makes every update visible. In both cases the rows
+ * pulled here stay in the process cache for the next epoch's first pull,
+ * made in the same clock, so a worker fetches its training rows once per
+ * epoch whether it evaluates or not (with one clock per epoch). */
+static int evaluate(worker *w, int epoch)
+{
+    if (w->cli->job.consistency != LOOM_BSP) TRY("barrier", loom_barrier(w->node));
+    double v[ST_N] = {0};
+    if (share_sse(w, &w->train, &v[ST_TRAIN_SSE]) || share_sse(w, &w->test, &v[ST_TEST_SSE]))
+        return 1;
+    v[ST_TRAIN_N] = (double)w->train.n;
+    v[ST_TEST_N] = (double)w->test.n;
+    v[ST_UPDATES] = (double)w->train.n * w->epochs_since_eval;
+    loom_stats ns;
+    loom_node_stats(w->node, &ns);
+    v[ST_SENT] = (double)ns.bytes_sent;
+    v[ST_RECEIVED] = (double)ns.bytes_received;
+    TRY("push statistics", app_stats_add(&w->stats, epoch, v));
+    w->pending.epoch = epoch;
+    w->pending.time_s = app_now_s() - w->start;
+    w->pending.train_s = w->train_s;
+    w->train_s = 0;
+    w->epochs_since_eval = 0;
+    return 0;
+}
+
+/* Worker 0, at least one clock after an evaluation: its totals (the read
+ * waits for every worker's clock), a progress line and a metrics line. */
+static int report(worker *w)
 {
     const mf_cli *c = w->cli;
+    int epoch = w->pending.epoch;
+    double train_s = w->pending.train_s, time_s = w->pending.time_s;
+    if (epoch < 0) return 0;
+    w->pending.epoch = -1;
     double st[ST_N];
     TRY("pull statistics", app_stats_read(&w->stats, epoch, st));
     double train_rmse = st[ST_TRAIN_N] > 0 ? sqrt(st[ST_TRAIN_SSE] / st[ST_TRAIN_N]) : 0;
     int has_test = st[ST_TEST_N] > 0;
     double test_rmse = has_test ? sqrt(st[ST_TEST_SSE] / st[ST_TEST_N]) : 0;
     double ups = train_s > 0 ? st[ST_UPDATES] / train_s : 0;
-    double time_s = app_now_s() - w->start;
     loom_report_metric(w->node, "epoch", epoch + 1); /* for the status page */
     loom_report_metric(w->node, "train_rmse", train_rmse);
     if (has_test) loom_report_metric(w->node, "test_rmse", test_rmse);
@@ -429,34 +493,34 @@ static int epochs(worker *w)
 {
     const mf_cli *c = w->cli;
     int rank = loom_rank(w->node);
-    if (agree_summary(w) || open_tables(w)) return 1;
-    if (c->train.merge == MF_MERGE_DAMPED &&
-        (row_counts_init(w, "mf.user_counts", 0, w->r->users, &w->ucount) ||
-         row_counts_init(w, "mf.item_counts", 1, w->r->items, &w->icount)))
+    /* The setup needs one barrier: every worker pushes its share's summary,
+     * row counts and initial rows and ends clock 0; after the barrier all of
+     * it is on the servers (under BSP the initial rows once clock 0 has ended
+     * everywhere, which the first pull waits for). */
+    int damped = c->train.merge == MF_MERGE_DAMPED;
+    if (push_summary(w) || open_tables(w)) return 1;
+    if (damped && (row_counts_push(w, "mf.user_counts", 0, w->r->users, &w->ucount) ||
+                   row_counts_push(w, "mf.item_counts", 1, w->r->items, &w->icount)))
         return 1;
     if (push_initial(w, w->users, 0, w->r->users) || push_initial(w, w->items, 1, w->r->items))
         return 1;
     TRY("clock", loom_clock(w->node));
     TRY("barrier", loom_barrier(w->node));
+    if (read_summary(w)) return 1;
+    if (damped && (row_counts_read(&w->ucount) || row_counts_read(&w->icount))) return 1;
+    w->pending.epoch = -1;
     for (int epoch = 0; epoch < c->train.epochs; epoch++) {
         double t0 = app_now_s();
         if (train_epoch(w, epoch)) return 1;
-        double train_s = app_now_s() - t0;
-        TRY("barrier", loom_barrier(w->node));
-        double v[ST_N] = {0};
-        if (share_sse(w, &w->train, &v[ST_TRAIN_SSE]) || share_sse(w, &w->test, &v[ST_TEST_SSE]))
-            return 1;
-        v[ST_TRAIN_N] = (double)w->train.n;
-        v[ST_TEST_N] = (double)w->test.n;
-        v[ST_UPDATES] = (double)w->train.n;
-        loom_stats ns;
-        loom_node_stats(w->node, &ns);
-        v[ST_SENT] = (double)ns.bytes_sent;
-        v[ST_RECEIVED] = (double)ns.bytes_received;
-        TRY("push statistics", app_stats_add(&w->stats, epoch, v));
-        TRY("barrier", loom_barrier(w->node));
-        if (rank == 0 && report(w, epoch, train_s)) return 1;
+        w->train_s += app_now_s() - t0;
+        w->epochs_since_eval++;
+        /* This epoch's clocks made the previous evaluation's totals readable. */
+        if (rank == 0 && report(w)) return 1;
+        if (mf_eval_due(&c->train, epoch) && evaluate(w, epoch)) return 1;
     }
+    /* One more clock makes the last evaluation's totals readable. */
+    TRY("clock", loom_clock(w->node));
+    if (rank == 0 && report(w)) return 1;
     return rank == 0 && c->job.model_path ? save_model(w) : 0;
 }
 

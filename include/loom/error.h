@@ -32,6 +32,14 @@ enum {
 /* A short description of the error code; never NULL, also for unknown codes. */
 const char *loom_strerror(int code);
 
+/* The sentence of the last error Loom reported on the calling thread (what it
+ * printed after "error: " on stderr, e.g. `table "w" was already opened with
+ * different options`), or "" if none since loom_clear_last_error(). Only some
+ * failures come with one; the code's loom_strerror() is always there. Bindings
+ * (python/) clear it before a call and attach it to the failure. */
+const char *loom_last_error(void);
+void loom_clear_last_error(void);
+
 #ifdef __cplusplus
 }
 #endif

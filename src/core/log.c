@@ -1,5 +1,7 @@
-/* log: see log.h. One fprintf per line, so lines of concurrent threads do not interleave. */
+/* log: see log.h. One fprintf per line, so lines of concurrent threads do not interleave.
+ * Each thread also keeps the sentence of its last error, for loom_last_error(). */
 #include "core/log.h"
+#include "loom/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +10,7 @@
 
 static _Atomic int current_level = LOG_ERROR;
 static _Thread_local char thread_tag[48];
+static _Thread_local char last_error[1024];
 
 void log_set_level(int level)
 {
@@ -26,8 +29,9 @@ void log_set_tag(const char *tag)
 
 static void log_line(const char *name, const char *fmt, va_list ap)
 {
-    char line[1024];
+    char line[sizeof last_error];
     vsnprintf(line, sizeof line, fmt, ap);
+    if (!strcmp(name, "error")) memcpy(last_error, line, sizeof line);
     if (thread_tag[0])
         fprintf(stderr, "loom[%s] %s: %s\n", thread_tag, name, line);
     else
@@ -50,4 +54,14 @@ void log_warn(const char *fmt, ...)
     va_start(ap, fmt);
     log_line("warning", fmt, ap);
     va_end(ap);
+}
+
+const char *loom_last_error(void)
+{
+    return last_error;
+}
+
+void loom_clear_last_error(void)
+{
+    last_error[0] = '\0';
 }

@@ -54,20 +54,23 @@ declare -A BASE=(
     [train lr]="train lr --train ok.svm"
     [train mf]="train mf --train ok.tsv"
     [train lda]="train lda --train ok.ldac"
+    [train lasso]="train lasso --sequential --train ok.svm"
     [gen lr]="gen lr --out g.svm"
     [gen mf]="gen mf --out g.tsv"
     [gen lda]="gen lda --out g.ldac"
+    [gen lasso]="gen lasso --out g.svm"
     [predict lr]="predict lr --model m --data ok.svm"
     [predict mf]="predict mf --model m --data ok.tsv"
+    [predict lasso]="predict lasso --model m --data ok.svm"
     [keygen]="keygen k.key"
 )
 # A flag that takes a number, for "missing value" and "bad number".
 declare -A NUMBER=(
     [run]=--servers [train lr]=--epochs [train mf]=--rank [train lda]=--topics
-    [gen lr]=--rows [gen mf]=--users [gen lda]=--docs
+    [gen lr]=--rows [gen mf]=--users [gen lda]=--docs [train lasso]=--iterations [gen lasso]=--rows
 )
 # A flag that takes a file name, for the commands without a number.
-declare -A TEXT=([predict lr]=--out [predict mf]=--out)
+declare -A TEXT=([predict lr]=--out [predict mf]=--out [predict lasso]=--out)
 
 for cmd in "${!BASE[@]}"; do
     read -r -a base <<<"${BASE[$cmd]}"
@@ -133,7 +136,7 @@ unset LOOM_HEARTBEAT_MS
 # MODEL;FLAG VALUE;DEFAULT: lines the help must have.
 DEFAULTS=(
     "lr;--epochs N;(default 10)" "lr;--minibatch N;(default 100)" "lr;--workers W;(default 2)"
-    "lr;--updater sgd|adagrad|ftrl;(default adagrad)" "lr;--lr X;(default sgd 0.1, dbpg 0.25)"
+    "lr;--updater sgd|adagrad|ftrl;(default adagrad)" "lr;--lr X;(default sgd 0.1, dbpg 1)"
     "mf;--rank K;(default 16)" "mf;--epochs N;(default 40)" "mf;--lr X;(default 0.03)"
     "mf;--servers S;(default 1)" "lda;--topics K;(default 50)" "lda;--iterations N;(default 100)"
     "lda;--alpha A;(default 0.1)" "lda;--consistency bsp|ssp:S|asp;(default ssp:1)"
@@ -161,11 +164,12 @@ for model in lr mf lda; do
     done
 done
 # Every flag the apps' docs and the usage guide mention is in some help.
-for cmd in "run" "keygen" "status" "plot" "train" "gen" "gen lr" "gen mf" "gen lda" "predict" "predict lr" "predict mf"; do
+for cmd in "run" "keygen" "status" "plot" "train" "gen" "gen lr" "gen mf" "gen lda" "gen lasso" "predict" \
+    "predict lr" "predict mf" "predict lasso"; do
     read -r -a words <<<"$cmd"
     "$LOOM" help "${words[@]}" >>helps || fail "loom help $cmd failed"
 done
-for doc in LR MF LDA USAGE LAUNCHING; do
+for doc in LR MF LDA LASSO USAGE LAUNCHING; do
     mapfile -t mentioned < <(grep -oE -- '--[a-z][a-z0-9-]+' "$DOCS/$doc.md" | sort -u)
     for flag in "${mentioned[@]}"; do
         grep -qE -- "$flag([^a-z0-9-]|$)" helps || fail "docs/$doc.md mentions $flag, no help lists it"

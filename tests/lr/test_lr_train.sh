@@ -8,11 +8,18 @@
 #   a9a_equiv   the same on the real a9a data (../shared/data/a9a, never committed)
 #   a9a_ssp     4 workers, 2 servers, SSP(2): test accuracy >= 0.848 (liblinear: 0.8495)
 #   a9a_dbpg    DBPG with L1 on 4 workers: a sparse model of comparable accuracy
+#   a9a_ftrl    FTRL-proximal with L1, one worker under BSP, against
+#               ftrl_reference.py (McMahan et al.'s Algorithm 1 written from the
+#               paper in Python): the same weights and test logloss to 1e-9,
+#               and the objective Loom reports is the one FTRL minimises
 #   l2_gen      generated data: with --l2, every updater ends at the minimiser of
 #               the objective it reports (computed by lr_minimum), the objective
 #               decreases, and a larger l2 gives a smaller ||w||
+#   dbpg_gen    generated data: DBPG with its default step lowers the objective
+#               at every epoch (1 and 2 workers) where the old default diverged,
+#               and ends at the minimiser of the objective it reports
 # Usage: test_lr_train.sh LOOM LR_CHECK DATA_DIR CASE [LR_MINIMUM]. The a9a_* cases exit 77
-# (skipped) with a message when DATA_DIR/a9a is absent.
+# (skipped) with a message when DATA_DIR/a9a is absent (a9a_ftrl also without python3).
 set -u
 source "$(dirname "$0")/../numeric_check.sh"
 LOOM=$1 LR_CHECK=$2 DATA=$3 CASE=$4 LR_MINIMUM=${5:-}
@@ -113,6 +120,38 @@ l2_gen)
     numeric_check 'big < small' big="$NORM" small="$small" ||
         fail "--l2 0.1 gives ||w|| $NORM, not below --l2 0.01's $small"
     ;;
+dbpg_gen)
+    # 40,000 rows over 20,000 features, 30 per row: blocks of correlated
+    # features, where the old defaults (8 blocks, eta 0.25, curvature without
+    # the window's overlap) diverged: objective 1.57, 28.2, 14105, ... with
+    # --l2 1 and NaN at epoch 3 without l2. The curvature bound over the steps
+    # in flight (lr_dbpg_window) makes every epoch lower the objective.
+    "$LOOM" gen lr --rows 40000 --features 20000 --seed 2 --quiet --out "$WORK/gen.svm" ||
+        fail "gen lr failed"
+    for flags in "--workers 1 --l2 1" "--workers 1" "--workers 2 --l2 1"; do
+        # shellcheck disable=SC2086 # the flags are split into words on purpose
+        "$LOOM" train lr --train "$WORK/gen.svm" --algo dbpg --epochs 8 --quiet \
+            --metrics "$WORK/met" $flags >"$WORK/job.out" 2>&1 || fail "DBPG $flags failed"
+        objectives "$WORK/met" | awk 'NR > 1 && !($1 < prev) { bad = 1 } { prev = $1 }
+                                      END { exit bad || NR != 8 }' ||
+            fail "DBPG $flags: the objective did not fall at every epoch: $(objectives "$WORK/met" | tr '\n' ' ')"
+        echo "DBPG $flags: objective $(objectives "$WORK/met" | tr '\n' ' ')"
+    done
+    # DBPG's l2 is on the summed loss and spares the bias, as its reported
+    # objective says: with --l2 15 on 1500 rows it must end at the minimiser of
+    # mean log loss + 0.01/2 ||w||^2 (lr_minimum, bias unpenalised). Tolerance
+    # 1e-3 (weights of norm ~2.9): DBPG is a deterministic descent method, so
+    # unlike SGD it has no minibatch noise; penalising the bias as before moved
+    # it by more than that.
+    "$LOOM" gen lr --rows 1500 --features 80 --nnz 6 --seed 5 --quiet --out "$WORK/small.svm" ||
+        fail "gen lr failed"
+    TRAIN=$WORK/small.svm
+    "$LOOM" train lr --train "$TRAIN" --algo dbpg --l2 15 --epochs 200 --quiet --metrics "$WORK/met" \
+        --model-out "$WORK/m" >"$WORK/job.out" 2>&1 || fail "DBPG --l2 15 failed"
+    "$LR_MINIMUM" "$WORK/m" 1e-3 -- --train "$TRAIN" --l2 0.01 >"$WORK/min.out" ||
+        fail "DBPG is not at the minimiser: $(cat "$WORK/min.out")"
+    cat "$WORK/min.out"
+    ;;
 equiv_gen)
     "$LOOM" gen lr --rows 4000 --features 3000 --nnz 12 --seed 11 --quiet --out "$WORK/gen.svm" ||
         fail "gen lr failed"
@@ -171,6 +210,28 @@ a9a_dbpg)
     echo "DBPG with L1: test accuracy $acc, $nnz of $dim weights non-zero"
     numeric_check 'a >= 0.84' a="$acc" || fail "test accuracy $acc < 0.84"
     ((nnz < dim * 3 / 4)) || fail "the L1 model is not sparse ($nnz of $dim)"
+    ;;
+a9a_ftrl)
+    need_a9a
+    if ! command -v python3 >/dev/null; then
+        echo "skipped: python3 not found (the FTRL reference is a Python script)"
+        exit 77
+    fi
+    ref=$(dirname "$0")/ftrl_reference.py
+    # Per example, as in the paper (--minibatch 1), on the first 6000 rows so
+    # that 12,000 BSP round trips stay short; then minibatches of 50 on all of
+    # a9a, where the reported objective must be the one FTRL minimises.
+    head -n 6000 "$TRAIN" >"$WORK/head.svm"
+    for run in "$WORK/head.svm 1 0.1 1" "$TRAIN 50 0.3 2"; do
+        read -r train mb alpha l1 <<<"$run"
+        "$LOOM" train lr --train "$train" --test "$TEST" --workers 1 --consistency bsp --epochs 2 \
+            --seed 7 --updater ftrl --minibatch "$mb" --lr "$alpha" --l1 "$l1" --quiet \
+            --metrics "$WORK/met" --model-out "$WORK/m" >"$WORK/job.out" 2>&1 ||
+            fail "FTRL training ($run) failed"
+        python3 "$ref" "$train" "$WORK/m" --test "$TEST" --alpha "$alpha" --l1 "$l1" --epochs 2 \
+            --seed 7 --minibatch "$mb" --objective "$(objectives "$WORK/met" | tail -1)" ||
+            fail "FTRL differs from the reference (minibatch $mb, alpha $alpha, l1 $l1)"
+    done
     ;;
 *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac

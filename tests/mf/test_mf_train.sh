@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # loom train/gen/predict mf as a user runs them, with real processes:
 #   equiv_gen    generated ratings: a one-worker BSP job (1 and 2 servers, 1 and
-#                3 clocks per epoch, --test-fraction and --test) saves the very
-#                model of the in-process sequential reference (mf_check)
-#   threads_gen  the same with --threads 2 to 4 (lanes, --merge damped and sum)
-#                against the reference of as many lanes; lanes change the result
-#   gen_predict  gen -> train (2 workers, SSP(2)) -> predict: the test RMSE
-#                gets near the planted model's own (the noise level) within 0.05, and
-#                predict agrees with the trainer's last evaluation
+#                3 clocks per epoch, --test-fraction and --test, --eval-every 1,
+#                2 and 0) saves the very model of the in-process sequential
+#                reference, and its metrics have a line for exactly the epochs
+#                --eval-every makes due, each with the train and test RMSE of a
+#                full evaluation of the reference's model then (mf_check)
+#   threads_gen  the same with --threads 2 to 4 (lanes, --merge damped and sum,
+#                --eval-every 2) against the reference of as many lanes; lanes
+#                change the result
+#   gen_predict  gen -> train (2 workers, SSP(2), --eval-every 3) -> predict: the
+#                test RMSE gets near the planted model's own (the noise level)
+#                within 0.05, and predict agrees with the trainer's last
+#                evaluation; so does it after 2 workers under BSP (no barrier
+#                before the evaluation) with --eval-every 0
 #   errors       malformed files and bad flags: documented messages and codes
 #   equiv_ml     ml-latest-small, 90/10 split, 1 worker BSP: bitwise the reference
 #   ssp_ml       ml-latest-small, 90/10 split, 2 workers, 2 servers, SSP(2):
@@ -33,11 +39,13 @@ field() { tail -n 1 "$2" | sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p"; }
 # rmse PREDICT_OUTPUT: the rmse `loom predict mf` printed.
 rmse() { sed -n 's/.*rmse \([0-9.]*\).*/\1/p' "$1"; }
 
-# equivalent ARGS...: a one-worker BSP job and the reference agree bit for bit.
+# equivalent ARGS...: a one-worker BSP job and the reference agree bit for bit,
+# and so do the job's evaluations and the reference's full ones.
 equivalent() {
     "$LOOM" train mf "$@" --workers 1 --consistency bsp --quiet --model-out "$WORK/m" \
-        >"$WORK/out" 2>&1 || fail "training with $* failed"
-    "$MF_CHECK" "$WORK/m" -- "$@" || fail "the model differs from the reference ($*)"
+        --metrics "$WORK/metrics" >"$WORK/out" 2>&1 || fail "training with $* failed"
+    "$MF_CHECK" "$WORK/m" "$WORK/metrics" -- "$@" ||
+        fail "the model or the evaluations differ from the reference ($*)"
 }
 
 case $CASE in
@@ -48,6 +56,12 @@ equiv_gen)
     equivalent --train "$WORK/r.tsv" --test-fraction 0.2 --epochs 2 --syncs 3 --servers 2 --rank 5
     awk 'NR % 7 == 0' "$WORK/r.tsv" >"$WORK/t.tsv"
     equivalent --train "$WORK/r.tsv" --test "$WORK/t.tsv" --epochs 2 --syncs 2 --lr-decay 0.5
+    equivalent --train "$WORK/r.tsv" --test-fraction 0.1 --epochs 5 --eval-every 2
+    [[ $(sed -n 's/.*"epoch": \([0-9]*\),.*/\1/p' "$WORK/metrics" | tr '\n' ' ') == "2 4 5 " ]] ||
+        fail "--eval-every 2 of 5 epochs: evaluations after epochs $(tr '\n' ' ' <"$WORK/metrics")"
+    equivalent --train "$WORK/r.tsv" --test "$WORK/t.tsv" --epochs 3 --eval-every 0 --syncs 2
+    [[ $(grep -c '"epoch": 3,' "$WORK/metrics") == 1 && $(wc -l <"$WORK/metrics") == 1 ]] ||
+        fail "--eval-every 0: not one evaluation, after the last epoch"
     ;;
 threads_gen)
     "$LOOM" gen mf --users 300 --items 500 --ratings 20000 --rank 4 --seed 5 --quiet \
@@ -56,6 +70,8 @@ threads_gen)
     # as leaked now and then (not joined when a node process ends); this test
     # is about the compute threads.
     equivalent --train "$WORK/r.tsv" --threads 3 --test-fraction 0.1 --epochs 3 --seed 3 --insecure
+    equivalent --train "$WORK/r.tsv" --threads 2 --test-fraction 0.1 --epochs 3 --eval-every 2 \
+        --insecure
     equivalent --train "$WORK/r.tsv" --threads 2 --merge sum --syncs 3 --servers 2 --epochs 2 \
         --insecure
     equivalent --train "$WORK/r.tsv" --threads 4 --syncs 2 --epochs 2 --lr 0.05 --insecure
@@ -70,11 +86,13 @@ gen_predict)
     awk 'NR % 10 == 0' "$WORK/all.tsv" >"$WORK/test.tsv"
     "$LOOM" train mf --train "$WORK/train.tsv" --test "$WORK/test.tsv" --workers 2 --servers 1 \
         --consistency ssp:2 --rank 4 --epochs 20 --syncs 4 --reg 0.05 --init-std 0.5 \
-        --metrics "$WORK/metrics" \
+        --eval-every 3 --metrics "$WORK/metrics" \
         --model-out "$WORK/m" >"$WORK/out" 2>&1 || fail "training failed"
-    [[ $(grep -c '"epoch": ' "$WORK/metrics") -eq 20 ]] || fail "expected a metrics line per epoch"
-    [[ $(grep -c 'epoch .* train rmse .* test rmse' "$WORK/out") -eq 20 ]] ||
-        fail "expected a progress line per epoch"
+    # Every third epoch and the last: 3, 6, ..., 18, 20.
+    [[ $(sed -n 's/.*"epoch": \([0-9]*\),.*/\1/p' "$WORK/metrics" | tr '\n' ' ') == \
+        "3 6 9 12 15 18 20 " ]] || fail "expected a metrics line per evaluation"
+    [[ $(grep -c 'epoch .* train rmse .* test rmse' "$WORK/out") -eq 7 ]] ||
+        fail "expected a progress line per evaluation"
     for key in epoch time_s train_rmse test_rmse updates_per_s bytes_sent bytes_received; do
         grep -q "\"$key\": " "$WORK/metrics" || fail "metrics lack $key"
     done
@@ -89,6 +107,17 @@ gen_predict)
         fail "test rmse $got is not within 0.05 of the planted model's $best"
     numeric_check 'g - l < 1e-5 && g - l > -1e-5' g="$got" l="$last" ||
         fail "predict's rmse $got differs from the trainer's $last"
+    "$LOOM" train mf --train "$WORK/train.tsv" --test "$WORK/test.tsv" --workers 2 --servers 2 \
+        --consistency bsp --rank 4 --epochs 4 --syncs 3 --reg 0.05 --init-std 0.5 \
+        --eval-every 0 --metrics "$WORK/metrics" --model-out "$WORK/m" >"$WORK/out" 2>&1 ||
+        fail "training under BSP failed"
+    [[ $(wc -l <"$WORK/metrics") -eq 1 ]] || fail "--eval-every 0: expected one metrics line"
+    "$LOOM" predict mf --model "$WORK/m" --data "$WORK/test.tsv" >"$WORK/pred" ||
+        fail "predict failed"
+    got=$(rmse "$WORK/pred") last=$(field test_rmse "$WORK/metrics")
+    echo "2 workers, BSP: predict $got, the trainer's evaluation $last"
+    numeric_check 'g - l < 1e-5 && g - l > -1e-5' g="$got" l="$last" ||
+        fail "under BSP predict's rmse $got differs from the trainer's $last"
     ;;
 errors)
     expect() { # expect CODE "message" COMMAND...

@@ -1,0 +1,474 @@
+/* cli: `loom gen lasso`, `loom train lasso --sequential` and `loom predict lasso`.
+ *
+ * tools/gen.c, tools/train.c and tools/predict.c each have one row pointing
+ * here. All three read their flags through the table parser of apps/common,
+ * which also prints their help; usage errors exit 2, failures to read or
+ * write exit 1. `loom train lasso` runs in this process: only the sequential
+ * reference exists until the scheduler of issue 13 (src/sched) does, and
+ * --sequential says so on the command line, so that the same command keeps
+ * its meaning when the distributed schedules arrive. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/files.h"
+#include "lasso/lasso.h"
+
+/* ---- loom gen lasso ---- */
+
+static const app_flag gen_flags[] = {
+    {.name = "--out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "where to write the rows; - for standard output (required)"},
+    {.name = "--rows",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = UINT32_MAX,
+     .def = "1000",
+     .help = "number of rows"},
+    {.name = "--features",
+     .kind = APP_INT,
+     .arg = "F",
+     .lo = 1,
+     .hi = LASSO_MAX_DIM,
+     .def = "1000",
+     .help = "number of features, ids 1 to F"},
+    {.name = "--group",
+     .kind = APP_INT,
+     .arg = "G",
+     .lo = 1,
+     .hi = 1000000,
+     .def = "10",
+     .help = "features per correlated group (consecutive ids)"},
+    {.name = "--corr",
+     .kind = APP_NUM,
+     .arg = "C",
+     .min = 0,
+     .max = 0.999999,
+     .def = "0.8",
+     .help = "correlation of two features of one group"},
+    {.name = "--density",
+     .kind = APP_NUM,
+     .arg = "P",
+     .min = 1e-9,
+     .max = 1,
+     .def = "1",
+     .help = "probability that a row has a group's features (else they are 0)"},
+    {.name = "--nonzeros",
+     .kind = APP_INT,
+     .arg = "K",
+     .lo = 0,
+     .hi = LASSO_MAX_DIM,
+     .def = "20",
+     .help = "planted non-zero coefficients, +-U[1,2], at most F"},
+    {.name = "--noise",
+     .kind = APP_NUM,
+     .arg = "S",
+     .min = 0,
+     .max = 1e6,
+     .def = "0.1",
+     .help = "standard deviation of the noise added to y"},
+    {.name = "--seed",
+     .kind = APP_INT,
+     .arg = "S",
+     .lo = 0,
+     .hi = UINT64_MAX,
+     .def = "1",
+     .help = "random seed"},
+    {.name = "--planted-out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "also save the planted beta as a model file (loom predict lasso)"},
+};
+#define GEN_NFLAGS (sizeof gen_flags / sizeof gen_flags[0])
+
+void lasso_gen_help(FILE *out)
+{
+    fputs("loom gen lasso --out FILE [OPTIONS]\n"
+          "\n"
+          "Writes LIBSVM regression rows (\"y 3:0.52 4:-1.1 ...\"): features in correlated\n"
+          "groups, y = x.beta + noise for a planted sparse beta. The same options give the\n"
+          "same file. See docs/LASSO.md.\n"
+          "\n"
+          "Options (--name value or --name=value):\n",
+          out);
+    app_flags_help(out, gen_flags, GEN_NFLAGS);
+    fputs("  -h, --help              show this help\n"
+          "\n"
+          "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n",
+          out);
+}
+
+int lasso_gen_main(int argc, char **argv)
+{
+    static const char cmd[] = "loom gen lasso";
+    app_flag_value v[GEN_NFLAGS];
+    char err[512];
+    int rc = app_flags_parse(gen_flags, GEN_NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
+    if (rc == APP_FLAGS_HELP) {
+        lasso_gen_help(stdout);
+        return 0;
+    }
+    if (rc) return app_command_usage(cmd, "%s", err);
+    lasso_gen_opts o = LASSO_GEN_OPTS_DEFAULT;
+    const char *path = NULL, *planted_path = NULL;
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(gen_flags, GEN_NFLAGS, v, name))
+    if (GIVEN("--out")) path = x->text;
+    if (GIVEN("--planted-out")) planted_path = x->text;
+    if (GIVEN("--rows")) o.rows = x->u;
+    if (GIVEN("--features")) o.features = x->u;
+    if (GIVEN("--group")) o.group = (uint32_t)x->u;
+    if (GIVEN("--corr")) o.corr = x->x;
+    if (GIVEN("--density")) o.density = x->x;
+    if (GIVEN("--nonzeros")) o.nonzeros = x->u;
+    if (GIVEN("--noise")) o.noise = x->x;
+    if (GIVEN("--seed")) o.seed = x->u;
+#undef GIVEN
+    if (!path) return app_command_usage(cmd, "--out FILE is required (- for standard output)");
+    if (o.nonzeros > o.features)
+        return app_command_usage(cmd, "--nonzeros (%llu) must be at most --features (%llu)",
+                                 (unsigned long long)o.nonzeros, (unsigned long long)o.features);
+    if (o.group > o.features)
+        return app_command_usage(cmd, "--group (%lu) must be at most --features (%llu)",
+                                 (unsigned long)o.group, (unsigned long long)o.features);
+
+    int to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "%s: %s: cannot create: %s\n", cmd, path, strerror(errno));
+        return 1;
+    }
+    /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
+    struct stat st;
+    int regular = !to_stdout && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    lasso_model planted = {0};
+    rc = lasso_generate(&o, f, planted_path ? &planted : NULL, err, sizeof err);
+    /* A full disk may only show when the last buffer is written. */
+    int closed = to_stdout ? fflush(f) : fclose(f);
+    if (rc == 0 && closed != 0)
+        rc = app_error(err, sizeof err, "write failed: %s", strerror(errno));
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s: %s\n", cmd, to_stdout ? "standard output" : path, err);
+        if (regular) remove(path); /* no half-written data set left behind */
+        lasso_model_free(&planted);
+        return 1;
+    }
+    if (planted_path) {
+        rc = lasso_model_save(&planted, planted_path, err, sizeof err);
+        lasso_model_free(&planted);
+        if (rc) {
+            fprintf(stderr, "%s: %s\n", cmd, err);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- loom train lasso ---- */
+
+static const app_flag train_flags[] = {
+    {.section = "data:",
+     .name = "--train",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "LIBSVM regression rows \"y id:value ...\" (required)"},
+    {.section = "algorithm:",
+     .name = "--sequential",
+     .kind = APP_SWITCH,
+     .help = "cyclic coordinate descent in this process, the reference of\n"
+             "the scheduled engines (required: the only engine so far)"},
+    {.name = "--lambda",
+     .kind = APP_NUM,
+     .arg = "L",
+     .min = 0,
+     .max = 1e300,
+     .excludes = "--lambda-ratio",
+     .help = "the L1 weight, above 0"},
+    {.name = "--lambda-ratio",
+     .kind = APP_NUM,
+     .arg = "R",
+     .min = 0,
+     .max = 1,
+     .def = "0.1",
+     .help = "lambda = R * lambda_max, the smallest lambda whose\n"
+             "solution is 0 (max_j |x_j.y| / n); 0 < R <= 1"},
+    {.name = "--iterations",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1000000,
+     .def = "1000",
+     .help = "at most N passes over all coordinates"},
+    {.name = "--tol",
+     .kind = APP_NUM,
+     .arg = "T",
+     .min = 0,
+     .max = 1,
+     .def = "1e-6",
+     .help = "stop after a pass in which no coefficient moved by more\n"
+             "than T * max(1, max |beta_j|) (0: in which none moved)"},
+    APP_FLAGS_OUTPUT("JSON line per pass: objective, train_rmse, nnz, ...",
+                     "save the model (format: docs/LASSO.md)"),
+};
+#define TRAIN_NFLAGS (sizeof train_flags / sizeof train_flags[0])
+
+void lasso_train_help(FILE *out)
+{
+    fputs("usage: loom train lasso --train FILE --sequential [options]\n"
+          "\n"
+          "Fit min_beta 1/(2n) ||y - X beta||^2 + lambda ||beta||_1 (no intercept) by\n"
+          "coordinate descent with soft-thresholding (docs/LASSO.md). The scheduled,\n"
+          "distributed engines of issue 13 are not written yet: --sequential runs the\n"
+          "reference in this process.\n"
+          "\n",
+          out);
+    app_flags_help(out, train_flags, TRAIN_NFLAGS);
+    fputs("  -h, --help              show this help\n"
+          "\n"
+          "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
+          "usage error.\n",
+          out);
+}
+
+int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t errlen)
+{
+    *cli = (lasso_cli){.train = {.iterations = 1000, .tol = 1e-6}, .lambda_ratio = 0.1};
+    app_flag_value v[TRAIN_NFLAGS];
+    int rc = app_flags_parse(train_flags, TRAIN_NFLAGS, argc, argv, 1, v, NULL, err, errlen);
+    if (rc) return rc;
+    if ((rc = app_job_from_flags(&cli->job, 0, train_flags, TRAIN_NFLAGS, v, err, errlen)))
+        return rc;
+    /* Nothing here starts a job: one process reads all the data. */
+    cli->job.workers = 1;
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(train_flags, TRAIN_NFLAGS, v, name))
+    cli->sequential = GIVEN("--sequential") != NULL;
+    if (GIVEN("--lambda")) {
+        if (x->x <= 0)
+            return app_usage(err, errlen, "--lambda takes a number above 0, not '%s'", x->text);
+        cli->train.lambda = x->x;
+        cli->lambda_ratio = 0;
+    }
+    if (GIVEN("--lambda-ratio")) {
+        if (x->x <= 0)
+            return app_usage(err, errlen, "--lambda-ratio takes a number in (0, 1], not '%s'",
+                             x->text);
+        cli->lambda_ratio = x->x;
+    }
+    if (GIVEN("--iterations")) cli->train.iterations = (int)x->u;
+    if (GIVEN("--tol")) cli->train.tol = x->x;
+#undef GIVEN
+    if (!cli->job.train_path) return app_usage(err, errlen, "--train FILE is required");
+    if (!cli->sequential)
+        return app_usage(err, errlen,
+                         "--sequential is required: the scheduled engines of "
+                         "issue 13 are not written yet");
+    return 0;
+}
+
+struct reporter {
+    const lasso_cli *cli;
+    FILE *metrics;
+    int failed; /* writing the metrics failed (reported) */
+};
+
+static void report_pass(void *arg, const lasso_pass *s, const double *beta)
+{
+    (void)beta;
+    struct reporter *r = arg;
+    if (!r->cli->job.quiet)
+        fprintf(stderr, "iteration %4d  objective %.9g  train rmse %.6f  nnz %llu  %.2f s\n",
+                s->iteration, s->objective, s->train_rmse, (unsigned long long)s->nnz, s->seconds);
+    if (!r->metrics || r->failed) return;
+    fprintf(r->metrics,
+            "{\"iteration\": %d, \"time_s\": %.3f, \"updates\": %llu, \"objective\": %.17g, "
+            "\"train_rmse\": %.17g, \"nnz\": %llu, \"max_change\": %.9g}\n",
+            s->iteration, s->seconds, (unsigned long long)s->updates, s->objective, s->train_rmse,
+            (unsigned long long)s->nnz, s->max_change);
+    /* Each line now, so that a full disk is reported when it happens. */
+    if (fflush(r->metrics) || ferror(r->metrics)) {
+        fprintf(stderr, "loom train lasso: cannot write %s: %s\n", r->cli->job.metrics_path,
+                strerror(errno));
+        r->failed = 1;
+    }
+}
+
+int lasso_train_here(const lasso_cli *cli)
+{
+    static const char prog[] = "loom train lasso";
+    char err[512];
+    loom_libsvm_opts lo = LOOM_LIBSVM_OPTS_DEFAULT;
+    lo.labels = LOOM_LABELS_REAL;
+    loom_dataset *d = NULL;
+    if (loom_libsvm_read(cli->job.train_path, 0, 1, &lo, &d, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 1;
+    }
+    if (d->rows == 0) {
+        fprintf(stderr, "%s: %s: no examples\n", prog, cli->job.train_path);
+        loom_dataset_free(d);
+        return 1;
+    }
+    lasso_problem p;
+    int rc = lasso_problem_from(d, &p, err, sizeof err);
+    loom_dataset_free(d);
+    if (rc) {
+        fprintf(stderr, "%s: %s: %s\n", prog, cli->job.train_path, err);
+        return 1;
+    }
+    lasso_train_opts o = cli->train;
+    double lambda_max = lasso_lambda_max(&p);
+    if (cli->lambda_ratio > 0) {
+        o.lambda = cli->lambda_ratio * lambda_max;
+        if (!(o.lambda > 0)) {
+            fprintf(stderr,
+                    "%s: %s: lambda_max is 0 (y is orthogonal to every feature), so "
+                    "--lambda-ratio gives no lambda; give --lambda\n",
+                    prog, cli->job.train_path);
+            lasso_problem_free(&p);
+            return 1;
+        }
+    }
+    struct reporter r = {.cli = cli};
+    if (cli->job.metrics_path && !(r.metrics = fopen(cli->job.metrics_path, "w"))) {
+        fprintf(stderr, "%s: cannot create %s: %s\n", prog, cli->job.metrics_path, strerror(errno));
+        lasso_problem_free(&p);
+        return 1;
+    }
+    if (!cli->job.quiet)
+        fprintf(stderr, "%zu rows, %llu features, lambda %.9g (lambda_max %.9g)\n", p.n,
+                (unsigned long long)p.dim, o.lambda, lambda_max);
+    lasso_model m = {.dim = p.dim, .lambda = o.lambda};
+    rc = 1;
+    if (!(m.beta = malloc((p.dim ? (size_t)p.dim : 1) * sizeof *m.beta))) {
+        fprintf(stderr, "%s: out of memory for %llu coefficients\n", prog,
+                (unsigned long long)p.dim);
+    } else if (lasso_train_sequential(&o, &p, m.beta, report_pass, &r) < 0) {
+        fprintf(stderr, "%s: out of memory for the residual of %zu rows\n", prog, p.n);
+    } else if (cli->job.model_path && lasso_model_save(&m, cli->job.model_path, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+    } else {
+        rc = r.failed;
+    }
+    if (r.metrics && fclose(r.metrics) && !r.failed) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", prog, cli->job.metrics_path, strerror(errno));
+        rc = 1;
+    }
+    lasso_model_free(&m);
+    lasso_problem_free(&p);
+    return rc;
+}
+
+/* ---- loom predict lasso ---- */
+
+static const app_flag predict_flags[] = {
+    {.name = "--model", .kind = APP_TEXT, .arg = "M", .help = "the model file (required)"},
+    {.name = "--data",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "LIBSVM regression rows (required)"},
+    {.name = "--out",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "also write the prediction beta.x of every row, one per line\n"
+             "(%.9g); - for standard output (the summary then goes to standard error)"},
+};
+#define PREDICT_NFLAGS (sizeof predict_flags / sizeof predict_flags[0])
+
+void lasso_predict_help(FILE *out)
+{
+    fputs("loom predict lasso --model M --data FILE [--out FILE]\n"
+          "\n"
+          "Prints \"rows N  rmse E  mae A\" of the model's predictions beta.x against the\n"
+          "targets of FILE. See docs/LASSO.md.\n"
+          "\n"
+          "Options (--name value or --name=value):\n",
+          out);
+    app_flags_help(out, predict_flags, PREDICT_NFLAGS);
+    fputs("  -h, --help              show this help\n"
+          "\n"
+          "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
+          "usage error.\n",
+          out);
+}
+
+int lasso_predict_main(int argc, char **argv)
+{
+    static const char cmd[] = "loom predict lasso";
+    app_flag_value v[PREDICT_NFLAGS];
+    char err[512];
+    int rc =
+        app_flags_parse(predict_flags, PREDICT_NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
+    if (rc == APP_FLAGS_HELP) {
+        lasso_predict_help(stdout);
+        return 0;
+    }
+    if (rc) return app_command_usage(cmd, "%s", err);
+    const app_flag_value *x;
+    const char *model =
+        (x = app_flag_get(predict_flags, PREDICT_NFLAGS, v, "--model")) ? x->text : NULL;
+    const char *data =
+        (x = app_flag_get(predict_flags, PREDICT_NFLAGS, v, "--data")) ? x->text : NULL;
+    const char *out =
+        (x = app_flag_get(predict_flags, PREDICT_NFLAGS, v, "--out")) ? x->text : NULL;
+    if (!model) return app_command_usage(cmd, "--model M is required");
+    if (!data) return app_command_usage(cmd, "--data FILE is required");
+
+    lasso_model m;
+    if (lasso_model_load(model, &m, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", cmd, err);
+        return 1;
+    }
+    loom_libsvm_opts lo = LOOM_LIBSVM_OPTS_DEFAULT;
+    lo.labels = LOOM_LABELS_REAL;
+    loom_dataset *d = NULL;
+    if (loom_libsvm_read(data, 0, 1, &lo, &d, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", cmd, err);
+        lasso_model_free(&m);
+        return 1;
+    }
+    rc = 1;
+    FILE *f = NULL;
+    int to_stdout = out && strcmp(out, "-") == 0;
+    if (d->rows == 0) {
+        fprintf(stderr, "%s: %s: no examples\n", cmd, data);
+    } else if (out && !(f = to_stdout ? stdout : fopen(out, "w"))) {
+        fprintf(stderr, "%s: %s: cannot create: %s\n", cmd, out, strerror(errno));
+    } else {
+        double sse = 0, sae = 0;
+        for (size_t i = 0; i < d->rows; i++) {
+            double pred = lasso_predict_row(&m, d, i), e = pred - d->label[i];
+            sse += e * e;
+            sae += fabs(e);
+            if (f) fprintf(f, "%.9g\n", pred);
+        }
+        rc = 0;
+        if (f) {
+            /* A full disk may only show when the last buffer is written. */
+            int bad = ferror(f);
+            if ((to_stdout ? fflush(f) : fclose(f)) != 0) bad = 1;
+            if (bad) {
+                fprintf(stderr, "%s: %s: write failed: %s\n", cmd,
+                        to_stdout ? "standard output" : out, strerror(errno));
+                rc = 1;
+            }
+        }
+        if (rc == 0) {
+            FILE *summary = to_stdout ? stderr : stdout;
+            fprintf(summary, "rows %zu  rmse %.6f  mae %.6f\n", d->rows,
+                    sqrt(sse / (double)d->rows), sae / (double)d->rows);
+            if (fflush(summary) != 0) {
+                fprintf(stderr, "%s: writing the summary failed: %s\n", cmd, strerror(errno));
+                rc = 1;
+            }
+        }
+    }
+    loom_dataset_free(d);
+    lasso_model_free(&m);
+    return rc;
+}
