@@ -86,8 +86,12 @@ static int parse_consistency(const char *v, int *consistency, int *staleness, ch
 int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t n,
                        const app_flag_value *values, char *err, size_t errlen)
 {
-    *j = (app_job){
-        .workers = 2, .servers = 1, .consistency = LOOM_SSP, .staleness = staleness, .seed = 1};
+    *j = (app_job){.workers = 2,
+                   .servers = 1,
+                   .threads = 1,
+                   .consistency = LOOM_SSP,
+                   .staleness = staleness,
+                   .seed = 1};
     const app_flag_value *v;
 #define TEXT(name, field)                                                                          \
     if ((v = app_flag_get(flags, n, values, name))) j->field = v->text
@@ -105,6 +109,7 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
         j->workers = (int)v->u, j->workers_given = 1;
     if ((v = app_flag_get(flags, n, values, "--servers")))
         j->servers = (int)v->u, j->servers_given = 1;
+    if ((v = app_flag_get(flags, n, values, "--threads"))) j->threads = (int)v->u;
     if ((v = app_flag_get(flags, n, values, "--seed"))) j->seed = (uint64_t)v->u;
     j->quiet = app_flag_get(flags, n, values, "--quiet") != NULL;
     v = app_flag_get(flags, n, values, "--consistency");

@@ -21,6 +21,8 @@
 
 #include <loom/loom.h>
 
+#include "common/team.h"
+
 /* ---- flags ---- */
 
 /* One flag of a command. A command's flags are one table of these: the parser
@@ -88,6 +90,14 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .hi = 128,                                                                                \
          .def = "1",                                                                               \
          .help = "server processes"},                                                              \
+        {.name = "--threads",                                                                      \
+         .kind = APP_INT,                                                                          \
+         .arg = "T",                                                                               \
+         .lo = 1,                                                                                  \
+         .hi = APP_MAX_THREADS,                                                                    \
+         .def = "1",                                                                               \
+         .help = "compute threads per worker process, sharing its cache, update\n"                 \
+                 "buffer and clock (docs/USAGE.md)"},                                              \
         {.name = "--interface",                                                                    \
          .kind = APP_TEXT,                                                                         \
          .arg = "NAME",                                                                            \
@@ -125,6 +135,7 @@ typedef struct app_job {
     int insecure;          /* --insecure: no secret at all */
     int no_status;         /* --no-status: the scheduler serves no status page */
     int workers, servers;
+    int threads;                      /* --threads: compute threads per worker process */
     int workers_given, servers_given; /* given on the command line */
     int consistency;                  /* a loom_consistency */
     int staleness;                    /* SSP staleness in the application's clocks */
@@ -132,7 +143,7 @@ typedef struct app_job {
     int quiet;
 } app_job;
 
-/* The job flags' values into j, over the defaults: 2 workers, 1 server, SSP
+/* The job flags' values into j, over the defaults: 2 workers, 1 server, 1 thread, SSP
  * with staleness `staleness`, seed 1. 0, or 2 with a message in err. */
 int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t n,
                        const app_flag_value *values, char *err, size_t errlen);

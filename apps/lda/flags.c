@@ -139,6 +139,7 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
     if (GIVEN("--top-words")) c->top_words = (int)x->u;
 #undef GIVEN
     c->train.seed = c->job.seed;
+    c->train.threads = c->job.threads;
     if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");
     return 0;
 }

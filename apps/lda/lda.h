@@ -55,6 +55,9 @@ typedef struct lda_docs {
 } lda_docs;
 
 int lda_docs_build(const loom_corpus *c, lda_docs *d);
+/* The same for documents [lo, hi) of c, part `part` of `parts`
+ * (app_team_split): a compute thread's documents (--threads). */
+int lda_docs_build_part(const loom_corpus *c, int parts, int part, lda_docs *d);
 void lda_docs_free(lda_docs *d);
 /* Random initial topics, uniform over K: document i draws from stream
  * (seed, stream lda_stream(0, first_doc + i)), so how the corpus is split
@@ -192,12 +195,13 @@ typedef struct lda_train_opts {
     int syncs;      /* clocks per iteration */
     int eval_every; /* iterations between log-likelihoods (0: at the end only) */
     uint64_t seed;
+    int threads; /* compute threads per worker (--threads): lanes, see train.c */
 } lda_train_opts;
 
 #define LDA_DEFAULT_STALENESS 1
 #define LDA_TRAIN_OPTS_DEFAULT                                                                     \
     {                                                                                              \
-        50, 0.1, 0.01, 100, 1, 1, 1                                                                \
+        50, 0.1, 0.01, 100, 1, 1, 1, 1                                                             \
     }
 
 /* Is iteration it (0-based) one whose log-likelihood is reported? */
@@ -206,7 +210,8 @@ int lda_eval_due(const lda_train_opts *o, int it);
 void lda_segment(size_t n, int syncs, int sync, size_t *lo, size_t *hi);
 
 /* The sequential reference: the same initialisation, sweeps and cache
- * rebuilds as a one-worker `loom train lda`, in this process. Calls
+ * rebuilds as a one-worker `loom train lda` with o->threads lanes, in this
+ * process. Calls
  * report(arg, iteration, log_likelihood, seconds sampling) at every
  * evaluation and leaves the final counts in out. */
 typedef void (*lda_report_fn)(void *arg, int iteration, double ll, double sample_s);

@@ -6,7 +6,11 @@
  * one-worker job makes from the rows it pulls back after its clock. Under BSP
  * those rows are exactly the counts it pushed, so the job's topics, counts
  * and log-likelihoods must equal these bit for bit (tests/lda): any
- * difference is a bug in the data path or the consistency machinery. */
+ * difference is a bug in the data path or the consistency machinery.
+ * With --threads T the worker's documents are cut into T lanes, each with
+ * its own sampler (AD-LDA inside the process): a clock's sweeps all start
+ * from the counts as the clock found them, and their changes are summed
+ * into the shared counts before every lane reloads. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,57 +18,85 @@
 
 #include "lda/lda.h"
 
+/* Lane t's sampler from the shared counts: the rows of its words and the totals. */
+static int load_lane(lda_sampler *s, const lda_docs *d, const lda_model *m)
+{
+    const size_t K = m->p.topics;
+    for (size_t w = 0; w < d->nwords; w++)
+        memcpy(s->rows + w * K, m->counts + d->vocab[w] * K, K * sizeof *s->rows);
+    memcpy(s->totals, m->totals, K * sizeof *s->totals);
+    return lda_sampler_load(s);
+}
+
 int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t vocab,
                          lda_report_fn report, void *arg, lda_model *out)
 {
     const lda_params p = {o->topics, vocab, o->alpha, o->beta};
     const size_t K = o->topics;
-    lda_docs d;
-    lda_sampler s;
+    const int lanes = o->threads > 1 ? o->threads : 1;
+    lda_docs *d = calloc((size_t)lanes, sizeof *d);
+    lda_sampler *s = calloc((size_t)lanes, sizeof *s);
     *out = (lda_model){.p = p};
-    if (lda_docs_build(c, &d)) return LOOM_ENOMEM;
-    int rc = lda_sampler_init(&s, &p, d.nwords);
-    if (rc) {
-        lda_docs_free(&d);
-        return rc;
-    }
-    int32_t *scratch = malloc(K * sizeof *scratch);
+    int32_t *scratch = malloc(K * sizeof *scratch), *vals = NULL;
+    uint64_t *keys = NULL;
+    int64_t *tdelta = malloc(K * sizeof *tdelta);
     out->counts = calloc(vocab > 0 ? vocab * K : 1, sizeof *out->counts);
     out->totals = calloc(K, sizeof *out->totals);
-    if (!scratch || !out->counts || !out->totals) rc = LOOM_ENOMEM;
-    if (!rc) {
-        lda_docs_init_topics(&d, o->topics, o->seed);
-        lda_count(&d, o->topics, s.rows, s.totals);
-        rc = lda_sampler_load(&s);
+    int rc = d && s && scratch && tdelta && out->counts && out->totals ? 0 : LOOM_ENOMEM;
+    size_t most = 1;
+    for (int t = 0; t < lanes && !rc; t++) {
+        if ((rc = lda_docs_build_part(c, lanes, t, &d[t]))) break;
+        if ((rc = lda_sampler_init(&s[t], &p, d[t].nwords))) break;
+        if (d[t].nwords > most) most = d[t].nwords;
+        lda_docs_init_topics(&d[t], o->topics, o->seed);
+        lda_count(&d[t], o->topics, s[t].rows, s[t].totals);
+        for (size_t w = 0; w < d[t].nwords; w++)
+            for (size_t k = 0; k < K; k++)
+                out->counts[d[t].vocab[w] * K + k] += s[t].rows[w * K + k];
+        for (size_t k = 0; k < K; k++) out->totals[k] += s[t].totals[k];
     }
+    if (!rc && (!(keys = malloc(most * sizeof *keys)) || !(vals = malloc(most * K * sizeof *vals))))
+        rc = LOOM_ENOMEM;
+    for (int t = 0; t < lanes && !rc; t++) rc = load_lane(&s[t], &d[t], out);
     double sample_s = 0;
     for (int it = 0; it < o->iterations && !rc; it++) {
         double t0 = app_now_s();
         for (int sync = 0; sync < o->syncs && !rc; sync++) {
-            size_t lo, hi;
-            lda_segment(d.ndocs, o->syncs, sync, &lo, &hi);
-            lda_sweep(&s, &d, lo, hi, o->seed, it);
-            lda_sampler_store(&s);
-            rc = lda_sampler_load(&s);
+            /* Every lane samples from the counts as the clock found them ... */
+            for (int t = 0; t < lanes; t++) {
+                size_t lo, hi;
+                lda_segment(d[t].ndocs, o->syncs, sync, &lo, &hi);
+                lda_sweep(&s[t], &d[t], lo, hi, o->seed, it);
+            }
+            /* ... then their changes meet in the shared counts, which every
+             * lane reloads (a one-worker job: push, clock, pull back). */
+            for (int t = 0; t < lanes; t++) {
+                size_t n = lda_sampler_deltas(&s[t], d[t].vocab, keys, vals, tdelta);
+                for (size_t i = 0; i < n; i++)
+                    for (size_t k = 0; k < K; k++) out->counts[keys[i] * K + k] += vals[i * K + k];
+                for (size_t k = 0; k < K; k++) out->totals[k] += tdelta[k];
+            }
+            for (int t = 0; t < lanes && !rc; t++) rc = load_lane(&s[t], &d[t], out);
         }
         sample_s += app_now_s() - t0;
         if (!rc && lda_eval_due(o, it)) {
-            double docs = lda_ll_docs(&p, &d, scratch), words = lda_ll_words(&p, s.rows, d.nwords);
-            double ll = docs + words + lda_ll_topics(&p, s.totals);
+            double docs = 0;
+            for (int t = 0; t < lanes; t++) docs += lda_ll_docs(&p, &d[t], scratch);
+            double words = lda_ll_words(&p, out->counts, vocab);
+            double ll = docs + words + lda_ll_topics(&p, out->totals);
             if (report) report(arg, it, ll, sample_s);
             sample_s = 0;
         }
     }
     if (!rc) {
-        for (size_t w = 0; w < d.nwords; w++)
-            memcpy(out->counts + d.vocab[w] * K, s.rows + w * K, K * sizeof *out->counts);
-        memcpy(out->totals, s.totals, K * sizeof *out->totals);
-        out->tokens = d.ntokens;
+        for (int t = 0; t < lanes; t++) out->tokens += d[t].ntokens;
     } else {
         lda_model_free(out);
     }
-    free(scratch);
-    lda_sampler_free(&s);
-    lda_docs_free(&d);
+    for (int t = 0; t < lanes; t++) {
+        if (s) lda_sampler_free(&s[t]);
+        if (d) lda_docs_free(&d[t]);
+    }
+    free(s), free(d), free(scratch), free(tdelta), free(keys), free(vals);
     return rc;
 }

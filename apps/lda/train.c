@@ -21,6 +21,18 @@
  * reach a worker only at clock boundaries: the staleness is the price of sampling in parallel
  * (AD-LDA, Newman et al. 2009; Bösen's LDA).
  *
+ * Compute threads (--threads T, apps/common/team.h) share the worker's
+ * client: each is a lane of its own (AD-LDA inside the process), with a
+ * contiguous part of the worker's documents, their document-topic counts,
+ * its own copy of its words' rows and its own sampler. In a clock the lanes
+ * sweep in parallel; their changes are pushed in lane order into the update
+ * buffer, which adds the rows several lanes changed before they are sent
+ * (so T threads send less than T workers), and into the process's own
+ * counts of its words; the process clocks once; then every lane pulls,
+ * through the shared cache, the rows of its words that other workers also
+ * have, and copies those only other lanes have from the process's counts
+ * (what a pull would return). seq.c computes the same with T lanes.
+ *
  * Every --eval-every iterations the workers meet at a barrier and add their
  * part of the log-likelihood into a statistics table: the document part of
  * their documents and the word part of the words w ≡ rank (mod W), pulled
@@ -60,26 +72,49 @@ enum {
 #define PROG            "loom train lda"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
 
+/* One compute thread's documents and sampler (see the top of the file). */
+typedef struct lane {
+    lda_docs d;
+    lda_sampler s;
+    uint64_t *words; /* changed words of a clock */
+    uint64_t *keys;  /* their table keys, nblocks per word */
+    int32_t *vals;   /* their deltas; pulled rows */
+    int64_t *tdelta; /* K */
+    size_t nkeys;    /* table rows of this clock's changes */
+    /* Words that other workers' documents contain too: only their rows can
+     * change behind the process's back, so only they are pulled each clock. */
+    uint64_t *shared_keys; /* nblocks table keys per word */
+    uint32_t *shared_idx;  /* their local indices */
+    size_t nshared;
+    /* Words only other lanes of this worker also have: their rows are the
+     * process's counts (what a pull would return), copied from w->prow. */
+    uint32_t *local_idx; /* their local indices */
+    uint32_t *uidx;      /* per local word: its index in w->vocab_all */
+    size_t nlocal;
+} lane;
+
 typedef struct worker {
     loom_node *n;
     const lda_cli *c;
     int rank, nworkers;
     lda_params p;
-    lda_docs d;
-    lda_sampler s;
+    app_team *team;
+    int threads;
+    lane *lanes;
+    int it, sync; /* the clock the lanes work on */
+    /* Several lanes: the words of all of them, and the process's counts of
+     * those words (its lanes' changes added as they are pushed). */
+    uint64_t *vocab_all;
+    size_t nall;
+    int32_t *prow;     /* nall x K */
+    uint64_t *own_all; /* per word of vocab_all: its tokens in this worker's documents */
     loom_table *wt, *tt;
     app_stats stats;
     uint32_t block, nblocks; /* a word's row is nblocks table rows of block topics */
-    uint64_t *words;         /* changed words of a clock; this worker's evaluation words */
+    uint64_t *words;         /* this worker's evaluation words */
     uint64_t *keys;          /* their table keys, nblocks per word */
-    int32_t *vals;           /* their deltas; pulled rows */
-    int64_t *tdelta;         /* K */
+    int32_t *vals;           /* their rows */
     int32_t *scratch;
-    /* Words that other workers' documents contain too: only their rows can
-     * change behind this worker's back, so only they are pulled each clock. */
-    uint64_t *shared_keys; /* nblocks table keys per word */
-    uint32_t *shared_idx;  /* their local indices */
-    size_t nshared;
     /* --test: this worker's share of the test documents, the table keys of
      * their words, and their rows and the totals as pulled at an evaluation */
     lda_heldout h;
@@ -106,6 +141,64 @@ static uint32_t block_width(uint32_t topics)
     for (uint32_t b = 64; b >= 16; b--)
         if (topics % b == 0) return b;
     return topics;
+}
+
+/* The lanes' documents and samplers, and buffers for a clock's changes (at
+ * most every word of the lane). */
+static int lanes_init(worker *w, const loom_corpus *corpus)
+{
+    const size_t K = w->p.topics;
+    w->lanes = calloc((size_t)w->threads, sizeof *w->lanes);
+    if (!w->lanes) return LOOM_ENOMEM;
+    for (int t = 0; t < w->threads; t++) {
+        lane *l = &w->lanes[t];
+        int rc = lda_docs_build_part(corpus, w->threads, t, &l->d);
+        if (!rc) rc = lda_sampler_init(&l->s, &w->p, l->d.nwords);
+        if (rc) return rc;
+        size_t n = l->d.nwords ? l->d.nwords : 1;
+        l->words = malloc(n * sizeof *l->words);
+        l->keys = malloc(n * w->nblocks * sizeof *l->keys);
+        l->vals = malloc(n * K * sizeof *l->vals);
+        l->tdelta = calloc(K, sizeof *l->tdelta);
+        l->shared_keys = malloc(n * w->nblocks * sizeof *l->shared_keys);
+        l->shared_idx = malloc(n * sizeof *l->shared_idx);
+        l->local_idx = malloc(n * sizeof *l->local_idx);
+        l->uidx = malloc(n * sizeof *l->uidx);
+        if (!l->words || !l->keys || !l->vals || !l->tdelta || !l->shared_keys || !l->shared_idx ||
+            !l->local_idx || !l->uidx)
+            return LOOM_ENOMEM;
+        w->nall += l->d.nwords;
+    }
+    w->vocab_all = malloc((w->nall ? w->nall : 1) * sizeof *w->vocab_all);
+    if (!w->vocab_all) return LOOM_ENOMEM;
+    w->nall = 0;
+    for (int t = 0; t < w->threads; t++) {
+        memcpy(w->vocab_all + w->nall, w->lanes[t].d.vocab,
+               w->lanes[t].d.nwords * sizeof *w->vocab_all);
+        w->nall += w->lanes[t].d.nwords;
+    }
+    w->nall = app_sort_unique(w->vocab_all, w->nall);
+    for (int t = 0; t < w->threads; t++) {
+        lane *l = &w->lanes[t];
+        for (size_t i = 0; i < l->d.nwords; i++)
+            l->uidx[i] = (uint32_t)app_lower_bound(w->vocab_all, w->nall, l->d.vocab[i]);
+    }
+    if (w->threads > 1 && !(w->prow = malloc((w->nall ? w->nall : 1) * K * sizeof *w->prow)))
+        return LOOM_ENOMEM;
+    return 0;
+}
+
+static void lanes_free(worker *w)
+{
+    for (int t = 0; w->lanes && t < w->threads; t++) {
+        lane *l = &w->lanes[t];
+        free(l->words), free(l->keys), free(l->vals), free(l->tdelta);
+        free(l->shared_keys), free(l->shared_idx), free(l->local_idx), free(l->uidx);
+        lda_sampler_free(&l->s);
+        lda_docs_free(&l->d);
+    }
+    free(w->lanes);
+    free(w->vocab_all), free(w->prow), free(w->own_all);
 }
 
 /* The table keys of n words' rows, nblocks per word. */
@@ -214,60 +307,96 @@ static int prepare_test(worker *w, const loom_corpus *test)
     return 0;
 }
 
-/* Send a clock's changes at once (they are whole blocks of rows: buffering
- * them would only copy them) and wait until the servers have them, because
- * the rows and keys are reused by the pull that follows. */
-static int push_wait(worker *w, size_t nkeys, const int32_t *rows, const int64_t *totals)
+/* Send a clock's changes (initial: the initial counts), lane after lane,
+ * and the process's clock. One lane sends its rows at once (they are whole
+ * blocks of rows: buffering them would only copy them) and waits until the
+ * servers have them, because the rows and keys are reused by the pull that
+ * follows. Several lanes push into the update buffer, which adds the rows
+ * they share before the clock sends them, and add their changes into the
+ * process's counts (w->prow). */
+static int push_lanes(worker *w, int initial)
 {
     static const uint64_t zero = 0;
-    loom_ts ts[2];
-    int n = 0;
-    if (nkeys)
-        TRY("push word-topic counts", loom_push_async(w->wt, w->keys, nkeys, rows, &ts[n++]));
-    TRY("push topic totals", loom_push_async(w->tt, &zero, 1, totals, &ts[n++]));
-    for (int i = 0; i < n; i++) TRY("push", loom_wait(w->n, ts[i]));
-    return 0;
-}
-
-/* After a clock: the rows other workers change and the totals, then the
- * sampler. The other rows hold exactly this worker's counts, which is what a
- * pull of them would return (read-my-writes), so they are taken from the
- * sampler instead: with one worker no row is pulled at all. */
-static int refresh(worker *w)
-{
-    static const uint64_t zero = 0;
-    const size_t K = w->p.topics;
-    lda_sampler_store(&w->s);
-    if (w->nshared)
-        TRY("pull word-topic rows",
-            loom_pull(w->wt, w->shared_keys, w->nshared * w->nblocks, w->vals));
-    for (size_t i = 0; i < w->nshared; i++)
-        memcpy(w->s.rows + (size_t)w->shared_idx[i] * K, w->vals + i * K, K * sizeof *w->vals);
-    TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->s.totals));
-    TRY("rebuild the sampler", lda_sampler_load(&w->s));
-    return 0;
-}
-
-/* Which words are shared: those whose total count, in the rows pulled after
- * the initialisation, exceeds their count in this worker's documents. Word
- * totals never change (a token changes topic, not word). */
-static int find_shared(worker *w)
-{
-    const size_t K = w->p.topics;
-    uint64_t *own = calloc(w->d.nwords ? w->d.nwords : 1, sizeof *own);
-    w->shared_keys = malloc((w->d.nwords ? w->d.nwords : 1) * w->nblocks * sizeof *w->shared_keys);
-    w->shared_idx = malloc((w->d.nwords ? w->d.nwords : 1) * sizeof *w->shared_idx);
-    if (!own || !w->shared_keys || !w->shared_idx) {
-        free(own);
-        return app_fail(PROG, "shared words", LOOM_ENOMEM);
+    const size_t B = w->block;
+    for (int t = 0; t < w->threads; t++) {
+        lane *l = &w->lanes[t];
+        const int32_t *rows = initial ? l->s.rows : l->vals;
+        const int64_t *totals = initial ? l->s.totals : l->tdelta;
+        for (size_t m = 0; w->prow && !initial && m < l->nkeys; m++) {
+            uint64_t word = l->keys[m] / w->nblocks, b = l->keys[m] % w->nblocks;
+            int32_t *row = w->prow + app_lower_bound(w->vocab_all, w->nall, word) * w->p.topics;
+            for (size_t j = 0; j < B; j++) row[b * B + j] += l->vals[m * B + j];
+        }
+        if (w->threads > 1) {
+            if (l->nkeys) TRY("push word-topic counts", loom_push(w->wt, l->keys, l->nkeys, rows));
+            TRY("push topic totals", loom_push(w->tt, &zero, 1, totals));
+            continue;
+        }
+        loom_ts ts[2];
+        int n = 0;
+        if (l->nkeys)
+            TRY("push word-topic counts",
+                loom_push_async(w->wt, l->keys, l->nkeys, rows, &ts[n++]));
+        TRY("push topic totals", loom_push_async(w->tt, &zero, 1, totals, &ts[n++]));
+        for (int i = 0; i < n; i++) TRY("push", loom_wait(w->n, ts[i]));
     }
-    for (uint64_t t = 0; t < w->d.ntokens; t++) own[w->d.word[t]]++;
-    for (size_t i = 0; i < w->d.nwords; i++) {
+    TRY("clock", loom_clock(w->n));
+    return 0;
+}
+
+/* After a clock, lane t: the rows other workers change and the totals, then
+ * the sampler. The other rows hold exactly this process's counts, which is
+ * what a pull of them would return (read-my-writes), so they are taken from
+ * the sampler (words no other lane has) or from the process's counts
+ * instead: with one worker no row is pulled at all. */
+static int refresh(void *arg, int t)
+{
+    static const uint64_t zero = 0;
+    worker *w = arg;
+    lane *l = &w->lanes[t];
+    const size_t K = w->p.topics;
+    lda_sampler_store(&l->s);
+    if (l->nshared)
+        TRY("pull word-topic rows",
+            loom_pull(w->wt, l->shared_keys, l->nshared * w->nblocks, l->vals));
+    for (size_t i = 0; i < l->nshared; i++)
+        memcpy(l->s.rows + (size_t)l->shared_idx[i] * K, l->vals + i * K, K * sizeof *l->vals);
+    for (size_t i = 0; i < l->nlocal; i++)
+        memcpy(l->s.rows + (size_t)l->local_idx[i] * K,
+               w->prow + (size_t)l->uidx[l->local_idx[i]] * K, K * sizeof *l->vals);
+    TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
+    TRY("rebuild the sampler", lda_sampler_load(&l->s));
+    return 0;
+}
+
+/* Lane t after the initial counts: all its rows and the totals, the sampler,
+ * and which words are shared: those whose total count exceeds their count in
+ * this lane's documents, with other workers (own_all: the process's count of
+ * each word of w->vocab_all) or only with other lanes. Word totals never
+ * change (a token changes topic, not word). */
+static int start_lane(void *arg, int t)
+{
+    static const uint64_t zero = 0;
+    worker *w = arg;
+    lane *l = &w->lanes[t];
+    const size_t K = w->p.topics;
+    size_t nkeys = block_keys(w, l->d.vocab, l->d.nwords, l->keys);
+    TRY("pull word-topic rows", loom_pull(w->wt, l->keys, nkeys, l->s.rows));
+    TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
+    TRY("rebuild the sampler", lda_sampler_load(&l->s));
+    uint64_t *own = calloc(l->d.nwords ? l->d.nwords : 1, sizeof *own);
+    if (!own) return app_fail(PROG, "shared words", LOOM_ENOMEM);
+    for (uint64_t k = 0; k < l->d.ntokens; k++) own[l->d.word[k]]++;
+    for (size_t i = 0; i < l->d.nwords; i++) {
         uint64_t total = 0;
-        for (size_t k = 0; k < K; k++) total += (uint64_t)w->s.rows[i * K + k];
+        for (size_t k = 0; k < K; k++) total += (uint64_t)l->s.rows[i * K + k];
         if (total == own[i]) continue;
-        block_keys(w, &w->d.vocab[i], 1, w->shared_keys + w->nshared * w->nblocks);
-        w->shared_idx[w->nshared++] = (uint32_t)i;
+        if (total == w->own_all[l->uidx[i]]) {
+            l->local_idx[l->nlocal++] = (uint32_t)i;
+            continue;
+        }
+        block_keys(w, &l->d.vocab[i], 1, l->shared_keys + l->nshared * w->nblocks);
+        l->shared_idx[l->nshared++] = (uint32_t)i;
     }
     free(own);
     return 0;
@@ -276,39 +405,63 @@ static int find_shared(worker *w)
 /* Initial topics: push the counts they make, and read everyone's back. */
 static int initialise(worker *w)
 {
-    static const uint64_t zero = 0;
-    lda_docs_init_topics(&w->d, w->p.topics, w->c->train.seed);
-    lda_count(&w->d, w->p.topics, w->s.rows, w->s.totals);
-    size_t nkeys = block_keys(w, w->d.vocab, w->d.nwords, w->keys);
-    if (push_wait(w, nkeys, w->s.rows, w->s.totals)) return 1;
-    TRY("clock", loom_clock(w->n));
+    for (int t = 0; t < w->threads; t++) {
+        lane *l = &w->lanes[t];
+        lda_docs_init_topics(&l->d, w->p.topics, w->c->train.seed);
+        lda_count(&l->d, w->p.topics, l->s.rows, l->s.totals);
+        l->nkeys = block_keys(w, l->d.vocab, l->d.nwords, l->keys);
+    }
+    if (push_lanes(w, 1)) return 1;
     /* Every worker starts from every worker's initial counts, whatever the staleness. */
     TRY("barrier", loom_barrier(w->n));
-    TRY("pull word-topic rows", loom_pull(w->wt, w->keys, nkeys, w->s.rows));
-    TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->s.totals));
-    TRY("rebuild the sampler", lda_sampler_load(&w->s));
-    return find_shared(w);
+    if (!(w->own_all = calloc(w->nall ? w->nall : 1, sizeof *w->own_all)))
+        return app_fail(PROG, "shared words", LOOM_ENOMEM);
+    for (int t = 0; t < w->threads; t++) {
+        const lane *l = &w->lanes[t];
+        for (uint64_t k = 0; k < l->d.ntokens; k++) w->own_all[l->uidx[l->d.word[k]]]++;
+    }
+    if (app_team_run(w->team, start_lane, w)) return 1;
+    /* The process's counts start as pulled (every lane pulled all its rows). */
+    const size_t K = w->p.topics;
+    for (int t = 0; w->prow && t < w->threads; t++) {
+        const lane *l = &w->lanes[t];
+        for (size_t i = 0; i < l->d.nwords; i++)
+            memcpy(w->prow + (size_t)l->uidx[i] * K, l->s.rows + i * K, K * sizeof *w->prow);
+    }
+    return 0;
 }
 
-/* One clock: sweep documents [lo, hi), push the changes, clock, refresh. */
-static int sync_clock(worker *w, size_t lo, size_t hi, int it)
+/* Lane t's part of a clock: sweep its documents of the clock and list the
+ * changed blocks of rows. */
+static int sweep(void *arg, int t)
 {
-    lda_sweep(&w->s, &w->d, lo, hi, w->c->train.seed, it);
-    size_t n = lda_sampler_deltas(&w->s, w->d.vocab, w->words, w->vals, w->tdelta);
+    worker *w = arg;
+    lane *l = &w->lanes[t];
+    size_t lo, hi;
+    lda_segment(l->d.ndocs, w->c->train.syncs, w->sync, &lo, &hi);
+    lda_sweep(&l->s, &l->d, lo, hi, w->c->train.seed, w->it);
+    size_t n = lda_sampler_deltas(&l->s, l->d.vocab, l->words, l->vals, l->tdelta);
     /* Only the blocks that changed, moved to the front in place. */
     size_t m = 0, B = w->block;
     for (size_t i = 0; i < n; i++)
         for (uint32_t b = 0; b < w->nblocks; b++) {
-            const int32_t *v = w->vals + (i * w->nblocks + b) * B;
+            const int32_t *v = l->vals + (i * w->nblocks + b) * B;
             size_t j = 0;
             while (j < B && !v[j]) j++;
             if (j == B) continue;
-            memmove(w->vals + m * B, v, B * sizeof *v);
-            w->keys[m++] = w->words[i] * w->nblocks + b;
+            memmove(l->vals + m * B, v, B * sizeof *v);
+            l->keys[m++] = l->words[i] * w->nblocks + b;
         }
-    if (push_wait(w, m, w->vals, w->tdelta)) return 1;
-    TRY("clock", loom_clock(w->n));
-    return refresh(w);
+    l->nkeys = m;
+    return 0;
+}
+
+/* One clock: the lanes sweep, push their changes, clock, refresh. */
+static int sync_clock(worker *w, int sync, int it)
+{
+    w->sync = sync, w->it = it;
+    if (app_team_run(w->team, sweep, w) || push_lanes(w, 0)) return 1;
+    return app_team_run(w->team, refresh, w);
 }
 
 /* Worker 0: the whole table is consistent with the number of tokens. */
@@ -386,9 +539,13 @@ static int evaluate(worker *w, int it)
     if (w->c->job.test_path && test_ll(w, it, v)) return 1;
     loom_stats ns;
     loom_node_stats(w->n, &ns);
-    v[ST_LL_DOCS] = lda_ll_docs(&w->p, &w->d, w->scratch);
+    uint64_t mine = 0;
+    for (int t = 0; t < w->threads; t++) {
+        v[ST_LL_DOCS] += lda_ll_docs(&w->p, &w->lanes[t].d, w->scratch);
+        mine += w->lanes[t].d.ntokens;
+    }
     v[ST_LL_WORDS] = lda_ll_words(&w->p, w->vals, nrows);
-    v[ST_TOKENS] = (double)w->d.ntokens;
+    v[ST_TOKENS] = (double)mine;
     v[ST_BYTES_SENT] = (double)ns.bytes_sent;
     v[ST_BYTES_RECEIVED] = (double)ns.bytes_received;
     TRY("push statistics", app_stats_add(&w->stats, it, v));
@@ -485,20 +642,19 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
                 c->vocab_path, w->vocab.n, vocab - 1);
     w->p = (lda_params){o->topics, vocab, o->alpha, o->beta};
     const size_t K = o->topics;
-    if (lda_docs_build(corpus, &w->d)) return app_fail(PROG, "prepare documents", LOOM_ENOMEM);
-    TRY("prepare the sampler", lda_sampler_init(&w->s, &w->p, w->d.nwords));
-    /* Buffers for a clock's deltas (at most every local word) and for this
-     * worker's evaluation rows (about V / W words). */
-    size_t eval_rows = (size_t)((vocab + (uint64_t)w->nworkers - 1) / (uint64_t)w->nworkers);
-    size_t nbuf = w->d.nwords > eval_rows ? w->d.nwords : eval_rows;
     w->block = block_width(o->topics);
     w->nblocks = o->topics / w->block;
-    w->words = malloc((nbuf ? nbuf : 1) * sizeof *w->words);
-    w->keys = malloc((nbuf ? nbuf : 1) * w->nblocks * sizeof *w->keys);
-    w->vals = malloc((nbuf ? nbuf : 1) * K * sizeof *w->vals);
-    w->tdelta = calloc(K, sizeof *w->tdelta);
+    w->threads = c->job.threads > 1 ? c->job.threads : 1;
+    TRY("start the compute threads", app_team_start(&w->team, w->threads));
+    TRY("prepare documents", lanes_init(w, corpus));
+    /* Buffers for this worker's evaluation rows (about V / W words). */
+    size_t eval_rows = (size_t)((vocab + (uint64_t)w->nworkers - 1) / (uint64_t)w->nworkers);
+    size_t nbuf = eval_rows ? eval_rows : 1;
+    w->words = malloc(nbuf * sizeof *w->words);
+    w->keys = malloc(nbuf * w->nblocks * sizeof *w->keys);
+    w->vals = malloc(nbuf * K * sizeof *w->vals);
     w->scratch = calloc(K, sizeof *w->scratch);
-    if (!w->words || !w->keys || !w->vals || !w->tdelta || !w->scratch)
+    if (!w->words || !w->keys || !w->vals || !w->scratch)
         return app_fail(PROG, "buffers", LOOM_ENOMEM);
     if (w->rank == 0) {
         w->m = (lda_model){.p = w->p};
@@ -515,11 +671,8 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
     w->start = app_now_s();
     for (int it = 0; it < o->iterations; it++) {
         double t0 = app_now_s();
-        for (int sync = 0; sync < o->syncs; sync++) {
-            size_t lo, hi;
-            lda_segment(w->d.ndocs, o->syncs, sync, &lo, &hi);
-            if (sync_clock(w, lo, hi, it)) return 1;
-        }
+        for (int sync = 0; sync < o->syncs; sync++)
+            if (sync_clock(w, sync, it)) return 1;
         w->train_s += app_now_s() - t0;
         w->iters_since_eval++;
         if (lda_eval_due(o, it) && evaluate(w, it)) return 1;
@@ -562,15 +715,14 @@ static int run_worker(loom_node *n, const lda_cli *c)
         fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
-    free(w.words), free(w.keys), free(w.vals), free(w.tdelta), free(w.scratch);
-    free(w.shared_keys), free(w.shared_idx);
+    app_team_stop(w.team);
+    lanes_free(&w);
+    free(w.words), free(w.keys), free(w.vals), free(w.scratch);
     free(w.test_keys), free(w.test_rows), free(w.test_totals);
     lda_heldout_free(&w.h);
     loom_corpus_free(test);
     lda_model_free(&w.m);
     lda_vocab_free(&w.vocab);
-    lda_sampler_free(&w.s);
-    lda_docs_free(&w.d);
     loom_corpus_free(corpus);
     return rc;
 }

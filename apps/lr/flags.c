@@ -90,7 +90,7 @@ static const app_flag flags[] = {
      .lo = 1,
      .hi = 100000000,
      .def = "100",
-     .help = "rows per minibatch per worker"},
+     .help = "rows per minibatch per worker (per thread with --threads)"},
     {.name = "--consistency",
      .kind = APP_TEXT,
      .arg = "bsp|ssp:S|asp",
@@ -161,6 +161,7 @@ int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
     c->train.consistency = c->job.consistency;
     c->train.staleness = c->job.staleness;
     c->train.seed = c->job.seed;
+    c->train.threads = c->job.threads;
     if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");
 
     static const char *const sgd_only[] = {"--updater", "--minibatch", "--consistency"};

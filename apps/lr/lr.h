@@ -99,11 +99,12 @@ typedef struct lr_train_opts {
     uint32_t minibatch; /* SGD: rows per minibatch (per worker) */
     int epochs;
     uint64_t seed;
+    int threads; /* compute threads per worker (--threads; SGD: lanes, see train.c) */
 } lr_train_opts;
 
 #define LR_TRAIN_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        LR_ALGO_SGD, LR_UPD_ADAGRAD, 1 /* LOOM_SSP */, 2, 2, 64, 0.1, 0, 0, 100, 10, 1             \
+        LR_ALGO_SGD, LR_UPD_ADAGRAD, 1 /* LOOM_SSP */, 2, 2, 64, 0.1, 0, 0, 100, 10, 1, 1          \
     }
 
 /* --l2 under minibatch SGD: what a worker adds to its pushed gradient of a
@@ -140,8 +141,9 @@ void lr_dbpg_block(uint64_t dim, int blocks, int b, uint64_t *lo, uint64_t *hi);
 void lr_epoch_order(uint64_t seed, int rank, int epoch, size_t rows, size_t *order);
 
 /* The sequential reference: the same algorithm as a one-worker run of
- * `loom train lr` (same order, same arithmetic), in this process. The model
- * has dim weights (features 0..dim-1) and the bias. */
+ * `loom train lr` with o->threads compute threads (same order, same
+ * arithmetic), in this process. The model has dim weights (features
+ * 0..dim-1) and the bias. */
 int lr_train_sequential(const lr_train_opts *o, const loom_dataset *train, uint64_t dim,
                         lr_model *out);
 

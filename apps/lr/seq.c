@@ -91,54 +91,104 @@ static void apply_update(const lr_train_opts *o, double *w, double *n, double *z
     }
 }
 
+/* SGD in lanes: with o->threads = T, the worker's rows are cut into T
+ * lanes (app_team_split), each with its own epoch order (lr_epoch_order
+ * with lane number t), minibatches and --l2 bookkeeping. A step computes
+ * every lane's minibatch gradient at the same weights, adds them in lane
+ * order (the first lane to touch a weight gives its value, later ones are
+ * added: the update buffer's coalescing) and applies the sum once per
+ * weight. With T = 1 this is plain minibatch SGD. */
 static int train_sgd(const lr_train_opts *o, const loom_dataset *d, uint64_t dim, double *w)
 {
-    size_t nw = dim + 1;
+    const int lanes = o->threads > 1 ? o->threads : 1;
+    size_t nw = dim + 1, L = (size_t)lanes;
     double *acc = calloc(nw, sizeof *acc), *z = calloc(nw, sizeof *z);
-    uint64_t *last = calloc(nw, sizeof *last), step = 0; /* minibatches, see lr_l2_push */
+    double *sum = calloc(nw, sizeof *sum), *share = malloc(nw * sizeof *share);
+    uint64_t *last = calloc(nw * L, sizeof *last), *step = calloc(L, sizeof *step);
+    uint64_t *touched = malloc(nw * sizeof *touched), *seen = calloc(nw, sizeof *seen), stamp = 0;
     size_t *order = malloc((d->rows ? d->rows : 1) * sizeof *order);
     uint64_t *keys = malloc((d->nnz + 1) * sizeof *keys);
     double *g = malloc((d->nnz + 1) * sizeof *g);
-    int rc = acc && z && last && order && keys && g ? 0 : LOOM_ENOMEM;
-    size_t nbatches = (d->rows + o->minibatch - 1) / o->minibatch;
+    int rc = acc && z && sum && share && last && step && touched && seen && order && keys && g
+                 ? 0
+                 : LOOM_ENOMEM;
+    /* --l2: with several lanes each decays its own features, scaled by T over
+     * the number of lanes holding the feature (count_shares in train.c). */
+    for (size_t f = 0; f < nw && !rc; f++) share[f] = 0;
+    for (int t = 0; t < lanes && !rc; t++) {
+        size_t plo, phi;
+        app_team_split(d->rows, lanes, t, &plo, &phi);
+        stamp++;
+        for (size_t k = d->row[plo]; k < d->row[phi]; k++)
+            if (seen[d->idx[k]] != stamp) seen[d->idx[k]] = stamp, share[d->idx[k]]++;
+    }
+    for (size_t f = 0; f < nw && !rc; f++) share[f] = lanes > 1 ? (double)lanes / share[f] : 1;
+    size_t max_lane = (d->rows + L - 1) / L;
+    size_t nbatches = (max_lane + o->minibatch - 1) / o->minibatch;
     if (!nbatches) nbatches = 1;
-    size_t per = (d->rows + nbatches - 1) / nbatches;
+    lr_train_opts eff = *o;
+    eff.l2 = 0; /* the workers push l2's share of the gradient */
     for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
-        lr_epoch_order(o->seed, 0, epoch, d->rows, order);
+        for (int t = 0; t < lanes; t++) {
+            size_t plo, phi;
+            app_team_split(d->rows, lanes, t, &plo, &phi);
+            lr_epoch_order(o->seed, t, epoch, phi - plo, order + plo);
+            for (size_t r = plo; r < phi; r++) order[r] += plo;
+        }
         for (size_t b = 0; b < nbatches; b++) {
-            size_t lo = b * per < d->rows ? b * per : d->rows;
-            size_t hi = lo + per < d->rows ? lo + per : d->rows;
-            if (hi == lo) continue;
-            size_t nk = 0;
-            for (size_t r = lo; r < hi; r++)
-                for (size_t k = d->row[order[r]]; k < d->row[order[r] + 1]; k++)
-                    keys[nk++] = d->idx[k];
-            keys[nk++] = dim;
-            nk = app_sort_unique(keys, nk);
-            memset(g, 0, nk * sizeof *g);
-            for (size_t r = lo; r < hi; r++) {
-                size_t i = order[r];
-                double m = w[dim];
-                for (size_t k = d->row[i]; k < d->row[i + 1]; k++) m += w[d->idx[k]] * d->val[k];
-                double err = lr_sigmoid(m) - (d->label[i] > 0 ? 1.0 : 0.0);
-                for (size_t k = d->row[i]; k < d->row[i + 1]; k++)
-                    g[app_lower_bound(keys, nk, d->idx[k])] += err * d->val[k];
-                g[nk - 1] += err;
+            size_t ntouched = 0;
+            stamp++;
+            for (int t = 0; t < lanes; t++) {
+                size_t plo, phi;
+                app_team_split(d->rows, lanes, t, &plo, &phi);
+                size_t rows = phi - plo, per = (rows + nbatches - 1) / nbatches;
+                size_t lo = b * per < rows ? b * per : rows;
+                size_t hi = lo + per < rows ? lo + per : rows;
+                if (hi == lo) continue;
+                lo += plo, hi += plo;
+                size_t nk = 0;
+                for (size_t r = lo; r < hi; r++)
+                    for (size_t k = d->row[order[r]]; k < d->row[order[r] + 1]; k++)
+                        keys[nk++] = d->idx[k];
+                keys[nk++] = dim;
+                nk = app_sort_unique(keys, nk);
+                memset(g, 0, nk * sizeof *g);
+                for (size_t r = lo; r < hi; r++) {
+                    size_t i = order[r];
+                    double m = w[dim];
+                    for (size_t k = d->row[i]; k < d->row[i + 1]; k++)
+                        m += w[d->idx[k]] * d->val[k];
+                    double err = lr_sigmoid(m) - (d->label[i] > 0 ? 1.0 : 0.0);
+                    for (size_t k = d->row[i]; k < d->row[i + 1]; k++)
+                        g[app_lower_bound(keys, nk, d->idx[k])] += err * d->val[k];
+                    g[nk - 1] += err;
+                }
+                step[t]++;
+                uint64_t *lane_last = last + (size_t)t * nw;
+                for (size_t k = 0; k < nk; k++) {
+                    uint64_t f = keys[k];
+                    double gk = g[k] / (double)(hi - lo);
+                    if (f != dim && o->l2 != 0)
+                        gk += lr_l2_push(o->updater, o->lr, o->l2, share[f], w[f],
+                                         step[t] - lane_last[f]);
+                    lane_last[f] = step[t];
+                    if (seen[f] != stamp) {
+                        seen[f] = stamp;
+                        sum[f] = gk;
+                        touched[ntouched++] = f;
+                    } else {
+                        sum[f] += gk;
+                    }
+                }
             }
-            step++;
-            lr_train_opts eff = *o;
-            eff.l2 = 0; /* the workers push l2's share of the gradient */
-            for (size_t k = 0; k < nk; k++) {
-                uint64_t f = keys[k];
-                double gk = g[k] / (double)(hi - lo);
-                if (f != dim && o->l2 != 0)
-                    gk += lr_l2_push(o->updater, o->lr, o->l2, 1, w[f], step - last[f]);
-                last[f] = step;
-                apply_update(&eff, &w[f], &acc[f], &z[f], gk);
+            for (size_t k = 0; k < ntouched; k++) {
+                uint64_t f = touched[k];
+                apply_update(&eff, &w[f], &acc[f], &z[f], sum[f]);
             }
         }
     }
-    free(acc), free(z), free(last), free(order), free(keys), free(g);
+    free(acc), free(z), free(sum), free(share), free(last), free(step), free(touched), free(seen);
+    free(order), free(keys), free(g);
     return rc;
 }
 

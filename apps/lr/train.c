@@ -29,6 +29,13 @@
  * step before t - tau completed: the bounded delay of the thesis. Workers keep
  * their rows' margins and update them with the change of each pulled block.
  *
+ * Compute threads (--threads T, apps/common/team.h) share the worker's
+ * client. Under SGD each is a lane of its own: a part of the share, its own
+ * order and minibatches, one minibatch per clock, the lanes' gradients pushed
+ * in lane order before the one clock (seq.c computes the same). Under DBPG
+ * they split each step's work, the margins by rows and the block's gradients
+ * by features, so the numbers are those of one thread.
+ *
  * After every epoch the workers add their loss and traffic into a small
  * statistics table; worker 0 reads it, evaluates the test set, prints a
  * progress line and (with --metrics) a JSON line. */
@@ -183,11 +190,12 @@ typedef struct batch_buf {
     size_t cap;
 } batch_buf;
 
-/* One minibatch: rows order[0..n) of the share. The batch's keys are listed
+/* One minibatch: rows order[0..n) of the share, into the gradient b->g of
+ * the *nk keys b->keys, which the caller pushes. The batch's keys are listed
  * in order of first use (the library takes unsorted keys); slot[] finds a
  * value's place in the batch without a search. */
 static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uint64_t dim,
-                    const lr_train_opts *o, batch_buf *b)
+                    const lr_train_opts *o, batch_buf *b, size_t *nk_out)
 {
     const loom_dataset *d = s->d;
     size_t nnz = 0;
@@ -241,8 +249,76 @@ static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uin
                                   s->step - s->last_push[c]);
         s->last_push[c] = s->step;
     }
-    TRY("push", loom_push(wt, b->keys, nk, b->g));
+    *nk_out = nk;
     return 0;
+}
+
+/* ---- compute threads under SGD (--threads T) ---- */
+
+/* Thread t of worker r works like a worker of its own, the (r T + t)-th of
+ * W T lanes: rows [lo, hi) of the share (app_team_split), its own epoch
+ * order, minibatches and --l2 bookkeeping. Per clock every lane computes one
+ * minibatch's gradient, pulling through the process's cache; the deltas are
+ * then pushed in lane order, so the update buffer adds them the same way in
+ * every run, and the process clocks once. */
+typedef struct lane {
+    loom_dataset part; /* the lane's rows: a view of the share with its own row offsets */
+    shard s;
+    batch_buf b;
+    size_t *order;
+    size_t nk;   /* keys of this clock's minibatch (0: none) */
+    double loss; /* the part's loss at an epoch's end */
+} lane;
+
+static int lane_init(lane *l, const loom_dataset *d, uint64_t dim, int threads, int t)
+{
+    size_t lo, hi;
+    app_team_split(d->rows, threads, t, &lo, &hi);
+    size_t base = d->row[lo];
+    l->part = (loom_dataset){.rows = hi - lo,
+                             .nnz = d->row[hi] - base,
+                             .label = d->label + lo,
+                             .idx = d->idx + base,
+                             .val = d->val + base};
+    l->part.row = malloc((hi - lo + 1) * sizeof *l->part.row);
+    l->order = malloc((hi > lo ? hi - lo : 1) * sizeof *l->order);
+    if (!l->part.row || !l->order) return LOOM_ENOMEM;
+    for (size_t i = lo; i <= hi; i++) l->part.row[i - lo] = d->row[i] - base;
+    return shard_init(&l->s, &l->part, dim);
+}
+
+static void lane_free(lane *l)
+{
+    free(l->b.keys), free(l->b.cols), free(l->b.w), free(l->b.g);
+    free(l->order);
+    shard_free(&l->s);
+    free(l->part.row);
+}
+
+/* What the lanes share in a clock (or at an epoch's end). */
+typedef struct sgd_clock {
+    loom_table *w;
+    lane *lanes;
+    size_t batch, nbatches;
+    uint64_t dim;
+    const lr_train_opts *o;
+} sgd_clock;
+
+static int lane_step(void *arg, int t)
+{
+    sgd_clock *c = arg;
+    lane *l = &c->lanes[t];
+    size_t rows = l->part.rows, per = (rows + c->nbatches - 1) / c->nbatches;
+    size_t lo = c->batch * per < rows ? c->batch * per : rows;
+    size_t hi = lo + per < rows ? lo + per : rows;
+    l->nk = 0;
+    return hi > lo ? sgd_step(c->w, &l->s, l->order + lo, hi - lo, c->dim, c->o, &l->b, &l->nk) : 0;
+}
+
+static int lane_loss(void *arg, int t)
+{
+    sgd_clock *c = arg;
+    return share_loss(c->w, &c->lanes[t].s, &c->lanes[t].loss);
 }
 
 /* ---- DBPG ---- */
@@ -258,8 +334,9 @@ typedef struct dbpg_row {
 } dbpg_row;
 
 /* A worker's DBPG bookkeeping: a column index of its share (for every local
- * feature, the rows containing it and their values, copied in column order
- * so that the walk reads them in sequence), and the per-row state. */
+ * feature, the rows containing it in ascending order and their values,
+ * copied in column order so that the walk reads them in sequence), and the
+ * per-row state. */
 typedef struct dbpg_index {
     uint32_t *ptr, *row; /* column index */
     float *val;
@@ -267,26 +344,74 @@ typedef struct dbpg_index {
     int *in_window; /* per block: how many of the window's steps it is */
 } dbpg_index;
 
+/* DBPG's work in a step, shared by the compute threads (--threads): the
+ * block's local features [f0, f1), the share's index and rows, and the
+ * block's rows [w, g, u] (as pulled, or to push). Thread t of T takes the
+ * t-th part of the rows when margins change and the t-th part of the
+ * block's features when their gradients and curvature bounds are computed,
+ * so every number is computed by one thread in the order one thread would:
+ * the result does not depend on T. The window's overlaps change between the
+ * two, on the main thread (dbpg_slide). */
+typedef struct dbpg_step {
+    shard *s;
+    dbpg_index *x;
+    double *rows3;
+    size_t f0, f1;
+    uint64_t lo; /* the block's first key */
+    int threads;
+} dbpg_step;
+
+/* The first of the rows row[0..n) (ascending) that is >= r. */
+static uint32_t first_row_from(const uint32_t *row, uint32_t n, uint32_t r)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (row[mid] < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Thread t: the margins of its rows follow the change of every pulled weight. */
+static int dbpg_margins(void *arg, int t)
+{
+    const dbpg_step *st = arg;
+    const shard *s = st->s;
+    const dbpg_index *x = st->x;
+    size_t r0, r1;
+    app_team_split(s->d->rows, st->threads, t, &r0, &r1);
+    for (size_t f = st->f0; f < st->f1; f++) {
+        double delta = st->rows3[3 * (f - st->f0)] - s->w[f];
+        if (delta == 0) continue;
+        if (f == s->nkeys - 1) { /* the bias */
+            for (size_t i = r0; i < r1; i++) x->rows[i].margin += delta;
+        } else {
+            uint32_t p0 = x->ptr[f], n = x->ptr[f + 1] - p0;
+            for (uint32_t p = p0 + first_row_from(x->row + p0, n, (uint32_t)r0);
+                 p < p0 + n && x->row[p] < r1; p++)
+                x->rows[x->row[p]].margin += delta * x->val[p];
+        }
+    }
+    return 0;
+}
+
 /* Bring the local weights of block [lo, hi) up to the servers' values (as the
  * delay allows) and the margins with them: margins always equal X * local w.
  * Only the share's own features of the block are pulled. */
-static int dbpg_refresh(loom_table *wt, shard *s, uint64_t lo, uint64_t hi, double *rows3,
-                        dbpg_index *x)
+static int dbpg_refresh(loom_table *wt, app_team *team, dbpg_step *st, uint64_t lo, uint64_t hi)
 {
-    const loom_dataset *d = s->d;
-    size_t f0 = app_lower_bound(s->keys, s->nkeys, lo), f1 = app_lower_bound(s->keys, s->nkeys, hi);
-    if (f1 == f0) return 0;
-    TRY("pull block", loom_pull(wt, s->keys + f0, f1 - f0, rows3));
-    for (size_t f = f0; f < f1; f++) {
-        double delta = rows3[3 * (f - f0)] - s->w[f];
-        if (delta == 0) continue;
-        s->w[f] += delta;
-        if (f == s->nkeys - 1) { /* the bias */
-            for (size_t i = 0; i < d->rows; i++) x->rows[i].margin += delta;
-        } else {
-            for (uint32_t p = x->ptr[f]; p < x->ptr[f + 1]; p++)
-                x->rows[x->row[p]].margin += delta * x->val[p];
-        }
+    shard *s = st->s;
+    st->f0 = app_lower_bound(s->keys, s->nkeys, lo);
+    st->f1 = app_lower_bound(s->keys, s->nkeys, hi);
+    if (st->f1 == st->f0) return 0;
+    TRY("pull block", loom_pull(wt, s->keys + st->f0, st->f1 - st->f0, st->rows3));
+    app_team_run(team, dbpg_margins, st); /* its jobs cannot fail */
+    for (size_t f = st->f0; f < st->f1; f++) {
+        double delta = st->rows3[3 * (f - st->f0)] - s->w[f];
+        if (delta != 0) s->w[f] += delta;
     }
     return 0;
 }
@@ -319,18 +444,18 @@ static void dbpg_slide(const shard *s, dbpg_index *x, uint64_t dim, const lr_tra
     }
 }
 
-/* Push block [lo, hi)'s gradient and curvature bound over every row of the
- * share (zeros for features the share lacks: each key must hear from every
- * worker for the server step to happen). */
-static int dbpg_push(loom_table *wt, const shard *s, uint64_t lo, uint64_t hi, double *rows3,
-                     const dbpg_index *x)
+/* Thread t: gradient and curvature bound of its part of the block's features. */
+static int dbpg_gradients(void *arg, int t)
 {
-    const loom_dataset *d = s->d;
-    memset(rows3, 0, 3 * (size_t)(hi - lo) * sizeof *rows3);
-    for (size_t f = app_lower_bound(s->keys, s->nkeys, lo); f < s->nkeys && s->keys[f] < hi; f++) {
+    const dbpg_step *st = arg;
+    const shard *s = st->s;
+    const dbpg_index *x = st->x;
+    size_t lo, hi;
+    app_team_split(st->f1 - st->f0, st->threads, t, &lo, &hi);
+    for (size_t f = st->f0 + lo; f < st->f0 + hi; f++) {
         double g = 0, h = 0;
         if (f == s->nkeys - 1) {
-            for (size_t i = 0; i < d->rows; i++) {
+            for (size_t i = 0; i < s->d->rows; i++) {
                 const dbpg_row *r = &x->rows[i];
                 double p = lr_sigmoid(r->margin);
                 g += p - r->y01;
@@ -344,11 +469,25 @@ static int dbpg_push(loom_table *wt, const shard *s, uint64_t lo, uint64_t hi, d
                 h += p * (1 - p) * v * v * r->overlap;
             }
         }
-        rows3[3 * (s->keys[f] - lo) + 1] = g;
-        rows3[3 * (s->keys[f] - lo) + 2] = h;
+        st->rows3[3 * (s->keys[f] - st->lo) + 1] = g;
+        st->rows3[3 * (s->keys[f] - st->lo) + 2] = h;
     }
+    return 0;
+}
+
+/* Push block [lo, hi)'s gradient and curvature bound over every row of the
+ * share (zeros for features the share lacks: each key must hear from every
+ * worker for the server step to happen). */
+static int dbpg_push(loom_table *wt, app_team *team, dbpg_step *st, uint64_t lo, uint64_t hi)
+{
+    shard *s = st->s;
+    memset(st->rows3, 0, 3 * (size_t)(hi - lo) * sizeof *st->rows3);
+    st->lo = lo;
+    st->f0 = app_lower_bound(s->keys, s->nkeys, lo);
+    st->f1 = app_lower_bound(s->keys, s->nkeys, hi);
+    app_team_run(team, dbpg_gradients, st); /* its jobs cannot fail */
     loom_ts ts;
-    TRY("push block", loom_push_range_async(wt, lo, hi, rows3, &ts));
+    TRY("push block", loom_push_range_async(wt, lo, hi, st->rows3, &ts));
     TRY("push block", loom_wait(loom_table_node(wt), ts));
     return 0;
 }
@@ -606,8 +745,9 @@ static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, s
 /* --l2 with several workers: each pushes the decay of its own minibatches for
  * its own features (lr_l2_push), so a feature held by h of the W shares would
  * decay h/W as fast as one held by all. Counting the shares per feature once
- * (every worker adds 1 per key it has) lets each scale its decay by W/h. */
-static int count_shares(loom_node *n, shard *s, uint64_t dim)
+ * (every worker adds 1 per key it has) lets each scale its decay by W/h.
+ * With --threads T the shares are the W T lanes'. */
+static int count_shares(loom_node *n, lane *lanes, int threads, uint64_t dim)
 {
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
@@ -617,14 +757,20 @@ static int count_shares(loom_node *n, shard *s, uint64_t dim)
     o.cache = 0;
     loom_table *t;
     TRY("open the share table", loom_table_open(n, "lr.shares", &o, &t));
-    for (size_t k = 0; k < s->nkeys; k++) s->share_weight[k] = 1;
-    loom_ts ts;
-    TRY("push shares", loom_push_async(t, s->keys, s->nkeys, s->share_weight, &ts));
-    TRY("push shares", loom_wait(n, ts));
+    for (int l = 0; l < threads; l++) {
+        shard *s = &lanes[l].s;
+        for (size_t k = 0; k < s->nkeys; k++) s->share_weight[k] = 1;
+        loom_ts ts;
+        TRY("push shares", loom_push_async(t, s->keys, s->nkeys, s->share_weight, &ts));
+        TRY("push shares", loom_wait(n, ts));
+    }
     TRY("barrier", loom_barrier(n));
-    TRY("pull shares", loom_pull(t, s->keys, s->nkeys, s->share_weight));
-    for (size_t k = 0; k < s->nkeys; k++)
-        s->share_weight[k] = loom_num_workers(n) / s->share_weight[k];
+    for (int l = 0; l < threads; l++) {
+        shard *s = &lanes[l].s;
+        TRY("pull shares", loom_pull(t, s->keys, s->nkeys, s->share_weight));
+        for (size_t k = 0; k < s->nkeys; k++)
+            s->share_weight[k] = (double)(loom_num_workers(n) * threads) / s->share_weight[k];
+    }
     return 0;
 }
 
@@ -644,31 +790,40 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         return 1;
     }
     if (open_tables(n, c, dim, &w, &stats)) return 1;
-    shard s = {0};
-    size_t *order = NULL;
-    double *rows3 = NULL;
+    const int threads = c->job.threads > 1 ? c->job.threads : 1;
+    app_team *team = NULL;
+    shard s = {0};      /* DBPG: the whole share */
+    lane *lanes = NULL; /* SGD: one per compute thread */
     dbpg_index dx = {0};
-    batch_buf bb = {0};
+    dbpg_step st = {.s = &s, .x = &dx, .threads = threads};
     reporter rep = {.node = n,
                     .cli = c,
                     .test = test,
                     .start = app_now_s(),
                     .dim = dim,
                     .width = o->algo == LR_ALGO_DBPG ? 3 : 1};
-    int rc = shard_init(&s, d, dim);
-    order = malloc((d->rows ? d->rows : 1) * sizeof *order);
-    if (o->algo == LR_ALGO_DBPG) {
+    int rc = app_team_start(&team, threads);
+    if (rc) {
+        rc = app_fail(PROG, "start the compute threads", rc);
+        goto out;
+    }
+    if (o->algo == LR_ALGO_SGD) {
+        lanes = calloc((size_t)threads, sizeof *lanes);
+        rc = lanes ? 0 : LOOM_ENOMEM;
+        for (int t = 0; t < threads && !rc; t++) rc = lane_init(&lanes[t], d, dim, threads, t);
+    } else {
+        rc = shard_init(&s, d, dim);
         /* Rows [w, g, u] for up to every key: a block, or all of them at epoch end. */
-        rows3 = malloc(3 * (dim + 1) * sizeof *rows3);
-        if (!rc && rows3) rc = dbpg_index_init(&s, o, &dx);
+        st.rows3 = malloc(3 * (dim + 1) * sizeof *st.rows3);
+        if (!rc && st.rows3) rc = dbpg_index_init(&s, o, &dx);
     }
     if (rank == 0) rep.model = malloc((dim + 1) * rep.width * sizeof *rep.model);
-    if (rc || !order || (o->algo == LR_ALGO_DBPG && !rows3) || (rank == 0 && !rep.model)) {
+    if (rc || (o->algo == LR_ALGO_DBPG && !st.rows3) || (rank == 0 && !rep.model)) {
         rc = app_fail(PROG, "prepare data", LOOM_ENOMEM);
         goto out;
     }
-    if (o->algo == LR_ALGO_SGD && o->l2 != 0 && loom_num_workers(n) > 1 &&
-        (rc = count_shares(n, &s, dim)))
+    if (o->algo == LR_ALGO_SGD && o->l2 != 0 && loom_num_workers(n) * threads > 1 &&
+        (rc = count_shares(n, lanes, threads, dim)))
         goto out;
     if (rank == 0 && c->job.metrics_path && !(rep.metrics = fopen(c->job.metrics_path, "w"))) {
         fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->job.metrics_path,
@@ -676,18 +831,24 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         rc = 1;
         goto out;
     }
-    /* The same number of minibatches on every worker, however the data split. */
-    size_t nbatches = (size_t)((max_rows + o->minibatch - 1) / o->minibatch);
-    if (!nbatches) nbatches = 1;
-    size_t per = (d->rows + nbatches - 1) / nbatches;
+    /* The same number of minibatches in every lane, however the data split:
+     * the largest lane holds ceil(max_rows / T) rows. */
+    uint64_t max_lane = (max_rows + (uint64_t)threads - 1) / (uint64_t)threads;
+    sgd_clock sc = {.w = w, .lanes = lanes, .dim = dim, .o = o};
+    sc.nbatches = (size_t)((max_lane + o->minibatch - 1) / o->minibatch);
+    if (!sc.nbatches) sc.nbatches = 1;
     for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
         double t0 = app_now_s();
         if (o->algo == LR_ALGO_SGD) {
-            lr_epoch_order(o->seed, rank, epoch, d->rows, order);
-            for (size_t b = 0; b < nbatches && !rc; b++) {
-                size_t lo = b * per < d->rows ? b * per : d->rows;
-                size_t hi = lo + per < d->rows ? lo + per : d->rows;
-                if (hi > lo) rc = sgd_step(w, &s, order + lo, hi - lo, dim, o, &bb);
+            for (int t = 0; t < threads; t++)
+                lr_epoch_order(o->seed, rank * threads + t, epoch, lanes[t].part.rows,
+                               lanes[t].order);
+            for (sc.batch = 0; sc.batch < sc.nbatches && !rc; sc.batch++) {
+                rc = app_team_run(team, lane_step, &sc);
+                for (int t = 0; t < threads && !rc; t++)
+                    if (lanes[t].nk &&
+                        (rc = loom_push(w, lanes[t].b.keys, lanes[t].nk, lanes[t].b.g)))
+                        rc = app_fail(PROG, "push", rc);
                 if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
             }
         } else {
@@ -698,25 +859,27 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
                 uint64_t lo, hi;
                 if (r >= 0) {
                     lr_dbpg_block(dim, o->blocks, (int)(r % o->blocks), &lo, &hi);
-                    rc = dbpg_refresh(w, &s, lo, hi, rows3, &dx);
+                    rc = dbpg_refresh(w, team, &st, lo, hi);
                 }
                 dbpg_slide(&s, &dx, dim, o, t);
                 lr_dbpg_block(dim, o->blocks, b, &lo, &hi);
-                if (!rc && lo < hi) rc = dbpg_push(w, &s, lo, hi, rows3, &dx);
+                if (!rc && lo < hi) rc = dbpg_push(w, team, &st, lo, hi);
                 if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
             }
         }
         if (rc) break;
         double epoch_s = app_now_s() - t0;
         double loss = 0;
+        uint64_t steps = s.step; /* FTRL's l1 scale: every lane's minibatches */
         if (o->algo == LR_ALGO_SGD) {
-            rc = share_loss(w, &s, &loss);
+            rc = app_team_run(team, lane_loss, &sc);
+            for (int t = 0; t < threads; t++) loss += lanes[t].loss, steps += lanes[t].s.step;
         } else { /* catch every block up; the margins then give the loss */
-            rc = dbpg_refresh(w, &s, 0, dim + 1, rows3, &dx);
+            rc = dbpg_refresh(w, team, &st, 0, dim + 1);
             for (size_t i = 0; i < d->rows; i++)
                 loss += lr_logistic_loss(dx.rows[i].margin, d->label[i]);
         }
-        if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows, s.step);
+        if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows, steps);
         if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
         if (!rc && rank == 0) rc = report(&rep, w, stats, epoch, epoch_s);
     }
@@ -725,8 +888,10 @@ out:
         fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
-    free(bb.keys), free(bb.cols), free(bb.w), free(bb.g);
-    free(order), free(rows3);
+    app_team_stop(team);
+    for (int t = 0; lanes && t < threads; t++) lane_free(&lanes[t]);
+    free(lanes);
+    free(st.rows3);
     free(dx.ptr), free(dx.row), free(dx.val), free(dx.rows), free(dx.in_window);
     free(rep.model);
     shard_free(&s);

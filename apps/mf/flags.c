@@ -163,6 +163,7 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
     }
 #undef GIVEN
     o->seed = c->job.seed;
+    o->threads = c->job.threads;
     if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");
     return 0;
 }

@@ -194,12 +194,13 @@ typedef struct mf_train_opts {
     int epochs, syncs;
     uint64_t seed;
     mf_merge merge;
+    int threads;    /* compute threads per worker (--threads): lanes, see train.c */
     int eval_every; /* evaluate after every N-th epoch and the last; 0: the last only */
 } mf_train_opts;
 
 #define MF_TRAIN_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1                                  \
+        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1, 1                               \
     }
 
 /* 1 if the model after epoch e (0-based) is evaluated: every --eval-every
@@ -222,11 +223,12 @@ void mf_train_help(FILE *out);
 /* Called after every epoch of the sequential reference with the model so far. */
 typedef void (*mf_epoch_fn)(void *arg, int epoch, const mf_model *m);
 
-/* The sequential reference of a one-worker BSP job: the same split, mean,
- * initial rows, order, batches and arithmetic, over share 0 of 1 of the
- * training file, in this process. Fills out (ids from r); calls fn (if not
- * NULL) after each epoch. 0, LOOM_EINVAL without training ratings, or
- * LOOM_ENOMEM. */
+/* The sequential reference of a one-worker BSP job with o->threads compute
+ * threads: the same split, mean, initial rows, lanes, order, batches and
+ * arithmetic, over share 0 of 1 of the training file, in this process.
+ * Fills out (ids from r); calls fn (if not NULL) after each epoch. 0,
+ * LOOM_EINVAL without training ratings, or LOOM_ENOMEM.
+ */
 int mf_train_sequential(const mf_train_opts *o, const loom_ratings *r, mf_model *out,
                         mf_epoch_fn fn, void *arg);
 

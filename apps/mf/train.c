@@ -30,6 +30,17 @@
  * width-W count tables). A row only one worker rates keeps its delta as is:
  * under BSP with one worker this is exactly seq.c's algorithm.
  *
+ * Compute threads (--threads T, apps/common/team.h) share the worker's
+ * client. Each is a lane of its own: thread t of worker r is lane r T + t of
+ * W T, with a contiguous part of the worker's ratings (app_team_split), its
+ * own order and batches, and its own column in the count tables. In a clock
+ * the lanes list their rows, pull them one lane after the other (nearly
+ * every lane touches the popular items: after the first lane they come from
+ * the shared cache, where concurrent pulls would each miss and fetch them),
+ * train in parallel, and their deltas are pushed in lane order (the update
+ * buffer adds them the same way in every run); the process clocks once. seq.c
+ * computes the same with T lanes.
+ *
  * After every --eval-every epochs and the last (evaluate()), each worker
  * pulls the rows of all of its training and test ratings, under BSP without
  * a barrier (the clock already waits for the epoch's updates), under SSP and
@@ -80,6 +91,13 @@ typedef struct row_counts {
     loom_table *t;  /* where the workers add their columns */
 } row_counts;
 
+/* One compute thread's part of the work (see the top of the file). */
+typedef struct lane {
+    mf_data part; /* a view of the worker's training ratings */
+    mf_batch b;
+    size_t *order;
+} lane;
+
 /* A worker's state. */
 typedef struct worker {
     loom_node *node;
@@ -88,11 +106,15 @@ typedef struct worker {
     mf_data train, test;
     loom_table *users, *items;
     app_stats stats;
+    mf_batch b;        /* evaluation */
     app_stats sum;     /* the shares' rating sums, counts and skipped lines */
     loom_table *range; /* the ratings' [max, -min] */
-    mf_batch b;
+    app_team *team;
+    int threads;
+    lane *lanes;               /* one per compute thread */
+    int clock;                 /* the epoch's clock the lanes work on */
+    double lr;                 /* the epoch's learning rate */
     row_counts ucount, icount; /* --merge damped */
-    size_t *order;
     double mean, min, max;
     double start;
     double train_s;        /* seconds of training clocks since the last evaluation */
@@ -203,11 +225,13 @@ static void row_counts_free(row_counts *rc)
     free(rc->keys), free(rc->count), free(rc->scale);
 }
 
-/* Push this worker's column of the counts; row_counts_read() reads all of
+/* Push this worker's columns of the counts (one per lane); row_counts_read() reads all of
  * them after the setup's barrier. */
 static int row_counts_push(worker *w, const char *name, int items, size_t rows, row_counts *rc)
 {
-    size_t nw = (size_t)loom_num_workers(w->node), me = (size_t)loom_rank(w->node);
+    /* One column per lane: lane t of worker r is column r T + t. */
+    size_t T = (size_t)w->threads, nw = (size_t)loom_num_workers(w->node) * T;
+    size_t me = (size_t)loom_rank(w->node) * T;
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
     o.width = (uint32_t)nw;
@@ -217,19 +241,32 @@ static int row_counts_push(worker *w, const char *name, int items, size_t rows, 
     o.cache = 0;
     TRY("open the count table", loom_table_open(w->node, name, &o, &rc->t));
     rc->scale = malloc((rows ? rows : 1) * sizeof *rc->scale);
-    double *mine = calloc(rows ? rows : 1, sizeof *mine);
+    double *mine = calloc((rows ? rows : 1) * T, sizeof *mine); /* rows x T */
     if (!rc->scale || !mine) {
         free(mine);
         return app_fail(PROG, "count the ratings of each row", LOOM_ENOMEM);
     }
     for (size_t r = 0; r < rows; r++) rc->scale[r] = 1;
-    for (size_t k = 0; k < w->train.n; k++) mine[items ? w->train.item[k] : w->train.user[k]]++;
-    for (size_t r = 0; r < rows; r++) rc->n += mine[r] > 0;
+    for (size_t l = 0; l < T; l++) {
+        const mf_data *p = &w->lanes[l].part;
+        for (size_t k = 0; k < p->n; k++) mine[(items ? p->item[k] : p->user[k]) * T + l]++;
+    }
+    for (size_t r = 0; r < rows; r++) {
+        int touched = 0;
+        for (size_t l = 0; l < T; l++) touched |= mine[r * T + l] > 0;
+        rc->n += touched;
+    }
     rc->keys = malloc((rc->n ? rc->n : 1) * sizeof *rc->keys);
     rc->count = calloc((rc->n ? rc->n : 1) * nw, sizeof *rc->count);
     int err = rc->keys && rc->count ? 0 : LOOM_ENOMEM;
-    for (size_t r = 0, k = 0; r < rows && !err; r++)
-        if (mine[r] > 0) rc->keys[k] = r, rc->count[k++ * nw + me] = mine[r];
+    for (size_t r = 0, k = 0; r < rows && !err; r++) {
+        int touched = 0;
+        for (size_t l = 0; l < T; l++) touched |= mine[r * T + l] > 0;
+        if (!touched) continue;
+        rc->keys[k] = r;
+        for (size_t l = 0; l < T; l++) rc->count[k * nw + me + l] = mine[r * T + l];
+        k++;
+    }
     free(mine);
     if (!err && rc->n) err = loom_push(rc->t, rc->keys, rc->n, rc->count);
     TRY("count the ratings of each row", err);
@@ -259,22 +296,48 @@ static void scale_deltas(double *delta, const uint64_t *keys, size_t n, size_t w
             for (size_t j = 0; j < w; j++) delta[s * w + j] *= scale[keys[s]];
 }
 
-/* Pull the batch's rows into b.urows / b.irows, both tables at once (one
+/* Pull batch b's rows into b->urows / b->irows, both tables at once (one
  * round trip instead of two). */
-static int pull_rows(worker *w)
+static int pull_rows(worker *w, mf_batch *b)
 {
     loom_ts ts[2];
     int started = 0, rc = 0;
-    if (w->b.nu && !(rc = loom_pull_async(w->users, w->b.ukeys, w->b.nu, w->b.urows, &ts[0])))
+    if (b->nu && !(rc = loom_pull_async(w->users, b->ukeys, b->nu, b->urows, &ts[0]))) started++;
+    if (!rc && b->ni && !(rc = loom_pull_async(w->items, b->ikeys, b->ni, b->irows, &ts[started])))
         started++;
-    if (!rc && w->b.ni &&
-        !(rc = loom_pull_async(w->items, w->b.ikeys, w->b.ni, w->b.irows, &ts[started])))
-        started++;
-    for (int k = 0; k < started; k++) { /* even after an error: they write into w->b */
+    for (int k = 0; k < started; k++) { /* even after an error: they write into b */
         int done = loom_wait(w->node, ts[k]);
         if (!rc) rc = done;
     }
     TRY("pull rows", rc);
+    return 0;
+}
+
+/* Lane t's batch of the current clock: the rows its ratings touch. */
+static int lane_collect(void *arg, int t)
+{
+    worker *w = arg;
+    lane *l = &w->lanes[t];
+    size_t lo, hi;
+    mf_clock_range(l->part.n, w->cli->train.syncs, w->clock, &lo, &hi);
+    TRY("batch", mf_batch_collect(&l->b, &l->part, l->order + lo, hi - lo));
+    return 0;
+}
+
+/* Lane t, its rows pulled: train them and leave the (scaled) deltas in its
+ * batch for the push. */
+static int lane_train(void *arg, int t)
+{
+    worker *w = arg;
+    lane *l = &w->lanes[t];
+    const mf_train_opts *o = &w->cli->train;
+    size_t lo, hi;
+    mf_clock_range(l->part.n, o->syncs, w->clock, &lo, &hi);
+    mf_batch_train(&l->b, &l->part, l->order + lo, hi - lo, w->mean, w->lr, o->reg);
+    if (o->merge == MF_MERGE_DAMPED) {
+        scale_deltas(l->b.uold, l->b.ukeys, l->b.nu, o->rank + 1, w->ucount.scale);
+        scale_deltas(l->b.iold, l->b.ikeys, l->b.ni, o->rank + 1, w->icount.scale);
+    }
     return 0;
 }
 
@@ -284,23 +347,26 @@ static int train_epoch(worker *w, int epoch)
     const mf_train_opts *o = &w->cli->train;
     double lr = mf_epoch_lr(o->lr, o->lr_decay, epoch);
     if (o->merge == MF_MERGE_DAMPED) {
-        int nw = loom_num_workers(w->node);
-        row_counts_scale(&w->ucount, nw, o->syncs, lr, o->reg);
-        row_counts_scale(&w->icount, nw, o->syncs, lr, o->reg);
+        int lanes = loom_num_workers(w->node) * w->threads;
+        row_counts_scale(&w->ucount, lanes, o->syncs, lr, o->reg);
+        row_counts_scale(&w->icount, lanes, o->syncs, lr, o->reg);
     }
-    mf_epoch_order(o->seed, loom_rank(w->node), epoch, w->train.n, w->order);
-    for (int c = 0; c < o->syncs; c++) {
-        size_t lo, hi;
-        mf_clock_range(w->train.n, o->syncs, c, &lo, &hi);
-        TRY("batch", mf_batch_collect(&w->b, &w->train, w->order + lo, hi - lo));
-        if (pull_rows(w)) return 1;
-        mf_batch_train(&w->b, &w->train, w->order + lo, hi - lo, w->mean, lr, o->reg);
-        if (o->merge == MF_MERGE_DAMPED) {
-            scale_deltas(w->b.uold, w->b.ukeys, w->b.nu, o->rank + 1, w->ucount.scale);
-            scale_deltas(w->b.iold, w->b.ikeys, w->b.ni, o->rank + 1, w->icount.scale);
+    for (int t = 0; t < w->threads; t++)
+        mf_epoch_order(o->seed, loom_rank(w->node) * w->threads + t, epoch, w->lanes[t].part.n,
+                       w->lanes[t].order);
+    w->lr = lr;
+    for (w->clock = 0; w->clock < o->syncs; w->clock++) {
+        if (app_team_run(w->team, lane_collect, w)) return 1;
+        /* The lanes' rows one lane after the other: most rows of a lane
+         * after the first (popular items) then come from the cache. */
+        for (int t = 0; t < w->threads; t++)
+            if (pull_rows(w, &w->lanes[t].b)) return 1;
+        if (app_team_run(w->team, lane_train, w)) return 1;
+        for (int t = 0; t < w->threads; t++) {
+            mf_batch *b = &w->lanes[t].b;
+            if (b->nu) TRY("push user rows", loom_push(w->users, b->ukeys, b->nu, b->uold));
+            if (b->ni) TRY("push item rows", loom_push(w->items, b->ikeys, b->ni, b->iold));
         }
-        if (w->b.nu) TRY("push user rows", loom_push(w->users, w->b.ukeys, w->b.nu, w->b.uold));
-        if (w->b.ni) TRY("push item rows", loom_push(w->items, w->b.ikeys, w->b.ni, w->b.iold));
         TRY("clock", loom_clock(w->node));
     }
     return 0;
@@ -310,7 +376,7 @@ static int train_epoch(worker *w, int epoch)
 static int share_sse(worker *w, const mf_data *d, double *sse)
 {
     TRY("evaluation", mf_batch_collect(&w->b, d, NULL, d->n));
-    if (pull_rows(w)) return 1;
+    if (pull_rows(w, &w->b)) return 1;
     *sse = mf_batch_sse(&w->b, d, NULL, d->n, w->mean, w->min, w->max);
     return 0;
 }
@@ -478,9 +544,23 @@ static int read_data(worker *w, loom_ratings **test_file)
         TRY("training data",
             mf_data_split(w->r, c->train.seed, c->train.test_fraction, &w->train, &w->test));
     }
-    w->order = malloc((w->train.n ? w->train.n : 1) * sizeof *w->order);
-    if (!w->order) return app_fail(PROG, "training data", LOOM_ENOMEM);
     TRY("training data", mf_batch_init(&w->b, c->train.rank, w->r->users, w->r->items));
+    w->threads = c->job.threads > 1 ? c->job.threads : 1;
+    TRY("start the compute threads", app_team_start(&w->team, w->threads));
+    w->lanes = calloc((size_t)w->threads, sizeof *w->lanes);
+    if (!w->lanes) return app_fail(PROG, "training data", LOOM_ENOMEM);
+    for (int t = 0; t < w->threads; t++) {
+        lane *l = &w->lanes[t];
+        size_t lo, hi;
+        app_team_split(w->train.n, w->threads, t, &lo, &hi);
+        l->part = (mf_data){.n = hi - lo,
+                            .user = w->train.user + lo,
+                            .item = w->train.item + lo,
+                            .rating = w->train.rating + lo};
+        l->order = malloc((hi > lo ? hi - lo : 1) * sizeof *l->order);
+        if (!l->order) return app_fail(PROG, "training data", LOOM_ENOMEM);
+        TRY("training data", mf_batch_init(&l->b, c->train.rank, w->r->users, w->r->items));
+    }
     return 0;
 }
 
@@ -513,10 +593,15 @@ static int run_worker(loom_node *n, const mf_cli *c)
         fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
+    app_team_stop(w.team);
+    for (int t = 0; w.lanes && t < w.threads; t++) {
+        mf_batch_free(&w.lanes[t].b);
+        free(w.lanes[t].order);
+    }
+    free(w.lanes);
     mf_batch_free(&w.b);
     mf_data_free(&w.train);
     mf_data_free(&w.test);
-    free(w.order);
     row_counts_free(&w.ucount);
     row_counts_free(&w.icount);
     loom_ratings_free(test_file);

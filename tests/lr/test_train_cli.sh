@@ -31,6 +31,9 @@ expect_usage "--train FILE is required" --workers 2
 expect_usage "unknown flag '--bogus'" --train "$WORK/ok.svm" --bogus 1
 expect_usage "--workers takes a whole number from 1 to 128, not 'x'" --train "$WORK/ok.svm" --workers x
 expect_usage "--consistency takes bsp, asp or ssp:S" --train "$WORK/ok.svm" --consistency maybe
+for t in 0 -1 257 1000000000000 x; do
+    expect_usage "--threads takes a whole number from 1 to 256, not '$t'" --train "$WORK/ok.svm" --threads "$t"
+done
 expect_usage "--blocks is for --algo dbpg" --train "$WORK/ok.svm" --blocks 4
 expect_usage "--minibatch is for --algo sgd" --train "$WORK/ok.svm" --algo dbpg --minibatch 10
 expect_usage "--l1 needs --updater ftrl or --algo dbpg" --train "$WORK/ok.svm" --l1 0.1
