@@ -184,9 +184,11 @@ int loom_wait(loom_node *node, loom_ts ts);
 /* Non-blocking: 1 if ts has completed, 0 if not. */
 int loom_test(loom_node *node, loom_ts ts);
 
-/* Call fn(arg, result) once ts completes, from Loom's I/O thread (or at once,
- * from the caller, if it already has; or with LOOM_ESHUTDOWN when the node is
- * destroyed first). fn must be short and must not block or call loom_wait(). */
+/* Call fn(arg, result) once ts completes, from the thread that handles the
+ * answer completing it (Loom's I/O thread, or a thread of the application
+ * blocked in loom_wait() on the same node), or at once, from the caller, if it
+ * already has; or with LOOM_ESHUTDOWN when the node is destroyed first. fn must
+ * be short and must not block or call loom_wait(). */
 typedef void (*loom_callback)(void *arg, int result);
 int loom_on_complete(loom_node *node, loom_ts ts, loom_callback fn, void *arg);
 

@@ -9,8 +9,18 @@
  * workers; a worker therefore never sends data to a server that does not yet
  * know it. Workers then connect a DEALER to every server.
  *
- * The I/O thread polls the ROUTER, the DEALERs and the inproc outbox through
- * which other threads send. Every received message is decoded and checked
+ * Threads. Every socket is used under one mutex (sock_mu) by whichever thread
+ * needs it: an application thread sends a request on the DEALER itself, with
+ * no hand-over to another thread. Messages are read and their handlers run by
+ * one thread at a time (recv_mu): the I/O thread, which polls the sockets'
+ * file descriptors all the time, or an application thread blocked in
+ * loom_wait(), which polls them too and so handles the reply it waits for
+ * without being woken by the I/O thread (node_impl.h). ZeroMQ signals input
+ * on a socket's descriptor edge-triggered and any use of the socket may take
+ * the signal; so every thread that sent checks the socket for input
+ * afterwards and, if some waits, wakes the I/O thread (wake_fd).
+ *
+ * Every received message is decoded and checked
  * (msg_decode_header, then the sender: a DEALER connection is trusted to be
  * its peer; on a ROUTER the routing id must be one the scheduler bound to a
  * node at registration, and that node must match the header's sender; then
@@ -39,6 +49,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,7 +59,9 @@
 #include "core/status.h"
 #include "loom/error.h"
 
-#define IO_BATCH 128 /* messages read from one socket before polling again */
+#define IO_BATCH 128 /* messages read from one socket before looking at the others */
+/* the wake-up eventfd, the ROUTER, and a DEALER to the scheduler and to each server */
+#define POLL_MAX (2 + 1 + LOOM_MAX_SERVERS)
 
 uint64_t node_now_ms(void)
 {
@@ -128,23 +142,35 @@ static void *make_socket(loom_node *n, int type)
     return s;
 }
 
+static int socket_fd(void *s)
+{
+    int fd = -1;
+    size_t len = sizeof fd;
+    zmq_getsockopt(s, ZMQ_FD, &fd, &len);
+    return fd;
+}
+
 static void close_socket(void **s)
 {
     if (*s) zmq_close(*s);
     *s = NULL;
 }
 
-/* Close the outbox's sending end first, so no thread can be inside a send to
- * a queue nobody reads, then every socket the I/O thread owns. */
-static void close_all_sockets(loom_node *n)
+/* Close every socket; later sends fail with `why`. */
+static void close_all_sockets(loom_node *n, int why)
 {
-    pthread_mutex_lock(&n->out_mu);
-    close_socket(&n->outbox_push);
-    n->out_closed = 1;
-    pthread_mutex_unlock(&n->out_mu);
+    pthread_mutex_lock(&n->sock_mu);
+    if (!n->sock_closed) n->sock_closed = why;
     close_socket(&n->router);
-    close_socket(&n->outbox_pull);
     for (uint32_t i = 0; i < n->nnodes; i++) close_socket(&n->peers[i].dealer);
+    pthread_mutex_unlock(&n->sock_mu);
+}
+
+static void wake_io_thread(loom_node *n)
+{
+    uint64_t one = 1;
+    ssize_t w = write(n->wake_fd, &one, sizeof one); /* an eventfd: cannot fail short of EBADF */
+    (void)w;
 }
 
 static int connect_dealer(loom_node *n, uint32_t peer_id)
@@ -163,7 +189,11 @@ static int connect_dealer(loom_node *n, uint32_t peer_id)
         zmq_close(d);
         return LOOM_ETRANSPORT;
     }
+    pthread_mutex_lock(&n->sock_mu);
     n->peers[peer_id].dealer = d;
+    n->peers[peer_id].dealer_fd = socket_fd(d);
+    atomic_store(&n->peers[peer_id].dealer_pending, 1);
+    pthread_mutex_unlock(&n->sock_mu);
     return 0;
 }
 
@@ -174,7 +204,22 @@ static void close_parts(zmq_msg_t *parts, size_t n)
     for (size_t i = 0; i < n; i++) zmq_msg_close(&parts[i]);
 }
 
-/* Send an encoded header and payload parts to dest, from the I/O thread. */
+/* After a send on sock (sock_mu held): ZeroMQ may have taken the signal of
+ * input waiting on it, which the I/O thread's poll would then never see. */
+void node_wake_if_readable(loom_node *n, void *sock, atomic_int *pending)
+{
+    int events = 0;
+    size_t len = sizeof events;
+    if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN)) {
+        atomic_store(pending, 1);
+        wake_io_thread(n);
+    }
+}
+
+static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts,
+                       size_t nparts);
+
+/* Send an encoded header and payload parts to dest, from any thread. */
 static int send_parts(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts, size_t nparts)
 {
     if (dest >= n->nnodes) {
@@ -183,6 +228,20 @@ static int send_parts(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *pa
         return LOOM_EINVAL;
     }
     if (n->seam) return n->seam->send(n->seam_ctx, n, dest, hdr, parts, nparts);
+    pthread_mutex_lock(&n->sock_mu);
+    int rc = n->sock_closed;
+    if (rc) {
+        zmq_msg_close(hdr);
+        close_parts(parts, nparts);
+    } else {
+        rc = send_locked(n, dest, hdr, parts, nparts);
+    }
+    pthread_mutex_unlock(&n->sock_mu);
+    return rc;
+}
+
+static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts, size_t nparts)
+{
     peer *p = &n->peers[dest];
     void *sock = p->dealer ? p->dealer : n->router;
     size_t bytes = zmq_msg_size(hdr);
@@ -208,6 +267,7 @@ static int send_parts(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *pa
     }
     atomic_fetch_add(&n->bytes_sent, bytes);
     atomic_fetch_add(&n->messages_sent, 1);
+    node_wake_if_readable(n, sock, p->dealer ? &p->dealer_pending : &n->router_pending);
     return 0;
 fail:
     zmq_msg_close(hdr);
@@ -230,7 +290,7 @@ static int encode_header(loom_node *n, msg_header *h, size_t nframes, zmq_msg_t 
     return 0;
 }
 
-int node_send_io(loom_node *n, uint32_t dest, msg_header *h, zmq_msg_t *frames, size_t nframes)
+int node_send_zmq(loom_node *n, uint32_t dest, msg_header *h, zmq_msg_t *frames, size_t nframes)
 {
     zmq_msg_t hdr;
     if (encode_header(n, h, nframes, &hdr)) {
@@ -249,16 +309,6 @@ static int build_part(const node_frame *f, zmq_msg_t *out)
     return 0;
 }
 
-/* The node whose I/O thread this is, set by that thread itself: reading
- * n->io_thread instead would race with pthread_create() storing it. */
-static _Thread_local const loom_node *io_thread_of;
-
-static int on_io_thread(const loom_node *n)
-{
-    /* A node_fuzz.c node has no I/O thread: every thread sends as it would. */
-    return n->seam || io_thread_of == n;
-}
-
 int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames, size_t nframes)
 {
     zmq_msg_t parts[MSG_MAX_FRAMES];
@@ -274,39 +324,14 @@ int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *fram
             if (frames[i].free_fn) frames[i].free_fn((void *)frames[i].data, frames[i].hint);
         return rc;
     }
-    if (on_io_thread(n)) return node_send_io(n, dest, h, parts, nframes);
-
-    zmq_msg_t hdr;
-    if (encode_header(n, h, nframes, &hdr)) {
-        close_parts(parts, nframes);
-        return LOOM_ENOMEM;
-    }
-    pthread_mutex_lock(&n->out_mu);
-    if (n->out_closed) {
-        rc = n->state == NODE_FAILED ? LOOM_EPEERFAIL : LOOM_ESHUTDOWN;
-        zmq_msg_close(&hdr);
-        close_parts(parts, nframes);
-    } else if (zmq_send(n->outbox_push, &dest, sizeof dest, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-               zmq_msg_send(&hdr, n->outbox_push, (nframes ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) {
-        /* Never blocks: the queue has no limit, so this fails only when the
-         * I/O thread's end is gone. */
-        rc = LOOM_ETRANSPORT;
-        zmq_msg_close(&hdr);
-        close_parts(parts, nframes);
-    } else {
-        for (size_t i = 0; i < nframes; i++)
-            zmq_msg_send(&parts[i], n->outbox_push,
-                         (i + 1 < nframes ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
-    }
-    pthread_mutex_unlock(&n->out_mu);
-    return rc;
+    return node_send_zmq(n, dest, h, parts, nframes);
 }
 
-/* Send a header-only control message from the I/O thread. */
+/* Send a header-only control message. */
 static void send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req, uint64_t a)
 {
     msg_header h = {.type = type, .req = req, .a = a};
-    node_send_io(n, dest, &h, NULL, 0);
+    node_send_zmq(n, dest, &h, NULL, 0);
 }
 
 /* ---- receiving ---- */
@@ -414,12 +439,17 @@ static void close_frames(node_msg *m)
 }
 
 /* One message from a socket: the ROUTER if from_peer is NODE_NO_ID, else the
- * DEALER connected to from_peer. Returns 0 if no message was ready. */
-static int receive_one(loom_node *n, void *sock, uint32_t from_peer)
+ * DEALER connected to from_peer. Returns 0 if no message was ready. The
+ * caller holds recv_mu; the socket is locked only while reading, not while
+ * the handler runs (it may send). */
+static int receive_one(loom_node *n, uint32_t from_peer)
 {
     enum { MAXP = 2 + MSG_MAX_FRAMES };
     zmq_msg_t parts[MAXP];
-    int count = recv_message(n, sock, parts, MAXP);
+    pthread_mutex_lock(&n->sock_mu);
+    void *sock = from_peer == NODE_NO_ID ? n->router : n->peers[from_peer].dealer;
+    int count = sock && !n->sock_closed ? recv_message(n, sock, parts, MAXP) : -1;
+    pthread_mutex_unlock(&n->sock_mu);
     if (count < 0) return 0;
     int kept = count < MAXP ? count : MAXP;
     int first = from_peer == NODE_NO_ID ? 1 : 0; /* skip the routing id */
@@ -465,32 +495,62 @@ static int receive_one(loom_node *n, void *sock, uint32_t from_peer)
     return 1;
 }
 
-/* Forward one message queued by another thread: [dest][header][parts...]. */
-static int forward_one(loom_node *n)
+/* Read and handle what has arrived on every socket, at most IO_BATCH
+ * messages from each (recv_mu held). Returns 1 if a socket may hold more.
+ * Only the scheduler and the servers are ever connected to by a DEALER. */
+static int drain_socket(loom_node *n, uint32_t from_peer, atomic_int *pending)
 {
-    enum { MAXP = 2 + MSG_MAX_FRAMES };
-    zmq_msg_t parts[MAXP];
-    int count = 0, more = 1;
-    while (more) {
-        zmq_msg_init(&parts[count]);
-        if (zmq_msg_recv(&parts[count], n->outbox_pull, count ? 0 : ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&parts[count]);
-            return count > 0;
-        }
-        more = zmq_msg_more(&parts[count]);
-        count++;
-        if (count == MAXP && more) break; /* our own senders never do this */
-    }
-    uint32_t dest;
-    memcpy(&dest, zmq_msg_data(&parts[0]), sizeof dest);
-    zmq_msg_close(&parts[0]);
-    if (dest == NODE_NO_ID) { /* the stop request of node_destroy() */
-        close_parts(parts + 1, (size_t)count - 1);
-        n->io_exit = 1;
-        return 1;
-    }
-    send_parts(n, dest, &parts[1], parts + 2, (size_t)count - 2);
+    if (!atomic_exchange(pending, 0)) return 0;
+    int k = 0;
+    while (k < IO_BATCH && receive_one(n, from_peer)) k++;
+    if (k < IO_BATCH) return 0;
+    atomic_store(pending, 1); /* not read to the end */
     return 1;
+}
+
+static int drain_sockets(loom_node *n)
+{
+    int more = drain_socket(n, NODE_NO_ID, &n->router_pending);
+    for (uint32_t id = 0; id <= (uint32_t)n->cfg.num_servers && id < n->nnodes; id++)
+        more |= drain_socket(n, id, &n->peers[id].dealer_pending);
+    return more;
+}
+
+/* Fill fds with first_fd and the descriptors that signal input on each open
+ * socket, and flags[i] with the pending flag of fds[i] (NULL for first_fd);
+ * returns their number. */
+static int poll_set(loom_node *n, int first_fd, struct pollfd fds[POLL_MAX],
+                    atomic_int *flags[POLL_MAX])
+{
+    int k = 0;
+    flags[k] = NULL;
+    fds[k++] = (struct pollfd){first_fd, POLLIN, 0};
+    pthread_mutex_lock(&n->sock_mu);
+    if (n->router) {
+        flags[k] = &n->router_pending;
+        fds[k++] = (struct pollfd){n->router_fd, POLLIN, 0};
+    }
+    for (uint32_t id = 0; id <= (uint32_t)n->cfg.num_servers && id < n->nnodes; id++) {
+        if (!n->peers[id].dealer) continue;
+        flags[k] = &n->peers[id].dealer_pending;
+        fds[k++] = (struct pollfd){n->peers[id].dealer_fd, POLLIN, 0};
+    }
+    pthread_mutex_unlock(&n->sock_mu);
+    return k;
+}
+
+/* After poll(): mark the sockets whose descriptor signalled. */
+static void mark_pending(const struct pollfd *fds, atomic_int *const *flags, int nfds)
+{
+    for (int i = 1; i < nfds; i++)
+        if (fds[i].revents) atomic_store(flags[i], 1);
+}
+
+static void clear_eventfd(int fd)
+{
+    uint64_t count;
+    ssize_t r = read(fd, &count, sizeof count); /* non-blocking: nothing to read is fine */
+    (void)r;
 }
 
 /* ---- failure and the end of the job ---- */
@@ -535,7 +595,7 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
     if (n->cfg.on_failure == LOOM_ON_FAILURE_EXIT) {
         /* Closing with linger, then terminating the context, gives the
          * NODE_FAILED broadcast its chance to leave before the process ends. */
-        close_all_sockets(n);
+        close_all_sockets(n, LOOM_EPEERFAIL);
         zmq_ctx_term(n->zctx);
         fflush(stdout);
         _exit(LOOM_EXIT_PEER_FAILED);
@@ -676,7 +736,7 @@ static void tick(loom_node *n, uint64_t now)
     msg_header h = {.type = MSG_HEARTBEAT,
                     .a = atomic_load(&n->bytes_sent),
                     .b = atomic_load(&n->bytes_received)};
-    node_send_io(n, 0, &h, NULL, 0);
+    node_send_zmq(n, 0, &h, NULL, 0);
     if (n->cfg.role == LOOM_WORKER) node_send_metrics(n);
     uint64_t silent = now - n->peers[0].last_heard_ms;
     if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms)
@@ -685,54 +745,59 @@ static void tick(loom_node *n, uint64_t now)
 
 /* ---- the I/O thread ---- */
 
+/* The status page hands over zmq_pollitem_t items of plain descriptors;
+ * translate their event bits to poll()'s and back, as zmq_poll() would. */
+static short poll_events(short zmq_ev)
+{
+    return (short)((zmq_ev & ZMQ_POLLIN ? POLLIN : 0) | (zmq_ev & ZMQ_POLLOUT ? POLLOUT : 0));
+}
+
+static short zmq_events(short revents)
+{
+    return (short)((revents & POLLIN ? ZMQ_POLLIN : 0) | (revents & POLLOUT ? ZMQ_POLLOUT : 0) |
+                   (revents & ~(POLLIN | POLLOUT) ? ZMQ_POLLERR : 0));
+}
+
 static void *io_main(void *arg)
 {
     loom_node *n = arg;
-    io_thread_of = n;
     log_set_tag(n->tag);
-    /* the outbox, the ROUTER, a DEALER to the scheduler and to each server,
-     * then the scheduler's status page (status.c) */
-    zmq_pollitem_t items[3 + LOOM_MAX_SERVERS + STATUS_POLL_ITEMS];
-    uint32_t item_peer[3 + LOOM_MAX_SERVERS];
-    while (!n->io_exit) {
-        /* The set of DEALERs changes only when the roster arrives; rebuilding
-         * it each round is a few dozen stores and keeps the loop simple. */
-        int ni = 0;
-        items[ni] = (zmq_pollitem_t){n->outbox_pull, 0, ZMQ_POLLIN, 0};
-        item_peer[ni++] = NODE_NO_ID;
-        items[ni] = (zmq_pollitem_t){n->router, 0, ZMQ_POLLIN, 0};
-        item_peer[ni++] = NODE_NO_ID;
-        for (uint32_t i = 0; i < n->nnodes && ni < (int)(sizeof item_peer / sizeof *item_peer);
-             i++) {
-            if (!n->peers[i].dealer) continue;
-            items[ni] = (zmq_pollitem_t){n->peers[i].dealer, 0, ZMQ_POLLIN, 0};
-            item_peer[ni++] = i;
-        }
-        int nzmq = ni;
-        ni += status_poll_items(n, items + ni);
+    struct pollfd fds[POLL_MAX + STATUS_POLL_ITEMS];
+    atomic_int *flags[POLL_MAX];
+    zmq_pollitem_t page[STATUS_POLL_ITEMS];
+    while (!atomic_load(&n->io_exit)) {
+        pthread_mutex_lock(&n->recv_mu);
+        int more = drain_sockets(n);
         uint64_t now = node_now_ms();
-        long timeout = n->next_heartbeat_ms > now ? (long)(n->next_heartbeat_ms - now) : 0;
-        if (zmq_poll(items, ni, timeout) < 0 && zmq_errno() != EINTR) {
-            log_error("poll failed: %s", zmq_strerror(zmq_errno()));
-            break;
-        }
-        status_serve(n, items + nzmq, ni - nzmq, node_now_ms());
-        for (int i = 0; i < nzmq && !n->io_exit; i++) {
-            if (!(items[i].revents & ZMQ_POLLIN)) continue;
-            for (int k = 0; k < IO_BATCH && !n->io_exit; k++) {
-                int got = i == 0 ? forward_one(n) : receive_one(n, items[i].socket, item_peer[i]);
-                if (!got) break;
-            }
-        }
-        now = node_now_ms();
         if (now >= n->next_heartbeat_ms) {
             n->next_heartbeat_ms = now + (uint64_t)n->cfg.heartbeat_interval_ms;
             tick(n, now);
         }
+        /* The set of DEALERs changes only when the roster arrives; building
+         * it each round is a few stores and keeps the loop simple. Then the
+         * scheduler's status page (status.c), whose items are plain fds. */
+        int nfds = poll_set(n, n->wake_fd, fds, flags);
+        int npage = status_poll_items(n, page);
+        for (int i = 0; i < npage; i++)
+            fds[nfds + i] = (struct pollfd){page[i].fd, poll_events(page[i].events), 0};
+        pthread_mutex_unlock(&n->recv_mu);
+        int timeout = more ? 0 : (int)(n->next_heartbeat_ms - now);
+        if (poll(fds, (nfds_t)(nfds + npage), timeout) < 0 && errno != EINTR) {
+            log_error("poll failed: %s", strerror(errno));
+            break;
+        }
+        if (fds[0].revents & POLLIN) clear_eventfd(n->wake_fd);
+        mark_pending(fds, flags, nfds);
+        if (npage) {
+            for (int i = 0; i < npage; i++) page[i].revents = zmq_events(fds[nfds + i].revents);
+            pthread_mutex_lock(&n->recv_mu);
+            status_serve(n, page, npage, node_now_ms());
+            pthread_mutex_unlock(&n->recv_mu);
+        }
     }
-    close_socket(&n->router);
-    close_socket(&n->outbox_pull);
-    for (uint32_t i = 0; i < n->nnodes; i++) close_socket(&n->peers[i].dealer);
+    pthread_mutex_lock(&n->recv_mu);
+    close_all_sockets(n, LOOM_ESHUTDOWN);
+    pthread_mutex_unlock(&n->recv_mu);
     return NULL;
 }
 
@@ -783,6 +848,8 @@ static int bind_router(loom_node *n)
     } else {
         snprintf(ep, sizeof ep, "tcp://%s:*", n->cfg.bind_host[0] ? n->cfg.bind_host : "127.0.0.1");
     }
+    n->router_fd = socket_fd(n->router);
+    atomic_store(&n->router_pending, 1);
     if (zmq_bind(n->router, ep)) {
         log_error("cannot listen on %s: %s", ep, zmq_strerror(zmq_errno()));
         return LOOM_ETRANSPORT;
@@ -793,18 +860,6 @@ static int bind_router(loom_node *n)
     const char *hostport = strncmp(last, "tcp://", 6) ? last : last + 6;
     if (strlen(hostport) >= sizeof n->address) return LOOM_ECONFIG;
     memcpy(n->address, hostport, strlen(hostport) + 1);
-    return 0;
-}
-
-static int open_outbox(loom_node *n)
-{
-    char ep[64];
-    snprintf(ep, sizeof ep, "inproc://loom-outbox-%p", (void *)n);
-    n->outbox_pull = make_socket(n, ZMQ_PULL);
-    n->outbox_push = make_socket(n, ZMQ_PUSH);
-    if (!n->outbox_pull || !n->outbox_push || zmq_bind(n->outbox_pull, ep) ||
-        zmq_connect(n->outbox_push, ep))
-        return LOOM_ETRANSPORT;
     return 0;
 }
 
@@ -879,7 +934,9 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     n->peers = calloc(n->nnodes, sizeof *n->peers);
     pthread_mutex_init(&n->mu, NULL);
     pthread_cond_init(&n->cv, NULL);
-    pthread_mutex_init(&n->out_mu, NULL);
+    pthread_mutex_init(&n->sock_mu, NULL);
+    pthread_mutex_init(&n->recv_mu, NULL);
+    n->wake_fd = -1;
     n->zctx = zmq_ctx_new();
     if (!n->peers || !n->zctx || tracker_init(&n->ts)) {
         free(n->peers);
@@ -909,7 +966,10 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     if (!rc) rc = bind_router(n);
     if (!rc && cfg->role == LOOM_SCHEDULER) rc = status_open(n);
     if (!rc && attach) rc = attach(n);
-    if (!rc) rc = open_outbox(n);
+    if (!rc) {
+        n->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (n->wake_fd < 0) rc = LOOM_ENOMEM;
+    }
     if (!rc && cfg->role == LOOM_SCHEDULER) {
         rc = sched_init(n);
         n->roster_installed = 1;
@@ -1021,12 +1081,67 @@ void node_ts_done(loom_node *n, loom_ts ts, int status)
     tracker_done(&n->ts, ts, status);
 }
 
+/* This thread's eventfd, made on first use and closed when the thread ends:
+ * the completion of the timestamp it waits for writes to it. */
+static pthread_key_t waiter_key;
+static pthread_once_t waiter_once = PTHREAD_ONCE_INIT;
+
+static void close_waiter_fd(void *v)
+{
+    close((int)(intptr_t)v - 1);
+}
+
+static void make_waiter_key(void)
+{
+    if (pthread_key_create(&waiter_key, close_waiter_fd)) waiter_key = 0;
+}
+
+static int waiter_fd(void)
+{
+    pthread_once(&waiter_once, make_waiter_key);
+    intptr_t v = (intptr_t)pthread_getspecific(waiter_key);
+    if (v) return (int)v - 1;
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd >= 0 && pthread_setspecific(waiter_key, (void *)(intptr_t)(fd + 1))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Wait for ts by reading the sockets on this thread: the answer that
+ * completes ts is handled here, instead of on the I/O thread, which would
+ * then have to wake this one (a context switch per round trip). The I/O
+ * thread polls the same sockets; whichever takes recv_mu first reads what
+ * arrived, and if the I/O thread completes ts, our eventfd wakes us. */
+static void wait_reading(loom_node *n, loom_ts ts)
+{
+    int fd = waiter_fd();
+    if (fd < 0) return; /* the caller waits on the condition variable */
+    clear_eventfd(fd);
+    if (tracker_set_waiter(&n->ts, ts, fd)) return;
+    struct pollfd fds[POLL_MAX];
+    atomic_int *flags[POLL_MAX];
+    for (;;) {
+        pthread_mutex_lock(&n->recv_mu);
+        int more = drain_sockets(n);
+        int nfds = poll_set(n, fd, fds, flags);
+        pthread_mutex_unlock(&n->recv_mu);
+        if (tracker_test(&n->ts, ts)) return;
+        if (poll(fds, (nfds_t)nfds, more ? 0 : -1) < 0 && errno != EINTR) return;
+        if (fds[0].revents & POLLIN) clear_eventfd(fd);
+        mark_pending(fds, flags, nfds);
+    }
+}
+
 int loom_wait(loom_node *n, loom_ts ts)
 {
     if (!n) return LOOM_EINVAL;
     if (n->seam) { /* as in node_wait() */
         while (!tracker_test(&n->ts, ts))
             if (!n->seam->pump(n->seam_ctx)) return LOOM_ETIMEDOUT;
+    } else if (n->io_started && !tracker_test(&n->ts, ts)) {
+        wait_reading(n, ts);
     }
     return tracker_wait(&n->ts, ts);
 }
@@ -1132,20 +1247,13 @@ void node_destroy(loom_node *n)
     if (!n) return;
     if (n->seam) n->seam->gone(n->seam_ctx, n);
     if (n->io_started) {
-        uint32_t stop = NODE_NO_ID;
-        pthread_mutex_lock(&n->out_mu);
-        if (!n->out_closed) zmq_send(n->outbox_push, &stop, sizeof stop, ZMQ_DONTWAIT);
-        pthread_mutex_unlock(&n->out_mu);
+        atomic_store(&n->io_exit, 1);
+        wake_io_thread(n);
         pthread_join(n->io_thread, NULL);
-    } else {
-        close_socket(&n->router);
-        close_socket(&n->outbox_pull);
-        for (uint32_t i = 0; i < n->nnodes; i++) close_socket(&n->peers[i].dealer);
+    } else if (!n->seam) {
+        close_all_sockets(n, LOOM_ESHUTDOWN);
     }
-    pthread_mutex_lock(&n->out_mu);
-    close_socket(&n->outbox_push);
-    n->out_closed = 1;
-    pthread_mutex_unlock(&n->out_mu);
+    if (n->wake_fd >= 0) close(n->wake_fd);
     if (n->zctx) zmq_ctx_term(n->zctx);
     /* The totals below name this node also when another thread than its
      * starter releases it (loom_serve() in a thread of its own). */
@@ -1168,7 +1276,8 @@ void node_destroy(loom_node *n)
     tracker_destroy(&n->ts);
     pthread_mutex_destroy(&n->mu);
     pthread_cond_destroy(&n->cv);
-    pthread_mutex_destroy(&n->out_mu);
+    pthread_mutex_destroy(&n->sock_mu);
+    pthread_mutex_destroy(&n->recv_mu);
     free(n->peers);
     free(n);
 }

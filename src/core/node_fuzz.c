@@ -109,7 +109,9 @@ static int make_node(node_fuzz_job *j, const loom_config *cfg, int (*attach)(loo
     n->peers = calloc(n->nnodes, sizeof *n->peers);
     pthread_mutex_init(&n->mu, NULL);
     pthread_cond_init(&n->cv, NULL);
-    pthread_mutex_init(&n->out_mu, NULL);
+    pthread_mutex_init(&n->sock_mu, NULL);
+    pthread_mutex_init(&n->recv_mu, NULL);
+    n->wake_fd = -1;
     if (!n->peers || tracker_init(&n->ts) || u64map_init(&n->rid_index, n->nnodes)) {
         free(n->peers);
         free(n);
@@ -117,7 +119,6 @@ static int make_node(node_fuzz_job *j, const loom_config *cfg, int (*attach)(loo
     }
     n->seam = &seam;
     n->seam_ctx = j;
-    n->out_closed = 1; /* no outbox */
     snprintf(n->tag, sizeof n->tag, "fuzz node %u", n->id);
     snprintf(n->address, sizeof n->address, "fuzz:%u", n->id);
     node_fuzz_rid(n->id, n->my_rid, &n->my_rid_len);

@@ -1,13 +1,16 @@
 /* node_impl: what the layers above core (ps, later sched/p2p/ft) use of a node.
  *
- * A node owns one ZeroMQ context and one I/O thread. The I/O thread owns every
- * socket: a ROUTER bound on this node's address (peers connect to it) and one
- * DEALER per peer this node sends requests to (workers -> scheduler and
- * servers; servers -> scheduler). Other threads hand outgoing messages to the
- * I/O thread through an inproc queue; the I/O thread decodes incoming
- * messages, validates the header and the sender, and calls the handler that a
- * layer registered for the message type. Handlers run on the I/O thread, in
- * arrival order per peer, and must not block.
+ * A node owns one ZeroMQ context, its sockets and one I/O thread. Sockets: a
+ * ROUTER bound on this node's address (peers connect to it) and one DEALER per
+ * peer this node sends requests to (workers -> scheduler and servers; servers
+ * -> scheduler). Any thread sends on them directly, under the node's socket
+ * mutex (node_send). Incoming messages are read, their header and sender
+ * validated, and the handler a layer registered for the type called, by one
+ * thread at a time: the I/O thread, or an application thread blocked in
+ * loom_wait(), which reads the sockets itself so that the answer it waits for
+ * needs no hand-over between threads. Handlers therefore run in arrival order
+ * per peer, on either of those threads (servers and the scheduler have only
+ * the I/O thread), and must not block.
  *
  * Node ids follow from role and rank: the scheduler is 0, server r is 1 + r,
  * worker r is 1 + S + r.
@@ -98,7 +101,7 @@ uint64_t node_max_payload(const loom_node *n);
 /* Register the handler for one message type (before the node starts serving
  * traffic: layers attach right after the roster is known). */
 void node_set_handler(loom_node *n, unsigned type, node_handler fn, void *ctx);
-/* Send to node dest. Thread-safe; from the I/O thread it sends directly.
+/* Send to node dest, from any thread, on the socket itself (no queue).
  * h->sender and h->nframes are filled in. Returns 0 or LOOM_ETRANSPORT /
  * LOOM_ESHUTDOWN / LOOM_EPEERFAIL; on error the frames' free_fn has been called. */
 int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames, size_t nframes);

@@ -24,6 +24,8 @@ typedef struct peer {
     int rank;
     char addr[NODE_ADDR_MAX];  /* "host:port" of its ROUTER */
     void *dealer;              /* our DEALER to it, if we send it requests */
+    int dealer_fd;             /* its ZMQ_FD, which signals input */
+    atomic_int dealer_pending; /* input may wait on the DEALER (see struct loom_node) */
     uint8_t rid[NODE_RID_MAX]; /* its routing id (from its REGISTER, or the roster) */
     size_t rid_len;
     uint64_t last_heard_ms;
@@ -65,16 +67,28 @@ struct loom_node {
     char address[NODE_ADDR_MAX];  /* "host:port" of our ROUTER */
     uint8_t my_rid[NODE_RID_MAX]; /* random, drawn at start (msg.h, MSG_RID_SIZE) */
     size_t my_rid_len;
-    u64map rid_index; /* the random part of a routing id -> node id; I/O thread only */
+    u64map rid_index; /* the random part of a routing id -> node id; under recv_mu */
 
-    /* Outgoing queue from other threads to the I/O thread. */
-    void *outbox_pull; /* I/O thread side */
-    void *outbox_push; /* other threads, under out_mu */
-    pthread_mutex_t out_mu;
-    int out_closed;
+    /* Every socket is used under sock_mu by whichever thread sends or
+     * receives (ZeroMQ sockets may change threads across a memory barrier):
+     * an application thread sends on the socket itself, with no hand-over
+     * to the I/O thread. sock_mu is a leaf: nothing else is locked under it. */
+    pthread_mutex_t sock_mu;
+    int sock_closed; /* under sock_mu: 0, or why nothing can be sent any more */
+    int router_fd;   /* the ROUTER's ZMQ_FD */
+    /* Set when input may wait on the ROUTER: its descriptor polled readable,
+     * a send found input on it, or a read stopped before the socket was
+     * empty. A pass reads only such sockets: a read that finds nothing
+     * costs ZeroMQ a system call. */
+    atomic_int router_pending;
+    /* Held by the thread that reads the sockets and runs the handlers: the
+     * I/O thread, or an application thread in loom_wait(). One at a time, so
+     * that each peer's messages are handled in arrival order. */
+    pthread_mutex_t recv_mu;
+    int wake_fd; /* eventfd: wakes the I/O thread's poll */
     pthread_t io_thread;
     int io_started;
-    int io_exit; /* I/O thread only: leave the loop */
+    atomic_int io_exit; /* node_destroy: leave the loop */
 
     handler_entry handlers[MSG_TYPE_END_];
 
@@ -135,8 +149,12 @@ struct node_seam {
  * sockets (node_fuzz_job_install). */
 extern int (*node_start_seam)(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **out);
 
-/* node.c services used by scheduler.c */
-int node_send_io(loom_node *n, uint32_t dest, msg_header *h, zmq_msg_t *frames, size_t nframes);
+/* node.c services used by scheduler.c (node_send_zmq: node_send of parts
+ * already built; takes them over) */
+int node_send_zmq(loom_node *n, uint32_t dest, msg_header *h, zmq_msg_t *frames, size_t nframes);
+/* After sending on sock (sock_mu held): wake the I/O thread if input waits
+ * on it, since ZeroMQ may have taken the signal its poll waits for. */
+void node_wake_if_readable(loom_node *n, void *sock, atomic_int *pending);
 void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

@@ -28,7 +28,7 @@
 static void send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req, uint64_t a)
 {
     msg_header h = {.type = type, .req = req, .a = a};
-    node_send_io(n, dest, &h, NULL, 0);
+    node_send_zmq(n, dest, &h, NULL, 0);
 }
 
 /* Refuse a node that is not (or not yet) in the roster: answer its routing id
@@ -41,11 +41,14 @@ static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, c
     msg_header h = {.type = MSG_REJECT, .sender = 0, .nframes = 1, .a = (uint64_t)code};
     uint8_t hdr[MSG_HEADER_SIZE];
     msg_encode_header(&h, hdr);
-    if (!w.bad) {
+    pthread_mutex_lock(&n->sock_mu); /* every use of a socket (node_priv.h) */
+    if (!w.bad && !n->sock_closed) {
         zmq_send(n->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
         zmq_send(n->router, hdr, sizeof hdr, ZMQ_SNDMORE | ZMQ_DONTWAIT);
         zmq_send(n->router, w.buf, w.len, ZMQ_DONTWAIT);
+        node_wake_if_readable(n, n->router, &n->router_pending);
     }
+    pthread_mutex_unlock(&n->sock_mu);
     free(w.buf);
 }
 
@@ -68,7 +71,7 @@ static int send_roster(loom_node *n, uint32_t dest)
     memcpy(zmq_msg_data(&part), w.buf, w.len);
     free(w.buf);
     msg_header h = {.type = MSG_ROSTER, .a = dest};
-    return node_send_io(n, dest, &h, &part, 1);
+    return node_send_zmq(n, dest, &h, &part, 1);
 }
 
 /* Compare job tokens in time independent of where they differ. */

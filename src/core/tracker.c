@@ -5,6 +5,7 @@
 #include "core/tracker.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "loom/error.h"
 
@@ -78,7 +79,7 @@ loom_ts tracker_new(tracker *t, uint32_t parts)
     if (u64map_put(&t->index, t->next_ts, slot, &inserted) == UINT32_MAX) goto out;
     t->free_head = t->recs[slot].next_free;
     ts = t->next_ts++;
-    t->recs[slot] = (tracker_rec){.ts = ts, .parts = parts ? parts : 1};
+    t->recs[slot] = (tracker_rec){.ts = ts, .parts = parts ? parts : 1, .waiter_fd = -1};
     t->nrecs++;
     if (t->fail_status) {
         /* The job already failed: the operation can never complete normally. */
@@ -94,6 +95,7 @@ static void remember_error(tracker *t, loom_ts ts, int status)
     t->errors[t->error_pos].ts = ts;
     t->errors[t->error_pos].status = status;
     t->error_pos = (t->error_pos + 1) % TRACKER_ERROR_RING;
+    if (t->nerrors < TRACKER_ERROR_RING) t->nerrors++;
 }
 
 /* Remove a finished record; returns its callbacks for the caller to run unlocked. */
@@ -101,6 +103,11 @@ static tracker_cb *retire(tracker *t, tracker_rec *r)
 {
     tracker_cb *cbs = r->callbacks;
     if (r->status) remember_error(t, r->ts, r->status);
+    if (r->waiter_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(r->waiter_fd, &one, sizeof one); /* cannot fail short of EBADF */
+        (void)w;
+    }
     uint32_t slot = (uint32_t)(r - t->recs);
     *r = (tracker_rec){.next_free = t->free_head};
     t->free_head = slot;
@@ -140,7 +147,7 @@ void tracker_done(tracker *t, loom_ts ts, int status)
 static int past_status(const tracker *t, loom_ts ts)
 {
     if (t->fail_status) return t->fail_status;
-    for (unsigned i = 0; i < TRACKER_ERROR_RING; i++)
+    for (unsigned i = 0; i < t->nerrors; i++)
         if (t->errors[i].ts == ts) return t->errors[i].status;
     return 0;
 }
@@ -165,6 +172,16 @@ int tracker_test(tracker *t, loom_ts ts)
     int done = ts != 0 && ts < t->next_ts && (!find(t, ts) || t->fail_status);
     pthread_mutex_unlock(&t->mu);
     return done;
+}
+
+int tracker_set_waiter(tracker *t, loom_ts ts, int fd)
+{
+    pthread_mutex_lock(&t->mu);
+    tracker_rec *r = find(t, ts);
+    int busy = !r || t->fail_status || r->waiter_fd >= 0;
+    if (!busy) r->waiter_fd = fd;
+    pthread_mutex_unlock(&t->mu);
+    return busy;
 }
 
 int tracker_on_complete(tracker *t, loom_ts ts, loom_callback fn, void *arg)

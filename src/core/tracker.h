@@ -2,10 +2,12 @@
  *
  * Each asynchronous operation (a pull sent to three servers, a flush, a table
  * open) gets a timestamp with a count of outstanding parts. Parts complete
- * from the I/O thread; when the last one does, the timestamp's callbacks run
- * and waiters wake. Completed timestamps are forgotten at once (a caller may
- * never wait for a fire-and-forget push); the ones that failed are remembered
- * in a small ring so that a late loom_wait() still reports the error. */
+ * on the thread that handles the answers (the I/O thread, or a thread in
+ * loom_wait); when the last one does, the timestamp's callbacks run and
+ * waiters wake: those on the condition variable, and the one waiter that
+ * polls the sockets itself, through its eventfd (tracker_set_waiter). Completed timestamps are
+ * forgotten at once (a caller may never wait for a fire-and-forget push); the ones that failed are
+ * remembered in a small ring so that a late loom_wait() still reports the error. */
 #ifndef LOOM_CORE_TRACKER_H
 #define LOOM_CORE_TRACKER_H
 
@@ -28,6 +30,7 @@ typedef struct tracker_rec {
     uint32_t parts;
     int status;
     tracker_cb *callbacks;
+    int waiter_fd;      /* eventfd written on completion, or -1 */
     uint32_t next_free; /* free-list link, valid while the record is unused */
 } tracker_rec;
 
@@ -44,6 +47,7 @@ typedef struct tracker {
         int status;
     } errors[TRACKER_ERROR_RING];
     unsigned error_pos;
+    unsigned nerrors; /* entries of errors[] in use */
 } tracker;
 
 int tracker_init(tracker *t);
@@ -53,6 +57,9 @@ loom_ts tracker_new(tracker *t, uint32_t parts);
 void tracker_done(tracker *t, loom_ts ts, int status);
 int tracker_wait(tracker *t, loom_ts ts);
 int tracker_test(tracker *t, loom_ts ts);
+/* Have completion of ts also write 1 to the eventfd fd. Returns 0, or 1 if
+ * ts is not live (completed, or failed) or already has such a waiter. */
+int tracker_set_waiter(tracker *t, loom_ts ts, int fd);
 int tracker_on_complete(tracker *t, loom_ts ts, loom_callback fn, void *arg);
 /* Complete every outstanding timestamp with status and make later waits return it. */
 void tracker_fail_all(tracker *t, int status);

@@ -21,9 +21,11 @@
  * it sees always includes every one of its own pushes, exactly once. Pushes
  * also add into cached rows directly, so cached rows stay current too.
  *
- * Threads: application threads call the API; replies and acks are handled on
- * the node's I/O thread. Each table's cache, buffer and in-flight lists are
- * guarded by the table's mutex. */
+ * Threads: application threads call the API and send their requests
+ * themselves; replies and acks are handled by whichever thread reads the
+ * node's sockets (the I/O thread, or an application thread in loom_wait).
+ * Each table's cache, buffer and in-flight lists are guarded by the table's
+ * mutex. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -526,7 +528,7 @@ int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *v
         send_vals = hold->data + nsend * 8;
     }
     pthread_mutex_lock(&t->mu);
-    if (t->local_rmw)
+    if (t->local_rmw && t->cache_on)
         for (size_t i = 0; i < nsend; i++) cache_add(t, send_keys[i], send_vals + i * t->row_bytes);
     rc = send_push(t, send_keys, 0, send_vals, nsend, hold, ts);
     pthread_mutex_unlock(&t->mu);
@@ -543,7 +545,7 @@ int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const voi
     if ((uint64_t)(end - begin) > SIZE_MAX / t->row_bytes) return LOOM_EINVAL;
     size_t n = (size_t)(end - begin);
     pthread_mutex_lock(&t->mu);
-    if (t->local_rmw)
+    if (t->local_rmw && t->cache_on)
         for (size_t i = 0; i < n; i++)
             cache_add(t, begin + i, (const uint8_t *)vals + i * t->row_bytes);
     int rc = send_push(t, NULL, begin, vals, n, NULL, ts);

@@ -21,7 +21,12 @@
  * (plus, through the reader's own bookkeeping, the reader's own writes):
  * the result a sequential run of the same supersteps would give.
  *
- * Everything runs on the I/O thread; there is no locking. */
+ * Everything runs on the I/O thread (a server's main thread only waits in
+ * loom_serve, so no other thread reads its sockets); there is no locking. The
+ * one exception is the spare reply buffer, which ZeroMQ's own I/O thread hands
+ * back when it has sent a reply (an atomic pointer). */
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +57,12 @@ typedef struct srv_table {
     staged *staged_head, *staged_tail; /* BSP: pushes of unfinished clocks, in arrival order */
 } srv_table;
 
+/* A pull's reply buffer. */
+typedef struct reply_buf {
+    size_t cap;
+    _Alignas(8) uint8_t data[];
+} reply_buf;
+
 typedef struct deferred {
     node_msg m; /* the pull, frames kept */
     struct deferred *next;
@@ -68,6 +79,9 @@ typedef struct server {
     size_t nwaiting;
     uint8_t *scratch[2]; /* aligned copies of payloads that arrived misaligned */
     size_t scratch_len[2];
+    /* The last reply buffer ZeroMQ was done with, kept for the next reply:
+     * a fresh large buffer comes from mmap and faults on every page. */
+    _Atomic(reply_buf *) spare;
 } server;
 
 static srv_table *table_of(server *s, uint32_t id)
@@ -295,10 +309,26 @@ static void apply_staged(server *s, srv_table *t)
     t->staged_tail = last;
 }
 
+/* A buffer for a reply of `bytes`: the spare one if it fits without
+ * wasting much, else a new one. */
+static reply_buf *reply_buf_get(server *s, size_t bytes)
+{
+    reply_buf *b = atomic_exchange(&s->spare, NULL);
+    if (b && b->cap >= bytes && b->cap / 2 <= bytes + 65536) return b;
+    free(b);
+    b = malloc(sizeof *b + (bytes ? bytes : 1));
+    if (b) b->cap = bytes;
+    return b;
+}
+
+/* ZeroMQ is done with a reply (called on its I/O thread): keep the buffer as
+ * the spare unless there is one already. */
 static void free_reply(void *data, void *hint)
 {
-    (void)hint;
-    free(data);
+    server *s = hint;
+    reply_buf *b = (reply_buf *)((uint8_t *)data - offsetof(reply_buf, data));
+    reply_buf *none = NULL;
+    if (!atomic_compare_exchange_strong(&s->spare, &none, b)) free(b);
 }
 
 /* Why a pull cannot be answered, or NULL; sets its keys (NULL: a range) and count. */
@@ -322,7 +352,8 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
         return;
     }
     size_t bytes = (size_t)count * t->row_bytes;
-    uint8_t *out = malloc(bytes ? bytes : 1);
+    reply_buf *b = reply_buf_get(s, bytes);
+    uint8_t *out = b ? b->data : NULL;
     int status = out ? 0 : LOOM_ENOMEM;
     if (out && keys)
         store_read_many(t->store, keys, (size_t)count, out);
@@ -334,7 +365,7 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
                     .clock = s->min_clock,
                     .a = t->applied[w],
                     .b = (uint64_t)status};
-    node_frame f = {out, out ? bytes : 0, out ? free_reply : NULL, NULL, 0};
+    node_frame f = {out, out ? bytes : 0, out ? free_reply : NULL, s, 0};
     node_send(s->node, m->from, &h, &f, out ? 1 : 0);
 }
 
@@ -436,6 +467,7 @@ static void server_destroy(void *state)
     free(s->clock);
     free(s->scratch[0]);
     free(s->scratch[1]);
+    free(atomic_load(&s->spare));
     free(s);
 }
 
