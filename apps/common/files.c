@@ -1,4 +1,5 @@
-/* files: checks of the files a user names, and a bounded getline (see files.h). */
+/* files: checks of the files a user names, a bounded getline and the output
+ * file of gen and predict (see files.h). */
 #include "common/files.h"
 
 #include <errno.h>
@@ -89,4 +90,32 @@ ssize_t app_getline(char **line, size_t *cap, size_t max, FILE *f)
     if (n == 0) return -1;
     (*line)[n] = '\0';
     return (ssize_t)n;
+}
+
+int app_out_open(app_out *o, const char *cmd, const char *path)
+{
+    *o = (app_out){.f = stdout, .path = path};
+    if (strcmp(path, "-") == 0) return 0;
+    if (!(o->f = fopen(path, "w"))) {
+        fprintf(stderr, "%s: %s: cannot create: %s\n", cmd, path, strerror(errno));
+        return 1;
+    }
+    struct stat st;
+    o->regular = fstat(fileno(o->f), &st) == 0 && S_ISREG(st.st_mode);
+    return 0;
+}
+
+const char *app_out_name(const app_out *o)
+{
+    return o->f == stdout ? "standard output" : o->path;
+}
+
+int app_out_close(app_out *o, const char *cmd, int failed)
+{
+    int bad = ferror(o->f);
+    if ((o->f == stdout ? fflush(o->f) : fclose(o->f)) != 0) bad = 1;
+    if (bad && !failed)
+        fprintf(stderr, "%s: %s: write failed: %s\n", cmd, app_out_name(o), strerror(errno));
+    if ((bad || failed) && o->regular) remove(o->path);
+    return bad || failed;
 }

@@ -6,7 +6,9 @@
  *   - a bounded getline() for the model loaders: a model file's lines have a
  *     known longest length, and a loader given /dev/zero, a FIFO or a huge
  *     binary file must fail on its first line rather than read until memory
- *     runs out.
+ *     runs out;
+ *   - the output file of gen and predict ("-": standard output), which a
+ *     failed write never leaves half-written behind.
  *
  * Messages name the file and the reason (strerror). */
 #ifndef LOOM_APPS_COMMON_FILES_H
@@ -41,5 +43,26 @@ int app_check_job_files(const struct app_job *j, char *err, size_t errlen);
  * the file or on a read error (ferror tells), APP_LINE_TOO_LONG as soon as
  * more than max bytes come without a newline, APP_LINE_NO_MEMORY. */
 ssize_t app_getline(char **line, size_t *cap, size_t max, FILE *f);
+
+/* An output file a command writes: path "-" is standard output. */
+typedef struct app_out {
+    FILE *f;
+    const char *path;
+    int regular; /* only a regular file is removed after a failure: never /dev/full or a FIFO */
+} app_out;
+
+/* Opens path for writing: 0, or 1 after "CMD: PATH: cannot create: <reason>"
+ * on standard error. */
+int app_out_open(app_out *o, const char *cmd, const char *path);
+
+/* "standard output" or the path: how messages name the output. */
+const char *app_out_name(const app_out *o);
+
+/* Closes the output (standard output is flushed, not closed; a full disk may
+ * only show there). failed: the caller's writing failed and was reported.
+ * If it did, or a write or the close failed ("CMD: NAME: write failed:
+ * <reason>" on standard error), a regular file is removed and 1 returned;
+ * otherwise 0. */
+int app_out_close(app_out *o, const char *cmd, int failed);
 
 #endif

@@ -11,7 +11,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/files.h"
 #include "lasso/lasso.h"
@@ -137,24 +136,12 @@ int lasso_gen_main(int argc, char **argv)
         return app_command_usage(cmd, "--group (%lu) must be at most --features (%llu)",
                                  (unsigned long)o.group, (unsigned long long)o.features);
 
-    int to_stdout = strcmp(path, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "%s: %s: cannot create: %s\n", cmd, path, strerror(errno));
-        return 1;
-    }
-    /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
-    struct stat st;
-    int regular = !to_stdout && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    app_out out;
+    if (app_out_open(&out, cmd, path)) return 1;
     lasso_model planted = {0};
-    rc = lasso_generate(&o, f, planted_path ? &planted : NULL, err, sizeof err);
-    /* A full disk may only show when the last buffer is written. */
-    int closed = to_stdout ? fflush(f) : fclose(f);
-    if (rc == 0 && closed != 0)
-        rc = app_error(err, sizeof err, "write failed: %s", strerror(errno));
-    if (rc != 0) {
-        fprintf(stderr, "%s: %s: %s\n", cmd, to_stdout ? "standard output" : path, err);
-        if (regular) remove(path); /* no half-written data set left behind */
+    rc = lasso_generate(&o, out.f, planted_path ? &planted : NULL, err, sizeof err);
+    if (rc) fprintf(stderr, "%s: %s: %s\n", cmd, app_out_name(&out), err);
+    if (app_out_close(&out, cmd, rc != 0)) {
         lasso_model_free(&planted);
         return 1;
     }
@@ -433,33 +420,20 @@ int lasso_predict_main(int argc, char **argv)
         return 1;
     }
     rc = 1;
-    FILE *f = NULL;
-    int to_stdout = out && strcmp(out, "-") == 0;
+    app_out o = {0};
     if (d->rows == 0) {
         fprintf(stderr, "%s: %s: no examples\n", cmd, data);
-    } else if (out && !(f = to_stdout ? stdout : fopen(out, "w"))) {
-        fprintf(stderr, "%s: %s: cannot create: %s\n", cmd, out, strerror(errno));
-    } else {
+    } else if (!out || app_out_open(&o, cmd, out) == 0) {
         double sse = 0, sae = 0;
         for (size_t i = 0; i < d->rows; i++) {
             double pred = lasso_predict_row(&m, d, i), e = pred - d->label[i];
             sse += e * e;
             sae += fabs(e);
-            if (f) fprintf(f, "%.9g\n", pred);
+            if (o.f) fprintf(o.f, "%.9g\n", pred);
         }
-        rc = 0;
-        if (f) {
-            /* A full disk may only show when the last buffer is written. */
-            int bad = ferror(f);
-            if ((to_stdout ? fflush(f) : fclose(f)) != 0) bad = 1;
-            if (bad) {
-                fprintf(stderr, "%s: %s: write failed: %s\n", cmd,
-                        to_stdout ? "standard output" : out, strerror(errno));
-                rc = 1;
-            }
-        }
+        rc = o.f ? app_out_close(&o, cmd, 0) : 0;
         if (rc == 0) {
-            FILE *summary = to_stdout ? stderr : stdout;
+            FILE *summary = o.f == stdout ? stderr : stdout;
             fprintf(summary, "rows %zu  rmse %.6f  mae %.6f\n", d->rows,
                     sqrt(sse / (double)d->rows), sae / (double)d->rows);
             if (fflush(summary) != 0) {

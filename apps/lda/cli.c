@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "common/files.h"
 #include "lda/lda.h"
 
 static const app_flag flags[] = {
@@ -139,24 +139,10 @@ int lda_gen_main(int argc, char **argv)
         return app_command_usage("loom gen lda", "--out FILE is required (- for standard output)");
     if (o.vocab < o.topics)
         return app_command_usage("loom gen lda", "--vocab-size must be at least --topics");
-    int to_stdout = !strcmp(out, "-");
-    FILE *f = to_stdout ? stdout : fopen(out, "w");
-    if (!f) {
-        fprintf(stderr, "loom gen lda: %s: cannot create: %s\n", out, strerror(errno));
-        return 1;
-    }
-    struct stat st;
-    int regular = !to_stdout && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
-    int rc = lda_generate(&o, f, err, sizeof err);
-    int closed = to_stdout ? fflush(f) : fclose(f);
-    if (!rc && closed) {
-        snprintf(err, sizeof err, "write failed: %s", strerror(errno));
-        rc = -1;
-    }
-    if (rc) {
-        fprintf(stderr, "loom gen lda: %s: %s\n", to_stdout ? "standard output" : out, err);
-        if (regular) remove(out); /* no half-written corpus left behind */
-        return 1;
-    }
+    app_out f;
+    if (app_out_open(&f, "loom gen lda", out)) return 1;
+    int rc = lda_generate(&o, f.f, err, sizeof err);
+    if (rc) fprintf(stderr, "loom gen lda: %s: %s\n", app_out_name(&f), err);
+    if (app_out_close(&f, "loom gen lda", rc != 0)) return 1;
     return vocab_out ? write_vocab(&o, vocab_out) : 0;
 }

@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <loom/data.h>
 
+#include "common/files.h"
 #include "lr/lr.h"
 
 /* ---- loom gen lr ---- */
@@ -150,31 +150,19 @@ int lr_gen_main(int argc, char **argv)
     int rc = parse_gen_lr(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
 
-    int to_stdout = strcmp(a.out, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(a.out, "w");
-    if (!f) {
-        fprintf(stderr, "loom gen lr: %s: cannot create: %s\n", a.out, strerror(errno));
-        return 1;
-    }
-    /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
-    struct stat st;
-    int regular = !to_stdout && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    static const char cmd[] = "loom gen lr";
+    app_out out;
+    if (app_out_open(&out, cmd, a.out)) return 1;
     /* Rows are written one fwrite each: a big buffer makes that cheap. */
     static char buf[1 << 20];
-    setvbuf(f, buf, _IOFBF, sizeof buf);
+    setvbuf(out.f, buf, _IOFBF, sizeof buf);
 
     char err[512];
     lr_model planted = {0};
-    rc = lr_generate(&a.opts, f, a.planted_out ? &planted : NULL, !a.quiet, err, sizeof err);
-    /* A full disk may only show when the last buffer is written. */
-    int closed = to_stdout ? fflush(f) : fclose(f);
-    if (rc == 0 && closed != 0) {
-        snprintf(err, sizeof err, "write failed: %s", strerror(errno));
-        rc = -1;
-    }
-    if (rc != 0) {
-        fprintf(stderr, "loom gen lr: %s: %s\n", to_stdout ? "standard output" : a.out, err);
-        if (regular) remove(a.out); /* no half-written data set left behind */
+    rc = lr_generate(&a.opts, out.f, a.planted_out ? &planted : NULL, !a.quiet, err, sizeof err);
+    if (rc) fprintf(stderr, "%s: %s: %s\n", cmd, app_out_name(&out), err);
+    if (app_out_close(&out, cmd, rc != 0)) {
+        lr_model_free(&planted);
         return 1;
     }
     if (a.planted_out) {
@@ -266,22 +254,10 @@ static int parse_predict_lr(int argc, char **argv, struct predict_args *a)
 /* One probability per row; 0 or 1 (reported). */
 static int write_probabilities(const char *path, const double *margin, size_t n)
 {
-    int to_stdout = strcmp(path, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "loom predict lr: %s: cannot create: %s\n", path, strerror(errno));
-        return 1;
-    }
-    for (size_t i = 0; i < n; i++) fprintf(f, "%.6f\n", lr_sigmoid(margin[i]));
-    /* A full disk may only show when the last buffer is written. */
-    int bad = ferror(f);
-    if ((to_stdout ? fflush(f) : fclose(f)) != 0) bad = 1;
-    if (bad) {
-        fprintf(stderr, "loom predict lr: %s: write failed: %s\n",
-                to_stdout ? "standard output" : path, strerror(errno));
-        return 1;
-    }
-    return 0;
+    app_out out;
+    if (app_out_open(&out, "loom predict lr", path)) return 1;
+    for (size_t i = 0; i < n; i++) fprintf(out.f, "%.6f\n", lr_sigmoid(margin[i]));
+    return app_out_close(&out, "loom predict lr", 0);
 }
 
 int lr_predict_main(int argc, char **argv)

@@ -5,16 +5,15 @@
  * Both read their flags through the table parser of apps/common ("--flag
  * value" or "--flag=value", each flag once), which also prints their help;
  * usage errors exit 2, failures to read or write exit 1. */
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <loom/loom.h>
 
+#include "common/files.h"
 #include "mf/mf.h"
 
 /* The flags of the two commands: the parser reads the command line against
@@ -147,34 +146,6 @@ static int parse(const char *cmd, const app_flag *flags, size_t n, app_flag_valu
     return rc ? app_command_usage(cmd, "%s", err) : 0;
 }
 
-/* Open path for writing ("-": standard output); NULL after reporting why.
- * *regular says whether a failed write may remove it (never /dev/full or a FIFO). */
-static FILE *open_out(const char *cmd, const char *path, int *regular)
-{
-    *regular = 0;
-    if (!strcmp(path, "-")) return stdout;
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "%s: %s: cannot create: %s\n", cmd, path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    *regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
-    return f;
-}
-
-/* Close (flush standard output); 1 after reporting a failed write. */
-static int close_out(const char *cmd, const char *path, FILE *f, int regular, int failed)
-{
-    int bad = failed || ferror(f);
-    if ((f == stdout ? fflush(f) : fclose(f)) != 0) bad = 1;
-    if (bad) {
-        fprintf(stderr, "%s: %s: write failed\n", cmd, f == stdout ? "standard output" : path);
-        if (regular) remove(path);
-    }
-    return bad;
-}
-
 /* ---- loom gen mf ---- */
 
 int mf_gen_main(int argc, char **argv)
@@ -199,24 +170,17 @@ int mf_gen_main(int argc, char **argv)
     o.real = GIVEN("--real") != NULL;
     int quiet = GIVEN("--quiet") != NULL;
 #undef GIVEN
-    int regular;
-    FILE *f = open_out(cmd, out, &regular);
-    if (!f) return 1;
+    app_out f;
+    if (app_out_open(&f, cmd, out)) return 1;
     static char buf[1 << 20];
-    setvbuf(f, buf, _IOFBF, sizeof buf);
+    setvbuf(f.f, buf, _IOFBF, sizeof buf);
     char err[512];
     mf_model planted = {0};
-    rc = mf_generate(&o, f, planted_out ? &planted : NULL, !quiet, err, sizeof err);
-    if (rc) {
-        if (f != stdout) fclose(f);
-        if (regular) remove(out);
-        if (rc == 2) return app_command_usage(cmd, "%s", err);
-        fprintf(stderr, "%s: %s: %s\n", cmd, out, err);
-        return 1;
-    }
-    if (close_out(cmd, out, f, regular, 0)) {
+    rc = mf_generate(&o, f.f, planted_out ? &planted : NULL, !quiet, err, sizeof err);
+    if (rc && rc != 2) fprintf(stderr, "%s: %s: %s\n", cmd, app_out_name(&f), err);
+    if (app_out_close(&f, cmd, rc != 0)) {
         mf_model_free(&planted);
-        return 1;
+        return rc == 2 ? app_command_usage(cmd, "%s", err) : 1;
     }
     if (planted_out) {
         rc = mf_model_save(&planted, planted_out, err, sizeof err);
@@ -261,14 +225,14 @@ int mf_predict_main(int argc, char **argv)
         return 1;
     }
     rc = 0;
-    FILE *f = NULL;
-    int regular = 0;
+    app_out o = {0};
     if (r->n == 0) {
         fprintf(stderr, "%s: %s: no ratings\n", cmd, data);
         rc = 1;
-    } else if (out && !(f = open_out(cmd, out, &regular))) {
+    } else if (out && app_out_open(&o, cmd, out)) {
         rc = 1;
     }
+    FILE *f = o.f;
     double sse = 0, sae = 0;
     size_t unknown_u = 0, unknown_i = 0;
     /* Every id of the file, looked up once (the reader's indices are dense). */
@@ -293,7 +257,7 @@ int mf_predict_main(int argc, char **argv)
         sae += fabs(e);
         if (f) fprintf(f, "%.6f\n", p);
     }
-    if (f && close_out(cmd, out, f, regular, rc)) rc = 1;
+    if (f && app_out_close(&o, cmd, rc)) rc = 1;
     if (!rc) {
         FILE *summary = f == stdout ? stderr : stdout;
         fprintf(summary, "ratings %zu  rmse %.6f  mae %.6f  unknown_users %zu  unknown_items %zu\n",

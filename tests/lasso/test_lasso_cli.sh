@@ -6,35 +6,14 @@
 # the flag, malformed data and model files exit 1 naming FILE:LINE.
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
+# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
+source "$(dirname "$0")/../cli_lib.sh"
 source "$(dirname "$0")/../numeric_check.sh"
 
 LOOM=${1:?usage: $0 PATH_TO_LOOM_BINARY}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lasso-cli.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
-
-fail() {
-    echo "FAIL: $*" >&2
-    for f in out err; do
-        [[ -s $f ]] && { echo "--- $f:" >&2; head -n 20 "$f" >&2; }
-    done
-    exit 1
-}
-
-# run ARGS...: `loom ARGS...` with stdout in ./out, stderr in ./err; sets RC.
-run() {
-    "$LOOM" "$@" >out 2>err
-    RC=$?
-}
-
-# expect STATUS PATTERN ARGS...: `loom ARGS...` exits STATUS and says PATTERN on stderr.
-expect() {
-    local status=$1 pattern=$2
-    shift 2
-    run "$@"
-    [[ $RC == "$status" ]] || fail "loom $*: expected exit status $status, got $RC"
-    grep -qF -- "$pattern" err || fail "loom $*: message does not say '$pattern'"
-}
 
 GEN=(gen lasso --rows 400 --features 300 --group 10 --corr 0.9 --nonzeros 15 --noise 0.2)
 

@@ -5,26 +5,14 @@
 # --out writes one probability per row; I/O errors exit 1.
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
+# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
+source "$(dirname "$0")/../cli_lib.sh"
 source "$(dirname "$0")/../numeric_check.sh"
 
 LOOM=${1:?usage: $0 PATH_TO_LOOM_BINARY}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lr-cli.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
-
-fail() {
-    echo "FAIL: $*" >&2
-    for f in out err; do
-        [[ -s $f ]] && { echo "--- $f:" >&2; head -n 20 "$f" >&2; }
-    done
-    exit 1
-}
-
-# run ARGS...: `loom ARGS...` with stdout in ./out, stderr in ./err; sets RC.
-run() {
-    "$LOOM" "$@" >out 2>err
-    RC=$?
-}
 
 # bad PATTERN ARGS...: `loom gen lr ARGS...` exits 2, names PATTERN, writes nothing.
 bad() {

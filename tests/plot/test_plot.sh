@@ -7,32 +7,17 @@
 # missing gnuplot, never an image on standard output.
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
+# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
+source "$(dirname "$0")/../cli_lib.sh"
 
 LOOM=${1:?usage: $0 PATH_TO_LOOM_BINARY}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-plot.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
 
-fail() {
-    echo "FAIL: $*" >&2
-    for f in out err; do
-        [[ -s $f ]] && { echo "--- $f:" >&2; head -c 2000 "$f" >&2; }
-    done
-    exit 1
-}
-
-run() {
-    "$LOOM" "$@" >out 2>err
-    RC=$?
-}
-
-# expect STATUS PATTERN ARGS...: `loom plot ARGS...` exits STATUS, says PATTERN, prints nothing.
-expect() {
-    local status=$1 pattern=$2
-    shift 2
-    run plot "$@"
-    [[ $RC == "$status" ]] || fail "loom plot $*: expected exit status $status, got $RC"
-    grep -qF -- "$pattern" err || fail "loom plot $*: message does not say '$pattern'"
+# expect_plot STATUS PATTERN ARGS...: `loom plot ARGS...` exits STATUS, says PATTERN, prints nothing.
+expect_plot() {
+    expect "$1" "$2" plot "${@:3}"
     [[ -s out ]] && fail "loom plot $*: wrote to standard output"
     return 0
 }
@@ -85,25 +70,25 @@ run plot a/run.jsonl c/run.jsonl --y objective --out paths.png
 [[ $RC == 0 && $(png_size paths.png) == "900 560" ]] || fail "two run.jsonl: exit status $RC"
 
 # Usage errors: exit 2.
-expect 2 "--x takes epoch, time_s or bytes, not 'steps'" a/run.jsonl --x steps --y objective --out x.png
-expect 2 "no METRICS.jsonl file given" --y objective --out x.png
-expect 2 "--y KEY is required" a/run.jsonl --out x.png
-expect 2 "--out FILE.png is required" a/run.jsonl --y objective
-expect 2 "unknown flag '--z'" a/run.jsonl --y objective --out x.png --z 1
-expect 2 "--out given twice" a/run.jsonl --y objective --out x.png --out y.png
+expect_plot 2 "--x takes epoch, time_s or bytes, not 'steps'" a/run.jsonl --x steps --y objective --out x.png
+expect_plot 2 "no METRICS.jsonl file given" --y objective --out x.png
+expect_plot 2 "--y KEY is required" a/run.jsonl --out x.png
+expect_plot 2 "--out FILE.png is required" a/run.jsonl --y objective
+expect_plot 2 "unknown flag '--z'" a/run.jsonl --y objective --out x.png --z 1
+expect_plot 2 "--out given twice" a/run.jsonl --y objective --out x.png --out y.png
 # Bad data: exit 1, naming the file and line.
-expect 1 'a/run.jsonl:1: no key "accuracy"' a/run.jsonl --y accuracy --out x.png
-expect 1 '"test_rmse" is never a number' a/run.jsonl --y test_rmse --out x.png
+expect_plot 1 'a/run.jsonl:1: no key "accuracy"' a/run.jsonl --y accuracy --out x.png
+expect_plot 1 '"test_rmse" is never a number' a/run.jsonl --y test_rmse --out x.png
 printf '{"epoch": 1, "objective": 2}\n{"epoch": 2, "objective": [1]}\n' >bad.jsonl
-expect 1 "bad.jsonl:2: not a flat JSON object" bad.jsonl --y objective --out x.png
+expect_plot 1 "bad.jsonl:2: not a flat JSON object" bad.jsonl --y objective --out x.png
 printf '{"epoch": 1, "objective": 2} trailing\n' >trail.jsonl
-expect 1 "trail.jsonl:1: not a flat JSON object" trail.jsonl --y objective --out x.png
+expect_plot 1 "trail.jsonl:1: not a flat JSON object" trail.jsonl --y objective --out x.png
 printf '{"time_s": 1, "objective": 2}\n' >noepoch.jsonl
-expect 1 'noepoch.jsonl:1: no numeric "epoch" or "iteration"' noepoch.jsonl --y objective --out x.png
+expect_plot 1 'noepoch.jsonl:1: no numeric "epoch" or "iteration"' noepoch.jsonl --y objective --out x.png
 : >empty.jsonl
-expect 1 "empty.jsonl: no metrics lines" empty.jsonl --y objective --out x.png
-expect 1 "cannot read missing.jsonl" missing.jsonl --y objective --out x.png
-expect 1 "cannot write nodir/x.png" a/run.jsonl --y objective --out nodir/x.png
+expect_plot 1 "empty.jsonl: no metrics lines" empty.jsonl --y objective --out x.png
+expect_plot 1 "cannot read missing.jsonl" missing.jsonl --y objective --out x.png
+expect_plot 1 "cannot write nodir/x.png" a/run.jsonl --y objective --out nodir/x.png
 [[ -e x.png ]] && fail "a failed plot left x.png behind"
 # LDA's metrics count iterations: --x epoch takes them.
 printf '{"iteration": 1, "log_likelihood": -9.5}\n{"iteration": 2, "log_likelihood": -9.1}\n' >lda.jsonl
