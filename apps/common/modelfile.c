@@ -6,9 +6,50 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "common/files.h"
+
+static int stored(double v)
+{
+    return v != 0.0 || signbit(v);
+}
+
+int app_model_save(const char *path, const char *magic, unsigned version, const char *name,
+                   const char *the_name, double x, const double *vec, uint64_t dim,
+                   const char *noun, char *err, size_t errlen)
+{
+    if (!isfinite(x)) return app_error(err, errlen, "%s: %s is not finite", path, the_name);
+    uint64_t nnz = 0;
+    for (uint64_t j = 0; j < dim; j++) {
+        if (!isfinite(vec[j]))
+            return app_error(err, errlen, "%s: %s %llu is not finite", path, noun,
+                             (unsigned long long)j);
+        nnz += stored(vec[j]);
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) return app_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
+    struct stat st;
+    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    fprintf(f, "%s %u dim=%llu nnz=%llu %s=%.17g\n", magic, version, (unsigned long long)dim,
+            (unsigned long long)nnz, name, x);
+    for (uint64_t j = 0; j < dim; j++)
+        if (stored(vec[j])) fprintf(f, "%llu %.17g\n", (unsigned long long)j, vec[j]);
+    /* A full disk shows up in ferror() or, for the last buffer, in fclose(). */
+    int bad = ferror(f);
+    int saved_errno = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        saved_errno = errno;
+    }
+    if (bad) {
+        if (regular) remove(path);
+        return app_error(err, errlen, "%s: write failed: %s", path, strerror(saved_errno));
+    }
+    return 0;
+}
 
 int app_model_open(app_model_reader *r, const char *path, const char *kind, char *err,
                    size_t errlen)

@@ -1,4 +1,4 @@
-/* modelfile: reading the text model files of lr and lasso.
+/* modelfile: writing and reading the text model files of lr and lasso.
  *
  * Both write "MAGIC VERSION dim=D nnz=K NAME=X", then one "id value" line per
  * stored entry of a sparse vector, ids ascending, %.17g. The reader trusts
@@ -29,6 +29,16 @@ typedef struct app_model_reader {
     char *err;
     size_t errlen;
 } app_model_reader;
+
+/* Writes the file: the header with X = x (named `name` in the file and
+ * `the_name` in messages), then every entry of vec[0..dim) that is not +0.0
+ * (-0.0 is kept, so the round trip is exact down to the sign of zero). Refuses
+ * what the reader would refuse (a value that is not finite), so every saved file
+ * loads; a failed write removes a half-written regular file. 0, or -1 with the
+ * reason in err. */
+int app_model_save(const char *path, const char *magic, unsigned version, const char *name,
+                   const char *the_name, double x, const double *vec, uint64_t dim,
+                   const char *noun, char *err, size_t errlen);
 
 /* Opens path for reading: 0, or -1 with "PATH: cannot open: <reason>" in err. */
 int app_model_open(app_model_reader *r, const char *path, const char *kind, char *err,

@@ -6,11 +6,8 @@
  * ids ascending, %.17g so save then load is bit-exact. A Lasso model is
  * sparse, so the file is small. The loader checks every line and reports
  * "FILE:LINE: what is wrong" (common/modelfile, shared with lr). */
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/modelfile.h"
 #include "lasso/lasso.h"
@@ -18,43 +15,10 @@
 #define MODEL_MAGIC   "loom-lasso"
 #define MODEL_VERSION 1
 
-/* -0.0 is stored too, so the round trip keeps the sign of zero. */
-static int stored(double b)
-{
-    return b != 0.0 || signbit(b);
-}
-
 int lasso_model_save(const lasso_model *m, const char *path, char *err, size_t errlen)
 {
-    /* Refuse what the loader would refuse, so every saved file loads. */
-    if (!isfinite(m->lambda)) return app_error(err, errlen, "%s: lambda is not finite", path);
-    uint64_t nnz = 0;
-    for (uint64_t j = 0; j < m->dim; j++) {
-        if (!isfinite(m->beta[j]))
-            return app_error(err, errlen, "%s: coefficient %llu is not finite", path,
-                             (unsigned long long)j);
-        nnz += stored(m->beta[j]);
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) return app_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
-    /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
-    struct stat st;
-    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
-    fprintf(f, MODEL_MAGIC " %d dim=%llu nnz=%llu lambda=%.17g\n", MODEL_VERSION,
-            (unsigned long long)m->dim, (unsigned long long)nnz, m->lambda);
-    for (uint64_t j = 0; j < m->dim; j++)
-        if (stored(m->beta[j])) fprintf(f, "%llu %.17g\n", (unsigned long long)j, m->beta[j]);
-    int bad = ferror(f);
-    int saved_errno = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        saved_errno = errno;
-    }
-    if (bad) {
-        if (regular) remove(path);
-        return app_error(err, errlen, "%s: write failed: %s", path, strerror(saved_errno));
-    }
-    return 0;
+    return app_model_save(path, MODEL_MAGIC, MODEL_VERSION, "lambda", "lambda", m->lambda, m->beta,
+                          m->dim, "coefficient", err, errlen);
 }
 
 /* ---- loading ---- */

@@ -15,57 +15,18 @@
 
 #include "common/modelfile.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define MODEL_MAGIC   "loom-lr"
 #define MODEL_VERSION 1
 
-/* -0.0 is stored too: "every weight that is not +0.0" keeps the round trip
- * exact down to the sign of zero. */
-static int stored(double w)
-{
-    return w != 0.0 || signbit(w);
-}
-
 int lr_model_save(const lr_model *m, const char *path, char *err, size_t errlen)
 {
-    /* Refuse what the loader would refuse, so every saved file loads. */
-    if (!isfinite(m->bias)) return app_error(err, errlen, "%s: the bias is not finite", path);
-    uint64_t nnz = 0;
-    for (uint64_t j = 0; j < m->dim; j++) {
-        if (!isfinite(m->w[j]))
-            return app_error(err, errlen, "%s: weight %llu is not finite", path,
-                             (unsigned long long)j);
-        nnz += stored(m->w[j]);
-    }
-
-    FILE *f = fopen(path, "w");
-    if (!f) return app_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
-    /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
-    struct stat st;
-    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
-    fprintf(f, MODEL_MAGIC " %d dim=%llu nnz=%llu bias=%.17g\n", MODEL_VERSION,
-            (unsigned long long)m->dim, (unsigned long long)nnz, m->bias);
-    for (uint64_t j = 0; j < m->dim; j++)
-        if (stored(m->w[j])) fprintf(f, "%llu %.17g\n", (unsigned long long)j, m->w[j]);
-    /* A full disk shows up in ferror() or, for the last buffer, in fclose(). */
-    int bad = ferror(f);
-    int saved_errno = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        saved_errno = errno;
-    }
-    if (bad) {
-        if (regular) remove(path);
-        return app_error(err, errlen, "%s: write failed: %s", path, strerror(saved_errno));
-    }
-    return 0;
+    return app_model_save(path, MODEL_MAGIC, MODEL_VERSION, "bias", "the bias", m->bias, m->w,
+                          m->dim, "weight", err, errlen);
 }
 
 /* ---- loading ---- */
