@@ -35,7 +35,8 @@ struct command {
 static const struct command commands[] = {
     {"run", "start a job on this machine: a scheduler, servers and workers", cmd_run},
     {"gen", "write a synthetic data set", cmd_gen},
-    {"train", "train a model (lr, mf, lda, lasso) with a job on this machine or a cluster", cmd_train},
+    {"train", "train a model (lr, mf, lda, lasso) with a job on this machine or a cluster",
+     cmd_train},
     {"predict", "apply a saved model to a data set", cmd_predict},
     {"keygen", "write a job secret that encrypts and authenticates a job", cmd_keygen},
     {"status", "print the status of a running job (its status page)", cmd_status},
