@@ -40,6 +40,9 @@ static const struct {
     [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1, BY_SERVER},
     [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER},
     [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0, BY_SCHED},
+    [MSG_PUSH_ENC] = {"PUSH_ENC", 1, 1, BY_WORKER},
+    [MSG_PULL_SINCE] = {"PULL_SINCE", 2, 2, BY_WORKER},
+    [MSG_PULL_REPLY_ENC] = {"PULL_REPLY_ENC", 0, 2, BY_SERVER},
 };
 
 static int type_known(unsigned type)

@@ -80,6 +80,13 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* ps: filtered and sparse rows (src/ps/filter.c's encoding) */
+    MSG_PUSH_ENC = 48,  /* worker -> server: as PUSH (keyed), one frame: the table's push
+                           chain's encoding of the keys and delta rows */
+    MSG_PULL_SINCE,     /* worker -> server: as PULL (keyed), a = the oldest row version the
+                           reader holds; frames keys, a bitmap of the keys it holds */
+    MSG_PULL_REPLY_ENC, /* server -> worker: as PULL_REPLY; frames u64 row version of the
+                           answer, the pull chain's encoding of the rows that changed */
     MSG_TYPE_END_
 };
 
