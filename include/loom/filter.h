@@ -9,6 +9,7 @@
 #ifndef LOOM_FILTER_H
 #define LOOM_FILTER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "table.h"
@@ -41,6 +42,11 @@ typedef struct loom_filter_stats {
         uint64_t messages, bytes_in, bytes_out;
     } filter[LOOM_FILTER_COUNT]; /* zeros for a filter not in the spec */
 } loom_filter_stats;
+
+/* Check a spec for direction dir before opening a table with it: 0, or
+ * LOOM_EINVAL with a sentence naming the culprit in err (if not NULL). Whether
+ * it fits a table's value type is checked when the table is opened. */
+int loom_filter_check(const char *spec, loom_direction dir, char *err, size_t errlen);
 
 /* The counts of table t's direction dir since it was opened. 0, LOOM_EINVAL. */
 int loom_table_filter_stats(loom_table *t, loom_direction dir, loom_filter_stats *out);

@@ -1171,10 +1171,23 @@ void *node_layer(const loom_node *n, int layer)
 
 void node_count(loom_node *n, enum node_counter c, uint64_t v)
 {
-    if (c == NODE_PULLS_FROM_CACHE)
+    switch (c) {
+    case NODE_PULLS_FROM_CACHE:
         atomic_fetch_add(&n->pulls_from_cache, v);
-    else
+        break;
+    case NODE_PULLS_FROM_SERVER:
         atomic_fetch_add(&n->pulls_from_server, v);
+        break;
+    case NODE_TABLE_MESSAGES:
+        atomic_fetch_add(&n->table_messages, v);
+        break;
+    case NODE_TABLE_BYTES_RAW:
+        atomic_fetch_add(&n->table_bytes_raw, v);
+        break;
+    case NODE_TABLE_BYTES_WIRE:
+        atomic_fetch_add(&n->table_bytes_wire, v);
+        break;
+    }
 }
 
 void loom_node_stats(loom_node *n, loom_stats *out)
@@ -1188,6 +1201,9 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .connections_refused = atomic_load(&n->refused),
         .pulls_from_cache = atomic_load(&n->pulls_from_cache),
         .pulls_from_server = atomic_load(&n->pulls_from_server),
+        .table_messages = atomic_load(&n->table_messages),
+        .table_bytes_raw = atomic_load(&n->table_bytes_raw),
+        .table_bytes_wire = atomic_load(&n->table_bytes_wire),
     };
 }
 

@@ -130,7 +130,14 @@ void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *
 void *node_layer(const loom_node *n, int layer);
 
 /* ---- counters ---- */
-enum node_counter { NODE_PULLS_FROM_CACHE, NODE_PULLS_FROM_SERVER };
+/* Counters of loom_stats the layers above count (loom_stats says what each is). */
+enum node_counter {
+    NODE_PULLS_FROM_CACHE,
+    NODE_PULLS_FROM_SERVER,
+    NODE_TABLE_MESSAGES,
+    NODE_TABLE_BYTES_RAW,
+    NODE_TABLE_BYTES_WIRE
+};
 void node_count(loom_node *n, enum node_counter c, uint64_t v);
 
 /* ---- the scheduler's status page ---- */

@@ -341,6 +341,19 @@ static void free_data(void *data, void *hint)
     free(data);
 }
 
+/* A push sent or a pull reply received: its payload as plain keys and dense
+ * rows, and as it travelled. Lock held. */
+static void count_wire(loom_table *t, loom_direction dir, uint64_t raw, uint64_t wire)
+{
+    loom_filter_stats *ws = &t->wire[dir];
+    ws->messages++;
+    ws->bytes_raw += raw;
+    ws->bytes_wire += wire;
+    node_count(t->node, NODE_TABLE_MESSAGES, 1);
+    node_count(t->node, NODE_TABLE_BYTES_RAW, raw);
+    node_count(t->node, NODE_TABLE_BYTES_WIRE, wire);
+}
+
 /* kkt's view of the weights of n keys: their cached rows, and NaN (never 0,
  * so kkt keeps the row) for a row not in the cache. NULL on ENOMEM: kkt then
  * keeps every row. Lock held. */
@@ -374,7 +387,8 @@ static int encode_push(loom_table *t, int s, const uint64_t *keys, uint64_t begi
     *enc = NULL;
     size_t plain = (keys ? cnt * 8 : 0) + cnt * t->row_bytes;
     if (!t->push_filtered &&
-        !filter_sparse_pays(t->def.opts.type, t->def.opts.width, vals, cnt, plain))
+        (t->push_spec.rows == FILTER_ROWS_DENSE ||
+         !filter_sparse_pays(t->def.opts.type, t->def.opts.width, vals, cnt, plain)))
         return 0;
     uint64_t *range_keys = NULL;
     if (!keys) {
@@ -414,10 +428,7 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
         return;
     }
     size_t plain = (keys ? cnt * 8 : 0) + cnt * t->row_bytes;
-    loom_filter_stats *ws = &t->wire[LOOM_DIR_PUSH];
-    ws->messages++;
-    ws->bytes_raw += plain;
-    ws->bytes_wire += enc ? enc_len : plain;
+    count_wire(t, LOOM_DIR_PUSH, plain, enc ? enc_len : plain);
     f->seq = ++t->next_seq;
     f->ts = ts;
     if (t->local_rmw) {
@@ -865,10 +876,7 @@ static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
             for (size_t j = 0; j < s.count; j++)
                 memcpy(op->rows + op->miss[s.first + j] * rb, src + j * rb, rb);
         }
-        loom_filter_stats *ws = &t->wire[LOOM_DIR_PULL];
-        ws->messages++;
-        ws->bytes_raw += s.count * rb;
-        ws->bytes_wire += s.count * rb;
+        count_wire(t, LOOM_DIR_PULL, s.count * rb, s.count * rb);
         deliver_rows(t, op, &s, rank, m->h.a, m->h.clock, 0);
         pthread_mutex_unlock(&t->mu);
         node_count(n, NODE_PULLS_FROM_SERVER, s.count);
@@ -923,16 +931,13 @@ static void on_pull_reply_enc(loom_node *n, void *ctx, node_msg *m)
         void *vals;
         size_t nrows;
         pthread_mutex_lock(&t->mu);
-        loom_filter_stats *ws = &t->wire[LOOM_DIR_PULL];
         int rc = filter_chain_decode(t->pull_dec[rank], node_frame_data(m, 1),
                                      node_frame_size(m, 1), &keys, &vals, &nrows, &digest);
         if (!rc && place_reply_rows(t, op, &s, keys, vals, nrows)) rc = LOOM_EPROTO;
         if (rc) {
-            ws->dropped++;
+            t->wire[LOOM_DIR_PULL].dropped++;
         } else {
-            ws->messages++;
-            ws->bytes_raw += s.count * t->row_bytes;
-            ws->bytes_wire += 8 + node_frame_size(m, 1);
+            count_wire(t, LOOM_DIR_PULL, s.count * t->row_bytes, 8 + node_frame_size(m, 1));
             deliver_rows(t, op, &s, rank, m->h.a, m->h.clock, version);
         }
         pthread_mutex_unlock(&t->mu);

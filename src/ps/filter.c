@@ -30,6 +30,7 @@
 
 #include "core/msg.h"
 #include "loom/error.h"
+#include "loom/filter.h"
 #include "ps/filter_impl.h"
 
 /* u32 fields; u64 ones use msg_load_u64 / msg_store_u64. */
@@ -151,6 +152,25 @@ int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t err
     if (spec->on[FILTER_LZ4] && spec->on[FILTER_ZSTD])
         return spec_error(err, errlen, "lz4 and zstd exclude each other: choose one compressor");
     return 0;
+}
+
+int filter_spec_parse_dir(const char *text, filter_dir dir, filter_spec *spec, char *err,
+                          size_t errlen)
+{
+    int rc = filter_spec_parse(text, spec, err, errlen);
+    if (rc || dir == FILTER_PUSH) return rc;
+    for (int k = FILTER_KKT; k <= FILTER_SKIP; k++)
+        if (spec->on[k])
+            return spec_error(err, errlen, "filter %s leaves rows out: pushes only", names[k]);
+    return 0;
+}
+
+int loom_filter_check(const char *spec, loom_direction dir, char *err, size_t errlen)
+{
+    filter_spec s;
+    if (dir != LOOM_DIR_PUSH && dir != LOOM_DIR_PULL) return LOOM_EINVAL;
+    return filter_spec_parse_dir(spec, dir == LOOM_DIR_PUSH ? FILTER_PUSH : FILTER_PULL, &s, err,
+                                 errlen);
 }
 
 /* ---- random numbers: xoshiro256**, seeded by splitmix64 ---- */

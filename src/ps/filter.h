@@ -77,6 +77,11 @@ typedef struct filter_spec {
  * with a sentence naming the culprit in err: unknown filter, a missing,
  * malformed or out-of-range argument, a filter given twice, lz4 with zstd. */
 int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t errlen);
+/* filter_spec_parse, and what the table layer allows in direction dir: a pull
+ * reply must carry every changed row the reader asked for, so the filters that
+ * leave rows out (kkt, sigmod, skip) apply to pushes only. */
+int filter_spec_parse_dir(const char *text, filter_dir dir, filter_spec *spec, char *err,
+                          size_t errlen);
 /* The name of a filter kind ("sigmod"). */
 const char *filter_name(filter_kind k);
 

@@ -76,6 +76,7 @@ typedef struct srv_table {
     /* filter chains per worker rank: decoding its pushes, encoding its replies */
     filter_chain **push_dec, **pull_enc;
     int pull_filtered; /* the pull spec has a filter: every reply goes through it */
+    int pull_dense;    /* the pull spec forces dense rows: sparseness alone does not count */
     /* row versions (see the top of the file) */
     uint64_t version;
     uint64_t *dense_ver;
@@ -211,6 +212,7 @@ static int table_prepare_wire(server *s, srv_table *t)
         filter_spec_parse(t->def.filter_pull, &pull, NULL, 0))
         return LOOM_EINVAL;
     t->pull_filtered = filter_spec_any(&pull) || pull.rows == FILTER_ROWS_SPARSE;
+    t->pull_dense = pull.rows == FILTER_ROWS_DENSE;
     t->version = 1;
     if (u64map_init(&t->ver_idx, 64)) return LOOM_ENOMEM;
     if (o->storage == LOOM_DENSE && t->lo < t->hi) {
@@ -607,7 +609,8 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
     else if (out)
         store_read_range(t->store, m->h.a, m->h.b, out);
     if (out && (m->h.type == MSG_PULL_SINCE || t->pull_filtered ||
-                filter_sparse_pays(t->def.opts.type, t->def.opts.width, out, (size_t)count, bytes))) {
+                (!t->pull_dense && filter_sparse_pays(t->def.opts.type, t->def.opts.width, out,
+                                                      (size_t)count, bytes)))) {
         status = answer_encoded(s, t, m, w, keys, count, out);
         free_reply(out, s);
         if (!status) return;
