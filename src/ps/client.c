@@ -128,6 +128,7 @@ struct loom_table {
      * pull replies; the version of each cached row (0: not known) */
     filter_spec push_spec;
     int push_filtered; /* every push goes through the chain */
+    int pull_dense;    /* the pull spec says dense: whole rows, never only what changed */
     filter_chain **push_enc, **pull_dec;
     uint64_t *c_version;
     loom_filter_stats wire[2]; /* by loom_direction */
@@ -1068,7 +1069,7 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
         }
         /* A stale row of known version: offer it as held, its copy ready in
          * rows in case the server says it did not change. */
-        if (cached && t->c_version[slot] &&
+        if (cached && t->c_version[slot] && !t->pull_dense &&
             !own_write_to(t, ps_server_of(&t->def.opts, server_count(t), op->uniq[i]),
                           op->uniq[i]) &&
             (op->held || (op->held = calloc(op->nuniq / 8 + 1, 1)))) {
@@ -1214,6 +1215,7 @@ static int table_chains(loom_table *t)
         filter_spec_parse(t->def.filter_pull, &pull, NULL, 0))
         return LOOM_EINVAL;
     t->push_filtered = filter_spec_any(&t->push_spec) || t->push_spec.rows == FILTER_ROWS_SPARSE;
+    t->pull_dense = pull.rows == FILTER_ROWS_DENSE;
     int S = server_count(t);
     t->push_enc = calloc((size_t)S, sizeof *t->push_enc);
     t->pull_dec = calloc((size_t)S, sizeof *t->pull_dec);
