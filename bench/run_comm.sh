@@ -16,9 +16,10 @@
 #                 Bytes per iteration (table payload as sent, bytes_wire, and all
 #                 bytes the workers sent and received), tokens/s, log-likelihood.
 #   filters_dbpg  DBPG L1 logistic regression on generated click-like data
-#                 (`loom gen lr`), 2 workers: no filters (--filter '') against the
-#                 default of --l1 (keycache,zstd, with sparse rows), and against
-#                 kkt,keycache,zstd: pushed bytes per epoch and the final objective.
+#                 (`loom gen lr`), 2 workers: no filters and dense rows (--filter dense
+#                 --filter-pull dense) against the default of --l1 (keycache,zstd both
+#                 ways, sparse rows), and against kkt,keycache,zstd: table bytes per
+#                 epoch (pushes, pull requests and replies) and the final objective.
 #
 # Environment (defaults in brackets):
 #   AP_DIR [../shared/data/ap next to the repository]  ap.dat or ap.dat.bz2
@@ -87,7 +88,7 @@ filters_lda() {
     printf "| sequential sampler | - | - | - | - | %.0f | 1.00 | %.6e | - |\n" "$seq_tps" "$seq_ll"
     local dense_bytes=0 mode spec
     for mode in dense default; do
-        spec=$([[ $mode == dense ]] && echo dense || echo "")
+        spec=$([[ $mode == dense ]] && echo dense || echo none)
         echo "LDA K=$TOPICS: 2 workers, rows $mode" >&2
         "$LOOM" train lda "${common[@]}" --workers 2 --servers 1 --eval-every 0 --insecure --quiet \
             --filter "$spec" --filter-pull "$spec" --metrics "$work/lda_$mode.jsonl" \
@@ -124,7 +125,7 @@ filters_dbpg() {
     local none_wire=0 none_obj=0 name spec
     for name in none default kkt; do
         case $name in
-        none) spec=(--filter "") ;;
+        none) spec=(--filter dense --filter-pull dense) ;;
         default) spec=() ;;
         kkt) spec=(--filter "kkt:$(awk -v l="$L1" 'BEGIN { print l * 0.9 }'),keycache,zstd") ;;
         esac
@@ -144,7 +145,7 @@ filters_dbpg() {
         obj=$(field objective "$m")
         if [[ $name == none ]]; then none_wire=$wire none_obj=$obj; fi
         printf "| %s | %.3f | %.3f | %sx fewer | %.3f | %.9g | %+.4f%% |\n" \
-            "$([[ $name == none ]] && echo "none" || echo "${spec[*]:-default: keycache,zstd}")" \
+            "$([[ $name == none ]] && echo "none, dense rows" || echo "${spec[*]:-default: keycache,zstd}")" \
             "$(awk -v b="$wire" -v e="$EPOCHS" 'BEGIN { print b / e / 1e6 }')" \
             "$(awk -v b="$raw" -v e="$EPOCHS" 'BEGIN { print b / e / 1e6 }')" \
             "$(ratio "$none_wire" "$wire")" \

@@ -135,7 +135,7 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
      .arg = "NAME[:ARG],...",                                                                      \
      .help = "filters of the model's pushes: kkt:T, sigmod:T, skip:Q, quant:8|16,\n"               \
              "keycache, lz4, zstd[:L]; sparse or dense forces the rows' form\n"                    \
-             "(docs/FILTERS.md); default none (rows sparse when smaller)"},                         \
+             "(docs/FILTERS.md); default none (rows sparse when smaller)"},                        \
     {                                                                                              \
         .name = "--filter-pull", .kind = APP_TEXT, .arg = "NAME[:ARG],...",                        \
         .help = "filters of the servers' pull replies: quant:8|16, keycache, lz4,\n"               \

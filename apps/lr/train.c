@@ -705,7 +705,8 @@ static int open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table *
          * where the share lacks the feature, and the same key list each time
          * the block comes round: sparse rows, the key cache and zstd take
          * both out exactly (docs/LR.md, Filters). */
-        if (o->l1 > 0 && !c->job.filter_push) wo.filter_push = LR_DBPG_FILTERS;
+        if (o->l1 > 0 && !c->job.filter_push) wo.filter_push = LR_DBPG_FILTERS; /* "none": none */
+        if (o->l1 > 0 && !c->job.filter_pull) wo.filter_pull = LR_DBPG_FILTERS;
     }
     TRY("open the model table", loom_table_open(n, "lr.w", &wo, w));
     loom_table_opts so = LOOM_TABLE_OPTS_DEFAULT;

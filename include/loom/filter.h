@@ -5,7 +5,8 @@
  * when that is smaller. These counters say what that saved: for each direction,
  * the bytes the messages would have taken as plain keys and dense rows, the
  * bytes they took, and per filter the bytes before and after it. Counted on
- * the worker, for the messages it sent (pushes) and received (pull replies). */
+ * the worker, for the messages it sent (pushes, keyed pull requests) and
+ * received (pull replies). */
 #ifndef LOOM_FILTER_H
 #define LOOM_FILTER_H
 
@@ -33,7 +34,7 @@ typedef enum {
 } loom_filter_kind;
 
 typedef struct loom_filter_stats {
-    uint64_t messages;   /* push messages sent, or pull replies received */
+    uint64_t messages;   /* push messages sent, or pull requests sent and replies received */
     uint64_t bytes_raw;  /* their keys and rows as plain u64 keys and dense rows */
     uint64_t bytes_wire; /* their payload as sent (headers of 48 bytes not counted) */
     uint64_t unchanged;  /* pull: rows the server said had not changed since cached */

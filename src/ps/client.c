@@ -829,8 +829,8 @@ static int slot_take(ps_client *c, uint64_t req, int server, pull_slot *out)
  * `rank` answered (its answer included our pushes up to `applied`, reflects
  * `clock`, and its rows' versions are at most `version`): add own writes the
  * answer lacks and cache them. Lock held. */
-static void deliver_rows(loom_table *t, pull_op *op, const pull_slot *s, int rank,
-                         uint64_t applied, int64_t clock, uint64_t version)
+static void deliver_rows(loom_table *t, pull_op *op, const pull_slot *s, int rank, uint64_t applied,
+                         int64_t clock, uint64_t version)
 {
     size_t rb = t->row_bytes;
     int rmw = t->local_rmw && own_writes_pending(t, rank, applied);
@@ -978,6 +978,9 @@ static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t re
     if (op->uniq) {
         f[nf++] = (node_frame){op->miss_keys + first, count * 8, NULL, NULL, 0};
         if (held) f[nf++] = (node_frame){held, (count + 7) / 8, NULL, NULL, 1};
+        pthread_mutex_lock(&t->mu);
+        count_wire(t, LOOM_DIR_PULL, count * 8, count * 8 + (held ? (count + 7) / 8 : 0));
+        pthread_mutex_unlock(&t->mu);
     } else {
         h.flags = MSG_F_RANGE;
         h.a = op->begin + first;

@@ -115,7 +115,7 @@ static int spec_arg(filter_kind k, const char *arg, filter_spec *spec, char *err
 int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t errlen)
 {
     memset(spec, 0, sizeof *spec);
-    if (!text || !*text) return 0;
+    if (!text || !*text || !strcmp(text, "none")) return 0;
     char buf[256];
     if (strlen(text) >= sizeof buf) return spec_error(err, errlen, "filter spec too long");
     strcpy(buf, text);
@@ -128,8 +128,7 @@ int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t err
         if (!*item) return spec_error(err, errlen, "empty filter name in '%s'", text);
         if (!strcmp(item, "sparse") || !strcmp(item, "dense")) {
             if (colon) return spec_error(err, errlen, "%s takes no argument", item);
-            if (spec->rows)
-                return spec_error(err, errlen, "give at most one of sparse and dense");
+            if (spec->rows) return spec_error(err, errlen, "give at most one of sparse and dense");
             spec->rows = item[0] == 's' ? FILTER_ROWS_SPARSE : FILTER_ROWS_DENSE;
             if (!comma) break;
             item = comma + 1;
@@ -303,9 +302,9 @@ static int sparse_read(const uint8_t *in, size_t len, size_t n, size_t width, si
         uint32_t row_nnz = load_u32(in + 4 * i);
         for (uint32_t e = 0; e < row_nnz; e++) {
             uint32_t j = cb == 2 ? (uint32_t)cols[0] | (uint32_t)cols[1] << 8 : load_u32(cols);
-            uint32_t prev = e ? (cb == 2 ? (uint32_t)cols[-2] | (uint32_t)cols[-1] << 8
-                                         : load_u32(cols - 4))
-                              : 0;
+            uint32_t prev =
+                e ? (cb == 2 ? (uint32_t)cols[-2] | (uint32_t)cols[-1] << 8 : load_u32(cols - 4))
+                  : 0;
             if (j >= width || (e && j <= prev)) return LOOM_EPROTO;
             memcpy(out + (i * width + j) * vsize, nz, vsize);
             cols += cb;

@@ -72,8 +72,8 @@ typedef struct filter_spec {
 /* Values sharing one scale in a quantised message. */
 #define FILTER_QUANT_BLOCK 256
 
-/* "NAME[:ARG],..." into spec (an empty text is no filter; the names "sparse"
- * and "dense" set spec->rows). 0, or LOOM_EINVAL
+/* "NAME[:ARG],..." into spec (an empty text or "none" is no filter; the names
+ * "sparse" and "dense" set spec->rows). 0, or LOOM_EINVAL
  * with a sentence naming the culprit in err: unknown filter, a missing,
  * malformed or out-of-range argument, a filter given twice, lz4 with zstd. */
 int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t errlen);
@@ -100,8 +100,7 @@ void filter_chain_destroy(filter_chain *c);
 int filter_spec_any(const filter_spec *spec);
 /* Whether n rows of width values of type t (bytes as stored) would be smaller
  * as sparse rows than `dense_bytes`, the size of sending them as they are. */
-int filter_sparse_pays(loom_type t, size_t width, const void *vals, size_t n,
-                       size_t dense_bytes);
+int filter_sparse_pays(loom_type t, size_t width, const void *vals, size_t n, size_t dense_bytes);
 
 /* A message: n rows with strictly ascending keys, rows of width values. */
 typedef struct filter_msg {

@@ -56,8 +56,8 @@
 
 /* A validated push, as it arrived (frames kept) or decoded by a filter chain. */
 typedef struct staged {
-    node_msg m;      /* plain push; unused when keys is set */
-    uint64_t *keys;  /* decoded push: its keys and rows (owned) */
+    node_msg m;     /* plain push; unused when keys is set */
+    uint64_t *keys; /* decoded push: its keys and rows (owned) */
     uint8_t *vals;
     size_t n;
     int worker;
@@ -452,11 +452,12 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
     uint64_t *keys, digest;
     void *vals;
     size_t count;
-    int status = filter_chain_decode(t->push_dec[w], node_frame_data(m, 0),
-                                     node_frame_size(m, 0), &keys, &vals, &count, &digest);
+    int status = filter_chain_decode(t->push_dec[w], node_frame_data(m, 0), node_frame_size(m, 0),
+                                     &keys, &vals, &count, &digest);
     const char *bad = status ? "filtered push refused by its filter chain" : NULL;
     for (size_t i = 0; !bad && i < count; i++)
-        if (keys[i] < t->lo || (ps_u128)keys[i] >= t->hi) bad = "key outside this server's partition";
+        if (keys[i] < t->lo || (ps_u128)keys[i] >= t->hi)
+            bad = "key outside this server's partition";
     if (bad) {
         node_drop(n, m, bad);
         if (!status) status = LOOM_EPROTO;

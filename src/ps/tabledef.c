@@ -104,7 +104,8 @@ int ps_def_from_user(ps_table_def *def, const char *name, const loom_table_opts 
     const char *fp = def->opts.filter_push ? def->opts.filter_push : "";
     const char *fl = def->opts.filter_pull ? def->opts.filter_pull : "";
     if (strlen(fp) > PS_MAX_FILTER_SPEC || strlen(fl) > PS_MAX_FILTER_SPEC) {
-        if (why) snprintf(why, whylen, "filter specs must be at most %d characters", PS_MAX_FILTER_SPEC);
+        if (why)
+            snprintf(why, whylen, "filter specs must be at most %d characters", PS_MAX_FILTER_SPEC);
         return LOOM_EINVAL;
     }
     snprintf(def->filter_push, sizeof def->filter_push, "%s", fp);

@@ -262,19 +262,19 @@ static void inject(run *r, script *s, int raw)
         m.from = next_u8(s) % (NODES + 1);
         m.dest = next_u8(s) % NODES;
         uint8_t type = next_u8(s), flags = next_u8(s);
-        msg_header h = {
-            /* Mostly types that exist: 1..13, 32..44 and 48..50. */
-            .type = type < 0xF0 ? (uint8_t)(type % 29 < 13   ? 1 + type % 29
-                                            : type % 29 < 26 ? 32 + type % 29 - 13
-                                                             : 48 + type % 29 - 26)
-                                : type,
-            .flags = (uint16_t)(flags & 0x40 ? 1u << (flags % 16) : flags & MSG_F_RANGE),
-            .sender = flags & 0x80 ? (uint32_t)next_num(s) : m.from,
-            .table = next_u8(s) % (TABLES + 1),
-            .req = next_num(s),
-            .clock = (int64_t)next_num(s),
-            .a = next_num(s),
-            .b = next_num(s)};
+        msg_header h = {/* Mostly types that exist: 1..13, 32..44 and 48..50. */
+                        .type = type < 0xF0 ? (uint8_t)(type % 29 < 13   ? 1 + type % 29
+                                                        : type % 29 < 26 ? 32 + type % 29 - 13
+                                                                         : 48 + type % 29 - 26)
+                                            : type,
+                        .flags =
+                            (uint16_t)(flags & 0x40 ? 1u << (flags % 16) : flags & MSG_F_RANGE),
+                        .sender = flags & 0x80 ? (uint32_t)next_num(s) : m.from,
+                        .table = next_u8(s) % (TABLES + 1),
+                        .req = next_num(s),
+                        .clock = (int64_t)next_num(s),
+                        .a = next_num(s),
+                        .b = next_num(s)};
         next_frames(s, &m);
         h.nframes = (uint16_t)m.nframes;
         msg_encode_header(&h, m.hdr);
@@ -634,8 +634,8 @@ static void make_seeds(void)
             filter_spec spec;
             filter_chain *c;
             FUZZ_CHECK(filter_spec_parse(specs[t], &spec, NULL, 0) == 0);
-            FUZZ_CHECK(filter_chain_create(&spec, FILTER_PUSH, types[t], widths[t], 1, &c, NULL,
-                                           0) == 0);
+            FUZZ_CHECK(
+                filter_chain_create(&spec, FILTER_PUSH, types[t], widths[t], 1, &c, NULL, 0) == 0);
             uint8_t *enc;
             size_t len;
             uint8_t rows[4 * 8 * 4] = {0};

@@ -780,8 +780,8 @@ int main(void)
     if (test_filter) {
         /* The consistency guarantees, and own writes, with these filters on. */
         const struct CMUnitTest filtered[] = {
-            cmocka_unit_test(test_bsp_exact),         cmocka_unit_test(test_ssp_bound),
-            cmocka_unit_test(test_asp_never_blocks),  cmocka_unit_test(test_read_my_writes),
+            cmocka_unit_test(test_bsp_exact),           cmocka_unit_test(test_ssp_bound),
+            cmocka_unit_test(test_asp_never_blocks),    cmocka_unit_test(test_read_my_writes),
             cmocka_unit_test(test_updaters_end_to_end), cmocka_unit_test(test_ranges_and_cache),
         };
         return cmocka_run_group_tests(filtered, NULL, NULL);

@@ -197,8 +197,15 @@ static void check_exact(const char *spec, loom_type t, size_t width, size_t n)
 static void test_exact_round_trips(void **unused)
 {
     (void)unused;
-    const char *specs[] = {"",       "keycache", "lz4",   "zstd", "zstd:19,keycache", "keycache,lz4",
-                           "sparse", "dense",    "sparse,keycache,zstd"};
+    const char *specs[] = {"",
+                           "keycache",
+                           "lz4",
+                           "zstd",
+                           "zstd:19,keycache",
+                           "keycache,lz4",
+                           "sparse",
+                           "dense",
+                           "sparse,keycache,zstd"};
     const size_t sizes[] = {0, 1, 5, 1000};
     for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
         for (int t = LOOM_F32; t <= LOOM_I64; t++)
@@ -985,8 +992,7 @@ static void test_hostile_sparse(void **unused)
     /* A column outside the row, a repeated column, columns descending. */
     const uint16_t outside[3] = {0, 4, 2}, repeated[3] = {1, 1, 2}, descending[3] = {3, 0, 2};
     assert_int_equal(decode_code(r, b, sparse_frame(b, 2, ok_counts, outside, 3, 0)), LOOM_EPROTO);
-    assert_int_equal(decode_code(r, b, sparse_frame(b, 2, ok_counts, repeated, 3, 0)),
-                     LOOM_EPROTO);
+    assert_int_equal(decode_code(r, b, sparse_frame(b, 2, ok_counts, repeated, 3, 0)), LOOM_EPROTO);
     assert_int_equal(decode_code(r, b, sparse_frame(b, 2, ok_counts, descending, 3, 0)),
                      LOOM_EPROTO);
     /* Counts that do not add up to the values present: one more, one fewer. */
