@@ -40,6 +40,8 @@ class TableOpts(ctypes.Structure):
         ("init_seed", ctypes.c_uint64),
         ("cache", ctypes.c_int),
         ("flush_rows", ctypes.c_uint32),
+        ("filter_push", ctypes.c_char_p),
+        ("filter_pull", ctypes.c_char_p),
     ]
 
 
@@ -57,6 +59,9 @@ class Stats(ctypes.Structure):
             "connections_refused",
             "pulls_from_cache",
             "pulls_from_server",
+            "table_messages",
+            "table_bytes_raw",
+            "table_bytes_wire",
         )
     ]
 

@@ -38,6 +38,8 @@ int main(void)
     FIELD(loom_table_opts, init_seed);
     FIELD(loom_table_opts, cache);
     FIELD(loom_table_opts, flush_rows);
+    FIELD(loom_table_opts, filter_push);
+    FIELD(loom_table_opts, filter_pull);
     printf("}, \"stats\": {\"size\": [0, %zu], ", sizeof(loom_stats));
     first = 1;
     FIELD(loom_stats, bytes_sent);
@@ -48,6 +50,9 @@ int main(void)
     FIELD(loom_stats, connections_refused);
     FIELD(loom_stats, pulls_from_cache);
     FIELD(loom_stats, pulls_from_server);
+    FIELD(loom_stats, table_messages);
+    FIELD(loom_stats, table_bytes_raw);
+    FIELD(loom_stats, table_bytes_wire);
     printf("}, \"dataset\": {\"size\": [0, %zu], ", sizeof(loom_dataset));
     first = 1;
     FIELD(loom_dataset, rows);
