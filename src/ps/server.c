@@ -29,9 +29,10 @@
  * asked only for what changed since a version (PULL_SINCE). Row versions: the
  * partition counts the push messages it applied (`version`, from 1) and keeps
  * for each row the count when it last changed, 8 bytes per row (dense: an
- * array over the partition, allocated with it; sparse: per row ever written,
- * in a map of about 16 more bytes a row); a reply says the count it reflects,
- * and a row whose version is not above the reader's is left out as unchanged.
+ * array over the partition, allocated with it; sparse: per row written since
+ * the first PULL_SINCE, in a map of about 16 more bytes a row, the others
+ * counting as changed then); a reply says the count it reflects, and a row
+ * whose version is not above the reader's is left out as unchanged.
  *
  * Everything runs on the I/O thread (a server's main thread only waits in
  * loom_serve, so no other thread reads its sockets); there is no locking. The
@@ -80,6 +81,10 @@ typedef struct srv_table {
     /* row versions (see the top of the file) */
     uint64_t version;
     uint64_t *dense_ver;
+    /* sparse storage: from the first PULL_SINCE on (ver_floor: the version
+     * then, which every row not written since counts as) */
+    int ver_tracked;
+    uint64_t ver_floor;
     u64map ver_idx;
     uint64_t *sparse_ver;
     size_t nver, ver_cap;
@@ -147,7 +152,17 @@ static uint64_t row_version(srv_table *t, uint64_t key)
 {
     if (t->dense_ver) return t->dense_ver[key - t->lo];
     uint32_t slot;
-    return u64map_get(&t->ver_idx, key, &slot) ? t->sparse_ver[slot] : 0;
+    return u64map_get(&t->ver_idx, key, &slot) ? t->sparse_ver[slot] : t->ver_floor;
+}
+
+/* A sparse table keeps versions only once a reader asks for changes: a
+ * table nobody pulls that way (its rows never pay to send sparse, nor does
+ * it have pull filters) does not pay a map insert per new row. */
+static void track_versions(srv_table *t)
+{
+    if (t->dense_ver || t->ver_tracked) return;
+    t->ver_tracked = 1;
+    t->ver_floor = t->version;
 }
 
 /* Row key changed in the push numbered t->version. */
@@ -157,6 +172,7 @@ static int mark_changed(srv_table *t, uint64_t key)
         t->dense_ver[key - t->lo] = t->version;
         return 0;
     }
+    if (!t->ver_tracked) return 0;
     if (t->nver == t->ver_cap) {
         size_t cap = t->ver_cap ? 2 * t->ver_cap : 1024;
         uint64_t *nv = realloc(t->sparse_ver, cap * sizeof *nv);
@@ -335,7 +351,7 @@ static int apply_rows(srv_table *t, const uint64_t *keys, uint64_t begin, const 
     t->applied[w] = seq;
     t->version++;
     int status = 0;
-    for (uint64_t i = 0; i < count && !status; i++)
+    for (uint64_t i = 0; i < count && !status && (t->dense_ver || t->ver_tracked); i++)
         status = mark_changed(t, keys ? keys[i] : begin + i);
     if (status) return status;
     const loom_table_opts *o = &t->def.opts;
@@ -562,6 +578,7 @@ static int answer_encoded(server *s, srv_table *t, node_msg *m, int w, const uin
     uint64_t *sent = malloc(count ? count * 8 : 1);
     if (!sent) return LOOM_ENOMEM;
     int since = m->h.type == MSG_PULL_SINCE;
+    if (since) track_versions(t);
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {
         uint64_t key = keys ? keys[i] : m->h.a + i;
