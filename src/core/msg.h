@@ -64,25 +64,25 @@ enum msg_type {
     MSG_NODE_FAILED,     /* scheduler -> all: a = id of the dead node */
     MSG_METRICS,         /* worker -> scheduler: blob (the application's latest metrics) */
     /* parameter server (ps) */
-    MSG_TABLE_OPEN = 32,          /* worker -> scheduler: blob (table name and options) */
-    MSG_TABLE_CREATE,             /* scheduler -> server: table = id, blob as above */
-    MSG_TABLE_CREATED,            /* server -> scheduler: table = id, a = status */
-    MSG_TABLE_OPENED,             /* scheduler -> worker: table = id, a = status, req echoed */
-    MSG_PUSH,                     /* worker -> server: req = sequence, clock = the pusher's clock;
-                                     frames keys, values; or MSG_F_RANGE with a = begin, b = end
-                                     and one values frame */
-    MSG_PUSH_ACK,                 /* server -> worker: req = sequence, a = status, b = last
-                                     sequence applied from this worker (BSP applies later) */
-    MSG_PULL,                     /* worker -> server: req = request id, clock = oldest clock the
-                                     answer may reflect; frame keys, or MSG_F_RANGE with a, b */
-    MSG_PULL_REPLY,               /* server -> worker: req echoed, clock = server's min clock,
-                                     a = last push sequence applied from this worker, b = status;
-                                     frame values */
-    MSG_CLOCK,                    /* worker -> servers, scheduler: clock = clocks completed */
-    MSG_MIN_CLOCK,                /* scheduler -> workers: clock = slowest worker's clock */
-    /* p2p */ MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length
-                                     (floats); frame values */
-    MSG_P2P_ACK = 97,             /* worker -> worker: req = round consumed */
+    MSG_TABLE_OPEN = 32, /* worker -> scheduler: blob (table name and options) */
+    MSG_TABLE_CREATE,    /* scheduler -> server: table = id, blob as above */
+    MSG_TABLE_CREATED,   /* server -> scheduler: table = id, a = status */
+    MSG_TABLE_OPENED,    /* scheduler -> worker: table = id, a = status, req echoed */
+    MSG_PUSH,            /* worker -> server: req = sequence, clock = the pusher's clock;
+                            frames keys, values; or MSG_F_RANGE with a = begin, b = end
+                            and one values frame */
+    MSG_PUSH_ACK,        /* server -> worker: req = sequence, a = status, b = last
+                            sequence applied from this worker (BSP applies later) */
+    MSG_PULL,            /* worker -> server: req = request id, clock = oldest clock the
+                            answer may reflect; frame keys, or MSG_F_RANGE with a, b */
+    MSG_PULL_REPLY,      /* server -> worker: req echoed, clock = server's min clock,
+                            a = last push sequence applied from this worker, b = status;
+                            frame values */
+    MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
+    MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* p2p */
+    MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
+    MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
     MSG_TYPE_END_
 };
 
