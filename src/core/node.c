@@ -833,7 +833,7 @@ static int validate_config(const loom_config *c)
 {
     if (c->role != LOOM_SCHEDULER && c->role != LOOM_SERVER && c->role != LOOM_WORKER)
         return LOOM_ECONFIG;
-    if (c->num_servers < 1 || c->num_workers < 1 || c->num_servers > LOOM_MAX_SERVERS ||
+    if (c->num_servers < 0 || c->num_workers < 1 || c->num_servers > LOOM_MAX_SERVERS ||
         c->num_workers > LOOM_MAX_WORKERS)
         return LOOM_ECONFIG;
     int max_rank = c->role == LOOM_SERVER   ? c->num_servers

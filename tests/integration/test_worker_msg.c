@@ -6,6 +6,8 @@
  *    was sent to, named by the node as coming from the worker that sent it (the header's
  *    sender and the verified sender agree with the payload), in the order each sender sent
  *    them; a worker sending to itself gets LOOM_EINVAL.
+ *  - test_serverless: the same in a job with no servers (--servers 0), where opening a table
+ *    fails with LOOM_ECONFIG instead of waiting for servers that do not exist.
  *  - test_stranger_dropped: a raw DEALER that is no node of the job (a routing id the roster
  *    never bound) sends a worker a well-formed P2P_MODEL claiming to be another worker: the
  *    worker drops and counts it, its handler never sees it, and the real worker's message
@@ -116,19 +118,25 @@ static int all_pairs_worker(loom_node *n, int rank, void *arg)
     (void)arg;
     node_set_handler(n, MSG_P2P_MODEL, on_model, &inboxes[rank]);
     CHECK_OK(loom_barrier(n)); /* every handler is in place before anyone sends */
-    uint32_t me = node_worker_id(SERVERS, rank);
+    int servers = loom_num_servers(n);
+    uint32_t me = node_worker_id(servers, rank);
     float v = 0;
     msg_header h = {.type = MSG_P2P_MODEL, .req = 1, .a = 1};
     node_frame f = {&v, sizeof v, NULL, NULL, 1};
     CHECK(node_send(n, me, &h, &f, 1) == LOOM_EINVAL);
     for (int round = 1; round <= ROUNDS; round++)
         for (int r = 0; r < WORKERS; r++)
-            if (r != rank) CHECK_OK(send_model(n, node_worker_id(SERVERS, r), round));
+            if (r != rank) CHECK_OK(send_model(n, node_worker_id(servers, r), round));
     unsigned others = ((1u << WORKERS) - 1) & ~(1u << rank);
     CHECK(wait_for(&inboxes[rank], others, ROUNDS));
     loom_stats st;
     loom_node_stats(n, &st);
     CHECK(st.malformed_dropped == 0);
+    if (servers == 0) { /* a serverless job has no tables, and says so */
+        loom_table *t;
+        loom_table_opts o = {.width = 1};
+        CHECK(loom_table_open(n, "w", &o, &t) == LOOM_ECONFIG);
+    }
     return 0;
 }
 
@@ -139,6 +147,16 @@ static void test_all_pairs(void **state)
     harness_result res;
     assert_int_equal(harness_run(SERVERS, WORKERS, all_pairs_worker, NULL, &res), 0);
     for (int r = 0; r < WORKERS; r++) assert_int_equal(inboxes[r].count[r], 0);
+}
+
+/* A job with --servers 0: a scheduler and workers only, which reach each other, meet at
+ * barriers and end. */
+static void test_serverless(void **state)
+{
+    (void)state;
+    inboxes_reset();
+    harness_result res;
+    assert_int_equal(harness_run(0, WORKERS, all_pairs_worker, NULL, &res), 0);
 }
 
 /* ---- a stranger claiming to be a worker ---- */
@@ -196,6 +214,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_pairs),
+        cmocka_unit_test(test_serverless),
         cmocka_unit_test(test_stranger_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
