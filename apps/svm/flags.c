@@ -52,7 +52,7 @@ static const app_flag flags[] = {
      .arg = "X",
      .min = 1e-12,
      .max = 1e6,
-     .def = "0.1",
+     .def = "0.01",
      .help = "eta_0 of the step eta_t = eta_0 / (1 + eta_0 l2 t)"},
     {.name = "--l2",
      .kind = APP_NUM,

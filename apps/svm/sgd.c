@@ -15,7 +15,7 @@
 
 int svm_replica_init(svm_replica *r, uint64_t dim)
 {
-    *r = (svm_replica){.dim = dim, .scale = 1};
+    *r = (svm_replica){.dim = dim, .scale = 1, .t_step = 1};
     r->v = calloc((size_t)dim + 1, sizeof *r->v);
     return r->v ? 0 : -1;
 }
@@ -48,7 +48,8 @@ double svm_margin(const svm_replica *r, const loom_dataset *d, size_t i)
 
 double svm_step(svm_replica *r, const svm_opts *o, const loom_dataset *d, size_t i)
 {
-    double eta = o->lr / (1 + o->lr * o->l2 * (double)r->t++);
+    double eta = o->lr / (1 + o->lr * o->l2 * (double)r->t);
+    r->t += r->t_step;
     double y = d->label[i], m = svm_margin(r, d, i);
     double decay = 1 - eta * o->l2;
     if (decay < 1e-3) decay = 1e-3; /* a step larger than 1 / lambda would flip the sign */

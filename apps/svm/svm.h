@@ -39,7 +39,7 @@ typedef struct svm_opts {
 
 #define SVM_OPTS_DEFAULT                                                                           \
     {                                                                                              \
-        0.1, 1e-4, 64, 10, 1, "expander", LOOM_SYNC_NOTIFY_ACK, -1                                 \
+        0.01, 1e-4, 64, 10, 1, "expander", LOOM_SYNC_NOTIFY_ACK, -1                                 \
     }
 
 /* A replica: w (dim weights, then the bias at w[dim]) = scale * v. */
@@ -47,7 +47,8 @@ typedef struct svm_replica {
     uint64_t dim;
     float *v;
     double scale;
-    uint64_t t; /* steps taken: the learning rate's clock */
+    uint64_t t;      /* the learning rate's clock: rows seen by the whole job, as far as known */
+    uint64_t t_step; /* what a step adds to t: 1 alone; W when W workers step side by side */
 } svm_replica;
 
 int svm_replica_init(svm_replica *r, uint64_t dim);

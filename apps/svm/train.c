@@ -190,6 +190,9 @@ static int svm_worker(loom_node *n, const void *arg)
             rc = 1;
         }
     }
+    /* W workers step side by side: the learning rate follows the rows the whole job has
+     * seen, as the sequential reference's does. */
+    m.t_step = (uint64_t)workers;
     if (!rc) rc = train_epochs(c, n, d, max_rows, &m, red, &rep);
     if (red) {
         int crc = loom_reducer_close(red);
