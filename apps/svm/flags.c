@@ -111,6 +111,13 @@ int svm_parse_flags(int argc, char **argv, svm_cli *c, char *err, size_t errlen)
     c->train.seed = c->job.seed;
     if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");
     if (c->job.threads != 1) return app_usage(err, errlen, "svm trains with --threads 1 only");
+    /* A wrong graph (a file's error, a disconnected one) is refused before any process
+     * starts when the number of workers is known here; the workers check it again. */
+    loom_graph *g;
+    loom_clear_last_error();
+    if (c->job.workers_given && loom_graph_build(c->train.graph, c->job.workers, &g))
+        return app_usage(err, errlen, "--graph %s: %s", c->train.graph, loom_last_error());
+    if (c->job.workers_given) loom_graph_free(g);
     if (c->train.slow >= c->job.workers)
         return app_usage(err, errlen, "--slow %d: there are only %d workers", c->train.slow,
                          c->job.workers);
