@@ -43,6 +43,8 @@ static const struct {
     [MSG_PUSH_ENC] = {"PUSH_ENC", 1, 1, BY_WORKER},
     [MSG_PULL_SINCE] = {"PULL_SINCE", 2, 2, BY_WORKER},
     [MSG_PULL_REPLY_ENC] = {"PULL_REPLY_ENC", 0, 2, BY_SERVER},
+    [MSG_P2P_MODEL] = {"P2P_MODEL", 1, 1, BY_WORKER},
+    [MSG_P2P_ACK] = {"P2P_ACK", 0, 0, BY_WORKER},
 };
 
 static int type_known(unsigned type)

@@ -87,6 +87,9 @@ enum msg_type {
                            reader holds; frames keys, a bitmap of the keys it holds */
     MSG_PULL_REPLY_ENC, /* server -> worker: as PULL_REPLY; frames u64 row version of the
                            answer, the pull chain's encoding of the rows that changed */
+    /* p2p */
+    MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
+    MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
     MSG_TYPE_END_
 };
 
