@@ -40,6 +40,9 @@ static const struct {
     [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1, BY_SERVER},
     [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER},
     [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0, BY_SCHED},
+    [MSG_SCHED_ACQUIRE] = {"SCHED_ACQUIRE", 0, 0, BY_WORKER},
+    [MSG_SCHED_GRANT] = {"SCHED_GRANT", 0, 0, BY_SERVER},
+    [MSG_SCHED_RELEASE] = {"SCHED_RELEASE", 0, 0, BY_WORKER},
 };
 
 static int type_known(unsigned type)
