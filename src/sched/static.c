@@ -14,16 +14,16 @@
  * is thus written by one worker at a time, moves once per sub-iteration, and
  * each holder continues from its predecessor's complete block.
  *
- * Prefetch: while update() runs on the current block, a helper thread waits
- * for the worker's next block (its neighbour sends it when it finishes) into
- * a second buffer. After the last sub-iteration: aggregate() and one barrier,
+ * Prefetch: a worker's next block is sent by its neighbour as soon as the
+ * neighbour is done with it, and received into memory by the node's I/O
+ * thread (ring.c keeps it) while update() still runs on the current block;
+ * taking it is then a copy. After the last sub-iteration: aggregate() and one barrier,
  * the only job-wide synchronisation of an iteration; it also makes every
  * block's push visible to the next iteration's pulls.
  *
  * The plan is checked at the start of every iteration on every worker (they
  * compute the same one): every sub-iteration must give each worker a block of
  * its own, and every worker must see every block once. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +40,7 @@ struct loom_sched {
     uint64_t *bounds; /* blocks + 1 keys */
     loom_type type;
     size_t row_bytes;
-    uint8_t *buf[2];    /* the block being updated and the one being prefetched */
+    uint8_t *buf;       /* the block being updated */
     uint8_t *old;       /* the last holder: the table's rows, then the pushed change */
     int64_t *plan;      /* plan[sub * workers + worker]: the block */
     uint32_t *holder;   /* holder[sub * workers + block]: the worker */
@@ -63,19 +63,17 @@ static size_t block_rows(const loom_sched *s, uint32_t b)
     return (size_t)(s->bounds[b + 1] - s->bounds[b]);
 }
 
-static void *fetch_block(void *arg)
+static void fetch_block(fetch *f)
 {
-    fetch *f = arg;
     loom_sched *s = f->s;
     uint32_t M = s->workers, b = (uint32_t)s->plan[f->sub * M + s->rank];
     if (f->sub == 0) {
         f->rc = loom_pull_range(s->t, s->bounds[b], s->bounds[b + 1], f->rows);
-        return NULL;
+        return;
     }
     f->rc = sched_take_block(s->node, s->engine, (int)s->holder[(f->sub - 1) * M + b], b,
                              (uint64_t)f->iteration * M + f->sub, f->rows,
                              block_rows(s, b) * s->row_bytes);
-    return NULL;
 }
 
 /* new - old of n values of the table's type, into old. */
@@ -174,29 +172,13 @@ static int run_iteration(loom_sched *s, int64_t iteration)
 {
     int rc = make_plan(s, iteration);
     if (rc) return rc;
-    uint32_t M = s->workers;
-    int cur = 0;
-    fetch f = {s, iteration, 0, s->buf[cur], 0};
-    fetch_block(&f);
-    if (f.rc) return f.rc;
-    for (uint32_t sub = 0; sub < M; sub++) {
-        pthread_t th;
-        int prefetching = 0;
-        if (sub + 1 < M) {
-            f = (fetch){s, iteration, sub + 1, s->buf[!cur], 0};
-            if (pthread_create(&th, NULL, fetch_block, &f))
-                fetch_block(&f);
-            else
-                prefetching = 1;
-        }
-        rc = run_task(s, iteration, sub, s->buf[cur]);
-        if (prefetching) pthread_join(th, NULL);
-        if (!rc && sub + 1 < M) rc = f.rc;
-        if (rc) return rc;
-        cur = !cur;
+    for (uint32_t sub = 0; sub < s->workers && !rc; sub++) {
+        fetch f = {s, iteration, sub, s->buf, 0};
+        fetch_block(&f);
+        if (!(rc = f.rc)) rc = run_task(s, iteration, sub, s->buf);
     }
-    if (s->o.aggregate && (rc = s->o.aggregate(s->o.user, iteration))) return rc;
-    return loom_barrier(s->node);
+    if (!rc && s->o.aggregate) rc = s->o.aggregate(s->o.user, iteration);
+    return rc ? rc : loom_barrier(s->node);
 }
 
 int loom_sched_run(loom_sched *s, int64_t iterations)
@@ -326,8 +308,7 @@ int loom_sched_static_open(loom_table *t, const loom_sched_static_opts *o, loom_
                   loom_table_name(t), most * s->row_bytes, (unsigned long long)node_max_payload(n));
         rc = LOOM_ELIMIT;
     }
-    for (int k = 0; k < 2 && !rc; k++)
-        if (!(s->buf[k] = malloc(most * s->row_bytes))) rc = LOOM_ENOMEM;
+    if (!rc && !(s->buf = malloc(most * s->row_bytes))) rc = LOOM_ENOMEM;
     if (!rc && !(s->old = malloc(most * s->row_bytes))) rc = LOOM_ENOMEM;
     if (!rc && o->log_path) rc = open_log(s);
     if (rc) {
@@ -346,6 +327,6 @@ void loom_sched_close(loom_sched *s)
     if (!s) return;
     if (s->log) fclose(s->log);
     free(s->bounds), free(s->plan), free(s->holder);
-    free(s->buf[0]), free(s->buf[1]), free(s->old);
+    free(s->buf), free(s->old);
     free(s);
 }
