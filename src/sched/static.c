@@ -48,32 +48,19 @@ struct loom_sched {
     FILE *log;
 };
 
-/* A worker's block of a sub-iteration: pulled from the table in the first,
- * taken from its previous holder in the others. */
-typedef struct fetch {
-    loom_sched *s;
-    int64_t iteration;
-    uint32_t sub;
-    void *rows;
-    int rc;
-} fetch;
-
 static size_t block_rows(const loom_sched *s, uint32_t b)
 {
     return (size_t)(s->bounds[b + 1] - s->bounds[b]);
 }
 
-static void fetch_block(fetch *f)
+/* This worker's block of sub-iteration `sub` into s->buf: pulled from the
+ * table in the first, taken from its previous holder in the others. */
+static int fetch_block(loom_sched *s, int64_t iteration, uint32_t sub)
 {
-    loom_sched *s = f->s;
-    uint32_t M = s->workers, b = (uint32_t)s->plan[f->sub * M + s->rank];
-    if (f->sub == 0) {
-        f->rc = loom_pull_range(s->t, s->bounds[b], s->bounds[b + 1], f->rows);
-        return;
-    }
-    f->rc = sched_take_block(s->node, s->engine, (int)s->holder[(f->sub - 1) * M + b], b,
-                             (uint64_t)f->iteration * M + f->sub, f->rows,
-                             block_rows(s, b) * s->row_bytes);
+    uint32_t M = s->workers, b = (uint32_t)s->plan[sub * M + s->rank];
+    if (sub == 0) return loom_pull_range(s->t, s->bounds[b], s->bounds[b + 1], s->buf);
+    return sched_take_block(s->node, s->engine, (int)s->holder[(sub - 1) * M + b], b,
+                            (uint64_t)iteration * M + sub, s->buf, block_rows(s, b) * s->row_bytes);
 }
 
 /* new - old of n values of the table's type, into old. */
@@ -137,10 +124,11 @@ static int make_plan(loom_sched *s, int64_t iteration)
     return 0;
 }
 
-/* Sub-iteration `sub` on the block in rows: update(), then hand it on (or,
+/* Sub-iteration `sub` on the block in s->buf: update(), then hand it on (or,
  * after the last sub-iteration, push its change to the table). */
-static int run_task(loom_sched *s, int64_t iteration, uint32_t sub, void *rows)
+static int run_task(loom_sched *s, int64_t iteration, uint32_t sub)
 {
+    void *rows = s->buf;
     uint32_t M = s->workers, b = (uint32_t)s->plan[sub * M + s->rank];
     size_t n = block_rows(s, b), bytes = n * s->row_bytes;
     loom_sched_task task = {.iteration = iteration,
@@ -172,11 +160,8 @@ static int run_iteration(loom_sched *s, int64_t iteration)
 {
     int rc = make_plan(s, iteration);
     if (rc) return rc;
-    for (uint32_t sub = 0; sub < s->workers && !rc; sub++) {
-        fetch f = {s, iteration, sub, s->buf, 0};
-        fetch_block(&f);
-        if (!(rc = f.rc)) rc = run_task(s, iteration, sub, s->buf);
-    }
+    for (uint32_t sub = 0; sub < s->workers && !rc; sub++)
+        if (!(rc = fetch_block(s, iteration, sub))) rc = run_task(s, iteration, sub);
     if (!rc && s->o.aggregate) rc = s->o.aggregate(s->o.user, iteration);
     return rc ? rc : loom_barrier(s->node);
 }
