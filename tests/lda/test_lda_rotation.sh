@@ -6,7 +6,8 @@
 #   - 3 workers, 2 servers: the engine's logs show every word block held by
 #     exactly one worker per sub-iteration, at the version its predecessor
 #     left; the counts stay consistent at every evaluation; and the
-#     log-likelihood after 10 iterations is within 1% of the reference's;
+#     log-likelihood after 30 iterations is within 2% of the worst of three
+#     sequential chains (seeds 1-3);
 #   - flags that only make sense for data parallelism, and more workers than
 #     words, are refused with a message.
 # Usage: test_lda_rotation.sh LOOM LDA_CHECK
@@ -37,11 +38,11 @@ done
     --iterations 5 --seed 3 >/dev/null || fail "lda_check failed"
 cmp -s "$WORK/other.model" "$WORK/ref.model" && fail "another seed gave the same counts"
 
-# 3 workers: one writer per block, consistent counts, the reference's likelihood.
-"$LOOM" train lda --train "$WORK/g.ldac" --topics 8 --iterations 10 --seed 2 --top-words 0 \
-    --schedule rotation --workers 3 --servers 2 --schedule-log "$WORK/log.%d" \
+# 3 workers: one writer per block, consistent counts, a likelihood like the reference's.
+"$LOOM" train lda --train "$WORK/g.ldac" --topics 8 --iterations 30 --eval-every 10 --seed 2 \
+    --top-words 0 --schedule rotation --workers 3 --servers 2 --schedule-log "$WORK/log.%d" \
     --metrics "$WORK/job.json" >"$WORK/out" 2>&1 || fail "rotation on 3 workers failed"
-cat "$WORK"/log.0 "$WORK"/log.1 "$WORK"/log.2 | awk -v W=3 -v I=10 '
+cat "$WORK"/log.0 "$WORK"/log.1 "$WORK"/log.2 | awk -v W=3 -v I=30 '
     NF != 5 { print "bad line: " $0; bad = 1; next }
     {
         it = $1; si = $2; b = $3; w = $4; v = $5
@@ -54,15 +55,22 @@ cat "$WORK"/log.0 "$WORK"/log.1 "$WORK"/log.2 | awk -v W=3 -v I=10 '
         if (n != I * W * W) { print n " tasks, expected " I * W * W; bad = 1 }
         exit bad
     }' || fail "the rotation's logs break one writer per block"
-[[ $(grep -c '"counts_consistent": true' "$WORK/job.json") -eq 10 ]] ||
+[[ $(grep -c '"counts_consistent": true' "$WORK/job.json") -eq 3 ]] ||
     fail "3 workers: counts not consistent at every evaluation"
-"$LDA_CHECK" --ll-out "$WORK/ref.ll" -- --train "$WORK/g.ldac" --topics 8 --iterations 10 \
-    --seed 2 >/dev/null || fail "lda_check failed"
-got=$(sed -n 's/.*"iteration": 10,.*"log_likelihood": \([^,]*\),.*/\1/p' "$WORK/job.json")
-ref=$(awk '$1 == 10 { print $2 }' "$WORK/ref.ll")
-echo "log-likelihood after 10 iterations: 3 workers $got, reference $ref"
-numeric_check 'g >= r * 1.01' g="$got" r="$ref" ||
-    fail "3 workers' log-likelihood $got is not within 1% of the reference's $ref"
+# On a corpus this small one chain's log-likelihood differs from another's by
+# several percent (seeds 1 to 3 of the reference: -60.2k to -63.7k after 30
+# iterations), so the check is against the worst of three sequential chains.
+got=$(sed -n 's/.*"iteration": 30,.*"log_likelihood": \([^,]*\),.*/\1/p' "$WORK/job.json")
+worst=0
+for seed in 1 2 3; do
+    "$LDA_CHECK" --ll-out "$WORK/ref.ll" -- --train "$WORK/g.ldac" --topics 8 --iterations 30 \
+        --eval-every 10 --seed "$seed" >/dev/null || fail "lda_check failed"
+    ll=$(awk '$1 == 30 { print $2 }' "$WORK/ref.ll")
+    worst=$(awk -v a="$ll" -v b="$worst" 'BEGIN { print (b == 0 || a < b) ? a : b }')
+done
+echo "log-likelihood after 30 iterations: 3 workers $got, worst of 3 sequential chains $worst"
+numeric_check 'g >= w * 1.02' g="$got" w="$worst" ||
+    fail "3 workers' log-likelihood $got is more than 2% below the sequential chains' $worst"
 
 # Refused combinations.
 expect_usage() { # expect_usage "message" ARGS...
