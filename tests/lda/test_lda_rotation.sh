@@ -6,8 +6,9 @@
 #   - 3 workers, 2 servers: the engine's logs show every word block held by
 #     exactly one worker per sub-iteration, at the version its predecessor
 #     left; the counts stay consistent at every evaluation; and the
-#     log-likelihood after 30 iterations is within 2% of the worst of three
-#     sequential chains (seeds 1-3);
+#     log-likelihood after 30 iterations is within 5% of the worst of three
+#     sequential chains (seeds 1-3; a sampler that does not sample stays near
+#     its start, about 90% below);
 #   - flags that only make sense for data parallelism, and more workers than
 #     words, are refused with a message.
 # Usage: test_lda_rotation.sh LOOM LDA_CHECK
@@ -59,7 +60,9 @@ cat "$WORK"/log.0 "$WORK"/log.1 "$WORK"/log.2 | awk -v W=3 -v I=30 '
     fail "3 workers: counts not consistent at every evaluation"
 # On a corpus this small one chain's log-likelihood differs from another's by
 # several percent (seeds 1 to 3 of the reference: -60.2k to -63.7k after 30
-# iterations), so the check is against the worst of three sequential chains.
+# iterations), and the rotation's chain depends on timing (when the other
+# workers' changes of the totals arrive), so the check is against the worst
+# of three sequential chains, with room for one chain landing lower.
 got=$(sed -n 's/.*"iteration": 30,.*"log_likelihood": \([^,]*\),.*/\1/p' "$WORK/job.json")
 worst=0
 for seed in 1 2 3; do
@@ -69,8 +72,8 @@ for seed in 1 2 3; do
     worst=$(awk -v a="$ll" -v b="$worst" 'BEGIN { print (b == 0 || a < b) ? a : b }')
 done
 echo "log-likelihood after 30 iterations: 3 workers $got, worst of 3 sequential chains $worst"
-numeric_check 'g >= w * 1.02' g="$got" w="$worst" ||
-    fail "3 workers' log-likelihood $got is more than 2% below the sequential chains' $worst"
+numeric_check 'g >= w * 1.05' g="$got" w="$worst" ||
+    fail "3 workers' log-likelihood $got is more than 5% below the sequential chains' $worst"
 
 # Refused combinations.
 expect_usage() { # expect_usage "message" ARGS...
