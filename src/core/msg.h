@@ -80,6 +80,8 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* rotation (src/sched/ring.c) */
+    MSG_SCHED_BLOCK = 80, /* worker -> worker: table = engine, a = block, b = version; frame rows */
     /* p2p */
     MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
     MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
