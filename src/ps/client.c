@@ -527,7 +527,7 @@ int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
         if (t->local_rmw) cache_add(t, keys[i], delta);
         if (t->managed) buffer_magnitude(t, keys[i], slot);
     }
-    if (t->managed && t->b_n && !was_empty) node_timer_poke(t->node, NODE_LAYER_PS);
+    if (t->managed && t->b_n && was_empty) node_timer_poke(t->node, NODE_LAYER_PS);
     if (!rc && t->flush_rows && t->b_n >= t->flush_rows) rc = flush_locked(t, NULL);
     pthread_mutex_unlock(&t->mu);
     return rc;
