@@ -260,6 +260,7 @@ static int open_tables(worker *w)
     o.key_end = w->p.vocab * w->nblocks;
     o.consistency = (loom_consistency)j->consistency;
     o.staleness = j->staleness;
+    app_job_comm(j, &o);
     TRY("open the word-topic table", loom_table_open(w->n, "lda.word_topic", &o, &w->wt));
     o.type = LOOM_I64;
     o.width = w->p.topics;

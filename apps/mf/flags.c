@@ -37,6 +37,7 @@ static const app_flag flags[] = {
      .kind = APP_SWITCH,
      .help = "skip malformed lines (and report how many) instead of stopping"},
     APP_FLAGS_JOB,
+    APP_FLAGS_COMM,
     {.name = "--consistency",
      .kind = APP_TEXT,
      .arg = "bsp|ssp:S|asp",
@@ -93,6 +94,14 @@ static const app_flag flags[] = {
      .def = "1",
      .help = "clocks per epoch: a worker pulls, trains on 1/N of its\n"
              "ratings and pushes, N times an epoch"},
+    {.name = "--steps",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1000000,
+     .def = "1",
+     .help = "pull, train and push N times a clock, so that --priority has\n"
+             "updates to send while the clock runs (docs/MF.md)"},
     {.name = "--eval-every",
      .kind = APP_INT,
      .arg = "N",
@@ -149,6 +158,7 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
     if (GIVEN("--rank")) o->rank = (uint32_t)x->u;
     if (GIVEN("--epochs")) o->epochs = (int)x->u;
     if (GIVEN("--syncs")) o->syncs = (int)x->u;
+    if (GIVEN("--steps")) o->steps = (int)x->u;
     if (GIVEN("--eval-every")) o->eval_every = (int)x->u;
     if (GIVEN("--lr")) o->lr = x->x;
     if (GIVEN("--lr-decay")) o->lr_decay = x->x;
