@@ -358,9 +358,13 @@ static int train_epoch(worker *w, int epoch)
     double lr = mf_epoch_lr(o->lr, o->lr_decay, epoch);
     if (o->merge == MF_MERGE_DAMPED) {
         int lanes = loom_num_workers(w->node) * w->threads;
-        /* Every step's deltas are merged on their own. */
-        row_counts_scale(&w->ucount, lanes, o->syncs * o->steps, lr, o->reg);
-        row_counts_scale(&w->icount, lanes, o->syncs * o->steps, lr, o->reg);
+        /* With --steps: under managed communication (--priority) the
+         * servers' row pushes bring the other workers' steps while the
+         * clock runs, so each step's deltas are damped as a clock's; without
+         * it a clock's steps add up to the clock's one delta. */
+        int merges = o->syncs * (w->cli->job.priority != LOOM_PRIORITY_NONE ? o->steps : 1);
+        row_counts_scale(&w->ucount, lanes, merges, lr, o->reg);
+        row_counts_scale(&w->icount, lanes, merges, lr, o->reg);
     }
     for (int t = 0; t < w->threads; t++)
         mf_epoch_order(o->seed, loom_rank(w->node) * w->threads + t, epoch, w->lanes[t].part.n,
