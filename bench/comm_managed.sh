@@ -13,14 +13,15 @@
 #
 # One function per experiment, each printing a markdown section:
 #   comm_managed_mf  BUILD   MF on ml-latest-small, 4 workers, 2 servers, SSP(2):
-#                            epochs to test RMSE 0.87 (--steps 10 for every run)
+#                            epochs to test RMSE 0.87 (--steps MF_STEPS for every run)
 #   comm_managed_lda BUILD   LDA on AP, K = 100, 4 workers, 2 servers, SSP(2):
 #                            iterations to the log-likelihood SSP alone reaches
 #                            in its last iteration
 # bench/run_comm.sh sources this file and calls them; run on its own it runs
 # both:  bench/comm_managed.sh build   (about 6 minutes on a loaded 2-core box)
 # Environment: DATA (default ../shared/data next to the repository), MF_MBITS
-# (200), LDA_MBITS (20), MF_EPOCHS (30), LDA_ITERATIONS (30), KEEP=1 keeps logs.
+# (200), MF_STEPS (3), LDA_MBITS (20), MF_EPOCHS (30), LDA_ITERATIONS (30),
+# KEEP=1 keeps logs.
 set -u
 
 comm_managed_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,7 +37,7 @@ comm_managed_run() {
 }
 
 # comm_managed_reach METRICS KEY TARGET DIRECTION: "iterations-to-target last-value
-# worker-0-MB-sent", DIRECTION le (RMSE) or ge (log-likelihood).
+# MB-sent-by-the-workers", DIRECTION le (RMSE) or ge (log-likelihood).
 comm_managed_reach() {
     awk -v key="$2" -v t="$3" -v dir="$4" '
         function get(k,   s) {
@@ -56,13 +57,13 @@ comm_managed_mf() {
     local mbits=${MF_MBITS:-200} epochs=${MF_EPOCHS:-30} work tag rc wall
     work=$(mktemp -d "${TMPDIR:-/tmp}/comm_managed_mf.XXXXXX")
     local common=(train mf --train "$data/ml-latest-small/ratings.csv" --test-fraction 0.1
-        --epochs "$epochs" --workers 4 --servers 2 --consistency ssp:2 --steps 10
+        --epochs "$epochs" --workers 4 --servers 2 --consistency ssp:2 --steps "${MF_STEPS:-3}"
         --queue-rows 1000 --bandwidth "$mbits")
     echo "### MF, ml-latest-small, 4 workers, 2 servers, SSP(2), budget $mbits Mbit/s"
     echo
     echo "\`loom ${common[*]} --priority P\` (DATA=$data)"
     echo
-    echo "| priority | epochs to test RMSE 0.87 | final test RMSE | worker 0 MB sent | wall s | exit |"
+    echo "| priority | epochs to test RMSE 0.87 | final test RMSE | MB sent by the workers | wall s | exit |"
     echo "|---|---:|---:|---:|---:|---:|"
     for tag in none abs rel random roundrobin; do
         read -r rc wall < <(comm_managed_run "$loom" "$work/$tag.json" "$work/$tag.log" \
@@ -90,7 +91,7 @@ comm_managed_lda() {
                   END { print v }' "$work/none.json")
     echo "Target: the log-likelihood SSP alone reaches after $iters iterations, $target."
     echo
-    echo "| priority | iterations to target | final log-likelihood | worker 0 MB sent | wall s | exit |"
+    echo "| priority | iterations to target | final log-likelihood | MB sent by the workers | wall s | exit |"
     echo "|---|---:|---:|---:|---:|---:|"
     for tag in none rel random abs roundrobin; do
         if [[ $tag != none ]]; then

@@ -486,6 +486,19 @@ static int check_keys(const loom_table *t, const uint64_t *keys, size_t n)
     return 0;
 }
 
+/* Under a budget a send (a flush, an asynchronous push) first waits until
+ * the budget has paid for the traffic before it: the mandatory sends are
+ * paced too (comm.c). Application threads only, no lock held. */
+static int pace_to_budget(ps_client *c)
+{
+    uint64_t due = comm_mgr_due(&c->cm, node_now_ms());
+    int rc = 0;
+    node_lock(c->node);
+    while (!rc && node_now_ms() < due) rc = node_wait(c->node, due);
+    node_unlock(c->node);
+    return rc == LOOM_ETIMEDOUT ? 0 : rc;
+}
+
 int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
 {
     if (!t || (n && (!keys || !vals))) return LOOM_EINVAL;
@@ -537,6 +550,7 @@ int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *v
 {
     if (!t || !ts || (n && (!keys || !vals))) return LOOM_EINVAL;
     int rc = check_keys(t, keys, n);
+    if (!rc) rc = pace_to_budget(t->client);
     if (rc) return rc;
     sbuf *hold = NULL;
     const uint64_t *send_keys = keys;
@@ -576,26 +590,16 @@ int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const voi
     if (end > begin && (!key_in_table(t, begin) || !key_in_table(t, end - 1)))
         return LOOM_EKEYRANGE;
     if ((uint64_t)(end - begin) > SIZE_MAX / t->row_bytes) return LOOM_EINVAL;
+    int rc = pace_to_budget(t->client);
+    if (rc) return rc;
     size_t n = (size_t)(end - begin);
     pthread_mutex_lock(&t->mu);
     if (t->local_rmw && t->cache_on)
         for (size_t i = 0; i < n; i++)
             cache_add(t, begin + i, (const uint8_t *)vals + i * t->row_bytes);
-    int rc = send_push(t, NULL, begin, vals, n, NULL, ts, 0);
+    rc = send_push(t, NULL, begin, vals, n, NULL, ts, 0);
     pthread_mutex_unlock(&t->mu);
     return rc;
-}
-
-/* Under a budget a flush first waits until the budget has paid for the
- * traffic before it: the mandatory sends are paced too (comm.c). */
-static int pace_to_budget(ps_client *c)
-{
-    uint64_t due = comm_mgr_due(&c->cm, node_now_ms());
-    int rc = 0;
-    node_lock(c->node);
-    while (!rc && node_now_ms() < due) rc = node_wait(c->node, due);
-    node_unlock(c->node);
-    return rc == LOOM_ETIMEDOUT ? 0 : rc;
 }
 
 int loom_flush(loom_table *t, loom_ts *ts)
