@@ -46,7 +46,8 @@ comm_managed_reach() {
         }
         {
             n++; v = get(key); b = get("bytes_sent")
-            if (v != "null" && v != "" && hit == "" && (dir == "le" ? v + 0 <= t : v + 0 >= t)) hit = n
+            ok = v != "null" && v != "" && v !~ /nan|inf/   # a diverged run reaches nothing
+            if (ok && hit == "" && (dir == "le" ? v + 0 <= t : v + 0 >= t)) hit = n
             last = v
         }
         END { printf "%s %s %.1f\n", hit == "" ? "-" : hit, last == "" ? "-" : last, b / 1e6 }' "$1"
