@@ -128,7 +128,8 @@ int loom_pull_range_async(loom_table *t, uint64_t begin, uint64_t end, void *out
 /* Write deltas: vals holds n * width values, row i for keys[i]; duplicate keys
  * are combined. Buffered and coalesced per row in the update buffer, which is
  * sent at loom_clock(), loom_flush(), loom_barrier() or when it holds
- * flush_rows rows. */
+ * flush_rows rows; with a priority (SSP, ASP), rows also go between those,
+ * as the budget allows. */
 int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals);
 /* Send now, bypassing the buffer (Parameter-Server style): keys and vals must
  * stay valid until loom_wait(ts), which returns once the servers have them
