@@ -35,7 +35,6 @@ static const app_flag flags[] = {
      .help = "held-out documents (same format): perplexity at each evaluation,\n"
              "by document completion (docs/LDA.md)"},
     APP_FLAGS_JOB,
-    APP_FLAGS_COMM,
     {.name = "--consistency",
      .kind = APP_TEXT,
      .arg = "bsp|ssp:S|asp",
@@ -99,6 +98,7 @@ static const app_flag flags[] = {
      .hi = 100000,
      .def = "10",
      .help = "words shown per topic at the end (0: none)"},
+    APP_FLAGS_COMM,
     APP_FLAGS_OUTPUT("JSON line per evaluation",
                      "save the word-topic counts (format: docs/LDA.md)"),
 };

@@ -37,7 +37,6 @@ static const app_flag flags[] = {
      .kind = APP_SWITCH,
      .help = "skip malformed lines (and report how many) instead of stopping"},
     APP_FLAGS_JOB,
-    APP_FLAGS_COMM,
     {.section = "algorithm:",
      .name = "--algo",
      .kind = APP_CHOICE,
@@ -112,6 +111,7 @@ static const app_flag flags[] = {
      .hi = 1000000,
      .def = "2",
      .help = "bounded delay between steps"},
+    APP_FLAGS_COMM,
     APP_FLAGS_OUTPUT("JSON line per epoch", "save the model (format: docs/LR.md)"),
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])

@@ -37,7 +37,6 @@ static const app_flag flags[] = {
      .kind = APP_SWITCH,
      .help = "skip malformed lines (and report how many) instead of stopping"},
     APP_FLAGS_JOB,
-    APP_FLAGS_COMM,
     {.name = "--consistency",
      .kind = APP_TEXT,
      .arg = "bsp|ssp:S|asp",
@@ -124,6 +123,7 @@ static const app_flag flags[] = {
      .hi = 2147483647,
      .def = "1",
      .help = "split, initial factors and order"},
+    APP_FLAGS_COMM,
     APP_FLAGS_OUTPUT("JSON line per evaluation", "save the model (format: docs/MF.md)"),
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
