@@ -85,6 +85,9 @@ enum msg_type {
                            req = push id, clock = server's min clock, a = last push
                            sequence applied from this worker; frames keys, values */
     MSG_ROWS_PUSH_ACK,  /* worker -> server: req echoed */
+    /* p2p */
+    MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
+    MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
     MSG_TYPE_END_
 };
 
