@@ -112,8 +112,19 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     if ((v = app_flag_get(flags, n, values, "--threads"))) j->threads = (int)v->u;
     if ((v = app_flag_get(flags, n, values, "--seed"))) j->seed = (uint64_t)v->u;
     j->quiet = app_flag_get(flags, n, values, "--quiet") != NULL;
+    if ((v = app_flag_get(flags, n, values, "--bandwidth"))) j->bandwidth_mbits = v->x;
+    /* The choices' order is loom_priority's. */
+    if ((v = app_flag_get(flags, n, values, "--priority"))) j->priority = (int)v->choice;
+    j->queue_rows = (v = app_flag_get(flags, n, values, "--queue-rows")) ? (uint32_t)v->u : 0;
     v = app_flag_get(flags, n, values, "--consistency");
     return v ? parse_consistency(v->text, &j->consistency, &j->staleness, err, errlen) : 0;
+}
+
+void app_job_comm(const app_job *j, loom_table_opts *o)
+{
+    o->bandwidth_mbits = j->bandwidth_mbits;
+    o->priority = (loom_priority)j->priority;
+    o->queue_rows = j->queue_rows;
 }
 
 static void max_updater(const loom_update *u, void *user)

@@ -112,6 +112,7 @@ static const app_flag flags[] = {
      .hi = 100000,
      .def = "10",
      .help = "words shown per topic at the end (0: none)"},
+    APP_FLAGS_COMM,
     APP_FLAGS_OUTPUT("JSON line per evaluation",
                      "save the word-topic counts (format: docs/LDA.md)"),
 };
@@ -156,7 +157,7 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
     if (GIVEN("--schedule-log")) c->train.schedule_log = x->text;
     if (c->train.schedule == LDA_SCHEDULE_ROTATION) {
         /* The rotation hands rows over itself: no clocks, no staleness, one writer. */
-        static const char *const data_only[] = {"--consistency", "--syncs"};
+        static const char *const data_only[] = {"--consistency", "--syncs", "--priority"};
         for (size_t k = 0; k < sizeof data_only / sizeof *data_only; k++)
             if (GIVEN(data_only[k]))
                 return app_usage(err, errlen, "%s is for --schedule data, not rotation",

@@ -264,6 +264,7 @@ static int open_tables(worker *w)
     o.key_end = w->p.vocab * w->nblocks;
     o.consistency = (loom_consistency)j->consistency;
     o.staleness = j->staleness;
+    app_job_comm(j, &o);
     if (w->c->train.schedule == LDA_SCHEDULE_ROTATION) { /* what the static engine needs */
         o.consistency = LOOM_ASP;
         o.cache = 0;

@@ -94,6 +94,14 @@ static const app_flag flags[] = {
      .help = "clocks per epoch: a worker pulls, trains on 1/N of its\n"
              "ratings and pushes, N times an epoch (rotation: N full\n"
              "rotations of the item blocks, each over 1/N of the ratings)"},
+    {.name = "--steps",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1000000,
+     .def = "1",
+     .help = "pull, train and push N times a clock, so that --priority has\n"
+             "updates to send while the clock runs (docs/MF.md)"},
     {.name = "--eval-every",
      .kind = APP_INT,
      .arg = "N",
@@ -130,6 +138,7 @@ static const app_flag flags[] = {
      .hi = 2147483647,
      .def = "1",
      .help = "split, initial factors and order"},
+    APP_FLAGS_COMM,
     APP_FLAGS_OUTPUT("JSON line per evaluation", "save the model (format: docs/MF.md)"),
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -164,6 +173,7 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
     if (GIVEN("--rank")) o->rank = (uint32_t)x->u;
     if (GIVEN("--epochs")) o->epochs = (int)x->u;
     if (GIVEN("--syncs")) o->syncs = (int)x->u;
+    if (GIVEN("--steps")) o->steps = (int)x->u;
     if (GIVEN("--eval-every")) o->eval_every = (int)x->u;
     if (GIVEN("--lr")) o->lr = x->x;
     if (GIVEN("--lr-decay")) o->lr_decay = x->x;
@@ -180,7 +190,7 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
     if (GIVEN("--schedule-log")) o->schedule_log = x->text;
     if (o->schedule == MF_SCHEDULE_ROTATION) {
         /* The rotation hands rows over itself: nothing to merge, no clocks, one writer. */
-        static const char *const data_only[] = {"--consistency", "--merge"};
+        static const char *const data_only[] = {"--consistency", "--merge", "--steps", "--priority"};
         for (size_t k = 0; k < sizeof data_only / sizeof *data_only; k++)
             if (GIVEN(data_only[k]))
                 return app_usage(err, errlen, "%s is for --schedule data, not rotation",

@@ -201,13 +201,14 @@ typedef struct mf_train_opts {
     mf_merge merge;
     int threads;    /* compute threads per worker (--threads): lanes, see train.c */
     int eval_every; /* evaluate after every N-th epoch and the last; 0: the last only */
+    int steps;      /* pull, train and push this many times a clock (train.c only) */
     mf_schedule schedule;
     const char *schedule_log; /* --schedule-log: the rotation engine's per-task log */
 } mf_train_opts;
 
 #define MF_TRAIN_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1, 1, MF_SCHEDULE_DATA, NULL       \
+        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1, 1, 1, MF_SCHEDULE_DATA, NULL    \
     }
 
 /* 1 if the model after epoch e (0-based) is evaluated: every --eval-every

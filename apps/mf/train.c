@@ -113,6 +113,7 @@ typedef struct worker {
     int threads;
     lane *lanes;               /* one per compute thread */
     int clock;                 /* the epoch's clock the lanes work on */
+    int step;                  /* the clock's step (--steps) the lanes work on */
     double lr;                 /* the epoch's learning rate */
     row_counts ucount, icount; /* --merge damped */
     double mean, min, max;
@@ -194,6 +195,7 @@ static int open_tables(worker *w)
     to.storage = LOOM_DENSE;
     to.consistency = (loom_consistency)w->cli->job.consistency;
     to.staleness = w->cli->job.staleness;
+    app_job_comm(&w->cli->job, &to);
     if (o->schedule == MF_SCHEDULE_ROTATION) { /* what the static engine needs (loom/sched.h) */
         to.consistency = LOOM_ASP;
         to.cache = 0;
@@ -321,13 +323,21 @@ static int pull_rows(worker *w, mf_batch *b)
     return 0;
 }
 
-/* Lane t's batch of the current clock: the rows its ratings touch. */
+/* Lane l's ratings of the current step of the current clock: an epoch is
+ * syncs clocks of --steps steps. */
+static void step_range(const worker *w, const lane *l, size_t *lo, size_t *hi)
+{
+    int steps = w->cli->train.steps;
+    mf_clock_range(l->part.n, w->cli->train.syncs * steps, w->clock * steps + w->step, lo, hi);
+}
+
+/* Lane t's batch of the current step: the rows its ratings touch. */
 static int lane_collect(void *arg, int t)
 {
     worker *w = arg;
     lane *l = &w->lanes[t];
     size_t lo, hi;
-    mf_clock_range(l->part.n, w->cli->train.syncs, w->clock, &lo, &hi);
+    step_range(w, l, &lo, &hi);
     TRY("batch", mf_batch_collect(&l->b, &l->part, l->order + lo, hi - lo));
     return 0;
 }
@@ -340,7 +350,7 @@ static int lane_train(void *arg, int t)
     lane *l = &w->lanes[t];
     const mf_train_opts *o = &w->cli->train;
     size_t lo, hi;
-    mf_clock_range(l->part.n, o->syncs, w->clock, &lo, &hi);
+    step_range(w, l, &lo, &hi);
     mf_batch_train(&l->b, &l->part, l->order + lo, hi - lo, w->mean, w->lr, o->reg);
     if (o->merge == MF_MERGE_DAMPED) {
         scale_deltas(l->b.uold, l->b.ukeys, l->b.nu, o->rank + 1, w->ucount.scale);
@@ -356,24 +366,33 @@ static int train_epoch(worker *w, int epoch)
     double lr = mf_epoch_lr(o->lr, o->lr_decay, epoch);
     if (o->merge == MF_MERGE_DAMPED) {
         int lanes = loom_num_workers(w->node) * w->threads;
-        row_counts_scale(&w->ucount, lanes, o->syncs, lr, o->reg);
-        row_counts_scale(&w->icount, lanes, o->syncs, lr, o->reg);
+        /* With --steps: under managed communication (--priority) the
+         * servers' row pushes bring the other workers' steps while the
+         * clock runs, so each step's deltas are damped as a clock's; without
+         * it a clock's steps add up to the clock's one delta. */
+        int merges = o->syncs * (w->cli->job.priority != LOOM_PRIORITY_NONE ? o->steps : 1);
+        row_counts_scale(&w->ucount, lanes, merges, lr, o->reg);
+        row_counts_scale(&w->icount, lanes, merges, lr, o->reg);
     }
     for (int t = 0; t < w->threads; t++)
         mf_epoch_order(o->seed, loom_rank(w->node) * w->threads + t, epoch, w->lanes[t].part.n,
                        w->lanes[t].order);
     w->lr = lr;
     for (w->clock = 0; w->clock < o->syncs; w->clock++) {
-        if (app_team_run(w->team, lane_collect, w)) return 1;
-        /* The lanes' rows one lane after the other: most rows of a lane
-         * after the first (popular items) then come from the cache. */
-        for (int t = 0; t < w->threads; t++)
-            if (pull_rows(w, &w->lanes[t].b)) return 1;
-        if (app_team_run(w->team, lane_train, w)) return 1;
-        for (int t = 0; t < w->threads; t++) {
-            mf_batch *b = &w->lanes[t].b;
-            if (b->nu) TRY("push user rows", loom_push(w->users, b->ukeys, b->nu, b->uold));
-            if (b->ni) TRY("push item rows", loom_push(w->items, b->ikeys, b->ni, b->iold));
+        /* Later steps read their rows from the cache, which the servers'
+         * row pushes (--priority) refresh while the clock runs. */
+        for (w->step = 0; w->step < o->steps; w->step++) {
+            if (app_team_run(w->team, lane_collect, w)) return 1;
+            /* The lanes' rows one lane after the other: most rows of a lane
+             * after the first (popular items) then come from the cache. */
+            for (int t = 0; t < w->threads; t++)
+                if (pull_rows(w, &w->lanes[t].b)) return 1;
+            if (app_team_run(w->team, lane_train, w)) return 1;
+            for (int t = 0; t < w->threads; t++) {
+                mf_batch *b = &w->lanes[t].b;
+                if (b->nu) TRY("push user rows", loom_push(w->users, b->ukeys, b->nu, b->uold));
+                if (b->ni) TRY("push item rows", loom_push(w->items, b->ikeys, b->ni, b->iold));
+            }
         }
         TRY("clock", loom_clock(w->node));
     }

@@ -80,6 +80,11 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* managed communication (ps/comm.h) */
+    MSG_ROWS_PUSH = 56, /* server -> worker: rows that changed, for the worker's cache;
+                           req = push id, clock = server's min clock, a = last push
+                           sequence applied from this worker; frames keys, values */
+    MSG_ROWS_PUSH_ACK,  /* worker -> server: req echoed */
     /* rotation (src/sched/ring.c) */
     MSG_SCHED_BLOCK = 80, /* worker -> worker: table = engine, a = block, b = version; frame rows */
     /* p2p */

@@ -784,6 +784,8 @@ static short zmq_events(short revents)
                    (revents & ~(POLLIN | POLLOUT) ? ZMQ_POLLERR : 0));
 }
 
+static uint64_t run_timers(loom_node *n, uint64_t now);
+
 static void *io_main(void *arg)
 {
     loom_node *n = arg;
@@ -799,6 +801,7 @@ static void *io_main(void *arg)
             n->next_heartbeat_ms = now + (uint64_t)n->cfg.heartbeat_interval_ms;
             tick(n, now);
         }
+        uint64_t timer_due = still_running(n) ? run_timers(n, now) : UINT64_MAX;
         /* The set of DEALERs changes only when the roster arrives; building
          * it each round is a few stores and keeps the loop simple. Then the
          * scheduler's status page (status.c), whose items are plain fds. */
@@ -807,7 +810,8 @@ static void *io_main(void *arg)
         for (int i = 0; i < npage; i++)
             fds[nfds + i] = (struct pollfd){page[i].fd, poll_events(page[i].events), 0};
         pthread_mutex_unlock(&n->recv_mu);
-        int timeout = more ? 0 : (int)(n->next_heartbeat_ms - now);
+        uint64_t wake = timer_due < n->next_heartbeat_ms ? timer_due : n->next_heartbeat_ms;
+        int timeout = more || wake <= now ? 0 : (int)(wake - now);
         if (poll(fds, (nfds_t)(nfds + npage), timeout) < 0 && errno != EINTR) {
             log_error("poll failed: %s", strerror(errno));
             break;
@@ -1197,10 +1201,41 @@ void *node_layer(const loom_node *n, int layer)
 
 void node_count(loom_node *n, enum node_counter c, uint64_t v)
 {
-    if (c == NODE_PULLS_FROM_CACHE)
-        atomic_fetch_add(&n->pulls_from_cache, v);
-    else
-        atomic_fetch_add(&n->pulls_from_server, v);
+    _Atomic uint64_t *counter[] = {&n->pulls_from_cache, &n->pulls_from_server,
+                                   &n->managed_rows_sent, &n->pushed_rows_received};
+    atomic_fetch_add(counter[c], v);
+}
+
+void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx)
+{
+    n->layers[layer].timer = fn;
+    n->layers[layer].timer_ctx = ctx;
+    atomic_store(&n->layers[layer].timer_due, UINT64_MAX);
+}
+
+void node_timer_poke(loom_node *n, int layer)
+{
+    if (atomic_exchange(&n->layers[layer].timer_due, 0) != 0 && !n->seam) wake_io_thread(n);
+}
+
+/* Run the layers' timers that are due (I/O thread, receive lock held);
+ * returns the earliest next due time. */
+static uint64_t run_timers(loom_node *n, uint64_t now)
+{
+    uint64_t next = UINT64_MAX;
+    for (int i = 0; i < NODE_LAYER_COUNT; i++) {
+        if (!n->layers[i].timer) continue;
+        if (atomic_load(&n->layers[i].timer_due) <= now) {
+            /* A poke while fn runs turns UINT64_MAX into 0, which stays. */
+            atomic_store(&n->layers[i].timer_due, UINT64_MAX);
+            uint64_t due = n->layers[i].timer(n, n->layers[i].timer_ctx, now);
+            uint64_t idle = UINT64_MAX;
+            atomic_compare_exchange_strong(&n->layers[i].timer_due, &idle, due);
+        }
+        uint64_t due = atomic_load(&n->layers[i].timer_due);
+        if (due < next) next = due;
+    }
+    return next;
 }
 
 void loom_node_stats(loom_node *n, loom_stats *out)
@@ -1214,6 +1249,8 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .connections_refused = atomic_load(&n->refused),
         .pulls_from_cache = atomic_load(&n->pulls_from_cache),
         .pulls_from_server = atomic_load(&n->pulls_from_server),
+        .managed_rows_sent = atomic_load(&n->managed_rows_sent),
+        .pushed_rows_received = atomic_load(&n->pushed_rows_received),
     };
 }
 
