@@ -157,6 +157,7 @@ void mf_data_summary(const mf_data *d, double *sum, double *min, double *max);
  * local working copies of them, and the values they had when read. */
 typedef struct mf_batch {
     uint32_t rank;
+    size_t users, items;       /* rows of the tables */
     size_t nu, ni;             /* distinct rows touched */
     uint64_t *ukeys, *ikeys;   /* their row indices, ascending */
     uint32_t *uslot, *islot;   /* per rating of the batch: its rows' slots */
