@@ -791,10 +791,12 @@ static void *io_main(void *arg)
         pthread_mutex_unlock(&n->recv_mu);
         int timeout = more ? 0 : (int)(n->next_heartbeat_ms - now);
         if (readers && timeout > READERS_POLL_MS) timeout = READERS_POLL_MS;
+        atomic_store(&n->io_gated, readers);
         if (poll(fds, (nfds_t)(nfds + npage), timeout) < 0 && errno != EINTR) {
             log_error("poll failed: %s", strerror(errno));
             break;
         }
+        atomic_store(&n->io_gated, 0);
         if (fds[0].revents & POLLIN) clear_eventfd(n->wake_fd);
         mark_pending(fds, flags, nfds);
         if (npage) {
@@ -1058,6 +1060,10 @@ int node_wait(loom_node *n, uint64_t deadline_ms)
         if (n->state == NODE_FAILED) return LOOM_EPEERFAIL;
         return moved ? 0 : LOOM_ETIMEDOUT;
     }
+    /* What this thread waits for arrives through the I/O thread: it must
+     * not sleep away from the sockets, as it may while loom_wait() callers
+     * read them. */
+    if (atomic_load(&n->io_gated)) wake_io_thread(n);
     if (!deadline_ms) {
         pthread_cond_wait(&n->cv, &n->mu);
     } else {

@@ -94,6 +94,7 @@ struct loom_node {
      * sleeps at most READERS_POLL_MS at a time, so a reply wakes one thread
      * instead of two (the I/O thread would find it handled). */
     atomic_int readers;
+    atomic_int io_gated; /* the I/O thread sleeps without the sockets */
 
     handler_entry handlers[MSG_TYPE_END_];
 
