@@ -159,8 +159,9 @@ void mf_data_summary(const mf_data *d, double *sum, double *min, double *max);
  * local working copies of them, and the values they had when read. */
 typedef struct mf_batch {
     uint32_t rank;
+    size_t users, items;       /* rows of the tables */
     size_t nu, ni;             /* distinct rows touched */
-    uint64_t *ukeys, *ikeys;   /* their row indices, in order of first touch */
+    uint64_t *ukeys, *ikeys;   /* their row indices, ascending */
     uint32_t *uslot, *islot;   /* per rating of the batch: its rows' slots */
     double *urows, *irows;     /* nu (ni) rows of rank + 1: read, then trained */
     double *uold, *iold;       /* the rows as read; after mf_batch_train: new - old */

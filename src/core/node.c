@@ -62,6 +62,10 @@
 #define IO_BATCH 128 /* messages read from one socket before looking at the others */
 /* the wake-up eventfd, the ROUTER, and a DEALER to the scheduler and to each server */
 #define POLL_MAX (2 + 1 + LOOM_MAX_SERVERS)
+/* The I/O thread's longest sleep while application threads read the
+ * sockets: what arrives after the last of them stopped waits at most this
+ * long for it (or until a send finds input and wakes it). */
+#define READERS_POLL_MS 1
 
 uint64_t node_now_ms(void)
 {
@@ -804,18 +808,25 @@ static void *io_main(void *arg)
         uint64_t timer_due = still_running(n) ? run_timers(n, now) : UINT64_MAX;
         /* The set of DEALERs changes only when the roster arrives; building
          * it each round is a few stores and keeps the loop simple. Then the
-         * scheduler's status page (status.c), whose items are plain fds. */
-        int nfds = poll_set(n, n->wake_fd, fds, flags);
+         * scheduler's status page (status.c), whose items are plain fds.
+         * While application threads wait reading the sockets (n->readers),
+         * only the eventfd and the page. */
+        int readers = atomic_load(&n->readers) > 0;
+        int nfds = readers ? 1 : poll_set(n, n->wake_fd, fds, flags);
+        if (readers) fds[0] = (struct pollfd){n->wake_fd, POLLIN, 0};
         int npage = status_poll_items(n, page);
         for (int i = 0; i < npage; i++)
             fds[nfds + i] = (struct pollfd){page[i].fd, poll_events(page[i].events), 0};
         pthread_mutex_unlock(&n->recv_mu);
         uint64_t wake = timer_due < n->next_heartbeat_ms ? timer_due : n->next_heartbeat_ms;
         int timeout = more || wake <= now ? 0 : (int)(wake - now);
+        if (readers && timeout > READERS_POLL_MS) timeout = READERS_POLL_MS;
+        atomic_store(&n->io_gated, readers);
         if (poll(fds, (nfds_t)(nfds + npage), timeout) < 0 && errno != EINTR) {
             log_error("poll failed: %s", strerror(errno));
             break;
         }
+        atomic_store(&n->io_gated, 0);
         if (fds[0].revents & POLLIN) clear_eventfd(n->wake_fd);
         mark_pending(fds, flags, nfds);
         if (npage) {
@@ -1079,6 +1090,10 @@ int node_wait(loom_node *n, uint64_t deadline_ms)
         if (n->state == NODE_FAILED) return LOOM_EPEERFAIL;
         return moved ? 0 : LOOM_ETIMEDOUT;
     }
+    /* What this thread waits for arrives through the I/O thread: it must
+     * not sleep away from the sockets, as it may while loom_wait() callers
+     * read them. */
+    if (atomic_load(&n->io_gated)) wake_io_thread(n);
     if (!deadline_ms) {
         pthread_cond_wait(&n->cv, &n->mu);
     } else {
@@ -1152,16 +1167,18 @@ static void wait_reading(loom_node *n, loom_ts ts)
     if (tracker_set_waiter(&n->ts, ts, fd)) return;
     struct pollfd fds[POLL_MAX];
     atomic_int *flags[POLL_MAX];
+    atomic_fetch_add(&n->readers, 1);
     for (;;) {
         pthread_mutex_lock(&n->recv_mu);
         int more = drain_sockets(n);
         int nfds = poll_set(n, fd, fds, flags);
         pthread_mutex_unlock(&n->recv_mu);
-        if (tracker_test(&n->ts, ts)) return;
-        if (poll(fds, (nfds_t)nfds, more ? 0 : -1) < 0 && errno != EINTR) return;
+        if (tracker_test(&n->ts, ts)) break;
+        if (poll(fds, (nfds_t)nfds, more ? 0 : -1) < 0 && errno != EINTR) break;
         if (fds[0].revents & POLLIN) clear_eventfd(fd);
         mark_pending(fds, flags, nfds);
     }
+    atomic_fetch_sub(&n->readers, 1);
 }
 
 int loom_wait(loom_node *n, loom_ts ts)

@@ -89,6 +89,12 @@ struct loom_node {
     pthread_t io_thread;
     int io_started;
     atomic_int io_exit; /* node_destroy: leave the loop */
+    /* Application threads in loom_wait() reading the sockets themselves.
+     * While there are any, the I/O thread leaves the sockets to them and
+     * sleeps at most READERS_POLL_MS at a time, so a reply wakes one thread
+     * instead of two (the I/O thread would find it handled). */
+    atomic_int readers;
+    atomic_int io_gated; /* the I/O thread sleeps without the sockets */
 
     handler_entry handlers[MSG_TYPE_END_];
 
