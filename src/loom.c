@@ -15,6 +15,7 @@
 #include "core/node_impl.h"
 #include "loom/loom.h"
 #include "ps/ps.h"
+#include "sched/dynamic.h"
 
 /* loom run passes the scheduler a pipe (LOOM_ADDRESS_FD) to learn the port it
  * bound; write "host:port\n" there once and close it. */
@@ -67,10 +68,17 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
     return 0;
 }
 
+/* Every layer's part of the node's role. */
+static int attach_layers(loom_node *n)
+{
+    int rc = ps_attach(n);
+    return rc ? rc : sched_dynamic_attach(n);
+}
+
 int loom_node_start(const loom_config *cfg, loom_node **node)
 {
     if (!cfg || !node) return LOOM_EINVAL;
-    return node_start(cfg, ps_attach, node);
+    return node_start(cfg, attach_layers, node);
 }
 
 int loom_init(loom_node **node, int *argc, char ***argv)

@@ -40,6 +40,12 @@ static const struct {
     [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1, BY_SERVER},
     [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER},
     [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0, BY_SCHED},
+    [MSG_DYN_START] = {"DYN_START", 0, 0, BY_WORKER},
+    [MSG_DYN_PLAN_REQ] = {"DYN_PLAN_REQ", 0, 0, BY_SCHED},
+    [MSG_DYN_PLAN] = {"DYN_PLAN", 1, 1, BY_SCHED | BY_WORKER},
+    [MSG_DYN_PSUM] = {"DYN_PSUM", 1, 1, BY_WORKER},
+    [MSG_DYN_SUM] = {"DYN_SUM", 1, 1, BY_SCHED},
+    [MSG_DYN_END] = {"DYN_END", 0, 0, BY_SCHED},
 };
 
 static int type_known(unsigned type)

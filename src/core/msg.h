@@ -80,6 +80,15 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* dynamic scheduling engine (sched, src/sched/dynamic.c) */
+    MSG_DYN_START = 88, /* worker -> scheduler: a = dim, b = max rounds, req = depth,
+                           table = parallel updates, clock = extra values */
+    MSG_DYN_PLAN_REQ,   /* scheduler -> shard's worker: req = round */
+    MSG_DYN_PLAN,       /* shard -> scheduler, scheduler -> workers: req = round,
+                           frame keys (u64) */
+    MSG_DYN_PSUM,       /* worker -> scheduler: req = round, a = stop; frame f64 values */
+    MSG_DYN_SUM,        /* scheduler -> workers: req = round; frame f64 sums */
+    MSG_DYN_END,        /* scheduler -> workers: req = rounds run, a = loom error or 0 */
     MSG_TYPE_END_
 };
 
