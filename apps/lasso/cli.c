@@ -169,6 +169,11 @@ static const app_flag train_flags[] = {
      .excludes = "--schedule",
      .help = "cyclic coordinate descent in this process, the reference of\n"
              "the scheduled engine (no job)"},
+    {.name = "--in-process",
+     .kind = APP_SWITCH,
+     .excludes = "--sequential",
+     .help = "the scheduled engine's rounds in this process, without a job: the\n"
+             "results of a one-worker job bit for bit (for counting updates)"},
     {.name = "--schedule",
      .kind = APP_CHOICE,
      .arg = "dynamic|random|rotation",
@@ -298,8 +303,12 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(train_flags, TRAIN_NFLAGS, v, name))
     cli->sequential = GIVEN("--sequential") != NULL;
-    /* The sequential reference starts no job: one process reads all the data. */
-    if (cli->sequential) cli->job.workers = 1;
+    cli->in_process = GIVEN("--in-process") != NULL;
+    if (cli->in_process && (GIVEN("--workers") || GIVEN("--servers")))
+        return app_usage(err, errlen,
+                         "--workers and --servers are for a job; --in-process starts none");
+    /* Training in this process starts no job: one process reads all the data. */
+    if (cli->sequential || cli->in_process) cli->job.workers = 1;
     cli->parallel = 8;
     cli->rho = 0.1;
     cli->priority_floor = 1e-3;
@@ -348,7 +357,7 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
 
 int lasso_trains_here(const lasso_cli *cli)
 {
-    return cli->sequential;
+    return cli->sequential || cli->in_process;
 }
 
 struct reporter {
@@ -380,6 +389,7 @@ static void report_pass(void *arg, const lasso_pass *s, const double *beta)
 
 int lasso_train_here(const lasso_cli *cli)
 {
+    if (cli->in_process) return lasso_train_in_process(cli);
     static const char prog[] = "loom train lasso";
     char err[512];
     loom_libsvm_opts lo = LOOM_LIBSVM_OPTS_DEFAULT;

@@ -17,7 +17,10 @@
  * about dim updates: the unit of a sequential pass. Its objective and
  * train_rmse come from every worker's ||r||^2 of its rows, sent as the extra
  * value of the first round of the next iteration (state after the rounds the
- * pipeline lets that round see). */
+ * pipeline lets that round see).
+ *
+ * --in-process runs the same rounds without a job (loom_dyn_run_local): the
+ * results of a one-worker job, bit for bit, for counting updates quickly. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -175,8 +178,11 @@ static int apply(void *arg, uint64_t round, const uint64_t *keys, size_t n, cons
             fprintf(d->schedule_log, " %llu", (unsigned long long)keys[k]);
         fputc('\n', d->schedule_log);
     }
-    if (round && round % d->rounds_per_iteration == 0 && d->rank == 0)
-        write_metrics(d, &d->snaps[round % d->depth], sums[n]);
+    if (round && round % d->rounds_per_iteration == 0) {
+        if (!isfinite(sums[n])) d->diverged = 1;
+        if (d->rank == 0) write_metrics(d, &d->snaps[round % d->depth], sums[n]);
+        if (d->diverged) return 1;
+    }
     if ((round + 1) % d->rounds_per_iteration) return 0;
     /* The end of an iteration: the sequential reference's stopping rule. */
     d->iteration++;
@@ -194,21 +200,26 @@ static const int schedule_of[] = {LOOM_DYN_PRIORITY, LOOM_DYN_RANDOM, LOOM_DYN_R
 static int final_objective(loom_node *n, dist *d, double *objective)
 {
     app_stats st;
-    int rc = app_stats_open(n, "lasso.final", 1, 1, &st);
     double rr = 0, total = 0;
     for (size_t i = d->lo; i < d->hi; i++) rr += d->r[i] * d->r[i];
-    if (!rc) rc = app_stats_add(&st, 0, &rr);
-    if (!rc) rc = loom_barrier(n);
-    if (!rc) rc = app_stats_read(&st, 0, &total);
+    int rc = 0;
+    if (!n) {
+        total = rr;
+    } else {
+        rc = app_stats_open(n, "lasso.final", 1, 1, &st);
+        if (!rc) rc = app_stats_add(&st, 0, &rr);
+        if (!rc) rc = loom_barrier(n);
+        if (!rc) rc = app_stats_read(&st, 0, &total);
+    }
     double l1 = 0;
     for (uint64_t j = 0; j < d->p->dim; j++) l1 += fabs(d->beta[j]);
     *objective = total / (2 * (double)d->p->n) + d->lambda * l1;
     return rc;
 }
 
-static int worker_main(loom_node *n, const void *arg)
+/* A worker of a job, or (n NULL) the engine's rounds in this process. */
+static int train(loom_node *n, const lasso_cli *cli)
 {
-    const lasso_cli *cli = arg;
     char err[512];
     loom_libsvm_opts lo = LOOM_LIBSVM_OPTS_DEFAULT;
     lo.labels = LOOM_LABELS_REAL;
@@ -219,7 +230,10 @@ static int worker_main(loom_node *n, const void *arg)
     }
     if (data->rows == 0) {
         loom_dataset_free(data);
-        app_fail_together(n, "%s: %s: no examples", PROG, cli->job.train_path);
+        if (n)
+            app_fail_together(n, "%s: %s: no examples", PROG, cli->job.train_path);
+        else
+            fprintf(stderr, "%s: %s: no examples\n", PROG, cli->job.train_path);
         return 1;
     }
     lasso_problem p;
@@ -229,7 +243,7 @@ static int worker_main(loom_node *n, const void *arg)
         fprintf(stderr, "%s: %s: %s\n", PROG, cli->job.train_path, err);
         return 1;
     }
-    int rank = loom_rank(n), workers = loom_num_workers(n);
+    int rank = n ? loom_rank(n) : 0, workers = n ? loom_num_workers(n) : 1;
     dist d = {.cli = cli, .p = &p, .rank = rank, .depth = cli->depth, .start = app_now_s()};
     double lambda_max = lasso_lambda_max(&p);
     d.lambda = cli->lambda_ratio > 0 ? cli->lambda_ratio * lambda_max : cli->train.lambda;
@@ -302,7 +316,8 @@ static int worker_main(loom_node *n, const void *arg)
     }
     loom_dyn_app app = {.arg = &d, .coupling = coupling, .partial = partial, .apply = apply};
     uint64_t rounds = 0;
-    int erc = loom_dyn_run(n, &o, &app, &rounds, err, sizeof err);
+    int erc = n ? loom_dyn_run(n, &o, &app, &rounds, err, sizeof err)
+                : loom_dyn_run_local(&o, &app, &rounds, err, sizeof err);
     if (erc) {
         fprintf(stderr, "%s: %s%s%s\n", PROG, loom_strerror(erc), err[0] ? ": " : "", err);
         goto out;
@@ -348,7 +363,17 @@ out:
     return rc;
 }
 
+static int worker_main(loom_node *n, const void *cli)
+{
+    return train(n, cli);
+}
+
 int lasso_train_node(const lasso_cli *cli)
 {
     return app_node_main(PROG, worker_main, cli);
+}
+
+int lasso_train_in_process(const lasso_cli *cli)
+{
+    return train(NULL, cli);
 }

@@ -156,6 +156,7 @@ typedef struct lasso_cli {
     lasso_train_opts train;
     double lambda_ratio; /* > 0: lambda = ratio * lambda_max of the training data */
     int sequential;      /* --sequential: the reference, in this process */
+    int in_process;      /* --in-process: the scheduled engine's rounds, in this process */
     /* The scheduled engine (dist.c): */
     int schedule;               /* LASSO_SCHEDULE_* */
     uint32_t parallel;          /* P, updates per round */
@@ -174,9 +175,12 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
 void lasso_train_help(FILE *out);
 /* Train in this process (the sequential reference); the exit status. */
 int lasso_train_here(const lasso_cli *cli);
-/* Whether the command line trains in this process (--sequential). */
+/* Whether the command line trains in this process (--sequential,
+ * --in-process). */
 int lasso_trains_here(const lasso_cli *cli);
 /* One node of a scheduled job (dist.c); the exit status. */
 int lasso_train_node(const lasso_cli *cli);
+/* The scheduled engine's rounds in this process (dist.c); the exit status. */
+int lasso_train_in_process(const lasso_cli *cli);
 
 #endif

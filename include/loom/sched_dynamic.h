@@ -90,4 +90,12 @@ void loom_dyn_shard_range(uint64_t dim, int workers, int rank, uint64_t *lo, uin
 int loom_dyn_run(loom_node *node, const loom_dyn_opts *opts, const loom_dyn_app *app,
                  uint64_t *rounds, char *err, size_t errlen);
 
+/* The same rounds in this process, without a job: what loom_dyn_run does
+ * on the only worker of a one-worker job (the same plans, the same calls of
+ * partial and apply in the same order, the same arithmetic: results equal
+ * bit for bit), with no messages. For measuring progress per update quickly
+ * (bench/sched_lasso.sh) and for tests. */
+int loom_dyn_run_local(const loom_dyn_opts *opts, const loom_dyn_app *app, uint64_t *rounds,
+                       char *err, size_t errlen);
+
 #endif

@@ -37,6 +37,8 @@ typedef struct dyn_shard {
     double first_sum; /* sum of (change)^2 of first visits: eta's scale */
     size_t first_count;
     uint8_t *in_flight, *visited;
+    uint64_t *flying; /* the keys in flight (up to depth * parallel), for the check */
+    size_t nflying;
     uint64_t cursor; /* LOOM_DYN_ROUND_ROBIN: the next parameter (offset) */
     uint64_t *cand;  /* candidates of a round */
     double *cand_weight;

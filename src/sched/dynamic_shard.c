@@ -96,10 +96,11 @@ int dyn_shard_init(dyn_shard *s, const loom_dyn_opts *o, const loom_dyn_app *app
     s->unvisited = malloc(s->size * sizeof *s->unvisited);
     s->in_flight = calloc(s->size, 1);
     s->visited = calloc(s->size, 1);
+    s->flying = malloc((size_t)o->depth * o->parallel * sizeof *s->flying);
     s->cand = malloc(l * sizeof *s->cand);
     s->cand_weight = malloc(l * sizeof *s->cand_weight);
-    if (!s->weight || !s->tree || !s->unvisited || !s->in_flight || !s->visited || !s->cand ||
-        !s->cand_weight) {
+    if (!s->weight || !s->tree || !s->unvisited || !s->in_flight || !s->visited || !s->flying ||
+        !s->cand || !s->cand_weight) {
         dyn_shard_free(s);
         return LOOM_ENOMEM;
     }
@@ -115,6 +116,7 @@ void dyn_shard_free(dyn_shard *s)
     free(s->unvisited);
     free(s->in_flight);
     free(s->visited);
+    free(s->flying);
     free(s->cand);
     free(s->cand_weight);
     memset(s, 0, sizeof *s);
@@ -185,8 +187,10 @@ static int by_weight_desc(const void *a, const void *b)
     return (x[0] < y[0]) - (x[0] > y[0]);
 }
 
-/* Phase II: keep candidates (in order) whose coupling with every kept one is
- * at most rho, up to P; keys receives them. */
+/* Phase II: keep candidates (in order) whose coupling with every kept one,
+ * and with every key of this shard still in flight (pipelining: those
+ * updates are not yet in the residual this round reads), is at most rho, up
+ * to P; keys receives them. */
 static size_t check_dependencies(dyn_shard *s, size_t ncand, uint64_t *keys)
 {
     size_t kept = 0;
@@ -195,6 +199,8 @@ static size_t check_dependencies(dyn_shard *s, size_t ncand, uint64_t *keys)
         int ok = 1;
         for (size_t j = 0; j < kept && ok; j++)
             ok = !(s->app->coupling(s->app->arg, key, keys[j]) > s->o.rho);
+        for (size_t j = 0; j < s->nflying && ok; j++)
+            ok = !(s->app->coupling(s->app->arg, key, s->flying[j]) > s->o.rho);
         if (ok) keys[kept++] = key;
     }
     return kept;
@@ -205,6 +211,7 @@ static void mark_planned(dyn_shard *s, const uint64_t *keys, size_t n)
     for (size_t i = 0; i < n; i++) {
         size_t k = (size_t)(keys[i] - s->lo);
         s->in_flight[k] = 1;
+        s->flying[s->nflying++] = keys[i];
         if (s->o.schedule != LOOM_DYN_PRIORITY) continue;
         if (s->weight[k] != 0) set_weight(s, k, 0);
         if (!s->visited[k]) {
@@ -315,6 +322,11 @@ void dyn_shard_done(dyn_shard *s, const uint64_t *keys, size_t n, const double *
         size_t k = (size_t)(keys[i] - s->lo);
         double c2 = change[i] * change[i];
         s->in_flight[k] = 0;
+        for (size_t j = 0; j < s->nflying; j++)
+            if (s->flying[j] == keys[i]) {
+                s->flying[j] = s->flying[--s->nflying];
+                break;
+            }
         if (s->o.schedule != LOOM_DYN_PRIORITY) continue;
         if (s->unvisited_left || s->eta == 0) {
             /* A first visit: its change sets eta's scale; its weight waits
