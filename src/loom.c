@@ -15,7 +15,7 @@
 #include "core/node_impl.h"
 #include "loom/loom.h"
 #include "ps/ps.h"
-#include "sched/dynamic.h"
+#include "sched/sched.h"
 
 /* loom run passes the scheduler a pipe (LOOM_ADDRESS_FD) to learn the port it
  * bound; write "host:port\n" there once and close it. */
@@ -68,10 +68,11 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
     return 0;
 }
 
-/* Every layer's part of the node's role. */
+/* Every layer's part of the node's role, in layer order. */
 static int attach_layers(loom_node *n)
 {
     int rc = ps_attach(n);
+    if (!rc) rc = sched_attach(n);
     return rc ? rc : sched_dynamic_attach(n);
 }
 

@@ -1,5 +1,5 @@
 /* dist: `loom train lasso --schedule dynamic|random|rotation`, coordinate
- * descent scheduled by Loom's dynamic engine (include/loom/sched_dynamic.h,
+ * descent scheduled by Loom's dynamic engine (include/loom/sched.h,
  * docs/SCHED.md), as SchMP-Lasso does (kim-thesis-strads.txt Algorithm 6).
  *
  * Every worker reads the whole file (the shard it schedules needs whole

@@ -126,6 +126,10 @@ typedef struct worker {
     } pending;
     FILE *metrics;
     size_t skipped[2]; /* malformed lines of this share of the training and test files */
+    /* --schedule rotation (rotation.c) */
+    uint64_t ublock[2]; /* this worker's users */
+    uint64_t *ibounds;  /* the item blocks: W + 1 keys */
+    mf_rotation *rot;
 } worker;
 
 /* Agree on the mean and range of the training ratings (after the split):
@@ -190,6 +194,10 @@ static int open_tables(worker *w)
     to.storage = LOOM_DENSE;
     to.consistency = (loom_consistency)w->cli->job.consistency;
     to.staleness = w->cli->job.staleness;
+    if (o->schedule == MF_SCHEDULE_ROTATION) { /* what the static engine needs (loom/sched.h) */
+        to.consistency = LOOM_ASP;
+        to.cache = 0;
+    }
     to.key_end = w->r->users ? w->r->users : 1;
     TRY("open mf.users", loom_table_open(w->node, "mf.users", &to, &w->users));
     to.key_end = w->r->items ? w->r->items : 1;
@@ -497,7 +505,8 @@ static int epochs(worker *w)
      * row counts and initial rows and ends clock 0; after the barrier all of
      * it is on the servers (under BSP the initial rows once clock 0 has ended
      * everywhere, which the first pull waits for). */
-    int damped = c->train.merge == MF_MERGE_DAMPED;
+    int rotation = c->train.schedule == MF_SCHEDULE_ROTATION;
+    int damped = c->train.merge == MF_MERGE_DAMPED && !rotation;
     if (push_summary(w) || open_tables(w)) return 1;
     if (damped && (row_counts_push(w, "mf.user_counts", 0, w->r->users, &w->ucount) ||
                    row_counts_push(w, "mf.item_counts", 1, w->r->items, &w->icount)))
@@ -508,10 +517,19 @@ static int epochs(worker *w)
     TRY("barrier", loom_barrier(w->node));
     if (read_summary(w)) return 1;
     if (damped && (row_counts_read(&w->ucount) || row_counts_read(&w->icount))) return 1;
+    if (rotation)
+        TRY("start the rotation",
+            mf_rotation_open(w->users, w->items, &c->train, &w->train, w->ublock, w->ibounds,
+                             w->mean, c->train.schedule_log, &w->rot));
     w->pending.epoch = -1;
     for (int epoch = 0; epoch < c->train.epochs; epoch++) {
         double t0 = app_now_s();
-        if (train_epoch(w, epoch)) return 1;
+        if (rotation) { /* the clock makes the epoch's statistics readable, as below */
+            TRY("rotation", mf_rotation_epoch(w->rot, epoch));
+            TRY("clock", loom_clock(w->node));
+        } else if (train_epoch(w, epoch)) {
+            return 1;
+        }
         w->train_s += app_now_s() - t0;
         w->epochs_since_eval++;
         /* This epoch's clocks made the previous evaluation's totals readable. */
@@ -522,6 +540,36 @@ static int epochs(worker *w)
     TRY("clock", loom_clock(w->node));
     if (rank == 0 && report(w)) return 1;
     return rank == 0 && c->job.model_path ? save_model(w) : 0;
+}
+
+/* --schedule rotation: every worker read the whole training file; cut users
+ * and items into blocks of equal numbers of ratings (the same cuts on every
+ * worker) and keep this worker's users' ratings (--test-fraction's test part
+ * likewise, so every test rating is evaluated once). */
+static int rotation_blocks(worker *w)
+{
+    size_t nw = (size_t)loom_num_workers(w->node), me = (size_t)loom_rank(w->node);
+    const char *too_few = w->r->users < nw ? "users" : w->r->items < nw ? "items" : NULL;
+    if (too_few) {
+        fprintf(stderr,
+                PROG ": %s: %zu %s for %zu workers: --schedule rotation gives each "
+                     "worker a block of at least one\n",
+                w->cli->job.train_path, too_few[0] == 'u' ? w->r->users : w->r->items, too_few, nw);
+        return 1;
+    }
+    uint64_t *ub = malloc((nw + 1) * sizeof *ub);
+    w->ibounds = malloc((nw + 1) * sizeof *w->ibounds);
+    int rc = ub && w->ibounds ? 0 : LOOM_ENOMEM;
+    if (!rc) rc = mf_balanced_bounds(w->train.user, w->train.n, w->r->users, (int)nw, ub);
+    if (!rc) rc = mf_balanced_bounds(w->train.item, w->train.n, w->r->items, (int)nw, w->ibounds);
+    if (!rc) {
+        w->ublock[0] = ub[me], w->ublock[1] = ub[me + 1];
+        mf_data_keep_users(&w->train, ub[me], ub[me + 1]);
+        if (!w->cli->job.test_path) mf_data_keep_users(&w->test, ub[me], ub[me + 1]);
+    }
+    free(ub);
+    TRY("cut the blocks", rc);
+    return 0;
 }
 
 /* Read this worker's shares of the training and test files. */
@@ -544,6 +592,7 @@ static int read_data(worker *w, loom_ratings **test_file)
         TRY("training data",
             mf_data_split(w->r, c->train.seed, c->train.test_fraction, &w->train, &w->test));
     }
+    if (c->train.schedule == MF_SCHEDULE_ROTATION && rotation_blocks(w)) return 1;
     TRY("training data", mf_batch_init(&w->b, c->train.rank, w->r->users, w->r->items));
     w->threads = c->job.threads > 1 ? c->job.threads : 1;
     TRY("start the compute threads", app_team_start(&w->team, w->threads));
@@ -574,12 +623,15 @@ static int run_worker(loom_node *n, const mf_cli *c)
         fprintf(stderr, PROG ": %s\n", err);
         return 1;
     }
-    if (loom_ratings_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &r, err,
-                          sizeof err)) {
+    /* --schedule rotation: every worker reads the whole file and keeps its users' ratings. */
+    int whole = c->train.schedule == MF_SCHEDULE_ROTATION;
+    if (loom_ratings_read(c->job.train_path, whole ? 0 : loom_rank(n),
+                          whole ? 1 : loom_num_workers(n), &c->data, &r, err, sizeof err)) {
         fprintf(stderr, "loom train mf: %s\n", err);
         return 1;
     }
-    worker w = {.node = n, .cli = c, .r = r, .skipped = {r->skipped}};
+    /* A whole file's malformed lines are counted by one worker. */
+    worker w = {.node = n, .cli = c, .r = r, .skipped = {whole && loom_rank(n) ? 0 : r->skipped}};
     int rc = read_data(&w, &test_file);
     if (!rc && loom_rank(n) == 0 && c->job.metrics_path &&
         !(w.metrics = fopen(c->job.metrics_path, "w"))) {
@@ -603,6 +655,8 @@ static int run_worker(loom_node *n, const mf_cli *c)
     mf_data_free(&w.train);
     mf_data_free(&w.test);
     row_counts_free(&w.ucount);
+    mf_rotation_free(w.rot);
+    free(w.ibounds);
     row_counts_free(&w.icount);
     loom_ratings_free(test_file);
     loom_ratings_free(r);

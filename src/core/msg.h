@@ -80,6 +80,11 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* rotation (src/sched/handoff.c): a static engine's blocks change hands */
+    MSG_SCHED_ACQUIRE = 80, /* worker -> server: req = request id, table = engine's table,
+                               a = block, b = version the worker waits for */
+    MSG_SCHED_GRANT,        /* server -> worker: req echoed, a = status */
+    MSG_SCHED_RELEASE,      /* worker -> server: table, a = block, b = its new version */
     /* dynamic scheduling engine (sched, src/sched/dynamic.c) */
     MSG_DYN_START = 88, /* worker -> scheduler: a = dim, b = max rounds, req = depth,
                            table = parallel updates, clock = extra values */

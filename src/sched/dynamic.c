@@ -77,7 +77,7 @@ int sched_dynamic_attach(loom_node *n)
     if (loom_node_role(n) != LOOM_WORKER) return 0;
     worker_queue *q = calloc(1, sizeof *q);
     if (!q) return LOOM_ENOMEM;
-    node_set_layer(n, NODE_LAYER_SCHED, q, queue_destroy);
+    node_set_layer(n, NODE_LAYER_SCHED_DYNAMIC, q, queue_destroy);
     node_set_handler(n, MSG_DYN_PLAN_REQ, on_coordinator_message, q);
     node_set_handler(n, MSG_DYN_PLAN, on_coordinator_message, q);
     node_set_handler(n, MSG_DYN_SUM, on_coordinator_message, q);
@@ -230,7 +230,7 @@ int loom_dyn_run(loom_node *node, const loom_dyn_opts *opts, const loom_dyn_app 
     if (err && errlen) err[0] = '\0';
     if (!node || !opts || !app || !app->partial || !app->apply) return LOOM_EINVAL;
     if (loom_node_role(node) != LOOM_WORKER) return LOOM_EROLE;
-    worker_queue *q = node_layer(node, NODE_LAYER_SCHED);
+    worker_queue *q = node_layer(node, NODE_LAYER_SCHED_DYNAMIC);
     if (!q) return LOOM_ESTATE;
     run r = {.node = node, .o = opts, .app = app};
     r.rank = loom_rank(node);

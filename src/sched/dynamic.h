@@ -1,5 +1,5 @@
 /* dynamic: internals of the dynamic scheduling engine (public side:
- * include/loom/sched_dynamic.h; the protocol: docs/SCHED.md).
+ * include/loom/sched.h "dynamic engine"; the protocol: docs/SCHED.md).
  *
  *   dynamic_shard.c  a scheduler shard: priorities of its parameter range,
  *                    sampling, the dependency check (pure computation, unit
@@ -15,7 +15,8 @@
 #include <stdint.h>
 
 #include "core/node_impl.h"
-#include "loom/sched_dynamic.h"
+#include "sched/sched.h"
+#include "loom/sched.h"
 
 /* ---- a scheduler shard (dynamic_shard.c) ---- */
 
@@ -60,10 +61,7 @@ void dyn_shard_done(dyn_shard *s, const uint64_t *keys, size_t n, const double *
 
 int dyn_coord_attach(loom_node *n);
 
-/* ---- the layer ---- */
-
-/* Register the dynamic engine's handlers for the node's role. */
-int sched_dynamic_attach(loom_node *n);
+/* ---- options ---- */
 
 /* Options every worker must give alike and that fit the job; 0 or
  * LOOM_EINVAL with err. */

@@ -1,0 +1,333 @@
+/* static: the static (rotation) engine of scheduled model parallelism
+ * (STRADS-Static, kim-thesis-strads.txt chapter 4; Orion's ring rotation).
+ *
+ * A table's key range is cut into M blocks, one per worker. An iteration is M
+ * sub-iterations; in each, every worker holds one block (the plan: by default
+ * worker m holds block (i + m) mod M in sub-iteration i) and runs the
+ * application's update() on a local copy of it. The blocks live in the
+ * parameter-server table; a block changes hands through the hand-off of
+ * handoff.c: the holder pushes new - old (the table adds it, so the table then
+ * holds the holder's values), waits for the servers' acknowledgements, and
+ * releases the block one version later; the next holder, which asked for
+ * exactly that version, is granted it and pulls the block. Every block is
+ * thus written by one worker at a time and moves once per sub-iteration, and
+ * a holder always reads its predecessor's complete block.
+ *
+ * Prefetch: while update() runs on the current block, a helper thread waits
+ * for the worker's next block (held by its neighbour until it finishes) and
+ * pulls it into a second buffer. After the last sub-iteration: aggregate()
+ * and one barrier, the only job-wide synchronisation of an iteration.
+ *
+ * The plan is checked at the start of every iteration on every worker (they
+ * compute the same one): every sub-iteration must give each worker a block of
+ * its own, and every worker must see every block once. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "loom/loom.h"
+#include "sched/sched.h"
+
+struct loom_sched {
+    loom_node *node;
+    loom_table *t;
+    loom_sched_static_opts o;
+    uint32_t engine, blocks, rank, workers;
+    uint64_t *bounds; /* blocks + 1 keys */
+    loom_type type;
+    size_t row_bytes;
+    uint8_t *buf[2];    /* the block being updated and the one being prefetched */
+    uint8_t *old;       /* the block as pulled; then new - old, the pushed delta */
+    int64_t *plan;      /* plan[sub * workers + worker]: the block */
+    int64_t iterations; /* completed */
+    FILE *log;
+};
+
+/* A block to fetch: wait for its version, then pull it into rows. */
+typedef struct fetch {
+    loom_sched *s;
+    uint32_t block;
+    uint64_t version;
+    void *rows;
+    int rc;
+} fetch;
+
+static size_t block_rows(const loom_sched *s, uint32_t b)
+{
+    return (size_t)(s->bounds[b + 1] - s->bounds[b]);
+}
+
+static void *fetch_block(void *arg)
+{
+    fetch *f = arg;
+    loom_sched *s = f->s;
+    loom_ts ts;
+    f->rc = sched_acquire_async(s->node, s->engine, f->block, f->version, &ts);
+    if (!f->rc) f->rc = loom_wait(s->node, ts);
+    if (f->rc == LOOM_ESTATE)
+        log_error("block %u was not handed over at version %llu: two workers hold it at once",
+                  (unsigned)f->block, (unsigned long long)f->version);
+    if (!f->rc)
+        f->rc = loom_pull_range(s->t, s->bounds[f->block], s->bounds[f->block + 1], f->rows);
+    return NULL;
+}
+
+/* new - old of n values of the table's type, into old. */
+static void delta(loom_type type, const void *now, void *old, size_t n)
+{
+    switch (type) {
+    case LOOM_F32:
+        for (size_t i = 0; i < n; i++)
+            ((float *)old)[i] = ((const float *)now)[i] - ((float *)old)[i];
+        break;
+    case LOOM_F64:
+        for (size_t i = 0; i < n; i++)
+            ((double *)old)[i] = ((const double *)now)[i] - ((double *)old)[i];
+        break;
+    case LOOM_I32:
+        for (size_t i = 0; i < n; i++)
+            ((int32_t *)old)[i] =
+                (int32_t)((uint32_t)((const int32_t *)now)[i] - (uint32_t)((int32_t *)old)[i]);
+        break;
+    case LOOM_I64:
+        for (size_t i = 0; i < n; i++)
+            ((int64_t *)old)[i] =
+                (int64_t)((uint64_t)((const int64_t *)now)[i] - (uint64_t)((int64_t *)old)[i]);
+        break;
+    }
+}
+
+/* The iteration's plan from schedule(), checked. */
+static int make_plan(loom_sched *s, int64_t iteration)
+{
+    uint32_t M = s->workers;
+    for (uint32_t i = 0; i < M; i++)
+        for (uint32_t m = 0; m < M; m++) {
+            int64_t b = s->o.schedule ? s->o.schedule(s->o.user, iteration, i, m, M)
+                                      : (int64_t)((i + m) % M);
+            if (b < 0 || b >= (int64_t)s->blocks) {
+                log_error("schedule: iteration %lld, sub-iteration %u gives worker %u block %lld, "
+                          "but there are blocks 0 to %u",
+                          (long long)iteration, i, m, (long long)b, s->blocks - 1);
+                return LOOM_EINVAL;
+            }
+            s->plan[i * M + m] = b;
+        }
+    for (uint32_t i = 0; i < M; i++)
+        for (uint32_t m = 0; m < M; m++)
+            for (uint32_t k = 0; k < m; k++) {
+                if (s->plan[i * M + m] == s->plan[i * M + k]) {
+                    log_error("schedule: iteration %lld, sub-iteration %u gives block %lld to "
+                              "workers %u and %u: a block has one writer at a time",
+                              (long long)iteration, i, (long long)s->plan[i * M + m], k, m);
+                    return LOOM_EINVAL;
+                }
+                if (s->plan[m * M + i] == s->plan[k * M + i]) {
+                    log_error("schedule: iteration %lld gives worker %u block %lld in "
+                              "sub-iterations %u and %u: every worker must see every block once",
+                              (long long)iteration, i, (long long)s->plan[m * M + i], k, m);
+                    return LOOM_EINVAL;
+                }
+            }
+    return 0;
+}
+
+/* Sub-iteration `sub` on the block in rows: update(), push the change, hand it on. */
+static int run_task(loom_sched *s, int64_t iteration, uint32_t sub, void *rows)
+{
+    uint32_t b = (uint32_t)s->plan[sub * s->workers + s->rank];
+    size_t n = block_rows(s, b), bytes = n * s->row_bytes;
+    loom_sched_task task = {.iteration = iteration,
+                            .sub = sub,
+                            .worker = s->rank,
+                            .version = (uint64_t)iteration * s->blocks + sub,
+                            .block = {b, s->bounds[b], s->bounds[b + 1], rows}};
+    memcpy(s->old, rows, bytes);
+    int rc = s->o.update(s->o.user, &task);
+    if (rc) return rc;
+    delta(s->type, rows, s->old, bytes / loom_type_size(s->type));
+    loom_ts ts;
+    if ((rc = loom_push_range_async(s->t, task.block.begin, task.block.end, s->old, &ts)) ||
+        (rc = loom_wait(s->node, ts)))
+        return rc;
+    if ((rc = sched_release(s->node, s->engine, b, task.version + 1))) return rc;
+    if (s->log && fprintf(s->log, "%lld %u %u %u %llu\n", (long long)iteration, sub, b, s->rank,
+                          (unsigned long long)task.version) < 0)
+        return LOOM_EINVAL;
+    return 0;
+}
+
+static int run_iteration(loom_sched *s, int64_t iteration)
+{
+    int rc = make_plan(s, iteration);
+    if (rc) return rc;
+    uint32_t M = s->workers;
+    int cur = 0;
+    fetch f = {s, (uint32_t)s->plan[s->rank], (uint64_t)iteration * M, s->buf[cur], 0};
+    fetch_block(&f);
+    if (f.rc) return f.rc;
+    for (uint32_t sub = 0; sub < M; sub++) {
+        pthread_t th;
+        int prefetching = 0;
+        if (sub + 1 < M) {
+            f = (fetch){s, (uint32_t)s->plan[(sub + 1) * M + s->rank],
+                        (uint64_t)iteration * M + sub + 1, s->buf[!cur], 0};
+            if (pthread_create(&th, NULL, fetch_block, &f))
+                fetch_block(&f);
+            else
+                prefetching = 1;
+        }
+        rc = run_task(s, iteration, sub, s->buf[cur]);
+        if (prefetching) pthread_join(th, NULL);
+        if (!rc && sub + 1 < M) rc = f.rc;
+        if (rc) return rc;
+        cur = !cur;
+    }
+    if (s->o.aggregate && (rc = s->o.aggregate(s->o.user, iteration))) return rc;
+    return loom_barrier(s->node);
+}
+
+int loom_sched_run(loom_sched *s, int64_t iterations)
+{
+    if (!s || iterations < 0) return LOOM_EINVAL;
+    for (int64_t k = 0; k < iterations; k++) {
+        int rc = run_iteration(s, s->iterations);
+        if (rc) return rc;
+        s->iterations++;
+    }
+    if (s->log && fflush(s->log)) return LOOM_EINVAL;
+    return 0;
+}
+
+/* The options that a table must have for blocks to be handed over. */
+static int check_table(const loom_table *t)
+{
+    const loom_table_opts *to = loom_table_options(t);
+    const char *why = NULL;
+    if (to->storage != LOOM_DENSE)
+        why = "dense";
+    else if (to->updater && strcmp(to->updater, "sum"))
+        why = "\"sum\"";
+    else if (to->consistency != LOOM_ASP)
+        why = "LOOM_ASP";
+    else if (to->cache)
+        why = "without cache (cache = 0)";
+    if (!why) return 0;
+    log_error("static engine over table \"%s\": the table must be %s (its blocks are handed over "
+              "explicitly, docs/SCHED.md)",
+              loom_table_name(t), why);
+    return LOOM_EINVAL;
+}
+
+/* Block boundaries: the caller's, checked, or an equal split. */
+static int set_bounds(loom_sched *s, const loom_table_opts *to)
+{
+    uint64_t begin = to->key_begin, end = to->key_end;
+    const char *name = loom_table_name(s->t);
+    if ((unsigned __int128)end - begin < s->blocks || !end) {
+        log_error("static engine over table \"%s\": %u blocks, but the table has %llu rows: "
+                  "every block needs one",
+                  name, s->blocks, (unsigned long long)(end - begin));
+        return LOOM_EINVAL;
+    }
+    for (uint32_t b = 0; b <= s->blocks; b++) {
+        if (!s->o.bounds) {
+            s->bounds[b] = begin + (uint64_t)((unsigned __int128)(end - begin) * b / s->blocks);
+            continue;
+        }
+        uint64_t k = s->o.bounds[b];
+        if (k < begin || k > end) {
+            log_error("static engine over table \"%s\": block bound %u is key %llu, outside the "
+                      "table's keys [%llu, %llu)",
+                      name, b, (unsigned long long)k, (unsigned long long)begin,
+                      (unsigned long long)end);
+            return LOOM_EINVAL;
+        }
+        if (b && k <= s->bounds[b - 1]) {
+            log_error("static engine over table \"%s\": block %u would be [%llu, %llu): bounds "
+                      "must ascend and every block hold a key",
+                      name, b - 1, (unsigned long long)s->bounds[b - 1], (unsigned long long)k);
+            return LOOM_EINVAL;
+        }
+        s->bounds[b] = k;
+    }
+    return 0;
+}
+
+/* The log file's name: "%d" replaced by the worker's rank. */
+static int open_log(loom_sched *s)
+{
+    const char *p = s->o.log_path, *d = strstr(p, "%d");
+    size_t len = strlen(p) + 16;
+    char *name = malloc(len);
+    if (!name) return LOOM_ENOMEM;
+    if (d)
+        snprintf(name, len, "%.*s%u%s", (int)(d - p), p, s->rank, d + 2);
+    else
+        snprintf(name, len, "%s", p);
+    s->log = fopen(name, "w");
+    if (!s->log) log_error("static engine: cannot write its log %s", name);
+    free(name);
+    return s->log ? 0 : LOOM_EINVAL;
+}
+
+int loom_sched_static_open(loom_table *t, const loom_sched_static_opts *o, loom_sched **out)
+{
+    if (!t || !o || !out) return LOOM_EINVAL;
+    *out = NULL;
+    loom_node *n = loom_table_node(t);
+    if (!loom_is_worker(n)) return LOOM_EROLE;
+    if (!o->update) {
+        log_error("static engine: no update()");
+        return LOOM_EINVAL;
+    }
+    int rc = check_table(t);
+    if (rc) return rc;
+    uint32_t M = (uint32_t)loom_num_workers(n);
+    if (o->blocks && o->blocks != M) {
+        log_error("static engine: %u blocks for %u workers: the rotation has one block per "
+                  "worker",
+                  o->blocks, M);
+        return LOOM_EINVAL;
+    }
+    loom_sched *s = calloc(1, sizeof *s);
+    if (!s) return LOOM_ENOMEM;
+    const loom_table_opts *to = loom_table_options(t);
+    *s = (loom_sched){.node = n,
+                      .t = t,
+                      .o = *o,
+                      .blocks = M,
+                      .rank = (uint32_t)loom_rank(n),
+                      .workers = M,
+                      .type = to->type,
+                      .row_bytes = to->width * loom_type_size(to->type)};
+    s->bounds = malloc((M + 1) * sizeof *s->bounds);
+    s->plan = malloc((size_t)M * M * sizeof *s->plan);
+    rc = s->bounds && s->plan ? set_bounds(s, to) : LOOM_ENOMEM;
+    size_t most = 0;
+    for (uint32_t b = 0; !rc && b < M; b++)
+        if (block_rows(s, b) > most) most = block_rows(s, b);
+    for (int k = 0; k < 2 && !rc; k++)
+        if (!(s->buf[k] = malloc(most * s->row_bytes))) rc = LOOM_ENOMEM;
+    if (!rc && !(s->old = malloc(most * s->row_bytes))) rc = LOOM_ENOMEM;
+    if (!rc && o->log_path) rc = open_log(s);
+    if (rc) {
+        loom_sched_close(s);
+        return rc;
+    }
+    s->engine = sched_next_engine(n);
+    s->o.bounds = NULL; /* the caller's array need not outlive the call */
+    s->o.log_path = NULL;
+    *out = s;
+    return 0;
+}
+
+void loom_sched_close(loom_sched *s)
+{
+    if (!s) return;
+    if (s->log) fclose(s->log);
+    free(s->bounds), free(s->plan), free(s->buf[0]), free(s->buf[1]), free(s->old);
+    free(s);
+}
