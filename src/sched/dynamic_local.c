@@ -44,7 +44,7 @@ int loom_dyn_run_local(const loom_dyn_opts *o, const loom_dyn_app *app, uint64_t
         ring[i].values = malloc(width * sizeof *ring[i].values);
         if (!ring[i].keys || !ring[i].values) rc = LOOM_ENOMEM;
     }
-    uint64_t last = o->max_rounds, next_plan = 0, u = 0;
+    uint64_t last = o->max_rounds, next_plan = 0, applied = 0;
     int stop = 0;
     /* Plans of rounds 0..s-1 are all made before any partial sums. */
     for (; !rc && next_plan < last && next_plan < o->depth; next_plan++)
@@ -55,11 +55,12 @@ int loom_dyn_run_local(const loom_dyn_opts *o, const loom_dyn_app *app, uint64_t
         app->partial(app->arg, t, ring[t].keys, ring[t].n, ring[t].values);
         ring[t].stop = 0;
     }
-    for (; !rc && u < next_plan; u++) {
+    for (uint64_t u = 0; !rc && u < next_plan; u++) {
         local_round *r = &ring[u % o->depth];
         for (size_t i = 0; i < r->n + o->extra; i++) r->values[i] = 0.0 + r->values[i];
         memset(change, 0, r->n * sizeof *change);
         if (app->apply(app->arg, u, r->keys, r->n, r->values, change)) stop = 1;
+        applied++;
         dyn_shard_done(&shard, r->keys, r->n, change);
         if (r->stop && last > next_plan) last = next_plan;
         if (next_plan < last) {
@@ -72,7 +73,7 @@ int loom_dyn_run_local(const loom_dyn_opts *o, const loom_dyn_app *app, uint64_t
             next_plan++;
         }
     }
-    if (rounds) *rounds = u;
+    if (rounds) *rounds = applied;
     if (ring)
         for (uint32_t i = 0; i < o->depth; i++) {
             free(ring[i].keys);
