@@ -212,13 +212,6 @@ static void make_seeds(void)
                               "--alpha=0.5", "--iterations", "10", "--syncs", "2", "--eval-every",
                               "0", "--top-words", "5", "--format", "uci", NULL});
     seed_add("help", 2, (const char *[]){"--train", "x", "--help", NULL});
-    seed_add("lasso", 8,
-             (const char *[]){"--train", "a.svm", "--schedule", "dynamic", "--parallel", "8",
-                              "--candidates=32", "--rho", "0.1", "--depth", "3", "--workers", "2",
-                              "--lambda", "0.5", "--reference", "r.model", NULL});
-    seed_add("lasso_bad", 8,
-             (const char *[]){"--train", "a.svm", "--sequential", "--schedule", "random",
-                              "--candidates", "2", NULL});
     seed_add("table", 3,
              (const char *[]){"--on", "--count", "5", "--big=18446744073709551615", "--rate", "1",
                               "--name", "x y", "--mode=ccc", "--left", NULL});
@@ -227,6 +220,13 @@ static void make_seeds(void)
     seed_add("table_dashdash", 3 | 4, (const char *[]){"--mode", "bb", "--", "-x", NULL});
     seed_add("table_bad", 3,
              (const char *[]){"--left", "--right", "--count", "1001", "--rate=nan", NULL});
+    seed_add("lasso", 8,
+             (const char *[]){"--train", "a.svm", "--schedule", "dynamic", "--parallel", "8",
+                              "--candidates=32", "--rho", "0.1", "--depth", "3", "--workers", "2",
+                              "--lambda", "0.5", "--reference", "r.model", NULL});
+    seed_add("lasso_bad", 8,
+             (const char *[]){"--train", "a.svm", "--sequential", "--schedule", "random",
+                              "--candidates", "2", NULL});
 }
 
 static const char *seed(int i, input *in)
