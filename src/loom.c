@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/node_impl.h"
 #include "loom/loom.h"
+#include "p2p/p2p.h"
 #include "ps/ps.h"
 #include "sched/sched.h"
 
@@ -68,12 +69,14 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
     return 0;
 }
 
-/* Every layer's part of the node's role, in layer order. */
+/* Every layer's part of the node's role (its handlers), in layer order,
+ * before any message can arrive. */
 static int attach_layers(loom_node *n)
 {
     int rc = ps_attach(n);
     if (!rc) rc = sched_attach(n);
-    return rc ? rc : sched_dynamic_attach(n);
+    if (!rc) rc = sched_dynamic_attach(n);
+    return rc ? rc : p2p_attach(n);
 }
 
 int loom_node_start(const loom_config *cfg, loom_node **node)

@@ -16,11 +16,12 @@
  * owns block (i + m) mod M (or what the application's schedule() says, if
  * every sub-iteration is a permutation of the blocks and every worker sees
  * every block once per iteration). A block thus passes from worker m to
- * worker m - 1 on a ring and has exactly one writer at a time; the engine
- * hands it over (the next holder waits until the previous one released it,
- * so it always sees the complete block), prefetches a worker's next block
- * while the current one is updated, and ends every iteration with
- * aggregate() and one barrier. docs/SCHED.md says how and at what cost. */
+ * worker m - 1 on a ring and has exactly one writer at a time: the holder
+ * sends it straight to the next one, which continues from its complete
+ * rows; the engine prefetches a worker's next block while the current one is
+ * updated, keeps the blocks in the table between iterations, and ends every
+ * iteration with aggregate() and one barrier. docs/SCHED.md says how and at
+ * what cost. */
 #ifndef LOOM_SCHED_H
 #define LOOM_SCHED_H
 
@@ -42,7 +43,7 @@ typedef struct loom_sched_block {
     uint64_t begin, end; /* its keys, [begin, end) */
     void *rows;          /* (end - begin) rows of the table's type and width: this
                             worker's copy, which update() reads and writes; the
-                            engine pushes what changed when update() returns */
+                            engine hands it on when update() returns */
 } loom_sched_block;
 
 /* One worker's task in one sub-iteration. */
@@ -96,15 +97,17 @@ typedef struct loom_sched_static_opts {
 /* A static engine over table t (workers only; every worker calls it with the
  * same options, in the same order as its other loom_sched_static_open calls).
  * The table must be dense, "sum", LOOM_ASP and without cache (cache = 0): its
- * blocks are handed over explicitly, and the server adds each holder's
- * new - old, so a block's value is its last holder's. Errors: LOOM_EINVAL
- * (with a sentence) for bad options, LOOM_EROLE off a worker, LOOM_ENOMEM. */
+ * blocks are read fresh at every iteration's start, and the servers add each
+ * iteration's change, so a block's value is its last holder's. A block must
+ * fit in one message (LOOM_ELIMIT otherwise). Errors: LOOM_EINVAL (with a
+ * sentence) for bad options, LOOM_EROLE off a worker, LOOM_ELIMIT, LOOM_ENOMEM. */
 int loom_sched_static_open(loom_table *t, const loom_sched_static_opts *o, loom_sched **out);
 
 /* Run `iterations` iterations (full rotations): for each, check the
  * schedule, then every sub-iteration: wait for this worker's block, call
- * update(), push the block's change and hand it on; then aggregate() and one
- * barrier. Returns 0 or the first error (update's, aggregate's or Loom's). */
+ * update() and hand the block on (the last holder pushes its change to the
+ * table); then aggregate() and one barrier. Returns 0 or the first error
+ * (update's, aggregate's or Loom's). */
 int loom_sched_run(loom_sched *s, int64_t iterations);
 
 /* Free the engine (after its last run; no collective call). */

@@ -80,11 +80,8 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
-    /* rotation (src/sched/handoff.c): a static engine's blocks change hands */
-    MSG_SCHED_ACQUIRE = 80, /* worker -> server: req = request id, table = engine's table,
-                               a = block, b = version the worker waits for */
-    MSG_SCHED_GRANT,        /* server -> worker: req echoed, a = status */
-    MSG_SCHED_RELEASE,      /* worker -> server: table, a = block, b = its new version */
+    /* rotation (src/sched/ring.c) */
+    MSG_SCHED_BLOCK = 80, /* worker -> worker: table = engine, a = block, b = version; frame rows */
     /* dynamic scheduling engine (sched, src/sched/dynamic.c) */
     MSG_DYN_START = 88, /* worker -> scheduler: a = dim, b = max rounds, req = depth,
                            table = parallel updates, clock = extra values */
@@ -94,6 +91,9 @@ enum msg_type {
     MSG_DYN_PSUM,       /* worker -> scheduler: req = round, a = stop; frame f64 values */
     MSG_DYN_SUM,        /* scheduler -> workers: req = round; frame f64 sums */
     MSG_DYN_END,        /* scheduler -> workers: req = rounds run, a = loom error or 0 */
+    /* p2p */
+    MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
+    MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
     MSG_TYPE_END_
 };
 

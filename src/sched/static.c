@@ -4,19 +4,21 @@
  * A table's key range is cut into M blocks, one per worker. An iteration is M
  * sub-iterations; in each, every worker holds one block (the plan: by default
  * worker m holds block (i + m) mod M in sub-iteration i) and runs the
- * application's update() on a local copy of it. The blocks live in the
- * parameter-server table; a block changes hands through the hand-off of
- * handoff.c: the holder pushes new - old (the table adds it, so the table then
- * holds the holder's values), waits for the servers' acknowledgements, and
- * releases the block one version later; the next holder, which asked for
- * exactly that version, is granted it and pulls the block. Every block is
- * thus written by one worker at a time and moves once per sub-iteration, and
- * a holder always reads its predecessor's complete block.
+ * application's update() on its copy of it. Between iterations the blocks
+ * rest in the parameter-server table. In the first sub-iteration each worker
+ * pulls its block from the table; after update() it sends the rows straight
+ * to the worker that holds the block next (ring.c), which takes them from
+ * that sender at that version only; the last holder of the iteration pushes
+ * the block's change to the table (its rows minus the table's, which nobody
+ * wrote since the first pull) and waits for the acknowledgement. Every block
+ * is thus written by one worker at a time, moves once per sub-iteration, and
+ * each holder continues from its predecessor's complete block.
  *
  * Prefetch: while update() runs on the current block, a helper thread waits
- * for the worker's next block (held by its neighbour until it finishes) and
- * pulls it into a second buffer. After the last sub-iteration: aggregate()
- * and one barrier, the only job-wide synchronisation of an iteration.
+ * for the worker's next block (its neighbour sends it when it finishes) into
+ * a second buffer. After the last sub-iteration: aggregate() and one barrier,
+ * the only job-wide synchronisation of an iteration; it also makes every
+ * block's push visible to the next iteration's pulls.
  *
  * The plan is checked at the start of every iteration on every worker (they
  * compute the same one): every sub-iteration must give each worker a block of
@@ -39,17 +41,19 @@ struct loom_sched {
     loom_type type;
     size_t row_bytes;
     uint8_t *buf[2];    /* the block being updated and the one being prefetched */
-    uint8_t *old;       /* the block as pulled; then new - old, the pushed delta */
+    uint8_t *old;       /* the last holder: the table's rows, then the pushed change */
     int64_t *plan;      /* plan[sub * workers + worker]: the block */
+    uint32_t *holder;   /* holder[sub * workers + block]: the worker */
     int64_t iterations; /* completed */
     FILE *log;
 };
 
-/* A block to fetch: wait for its version, then pull it into rows. */
+/* A worker's block of a sub-iteration: pulled from the table in the first,
+ * taken from its previous holder in the others. */
 typedef struct fetch {
     loom_sched *s;
-    uint32_t block;
-    uint64_t version;
+    int64_t iteration;
+    uint32_t sub;
     void *rows;
     int rc;
 } fetch;
@@ -63,14 +67,14 @@ static void *fetch_block(void *arg)
 {
     fetch *f = arg;
     loom_sched *s = f->s;
-    loom_ts ts;
-    f->rc = sched_acquire_async(s->node, s->engine, f->block, f->version, &ts);
-    if (!f->rc) f->rc = loom_wait(s->node, ts);
-    if (f->rc == LOOM_ESTATE)
-        log_error("block %u was not handed over at version %llu: two workers hold it at once",
-                  (unsigned)f->block, (unsigned long long)f->version);
-    if (!f->rc)
-        f->rc = loom_pull_range(s->t, s->bounds[f->block], s->bounds[f->block + 1], f->rows);
+    uint32_t M = s->workers, b = (uint32_t)s->plan[f->sub * M + s->rank];
+    if (f->sub == 0) {
+        f->rc = loom_pull_range(s->t, s->bounds[b], s->bounds[b + 1], f->rows);
+        return NULL;
+    }
+    f->rc = sched_take_block(s->node, s->engine, (int)s->holder[(f->sub - 1) * M + b], b,
+                             (uint64_t)f->iteration * M + f->sub, f->rows,
+                             block_rows(s, b) * s->row_bytes);
     return NULL;
 }
 
@@ -114,6 +118,7 @@ static int make_plan(loom_sched *s, int64_t iteration)
                 return LOOM_EINVAL;
             }
             s->plan[i * M + m] = b;
+            s->holder[i * M + (uint32_t)b] = m; /* checked below: one holder per block */
         }
     for (uint32_t i = 0; i < M; i++)
         for (uint32_t m = 0; m < M; m++)
@@ -134,25 +139,31 @@ static int make_plan(loom_sched *s, int64_t iteration)
     return 0;
 }
 
-/* Sub-iteration `sub` on the block in rows: update(), push the change, hand it on. */
+/* Sub-iteration `sub` on the block in rows: update(), then hand it on (or,
+ * after the last sub-iteration, push its change to the table). */
 static int run_task(loom_sched *s, int64_t iteration, uint32_t sub, void *rows)
 {
-    uint32_t b = (uint32_t)s->plan[sub * s->workers + s->rank];
+    uint32_t M = s->workers, b = (uint32_t)s->plan[sub * M + s->rank];
     size_t n = block_rows(s, b), bytes = n * s->row_bytes;
     loom_sched_task task = {.iteration = iteration,
                             .sub = sub,
                             .worker = s->rank,
-                            .version = (uint64_t)iteration * s->blocks + sub,
+                            .version = (uint64_t)iteration * M + sub,
                             .block = {b, s->bounds[b], s->bounds[b + 1], rows}};
-    memcpy(s->old, rows, bytes);
     int rc = s->o.update(s->o.user, &task);
     if (rc) return rc;
-    delta(s->type, rows, s->old, bytes / loom_type_size(s->type));
-    loom_ts ts;
-    if ((rc = loom_push_range_async(s->t, task.block.begin, task.block.end, s->old, &ts)) ||
-        (rc = loom_wait(s->node, ts)))
-        return rc;
-    if ((rc = sched_release(s->node, s->engine, b, task.version + 1))) return rc;
+    if (sub + 1 < M) {
+        rc = sched_send_block(s->node, s->engine, (int)s->holder[(sub + 1) * M + b], b,
+                              task.version + 1, rows, bytes);
+    } else {
+        loom_ts ts;
+        if (!(rc = loom_pull_range(s->t, task.block.begin, task.block.end, s->old))) {
+            delta(s->type, rows, s->old, bytes / loom_type_size(s->type));
+            rc = loom_push_range_async(s->t, task.block.begin, task.block.end, s->old, &ts);
+            if (!rc) rc = loom_wait(s->node, ts);
+        }
+    }
+    if (rc) return rc;
     if (s->log && fprintf(s->log, "%lld %u %u %u %llu\n", (long long)iteration, sub, b, s->rank,
                           (unsigned long long)task.version) < 0)
         return LOOM_EINVAL;
@@ -165,15 +176,14 @@ static int run_iteration(loom_sched *s, int64_t iteration)
     if (rc) return rc;
     uint32_t M = s->workers;
     int cur = 0;
-    fetch f = {s, (uint32_t)s->plan[s->rank], (uint64_t)iteration * M, s->buf[cur], 0};
+    fetch f = {s, iteration, 0, s->buf[cur], 0};
     fetch_block(&f);
     if (f.rc) return f.rc;
     for (uint32_t sub = 0; sub < M; sub++) {
         pthread_t th;
         int prefetching = 0;
         if (sub + 1 < M) {
-            f = (fetch){s, (uint32_t)s->plan[(sub + 1) * M + s->rank],
-                        (uint64_t)iteration * M + sub + 1, s->buf[!cur], 0};
+            f = (fetch){s, iteration, sub + 1, s->buf[!cur], 0};
             if (pthread_create(&th, NULL, fetch_block, &f))
                 fetch_block(&f);
             else
@@ -305,10 +315,17 @@ int loom_sched_static_open(loom_table *t, const loom_sched_static_opts *o, loom_
                       .row_bytes = to->width * loom_type_size(to->type)};
     s->bounds = malloc((M + 1) * sizeof *s->bounds);
     s->plan = malloc((size_t)M * M * sizeof *s->plan);
-    rc = s->bounds && s->plan ? set_bounds(s, to) : LOOM_ENOMEM;
+    s->holder = malloc((size_t)M * M * sizeof *s->holder);
+    rc = s->bounds && s->plan && s->holder ? set_bounds(s, to) : LOOM_ENOMEM;
     size_t most = 0;
     for (uint32_t b = 0; !rc && b < M; b++)
         if (block_rows(s, b) > most) most = block_rows(s, b);
+    if (!rc && most * s->row_bytes > node_max_payload(n)) {
+        log_error("static engine over table \"%s\": a block of %zu bytes exceeds the job's "
+                  "frame limit of %llu bytes (LOOM_MAX_FRAME_MIB): blocks travel whole",
+                  loom_table_name(t), most * s->row_bytes, (unsigned long long)node_max_payload(n));
+        rc = LOOM_ELIMIT;
+    }
     for (int k = 0; k < 2 && !rc; k++)
         if (!(s->buf[k] = malloc(most * s->row_bytes))) rc = LOOM_ENOMEM;
     if (!rc && !(s->old = malloc(most * s->row_bytes))) rc = LOOM_ENOMEM;
@@ -328,6 +345,7 @@ void loom_sched_close(loom_sched *s)
 {
     if (!s) return;
     if (s->log) fclose(s->log);
-    free(s->bounds), free(s->plan), free(s->buf[0]), free(s->buf[1]), free(s->old);
+    free(s->bounds), free(s->plan), free(s->holder);
+    free(s->buf[0]), free(s->buf[1]), free(s->old);
     free(s);
 }

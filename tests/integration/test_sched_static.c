@@ -1,8 +1,8 @@
 /* The static (rotation) engine in whole jobs in one process (threads, real
  * TCP on loopback): every block has one writer per sub-iteration and each
  * holder sees its predecessor's complete block (checked through the values
- * the blocks accumulate and the engine's per-task log), the servers refuse a
- * second writer, and bad options or schedules fail with a sentence. Runs
+ * the blocks accumulate and the engine's per-task log), a block is taken only
+ * from its predecessor, and bad options or schedules fail with a sentence. Runs
  * under ThreadSanitizer in CI. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -153,38 +153,35 @@ static void test_single_worker(void **state)
     assert_int_equal(harness_run(1, 1, single_worker, NULL, &r), 0);
 }
 
-/* The servers keep one writer per block: a second request for a held version
- * is refused. */
-static int second_writer_worker(loom_node *n, int rank, void *arg)
+/* A block is taken only from the sender and at the version the taker names:
+ * a stranger's copy of it is left alone, and a copy of the wrong size fails. */
+static int ring_worker(loom_node *n, int rank, void *arg)
 {
     (void)arg;
-    loom_ts ts;
-    const uint32_t engine = 77; /* no engine of this job: the hand-off alone */
+    const uint32_t engine = 77; /* no engine of this job: the ring alone */
+    int64_t mine[2] = {rank, 10 * rank};
+    if (rank == 1) CHECK_OK(sched_send_block(n, engine, 0, 3, 5, mine, sizeof mine));
+    CHECK_OK(loom_barrier(n)); /* the stranger's copy is there first */
+    if (rank == 2) {
+        CHECK_OK(sched_send_block(n, engine, 0, 3, 4, mine, sizeof mine)); /* another version */
+        CHECK_OK(sched_send_block(n, engine, 0, 3, 5, mine, sizeof mine));
+        CHECK_OK(sched_send_block(n, engine, 0, 4, 5, mine, 1)); /* a short one */
+    }
     if (rank == 0) {
-        CHECK_OK(sched_acquire_async(n, engine, 0, 0, &ts));
-        CHECK_OK(loom_wait(n, ts));
-    }
-    CHECK_OK(loom_barrier(n));
-    if (rank == 1) {
-        CHECK_OK(sched_acquire_async(n, engine, 0, 0, &ts));
-        CHECK(loom_wait(n, ts) == LOOM_ESTATE);
-    }
-    CHECK_OK(loom_barrier(n));
-    if (rank == 0) CHECK_OK(sched_release(n, engine, 0, 1));
-    if (rank == 1) { /* version 1 is granted once worker 0 has released it */
-        CHECK_OK(sched_acquire_async(n, engine, 0, 1, &ts));
-        CHECK_OK(loom_wait(n, ts));
-        CHECK_OK(sched_acquire_async(n, engine, 0, 0, &ts)); /* a version already passed */
-        CHECK(loom_wait(n, ts) == LOOM_ESTATE);
+        int64_t got[2];
+        CHECK_OK(sched_take_block(n, engine, 2, 3, 5, got, sizeof got));
+        CHECK(got[0] == 2 && got[1] == 20);
+        CHECK_OK(sched_take_block(n, engine, 2, 3, 4, got, sizeof got));
+        CHECK(sched_take_block(n, engine, 2, 4, 5, got, sizeof got) == LOOM_EPROTO);
     }
     return 0;
 }
 
-static void test_second_writer_refused(void **state)
+static void test_ring_takes_from_the_predecessor(void **state)
 {
     (void)state;
     harness_result r;
-    assert_int_equal(harness_run(2, 2, second_writer_worker, NULL, &r), 0);
+    assert_int_equal(harness_run(1, 3, ring_worker, NULL, &r), 0);
 }
 
 /* A schedule that gives every worker block 0. */
@@ -272,7 +269,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rotation_one_writer),
         cmocka_unit_test(test_single_worker),
-        cmocka_unit_test(test_second_writer_refused),
+        cmocka_unit_test(test_ring_takes_from_the_predecessor),
         cmocka_unit_test(test_bad_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

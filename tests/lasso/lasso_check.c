@@ -83,7 +83,8 @@ int main(int argc, char **argv)
     lasso_problem p;
     lasso_model m;
     if (loom_libsvm_read(argv[1], 0, 1, &lo, &d, err, sizeof err) ||
-        lasso_problem_from(d, &p, err, sizeof err) || lasso_model_load(argv[2], &m, err, sizeof err)) {
+        lasso_problem_from(d, &p, err, sizeof err) ||
+        lasso_model_load(argv[2], &m, err, sizeof err)) {
         fprintf(stderr, "lasso_check: %s\n", err);
         return 2;
     }
