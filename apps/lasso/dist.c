@@ -35,10 +35,11 @@
 #define CONVERGED_TOL 1e-6
 
 typedef struct snapshot {
-    double l1;        /* ||beta||_1 when the round's partial sums were taken */
-    uint64_t nnz;     /* non-zero coefficients then */
-    uint64_t updates; /* coordinate updates applied then */
-    double converged; /* share within CONVERGED_TOL of the reference, or -1 */
+    double l1;                /* ||beta||_1 when the round's partial sums were taken */
+    uint64_t nnz;             /* non-zero coefficients then */
+    uint64_t updates;         /* coordinate updates applied then */
+    double converged;         /* share within CONVERGED_TOL of the reference, or -1 */
+    double converged_support; /* the same among the reference's non-zeros */
 } snapshot;
 
 typedef struct dist {
@@ -117,13 +118,20 @@ static void partial(void *arg, uint64_t round, const uint64_t *keys, size_t n, d
     out[n] = rr;
     snapshot *s = &d->snaps[round % d->depth];
     *s = (snapshot){.updates = d->updates, .converged = -1};
-    uint64_t close = 0;
+    uint64_t close = 0, support = 0, support_close = 0;
     for (uint64_t j = 0; j < p->dim; j++) {
         s->l1 += fabs(d->beta[j]);
         s->nnz += d->beta[j] != 0;
-        if (d->reference) close += fabs(d->beta[j] - d->reference[j]) <= d->reference_scale;
+        if (!d->reference) continue;
+        int near = fabs(d->beta[j] - d->reference[j]) <= d->reference_scale;
+        close += near;
+        support += d->reference[j] != 0;
+        support_close += d->reference[j] != 0 && near;
     }
-    if (d->reference) s->converged = (double)close / (double)p->dim;
+    if (d->reference) {
+        s->converged = (double)close / (double)p->dim;
+        s->converged_support = support ? (double)support_close / (double)support : 1;
+    }
 }
 
 static void write_metrics(dist *d, const snapshot *s, double rr)
@@ -135,12 +143,17 @@ static void write_metrics(dist *d, const snapshot *s, double rr)
         fprintf(stderr, "iteration %4d  objective %.9g  train rmse %.6f  nnz %llu  %.2f s\n",
                 d->iteration, objective, rmse, (unsigned long long)s->nnz, seconds);
     if (!d->metrics || d->failed) return;
-    fprintf(d->metrics,
-            "{\"iteration\": %d, \"time_s\": %.3f, \"updates\": %llu, \"objective\": %.17g, "
-            "\"train_rmse\": %.17g, \"nnz\": %llu",
-            d->iteration, seconds, (unsigned long long)s->updates, objective, rmse,
-            (unsigned long long)s->nnz);
-    if (s->converged >= 0) fprintf(d->metrics, ", \"converged\": %.6f", s->converged);
+    fprintf(d->metrics, "{\"iteration\": %d, \"time_s\": %.3f, \"updates\": %llu", d->iteration,
+            seconds, (unsigned long long)s->updates);
+    /* A diverged run's values are null: JSON has no inf or nan. */
+    if (isfinite(objective))
+        fprintf(d->metrics, ", \"objective\": %.17g, \"train_rmse\": %.17g", objective, rmse);
+    else
+        fputs(", \"objective\": null, \"train_rmse\": null", d->metrics);
+    fprintf(d->metrics, ", \"nnz\": %llu", (unsigned long long)s->nnz);
+    if (s->converged >= 0)
+        fprintf(d->metrics, ", \"converged\": %.6f, \"converged_support\": %.6f", s->converged,
+                s->converged_support);
     fputs("}\n", d->metrics);
     if (fflush(d->metrics) || ferror(d->metrics)) {
         fprintf(stderr, "%s: cannot write %s: %s\n", PROG, d->cli->job.metrics_path,
