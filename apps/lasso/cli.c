@@ -263,7 +263,7 @@ static const app_flag train_flags[] = {
      .kind = APP_TEXT,
      .arg = "MODEL",
      .help = "a model (e.g. from --sequential --tol 1e-12): the metrics count\n"
-             "the coefficients within 1e-6 of it (\"converged\")"},
+             "the coefficients within 1e-3 of it (\"converged\")"},
     APP_FLAGS_JOB,
     APP_FLAGS_OUTPUT("JSON line per pass: objective, train_rmse, nnz, ...",
                      "save the model (format: docs/LASSO.md)"),

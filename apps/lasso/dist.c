@@ -31,8 +31,10 @@
 #define PROG "loom train lasso"
 
 /* A coefficient is counted converged when within this of the reference
- * (relative to max(1, max |reference|)). */
-#define CONVERGED_TOL 1e-6
+ * (relative to max(1, max |reference|)). Not tighter: with correlated
+ * columns F is nearly flat along their differences, so runs whose objectives
+ * agree to 1e-6 still differ in the 4th-5th digit of such coefficients. */
+#define CONVERGED_TOL 1e-3
 
 typedef struct snapshot {
     double l1;                /* ||beta||_1 when the round's partial sums were taken */
