@@ -322,6 +322,9 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
     cli->no_priority = GIVEN("--no-priority") != NULL;
     if (GIVEN("--schedule-log")) cli->schedule_log = x->text;
     if (GIVEN("--reference")) cli->reference_path = x->text;
+    if (!cli->sequential && !cli->in_process && cli->job.servers == 0)
+        return app_usage(err, errlen,
+                         "--servers 0: a Lasso job adds its final objective on a server");
     if (cli->job.threads > 1)
         return app_usage(err, errlen, "--threads: a Lasso worker computes in one thread");
     if (cli->candidates && cli->candidates < cli->parallel)

@@ -100,4 +100,5 @@ expect 2 "--depth" train lasso --train d.svm --depth 0
 expect 2 "--rho" train lasso --train d.svm --rho 2
 expect 2 "--schedule" train lasso --train d.svm --schedule sideways
 expect 2 "--threads" train lasso --train d.svm --threads 2
+expect 2 "--servers 0" train lasso --train d.svm --servers 0
 exit 0
