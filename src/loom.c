@@ -75,6 +75,7 @@ static int attach_layers(loom_node *n)
 {
     int rc = ps_attach(n);
     if (!rc) rc = sched_attach(n);
+    if (!rc) rc = sched_dynamic_attach(n);
     return rc ? rc : p2p_attach(n);
 }
 

@@ -133,7 +133,16 @@ void node_broadcast(loom_node *n); /* call with the lock held */
 uint64_t node_now_ms(void);
 
 /* ---- layers ---- */
-enum { NODE_LAYER_PS = 0, NODE_LAYER_SCHED, NODE_LAYER_P2P, NODE_LAYER_COUNT };
+/* The scheduling layer's two engines keep their own state: the static
+ * engine's ring of blocks (NODE_LAYER_SCHED) and the dynamic engine's
+ * coordinator or worker queue (NODE_LAYER_SCHED_DYNAMIC). */
+enum {
+    NODE_LAYER_PS = 0,
+    NODE_LAYER_SCHED,
+    NODE_LAYER_SCHED_DYNAMIC,
+    NODE_LAYER_P2P,
+    NODE_LAYER_COUNT
+};
 void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state));
 void *node_layer(const loom_node *n, int layer);
 /* A layer's timer, run by the I/O thread like a handler (under the receive

@@ -4,9 +4,10 @@
  *            holder, taken by the next one, from that sender and version only
  * static.c   the static (rotation) engine on top of the ring and the
  *            parameter-server table that stores the blocks between rotations
+ * dynamic*.c the dynamic engine (its own internals: dynamic.h)
  *
  * The layer attaches to a node like src/ps does (handlers for its message
- * types, MSG_SCHED_*); it uses core and the public table API, never ZeroMQ. */
+ * types, MSG_SCHED_* and MSG_DYN_*); it uses core and the public table API, never ZeroMQ. */
 #ifndef LOOM_SCHED_SCHED_H
 #define LOOM_SCHED_SCHED_H
 
@@ -17,6 +18,9 @@
 /* Called by the API glue (src/loom.c) before the node's I/O thread starts:
  * workers get the handler of arriving blocks. */
 int sched_attach(loom_node *n);
+/* The dynamic engine's part: the scheduler gets the coordinator, workers the
+ * queue of its messages (dynamic.c). */
+int sched_dynamic_attach(loom_node *n);
 
 /* Workers: the id of the next engine this worker opens. Engines are numbered
  * in the order each worker opens them, which the API asks to be the same on
