@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/node_impl.h"
 #include "loom/loom.h"
+#include "p2p/svb.h"
 #include "ps/ps.h"
 
 /* loom run passes the scheduler a pipe (LOOM_ADDRESS_FD) to learn the port it
@@ -67,10 +68,17 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
     return 0;
 }
 
+/* Every layer's handlers, before the first message can arrive. */
+static int attach_layers(loom_node *n)
+{
+    int rc = ps_attach(n);
+    return rc ? rc : svb_attach(n);
+}
+
 int loom_node_start(const loom_config *cfg, loom_node **node)
 {
     if (!cfg || !node) return LOOM_EINVAL;
-    return node_start(cfg, ps_attach, node);
+    return node_start(cfg, attach_layers, node);
 }
 
 int loom_init(loom_node **node, int *argc, char ***argv)

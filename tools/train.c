@@ -31,6 +31,7 @@
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
+#include "mlr/mlr.h"
 
 /* One row per model: its help, its flag parser and its node program. A
  * model's command-line struct starts with its app_job (apps/common/app.h),
@@ -71,6 +72,15 @@ static int lda_node(const void *cli)
     return lda_train_node(cli);
 }
 
+static int mlr_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
+{
+    return mlr_parse_flags(argc, argv, cli, err, errlen);
+}
+static int mlr_node(const void *cli)
+{
+    return mlr_train_node(cli);
+}
+
 static int lasso_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
     return lasso_parse_flags(argc, argv, cli, err, errlen);
@@ -88,6 +98,8 @@ static const trainer trainers[] = {
      lda_node, NULL},
     {"lasso", "L1-regularised least squares (coordinate descent)", lasso_train_help,
      sizeof(lasso_cli), lasso_parse, NULL, lasso_here},
+    {"mlr", "multiclass softmax regression (parameter server or SV broadcasting)",
+     mlr_train_help, sizeof(mlr_cli), mlr_parse, mlr_node, NULL},
 };
 #define NUM_TRAINERS (sizeof trainers / sizeof trainers[0])
 

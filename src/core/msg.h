@@ -80,6 +80,11 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* mlr (sufficient-vector broadcasting, src/p2p/svb.c) */
+    MSG_SVB_SVS = 112, /* worker -> worker: clock = the sender's clock, a = SVs, b = width;
+                          frame SVs (none with a = 0: a clock mark) */
+    MSG_SVB_REPLICA,   /* worker -> worker: clock = after which clock, a = 0 averaging,
+                          1 rotation; frame the replica (rows x width f64) */
     MSG_TYPE_END_
 };
 
