@@ -290,6 +290,8 @@ static int open_model(worker *k)
     }
     TRY("open the sufficient-vector broadcast", loom_svb_open(k->node, &so, &k->svb));
     k->w = loom_svb_replica(k->svb);
+    /* Every worker's SVB is open before the first SVs travel. */
+    TRY("barrier", loom_barrier(k->node));
     return 0;
 }
 

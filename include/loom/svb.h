@@ -62,7 +62,10 @@ typedef struct loom_svb_opts {
     }
 
 /* Open this worker's SVB (every worker of the job, same options): the
- * replica starts at zero. LOOM_EINVAL for bad options. */
+ * replica starts at zero. Every worker must have opened before any calls
+ * loom_svb_clock (a message for a worker without an SVB is dropped): open,
+ * then loom_barrier(). LOOM_EINVAL for bad options, LOOM_ESTATE if one is
+ * open already. */
 int loom_svb_open(loom_node *node, const loom_svb_opts *opts, loom_svb **out);
 /* The replica: rows x width doubles, the caller's to read (and to change
  * between clocks only through the SVB: restore, apply). */
@@ -84,6 +87,14 @@ int64_t loom_svb_clocks(const loom_svb *s);
  * a restore the SVB only restores or closes (loom_svb_clock: LOOM_ESTATE):
  * a recovered job starts again from the restored replica. */
 int loom_svb_restore(loom_svb *s, int64_t clock);
+
+/* The replica a log (log_path of an SVB) describes after `clock` clocks (-1:
+ * all of it), rebuilt from zero into w (rows x width, the SVB's options);
+ * *svs (if not NULL) gets the number of SVs applied. 0, LOOM_ENOTFOUND (no
+ * file), LOOM_EINVAL (the log ends before that clock), LOOM_EPROTO (not such
+ * a log). What loom_svb_restore does; tests check replicas with it. */
+int loom_svb_replay(const char *log_path, uint32_t width, uint64_t rows, int64_t clock, double *w,
+                    uint64_t *svs);
 
 typedef struct loom_svb_stats {
     uint64_t svs_sent;           /* SVs sent (one count per destination) */

@@ -25,10 +25,11 @@
  *
  * The incremental checkpoint (log_path) records what the replica went
  * through, in order: each frame applied ('S'), each replica installed whole
- * ('R') and each clock's end ('E'). The replica after clock T is rebuilt by
- * starting from the last 'R' before T's end (or from zero) and applying the
- * frames after it with the same arithmetic in the same order: exactly the
- * replica the worker had. The log is written with stdio and flushed every
+ * ('R') and each clock's end ('E'), each record a kind byte and the clock
+ * (u64), 'S' then the SV count, the frame's length and the frame, 'R' the
+ * replica. The replica after clock T is rebuilt by replaying the records up to
+ * T's end from zero ('R' replaces the matrix) with the same arithmetic in the
+ * same order: exactly the replica the worker had. The log is written with stdio and flushed every
  * clock, on the application thread (Orpheus writes it from an I/O thread). */
 #include <math.h>
 #include <stdio.h>
@@ -67,8 +68,6 @@ struct loom_svb {
     uint32_t *order; /* scratch: the multicast draw */
     FILE *log;
     char *log_path;
-    uint64_t *clock_end; /* log offset after the end of clock c - 1 (clock_end[0] = 0) */
-    size_t ends_cap;
     loom_svb_stats stats;
     int restored; /* the replica is an earlier clock's: no more clocks */
 };
@@ -149,17 +148,7 @@ static int log_end(loom_svb *s)
     if (!s->log) return 0;
     int rc = fputc('E', s->log) == EOF;
     rc |= log_u64(s, (uint64_t)s->clock);
-    if (rc || fflush(s->log)) return LOOM_ETRANSPORT;
-    if ((size_t)s->clock + 1 >= s->ends_cap) {
-        size_t cap = s->ends_cap ? 2 * s->ends_cap : 64;
-        uint64_t *e = realloc(s->clock_end, cap * sizeof *e);
-        if (!e) return LOOM_ENOMEM;
-        s->clock_end = e, s->ends_cap = cap;
-    }
-    long off = ftell(s->log);
-    if (off < 0) return LOOM_ETRANSPORT;
-    s->clock_end[s->clock + 1] = (uint64_t)off;
-    return 0;
+    return rc || fflush(s->log) ? LOOM_ETRANSPORT : 0;
 }
 
 /* ---- handlers (I/O thread) ---- */
@@ -292,9 +281,7 @@ int loom_svb_open(loom_node *n, const loom_svb_opts *o, loom_svb **out)
     int rc = s->w && s->peers && s->order ? 0 : LOOM_ENOMEM;
     if (!rc && o->log_path) {
         s->log_path = strdup(o->log_path);
-        s->clock_end = calloc(64, sizeof *s->clock_end);
-        s->ends_cap = 64;
-        if (!s->log_path || !s->clock_end)
+        if (!s->log_path)
             rc = LOOM_ENOMEM;
         else if (!(s->log = fopen(o->log_path, "w+b")))
             rc = LOOM_ECONFIG;
@@ -306,12 +293,6 @@ int loom_svb_open(loom_node *n, const loom_svb_opts *o, loom_svb **out)
     node_lock(n);
     l->open = s;
     node_unlock(n);
-    /* Every worker opens before any sends: a message never finds no SVB. */
-    rc = loom_barrier(n);
-    if (rc) {
-        loom_svb_close(s);
-        return rc;
-    }
     *out = s;
     return 0;
 }
@@ -554,53 +535,62 @@ int loom_svb_sync(loom_svb *s)
     return rc ? rc : apply_received(s, s->clock);
 }
 
+int loom_svb_replay(const char *log_path, uint32_t width, uint64_t rows, int64_t clock, double *w,
+                    uint64_t *svs)
+{
+    FILE *f = fopen(log_path, "rb");
+    if (!f) return LOOM_ENOTFOUND;
+    size_t n = (size_t)rows * width;
+    uint8_t *buf = NULL, head[24];
+    uint64_t applied = 0;
+    svb_scratch scratch = {0};
+    int rc = 0, kind;
+    int64_t ended = 0;
+    /* The file is trusted no more than a peer's frame. */
+    memset(w, 0, n * sizeof *w);
+    while (!rc && (clock < 0 || ended < clock) && (kind = fgetc(f)) != EOF) {
+        if (fread(head, 1, 8, f) != 8) {
+            rc = LOOM_EPROTO;
+        } else if (kind == 'E') {
+            ended++;
+        } else if (kind == 'R') {
+            uint8_t *r = realloc(buf, 8 * n);
+            if (!(buf = r ? r : buf) || !r)
+                rc = LOOM_ENOMEM;
+            else if (fread(buf, 1, 8 * n, f) != 8 * n)
+                rc = LOOM_EPROTO;
+            else
+                decode_replica(buf, n, w);
+        } else if (kind == 'S' && fread(head + 8, 1, 16, f) == 16) {
+            uint64_t count = msg_load_u64(head + 8), len = msg_load_u64(head + 16);
+            const char *why;
+            uint8_t *r = len ? realloc(buf, len) : buf;
+            if (len && !r)
+                rc = LOOM_ENOMEM;
+            else if ((buf = r), len && fread(buf, 1, len, f) != len)
+                rc = LOOM_EPROTO;
+            else if (svb_frame_check(buf, len, count, width, rows, &why))
+                rc = LOOM_EPROTO;
+            else if (!(rc = svb_frame_apply(w, width, buf, count, &scratch)))
+                applied += count;
+        } else {
+            rc = LOOM_EPROTO;
+        }
+    }
+    if (!rc && clock >= 0 && ended < clock) rc = LOOM_EINVAL;
+    free(buf);
+    svb_scratch_free(&scratch);
+    fclose(f);
+    if (svs) *svs = applied;
+    return rc;
+}
+
 int loom_svb_restore(loom_svb *s, int64_t clock)
 {
     if (!s->log || clock < 0 || clock > s->clock) return LOOM_EINVAL;
     s->restored = 1;
     if (fflush(s->log)) return LOOM_ETRANSPORT;
-    FILE *f = fopen(s->log_path, "rb");
-    if (!f) return LOOM_ETRANSPORT;
-    uint64_t end = s->clock_end[clock];
-    size_t n = replica_values(s);
-    uint8_t *buf = NULL;
-    int rc = 0;
-    /* Replay from the start: a replica record resets the matrix. The file
-     * is our own, but read defensively all the same. */
-    memset(s->w, 0, n * sizeof *s->w);
-    uint8_t head[25];
-    while (!rc && (uint64_t)ftell(f) < end) {
-        int kind = fgetc(f);
-        if (kind == 'E') {
-            rc = fread(head, 1, 8, f) == 8 ? 0 : LOOM_EPROTO;
-        } else if (kind == 'R') {
-            uint8_t *r = realloc(buf, 8 * n);
-            if (!r) rc = LOOM_ENOMEM;
-            buf = r;
-            if (!rc && (fread(head, 1, 8, f) != 8 || fread(buf, 1, 8 * n, f) != 8 * n))
-                rc = LOOM_EPROTO;
-            if (!rc) decode_replica(buf, n, s->w);
-        } else if (kind == 'S') {
-            if (fread(head, 1, 24, f) != 24) {
-                rc = LOOM_EPROTO;
-                break;
-            }
-            uint64_t count = msg_load_u64(head + 8), len = msg_load_u64(head + 16);
-            uint8_t *r = len ? realloc(buf, len) : buf;
-            if (len && !r) rc = LOOM_ENOMEM;
-            buf = r;
-            const char *why;
-            if (!rc && len && fread(buf, 1, len, f) != len) rc = LOOM_EPROTO;
-            if (!rc && svb_frame_check(buf, len, count, s->o.width, s->o.rows, &why))
-                rc = LOOM_EPROTO;
-            if (!rc) rc = svb_frame_apply(s->w, s->o.width, buf, count, &s->scratch);
-        } else {
-            rc = LOOM_EPROTO;
-        }
-    }
-    free(buf);
-    fclose(f);
-    return rc;
+    return loom_svb_replay(s->log_path, s->o.width, s->o.rows, clock, s->w, NULL);
 }
 
 void loom_svb_get_stats(const loom_svb *s, loom_svb_stats *out)
@@ -625,7 +615,6 @@ void loom_svb_close(loom_svb *s)
     node_unlock(s->node);
     if (s->log) fclose(s->log);
     svb_scratch_free(&s->scratch);
-    free(s->peers), free(s->order), free(s->w), free(s->frame), free(s->log_path),
-        free(s->clock_end);
+    free(s->peers), free(s->order), free(s->w), free(s->frame), free(s->log_path);
     free(s);
 }
