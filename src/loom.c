@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/node_impl.h"
 #include "loom/loom.h"
+#include "p2p/p2p.h"
 #include "p2p/svb.h"
 #include "ps/ps.h"
 
@@ -68,10 +69,11 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
     return 0;
 }
 
-/* Every layer's handlers, before the first message can arrive. */
+/* Every layer's handlers, before any message can arrive. */
 static int attach_layers(loom_node *n)
 {
     int rc = ps_attach(n);
+    if (!rc) rc = p2p_attach(n);
     return rc ? rc : svb_attach(n);
 }
 

@@ -40,6 +40,8 @@ static const struct {
     [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1, BY_SERVER},
     [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER},
     [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0, BY_SCHED},
+    [MSG_P2P_MODEL] = {"P2P_MODEL", 1, 1, BY_WORKER},
+    [MSG_P2P_ACK] = {"P2P_ACK", 0, 0, BY_WORKER},
     [MSG_SVB_SVS] = {"SVB_SVS", 0, 1, BY_WORKER},
     [MSG_SVB_REPLICA] = {"SVB_REPLICA", 1, 1, BY_WORKER},
 };

@@ -80,6 +80,9 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* p2p */
+    MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
+    MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
     /* mlr (sufficient-vector broadcasting, src/p2p/svb.c) */
     MSG_SVB_SVS = 112, /* worker -> worker: clock = the sender's clock, a = SVs, b = width;
                           frame SVs (none with a = 0: a clock mark) */
