@@ -12,9 +12,10 @@
 #   rollback   --rollback T restores exactly the model a run that stopped at
 #              clock T saved (1 and 2 workers)
 #   cli        bad flags, labels and files end with a clear message and exit 2 or 1
-#   sector     the 105-class sector set (../shared/data/sector, bz2, decompressed
-#              to a temporary directory): ps and svb on 3 workers within 0.5
-#              points of the one-worker reference's test accuracy
+#   letter     the 26-class letter set (../shared/data/letter): ps and svb on 3
+#              workers within 0.5 points of the one-worker reference's test accuracy
+#   sector     the 105-class sector set (bz2, decompressed to a temporary
+#              directory): svb on 3 workers likewise (ps: see docs/MLR.md)
 # Usage: test_mlr_train.sh LOOM MLR_CHECK DATA_DIR CASE.
 set -u
 source "$(dirname "$0")/../numeric_check.sh"
@@ -58,18 +59,35 @@ near() {
     echo "$3: accuracy $2 (reference $1)"
 }
 
-# three_workers EPOCHS FLAGS...: ps and svb on 3 workers within 0.5 points of
-# the one-worker reference (a one-worker ps job, which equiv_ps proves is it).
+# three_workers REF_MODE "MODES" EPOCHS FLAGS...: each of MODES on 3 workers
+# within 0.5 points of the one-worker reference (a one-worker job of REF_MODE,
+# which equiv_ps and equiv_svb prove is the sequential reference).
 three_workers() {
-    local epochs=$1
-    shift
-    train --train "$TRAIN" --workers 1 --epochs "$epochs" "$@" --model-out "$WORK/ref"
-    local ref got
+    local ref_mode=$1 modes=$2 epochs=$3 mode ref
+    shift 3
+    train --train "$TRAIN" --workers 1 --epochs "$epochs" --mode "$ref_mode" "$@" \
+        --model-out "$WORK/ref"
     ref=$(accuracy "$WORK/ref")
-    train --train "$TRAIN" --workers 3 --epochs "$epochs" "$@" --model-out "$WORK/ps3"
-    near "$ref" "$(accuracy "$WORK/ps3")" "--mode ps, 3 workers"
-    train --train "$TRAIN" --workers 3 --epochs "$epochs" "$@" --mode svb --model-out "$WORK/svb3"
-    near "$ref" "$(accuracy "$WORK/svb3")" "--mode svb, 3 workers"
+    for mode in $modes; do
+        train --train "$TRAIN" --workers 3 --epochs "$epochs" --mode "$mode" "$@" \
+            --model-out "$WORK/m3"
+        near "$ref" "$(accuracy "$WORK/m3")" "--mode $mode, 3 workers"
+    done
+}
+
+# shared NAME FILE TESTFILE: the class ids 1..K of a LIBSVM set of
+# ../shared/data as 0..K-1 (bz2 decompressed), or exit 77 when it is absent.
+shared() {
+    if [[ ! -r $DATA/$2 ]]; then
+        echo "skipped: $DATA/$2 not found (the shared datasets are not part of a clone)"
+        exit 77
+    fi
+    local f
+    for f in "$2" "$3"; do
+        if [[ $f == *.bz2 ]]; then bzcat "$DATA/$f"; else cat "$DATA/$f"; fi |
+            awk '{ $1 = $1 - 1; print }' >"$WORK/$(basename "$f")"
+    done
+    TRAIN=$WORK/$(basename "$2") TEST=$WORK/$(basename "$3")
 }
 
 case $CASE in
@@ -90,7 +108,7 @@ svb_bsp)
     train "${args[@]}" --svlog "$WORK/log" --model-out "$WORK/m" --metrics "$WORK/met"
     "$MLR_CHECK" "$WORK/m" --replay 9000 "$WORK/log.0" "$WORK/log.1" "$WORK/log.2" ||
         fail "replicas differ from their SVs"
-    three_workers 4 --minibatch 50
+    three_workers ps "ps svb" 4 --minibatch 50
     ;;
 rollback)
     gen
@@ -126,15 +144,14 @@ cli)
         --rollback 100000 --model-out m
     expect 2 "--nnz (30) must be at most --features (10)" gen mlr --out x --features 10 --nnz 30
     ;;
+letter)
+    shared letter letter/letter.scale letter/letter.scale.t
+    three_workers ps "ps svb" 20 --minibatch 50 --lr 1
+    ;;
 sector)
-    if [[ ! -r $DATA/sector/sector.scale.bz2 ]]; then
-        echo "skipped: $DATA/sector not found (the shared datasets are not part of a clone)"
-        exit 77
-    fi
-    bzcat "$DATA/sector/sector.scale.bz2" | awk '{ $1 = $1 - 1; print }' >"$WORK/train"
-    bzcat "$DATA/sector/sector.t.scale.bz2" | awk '{ $1 = $1 - 1; print }' >"$WORK/test"
-    TRAIN=$WORK/train TEST=$WORK/test
-    three_workers 10 --minibatch 20 --lr 2
+    # ps moves about 300 MB an epoch here (105 x 55k weights): svb only.
+    shared sector sector/sector.scale.bz2 sector/sector.t.scale.bz2
+    three_workers svb "svb" 10 --minibatch 100 --lr 10
     ;;
 *) fail "unknown case $CASE" ;;
 esac
