@@ -30,7 +30,8 @@
 #
 # Environment: SCRATCH [${TMPDIR:-/tmp}], KEEP=1 (keep the scratch dir),
 #   CLASSES [20] FEATURES [100000] NNZ [30] ROWS [40000] TEST_ROWS [10000]
-#   WORKERS [4] EPOCHS [6] LR [1] TIMEOUT [900] (seconds per run).
+#   WORKERS [4] EPOCHS [6] LR [1] TIMEOUT [900] (seconds per run),
+#   LOOM_HEARTBEAT_TIMEOUT_MS_BENCH [30000] (the jobs' heartbeat timeout).
 set -u
 BUILD=${1:-build}
 LOOM=$BUILD/bin/loom
@@ -41,6 +42,9 @@ EPOCHS=${EPOCHS:-6} LR=${LR:-1} TIMEOUT=${TIMEOUT:-900}
 WORK=$(mktemp -d "${SCRATCH:-${TMPDIR:-/tmp}}/loom-bench-mlr.XXXXXX")
 [[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$WORK"' EXIT
 for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
+# A machine shared by many builds can starve a node's I/O thread for seconds:
+# a longer heartbeat timeout keeps such a stall from ending the run.
+export LOOM_HEARTBEAT_TIMEOUT_MS=${LOOM_HEARTBEAT_TIMEOUT_MS_BENCH:-30000}
 
 echo "generating $((ROWS + TEST_ROWS)) rows, K=$CLASSES, D=$FEATURES, nnz=$NNZ" >&2
 "$LOOM" gen mlr --out "$WORK/all" --rows $((ROWS + TEST_ROWS)) --features "$FEATURES" \

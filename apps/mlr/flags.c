@@ -37,10 +37,11 @@ static const app_flag flags[] = {
     {.section = "algorithm:",
      .name = "--mode",
      .kind = APP_CHOICE,
-     .arg = "ps|svb",
+     .arg = "ps|svb|reduce",
      .def = "ps",
      .help = "the model on the parameter server, or a replica on every worker\n"
-             "kept in step by sufficient-vector broadcasting (docs/MLR.md)"},
+             "kept in step by sufficient-vector broadcasting, or by stochastic\n"
+             "reduce over a graph (docs/MLR.md)"},
     {.name = "--epochs",
      .kind = APP_INT,
      .arg = "N",
@@ -111,6 +112,18 @@ static const app_flag flags[] = {
      .hi = 1000000000,
      .help = "after training, restore the replica of CLOCK from --svlog and\n"
              "save that model (--model-out)"},
+    {.section = "reduce only:",
+     .name = "--graph",
+     .kind = APP_TEXT,
+     .arg = "SPEC",
+     .def = "allreduce",
+     .help = "the communication graph of stochastic reduce: allreduce, ring,\n"
+             "expander, halton, star or an edge-list FILE (docs/P2P.md)"},
+    {.name = "--sync",
+     .kind = APP_CHOICE,
+     .arg = "bsp|async|notify-ack",
+     .def = "bsp",
+     .help = "synchronisation of stochastic reduce"},
     APP_FLAGS_OUTPUT("JSON line per epoch", "save the model (format: docs/MLR.md)"),
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -142,7 +155,10 @@ int mlr_parse_flags(int argc, char **argv, mlr_cli *c, char *err, size_t errlen)
     if (GIVEN("--zero-based")) c->data.ids = LOOM_IDS_ZERO_BASED;
     if (GIVEN("--one-based")) c->data.ids = LOOM_IDS_ONE_BASED;
     if (GIVEN("--skip-bad")) c->data.skip_bad = 1;
-    if (GIVEN("--mode")) c->train.mode = x->choice ? MLR_MODE_SVB : MLR_MODE_PS;
+    static const mlr_mode modes[] = {MLR_MODE_PS, MLR_MODE_SVB, MLR_MODE_REDUCE};
+    if (GIVEN("--mode")) c->train.mode = modes[x->choice];
+    if (GIVEN("--graph")) c->train.graph = x->text;
+    if (GIVEN("--sync")) c->train.sync = (int)x->choice; /* in loom_sync's order */
     if (GIVEN("--epochs")) c->train.epochs = (int)x->u;
     if (GIVEN("--lr")) c->train.lr = x->x;
     if (GIVEN("--minibatch")) c->train.minibatch = (uint32_t)x->u;
@@ -156,13 +172,24 @@ int mlr_parse_flags(int argc, char **argv, mlr_cli *c, char *err, size_t errlen)
     c->train.staleness = c->job.staleness;
     c->train.seed = c->job.seed;
     if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");
+    if (c->job.servers_given && c->job.servers == 0)
+        return app_usage(
+            err, errlen,
+            "--servers 0: loom train mlr agrees on sizes and adds up its statistics on "
+            "a server (no model goes there in --mode svb or reduce); give --servers 1");
     if (c->job.threads > 1)
         return app_usage(err, errlen, "mlr has one compute thread: no --threads");
     static const char *const svb_only[] = {"--select",       "--peers", "--average-every",
                                            "--rotate-every", "--svlog", "--rollback"};
     for (size_t k = 0; k < sizeof svb_only / sizeof svb_only[0]; k++)
-        if (c->train.mode == MLR_MODE_PS && GIVEN(svb_only[k]))
+        if (c->train.mode != MLR_MODE_SVB && GIVEN(svb_only[k]))
             return app_usage(err, errlen, "%s is for --mode svb", svb_only[k]);
+    static const char *const reduce_only[] = {"--graph", "--sync"};
+    for (size_t k = 0; k < 2; k++)
+        if (c->train.mode != MLR_MODE_REDUCE && GIVEN(reduce_only[k]))
+            return app_usage(err, errlen, "%s is for --mode reduce", reduce_only[k]);
+    if (c->train.mode == MLR_MODE_REDUCE && GIVEN("--consistency"))
+        return app_usage(err, errlen, "--mode reduce synchronises with --sync, not --consistency");
     if (c->train.mode == MLR_MODE_SVB && c->train.consistency == LOOM_ASP)
         return app_usage(err, errlen, "--mode svb takes --consistency bsp or ssp:S");
     if (c->train.rollback >= 0 && (!c->train.svlog || !c->job.model_path))

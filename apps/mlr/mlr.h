@@ -2,6 +2,9 @@
  * parameter server (--mode ps) or by sufficient-vector broadcasting between
  * the workers (--mode svb, Orpheus: xie-orpheus.txt; include/loom/svb.h).
  *
+ * --mode reduce averages whole replicas with neighbours in a communication
+ * graph after every local step instead (stochastic reduce, include/loom/p2p.h).
+ *
  * The model is a (D + 1) x K matrix W, feature-major: row j holds the K
  * class weights of feature j, row D those of the bias (a feature of value 1
  * in every example). p = softmax(W^T x). Its per-example SGD update is the
@@ -92,7 +95,7 @@ int mlr_generate(const mlr_gen_opts *o, FILE *out, mlr_model *planted, char *err
 
 /* ---- training ---- */
 
-typedef enum { MLR_MODE_PS = 0, MLR_MODE_SVB = 1 } mlr_mode;
+typedef enum { MLR_MODE_PS = 0, MLR_MODE_SVB = 1, MLR_MODE_REDUCE = 2 } mlr_mode;
 
 typedef struct mlr_train_opts {
     mlr_mode mode;
@@ -108,11 +111,14 @@ typedef struct mlr_train_opts {
     uint32_t rotate;   /* replica rotation every S clocks; 0: never */
     const char *svlog; /* the SV checkpoint log (NULL: none) */
     int64_t rollback;  /* with svlog: restore this clock at the end and save that model (-1: no) */
+    /* reduce only (include/loom/p2p.h) */
+    const char *graph; /* loom_graph_build's spec */
+    int sync;          /* a loom_sync */
 } mlr_train_opts;
 
 #define MLR_TRAIN_OPTS_DEFAULT                                                                     \
     {                                                                                              \
-        MLR_MODE_PS, 2 /* LOOM_BSP */, 0, 0.5, 100, 10, 1, 0, 0, 0, 0, NULL, -1                    \
+        MLR_MODE_PS, 2 /* LOOM_BSP */, 0, 0.5, 100, 10, 1, 0, 0, 0, 0, NULL, -1, "allreduce", 0    \
     }
 
 /* The order a worker visits its rows in an epoch (a seeded permutation). */

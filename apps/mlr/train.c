@@ -18,6 +18,11 @@
  * selection keeps, to loom_svb_add; loom_svb_clock sends them to its peers
  * and applies its own and theirs.
  *
+ * --mode reduce: every worker keeps a replica and takes its own minibatch's
+ * step on it, scaled by W (the svb arithmetic, all SVs), then averages the whole replica
+ * (as floats) with its in-neighbours in the --graph by loom_reduce
+ * (stochastic reduce, include/loom/p2p.h), synchronised by --sync.
+ *
  * After every epoch each worker adds its share's loss, correct predictions
  * and traffic into a small statistics table (the servers hold only that in
  * --mode svb); worker 0 evaluates the test set with its model, prints a
@@ -30,6 +35,7 @@
 #include <string.h>
 
 #include <loom/loom.h>
+#include <loom/p2p.h>
 #include <loom/svb.h>
 
 #include "common/files.h"
@@ -69,6 +75,9 @@ typedef struct worker {
     mlr_svs v;
     loom_table *table; /* ps */
     loom_svb *svb;     /* svb */
+    loom_graph *graph; /* reduce */
+    loom_reducer *reducer;
+    float *fw; /* reduce: the replica as floats, as it travels */
     app_stats stats;
     FILE *metrics;
     double start;
@@ -94,6 +103,29 @@ static int step_ps(worker *k, const size_t *rows, size_t n)
     }
     TRY("push", loom_push(k->table, k->keys, nk, k->rows));
     TRY("clock", loom_clock(k->node));
+    return 0;
+}
+
+static int step_reduce(worker *k, const size_t *rows, size_t n)
+{
+    /* Averaging W replicas that each took one minibatch's step moves the model
+     * 1/W as far as the sum of those steps, which ps and svb apply per clock:
+     * each worker steps W times as far, so a clock means the same in all modes. */
+    mlr_train_opts scaled = k->cli->train;
+    scaled.lr *= loom_num_workers(k->node);
+    const mlr_train_opts *o = &scaled;
+    uint32_t K = k->K;
+    double loss;
+    mlr_batch_residuals(k->w, K, k->dim, k->d, rows, n, k->r, &loss);
+    for (size_t q = 0; q < n; q++) {
+        mlr_sv_u(o, n, k->r + q * K, K, k->u);
+        loom_svb_apply(k->w, K, k->u, k->v.idx + k->v.off[q], k->v.val + k->v.off[q],
+                       (uint32_t)(k->v.off[q + 1] - k->v.off[q]));
+    }
+    size_t nw = (size_t)(k->dim + 1) * K;
+    for (size_t e = 0; e < nw; e++) k->fw[e] = (float)k->w[e];
+    TRY("reduce", loom_reduce(k->reducer, k->fw));
+    for (size_t e = 0; e < nw; e++) k->w[e] = k->fw[e];
     return 0;
 }
 
@@ -274,6 +306,21 @@ static int open_model(worker *k)
         k->w = calloc((size_t)(k->dim + 1) * k->K, sizeof *k->w);
         return k->w ? 0 : app_fail(PROG, "prepare the model", LOOM_ENOMEM);
     }
+    if (o->mode == MLR_MODE_REDUCE) {
+        size_t nw = (size_t)(k->dim + 1) * k->K;
+        k->w = calloc(nw, sizeof *k->w);
+        k->fw = calloc(nw, sizeof *k->fw);
+        if (!k->w || !k->fw) return app_fail(PROG, "prepare the model", LOOM_ENOMEM);
+        int rc = loom_graph_build(o->graph, loom_num_workers(k->node), &k->graph);
+        if (rc) {
+            fprintf(stderr, PROG ": --graph %s: %s\n", o->graph, loom_last_error());
+            return 1;
+        }
+        TRY("open stochastic reduce",
+            loom_reducer_open(k->node, k->graph, (loom_sync)o->sync, nw, &k->reducer));
+        TRY("barrier", loom_barrier(k->node));
+        return 0;
+    }
     loom_svb_opts so = LOOM_SVB_OPTS_DEFAULT;
     so.width = k->K;
     so.rows = k->dim + 1;
@@ -347,8 +394,9 @@ static int train(worker *k)
             size_t n = hi - lo;
             if (mlr_svs_build(&k->v, k->d, k->order + lo, n, k->dim))
                 return app_fail(PROG, "minibatch", LOOM_ENOMEM);
-            int rc = o->mode == MLR_MODE_PS ? step_ps(k, k->order + lo, n)
-                                            : step_svb(k, k->order + lo, n, clock);
+            int rc = o->mode == MLR_MODE_PS    ? step_ps(k, k->order + lo, n)
+                     : o->mode == MLR_MODE_SVB ? step_svb(k, k->order + lo, n, clock)
+                                               : step_reduce(k, k->order + lo, n);
             if (rc) return rc;
         }
         if (k->svb) TRY("sync", loom_svb_sync(k->svb));
@@ -422,10 +470,16 @@ static int run_worker(loom_node *n, const void *arg)
         fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
     }
+    if (k.reducer) {
+        int crc = loom_reducer_close(k.reducer);
+        if (crc && !rc) rc = app_fail(PROG, "close stochastic reduce", crc);
+    }
+    loom_graph_free(k.graph);
     if (k.svb)
         loom_svb_close(k.svb);
     else
         free(k.w);
+    free(k.fw);
     free(k.g), free(k.r), free(k.rows), free(k.keys), free(k.seen), free(k.order), free(k.chosen),
         free(k.u);
     mlr_svs_free(&k.v);

@@ -7,12 +7,12 @@
 #   svb_bsp    3 workers under BSP, SVs broadcast to all: worker 0's replica is
 #              exactly its log's SVs replayed from zero, every worker's log
 #              holds every SV of the job once and all three replicas are equal
-#              (their logs replay to the same matrix); --mode ps and svb on 3
-#              workers reach the reference's test accuracy within 0.5 points
+#              (their logs replay to the same matrix); --mode ps, svb and reduce
+#              on 3 workers reach the reference's test accuracy within 0.5 points
 #   rollback   --rollback T restores exactly the model a run that stopped at
 #              clock T saved (1 and 2 workers)
 #   cli        bad flags, labels and files end with a clear message and exit 2 or 1
-#   letter     the 26-class letter set (../shared/data/letter): ps and svb on 3
+#   letter     the 26-class letter set (../shared/data/letter): ps, svb, reduce on 3
 #              workers within 0.5 points of the one-worker reference's test accuracy
 #   sector     the 105-class sector set (bz2, decompressed to a temporary
 #              directory): svb on 3 workers likewise (ps: see docs/MLR.md)
@@ -108,7 +108,7 @@ svb_bsp)
     train "${args[@]}" --svlog "$WORK/log" --model-out "$WORK/m" --metrics "$WORK/met"
     "$MLR_CHECK" "$WORK/m" --replay 9000 "$WORK/log.0" "$WORK/log.1" "$WORK/log.2" ||
         fail "replicas differ from their SVs"
-    three_workers ps "ps svb" 4 --minibatch 50
+    three_workers ps "ps svb reduce" 4 --minibatch 50
     ;;
 rollback)
     gen
@@ -130,8 +130,11 @@ cli)
     source "$(dirname "$0")/../cli_lib.sh"
     expect 2 "--select is for --mode svb" train mlr --train train --select 3
     expect 2 "--rollback needs --svlog" train mlr --train train --mode svb --rollback 3
-    expect 2 "--mode takes ps or svb" train mlr --train train --mode xyz
+    expect 2 "--mode takes ps, svb or reduce" train mlr --train train --mode xyz
     expect 2 "takes --consistency bsp or ssp" train mlr --train train --mode svb --consistency asp
+    expect 2 "--graph is for --mode reduce" train mlr --train train --mode svb --graph ring
+    expect 2 "--servers 0: loom train mlr" train mlr --train train --mode svb --servers 0
+    expect 1 "--graph nograph" train mlr --train train --mode reduce --graph nograph --workers 2
     printf '1 1:1\n2.5 2:1\n' >badlabel
     expect 1 "not a class id" train mlr --train badlabel --workers 1
     printf '0 1:1\n0 2:1\n' >oneclass
@@ -146,7 +149,7 @@ cli)
     ;;
 letter)
     shared letter letter/letter.scale letter/letter.scale.t
-    three_workers ps "ps svb" 20 --minibatch 50 --lr 1
+    three_workers ps "ps svb reduce" 20 --minibatch 50 --lr 1
     ;;
 sector)
     # ps moves about 300 MB an epoch here (105 x 55k weights): svb only.
