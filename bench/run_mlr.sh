@@ -10,11 +10,12 @@
 #
 # Runs, all with WORKERS workers (default 4), --minibatch 100, --lr LR, BSP
 # unless said, EPOCHS epochs, one after the other in one invocation:
-#   ps        --mode ps (the model on 1 server, "sum" updater)
-#   svb       --mode svb, every SV to every worker
-#   svb-sel   --mode svb --select 25 --peers 2 --consistency ssp:4
-#             --average-every 100 (SV selection, random multicast, SSP and
-#             periodic exact averaging as Orpheus runs them)
+#   ps           --mode ps (the model on 1 server, "sum" updater)
+#   svb          --mode svb, every SV to every worker
+#   svb-sel      + SV selection: --select 25 of the 100 SVs of a minibatch
+#   svb-sel-rm   + random multicast: --peers 2
+#   svb-orpheus  + --consistency ssp:4 --average-every 100 (SSP and periodic
+#                exact averaging, as Orpheus runs them)
 # From each run's --metrics (JSON lines per epoch):
 #   bytes/clock  the workers' bytes sent, per worker and clock: for ps all of
 #                Loom's traffic (pushes of the touched rows, pulls, clocks);
@@ -56,9 +57,11 @@ rm "$WORK/all"
 declare -A FLAGS=(
     [ps]="--mode ps"
     [svb]="--mode svb"
-    [svb-sel]="--mode svb --select 25 --peers 2 --consistency ssp:4 --average-every 100"
+    [svb-sel]="--mode svb --select 25"
+    [svb-sel-rm]="--mode svb --select 25 --peers 2"
+    [svb-orpheus]="--mode svb --select 25 --peers 2 --consistency ssp:4 --average-every 100"
 )
-RUNS="ps svb svb-sel"
+RUNS="ps svb svb-sel svb-sel-rm svb-orpheus"
 for run in $RUNS; do
     echo "run $run: ${FLAGS[$run]}" >&2
     # shellcheck disable=SC2086 # the flags are split into words on purpose

@@ -532,7 +532,7 @@ int loom_svb_clock(loom_svb *s)
 int loom_svb_sync(loom_svb *s)
 {
     int rc = wait_clocks(s, s->clock);
-    return rc ? rc : apply_received(s, s->clock);
+    return rc ? rc : apply_received(s, s->clock - 1);
 }
 
 int loom_svb_replay(const char *log_path, uint32_t width, uint64_t rows, int64_t clock, double *w,
