@@ -11,6 +11,7 @@
 #include "lr/lr.h"
 #include "mf/mf.h"
 #include "mlr/mlr.h"
+#include "svm/svm.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,7 @@ static void print_help(FILE *out)
           "  lasso  L1-regularised least squares (`loom train lasso --model-out`;\n"
           "         loom predict lasso --help)\n"
           "  mlr  softmax regression (`loom train mlr --model-out`; loom predict mlr --help)\n"
+          "  svm  linear SVM (`loom train svm --model-out`; loom predict svm --help)\n"
           "\n",
           out);
     lr_predict_help(out);
@@ -41,6 +43,7 @@ static const struct predictor predictors[] = {
     {"mf", "matrix factorisation", mf_predict_main},
     {"lasso", "L1-regularised least squares", lasso_predict_main},
     {"mlr", "softmax regression", mlr_predict_main},
+    {"svm", "linear SVM", svm_predict_main},
 };
 
 #define NUM_PREDICTORS (sizeof predictors / sizeof predictors[0])

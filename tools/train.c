@@ -32,6 +32,7 @@
 #include "lr/lr.h"
 #include "mf/mf.h"
 #include "mlr/mlr.h"
+#include "svm/svm.h"
 
 /* One row per model: its help, its flag parser and its node program. A
  * model's command-line struct starts with its app_job (apps/common/app.h),
@@ -90,6 +91,15 @@ static int lasso_here(const void *cli)
     return lasso_train_here(cli);
 }
 
+static int svm_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
+{
+    return svm_parse_flags(argc, argv, cli, err, errlen);
+}
+static int svm_node(const void *cli)
+{
+    return svm_train_node(cli);
+}
+
 static const trainer trainers[] = {
     {"lr", "sparse logistic regression", lr_train_help, sizeof(lr_cli), lr_parse, lr_node, NULL},
     {"mf", "matrix factorisation with biases (ratings)", mf_train_help, sizeof(mf_cli), mf_parse,
@@ -100,6 +110,8 @@ static const trainer trainers[] = {
      sizeof(lasso_cli), lasso_parse, NULL, lasso_here},
     {"mlr", "multiclass softmax regression (parameter server or SV broadcasting)",
      mlr_train_help, sizeof(mlr_cli), mlr_parse, mlr_node, NULL},
+    {"svm", "linear SVM on stochastic reduce (serverless)", svm_train_help, sizeof(svm_cli),
+     svm_parse, svm_node, NULL},
 };
 #define NUM_TRAINERS (sizeof trainers / sizeof trainers[0])
 

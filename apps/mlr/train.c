@@ -318,8 +318,7 @@ static int open_model(worker *k)
         }
         TRY("open stochastic reduce",
             loom_reducer_open(k->node, k->graph, (loom_sync)o->sync, nw, &k->reducer));
-        TRY("barrier", loom_barrier(k->node));
-        return 0;
+        return 0; /* loom_reducer_open meets the other workers itself */
     }
     loom_svb_opts so = LOOM_SVB_OPTS_DEFAULT;
     so.width = k->K;

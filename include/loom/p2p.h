@@ -77,8 +77,9 @@ typedef struct loom_reducer loom_reducer;
 
 /* Start stochastic reduce on worker node n over graph g (which must have as many nodes as
  * the job has workers, and outlive the reducer) for a model of dim floats. Every worker
- * opens one, with the same graph, mode and dim. LOOM_EROLE on a non-worker, LOOM_ELIMIT if
- * a model does not fit in one message frame (loom_config.max_frame_mib). */
+ * opens one, with the same graph, mode and dim: it is a barrier of all workers (so that
+ * every worker knows every other before the first model travels). LOOM_EROLE on a non-worker,
+ * LOOM_ELIMIT if a model does not fit in one message frame (loom_config.max_frame_mib). */
 int loom_reducer_open(loom_node *n, const loom_graph *g, loom_sync sync, size_t dim,
                       loom_reducer **out);
 /* One round: send model to the out-neighbours, then overwrite it with the average (above).

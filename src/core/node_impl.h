@@ -106,7 +106,11 @@ uint64_t node_max_payload(const loom_node *n);
 void node_set_handler(loom_node *n, unsigned type, node_handler fn, void *ctx);
 /* Send to node dest, from any thread, on the socket itself (no queue).
  * h->sender and h->nframes are filled in. A worker may send to any other
- * worker (LOOM_EINVAL to itself). Returns 0 or LOOM_EINVAL / LOOM_ETRANSPORT /
+ * worker (LOOM_EINVAL to itself), but only once that worker has the roster
+ * too: the scheduler hands it to the workers one by one, and a worker drops
+ * (and counts) a message from a routing id it cannot yet name. So a layer
+ * meets the other workers at a barrier (node_barrier) before its first
+ * message to one, as loom_reducer_open does. Returns 0 or LOOM_EINVAL / LOOM_ETRANSPORT /
  * LOOM_ESHUTDOWN / LOOM_EPEERFAIL; on error the frames' free_fn has been called. */
 int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames, size_t nframes);
 /* Count a received message as malformed and dropped (a handler found a bad payload). */

@@ -184,14 +184,22 @@ int loom_reducer_open(loom_node *n, const loom_graph *g, loom_sync sync, size_t 
     r->sum = malloc(dim * sizeof *r->sum);
     r->incoming = malloc(dim * sizeof *r->incoming);
     node_lock(n);
-    int busy = l->open != NULL;
-    if (!busy && r->sum && r->incoming) l->open = r;
+    int rc = l->open ? LOOM_ESTATE : !r->sum || !r->incoming ? LOOM_ENOMEM : 0;
+    if (!rc) l->open = r;
     node_unlock(n);
-    if (busy || !r->sum || !r->incoming) {
+    /* Every worker has the roster once all have come this far, so none drops a model
+     * from a worker it cannot name yet (node_send). */
+    if (!rc) rc = node_barrier(n);
+    if (rc) {
+        if (rc != LOOM_ESTATE) {
+            node_lock(n);
+            l->open = NULL;
+            node_unlock(n);
+        }
         free(r->sum);
         free(r->incoming);
         free(r);
-        return busy ? LOOM_ESTATE : LOOM_ENOMEM;
+        return rc;
     }
     *out = r;
     return 0;
