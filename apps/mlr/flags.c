@@ -133,7 +133,8 @@ void mlr_train_help(FILE *out)
     fputs("usage: loom train mlr --train FILE [options]\n"
           "\n"
           "Train a multiclass (softmax) logistic-regression model: on the parameter server\n"
-          "(--mode ps) or by sufficient-vector broadcasting between the workers (--mode svb).\n"
+          "(--mode ps), by sufficient-vector broadcasting between the workers (--mode svb),\n"
+          "or by stochastic reduce over a communication graph (--mode reduce).\n"
           "\n",
           out);
     app_flags_help(out, flags, NFLAGS);
