@@ -15,6 +15,7 @@
 #include "core/node_impl.h"
 #include "loom/loom.h"
 #include "p2p/p2p.h"
+#include "p2p/svb.h"
 #include "ps/ps.h"
 #include "sched/sched.h"
 
@@ -76,7 +77,8 @@ static int attach_layers(loom_node *n)
     int rc = ps_attach(n);
     if (!rc) rc = sched_attach(n);
     if (!rc) rc = sched_dynamic_attach(n);
-    return rc ? rc : p2p_attach(n);
+    if (!rc) rc = p2p_attach(n);
+    return rc ? rc : svb_attach(n);
 }
 
 int loom_node_start(const loom_config *cfg, loom_node **node)

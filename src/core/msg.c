@@ -51,6 +51,8 @@ static const struct {
     [MSG_DYN_END] = {"DYN_END", 0, 0, BY_SCHED},
     [MSG_P2P_MODEL] = {"P2P_MODEL", 1, 1, BY_WORKER},
     [MSG_P2P_ACK] = {"P2P_ACK", 0, 0, BY_WORKER},
+    [MSG_SVB_SVS] = {"SVB_SVS", 0, 1, BY_WORKER},
+    [MSG_SVB_REPLICA] = {"SVB_REPLICA", 1, 1, BY_WORKER},
 };
 
 static int type_known(unsigned type)

@@ -99,6 +99,11 @@ enum msg_type {
     /* p2p */
     MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
     MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
+    /* mlr (sufficient-vector broadcasting, src/p2p/svb.c) */
+    MSG_SVB_SVS = 112, /* worker -> worker: clock = the sender's clock, a = SVs, b = width;
+                          frame SVs (none with a = 0: a clock mark) */
+    MSG_SVB_REPLICA,   /* worker -> worker: clock = after which clock, a = 0 averaging,
+                          1 rotation; frame the replica (rows x width f64) */
     MSG_TYPE_END_
 };
 

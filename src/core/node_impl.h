@@ -141,6 +141,7 @@ enum {
     NODE_LAYER_SCHED,
     NODE_LAYER_SCHED_DYNAMIC,
     NODE_LAYER_P2P,
+    NODE_LAYER_SVB,
     NODE_LAYER_COUNT
 };
 void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state));
