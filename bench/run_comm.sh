@@ -20,19 +20,28 @@
 #                 --filter-pull dense) against the default of --l1 (keycache,zstd both
 #                 ways, sparse rows), and against kkt,keycache,zstd: table bytes per
 #                 epoch (pushes, pull requests and replies) and the final objective.
+#   comm_managed_mf   managed communication against SSP alone at the same budget:
+#                 MF on ml-latest-small, epochs to test RMSE 0.87 per priority
+#                 (bench/comm_managed.sh, which this script sources).
+#   comm_managed_lda  the same for LDA on AP, K = 100: iterations to the
+#                 log-likelihood SSP alone reaches (bench/comm_managed.sh).
 #
 # Environment (defaults in brackets):
 #   AP_DIR [../shared/data/ap next to the repository]  ap.dat or ap.dat.bz2
 #   TOPICS [1000]  ITERATIONS [20]   the LDA runs
 #   LR_ROWS [200000] LR_FEATURES [1000000] EPOCHS [5] BLOCKS [16] L1 [20]  the DBPG runs
 #   TIMEOUT [1800]  seconds allowed to each run
+#   DATA, MF_MBITS, MF_STEPS, MF_EPOCHS, LDA_MBITS, LDA_ITERATIONS, KEEP  the
+#                   managed-communication runs (see bench/comm_managed.sh)
 set -euo pipefail
 
 build=${1:-build}
 [[ $# -gt 0 ]] && shift
 sections=("$@")
-[[ ${#sections[@]} -gt 0 ]] || sections=(filters_lda filters_dbpg)
+[[ ${#sections[@]} -gt 0 ]] || sections=(filters_lda filters_dbpg comm_managed_mf comm_managed_lda)
 here=$(cd "$(dirname "$0")/.." && pwd)
+# comm_managed_mf and comm_managed_lda, one function per experiment
+source "$here/bench/comm_managed.sh"
 AP_DIR=${AP_DIR:-$here/../shared/data/ap}
 TOPICS=${TOPICS:-1000}
 ITERATIONS=${ITERATIONS:-20}
@@ -157,5 +166,5 @@ filters_dbpg() {
 echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%d)"
 for s in "${sections[@]}"; do
     declare -F "$s" >/dev/null || { echo "run_comm.sh: no section $s" >&2; exit 2; }
-    "$s"
+    "$s" "$build" # the comm_managed_* functions take the build directory
 done

@@ -18,6 +18,8 @@
 #      it. BSP and NOTIFY-ACK average exactly the same models (tests/integration/
 #      test_p2p_reduce.c), so the epochs are equal and only the waiting differs.
 #      Target: NOTIFY-ACK >= 1.3x shorter.
+#   3. MLR: bench/run_mlr.sh (softmax regression with K = 20, D = 100k: sufficient-vector
+#      broadcasting against the parameter server; its own header says what it measures).
 # The machine is shared: only ratios within this run mean anything. Prints Markdown tables
 # (stdout); progress on stderr.
 set -euo pipefail
@@ -99,3 +101,7 @@ awk -v b="$(median <"$WORK/bsp.target_times")" -v n="$(median <"$WORK/na.target_
     if (b == "none" || n == "none") print "time-to-target ratio: n/a (target not reached)";
     else printf "median time to target bsp/notify-ack: %.2f (target >= 1.3)\n", b / n;
     printf "median time for all epochs bsp/notify-ack: %.2f\n", bt / nt }'
+
+echo
+echo "## MLR: sufficient-vector broadcasting against the parameter server"
+"$(dirname "$0")/run_mlr.sh" "$BUILD"

@@ -15,7 +15,9 @@
 #include "core/node_impl.h"
 #include "loom/loom.h"
 #include "p2p/p2p.h"
+#include "p2p/svb.h"
 #include "ps/ps.h"
+#include "sched/sched.h"
 
 /* loom run passes the scheduler a pipe (LOOM_ADDRESS_FD) to learn the port it
  * bound; write "host:port\n" there once and close it. */
@@ -68,11 +70,15 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
     return 0;
 }
 
-/* Every layer's handlers, before any message can arrive. */
+/* Every layer's part of the node's role (its handlers), in layer order,
+ * before any message can arrive. */
 static int attach_layers(loom_node *n)
 {
     int rc = ps_attach(n);
-    return rc ? rc : p2p_attach(n);
+    if (!rc) rc = sched_attach(n);
+    if (!rc) rc = sched_dynamic_attach(n);
+    if (!rc) rc = p2p_attach(n);
+    return rc ? rc : svb_attach(n);
 }
 
 int loom_node_start(const loom_config *cfg, loom_node **node)

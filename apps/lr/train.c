@@ -708,6 +708,7 @@ static int open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table *
         if (o->l1 > 0 && !c->job.filter_push) wo.filter_push = LR_DBPG_FILTERS; /* "none": none */
         if (o->l1 > 0 && !c->job.filter_pull) wo.filter_pull = LR_DBPG_FILTERS;
     }
+    app_job_comm(&c->job, &wo);
     TRY("open the model table", loom_table_open(n, "lr.w", &wo, w));
     loom_table_opts so = LOOM_TABLE_OPTS_DEFAULT;
     so.type = LOOM_F64;

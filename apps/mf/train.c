@@ -126,6 +126,7 @@ typedef struct worker {
     int threads;
     lane *lanes;               /* one per compute thread */
     int clock;                 /* the epoch's clock the lanes work on */
+    int step;                  /* the clock's step (--steps) the lanes work on */
     double lr;                 /* the epoch's learning rate */
     row_counts ucount, icount; /* --merge damped */
     double mean, min, max;
@@ -139,6 +140,10 @@ typedef struct worker {
     } pending;
     FILE *metrics;
     size_t skipped[2]; /* malformed lines of this share of the training and test files */
+    /* --schedule rotation (rotation.c) */
+    uint64_t ublock[2]; /* this worker's users */
+    uint64_t *ibounds;  /* the item blocks: W + 1 keys */
+    mf_rotation *rot;
 } worker;
 
 /* Agree on the mean and range of the training ratings (after the split):
@@ -205,6 +210,11 @@ static int open_tables(worker *w)
     to.staleness = w->cli->job.staleness;
     to.filter_push = w->cli->job.filter_push;
     to.filter_pull = w->cli->job.filter_pull;
+    app_job_comm(&w->cli->job, &to);
+    if (o->schedule == MF_SCHEDULE_ROTATION) { /* what the static engine needs (loom/sched.h) */
+        to.consistency = LOOM_ASP;
+        to.cache = 0;
+    }
     to.key_end = w->r->users ? w->r->users : 1;
     TRY("open mf.users", loom_table_open(w->node, "mf.users", &to, &w->users));
     to.key_end = w->r->items ? w->r->items : 1;
@@ -328,13 +338,21 @@ static int pull_rows(worker *w, mf_batch *b)
     return 0;
 }
 
-/* Lane t's batch of the current clock: the rows its ratings touch. */
+/* Lane l's ratings of the current step of the current clock: an epoch is
+ * syncs clocks of --steps steps. */
+static void step_range(const worker *w, const lane *l, size_t *lo, size_t *hi)
+{
+    int steps = w->cli->train.steps;
+    mf_clock_range(l->part.n, w->cli->train.syncs * steps, w->clock * steps + w->step, lo, hi);
+}
+
+/* Lane t's batch of the current step: the rows its ratings touch. */
 static int lane_collect(void *arg, int t)
 {
     worker *w = arg;
     lane *l = &w->lanes[t];
     size_t lo, hi;
-    mf_clock_range(l->part.n, w->cli->train.syncs, w->clock, &lo, &hi);
+    step_range(w, l, &lo, &hi);
     TRY("batch", mf_batch_collect(&l->b, &l->part, l->order + lo, hi - lo));
     return 0;
 }
@@ -347,7 +365,7 @@ static int lane_train(void *arg, int t)
     lane *l = &w->lanes[t];
     const mf_train_opts *o = &w->cli->train;
     size_t lo, hi;
-    mf_clock_range(l->part.n, o->syncs, w->clock, &lo, &hi);
+    step_range(w, l, &lo, &hi);
     mf_batch_train(&l->b, &l->part, l->order + lo, hi - lo, w->mean, w->lr, o->reg);
     if (o->merge == MF_MERGE_DAMPED) {
         scale_deltas(l->b.uold, l->b.ukeys, l->b.nu, o->rank + 1, w->ucount.scale);
@@ -363,24 +381,33 @@ static int train_epoch(worker *w, int epoch)
     double lr = mf_epoch_lr(o->lr, o->lr_decay, epoch);
     if (o->merge == MF_MERGE_DAMPED) {
         int lanes = loom_num_workers(w->node) * w->threads;
-        row_counts_scale(&w->ucount, lanes, o->syncs, lr, o->reg);
-        row_counts_scale(&w->icount, lanes, o->syncs, lr, o->reg);
+        /* With --steps: under managed communication (--priority) the
+         * servers' row pushes bring the other workers' steps while the
+         * clock runs, so each step's deltas are damped as a clock's; without
+         * it a clock's steps add up to the clock's one delta. */
+        int merges = o->syncs * (w->cli->job.priority != LOOM_PRIORITY_NONE ? o->steps : 1);
+        row_counts_scale(&w->ucount, lanes, merges, lr, o->reg);
+        row_counts_scale(&w->icount, lanes, merges, lr, o->reg);
     }
     for (int t = 0; t < w->threads; t++)
         mf_epoch_order(o->seed, loom_rank(w->node) * w->threads + t, epoch, w->lanes[t].part.n,
                        w->lanes[t].order);
     w->lr = lr;
     for (w->clock = 0; w->clock < o->syncs; w->clock++) {
-        if (app_team_run(w->team, lane_collect, w)) return 1;
-        /* The lanes' rows one lane after the other: most rows of a lane
-         * after the first (popular items) then come from the cache. */
-        for (int t = 0; t < w->threads; t++)
-            if (pull_rows(w, &w->lanes[t].b)) return 1;
-        if (app_team_run(w->team, lane_train, w)) return 1;
-        for (int t = 0; t < w->threads; t++) {
-            mf_batch *b = &w->lanes[t].b;
-            if (b->nu) TRY("push user rows", loom_push(w->users, b->ukeys, b->nu, b->uold));
-            if (b->ni) TRY("push item rows", loom_push(w->items, b->ikeys, b->ni, b->iold));
+        /* Later steps read their rows from the cache, which the servers'
+         * row pushes (--priority) refresh while the clock runs. */
+        for (w->step = 0; w->step < o->steps; w->step++) {
+            if (app_team_run(w->team, lane_collect, w)) return 1;
+            /* The lanes' rows one lane after the other: most rows of a lane
+             * after the first (popular items) then come from the cache. */
+            for (int t = 0; t < w->threads; t++)
+                if (pull_rows(w, &w->lanes[t].b)) return 1;
+            if (app_team_run(w->team, lane_train, w)) return 1;
+            for (int t = 0; t < w->threads; t++) {
+                mf_batch *b = &w->lanes[t].b;
+                if (b->nu) TRY("push user rows", loom_push(w->users, b->ukeys, b->nu, b->uold));
+                if (b->ni) TRY("push item rows", loom_push(w->items, b->ikeys, b->ni, b->iold));
+            }
         }
         TRY("clock", loom_clock(w->node));
     }
@@ -516,7 +543,8 @@ static int epochs(worker *w)
      * row counts and initial rows and ends clock 0; after the barrier all of
      * it is on the servers (under BSP the initial rows once clock 0 has ended
      * everywhere, which the first pull waits for). */
-    int damped = c->train.merge == MF_MERGE_DAMPED;
+    int rotation = c->train.schedule == MF_SCHEDULE_ROTATION;
+    int damped = c->train.merge == MF_MERGE_DAMPED && !rotation;
     if (push_summary(w) || open_tables(w)) return 1;
     if (damped && (row_counts_push(w, "mf.user_counts", 0, w->r->users, &w->ucount) ||
                    row_counts_push(w, "mf.item_counts", 1, w->r->items, &w->icount)))
@@ -527,10 +555,19 @@ static int epochs(worker *w)
     TRY("barrier", loom_barrier(w->node));
     if (read_summary(w)) return 1;
     if (damped && (row_counts_read(&w->ucount) || row_counts_read(&w->icount))) return 1;
+    if (rotation)
+        TRY("start the rotation",
+            mf_rotation_open(w->users, w->items, &c->train, &w->train, w->ublock, w->ibounds,
+                             w->mean, c->train.schedule_log, &w->rot));
     w->pending.epoch = -1;
     for (int epoch = 0; epoch < c->train.epochs; epoch++) {
         double t0 = app_now_s();
-        if (train_epoch(w, epoch)) return 1;
+        if (rotation) { /* the clock makes the epoch's statistics readable, as below */
+            TRY("rotation", mf_rotation_epoch(w->rot, epoch));
+            TRY("clock", loom_clock(w->node));
+        } else if (train_epoch(w, epoch)) {
+            return 1;
+        }
         w->train_s += app_now_s() - t0;
         w->epochs_since_eval++;
         /* This epoch's clocks made the previous evaluation's totals readable. */
@@ -541,6 +578,36 @@ static int epochs(worker *w)
     TRY("clock", loom_clock(w->node));
     if (rank == 0 && report(w)) return 1;
     return rank == 0 && c->job.model_path ? save_model(w) : 0;
+}
+
+/* --schedule rotation: every worker read the whole training file; cut users
+ * and items into blocks of equal numbers of ratings (the same cuts on every
+ * worker) and keep this worker's users' ratings (--test-fraction's test part
+ * likewise, so every test rating is evaluated once). */
+static int rotation_blocks(worker *w)
+{
+    size_t nw = (size_t)loom_num_workers(w->node), me = (size_t)loom_rank(w->node);
+    const char *too_few = w->r->users < nw ? "users" : w->r->items < nw ? "items" : NULL;
+    if (too_few) {
+        fprintf(stderr,
+                PROG ": %s: %zu %s for %zu workers: --schedule rotation gives each "
+                     "worker a block of at least one\n",
+                w->cli->job.train_path, too_few[0] == 'u' ? w->r->users : w->r->items, too_few, nw);
+        return 1;
+    }
+    uint64_t *ub = malloc((nw + 1) * sizeof *ub);
+    w->ibounds = malloc((nw + 1) * sizeof *w->ibounds);
+    int rc = ub && w->ibounds ? 0 : LOOM_ENOMEM;
+    if (!rc) rc = mf_balanced_bounds(w->train.user, w->train.n, w->r->users, (int)nw, ub);
+    if (!rc) rc = mf_balanced_bounds(w->train.item, w->train.n, w->r->items, (int)nw, w->ibounds);
+    if (!rc) {
+        w->ublock[0] = ub[me], w->ublock[1] = ub[me + 1];
+        mf_data_keep_users(&w->train, ub[me], ub[me + 1]);
+        if (!w->cli->job.test_path) mf_data_keep_users(&w->test, ub[me], ub[me + 1]);
+    }
+    free(ub);
+    TRY("cut the blocks", rc);
+    return 0;
 }
 
 /* Read this worker's shares of the training and test files. */
@@ -563,6 +630,7 @@ static int read_data(worker *w, loom_ratings **test_file)
         TRY("training data",
             mf_data_split(w->r, c->train.seed, c->train.test_fraction, &w->train, &w->test));
     }
+    if (c->train.schedule == MF_SCHEDULE_ROTATION && rotation_blocks(w)) return 1;
     TRY("training data", mf_batch_init(&w->b, c->train.rank, w->r->users, w->r->items));
     w->threads = c->job.threads > 1 ? c->job.threads : 1;
     TRY("start the compute threads", app_team_start(&w->team, w->threads));
@@ -593,12 +661,15 @@ static int run_worker(loom_node *n, const mf_cli *c)
         fprintf(stderr, PROG ": %s\n", err);
         return 1;
     }
-    if (loom_ratings_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &r, err,
-                          sizeof err)) {
+    /* --schedule rotation: every worker reads the whole file and keeps its users' ratings. */
+    int whole = c->train.schedule == MF_SCHEDULE_ROTATION;
+    if (loom_ratings_read(c->job.train_path, whole ? 0 : loom_rank(n),
+                          whole ? 1 : loom_num_workers(n), &c->data, &r, err, sizeof err)) {
         fprintf(stderr, "loom train mf: %s\n", err);
         return 1;
     }
-    worker w = {.node = n, .cli = c, .r = r, .skipped = {r->skipped}};
+    /* A whole file's malformed lines are counted by one worker. */
+    worker w = {.node = n, .cli = c, .r = r, .skipped = {whole && loom_rank(n) ? 0 : r->skipped}};
     int rc = read_data(&w, &test_file);
     if (!rc && loom_rank(n) == 0 && c->job.metrics_path &&
         !(w.metrics = fopen(c->job.metrics_path, "w"))) {
@@ -622,6 +693,8 @@ static int run_worker(loom_node *n, const mf_cli *c)
     mf_data_free(&w.train);
     mf_data_free(&w.test);
     row_counts_free(&w.ucount);
+    mf_rotation_free(w.rot);
+    free(w.ibounds);
     row_counts_free(&w.icount);
     loom_ratings_free(test_file);
     loom_ratings_free(r);

@@ -205,6 +205,10 @@ typedef struct loom_stats {
      * their payload as plain keys and dense rows (raw) and as sent, through
      * filters and as sparse rows (wire); per table: loom_table_filter_stats(). */
     uint64_t table_messages, table_bytes_raw, table_bytes_wire;
+    /* Managed communication (docs/USAGE.md): rows this node sent between
+     * clocks (a worker's early pushes, a server's pushes of changed rows),
+     * and rows servers pushed into this worker's cache. */
+    uint64_t managed_rows_sent, pushed_rows_received;
 } loom_stats;
 void loom_node_stats(loom_node *node, loom_stats *out);
 

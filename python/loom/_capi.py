@@ -42,6 +42,9 @@ class TableOpts(ctypes.Structure):
         ("flush_rows", ctypes.c_uint32),
         ("filter_push", ctypes.c_char_p),
         ("filter_pull", ctypes.c_char_p),
+        ("bandwidth_mbits", ctypes.c_double),
+        ("priority", ctypes.c_int),
+        ("queue_rows", ctypes.c_uint32),
     ]
 
 
@@ -62,6 +65,8 @@ class Stats(ctypes.Structure):
             "table_messages",
             "table_bytes_raw",
             "table_bytes_wire",
+            "managed_rows_sent",
+            "pushed_rows_received",
         )
     ]
 

@@ -43,8 +43,19 @@ static const struct {
     [MSG_PUSH_ENC] = {"PUSH_ENC", 1, 1, BY_WORKER},
     [MSG_PULL_SINCE] = {"PULL_SINCE", 2, 2, BY_WORKER},
     [MSG_PULL_REPLY_ENC] = {"PULL_REPLY_ENC", 0, 2, BY_SERVER},
+    [MSG_ROWS_PUSH] = {"ROWS_PUSH", 2, 2, BY_SERVER},
+    [MSG_ROWS_PUSH_ACK] = {"ROWS_PUSH_ACK", 0, 0, BY_WORKER},
+    [MSG_SCHED_BLOCK] = {"SCHED_BLOCK", 1, 1, BY_WORKER},
+    [MSG_DYN_START] = {"DYN_START", 0, 0, BY_WORKER},
+    [MSG_DYN_PLAN_REQ] = {"DYN_PLAN_REQ", 0, 0, BY_SCHED},
+    [MSG_DYN_PLAN] = {"DYN_PLAN", 1, 1, BY_SCHED | BY_WORKER},
+    [MSG_DYN_PSUM] = {"DYN_PSUM", 1, 1, BY_WORKER},
+    [MSG_DYN_SUM] = {"DYN_SUM", 1, 1, BY_SCHED},
+    [MSG_DYN_END] = {"DYN_END", 0, 0, BY_SCHED},
     [MSG_P2P_MODEL] = {"P2P_MODEL", 1, 1, BY_WORKER},
     [MSG_P2P_ACK] = {"P2P_ACK", 0, 0, BY_WORKER},
+    [MSG_SVB_SVS] = {"SVB_SVS", 0, 1, BY_WORKER},
+    [MSG_SVB_REPLICA] = {"SVB_REPLICA", 1, 1, BY_WORKER},
 };
 
 static int type_known(unsigned type)

@@ -87,9 +87,31 @@ enum msg_type {
                            reader holds; frames keys, a bitmap of the keys it holds */
     MSG_PULL_REPLY_ENC, /* server -> worker: as PULL_REPLY; frames u64 row version of the
                            answer, the pull chain's encoding of the rows that changed */
+    /* managed communication (ps/comm.h) */
+    MSG_ROWS_PUSH = 56, /* server -> worker: rows that changed, for the worker's cache;
+                           req = push id, clock = server's min clock, a = last push
+                           sequence applied from this worker, b = the row version
+                           the rows reflect (as PULL_REPLY_ENC's); frames keys, values */
+    MSG_ROWS_PUSH_ACK,  /* worker -> server: req echoed */
+    /* rotation (src/sched/ring.c) */
+    MSG_SCHED_BLOCK = 80, /* worker -> worker: table = engine, a = block, b = version; frame rows */
+    /* dynamic scheduling engine (sched, src/sched/dynamic.c) */
+    MSG_DYN_START = 88, /* worker -> scheduler: a = dim, b = max rounds, req = depth,
+                           table = parallel updates, clock = extra values */
+    MSG_DYN_PLAN_REQ,   /* scheduler -> shard's worker: req = round */
+    MSG_DYN_PLAN,       /* shard -> scheduler, scheduler -> workers: req = round,
+                           frame keys (u64) */
+    MSG_DYN_PSUM,       /* worker -> scheduler: req = round, a = stop; frame f64 values */
+    MSG_DYN_SUM,        /* scheduler -> workers: req = round; frame f64 sums */
+    MSG_DYN_END,        /* scheduler -> workers: req = rounds run, a = loom error or 0 */
     /* p2p */
     MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
     MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
+    /* mlr (sufficient-vector broadcasting, src/p2p/svb.c) */
+    MSG_SVB_SVS = 112, /* worker -> worker: clock = the sender's clock, a = SVs, b = width;
+                          frame SVs (none with a = 0: a clock mark) */
+    MSG_SVB_REPLICA,   /* worker -> worker: clock = after which clock, a = 0 averaging,
+                          1 rotation; frame the replica (rows x width f64) */
     MSG_TYPE_END_
 };
 

@@ -40,6 +40,9 @@ int main(void)
     FIELD(loom_table_opts, flush_rows);
     FIELD(loom_table_opts, filter_push);
     FIELD(loom_table_opts, filter_pull);
+    FIELD(loom_table_opts, bandwidth_mbits);
+    FIELD(loom_table_opts, priority);
+    FIELD(loom_table_opts, queue_rows);
     printf("}, \"stats\": {\"size\": [0, %zu], ", sizeof(loom_stats));
     first = 1;
     FIELD(loom_stats, bytes_sent);
@@ -53,6 +56,8 @@ int main(void)
     FIELD(loom_stats, table_messages);
     FIELD(loom_stats, table_bytes_raw);
     FIELD(loom_stats, table_bytes_wire);
+    FIELD(loom_stats, managed_rows_sent);
+    FIELD(loom_stats, pushed_rows_received);
     printf("}, \"dataset\": {\"size\": [0, %zu], ", sizeof(loom_dataset));
     first = 1;
     FIELD(loom_dataset, rows);
