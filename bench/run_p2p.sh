@@ -20,12 +20,13 @@
 #      best accuracy minus 0.2 points; wall time (time_s of the metrics, from the start of
 #      training) to the first epoch that reaches it. BSP and NOTIFY-ACK average exactly the
 #      same models (tests/integration/test_p2p_reduce.c), so the epochs are equal and only
-#      the waiting differs. Target: NOTIFY-ACK >= 1.3x shorter.
+#      the waiting differs. Target: NOTIFY-ACK >= 1.3x shorter. --sync async (no waiting for
+#      a late in-neighbour) runs alongside as a reference: what not waiting at all gives.
 #   3. MLR (MLR=0 skips it): bench/run_mlr.sh (softmax regression with K = 20, D = 100k:
 #      sufficient-vector broadcasting against the parameter server; its own header says
 #      what it measures).
 # PLOTS=DIR: also PNGs by `loom plot` in DIR (p2p_<data>_graphs.png: test accuracy per
-# epoch of each graph; p2p_sync.png: test accuracy against seconds, BSP and NOTIFY-ACK).
+# epoch of each graph; p2p_sync.png: test accuracy against seconds, BSP, NOTIFY-ACK and ASYNC).
 # The machine is shared: only ratios within this run mean anything. Prints Markdown tables
 # (stdout); progress on stderr.
 set -euo pipefail
@@ -111,6 +112,7 @@ TRAIN=$WORK/sync.train TEST=$WORK/sync.test
 for rep in 1 2 3; do
     run bsp_slow_$rep --graph expander --sync bsp --slow 3 --batch "$SYNC_BATCH"
     run na_slow_$rep --graph expander --sync notify-ack --slow 3 --batch "$SYNC_BATCH"
+    run async_slow_$rep --graph expander --sync async --slow 3 --batch "$SYNC_BATCH"
 done
 # Both modes compute the same models: the target is BSP's first run's best minus 0.2.
 target=$(awk -v b="$(best bsp_slow_1)" 'BEGIN { printf "%.4f", b - 0.2 }')
@@ -121,7 +123,7 @@ echo "Target: BSP's best test accuracy $(best bsp_slow_1)% minus 0.2 = $target%;
 echo
 echo "| sync | run | epochs to target | time to target s | time for $EPOCHS epochs s |"
 echo "|---|---|---|---|---|"
-for mode in bsp na; do
+for mode in bsp na async; do
     for rep in 1 2 3; do
         read -r e t < <(first_epoch ${mode}_slow_$rep "$target")
         echo "$t" >>"$WORK/$mode.target_times"
@@ -135,6 +137,11 @@ awk -v b="$(median <"$WORK/bsp.target_times")" -v n="$(median <"$WORK/na.target_
     if (b == "none" || n == "none") print "time-to-target ratio: n/a (target not reached)";
     else printf "median time to target bsp/notify-ack: %.2f (target >= 1.3)\n", b / n;
     printf "median time for all epochs bsp/notify-ack: %.2f\n", bt / nt }'
+awk -v b="$(median <"$WORK/bsp.target_times")" -v a="$(median <"$WORK/async.target_times")" \
+    -v bt="$(median <"$WORK/bsp.total_times")" -v at="$(median <"$WORK/async.total_times")" 'BEGIN {
+    if (b == "none" || a == "none") print "time-to-target ratio bsp/async: n/a (target not reached)";
+    else printf "median time to target bsp/async (reference): %.2f\n", b / a;
+    printf "median time for all epochs bsp/async (reference): %.2f\n", bt / at }'
 
 if [[ -n ${PLOTS:-} ]]; then
     mkdir -p "$PLOTS"
@@ -142,8 +149,8 @@ if [[ -n ${PLOTS:-} ]]; then
         "$LOOM" plot "$WORK/$d-allreduce.json" "$WORK/$d-expander.json" --y test_accuracy \
             --out "$PLOTS/p2p_${d}_graphs.png" --title "SVM on $d, $W workers: test accuracy %"
     done
-    "$LOOM" plot "$WORK"/bsp_slow_?.json "$WORK"/na_slow_?.json --x time_s --y test_accuracy \
-        --out "$PLOTS/p2p_sync.png" --title "w8a-like, $SYNC_ROWS rows, worker 3 slowed 2x: BSP and NOTIFY-ACK"
+    "$LOOM" plot "$WORK"/{bsp,na,async}_slow_?.json --x time_s --y test_accuracy \
+        --out "$PLOTS/p2p_sync.png" --title "w8a-like, $SYNC_ROWS rows, worker 3 slowed 2x: BSP, NOTIFY-ACK, ASYNC"
 fi
 
 [[ ${MLR:-1} == 0 ]] && exit 0
