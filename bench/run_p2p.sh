@@ -73,22 +73,22 @@ per_epoch_bytes() { field "$1" bytes_sent | tail -1 | awk -v e="$EPOCHS" '{ prin
 
 # graphs DATA: part 1 on $TRAIN and $TEST, named DATA in the tables
 graphs() {
-    run $1-allreduce --graph allreduce --sync notify-ack
-    run $1-expander --graph expander --sync notify-ack
+    run "$1"-allreduce --graph allreduce --sync notify-ack
+    run "$1"-expander --graph expander --sync notify-ack
     local target ar_epoch ex_epoch ar_bytes ex_bytes
-    target=$(awk -v b="$(best $1-allreduce)" 'BEGIN { printf "%.4f", b - 0.2 }')
-    read -r ar_epoch _ < <(first_epoch $1-allreduce "$target")
-    read -r ex_epoch _ < <(first_epoch $1-expander "$target")
-    ar_bytes=$(per_epoch_bytes $1-allreduce) ex_bytes=$(per_epoch_bytes $1-expander)
+    target=$(awk -v b="$(best "$1"-allreduce)" 'BEGIN { printf "%.4f", b - 0.2 }')
+    read -r ar_epoch _ < <(first_epoch "$1"-allreduce "$target")
+    read -r ex_epoch _ < <(first_epoch "$1"-expander "$target")
+    ar_bytes=$(per_epoch_bytes "$1"-allreduce) ex_bytes=$(per_epoch_bytes "$1"-expander)
     echo "## Graphs: SVM on $1, $W workers, --sync notify-ack, $EPOCHS epochs"
     echo
-    echo "Target: all-reduce's best test accuracy $(best $1-allreduce)% minus 0.2 = $target%."
+    echo "Target: all-reduce's best test accuracy $(best "$1"-allreduce)% minus 0.2 = $target%."
     echo
     echo "| graph | spectral gap | best accuracy % | epochs to target | bytes/epoch (worker 0) |"
     echo "|---|---|---|---|---|"
     for g in allreduce expander; do
-        echo "| $g | $(awk '{print $3}' "$WORK/$1-$g.gap") | $(best $1-$g) |" \
-            "$(first_epoch $1-$g "$target" | cut -d' ' -f1) | $(per_epoch_bytes $1-$g) |"
+        echo "| $g | $(awk '{print $3}' "$WORK/$1-$g.gap") | $(best "$1"-$g) |" \
+            "$(first_epoch "$1"-$g "$target" | cut -d' ' -f1) | $(per_epoch_bytes "$1"-$g) |"
     done
     echo
     awk -v ae="$ar_epoch" -v ee="$ex_epoch" -v ab="$ar_bytes" -v eb="$ex_bytes" -v w=$W 'BEGIN {
@@ -107,7 +107,7 @@ graphs w8a-like
 # Part 2 on SYNC_ROWS w8a-like rows: long enough (seconds, not fractions of one) for the
 # difference between the modes to stand above the load's noise. Three alternating runs of
 # each, medians compared (the machine's load varies by the second).
-gen_w8a sync $SYNC_ROWS
+gen_w8a sync "$SYNC_ROWS"
 TRAIN=$WORK/sync.train TEST=$WORK/sync.test
 for rep in 1 2 3; do
     run bsp_slow_$rep --graph expander --sync bsp --slow 3 --batch "$SYNC_BATCH"
