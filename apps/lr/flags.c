@@ -165,6 +165,10 @@ int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
     c->train.seed = c->job.seed;
     c->train.threads = c->job.threads;
     if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");
+    if (c->job.servers == 0)
+        return app_usage(err, errlen,
+                         "--servers 0: loom train lr keeps its model on the servers; "
+                         "give --servers 1 or more");
 
     static const char *const sgd_only[] = {"--updater", "--minibatch", "--consistency"};
     static const char *const dbpg_only[] = {"--blocks", "--delay"};

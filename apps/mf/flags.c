@@ -191,7 +191,8 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
     if (GIVEN("--schedule-log")) o->schedule_log = x->text;
     if (o->schedule == MF_SCHEDULE_ROTATION) {
         /* The rotation hands rows over itself: nothing to merge, no clocks, one writer. */
-        static const char *const data_only[] = {"--consistency", "--merge", "--steps", "--priority"};
+        static const char *const data_only[] = {"--consistency", "--merge", "--steps",
+                                                "--priority"};
         for (size_t k = 0; k < sizeof data_only / sizeof *data_only; k++)
             if (GIVEN(data_only[k]))
                 return app_usage(err, errlen, "%s is for --schedule data, not rotation",
@@ -208,5 +209,9 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
     o->seed = c->job.seed;
     o->threads = c->job.threads;
     if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");
+    if (c->job.servers == 0)
+        return app_usage(err, errlen,
+                         "--servers 0: loom train mf keeps its model on the servers; "
+                         "give --servers 1 or more");
     return 0;
 }
