@@ -119,8 +119,8 @@ static const trainer trainers[] = {
      lda_node, NULL, NULL},
     {"lasso", "L1-regularised least squares (coordinate descent)", lasso_train_help,
      sizeof(lasso_cli), lasso_parse, lasso_node, lasso_here, lasso_wants_here},
-    {"mlr", "multiclass softmax regression (parameter server or SV broadcasting)",
-     mlr_train_help, sizeof(mlr_cli), mlr_parse, mlr_node, NULL, NULL},
+    {"mlr", "multiclass softmax regression (parameter server or SV broadcasting)", mlr_train_help,
+     sizeof(mlr_cli), mlr_parse, mlr_node, NULL, NULL},
     {"svm", "linear SVM on stochastic reduce (serverless)", svm_train_help, sizeof(svm_cli),
      svm_parse, svm_node, NULL, NULL},
 };

@@ -39,7 +39,7 @@ typedef struct svm_opts {
 
 #define SVM_OPTS_DEFAULT                                                                           \
     {                                                                                              \
-        0.01, 1e-4, 64, 10, 1, "expander", LOOM_SYNC_NOTIFY_ACK, -1                                 \
+        0.01, 1e-4, 64, 10, 1, "expander", LOOM_SYNC_NOTIFY_ACK, -1                                \
     }
 
 /* A replica: w (dim weights, then the bias at w[dim]) = scale * v. */

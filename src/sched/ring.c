@@ -58,8 +58,8 @@ static void on_block(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "too many blocks waiting to be taken");
         return;
     }
-    *e = (arrived){.engine = m->h.table, .block = (uint32_t)m->h.a, .from = m->from,
-                   .version = m->h.b};
+    *e = (arrived){
+        .engine = m->h.table, .block = (uint32_t)m->h.a, .from = m->from, .version = m->h.b};
     node_msg_keep(&e->m, m);
     w->a[w->n++] = e;
     node_broadcast(n);
