@@ -8,9 +8,10 @@
 # The problem: `loom gen lasso` with 100k features in correlated groups of
 # GROUP (correlation CORR), ROWS rows, 1% of the groups present per row,
 # NONZEROS planted non-zeros; lambda = LAMBDA lambda_max. The default (groups
-# of 2000 at 0.9, 5000 planted, lambda 0.01 lambda_max) is one where random
-# parallel updates conflict: rho(X^T X) of the normalised columns is ~ the
-# group size times CORR, so dim / rho is near P (docs/BENCHMARKS.md); the
+# of 2000 at 0.9, 5000 planted, lambda 0.01 lambda_max) has many active,
+# strongly coupled coefficients; rho(X^T X) of the normalised columns grows
+# with GROUP * CORR, and random parallel updates suffer once dim / rho nears
+# P (docs/BENCHMARKS.md: dim / rho = 42 here, about 4 with GROUP=20000). The
 # first run's problem was GROUP=10 CORR=0.8 NONZEROS=100 LAMBDA=0.1. The
 # reference is `--sequential --tol 1e-8` (at most SEQ_ITERATIONS passes); its
 # final objective F* sets the target F* (1 + 1e-4). Every schedule
