@@ -51,6 +51,17 @@ JOB=${JOB:-1}
 TIMEOUT=${TIMEOUT:-900}
 LOOM=$build/bin/loom
 [[ -x $LOOM ]] || { echo "sched_lasso.sh: $LOOM not found (build first)" >&2; exit 2; }
+declare -A flags=(
+    [dynamic]="--candidates 32 --rho 0.1"
+    [dynamic-nopri]="--no-priority --candidates 32 --rho 0.1"
+    [dynamic-nocheck]="--candidates 32 --rho 1"
+    [random]="--schedule random"
+    [rotation]="--schedule rotation"
+    [dynamic-depth3]="--candidates 32 --rho 0.1 --depth 3"
+)
+for name in $SCHEDULES; do
+    [[ -v flags[$name] ]] || { echo "sched_lasso.sh: unknown schedule $name" >&2; exit 2; }
+done
 mkdir -p "$out"
 data=$out/lasso.svm
 
@@ -71,14 +82,6 @@ run() { # NAME FLAGS...
         --iterations "$ITERATIONS" --tol 1e-8 --reference "$out/reference.model" \
         --metrics "$out/$name.jsonl" "$@" || echo "$name: exit $?" >&2
 }
-declare -A flags=(
-    [dynamic]="--candidates 32 --rho 0.1"
-    [dynamic-nopri]="--no-priority --candidates 32 --rho 0.1"
-    [dynamic-nocheck]="--candidates 32 --rho 1"
-    [random]="--schedule random"
-    [rotation]="--schedule rotation"
-    [dynamic-depth3]="--candidates 32 --rho 0.1 --depth 3"
-)
 running=0
 for name in $SCHEDULES; do
     # shellcheck disable=SC2086 # the flags are words
