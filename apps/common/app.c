@@ -103,7 +103,14 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     TEXT("--model-out", model_path);
     TEXT("--interface", interface);
     TEXT("--secret", secret);
+    TEXT("--filter", filter_push);
+    TEXT("--filter-pull", filter_pull);
 #undef TEXT
+    char why[200];
+    if (j->filter_push && loom_filter_check(j->filter_push, LOOM_DIR_PUSH, why, sizeof why))
+        return app_usage(err, errlen, "--filter: %s", why);
+    if (j->filter_pull && loom_filter_check(j->filter_pull, LOOM_DIR_PULL, why, sizeof why))
+        return app_usage(err, errlen, "--filter-pull: %s", why);
     j->insecure = app_flag_get(flags, n, values, "--insecure") != NULL;
     j->no_status = app_flag_get(flags, n, values, "--no-status") != NULL;
     if ((v = app_flag_get(flags, n, values, "--workers")))
