@@ -11,7 +11,7 @@
 # of 2000 at 0.9, 5000 planted, lambda 0.01 lambda_max) has many active,
 # strongly coupled coefficients; rho(X^T X) of the normalised columns grows
 # with GROUP * CORR, and random parallel updates suffer once dim / rho nears
-# P (docs/BENCHMARKS.md: dim / rho = 42 here, about 4 with GROUP=20000). The
+# P (docs/BENCHMARKS.md: dim / rho = 42 here, 5.5 with GROUP=20000). The
 # first run's problem was GROUP=10 CORR=0.8 NONZEROS=100 LAMBDA=0.1. The
 # reference is `--sequential --tol 1e-8` (at most SEQ_ITERATIONS passes); its
 # final objective F* sets the target F* (1 + 1e-4). Every schedule
