@@ -23,7 +23,9 @@
 #
 # Environment: ML_DIR, AP_DIR [../shared/data/... next to the repository],
 # EPOCHS [30], ITERATIONS [40], TOPICS ["50 1000"], TIMEOUT [900] s per run,
-# LOOM_HEARTBEAT_TIMEOUT_MS [60000].
+# LOOM_HEARTBEAT_TIMEOUT_MS [60000], PLOT_DIR [none: when set, the metrics
+# are kept there, one JSONL file per run, with loom plot's PNGs mf_rmse.png
+# and lda_K<K>_ll.png].
 set -uo pipefail
 
 build=${1:-build}
@@ -80,6 +82,15 @@ for r in 1 8; do
         log "mf rotation $r: exit $?"
     mf_row "4 workers, rotation, $r rotation(s)/epoch" "$work/mf.rot$r"
 done
+if [[ -n ${PLOT_DIR:-} ]]; then
+    mkdir -p "$PLOT_DIR"
+    cp "$work/mf.seq" "$PLOT_DIR/mf-sequential.jsonl"
+    cp "$work/mf.data" "$PLOT_DIR/mf-data-parallel.jsonl"
+    cp "$work/mf.rot1" "$PLOT_DIR/mf-rotation-syncs1.jsonl"
+    cp "$work/mf.rot8" "$PLOT_DIR/mf-rotation-syncs8.jsonl"
+    "$LOOM" plot "$PLOT_DIR"/mf-*.jsonl --y test_rmse --out "$PLOT_DIR/mf_rmse.png" \
+        --title "MF, ml-latest-small, 4 workers: test RMSE per epoch" >&2 || log "mf plot failed"
+fi
 
 for K in $TOPICS; do
     echo
@@ -115,5 +126,14 @@ for K in $TOPICS; do
         [[ $mode == rotation ]] && name="4 workers, rotation"
         echo "| $name | $(awk '$1 == 20 { printf "%.6e", $2 }' "$work/$mode.ll") | $gap |" \
             "$(awk -v n="$ITERATIONS" '$1 == n { printf "%.6e", $2 }' "$work/$mode.ll") | $tps | $ratio |"
+        [[ -n ${PLOT_DIR:-} ]] && cp "$work/lda.$mode" "$PLOT_DIR/lda-K$K-$mode.jsonl"
     done
+    if [[ -n ${PLOT_DIR:-} ]]; then
+        awk '{ printf "{\"iteration\": %d, \"log_likelihood\": %s}\n", $1, $2 }' "$work/ref.ll" \
+            >"$PLOT_DIR/lda-K$K-sequential.jsonl"
+        "$LOOM" plot "$PLOT_DIR"/lda-K"$K"-*.jsonl --y log_likelihood \
+            --out "$PLOT_DIR/lda_K${K}_ll.png" \
+            --title "LDA, AP, K = $K, 4 workers: log-likelihood per iteration" >&2 ||
+            log "lda plot failed"
+    fi
 done

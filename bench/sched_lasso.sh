@@ -5,10 +5,16 @@
 #
 #   bench/sched_lasso.sh [BUILD_DIR] [OUT_DIR]
 #
-# The problem: `loom gen lasso` with 100k features in correlated groups of 10
-# (correlation CORR), ROWS rows, 1% of the groups present per row, 100 planted
-# non-zeros; lambda = 0.1 lambda_max. The reference is `--sequential --tol
-# 1e-8`; its final objective F* sets the target F* (1 + 1e-4). Every schedule
+# The problem: `loom gen lasso` with 100k features in correlated groups of
+# GROUP (correlation CORR), ROWS rows, 1% of the groups present per row,
+# NONZEROS planted non-zeros; lambda = LAMBDA lambda_max. The default (groups
+# of 2000 at 0.9, 5000 planted, lambda 0.01 lambda_max) has many active,
+# strongly coupled coefficients; rho(X^T X) of the normalised columns grows
+# with GROUP * CORR, and random parallel updates suffer once dim / rho nears
+# P (docs/BENCHMARKS.md: dim / rho = 42 here, 5.5 with GROUP=20000). The
+# first run's problem was GROUP=10 CORR=0.8 NONZEROS=100 LAMBDA=0.1. The
+# reference is `--sequential --tol 1e-8` (at most SEQ_ITERATIONS passes); its
+# final objective F* sets the target F* (1 + 1e-4). Every schedule
 # runs P = 8 updates per round, with --in-process (the rounds of a one-worker
 # job, bit for bit, without the messages: tests/lasso checks the equality):
 #   dynamic            priority sampling (L = 32) + dependency check (rho 0.1)
@@ -18,35 +24,55 @@
 #   rotation           consecutive blocks of 8 in turn (fixed round robin on the
 #                      dynamic engine, not the static engine of run_sched.sh)
 #   dynamic-depth3     dynamic with 3 rounds in flight
+# (SCHEDULES picks some; they run two at a time: updates do not depend on time)
 # and one real job (dynamic, 2 workers, --insecure) for updates/s next to the
-# in-process run's. Prints a Markdown table (updates to the target, and their
+# in-process run's (JOB=0 skips it). Prints a Markdown table (updates to the target, and their
 # ratio to the sequential count; share of coefficients within 1e-3 of the
 # reference after 5, 10 and 20 iterations, among all and among the reference's
 # non-zeros) and writes plots with loom plot (gap.png: log10 of the relative
 # gap to F*; converged.png, converged_support.png; in OUT_DIR).
 #
-# Environment: ROWS [2000], CORR [0.8], ITERATIONS [80], TIMEOUT [900] s per run.
+# Environment: ROWS [2000], GROUP [2000], CORR [0.9], NONZEROS [5000],
+# LAMBDA [0.01], ITERATIONS [80], SEQ_ITERATIONS [5000], TIMEOUT [900] s per
+# run, SCHEDULES [all six], JOB [1].
 set -euo pipefail
 
 build=${1:-build}
 out=${2:-sched_lasso_out}
 ROWS=${ROWS:-2000}
-CORR=${CORR:-0.8}
+GROUP=${GROUP:-2000}
+CORR=${CORR:-0.9}
+NONZEROS=${NONZEROS:-5000}
+LAMBDA=${LAMBDA:-0.01}
 ITERATIONS=${ITERATIONS:-80}
+SEQ_ITERATIONS=${SEQ_ITERATIONS:-5000}
+SCHEDULES=${SCHEDULES:-dynamic dynamic-nopri dynamic-nocheck random rotation dynamic-depth3}
+JOB=${JOB:-1}
 TIMEOUT=${TIMEOUT:-900}
 LOOM=$build/bin/loom
 [[ -x $LOOM ]] || { echo "sched_lasso.sh: $LOOM not found (build first)" >&2; exit 2; }
+declare -A flags=(
+    [dynamic]="--candidates 32 --rho 0.1"
+    [dynamic-nopri]="--no-priority --candidates 32 --rho 0.1"
+    [dynamic-nocheck]="--candidates 32 --rho 1"
+    [random]="--schedule random"
+    [rotation]="--schedule rotation"
+    [dynamic-depth3]="--candidates 32 --rho 0.1 --depth 3"
+)
+for name in $SCHEDULES; do
+    [[ -v flags[$name] ]] || { echo "sched_lasso.sh: unknown schedule $name" >&2; exit 2; }
+done
 mkdir -p "$out"
 data=$out/lasso.svm
 
 echo "generating $data" >&2
-"$LOOM" gen lasso --rows "$ROWS" --features 100000 --group 10 --corr "$CORR" --density 0.01 \
-    --nonzeros 100 --seed 7 --out "$data"
-common=(--train "$data" --lambda-ratio 0.1 --quiet)
+"$LOOM" gen lasso --rows "$ROWS" --features 100000 --group "$GROUP" --corr "$CORR" \
+    --density 0.01 --nonzeros "$NONZEROS" --seed 7 --out "$data"
+common=(--train "$data" --lambda-ratio "$LAMBDA" --quiet)
 
 echo "sequential reference" >&2
 timeout "$TIMEOUT" "$LOOM" train lasso "${common[@]}" --sequential --tol 1e-8 \
-    --metrics "$out/sequential.jsonl" --model-out "$out/reference.model"
+    --iterations "$SEQ_ITERATIONS" --metrics "$out/sequential.jsonl" --model-out "$out/reference.model"
 
 run() { # NAME FLAGS...
     local name=$1
@@ -56,17 +82,20 @@ run() { # NAME FLAGS...
         --iterations "$ITERATIONS" --tol 1e-8 --reference "$out/reference.model" \
         --metrics "$out/$name.jsonl" "$@" || echo "$name: exit $?" >&2
 }
-run dynamic --candidates 32 --rho 0.1
-run dynamic-nopri --no-priority --candidates 32 --rho 0.1
-run dynamic-nocheck --candidates 32 --rho 1
-run random --schedule random
-run rotation --schedule rotation
-run dynamic-depth3 --candidates 32 --rho 0.1 --depth 3
+running=0
+for name in $SCHEDULES; do
+    # shellcheck disable=SC2086 # the flags are words
+    run "$name" ${flags[$name]} &
+    if ((++running % 2 == 0)); then wait; fi
+done
+wait
 
-echo "job: dynamic, 2 workers" >&2
-timeout "$TIMEOUT" "$LOOM" train lasso "${common[@]}" --workers 2 --insecure --no-status \
-    --parallel 8 --candidates 32 --rho 0.1 --iterations 3 --tol 0 \
-    --metrics "$out/job2.jsonl" || echo "job: exit $?" >&2
+if ((JOB)); then
+    echo "job: dynamic, 2 workers" >&2
+    timeout "$TIMEOUT" "$LOOM" train lasso "${common[@]}" --workers 2 --insecure --no-status \
+        --parallel 8 --candidates 32 --rho 0.1 --iterations 3 --tol 0 \
+        --metrics "$out/job2.jsonl" || echo "job: exit $?" >&2
+fi
 
 python3 - "$out" <<'PY'
 import json, math, sys
