@@ -11,7 +11,12 @@
 #   published  ranks on two hosts meeting through LOOM_RENDEZVOUS_DIR without
 #              LOOM_INTERFACE: the scheduler publishes an address of this host
 #              that other hosts reach, not a loopback one. Needs an IPv4
-#              interface other than lo: exits 77 (skipped) on a machine without.
+#              interface other than lo: exits 77 (skipped) on a machine without;
+#   rotation   `loom train mf --schedule rotation` (src/sched's static engine) as
+#              5 ranks of one host (scheduler, server, 3 workers): the model is
+#              the one the local launcher's --workers 3 saves, byte for byte
+#              (the rotation gives each item block one writer at a time, in a
+#              fixed order, so the result does not depend on timing).
 source "$(dirname "$0")/lib.sh"
 CASE=${3:?usage: $0 LOOM CLUSTER_CHECK launch|published}
 
@@ -71,6 +76,24 @@ published)
     [[ -n $addr && $addr != 127.* && $addr != 0.0.0.0 ]] ||
         fail "the scheduler published '$addr', not an address other hosts reach"
     expect_line c3 "node: worker 1 of 2 (servers 1) at $addr:" # the route to it
+    ;;
+rotation)
+    "$LOOM" gen mf --users 300 --items 500 --ratings 20000 --rank 4 --seed 5 --quiet \
+        --out "$WORK/r.tsv" || fail "loom gen mf failed"
+    args=(train mf --train "$WORK/r.tsv" --schedule rotation --servers 1 --epochs 3 --quiet)
+    timeout -k 5 120 "$LOOM" "${args[@]}" --workers 3 --model-out "$WORK/local.model" \
+        >"$WORK/local.out" 2>&1 || fail "the local job failed"
+    jobid=$((RANDOM * 2)) names=()
+    for rank in 0 1 2 3 4; do
+        # shellcheck disable=SC2046
+        spawn "r$rank" $(ompi_vars $rank 5 5 $jobid) -- "$LOOM" "${args[@]}" \
+            --model-out "$WORK/ompi.model"
+        names+=("r$rank")
+    done
+    finish 120 "${names[@]}"
+    expect_ok "${names[@]}"
+    cmp "$WORK/local.model" "$WORK/ompi.model" ||
+        fail "the model trained under mpirun's variables differs from the local launcher's"
     ;;
 *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac
