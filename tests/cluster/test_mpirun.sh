@@ -4,6 +4,9 @@
 #   mpirun -np 4 ps_check bsp      a user program linked with the library
 #                                  (1 scheduler, 1 server, 2 workers);
 #   mpirun -np 6 -x LOOM_NUM_SERVERS=2 cluster_check   ranks become roles;
+#   mpirun -np 5 loom train mf --schedule rotation ... (src/sched's static
+#                                  engine, generated data): byte for byte the
+#                                  model of the local launcher's --workers 3;
 #   mpirun -np 6 loom train lr ... --servers 2 on a9a: test accuracy >= 0.848,
 #                                  within 0.005 of the same command under the
 #                                  local launcher (--workers 3).
@@ -46,6 +49,17 @@ done
 grep -q "^\[[0-9]*,3\]<stdout>:sum: 5 clocks of 3 workers exact" "$WORK/roles.out" ||
     fail "no exact sums from worker 0"
 [[ -z $(ls -A "$RDV") ]] || fail "the rendezvous file was left behind"
+
+# The rotation gives each item block one writer at a time in a fixed order, so
+# the model does not depend on timing, nor on the launcher.
+"$LOOM" gen mf --users 300 --items 500 --ratings 20000 --rank 4 --seed 5 --quiet \
+    --out "$WORK/r.tsv" || fail "loom gen mf failed"
+args=(train mf --train "$WORK/r.tsv" --schedule rotation --servers 1 --epochs 3 --quiet)
+timeout -k 5 120 "$LOOM" "${args[@]}" --workers 3 --model-out "$WORK/rot-local.model" \
+    >"$WORK/rot-local.out" 2>&1 || fail "the local rotation job failed"
+mpi rotation 120 -np 5 "$LOOM" "${args[@]}" --model-out "$WORK/rot-mpi.model"
+cmp "$WORK/rot-local.model" "$WORK/rot-mpi.model" ||
+    fail "the rotation model trained under mpirun differs from the local launcher's"
 
 TRAIN=$DATA/a9a/a9a TEST=$DATA/a9a/a9a.t
 if [[ ! -r $TRAIN || ! -r $TEST ]]; then
