@@ -58,7 +58,7 @@ until grep -q "$READY" "$WORK/job.out"; do
     (($(now_ms) < deadline)) || fail "no pass within 60 s"
     sleep 0.05
 done
-victim= survivors=()
+victim='' survivors=()
 for pid in $(pgrep -P "$launcher"); do
     if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "LOOM_RANK=1" &&
         tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "LOOM_ROLE=worker"; then
