@@ -13,6 +13,7 @@
 #include "core/launchenv.h"
 #include "core/log.h"
 #include "core/node_impl.h"
+#include "ft/ft.h"
 #include "loom/loom.h"
 #include "ps/ps.h"
 
@@ -67,10 +68,17 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
     return 0;
 }
 
+/* Every layer's part of a node's role, lower layers first. */
+static int attach_layers(loom_node *n)
+{
+    int rc = ps_attach(n);
+    return rc ? rc : ft_attach(n);
+}
+
 int loom_node_start(const loom_config *cfg, loom_node **node)
 {
     if (!cfg || !node) return LOOM_EINVAL;
-    return node_start(cfg, ps_attach, node);
+    return node_start(cfg, attach_layers, node);
 }
 
 int loom_init(loom_node **node, int *argc, char ***argv)

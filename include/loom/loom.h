@@ -15,6 +15,7 @@
 #include "updater.h"
 #include "delay.h"
 #include "secret.h"
+#include "checkpoint.h"
 
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1

@@ -40,6 +40,7 @@ static const struct {
     [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1, BY_SERVER},
     [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER},
     [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0, BY_SCHED},
+    [MSG_CKPT_PART] = {"CKPT_PART", 1, 1, BY_SERVER | BY_WORKER},
 };
 
 static int type_known(unsigned type)

@@ -80,6 +80,9 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* ckpt (ft) */
+    MSG_CKPT_PART = 64, /* server/worker -> scheduler: its part of checkpoint `clock` is on
+                           disk; a = 1 if it holds every row (full), blob (ft_part_info) */
     MSG_TYPE_END_
 };
 

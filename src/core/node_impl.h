@@ -125,7 +125,7 @@ void node_broadcast(loom_node *n); /* call with the lock held */
 uint64_t node_now_ms(void);
 
 /* ---- layers ---- */
-enum { NODE_LAYER_PS = 0, NODE_LAYER_COUNT };
+enum { NODE_LAYER_PS = 0, NODE_LAYER_FT, NODE_LAYER_COUNT };
 void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state));
 void *node_layer(const loom_node *n, int layer);
 
