@@ -102,7 +102,20 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     TEXT("--model-out", model_path);
     TEXT("--interface", interface);
     TEXT("--secret", secret);
+    TEXT("--checkpoint-dir", checkpoint_dir);
+    TEXT("--resume", resume_dir);
 #undef TEXT
+    j->checkpoint_every = 10;
+    j->checkpoint_full_every = 10;
+    if ((v = app_flag_get(flags, n, values, "--checkpoint-every"))) {
+        if (!j->checkpoint_dir) return app_usage(err, errlen, "--checkpoint-every needs --checkpoint-dir");
+        j->checkpoint_every = v->u;
+    }
+    if ((v = app_flag_get(flags, n, values, "--checkpoint-full-every"))) {
+        if (!j->checkpoint_dir)
+            return app_usage(err, errlen, "--checkpoint-full-every needs --checkpoint-dir");
+        j->checkpoint_full_every = v->u;
+    }
     j->insecure = app_flag_get(flags, n, values, "--insecure") != NULL;
     j->no_status = app_flag_get(flags, n, values, "--no-status") != NULL;
     if ((v = app_flag_get(flags, n, values, "--workers")))

@@ -116,6 +116,35 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
         .name = "--no-status", .kind = APP_SWITCH,                                                 \
         .help = "no status page (LOOM_STATUS_PORT=-1; docs/USAGE.md)"                              \
     }
+/* Checkpoints and resume (docs/FAULTS.md): rows of the tables of the models
+ * that train as a job (lr, mf, lda). */
+#define APP_FLAGS_CHECKPOINT                                                                       \
+    {.section = "checkpoints (docs/FAULTS.md):",                                                   \
+     .name = "--checkpoint-dir",                                                                   \
+     .kind = APP_TEXT,                                                                             \
+     .arg = "DIR",                                                                                 \
+     .help = "write a checkpoint of the whole job into DIR every --checkpoint-every\n"              \
+             "clocks (a directory every process can reach)"},                                     \
+        {.name = "--checkpoint-every",                                                             \
+         .kind = APP_INT,                                                                          \
+         .arg = "N",                                                                               \
+         .lo = 1,                                                                                  \
+         .hi = 1000000000,                                                                         \
+         .def = "10",                                                                              \
+         .help = "clocks between checkpoints"},                                                    \
+        {.name = "--checkpoint-full-every",                                                        \
+         .kind = APP_INT,                                                                          \
+         .arg = "K",                                                                               \
+         .lo = 1,                                                                                  \
+         .hi = 1000000,                                                                            \
+         .def = "10",                                                                              \
+         .help = "every K-th checkpoint holds every row; the others only the rows\n"               \
+                 "changed since the previous one"},                                                \
+    {                                                                                              \
+        .name = "--resume", .kind = APP_TEXT, .arg = "DIR",                                        \
+        .help = "continue from the newest checkpoint in DIR (same flags, same\n"                   \
+                "numbers of servers and workers)"                                                  \
+    }
 #define APP_FLAGS_OUTPUT(metrics_help, model_help)                                                 \
     {.section = "output:",                                                                         \
      .name = "--metrics",                                                                          \
@@ -141,6 +170,9 @@ typedef struct app_job {
     int staleness;                    /* SSP staleness in the application's clocks */
     uint64_t seed;
     int quiet;
+    /* --checkpoint-dir, --resume (NULL: none), --checkpoint-every, --checkpoint-full-every */
+    const char *checkpoint_dir, *resume_dir;
+    uint64_t checkpoint_every, checkpoint_full_every;
 } app_job;
 
 /* The job flags' values into j, over the defaults: 2 workers, 1 server, 1 thread, SSP

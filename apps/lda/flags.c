@@ -35,6 +35,7 @@ static const app_flag flags[] = {
      .help = "held-out documents (same format): perplexity at each evaluation,\n"
              "by document completion (docs/LDA.md)"},
     APP_FLAGS_JOB,
+    APP_FLAGS_CHECKPOINT,
     {.name = "--consistency",
      .kind = APP_TEXT,
      .arg = "bsp|ssp:S|asp",

@@ -37,6 +37,7 @@ static const app_flag flags[] = {
      .kind = APP_SWITCH,
      .help = "skip malformed lines (and report how many) instead of stopping"},
     APP_FLAGS_JOB,
+    APP_FLAGS_CHECKPOINT,
     {.section = "algorithm:",
      .name = "--algo",
      .kind = APP_CHOICE,
@@ -163,6 +164,8 @@ int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
     c->train.seed = c->job.seed;
     c->train.threads = c->job.threads;
     if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");
+    if (c->train.algo == LR_ALGO_DBPG && (c->job.checkpoint_dir || c->job.resume_dir))
+        return app_usage(err, errlen, "--algo dbpg has no checkpoints yet (docs/FAULTS.md)");
 
     static const char *const sgd_only[] = {"--updater", "--minibatch", "--consistency"};
     static const char *const dbpg_only[] = {"--blocks", "--delay"};

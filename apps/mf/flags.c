@@ -37,6 +37,7 @@ static const app_flag flags[] = {
      .kind = APP_SWITCH,
      .help = "skip malformed lines (and report how many) instead of stopping"},
     APP_FLAGS_JOB,
+    APP_FLAGS_CHECKPOINT,
     {.name = "--consistency",
      .kind = APP_TEXT,
      .arg = "bsp|ssp:S|asp",

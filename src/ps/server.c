@@ -490,7 +490,7 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
         s->min_clock = min;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->staged_head) apply_staged(s, s->tables[i]);
-        if (min == cut) s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min);
+        if (cut != INT64_MAX && min == cut) s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min);
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->held_head) release_held(s, s->tables[i]);
         release_deferred(s);
