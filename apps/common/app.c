@@ -108,7 +108,8 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     j->checkpoint_every = 10;
     j->checkpoint_full_every = 10;
     if ((v = app_flag_get(flags, n, values, "--checkpoint-every"))) {
-        if (!j->checkpoint_dir) return app_usage(err, errlen, "--checkpoint-every needs --checkpoint-dir");
+        if (!j->checkpoint_dir)
+            return app_usage(err, errlen, "--checkpoint-every needs --checkpoint-dir");
         j->checkpoint_every = v->u;
     }
     if ((v = app_flag_get(flags, n, values, "--checkpoint-full-every"))) {

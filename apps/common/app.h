@@ -123,8 +123,8 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
      .name = "--checkpoint-dir",                                                                   \
      .kind = APP_TEXT,                                                                             \
      .arg = "DIR",                                                                                 \
-     .help = "write a checkpoint of the whole job into DIR every --checkpoint-every\n"              \
-             "clocks (a directory every process can reach)"},                                     \
+     .help = "write a checkpoint of the whole job into DIR every --checkpoint-every\n"             \
+             "clocks (a directory every process can reach)"},                                      \
         {.name = "--checkpoint-every",                                                             \
          .kind = APP_INT,                                                                          \
          .arg = "N",                                                                               \

@@ -828,8 +828,9 @@ static int load_state(loom_node *n, int *epoch, size_t *batch, size_t nbatches, 
         k += 2 + lanes[t].s.nkeys;
     }
     if (!ok) {
-        fprintf(stderr, PROG ": worker %d: the checkpoint does not fit this job (other training "
-                             "data, --minibatch or --threads?)\n",
+        fprintf(stderr,
+                PROG ": worker %d: the checkpoint does not fit this job (other training "
+                     "data, --minibatch or --threads?)\n",
                 loom_rank(n));
         return 1;
     }

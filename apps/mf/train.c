@@ -126,6 +126,9 @@ typedef struct worker {
     } pending;
     FILE *metrics;
     size_t skipped[2]; /* malformed lines of this share of the training and test files */
+    /* Resumed from a checkpoint: the setup's sums are on the servers already,
+     * and training goes on from epoch `first_epoch`, clock `first_clock`. */
+    int resuming, first_epoch, first_clock;
 } worker;
 
 /* Agree on the mean and range of the training ratings (after the split):
@@ -147,6 +150,7 @@ static int push_summary(worker *w)
     mf_data_summary(&w->train, &s, &lo, &hi);
     double mine[5] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1],
                       (double)w->test.n};
+    if (w->resuming) return 0; /* the checkpoint has the sums */
     TRY("push the mean", app_stats_add(&w->sum, 0, mine));
     if (w->train.n) {
         uint64_t key = 0;
@@ -205,7 +209,7 @@ static int push_initial(worker *w, loom_table *t, int table, size_t rows)
     const mf_train_opts *o = &w->cli->train;
     size_t width = (size_t)o->rank + 1, nw = (size_t)loom_num_workers(w->node);
     size_t me = (size_t)loom_rank(w->node), mine = rows > me ? (rows - me + nw - 1) / nw : 0;
-    if (!mine) return 0;
+    if (!mine || w->resuming) return 0;
     uint64_t *keys = malloc(mine * sizeof *keys);
     double *v = malloc(mine * width * sizeof *v);
     int rc = keys && v ? 0 : LOOM_ENOMEM;
@@ -268,7 +272,7 @@ static int row_counts_push(worker *w, const char *name, int items, size_t rows, 
         k++;
     }
     free(mine);
-    if (!err && rc->n) err = loom_push(rc->t, rc->keys, rc->n, rc->count);
+    if (!err && rc->n && !w->resuming) err = loom_push(rc->t, rc->keys, rc->n, rc->count);
     TRY("count the ratings of each row", err);
     return 0;
 }
@@ -341,8 +345,51 @@ static int lane_train(void *arg, int t)
     return 0;
 }
 
-/* One epoch's clocks. */
-static int train_epoch(worker *w, int epoch)
+/* ---- checkpoints (docs/FAULTS.md) ----
+ * A worker's state at a clock: the epoch, the next clock of it, and the
+ * evaluation bookkeeping; the orders and scales are recomputed from the seed
+ * and the counts, the factors are the servers'. */
+#define MF_STATE_MAGIC 0x3143464du /* "MFC1" */
+
+static int save_state(worker *w, int epoch, int next_clock)
+{
+    double st[9] = {MF_STATE_MAGIC,     epoch,
+                    next_clock,         w->epochs_since_eval,
+                    w->pending.epoch,   w->pending.time_s,
+                    w->pending.train_s, w->train_s,
+                    (double)w->train.n};
+    TRY("checkpoint", loom_checkpoint_save(w->node, st, sizeof st));
+    return 0;
+}
+
+static int load_state(worker *w)
+{
+    const void *data;
+    size_t len;
+    if (loom_checkpoint_resumed(w->node, &data, &len, NULL)) return 0;
+    double st[9];
+    if (len == sizeof st) memcpy(st, data, sizeof st);
+    if (len != sizeof st || st[0] != MF_STATE_MAGIC || st[8] != (double)w->train.n ||
+        st[2] > w->cli->train.syncs) {
+        fprintf(stderr,
+                PROG ": worker %d: the checkpoint does not fit this job (other training "
+                     "data or --syncs?)\n",
+                loom_rank(w->node));
+        return 1;
+    }
+    w->resuming = 1;
+    w->first_epoch = (int)st[1];
+    w->first_clock = (int)st[2];
+    w->epochs_since_eval = (int)st[3];
+    w->pending.epoch = (int)st[4];
+    w->pending.time_s = st[5];
+    w->pending.train_s = st[6];
+    w->train_s = st[7];
+    return 0;
+}
+
+/* One epoch's clocks (a resumed one from clock `first`). */
+static int train_epoch(worker *w, int epoch, int first)
 {
     const mf_train_opts *o = &w->cli->train;
     double lr = mf_epoch_lr(o->lr, o->lr_decay, epoch);
@@ -355,7 +402,7 @@ static int train_epoch(worker *w, int epoch)
         mf_epoch_order(o->seed, loom_rank(w->node) * w->threads + t, epoch, w->lanes[t].part.n,
                        w->lanes[t].order);
     w->lr = lr;
-    for (w->clock = 0; w->clock < o->syncs; w->clock++) {
+    for (w->clock = first; w->clock < o->syncs; w->clock++) {
         if (app_team_run(w->team, lane_collect, w)) return 1;
         /* The lanes' rows one lane after the other: most rows of a lane
          * after the first (popular items) then come from the cache. */
@@ -368,6 +415,7 @@ static int train_epoch(worker *w, int epoch)
             if (b->ni) TRY("push item rows", loom_push(w->items, b->ikeys, b->ni, b->iold));
         }
         TRY("clock", loom_clock(w->node));
+        if (loom_checkpoint_due(w->node) && save_state(w, epoch, w->clock + 1)) return 1;
     }
     return 0;
 }
@@ -505,13 +553,14 @@ static int epochs(worker *w)
     if (push_initial(w, w->users, 0, w->r->users) || push_initial(w, w->items, 1, w->r->items))
         return 1;
     TRY("clock", loom_clock(w->node));
+    if (!w->resuming && loom_checkpoint_due(w->node) && save_state(w, 0, 0)) return 1;
     TRY("barrier", loom_barrier(w->node));
     if (read_summary(w)) return 1;
     if (damped && (row_counts_read(&w->ucount) || row_counts_read(&w->icount))) return 1;
-    w->pending.epoch = -1;
-    for (int epoch = 0; epoch < c->train.epochs; epoch++) {
+    if (!w->resuming) w->pending.epoch = -1;
+    for (int epoch = w->first_epoch; epoch < c->train.epochs; epoch++) {
         double t0 = app_now_s();
-        if (train_epoch(w, epoch)) return 1;
+        if (train_epoch(w, epoch, epoch == w->first_epoch ? w->first_clock : 0)) return 1;
         w->train_s += app_now_s() - t0;
         w->epochs_since_eval++;
         /* This epoch's clocks made the previous evaluation's totals readable. */
@@ -581,8 +630,9 @@ static int run_worker(loom_node *n, const mf_cli *c)
     }
     worker w = {.node = n, .cli = c, .r = r, .skipped = {r->skipped}};
     int rc = read_data(&w, &test_file);
+    if (!rc) rc = load_state(&w);
     if (!rc && loom_rank(n) == 0 && c->job.metrics_path &&
-        !(w.metrics = fopen(c->job.metrics_path, "w"))) {
+        !(w.metrics = fopen(c->job.metrics_path, w.resuming ? "a" : "w"))) {
         fprintf(stderr, "loom train mf: cannot write %s: %s\n", c->job.metrics_path,
                 strerror(errno));
         rc = 1;

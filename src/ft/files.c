@@ -87,8 +87,7 @@ int ft_header_decode(const uint8_t *in, size_t len, ft_header *h, char *why, siz
         return -1;
     }
     if (get_u32(in + 8) != FT_VERSION) {
-        snprintf(why, whylen, "format version %u, this Loom reads %d", get_u32(in + 8),
-                 FT_VERSION);
+        snprintf(why, whylen, "format version %u, this Loom reads %d", get_u32(in + 8), FT_VERSION);
         return -1;
     }
     h->kind = get_u32(in + 12);
@@ -284,7 +283,9 @@ int ft_manifest_parse(const char *text, size_t len, ft_manifest *m, char *why, s
         } else if (nt == 7 && !strcmp(tok[0], "part") && have_servers && have_workers) {
             ft_part p = {0};
             uint64_t rank, size, crc;
-            p.kind = !strcmp(tok[1], "server") ? FT_SERVER : !strcmp(tok[1], "worker") ? FT_WORKER : 0;
+            p.kind = !strcmp(tok[1], "server")   ? FT_SERVER
+                     : !strcmp(tok[1], "worker") ? FT_WORKER
+                                                 : 0;
             p.full = !strcmp(tok[3], "full") ? 1 : !strcmp(tok[3], "incr") ? 0 : 2;
             if (!p.kind || p.full > 1 ||
                 !parse_u64(tok[2], 10, p.kind == FT_SERVER ? m->servers - 1 : m->workers - 1,
@@ -363,8 +364,9 @@ char *ft_manifest_format(const ft_manifest *m, size_t *len)
     size_t cap = 256 + m->nparts * (FT_PATH_MAX + 64);
     char *t = malloc(cap);
     if (!t) return NULL;
-    size_t n = (size_t)snprintf(t, cap, "loom-checkpoint 1\nclock %" PRId64 "\nmodel %s\nservers %u\nworkers %u\n",
-                                m->clock, m->model[0] ? m->model : "-", m->servers, m->workers);
+    size_t n = (size_t)snprintf(
+        t, cap, "loom-checkpoint 1\nclock %" PRId64 "\nmodel %s\nservers %u\nworkers %u\n",
+        m->clock, m->model[0] ? m->model : "-", m->servers, m->workers);
     for (size_t i = 0; i < m->nparts; i++) {
         const ft_part *p = &m->parts[i];
         n += (size_t)snprintf(t + n, cap - n, "part %s %u %s %s %" PRIu64 " %08x\n",
@@ -452,16 +454,16 @@ int ft_manifest_load(const char *dir, int64_t clock, ft_manifest *m, char *why, 
         return LOOM_EPROTO;
     }
     if (m->clock != clock) {
-        snprintf(why, whylen, "%s: says clock %" PRId64 ", its directory %" PRId64, path,
-                 m->clock, clock);
+        snprintf(why, whylen, "%s: says clock %" PRId64 ", its directory %" PRId64, path, m->clock,
+                 clock);
         ft_manifest_free(m);
         return LOOM_EPROTO;
     }
     return 0;
 }
 
-int ft_part_load(const char *dir, const ft_manifest *m, const ft_part *p, uint8_t **data,
-                 char *why, size_t whylen)
+int ft_part_load(const char *dir, const ft_manifest *m, const ft_part *p, uint8_t **data, char *why,
+                 size_t whylen)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, p->path);

@@ -103,13 +103,12 @@ int ft_manifest_load(const char *dir, int64_t clock, ft_manifest *m, char *why, 
 /* Read part p of DIR whole (malloc'd) and check it against the manifest: size,
  * CRC-32C, header (kind, rank, job shape). 0, or LOOM_EPROTO with why naming
  * the file. */
-int ft_part_load(const char *dir, const ft_manifest *m, const ft_part *p, uint8_t **data,
-                 char *why, size_t whylen);
+int ft_part_load(const char *dir, const ft_manifest *m, const ft_part *p, uint8_t **data, char *why,
+                 size_t whylen);
 /* Walk a server part's sections: fn(ctx, name, section, length) for each;
  * stops at fn's first non-zero result. LOOM_EPROTO if the body is malformed. */
 int ft_sections(const uint8_t *body, size_t len,
-                int (*fn)(void *ctx, const char *name, const uint8_t *data, size_t len),
-                void *ctx);
+                int (*fn)(void *ctx, const char *name, const uint8_t *data, size_t len), void *ctx);
 
 /* The layer's entry point: called for every node after ps has attached. */
 int ft_attach(loom_node *n);

@@ -215,8 +215,7 @@ int loom_checkpoint_list(const char *dir, loom_checkpoint_list_fn fn, void *ctx)
         loom_checkpoint *ck;
         loom_clear_last_error();
         int rc = loom_checkpoint_open(dir, clocks[i], &ck);
-        if (rc == LOOM_ENOTFOUND)
-            log_set_error("partial: no MANIFEST (never committed)");
+        if (rc == LOOM_ENOTFOUND) log_set_error("partial: no MANIFEST (never committed)");
         fn(ctx, clocks[i], rc);
         if (!rc) loom_checkpoint_close(ck);
     }

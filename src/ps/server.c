@@ -56,7 +56,7 @@ typedef struct srv_table {
     size_t row_bytes;
     uint64_t *applied;                 /* per worker rank: last push sequence applied */
     staged *staged_head, *staged_tail; /* BSP: pushes of unfinished clocks, in arrival order */
-    staged *held_head, *held_tail; /* other tables: pushes past the next checkpoint's cut */
+    staged *held_head, *held_tail;     /* other tables: pushes past the next checkpoint's cut */
 } srv_table;
 
 /* A pull's reply buffer. */
@@ -625,10 +625,10 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
                  "table \"%s\" differs: the checkpoint has width %u, keys [%llu, %llu), "
                  "updater %s; this job width %u, keys [%llu, %llu), updater %s (or other "
                  "options)",
-                 t->def.name, ok ? theirs.opts.width : 0, (unsigned long long)(ok ? theirs.opts.key_begin : 0),
+                 t->def.name, ok ? theirs.opts.width : 0,
+                 (unsigned long long)(ok ? theirs.opts.key_begin : 0),
                  (unsigned long long)(ok ? theirs.opts.key_end : 0), ok ? theirs.updater : "?",
-                 t->def.opts.width,
-                 (unsigned long long)t->def.opts.key_begin,
+                 t->def.opts.width, (unsigned long long)t->def.opts.key_begin,
                  (unsigned long long)t->def.opts.key_end, t->def.updater);
         return LOOM_EMISMATCH;
     }
