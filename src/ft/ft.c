@@ -455,7 +455,7 @@ static int load_resume(ft *f)
         const ft_part *p = &m->parts[i];
         int mine_part = (p->kind == FT_SERVER && f->role == LOOM_SERVER) ||
                         (p->kind == FT_WORKER && f->role == LOOM_WORKER);
-        if (f->role == LOOM_SCHEDULER && p->kind == FT_SERVER) chain_add(f, m->clock, p);
+        if (f->chain && p->kind == FT_SERVER) chain_add(f, m->clock, p);
         if (!mine_part || p->rank != (uint32_t)f->rank) continue;
         uint8_t *data;
         rc = ft_part_load(f->resume, m, p, &data, why, sizeof why);
