@@ -52,7 +52,7 @@ bench() {
     b=$(printf '%s\n' "${base[@]}" | median)
     c=$(printf '%s\n' "${ckpt[@]}" | median)
     printf "| %s | %.2f | %.2f | %+.1f%% | %s | %.1f |\n" "$name" "$b" "$c" \
-        "$(echo "($c / $b - 1) * 100" | bc -l)" "${base[*]} / ${ckpt[*]}" "$(echo "$bytes / 1e6" | bc -l)"
+        "$(echo "($c / $b - 1) * 100" | bc -l)" "${base[*]} / ${ckpt[*]}" "$(echo "$bytes / 1000000" | bc -l)"
     echo "  ($count checkpoint directories kept at the end)" >&2
 }
 

@@ -166,15 +166,15 @@ int ft_file_write(ft_file *f, const void *data, size_t len)
     return 0;
 }
 
-int ft_file_commit(ft_file *f)
+int ft_file_commit(ft_file *f, int sync)
 {
-    int rc = fsync(f->fd);
+    int rc = sync ? fsync(f->fd) : 0;
     if (close(f->fd) || rc) {
         log_error("cannot sync checkpoint file %s: %s", f->tmp, strerror(errno));
         unlink(f->tmp);
         return LOOM_ECONFIG;
     }
-    if (rename(f->tmp, f->path) || sync_dir_of(f->path)) {
+    if (rename(f->tmp, f->path) || (sync && sync_dir_of(f->path))) {
         log_error("cannot put checkpoint file %s in place: %s", f->path, strerror(errno));
         unlink(f->tmp);
         return LOOM_ECONFIG;

@@ -28,7 +28,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,15 @@ typedef struct known_part {
     int64_t clock;
     ft_part part;
 } known_part;
+
+/* A manifest for the committer thread to write. */
+typedef struct commit_job {
+    int64_t clock, oldest; /* oldest: the oldest checkpoint directory it needs */
+    char *text;
+    size_t len;
+    ft_manifest m; /* its parts: synced before the manifest is written */
+    struct commit_job *next;
+} commit_job;
 
 typedef struct pending {
     int64_t clock;
@@ -75,7 +86,15 @@ typedef struct ft {
     pending *pending;
     known_part **chain; /* per server: its parts since its newest full one */
     size_t *chain_len, *chain_cap;
-    int64_t keep_from; /* the oldest clock the previous manifest needs */
+    /* The committer thread: makes the parts durable, writes manifests and
+     * removes old directories, off the I/O thread (which the workers' clocks
+     * wait on). keep_from: the oldest directory the previous manifest needs. */
+    pthread_t committer;
+    int committer_running, stopping;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    commit_job *jobs, **jobs_tail;
+    int64_t keep_from;
 } ft;
 
 static ft *ft_of(loom_node *n)
@@ -86,6 +105,15 @@ static ft *ft_of(loom_node *n)
 static void ft_destroy(void *state)
 {
     ft *f = state;
+    if (f->committer_running) { /* the job is over: finish the commits queued */
+        pthread_mutex_lock(&f->mu);
+        f->stopping = 1;
+        pthread_cond_signal(&f->cv);
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(f->committer, NULL);
+        pthread_mutex_destroy(&f->mu);
+        pthread_cond_destroy(&f->cv);
+    }
     ft_manifest_free(&f->resumed);
     free(f->resumed_part);
     while (f->pending) {
@@ -205,7 +233,7 @@ static void server_cut(void *ctx, int64_t clock)
         if (rc)
             ft_file_abort(&file);
         else
-            rc = ft_file_commit(&file);
+            rc = ft_file_commit(&file, 0); /* the scheduler syncs it before committing */
     }
     if (!rc) {
         p.size = file.size;
@@ -319,58 +347,112 @@ static void remove_old(const ft *f, int64_t before)
     closedir(d);
 }
 
+/* Make a part durable: its data (the writer did not sync) and its directory entry. */
+static int sync_path(const char *path, int flags)
+{
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+static void write_manifest(ft *f, commit_job *j)
+{
+    char path[PATH_MAX + 64], dir[PATH_MAX + 64];
+    int rc = 0;
+    for (size_t i = 0; i < j->m.nparts && !rc; i++) {
+        snprintf(path, sizeof path, "%s/%s", f->dir, j->m.parts[i].path);
+        snprintf(dir, sizeof dir, "%s/%.17s", f->dir, j->m.parts[i].path);
+        if (sync_path(path, O_RDONLY) || sync_path(dir, O_RDONLY | O_DIRECTORY)) {
+            log_error("checkpoint at clock %" PRId64 " not committed: cannot sync %s: %s", j->clock,
+                      path, strerror(errno));
+            rc = LOOM_ECONFIG;
+        }
+    }
+    snprintf(path, sizeof path, "%s/ckpt-%012" PRId64 "/MANIFEST", f->dir, j->clock);
+    ft_file file;
+    if (!rc) rc = ft_file_open(&file, path);
+    if (!rc) {
+        rc = ft_file_write(&file, j->text, j->len);
+        if (rc)
+            ft_file_abort(&file);
+        else
+            rc = ft_file_commit(&file, 1);
+    }
+    if (rc) {
+        log_error("checkpoint at clock %" PRId64 " not committed", j->clock);
+        return;
+    }
+    log_info("checkpoint at clock %" PRId64 " committed (%s)", j->clock, path);
+    remove_old(f, j->oldest < f->keep_from ? j->oldest : f->keep_from);
+    f->keep_from = j->oldest;
+}
+
+static void *committer_main(void *arg)
+{
+    ft *f = arg;
+    log_set_tag("scheduler 0");
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        while (!f->jobs && !f->stopping) pthread_cond_wait(&f->cv, &f->mu);
+        commit_job *j = f->jobs;
+        if (!j) break;
+        f->jobs = j->next;
+        if (!f->jobs) f->jobs_tail = &f->jobs;
+        pthread_mutex_unlock(&f->mu);
+        write_manifest(f, j);
+        free(j->text);
+        ft_manifest_free(&j->m);
+        free(j);
+        pthread_mutex_lock(&f->mu);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+/* Every part of clock p->clock is on disk: queue its manifest. It names each
+ * server's newest full part at or before the clock and the parts after it. */
 static void commit(ft *f, pending *p)
 {
-    ft_manifest m = {.clock = p->clock, .servers = f->servers, .workers = f->workers};
-    snprintf(m.model, sizeof m.model, "%s", f->model);
+    commit_job *j = calloc(1, sizeof *j);
     size_t cap = f->workers;
     for (uint32_t r = 0; r < f->servers; r++) cap += f->chain_len[r];
-    m.parts = malloc((cap ? cap : 1) * sizeof *m.parts);
-    if (!m.parts) {
+    if (j) j->m.parts = malloc((cap ? cap : 1) * sizeof *j->m.parts);
+    if (!j || !j->m.parts) {
+        free(j);
         log_error("checkpoint at clock %" PRId64 " not committed: out of memory", p->clock);
         return;
     }
+    ft_manifest *m = &j->m;
+    *m = (ft_manifest){
+        .clock = p->clock, .servers = f->servers, .workers = f->workers, .parts = m->parts};
+    snprintf(m->model, sizeof m->model, "%s", f->model);
     for (uint32_t r = 0; r < f->servers; r++) {
-        /* The newest full part at or before this clock, and the parts after it. */
         size_t from = 0, n = f->chain_len[r];
         for (size_t i = 0; i < n; i++)
             if (f->chain[r][i].clock <= p->clock && f->chain[r][i].part.full) from = i;
         for (size_t i = from; i < n && f->chain[r][i].clock <= p->clock; i++)
-            m.parts[m.nparts++] = f->chain[r][i].part;
+            m->parts[m->nparts++] = f->chain[r][i].part;
+        /* Parts before that full one are needed by no later manifest. */
+        memmove(f->chain[r], f->chain[r] + from, (n - from) * sizeof *f->chain[r]);
+        f->chain_len[r] -= from;
     }
-    for (uint32_t w = 0; w < f->workers; w++) m.parts[m.nparts++] = p->parts[f->servers + w];
-    size_t len;
-    char *text = ft_manifest_format(&m, &len);
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/ckpt-%012" PRId64 "/MANIFEST", f->dir, p->clock);
-    ft_file file;
-    int rc = text ? ft_file_open(&file, path) : LOOM_ENOMEM;
-    if (!rc) {
-        rc = ft_file_write(&file, text, len);
-        if (rc)
-            ft_file_abort(&file);
-        else
-            rc = ft_file_commit(&file);
+    for (uint32_t w = 0; w < f->workers; w++) m->parts[m->nparts++] = p->parts[f->servers + w];
+    j->clock = p->clock;
+    j->oldest = oldest_dir(m);
+    j->text = ft_manifest_format(m, &j->len);
+    if (!j->text) {
+        ft_manifest_free(m);
+        free(j);
+        log_error("checkpoint at clock %" PRId64 " not committed: out of memory", p->clock);
+        return;
     }
-    free(text);
-    if (rc) {
-        log_error("checkpoint at clock %" PRId64 " not committed", p->clock);
-    } else {
-        log_info("checkpoint at clock %" PRId64 " committed (%s)", p->clock, path);
-        int64_t oldest = oldest_dir(&m);
-        remove_old(f, oldest < f->keep_from ? oldest : f->keep_from);
-        f->keep_from = oldest;
-        /* Parts before each server's newest full one in this manifest are no longer needed. */
-        for (uint32_t r = 0; r < f->servers; r++) {
-            size_t from = 0;
-            for (size_t i = 0; i < f->chain_len[r]; i++)
-                if (f->chain[r][i].clock <= p->clock && f->chain[r][i].part.full) from = i;
-            memmove(f->chain[r], f->chain[r] + from,
-                    (f->chain_len[r] - from) * sizeof *f->chain[r]);
-            f->chain_len[r] -= from;
-        }
-    }
-    free(m.parts);
+    pthread_mutex_lock(&f->mu);
+    *f->jobs_tail = j;
+    f->jobs_tail = &j->next;
+    pthread_cond_signal(&f->cv);
+    pthread_mutex_unlock(&f->mu);
 }
 
 static void on_part(loom_node *n, void *ctx, node_msg *m)
@@ -470,7 +552,7 @@ static int load_resume(ft *f)
             free(data); /* read again, table by table, when the tables are created */
         }
     }
-    if (f->role == LOOM_SCHEDULER) f->keep_from = oldest_dir(m);
+    f->keep_from = oldest_dir(m);
     log_info("resuming from %s at clock %" PRId64, f->resume, m->clock);
     return 0;
 }
@@ -503,6 +585,13 @@ int ft_attach(loom_node *n)
         node_set_handler(n, MSG_CKPT_PART, on_part, f);
     }
     if (f->resume[0] && (rc = load_resume(f))) return rc;
+    if (f->chain) {
+        f->jobs_tail = &f->jobs;
+        pthread_mutex_init(&f->mu, NULL);
+        pthread_cond_init(&f->cv, NULL);
+        if (pthread_create(&f->committer, NULL, committer_main, f)) return LOOM_ENOMEM;
+        f->committer_running = 1;
+    }
     if (f->role == LOOM_SERVER && (f->every || f->resume[0])) {
         ps_ckpt_hooks h = {.every = f->every,
                            .base = f->base,
@@ -546,7 +635,7 @@ int loom_checkpoint_save(loom_node *n, const void *state, size_t len)
         if (rc)
             ft_file_abort(&file);
         else
-            rc = ft_file_commit(&file);
+            rc = ft_file_commit(&file, 0); /* the scheduler syncs it before committing */
     }
     if (!rc) {
         p.size = file.size;

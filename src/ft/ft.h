@@ -55,8 +55,12 @@ void ft_header_encode(const ft_header *h, uint8_t out[FT_HEADER_SIZE]);
 /* 0, or -1 with why (bad magic, version). */
 int ft_header_decode(const uint8_t *in, size_t len, ft_header *h, char *why, size_t whylen);
 
-/* A file written atomically: to PATH.tmp, then fsync, rename to PATH, fsync
- * the directory. Size and CRC-32C are counted on the way. */
+/* A file written atomically: to PATH.tmp, then (sync) fsync, rename to PATH,
+ * (sync) fsync the directory. Size and CRC-32C are counted on the way. Parts
+ * are written without sync: the scheduler syncs every file and directory a
+ * manifest names before it writes (with sync) the manifest, so that a
+ * committed checkpoint is durable while servers and workers never wait for
+ * the disk. */
 typedef struct ft_file {
     int fd;
     char path[4096], tmp[4100];
@@ -66,7 +70,7 @@ typedef struct ft_file {
 /* 0 or LOOM_ECONFIG, with the reason logged. */
 int ft_file_open(ft_file *f, const char *path);
 int ft_file_write(ft_file *f, const void *data, size_t len);
-int ft_file_commit(ft_file *f);
+int ft_file_commit(ft_file *f, int sync);
 void ft_file_abort(ft_file *f);
 /* mkdir DIR (and its missing parents); 0 or LOOM_ECONFIG with the reason logged. */
 int ft_mkdirs(const char *dir);

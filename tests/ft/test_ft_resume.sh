@@ -32,16 +32,16 @@ cd "$WORK" || exit 1
 EVERY=5
 case $MODEL in
 lr)
-    run gen lr --out data --rows 4000 --features 2000 --nnz 10 --quiet
-    ARGS=(train lr --train data --updater adagrad --epochs 4 --minibatch 40)
+    run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
+    ARGS=(train lr --train data --updater adagrad --epochs 3 --minibatch 100)
     ;;
 mf)
-    run gen mf --out data --users 300 --items 400 --ratings 20000 --quiet
-    ARGS=(train mf --train data --epochs 6 --syncs 20 --eval-every 2)
+    run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
+    ARGS=(train mf --train data --epochs 8 --syncs 20 --eval-every 2)
     ;;
 lda)
-    run gen lda --out data --docs 400 --vocab-size 500 --topics 10 --doc-length 60 --quiet
-    ARGS=(train lda --train data --topics 10 --iterations 12 --syncs 8 --eval-every 4)
+    run gen lda --out data --docs 2000 --vocab-size 1000 --topics 10 --doc-length 80 --quiet
+    ARGS=(train lda --train data --topics 10 --iterations 20 --syncs 10 --eval-every 4)
     ;;
 *) fail "unknown model $MODEL" ;;
 esac
@@ -65,6 +65,8 @@ newest() {
 }
 
 # The interrupted run: killed once its K-th checkpoint (K in 2..6) is committed.
+# (Commits trail the training by the time the disk takes to sync: the jobs
+# above are long enough, hundreds of clocks, for that not to reach the end.)
 K=$((2 + SEED % 5))
 "$LOOM" "${ARGS[@]}" --model-out cut.model --checkpoint-dir ck --checkpoint-every $EVERY \
     --checkpoint-full-every 3 >out 2>err &
