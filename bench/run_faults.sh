@@ -9,6 +9,10 @@
 #     2 workers, 2 servers, minibatches of 1000 (1000 clocks per epoch);
 #   - LDA on AP (../shared/data/ap, SOURCES.md), K = 50, 10 iterations of 10
 #     clocks, 2 workers, 2 servers.
+# Besides the two medians (noisy on a shared machine), the time the training
+# actually waited for checkpoints is measured inside the checkpointed runs:
+# each part's write time as logged, the slowest server's sum plus the slowest
+# worker's, against that run's training time.
 # Training time is the metrics file's time_s of the last epoch (from the end
 # of data loading to the end of training), so the data reading both runs share
 # does not dilute the overhead. The checkpoint directory is on the same disk
@@ -29,37 +33,51 @@ trap 'rm -rf "$work"' EXIT
 for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
 
 last_time() { sed -n 's/.*"time_s": \([^,}]*\).*/\1/p' "$1" | tail -1; }
+# Seconds the training waited for checkpoints, from the parts' "written in X ms"
+# lines (LOOM_VERBOSE=1): the slowest server's total (its I/O thread does
+# nothing else meanwhile) plus the slowest worker's.
+blocked() {
+    awk '/checkpoint part .* written .* ms$/ {
+             n = split($0, p, "/"); f = p[n]; sub(/\.part.*/, "", f)
+             t[f] += $(NF - 1)
+         }
+         END { for (k in t) { if (k ~ /^server/ && t[k] > s) s = t[k]; if (k ~ /^worker/ && t[k] > w) w = t[k] }
+               printf "%.2f\n", (s + w) / 1000 }' "$1"
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # bench NAME ARGS...: REPS interleaved pairs of runs; prints a table row.
 bench() {
     local name=$1
     shift
-    local base=() ckpt=() bytes=0 count=0
+    local base=() ckpt=() waited=() bytes=0 count=0
     for ((r = 0; r < REPS; r++)); do
         "$LOOM" "$@" --metrics "$work/m" --quiet --insecure --no-status >/dev/null 2>"$work/err" ||
             { cat "$work/err" >&2; exit 1; }
         base+=("$(last_time "$work/m")")
         rm -rf "$work/ck"
-        "$LOOM" "$@" --metrics "$work/m" --quiet --insecure --no-status \
+        LOOM_VERBOSE=1 "$LOOM" "$@" --metrics "$work/m" --quiet --insecure --no-status \
             --checkpoint-dir "$work/ck" --checkpoint-every 10 >/dev/null 2>"$work/err" ||
             { cat "$work/err" >&2; exit 1; }
         ckpt+=("$(last_time "$work/m")")
+        waited+=("$(blocked "$work/err")")
         count=$(grep -c "" <<<"$(ls -d "$work"/ck/ckpt-*)")
         bytes=$(du -sb "$work/ck" | cut -f1)
     done
-    local b c
+    local b c wt
     b=$(printf '%s\n' "${base[@]}" | median)
     c=$(printf '%s\n' "${ckpt[@]}" | median)
-    printf "| %s | %.2f | %.2f | %+.1f%% | %s | %.1f |\n" "$name" "$b" "$c" \
-        "$(echo "($c / $b - 1) * 100" | bc -l)" "${base[*]} / ${ckpt[*]}" "$(echo "$bytes / 1000000" | bc -l)"
+    wt=$(printf '%s\n' "${waited[@]}" | median)
+    printf "| %s | %.2f | %.2f | %+.1f%% | %.2f (%.1f%%) | %s | %.1f |\n" "$name" "$b" "$c" \
+        "$(echo "($c / $b - 1) * 100" | bc -l)" "$wt" "$(echo "$wt / $c * 100" | bc -l)" \
+        "${base[*]} / ${ckpt[*]}" "$(echo "$bytes / 1000000" | bc -l)"
     echo "  ($count checkpoint directories kept at the end)" >&2
 }
 
 echo "checkpoint every 10 clocks (full every 10th); $(nproc) cores; $(date -u +%Y-%m-%d); REPS=$REPS"
 echo
-echo "| job | training s, no checkpoints (median) | with checkpoints (median) | overhead | every run (s): without / with | MB on disk at the end |"
-echo "|---|---|---|---|---|---|"
+echo "| job | training s, no checkpoints (median) | with checkpoints (median) | overhead (medians) | s waiting for checkpoints (median; share of training) | every run (s): without / with | MB on disk at the end |"
+echo "|---|---|---|---|---|---|---|"
 echo "generating $ROWS LR rows" >&2
 "$LOOM" gen lr --out "$work/lr.svm" --rows "$ROWS" --nnz 10 --quiet
 bench "LR, $ROWS rows, 2 workers, 2 servers" train lr --train "$work/lr.svm" --workers 2 \
@@ -69,5 +87,5 @@ if [[ -r $AP_DIR/ap.dat ]]; then
     bench "LDA on AP, K=50, 2 workers, 2 servers" train lda --train "$AP_DIR/ap.dat" --topics 50 \
         --iterations 10 --syncs 10 --eval-every 0 --workers 2 --servers 2
 else
-    echo "| LDA on AP | skipped: $AP_DIR/ap.dat not found | | | | |"
+    echo "| LDA on AP | skipped: $AP_DIR/ap.dat not found | | | | | |"
 fi

@@ -216,6 +216,7 @@ static int emit_section(void *ctx, const char *table, const void *data, size_t l
 static void server_cut(void *ctx, int64_t clock)
 {
     ft *f = ctx;
+    uint64_t t0 = node_now_ms();
     int full = f->force_full || (clock / f->every) % f->full_every == 0;
     ft_part p = {.kind = FT_SERVER, .rank = (uint32_t)f->rank, .full = (uint32_t)full};
     char abs[PATH_MAX + 64];
@@ -245,8 +246,8 @@ static void server_cut(void *ctx, int64_t clock)
         log_error("checkpoint at clock %" PRId64 " not written (%s): it will not be committed",
                   clock, loom_strerror(rc));
     else
-        log_info("checkpoint part %s written (%" PRIu64 " bytes, %s)", abs, p.size,
-                 full ? "full" : "incremental");
+        log_info("checkpoint part %s written (%" PRIu64 " bytes, %s) in %" PRIu64 " ms", abs,
+                 p.size, full ? "full" : "incremental", node_now_ms() - t0);
 }
 
 typedef struct restore_ctx {
@@ -619,6 +620,7 @@ int loom_checkpoint_save(loom_node *n, const void *state, size_t len)
     if (!loom_is_worker(n)) return LOOM_EROLE;
     ft *f = ft_of(n);
     if (!loom_checkpoint_due(n)) return LOOM_ESTATE;
+    uint64_t t0 = node_now_ms();
     int64_t local = loom_current_clock(n), clock = f->base + local;
     ft_part p = {.kind = FT_WORKER, .rank = (uint32_t)f->rank, .full = 1};
     char abs[PATH_MAX + 64];
@@ -642,7 +644,11 @@ int loom_checkpoint_save(loom_node *n, const void *state, size_t len)
         p.crc = file.crc;
         rc = send_part(f, clock, &p);
     }
-    if (!rc) f->last_saved = local;
+    if (!rc) {
+        f->last_saved = local;
+        log_info("checkpoint part %s written (%zu bytes) in %" PRIu64 " ms", abs, (size_t)p.size,
+                 node_now_ms() - t0);
+    }
     return rc;
 }
 
