@@ -333,7 +333,7 @@ static void remove_old(const ft *f, int64_t before)
         long long c = strtoll(e->d_name + 5, &end, 10);
         if (*end || c >= before) continue;
         char sub[PATH_MAX + 32];
-        snprintf(sub, sizeof sub, "%s/%s", f->dir, e->d_name);
+        snprintf(sub, sizeof sub, "%s/%.17s", f->dir, e->d_name); /* 17: checked above */
         DIR *sd = opendir(sub);
         if (!sd) continue;
         for (struct dirent *se; (se = readdir(sd));) {
