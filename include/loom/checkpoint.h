@@ -8,9 +8,11 @@
  * cut; every LOOM_CHECKPOINT_FULL_EVERY-th checkpoint is full), each worker
  * writes the application's state at C (loom_checkpoint_save), and the
  * scheduler, once every part is on disk, commits the checkpoint by writing its
- * MANIFEST (file names, sizes, CRC-32C checksums). Files are written to a
- * temporary name, synced, renamed and the directory synced, so a crash leaves
- * either a whole file or none, and a checkpoint without a MANIFEST is ignored.
+ * MANIFEST (file names, sizes, CRC-32C checksums), after syncing every file
+ * it names. Files are written to a temporary name and renamed, so a crash
+ * leaves either a whole file or none, and a checkpoint without a MANIFEST is
+ * ignored. A worker that does not save when a checkpoint is due leaves that
+ * checkpoint uncommitted.
  *
  * A job started with LOOM_RESUME = DIR starts from the newest committed
  * checkpoint in DIR: servers fill each table from it when it is opened (its
