@@ -114,6 +114,11 @@ run "${LR_SGD[@]}" --resume ck --model-out resumed.model
 grep -qF 'server-' err && grep -qF '"lr.w" differs' err || fail "the table mismatch is not named"
 [[ -e resumed.model ]] && fail "resume with another table trained anyway"
 
+# Flags: what has no checkpoints says so before anything runs.
+expect 2 "--checkpoint-every needs --checkpoint-dir" train lr --train data --checkpoint-every 5
+expect 2 "--algo dbpg has no checkpoints yet" train lr --train data --algo dbpg --checkpoint-dir x
+[[ -e x ]] && fail "a refused command created its checkpoint directory"
+
 # And the intact copy still resumes: the last checkpoint is the end of training.
 fresh
 run "${LR[@]}" --resume ck --model-out resumed.model
