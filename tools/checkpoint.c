@@ -4,13 +4,14 @@
  *   loom checkpoint ls DIR                 every checkpoint directory: clock, whole or why not
  *   loom checkpoint verify DIR [--clock C] the newest (or clock C): every file, size, checksum
  *   loom checkpoint export DIR --out FILE [--clock C]
- *                                          the model as its app's model file (lr, lda)
+ *                                          the model as its app's model file (lr, mf, lda)
  *
  * Everything is read through the public reader (include/loom/checkpoint.h),
  * which names the file and the problem of a checkpoint that does not verify.
  * Export rebuilds the model from the servers' tables with the model's own
- * writer: lr from "lr.w" (weights then the bias, apps/common/modelfile), lda
- * from "lda.word_topic" and "lda.topics" with the priors worker 0 saved. */
+ * writer: lr from "lr.w" (weights then the bias, apps/common/modelfile), mf
+ * from its factor and summary tables with the ids worker 0 saved, lda from
+ * "lda.word_topic" and "lda.topics" with the priors worker 0 saved. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "common/app.h"
 #include "lda/lda.h"
 #include "lr/lr.h"
+#include "mf/mf.h"
 
 static const char usage[] =
     "Usage: loom checkpoint ls DIR\n"
@@ -34,7 +36,7 @@ static const char usage[] =
     "  verify  check the newest checkpoint (or the one at clock C): its manifest and\n"
     "          every file it names (present, size, CRC-32C, header)\n"
     "  export  write the model of the newest checkpoint (or of clock C) as the model\n"
-    "          file of its app (lr, lda), for `loom predict` or to inspect\n"
+    "          file of its app (lr, mf, lda), for `loom predict` or to inspect\n"
     "\n"
     "Exit status: 0 on success, 1 if a checkpoint is missing or does not verify,\n"
     "2 for a usage error.\n";
@@ -147,10 +149,63 @@ static int export_lda(const loom_checkpoint *ck, const char *out, char *err, siz
     return rc;
 }
 
+/* mf: the factors from "mf.users" and "mf.items", the mean from the summary
+ * sums ("mf.mean": sum, count), the range from "mf.range" ([max, -min]), the
+ * file ids from worker 0's state (9 doubles, the counts, then the ids). */
+typedef struct mf_rows {
+    double *rows;
+    size_t n, width;
+} mf_rows;
+
+static int mf_row(void *ctx, uint64_t key, const void *row)
+{
+    mf_rows *r = ctx;
+    if (key < r->n) memcpy(r->rows + key * r->width, row, r->width * sizeof *r->rows);
+    return 0;
+}
+
+static int export_mf(const loom_checkpoint *ck, const char *out, char *err, size_t errlen)
+{
+    const void *state;
+    size_t len;
+    uint64_t counts[2];
+    const size_t head = 9 * 8;
+    if (loom_checkpoint_worker_state(ck, 0, &state, &len) || len < head + 16)
+        return app_error(err, errlen, "the checkpoint has no MF state of worker 0");
+    memcpy(counts, (const uint8_t *)state + head, 16);
+    if (counts[0] > len / 8 || counts[1] > len / 8 ||
+        len != head + 16 + (counts[0] + counts[1]) * 8)
+        return app_error(err, errlen, "worker 0's MF state is malformed");
+    uint32_t width;
+    uint64_t keys = 0;
+    if (loom_checkpoint_rows(ck, "mf.users", &width, NULL, max_key, &keys) || width < 2)
+        return app_error(err, errlen, "%s", loom_last_error());
+    mf_model m;
+    if (mf_model_alloc(&m, width - 1, counts[0], counts[1]))
+        return app_error(err, errlen, "out of memory");
+    memcpy(m.user_id, (const uint8_t *)state + head + 16, counts[0] * 8);
+    memcpy(m.item_id, (const uint8_t *)state + head + 16 + counts[0] * 8, counts[1] * 8);
+    mf_rows u = {m.user, counts[0], width}, i = {m.item, counts[1], width};
+    double sums[5] = {0}, range[2] = {0};
+    mf_rows su = {sums, 5, 1}, ra = {range, 1, 2};
+    int rc = 0;
+    if (loom_checkpoint_rows(ck, "mf.users", NULL, NULL, mf_row, &u) ||
+        loom_checkpoint_rows(ck, "mf.items", NULL, NULL, mf_row, &i) ||
+        loom_checkpoint_rows(ck, "mf.mean", NULL, NULL, mf_row, &su) ||
+        loom_checkpoint_rows(ck, "mf.range", NULL, NULL, mf_row, &ra))
+        rc = app_error(err, errlen, "%s", loom_last_error());
+    m.mean = sums[1] > 0 ? sums[0] / sums[1] : 0;
+    m.max = range[0];
+    m.min = -range[1];
+    if (!rc) rc = mf_model_save(&m, out, err, errlen);
+    mf_model_free(&m);
+    return rc;
+}
+
 static const struct exporter {
     const char *model;
     int (*fn)(const loom_checkpoint *ck, const char *out, char *err, size_t errlen);
-} exporters[] = {{"lr", export_lr}, {"lda", export_lda}};
+} exporters[] = {{"lr", export_lr}, {"mf", export_mf}, {"lda", export_lda}};
 
 /* ---- the command ---- */
 
@@ -220,7 +275,7 @@ int cmd_checkpoint(int argc, char **argv)
         if (!strcmp(loom_checkpoint_model(ck), exporters[i].model))
             rc = exporters[i].fn(ck, out->text, err, sizeof err);
     if (rc == -2)
-        snprintf(err, sizeof err, "cannot export a checkpoint of model %s (lr and lda only)",
+        snprintf(err, sizeof err, "cannot export a checkpoint of model %s (lr, mf, lda only)",
                  loom_checkpoint_model(ck));
     loom_checkpoint_close(ck);
     if (rc) {

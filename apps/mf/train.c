@@ -348,17 +348,31 @@ static int lane_train(void *arg, int t)
 /* ---- checkpoints (docs/FAULTS.md) ----
  * A worker's state at a clock: the epoch, the next clock of it, and the
  * evaluation bookkeeping; the orders and scales are recomputed from the seed
- * and the counts, the factors are the servers'. */
-#define MF_STATE_MAGIC 0x3143464du /* "MFC1" */
+ * and the counts, the factors are the servers'. Then the users' and items'
+ * file ids (the model file's mapping; tools/checkpoint.c reads them back). */
+#define MF_STATE_MAGIC   0x3143464du /* "MFC1" */
+#define MF_STATE_DOUBLES 9
 
 static int save_state(worker *w, int epoch, int next_clock)
 {
-    double st[9] = {MF_STATE_MAGIC,     epoch,
-                    next_clock,         w->epochs_since_eval,
-                    w->pending.epoch,   w->pending.time_s,
-                    w->pending.train_s, w->train_s,
-                    (double)w->train.n};
-    TRY("checkpoint", loom_checkpoint_save(w->node, st, sizeof st));
+    double st[MF_STATE_DOUBLES] = {MF_STATE_MAGIC,     epoch,
+                                   next_clock,         w->epochs_since_eval,
+                                   w->pending.epoch,   w->pending.time_s,
+                                   w->pending.train_s, w->train_s,
+                                   (double)w->train.n};
+    /* Then the file's ids of the rows, for `loom checkpoint export` (and a check on resume). */
+    const loom_ratings *r = w->r;
+    size_t len = sizeof st + 16 + (r->users + r->items) * 8;
+    uint8_t *b = malloc(len);
+    if (!b) return app_fail(PROG, "checkpoint", LOOM_ENOMEM);
+    uint64_t counts[2] = {r->users, r->items};
+    memcpy(b, st, sizeof st);
+    memcpy(b + sizeof st, counts, 16);
+    memcpy(b + sizeof st + 16, r->user_id, r->users * 8);
+    memcpy(b + sizeof st + 16 + r->users * 8, r->item_id, r->items * 8);
+    int rc = loom_checkpoint_save(w->node, b, len);
+    free(b);
+    TRY("checkpoint", rc);
     return 0;
 }
 
@@ -367,10 +381,17 @@ static int load_state(worker *w)
     const void *data;
     size_t len;
     if (loom_checkpoint_resumed(w->node, &data, &len, NULL)) return 0;
-    double st[9];
-    if (len == sizeof st) memcpy(st, data, sizeof st);
-    if (len != sizeof st || st[0] != MF_STATE_MAGIC || st[8] != (double)w->train.n ||
-        st[2] > w->cli->train.syncs) {
+    const loom_ratings *r = w->r;
+    const uint8_t *b = data;
+    double st[MF_STATE_DOUBLES];
+    uint64_t counts[2] = {r->users, r->items};
+    int ok = len == sizeof st + 16 + (r->users + r->items) * 8;
+    if (ok) memcpy(st, data, sizeof st);
+    ok = ok && st[0] == MF_STATE_MAGIC && st[8] == (double)w->train.n &&
+         st[2] <= w->cli->train.syncs && !memcmp(b + sizeof st, counts, 16) &&
+         !memcmp(b + sizeof st + 16, r->user_id, r->users * 8) &&
+         !memcmp(b + sizeof st + 16 + r->users * 8, r->item_id, r->items * 8);
+    if (!ok) {
         fprintf(stderr,
                 PROG ": worker %d: the checkpoint does not fit this job (other training "
                      "data or --syncs?)\n",

@@ -101,9 +101,11 @@ run "${ARGS[@]}" --model-out resumed.model --checkpoint-dir ck --checkpoint-ever
     --checkpoint-full-every 3 --resume ck
 [[ $RC == 0 ]] || fail "resumed run: exit status $RC"
 cmp -s ref.model resumed.model || fail "the resumed model differs from the uninterrupted one"
-# The checkpoint of the end (lr and lda export the model) is the same model too.
-if [[ $MODEL != mf ]]; then
-    run checkpoint export ck --out exported.model
-    [[ $RC == 0 ]] || fail "checkpoint export: exit status $RC"
+# The newest checkpoint exports as a model file its app reads.
+run checkpoint export ck --out exported.model
+[[ $RC == 0 && -s exported.model ]] || fail "checkpoint export: exit status $RC"
+if [[ $MODEL != lda ]]; then
+    run predict "$MODEL" --model exported.model --data data
+    [[ $RC == 0 ]] || fail "loom predict $MODEL cannot use the exported model"
 fi
 echo "PASS: $MODEL resumed bit for bit"
