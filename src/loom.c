@@ -15,6 +15,7 @@
 #include "core/node_impl.h"
 #include "ft/ft.h"
 #include "loom/loom.h"
+#include "p2p/p2p.h"
 #include "ps/ps.h"
 
 /* loom run passes the scheduler a pipe (LOOM_ADDRESS_FD) to learn the port it
@@ -68,11 +69,12 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
     return 0;
 }
 
-/* Every layer's part of a node's role, lower layers first. */
+/* Every layer's handlers, before any message can arrive; lower layers first. */
 static int attach_layers(loom_node *n)
 {
     int rc = ps_attach(n);
-    return rc ? rc : ft_attach(n);
+    if (!rc) rc = ft_attach(n);
+    return rc ? rc : p2p_attach(n);
 }
 
 int loom_node_start(const loom_config *cfg, loom_node **node)

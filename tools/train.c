@@ -31,6 +31,7 @@
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
+#include "svm/svm.h"
 
 /* One row per model: its help, its flag parser and its node program. A
  * model's command-line struct starts with its app_job (apps/common/app.h),
@@ -80,6 +81,15 @@ static int lasso_here(const void *cli)
     return lasso_train_here(cli);
 }
 
+static int svm_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
+{
+    return svm_parse_flags(argc, argv, cli, err, errlen);
+}
+static int svm_node(const void *cli)
+{
+    return svm_train_node(cli);
+}
+
 static const trainer trainers[] = {
     {"lr", "sparse logistic regression", lr_train_help, sizeof(lr_cli), lr_parse, lr_node, NULL},
     {"mf", "matrix factorisation with biases (ratings)", mf_train_help, sizeof(mf_cli), mf_parse,
@@ -88,6 +98,8 @@ static const trainer trainers[] = {
      lda_node, NULL},
     {"lasso", "L1-regularised least squares (coordinate descent)", lasso_train_help,
      sizeof(lasso_cli), lasso_parse, NULL, lasso_here},
+    {"svm", "linear SVM on stochastic reduce (serverless)", svm_train_help, sizeof(svm_cli),
+     svm_parse, svm_node, NULL},
 };
 #define NUM_TRAINERS (sizeof trainers / sizeof trainers[0])
 

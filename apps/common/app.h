@@ -86,10 +86,10 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
         {.name = "--servers",                                                                      \
          .kind = APP_INT,                                                                          \
          .arg = "S",                                                                               \
-         .lo = 1,                                                                                  \
+         .lo = 0,                                                                                  \
          .hi = 128,                                                                                \
          .def = "1",                                                                               \
-         .help = "server processes"},                                                              \
+         .help = "server processes (0: a serverless job, docs/P2P.md)"},                                                              \
         {.name = "--threads",                                                                      \
          .kind = APP_INT,                                                                          \
          .arg = "T",                                                                               \

@@ -5,7 +5,8 @@
  * table.h    shared tables: open, pull, push, consistency
  * updater.h  server-side update rules, user updaters
  * delay.h    bounded-delay task ordering
- * secret.h   the job secret that encrypts and authenticates traffic (CURVE) */
+ * secret.h   the job secret that encrypts and authenticates traffic (CURVE)
+ * p2p.h      serverless data parallelism: communication graphs, stochastic reduce */
 #ifndef LOOM_LOOM_H
 #define LOOM_LOOM_H
 
@@ -16,6 +17,7 @@
 #include "delay.h"
 #include "secret.h"
 #include "checkpoint.h"
+#include "p2p.h"
 
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1

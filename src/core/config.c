@@ -99,7 +99,7 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
     loom_config_default(cfg);
     memset(plan, 0, sizeof *plan);
     if (err && errlen) err[0] = '\0';
-    int rc = env_int("LOOM_NUM_SERVERS", 1, LOOM_MAX_SERVERS, &cfg->num_servers, err, errlen);
+    int rc = env_int("LOOM_NUM_SERVERS", 0, LOOM_MAX_SERVERS, &cfg->num_servers, err, errlen);
     rc = rc ? rc : env_int("LOOM_NUM_WORKERS", 1, LOOM_MAX_WORKERS, &cfg->num_workers, err, errlen);
     rc = rc ? rc : env_int("LOOM_RANK", -1, LOOM_MAX_WORKERS - 1, &cfg->rank, err, errlen);
     rc =

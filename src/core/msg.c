@@ -41,6 +41,8 @@ static const struct {
     [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER},
     [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0, BY_SCHED},
     [MSG_CKPT_PART] = {"CKPT_PART", 1, 1, BY_SERVER | BY_WORKER},
+    [MSG_P2P_MODEL] = {"P2P_MODEL", 1, 1, BY_WORKER},
+    [MSG_P2P_ACK] = {"P2P_ACK", 0, 0, BY_WORKER},
 };
 
 static int type_known(unsigned type)

@@ -83,6 +83,9 @@ enum msg_type {
     /* ckpt (ft) */
     MSG_CKPT_PART = 64, /* server/worker -> scheduler: its part of checkpoint `clock` is on
                            disk; a = 1 if it holds every row (full), blob (ft_part_info) */
+    /* p2p */
+    MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
+    MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
     MSG_TYPE_END_
 };
 

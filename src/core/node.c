@@ -173,9 +173,9 @@ static void wake_io_thread(loom_node *n)
     (void)w;
 }
 
-static int connect_dealer(loom_node *n, uint32_t peer_id)
+/* Connect a DEALER to peer_id's ROUTER (sock_mu held). */
+static int connect_dealer_locked(loom_node *n, uint32_t peer_id)
 {
-    if (n->seam) return 0; /* node_fuzz.c: every send goes to the seam */
     void *d = make_socket(n, ZMQ_DEALER);
     if (!d) return LOOM_ETRANSPORT;
     char ep[NODE_ADDR_MAX + 8];
@@ -189,12 +189,30 @@ static int connect_dealer(loom_node *n, uint32_t peer_id)
         zmq_close(d);
         return LOOM_ETRANSPORT;
     }
-    pthread_mutex_lock(&n->sock_mu);
     n->peers[peer_id].dealer = d;
     n->peers[peer_id].dealer_fd = socket_fd(d);
     atomic_store(&n->peers[peer_id].dealer_pending, 1);
-    pthread_mutex_unlock(&n->sock_mu);
     return 0;
+}
+
+static int connect_dealer(loom_node *n, uint32_t peer_id)
+{
+    if (n->seam) return 0; /* node_fuzz.c: every send goes to the seam */
+    pthread_mutex_lock(&n->sock_mu);
+    int rc = connect_dealer_locked(n, peer_id);
+    pthread_mutex_unlock(&n->sock_mu);
+    return rc;
+}
+
+/* Worker to worker: neither has the other as a peer it sends requests to, so
+ * the sender connects a DEALER to the receiver's ROUTER on its first message
+ * (after the roster, which gave it the address and the receiver our routing
+ * id). Every worker-to-worker message travels sender DEALER -> receiver
+ * ROUTER, where the routing id names the sender as for any other node; such
+ * a DEALER is never read, as nobody answers on it. */
+static int worker_to_worker(const loom_node *n, uint32_t dest)
+{
+    return n->cfg.role == LOOM_WORKER && node_peer_role(n, dest, NULL) == LOOM_WORKER;
 }
 
 /* ---- sending ---- */
@@ -243,10 +261,17 @@ static int send_parts(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *pa
 static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts, size_t nparts)
 {
     peer *p = &n->peers[dest];
+    int rc = 0;
+    if (!p->dealer && worker_to_worker(n, dest)) {
+        if (dest == n->id) {
+            rc = LOOM_EINVAL;
+            goto fail;
+        }
+        if ((rc = connect_dealer_locked(n, dest))) goto fail;
+    }
     void *sock = p->dealer ? p->dealer : n->router;
     size_t bytes = zmq_msg_size(hdr);
     for (size_t i = 0; i < nparts; i++) bytes += zmq_msg_size(&parts[i]);
-    int rc = 0;
     if (!p->dealer) {
         if (!p->rid_len || zmq_send(sock, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
             rc = LOOM_ETRANSPORT;
@@ -497,7 +522,8 @@ static int receive_one(loom_node *n, uint32_t from_peer)
 
 /* Read and handle what has arrived on every socket, at most IO_BATCH
  * messages from each (recv_mu held). Returns 1 if a socket may hold more.
- * Only the scheduler and the servers are ever connected to by a DEALER. */
+ * Only the DEALERs to the scheduler and the servers are read: those to other
+ * workers only send (worker_to_worker). */
 static int drain_socket(loom_node *n, uint32_t from_peer, atomic_int *pending)
 {
     if (!atomic_exchange(pending, 0)) return 0;
@@ -807,7 +833,7 @@ static int validate_config(const loom_config *c)
 {
     if (c->role != LOOM_SCHEDULER && c->role != LOOM_SERVER && c->role != LOOM_WORKER)
         return LOOM_ECONFIG;
-    if (c->num_servers < 1 || c->num_workers < 1 || c->num_servers > LOOM_MAX_SERVERS ||
+    if (c->num_servers < 0 || c->num_workers < 1 || c->num_servers > LOOM_MAX_SERVERS ||
         c->num_workers > LOOM_MAX_WORKERS)
         return LOOM_ECONFIG;
     int max_rank = c->role == LOOM_SERVER   ? c->num_servers

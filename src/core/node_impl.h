@@ -3,7 +3,10 @@
  * A node owns one ZeroMQ context, its sockets and one I/O thread. Sockets: a
  * ROUTER bound on this node's address (peers connect to it) and one DEALER per
  * peer this node sends requests to (workers -> scheduler and servers; servers
- * -> scheduler). Any thread sends on them directly, under the node's socket
+ * -> scheduler), plus, on a worker, one DEALER to each worker it has sent to
+ * (connected on the first node_send to it: worker-to-worker messages arrive
+ * on the receiver's ROUTER, their sender checked like any other's). Any
+ * thread sends on them directly, under the node's socket
  * mutex (node_send). Incoming messages are read, their header and sender
  * validated, and the handler a layer registered for the type called, by one
  * thread at a time: the I/O thread, or an application thread blocked in
@@ -102,7 +105,12 @@ uint64_t node_max_payload(const loom_node *n);
  * traffic: layers attach right after the roster is known). */
 void node_set_handler(loom_node *n, unsigned type, node_handler fn, void *ctx);
 /* Send to node dest, from any thread, on the socket itself (no queue).
- * h->sender and h->nframes are filled in. Returns 0 or LOOM_ETRANSPORT /
+ * h->sender and h->nframes are filled in. A worker may send to any other
+ * worker (LOOM_EINVAL to itself), but only once that worker has the roster
+ * too: the scheduler hands it to the workers one by one, and a worker drops
+ * (and counts) a message from a routing id it cannot yet name. So a layer
+ * meets the other workers at a barrier (node_barrier) before its first
+ * message to one, as loom_reducer_open does. Returns 0 or LOOM_EINVAL / LOOM_ETRANSPORT /
  * LOOM_ESHUTDOWN / LOOM_EPEERFAIL; on error the frames' free_fn has been called. */
 int node_send(loom_node *n, uint32_t dest, msg_header *h, const node_frame *frames, size_t nframes);
 /* Count a received message as malformed and dropped (a handler found a bad payload). */
@@ -125,7 +133,7 @@ void node_broadcast(loom_node *n); /* call with the lock held */
 uint64_t node_now_ms(void);
 
 /* ---- layers ---- */
-enum { NODE_LAYER_PS = 0, NODE_LAYER_FT, NODE_LAYER_COUNT };
+enum { NODE_LAYER_PS = 0, NODE_LAYER_FT, NODE_LAYER_P2P, NODE_LAYER_COUNT };
 void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state));
 void *node_layer(const loom_node *n, int layer);
 

@@ -74,6 +74,17 @@ static int send_roster(loom_node *n, uint32_t dest)
     return node_send_zmq(n, dest, &h, &part, 1);
 }
 
+/* Every server has the roster (or there is none): the workers may start. */
+static void send_worker_rosters(loom_node *n)
+{
+    n->sched.roster_phase = 2;
+    for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
+        n->peers[i].last_heard_ms = node_now_ms();
+        send_roster(n, i);
+    }
+    log_info("job assembled: %d server(s), %d worker(s)", n->cfg.num_servers, n->cfg.num_workers);
+}
+
 /* Compare job tokens in time independent of where they differ. */
 static int tokens_equal(const char *a, const char *b)
 {
@@ -173,6 +184,7 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
     if (++s->registered == n->nnodes - 1) {
         s->roster_phase = 1;
         for (uint32_t i = 1; i <= num_servers(n); i++) send_roster(n, i);
+        if (num_servers(n) == 0) send_worker_rosters(n); /* a serverless job (docs/P2P.md) */
     }
 }
 
@@ -190,13 +202,7 @@ static void on_roster_ack(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "unexpected roster acknowledgement");
         return;
     }
-    if (++s->roster_acks < num_servers(n)) return;
-    s->roster_phase = 2;
-    for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
-        n->peers[i].last_heard_ms = node_now_ms();
-        send_roster(n, i);
-    }
-    log_info("job assembled: %d server(s), %d worker(s)", n->cfg.num_servers, n->cfg.num_workers);
+    if (++s->roster_acks == num_servers(n)) send_worker_rosters(n);
 }
 
 static void maybe_release_barrier(loom_node *n)
@@ -241,6 +247,11 @@ static void on_done(loom_node *n, void *ctx, node_msg *m)
     send_control(n, m->from, MSG_DONE_ACK, 0, 0);
     maybe_release_barrier(n);
     if (s->workers_done < (uint32_t)n->cfg.num_workers) return;
+    if (num_servers(n) == 0) {
+        log_info("every worker finished");
+        node_finish(n, 0);
+        return;
+    }
     log_info("every worker finished; shutting the servers down");
     s->shutting_down = 1;
     for (uint32_t i = 1; i <= num_servers(n); i++) send_control(n, i, MSG_SHUTDOWN, 0, 0);

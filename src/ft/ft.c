@@ -578,9 +578,9 @@ int ft_attach(loom_node *n)
     if (!f->dir[0]) f->every = 0;
     if (rc) return rc;
     if (f->role == LOOM_SCHEDULER && f->dir[0]) {
-        f->chain = calloc(f->servers, sizeof *f->chain);
-        f->chain_len = calloc(f->servers, sizeof *f->chain_len);
-        f->chain_cap = calloc(f->servers, sizeof *f->chain_cap);
+        f->chain = calloc(f->servers ? f->servers : 1, sizeof *f->chain);
+        f->chain_len = calloc(f->servers ? f->servers : 1, sizeof *f->chain_len);
+        f->chain_cap = calloc(f->servers ? f->servers : 1, sizeof *f->chain_cap);
         if (!f->chain || !f->chain_len || !f->chain_cap) return LOOM_ENOMEM;
         if ((rc = ft_mkdirs(f->dir))) return rc;
         node_set_handler(n, MSG_CKPT_PART, on_part, f);

@@ -972,6 +972,11 @@ int loom_table_open(loom_node *n, const char *name, const loom_table_opts *opts,
     if (!n || !out) return LOOM_EINVAL;
     *out = NULL;
     if (!loom_is_worker(n)) return LOOM_EROLE;
+    if (loom_num_servers(n) == 0) {
+        log_error("table \"%s\": this job has no servers (--servers 0) to hold it",
+                  name ? name : "(null)");
+        return LOOM_ECONFIG;
+    }
     ps_client *c = client_of(n);
     ps_table_def def;
     char why[160];

@@ -223,6 +223,26 @@ static void ranks_map_to_roles(void **state)
     }
 }
 
+/* A serverless job (LOOM_NUM_SERVERS=0, docs/P2P.md): rank 0 schedules, every other
+ * rank is a worker. */
+static void serverless_ranks_are_workers(void **state)
+{
+    (void)state;
+    loom_config cfg;
+    launch_plan plan;
+    char err[1024];
+    setenv("LOOM_NUM_SERVERS", "0", 1);
+    setenv("LOOM_SCHEDULER", "127.0.0.1:7000", 1);
+    for (int rank = 0; rank < 4; rank++) {
+        srun_env(rank, 4, 2, "9");
+        assert_int_equal(config_from_env(&cfg, &plan, err, sizeof err), 0);
+        assert_int_equal(cfg.role, rank == 0 ? LOOM_SCHEDULER : LOOM_WORKER);
+        assert_int_equal(cfg.rank, rank == 0 ? 0 : rank - 1);
+        assert_int_equal(cfg.num_servers, 0);
+        assert_int_equal(cfg.num_workers, 3);
+    }
+}
+
 /* The job token: LOOM_JOB_TOKEN as given, else the launcher's job id (the same
  * on every rank of a job, different for another job), else none; a malformed
  * LOOM_JOB_TOKEN is refused by name. */
@@ -394,6 +414,7 @@ int main(void)
         cmocka_unit_test_setup(detects_hydra_on_one_host, setup),
         cmocka_unit_test_setup(malformed_launcher_variables_are_named, setup),
         cmocka_unit_test_setup(ranks_map_to_roles, setup),
+        cmocka_unit_test_setup(serverless_ranks_are_workers, setup),
         cmocka_unit_test_setup(role_mapping_errors, setup),
         cmocka_unit_test_setup(job_token_sources, setup),
         cmocka_unit_test_setup(srun_on_several_hosts_uses_the_first, setup),

@@ -111,7 +111,7 @@ static int numeric_host(const char *hostport)
 static void check_config(const loom_config *c)
 {
     FUZZ_CHECK(c->role == LOOM_SCHEDULER || c->role == LOOM_SERVER || c->role == LOOM_WORKER);
-    FUZZ_CHECK(c->num_servers >= 1 && c->num_servers <= 1000);
+    FUZZ_CHECK(c->num_servers >= 0 && c->num_servers <= 1000); /* 0: a serverless job */
     FUZZ_CHECK(c->num_workers >= 1 && c->num_workers <= 65536);
     int max_rank = c->role == LOOM_SERVER   ? c->num_servers
                    : c->role == LOOM_WORKER ? c->num_workers

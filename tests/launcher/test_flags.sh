@@ -50,7 +50,7 @@ usage() {
 
 # The leading arguments that make each command complete but for the case.
 declare -A BASE=(
-    [run]="run --workers 1"
+    [run]="run --servers 1"
     [train lr]="train lr --train ok.svm"
     [train mf]="train mf --train ok.tsv"
     [train lda]="train lda --train ok.ldac"
@@ -66,7 +66,7 @@ declare -A BASE=(
 )
 # A flag that takes a number, for "missing value" and "bad number".
 declare -A NUMBER=(
-    [run]=--servers [train lr]=--epochs [train mf]=--rank [train lda]=--topics
+    [run]=--workers [train lr]=--epochs [train mf]=--rank [train lda]=--topics
     [gen lr]=--rows [gen mf]=--users [gen lda]=--docs [train lasso]=--iterations [gen lasso]=--rows
 )
 # A flag that takes a file name, for the commands without a number.

@@ -75,8 +75,8 @@ run gen lr --rows 10
 [[ $RC == 2 ]] && grep -qF -- "--out FILE is required" err || fail "missing --out accepted"
 run gen
 [[ $RC == 2 ]] && grep -qE '^  lr ' err || fail "bare 'loom gen' does not list the generators"
-run gen svm
-[[ $RC == 2 ]] && grep -qF "unknown model 'svm'" err || fail "'loom gen svm' accepted"
+run gen nb
+[[ $RC == 2 ]] && grep -qF "unknown model 'nb'" err || fail "'loom gen nb' accepted"
 run help gen
 [[ $RC == 0 ]] && grep -qF -- "--planted-out FILE" out || fail "'loom help gen' lacks --planted-out"
 run gen lr --help
@@ -146,7 +146,7 @@ pbad 2 "--data needs a value" lr --model a.model --data
 pbad 2 "--model given twice" lr --model a.model --model a.model --data a.svm
 pbad 2 "unknown flag '--frobnicate'" lr --model a.model --data a.svm --frobnicate
 pbad 2 "--one-based and --zero-based exclude each other" lr --model a.model --data a.svm --one-based --zero-based
-pbad 2 "unknown model 'svm'" svm
+pbad 2 "unknown model 'nb'" nb
 pbad 1 "missing.model: cannot open" lr --model missing.model --data a.svm
 # A model file of zeros without a newline is refused on its first line, not
 # read whole (64 MiB from a pipe: a loader that regressed would read

@@ -1,0 +1,125 @@
+/* flags: the command line of `loom train svm`. The table is both what the parser accepts and
+ * what the help prints (apps/common); every rejection names the flag. */
+#include <stdio.h>
+#include <string.h>
+
+#include "svm/svm.h"
+
+static const app_flag flags[] = {
+    {.section = "data:",
+     .name = "--train",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "LIBSVM training data, labels +1/-1 (required); each worker reads its share"},
+    {.name = "--test",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "LIBSVM test data: worker 0's replica is evaluated after every epoch"},
+    {.name = "--format",
+     .kind = APP_CHOICE,
+     .arg = "libsvm",
+     .def = "libsvm",
+     .help = "the only format svm reads (accepted for symmetry)"},
+    APP_FLAGS_JOB,
+    {.section = "stochastic reduce (docs/P2P.md):",
+     .name = "--graph",
+     .kind = APP_TEXT,
+     .arg = "allreduce|ring|expander|halton|star|FILE",
+     .def = "expander",
+     .help = "who averages with whom; FILE: lines \"FROM TO\" of worker ranks"},
+    {.name = "--sync",
+     .kind = APP_CHOICE,
+     .arg = "bsp|async|notify-ack",
+     .def = "notify-ack",
+     .help = "global barrier, none, or per-edge acknowledgements"},
+    {.name = "--batch",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 100000000,
+     .def = "64",
+     .help = "rows a worker trains on between two reduces"},
+    {.section = "algorithm:",
+     .name = "--epochs",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 100000,
+     .def = "10",
+     .help = "passes over the data"},
+    {.name = "--lr",
+     .kind = APP_NUM,
+     .arg = "X",
+     .min = 1e-12,
+     .max = 1e6,
+     .def = "0.01",
+     .help = "eta_0 of the step eta_t = eta_0 / (1 + eta_0 l2 t)"},
+    {.name = "--l2",
+     .kind = APP_NUM,
+     .arg = "X",
+     .min = 0,
+     .max = 1e3,
+     .def = "0.0001",
+     .help = "L2 regularisation lambda"},
+    {.name = "--seed",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 0,
+     .hi = 2147483647,
+     .def = "1",
+     .help = "order of the rows"},
+    {.name = "--slow",
+     .kind = APP_INT,
+     .arg = "RANK",
+     .lo = 0,
+     .hi = 127,
+     .help = "for benchmarks: worker RANK computes every step twice (a slower machine)"},
+    APP_FLAGS_OUTPUT("JSON line per epoch", "save worker 0's replica (format: docs/SVM.md)"),
+};
+#define NFLAGS (sizeof flags / sizeof flags[0])
+
+void svm_train_help(FILE *out)
+{
+    fputs("usage: loom train svm --train FILE [options]\n"
+          "\n"
+          "Train a linear SVM (hinge loss, L2) by SGD on every worker, averaging replicas by\n"
+          "stochastic reduce over a communication graph; needs no server (--servers 0).\n"
+          "\n",
+          out);
+    app_flags_help(out, flags, NFLAGS);
+}
+
+int svm_parse_flags(int argc, char **argv, svm_cli *c, char *err, size_t errlen)
+{
+    static const svm_opts defaults = SVM_OPTS_DEFAULT;
+    static const loom_libsvm_opts data_defaults = LOOM_LIBSVM_OPTS_DEFAULT;
+    *c = (svm_cli){.train = defaults, .data = data_defaults};
+    app_flag_value v[NFLAGS];
+    int rc = app_flags_parse(flags, NFLAGS, argc, argv, 1, v, NULL, err, errlen);
+    if (rc) return rc;
+    if ((rc = app_job_from_flags(&c->job, 0, flags, NFLAGS, v, err, errlen))) return rc;
+    const app_flag_value *x;
+#define GIVEN(name) (x = app_flag_get(flags, NFLAGS, v, name))
+    if (GIVEN("--graph")) c->train.graph = x->text;
+    if (GIVEN("--sync")) c->train.sync = (loom_sync)x->choice; /* in loom_sync's order */
+    if (GIVEN("--batch")) c->train.batch = (uint32_t)x->u;
+    if (GIVEN("--epochs")) c->train.epochs = (int)x->u;
+    if (GIVEN("--lr")) c->train.lr = x->x;
+    if (GIVEN("--l2")) c->train.l2 = x->x;
+    if (GIVEN("--slow")) c->train.slow = (int)x->u;
+#undef GIVEN
+    c->train.seed = c->job.seed;
+    if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");
+    if (c->job.threads != 1) return app_usage(err, errlen, "svm trains with --threads 1 only");
+    /* A wrong graph (a file's error, a disconnected one) is refused before any process
+     * starts when the number of workers is known here; the workers check it again. */
+    loom_graph *g;
+    loom_clear_last_error();
+    if (c->job.workers_given && loom_graph_build(c->train.graph, c->job.workers, &g))
+        return app_usage(err, errlen, "--graph %s: %s", c->train.graph, loom_last_error());
+    if (c->job.workers_given) loom_graph_free(g);
+    if (c->train.slow >= c->job.workers)
+        return app_usage(err, errlen, "--slow %d: there are only %d workers", c->train.slow,
+                         c->job.workers);
+    return 0;
+}
