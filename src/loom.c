@@ -17,6 +17,7 @@
 #include "loom/loom.h"
 #include "p2p/p2p.h"
 #include "ps/ps.h"
+#include "sched/sched.h"
 
 /* loom run passes the scheduler a pipe (LOOM_ADDRESS_FD) to learn the port it
  * bound; write "host:port\n" there once and close it. */
@@ -69,11 +70,14 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
     return 0;
 }
 
-/* Every layer's handlers, before any message can arrive; lower layers first. */
+/* Every layer's part of the node's role (its handlers), in layer order,
+ * before any message can arrive. */
 static int attach_layers(loom_node *n)
 {
     int rc = ps_attach(n);
     if (!rc) rc = ft_attach(n);
+    if (!rc) rc = sched_attach(n);
+    if (!rc) rc = sched_dynamic_attach(n);
     return rc ? rc : p2p_attach(n);
 }
 

@@ -169,7 +169,7 @@ static int export_mf(const loom_checkpoint *ck, const char *out, char *err, size
     const void *state;
     size_t len;
     uint64_t counts[2];
-    const size_t head = 9 * 8;
+    const size_t head = 10 * 8; /* apps/mf/train.c: MF_STATE_DOUBLES */
     if (loom_checkpoint_worker_state(ck, 0, &state, &len) || len < head + 16)
         return app_error(err, errlen, "the checkpoint has no MF state of worker 0");
     memcpy(counts, (const uint8_t *)state + head, 16);

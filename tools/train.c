@@ -15,8 +15,8 @@
  * --secret FILE` (or `--insecure`) for a local job, LOOM_INTERFACE and
  * LOOM_SECRET_FILE (or its absence) for a node.
  *
- * A model may instead train in this process, with no job: lasso, whose only
- * engine until the scheduler of issue 13 is its sequential reference. */
+ * A model may instead train in this process, with no job, when its flags say
+ * so: lasso --sequential, the reference of its scheduled engine. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +43,10 @@ typedef struct trainer {
     int (*parse)(int argc, char **argv, void *cli, char *err, size_t errlen);
     int (*node)(const void *cli);
     /* Not NULL: the model trains in this process instead of starting a job
-     * (its flags checked, its files too); returns the exit status. */
+     * (its flags checked, its files too) when wants_here(cli) says so;
+     * returns the exit status. */
     int (*here)(const void *cli);
+    int (*wants_here)(const void *cli);
 } trainer;
 
 static int lr_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
@@ -76,6 +78,14 @@ static int lasso_parse(int argc, char **argv, void *cli, char *err, size_t errle
 {
     return lasso_parse_flags(argc, argv, cli, err, errlen);
 }
+static int lasso_node(const void *cli)
+{
+    return lasso_train_node(cli);
+}
+static int lasso_wants_here(const void *cli)
+{
+    return lasso_trains_here(cli);
+}
 static int lasso_here(const void *cli)
 {
     return lasso_train_here(cli);
@@ -91,15 +101,16 @@ static int svm_node(const void *cli)
 }
 
 static const trainer trainers[] = {
-    {"lr", "sparse logistic regression", lr_train_help, sizeof(lr_cli), lr_parse, lr_node, NULL},
+    {"lr", "sparse logistic regression", lr_train_help, sizeof(lr_cli), lr_parse, lr_node, NULL,
+     NULL},
     {"mf", "matrix factorisation with biases (ratings)", mf_train_help, sizeof(mf_cli), mf_parse,
-     mf_node, NULL},
+     mf_node, NULL, NULL},
     {"lda", "topic model (collapsed Gibbs, SparseLDA)", lda_train_help, sizeof(lda_cli), lda_parse,
-     lda_node, NULL},
+     lda_node, NULL, NULL},
     {"lasso", "L1-regularised least squares (coordinate descent)", lasso_train_help,
-     sizeof(lasso_cli), lasso_parse, NULL, lasso_here},
+     sizeof(lasso_cli), lasso_parse, lasso_node, lasso_here, lasso_wants_here},
     {"svm", "linear SVM on stochastic reduce (serverless)", svm_train_help, sizeof(svm_cli),
-     svm_parse, svm_node, NULL},
+     svm_parse, svm_node, NULL, NULL},
 };
 #define NUM_TRAINERS (sizeof trainers / sizeof trainers[0])
 
@@ -122,7 +133,7 @@ static const char cluster_help[] =
 static void model_help(const trainer *t, FILE *out)
 {
     t->help(out);
-    if (!t->here) fputs(cluster_help, out); /* a model trained here starts no job */
+    fputs(cluster_help, out);
 }
 
 /* Whether arg is flag `name` (as "NAME VALUE" or "NAME=VALUE"). */
@@ -254,7 +265,7 @@ static int train_with(const trainer *t, int argc, char **argv)
     } else if (parsed) {
         fprintf(stderr, "loom train %s: %s\nTry 'loom train %s --help'.\n", t->name, err, t->name);
         rc = 2;
-    } else if (t->here) {
+    } else if (t->here && t->wants_here(cli)) {
         if (app_check_job_files(j, err, sizeof err)) {
             fprintf(stderr, "loom train %s: %s\n", t->name, err);
             rc = 2;

@@ -2,6 +2,7 @@
 #include "common/app.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -126,8 +127,24 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     if ((v = app_flag_get(flags, n, values, "--threads"))) j->threads = (int)v->u;
     if ((v = app_flag_get(flags, n, values, "--seed"))) j->seed = (uint64_t)v->u;
     j->quiet = app_flag_get(flags, n, values, "--quiet") != NULL;
+    if ((v = app_flag_get(flags, n, values, "--bandwidth"))) j->bandwidth_mbits = v->x;
+    /* The choices' order is loom_priority's. */
+    if ((v = app_flag_get(flags, n, values, "--priority"))) j->priority = (int)v->choice;
+    j->queue_rows = (v = app_flag_get(flags, n, values, "--queue-rows")) ? (uint32_t)v->u : 0;
+    /* Rows sent and pushed between clocks are not cut at a clock: refused
+     * rather than checkpointed inconsistently (docs/FAULTS.md). */
+    if (j->priority != LOOM_PRIORITY_NONE && (j->checkpoint_dir || j->resume_dir))
+        return app_usage(err, errlen, "--priority has no checkpoints yet: leave out %s",
+                         j->checkpoint_dir ? "--checkpoint-dir" : "--resume");
     v = app_flag_get(flags, n, values, "--consistency");
     return v ? parse_consistency(v->text, &j->consistency, &j->staleness, err, errlen) : 0;
+}
+
+void app_job_comm(const app_job *j, loom_table_opts *o)
+{
+    o->bandwidth_mbits = j->bandwidth_mbits;
+    o->priority = (loom_priority)j->priority;
+    o->queue_rows = j->queue_rows;
 }
 
 static void max_updater(const loom_update *u, void *user)
@@ -141,6 +158,15 @@ static void max_updater(const loom_update *u, void *user)
 
 int app_node_main(const char *prog, int (*worker)(loom_node *n, const void *arg), const void *arg)
 {
+#ifdef M_MMAP_THRESHOLD
+    /* Keep freed memory for the next message or batch of the same size (a
+     * job allocates the same buffers every clock): glibc's defaults give
+     * blocks over 128 KiB back to the kernel until one has been freed, and
+     * every fresh page is a page fault, 20 us each on the benchmarks' VM
+     * (docs/BENCHMARKS.md, "Fixed costs per epoch"). */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
     loom_updater_register(APP_MAX_UPDATER, 0, max_updater, NULL);
     loom_node *n;
     int rc = loom_init(&n, NULL, NULL);

@@ -89,7 +89,7 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .lo = 0,                                                                                  \
          .hi = 128,                                                                                \
          .def = "1",                                                                               \
-         .help = "server processes (0: a serverless job, docs/P2P.md)"},                                                              \
+         .help = "server processes (0: a serverless job, docs/P2P.md)"},                           \
         {.name = "--threads",                                                                      \
          .kind = APP_INT,                                                                          \
          .arg = "T",                                                                               \
@@ -145,6 +145,29 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
         .help = "continue from the newest checkpoint in DIR (same flags, same\n"                   \
                 "numbers of servers and workers)"                                                  \
     }
+/* The managed-communication flags of `loom train lr|mf|lda` (docs/USAGE.md,
+ * "Managed communication"), read by app_job_from_flags, applied to a table's
+ * options by app_job_comm. */
+#define APP_FLAGS_COMM                                                                             \
+    {.section = "communication:",                                                                  \
+     .name = "--bandwidth",                                                                        \
+     .kind = APP_NUM,                                                                              \
+     .arg = "MBITS",                                                                               \
+     .min = 0,                                                                                     \
+     .max = 1e6,                                                                                   \
+     .def = "0",                                                                                   \
+     .help = "budget of every process in Mbit/s (0: none): pushes, pull replies\n"                 \
+             "and managed sends are paced to it"},                                                 \
+        {.name = "--priority",                                                                     \
+         .kind = APP_CHOICE,                                                                       \
+         .arg = "none|random|roundrobin|abs|rel",                                                  \
+         .def = "none",                                                                            \
+         .help = "send buffered rows between clocks, and let servers push changed\n"               \
+                 "rows, in this order (SSP and ASP; none: only at clock ends)"},                   \
+    {                                                                                              \
+        .name = "--queue-rows", .kind = APP_INT, .arg = "ROWS", .lo = 1, .hi = 1000000,            \
+        .def = "100", .help = "rows per managed message"                                           \
+    }
 #define APP_FLAGS_OUTPUT(metrics_help, model_help)                                                 \
     {.section = "output:",                                                                         \
      .name = "--metrics",                                                                          \
@@ -168,6 +191,9 @@ typedef struct app_job {
     int workers_given, servers_given; /* given on the command line */
     int consistency;                  /* a loom_consistency */
     int staleness;                    /* SSP staleness in the application's clocks */
+    double bandwidth_mbits;           /* --bandwidth (0: no budget) */
+    int priority;                     /* --priority: a loom_priority */
+    uint32_t queue_rows;              /* --queue-rows */
     uint64_t seed;
     int quiet;
     /* --checkpoint-dir, --resume (NULL: none), --checkpoint-every, --checkpoint-full-every */
@@ -179,6 +205,8 @@ typedef struct app_job {
  * with staleness `staleness`, seed 1. 0, or 2 with a message in err. */
 int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t n,
                        const app_flag_value *values, char *err, size_t errlen);
+/* The job's managed communication (APP_FLAGS_COMM) on a table's options. */
+void app_job_comm(const app_job *j, loom_table_opts *o);
 
 #if defined(__GNUC__)
 #define APP_PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))

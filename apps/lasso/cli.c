@@ -1,12 +1,11 @@
-/* cli: `loom gen lasso`, `loom train lasso --sequential` and `loom predict lasso`.
+/* cli: `loom gen lasso`, `loom train lasso` and `loom predict lasso`.
  *
  * tools/gen.c, tools/train.c and tools/predict.c each have one row pointing
  * here. All three read their flags through the table parser of apps/common,
  * which also prints their help; usage errors exit 2, failures to read or
- * write exit 1. `loom train lasso` runs in this process: only the sequential
- * reference exists until the scheduler of issue 13 (src/sched) does, and
- * --sequential says so on the command line, so that the same command keeps
- * its meaning when the distributed schedules arrive. */
+ * write exit 1. `loom train lasso --sequential` runs the reference in this
+ * process; without it, `loom train lasso` is a job scheduled by the dynamic
+ * engine (dist.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -167,8 +166,62 @@ static const app_flag train_flags[] = {
     {.section = "algorithm:",
      .name = "--sequential",
      .kind = APP_SWITCH,
+     .excludes = "--schedule",
      .help = "cyclic coordinate descent in this process, the reference of\n"
-             "the scheduled engines (required: the only engine so far)"},
+             "the scheduled engine (no job)"},
+    {.name = "--in-process",
+     .kind = APP_SWITCH,
+     .excludes = "--sequential",
+     .help = "the scheduled engine's rounds in this process, without a job: the\n"
+             "results of a one-worker job bit for bit (for counting updates)"},
+    {.name = "--schedule",
+     .kind = APP_CHOICE,
+     .arg = "dynamic|random|rotation",
+     .def = "dynamic",
+     .help = "which coordinates a round updates (docs/LASSO.md): sampled by\n"
+             "priority and checked for coupling (dynamic), uniform with no check\n"
+             "(random: Shotgun), consecutive blocks in turn (rotation)"},
+    {.name = "--parallel",
+     .kind = APP_INT,
+     .arg = "P",
+     .lo = 1,
+     .hi = LOOM_DYN_MAX_PARALLEL,
+     .def = "8",
+     .help = "coordinates updated together in a round"},
+    {.name = "--candidates",
+     .kind = APP_INT,
+     .arg = "L",
+     .lo = 1,
+     .hi = 1 << 20,
+     .def = "4P",
+     .help = "dynamic: coordinates sampled per round before the dependency check"},
+    {.name = "--rho",
+     .kind = APP_NUM,
+     .arg = "R",
+     .min = 0,
+     .max = 1,
+     .def = "0.1",
+     .help = "dynamic: no two coordinates whose columns' |correlation|\n"
+             "|x_i.x_j| / (|x_i| |x_j|) exceeds R in one round (1: no check)"},
+    {.name = "--priority-floor",
+     .kind = APP_NUM,
+     .arg = "F",
+     .min = 1e-12,
+     .max = 1e12,
+     .def = "1e-3",
+     .help = "dynamic: priority (change)^2 + F times the mean (change)^2 of\n"
+             "the first visits"},
+    {.name = "--no-priority",
+     .kind = APP_SWITCH,
+     .help = "dynamic: sample candidates uniformly (the dependency check stays)"},
+    {.name = "--depth",
+     .kind = APP_INT,
+     .arg = "S",
+     .lo = 1,
+     .hi = LOOM_DYN_MAX_DEPTH,
+     .def = "1",
+     .help = "rounds in flight: a round sees the updates of all but the\n"
+             "S - 1 rounds before it"},
     {.name = "--lambda",
      .kind = APP_NUM,
      .arg = "L",
@@ -199,19 +252,36 @@ static const app_flag train_flags[] = {
      .def = "1e-6",
      .help = "stop after a pass in which no coefficient moved by more\n"
              "than T * max(1, max |beta_j|) (0: in which none moved)"},
+    {.name = "--seed",
+     .kind = APP_INT,
+     .arg = "S",
+     .lo = 0,
+     .hi = UINT64_MAX,
+     .def = "1",
+     .help = "seed of the schedule's sampling"},
+    {.name = "--reference",
+     .kind = APP_TEXT,
+     .arg = "MODEL",
+     .help = "a model (e.g. from --sequential --tol 1e-12): the metrics count\n"
+             "the coefficients within 1e-3 of it (\"converged\")"},
+    APP_FLAGS_JOB,
     APP_FLAGS_OUTPUT("JSON line per pass: objective, train_rmse, nnz, ...",
                      "save the model (format: docs/LASSO.md)"),
+    {.name = "--schedule-log",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "write every round's coordinates, \"ROUND K1 K2 ...\""},
 };
 #define TRAIN_NFLAGS (sizeof train_flags / sizeof train_flags[0])
 
 void lasso_train_help(FILE *out)
 {
-    fputs("usage: loom train lasso --train FILE --sequential [options]\n"
+    fputs("usage: loom train lasso --train FILE [--sequential | --schedule S] [options]\n"
           "\n"
           "Fit min_beta 1/(2n) ||y - X beta||^2 + lambda ||beta||_1 (no intercept) by\n"
-          "coordinate descent with soft-thresholding (docs/LASSO.md). The scheduled,\n"
-          "distributed engines of issue 13 are not written yet: --sequential runs the\n"
-          "reference in this process.\n"
+          "coordinate descent with soft-thresholding (docs/LASSO.md): in a job whose\n"
+          "rounds of --parallel coordinates Loom's dynamic engine schedules\n"
+          "(docs/SCHED.md), or with --sequential in this process.\n"
           "\n",
           out);
     app_flags_help(out, train_flags, TRAIN_NFLAGS);
@@ -230,11 +300,36 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
     if (rc) return rc;
     if ((rc = app_job_from_flags(&cli->job, 0, train_flags, TRAIN_NFLAGS, v, err, errlen)))
         return rc;
-    /* Nothing here starts a job: one process reads all the data. */
-    cli->job.workers = 1;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(train_flags, TRAIN_NFLAGS, v, name))
     cli->sequential = GIVEN("--sequential") != NULL;
+    cli->in_process = GIVEN("--in-process") != NULL;
+    if (cli->in_process && (GIVEN("--workers") || GIVEN("--servers")))
+        return app_usage(err, errlen,
+                         "--workers and --servers are for a job; --in-process starts none");
+    /* Training in this process starts no job: one process reads all the data. */
+    if (cli->sequential || cli->in_process) cli->job.workers = 1;
+    cli->parallel = 8;
+    cli->rho = 0.1;
+    cli->priority_floor = 1e-3;
+    cli->depth = 1;
+    if (GIVEN("--schedule")) cli->schedule = (int)x->choice;
+    if (GIVEN("--parallel")) cli->parallel = (uint32_t)x->u;
+    if (GIVEN("--candidates")) cli->candidates = (uint32_t)x->u;
+    if (GIVEN("--rho")) cli->rho = x->x;
+    if (GIVEN("--priority-floor")) cli->priority_floor = x->x;
+    if (GIVEN("--depth")) cli->depth = (uint32_t)x->u;
+    cli->no_priority = GIVEN("--no-priority") != NULL;
+    if (GIVEN("--schedule-log")) cli->schedule_log = x->text;
+    if (GIVEN("--reference")) cli->reference_path = x->text;
+    if (!cli->sequential && !cli->in_process && cli->job.servers == 0)
+        return app_usage(err, errlen,
+                         "--servers 0: a Lasso job adds its final objective on a server");
+    if (cli->job.threads > 1)
+        return app_usage(err, errlen, "--threads: a Lasso worker computes in one thread");
+    if (cli->candidates && cli->candidates < cli->parallel)
+        return app_usage(err, errlen, "--candidates %u is below --parallel %u", cli->candidates,
+                         cli->parallel);
     if (GIVEN("--lambda")) {
         if (x->x <= 0)
             return app_usage(err, errlen, "--lambda takes a number above 0, not '%s'", x->text);
@@ -249,13 +344,23 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
     }
     if (GIVEN("--iterations")) cli->train.iterations = (int)x->u;
     if (GIVEN("--tol")) cli->train.tol = x->x;
-#undef GIVEN
     if (!cli->job.train_path) return app_usage(err, errlen, "--train FILE is required");
-    if (!cli->sequential)
-        return app_usage(err, errlen,
-                         "--sequential is required: the scheduled engines of "
-                         "issue 13 are not written yet");
+    if (cli->sequential) {
+        static const char *const engine_only[] = {
+            "--parallel", "--candidates", "--rho",          "--priority-floor", "--no-priority",
+            "--depth",    "--reference",  "--schedule-log", "--workers",        "--servers"};
+        for (size_t i = 0; i < sizeof engine_only / sizeof *engine_only; i++)
+            if (GIVEN(engine_only[i]))
+                return app_usage(err, errlen, "%s is for the scheduled engine, not --sequential",
+                                 engine_only[i]);
+    }
+#undef GIVEN
     return 0;
+}
+
+int lasso_trains_here(const lasso_cli *cli)
+{
+    return cli->sequential || cli->in_process;
 }
 
 struct reporter {
@@ -287,6 +392,7 @@ static void report_pass(void *arg, const lasso_pass *s, const double *beta)
 
 int lasso_train_here(const lasso_cli *cli)
 {
+    if (cli->in_process) return lasso_train_in_process(cli);
     static const char prog[] = "loom train lasso";
     char err[512];
     loom_libsvm_opts lo = LOOM_LIBSVM_OPTS_DEFAULT;

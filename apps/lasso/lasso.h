@@ -11,10 +11,11 @@
  *            update of one coordinate given the residual: what a scheduler
  *            (src/sched, later) calls for the coordinates it picks
  *   seq.c    the sequential reference: cyclic passes of that update
+ *   dist.c   the distributed trainer on the dynamic engine (src/sched)
  *   model.c  the model file (save, load) and prediction
  *   gen.c    synthetic data with correlated feature groups and a planted
  *            sparse beta
- *   cli.c    `loom gen lasso`, `loom train lasso --sequential`, `loom
+ *   cli.c    `loom gen lasso`, `loom train lasso [--sequential]`, `loom
  *            predict lasso` (tools/ has one row pointing at each) */
 #ifndef LOOM_APPS_LASSO_H
 #define LOOM_APPS_LASSO_H
@@ -154,12 +155,32 @@ typedef struct lasso_cli {
     app_job job;
     lasso_train_opts train;
     double lambda_ratio; /* > 0: lambda = ratio * lambda_max of the training data */
-    int sequential;
+    int sequential;      /* --sequential: the reference, in this process */
+    int in_process;      /* --in-process: the scheduled engine's rounds, in this process */
+    /* The scheduled engine (dist.c): */
+    int schedule;               /* LASSO_SCHEDULE_* */
+    uint32_t parallel;          /* P, updates per round */
+    uint32_t candidates;        /* L, sampled per round (0: 4 P) */
+    double rho;                 /* the dependency check's threshold */
+    double priority_floor;      /* the engine's floor (loom_dyn_opts.floor) */
+    uint32_t depth;             /* rounds in flight */
+    int no_priority;            /* --no-priority: uniform candidates, still checked */
+    const char *schedule_log;   /* worker 0 writes every round's plan here */
+    const char *reference_path; /* a model to count converged coefficients against */
 } lasso_cli;
+
+enum { LASSO_SCHEDULE_DYNAMIC, LASSO_SCHEDULE_RANDOM, LASSO_SCHEDULE_ROTATION };
 
 int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t errlen);
 void lasso_train_help(FILE *out);
 /* Train in this process (the sequential reference); the exit status. */
 int lasso_train_here(const lasso_cli *cli);
+/* Whether the command line trains in this process (--sequential,
+ * --in-process). */
+int lasso_trains_here(const lasso_cli *cli);
+/* One node of a scheduled job (dist.c); the exit status. */
+int lasso_train_node(const lasso_cli *cli);
+/* The scheduled engine's rounds in this process (dist.c); the exit status. */
+int lasso_train_in_process(const lasso_cli *cli);
 
 #endif

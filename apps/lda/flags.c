@@ -92,6 +92,20 @@ static const app_flag flags[] = {
      .hi = 1000000,
      .def = "1",
      .help = "log-likelihood every N iterations; 0: at the end"},
+    {.name = "--schedule",
+     .kind = APP_CHOICE,
+     .arg = "data|rotation",
+     .def = "data",
+     .help = "data: every worker samples its documents from counts a\n"
+             "clock old (AD-LDA); rotation: blocks of words rotate among\n"
+             "the workers, each token sampled with its word's exact counts\n"
+             "(docs/SCHED.md)"},
+    {.name = "--schedule-log",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "rotation: each worker writes a line per block it held\n"
+             "(\"iteration sub block worker version\") to FILE, with %d\n"
+             "replaced by its rank"},
     {.name = "--top-words",
      .kind = APP_INT,
      .arg = "N",
@@ -99,6 +113,7 @@ static const app_flag flags[] = {
      .hi = 100000,
      .def = "10",
      .help = "words shown per topic at the end (0: none)"},
+    APP_FLAGS_COMM,
     APP_FLAGS_OUTPUT("JSON line per evaluation",
                      "save the word-topic counts (format: docs/LDA.md)"),
 };
@@ -138,6 +153,27 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
     if (GIVEN("--syncs")) c->train.syncs = (int)x->u;
     if (GIVEN("--eval-every")) c->train.eval_every = (int)x->u;
     if (GIVEN("--top-words")) c->top_words = (int)x->u;
+    if (GIVEN("--schedule"))
+        c->train.schedule = x->choice ? LDA_SCHEDULE_ROTATION : LDA_SCHEDULE_DATA;
+    if (GIVEN("--schedule-log")) c->train.schedule_log = x->text;
+    if (c->train.schedule == LDA_SCHEDULE_ROTATION) {
+        /* The rotation hands rows over itself: no clocks, no staleness, one writer. */
+        static const char *const data_only[] = {"--consistency", "--syncs", "--priority"};
+        for (size_t k = 0; k < sizeof data_only / sizeof *data_only; k++)
+            if (GIVEN(data_only[k]))
+                return app_usage(err, errlen, "%s is for --schedule data, not rotation",
+                                 data_only[k]);
+        if (c->job.threads > 1)
+            return app_usage(err, errlen,
+                             "--schedule rotation runs one thread per worker, not --threads %d",
+                             c->job.threads);
+        if (c->job.checkpoint_dir || c->job.resume_dir)
+            return app_usage(err, errlen,
+                             "--schedule rotation has no checkpoints yet: leave out %s",
+                             c->job.checkpoint_dir ? "--checkpoint-dir" : "--resume");
+    } else if (c->train.schedule_log) {
+        return app_usage(err, errlen, "--schedule-log needs --schedule rotation");
+    }
 #undef GIVEN
     c->train.seed = c->job.seed;
     c->train.threads = c->job.threads;

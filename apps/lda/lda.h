@@ -105,6 +105,15 @@ int lda_sampler_load(lda_sampler *s);
 /* Sample new topics for the tokens of documents [lo, hi) of d, in order,
  * document i with the stream lda_stream(iteration + 1, first_doc + i). */
 void lda_sweep(lda_sampler *s, lda_docs *d, size_t lo, size_t hi, uint64_t seed, int iteration);
+/* --schedule rotation: rebuild only local words [lo, hi) from s->rows, and
+ * the totals (after a full lda_sampler_load: a word's total count, which
+ * sizes its entries, never changes). */
+void lda_sampler_load_words(lda_sampler *s, size_t lo, size_t hi);
+/* --schedule rotation: sample the tokens of local words [lo, hi) in every
+ * document of d, in order, document i drawing from rng[i] where it stopped
+ * (seeded per iteration as lda_sweep seeds it, so that one sweep over all
+ * words is lda_sweep's). */
+void lda_sweep_words(lda_sampler *s, lda_docs *d, app_rng *rng, size_t lo, size_t hi);
 /* The changes since the last load: for every word changed, its global id into
  * keys (from vocab) and current - loaded counts into vals (K per word);
  * totals_delta gets the change of the totals. Returns the number of words. */
@@ -188,6 +197,9 @@ int lda_print_top_words(FILE *f, const lda_model *m, const lda_vocab *vocab, siz
 
 /* ---- training ---- */
 
+/* --schedule: data-parallel clocks (AD-LDA) or word rotation (train.c). */
+typedef enum { LDA_SCHEDULE_DATA = 0, LDA_SCHEDULE_ROTATION = 1 } lda_schedule;
+
 typedef struct lda_train_opts {
     uint32_t topics;
     double alpha, beta;
@@ -196,12 +208,14 @@ typedef struct lda_train_opts {
     int eval_every; /* iterations between log-likelihoods (0: at the end only) */
     uint64_t seed;
     int threads; /* compute threads per worker (--threads): lanes, see train.c */
+    lda_schedule schedule;
+    const char *schedule_log; /* --schedule-log: the rotation engine's per-task log */
 } lda_train_opts;
 
 #define LDA_DEFAULT_STALENESS 1
 #define LDA_TRAIN_OPTS_DEFAULT                                                                     \
     {                                                                                              \
-        50, 0.1, 0.01, 100, 1, 1, 1, 1                                                             \
+        50, 0.1, 0.01, 100, 1, 1, 1, 1, LDA_SCHEDULE_DATA, NULL                                    \
     }
 
 /* Is iteration it (0-based) one whose log-likelihood is reported? */

@@ -72,6 +72,34 @@ static int cmp_desc(const void *a, const void *b)
     return x > y ? -1 : x < y;
 }
 
+/* Word w's entries from its row: non-zero topics, sorted. */
+static void pack_word(lda_sampler *s, size_t w)
+{
+    size_t K = s->p.topics;
+    const int32_t *row = s->rows + w * K;
+    uint64_t *e = s->packed + s->off[w];
+    uint32_t n = 0;
+    for (size_t k = 0; k < K; k++)
+        if (row[k] > 0) e[n++] = (uint64_t)row[k] << 32 | k;
+    qsort(e, n, sizeof *e, cmp_desc);
+    s->len[w] = n;
+    s->dirty[w] = 0;
+}
+
+/* The totals, the smoothing bucket and the coefficients of a document with no tokens. */
+static void load_totals(lda_sampler *s)
+{
+    size_t K = s->p.topics;
+    memcpy(s->nk, s->totals, K * sizeof *s->nk);
+    double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
+    s->s_sum = 0;
+    for (size_t k = 0; k < K; k++) {
+        double denom = vb + (double)s->nk[k];
+        s->s_sum += ab / denom;
+        s->coef[k] = s->p.alpha / denom;
+    }
+}
+
 int lda_sampler_load(lda_sampler *s)
 {
     size_t K = s->p.topics;
@@ -87,26 +115,15 @@ int lda_sampler_load(lda_sampler *s)
     free(s->packed);
     s->packed = malloc((total ? total : 1) * sizeof *s->packed);
     if (!s->packed) return LOOM_ENOMEM;
-    for (size_t w = 0; w < s->nwords; w++) {
-        const int32_t *row = s->rows + w * K;
-        uint64_t *e = s->packed + s->off[w];
-        uint32_t n = 0;
-        for (size_t k = 0; k < K; k++)
-            if (row[k] > 0) e[n++] = (uint64_t)row[k] << 32 | k;
-        qsort(e, n, sizeof *e, cmp_desc);
-        s->len[w] = n;
-        s->dirty[w] = 0;
-    }
-    memcpy(s->nk, s->totals, K * sizeof *s->nk);
-    /* The smoothing bucket and the coefficients of a document with no tokens. */
-    double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
-    s->s_sum = 0;
-    for (size_t k = 0; k < K; k++) {
-        double denom = vb + (double)s->nk[k];
-        s->s_sum += ab / denom;
-        s->coef[k] = s->p.alpha / denom;
-    }
+    for (size_t w = 0; w < s->nwords; w++) pack_word(s, w);
+    load_totals(s);
     return 0;
+}
+
+void lda_sampler_load_words(lda_sampler *s, size_t lo, size_t hi)
+{
+    for (size_t w = lo; w < hi; w++) pack_word(s, w);
+    load_totals(s);
 }
 
 int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k)
@@ -184,7 +201,8 @@ static void doc_remove_topic(lda_sampler *s, uint32_t k)
     s->dpos[last] = at;
 }
 
-static void sweep_doc(lda_sampler *s, lda_docs *d, size_t i, app_rng *rng)
+static void sweep_doc(lda_sampler *s, lda_docs *d, size_t i, app_rng *rng, uint32_t wlo,
+                      uint32_t whi)
 {
     const double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
     const double alpha = s->p.alpha, beta = s->p.beta;
@@ -203,6 +221,7 @@ static void sweep_doc(lda_sampler *s, lda_docs *d, size_t i, app_rng *rng)
     }
     for (size_t t = t0; t < t1; t++) {
         uint32_t w = d->word[t], old = d->z[t];
+        if (w < wlo || w >= whi) continue; /* not this sweep's words */
         uint64_t *e = s->packed + s->off[w];
         change(s, old, -1, vb, ab);
         if (s->ndk[old] == 0) doc_remove_topic(s, old);
@@ -257,8 +276,13 @@ void lda_sweep(lda_sampler *s, lda_docs *d, size_t lo, size_t hi, uint64_t seed,
     for (size_t i = lo; i < hi; i++) {
         app_rng rng;
         app_rng_seed(&rng, seed, lda_stream(iteration + 1, d->first_doc + i));
-        sweep_doc(s, d, i, &rng);
+        sweep_doc(s, d, i, &rng, 0, UINT32_MAX);
     }
+}
+
+void lda_sweep_words(lda_sampler *s, lda_docs *d, app_rng *rng, size_t wlo, size_t whi)
+{
+    for (size_t i = 0; i < d->ndocs; i++) sweep_doc(s, d, i, &rng[i], (uint32_t)wlo, (uint32_t)whi);
 }
 
 /* ---- synchronisation ---- */

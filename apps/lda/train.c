@@ -130,6 +130,10 @@ typedef struct worker {
     /* Resumed from a checkpoint: the topics are the checkpoint's, the counts
      * the servers'; training goes on at iteration first_it, clock first_sync. */
     int resuming, first_it, first_sync;
+    /* --schedule rotation (rotate() below) */
+    loom_sched *engine;
+    app_rng *rng;     /* per document: its stream of the iteration, where it stopped */
+    int64_t *tloaded; /* K: the totals as a sub-iteration pulled them */
 } worker;
 
 /* Table rows of `block` topics: a clock's deltas then skip the blocks of a
@@ -263,6 +267,11 @@ static int open_tables(worker *w)
     o.key_end = w->p.vocab * w->nblocks;
     o.consistency = (loom_consistency)j->consistency;
     o.staleness = j->staleness;
+    app_job_comm(j, &o);
+    if (w->c->train.schedule == LDA_SCHEDULE_ROTATION) { /* what the static engine needs */
+        o.consistency = LOOM_ASP;
+        o.cache = 0;
+    }
     TRY("open the word-topic table", loom_table_open(w->n, "lda.word_topic", &o, &w->wt));
     o.type = LOOM_I64;
     o.width = w->p.topics;
@@ -540,6 +549,95 @@ static int sync_clock(worker *w, int sync, int it)
     return loom_checkpoint_due(w->n) ? save_state(w, it, sync + 1) : 0;
 }
 
+/* ---- --schedule rotation ----
+ *
+ * The word-topic table is the static engine's rotated table (loom/sched.h),
+ * cut into W blocks of words (equal ranges of word ids, each a whole number
+ * of table rows). In sub-iteration i worker m holds word block (i + m) mod W
+ * and samples, in every one of its documents, the tokens of those words: a
+ * token always sees its word's exact counts, since nobody else may change
+ * them meanwhile (STRADS's and LightLDA's model scheduling). After W
+ * sub-iterations every token was sampled once.
+ *
+ * The topic totals (the summary row) are shared by all blocks, so they
+ * cannot rotate: each sub-iteration pulls them, and pushes its change of
+ * them at its end (waiting for the servers' acknowledgement). A worker's
+ * totals thus miss at most the other workers' changes of the current
+ * sub-iteration, about 1/W of an iteration's moves of 1/W of the tokens each.
+ *
+ * A document's random stream is seeded once per iteration and continues from
+ * sub-iteration to sub-iteration, so with one worker (one block, one
+ * sub-iteration) an iteration is lda_sweep over all documents: seq.c with
+ * --syncs 1, bit for bit (tests/lda compare them). */
+
+/* update(): sample this worker's tokens of the block's words. */
+static int rotate(void *arg, const loom_sched_task *task)
+{
+    static const uint64_t zero = 0;
+    worker *w = arg;
+    lane *l = &w->lanes[0];
+    const size_t K = w->p.topics;
+    uint64_t v0 = task->block.begin / w->nblocks, v1 = task->block.end / w->nblocks;
+    size_t lo = app_lower_bound(l->d.vocab, l->d.nwords, v0);
+    size_t hi = app_lower_bound(l->d.vocab, l->d.nwords, v1);
+    int32_t *rows = task->block.rows;
+    TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
+    memcpy(w->tloaded, l->s.totals, K * sizeof *w->tloaded);
+    for (size_t i = lo; i < hi; i++)
+        memcpy(l->s.rows + i * K, rows + (l->d.vocab[i] - v0) * K, K * sizeof *rows);
+    lda_sampler_load_words(&l->s, lo, hi);
+    lda_sweep_words(&l->s, &l->d, w->rng, lo, hi);
+    lda_sampler_store(&l->s);
+    for (size_t i = lo; i < hi; i++)
+        memcpy(rows + (l->d.vocab[i] - v0) * K, l->s.rows + i * K, K * sizeof *rows);
+    for (size_t k = 0; k < K; k++) l->tdelta[k] = l->s.totals[k] - w->tloaded[k];
+    loom_ts ts;
+    TRY("push topic totals", loom_push_async(w->tt, &zero, 1, l->tdelta, &ts));
+    TRY("push topic totals", loom_wait(w->n, ts));
+    return 0;
+}
+
+/* The engine over the word-topic table, after initialise(). */
+static int rotation_open(worker *w)
+{
+    size_t W = (size_t)w->nworkers;
+    if (w->p.vocab < W) {
+        app_fail_together(w->n,
+                          PROG ": %" PRIu64 " words for %zu workers: --schedule rotation gives "
+                               "each worker a block of at least one",
+                          w->p.vocab, W);
+        return 1;
+    }
+    uint64_t *bounds = malloc((W + 1) * sizeof *bounds);
+    w->rng = malloc((w->lanes[0].d.ndocs ? w->lanes[0].d.ndocs : 1) * sizeof *w->rng);
+    w->tloaded = malloc(w->p.topics * sizeof *w->tloaded);
+    if (!bounds || !w->rng || !w->tloaded) {
+        free(bounds);
+        return app_fail(PROG, "start the rotation", LOOM_ENOMEM);
+    }
+    for (size_t b = 0; b <= W; b++)
+        bounds[b] = (uint64_t)((unsigned __int128)w->p.vocab * b / W) * w->nblocks;
+    loom_sched_static_opts so = LOOM_SCHED_STATIC_OPTS_DEFAULT;
+    so.bounds = bounds;
+    so.update = rotate;
+    so.user = w;
+    so.log_path = w->c->train.schedule_log;
+    int rc = loom_sched_static_open(w->wt, &so, &w->engine);
+    free(bounds);
+    TRY("start the rotation", rc);
+    return 0;
+}
+
+/* One iteration: seed the documents' streams, then a full rotation. */
+static int rotation_iteration(worker *w, int it)
+{
+    const lda_docs *d = &w->lanes[0].d;
+    for (size_t i = 0; i < d->ndocs; i++)
+        app_rng_seed(&w->rng[i], w->c->train.seed, lda_stream(it + 1, d->first_doc + i));
+    TRY("rotation", loom_sched_run(w->engine, 1));
+    return 0;
+}
+
 /* Worker 0: the whole table is consistent with the number of tokens. */
 static int check_counts(const worker *w, uint64_t tokens, char *why, size_t len)
 {
@@ -746,10 +844,13 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
         }
     }
     if (open_tables(w) || (test && prepare_test(w, test)) || initialise(w)) return 1;
+    int rotation = o->schedule == LDA_SCHEDULE_ROTATION;
+    if (rotation && rotation_open(w)) return 1;
     w->start = app_now_s();
     for (int it = w->first_it; it < o->iterations; it++) {
         double t0 = app_now_s();
-        for (int sync = it == w->first_it ? w->first_sync : 0; sync < o->syncs; sync++)
+        if (rotation && rotation_iteration(w, it)) return 1;
+        for (int sync = it == w->first_it ? w->first_sync : 0; !rotation && sync < o->syncs; sync++)
             if (sync_clock(w, sync, it)) return 1;
         w->train_s += app_now_s() - t0;
         w->iters_since_eval++;
@@ -794,6 +895,8 @@ static int run_worker(loom_node *n, const lda_cli *c)
         rc = 1;
     }
     app_team_stop(w.team);
+    loom_sched_close(w.engine);
+    free(w.rng), free(w.tloaded);
     lanes_free(&w);
     free(w.words), free(w.keys), free(w.vals), free(w.scratch);
     free(w.test_keys), free(w.test_rows), free(w.test_totals);

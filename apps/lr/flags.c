@@ -112,6 +112,7 @@ static const app_flag flags[] = {
      .hi = 1000000,
      .def = "2",
      .help = "bounded delay between steps"},
+    APP_FLAGS_COMM,
     APP_FLAGS_OUTPUT("JSON line per epoch", "save the model (format: docs/LR.md)"),
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])

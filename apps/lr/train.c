@@ -686,6 +686,7 @@ static int open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table *
         wo.params[1] = (double)dim;
         wo.cache = 0; /* every step reads its block afresh */
     }
+    app_job_comm(&c->job, &wo);
     TRY("open the model table", loom_table_open(n, "lr.w", &wo, w));
     loom_table_opts so = LOOM_TABLE_OPTS_DEFAULT;
     so.type = LOOM_F64;

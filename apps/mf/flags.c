@@ -93,7 +93,16 @@ static const app_flag flags[] = {
      .hi = 1000000,
      .def = "1",
      .help = "clocks per epoch: a worker pulls, trains on 1/N of its\n"
-             "ratings and pushes, N times an epoch"},
+             "ratings and pushes, N times an epoch (rotation: N full\n"
+             "rotations of the item blocks, each over 1/N of the ratings)"},
+    {.name = "--steps",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1000000,
+     .def = "1",
+     .help = "pull, train and push N times a clock, so that --priority has\n"
+             "updates to send while the clock runs (docs/MF.md)"},
     {.name = "--eval-every",
      .kind = APP_INT,
      .arg = "N",
@@ -109,6 +118,20 @@ static const app_flag flags[] = {
      .help = "how the workers' updates of a row combine on the servers:\n"
              "scaled so their sum moves a bias as far as one\n"
              "sequential pass would (damped), or added as they are"},
+    {.name = "--schedule",
+     .kind = APP_CHOICE,
+     .arg = "data|rotation",
+     .def = "data",
+     .help = "data: every worker trains its share of the ratings on all\n"
+             "rows (clocks, merge); rotation: model-parallel, each worker\n"
+             "owns a user block and item blocks rotate among the workers,\n"
+             "one writer per row (docs/SCHED.md)"},
+    {.name = "--schedule-log",
+     .kind = APP_TEXT,
+     .arg = "FILE",
+     .help = "rotation: each worker writes a line per block it held\n"
+             "(\"iteration sub block worker version\") to FILE, with %d\n"
+             "replaced by its rank"},
     {.name = "--seed",
      .kind = APP_INT,
      .arg = "N",
@@ -116,6 +139,7 @@ static const app_flag flags[] = {
      .hi = 2147483647,
      .def = "1",
      .help = "split, initial factors and order"},
+    APP_FLAGS_COMM,
     APP_FLAGS_OUTPUT("JSON line per evaluation", "save the model (format: docs/MF.md)"),
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -150,6 +174,7 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
     if (GIVEN("--rank")) o->rank = (uint32_t)x->u;
     if (GIVEN("--epochs")) o->epochs = (int)x->u;
     if (GIVEN("--syncs")) o->syncs = (int)x->u;
+    if (GIVEN("--steps")) o->steps = (int)x->u;
     if (GIVEN("--eval-every")) o->eval_every = (int)x->u;
     if (GIVEN("--lr")) o->lr = x->x;
     if (GIVEN("--lr-decay")) o->lr_decay = x->x;
@@ -161,6 +186,28 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
                              "--test-fraction takes a number above 0 and below 1, not '%s'",
                              x->text);
         o->test_fraction = x->x;
+    }
+    if (GIVEN("--schedule")) o->schedule = x->choice ? MF_SCHEDULE_ROTATION : MF_SCHEDULE_DATA;
+    if (GIVEN("--schedule-log")) o->schedule_log = x->text;
+    if (o->schedule == MF_SCHEDULE_ROTATION) {
+        /* The rotation hands rows over itself: nothing to merge, no clocks, one writer. */
+        static const char *const data_only[] = {"--consistency", "--merge", "--steps",
+                                                "--priority"};
+        for (size_t k = 0; k < sizeof data_only / sizeof *data_only; k++)
+            if (GIVEN(data_only[k]))
+                return app_usage(err, errlen, "%s is for --schedule data, not rotation",
+                                 data_only[k]);
+        if (c->job.threads > 1)
+            return app_usage(err, errlen,
+                             "--schedule rotation runs one thread per worker, "
+                             "not --threads %d",
+                             c->job.threads);
+        if (c->job.checkpoint_dir || c->job.resume_dir)
+            return app_usage(err, errlen,
+                             "--schedule rotation has no checkpoints yet: leave out %s",
+                             c->job.checkpoint_dir ? "--checkpoint-dir" : "--resume");
+    } else if (o->schedule_log) {
+        return app_usage(err, errlen, "--schedule-log needs --schedule rotation");
     }
 #undef GIVEN
     o->seed = c->job.seed;

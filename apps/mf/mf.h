@@ -12,6 +12,8 @@
  *            clock's batch of ratings on local copies of its rows
  *   train.c  distributed training: factor tables on the servers, a clock
  *            per batch under the table's consistency model
+ *   rotation.c  --schedule rotation: model-parallel SGD, item blocks rotating
+ *            among the workers on the static engine (loom/sched.h)
  *   seq.c    the sequential reference (a one-worker BSP job must match it bit for bit)
  *   model.c  the model file (save, load) and prediction
  *   gen.c    synthetic MovieLens-like ratings from a planted model
@@ -157,8 +159,9 @@ void mf_data_summary(const mf_data *d, double *sum, double *min, double *max);
  * local working copies of them, and the values they had when read. */
 typedef struct mf_batch {
     uint32_t rank;
+    size_t users, items;       /* rows of the tables */
     size_t nu, ni;             /* distinct rows touched */
-    uint64_t *ukeys, *ikeys;   /* their row indices, in order of first touch */
+    uint64_t *ukeys, *ikeys;   /* their row indices, ascending */
     uint32_t *uslot, *islot;   /* per rating of the batch: its rows' slots */
     double *urows, *irows;     /* nu (ni) rows of rank + 1: read, then trained */
     double *uold, *iold;       /* the rows as read; after mf_batch_train: new - old */
@@ -187,6 +190,9 @@ double mf_batch_sse(const mf_batch *b, const mf_data *d, const size_t *idx, size
  * With one worker both are the same. */
 typedef enum { MF_MERGE_DAMPED = 0, MF_MERGE_SUM = 1 } mf_merge;
 
+/* --schedule: data-parallel clocks (train.c) or model-parallel rotation (rotation.c). */
+typedef enum { MF_SCHEDULE_DATA = 0, MF_SCHEDULE_ROTATION = 1 } mf_schedule;
+
 typedef struct mf_train_opts {
     uint32_t rank;
     double lr, lr_decay, reg, init_std;
@@ -196,11 +202,14 @@ typedef struct mf_train_opts {
     mf_merge merge;
     int threads;    /* compute threads per worker (--threads): lanes, see train.c */
     int eval_every; /* evaluate after every N-th epoch and the last; 0: the last only */
+    int steps;      /* pull, train and push this many times a clock (train.c only) */
+    mf_schedule schedule;
+    const char *schedule_log; /* --schedule-log: the rotation engine's per-task log */
 } mf_train_opts;
 
 #define MF_TRAIN_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1, 1                               \
+        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1, 1, 1, MF_SCHEDULE_DATA, NULL    \
     }
 
 /* 1 if the model after epoch e (0-based) is evaluated: every --eval-every
@@ -234,6 +243,30 @@ int mf_train_sequential(const mf_train_opts *o, const loom_ratings *r, mf_model 
 
 /* The distributed trainer, run by every node of a job. Returns the exit status. */
 int mf_train_node(const mf_cli *cli);
+
+/* ---- --schedule rotation (rotation.c) ---- */
+
+/* Cut rows [0, rows) into `parts` blocks of about equal numbers of the n
+ * ratings whose rows are row[0..n), each block at least one row (rows >=
+ * parts): bounds[0..parts]. 0 or LOOM_ENOMEM. */
+int mf_balanced_bounds(const uint32_t *row, size_t n, size_t rows, int parts, uint64_t *bounds);
+
+/* Keep only the ratings of users [begin, end), in order. */
+void mf_data_keep_users(mf_data *d, uint64_t begin, uint64_t end);
+
+typedef struct mf_rotation mf_rotation;
+
+/* A worker's rotation over its training ratings `train` (those of its user
+ * block [ublock[0], ublock[1])), with the item table cut at ibounds (one block
+ * per worker), after the setup put the initial rows on the servers: pulls the
+ * user block and opens the static engine on `items` (which must be ASP, "sum",
+ * cache 0). Every worker calls it. 0 or a loom error. */
+int mf_rotation_open(loom_table *users, loom_table *items, const mf_train_opts *o,
+                     const mf_data *train, const uint64_t ublock[2], const uint64_t *ibounds,
+                     double mean, const char *log_path, mf_rotation **out);
+/* One epoch: a full rotation of the item blocks, the user rows pushed, a barrier. */
+int mf_rotation_epoch(mf_rotation *r, int epoch);
+void mf_rotation_free(mf_rotation *r);
 
 /* ---- synthetic data (gen.c) ---- */
 

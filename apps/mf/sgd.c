@@ -177,7 +177,7 @@ double mf_model_sse(const mf_model *m, const mf_data *d)
 int mf_batch_init(mf_batch *b, uint32_t rank, size_t users, size_t items)
 {
     size_t w = rank + 1;
-    *b = (mf_batch){.rank = rank};
+    *b = (mf_batch){.rank = rank, .users = users, .items = items};
     b->ukeys = malloc((users ? users : 1) * sizeof *b->ukeys);
     b->ikeys = malloc((items ? items : 1) * sizeof *b->ikeys);
     b->urows = malloc((users ? users : 1) * w * sizeof *b->urows);
@@ -201,14 +201,30 @@ void mf_batch_free(mf_batch *b)
     *b = (mf_batch){0};
 }
 
-/* Slot of row x in the batch, adding it on first touch. */
-static uint32_t slot_of(uint32_t x, uint32_t *stamp, uint64_t *keys, size_t *nkeys)
+/* Add row x to the batch's keys on first touch. */
+static void touch(uint32_t x, uint32_t *stamp, uint64_t *keys, size_t *nkeys)
 {
     if (!stamp[x]) {
         keys[*nkeys] = x;
         stamp[x] = (uint32_t)++ * nkeys;
     }
-    return stamp[x] - 1;
+}
+
+/* Sort the batch's keys and stamp each row with 1 + its slot. Sorted keys
+ * are what the client sends and indexes as they are: a pull then writes the
+ * rows straight into urows/irows, without a buffer of its own in key order
+ * (fresh pages cost a page fault each) and a copy back. A batch touching a
+ * good part of the table's `rows` is sorted by a pass over the stamps. */
+static void sort_keys(uint64_t *keys, size_t nkeys, uint32_t *stamp, size_t rows)
+{
+    if (nkeys * 16 < rows) {
+        app_sort_unique(keys, nkeys);
+        for (size_t s = 0; s < nkeys; s++) stamp[keys[s]] = (uint32_t)s + 1;
+        return;
+    }
+    size_t s = 0;
+    for (size_t x = 0; x < rows; x++)
+        if (stamp[x]) keys[s] = x, stamp[x] = (uint32_t)++s;
 }
 
 int mf_batch_collect(mf_batch *b, const mf_data *d, const size_t *idx, size_t n)
@@ -228,9 +244,16 @@ int mf_batch_collect(mf_batch *b, const mf_data *d, const size_t *idx, size_t n)
     }
     for (size_t r = 0; r < n; r++) {
         size_t k = idx ? idx[r] : r;
+        if (d->user[k] != UINT32_MAX) touch(d->user[k], b->ustamp, b->ukeys, &b->nu);
+        if (d->item[k] != UINT32_MAX) touch(d->item[k], b->istamp, b->ikeys, &b->ni);
+    }
+    sort_keys(b->ukeys, b->nu, b->ustamp, b->users);
+    sort_keys(b->ikeys, b->ni, b->istamp, b->items);
+    for (size_t r = 0; r < n; r++) {
+        size_t k = idx ? idx[r] : r;
         uint32_t u = d->user[k], i = d->item[k];
-        b->uslot[r] = u == UINT32_MAX ? UINT32_MAX : slot_of(u, b->ustamp, b->ukeys, &b->nu);
-        b->islot[r] = i == UINT32_MAX ? UINT32_MAX : slot_of(i, b->istamp, b->ikeys, &b->ni);
+        b->uslot[r] = u == UINT32_MAX ? UINT32_MAX : b->ustamp[u] - 1;
+        b->islot[r] = i == UINT32_MAX ? UINT32_MAX : b->istamp[i] - 1;
     }
     return 0;
 }

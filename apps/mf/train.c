@@ -113,6 +113,7 @@ typedef struct worker {
     int threads;
     lane *lanes;               /* one per compute thread */
     int clock;                 /* the epoch's clock the lanes work on */
+    int step;                  /* the clock's step (--steps) the lanes work on */
     double lr;                 /* the epoch's learning rate */
     row_counts ucount, icount; /* --merge damped */
     double mean, min, max;
@@ -129,6 +130,10 @@ typedef struct worker {
     /* Resumed from a checkpoint: the setup's sums are on the servers already,
      * and training goes on from epoch `first_epoch`, clock `first_clock`. */
     int resuming, first_epoch, first_clock;
+    /* --schedule rotation (rotation.c) */
+    uint64_t ublock[2]; /* this worker's users */
+    uint64_t *ibounds;  /* the item blocks: W + 1 keys */
+    mf_rotation *rot;
 } worker;
 
 /* Agree on the mean and range of the training ratings (after the split):
@@ -194,6 +199,11 @@ static int open_tables(worker *w)
     to.storage = LOOM_DENSE;
     to.consistency = (loom_consistency)w->cli->job.consistency;
     to.staleness = w->cli->job.staleness;
+    app_job_comm(&w->cli->job, &to);
+    if (o->schedule == MF_SCHEDULE_ROTATION) { /* what the static engine needs (loom/sched.h) */
+        to.consistency = LOOM_ASP;
+        to.cache = 0;
+    }
     to.key_end = w->r->users ? w->r->users : 1;
     TRY("open mf.users", loom_table_open(w->node, "mf.users", &to, &w->users));
     to.key_end = w->r->items ? w->r->items : 1;
@@ -317,13 +327,21 @@ static int pull_rows(worker *w, mf_batch *b)
     return 0;
 }
 
-/* Lane t's batch of the current clock: the rows its ratings touch. */
+/* Lane l's ratings of the current step of the current clock: an epoch is
+ * syncs clocks of --steps steps. */
+static void step_range(const worker *w, const lane *l, size_t *lo, size_t *hi)
+{
+    int steps = w->cli->train.steps;
+    mf_clock_range(l->part.n, w->cli->train.syncs * steps, w->clock * steps + w->step, lo, hi);
+}
+
+/* Lane t's batch of the current step: the rows its ratings touch. */
 static int lane_collect(void *arg, int t)
 {
     worker *w = arg;
     lane *l = &w->lanes[t];
     size_t lo, hi;
-    mf_clock_range(l->part.n, w->cli->train.syncs, w->clock, &lo, &hi);
+    step_range(w, l, &lo, &hi);
     TRY("batch", mf_batch_collect(&l->b, &l->part, l->order + lo, hi - lo));
     return 0;
 }
@@ -336,7 +354,7 @@ static int lane_train(void *arg, int t)
     lane *l = &w->lanes[t];
     const mf_train_opts *o = &w->cli->train;
     size_t lo, hi;
-    mf_clock_range(l->part.n, o->syncs, w->clock, &lo, &hi);
+    step_range(w, l, &lo, &hi);
     mf_batch_train(&l->b, &l->part, l->order + lo, hi - lo, w->mean, w->lr, o->reg);
     if (o->merge == MF_MERGE_DAMPED) {
         scale_deltas(l->b.uold, l->b.ukeys, l->b.nu, o->rank + 1, w->ucount.scale);
@@ -346,12 +364,14 @@ static int lane_train(void *arg, int t)
 }
 
 /* ---- checkpoints (docs/FAULTS.md) ----
- * A worker's state at a clock: the epoch, the next clock of it, and the
- * evaluation bookkeeping; the orders and scales are recomputed from the seed
- * and the counts, the factors are the servers'. Then the users' and items'
+ * A worker's state at the end of a clock (all of the clock's --steps pushed):
+ * the epoch, the next clock of it, the evaluation bookkeeping and --steps (a
+ * clock's slices of the ratings and the damping depend on it); the orders
+ * and scales are recomputed from the seed and the counts, the factors are
+ * the servers'. Then the users' and items'
  * file ids (the model file's mapping; tools/checkpoint.c reads them back). */
 #define MF_STATE_MAGIC   0x3143464du /* "MFC1" */
-#define MF_STATE_DOUBLES 9
+#define MF_STATE_DOUBLES 10
 
 static int save_state(worker *w, int epoch, int next_clock)
 {
@@ -359,7 +379,7 @@ static int save_state(worker *w, int epoch, int next_clock)
                                    next_clock,         w->epochs_since_eval,
                                    w->pending.epoch,   w->pending.time_s,
                                    w->pending.train_s, w->train_s,
-                                   (double)w->train.n};
+                                   (double)w->train.n, w->cli->train.steps};
     /* Then the file's ids of the rows, for `loom checkpoint export` (and a check on resume). */
     const loom_ratings *r = w->r;
     size_t len = sizeof st + 16 + (r->users + r->items) * 8;
@@ -388,13 +408,14 @@ static int load_state(worker *w)
     int ok = len == sizeof st + 16 + (r->users + r->items) * 8;
     if (ok) memcpy(st, data, sizeof st);
     ok = ok && st[0] == MF_STATE_MAGIC && st[8] == (double)w->train.n &&
-         st[2] <= w->cli->train.syncs && !memcmp(b + sizeof st, counts, 16) &&
+         st[2] <= w->cli->train.syncs && st[9] == w->cli->train.steps &&
+         !memcmp(b + sizeof st, counts, 16) &&
          !memcmp(b + sizeof st + 16, r->user_id, r->users * 8) &&
          !memcmp(b + sizeof st + 16 + r->users * 8, r->item_id, r->items * 8);
     if (!ok) {
         fprintf(stderr,
                 PROG ": worker %d: the checkpoint does not fit this job (other training "
-                     "data or --syncs?)\n",
+                     "data, --syncs or --steps?)\n",
                 loom_rank(w->node));
         return 1;
     }
@@ -416,24 +437,33 @@ static int train_epoch(worker *w, int epoch, int first)
     double lr = mf_epoch_lr(o->lr, o->lr_decay, epoch);
     if (o->merge == MF_MERGE_DAMPED) {
         int lanes = loom_num_workers(w->node) * w->threads;
-        row_counts_scale(&w->ucount, lanes, o->syncs, lr, o->reg);
-        row_counts_scale(&w->icount, lanes, o->syncs, lr, o->reg);
+        /* With --steps: under managed communication (--priority) the
+         * servers' row pushes bring the other workers' steps while the
+         * clock runs, so each step's deltas are damped as a clock's; without
+         * it a clock's steps add up to the clock's one delta. */
+        int merges = o->syncs * (w->cli->job.priority != LOOM_PRIORITY_NONE ? o->steps : 1);
+        row_counts_scale(&w->ucount, lanes, merges, lr, o->reg);
+        row_counts_scale(&w->icount, lanes, merges, lr, o->reg);
     }
     for (int t = 0; t < w->threads; t++)
         mf_epoch_order(o->seed, loom_rank(w->node) * w->threads + t, epoch, w->lanes[t].part.n,
                        w->lanes[t].order);
     w->lr = lr;
     for (w->clock = first; w->clock < o->syncs; w->clock++) {
-        if (app_team_run(w->team, lane_collect, w)) return 1;
-        /* The lanes' rows one lane after the other: most rows of a lane
-         * after the first (popular items) then come from the cache. */
-        for (int t = 0; t < w->threads; t++)
-            if (pull_rows(w, &w->lanes[t].b)) return 1;
-        if (app_team_run(w->team, lane_train, w)) return 1;
-        for (int t = 0; t < w->threads; t++) {
-            mf_batch *b = &w->lanes[t].b;
-            if (b->nu) TRY("push user rows", loom_push(w->users, b->ukeys, b->nu, b->uold));
-            if (b->ni) TRY("push item rows", loom_push(w->items, b->ikeys, b->ni, b->iold));
+        /* Later steps read their rows from the cache, which the servers'
+         * row pushes (--priority) refresh while the clock runs. */
+        for (w->step = 0; w->step < o->steps; w->step++) {
+            if (app_team_run(w->team, lane_collect, w)) return 1;
+            /* The lanes' rows one lane after the other: most rows of a lane
+             * after the first (popular items) then come from the cache. */
+            for (int t = 0; t < w->threads; t++)
+                if (pull_rows(w, &w->lanes[t].b)) return 1;
+            if (app_team_run(w->team, lane_train, w)) return 1;
+            for (int t = 0; t < w->threads; t++) {
+                mf_batch *b = &w->lanes[t].b;
+                if (b->nu) TRY("push user rows", loom_push(w->users, b->ukeys, b->nu, b->uold));
+                if (b->ni) TRY("push item rows", loom_push(w->items, b->ikeys, b->ni, b->iold));
+            }
         }
         TRY("clock", loom_clock(w->node));
         if (loom_checkpoint_due(w->node) && save_state(w, epoch, w->clock + 1)) return 1;
@@ -566,7 +596,8 @@ static int epochs(worker *w)
      * row counts and initial rows and ends clock 0; after the barrier all of
      * it is on the servers (under BSP the initial rows once clock 0 has ended
      * everywhere, which the first pull waits for). */
-    int damped = c->train.merge == MF_MERGE_DAMPED;
+    int rotation = c->train.schedule == MF_SCHEDULE_ROTATION;
+    int damped = c->train.merge == MF_MERGE_DAMPED && !rotation;
     if (push_summary(w) || open_tables(w)) return 1;
     if (damped && (row_counts_push(w, "mf.user_counts", 0, w->r->users, &w->ucount) ||
                    row_counts_push(w, "mf.item_counts", 1, w->r->items, &w->icount)))
@@ -578,10 +609,19 @@ static int epochs(worker *w)
     TRY("barrier", loom_barrier(w->node));
     if (read_summary(w)) return 1;
     if (damped && (row_counts_read(&w->ucount) || row_counts_read(&w->icount))) return 1;
+    if (rotation)
+        TRY("start the rotation",
+            mf_rotation_open(w->users, w->items, &c->train, &w->train, w->ublock, w->ibounds,
+                             w->mean, c->train.schedule_log, &w->rot));
     if (!w->resuming) w->pending.epoch = -1;
     for (int epoch = w->first_epoch; epoch < c->train.epochs; epoch++) {
         double t0 = app_now_s();
-        if (train_epoch(w, epoch, epoch == w->first_epoch ? w->first_clock : 0)) return 1;
+        if (rotation) { /* the clock makes the epoch's statistics readable, as below */
+            TRY("rotation", mf_rotation_epoch(w->rot, epoch));
+            TRY("clock", loom_clock(w->node));
+        } else if (train_epoch(w, epoch, epoch == w->first_epoch ? w->first_clock : 0)) {
+            return 1;
+        }
         w->train_s += app_now_s() - t0;
         w->epochs_since_eval++;
         /* This epoch's clocks made the previous evaluation's totals readable. */
@@ -592,6 +632,36 @@ static int epochs(worker *w)
     TRY("clock", loom_clock(w->node));
     if (rank == 0 && report(w)) return 1;
     return rank == 0 && c->job.model_path ? save_model(w) : 0;
+}
+
+/* --schedule rotation: every worker read the whole training file; cut users
+ * and items into blocks of equal numbers of ratings (the same cuts on every
+ * worker) and keep this worker's users' ratings (--test-fraction's test part
+ * likewise, so every test rating is evaluated once). */
+static int rotation_blocks(worker *w)
+{
+    size_t nw = (size_t)loom_num_workers(w->node), me = (size_t)loom_rank(w->node);
+    const char *too_few = w->r->users < nw ? "users" : w->r->items < nw ? "items" : NULL;
+    if (too_few) {
+        fprintf(stderr,
+                PROG ": %s: %zu %s for %zu workers: --schedule rotation gives each "
+                     "worker a block of at least one\n",
+                w->cli->job.train_path, too_few[0] == 'u' ? w->r->users : w->r->items, too_few, nw);
+        return 1;
+    }
+    uint64_t *ub = malloc((nw + 1) * sizeof *ub);
+    w->ibounds = malloc((nw + 1) * sizeof *w->ibounds);
+    int rc = ub && w->ibounds ? 0 : LOOM_ENOMEM;
+    if (!rc) rc = mf_balanced_bounds(w->train.user, w->train.n, w->r->users, (int)nw, ub);
+    if (!rc) rc = mf_balanced_bounds(w->train.item, w->train.n, w->r->items, (int)nw, w->ibounds);
+    if (!rc) {
+        w->ublock[0] = ub[me], w->ublock[1] = ub[me + 1];
+        mf_data_keep_users(&w->train, ub[me], ub[me + 1]);
+        if (!w->cli->job.test_path) mf_data_keep_users(&w->test, ub[me], ub[me + 1]);
+    }
+    free(ub);
+    TRY("cut the blocks", rc);
+    return 0;
 }
 
 /* Read this worker's shares of the training and test files. */
@@ -614,6 +684,7 @@ static int read_data(worker *w, loom_ratings **test_file)
         TRY("training data",
             mf_data_split(w->r, c->train.seed, c->train.test_fraction, &w->train, &w->test));
     }
+    if (c->train.schedule == MF_SCHEDULE_ROTATION && rotation_blocks(w)) return 1;
     TRY("training data", mf_batch_init(&w->b, c->train.rank, w->r->users, w->r->items));
     w->threads = c->job.threads > 1 ? c->job.threads : 1;
     TRY("start the compute threads", app_team_start(&w->team, w->threads));
@@ -644,12 +715,15 @@ static int run_worker(loom_node *n, const mf_cli *c)
         fprintf(stderr, PROG ": %s\n", err);
         return 1;
     }
-    if (loom_ratings_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &c->data, &r, err,
-                          sizeof err)) {
+    /* --schedule rotation: every worker reads the whole file and keeps its users' ratings. */
+    int whole = c->train.schedule == MF_SCHEDULE_ROTATION;
+    if (loom_ratings_read(c->job.train_path, whole ? 0 : loom_rank(n),
+                          whole ? 1 : loom_num_workers(n), &c->data, &r, err, sizeof err)) {
         fprintf(stderr, "loom train mf: %s\n", err);
         return 1;
     }
-    worker w = {.node = n, .cli = c, .r = r, .skipped = {r->skipped}};
+    /* A whole file's malformed lines are counted by one worker. */
+    worker w = {.node = n, .cli = c, .r = r, .skipped = {whole && loom_rank(n) ? 0 : r->skipped}};
     int rc = read_data(&w, &test_file);
     if (!rc) rc = load_state(&w);
     if (!rc && loom_rank(n) == 0 && c->job.metrics_path &&
@@ -674,6 +748,8 @@ static int run_worker(loom_node *n, const mf_cli *c)
     mf_data_free(&w.train);
     mf_data_free(&w.test);
     row_counts_free(&w.ucount);
+    mf_rotation_free(w.rot);
+    free(w.ibounds);
     row_counts_free(&w.icount);
     loom_ratings_free(test_file);
     loom_ratings_free(r);

@@ -6,6 +6,7 @@
  * updater.h  server-side update rules, user updaters
  * delay.h    bounded-delay task ordering
  * secret.h   the job secret that encrypts and authenticates traffic (CURVE)
+ * sched.h    scheduled model parallelism (STRADS): static and dynamic engines
  * p2p.h      serverless data parallelism: communication graphs, stochastic reduce */
 #ifndef LOOM_LOOM_H
 #define LOOM_LOOM_H
@@ -17,6 +18,7 @@
 #include "delay.h"
 #include "secret.h"
 #include "checkpoint.h"
+#include "sched.h"
 #include "p2p.h"
 
 #define LOOM_VERSION_MAJOR 0

@@ -200,6 +200,10 @@ typedef struct loom_stats {
     uint64_t connections_refused; /* peers without the job's secret refused in the handshake */
     uint64_t pulls_from_cache;    /* rows served from the process cache */
     uint64_t pulls_from_server;   /* rows fetched from servers */
+    /* Managed communication (docs/USAGE.md): rows this node sent between
+     * clocks (a worker's early pushes, a server's pushes of changed rows),
+     * and rows servers pushed into this worker's cache. */
+    uint64_t managed_rows_sent, pushed_rows_received;
 } loom_stats;
 void loom_node_stats(loom_node *node, loom_stats *out);
 

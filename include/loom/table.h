@@ -50,6 +50,16 @@ size_t loom_type_size(loom_type t);
 typedef enum { LOOM_ASP = 0, LOOM_SSP = 1, LOOM_BSP = 2 } loom_consistency;
 typedef enum { LOOM_DENSE = 0, LOOM_SPARSE = 1 } loom_storage;
 typedef enum { LOOM_INIT_ZERO = 0, LOOM_INIT_UNIFORM = 1, LOOM_INIT_NORMAL = 2 } loom_init_kind;
+/* Which buffered rows managed communication sends first (docs/USAGE.md):
+ * none (no sends between clocks), random, round robin in key order, the
+ * largest accumulated change |d| first, the largest relative change |d/w|. */
+typedef enum {
+    LOOM_PRIORITY_NONE = 0,
+    LOOM_PRIORITY_RANDOM = 1,
+    LOOM_PRIORITY_ROUNDROBIN = 2,
+    LOOM_PRIORITY_ABS = 3,
+    LOOM_PRIORITY_REL = 4
+} loom_priority;
 
 #define LOOM_MAX_NAME   63
 #define LOOM_MAX_PARAMS 8
@@ -78,12 +88,22 @@ typedef struct loom_table_opts {
     int cache; /* keep pulled rows in the process cache; default 1 */
     /* Buffered rows that trigger an automatic flush (0: only at clock/flush). */
     uint32_t flush_rows;
+    /* Managed communication (Bösen; docs/USAGE.md#managed-communication), for
+     * SSP and ASP tables. bandwidth_mbits > 0 is a budget for every process
+     * of the job that uses the table (the largest of its tables'): pushes, and
+     * servers' replies and row pushes, are paced to it. With a priority, each
+     * process also spends the spare budget between clocks: workers send
+     * buffered rows early, servers push changed rows to the workers caching
+     * them, queue_rows rows (0: 100) per message, chosen by the priority. */
+    double bandwidth_mbits;
+    loom_priority priority;
+    uint32_t queue_rows;
 } loom_table_opts;
 
 #define LOOM_TABLE_OPTS_DEFAULT                                                                    \
     {                                                                                              \
         LOOM_F32, 1, LOOM_SPARSE, 0, 0, LOOM_SSP, 0, "sum", 0.1, 1.0, 0.0, 0.0, 1e-8, {0},         \
-            LOOM_INIT_ZERO, 0.0, 0.0, 0, 1, 0                                                      \
+            LOOM_INIT_ZERO, 0.0, 0.0, 0, 1, 0, 0.0, LOOM_PRIORITY_NONE, 0                          \
     }
 
 /* Open (creating on first use) the table `name` with the given options.
@@ -108,7 +128,8 @@ int loom_pull_range_async(loom_table *t, uint64_t begin, uint64_t end, void *out
 /* Write deltas: vals holds n * width values, row i for keys[i]; duplicate keys
  * are combined. Buffered and coalesced per row in the update buffer, which is
  * sent at loom_clock(), loom_flush(), loom_barrier() or when it holds
- * flush_rows rows. */
+ * flush_rows rows; with a priority (SSP, ASP), rows also go between those,
+ * as the budget allows. */
 int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals);
 /* Send now, bypassing the buffer (Parameter-Server style): keys and vals must
  * stay valid until loom_wait(ts), which returns once the servers have them

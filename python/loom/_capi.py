@@ -40,6 +40,9 @@ class TableOpts(ctypes.Structure):
         ("init_seed", ctypes.c_uint64),
         ("cache", ctypes.c_int),
         ("flush_rows", ctypes.c_uint32),
+        ("bandwidth_mbits", ctypes.c_double),
+        ("priority", ctypes.c_int),
+        ("queue_rows", ctypes.c_uint32),
     ]
 
 
@@ -57,6 +60,8 @@ class Stats(ctypes.Structure):
             "connections_refused",
             "pulls_from_cache",
             "pulls_from_server",
+            "managed_rows_sent",
+            "pushed_rows_received",
         )
     ]
 

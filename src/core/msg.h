@@ -80,9 +80,25 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* managed communication (ps/comm.h) */
+    MSG_ROWS_PUSH = 56, /* server -> worker: rows that changed, for the worker's cache;
+                           req = push id, clock = server's min clock, a = last push
+                           sequence applied from this worker; frames keys, values */
+    MSG_ROWS_PUSH_ACK,  /* worker -> server: req echoed */
     /* ckpt (ft) */
     MSG_CKPT_PART = 64, /* server/worker -> scheduler: its part of checkpoint `clock` is on
                            disk; a = 1 if it holds every row (full), blob (ft_part_info) */
+    /* rotation (src/sched/ring.c) */
+    MSG_SCHED_BLOCK = 80, /* worker -> worker: table = engine, a = block, b = version; frame rows */
+    /* dynamic scheduling engine (sched, src/sched/dynamic.c) */
+    MSG_DYN_START = 88, /* worker -> scheduler: a = dim, b = max rounds, req = depth,
+                           table = parallel updates, clock = extra values */
+    MSG_DYN_PLAN_REQ,   /* scheduler -> shard's worker: req = round */
+    MSG_DYN_PLAN,       /* shard -> scheduler, scheduler -> workers: req = round,
+                           frame keys (u64) */
+    MSG_DYN_PSUM,       /* worker -> scheduler: req = round, a = stop; frame f64 values */
+    MSG_DYN_SUM,        /* scheduler -> workers: req = round; frame f64 sums */
+    MSG_DYN_END,        /* scheduler -> workers: req = rounds run, a = loom error or 0 */
     /* p2p */
     MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
     MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */

@@ -62,6 +62,10 @@
 #define IO_BATCH 128 /* messages read from one socket before looking at the others */
 /* the wake-up eventfd, the ROUTER, and a DEALER to the scheduler and to each server */
 #define POLL_MAX (2 + 1 + LOOM_MAX_SERVERS)
+/* The I/O thread's longest sleep while application threads read the
+ * sockets: what arrives after the last of them stopped waits at most this
+ * long for it (or until a send finds input and wakes it). */
+#define READERS_POLL_MS 1
 
 uint64_t node_now_ms(void)
 {
@@ -784,6 +788,8 @@ static short zmq_events(short revents)
                    (revents & ~(POLLIN | POLLOUT) ? ZMQ_POLLERR : 0));
 }
 
+static uint64_t run_timers(loom_node *n, uint64_t now);
+
 static void *io_main(void *arg)
 {
     loom_node *n = arg;
@@ -799,19 +805,28 @@ static void *io_main(void *arg)
             n->next_heartbeat_ms = now + (uint64_t)n->cfg.heartbeat_interval_ms;
             tick(n, now);
         }
+        uint64_t timer_due = still_running(n) ? run_timers(n, now) : UINT64_MAX;
         /* The set of DEALERs changes only when the roster arrives; building
          * it each round is a few stores and keeps the loop simple. Then the
-         * scheduler's status page (status.c), whose items are plain fds. */
-        int nfds = poll_set(n, n->wake_fd, fds, flags);
+         * scheduler's status page (status.c), whose items are plain fds.
+         * While application threads wait reading the sockets (n->readers),
+         * only the eventfd and the page. */
+        int readers = atomic_load(&n->readers) > 0;
+        int nfds = readers ? 1 : poll_set(n, n->wake_fd, fds, flags);
+        if (readers) fds[0] = (struct pollfd){n->wake_fd, POLLIN, 0};
         int npage = status_poll_items(n, page);
         for (int i = 0; i < npage; i++)
             fds[nfds + i] = (struct pollfd){page[i].fd, poll_events(page[i].events), 0};
         pthread_mutex_unlock(&n->recv_mu);
-        int timeout = more ? 0 : (int)(n->next_heartbeat_ms - now);
+        uint64_t wake = timer_due < n->next_heartbeat_ms ? timer_due : n->next_heartbeat_ms;
+        int timeout = more || wake <= now ? 0 : (int)(wake - now);
+        if (readers && timeout > READERS_POLL_MS) timeout = READERS_POLL_MS;
+        atomic_store(&n->io_gated, readers);
         if (poll(fds, (nfds_t)(nfds + npage), timeout) < 0 && errno != EINTR) {
             log_error("poll failed: %s", strerror(errno));
             break;
         }
+        atomic_store(&n->io_gated, 0);
         if (fds[0].revents & POLLIN) clear_eventfd(n->wake_fd);
         mark_pending(fds, flags, nfds);
         if (npage) {
@@ -1075,6 +1090,10 @@ int node_wait(loom_node *n, uint64_t deadline_ms)
         if (n->state == NODE_FAILED) return LOOM_EPEERFAIL;
         return moved ? 0 : LOOM_ETIMEDOUT;
     }
+    /* What this thread waits for arrives through the I/O thread: it must
+     * not sleep away from the sockets, as it may while loom_wait() callers
+     * read them. */
+    if (atomic_load(&n->io_gated)) wake_io_thread(n);
     if (!deadline_ms) {
         pthread_cond_wait(&n->cv, &n->mu);
     } else {
@@ -1148,16 +1167,18 @@ static void wait_reading(loom_node *n, loom_ts ts)
     if (tracker_set_waiter(&n->ts, ts, fd)) return;
     struct pollfd fds[POLL_MAX];
     atomic_int *flags[POLL_MAX];
+    atomic_fetch_add(&n->readers, 1);
     for (;;) {
         pthread_mutex_lock(&n->recv_mu);
         int more = drain_sockets(n);
         int nfds = poll_set(n, fd, fds, flags);
         pthread_mutex_unlock(&n->recv_mu);
-        if (tracker_test(&n->ts, ts)) return;
-        if (poll(fds, (nfds_t)nfds, more ? 0 : -1) < 0 && errno != EINTR) return;
+        if (tracker_test(&n->ts, ts)) break;
+        if (poll(fds, (nfds_t)nfds, more ? 0 : -1) < 0 && errno != EINTR) break;
         if (fds[0].revents & POLLIN) clear_eventfd(fd);
         mark_pending(fds, flags, nfds);
     }
+    atomic_fetch_sub(&n->readers, 1);
 }
 
 int loom_wait(loom_node *n, loom_ts ts)
@@ -1197,10 +1218,41 @@ void *node_layer(const loom_node *n, int layer)
 
 void node_count(loom_node *n, enum node_counter c, uint64_t v)
 {
-    if (c == NODE_PULLS_FROM_CACHE)
-        atomic_fetch_add(&n->pulls_from_cache, v);
-    else
-        atomic_fetch_add(&n->pulls_from_server, v);
+    _Atomic uint64_t *counter[] = {&n->pulls_from_cache, &n->pulls_from_server,
+                                   &n->managed_rows_sent, &n->pushed_rows_received};
+    atomic_fetch_add(counter[c], v);
+}
+
+void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx)
+{
+    n->layers[layer].timer = fn;
+    n->layers[layer].timer_ctx = ctx;
+    atomic_store(&n->layers[layer].timer_due, UINT64_MAX);
+}
+
+void node_timer_poke(loom_node *n, int layer)
+{
+    if (atomic_exchange(&n->layers[layer].timer_due, 0) != 0 && !n->seam) wake_io_thread(n);
+}
+
+/* Run the layers' timers that are due (I/O thread, receive lock held);
+ * returns the earliest next due time. */
+static uint64_t run_timers(loom_node *n, uint64_t now)
+{
+    uint64_t next = UINT64_MAX;
+    for (int i = 0; i < NODE_LAYER_COUNT; i++) {
+        if (!n->layers[i].timer) continue;
+        if (atomic_load(&n->layers[i].timer_due) <= now) {
+            /* A poke while fn runs turns UINT64_MAX into 0, which stays. */
+            atomic_store(&n->layers[i].timer_due, UINT64_MAX);
+            uint64_t due = n->layers[i].timer(n, n->layers[i].timer_ctx, now);
+            uint64_t idle = UINT64_MAX;
+            atomic_compare_exchange_strong(&n->layers[i].timer_due, &idle, due);
+        }
+        uint64_t due = atomic_load(&n->layers[i].timer_due);
+        if (due < next) next = due;
+    }
+    return next;
 }
 
 void loom_node_stats(loom_node *n, loom_stats *out)
@@ -1214,6 +1266,8 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .connections_refused = atomic_load(&n->refused),
         .pulls_from_cache = atomic_load(&n->pulls_from_cache),
         .pulls_from_server = atomic_load(&n->pulls_from_server),
+        .managed_rows_sent = atomic_load(&n->managed_rows_sent),
+        .pushed_rows_received = atomic_load(&n->pushed_rows_received),
     };
 }
 

@@ -133,12 +133,36 @@ void node_broadcast(loom_node *n); /* call with the lock held */
 uint64_t node_now_ms(void);
 
 /* ---- layers ---- */
-enum { NODE_LAYER_PS = 0, NODE_LAYER_FT, NODE_LAYER_P2P, NODE_LAYER_COUNT };
+/* The fault-tolerance layer keeps checkpoint state (NODE_LAYER_FT). The
+ * scheduling layer's two engines keep their own state: the static engine's
+ * ring of blocks (NODE_LAYER_SCHED) and the dynamic engine's coordinator or
+ * worker queue (NODE_LAYER_SCHED_DYNAMIC). */
+enum {
+    NODE_LAYER_PS = 0,
+    NODE_LAYER_FT,
+    NODE_LAYER_SCHED,
+    NODE_LAYER_SCHED_DYNAMIC,
+    NODE_LAYER_P2P,
+    NODE_LAYER_COUNT
+};
 void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state));
 void *node_layer(const loom_node *n, int layer);
+/* A layer's timer, run by the I/O thread like a handler (under the receive
+ * lock, must not block): fn is called once node_now_ms() reaches the time it
+ * last returned (UINT64_MAX: not until poked), and soon after
+ * node_timer_poke() from any thread. Nodes without an I/O thread (the fuzz
+ * seam) never run timers. Set before the node serves traffic. */
+typedef uint64_t (*node_timer_fn)(loom_node *n, void *ctx, uint64_t now_ms);
+void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx);
+void node_timer_poke(loom_node *n, int layer);
 
 /* ---- counters ---- */
-enum node_counter { NODE_PULLS_FROM_CACHE, NODE_PULLS_FROM_SERVER };
+enum node_counter {
+    NODE_PULLS_FROM_CACHE,
+    NODE_PULLS_FROM_SERVER,
+    NODE_MANAGED_ROWS_SENT,    /* comm.c: rows sent between clocks */
+    NODE_PUSHED_ROWS_RECEIVED, /* comm.c: rows servers pushed into this worker's cache */
+};
 void node_count(loom_node *n, enum node_counter c, uint64_t v);
 
 /* ---- the scheduler's status page ---- */

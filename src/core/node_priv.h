@@ -89,6 +89,12 @@ struct loom_node {
     pthread_t io_thread;
     int io_started;
     atomic_int io_exit; /* node_destroy: leave the loop */
+    /* Application threads in loom_wait() reading the sockets themselves.
+     * While there are any, the I/O thread leaves the sockets to them and
+     * sleeps at most READERS_POLL_MS at a time, so a reply wakes one thread
+     * instead of two (the I/O thread would find it handled). */
+    atomic_int readers;
+    atomic_int io_gated; /* the I/O thread sleeps without the sockets */
 
     handler_entry handlers[MSG_TYPE_END_];
 
@@ -109,10 +115,14 @@ struct loom_node {
     struct {
         void *state;
         void (*destroy)(void *);
+        node_timer_fn timer;
+        void *timer_ctx;
+        _Atomic uint64_t timer_due; /* node_now_ms() of its next run */
     } layers[NODE_LAYER_COUNT];
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;
+    _Atomic uint64_t managed_rows_sent, pushed_rows_received;
     _Atomic uint64_t refused; /* handshakes refused for want of the secret (curve.c) */
 
     /* The scheduler's status page (status.c); NULL without one. I/O thread only. */

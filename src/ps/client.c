@@ -21,6 +21,11 @@
  * it sees always includes every one of its own pushes, exactly once. Pushes
  * also add into cached rows directly, so cached rows stay current too.
  *
+ * Managed communication (comm.c): with a priority, the I/O thread's timer
+ * (comm_tick) sends buffered rows of SSP and ASP tables early, as the budget
+ * allows, chosen by their magnitudes (kept per buffered row, b_abs/b_rel), and
+ * rows servers push (ROWS_PUSH) replace cached rows the way a pull reply would.
+ *
  * Threads: application threads call the API and send their requests
  * themselves; replies and acks are handled by whichever thread reads the
  * node's sockets (the I/O thread, or an application thread in loom_wait).
@@ -34,6 +39,7 @@
 #include "core/log.h"
 #include "core/u64map.h"
 #include "loom/error.h"
+#include "ps/comm.h"
 #include "ps/keys.h"
 #include "ps/ps.h"
 #include "ps/rowops.h"
@@ -83,6 +89,7 @@ typedef struct inflight {
     uint64_t begin; /* range push: first key */
     sbuf *hold;     /* owner of keys/vals if Loom allocated them */
     int acked;      /* the server has it (its timestamp part is done) */
+    int managed;    /* sent early: counts in the ack window (comm.h) */
     struct inflight *next;
 } inflight;
 
@@ -96,6 +103,8 @@ struct loom_table {
     int local_rmw; /* sum table: own writes are added locally */
     int cache_on;
     uint32_t flush_rows;
+    int managed;        /* a priority on an SSP or ASP table: rows go early */
+    comm_choice choice; /* the priority's state; I/O thread only */
 
     pthread_mutex_t mu;
     /* process cache: key -> slot; rows and their freshness by slot */
@@ -107,6 +116,7 @@ struct loom_table {
     u64map buf_idx;
     uint64_t *b_keys;
     uint8_t *b_rows;
+    double *b_abs, *b_rel; /* managed: each buffered row's magnitudes (comm.h) */
     size_t b_n, b_cap;
     /* per server: pushes sent and not yet acknowledged, oldest first */
     inflight **ifl_head, **ifl_tail;
@@ -158,6 +168,8 @@ typedef struct ps_client {
     uint32_t nslots, free_head, gen;
     open_wait *opens;
     atomic_llong clock;
+    comm_mgr cm;       /* the budget and the ack window */
+    size_t next_table; /* comm_tick: the managed table to serve next */
     /* under the node lock: */
     int64_t global_min;
     int gate; /* smallest staleness of an SSP/BSP table; -1 if none */
@@ -234,6 +246,18 @@ static void cache_add(loom_table *t, uint64_t key, const void *delta)
                  t->def.opts.width);
 }
 
+/* Managed tables: the magnitudes of the buffered row in slot, against the
+ * value this worker sees (its cached row, if any). Lock held. */
+static void buffer_magnitude(loom_table *t, uint64_t key, uint32_t slot)
+{
+    uint32_t cslot;
+    const uint8_t *value = t->cache_on && u64map_get(&t->cache_idx, key, &cslot)
+                               ? t->c_rows + (size_t)cslot * t->row_bytes
+                               : NULL;
+    comm_row_magnitude(t->def.opts.type, t->def.opts.width, t->b_rows + (size_t)slot * t->row_bytes,
+                       value, &t->b_abs[slot], &t->b_rel[slot]);
+}
+
 static void cache_clear(loom_table *t)
 {
     u64map_clear(&t->cache_idx);
@@ -292,7 +316,8 @@ static unsigned chunks(const loom_table *t, size_t rows)
 
 /* One PUSH of rows [lo, lo + cnt) of a send_push() to server s (table lock held). */
 static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begin,
-                       const uint8_t *vals, size_t lo, size_t cnt, sbuf *hold, loom_ts ts)
+                       const uint8_t *vals, size_t lo, size_t cnt, sbuf *hold, loom_ts ts,
+                       int managed)
 {
     int S = server_count(t);
     inflight *f = calloc(1, sizeof *f);
@@ -302,6 +327,7 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
     }
     f->seq = ++t->next_seq;
     f->ts = ts;
+    f->managed = managed;
     if (t->local_rmw) {
         f->keys = keys ? keys + lo : NULL;
         f->vals = vals + lo * t->row_bytes;
@@ -328,6 +354,8 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
     }
     frames[nf++] = (node_frame){vals + lo * t->row_bytes, cnt * t->row_bytes,
                                 hold ? sbuf_free_frame : NULL, sbuf_ref(hold), 0};
+    comm_mgr_sent(&t->client->cm, node_now_ms(), (keys ? cnt * 8 : 0) + cnt * t->row_bytes,
+                  managed);
     /* On failure the job is failing: the ack never comes, and the
      * tracker already failed every timestamp, this one included. */
     node_send(t->node, node_server_id(S, s), &h, frames, nf);
@@ -338,7 +366,7 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
  * vals; otherwise they are the caller's and stay valid until *ts completes.
  * Table lock held: sequence numbers must reach each server in order. */
 static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const uint8_t *vals,
-                     size_t n, sbuf *hold, loom_ts *ts_out)
+                     size_t n, sbuf *hold, loom_ts *ts_out, int managed)
 {
     int S = server_count(t);
     size_t bound[LOOM_MAX_SERVERS + 1];
@@ -361,7 +389,7 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
     for (int s = 0; s < S; s++) {
         for (size_t lo = bound[s]; lo < bound[s + 1]; lo += max_rows) {
             size_t cnt = bound[s + 1] - lo < max_rows ? bound[s + 1] - lo : max_rows;
-            push_chunk(t, s, keys, begin, vals, lo, cnt, hold, ts);
+            push_chunk(t, s, keys, begin, vals, lo, cnt, hold, ts, managed);
         }
     }
     if (ts_out) *ts_out = ts;
@@ -437,7 +465,7 @@ static int send_buffer(loom_table *t, loom_ts *ts)
     free(slot_of);
     u64map_clear(&t->buf_idx);
     t->b_n = 0;
-    int rc = send_push(t, keys, 0, vals, nuniq, b, ts);
+    int rc = send_push(t, keys, 0, vals, nuniq, b, ts, 0);
     sbuf_unref(b);
     return rc;
 }
@@ -458,6 +486,19 @@ static int check_keys(const loom_table *t, const uint64_t *keys, size_t n)
     return 0;
 }
 
+/* Under a budget a send (a flush, an asynchronous push) first waits until
+ * the budget has paid for the traffic before it: the mandatory sends are
+ * paced too (comm.c). Application threads only, no lock held. */
+static int pace_to_budget(ps_client *c)
+{
+    uint64_t due = comm_mgr_due(&c->cm, node_now_ms());
+    int rc = 0;
+    node_lock(c->node);
+    while (!rc && node_now_ms() < due) rc = node_wait(c->node, due);
+    node_unlock(c->node);
+    return rc == LOOM_ETIMEDOUT ? 0 : rc;
+}
+
 int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
 {
     if (!t || (n && (!keys || !vals))) return LOOM_EINVAL;
@@ -467,11 +508,14 @@ int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
     loom_type type = t->def.opts.type;
     uint32_t width = t->def.opts.width;
     pthread_mutex_lock(&t->mu);
+    int was_empty = t->b_n == 0;
     for (size_t i = 0; i < n && !rc; i++) {
         const uint8_t *delta = v + i * t->row_bytes;
         if (t->b_n == t->b_cap) {
             size_t cap = t->b_cap ? 2 * t->b_cap : 1024;
-            if (grow((void **)&t->b_keys, 8, cap) || grow((void **)&t->b_rows, t->row_bytes, cap)) {
+            if (grow((void **)&t->b_keys, 8, cap) || grow((void **)&t->b_rows, t->row_bytes, cap) ||
+                (t->managed && (grow((void **)&t->b_abs, sizeof(double), cap) ||
+                                grow((void **)&t->b_rel, sizeof(double), cap)))) {
                 rc = LOOM_ENOMEM;
                 break;
             }
@@ -494,7 +538,9 @@ int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
             memcpy(row, delta, t->row_bytes);
         }
         if (t->local_rmw) cache_add(t, keys[i], delta);
+        if (t->managed) buffer_magnitude(t, keys[i], slot);
     }
+    if (t->managed && t->b_n && was_empty) node_timer_poke(t->node, NODE_LAYER_PS);
     if (!rc && t->flush_rows && t->b_n >= t->flush_rows) rc = flush_locked(t, NULL);
     pthread_mutex_unlock(&t->mu);
     return rc;
@@ -504,6 +550,7 @@ int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *v
 {
     if (!t || !ts || (n && (!keys || !vals))) return LOOM_EINVAL;
     int rc = check_keys(t, keys, n);
+    if (!rc) rc = pace_to_budget(t->client);
     if (rc) return rc;
     sbuf *hold = NULL;
     const uint64_t *send_keys = keys;
@@ -530,7 +577,7 @@ int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *v
     pthread_mutex_lock(&t->mu);
     if (t->local_rmw && t->cache_on)
         for (size_t i = 0; i < nsend; i++) cache_add(t, send_keys[i], send_vals + i * t->row_bytes);
-    rc = send_push(t, send_keys, 0, send_vals, nsend, hold, ts);
+    rc = send_push(t, send_keys, 0, send_vals, nsend, hold, ts, 0);
     pthread_mutex_unlock(&t->mu);
     sbuf_unref(hold);
     return rc;
@@ -543,12 +590,14 @@ int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const voi
     if (end > begin && (!key_in_table(t, begin) || !key_in_table(t, end - 1)))
         return LOOM_EKEYRANGE;
     if ((uint64_t)(end - begin) > SIZE_MAX / t->row_bytes) return LOOM_EINVAL;
+    int rc = pace_to_budget(t->client);
+    if (rc) return rc;
     size_t n = (size_t)(end - begin);
     pthread_mutex_lock(&t->mu);
     if (t->local_rmw && t->cache_on)
         for (size_t i = 0; i < n; i++)
             cache_add(t, begin + i, (const uint8_t *)vals + i * t->row_bytes);
-    int rc = send_push(t, NULL, begin, vals, n, NULL, ts);
+    rc = send_push(t, NULL, begin, vals, n, NULL, ts, 0);
     pthread_mutex_unlock(&t->mu);
     return rc;
 }
@@ -556,8 +605,10 @@ int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const voi
 int loom_flush(loom_table *t, loom_ts *ts)
 {
     if (!t) return LOOM_EINVAL;
+    int rc = pace_to_budget(t->client);
+    if (rc) return rc;
     pthread_mutex_lock(&t->mu);
-    int rc = flush_locked(t, ts);
+    rc = flush_locked(t, ts);
     pthread_mutex_unlock(&t->mu);
     return rc;
 }
@@ -593,8 +644,10 @@ static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
     }
     f->acked = 1;
     loom_ts ts = f->ts;
+    int managed = f->managed;
     prune_applied(t, rank, m->h.b);
     pthread_mutex_unlock(&t->mu);
+    if (managed && comm_mgr_acked(&c->cm)) node_timer_poke(n, NODE_LAYER_PS);
     node_ts_done(n, ts, m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO);
 }
 
@@ -939,6 +992,8 @@ static void table_free(loom_table *t)
     free(t->c_fetch_clock);
     free(t->b_keys);
     free(t->b_rows);
+    free(t->b_abs);
+    free(t->b_rel);
     free(t->ifl_head);
     free(t->ifl_tail);
     pthread_mutex_destroy(&t->mu);
@@ -957,6 +1012,7 @@ static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_t
     t->row_bytes = (size_t)def->opts.width * loom_type_size(def->opts.type);
     t->cache_on = user ? user->cache : 1;
     t->flush_rows = user ? user->flush_rows : 0;
+    t->managed = def->opts.priority != LOOM_PRIORITY_NONE && def->opts.consistency != LOOM_BSP;
     t->ifl_head = calloc((size_t)c->num_servers, sizeof *t->ifl_head);
     t->ifl_tail = calloc((size_t)c->num_servers, sizeof *t->ifl_tail);
     if (!t->ifl_head || !t->ifl_tail || u64map_init(&t->cache_idx, 1024) ||
@@ -1054,6 +1110,8 @@ int loom_table_open(loom_node *n, const char *name, const loom_table_opts *opts,
         table_free(t);
         return rc;
     }
+    comm_mgr_budget(&c->cm, def.opts.bandwidth_mbits, node_now_ms());
+    comm_choice_seed(&t->choice, (uint64_t)t->id << 32 | (uint64_t)loom_rank(n));
     if (def.opts.consistency != LOOM_ASP) {
         node_lock(n);
         if (c->gate < 0 || def.opts.staleness < c->gate) c->gate = def.opts.staleness;
@@ -1178,6 +1236,146 @@ int ps_worker_finish(loom_node *n)
     return rc ? rc : send_clock(client_of(n), PS_CLOCK_DONE);
 }
 
+/* ---- managed communication (comm.c) ---- */
+
+typedef struct picked {
+    uint64_t key;
+    uint32_t slot;
+} picked;
+
+static int by_key(const void *a, const void *b)
+{
+    uint64_t x = ((const picked *)a)->key, y = ((const picked *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* Send the queue_rows buffered rows the table's priority ranks first, and
+ * take them out of the buffer (they are in flight now, so read-my-writes
+ * still counts them). Returns the rows sent. Lock held; I/O thread. */
+static size_t send_early(loom_table *t)
+{
+    size_t k = t->def.opts.queue_rows ? t->def.opts.queue_rows : COMM_DEFAULT_QUEUE_ROWS;
+    if (k > t->b_n) k = t->b_n;
+    uint32_t *pick = malloc(k * sizeof *pick);
+    picked *order = malloc(k * sizeof *order);
+    size_t got = pick && order ? comm_choose(t->def.opts.priority, &t->choice, t->b_keys, t->b_abs,
+                                             t->b_rel, t->b_n, k, pick)
+                               : 0;
+    sbuf *b = got ? sbuf_new(got * 8 + got * t->row_bytes) : NULL;
+    if (!b) { /* nothing goes early now; the clock's flush sends it all */
+        free(pick);
+        free(order);
+        return 0;
+    }
+    for (size_t i = 0; i < got; i++) order[i] = (picked){t->b_keys[pick[i]], pick[i]};
+    qsort(order, got, sizeof *order, by_key);
+    uint64_t *keys = (uint64_t *)b->data;
+    uint8_t *vals = b->data + got * 8;
+    for (size_t i = 0; i < got; i++) {
+        keys[i] = order[i].key;
+        memcpy(vals + i * t->row_bytes, t->b_rows + (size_t)order[i].slot * t->row_bytes,
+               t->row_bytes);
+        t->b_abs[order[i].slot] = -1; /* taken */
+    }
+    /* Close the gaps and re-index what stays. */
+    size_t kept = 0;
+    u64map_clear(&t->buf_idx);
+    for (size_t i = 0; i < t->b_n; i++) {
+        if (t->b_abs[i] < 0) continue;
+        if (kept != i) {
+            t->b_keys[kept] = t->b_keys[i];
+            memcpy(t->b_rows + kept * t->row_bytes, t->b_rows + i * t->row_bytes, t->row_bytes);
+            t->b_abs[kept] = t->b_abs[i];
+            t->b_rel[kept] = t->b_rel[i];
+        }
+        int inserted;
+        u64map_put(&t->buf_idx, t->b_keys[kept], (uint32_t)kept, &inserted); /* never grows */
+        kept++;
+    }
+    t->b_n = kept;
+    if (send_push(t, keys, 0, vals, got, b, NULL, 1)) got = 0;
+    sbuf_unref(b);
+    free(pick);
+    free(order);
+    return got;
+}
+
+/* The timer of the I/O thread: one batch of one managed table (in turn) when
+ * the budget and the ack window allow; returns when to run next. */
+static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
+{
+    ps_client *c = ctx;
+    uint64_t wait = comm_mgr_wait(&c->cm, now);
+    if (wait) return wait;
+    size_t count;
+    loom_table **list = snapshot_tables(c, &count);
+    if (!list) return now + COMM_UNLIMITED_PERIOD_MS;
+    size_t sent = 0;
+    for (size_t i = 0; i < count && !sent; i++) {
+        loom_table *t = list[(c->next_table + i) % count];
+        if (!t->managed) continue;
+        pthread_mutex_lock(&t->mu);
+        if (t->b_n) sent = send_early(t);
+        pthread_mutex_unlock(&t->mu);
+        if (sent) c->next_table = (c->next_table + i + 1) % count;
+    }
+    free(list);
+    if (!sent) return UINT64_MAX; /* a push into an empty buffer pokes the timer */
+    node_count(n, NODE_MANAGED_ROWS_SENT, sent);
+    return comm_mgr_next(&c->cm, now);
+}
+
+/* A server pushed rows that changed (SSPPush): rows this worker caches are
+ * replaced, as a pull reply would fill them (with its own later writes
+ * re-added); others are ignored. */
+static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
+{
+    ps_client *c = ctx;
+    loom_table *t = m->h.table < PS_MAX_TABLES ? atomic_load(&c->by_id[m->h.table]) : NULL;
+    int rank;
+    if (!t || node_peer_role(n, m->from, &rank) != LOOM_SERVER) {
+        node_drop(n, m, "row push for an unknown table or from a non-server");
+        return;
+    }
+    size_t klen = node_frame_size(m, 0), count = klen / 8;
+    if (!count || klen % 8 || count > SIZE_MAX / t->row_bytes ||
+        node_frame_size(m, 1) != count * t->row_bytes) {
+        node_drop(n, m, "row push frames do not match the table's rows");
+        return;
+    }
+    const uint8_t *kp = node_frame_data(m, 0), *vp = node_frame_data(m, 1);
+    for (size_t i = 0; i < count; i++) {
+        uint64_t key;
+        memcpy(&key, kp + i * 8, 8);
+        if (!key_in_table(t, key) || ps_server_of(&t->def.opts, server_count(t), key) != rank) {
+            node_drop(n, m, "row push of a key the server does not hold");
+            return;
+        }
+    }
+    uint8_t *row = malloc(t->row_bytes); /* aligned, for add_own_writes */
+    if (!row) return;                    /* a push not taken costs only freshness */
+    int64_t clock = atomic_load(&c->clock);
+    uint64_t refreshed = 0;
+    pthread_mutex_lock(&t->mu);
+    int rmw = t->local_rmw && own_writes_pending(t, rank, m->h.a);
+    for (size_t i = 0; t->cache_on && i < count; i++) {
+        uint64_t key;
+        uint32_t slot;
+        memcpy(&key, kp + i * 8, 8);
+        if (!u64map_get(&t->cache_idx, key, &slot)) continue;
+        memcpy(row, vp + i * t->row_bytes, t->row_bytes);
+        if (rmw) add_own_writes(t, rank, m->h.a, key, row);
+        cache_put(t, key, row, m->h.clock, clock);
+        refreshed++;
+    }
+    prune_applied(t, rank, m->h.a);
+    pthread_mutex_unlock(&t->mu);
+    free(row);
+    node_count(n, NODE_PUSHED_ROWS_RECEIVED, refreshed);
+    msg_header h = {.type = MSG_ROWS_PUSH_ACK, .table = m->h.table, .req = m->h.req};
+    node_send(n, m->from, &h, NULL, 0);
+}
+
 static void client_destroy(void *state)
 {
     ps_client *c = state;
@@ -1196,6 +1394,7 @@ static void client_destroy(void *state)
         c->opens = w->next;
         free(w);
     }
+    comm_mgr_destroy(&c->cm);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -1209,7 +1408,10 @@ int ps_client_attach(loom_node *n)
     c->free_head = NO_SLOT;
     c->gate = -1;
     pthread_mutex_init(&c->mu, NULL);
+    comm_mgr_init(&c->cm);
     node_set_layer(n, NODE_LAYER_PS, c, client_destroy);
+    node_set_timer(n, NODE_LAYER_PS, comm_tick, c);
+    node_set_handler(n, MSG_ROWS_PUSH, on_rows_push, c);
     node_set_handler(n, MSG_TABLE_OPENED, on_table_opened, c);
     node_set_handler(n, MSG_PUSH_ACK, on_push_ack, c);
     node_set_handler(n, MSG_PULL_REPLY, on_pull_reply, c);

@@ -21,6 +21,12 @@
  * (plus, through the reader's own bookkeeping, the reader's own writes):
  * the result a sequential run of the same supersteps would give.
  *
+ * Managed communication (comm.c): pull replies are charged to the process's
+ * budget; tables with a priority (SSP, ASP) remember which workers pulled
+ * each row and how much it changed since, and the I/O thread's timer
+ * (comm_tick) pushes the rows that changed most to the workers caching them,
+ * queue_rows at a time, as the budget and the ack window allow.
+ *
  * Everything runs on the I/O thread (a server's main thread only waits in
  * loom_serve, so no other thread reads its sockets); there is no locking. The
  * one exception is the spare reply buffer, which ZeroMQ's own I/O thread hands
@@ -33,6 +39,7 @@
 
 #include "core/log.h"
 #include "loom/error.h"
+#include "ps/comm.h"
 #include "ps/ps.h"
 #include "ps/rowops.h"
 #include "ps/storage.h"
@@ -57,6 +64,8 @@ typedef struct srv_table {
     uint64_t *applied;                 /* per worker rank: last push sequence applied */
     staged *staged_head, *staged_tail; /* BSP: pushes of unfinished clocks, in arrival order */
     staged *held_head, *held_tail;     /* other tables: pushes past the next checkpoint's cut */
+    comm_rowset *rows;                 /* managed: rows workers cache, and their changes */
+    comm_choice choice;
 } srv_table;
 
 /* A pull's reply buffer. */
@@ -84,7 +93,10 @@ typedef struct server {
     /* The last reply buffer ZeroMQ was done with, kept for the next reply:
      * a fresh large buffer comes from mmap and faults on every page. */
     _Atomic(reply_buf *) spare;
-    ps_ckpt_hooks ckpt; /* every == 0: no checkpoints */
+    ps_ckpt_hooks ckpt;  /* every == 0: no checkpoints */
+    comm_mgr cm;         /* the budget and the ack window */
+    uint64_t push_id;    /* ROWS_PUSH messages sent */
+    uint32_t next_table; /* comm_tick: the managed table to serve next */
 } server;
 
 static srv_table *table_of(server *s, uint32_t id)
@@ -189,6 +201,15 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
         s->cap = cap;
     }
     s->tables[id] = t;
+    comm_mgr_budget(&s->cm, o->bandwidth_mbits, node_now_ms());
+    if (o->priority != LOOM_PRIORITY_NONE && o->consistency != LOOM_BSP) {
+        t->rows = malloc(sizeof *t->rows);
+        if (!t->rows || comm_rowset_init(t->rows, s->num_workers)) {
+            free(t->rows); /* rows are then never pushed: pulls still work */
+            t->rows = NULL;
+        }
+        comm_choice_seed(&t->choice, (uint64_t)id << 32 | (uint64_t)rank);
+    }
 reply:;
     msg_header h = {.type = MSG_TABLE_CREATED, .table = id, .a = (uint64_t)status};
     node_send(n, 0, &h, NULL, 0);
@@ -227,6 +248,25 @@ static int64_t next_cut(const server *s)
     return (job / s->ckpt.every + 1) * s->ckpt.every - s->ckpt.base;
 }
 
+/* Managed tables: rows a push is about to change, with the magnitudes of
+ * their deltas against their current values (comm.h); the timer pushes them. */
+static void note_changes(server *s, srv_table *t, const uint64_t *keys, uint64_t begin,
+                         const uint8_t *vals, size_t count)
+{
+    size_t before = t->rows->ndirty;
+    uint8_t *value = malloc(t->row_bytes);
+    for (size_t i = 0; value && i < count; i++) {
+        uint64_t key = keys ? keys[i] : begin + i;
+        double abs, rel;
+        store_read(t->store, key, value);
+        comm_row_magnitude(t->def.opts.type, t->def.opts.width, vals + i * t->row_bytes, value,
+                           &abs, &rel);
+        comm_rowset_changed(t->rows, key, abs, rel);
+    }
+    free(value);
+    if (!before && t->rows->ndirty) node_timer_poke(s->node, NODE_LAYER_PS);
+}
+
 /* Apply a validated push through the table's updater. */
 static int apply_push(server *s, srv_table *t, node_msg *m, int w)
 {
@@ -237,6 +277,7 @@ static int apply_push(server *s, srv_table *t, node_msg *m, int w)
     uint64_t count = node_frame_size(m, range ? 0 : 1) / t->row_bytes;
     t->applied[w] = m->h.req;
     const loom_table_opts *o = &t->def.opts;
+    if (t->rows) note_changes(s, t, keys, m->h.a, vals, (size_t)count);
     uint8_t *dense = store_dense_rows(t->store);
     if (dense && t->upd.kind == UPD_SUM) {
         /* The common case as one tight loop over the message. */
@@ -417,6 +458,9 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
                     .a = t->applied[w],
                     .b = (uint64_t)status};
     node_frame f = {out, out ? bytes : 0, out ? free_reply : NULL, s, 0};
+    comm_mgr_sent(&s->cm, node_now_ms(), bytes, 0);
+    for (uint64_t i = 0; t->rows && i < count; i++) /* without memory: only not pushed to */
+        comm_rowset_subscribe(t->rows, keys ? keys[i] : m->h.a + i, w);
     node_send(s->node, m->from, &h, &f, out ? 1 : 0);
 }
 
@@ -497,6 +541,102 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
     }
 }
 
+/* ---- pushing changed rows (managed communication, comm.c) ---- */
+
+/* Push the queue_rows changed rows that table t's priority ranks first to
+ * the workers that cache them; returns the rows sent. */
+static int key_order(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static size_t push_changed(server *s, uint32_t id, srv_table *t, uint64_t now)
+{
+    comm_rowset *rs = t->rows;
+    size_t k = t->def.opts.queue_rows ? t->def.opts.queue_rows : COMM_DEFAULT_QUEUE_ROWS;
+    uint64_t *keys = malloc(rs->ndirty * sizeof *keys);
+    double *abs = malloc(rs->ndirty * sizeof *abs), *rel = malloc(rs->ndirty * sizeof *rel);
+    uint32_t *slot = malloc(rs->ndirty * sizeof *slot), *pick = malloc(rs->ndirty * sizeof *pick);
+    uint64_t *send_keys = malloc((k < rs->ndirty ? k : rs->ndirty) * sizeof *send_keys);
+    size_t sent = 0, n = 0, got = 0;
+    if (keys && abs && rel && slot && pick && send_keys) {
+        for (size_t i = 0; i < rs->n; i++)
+            if (rs->dirty[i]) {
+                keys[n] = rs->keys[i], abs[n] = rs->abs[i], rel[n] = rs->rel[i];
+                slot[n++] = (uint32_t)i;
+            }
+        got = comm_choose(t->def.opts.priority, &t->choice, keys, abs, rel, n, k, pick);
+    }
+    for (int w = 0; w < s->num_workers && got; w++) {
+        size_t m = 0;
+        for (size_t i = 0; i < got; i++)
+            if (comm_rowset_has(rs, slot[pick[i]], w)) send_keys[m++] = keys[pick[i]];
+        if (!m) continue;
+        qsort(send_keys, m, sizeof *send_keys, key_order);
+        reply_buf *b = reply_buf_get(s, m * 8 + m * t->row_bytes);
+        if (!b) break;
+        memcpy(b->data, send_keys, m * 8);
+        store_read_many(t->store, send_keys, m, b->data + m * 8);
+        msg_header h = {.type = MSG_ROWS_PUSH,
+                        .table = id,
+                        .req = ++s->push_id,
+                        .clock = s->min_clock,
+                        .a = t->applied[w]};
+        node_frame f[2] = {{b->data, m * 8, NULL, NULL, 1},
+                           {b->data + m * 8, m * t->row_bytes, NULL, NULL, 1}};
+        comm_mgr_sent(&s->cm, now, m * 8 + m * t->row_bytes, 1);
+        node_send(s->node, node_worker_id(s->num_servers, w), &h, f, 2);
+        free(b);
+        sent += m;
+    }
+    for (size_t i = 0; i < got; i++) { /* pushed, or no longer cached by anyone we could reach */
+        uint32_t sl = slot[pick[i]];
+        rs->dirty[sl] = 0;
+        rs->abs[sl] = rs->rel[sl] = 0;
+        rs->ndirty--;
+    }
+    free(keys);
+    free(abs);
+    free(rel);
+    free(slot);
+    free(pick);
+    free(send_keys);
+    return sent;
+}
+
+/* The I/O thread's timer: one batch of one managed table (in turn) when the
+ * budget and the ack window allow; returns when to run next. */
+static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
+{
+    server *s = ctx;
+    uint64_t wait = comm_mgr_wait(&s->cm, now);
+    if (wait) return wait;
+    size_t sent = 0;
+    int pending = 0;
+    for (uint32_t i = 0; i < s->cap && !sent; i++) {
+        uint32_t id = (s->next_table + i) % s->cap;
+        srv_table *t = s->tables[id];
+        if (!t || !t->rows || !t->rows->ndirty) continue;
+        pending = 1;
+        sent = push_changed(s, id, t, now);
+        s->next_table = id + 1;
+    }
+    if (sent) node_count(n, NODE_MANAGED_ROWS_SENT, sent);
+    if (!pending) return UINT64_MAX; /* a change pokes the timer */
+    return comm_mgr_next(&s->cm, now);
+}
+
+static void on_rows_push_ack(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    if (worker_rank(s, m->from) < 0 || m->h.req == 0 || m->h.req > s->push_id) {
+        node_drop(n, m, "acknowledgement of no row push");
+        return;
+    }
+    if (comm_mgr_acked(&s->cm)) node_timer_poke(n, NODE_LAYER_PS);
+}
+
 static void server_destroy(void *state)
 {
     server *s = state;
@@ -513,6 +653,8 @@ static void server_destroy(void *state)
             free(st);
         }
         store_destroy(s->tables[i]->store);
+        if (s->tables[i]->rows) comm_rowset_free(s->tables[i]->rows);
+        free(s->tables[i]->rows);
         free(s->tables[i]->applied);
         free(s->tables[i]);
     }
@@ -527,6 +669,7 @@ static void server_destroy(void *state)
     free(s->scratch[0]);
     free(s->scratch[1]);
     free(atomic_load(&s->spare));
+    comm_mgr_destroy(&s->cm);
     free(s);
 }
 
@@ -542,7 +685,10 @@ int ps_server_attach(loom_node *n)
         free(s);
         return LOOM_ENOMEM;
     }
+    comm_mgr_init(&s->cm);
     node_set_layer(n, NODE_LAYER_PS, s, server_destroy);
+    node_set_timer(n, NODE_LAYER_PS, comm_tick, s);
+    node_set_handler(n, MSG_ROWS_PUSH_ACK, on_rows_push_ack, s);
     node_set_handler(n, MSG_TABLE_CREATE, on_create, s);
     node_set_handler(n, MSG_PUSH, on_push, s);
     node_set_handler(n, MSG_PULL, on_pull, s);

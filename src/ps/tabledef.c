@@ -70,6 +70,11 @@ static int check_def(const ps_table_def *d, char *why, size_t whylen)
         BAD("uniform initialisation needs init_a < init_b");
     if (o->init == LOOM_INIT_NORMAL && o->init_b < 0)
         BAD("normal initialisation needs a standard deviation init_b >= 0");
+    if (!isfinite(o->bandwidth_mbits) || o->bandwidth_mbits < 0 || o->bandwidth_mbits > 1e6)
+        BAD("bandwidth_mbits must be 0 (no budget) to 1e6");
+    if (o->priority < LOOM_PRIORITY_NONE || o->priority > LOOM_PRIORITY_REL)
+        BAD("unknown priority %d", (int)o->priority);
+    if (o->queue_rows > 1000000) BAD("queue_rows must be at most 1000000");
 #undef BAD
     return 0;
 }
@@ -118,6 +123,9 @@ int ps_def_encode(const ps_table_def *d, blob_writer *w)
     blob_put_f64(w, o->init_a);
     blob_put_f64(w, o->init_b);
     blob_put_u64(w, o->init_seed);
+    blob_put_f64(w, o->bandwidth_mbits);
+    blob_put_u8(w, (uint8_t)o->priority);
+    blob_put_u32(w, o->queue_rows);
     return w->bad ? LOOM_ENOMEM : 0;
 }
 
@@ -148,6 +156,9 @@ int ps_def_decode(const void *data, size_t len, ps_table_def *d)
     o->init_a = blob_get_f64(&r);
     o->init_b = blob_get_f64(&r);
     o->init_seed = blob_get_u64(&r);
+    o->bandwidth_mbits = blob_get_f64(&r);
+    o->priority = (loom_priority)blob_get_u8(&r);
+    o->queue_rows = blob_get_u32(&r);
     if (r.bad || r.left) return LOOM_EPROTO;
     return check_def(d, NULL, 0) ? LOOM_EPROTO : 0;
 }

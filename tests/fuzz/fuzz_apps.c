@@ -1,5 +1,5 @@
 /* fuzz_apps: the applications' files, from data to model and back (apps/lr, apps/mf,
- * apps/lda), fed hostile input.
+ * apps/lda, apps/lasso), fed hostile input.
  *
  * Built two ways like fuzz_decode.c: a libFuzzer target (LOOM_FUZZ=ON, clang) and, in
  * every build, a plain replay driver (LOOM_FUZZ_DRIVER; corpus_apps/).
@@ -13,6 +13,10 @@
  *   3 lr train     `loom train lr` on the training file (and --test on the second)
  *   4 mf train     `loom train mf` on the ratings file (and --test on the second)
  *   5 lda train    `loom train lda` on the corpus (and --vocab on the second)
+ *   6 lasso model  lasso_model_load; the round trip
+ *   7 lasso train  `loom train lasso --sequential` or `--in-process` (the dynamic
+ *                  engine's rounds: schedule, depth, rho and parallel updates from
+ *                  byte 1), in this process, on data whose feature ids stay below 2^16
  * Training is end to end in this process: lr_train_node(), mf_train_node() and
  * lda_train_node(), as `loom train` calls them, on a one-worker, one-server job whose
  * nodes are in this thread (src/core/node_fuzz.h; loom_init joins it), with options
@@ -44,6 +48,7 @@
 
 #include "core/node_fuzz.h"
 #include "fuzz_driver.h"
+#include "lasso/lasso.h"
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
@@ -59,7 +64,17 @@ const char *__asan_default_options(void)
 
 #define LR_FUZZ_MAX_FEATURES ((uint64_t)1 << 16)
 
-enum { LR_MODEL, MF_MODEL, LDA_MODEL, LR_TRAIN, MF_TRAIN, LDA_TRAIN, KINDS };
+enum {
+    LR_MODEL,
+    MF_MODEL,
+    LDA_MODEL,
+    LR_TRAIN,
+    MF_TRAIN,
+    LDA_TRAIN,
+    LASSO_MODEL,
+    LASSO_TRAIN,
+    KINDS
+};
 
 #define MAX_DELIVERIES 2000000 /* far above what a 4 KiB input trains with */
 
@@ -178,6 +193,68 @@ static void lda_model_round_trip(int have_vocab)
     lda_model_free(&m);
     lda_model_free(&again);
     if (vocab_ok) lda_vocab_free(&v);
+}
+
+static void lasso_model_round_trip(void)
+{
+    char err[1024] = "";
+    lasso_model m, again;
+    if (lasso_model_load(in1, &m, err, sizeof err)) {
+        FUZZ_CHECK(err[0]);
+        return;
+    }
+    stats.loaded[LASSO_MODEL]++;
+    FUZZ_CHECK(lasso_model_save(&m, out1, err, sizeof err) == 0);
+    FUZZ_CHECK(lasso_model_load(out1, &again, err, sizeof err) == 0);
+    FUZZ_CHECK(again.dim == m.dim && same_double(again.lambda, m.lambda));
+    FUZZ_CHECK(same_doubles(again.beta, m.beta, (size_t)m.dim));
+    lasso_model_free(&m);
+    lasso_model_free(&again);
+}
+
+/* `loom train lasso` in this process: the sequential reference or the dynamic
+ * engine's rounds (no job), options from o. */
+static void lasso_train(uint8_t o)
+{
+    char err[1024] = "";
+    /* Ids up to 2^32 are valid and dense: keep the run small (as lr's max_features). */
+    loom_libsvm_opts lo = LOOM_LIBSVM_OPTS_DEFAULT;
+    lo.labels = LOOM_LABELS_REAL;
+    loom_dataset *d = NULL;
+    if (loom_libsvm_read(in1, 0, 1, &lo, &d, err, sizeof err) == 0) {
+        int big = d->max_feature > ((uint64_t)1 << 16);
+        loom_dataset_free(d);
+        if (big) return;
+    }
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = "train";
+    argv[argc++] = "--train", argv[argc++] = in1;
+    argv[argc++] = "--model-out", argv[argc++] = out1;
+    argv[argc++] = "--quiet";
+    argv[argc++] = "--iterations", argv[argc++] = "3";
+    if (o & 64) argv[argc++] = "--lambda", argv[argc++] = "0.01";
+    if (o & 1) {
+        argv[argc++] = "--sequential";
+    } else {
+        static const char *const schedules[] = {"dynamic", "random", "rotation", "dynamic"};
+        static const char *const parallel[] = {"1", "2", "3", "8"};
+        argv[argc++] = "--in-process";
+        argv[argc++] = "--schedule", argv[argc++] = schedules[(o >> 1) & 3];
+        argv[argc++] = "--parallel", argv[argc++] = parallel[(o >> 4) & 3];
+        if (o & 8) argv[argc++] = "--depth", argv[argc++] = "2";
+        if (o & 128) argv[argc++] = "--rho", argv[argc++] = "1";
+    }
+    lasso_cli c;
+    FUZZ_CHECK(lasso_parse_flags(argc, (char **)argv, &c, err, sizeof err) == 0);
+    unlink(out1);
+    int rc = lasso_train_here(&c);
+    FUZZ_CHECK(rc == 0 || rc == 1);
+    if (rc || access(out1, F_OK)) return;
+    stats.trained[LASSO_TRAIN]++;
+    lasso_model m;
+    FUZZ_CHECK(lasso_model_load(out1, &m, err, sizeof err) == 0);
+    lasso_model_free(&m);
 }
 
 /* ---- training, end to end ---- */
@@ -314,6 +391,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case LDA_MODEL:
         lda_model_round_trip(have_second);
         break;
+    case LASSO_MODEL:
+        lasso_model_round_trip();
+        break;
+    case LASSO_TRAIN:
+        lasso_train(o);
+        break;
     default:
         train(kind, o, have_second);
         break;
@@ -363,6 +446,8 @@ static const char ratings[] = "1\t10\t4\n1\t11\t3\n2\t10\t5\n2\t12\t1\n3\t11\t2\
 static const char ldac[] = "3 0:2 1:1 4:3\n2 2:1 3:2\n3 0:1 3:1 5:2\n2 1:2 4:1\n";
 static const char uci[] = "3\n6\n7\n1 1 2\n1 2 1\n1 5 3\n2 3 1\n2 4 2\n3 1 1\n3 6 2\n";
 static const char vocab[] = "apple\nbanana\ncherry\ndate\nelder\nfig\n";
+static const char lasso_rows[] = "1.5 1:0.5 3:1 7:2\n-0.25 2:1 3:-0.5\n2 1:1 7:1 9:0.25\n"
+                                 "-1 2:0.5 4:1\n0.75 3:1 7:0.5 8:1\n-2 2:2 4:0.5 9:1 5:1 6:1\n";
 
 static void make_seeds(void)
 {
@@ -392,6 +477,12 @@ static void make_seeds(void)
              NULL);
     seed_add("lda_train_ldac_vocab", LDA_TRAIN, 8, ldac, vocab);
     seed_add("lda_train_uci_syncs", LDA_TRAIN, 1 | 16 | 32, uci, NULL);
+    seed_add("lasso_model", LASSO_MODEL, 0,
+             "loom-lasso 1 dim=10 nnz=2 lambda=0.5\n2 -1.5\n9 0.25\n", NULL);
+    seed_add("lasso_train_sequential", LASSO_TRAIN, 1, lasso_rows, NULL);
+    seed_add("lasso_train_dynamic", LASSO_TRAIN, 0x10, lasso_rows, NULL);
+    seed_add("lasso_train_random_depth", LASSO_TRAIN, 2 | 8 | 64, lasso_rows, NULL);
+    seed_add("lasso_train_rotation_rho1", LASSO_TRAIN, 4 | 128, lasso_rows, NULL);
 }
 
 static const char *seed(int i, input *in)
@@ -416,15 +507,18 @@ static void check_seeds(void)
 {
     for (int k = LR_MODEL; k <= LDA_MODEL; k++) FUZZ_CHECK(stats.loaded[k] >= 1);
     for (int k = LR_TRAIN; k <= LDA_TRAIN; k++) FUZZ_CHECK(stats.trained[k] >= 2);
+    FUZZ_CHECK(stats.loaded[LASSO_MODEL] >= 1);
+    FUZZ_CHECK(stats.trained[LASSO_TRAIN] >= 4);
 }
 
 static void report(void)
 {
-    static const char *const names[KINDS] = {"lr model", "mf model", "lda model",
-                                             "lr train", "mf train", "lda train"};
+    static const char *const names[KINDS] = {"lr model", "mf model",  "lda model",   "lr train",
+                                             "mf train", "lda train", "lasso model", "lasso train"};
     for (int k = 0; k < KINDS; k++)
-        printf("%s %lu/%lu%s", names[k], k < LR_TRAIN ? stats.loaded[k] : stats.trained[k],
-               stats.runs[k], k + 1 < KINDS ? ", " : " accepted\n");
+        printf("%s %lu/%lu%s", names[k],
+               k < LR_TRAIN || k == LASSO_MODEL ? stats.loaded[k] : stats.trained[k], stats.runs[k],
+               k + 1 < KINDS ? ", " : " accepted\n");
 }
 
 int main(int argc, char **argv)

@@ -1,12 +1,13 @@
-/* fuzz_flags: the command lines of `loom train lr|mf|lda` and the flag table parser
+/* fuzz_flags: the command lines of `loom train lr|mf|lda|lasso` and the flag table parser
  * behind them and `loom run` (apps/common/flags.c), fed hostile arguments.
  *
  * Built two ways like fuzz_decode.c: a libFuzzer target (LOOM_FUZZ=ON, clang) and, in
  * every build, a plain replay driver (LOOM_FUZZ_DRIVER; corpus_flags/).
  *
- * Input: byte 0 picks the parser (byte0 % 4: lr, mf, lda, or app_flags_parse on a table
- * of every kind of flag below, with a PROGRAM when bit 2 is set, as `loom run` reads
- * it); the rest is the arguments, separated by NUL bytes (at most MAX_ARGS).
+ * Input: byte 0 picks the parser (byte0 % 4: lr, or lasso when bit 3 is set, mf, lda, or
+ * app_flags_parse on a table of every kind of flag below, with a PROGRAM when bit 2 is
+ * set, as `loom run` reads it); the rest is the arguments, separated by NUL bytes (at
+ * most MAX_ARGS).
  *
  * Checks, for every input (besides the sanitizers'):
  *   - a parser returns 0, APP_FLAGS_HELP, or 2 with a sentence in err;
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "fuzz_driver.h"
+#include "lasso/lasso.h"
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
@@ -42,7 +44,7 @@ static const app_flag table[] = {
 #define NTABLE (sizeof table / sizeof *table)
 
 static struct {
-    unsigned long parsed[4], refused[4], help[4];
+    unsigned long parsed[5], refused[5], help[5];
 } stats;
 
 /* The flag an argument names ("--name" or "--name=value"), or NULL. */
@@ -100,10 +102,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!size) return 0;
     int which = data[0] % 4, with_program = data[0] & 4;
+    if (which == 0 && (data[0] & 8)) which = 4; /* lasso */
     /* The arguments, each a NUL-terminated copy of its own. */
     char *argv[MAX_ARGS + 1];
     int argc = 0;
-    argv[argc++] = strdup(which == 0 ? "train lr" : which == 1 ? "train mf" : "train lda");
+    static const char *const commands[] = {"train lr", "train mf", "train lda", "train lda",
+                                           "train lasso"};
+    argv[argc++] = strdup(commands[which]);
     for (size_t pos = 1; pos <= size && argc < MAX_ARGS;) {
         const uint8_t *nul = memchr(data + pos, 0, size - pos);
         size_t len = nul ? (size_t)(nul - (data + pos)) : size - pos;
@@ -132,6 +137,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 2: {
         lda_cli c;
         rc = lda_parse_flags(argc, argv, &c, err, sizeof err);
+        break;
+    }
+    case 4: {
+        lasso_cli c;
+        rc = lasso_parse_flags(argc, argv, &c, err, sizeof err);
+        /* What it accepts keeps the engine's own rules that flags can check. */
+        if (rc == 0)
+            FUZZ_CHECK(c.parallel >= 1 && c.depth >= 1 && c.rho >= 0 && c.rho <= 1 &&
+                       (!c.candidates || c.candidates >= c.parallel) &&
+                       !(c.sequential && c.in_process));
         break;
     }
     default:
@@ -205,6 +220,13 @@ static void make_seeds(void)
     seed_add("table_dashdash", 3 | 4, (const char *[]){"--mode", "bb", "--", "-x", NULL});
     seed_add("table_bad", 3,
              (const char *[]){"--left", "--right", "--count", "1001", "--rate=nan", NULL});
+    seed_add("lasso", 8,
+             (const char *[]){"--train", "a.svm", "--schedule", "dynamic", "--parallel", "8",
+                              "--candidates=32", "--rho", "0.1", "--depth", "3", "--workers", "2",
+                              "--lambda", "0.5", "--reference", "r.model", NULL});
+    seed_add("lasso_bad", 8,
+             (const char *[]){"--train", "a.svm", "--sequential", "--schedule", "random",
+                              "--candidates", "2", NULL});
 }
 
 static const char *seed(int i, input *in)
@@ -226,7 +248,7 @@ static void mutate(input *in)
 
 static void check_seeds(void)
 {
-    for (int k = 0; k < 4; k++) FUZZ_CHECK(stats.parsed[k] >= 1 && stats.refused[k] >= 1);
+    for (int k = 0; k < 5; k++) FUZZ_CHECK(stats.parsed[k] >= 1 && stats.refused[k] >= 1);
     FUZZ_CHECK(stats.help[2] >= 1);
     FILE *null = fopen("/dev/null", "w");
     FUZZ_CHECK(null != NULL);
@@ -238,9 +260,9 @@ static void check_seeds(void)
 
 static void report(void)
 {
-    printf("parsed/refused: lr %lu/%lu, mf %lu/%lu, lda %lu/%lu, table %lu/%lu\n", stats.parsed[0],
-           stats.refused[0], stats.parsed[1], stats.refused[1], stats.parsed[2], stats.refused[2],
-           stats.parsed[3], stats.refused[3]);
+    printf("parsed/refused: lr %lu/%lu, mf %lu/%lu, lda %lu/%lu, table %lu/%lu, lasso %lu/%lu\n",
+           stats.parsed[0], stats.refused[0], stats.parsed[1], stats.refused[1], stats.parsed[2],
+           stats.refused[2], stats.parsed[3], stats.refused[3], stats.parsed[4], stats.refused[4]);
 }
 
 int main(int argc, char **argv)

@@ -19,6 +19,11 @@
 
 #include "harness.h"
 
+/* Managed communication for the tables opts_of() makes: the property tests
+ * run again with each priority and a budget (with_managed). */
+static loom_priority managed_priority = LOOM_PRIORITY_NONE;
+static double managed_mbits;
+
 static loom_table_opts opts_of(loom_type type, uint32_t width, loom_consistency c, int s)
 {
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
@@ -26,6 +31,9 @@ static loom_table_opts opts_of(loom_type type, uint32_t width, loom_consistency 
     o.width = width;
     o.consistency = c;
     o.staleness = s;
+    o.priority = managed_priority;
+    o.bandwidth_mbits = managed_mbits;
+    o.queue_rows = 2; /* many small early sends */
     return o;
 }
 
@@ -677,6 +685,131 @@ static void test_delay_with_pushes(void **state)
     assert_int_equal(harness_run(1, 1, delay_worker, NULL, &r), 0);
 }
 
+/* ---- the same guarantees under managed communication ---- */
+
+/* Run test once per priority policy, every table with a budget of 2 Mbit/s:
+ * pushes go early, servers push changed rows, flushes are paced, and every
+ * guarantee above must still hold exactly. */
+static void with_managed(void (*test)(void **))
+{
+    const loom_priority all[] = {LOOM_PRIORITY_RANDOM, LOOM_PRIORITY_ROUNDROBIN, LOOM_PRIORITY_ABS,
+                                 LOOM_PRIORITY_REL};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        managed_priority = all[i];
+        managed_mbits = 2;
+        test(NULL);
+    }
+    managed_priority = LOOM_PRIORITY_NONE;
+    managed_mbits = 0;
+}
+
+static void test_bsp_exact_managed(void **state)
+{
+    (void)state;
+    with_managed(test_bsp_exact);
+}
+
+static void test_ssp_bound_managed(void **state)
+{
+    (void)state;
+    with_managed(test_ssp_bound);
+}
+
+static void test_asp_never_blocks_managed(void **state)
+{
+    (void)state;
+    with_managed(test_asp_never_blocks);
+}
+
+static void test_read_my_writes_managed(void **state)
+{
+    (void)state;
+    with_managed(test_read_my_writes);
+}
+
+/* Servers push changed rows to the workers that cache them (SSPPush): worker
+ * 0 caches rows, worker 1 changes them, and worker 0's next pull is served
+ * from its cache with worker 1's change in it, its own early-sent write
+ * counted exactly once. */
+typedef struct push_state {
+    pthread_barrier_t pulled, changed;
+} push_state;
+
+/* Poll a node's counters until `field` reaches `want` (a bound far above any
+ * run time: a failure shows as a failed check, not as CTest's timeout). */
+static int wait_counter(loom_node *n, size_t offset, uint64_t want)
+{
+    for (int i = 0; i < 30000; i++) {
+        loom_stats st;
+        loom_node_stats(n, &st);
+        if (*(const uint64_t *)((const char *)&st + offset) >= want) return 1;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return 0;
+}
+
+static int push_worker(loom_node *n, int rank, void *arg)
+{
+    push_state *ps = arg;
+    loom_table_opts o = opts_of(LOOM_F64, 4, LOOM_SSP, 2);
+    o.priority = LOOM_PRIORITY_ABS;
+    loom_table *t;
+    CHECK_OK(loom_table_open(n, "pushed", &o, &t));
+    uint64_t keys[3] = {1, 2, 3};
+    double rows[3][4];
+    int sent_early = 1, pulled = 0, flushed = 0;
+    if (rank == 0) {
+        pulled = loom_pull(t, keys, 3, rows); /* cached, and subscribed to */
+        double mine[4] = {0.25, 0.25, 0.25, 0.25};
+        if (!pulled) pulled = loom_push(t, keys, 1, mine); /* sent early by the manager */
+        sent_early = wait_counter(n, offsetof(loom_stats, managed_rows_sent), 1);
+    }
+    pthread_barrier_wait(&ps->pulled); /* no check may return before a barrier */
+    if (rank == 1) {
+        double d[2][4] = {{1, 2, 3, 4}, {-1, -2, -3, -4}};
+        loom_ts ts;
+        flushed = loom_push(t, keys, 2, d);
+        if (!flushed) flushed = loom_flush(t, &ts);
+        if (!flushed) flushed = loom_wait(n, ts); /* applied: SSP applies on arrival */
+    }
+    pthread_barrier_wait(&ps->changed);
+    CHECK_OK(pulled);
+    CHECK_OK(flushed);
+    CHECK(sent_early);
+    if (rank == 0) {
+        /* Rows 1 and 2 changed (row 1 twice, once by this worker). */
+        CHECK(wait_counter(n, offsetof(loom_stats, pushed_rows_received), 2));
+        loom_stats before, after;
+        loom_node_stats(n, &before);
+        CHECK_OK(loom_pull(t, keys, 3, rows));
+        loom_node_stats(n, &after);
+        CHECK(after.pulls_from_cache == before.pulls_from_cache + 3);
+        CHECK(after.messages_sent == before.messages_sent);
+        for (int j = 0; j < 4; j++) {
+            CHECK(rows[0][j] == j + 1 + 0.25);
+            CHECK(rows[1][j] == -(j + 1));
+            CHECK(rows[2][j] == 0);
+        }
+    } else {
+        loom_stats st;
+        loom_node_stats(n, &st);
+        CHECK(st.pushed_rows_received == 0); /* it caches nothing */
+    }
+    return 0;
+}
+
+static void test_servers_push_changed_rows(void **state)
+{
+    (void)state;
+    push_state ps;
+    pthread_barrier_init(&ps.pulled, NULL, 2);
+    pthread_barrier_init(&ps.changed, NULL, 2);
+    harness_result r;
+    assert_int_equal(harness_run(1, 2, push_worker, &ps, &r), 0);
+    pthread_barrier_destroy(&ps.pulled);
+    pthread_barrier_destroy(&ps.changed);
+}
+
 int main(void)
 {
     loom_updater_register("clip", 1, clip_user, NULL);
@@ -692,6 +825,11 @@ int main(void)
         cmocka_unit_test(test_delay_with_pushes),
         cmocka_unit_test(test_flush_covers_earlier_pushes),
         cmocka_unit_test(test_split_to_frame_limit),
+        cmocka_unit_test(test_bsp_exact_managed),
+        cmocka_unit_test(test_ssp_bound_managed),
+        cmocka_unit_test(test_asp_never_blocks_managed),
+        cmocka_unit_test(test_read_my_writes_managed),
+        cmocka_unit_test(test_servers_push_changed_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,7 +71,8 @@ expect 2 "--rows" gen lasso --out x --rows 0
 expect 2 "--density" gen lasso --out x --density 0
 expect 2 "unknown flag '--bogus'" gen lasso --out x --bogus 1
 [[ -e x ]] && fail "a usage error wrote a file"
-expect 2 "--sequential is required" train lasso --train a.svm
+expect 2 "--schedule" train lasso --train a.svm --sequential --schedule random
+expect 2 "--parallel is for the scheduled engine" train lasso --train a.svm --sequential --parallel 4
 expect 2 "--train FILE is required" train lasso --sequential
 expect 2 "--lambda takes a number above 0" train lasso --train a.svm --sequential --lambda 0
 expect 2 "--lambda-ratio takes a number in (0, 1]" train lasso --train a.svm --sequential --lambda-ratio 0

@@ -421,6 +421,33 @@ static int parse(char *err, size_t errlen, mf_cli *c, ...)
     return mf_parse_flags(argc, argv, c, err, errlen);
 }
 
+/* --schedule rotation's cuts: every block at least one row, about equal
+ * numbers of ratings, and the rows' ratings all in their block. */
+static void test_balanced_bounds(void **state)
+{
+    (void)state;
+    /* Row 0 has 6 ratings, rows 1-6 one each: 12 ratings. */
+    uint32_t rows[12] = {0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6};
+    uint64_t b[4];
+    assert_int_equal(mf_balanced_bounds(rows, 12, 7, 3, b), 0);
+    /* 12 / 3 = 4 ratings a block: row 0 alone (6), then rows 1-2... */
+    assert_int_equal(b[0], 0);
+    assert_int_equal(b[1], 1);
+    assert_int_equal(b[2], 3); /* 6 + 2 = 8 = 2/3 of 12 */
+    assert_int_equal(b[3], 7);
+    /* As many rows as parts: one row each, whatever the counts. */
+    uint32_t skew[5] = {0, 0, 0, 0, 1};
+    assert_int_equal(mf_balanced_bounds(skew, 5, 3, 3, b), 0);
+    assert_int_equal(b[1], 1);
+    assert_int_equal(b[2], 2);
+    assert_int_equal(b[3], 3);
+    /* A row without ratings at the end still lands in the last block. */
+    uint32_t even[4] = {0, 1, 2, 3};
+    assert_int_equal(mf_balanced_bounds(even, 4, 6, 2, b), 0);
+    assert_int_equal(b[1], 2);
+    assert_int_equal(b[2], 6);
+}
+
 static void test_flags(void **state)
 {
     (void)state;
@@ -487,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_model_round_trip),
         cmocka_unit_test(test_model_load_errors),
         cmocka_unit_test(test_generator),
+        cmocka_unit_test(test_balanced_bounds),
         cmocka_unit_test(test_flags),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

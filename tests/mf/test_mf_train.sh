@@ -15,6 +15,15 @@
 #                evaluation; so does it after 2 workers under BSP (no barrier
 #                before the evaluation) with --eval-every 0
 #   errors       malformed files and bad flags: documented messages and codes
+#   rotation_gen --schedule rotation: one worker (1 and 2 servers, 1 and 3
+#                rotations per epoch, --test and --test-fraction) saves the
+#                reference's model bit for bit (seq.c with --syncs N); 3 workers:
+#                the engine's logs show every item block held by exactly one
+#                worker per sub-iteration, at the version its predecessor left,
+#                and the model reaches the reference's test RMSE within 0.02;
+#                bad combinations of flags and too few items are refused
+#   rotation_ml  ml-latest-small, 90/10 split: 1 worker bitwise the reference;
+#                4 workers, 8 rotations per epoch: test RMSE <= 0.87 after 16 epochs
 #   equiv_ml     ml-latest-small, 90/10 split, 1 worker BSP: bitwise the reference
 #   ssp_ml       ml-latest-small, 90/10 split, 2 workers, 2 servers, SSP(2):
 #                test RMSE <= 0.87 after the default 40 epochs
@@ -48,7 +57,90 @@ equivalent() {
         fail "the model or the evaluations differ from the reference ($*)"
 }
 
+# rot_equivalent ARGS...: a one-worker rotation and the reference agree bit for bit.
+rot_equivalent() {
+    "$LOOM" train mf "$@" --schedule rotation --workers 1 --quiet --model-out "$WORK/m" \
+        --metrics "$WORK/metrics" >"$WORK/out" 2>&1 || fail "rotation with $* failed"
+    "$MF_CHECK" "$WORK/m" "$WORK/metrics" -- "$@" ||
+        fail "the rotation's model or evaluations differ from the reference ($*)"
+}
+
+# check_rotation_log W ITERATIONS FILES...: each (iteration, sub-iteration)
+# has W lines, one per worker and block, block (sub + worker) mod W, at
+# version iteration * W + sub.
+check_rotation_log() {
+    local W=$1 iters=$2
+    shift 2
+    cat "$@" | awk -v W="$W" -v I="$iters" '
+        NF != 5 { print "bad line: " $0; bad = 1; next }
+        {
+            it = $1; si = $2; b = $3; w = $4; v = $5
+            if (b != (si + w) % W) { print "worker " w " held block " b " in sub " si; bad = 1 }
+            if (v != it * W + si) { print "block " b " at version " v " in " it "/" si; bad = 1 }
+            if (held[it, si, b]++) { print "block " b " held twice in " it "/" si; bad = 1 }
+            n++
+        }
+        END {
+            if (n != I * W * W) { print n " tasks, expected " I * W * W; bad = 1 }
+            exit bad
+        }' || fail "the rotation's logs break one writer per block"
+}
+
 case $CASE in
+rotation_gen)
+    "$LOOM" gen mf --users 300 --items 500 --ratings 20000 --rank 4 --seed 5 --quiet \
+        --out "$WORK/r.tsv" || fail "gen mf failed"
+    rot_equivalent --train "$WORK/r.tsv" --test-fraction 0.1 --epochs 3 --seed 3
+    rot_equivalent --train "$WORK/r.tsv" --test-fraction 0.2 --epochs 2 --syncs 3 --servers 2 \
+        --rank 5
+    awk 'NR % 7 == 0' "$WORK/r.tsv" >"$WORK/t.tsv"
+    rot_equivalent --train "$WORK/r.tsv" --test "$WORK/t.tsv" --epochs 2 --eval-every 0
+    "$MF_CHECK" "$WORK/m" -- --train "$WORK/r.tsv" --epochs 2 --syncs 2 >/dev/null &&
+        fail "the reference with other flags gave the same model: the check cannot fail"
+    "$LOOM" train mf --train "$WORK/r.tsv" --test-fraction 0.1 --epochs 6 --seed 3 \
+        --schedule rotation --syncs 2 --workers 3 --servers 2 --schedule-log "$WORK/log.%d" \
+        --metrics "$WORK/metrics" >"$WORK/out" 2>&1 || fail "rotation on 3 workers failed"
+    check_rotation_log 3 12 "$WORK"/log.0 "$WORK"/log.1 "$WORK"/log.2
+    rot_equivalent --train "$WORK/r.tsv" --test-fraction 0.1 --epochs 6 --seed 3 --syncs 2
+    got=$(field test_rmse "$WORK/metrics")
+    cp "$WORK/metrics" "$WORK/one"
+    "$LOOM" train mf --train "$WORK/r.tsv" --test-fraction 0.1 --epochs 6 --seed 3 \
+        --schedule rotation --syncs 2 --workers 3 --servers 2 --metrics "$WORK/metrics" \
+        >"$WORK/out" 2>&1 || fail "rotation on 3 workers failed"
+    three=$(field test_rmse "$WORK/metrics")
+    echo "test rmse after 6 epochs: 1 worker $got, 3 workers $three"
+    numeric_check 't <= o + 0.02' t="$three" o="$got" ||
+        fail "3 workers' test rmse $three is not within 0.02 of one worker's $got"
+    expect_usage() { # expect_usage "message" FLAGS...
+        local want=$1
+        shift
+        "$LOOM" train mf --train "$WORK/r.tsv" "$@" >"$WORK/out" 2>&1
+        local rc=$?
+        ((rc == 2)) || fail "$* exited $rc, expected 2"
+        grep -qF -- "$want" "$WORK/out" || fail "$*: no '$want' in the message"
+    }
+    expect_usage "--consistency is for --schedule data, not rotation" \
+        --schedule rotation --consistency bsp
+    expect_usage "--merge is for --schedule data, not rotation" --schedule rotation --merge sum
+    expect_usage "--schedule rotation runs one thread per worker, not --threads 2" \
+        --schedule rotation --threads 2
+    expect_usage "--schedule-log needs --schedule rotation" --schedule-log "$WORK/l"
+    printf '1\t1\t4\n2\t2\t3\n3\t1\t5\n' >"$WORK/two.tsv"
+    "$LOOM" train mf --train "$WORK/two.tsv" --schedule rotation --workers 3 >"$WORK/out" 2>&1 &&
+        fail "3 workers rotated 2 items"
+    grep -qF "2 items for 3 workers: --schedule rotation gives each worker a block" "$WORK/out" ||
+        fail "no message for too few items"
+    ;;
+rotation_ml)
+    need_ml
+    rot_equivalent --train "$ML" --test-fraction 0.1 --epochs 4
+    "$LOOM" train mf --train "$ML" --test-fraction 0.1 --epochs 16 --schedule rotation --syncs 8 \
+        --workers 4 --servers 2 --metrics "$WORK/metrics" >"$WORK/out" 2>&1 ||
+        fail "rotation on 4 workers failed"
+    got=$(field test_rmse "$WORK/metrics")
+    echo "4 workers, 8 rotations per epoch: test rmse $got after 16 epochs"
+    numeric_check 'g <= 0.87' g="$got" || fail "test rmse $got above 0.87 after 16 epochs"
+    ;;
 equiv_gen)
     "$LOOM" gen mf --users 300 --items 500 --ratings 20000 --rank 4 --seed 5 --quiet \
         --out "$WORK/r.tsv" || fail "gen mf failed"

@@ -1,0 +1,40 @@
+/* sched: the scheduling layer's internal interface (public API: loom/sched.h).
+ *
+ * ring.c     a static engine's blocks from worker to worker: sent by their
+ *            holder, taken by the next one, from that sender and version only
+ * static.c   the static (rotation) engine on top of the ring and the
+ *            parameter-server table that stores the blocks between rotations
+ * dynamic*.c the dynamic engine (its own internals: dynamic.h)
+ *
+ * The layer attaches to a node like src/ps does (handlers for its message
+ * types, MSG_SCHED_* and MSG_DYN_*); it uses core and the public table API, never ZeroMQ. */
+#ifndef LOOM_SCHED_SCHED_H
+#define LOOM_SCHED_SCHED_H
+
+#include <stdint.h>
+
+#include "core/node_impl.h"
+
+/* Called by the API glue (src/loom.c) before the node's I/O thread starts:
+ * workers get the handler of arriving blocks. */
+int sched_attach(loom_node *n);
+/* The dynamic engine's part: the scheduler gets the coordinator, workers the
+ * queue of its messages (dynamic.c). */
+int sched_dynamic_attach(loom_node *n);
+
+/* Workers: the id of the next engine this worker opens. Engines are numbered
+ * in the order each worker opens them, which the API asks to be the same on
+ * every worker, so an id names the same engine everywhere. */
+uint32_t sched_next_engine(loom_node *n);
+
+/* Workers: send the rows of block `block` of engine `engine` (bytes of them)
+ * to worker rank `to`, which holds it next, at `version`. Copies the rows. */
+int sched_send_block(loom_node *n, uint32_t engine, int to, uint32_t block, uint64_t version,
+                     const void *rows, size_t bytes);
+/* Workers: wait for that block from worker rank `from` at `version` and copy
+ * its rows (bytes of them) out. LOOM_EPROTO if it came with another size,
+ * LOOM_EPEERFAIL if the job failed meanwhile. */
+int sched_take_block(loom_node *n, uint32_t engine, int from, uint32_t block, uint64_t version,
+                     void *rows, size_t bytes);
+
+#endif

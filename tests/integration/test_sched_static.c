@@ -1,0 +1,276 @@
+/* The static (rotation) engine in whole jobs in one process (threads, real
+ * TCP on loopback): every block has one writer per sub-iteration and each
+ * holder sees its predecessor's complete block (checked through the values
+ * the blocks accumulate and the engine's per-task log), a block is taken only
+ * from its predecessor, and bad options or schedules fail with a sentence. Runs
+ * under ThreadSanitizer in CI. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sched/sched.h"
+
+#define ROT_W     3
+#define ROT_S     2
+#define ROT_ROWS  10
+#define ROT_ITERS 3
+
+static char log_dir[64];
+
+static loom_table_opts rotated_opts(uint64_t rows)
+{
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_I64;
+    o.width = 2;
+    o.storage = LOOM_DENSE;
+    o.key_end = rows;
+    o.consistency = LOOM_ASP;
+    o.cache = 0;
+    return o;
+}
+
+/* Every row of the block: column 0 counts its writes, column 1 appends the
+ * writer (rank + 1) as a base-4 digit, so the final value spells the order of
+ * writers and loses a digit if a holder missed its predecessor's write. */
+static int chain_update(void *user, const loom_sched_task *task)
+{
+    (void)user;
+    int64_t *rows = task->block.rows;
+    for (uint64_t k = 0; k < task->block.end - task->block.begin; k++) {
+        rows[2 * k] += 1;
+        rows[2 * k + 1] = rows[2 * k + 1] * 4 + task->worker + 1;
+    }
+    return 0;
+}
+
+static int rotation_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    loom_table *t;
+    loom_table_opts to = rotated_opts(ROT_ROWS);
+    CHECK_OK(loom_table_open(n, "rot", &to, &t));
+    char path[128];
+    snprintf(path, sizeof path, "%s/log.%%d", log_dir);
+    loom_sched_static_opts so = LOOM_SCHED_STATIC_OPTS_DEFAULT;
+    so.update = chain_update;
+    so.log_path = path;
+    loom_sched *s;
+    CHECK_OK(loom_sched_static_open(t, &so, &s));
+    CHECK_OK(loom_sched_run(s, 1));
+    CHECK_OK(loom_sched_run(s, ROT_ITERS - 1)); /* iterations continue across runs */
+    loom_sched_close(s);
+    if (rank) return 0;
+    int64_t got[ROT_ROWS * 2];
+    CHECK_OK(loom_pull_range(t, 0, ROT_ROWS, got));
+    for (uint64_t key = 0; key < ROT_ROWS; key++) {
+        uint64_t b = key * ROT_W / ROT_ROWS; /* the equal split: blocks of 3, 3, 4 keys */
+        while (key < b * ROT_ROWS / ROT_W) b--;
+        while (key >= (b + 1) * ROT_ROWS / ROT_W) b++;
+        int64_t chain = 0;
+        for (int it = 0; it < ROT_ITERS; it++)
+            for (int sub = 0; sub < ROT_W; sub++) /* worker m holds block (sub + m) mod M */
+                chain = chain * 4 + ((int64_t)b - sub + 2 * ROT_W) % ROT_W + 1;
+        CHECK(got[2 * key] == ROT_ITERS * ROT_W);
+        CHECK(got[2 * key + 1] == chain);
+    }
+    return 0;
+}
+
+/* The logs: one line per task; every (iteration, sub-iteration) has each block
+ * once, held at version iteration * M + sub, by the worker the rotation names. */
+static void check_logs(void)
+{
+    int seen[ROT_ITERS][ROT_W][ROT_W] = {{{0}}};
+    int lines = 0;
+    for (int w = 0; w < ROT_W; w++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/log.%d", log_dir, w);
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        long long it, sub, block, worker, version;
+        while (fscanf(f, "%lld %lld %lld %lld %lld", &it, &sub, &block, &worker, &version) == 5) {
+            assert_in_range(it, 0, ROT_ITERS - 1);
+            assert_in_range(sub, 0, ROT_W - 1);
+            assert_in_range(block, 0, ROT_W - 1);
+            assert_int_equal(worker, w);
+            assert_int_equal(block, (sub + worker) % ROT_W);
+            assert_int_equal(version, it * ROT_W + sub);
+            seen[it][sub][block]++;
+            lines++;
+        }
+        fclose(f);
+        unlink(path);
+    }
+    assert_int_equal(lines, ROT_ITERS * ROT_W * ROT_W);
+    for (int it = 0; it < ROT_ITERS; it++)
+        for (int sub = 0; sub < ROT_W; sub++)
+            for (int b = 0; b < ROT_W; b++) assert_int_equal(seen[it][sub][b], 1);
+}
+
+static void test_rotation_one_writer(void **state)
+{
+    (void)state;
+    snprintf(log_dir, sizeof log_dir, "/tmp/loom-sched-XXXXXX");
+    assert_non_null(mkdtemp(log_dir));
+    harness_result r;
+    assert_int_equal(harness_run(ROT_S, ROT_W, rotation_worker, NULL, &r), 0);
+    check_logs();
+    rmdir(log_dir);
+}
+
+/* One worker's engine over the sequential order: the same values as a plain
+ * loop (one block, one sub-iteration per iteration). */
+static int single_worker(loom_node *n, int rank, void *arg)
+{
+    (void)rank, (void)arg;
+    loom_table *t;
+    loom_table_opts to = rotated_opts(5);
+    CHECK_OK(loom_table_open(n, "one", &to, &t));
+    loom_sched_static_opts so = LOOM_SCHED_STATIC_OPTS_DEFAULT;
+    so.update = chain_update;
+    loom_sched *s;
+    CHECK_OK(loom_sched_static_open(t, &so, &s));
+    CHECK_OK(loom_sched_run(s, 4));
+    loom_sched_close(s);
+    int64_t got[10];
+    CHECK_OK(loom_pull_range(t, 0, 5, got));
+    for (int k = 0; k < 5; k++)
+        CHECK(got[2 * k] == 4 && got[2 * k + 1] == 0x55); /* 1111 in base 4 */
+    return 0;
+}
+
+static void test_single_worker(void **state)
+{
+    (void)state;
+    harness_result r;
+    assert_int_equal(harness_run(1, 1, single_worker, NULL, &r), 0);
+}
+
+/* A block is taken only from the sender and at the version the taker names:
+ * a stranger's copy of it is left alone, and a copy of the wrong size fails. */
+static int ring_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    const uint32_t engine = 77; /* no engine of this job: the ring alone */
+    int64_t mine[2] = {rank, 10 * rank};
+    if (rank == 1) CHECK_OK(sched_send_block(n, engine, 0, 3, 5, mine, sizeof mine));
+    CHECK_OK(loom_barrier(n)); /* the stranger's copy is there first */
+    if (rank == 2) {
+        CHECK_OK(sched_send_block(n, engine, 0, 3, 4, mine, sizeof mine)); /* another version */
+        CHECK_OK(sched_send_block(n, engine, 0, 3, 5, mine, sizeof mine));
+        CHECK_OK(sched_send_block(n, engine, 0, 4, 5, mine, 1)); /* a short one */
+    }
+    if (rank == 0) {
+        int64_t got[2];
+        CHECK_OK(sched_take_block(n, engine, 2, 3, 5, got, sizeof got));
+        CHECK(got[0] == 2 && got[1] == 20);
+        CHECK_OK(sched_take_block(n, engine, 2, 3, 4, got, sizeof got));
+        CHECK(sched_take_block(n, engine, 2, 4, 5, got, sizeof got) == LOOM_EPROTO);
+    }
+    return 0;
+}
+
+static void test_ring_takes_from_the_predecessor(void **state)
+{
+    (void)state;
+    harness_result r;
+    assert_int_equal(harness_run(1, 3, ring_worker, NULL, &r), 0);
+}
+
+/* A schedule that gives every worker block 0. */
+static int64_t all_block_zero(void *user, int64_t it, uint32_t sub, uint32_t worker,
+                              uint32_t workers)
+{
+    (void)user, (void)it, (void)sub, (void)worker, (void)workers;
+    return 0;
+}
+
+static int64_t out_of_range(void *user, int64_t it, uint32_t sub, uint32_t worker, uint32_t workers)
+{
+    (void)user, (void)it;
+    return worker == 1 && sub == 1 ? (int64_t)workers : (int64_t)((sub + worker) % workers);
+}
+
+/* Worker 0 prints the sentence once (every worker finds the same). */
+static int expect_error(int rc, int want, const char *words, int rank)
+{
+    if (rc != want) {
+        fprintf(stderr, "got %s, wanted %s\n", loom_strerror(rc), loom_strerror(want));
+        return 1;
+    }
+    if (!strstr(loom_last_error(), words)) {
+        fprintf(stderr, "sentence \"%s\" lacks \"%s\"\n", loom_last_error(), words);
+        return 1;
+    }
+    if (rank == 0) fprintf(stderr, "as expected: %s\n", loom_last_error());
+    return 0;
+}
+
+static int bad_options_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    loom_table *t, *tiny, *ssp;
+    loom_table_opts to = rotated_opts(ROT_ROWS);
+    CHECK_OK(loom_table_open(n, "bad", &to, &t));
+    to = rotated_opts(2); /* fewer rows than workers */
+    CHECK_OK(loom_table_open(n, "tiny", &to, &tiny));
+    to = rotated_opts(ROT_ROWS);
+    to.consistency = LOOM_SSP;
+    CHECK_OK(loom_table_open(n, "ssp", &to, &ssp));
+    loom_sched_static_opts so = LOOM_SCHED_STATIC_OPTS_DEFAULT;
+    loom_sched *s;
+    so.update = chain_update;
+    if (expect_error(loom_sched_static_open(tiny, &so, &s), LOOM_EINVAL, "has 2 rows", rank) ||
+        expect_error(loom_sched_static_open(ssp, &so, &s), LOOM_EINVAL, "must be LOOM_ASP", rank))
+        return 1;
+    so.blocks = ROT_W + 2;
+    if (expect_error(loom_sched_static_open(t, &so, &s), LOOM_EINVAL, "one block per worker", rank))
+        return 1;
+    so.blocks = 0;
+    uint64_t outside[ROT_W + 1] = {0, 3, 6, ROT_ROWS + 5};
+    so.bounds = outside;
+    if (expect_error(loom_sched_static_open(t, &so, &s), LOOM_EINVAL, "outside the table's keys",
+                     rank))
+        return 1;
+    uint64_t empty[ROT_W + 1] = {0, 3, 3, ROT_ROWS};
+    so.bounds = empty;
+    if (expect_error(loom_sched_static_open(t, &so, &s), LOOM_EINVAL, "every block hold a key",
+                     rank))
+        return 1;
+    so.bounds = NULL;
+    so.schedule = all_block_zero;
+    CHECK_OK(loom_sched_static_open(t, &so, &s));
+    int rc = loom_sched_run(s, 1);
+    loom_sched_close(s);
+    if (expect_error(rc, LOOM_EINVAL, "one writer at a time", rank)) return 1;
+    so.schedule = out_of_range;
+    CHECK_OK(loom_sched_static_open(t, &so, &s));
+    rc = loom_sched_run(s, 1);
+    loom_sched_close(s);
+    return expect_error(rc, LOOM_EINVAL, "but there are blocks 0 to 2", rank);
+}
+
+static void test_bad_options(void **state)
+{
+    (void)state;
+    harness_result r;
+    assert_int_equal(harness_run(1, ROT_W, bad_options_worker, NULL, &r), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rotation_one_writer),
+        cmocka_unit_test(test_single_worker),
+        cmocka_unit_test(test_ring_takes_from_the_predecessor),
+        cmocka_unit_test(test_bad_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
