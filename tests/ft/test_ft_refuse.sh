@@ -117,6 +117,14 @@ grep -qF 'server-' err && grep -qF '"lr.w" differs' err || fail "the table misma
 # Flags: what has no checkpoints says so before anything runs.
 expect 2 "--checkpoint-every needs --checkpoint-dir" train lr --train data --checkpoint-every 5
 expect 2 "--algo dbpg has no checkpoints yet" train lr --train data --algo dbpg --checkpoint-dir x
+expect 2 "--priority has no checkpoints yet: leave out --checkpoint-dir" \
+    train lr --train data --priority abs --checkpoint-dir x
+expect 2 "--priority has no checkpoints yet: leave out --resume" \
+    train mf --train data --priority rel --resume x
+expect 2 "--schedule rotation has no checkpoints yet: leave out --checkpoint-dir" \
+    train mf --train data --schedule rotation --checkpoint-dir x
+expect 2 "--schedule rotation has no checkpoints yet: leave out --resume" \
+    train lda --train data --schedule rotation --resume x
 [[ -e x ]] && fail "a refused command created its checkpoint directory"
 
 # And the intact copy still resumes: the last checkpoint is the end of training.

@@ -37,7 +37,8 @@ lr)
     ;;
 mf)
     run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
-    ARGS=(train mf --train data --epochs 8 --syncs 20 --eval-every 2)
+    # --steps 2: a checkpoint is cut after a clock's last step.
+    ARGS=(train mf --train data --epochs 8 --syncs 20 --steps 2 --eval-every 2)
     ;;
 lda)
     run gen lda --out data --docs 2000 --vocab-size 1000 --topics 10 --doc-length 80 --quiet
@@ -101,6 +102,14 @@ run "${ARGS[@]}" --model-out resumed.model --checkpoint-dir ck --checkpoint-ever
     --checkpoint-full-every 3 --resume ck
 [[ $RC == 0 ]] || fail "resumed run: exit status $RC"
 cmp -s ref.model resumed.model || fail "the resumed model differs from the uninterrupted one"
+if [[ $MODEL == mf ]]; then
+    # A clock's ratings and merge depend on --steps: another --steps is refused.
+    OTHER=()
+    for a in "${ARGS[@]}"; do [[ ${OTHER[-1]:-} == --steps ]] && OTHER+=(3) || OTHER+=("$a"); done
+    run "${OTHER[@]}" --model-out other.model --resume ck
+    [[ $RC != 0 ]] && grep -qF -- "--steps" err || fail "resume with another --steps: exit status $RC"
+    [[ -e other.model ]] && fail "resume with another --steps trained anyway"
+fi
 # The newest checkpoint exports as a model file its app reads.
 run checkpoint export ck --out exported.model
 [[ $RC == 0 && -s exported.model ]] || fail "checkpoint export: exit status $RC"
