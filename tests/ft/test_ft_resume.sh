@@ -33,7 +33,8 @@ EVERY=5
 case $MODEL in
 lr)
     run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
-    ARGS=(train lr --train data --updater adagrad --epochs 3 --minibatch 100)
+    # --bandwidth: paced pushes and pulls cut and resume like unpaced ones.
+    ARGS=(train lr --train data --updater adagrad --epochs 3 --minibatch 100 --bandwidth 200)
     ;;
 mf)
     run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
