@@ -16,6 +16,7 @@
 #include "ft/ft.h"
 #include "loom/loom.h"
 #include "p2p/p2p.h"
+#include "p2p/svb.h"
 #include "ps/ps.h"
 #include "sched/sched.h"
 
@@ -78,7 +79,8 @@ static int attach_layers(loom_node *n)
     if (!rc) rc = ft_attach(n);
     if (!rc) rc = sched_attach(n);
     if (!rc) rc = sched_dynamic_attach(n);
-    return rc ? rc : p2p_attach(n);
+    if (!rc) rc = p2p_attach(n);
+    return rc ? rc : svb_attach(n);
 }
 
 int loom_node_start(const loom_config *cfg, loom_node **node)

@@ -12,6 +12,7 @@
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
+#include "mlr/mlr.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,7 @@ static void print_help(FILE *out)
         "  lda  bag-of-words documents from a planted topic model (loom gen lda --help)\n"
         "  lasso  regression rows with correlated feature groups and a planted sparse beta\n"
         "         (loom gen lasso --help)\n"
+        "  mlr  multiclass rows from a planted softmax model (loom gen mlr --help)\n"
         "\n",
         out);
     lr_gen_help(out);
@@ -44,6 +46,7 @@ static const struct generator generators[] = {
     {"mf", "ratings from a planted biased low-rank model", mf_gen_main},
     {"lda", "bag-of-words documents from a planted topic model", lda_gen_main},
     {"lasso", "regression rows, correlated feature groups, a planted sparse beta", lasso_gen_main},
+    {"mlr", "multiclass rows from a planted softmax model", mlr_gen_main},
 };
 
 #define NUM_GENERATORS (sizeof generators / sizeof generators[0])

@@ -10,6 +10,7 @@
 #include "lasso/lasso.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
+#include "mlr/mlr.h"
 #include "svm/svm.h"
 
 #include <stdio.h>
@@ -24,6 +25,7 @@ static void print_help(FILE *out)
           "  mf   matrix factorisation (`loom train mf --model-out`; loom predict mf --help)\n"
           "  lasso  L1-regularised least squares (`loom train lasso --model-out`;\n"
           "         loom predict lasso --help)\n"
+          "  mlr  softmax regression (`loom train mlr --model-out`; loom predict mlr --help)\n"
           "  svm  linear SVM (`loom train svm --model-out`; loom predict svm --help)\n"
           "\n",
           out);
@@ -40,6 +42,7 @@ static const struct predictor predictors[] = {
     {"lr", "logistic regression", lr_predict_main},
     {"mf", "matrix factorisation", mf_predict_main},
     {"lasso", "L1-regularised least squares", lasso_predict_main},
+    {"mlr", "softmax regression", mlr_predict_main},
     {"svm", "linear SVM", svm_predict_main},
 };
 

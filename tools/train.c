@@ -31,6 +31,7 @@
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
+#include "mlr/mlr.h"
 #include "svm/svm.h"
 
 /* One row per model: its help, its flag parser and its node program. A
@@ -74,6 +75,15 @@ static int lda_node(const void *cli)
     return lda_train_node(cli);
 }
 
+static int mlr_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
+{
+    return mlr_parse_flags(argc, argv, cli, err, errlen);
+}
+static int mlr_node(const void *cli)
+{
+    return mlr_train_node(cli);
+}
+
 static int lasso_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
     return lasso_parse_flags(argc, argv, cli, err, errlen);
@@ -109,6 +119,8 @@ static const trainer trainers[] = {
      lda_node, NULL, NULL},
     {"lasso", "L1-regularised least squares (coordinate descent)", lasso_train_help,
      sizeof(lasso_cli), lasso_parse, lasso_node, lasso_here, lasso_wants_here},
+    {"mlr", "multiclass softmax regression (parameter server or SV broadcasting)",
+     mlr_train_help, sizeof(mlr_cli), mlr_parse, mlr_node, NULL, NULL},
     {"svm", "linear SVM on stochastic reduce (serverless)", svm_train_help, sizeof(svm_cli),
      svm_parse, svm_node, NULL, NULL},
 };

@@ -105,6 +105,8 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     TEXT("--secret", secret);
     TEXT("--checkpoint-dir", checkpoint_dir);
     TEXT("--resume", resume_dir);
+    TEXT("--filter", filter_push);
+    TEXT("--filter-pull", filter_pull);
 #undef TEXT
     j->checkpoint_every = 10;
     j->checkpoint_full_every = 10;
@@ -118,6 +120,11 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
             return app_usage(err, errlen, "--checkpoint-full-every needs --checkpoint-dir");
         j->checkpoint_full_every = v->u;
     }
+    char why[200];
+    if (j->filter_push && loom_filter_check(j->filter_push, LOOM_DIR_PUSH, why, sizeof why))
+        return app_usage(err, errlen, "--filter: %s", why);
+    if (j->filter_pull && loom_filter_check(j->filter_pull, LOOM_DIR_PULL, why, sizeof why))
+        return app_usage(err, errlen, "--filter-pull: %s", why);
     j->insecure = app_flag_get(flags, n, values, "--insecure") != NULL;
     j->no_status = app_flag_get(flags, n, values, "--no-status") != NULL;
     if ((v = app_flag_get(flags, n, values, "--workers")))

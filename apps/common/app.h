@@ -179,6 +179,21 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
         .name = "--quiet", .kind = APP_SWITCH, .help = "no progress lines"                         \
     }
 
+/* Filters of the model's tables (docs/FILTERS.md), in the flag tables of
+ * `loom train lr|mf|lda`; read by app_job_from_flags, checked there. */
+#define APP_FLAGS_FILTER                                                                           \
+    {.name = "--filter",                                                                           \
+     .kind = APP_TEXT,                                                                             \
+     .arg = "NAME[:ARG],...",                                                                      \
+     .help = "filters of the model's pushes: kkt:T, sigmod:T, skip:Q, quant:8|16,\n"               \
+             "keycache, lz4, zstd[:L]; sparse or dense forces the rows' form\n"                    \
+             "(docs/FILTERS.md); default none (rows sparse when smaller)"},                        \
+    {                                                                                              \
+        .name = "--filter-pull", .kind = APP_TEXT, .arg = "NAME[:ARG],...",                        \
+        .help = "filters of the servers' pull replies: quant:8|16, keycache, lz4,\n"               \
+                "zstd[:L], sparse, dense"                                                          \
+    }
+
 typedef struct app_job {
     const char *train_path, *test_path, *metrics_path, *model_path;
     const char *format;    /* --format NAME, checked by the application (NULL: detect) */
@@ -199,6 +214,7 @@ typedef struct app_job {
     /* --checkpoint-dir, --resume (NULL: none), --checkpoint-every, --checkpoint-full-every */
     const char *checkpoint_dir, *resume_dir;
     uint64_t checkpoint_every, checkpoint_full_every;
+    const char *filter_push, *filter_pull; /* --filter, --filter-pull (NULL: not given) */
 } app_job;
 
 /* The job flags' values into j, over the defaults: 2 workers, 1 server, 1 thread, SSP

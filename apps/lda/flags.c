@@ -36,6 +36,7 @@ static const app_flag flags[] = {
              "by document completion (docs/LDA.md)"},
     APP_FLAGS_JOB,
     APP_FLAGS_CHECKPOINT,
+    APP_FLAGS_FILTER,
     {.name = "--consistency",
      .kind = APP_TEXT,
      .arg = "bsp|ssp:S|asp",

@@ -57,7 +57,7 @@
 
 #include "lda/lda.h"
 
-#define STAT_FIELDS 8
+#define STAT_FIELDS 11
 enum {
     ST_LL_DOCS,
     ST_LL_WORDS,
@@ -66,7 +66,10 @@ enum {
     ST_BYTES_RECEIVED,
     ST_TEST_LL,
     ST_TEST_SCORED,
-    ST_TEST_SKIPPED
+    ST_TEST_SKIPPED,
+    ST_MESSAGES,   /* table messages (loom_stats.table_messages) */
+    ST_BYTES_RAW,  /* their payload as plain rows */
+    ST_BYTES_WIRE, /* and as sent (docs/FILTERS.md) */
 };
 
 #define PROG            "loom train lda"
@@ -267,6 +270,8 @@ static int open_tables(worker *w)
     o.key_end = w->p.vocab * w->nblocks;
     o.consistency = (loom_consistency)j->consistency;
     o.staleness = j->staleness;
+    o.filter_push = j->filter_push;
+    o.filter_pull = j->filter_pull;
     app_job_comm(j, &o);
     if (w->c->train.schedule == LDA_SCHEDULE_ROTATION) { /* what the static engine needs */
         o.consistency = LOOM_ASP;
@@ -722,6 +727,9 @@ static int evaluate(worker *w, int it)
     v[ST_TOKENS] = (double)mine;
     v[ST_BYTES_SENT] = (double)ns.bytes_sent;
     v[ST_BYTES_RECEIVED] = (double)ns.bytes_received;
+    v[ST_MESSAGES] = (double)ns.table_messages;
+    v[ST_BYTES_RAW] = (double)ns.table_bytes_raw;
+    v[ST_BYTES_WIRE] = (double)ns.table_bytes_wire;
     TRY("push statistics", app_stats_add(&w->stats, it, v));
     TRY("barrier", loom_barrier(w->n));
     if (w->rank != 0) return 0;
@@ -758,9 +766,11 @@ static int evaluate(worker *w, int it)
         fprintf(w->metrics,
                 "{\"iteration\": %d, \"time_s\": %.3f, \"log_likelihood\": %.17g%s, "
                 "\"tokens_per_s\": %.1f, \"tokens\": %" PRIu64 ", \"bytes_sent\": %.0f, "
-                "\"bytes_received\": %.0f, \"counts_consistent\": %s}\n",
+                "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
+                "\"bytes_wire\": %.0f, \"counts_consistent\": %s}\n",
                 it + 1, time_s, ll, test_json, tps, tokens, st[ST_BYTES_SENT],
-                st[ST_BYTES_RECEIVED], ok ? "true" : "false");
+                st[ST_BYTES_RECEIVED], st[ST_MESSAGES], st[ST_BYTES_RAW], st[ST_BYTES_WIRE],
+                ok ? "true" : "false");
         /* Each line now, so that a full disk stops the run rather than its end. */
         if (fflush(w->metrics) || ferror(w->metrics)) {
             fprintf(stderr, PROG ": cannot write %s: %s\n", w->c->job.metrics_path,

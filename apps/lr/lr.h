@@ -26,6 +26,9 @@
  * file with a larger feature id (FILE:LINE), and the loader a larger dim:
  * 2^32 f64 weights are already 32 GB. */
 #define LR_MAX_DIM ((uint64_t)1 << 32)
+/* The filters of DBPG with --l1 when --filter (pushes) or --filter-pull
+ * (replies) is not given (docs/LR.md). */
+#define LR_DBPG_FILTERS "keycache,zstd"
 
 /* A linear model over features 0..dim-1 plus a bias: p(y=+1|x) = sigmoid(w.x + bias). */
 typedef struct lr_model {

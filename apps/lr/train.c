@@ -53,9 +53,21 @@
 
 #include "lr/lr.h"
 
-#define STAT_FIELDS 8
-/* ST_STEPS: minibatches pushed since the start (FTRL's l1 scale, see report). */
-enum { ST_LOSS, ST_ROWS, ST_EXAMPLES, ST_BYTES_SENT, ST_BYTES_RECEIVED, ST_STEPS };
+#define STAT_FIELDS 9
+/* ST_STEPS: minibatches pushed since the start (FTRL's l1 scale, see report).
+ * ST_MESSAGES, ST_BYTES_RAW, ST_BYTES_WIRE: table traffic as plain rows and
+ * as sent (docs/FILTERS.md). */
+enum {
+    ST_LOSS,
+    ST_ROWS,
+    ST_EXAMPLES,
+    ST_BYTES_SENT,
+    ST_BYTES_RECEIVED,
+    ST_STEPS,
+    ST_MESSAGES,
+    ST_BYTES_RAW,
+    ST_BYTES_WIRE
+};
 
 #define PROG            "loom train lr"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
@@ -633,8 +645,10 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
                     "\"test_logloss\": null, \"test_accuracy\": null, \"test_auc\": null, ");
         fprintf(r->metrics,
                 "\"nnz_weights\": %" PRIu64 ", \"examples_per_s\": %.1f, \"bytes_sent\": %.0f, "
-                "\"bytes_received\": %.0f}\n",
-                nnz, ex_per_s, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED]);
+                "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
+                "\"bytes_wire\": %.0f}\n",
+                nnz, ex_per_s, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED], st[ST_MESSAGES],
+                st[ST_BYTES_RAW], st[ST_BYTES_WIRE]);
     }
     int rc = 0;
     /* Each line now, so that a full disk stops the run rather than its end. */
@@ -671,6 +685,8 @@ static int open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table *
     wo.lr = o->lr;
     wo.l1 = o->l1;
     wo.l2 = o->l2;
+    wo.filter_push = c->job.filter_push;
+    wo.filter_pull = c->job.filter_pull;
     if (o->algo == LR_ALGO_SGD) {
         static const char *const names[] = {"sgd", "adagrad", "ftrl"};
         wo.updater = names[o->updater];
@@ -685,6 +701,12 @@ static int open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table *
         wo.params[0] = loom_num_workers(n);
         wo.params[1] = (double)dim;
         wo.cache = 0; /* every step reads its block afresh */
+        /* A block's pushes carry a row for every key of the block, zeros
+         * where the share lacks the feature, and the same key list each time
+         * the block comes round: sparse rows, the key cache and zstd take
+         * both out exactly (docs/LR.md, Filters). */
+        if (o->l1 > 0 && !c->job.filter_push) wo.filter_push = LR_DBPG_FILTERS; /* "none": none */
+        if (o->l1 > 0 && !c->job.filter_pull) wo.filter_pull = LR_DBPG_FILTERS;
     }
     app_job_comm(&c->job, &wo);
     TRY("open the model table", loom_table_open(n, "lr.w", &wo, w));
@@ -736,6 +758,9 @@ static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, s
     v[ST_BYTES_SENT] = (double)ns.bytes_sent;
     v[ST_BYTES_RECEIVED] = (double)ns.bytes_received;
     v[ST_STEPS] = (double)steps;
+    v[ST_MESSAGES] = (double)ns.table_messages;
+    v[ST_BYTES_RAW] = (double)ns.table_bytes_raw;
+    v[ST_BYTES_WIRE] = (double)ns.table_bytes_wire;
     uint64_t base = (uint64_t)epoch * STAT_FIELDS;
     loom_ts ts;
     TRY("push statistics", loom_push_range_async(stats, base, base + STAT_FIELDS, v, &ts));

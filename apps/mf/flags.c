@@ -38,6 +38,7 @@ static const app_flag flags[] = {
      .help = "skip malformed lines (and report how many) instead of stopping"},
     APP_FLAGS_JOB,
     APP_FLAGS_CHECKPOINT,
+    APP_FLAGS_FILTER,
     {.name = "--consistency",
      .kind = APP_TEXT,
      .arg = "bsp|ssp:S|asp",

@@ -63,7 +63,20 @@
 
 #include "mf/mf.h"
 
-enum { ST_TRAIN_SSE, ST_TRAIN_N, ST_TEST_SSE, ST_TEST_N, ST_UPDATES, ST_SENT, ST_RECEIVED, ST_N };
+/* ST_MESSAGES, ST_RAW, ST_WIRE: table traffic as plain rows and as sent (docs/FILTERS.md). */
+enum {
+    ST_TRAIN_SSE,
+    ST_TRAIN_N,
+    ST_TEST_SSE,
+    ST_TEST_N,
+    ST_UPDATES,
+    ST_SENT,
+    ST_RECEIVED,
+    ST_MESSAGES,
+    ST_RAW,
+    ST_WIRE,
+    ST_N
+};
 
 #define PROG            "loom train mf"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
@@ -199,6 +212,8 @@ static int open_tables(worker *w)
     to.storage = LOOM_DENSE;
     to.consistency = (loom_consistency)w->cli->job.consistency;
     to.staleness = w->cli->job.staleness;
+    to.filter_push = w->cli->job.filter_push;
+    to.filter_pull = w->cli->job.filter_pull;
     app_job_comm(&w->cli->job, &to);
     if (o->schedule == MF_SCHEDULE_ROTATION) { /* what the static engine needs (loom/sched.h) */
         to.consistency = LOOM_ASP;
@@ -503,6 +518,9 @@ static int evaluate(worker *w, int epoch)
     loom_node_stats(w->node, &ns);
     v[ST_SENT] = (double)ns.bytes_sent;
     v[ST_RECEIVED] = (double)ns.bytes_received;
+    v[ST_MESSAGES] = (double)ns.table_messages;
+    v[ST_RAW] = (double)ns.table_bytes_raw;
+    v[ST_WIRE] = (double)ns.table_bytes_wire;
     TRY("push statistics", app_stats_add(&w->stats, epoch, v));
     w->pending.epoch = epoch;
     w->pending.time_s = app_now_s() - w->start;
@@ -545,10 +563,11 @@ static int report(worker *w)
         fprintf(w->metrics,
                 "{\"epoch\": %d, \"time_s\": %.3f, \"train_rmse\": %.9g, \"test_rmse\": %s, "
                 "\"lr\": %.9g, \"updates_per_s\": %.1f, \"bytes_sent\": %.0f, "
-                "\"bytes_received\": %.0f}\n",
+                "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
+                "\"bytes_wire\": %.0f}\n",
                 epoch + 1, time_s, train_rmse, testval,
                 mf_epoch_lr(c->train.lr, c->train.lr_decay, epoch), ups, st[ST_SENT],
-                st[ST_RECEIVED]);
+                st[ST_RECEIVED], st[ST_MESSAGES], st[ST_RAW], st[ST_WIRE]);
         /* Each line now, so that a full disk stops the run rather than its end. */
         if (fflush(w->metrics) || ferror(w->metrics)) {
             fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));

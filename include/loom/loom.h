@@ -14,6 +14,7 @@
 #include "error.h"
 #include "node.h"
 #include "table.h"
+#include "filter.h"
 #include "updater.h"
 #include "delay.h"
 #include "secret.h"

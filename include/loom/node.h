@@ -200,6 +200,11 @@ typedef struct loom_stats {
     uint64_t connections_refused; /* peers without the job's secret refused in the handshake */
     uint64_t pulls_from_cache;    /* rows served from the process cache */
     uint64_t pulls_from_server;   /* rows fetched from servers */
+    /* Workers: the pushes and keyed pull requests sent and the pull replies
+     * received of every table, and
+     * their payload as plain keys and dense rows (raw) and as sent, through
+     * filters and as sparse rows (wire); per table: loom_table_filter_stats(). */
+    uint64_t table_messages, table_bytes_raw, table_bytes_wire;
     /* Managed communication (docs/USAGE.md): rows this node sent between
      * clocks (a worker's early pushes, a server's pushes of changed rows),
      * and rows servers pushed into this worker's cache. */

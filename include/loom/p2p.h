@@ -40,8 +40,9 @@ typedef struct loom_graph loom_graph;
  *   "allreduce"  every node sends to every other;
  *   "ring"       i -> i+1 (mod n);
  *   "expander"   the root expander: i -> i+1 and i -> i+ceil(sqrt(n)) (mod n);
- *   "halton"     i -> i + floor(n h_k) (mod n) for the first ceil(log2 n) distinct non-zero
- *                offsets of the base-2 Halton (van der Corput) sequence h = 1/2, 1/4, 3/4, ...;
+ *   "halton"     i -> i+1, then i -> i + floor(n h_k) (mod n) for the next distinct non-zero
+ *                offsets of the base-2 Halton (van der Corput) sequence h = 1/2, 1/4, 3/4, ...,
+ *                ceil(log2 n) offsets in all (the ring edge keeps every n connected);
  *   "star"       0 <-> every other node (not regular: see loom_graph_regular);
  *   anything else is a file of edges "FROM TO" (one per line, node numbers, '#' comments).
  * Refused with LOOM_ECONFIG and a sentence (loom_last_error): an unreadable file, a line that

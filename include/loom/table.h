@@ -88,6 +88,13 @@ typedef struct loom_table_opts {
     int cache; /* keep pulled rows in the process cache; default 1 */
     /* Buffered rows that trigger an automatic flush (0: only at clock/flush). */
     uint32_t flush_rows;
+    /* Filters of the table's pushes and of the servers' pull replies, each a
+     * spec "NAME[:ARG],..." (docs/FILTERS.md; NULL or "" for none), e.g.
+     * "kkt:0.9,keycache,zstd". Rows travel sparse whenever that is smaller,
+     * with or without a spec; "sparse" or "dense" in a spec forces one form.
+     * Part of the table's definition: every worker must give the same. */
+    const char *filter_push;
+    const char *filter_pull;
     /* Managed communication (Bösen; docs/USAGE.md#managed-communication), for
      * SSP and ASP tables. bandwidth_mbits > 0 is a budget for every process
      * of the job that uses the table (the largest of its tables'): pushes, and
@@ -103,7 +110,7 @@ typedef struct loom_table_opts {
 #define LOOM_TABLE_OPTS_DEFAULT                                                                    \
     {                                                                                              \
         LOOM_F32, 1, LOOM_SPARSE, 0, 0, LOOM_SSP, 0, "sum", 0.1, 1.0, 0.0, 0.0, 1e-8, {0},         \
-            LOOM_INIT_ZERO, 0.0, 0.0, 0, 1, 0, 0.0, LOOM_PRIORITY_NONE, 0                          \
+            LOOM_INIT_ZERO, 0.0, 0.0, 0, 1, 0, NULL, NULL, 0.0, LOOM_PRIORITY_NONE, 0              \
     }
 
 /* Open (creating on first use) the table `name` with the given options.

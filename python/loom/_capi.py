@@ -40,6 +40,8 @@ class TableOpts(ctypes.Structure):
         ("init_seed", ctypes.c_uint64),
         ("cache", ctypes.c_int),
         ("flush_rows", ctypes.c_uint32),
+        ("filter_push", ctypes.c_char_p),
+        ("filter_pull", ctypes.c_char_p),
         ("bandwidth_mbits", ctypes.c_double),
         ("priority", ctypes.c_int),
         ("queue_rows", ctypes.c_uint32),
@@ -60,6 +62,9 @@ class Stats(ctypes.Structure):
             "connections_refused",
             "pulls_from_cache",
             "pulls_from_server",
+            "table_messages",
+            "table_bytes_raw",
+            "table_bytes_wire",
             "managed_rows_sent",
             "pushed_rows_received",
         )

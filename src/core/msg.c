@@ -40,6 +40,9 @@ static const struct {
     [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1, BY_SERVER},
     [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER},
     [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0, BY_SCHED},
+    [MSG_PUSH_ENC] = {"PUSH_ENC", 1, 1, BY_WORKER},
+    [MSG_PULL_SINCE] = {"PULL_SINCE", 2, 2, BY_WORKER},
+    [MSG_PULL_REPLY_ENC] = {"PULL_REPLY_ENC", 0, 2, BY_SERVER},
     [MSG_ROWS_PUSH] = {"ROWS_PUSH", 2, 2, BY_SERVER},
     [MSG_ROWS_PUSH_ACK] = {"ROWS_PUSH_ACK", 0, 0, BY_WORKER},
     [MSG_CKPT_PART] = {"CKPT_PART", 1, 1, BY_SERVER | BY_WORKER},
@@ -52,6 +55,8 @@ static const struct {
     [MSG_DYN_END] = {"DYN_END", 0, 0, BY_SCHED},
     [MSG_P2P_MODEL] = {"P2P_MODEL", 1, 1, BY_WORKER},
     [MSG_P2P_ACK] = {"P2P_ACK", 0, 0, BY_WORKER},
+    [MSG_SVB_SVS] = {"SVB_SVS", 0, 1, BY_WORKER},
+    [MSG_SVB_REPLICA] = {"SVB_REPLICA", 1, 1, BY_WORKER},
 };
 
 static int type_known(unsigned type)

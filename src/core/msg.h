@@ -80,10 +80,18 @@ enum msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    /* ps: filtered and sparse rows (src/ps/filter.c's encoding) */
+    MSG_PUSH_ENC = 48,  /* worker -> server: as PUSH (keyed), one frame: the table's push
+                           chain's encoding of the keys and delta rows */
+    MSG_PULL_SINCE,     /* worker -> server: as PULL (keyed), a = the oldest row version the
+                           reader holds; frames keys, a bitmap of the keys it holds */
+    MSG_PULL_REPLY_ENC, /* server -> worker: as PULL_REPLY; frames u64 row version of the
+                           answer, the pull chain's encoding of the rows that changed */
     /* managed communication (ps/comm.h) */
     MSG_ROWS_PUSH = 56, /* server -> worker: rows that changed, for the worker's cache;
                            req = push id, clock = server's min clock, a = last push
-                           sequence applied from this worker; frames keys, values */
+                           sequence applied from this worker, b = the row version
+                           the rows reflect (as PULL_REPLY_ENC's); frames keys, values */
     MSG_ROWS_PUSH_ACK,  /* worker -> server: req echoed */
     /* ckpt (ft) */
     MSG_CKPT_PART = 64, /* server/worker -> scheduler: its part of checkpoint `clock` is on
@@ -102,6 +110,11 @@ enum msg_type {
     /* p2p */
     MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
     MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
+    /* mlr (sufficient-vector broadcasting, src/p2p/svb.c) */
+    MSG_SVB_SVS = 112, /* worker -> worker: clock = the sender's clock, a = SVs, b = width;
+                          frame SVs (none with a = 0: a clock mark) */
+    MSG_SVB_REPLICA,   /* worker -> worker: clock = after which clock, a = 0 averaging,
+                          1 rotation; frame the replica (rows x width f64) */
     MSG_TYPE_END_
 };
 

@@ -1218,8 +1218,9 @@ void *node_layer(const loom_node *n, int layer)
 
 void node_count(loom_node *n, enum node_counter c, uint64_t v)
 {
-    _Atomic uint64_t *counter[] = {&n->pulls_from_cache, &n->pulls_from_server,
-                                   &n->managed_rows_sent, &n->pushed_rows_received};
+    _Atomic uint64_t *counter[] = {
+        &n->pulls_from_cache, &n->pulls_from_server, &n->table_messages,      &n->table_bytes_raw,
+        &n->table_bytes_wire, &n->managed_rows_sent, &n->pushed_rows_received};
     atomic_fetch_add(counter[c], v);
 }
 
@@ -1266,6 +1267,9 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .connections_refused = atomic_load(&n->refused),
         .pulls_from_cache = atomic_load(&n->pulls_from_cache),
         .pulls_from_server = atomic_load(&n->pulls_from_server),
+        .table_messages = atomic_load(&n->table_messages),
+        .table_bytes_raw = atomic_load(&n->table_bytes_raw),
+        .table_bytes_wire = atomic_load(&n->table_bytes_wire),
         .managed_rows_sent = atomic_load(&n->managed_rows_sent),
         .pushed_rows_received = atomic_load(&n->pushed_rows_received),
     };

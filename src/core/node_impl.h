@@ -143,6 +143,7 @@ enum {
     NODE_LAYER_SCHED,
     NODE_LAYER_SCHED_DYNAMIC,
     NODE_LAYER_P2P,
+    NODE_LAYER_SVB,
     NODE_LAYER_COUNT
 };
 void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state));
@@ -157,9 +158,13 @@ void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx);
 void node_timer_poke(loom_node *n, int layer);
 
 /* ---- counters ---- */
+/* Counters of loom_stats the layers above count (loom_stats says what each is). */
 enum node_counter {
     NODE_PULLS_FROM_CACHE,
     NODE_PULLS_FROM_SERVER,
+    NODE_TABLE_MESSAGES,
+    NODE_TABLE_BYTES_RAW,
+    NODE_TABLE_BYTES_WIRE,
     NODE_MANAGED_ROWS_SENT,    /* comm.c: rows sent between clocks */
     NODE_PUSHED_ROWS_RECEIVED, /* comm.c: rows servers pushed into this worker's cache */
 };

@@ -126,8 +126,11 @@ static void builtin_edges(loom_graph *g, const char *spec)
             if ((i + root) % n != i) add_edge(g, i, (i + root) % n);
         }
     } else if (!strcmp(spec, "halton")) {
-        int degree = 0, want = (int)ceil(log2((double)n));
+        /* The ring edge +1 first: it alone makes every circulant graph connected (the Halton
+         * offsets of N = 2^k are all even and would split the workers into two halves). */
+        int degree = 0, want = n > 1 ? (int)ceil(log2((double)n)) : 0;
         int *offsets = calloc((size_t)n, sizeof(int));
+        if (offsets && want) offsets[degree++] = 1;
         for (unsigned k = 1; offsets && degree < want && k < 4u * (unsigned)n; k++) {
             int off = (int)floor(n * halton2(k));
             int fresh = off > 0;

@@ -21,6 +21,15 @@
  * it sees always includes every one of its own pushes, exactly once. Pushes
  * also add into cached rows directly, so cached rows stay current too.
  *
+ * Rows on the wire (docs/FILTERS.md). A push message goes through the
+ * table's push filter chain for its server (PUSH_ENC) when the table has push
+ * filters or when its rows are sparse enough to be smaller; else keys and rows
+ * go as they are. A pull asks, for the rows it holds in the cache with a known
+ * version, only for what changed since (PULL_SINCE); the server leaves out the
+ * rows that did not change, and the cached copy is used for them. Only rows
+ * the worker has no own write pending for are offered this way (for a "sum"
+ * table the cached copy holds those writes, which a fresh answer would add in
+ * another order), so the result is bit for bit the same as a full pull.
  * Managed communication (comm.c): with a priority, the I/O thread's timer
  * (comm_tick) sends buffered rows of SSP and ASP tables early, as the budget
  * allows, chosen by their magnitudes (kept per buffered row, b_abs/b_rel), and
@@ -31,6 +40,7 @@
  * node's sockets (the I/O thread, or an application thread in loom_wait).
  * Each table's cache, buffer and in-flight lists are guarded by the table's
  * mutex. */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -39,6 +49,8 @@
 #include "core/log.h"
 #include "core/u64map.h"
 #include "loom/error.h"
+#include "loom/filter.h"
+#include "ps/filter.h"
 #include "ps/comm.h"
 #include "ps/keys.h"
 #include "ps/ps.h"
@@ -121,6 +133,14 @@ struct loom_table {
     /* per server: pushes sent and not yet acknowledged, oldest first */
     inflight **ifl_head, **ifl_tail;
     uint64_t next_seq;
+    /* rows on the wire: per server, the chains encoding pushes and decoding
+     * pull replies; the version of each cached row (0: not known) */
+    filter_spec push_spec;
+    int push_filtered; /* every push goes through the chain */
+    int pull_dense;    /* the pull spec says dense: whole rows, never only what changed */
+    filter_chain **push_enc, **pull_dec;
+    uint64_t *c_version;
+    loom_filter_stats wire[2]; /* by loom_direction */
 };
 
 typedef struct pull_op {
@@ -132,6 +152,8 @@ typedef struct pull_op {
     uint64_t *uniq_owned;
     size_t nuniq;
     uint32_t *slot_of; /* scatter map from user positions to unique rows */
+    uint8_t *held;     /* PULL_SINCE: bitmap over miss_keys of the rows offered as held */
+    uint64_t since;    /* the oldest version among them */
     size_t n;
     uint32_t *miss;      /* indices (into uniq) of rows requested from servers */
     uint64_t *miss_keys; /* their keys, ascending; may alias uniq */
@@ -218,13 +240,14 @@ static int cache_fresh(const loom_table *t, uint32_t slot, int64_t clock)
 
 /* Store a row fetched from a server (table lock held). */
 static void cache_put(loom_table *t, uint64_t key, const void *row, int64_t server_clock,
-                      int64_t fetch_clock)
+                      int64_t fetch_clock, uint64_t version)
 {
     if (t->c_n == t->c_cap) {
         size_t cap = t->c_cap ? 2 * t->c_cap : 1024;
         if (grow((void **)&t->c_rows, t->row_bytes, cap) ||
             grow((void **)&t->c_server_clock, sizeof(int64_t), cap) ||
-            grow((void **)&t->c_fetch_clock, sizeof(int64_t), cap))
+            grow((void **)&t->c_fetch_clock, sizeof(int64_t), cap) ||
+            grow((void **)&t->c_version, sizeof(uint64_t), cap))
             return; /* a row not cached is only a later round trip */
         t->c_cap = cap;
     }
@@ -232,9 +255,11 @@ static void cache_put(loom_table *t, uint64_t key, const void *row, int64_t serv
     uint32_t slot = u64map_put(&t->cache_idx, key, (uint32_t)t->c_n, &inserted);
     if (slot == UINT32_MAX) return;
     if (inserted) t->c_n++;
-    memcpy(t->c_rows + (size_t)slot * t->row_bytes, row, t->row_bytes);
+    if (row != t->c_rows + (size_t)slot * t->row_bytes)
+        memcpy(t->c_rows + (size_t)slot * t->row_bytes, row, t->row_bytes);
     t->c_server_clock[slot] = server_clock;
     t->c_fetch_clock[slot] = fetch_clock;
+    t->c_version[slot] = version;
 }
 
 /* A pushed delta also lands in the cached copy of a sum table (lock held). */
@@ -289,6 +314,23 @@ static void add_own_writes(loom_table *t, int s, uint64_t applied, uint64_t key,
         rows_add(type, row, t->b_rows + (size_t)slot * t->row_bytes, width);
 }
 
+/* Whether an own write to key may be pending (buffered, or in a push to
+ * server s not yet known to be applied). Lock held. */
+static int own_write_to(const loom_table *t, int s, uint64_t key)
+{
+    uint32_t slot;
+    if (u64map_get(&t->buf_idx, key, &slot)) return 1;
+    for (const inflight *f = t->ifl_head[s]; f; f = f->next) {
+        if (!f->keys) {
+            if (key >= f->begin && key - f->begin < f->n) return 1;
+        } else {
+            size_t i = keys_lower_bound(f->keys, f->n, key);
+            if (i < f->n && f->keys[i] == key) return 1;
+        }
+    }
+    return 0;
+}
+
 /* Whether any own write could be missing from an answer of server s that
  * included our pushes up to `applied` (lock held): most answers need no
  * per-row bookkeeping at all. */
@@ -303,10 +345,13 @@ static int own_writes_pending(const loom_table *t, int s, uint64_t applied)
 /* ---- pushes ---- */
 
 /* Rows per message: no frame of keys, values or a pull's reply may exceed the
- * job's frame limit (node_max_payload, which every socket enforces). */
+ * job's frame limit (node_max_payload, which every socket enforces), whatever
+ * the form they travel in: as they are, or encoded by a filter chain with
+ * their keys, forced sparse (a row count and a column per value) and headers. */
 static size_t chunk_rows(const loom_table *t)
 {
-    return (size_t)(node_max_payload(t->node) / (t->row_bytes > 8 ? t->row_bytes : 8));
+    size_t per_row = t->row_bytes + 16 + 4 * (size_t)t->def.opts.width;
+    return (size_t)((node_max_payload(t->node) - 1024) / per_row);
 }
 
 static unsigned chunks(const loom_table *t, size_t rows)
@@ -314,17 +359,102 @@ static unsigned chunks(const loom_table *t, size_t rows)
     return (unsigned)((rows + chunk_rows(t) - 1) / chunk_rows(t));
 }
 
+static void free_data(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+/* A push sent or a pull reply received: its payload as plain keys and dense
+ * rows, and as it travelled. Lock held. */
+static void count_wire(loom_table *t, loom_direction dir, uint64_t raw, uint64_t wire)
+{
+    loom_filter_stats *ws = &t->wire[dir];
+    ws->messages++;
+    ws->bytes_raw += raw;
+    ws->bytes_wire += wire;
+    node_count(t->node, NODE_TABLE_MESSAGES, 1);
+    node_count(t->node, NODE_TABLE_BYTES_RAW, raw);
+    node_count(t->node, NODE_TABLE_BYTES_WIRE, wire);
+}
+
+/* kkt's view of the weights of n keys: their cached rows, and NaN (never 0,
+ * so kkt keeps the row) for a row not in the cache. NULL on ENOMEM: kkt then
+ * keeps every row. Lock held. */
+static void *kkt_weights(loom_table *t, const uint64_t *keys, size_t n)
+{
+    uint8_t *w = malloc(n ? n * t->row_bytes : 1);
+    for (size_t i = 0; w && i < n; i++) {
+        uint8_t *row = w + i * t->row_bytes;
+        uint32_t slot;
+        if (t->cache_on && u64map_get(&t->cache_idx, keys[i], &slot)) {
+            memcpy(row, t->c_rows + (size_t)slot * t->row_bytes, t->row_bytes);
+        } else {
+            for (uint32_t j = 0; j < t->def.opts.width; j++) {
+                if (t->def.opts.type == LOOM_F32)
+                    ((float *)row)[j] = NAN;
+                else
+                    ((double *)row)[j] = NAN;
+            }
+        }
+    }
+    return w;
+}
+
+/* The push chain's encoding of cnt rows for server s (keys, or the range from
+ * begin when keys is NULL) into *enc, or *enc = NULL to send them as they are:
+ * they go through the chain when the table has push filters, or when sparse
+ * rows are smaller. flush: sigmod sends what it holds. Lock held. */
+static int encode_push(loom_table *t, int s, const uint64_t *keys, uint64_t begin,
+                       const uint8_t *vals, size_t cnt, int flush, uint8_t **enc, size_t *len)
+{
+    *enc = NULL;
+    size_t plain = (keys ? cnt * 8 : 0) + cnt * t->row_bytes;
+    if (!t->push_filtered &&
+        (t->push_spec.rows == FILTER_ROWS_DENSE ||
+         !filter_sparse_pays(t->def.opts.type, t->def.opts.width, vals, cnt, plain)))
+        return 0;
+    uint64_t *range_keys = NULL;
+    if (!keys) {
+        range_keys = malloc(cnt ? cnt * 8 : 1);
+        if (!range_keys) return LOOM_ENOMEM;
+        for (size_t i = 0; i < cnt; i++) range_keys[i] = begin + i;
+        keys = range_keys;
+    }
+    void *weights = t->push_spec.on[FILTER_KKT] ? kkt_weights(t, keys, cnt) : NULL;
+    filter_msg fm = {.keys = keys, .vals = vals, .n = cnt, .weights = weights, .flush = flush};
+    int rc = filter_chain_encode(t->push_enc[s], &fm, enc, len);
+    free(range_keys);
+    free(weights);
+    /* Without filters the chain keeps no state: a message it would make
+     * larger than a frame may go as it is instead. */
+    if (!rc && !t->push_filtered && *len > node_max_payload(t->node)) {
+        free(*enc);
+        *enc = NULL;
+    }
+    return rc;
+}
+
 /* One PUSH of rows [lo, lo + cnt) of a send_push() to server s (table lock held). */
 static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begin,
                        const uint8_t *vals, size_t lo, size_t cnt, sbuf *hold, loom_ts ts,
-                       int managed)
+                       int flush, int managed)
 {
     int S = server_count(t);
-    inflight *f = calloc(1, sizeof *f);
+    uint8_t *enc;
+    size_t enc_len = 0;
+    int rc = encode_push(t, s, keys ? keys + lo : NULL, begin + lo, vals + lo * t->row_bytes, cnt,
+                         flush, &enc, &enc_len);
+    inflight *f = rc ? NULL : calloc(1, sizeof *f);
     if (!f) {
-        node_ts_done(t->node, ts, LOOM_ENOMEM);
+        free(enc);
+        node_ts_done(t->node, ts, rc ? rc : LOOM_ENOMEM);
         return;
     }
+    size_t plain = (keys ? cnt * 8 : 0) + cnt * t->row_bytes;
+    count_wire(t, LOOM_DIR_PUSH, plain, enc ? enc_len : plain);
+    /* The budget pays for the bytes on the wire, after the filters. */
+    comm_mgr_sent(&t->client->cm, node_now_ms(), enc ? enc_len : plain, managed);
     f->seq = ++t->next_seq;
     f->ts = ts;
     f->managed = managed;
@@ -344,6 +474,12 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
         .type = MSG_PUSH, .table = t->id, .req = f->seq, .clock = atomic_load(&t->client->clock)};
     node_frame frames[2];
     size_t nf = 0;
+    if (enc) {
+        h.type = MSG_PUSH_ENC;
+        frames[nf++] = (node_frame){enc, enc_len, free_data, NULL, 0};
+        node_send(t->node, node_server_id(S, s), &h, frames, nf);
+        return;
+    }
     if (keys)
         frames[nf++] =
             (node_frame){keys + lo, cnt * 8, hold ? sbuf_free_frame : NULL, sbuf_ref(hold), 0};
@@ -354,8 +490,6 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
     }
     frames[nf++] = (node_frame){vals + lo * t->row_bytes, cnt * t->row_bytes,
                                 hold ? sbuf_free_frame : NULL, sbuf_ref(hold), 0};
-    comm_mgr_sent(&t->client->cm, node_now_ms(), (keys ? cnt * 8 : 0) + cnt * t->row_bytes,
-                  managed);
     /* On failure the job is failing: the ack never comes, and the
      * tracker already failed every timestamp, this one included. */
     node_send(t->node, node_server_id(S, s), &h, frames, nf);
@@ -366,8 +500,11 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
  * vals; otherwise they are the caller's and stay valid until *ts completes.
  * Table lock held: sequence numbers must reach each server in order. */
 static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const uint8_t *vals,
-                     size_t n, sbuf *hold, loom_ts *ts_out, int managed)
+                     size_t n, sbuf *hold, loom_ts *ts_out, int flush, int managed)
 {
+    /* sigmod holds rows back until a flush: then every server gets a
+     * message, if only to release them. */
+    int release = flush && t->push_spec.on[FILTER_SIGMOD];
     int S = server_count(t);
     size_t bound[LOOM_MAX_SERVERS + 1];
     unsigned nslices = 0;
@@ -381,15 +518,19 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
             if (s == S) bound[s] = n;
         }
         if (s > 0) nslices += chunks(t, bound[s] - bound[s - 1]);
+        if (s > 0 && release && bound[s] == bound[s - 1]) nslices++;
     }
     loom_ts ts = node_ts_new(t->node, nslices ? nslices : 1);
     if (!ts) return LOOM_ENOMEM;
     if (!nslices) node_ts_done(t->node, ts, 0);
     size_t max_rows = chunk_rows(t);
+    static const uint64_t no_keys[1];
     for (int s = 0; s < S; s++) {
+        if (release && bound[s] == bound[s + 1])
+            push_chunk(t, s, no_keys, 0, vals, 0, 0, NULL, ts, flush, managed);
         for (size_t lo = bound[s]; lo < bound[s + 1]; lo += max_rows) {
             size_t cnt = bound[s + 1] - lo < max_rows ? bound[s + 1] - lo : max_rows;
-            push_chunk(t, s, keys, begin, vals, lo, cnt, hold, ts, managed);
+            push_chunk(t, s, keys, begin, vals, lo, cnt, hold, ts, flush, managed);
         }
     }
     if (ts_out) *ts_out = ts;
@@ -443,7 +584,7 @@ static int cover_earlier_pushes(loom_table *t, loom_ts sent, loom_ts *out)
 }
 
 /* Send the update buffer's rows, sorted and coalesced, as one push. */
-static int send_buffer(loom_table *t, loom_ts *ts)
+static int send_buffer(loom_table *t, loom_ts *ts, int flush)
 {
     uint64_t *uniq;
     size_t nuniq;
@@ -465,17 +606,20 @@ static int send_buffer(loom_table *t, loom_ts *ts)
     free(slot_of);
     u64map_clear(&t->buf_idx);
     t->b_n = 0;
-    int rc = send_push(t, keys, 0, vals, nuniq, b, ts, 0);
+    int rc = send_push(t, keys, 0, vals, nuniq, b, ts, flush, 0);
     sbuf_unref(b);
     return rc;
 }
 
 /* Send the update buffer (table lock held); *ts, if asked for, completes
- * once it and every earlier push of the table are acknowledged. */
-static int flush_locked(loom_table *t, loom_ts *ts)
+ * once it and every earlier push of the table are acknowledged. flush: the
+ * end of a clock or an explicit flush, where sigmod releases what it holds
+ * (the automatic flush at flush_rows is not one). */
+static int flush_locked(loom_table *t, loom_ts *ts, int flush)
 {
     loom_ts sent = 0;
-    int rc = t->b_n ? send_buffer(t, ts ? &sent : NULL) : 0;
+    int release = flush && t->push_spec.on[FILTER_SIGMOD];
+    int rc = t->b_n || release ? send_buffer(t, ts ? &sent : NULL, flush) : 0;
     return rc || !ts ? rc : cover_earlier_pushes(t, sent, ts);
 }
 
@@ -541,7 +685,7 @@ int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
         if (t->managed) buffer_magnitude(t, keys[i], slot);
     }
     if (t->managed && t->b_n && was_empty) node_timer_poke(t->node, NODE_LAYER_PS);
-    if (!rc && t->flush_rows && t->b_n >= t->flush_rows) rc = flush_locked(t, NULL);
+    if (!rc && t->flush_rows && t->b_n >= t->flush_rows) rc = flush_locked(t, NULL, 0);
     pthread_mutex_unlock(&t->mu);
     return rc;
 }
@@ -577,7 +721,7 @@ int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *v
     pthread_mutex_lock(&t->mu);
     if (t->local_rmw && t->cache_on)
         for (size_t i = 0; i < nsend; i++) cache_add(t, send_keys[i], send_vals + i * t->row_bytes);
-    rc = send_push(t, send_keys, 0, send_vals, nsend, hold, ts, 0);
+    rc = send_push(t, send_keys, 0, send_vals, nsend, hold, ts, 0, 0);
     pthread_mutex_unlock(&t->mu);
     sbuf_unref(hold);
     return rc;
@@ -597,7 +741,7 @@ int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const voi
     if (t->local_rmw && t->cache_on)
         for (size_t i = 0; i < n; i++)
             cache_add(t, begin + i, (const uint8_t *)vals + i * t->row_bytes);
-    rc = send_push(t, NULL, begin, vals, n, NULL, ts, 0);
+    rc = send_push(t, NULL, begin, vals, n, NULL, ts, 0, 0);
     pthread_mutex_unlock(&t->mu);
     return rc;
 }
@@ -608,7 +752,7 @@ int loom_flush(loom_table *t, loom_ts *ts)
     int rc = pace_to_budget(t->client);
     if (rc) return rc;
     pthread_mutex_lock(&t->mu);
-    rc = flush_locked(t, ts);
+    rc = flush_locked(t, ts, 1);
     pthread_mutex_unlock(&t->mu);
     return rc;
 }
@@ -660,6 +804,7 @@ static void pull_op_free(pull_op *op)
     free(op->uniq_owned);
     free(op->slot_of);
     free(op->miss);
+    free(op->held);
     free(op);
 }
 
@@ -731,15 +876,41 @@ static int slot_take(ps_client *c, uint64_t req, int server, pull_slot *out)
     return ok;
 }
 
+/* Rows [s->first, s->first + s->count) of op are in op->rows as server
+ * `rank` answered (its answer included our pushes up to `applied`, reflects
+ * `clock`, and its rows' versions are at most `version`): add own writes the
+ * answer lacks and cache them. Lock held. */
+static void deliver_rows(loom_table *t, pull_op *op, const pull_slot *s, int rank, uint64_t applied,
+                         int64_t clock, uint64_t version)
+{
+    size_t rb = t->row_bytes;
+    int rmw = t->local_rmw && own_writes_pending(t, rank, applied);
+    int cache = t->cache_on && op->uniq;
+    for (size_t j = 0; (rmw || cache) && j < s->count; j++) {
+        size_t u = op->miss ? op->miss[s->first + j] : s->first + j;
+        uint64_t key = op->uniq ? op->uniq[u] : op->begin + u;
+        uint8_t *row = op->rows + u * rb;
+        if (rmw) add_own_writes(t, rank, applied, key, row);
+        if (cache) cache_put(t, key, row, clock, op->fetch_clock, version);
+    }
+    prune_applied(t, rank, applied);
+}
+
+/* The server of a reply and the pull part it answers; 0 if it answers none. */
+static int take_reply(ps_client *c, loom_node *n, node_msg *m, int *rank, pull_slot *s)
+{
+    if (node_peer_role(n, m->from, rank) != LOOM_SERVER || !slot_take(c, m->h.req, *rank, s)) {
+        node_drop(n, m, "reply to no pending pull");
+        return 0;
+    }
+    return 1;
+}
+
 static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
 {
-    ps_client *c = ctx;
     int rank;
     pull_slot s;
-    if (node_peer_role(n, m->from, &rank) != LOOM_SERVER || !slot_take(c, m->h.req, rank, &s)) {
-        node_drop(n, m, "reply to no pending pull");
-        return;
-    }
+    if (!take_reply(ctx, n, m, &rank, &s)) return;
     pull_op *op = s.op;
     loom_table *t = op->t;
     int status = m->h.b < LOOM_ERROR_COUNT_ ? (int)m->h.b : LOOM_EPROTO;
@@ -757,18 +928,79 @@ static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
             for (size_t j = 0; j < s.count; j++)
                 memcpy(op->rows + op->miss[s.first + j] * rb, src + j * rb, rb);
         }
-        int rmw = t->local_rmw && own_writes_pending(t, rank, m->h.a);
-        int cache = t->cache_on && op->uniq;
-        for (size_t j = 0; (rmw || cache) && j < s.count; j++) {
-            size_t u = op->miss ? op->miss[s.first + j] : s.first + j;
-            uint64_t key = op->uniq ? op->uniq[u] : op->begin + u;
-            uint8_t *row = op->rows + u * rb;
-            if (rmw) add_own_writes(t, rank, m->h.a, key, row);
-            if (cache) cache_put(t, key, row, m->h.clock, op->fetch_clock);
-        }
-        prune_applied(t, rank, m->h.a);
+        count_wire(t, LOOM_DIR_PULL, s.count * rb, s.count * rb);
+        deliver_rows(t, op, &s, rank, m->h.a, m->h.clock, 0);
         pthread_mutex_unlock(&t->mu);
         node_count(n, NODE_PULLS_FROM_SERVER, s.count);
+    }
+    pull_part_done(op, status);
+}
+
+static int held_bit(const uint8_t *held, size_t i)
+{
+    return held && (held[i / 8] >> (i % 8) & 1);
+}
+
+/* Place a decoded reply's rows (ascending keys, a subset of the part's) into
+ * op->rows. Every row left out must be one the request offered as held: its
+ * cached copy is in op->rows already. 0, or -1 if the reply does not fit the
+ * request. Lock held. */
+static int place_reply_rows(loom_table *t, pull_op *op, const pull_slot *s, const uint64_t *keys,
+                            const uint8_t *vals, size_t nrows)
+{
+    size_t rb = t->row_bytes, j = 0;
+    for (size_t r = 0; r < s->count; r++) {
+        size_t u = op->miss ? op->miss[s->first + r] : s->first + r;
+        uint64_t key = op->uniq ? op->uniq[u] : op->begin + u;
+        if (j < nrows && keys[j] == key) {
+            memcpy(op->rows + u * rb, vals + j * rb, rb);
+            j++;
+        } else if (held_bit(op->held, s->first + r)) {
+            t->wire[LOOM_DIR_PULL].unchanged++;
+        } else {
+            return -1;
+        }
+    }
+    return j == nrows ? 0 : -1;
+}
+
+/* A reply encoded by the server's pull chain, without the rows that did not
+ * change since the version the request named. */
+static void on_pull_reply_enc(loom_node *n, void *ctx, node_msg *m)
+{
+    int rank;
+    pull_slot s;
+    if (!take_reply(ctx, n, m, &rank, &s)) return;
+    pull_op *op = s.op;
+    loom_table *t = op->t;
+    int status = m->h.b < LOOM_ERROR_COUNT_ ? (int)m->h.b : LOOM_EPROTO;
+    if (!status && (m->nframes != 2 || node_frame_size(m, 0) != 8)) {
+        node_drop(n, m, "reply frames do not match its type");
+        status = LOOM_EPROTO;
+    }
+    if (!status) {
+        uint64_t version = msg_load_u64(node_frame_data(m, 0)), *keys, digest;
+        void *vals;
+        size_t nrows;
+        pthread_mutex_lock(&t->mu);
+        int rc = filter_chain_decode(t->pull_dec[rank], node_frame_data(m, 1),
+                                     node_frame_size(m, 1), &keys, &vals, &nrows, &digest);
+        if (!rc && place_reply_rows(t, op, &s, keys, vals, nrows)) rc = LOOM_EPROTO;
+        if (rc) {
+            t->wire[LOOM_DIR_PULL].dropped++;
+        } else {
+            count_wire(t, LOOM_DIR_PULL, s.count * t->row_bytes, 8 + node_frame_size(m, 1));
+            deliver_rows(t, op, &s, rank, m->h.a, m->h.clock, version);
+        }
+        pthread_mutex_unlock(&t->mu);
+        free(keys);
+        free(vals);
+        if (rc) {
+            node_drop(n, m, "pull reply refused: malformed, or not what was asked");
+            status = rc == LOOM_ENOMEM ? rc : LOOM_EPROTO;
+        } else {
+            node_count(n, NODE_PULLS_FROM_SERVER, s.count);
+        }
     }
     pull_part_done(op, status);
 }
@@ -783,17 +1015,30 @@ static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t re
         return;
     }
     msg_header h = {.type = MSG_PULL, .table = t->id, .req = req, .clock = required};
-    node_frame f = {0};
+    node_frame f[2] = {{0}};
     size_t nf = 0;
+    uint8_t *held = NULL;
+    for (size_t i = 0; op->held && !held && i < count; i++)
+        if (held_bit(op->held, first + i)) held = calloc((count + 7) / 8, 1);
+    if (held) { /* only what changed since the rows held */
+        for (size_t i = 0; i < count; i++)
+            if (held_bit(op->held, first + i)) held[i / 8] |= (uint8_t)(1u << (i % 8));
+        h.type = MSG_PULL_SINCE;
+        h.a = op->since;
+    }
     if (op->uniq) {
-        f = (node_frame){op->miss_keys + first, count * 8, NULL, NULL, 0};
-        nf = 1;
+        f[nf++] = (node_frame){op->miss_keys + first, count * 8, NULL, NULL, 0};
+        if (held) f[nf++] = (node_frame){held, (count + 7) / 8, NULL, NULL, 1};
+        pthread_mutex_lock(&t->mu);
+        count_wire(t, LOOM_DIR_PULL, count * 8, count * 8 + (held ? (count + 7) / 8 : 0));
+        pthread_mutex_unlock(&t->mu);
     } else {
         h.flags = MSG_F_RANGE;
         h.a = op->begin + first;
         h.b = op->begin + first + count;
     }
-    int rc = node_send(t->node, node_server_id(server_count(t), s), &h, &f, nf);
+    int rc = node_send(t->node, node_server_id(server_count(t), s), &h, f, nf);
+    free(held);
     if (rc) {
         pull_slot dummy;
         if (slot_take(t->client, req, s, &dummy)) pull_part_done(op, rc);
@@ -869,14 +1114,24 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
     pthread_mutex_lock(&t->mu);
     for (size_t i = 0; t->cache_on && i < op->nuniq; i++) {
         uint32_t slot;
-        if (t->cache_on && u64map_get(&t->cache_idx, op->uniq[i], &slot) &&
-            cache_fresh(t, slot, op->fetch_clock)) {
-            memcpy(op->rows + i * t->row_bytes, t->c_rows + (size_t)slot * t->row_bytes,
-                   t->row_bytes);
+        int cached = u64map_get(&t->cache_idx, op->uniq[i], &slot);
+        const uint8_t *row = cached ? t->c_rows + (size_t)slot * t->row_bytes : NULL;
+        if (cached && cache_fresh(t, slot, op->fetch_clock)) {
+            memcpy(op->rows + i * t->row_bytes, row, t->row_bytes);
             hits++;
-        } else {
-            op->miss[op->nmiss++] = (uint32_t)i;
+            continue;
         }
+        /* A stale row of known version: offer it as held, its copy ready in
+         * rows in case the server says it did not change. */
+        if (cached && t->c_version[slot] && !t->pull_dense &&
+            !own_write_to(t, ps_server_of(&t->def.opts, server_count(t), op->uniq[i]),
+                          op->uniq[i]) &&
+            (op->held || (op->held = calloc(op->nuniq / 8 + 1, 1)))) {
+            op->held[op->nmiss / 8] |= (uint8_t)(1u << (op->nmiss % 8));
+            if (!op->since || t->c_version[slot] < op->since) op->since = t->c_version[slot];
+            memcpy(op->rows + i * t->row_bytes, row, t->row_bytes);
+        }
+        op->miss[op->nmiss++] = (uint32_t)i;
     }
     pthread_mutex_unlock(&t->mu);
     if (hits) node_count(t->node, NODE_PULLS_FROM_CACHE, hits);
@@ -990,6 +1245,13 @@ static void table_free(loom_table *t)
     free(t->c_rows);
     free(t->c_server_clock);
     free(t->c_fetch_clock);
+    free(t->c_version);
+    for (int s = 0; s < server_count(t); s++) {
+        if (t->push_enc) filter_chain_destroy(t->push_enc[s]);
+        if (t->pull_dec) filter_chain_destroy(t->pull_dec[s]);
+    }
+    free(t->push_enc);
+    free(t->pull_dec);
     free(t->b_keys);
     free(t->b_rows);
     free(t->b_abs);
@@ -1000,6 +1262,32 @@ static void table_free(loom_table *t)
     free(t);
 }
 
+/* The filter chains of a table, one per server and direction (the specs were
+ * checked with the definition). */
+static int table_chains(loom_table *t)
+{
+    filter_spec pull;
+    if (filter_spec_parse(t->def.filter_push, &t->push_spec, NULL, 0) ||
+        filter_spec_parse(t->def.filter_pull, &pull, NULL, 0))
+        return LOOM_EINVAL;
+    t->push_filtered = filter_spec_any(&t->push_spec) || t->push_spec.rows == FILTER_ROWS_SPARSE;
+    t->pull_dense = pull.rows == FILTER_ROWS_DENSE;
+    int S = server_count(t);
+    t->push_enc = calloc((size_t)S, sizeof *t->push_enc);
+    t->pull_dec = calloc((size_t)S, sizeof *t->pull_dec);
+    if (!t->push_enc || !t->pull_dec) return LOOM_ENOMEM;
+    const loom_table_opts *o = &t->def.opts;
+    for (int s = 0; s < S; s++) {
+        uint64_t seed = (uint64_t)loom_rank(t->node) << 32 ^ (uint64_t)s << 16 ^ 0xc11e;
+        if (filter_chain_create(&t->push_spec, FILTER_PUSH, o->type, o->width, seed,
+                                &t->push_enc[s], NULL, 0) ||
+            filter_chain_create(&pull, FILTER_PULL, o->type, o->width, seed, &t->pull_dec[s], NULL,
+                                0))
+            return LOOM_ENOMEM;
+    }
+    return 0;
+}
+
 static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_table_opts *user)
 {
     loom_table *t = calloc(1, sizeof *t);
@@ -1008,7 +1296,7 @@ static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_t
     t->client = c;
     t->node = c->node;
     t->def = *def;
-    t->def.opts.updater = t->def.updater;
+    ps_def_fix_pointers(&t->def);
     t->row_bytes = (size_t)def->opts.width * loom_type_size(def->opts.type);
     t->cache_on = user ? user->cache : 1;
     t->flush_rows = user ? user->flush_rows : 0;
@@ -1016,7 +1304,7 @@ static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_t
     t->ifl_head = calloc((size_t)c->num_servers, sizeof *t->ifl_head);
     t->ifl_tail = calloc((size_t)c->num_servers, sizeof *t->ifl_tail);
     if (!t->ifl_head || !t->ifl_tail || u64map_init(&t->cache_idx, 1024) ||
-        u64map_init(&t->buf_idx, 1024)) {
+        u64map_init(&t->buf_idx, 1024) || table_chains(t)) {
         table_free(t);
         return NULL;
     }
@@ -1134,6 +1422,29 @@ loom_node *loom_table_node(const loom_table *t)
 const loom_table_opts *loom_table_options(const loom_table *t)
 {
     return t ? &t->def.opts : NULL;
+}
+
+int loom_table_filter_stats(loom_table *t, loom_direction dir, loom_filter_stats *out)
+{
+    if (!t || !out || (dir != LOOM_DIR_PUSH && dir != LOOM_DIR_PULL)) return LOOM_EINVAL;
+    pthread_mutex_lock(&t->mu);
+    *out = t->wire[dir];
+    for (int s = 0; s < server_count(t); s++) {
+        const filter_chain *c = dir == LOOM_DIR_PUSH ? t->push_enc[s] : t->pull_dec[s];
+        for (int k = 0; k < LOOM_FILTER_COUNT; k++) {
+            filter_stats fs = filter_chain_stats(c, (filter_kind)k);
+            out->filter[k].messages += fs.msgs;
+            out->filter[k].bytes_in += fs.bytes_in;
+            out->filter[k].bytes_out += fs.bytes_out;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}
+
+const char *loom_filter_name(loom_filter_kind k)
+{
+    return filter_name((filter_kind)k);
 }
 
 /* ---- clocks ---- */
@@ -1293,7 +1604,7 @@ static size_t send_early(loom_table *t)
         kept++;
     }
     t->b_n = kept;
-    if (send_push(t, keys, 0, vals, got, b, NULL, 1)) got = 0;
+    if (send_push(t, keys, 0, vals, got, b, NULL, 0, 1)) got = 0;
     sbuf_unref(b);
     free(pick);
     free(order);
@@ -1327,7 +1638,9 @@ static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
 
 /* A server pushed rows that changed (SSPPush): rows this worker caches are
  * replaced, as a pull reply would fill them (with its own later writes
- * re-added); others are ignored. */
+ * re-added), with the row version the push reflects (b) for later
+ * PULL_SINCE; others are ignored. The rows come plain, not through the pull
+ * chain (see server.c). */
 static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
 {
     ps_client *c = ctx;
@@ -1365,7 +1678,7 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
         if (!u64map_get(&t->cache_idx, key, &slot)) continue;
         memcpy(row, vp + i * t->row_bytes, t->row_bytes);
         if (rmw) add_own_writes(t, rank, m->h.a, key, row);
-        cache_put(t, key, row, m->h.clock, clock);
+        cache_put(t, key, row, m->h.clock, clock, m->h.b);
         refreshed++;
     }
     prune_applied(t, rank, m->h.a);
@@ -1415,6 +1728,7 @@ int ps_client_attach(loom_node *n)
     node_set_handler(n, MSG_TABLE_OPENED, on_table_opened, c);
     node_set_handler(n, MSG_PUSH_ACK, on_push_ack, c);
     node_set_handler(n, MSG_PULL_REPLY, on_pull_reply, c);
+    node_set_handler(n, MSG_PULL_REPLY_ENC, on_pull_reply_enc, c);
     node_set_handler(n, MSG_MIN_CLOCK, on_min_clock, c);
     return 0;
 }

@@ -6,14 +6,19 @@
  *   frame:  u8 version (1) | u8 codec (0 none, 1 lz4, 2 zstd) | u32 body length | payload
  *           payload: the body itself (codec 0, exactly body length bytes) or its
  *           compressed form, which must decompress to exactly body length bytes
- *   body:   u8 type | u8 key form | u8 value form (0 raw, 8 or 16 quantised) | u8 0 |
+ *   body:   u8 type | u8 key form | u8 value form (0 raw, 8 or 16 quantised) |
+ *           u8 row layout (0 dense, 1 sparse; sparse only with raw values) |
  *           u32 width | u64 n | keys | values
  *           key form 0: n u64 keys; 1: the same, and the receiver keeps the list
  *           (the sender cached it); 2: the u64 digest of a list kept before
- *           values: n*width raw values of the type, or quantised blocks
+ *           values, dense: n*width raw values of the type, or quantised blocks;
+ *           sparse: u32 count of non-zero values per row (n of them), then every
+ *           row's columns (u16 if width <= 65536, else u32; strictly ascending
+ *           within a row, < width), then the non-zero values themselves
  * The decoder knows the size every field implies and refuses a body that is
- * not exactly that long, keys that are not strictly ascending, and a type or
- * width other than its table's, before it allocates for or trusts anything. */
+ * not exactly that long, keys that are not strictly ascending, sparse columns
+ * that are not ascending or not below the width, and a type or width other than
+ * its table's, before it allocates for or trusts anything. */
 #include "ps/filter.h"
 
 #include <errno.h>
@@ -25,6 +30,7 @@
 
 #include "core/msg.h"
 #include "loom/error.h"
+#include "loom/filter.h"
 #include "ps/filter_impl.h"
 
 /* u32 fields; u64 ones use msg_load_u64 / msg_store_u64. */
@@ -43,6 +49,8 @@ static uint32_t load_u32(const uint8_t *p)
 #define KEYS_LIST      0
 #define KEYS_LIST_KEEP 1
 #define KEYS_DIGEST    2
+#define ROWS_DENSE     0
+#define ROWS_SPARSE    1
 /* Lists shorter than this are sent as they are: a digest would not save much. */
 #define KEYCACHE_MIN_KEYS 4
 
@@ -107,7 +115,7 @@ static int spec_arg(filter_kind k, const char *arg, filter_spec *spec, char *err
 int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t errlen)
 {
     memset(spec, 0, sizeof *spec);
-    if (!text || !*text) return 0;
+    if (!text || !*text || !strcmp(text, "none")) return 0;
     char buf[256];
     if (strlen(text) >= sizeof buf) return spec_error(err, errlen, "filter spec too long");
     strcpy(buf, text);
@@ -118,11 +126,20 @@ int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t err
         char *colon = strchr(item, ':');
         if (colon) *colon = '\0';
         if (!*item) return spec_error(err, errlen, "empty filter name in '%s'", text);
+        if (!strcmp(item, "sparse") || !strcmp(item, "dense")) {
+            if (colon) return spec_error(err, errlen, "%s takes no argument", item);
+            if (spec->rows) return spec_error(err, errlen, "give at most one of sparse and dense");
+            spec->rows = item[0] == 's' ? FILTER_ROWS_SPARSE : FILTER_ROWS_DENSE;
+            if (!comma) break;
+            item = comma + 1;
+            continue;
+        }
         int k = 0;
         while (k < FILTER_KIND_COUNT && strcmp(item, names[k]) != 0) k++;
         if (k == FILTER_KIND_COUNT)
             return spec_error(err, errlen,
-                              "unknown filter '%s' (kkt, sigmod, skip, quant, keycache, lz4, zstd)",
+                              "unknown filter '%s' (kkt, sigmod, skip, quant, keycache, lz4, "
+                              "zstd; or sparse, dense)",
                               item);
         if (spec->on[k]) return spec_error(err, errlen, "filter %s given twice", item);
         int rc = spec_arg((filter_kind)k, colon ? colon + 1 : NULL, spec, err, errlen);
@@ -134,6 +151,25 @@ int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t err
     if (spec->on[FILTER_LZ4] && spec->on[FILTER_ZSTD])
         return spec_error(err, errlen, "lz4 and zstd exclude each other: choose one compressor");
     return 0;
+}
+
+int filter_spec_parse_dir(const char *text, filter_dir dir, filter_spec *spec, char *err,
+                          size_t errlen)
+{
+    int rc = filter_spec_parse(text, spec, err, errlen);
+    if (rc || dir == FILTER_PUSH) return rc;
+    for (int k = FILTER_KKT; k <= FILTER_SKIP; k++)
+        if (spec->on[k])
+            return spec_error(err, errlen, "filter %s leaves rows out: pushes only", names[k]);
+    return 0;
+}
+
+int loom_filter_check(const char *spec, loom_direction dir, char *err, size_t errlen)
+{
+    filter_spec s;
+    if (dir != LOOM_DIR_PUSH && dir != LOOM_DIR_PULL) return LOOM_EINVAL;
+    return filter_spec_parse_dir(spec, dir == LOOM_DIR_PUSH ? FILTER_PUSH : FILTER_PULL, &s, err,
+                                 errlen);
 }
 
 /* ---- random numbers: xoshiro256**, seeded by splitmix64 ---- */
@@ -174,6 +210,108 @@ uint64_t filter_row_bytes(const filter_chain *c, size_t n)
 static int is_float(loom_type t)
 {
     return t == LOOM_F32 || t == LOOM_F64;
+}
+
+int filter_spec_any(const filter_spec *spec)
+{
+    for (int k = 0; k < FILTER_KIND_COUNT; k++)
+        if (spec->on[k]) return 1;
+    return 0;
+}
+
+/* Bytes of a column index in sparse rows of `width` values. */
+static size_t column_bytes(size_t width)
+{
+    return width <= 65536 ? 2 : 4;
+}
+
+static int is_zero(const uint8_t *v, size_t vsize)
+{
+    for (size_t b = 0; b < vsize; b++)
+        if (v[b]) return 0;
+    return 1;
+}
+
+static size_t count_nonzero(const uint8_t *vals, size_t count, size_t vsize)
+{
+    size_t nnz = 0;
+    for (size_t i = 0; i < count; i++) nnz += !is_zero(vals + i * vsize, vsize);
+    return nnz;
+}
+
+static size_t sparse_bytes(size_t n, size_t width, size_t vsize, size_t nnz)
+{
+    return n * 4 + nnz * (column_bytes(width) + vsize);
+}
+
+int filter_sparse_pays(loom_type t, size_t width, const void *vals, size_t n, size_t dense_bytes)
+{
+    size_t vsize = loom_type_size(t);
+    /* A row costs at least its key and count (12 bytes) more than its values. */
+    if (width * vsize <= 12) return 0;
+    size_t nnz = count_nonzero(vals, n * width, vsize);
+    /* The chain's own headers and keys: a sparse message carries its keys (8
+     * bytes a row) even where a plain reply would not. */
+    return FRAME_HEADER + BODY_HEADER + n * 8 + sparse_bytes(n, width, vsize, nnz) < dense_bytes;
+}
+
+/* Write n rows of dense values as sparse rows to out. */
+static void sparse_write(const uint8_t *vals, size_t n, size_t width, size_t vsize, size_t nnz,
+                         uint8_t *out)
+{
+    size_t cb = column_bytes(width);
+    uint8_t *cols = out + n * 4, *nz = cols + nnz * cb;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t row_nnz = 0;
+        for (size_t j = 0; j < width; j++) {
+            const uint8_t *v = vals + (i * width + j) * vsize;
+            if (is_zero(v, vsize)) continue;
+            if (cb == 2) {
+                cols[0] = (uint8_t)j;
+                cols[1] = (uint8_t)(j >> 8);
+            } else {
+                store_u32(cols, (uint32_t)j);
+            }
+            cols += cb;
+            memcpy(nz, v, vsize);
+            nz += vsize;
+            row_nnz++;
+        }
+        store_u32(out + 4 * i, row_nnz);
+    }
+}
+
+/* Read sparse rows (len bytes) into n dense rows at out (zeroed first).
+ * LOOM_EPROTO unless the counts, columns and length agree exactly. */
+static int sparse_read(const uint8_t *in, size_t len, size_t n, size_t width, size_t vsize,
+                       uint8_t *out)
+{
+    size_t cb = column_bytes(width);
+    if (len / 4 < n) return LOOM_EPROTO;
+    uint64_t nnz = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t row_nnz = load_u32(in + 4 * i);
+        if (row_nnz > width) return LOOM_EPROTO;
+        nnz += row_nnz;
+    }
+    /* nnz <= n * width, which the caller bounded; the product cannot overflow. */
+    if (len != n * 4 + nnz * (cb + vsize)) return LOOM_EPROTO;
+    memset(out, 0, n * width * vsize);
+    const uint8_t *cols = in + n * 4, *nz = cols + nnz * cb;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t row_nnz = load_u32(in + 4 * i);
+        for (uint32_t e = 0; e < row_nnz; e++) {
+            uint32_t j = cb == 2 ? (uint32_t)cols[0] | (uint32_t)cols[1] << 8 : load_u32(cols);
+            uint32_t prev =
+                e ? (cb == 2 ? (uint32_t)cols[-2] | (uint32_t)cols[-1] << 8 : load_u32(cols - 4))
+                  : 0;
+            if (j >= width || (e && j <= prev)) return LOOM_EPROTO;
+            memcpy(out + (i * width + j) * vsize, nz, vsize);
+            cols += cb;
+            nz += vsize;
+        }
+    }
+    return 0;
 }
 
 int filter_chain_create(const filter_spec *spec, filter_dir dir, loom_type type, size_t width,
@@ -337,16 +475,45 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
         digest = keys_digest(keys, n);
         key_form = cache_find(c, digest) ? KEYS_DIGEST : KEYS_LIST_KEEP;
     }
+    /* Unquantised values as the table stores them (the select filters worked
+     * on doubles), then dense or sparse rows, whichever the spec asks or is smaller. */
+    const uint8_t *typed = raw_vals;
+    uint8_t *converted = NULL;
+    int sparse = 0;
+    size_t nnz = 0;
+    if (!bits) {
+        if (!typed && count_vals) {
+            converted = malloc(count_vals * c->value_size);
+            if (!converted) return LOOM_ENOMEM;
+            for (size_t i = 0; i < count_vals; i++) {
+                if (c->type == LOOM_F32) {
+                    float f = (float)c->work.vals[i];
+                    memcpy(converted + 4 * i, &f, 4);
+                } else {
+                    memcpy(converted + 8 * i, &c->work.vals[i], 8);
+                }
+            }
+            typed = converted;
+        }
+        if (c->spec.rows != FILTER_ROWS_DENSE) {
+            nnz = count_nonzero(typed, count_vals, c->value_size);
+            size_t sb = sparse_bytes(n, c->width, c->value_size, nnz);
+            sparse = c->spec.rows == FILTER_ROWS_SPARSE || sb < vals_bytes;
+            if (sparse) vals_bytes = sb;
+        }
+    }
     size_t keys_bytes = key_form == KEYS_DIGEST ? 8 : n * 8;
     size_t body_len = BODY_HEADER + keys_bytes + vals_bytes;
-    if (body_len > FILTER_MAX_BYTES) return LOOM_ELIMIT;
-    uint8_t *frame = malloc(FRAME_HEADER + body_len);
-    if (!frame) return LOOM_ENOMEM;
+    uint8_t *frame = body_len > FILTER_MAX_BYTES ? NULL : malloc(FRAME_HEADER + body_len);
+    if (!frame) {
+        free(converted);
+        return body_len > FILTER_MAX_BYTES ? LOOM_ELIMIT : LOOM_ENOMEM;
+    }
     uint8_t *body = frame + FRAME_HEADER, *p = body;
     p[0] = (uint8_t)c->type;
     p[1] = (uint8_t)key_form;
     p[2] = (uint8_t)bits;
-    p[3] = 0;
+    p[3] = sparse ? ROWS_SPARSE : ROWS_DENSE;
     store_u32(p + 4, (uint32_t)c->width);
     msg_store_u64(p + 8, n);
     p += BODY_HEADER;
@@ -363,16 +530,12 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
             return rc;
         }
         count(c, FILTER_QUANT, count_vals * c->value_size, vals_bytes);
-    } else if (raw_vals) {
-        if (vals_bytes) memcpy(p, raw_vals, vals_bytes);
-    } else if (c->type == LOOM_F32) {
-        for (size_t i = 0; i < count_vals; i++) {
-            float f = (float)c->work.vals[i];
-            memcpy(p + 4 * i, &f, 4);
-        }
-    } else {
-        memcpy(p, c->work.vals, vals_bytes);
+    } else if (sparse) {
+        sparse_write(typed, n, c->width, c->value_size, nnz, p);
+    } else if (vals_bytes) {
+        memcpy(p, typed, vals_bytes);
     }
+    free(converted);
     if (c->spec.on[FILTER_KEYCACHE]) {
         count(c, FILTER_KEYCACHE, n * 8, keys_bytes);
         if (key_form == KEYS_LIST_KEEP) cache_add(c, digest, NULL, n);
@@ -416,16 +579,25 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, uint64_
     int type = body[0], key_form = body[1], bits = body[2];
     uint32_t width = load_u32(body + 4);
     uint64_t n = msg_load_u64(body + 8);
-    if (type != (int)c->type || width != c->width || body[3] != 0 || key_form > KEYS_DIGEST)
+    int sparse = body[3] == ROWS_SPARSE;
+    if (type != (int)c->type || width != c->width || body[3] > ROWS_SPARSE ||
+        key_form > KEYS_DIGEST)
         return LOOM_EPROTO;
     if (bits != 0 && (bits != 8 && bits != 16)) return LOOM_EPROTO;
-    if (bits && !is_float(c->type)) return LOOM_EPROTO;
-    /* Every value takes at least one byte, so a count above the body's length is
-     * a lie; below it, the products cannot overflow. */
-    if (n > len / width) return LOOM_EPROTO;
+    if (bits && (!is_float(c->type) || sparse)) return LOOM_EPROTO;
+    /* Every dense value takes at least one byte, every sparse row four, so a
+     * count above that is a lie; below it, the products cannot overflow. A
+     * sparse message may still claim far more rows than it carries values:
+     * what they decode to is bounded like any message. */
+    if (n > len / (sparse ? 4 : width)) return LOOM_EPROTO;
+    if (sparse && n > FILTER_MAX_BYTES / (width * c->value_size)) return LOOM_ELIMIT;
     size_t count_vals = (size_t)n * width;
     size_t keys_bytes = key_form == KEYS_DIGEST ? 8 : (size_t)n * 8;
     size_t vals_bytes = bits ? filter_quant_size(count_vals, bits) : count_vals * c->value_size;
+    if (sparse) {
+        if (len < BODY_HEADER + keys_bytes) return LOOM_EPROTO;
+        vals_bytes = len - BODY_HEADER - keys_bytes; /* checked exactly by sparse_read */
+    }
     if (len != BODY_HEADER + keys_bytes + vals_bytes) return LOOM_EPROTO;
     const uint8_t *p = body + BODY_HEADER;
 
@@ -460,8 +632,9 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, uint64_
         }
     }
     p += keys_bytes;
-    int rc = bits ? filter_quant_decode(p, count_vals, bits, c->type, vals)
-                  : (memcpy(vals, p, vals_bytes), 0);
+    int rc = bits     ? filter_quant_decode(p, count_vals, bits, c->type, vals)
+             : sparse ? sparse_read(p, vals_bytes, n, width, c->value_size, vals)
+                      : (memcpy(vals, p, vals_bytes), 0);
     uint64_t *kept = NULL;
     if (!rc && key_form == KEYS_LIST_KEEP && c->spec.on[FILTER_KEYCACHE]) {
         digest = keys_digest(keys, n);

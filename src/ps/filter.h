@@ -47,10 +47,17 @@ typedef enum {
     FILTER_KIND_COUNT
 } filter_kind;
 
-/* A parsed chain spec: which filters are on and their argument. */
+/* How rows' values travel: sparse (a row's non-zero entries with their
+ * column) when that is smaller than dense, or always one of the two. Sparse
+ * is exact: a value is "zero" when every bit of it is 0, so -0.0 travels. */
+typedef enum { FILTER_ROWS_AUTO = 0, FILTER_ROWS_SPARSE, FILTER_ROWS_DENSE } filter_rows_form;
+
+/* A parsed chain spec: which filters are on and their argument, and the rows'
+ * form ("sparse" or "dense" in the text forces one; neither is a filter). */
 typedef struct filter_spec {
     int on[FILTER_KIND_COUNT];
     double arg[FILTER_KIND_COUNT];
+    filter_rows_form rows;
 } filter_spec;
 
 /* The largest message a chain encodes or decodes (decoded size), 256 MiB:
@@ -65,10 +72,16 @@ typedef struct filter_spec {
 /* Values sharing one scale in a quantised message. */
 #define FILTER_QUANT_BLOCK 256
 
-/* "NAME[:ARG],..." into spec (an empty text is no filter). 0, or LOOM_EINVAL
+/* "NAME[:ARG],..." into spec (an empty text or "none" is no filter; the names
+ * "sparse" and "dense" set spec->rows). 0, or LOOM_EINVAL
  * with a sentence naming the culprit in err: unknown filter, a missing,
  * malformed or out-of-range argument, a filter given twice, lz4 with zstd. */
 int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t errlen);
+/* filter_spec_parse, and what the table layer allows in direction dir: a pull
+ * reply must carry every changed row the reader asked for, so the filters that
+ * leave rows out (kkt, sigmod, skip) apply to pushes only. */
+int filter_spec_parse_dir(const char *text, filter_dir dir, filter_spec *spec, char *err,
+                          size_t errlen);
 /* The name of a filter kind ("sigmod"). */
 const char *filter_name(filter_kind k);
 
@@ -81,6 +94,13 @@ typedef struct filter_chain filter_chain;
 int filter_chain_create(const filter_spec *spec, filter_dir dir, loom_type type, size_t width,
                         uint64_t seed, filter_chain **out, char *err, size_t errlen);
 void filter_chain_destroy(filter_chain *c);
+/* Whether the spec has any filter (not counting the rows' form): a table
+ * without one sends a message through a chain only when its rows are
+ * sparse enough to be worth it (filter_sparse_pays). */
+int filter_spec_any(const filter_spec *spec);
+/* Whether n rows of width values of type t (bytes as stored) would be smaller
+ * as sparse rows than `dense_bytes`, the size of sending them as they are. */
+int filter_sparse_pays(loom_type t, size_t width, const void *vals, size_t n, size_t dense_bytes);
 
 /* A message: n rows with strictly ascending keys, rows of width values. */
 typedef struct filter_msg {

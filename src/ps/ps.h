@@ -27,10 +27,14 @@
 /* Table options as they travel: the fields that define the table (client-only
  * knobs such as `cache` and `flush_rows` are not part of it). The updater name
  * is copied in, so the options do not point to the caller's memory. */
+/* Longest filter spec text (filter_spec_parse's limit). */
+#define PS_MAX_FILTER_SPEC 255
+
 typedef struct ps_table_def {
     char name[LOOM_MAX_NAME + 1];
     char updater[LOOM_MAX_NAME + 1];
-    loom_table_opts opts; /* opts.updater points to `updater` above */
+    char filter_push[PS_MAX_FILTER_SPEC + 1], filter_pull[PS_MAX_FILTER_SPEC + 1];
+    loom_table_opts opts; /* opts.updater and opts.filter_* point to the arrays above */
 } ps_table_def;
 
 /* Fill def from a user's name and options (defaults applied, NULL opts =
@@ -41,6 +45,8 @@ int ps_def_from_user(ps_table_def *def, const char *name, const loom_table_opts 
  * full validation. encode returns 0 or LOOM_ENOMEM; decode 0 or LOOM_EPROTO. */
 int ps_def_encode(const ps_table_def *def, blob_writer *w);
 int ps_def_decode(const void *data, size_t len, ps_table_def *def);
+/* Point a copied def's opts at its own strings. */
+void ps_def_fix_pointers(ps_table_def *def);
 
 /* Key range [begin, end) of a table as 128-bit numbers (end may be 2^64). */
 typedef unsigned __int128 ps_u128;

@@ -93,7 +93,7 @@ static void on_table_open(loom_node *n, void *ctx, node_msg *m)
     }
     memcpy(blob, data, len);
     t->def = def;
-    t->def.opts.updater = t->def.updater;
+    ps_def_fix_pointers(&t->def);
     t->blob = blob;
     t->blob_len = len;
     *w = (waiter){m->from, m->h.req, NULL};

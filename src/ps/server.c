@@ -21,11 +21,29 @@
  * (plus, through the reader's own bookkeeping, the reader's own writes):
  * the result a sequential run of the same supersteps would give.
  *
+ * Rows on the wire (docs/FILTERS.md). A keyed push may come encoded by the
+ * table's push filter chain (PUSH_ENC: filters, sparse rows); the server
+ * decodes it with its chain for that worker and applies it like any push. A
+ * reply goes through the pull chain for that worker when the table has pull
+ * filters, when its rows are sparse enough to be smaller, or when the reader
+ * asked only for what changed since a version (PULL_SINCE). Row versions: the
+ * partition counts the push messages it applied (`version`, from 1) and keeps
+ * for each row the count when it last changed, 8 bytes per row (dense: an
+ * array over the partition, allocated with it; sparse: per row written since
+ * the first PULL_SINCE, in a map of about 16 more bytes a row, the others
+ * counting as changed then); a reply says the count it reflects, and a row
+ * whose version is not above the reader's is left out as unchanged.
+ *
  * Managed communication (comm.c): pull replies are charged to the process's
  * budget; tables with a priority (SSP, ASP) remember which workers pulled
  * each row and how much it changed since, and the I/O thread's timer
  * (comm_tick) pushes the rows that changed most to the workers caching them,
- * queue_rows at a time, as the budget and the ack window allow.
+ * queue_rows at a time, as the budget and the ack window allow. Every
+ * applied push, plain, encoded or sent early, goes through apply_rows, which
+ * notes the changes and advances the row versions. Pushed rows travel plain,
+ * not through the pull chain: a chain's filters (kkt, sigmod, keycache)
+ * adapt to the rows a reader asked for, and ROWS_PUSH is an extra copy the
+ * reader did not ask for; the budget is charged what is sent either way.
  *
  * Everything runs on the I/O thread (a server's main thread only waits in
  * loom_serve, so no other thread reads its sockets); there is no locking. The
@@ -39,7 +57,9 @@
 
 #include "core/log.h"
 #include "loom/error.h"
+#include "core/u64map.h"
 #include "ps/comm.h"
+#include "ps/filter.h"
 #include "ps/ps.h"
 #include "ps/rowops.h"
 #include "ps/storage.h"
@@ -48,8 +68,12 @@
 /* Pulls a server holds for clocks to catch up; more means a hostile peer. */
 #define PS_MAX_DEFERRED_PULLS ((size_t)1 << 20)
 
+/* A validated push, as it arrived (frames kept) or decoded by a filter chain. */
 typedef struct staged {
-    node_msg m; /* a validated push, frames kept */
+    node_msg m;     /* plain push; unused when keys is set */
+    uint64_t *keys; /* decoded push: its keys and rows (owned) */
+    uint8_t *vals;
+    size_t n;
     int worker;
     struct staged *next;
 } staged;
@@ -64,7 +88,21 @@ typedef struct srv_table {
     uint64_t *applied;                 /* per worker rank: last push sequence applied */
     staged *staged_head, *staged_tail; /* BSP: pushes of unfinished clocks, in arrival order */
     staged *held_head, *held_tail;     /* other tables: pushes past the next checkpoint's cut */
-    comm_rowset *rows;                 /* managed: rows workers cache, and their changes */
+    /* filter chains per worker rank: decoding its pushes, encoding its replies */
+    filter_chain **push_dec, **pull_enc;
+    int pull_filtered; /* the pull spec has a filter: every reply goes through it */
+    int pull_dense;    /* the pull spec forces dense rows: sparseness alone does not count */
+    /* row versions (see the top of the file) */
+    uint64_t version;
+    uint64_t *dense_ver;
+    /* sparse storage: from the first PULL_SINCE on (ver_floor: the version
+     * then, which every row not written since counts as) */
+    int ver_tracked;
+    uint64_t ver_floor;
+    u64map ver_idx;
+    uint64_t *sparse_ver;
+    size_t nver, ver_cap;
+    comm_rowset *rows; /* managed: rows workers cache, and their changes */
     comm_choice choice;
 } srv_table;
 
@@ -128,7 +166,120 @@ static int worker_rank(server *s, uint32_t from)
     return node_peer_role(s->node, from, &rank) == LOOM_WORKER ? rank : -1;
 }
 
+/* ---- row versions ---- */
+
+static uint64_t row_version(srv_table *t, uint64_t key)
+{
+    if (t->dense_ver) return t->dense_ver[key - t->lo];
+    uint32_t slot;
+    return u64map_get(&t->ver_idx, key, &slot) ? t->sparse_ver[slot] : t->ver_floor;
+}
+
+/* A sparse table keeps versions only once a reader asks for changes: a
+ * table nobody pulls that way (its rows never pay to send sparse, nor does
+ * it have pull filters) does not pay a map insert per new row. */
+static void track_versions(srv_table *t)
+{
+    if (t->dense_ver || t->ver_tracked) return;
+    t->ver_tracked = 1;
+    t->ver_floor = t->version;
+}
+
+/* Row key changed in the push numbered t->version. */
+static int mark_changed(srv_table *t, uint64_t key)
+{
+    if (t->dense_ver) {
+        t->dense_ver[key - t->lo] = t->version;
+        return 0;
+    }
+    if (!t->ver_tracked) return 0;
+    if (t->nver == t->ver_cap) {
+        size_t cap = t->ver_cap ? 2 * t->ver_cap : 1024;
+        uint64_t *nv = realloc(t->sparse_ver, cap * sizeof *nv);
+        if (!nv) return LOOM_ENOMEM;
+        t->sparse_ver = nv;
+        t->ver_cap = cap;
+    }
+    int inserted;
+    uint32_t slot = u64map_put(&t->ver_idx, key, (uint32_t)t->nver, &inserted);
+    if (slot == UINT32_MAX) return LOOM_ENOMEM;
+    if (inserted) t->nver++;
+    t->sparse_ver[slot] = t->version;
+    return 0;
+}
+
 /* ---- table creation ---- */
+
+/* Free a staged or held push. */
+static void free_entry(staged *st)
+{
+    if (st->keys) {
+        free(st->keys);
+        free(st->vals);
+    } else {
+        node_msg_release(&st->m);
+    }
+    free(st);
+}
+
+static void table_destroy(srv_table *t, int num_workers)
+{
+    if (!t) return;
+    for (staged *st = t->staged_head, *next; st; st = next) {
+        next = st->next;
+        free_entry(st);
+    }
+    for (staged *st = t->held_head, *next; st; st = next) {
+        next = st->next;
+        free_entry(st);
+    }
+    for (int w = 0; w < num_workers; w++) {
+        if (t->push_dec) filter_chain_destroy(t->push_dec[w]);
+        if (t->pull_enc) filter_chain_destroy(t->pull_enc[w]);
+    }
+    free(t->push_dec);
+    free(t->pull_enc);
+    free(t->dense_ver);
+    u64map_free(&t->ver_idx);
+    free(t->sparse_ver);
+    if (t->rows) comm_rowset_free(t->rows);
+    free(t->rows);
+    store_destroy(t->store);
+    free(t->applied);
+    free(t);
+}
+
+/* The filter chains and row versions of a new table. */
+static int table_prepare_wire(server *s, srv_table *t)
+{
+    const loom_table_opts *o = &t->def.opts;
+    filter_spec push, pull;
+    /* Both specs were checked when the definition was decoded. */
+    if (filter_spec_parse(t->def.filter_push, &push, NULL, 0) ||
+        filter_spec_parse(t->def.filter_pull, &pull, NULL, 0))
+        return LOOM_EINVAL;
+    t->pull_filtered = filter_spec_any(&pull) || pull.rows == FILTER_ROWS_SPARSE;
+    t->pull_dense = pull.rows == FILTER_ROWS_DENSE;
+    t->version = 1;
+    if (u64map_init(&t->ver_idx, 64)) return LOOM_ENOMEM;
+    if (o->storage == LOOM_DENSE && t->lo < t->hi) {
+        t->dense_ver = calloc((size_t)(t->hi - t->lo), sizeof *t->dense_ver);
+        if (!t->dense_ver) return LOOM_ENOMEM;
+    }
+    t->push_dec = calloc((size_t)s->num_workers, sizeof *t->push_dec);
+    t->pull_enc = calloc((size_t)s->num_workers, sizeof *t->pull_enc);
+    if (!t->push_dec || !t->pull_enc) return LOOM_ENOMEM;
+    for (int w = 0; w < s->num_workers; w++) {
+        uint64_t seed = (uint64_t)loom_rank(s->node) << 32 ^ (uint64_t)w << 16 ^ 0x5eed;
+        int rc = filter_chain_create(&push, FILTER_PUSH, o->type, o->width, seed, &t->push_dec[w],
+                                     NULL, 0);
+        if (!rc)
+            rc = filter_chain_create(&pull, FILTER_PULL, o->type, o->width, seed, &t->pull_enc[w],
+                                     NULL, 0);
+        if (rc) return rc;
+    }
+    return 0;
+}
 
 static void on_create(loom_node *n, void *ctx, node_msg *m)
 {
@@ -150,7 +301,7 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     loom_table_opts *o = &t->def.opts;
-    o->updater = t->def.updater;
+    ps_def_fix_pointers(&t->def);
     int rank = loom_rank(n);
     ps_u128 lo = ps_slice_start(o, s->num_servers, rank);
     t->hi = ps_slice_start(o, s->num_servers, rank + 1);
@@ -174,15 +325,15 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
         status = store_create(&spec, &t->store);
         if (!status && s->ckpt.every) status = store_track_changes(t->store);
     }
+    /* The wire state first: restored rows get the row version of the restore. */
+    if (!status) status = table_prepare_wire(s, t);
     if (!status && s->ckpt.restore) {
         status = s->ckpt.restore(s->ckpt.ctx, &t->def, t);
         if (!status && t->store) store_forget_changes(t->store);
     }
     if (status) {
         log_error("cannot create table \"%s\": %s", t->def.name, loom_strerror(status));
-        store_destroy(t->store);
-        free(t->applied);
-        free(t);
+        table_destroy(t, s->num_workers);
         goto reply;
     }
     if (id >= s->cap) {
@@ -190,9 +341,7 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
         while (cap <= id) cap *= 2;
         srv_table **nt = realloc(s->tables, cap * sizeof *nt);
         if (!nt) {
-            store_destroy(t->store);
-            free(t->applied);
-            free(t);
+            table_destroy(t, s->num_workers);
             status = LOOM_ENOMEM;
             goto reply;
         }
@@ -267,17 +416,19 @@ static void note_changes(server *s, srv_table *t, const uint64_t *keys, uint64_t
     if (!before && t->rows->ndirty) node_timer_poke(s->node, NODE_LAYER_PS);
 }
 
-/* Apply a validated push through the table's updater. */
-static int apply_push(server *s, srv_table *t, node_msg *m, int w)
+/* Apply validated delta rows (keys, or the range from `begin` when keys is
+ * NULL) through the table's updater, as push number `seq` of worker w. */
+static int apply_rows(server *s, srv_table *t, const uint64_t *keys, uint64_t begin,
+                      const uint8_t *vals, uint64_t count, int w, uint64_t seq)
 {
-    int range = (m->h.flags & MSG_F_RANGE) != 0;
-    const uint64_t *keys = range ? NULL : aligned_payload(s, m, 0, 0);
-    const uint8_t *vals = aligned_payload(s, m, range ? 0 : 1, 1);
-    if ((!range && !keys) || !vals) return LOOM_ENOMEM;
-    uint64_t count = node_frame_size(m, range ? 0 : 1) / t->row_bytes;
-    t->applied[w] = m->h.req;
+    if (t->rows) note_changes(s, t, keys, begin, vals, (size_t)count);
+    t->applied[w] = seq;
+    t->version++;
+    int status = 0;
+    for (uint64_t i = 0; i < count && !status && (t->dense_ver || t->ver_tracked); i++)
+        status = mark_changed(t, keys ? keys[i] : begin + i);
+    if (status) return status;
     const loom_table_opts *o = &t->def.opts;
-    if (t->rows) note_changes(s, t, keys, m->h.a, vals, (size_t)count);
     uint8_t *dense = store_dense_rows(t->store);
     if (dense && t->upd.kind == UPD_SUM) {
         /* The common case as one tight loop over the message. */
@@ -285,15 +436,14 @@ static int apply_push(server *s, srv_table *t, node_msg *m, int w)
             rows_add_indexed(o->type, o->width, dense, t->lo, keys, (size_t)count, vals);
             store_mark_changed(t->store, keys, (size_t)count);
         } else {
-            rows_add(o->type, dense + (size_t)(m->h.a - t->lo) * t->row_bytes, vals,
+            rows_add(o->type, dense + (size_t)(begin - t->lo) * t->row_bytes, vals,
                      (size_t)count * o->width);
-            store_mark_changed_range(t->store, m->h.a, m->h.a + count);
+            store_mark_changed_range(t->store, begin, begin + count);
         }
         return 0;
     }
-    int status = 0;
     for (uint64_t i = 0; i < count; i++) {
-        uint64_t key = keys ? keys[i] : m->h.a + i;
+        uint64_t key = keys ? keys[i] : begin + i;
         void *state;
         void *row = store_row(t->store, key, &state);
         if (!row) {
@@ -303,6 +453,61 @@ static int apply_push(server *s, srv_table *t, node_msg *m, int w)
         updater_apply(&t->upd, o, o->type, o->width, key, row, state, vals + i * t->row_bytes);
     }
     return status;
+}
+
+/* Apply a validated plain push. */
+static int apply_push(server *s, srv_table *t, node_msg *m, int w)
+{
+    int range = (m->h.flags & MSG_F_RANGE) != 0;
+    const uint64_t *keys = range ? NULL : aligned_payload(s, m, 0, 0);
+    const uint8_t *vals = aligned_payload(s, m, range ? 0 : 1, 1);
+    if ((!range && !keys) || !vals) return LOOM_ENOMEM;
+    uint64_t count = node_frame_size(m, range ? 0 : 1) / t->row_bytes;
+    return apply_rows(s, t, keys, m->h.a, vals, count, w, m->h.req);
+}
+
+/* A push of clock `clock` into a BSP table waits for the clock to end everywhere. */
+static int must_stage(server *s, srv_table *t, int64_t clock)
+{
+    return t->def.opts.consistency == LOOM_BSP && clock >= s->min_clock;
+}
+
+/* Under SSP and ASP, a push of a clock at or past the next checkpoint's cut
+ * is held, unapplied and unacknowledged, until that cut is written. */
+static int must_hold(server *s, srv_table *t, int64_t clock)
+{
+    return t->def.opts.consistency != LOOM_BSP && clock >= next_cut(s);
+}
+
+/* A new entry at the tail of a staged or held list. */
+static staged *enqueue(staged **head, staged **tail, int w)
+{
+    staged *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->worker = w;
+    if (*tail)
+        (*tail)->next = st;
+    else
+        *head = st;
+    *tail = st;
+    return st;
+}
+
+/* Apply a staged or held push, decoded or kept as it arrived. */
+static int apply_entry(server *s, srv_table *t, staged *st)
+{
+    return st->keys ? apply_rows(s, t, st->keys, 0, st->vals, st->n, st->worker, st->m.h.req)
+                    : apply_push(s, t, &st->m, st->worker);
+}
+
+static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int status)
+{
+    msg_header h = {.type = MSG_PUSH_ACK,
+                    .table = m->h.table,
+                    .req = m->h.req,
+                    .a = (uint64_t)status,
+                    .b = t->applied[w]};
+    node_send(s->node, m->from, &h, NULL, 0);
 }
 
 static void on_push(loom_node *n, void *ctx, node_msg *m)
@@ -326,32 +531,70 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     int status = 0;
-    int bsp = t->def.opts.consistency == LOOM_BSP;
-    if ((bsp && m->h.clock >= s->min_clock) || (!bsp && m->h.clock >= next_cut(s))) {
-        staged *st = calloc(1, sizeof *st);
+    int hold = must_hold(s, t, m->h.clock);
+    if (hold || must_stage(s, t, m->h.clock)) {
+        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w)
+                          : enqueue(&t->staged_head, &t->staged_tail, w);
         if (!st) {
             status = LOOM_ENOMEM;
         } else {
             node_msg_keep(&st->m, m);
-            st->worker = w;
-            staged **head = bsp ? &t->staged_head : &t->held_head;
-            staged **tail = bsp ? &t->staged_tail : &t->held_tail;
-            if (*tail)
-                (*tail)->next = st;
-            else
-                *head = st;
-            *tail = st;
-            if (!bsp) return; /* acknowledged once applied, after the cut */
+            if (hold) return; /* acknowledged once applied, after the cut */
         }
     } else {
         status = apply_push(s, t, m, w);
     }
-    msg_header h = {.type = MSG_PUSH_ACK,
-                    .table = m->h.table,
-                    .req = m->h.req,
-                    .a = (uint64_t)status,
-                    .b = t->applied[w]};
-    node_send(n, m->from, &h, NULL, 0);
+    send_push_ack(s, t, m, w, status);
+}
+
+/* A push encoded by the worker's push chain: decoded by this server's chain
+ * for that worker (every one, in order, so that the key caches stay alike),
+ * checked like a plain push, then applied or staged. A message the chain
+ * refuses is dropped and counted, and its acknowledgement carries the error,
+ * so that the worker's push fails instead of waiting. */
+static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    srv_table *t = table_of(s, m->h.table);
+    int w = worker_rank(s, m->from);
+    if (!t || w < 0 || m->nframes != 1 || (m->h.flags & MSG_F_RANGE)) {
+        node_drop(n, m, "unknown table, sender or frame count");
+        return;
+    }
+    int hold = 0;
+    uint64_t *keys, digest;
+    void *vals;
+    size_t count;
+    int status = filter_chain_decode(t->push_dec[w], node_frame_data(m, 0), node_frame_size(m, 0),
+                                     &keys, &vals, &count, &digest);
+    const char *bad = status ? "filtered push refused by its filter chain" : NULL;
+    for (size_t i = 0; !bad && i < count; i++)
+        if (keys[i] < t->lo || (ps_u128)keys[i] >= t->hi)
+            bad = "key outside this server's partition";
+    if (bad) {
+        node_drop(n, m, bad);
+        if (!status) status = LOOM_EPROTO;
+    } else if ((hold = must_hold(s, t, m->h.clock)) || must_stage(s, t, m->h.clock)) {
+        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w)
+                          : enqueue(&t->staged_head, &t->staged_tail, w);
+        if (st) {
+            st->keys = keys;
+            st->vals = vals;
+            st->n = count;
+            st->m.h = m->h;       /* its clock and sequence number */
+            st->m.from = m->from; /* whom a held push is acknowledged to */
+            if (hold) return;     /* acknowledged once applied, after the cut */
+            keys = NULL;
+            vals = NULL;
+        } else {
+            status = LOOM_ENOMEM;
+        }
+    } else {
+        status = apply_rows(s, t, keys, 0, vals, count, w, m->h.req);
+    }
+    free(keys);
+    free(vals);
+    send_push_ack(s, t, m, w, status);
 }
 
 /* After a cut: apply, in arrival order, and acknowledge the held pushes that
@@ -368,15 +611,8 @@ static void release_held(server *s, srv_table *t)
             continue;
         }
         *pp = st->next;
-        int status = apply_push(s, t, &st->m, st->worker);
-        msg_header h = {.type = MSG_PUSH_ACK,
-                        .table = st->m.h.table,
-                        .req = st->m.h.req,
-                        .a = (uint64_t)status,
-                        .b = t->applied[st->worker]};
-        node_send(s->node, st->m.from, &h, NULL, 0);
-        node_msg_release(&st->m);
-        free(st);
+        send_push_ack(s, t, &st->m, st->worker, apply_entry(s, t, st));
+        free_entry(st);
     }
     t->held_tail = last;
 }
@@ -393,10 +629,9 @@ static void apply_staged(server *s, srv_table *t)
             continue;
         }
         *pp = st->next;
-        if (apply_push(s, t, &st->m, st->worker))
+        if (apply_entry(s, t, st))
             log_error("out of memory applying a push to table \"%s\"", t->def.name);
-        node_msg_release(&st->m);
-        free(st);
+        free_entry(st);
     }
     t->staged_tail = last;
 }
@@ -430,7 +665,63 @@ static const char *check_pull(server *s, srv_table *t, node_msg *m, const uint64
     const char *bad = check_keys(s, t, m, 0, keys, count);
     /* The reply is one frame: within the job's limit (clients split larger pulls). */
     if (!bad && *count > node_max_payload(s->node) / t->row_bytes) bad = "pull too large";
+    if (!bad && m->h.type == MSG_PULL_SINCE && node_frame_size(m, 1) != (*count + 7) / 8)
+        bad = "held-rows bitmap does not match the keys";
     return bad;
+}
+
+static void free_data(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+/* Whether the reader of a PULL_SINCE holds row i of its request. */
+static int reader_holds(node_msg *m, size_t i)
+{
+    const uint8_t *held = node_frame_data(m, 1);
+    return held[i / 8] >> (i % 8) & 1;
+}
+
+/* Answer a pull through the pull chain for worker w, with the `count` rows
+ * read into rows (one buffer per reply: this function owns it): leave out the
+ * rows the reader holds and that have not changed since the version it names,
+ * encode the others. 0, or the status to reply with. */
+static int answer_encoded(server *s, srv_table *t, node_msg *m, int w, const uint64_t *keys,
+                          uint64_t count, uint8_t *rows)
+{
+    uint64_t *sent = malloc(count ? count * 8 : 1);
+    if (!sent) return LOOM_ENOMEM;
+    int since = m->h.type == MSG_PULL_SINCE;
+    if (since) track_versions(t);
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t key = keys ? keys[i] : m->h.a + i;
+        if (since && reader_holds(m, i) && row_version(t, key) <= m->h.a) continue;
+        if (n != i) memmove(rows + n * t->row_bytes, rows + i * t->row_bytes, t->row_bytes);
+        sent[n++] = key;
+    }
+    filter_msg fm = {.keys = sent, .vals = rows, .n = n};
+    uint8_t *enc;
+    size_t len;
+    int rc = filter_chain_encode(t->pull_enc[w], &fm, &enc, &len);
+    free(sent);
+    if (rc) return rc;
+    if (len > node_max_payload(s->node)) {
+        free(enc);
+        return LOOM_ELIMIT;
+    }
+    uint8_t version[8];
+    msg_store_u64(version, t->version);
+    msg_header h = {.type = MSG_PULL_REPLY_ENC,
+                    .table = m->h.table,
+                    .req = m->h.req,
+                    .clock = s->min_clock,
+                    .a = t->applied[w]};
+    node_frame f[2] = {{version, 8, NULL, NULL, 1}, {enc, len, free_data, NULL, 0}};
+    comm_mgr_sent(&s->cm, node_now_ms(), 8 + len, 0); /* the budget pays for what is sent */
+    node_send(s->node, m->from, &h, f, 2);
+    return 0;
 }
 
 /* Answer a pull that is allowed to proceed. */
@@ -443,6 +734,8 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
         node_drop(s->node, m, bad);
         return;
     }
+    for (uint64_t i = 0; t->rows && i < count; i++) /* without memory: only not pushed to */
+        comm_rowset_subscribe(t->rows, keys ? keys[i] : m->h.a + i, w);
     size_t bytes = (size_t)count * t->row_bytes;
     reply_buf *b = reply_buf_get(s, bytes);
     uint8_t *out = b ? b->data : NULL;
@@ -451,6 +744,14 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
         store_read_many(t->store, keys, (size_t)count, out);
     else if (out)
         store_read_range(t->store, m->h.a, m->h.b, out);
+    if (out && (m->h.type == MSG_PULL_SINCE || t->pull_filtered ||
+                (!t->pull_dense && filter_sparse_pays(t->def.opts.type, t->def.opts.width, out,
+                                                      (size_t)count, bytes)))) {
+        status = answer_encoded(s, t, m, w, keys, count, out);
+        free_reply(out, s);
+        if (!status) return;
+        out = NULL;
+    }
     msg_header h = {.type = MSG_PULL_REPLY,
                     .table = m->h.table,
                     .req = m->h.req,
@@ -459,8 +760,6 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
                     .b = (uint64_t)status};
     node_frame f = {out, out ? bytes : 0, out ? free_reply : NULL, s, 0};
     comm_mgr_sent(&s->cm, node_now_ms(), bytes, 0);
-    for (uint64_t i = 0; t->rows && i < count; i++) /* without memory: only not pushed to */
-        comm_rowset_subscribe(t->rows, keys ? keys[i] : m->h.a + i, w);
     node_send(s->node, m->from, &h, &f, out ? 1 : 0);
 }
 
@@ -470,7 +769,8 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
     srv_table *t = table_of(s, m->h.table);
     int w = worker_rank(s, m->from);
     int range = (m->h.flags & MSG_F_RANGE) != 0;
-    if (!t || w < 0 || m->nframes != (range ? 0u : 1u)) {
+    unsigned frames = range ? 0u : m->h.type == MSG_PULL_SINCE ? 2u : 1u;
+    if (!t || w < 0 || m->nframes != frames || (range && m->h.type == MSG_PULL_SINCE)) {
         node_drop(n, m, "unknown table, sender or frame count");
         return;
     }
@@ -582,7 +882,8 @@ static size_t push_changed(server *s, uint32_t id, srv_table *t, uint64_t now)
                         .table = id,
                         .req = ++s->push_id,
                         .clock = s->min_clock,
-                        .a = t->applied[w]};
+                        .a = t->applied[w],
+                        .b = t->version};
         node_frame f[2] = {{b->data, m * 8, NULL, NULL, 1},
                            {b->data + m * 8, m * t->row_bytes, NULL, NULL, 1}};
         comm_mgr_sent(&s->cm, now, m * 8 + m * t->row_bytes, 1);
@@ -640,24 +941,7 @@ static void on_rows_push_ack(loom_node *n, void *ctx, node_msg *m)
 static void server_destroy(void *state)
 {
     server *s = state;
-    for (uint32_t i = 0; i < s->cap; i++) {
-        if (!s->tables[i]) continue;
-        for (staged *st = s->tables[i]->staged_head, *next; st; st = next) {
-            next = st->next;
-            node_msg_release(&st->m);
-            free(st);
-        }
-        for (staged *st = s->tables[i]->held_head, *next; st; st = next) {
-            next = st->next;
-            node_msg_release(&st->m);
-            free(st);
-        }
-        store_destroy(s->tables[i]->store);
-        if (s->tables[i]->rows) comm_rowset_free(s->tables[i]->rows);
-        free(s->tables[i]->rows);
-        free(s->tables[i]->applied);
-        free(s->tables[i]);
-    }
+    for (uint32_t i = 0; i < s->cap; i++) table_destroy(s->tables[i], s->num_workers);
     while (s->waiting) {
         deferred *d = s->waiting;
         s->waiting = d->next;
@@ -692,6 +976,8 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_TABLE_CREATE, on_create, s);
     node_set_handler(n, MSG_PUSH, on_push, s);
     node_set_handler(n, MSG_PULL, on_pull, s);
+    node_set_handler(n, MSG_PUSH_ENC, on_push_enc, s);
+    node_set_handler(n, MSG_PULL_SINCE, on_pull, s);
     node_set_handler(n, MSG_CLOCK, on_clock, s);
     return 0;
 }
@@ -807,6 +1093,7 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
         if (!row) return LOOM_ENOMEM;
         memcpy(row, p + 8, row_bytes);
         if (state_bytes) memcpy(state, p + 8 + row_bytes, state_bytes);
+        if (mark_changed(t, key)) return LOOM_ENOMEM; /* changed-only pulls stay exact */
     }
     return 0;
 }

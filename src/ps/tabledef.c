@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "loom/error.h"
+#include "ps/filter.h"
 #include "ps/ps.h"
 
 size_t loom_type_size(loom_type t)
@@ -70,6 +71,17 @@ static int check_def(const ps_table_def *d, char *why, size_t whylen)
         BAD("uniform initialisation needs init_a < init_b");
     if (o->init == LOOM_INIT_NORMAL && o->init_b < 0)
         BAD("normal initialisation needs a standard deviation init_b >= 0");
+    const char *specs[2] = {d->filter_push, d->filter_pull};
+    for (int dir = 0; dir < 2; dir++) {
+        filter_spec spec;
+        filter_chain *c;
+        char err[160];
+        filter_dir fd = dir ? FILTER_PULL : FILTER_PUSH;
+        if (filter_spec_parse_dir(specs[dir], fd, &spec, err, sizeof err) ||
+            filter_chain_create(&spec, fd, o->type, o->width, 0, &c, err, sizeof err))
+            BAD("%s filters: %s", dir ? "pull" : "push", err);
+        filter_chain_destroy(c);
+    }
     if (!isfinite(o->bandwidth_mbits) || o->bandwidth_mbits < 0 || o->bandwidth_mbits > 1e6)
         BAD("bandwidth_mbits must be 0 (no budget) to 1e6");
     if (o->priority < LOOM_PRIORITY_NONE || o->priority > LOOM_PRIORITY_REL)
@@ -94,7 +106,16 @@ int ps_def_from_user(ps_table_def *def, const char *name, const loom_table_opts 
     }
     snprintf(def->name, sizeof def->name, "%s", name);
     snprintf(def->updater, sizeof def->updater, "%s", upd);
-    def->opts.updater = def->updater;
+    const char *fp = def->opts.filter_push ? def->opts.filter_push : "";
+    const char *fl = def->opts.filter_pull ? def->opts.filter_pull : "";
+    if (strlen(fp) > PS_MAX_FILTER_SPEC || strlen(fl) > PS_MAX_FILTER_SPEC) {
+        if (why)
+            snprintf(why, whylen, "filter specs must be at most %d characters", PS_MAX_FILTER_SPEC);
+        return LOOM_EINVAL;
+    }
+    snprintf(def->filter_push, sizeof def->filter_push, "%s", fp);
+    snprintf(def->filter_pull, sizeof def->filter_pull, "%s", fl);
+    ps_def_fix_pointers(def);
     /* Staleness means something only for SSP; BSP is SSP(0). */
     if (def->opts.consistency == LOOM_BSP) def->opts.staleness = 0;
     if (def->opts.consistency == LOOM_ASP) def->opts.staleness = 0;
@@ -123,10 +144,19 @@ int ps_def_encode(const ps_table_def *d, blob_writer *w)
     blob_put_f64(w, o->init_a);
     blob_put_f64(w, o->init_b);
     blob_put_u64(w, o->init_seed);
+    blob_put_str(w, d->filter_push);
+    blob_put_str(w, d->filter_pull);
     blob_put_f64(w, o->bandwidth_mbits);
     blob_put_u8(w, (uint8_t)o->priority);
     blob_put_u32(w, o->queue_rows);
     return w->bad ? LOOM_ENOMEM : 0;
+}
+
+void ps_def_fix_pointers(ps_table_def *d)
+{
+    d->opts.updater = d->updater;
+    d->opts.filter_push = d->filter_push;
+    d->opts.filter_pull = d->filter_pull;
 }
 
 int ps_def_decode(const void *data, size_t len, ps_table_def *d)
@@ -156,9 +186,12 @@ int ps_def_decode(const void *data, size_t len, ps_table_def *d)
     o->init_a = blob_get_f64(&r);
     o->init_b = blob_get_f64(&r);
     o->init_seed = blob_get_u64(&r);
+    blob_get_str(&r, d->filter_push, sizeof d->filter_push);
+    blob_get_str(&r, d->filter_pull, sizeof d->filter_pull);
     o->bandwidth_mbits = blob_get_f64(&r);
     o->priority = (loom_priority)blob_get_u8(&r);
     o->queue_rows = blob_get_u32(&r);
+    ps_def_fix_pointers(d);
     if (r.bad || r.left) return LOOM_EPROTO;
     return check_def(d, NULL, 0) ? LOOM_EPROTO : 0;
 }

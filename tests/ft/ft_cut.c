@@ -38,7 +38,7 @@ static int64_t expected(int workers, int64_t clocks, uint64_t key)
     return s;
 }
 
-static int worker(loom_node *n, const char *consistency, int64_t clocks)
+static int worker(loom_node *n, const char *consistency, int64_t clocks, const char *filter)
 {
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_I64;
@@ -49,6 +49,7 @@ static int worker(loom_node *n, const char *consistency, int64_t clocks)
                     : !strcmp(consistency, "asp") ? LOOM_ASP
                                                   : LOOM_SSP;
     o.staleness = 3;
+    o.filter_push = filter; /* NULL: plain pushes; else held pushes arrive encoded */
     loom_table *t;
     int rc = loom_table_open(n, "cut.sum", &o, &t);
     int rank = loom_rank(n);
@@ -65,6 +66,14 @@ static int worker(loom_node *n, const char *consistency, int64_t clocks)
         if (!rc && loom_checkpoint_due(n)) rc = loom_checkpoint_save(n, &now, sizeof now);
     }
     if (!rc) rc = loom_barrier(n);
+    loom_filter_stats fs;
+    if (!rc && filter && !loom_table_filter_stats(t, LOOM_DIR_PUSH, &fs) &&
+        fs.messages != (uint64_t)clocks * (uint64_t)loom_num_servers(n)) {
+        fprintf(stderr,
+                "ft_cut: %" PRIu64 " of %" PRId64 " push messages went through the filter\n",
+                fs.messages, clocks * loom_num_servers(n));
+        rc = 1;
+    }
     if (!rc && rank == 0) {
         rc = loom_pull(t, keys, KEYS, vals);
         for (uint64_t k = 0; !rc && k < KEYS; k++)
@@ -150,8 +159,9 @@ int main(int argc, char **argv)
         printf("%d committed checkpoint(s) hold exactly their cut\n", checked);
         return failed;
     }
-    if (argc != 4 || strcmp(argv[1], "job")) {
-        fprintf(stderr, "usage: ft_cut job bsp|ssp|asp CLOCKS | ft_cut check DIR WORKERS\n");
+    if ((argc != 4 && argc != 5) || strcmp(argv[1], "job")) {
+        fprintf(stderr,
+                "usage: ft_cut job bsp|ssp|asp CLOCKS [FILTER] | ft_cut check DIR WORKERS\n");
         return 2;
     }
     loom_node *n;
@@ -161,5 +171,5 @@ int main(int argc, char **argv)
         return 1;
     }
     if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
-    return worker(n, argv[2], atoll(argv[3]));
+    return worker(n, argv[2], atoll(argv[3]), argc == 5 ? argv[4] : NULL);
 }

@@ -12,7 +12,8 @@
  * Input: byte 0 chooses the job's start: bit 0 set = assembling (the scheduler waits for
  * REGISTERs, the others for the roster); clear = running, with three tables that both
  * workers opened (0 "w": sparse f32, SSP(1), sum; 1 "e": dense f64 x4 over [0, 64), BSP,
- * adagrad; 2 "c": sparse i64 x2, ASP). Then operations, each one byte (op % 8) and its
+ * adagrad, pushes as sparse rows; 2 "c": sparse i64 x2, ASP, pushes through keycache and
+ * lz4, replies through keycache and zstd). Then operations, each one byte (op % 8) and its
  * arguments (a missing byte reads as 0):
  *   0 inject   from, dest, type, flags, table, req, clock, a, b, frames: a message
  *              encoded by msg_encode_header, the sender field set to `from` unless the
@@ -41,6 +42,7 @@
 #include "fuzz_driver.h"
 #include "loom/error.h"
 #include "loom/table.h"
+#include "ps/filter.h"
 #include "ps/ps.h"
 
 #define SERVERS         2
@@ -192,7 +194,9 @@ static int open_tables(run *r)
     o[0].staleness = 1;
     o[1].type = LOOM_F64, o[1].width = 4, o[1].storage = LOOM_DENSE, o[1].key_end = 64;
     o[1].consistency = LOOM_BSP, o[1].updater = "adagrad";
+    o[1].filter_push = "sparse";
     o[2].type = LOOM_I64, o[2].width = 2, o[2].consistency = LOOM_ASP;
+    o[2].filter_push = "keycache,lz4", o[2].filter_pull = "keycache,zstd";
     static const char *names[TABLES] = {"w", "e", "c"};
     for (int w = 0; w < WORKERS; w++) {
         loom_node *n = node_fuzz_job_node(r->job, FIRST_WORKER_ID + (uint32_t)w);
@@ -258,17 +262,19 @@ static void inject(run *r, script *s, int raw)
         m.from = next_u8(s) % (NODES + 1);
         m.dest = next_u8(s) % NODES;
         uint8_t type = next_u8(s), flags = next_u8(s);
-        msg_header h = {
-            /* Mostly types that exist: 1..13 and 32..44. */
-            .type = type < 0xF0 ? (uint8_t)(type % 26 < 13 ? 1 + type % 26 : 32 + type % 26 - 13)
-                                : type,
-            .flags = (uint16_t)(flags & 0x40 ? 1u << (flags % 16) : flags & MSG_F_RANGE),
-            .sender = flags & 0x80 ? (uint32_t)next_num(s) : m.from,
-            .table = next_u8(s) % (TABLES + 1),
-            .req = next_num(s),
-            .clock = (int64_t)next_num(s),
-            .a = next_num(s),
-            .b = next_num(s)};
+        msg_header h = {/* Mostly types that exist: 1..13, 32..44 and 48..50. */
+                        .type = type < 0xF0 ? (uint8_t)(type % 29 < 13   ? 1 + type % 29
+                                                        : type % 29 < 26 ? 32 + type % 29 - 13
+                                                                         : 48 + type % 29 - 26)
+                                            : type,
+                        .flags =
+                            (uint16_t)(flags & 0x40 ? 1u << (flags % 16) : flags & MSG_F_RANGE),
+                        .sender = flags & 0x80 ? (uint32_t)next_num(s) : m.from,
+                        .table = next_u8(s) % (TABLES + 1),
+                        .req = next_num(s),
+                        .clock = (int64_t)next_num(s),
+                        .a = next_num(s),
+                        .b = next_num(s)};
         next_frames(s, &m);
         h.nframes = (uint16_t)m.nframes;
         msg_encode_header(&h, m.hdr);
@@ -420,7 +426,7 @@ static void in_blob_frame(input *in, blob_writer *w)
 /* The type byte of inject() for a real type. */
 static unsigned type_byte(unsigned type)
 {
-    return type < 32 ? type - 1 : 13 + type - 32;
+    return type < 32 ? type - 1 : type < 48 ? 13 + type - 32 : 26 + type - 48;
 }
 
 /* op 0 with sender = from; nframes frames follow (the caller adds them). */
@@ -613,6 +619,62 @@ static void make_seeds(void)
         in_inject(in, 1, w0, MSG_PULL_REPLY, 0, t, 1, 0, 0, 0, 1);
         in_frame(in, vals, 16);
         in_inject(in, 2, w0, MSG_PUSH_ACK, 0, t, 1, 0, 0, 5, 0);
+    }
+    in_pump(in, 16);
+
+    /* Filtered and sparse rows (src/ps/filter.c's encoding): frames a chain of the
+     * table's spec makes, then the same spoilt, and garbage; pulls of what changed
+     * with bitmaps of the wrong size; encoded replies nobody asked for. */
+    in = seed_new("filtered_forgeries", 0);
+    {
+        static const char *const specs[TABLES] = {"", "sparse", "keycache,lz4"};
+        static const loom_type types[TABLES] = {LOOM_F32, LOOM_F64, LOOM_I64};
+        static const uint32_t widths[TABLES] = {1, 4, 2};
+        for (unsigned t = 0; t < TABLES; t++) {
+            filter_spec spec;
+            filter_chain *c;
+            FUZZ_CHECK(filter_spec_parse(specs[t], &spec, NULL, 0) == 0);
+            FUZZ_CHECK(
+                filter_chain_create(&spec, FILTER_PUSH, types[t], widths[t], 1, &c, NULL, 0) == 0);
+            uint8_t *enc;
+            size_t len;
+            uint8_t rows[4 * 8 * 4] = {0};
+            rows[3] = 0x3F;
+            uint64_t two[4] = {2, 3, 4, 5};
+            FUZZ_CHECK(filter_chain_encode(c, &(filter_msg){.keys = two, .vals = rows, .n = 4},
+                                           &enc, &len) == 0);
+            FUZZ_CHECK(len <= 0xFF);
+            in_inject(in, w0, 1, MSG_PUSH_ENC, 0, t, 1, 0, 0, 0, 1);
+            in_frame(in, enc, len);
+            enc[len / 2] ^= 0x10;
+            in_inject(in, w1, 1, MSG_PUSH_ENC, 0, t, 1, 0, 0, 0, 1);
+            in_frame(in, enc, len);
+            in_inject(in, w1, 2, MSG_PUSH_ENC, 0, t, 2, 0, 0, 0, 1);
+            in_frame(in, enc, len / 2);
+            free(enc);
+            filter_chain_destroy(c);
+            in_inject(in, w0, 1, MSG_PULL_SINCE, 0, t, 3, 0, 1, 0, 2);
+            in_frame(in, keys, 16);
+            in_frame(in, "\x03", 1);
+            in_inject(in, w0, 1, MSG_PULL_SINCE, 0, t, 4, 0, 1, 0, 2);
+            in_frame(in, keys, 16);
+            in_frame(in, "\x03\x00", 2);
+            in_inject(in, 1, w0, MSG_PULL_REPLY_ENC, 0, t, 1, 0, 0, 0, 2);
+            in_frame(in, vals, 8);
+            in_frame(in, vals, 30);
+        }
+        /* A worker's own traffic through the chains, then its replies tampered with. */
+        for (unsigned w = 0; w < WORKERS; w++) {
+            in_api(in, w, 1, 1, keys, 4, 4 * 32);
+            in_api(in, w, 1, 2, keys, 6, 6 * 16);
+            in_api(in, w, 3, 2, NULL, 0, 0);
+            in_api(in, w, 0, 2, keys, 6, 0);
+            in_pump(in, 2);
+            in_u8(in, 4);
+            in_u8(in, 60);
+            in_u8(in, 0x81);
+            in_api(in, w, 0, 1, keys, 4, 0);
+        }
     }
     in_pump(in, 16);
 

@@ -19,6 +19,10 @@
 
 #include "harness.h"
 
+/* The filters of every table the tests open, both directions: the
+ * environment's LOOM_TEST_FILTER. CTest runs the consistency tests again with
+ * each exact filter and with sparse rows forced (tests/integration/CMakeLists.txt). */
+static const char *test_filter;
 /* Managed communication for the tables opts_of() makes: the property tests
  * run again with each priority and a budget (with_managed). */
 static loom_priority managed_priority = LOOM_PRIORITY_NONE;
@@ -31,6 +35,7 @@ static loom_table_opts opts_of(loom_type type, uint32_t width, loom_consistency 
     o.width = width;
     o.consistency = c;
     o.staleness = s;
+    o.filter_push = o.filter_pull = test_filter;
     o.priority = managed_priority;
     o.bandwidth_mbits = managed_mbits;
     o.queue_rows = 2; /* many small early sends */
@@ -685,6 +690,96 @@ static void test_delay_with_pushes(void **state)
     assert_int_equal(harness_run(1, 1, delay_worker, NULL, &r), 0);
 }
 
+/* ---- rows on the wire: sparse, and only what changed ---- */
+
+#define WIRE_KEYS   16
+#define WIRE_WIDTH  256
+#define WIRE_CLOCKS 10
+#define WIRE_W      2
+
+/* Worker w's one delta of clock c: a column of one key. */
+static void wire_delta(int w, int c, uint64_t *key, int *col, float *val)
+{
+    *key = (uint64_t)((c * 3 + w) % (WIRE_KEYS / 2)); /* half the rows never change */
+    *col = (w * 37 + c * 11) % WIRE_WIDTH;
+    *val = (float)(c + 1) * (w ? -1.0f : 1.0f);
+}
+
+static int wire_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    loom_table_opts o = opts_of(LOOM_F32, WIRE_WIDTH, LOOM_BSP, 0);
+    loom_table *t;
+    CHECK_OK(loom_table_open(n, "wire", &o, &t));
+    uint64_t all[WIRE_KEYS];
+    for (int k = 0; k < WIRE_KEYS; k++) all[k] = (uint64_t)k;
+    static _Thread_local float got[WIRE_KEYS][WIRE_WIDTH], want[WIRE_KEYS][WIRE_WIDTH],
+        row[WIRE_WIDTH];
+    memset(want, 0, sizeof want);
+    for (int c = 0; c < WIRE_CLOCKS; c++) {
+        CHECK_OK(loom_pull(t, all, WIRE_KEYS, got));
+        CHECK(memcmp(got, want, sizeof got) == 0); /* bit for bit */
+        uint64_t key;
+        int col;
+        float val;
+        wire_delta(rank, c, &key, &col, &val);
+        memset(row, 0, sizeof row);
+        row[col] = val;
+        CHECK_OK(loom_push(t, &key, 1, row));
+        CHECK_OK(loom_clock(n));
+        for (int w = 0; w < WIRE_W; w++) {
+            wire_delta(w, c, &key, &col, &val);
+            want[key][col] += val;
+        }
+    }
+    loom_filter_stats push, pull;
+    CHECK_OK(loom_table_filter_stats(t, LOOM_DIR_PUSH, &push));
+    CHECK_OK(loom_table_filter_stats(t, LOOM_DIR_PULL, &pull));
+    /* One push a clock, of one row with one value: sparse, so far fewer bytes. */
+    CHECK(push.messages == WIRE_CLOCKS);
+    CHECK(push.bytes_raw == WIRE_CLOCKS * (8 + WIRE_WIDTH * 4));
+    CHECK(push.bytes_wire * 8 < push.bytes_raw);
+    /* The rows that did not change since the last pull stay out of the replies. */
+    CHECK(pull.unchanged >= (uint64_t)(WIRE_CLOCKS - 1) * WIRE_KEYS / 2);
+    CHECK(pull.bytes_wire * 8 < pull.bytes_raw);
+    CHECK(pull.dropped == 0);
+    return 0;
+}
+
+static void test_sparse_rows_and_changes_only(void **state)
+{
+    (void)state;
+    harness_result r;
+    assert_int_equal(harness_run(2, WIRE_W, wire_worker, NULL, &r), 0);
+}
+
+/* Filter specs are checked when the table is opened, with a sentence. */
+static int bad_filter_worker(loom_node *n, int rank, void *arg)
+{
+    (void)rank, (void)arg;
+    loom_table_opts o = opts_of(LOOM_I32, 2, LOOM_ASP, 0);
+    loom_table *t;
+    o.filter_push = "quant:8"; /* lossy on an integer table */
+    CHECK(loom_table_open(n, "bad", &o, &t) == LOOM_EINVAL);
+    o = opts_of(LOOM_F32, 2, LOOM_ASP, 0);
+    o.filter_pull = "kkt:0.5"; /* kkt filters pushed gradients only */
+    CHECK(loom_table_open(n, "bad", &o, &t) == LOOM_EINVAL);
+    o.filter_pull = "sigmod:0.1"; /* a reply must carry every changed row */
+    CHECK(loom_table_open(n, "bad", &o, &t) == LOOM_EINVAL);
+    o.filter_pull = "nosuch";
+    CHECK(loom_table_open(n, "bad", &o, &t) == LOOM_EINVAL);
+    o.filter_pull = "keycache,zstd,sparse";
+    CHECK_OK(loom_table_open(n, "good", &o, &t));
+    return 0;
+}
+
+static void test_filter_specs_checked(void **state)
+{
+    (void)state;
+    harness_result r;
+    assert_int_equal(harness_run(1, 1, bad_filter_worker, NULL, &r), 0);
+}
+
 /* ---- the same guarantees under managed communication ---- */
 
 /* Run test once per priority policy, every table with a budget of 2 Mbit/s:
@@ -813,6 +908,26 @@ static void test_servers_push_changed_rows(void **state)
 int main(void)
 {
     loom_updater_register("clip", 1, clip_user, NULL);
+    test_filter = getenv("LOOM_TEST_FILTER");
+    if (test_filter) {
+        /* The consistency guarantees, and own writes, with these filters on. */
+        const struct CMUnitTest filtered[] = {
+            cmocka_unit_test(test_bsp_exact),
+            cmocka_unit_test(test_ssp_bound),
+            cmocka_unit_test(test_asp_never_blocks),
+            cmocka_unit_test(test_read_my_writes),
+            cmocka_unit_test(test_updaters_end_to_end),
+            cmocka_unit_test(test_ranges_and_cache),
+            /* managed communication: early pushes through the push filters,
+             * servers' row pushes alongside filtered replies */
+            cmocka_unit_test(test_bsp_exact_managed),
+            cmocka_unit_test(test_ssp_bound_managed),
+            cmocka_unit_test(test_asp_never_blocks_managed),
+            cmocka_unit_test(test_read_my_writes_managed),
+            cmocka_unit_test(test_servers_push_changed_rows),
+        };
+        return cmocka_run_group_tests(filtered, NULL, NULL);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bsp_exact),
         cmocka_unit_test(test_ssp_bound),
@@ -825,6 +940,8 @@ int main(void)
         cmocka_unit_test(test_delay_with_pushes),
         cmocka_unit_test(test_flush_covers_earlier_pushes),
         cmocka_unit_test(test_split_to_frame_limit),
+        cmocka_unit_test(test_sparse_rows_and_changes_only),
+        cmocka_unit_test(test_filter_specs_checked),
         cmocka_unit_test(test_bsp_exact_managed),
         cmocka_unit_test(test_ssp_bound_managed),
         cmocka_unit_test(test_asp_never_blocks_managed),

@@ -38,6 +38,8 @@ int main(void)
     FIELD(loom_table_opts, init_seed);
     FIELD(loom_table_opts, cache);
     FIELD(loom_table_opts, flush_rows);
+    FIELD(loom_table_opts, filter_push);
+    FIELD(loom_table_opts, filter_pull);
     FIELD(loom_table_opts, bandwidth_mbits);
     FIELD(loom_table_opts, priority);
     FIELD(loom_table_opts, queue_rows);
@@ -51,6 +53,9 @@ int main(void)
     FIELD(loom_stats, connections_refused);
     FIELD(loom_stats, pulls_from_cache);
     FIELD(loom_stats, pulls_from_server);
+    FIELD(loom_stats, table_messages);
+    FIELD(loom_stats, table_bytes_raw);
+    FIELD(loom_stats, table_bytes_wire);
     FIELD(loom_stats, managed_rows_sent);
     FIELD(loom_stats, pushed_rows_received);
     printf("}, \"dataset\": {\"size\": [0, %zu], ", sizeof(loom_dataset));

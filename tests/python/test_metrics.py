@@ -22,7 +22,8 @@ for argv in ([cli, "gen", "lr", "--rows", "2000", "--features", "500", "--nnz", 
 
 rows = loom.read_metrics(metrics)
 keys = {"epoch", "time_s", "objective", "train_logloss", "test_logloss", "test_accuracy",
-        "test_auc", "nnz_weights", "examples_per_s", "bytes_sent", "bytes_received"}
+        "test_auc", "nnz_weights", "examples_per_s", "bytes_sent", "bytes_received", "messages",
+        "bytes_raw", "bytes_wire"}
 if [r.get("epoch") for r in rows] != [1, 2, 3]:
     harness.fail(f"epochs {[r.get('epoch') for r in rows]}, not [1, 2, 3]")
 for r in rows:

@@ -17,8 +17,6 @@ expect 2 "--graph bad.graph: bad.graph:2: node 7 is not one of the job's 3 worke
     train svm --train ok.svm --workers 3 --servers 0 --graph bad.graph
 expect 2 "--graph split.graph: graph split.graph on 4 workers is not connected" \
     train svm --train ok.svm --workers 4 --servers 0 --graph split.graph
-expect 2 "--graph halton: graph halton on 8 workers is not connected" \
-    train svm --train ok.svm --workers 8 --servers 0 --graph halton
 expect 2 "--graph missing.graph: graph missing.graph: cannot open" \
     train svm --train ok.svm --workers 2 --servers 0 --graph missing.graph
 expect 2 "--sync takes bsp, async or notify-ack" train svm --train ok.svm --sync barrier

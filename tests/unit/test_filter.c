@@ -197,7 +197,15 @@ static void check_exact(const char *spec, loom_type t, size_t width, size_t n)
 static void test_exact_round_trips(void **unused)
 {
     (void)unused;
-    const char *specs[] = {"", "keycache", "lz4", "zstd", "zstd:19,keycache", "keycache,lz4"};
+    const char *specs[] = {"",
+                           "keycache",
+                           "lz4",
+                           "zstd",
+                           "zstd:19,keycache",
+                           "keycache,lz4",
+                           "sparse",
+                           "dense",
+                           "sparse,keycache,zstd"};
     const size_t sizes[] = {0, 1, 5, 1000};
     for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
         for (int t = LOOM_F32; t <= LOOM_I64; t++)
@@ -206,11 +214,12 @@ static void test_exact_round_trips(void **unused)
                     check_exact(specs[s], (loom_type)t, w, sizes[z]);
 }
 
-/* Compression pays on a message with many zeros, and counts what it saved. */
+/* Compression pays on a message with many zeros, and counts what it saved
+ * (dense rows forced: sparse rows alone would take the zeros out). */
 static void test_compression_saves(void **unused)
 {
     (void)unused;
-    const char *specs[] = {"lz4", "zstd"};
+    const char *specs[] = {"lz4,dense", "zstd,dense"};
     for (int i = 0; i < 2; i++) {
         filter_chain *s = chain(specs[i], FILTER_PUSH, LOOM_F32, 4);
         filter_chain *r = chain(specs[i], FILTER_PUSH, LOOM_F32, 4);
@@ -242,8 +251,8 @@ static void test_compression_ratio_cap(void **unused)
 {
     (void)unused;
     const size_t width = 4000, n = 8;
-    filter_chain *s = chain("zstd", FILTER_PUSH, LOOM_F32, width);
-    filter_chain *r = chain("zstd", FILTER_PUSH, LOOM_F32, width);
+    filter_chain *s = chain("zstd,dense", FILTER_PUSH, LOOM_F32, width);
+    filter_chain *r = chain("zstd,dense", FILTER_PUSH, LOOM_F32, width);
     uint64_t keys[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     float *vals = calloc(n * width, sizeof *vals);
     filter_msg m = {.keys = keys, .vals = vals, .n = n};
@@ -611,6 +620,81 @@ static void test_sigmod_pull(void **unused)
     filter_chain_destroy(r);
 }
 
+/* ---- sparse rows ---- */
+
+/* Rows of `width` values of which only every `every`-th is set, one of them
+ * -0.0 (float types): zero only when every bit is, so it must travel. */
+static void *sparse_values(loom_type t, size_t count, size_t every)
+{
+    size_t vs = loom_type_size(t);
+    uint8_t *v = calloc(count ? count : 1, vs);
+    for (size_t i = 0; i < count; i += every) {
+        double d = i == 0 && (t == LOOM_F32 || t == LOOM_F64) ? -0.0 : (double)(i % 97) + 0.25;
+        switch (t) {
+        case LOOM_F32:
+            ((float *)v)[i] = (float)d;
+            break;
+        case LOOM_F64:
+            ((double *)v)[i] = d;
+            break;
+        case LOOM_I32:
+            ((int32_t *)v)[i] = (int32_t)i + 1;
+            break;
+        case LOOM_I64:
+            ((int64_t *)v)[i] = -(int64_t)i - 1;
+            break;
+        }
+    }
+    return v;
+}
+
+/* Sparse rows round-trip bit for bit (every type; u16 and u32 columns), are
+ * chosen by themselves exactly when smaller, and cost what the format says. */
+static void test_sparse_rows(void **unused)
+{
+    (void)unused;
+    const size_t widths[] = {1, 7, 1000, 70000};
+    for (int t = LOOM_F32; t <= LOOM_I64; t++) {
+        size_t vs = loom_type_size((loom_type)t);
+        for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
+            size_t width = widths[wi], n = width > 1000 ? 3 : 50, every = width > 1 ? 10 : 1;
+            uint64_t *keys = random_keys(n);
+            void *vals = sparse_values((loom_type)t, n * width, every);
+            size_t nnz = 0;
+            for (size_t i = 0; i < n * width; i++) {
+                uint8_t zero[8] = {0};
+                nnz += memcmp((uint8_t *)vals + i * vs, zero, vs) != 0;
+            }
+            size_t cb = width <= 65536 ? 2 : 4;
+            size_t sparse_len = 6 + 16 + n * 8 + n * 4 + nnz * (cb + vs);
+            size_t dense_len = 6 + 16 + n * 8 + n * width * vs;
+            const char *specs[] = {"", "sparse", "dense"};
+            for (int sp = 0; sp < 3; sp++) {
+                filter_chain *s = chain(specs[sp], FILTER_PUSH, (loom_type)t, width);
+                filter_chain *r = chain("", FILTER_PUSH, (loom_type)t, width);
+                filter_msg m = {.keys = keys, .vals = vals, .n = n};
+                decoded d = {0};
+                assert_int_equal(send_msg(s, r, &m, &d), 0);
+                assert_int_equal(d.n, n);
+                assert_memory_equal(d.keys, keys, n * 8);
+                assert_memory_equal(d.vals, vals, n * width * vs);
+                size_t want = sp == 1   ? sparse_len
+                              : sp == 2 ? dense_len
+                                        : (sparse_len < dense_len ? sparse_len : dense_len);
+                assert_int_equal(d.wire, want);
+                /* filter_sparse_pays agrees with the choice (it adds the keys). */
+                assert_int_equal(filter_sparse_pays((loom_type)t, width, vals, n, n * width * vs),
+                                 sparse_len < n * width * vs);
+                decoded_free(&d);
+                filter_chain_destroy(s);
+                filter_chain_destroy(r);
+            }
+            free(keys);
+            free(vals);
+        }
+    }
+}
+
 /* ---- hostile encodings ---- */
 
 /* One valid encoding of spec (two messages, so that a key cache sends a digest). */
@@ -651,7 +735,7 @@ static int decode_code(filter_chain *r, const uint8_t *buf, size_t len)
 static void test_hostile_truncated(void **unused)
 {
     (void)unused;
-    const char *specs[] = {"", "quant:8", "quant:16", "lz4", "zstd", "keycache"};
+    const char *specs[] = {"", "quant:8", "quant:16", "lz4", "zstd", "keycache", "sparse"};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
         filter_chain *s = chain(specs[i], FILTER_PUSH, LOOM_F32, 2);
         filter_chain *r = chain(specs[i], FILTER_PUSH, LOOM_F32, 2);
@@ -851,6 +935,100 @@ static void test_hostile_malformed(void **unused)
     filter_chain_destroy(r);
 }
 
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A sparse body of width 4 (f32) with two rows, keys 1 and 2, each given by
+ * its count and columns; one value per column. Returns the frame's length. */
+static size_t sparse_frame(uint8_t *b, uint64_t n, const uint32_t *counts, const uint16_t *cols,
+                           size_t ncols, int extra_bytes)
+{
+    size_t body = 16 + 2 * 8 + 2 * 4 + ncols * (2 + 4) + (size_t)extra_bytes;
+    size_t p = put_frame(b, 0, (uint32_t)body);
+    p += put_body_header(b + p, LOOM_F32, 0, 0, 4, n);
+    b[6 + 3] = 1; /* sparse rows */
+    put_u64(b + p, 1);
+    put_u64(b + p + 8, 2);
+    p += 16;
+    put_u32(b + p, counts[0]);
+    put_u32(b + p + 4, counts[1]);
+    p += 8;
+    for (size_t i = 0; i < ncols; i++, p += 2) {
+        b[p] = (uint8_t)cols[i];
+        b[p + 1] = (uint8_t)(cols[i] >> 8);
+    }
+    float one = 1.0f;
+    for (size_t i = 0; i < ncols; i++, p += 4) memcpy(b + p, &one, 4);
+    memset(b + p, 0, (size_t)extra_bytes);
+    return p + (size_t)extra_bytes;
+}
+
+/* Sparse rows built by hand: the well-formed one decodes to what it says;
+ * every lie about counts, columns or length is refused and nothing is returned. */
+static void test_hostile_sparse(void **unused)
+{
+    (void)unused;
+    filter_chain *r = chain("", FILTER_PUSH, LOOM_F32, 4);
+    uint8_t b[512];
+    const uint32_t ok_counts[2] = {2, 1};
+    const uint16_t ok_cols[3] = {0, 3, 2};
+    size_t len = sparse_frame(b, 2, ok_counts, ok_cols, 3, 0);
+    uint64_t *k;
+    void *v;
+    size_t n;
+    uint64_t digest;
+    assert_int_equal(filter_chain_decode(r, b, len, &k, &v, &n, &digest), 0);
+    const float want[8] = {1, 0, 0, 1, 0, 0, 1, 0};
+    assert_int_equal(n, 2);
+    assert_memory_equal(v, want, sizeof want);
+    free(k);
+    free(v);
+    /* A row claiming more values than the width. */
+    const uint32_t too_many[2] = {5, 0};
+    const uint16_t five[5] = {0, 1, 2, 3, 3};
+    assert_int_equal(decode_code(r, b, sparse_frame(b, 2, too_many, five, 5, 0)), LOOM_EPROTO);
+    /* A column outside the row, a repeated column, columns descending. */
+    const uint16_t outside[3] = {0, 4, 2}, repeated[3] = {1, 1, 2}, descending[3] = {3, 0, 2};
+    assert_int_equal(decode_code(r, b, sparse_frame(b, 2, ok_counts, outside, 3, 0)), LOOM_EPROTO);
+    assert_int_equal(decode_code(r, b, sparse_frame(b, 2, ok_counts, repeated, 3, 0)), LOOM_EPROTO);
+    assert_int_equal(decode_code(r, b, sparse_frame(b, 2, ok_counts, descending, 3, 0)),
+                     LOOM_EPROTO);
+    /* Counts that do not add up to the values present: one more, one fewer. */
+    const uint32_t more[2] = {2, 2}, fewer[2] = {1, 1};
+    assert_int_equal(decode_code(r, b, sparse_frame(b, 2, more, ok_cols, 3, 0)), LOOM_EPROTO);
+    assert_int_equal(decode_code(r, b, sparse_frame(b, 2, fewer, ok_cols, 3, 0)), LOOM_EPROTO);
+    /* Bytes after the last value. */
+    assert_int_equal(decode_code(r, b, sparse_frame(b, 2, ok_counts, ok_cols, 3, 3)), LOOM_EPROTO);
+    /* Sparse with quantised values, and an unknown row layout. */
+    len = sparse_frame(b, 2, ok_counts, ok_cols, 3, 0);
+    b[6 + 2] = 8;
+    assert_int_equal(decode_code(r, b, len), LOOM_EPROTO);
+    b[6 + 2] = 0;
+    b[6 + 3] = 2;
+    assert_int_equal(decode_code(r, b, len), LOOM_EPROTO);
+    /* Many empty rows in few bytes: what they decode to is bounded like any
+     * message (FILTER_MAX_BYTES), and a count the frame cannot hold is a lie. */
+    filter_chain *wide = chain("", FILTER_PUSH, LOOM_F32, 100000);
+    size_t rows = 2000, body = 16 + rows * 8 + rows * 4;
+    uint8_t *big = calloc(6 + body, 1);
+    size_t p = put_frame(big, 0, (uint32_t)body);
+    p += put_body_header(big + p, LOOM_F32, 0, 0, 100000, rows);
+    big[6 + 3] = 1;
+    for (size_t i = 0; i < rows; i++) put_u64(big + p + 8 * i, i);
+    assert_int_equal(decode_code(wide, big, 6 + body), LOOM_ELIMIT);
+    put_body_header(big + 6, LOOM_F32, 0, 0, 100000, (uint64_t)1 << 40);
+    big[6 + 3] = 1;
+    assert_int_equal(decode_code(wide, big, 6 + body), LOOM_EPROTO);
+    free(big);
+    filter_chain_destroy(wide);
+    uint64_t raw, wire, dropped;
+    filter_chain_totals(r, &raw, &wire, &dropped);
+    assert_int_equal(dropped, 9);
+    filter_chain_destroy(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -867,6 +1045,8 @@ int main(void)
         cmocka_unit_test(test_sigmod_pull),
         cmocka_unit_test(test_hostile_truncated),
         cmocka_unit_test(test_hostile_malformed),
+        cmocka_unit_test(test_sparse_rows),
+        cmocka_unit_test(test_hostile_sparse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
