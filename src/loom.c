@@ -13,6 +13,7 @@
 #include "core/launchenv.h"
 #include "core/log.h"
 #include "core/node_impl.h"
+#include "ft/ft.h"
 #include "loom/loom.h"
 #include "p2p/p2p.h"
 #include "p2p/svb.h"
@@ -75,6 +76,7 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
 static int attach_layers(loom_node *n)
 {
     int rc = ps_attach(n);
+    if (!rc) rc = ft_attach(n);
     if (!rc) rc = sched_attach(n);
     if (!rc) rc = sched_dynamic_attach(n);
     if (!rc) rc = p2p_attach(n);

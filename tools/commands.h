@@ -31,4 +31,7 @@ int cmd_status(int argc, char **argv);
 /* loom plot: overlay runs' metrics files in a PNG with gnuplot (tools/plot.c). */
 int cmd_plot(int argc, char **argv);
 
+/* loom checkpoint: list, verify and export checkpoints (tools/checkpoint.c). */
+int cmd_checkpoint(int argc, char **argv);
+
 #endif

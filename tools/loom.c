@@ -38,6 +38,8 @@ static const struct command commands[] = {
     {"train", "train a model (lr, mf, lda, lasso) with a job on this machine or a cluster",
      cmd_train},
     {"predict", "apply a saved model to a data set", cmd_predict},
+    {"checkpoint", "list, verify or export the checkpoints of a job (loom train --checkpoint-dir)",
+     cmd_checkpoint},
     {"keygen", "write a job secret that encrypts and authenticates a job", cmd_keygen},
     {"status", "print the status of a running job (its status page)", cmd_status},
     {"plot", "overlay the metrics of runs (loom train --metrics) in a PNG", cmd_plot},

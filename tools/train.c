@@ -220,6 +220,50 @@ static int export_count(const char *model, const char *flag, const char *var, in
     return setenv(var, text, 1) ? 1 : 0;
 }
 
+/* Under a launcher: the checkpoint flags become the library's variables
+ * (src/ft reads them in every process; docs/FAULTS.md). */
+static int export_checkpoint(const trainer *t, const app_job *j)
+{
+    char every[24], full[24];
+    snprintf(every, sizeof every, "%llu", (unsigned long long)j->checkpoint_every);
+    snprintf(full, sizeof full, "%llu", (unsigned long long)j->checkpoint_full_every);
+    if (setenv("LOOM_CHECKPOINT_MODEL", t->name, 1)) return 1;
+    if (j->checkpoint_dir && (setenv("LOOM_CHECKPOINT_DIR", j->checkpoint_dir, 1) ||
+                              setenv("LOOM_CHECKPOINT_EVERY", every, 1) ||
+                              setenv("LOOM_CHECKPOINT_FULL_EVERY", full, 1)))
+        return 1;
+    if (j->resume_dir && setenv("LOOM_RESUME", j->resume_dir, 1)) return 1;
+    return 0;
+}
+
+/* Before a local job starts: the checkpoint to resume from verifies and fits
+ * this job, or the user hears why once (not once per process). */
+static int check_resume(const trainer *t, const app_job *j)
+{
+    if (!j->resume_dir) return 0;
+    loom_checkpoint *ck;
+    if (loom_checkpoint_open(j->resume_dir, -1, &ck)) {
+        fprintf(stderr, "loom train %s: cannot resume: %s\n", t->name, loom_last_error());
+        return 2;
+    }
+    int rc = 0;
+    if (strcmp(loom_checkpoint_model(ck), t->name)) {
+        fprintf(stderr, "loom train %s: cannot resume from %s: its checkpoint is of model %s\n",
+                t->name, j->resume_dir, loom_checkpoint_model(ck));
+        rc = 2;
+    } else if (loom_checkpoint_num_servers(ck) != j->servers ||
+               loom_checkpoint_num_workers(ck) != j->workers) {
+        fprintf(stderr,
+                "loom train %s: cannot resume from %s: its checkpoint was made by %d servers and "
+                "%d workers, this job has %d and %d (give the same numbers)\n",
+                t->name, j->resume_dir, loom_checkpoint_num_servers(ck),
+                loom_checkpoint_num_workers(ck), j->servers, j->workers);
+        rc = 2;
+    }
+    loom_checkpoint_close(ck);
+    return rc;
+}
+
 static int train_with(const trainer *t, int argc, char **argv)
 {
     char err[512];
@@ -249,12 +293,13 @@ static int train_with(const trainer *t, int argc, char **argv)
         if (!rc && j->secret && setenv("LOOM_SECRET_FILE", j->secret, 1)) rc = 1;
         if (!rc && j->insecure && unsetenv("LOOM_SECRET_FILE")) rc = 1;
         if (!rc && j->no_status && setenv("LOOM_STATUS_PORT", "-1", 1)) rc = 1;
+        if (!rc) rc = export_checkpoint(t, j);
         if (!rc) rc = t->node(cli);
     } else if (app_check_job_files(j, err, sizeof err)) {
         /* Before any process starts: a wrong --model-out must not wait for the last epoch. */
         fprintf(stderr, "loom train %s: %s\n", t->name, err);
         rc = 2;
-    } else {
+    } else if (!(rc = check_resume(t, j))) {
         rc = launch_locally(j, argc, argv);
     }
     free(cli);

@@ -89,7 +89,7 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .lo = 0,                                                                                  \
          .hi = 128,                                                                                \
          .def = "1",                                                                               \
-         .help = "server processes (0: a serverless job, docs/P2P.md)"},                                                              \
+         .help = "server processes (0: a serverless job, docs/P2P.md)"},                           \
         {.name = "--threads",                                                                      \
          .kind = APP_INT,                                                                          \
          .arg = "T",                                                                               \
@@ -115,6 +115,35 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
     {                                                                                              \
         .name = "--no-status", .kind = APP_SWITCH,                                                 \
         .help = "no status page (LOOM_STATUS_PORT=-1; docs/USAGE.md)"                              \
+    }
+/* Checkpoints and resume (docs/FAULTS.md): rows of the tables of the models
+ * that train as a job (lr, mf, lda). */
+#define APP_FLAGS_CHECKPOINT                                                                       \
+    {.section = "checkpoints (docs/FAULTS.md):",                                                   \
+     .name = "--checkpoint-dir",                                                                   \
+     .kind = APP_TEXT,                                                                             \
+     .arg = "DIR",                                                                                 \
+     .help = "write a checkpoint of the whole job into DIR every --checkpoint-every\n"             \
+             "clocks (a directory every process can reach)"},                                      \
+        {.name = "--checkpoint-every",                                                             \
+         .kind = APP_INT,                                                                          \
+         .arg = "N",                                                                               \
+         .lo = 1,                                                                                  \
+         .hi = 1000000000,                                                                         \
+         .def = "10",                                                                              \
+         .help = "clocks between checkpoints"},                                                    \
+        {.name = "--checkpoint-full-every",                                                        \
+         .kind = APP_INT,                                                                          \
+         .arg = "K",                                                                               \
+         .lo = 1,                                                                                  \
+         .hi = 1000000,                                                                            \
+         .def = "10",                                                                              \
+         .help = "every K-th checkpoint holds every row; the others only the rows\n"               \
+                 "changed since the previous one"},                                                \
+    {                                                                                              \
+        .name = "--resume", .kind = APP_TEXT, .arg = "DIR",                                        \
+        .help = "continue from the newest checkpoint in DIR (same flags, same\n"                   \
+                "numbers of servers and workers)"                                                  \
     }
 /* The managed-communication flags of `loom train lr|mf|lda` (docs/USAGE.md,
  * "Managed communication"), read by app_job_from_flags, applied to a table's
@@ -182,6 +211,9 @@ typedef struct app_job {
     uint32_t queue_rows;              /* --queue-rows */
     uint64_t seed;
     int quiet;
+    /* --checkpoint-dir, --resume (NULL: none), --checkpoint-every, --checkpoint-full-every */
+    const char *checkpoint_dir, *resume_dir;
+    uint64_t checkpoint_every, checkpoint_full_every;
     const char *filter_push, *filter_pull; /* --filter, --filter-pull (NULL: not given) */
 } app_job;
 

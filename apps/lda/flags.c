@@ -35,6 +35,7 @@ static const app_flag flags[] = {
      .help = "held-out documents (same format): perplexity at each evaluation,\n"
              "by document completion (docs/LDA.md)"},
     APP_FLAGS_JOB,
+    APP_FLAGS_CHECKPOINT,
     APP_FLAGS_FILTER,
     {.name = "--consistency",
      .kind = APP_TEXT,
@@ -167,6 +168,10 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
             return app_usage(err, errlen,
                              "--schedule rotation runs one thread per worker, not --threads %d",
                              c->job.threads);
+        if (c->job.checkpoint_dir || c->job.resume_dir)
+            return app_usage(err, errlen,
+                             "--schedule rotation has no checkpoints yet: leave out %s",
+                             c->job.checkpoint_dir ? "--checkpoint-dir" : "--resume");
     } else if (c->train.schedule_log) {
         return app_usage(err, errlen, "--schedule-log needs --schedule rotation");
     }

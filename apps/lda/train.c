@@ -130,6 +130,9 @@ typedef struct worker {
     FILE *metrics;
     double start, train_s;
     int iters_since_eval;
+    /* Resumed from a checkpoint: the topics are the checkpoint's, the counts
+     * the servers'; training goes on at iteration first_it, clock first_sync. */
+    int resuming, first_it, first_sync;
     /* --schedule rotation (rotate() below) */
     loom_sched *engine;
     app_rng *rng;     /* per document: its stream of the iteration, where it stopped */
@@ -416,16 +419,88 @@ static int start_lane(void *arg, int t)
     return 0;
 }
 
-/* Initial topics: push the counts they make, and read everyone's back. */
+/* ---- checkpoints (docs/FAULTS.md) ----
+ * A worker's state at a clock: where it is (iteration, next clock of it), the
+ * evaluation bookkeeping and every token's topic; the counts are the
+ * servers', the random streams depend only on (iteration, document). */
+#define LDA_STATE_MAGIC 0x3143444cu /* "LDC1" */
+#define LDA_STATE_HEAD  8           /* u64 words before the topics */
+
+static int save_state(worker *w, int it, int next_sync)
+{
+    uint64_t tokens = 0;
+    for (int t = 0; t < w->threads; t++) tokens += w->lanes[t].d.ntokens;
+    size_t len = LDA_STATE_HEAD * 8 + tokens * 4;
+    uint64_t *b = malloc(len);
+    if (!b) return app_fail(PROG, "checkpoint", LOOM_ENOMEM);
+    double train_s = w->train_s;
+    b[0] = LDA_STATE_MAGIC;
+    b[1] = (uint64_t)it;
+    b[2] = (uint64_t)next_sync;
+    b[3] = (uint64_t)w->iters_since_eval;
+    memcpy(&b[4], &train_s, 8);
+    b[5] = tokens;
+    memcpy(&b[6], &w->p.alpha, 8); /* for `loom checkpoint export`, and checked on resume */
+    memcpy(&b[7], &w->p.beta, 8);
+    uint8_t *z = (uint8_t *)(b + LDA_STATE_HEAD);
+    for (int t = 0; t < w->threads; t++) {
+        memcpy(z, w->lanes[t].d.z, w->lanes[t].d.ntokens * 4);
+        z += w->lanes[t].d.ntokens * 4;
+    }
+    int rc = loom_checkpoint_save(w->n, b, len);
+    free(b);
+    return rc ? app_fail(PROG, "checkpoint", rc) : 0;
+}
+
+static int load_state(worker *w)
+{
+    const void *data;
+    size_t len;
+    if (loom_checkpoint_resumed(w->n, &data, &len, NULL)) return 0;
+    uint64_t tokens = 0;
+    for (int t = 0; t < w->threads; t++) tokens += w->lanes[t].d.ntokens;
+    uint64_t b[LDA_STATE_HEAD];
+    if (len >= sizeof b) memcpy(b, data, sizeof b);
+    int ok = len == sizeof b + tokens * 4 && b[0] == LDA_STATE_MAGIC && b[5] == tokens &&
+             b[2] <= (uint64_t)w->c->train.syncs && !memcmp(&b[6], &w->p.alpha, 8) &&
+             !memcmp(&b[7], &w->p.beta, 8);
+    const uint8_t *z = (const uint8_t *)data + sizeof b;
+    for (int t = 0; ok && t < w->threads; t++) {
+        lda_docs *d = &w->lanes[t].d;
+        memcpy(d->z, z, d->ntokens * 4);
+        z += d->ntokens * 4;
+        for (uint64_t k = 0; ok && k < d->ntokens; k++) ok = d->z[k] < w->p.topics;
+    }
+    if (!ok) {
+        fprintf(stderr,
+                PROG ": worker %d: the checkpoint does not fit this job (other corpus, "
+                     "--topics, --alpha, --beta or --syncs?)\n",
+                w->rank);
+        return 1;
+    }
+    w->resuming = 1;
+    w->first_it = (int)b[1];
+    w->first_sync = (int)b[2];
+    w->iters_since_eval = (int)b[3];
+    memcpy(&w->train_s, &b[4], 8);
+    return 0;
+}
+
+/* Initial topics: push the counts they make, and read everyone's back (a
+ * resumed job: its topics and the servers' counts). */
 static int initialise(worker *w)
 {
     for (int t = 0; t < w->threads; t++) {
         lane *l = &w->lanes[t];
-        lda_docs_init_topics(&l->d, w->p.topics, w->c->train.seed);
+        if (!w->resuming) lda_docs_init_topics(&l->d, w->p.topics, w->c->train.seed);
         lda_count(&l->d, w->p.topics, l->s.rows, l->s.totals);
         l->nkeys = block_keys(w, l->d.vocab, l->d.nwords, l->keys);
     }
-    if (push_lanes(w, 1)) return 1;
+    if (w->resuming)
+        TRY("clock", loom_clock(w->n));
+    else if (push_lanes(w, 1))
+        return 1;
+    if (!w->resuming && loom_checkpoint_due(w->n) && save_state(w, 0, 0)) return 1;
     /* Every worker starts from every worker's initial counts, whatever the staleness. */
     TRY("barrier", loom_barrier(w->n));
     if (!(w->own_all = calloc(w->nall ? w->nall : 1, sizeof *w->own_all)))
@@ -475,7 +550,8 @@ static int sync_clock(worker *w, int sync, int it)
 {
     w->sync = sync, w->it = it;
     if (app_team_run(w->team, sweep, w) || push_lanes(w, 0)) return 1;
-    return app_team_run(w->team, refresh, w);
+    if (app_team_run(w->team, refresh, w)) return 1;
+    return loom_checkpoint_due(w->n) ? save_state(w, it, sync + 1) : 0;
 }
 
 /* ---- --schedule rotation ----
@@ -755,6 +831,7 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
     w->threads = c->job.threads > 1 ? c->job.threads : 1;
     TRY("start the compute threads", app_team_start(&w->team, w->threads));
     TRY("prepare documents", lanes_init(w, corpus));
+    if (load_state(w)) return 1;
     /* Buffers for this worker's evaluation rows (about V / W words). */
     size_t eval_rows = (size_t)((vocab + (uint64_t)w->nworkers - 1) / (uint64_t)w->nworkers);
     size_t nbuf = eval_rows ? eval_rows : 1;
@@ -769,7 +846,8 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
         w->m.counts = malloc(vocab * K * sizeof *w->m.counts);
         w->m.totals = calloc(K, sizeof *w->m.totals);
         if (!w->m.counts || !w->m.totals) return app_fail(PROG, "model", LOOM_ENOMEM);
-        if (c->job.metrics_path && !(w->metrics = fopen(c->job.metrics_path, "w"))) {
+        if (c->job.metrics_path &&
+            !(w->metrics = fopen(c->job.metrics_path, w->resuming ? "a" : "w"))) {
             fprintf(stderr, "loom train lda: cannot write %s: %s\n", c->job.metrics_path,
                     strerror(errno));
             return 1;
@@ -779,10 +857,10 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
     int rotation = o->schedule == LDA_SCHEDULE_ROTATION;
     if (rotation && rotation_open(w)) return 1;
     w->start = app_now_s();
-    for (int it = 0; it < o->iterations; it++) {
+    for (int it = w->first_it; it < o->iterations; it++) {
         double t0 = app_now_s();
         if (rotation && rotation_iteration(w, it)) return 1;
-        for (int sync = 0; !rotation && sync < o->syncs; sync++)
+        for (int sync = it == w->first_it ? w->first_sync : 0; !rotation && sync < o->syncs; sync++)
             if (sync_clock(w, sync, it)) return 1;
         w->train_s += app_now_s() - t0;
         w->iters_since_eval++;

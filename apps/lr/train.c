@@ -773,7 +773,7 @@ static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, s
  * decay h/W as fast as one held by all. Counting the shares per feature once
  * (every worker adds 1 per key it has) lets each scale its decay by W/h.
  * With --threads T the shares are the W T lanes'. */
-static int count_shares(loom_node *n, lane *lanes, int threads, uint64_t dim)
+static int count_shares(loom_node *n, lane *lanes, int threads, uint64_t dim, int resuming)
 {
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
@@ -783,7 +783,8 @@ static int count_shares(loom_node *n, lane *lanes, int threads, uint64_t dim)
     o.cache = 0;
     loom_table *t;
     TRY("open the share table", loom_table_open(n, "lr.shares", &o, &t));
-    for (int l = 0; l < threads; l++) {
+    /* A resumed job finds the counts in the checkpoint. */
+    for (int l = 0; l < threads && !resuming; l++) {
         shard *s = &lanes[l].s;
         for (size_t k = 0; k < s->nkeys; k++) s->share_weight[k] = 1;
         loom_ts ts;
@@ -797,6 +798,70 @@ static int count_shares(loom_node *n, lane *lanes, int threads, uint64_t dim)
         for (size_t k = 0; k < s->nkeys; k++)
             s->share_weight[k] = (double)(loom_num_workers(n) * threads) / s->share_weight[k];
     }
+    return 0;
+}
+
+/* ---- checkpoints (docs/FAULTS.md) ----
+ *
+ * What a worker needs to go on from a clock under SGD: where it is (epoch,
+ * next minibatch) and each lane's --l2 bookkeeping (its step count and the
+ * step each key was last pushed at). The epoch orders are recomputed from the
+ * seed, the weights and optimiser state are the servers'. The sizes go along
+ * so that a resume with other data or --threads is refused. */
+#define LR_STATE_MAGIC 0x31435246u /* "FRC1" */
+
+static int save_state(loom_node *n, int epoch, size_t batch, size_t nbatches, const lane *lanes,
+                      int threads)
+{
+    size_t len = 4 * 8;
+    for (int t = 0; t < threads; t++) len += (2 + lanes[t].s.nkeys) * 8;
+    uint64_t *b = malloc(len);
+    if (!b) return app_fail(PROG, "checkpoint", LOOM_ENOMEM);
+    size_t k = 0;
+    b[k++] = LR_STATE_MAGIC;
+    b[k++] = (uint64_t)epoch;
+    b[k++] = batch;
+    b[k++] = (uint64_t)nbatches << 16 | (uint64_t)threads;
+    for (int t = 0; t < threads; t++) {
+        b[k++] = lanes[t].s.nkeys;
+        b[k++] = lanes[t].s.step;
+        memcpy(b + k, lanes[t].s.last_push, lanes[t].s.nkeys * 8);
+        k += lanes[t].s.nkeys;
+    }
+    int rc = loom_checkpoint_save(n, b, len);
+    free(b);
+    return rc ? app_fail(PROG, "checkpoint", rc) : 0;
+}
+
+/* In a resumed job: the position saved, and the lanes' bookkeeping restored.
+ * *epoch = -1 when the job did not resume. */
+static int load_state(loom_node *n, int *epoch, size_t *batch, size_t nbatches, lane *lanes,
+                      int threads)
+{
+    const void *data;
+    size_t len;
+    *epoch = -1;
+    if (loom_checkpoint_resumed(n, &data, &len, NULL)) return 0;
+    const uint64_t *b = data;
+    size_t k = 4, need = 4 * 8;
+    for (int t = 0; t < threads; t++) need += (2 + lanes[t].s.nkeys) * 8;
+    int ok = len == need && b[0] == LR_STATE_MAGIC &&
+             b[3] == ((uint64_t)nbatches << 16 | (uint64_t)threads);
+    for (int t = 0; ok && t < threads; t++) {
+        ok = b[k] == lanes[t].s.nkeys;
+        lanes[t].s.step = b[k + 1];
+        if (ok) memcpy(lanes[t].s.last_push, b + k + 2, lanes[t].s.nkeys * 8);
+        k += 2 + lanes[t].s.nkeys;
+    }
+    if (!ok) {
+        fprintf(stderr,
+                PROG ": worker %d: the checkpoint does not fit this job (other training "
+                     "data, --minibatch or --threads?)\n",
+                loom_rank(n));
+        return 1;
+    }
+    *epoch = (int)b[1];
+    *batch = (size_t)b[2];
     return 0;
 }
 
@@ -848,10 +913,15 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         rc = app_fail(PROG, "prepare data", LOOM_ENOMEM);
         goto out;
     }
+    const void *resumed_state;
+    size_t resumed_len;
+    int resuming = !loom_checkpoint_resumed(n, &resumed_state, &resumed_len, NULL);
     if (o->algo == LR_ALGO_SGD && o->l2 != 0 && loom_num_workers(n) * threads > 1 &&
-        (rc = count_shares(n, lanes, threads, dim)))
+        (rc = count_shares(n, lanes, threads, dim, resuming)))
         goto out;
-    if (rank == 0 && c->job.metrics_path && !(rep.metrics = fopen(c->job.metrics_path, "w"))) {
+    /* A resumed job adds its epochs to the metrics of the run it continues. */
+    if (rank == 0 && c->job.metrics_path &&
+        !(rep.metrics = fopen(c->job.metrics_path, resuming ? "a" : "w"))) {
         fprintf(stderr, "loom train lr: cannot write %s: %s\n", c->job.metrics_path,
                 strerror(errno));
         rc = 1;
@@ -863,20 +933,29 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     sgd_clock sc = {.w = w, .lanes = lanes, .dim = dim, .o = o};
     sc.nbatches = (size_t)((max_lane + o->minibatch - 1) / o->minibatch);
     if (!sc.nbatches) sc.nbatches = 1;
-    for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
+    int first_epoch = 0;
+    size_t first_batch = 0;
+    if (o->algo == LR_ALGO_SGD &&
+        (rc = load_state(n, &first_epoch, &first_batch, sc.nbatches, lanes, threads)))
+        goto out;
+    if (first_epoch < 0) first_epoch = 0;
+    for (int epoch = first_epoch; epoch < o->epochs && !rc; epoch++) {
         double t0 = app_now_s();
         if (o->algo == LR_ALGO_SGD) {
             for (int t = 0; t < threads; t++)
                 lr_epoch_order(o->seed, rank * threads + t, epoch, lanes[t].part.rows,
                                lanes[t].order);
-            for (sc.batch = 0; sc.batch < sc.nbatches && !rc; sc.batch++) {
+            for (sc.batch = first_batch; sc.batch < sc.nbatches && !rc; sc.batch++) {
                 rc = app_team_run(team, lane_step, &sc);
                 for (int t = 0; t < threads && !rc; t++)
                     if (lanes[t].nk &&
                         (rc = loom_push(w, lanes[t].b.keys, lanes[t].nk, lanes[t].b.g)))
                         rc = app_fail(PROG, "push", rc);
                 if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
+                if (!rc && loom_checkpoint_due(n))
+                    rc = save_state(n, epoch, sc.batch + 1, sc.nbatches, lanes, threads);
             }
+            first_batch = 0;
         } else {
             for (int b = 0; b < o->blocks && !rc; b++) {
                 /* Step t: first the block of step t - tau - 1, the newest one the

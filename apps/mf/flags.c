@@ -37,6 +37,7 @@ static const app_flag flags[] = {
      .kind = APP_SWITCH,
      .help = "skip malformed lines (and report how many) instead of stopping"},
     APP_FLAGS_JOB,
+    APP_FLAGS_CHECKPOINT,
     APP_FLAGS_FILTER,
     {.name = "--consistency",
      .kind = APP_TEXT,
@@ -202,6 +203,10 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
                              "--schedule rotation runs one thread per worker, "
                              "not --threads %d",
                              c->job.threads);
+        if (c->job.checkpoint_dir || c->job.resume_dir)
+            return app_usage(err, errlen,
+                             "--schedule rotation has no checkpoints yet: leave out %s",
+                             c->job.checkpoint_dir ? "--checkpoint-dir" : "--resume");
     } else if (o->schedule_log) {
         return app_usage(err, errlen, "--schedule-log needs --schedule rotation");
     }

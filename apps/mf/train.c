@@ -140,6 +140,9 @@ typedef struct worker {
     } pending;
     FILE *metrics;
     size_t skipped[2]; /* malformed lines of this share of the training and test files */
+    /* Resumed from a checkpoint: the setup's sums are on the servers already,
+     * and training goes on from epoch `first_epoch`, clock `first_clock`. */
+    int resuming, first_epoch, first_clock;
     /* --schedule rotation (rotation.c) */
     uint64_t ublock[2]; /* this worker's users */
     uint64_t *ibounds;  /* the item blocks: W + 1 keys */
@@ -165,6 +168,7 @@ static int push_summary(worker *w)
     mf_data_summary(&w->train, &s, &lo, &hi);
     double mine[5] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1],
                       (double)w->test.n};
+    if (w->resuming) return 0; /* the checkpoint has the sums */
     TRY("push the mean", app_stats_add(&w->sum, 0, mine));
     if (w->train.n) {
         uint64_t key = 0;
@@ -230,7 +234,7 @@ static int push_initial(worker *w, loom_table *t, int table, size_t rows)
     const mf_train_opts *o = &w->cli->train;
     size_t width = (size_t)o->rank + 1, nw = (size_t)loom_num_workers(w->node);
     size_t me = (size_t)loom_rank(w->node), mine = rows > me ? (rows - me + nw - 1) / nw : 0;
-    if (!mine) return 0;
+    if (!mine || w->resuming) return 0;
     uint64_t *keys = malloc(mine * sizeof *keys);
     double *v = malloc(mine * width * sizeof *v);
     int rc = keys && v ? 0 : LOOM_ENOMEM;
@@ -293,7 +297,7 @@ static int row_counts_push(worker *w, const char *name, int items, size_t rows, 
         k++;
     }
     free(mine);
-    if (!err && rc->n) err = loom_push(rc->t, rc->keys, rc->n, rc->count);
+    if (!err && rc->n && !w->resuming) err = loom_push(rc->t, rc->keys, rc->n, rc->count);
     TRY("count the ratings of each row", err);
     return 0;
 }
@@ -374,8 +378,75 @@ static int lane_train(void *arg, int t)
     return 0;
 }
 
-/* One epoch's clocks. */
-static int train_epoch(worker *w, int epoch)
+/* ---- checkpoints (docs/FAULTS.md) ----
+ * A worker's state at the end of a clock (all of the clock's --steps pushed):
+ * the epoch, the next clock of it, the evaluation bookkeeping and --steps (a
+ * clock's slices of the ratings and the damping depend on it); the orders
+ * and scales are recomputed from the seed and the counts, the factors are
+ * the servers'. Then the users' and items'
+ * file ids (the model file's mapping; tools/checkpoint.c reads them back). */
+#define MF_STATE_MAGIC   0x3143464du /* "MFC1" */
+#define MF_STATE_DOUBLES 10
+
+static int save_state(worker *w, int epoch, int next_clock)
+{
+    double st[MF_STATE_DOUBLES] = {MF_STATE_MAGIC,     epoch,
+                                   next_clock,         w->epochs_since_eval,
+                                   w->pending.epoch,   w->pending.time_s,
+                                   w->pending.train_s, w->train_s,
+                                   (double)w->train.n, w->cli->train.steps};
+    /* Then the file's ids of the rows, for `loom checkpoint export` (and a check on resume). */
+    const loom_ratings *r = w->r;
+    size_t len = sizeof st + 16 + (r->users + r->items) * 8;
+    uint8_t *b = malloc(len);
+    if (!b) return app_fail(PROG, "checkpoint", LOOM_ENOMEM);
+    uint64_t counts[2] = {r->users, r->items};
+    memcpy(b, st, sizeof st);
+    memcpy(b + sizeof st, counts, 16);
+    memcpy(b + sizeof st + 16, r->user_id, r->users * 8);
+    memcpy(b + sizeof st + 16 + r->users * 8, r->item_id, r->items * 8);
+    int rc = loom_checkpoint_save(w->node, b, len);
+    free(b);
+    TRY("checkpoint", rc);
+    return 0;
+}
+
+static int load_state(worker *w)
+{
+    const void *data;
+    size_t len;
+    if (loom_checkpoint_resumed(w->node, &data, &len, NULL)) return 0;
+    const loom_ratings *r = w->r;
+    const uint8_t *b = data;
+    double st[MF_STATE_DOUBLES];
+    uint64_t counts[2] = {r->users, r->items};
+    int ok = len == sizeof st + 16 + (r->users + r->items) * 8;
+    if (ok) memcpy(st, data, sizeof st);
+    ok = ok && st[0] == MF_STATE_MAGIC && st[8] == (double)w->train.n &&
+         st[2] <= w->cli->train.syncs && st[9] == w->cli->train.steps &&
+         !memcmp(b + sizeof st, counts, 16) &&
+         !memcmp(b + sizeof st + 16, r->user_id, r->users * 8) &&
+         !memcmp(b + sizeof st + 16 + r->users * 8, r->item_id, r->items * 8);
+    if (!ok) {
+        fprintf(stderr,
+                PROG ": worker %d: the checkpoint does not fit this job (other training "
+                     "data, --syncs or --steps?)\n",
+                loom_rank(w->node));
+        return 1;
+    }
+    w->resuming = 1;
+    w->first_epoch = (int)st[1];
+    w->first_clock = (int)st[2];
+    w->epochs_since_eval = (int)st[3];
+    w->pending.epoch = (int)st[4];
+    w->pending.time_s = st[5];
+    w->pending.train_s = st[6];
+    w->train_s = st[7];
+    return 0;
+}
+
+/* One epoch's clocks (a resumed one from clock `first`). */
+static int train_epoch(worker *w, int epoch, int first)
 {
     const mf_train_opts *o = &w->cli->train;
     double lr = mf_epoch_lr(o->lr, o->lr_decay, epoch);
@@ -393,7 +464,7 @@ static int train_epoch(worker *w, int epoch)
         mf_epoch_order(o->seed, loom_rank(w->node) * w->threads + t, epoch, w->lanes[t].part.n,
                        w->lanes[t].order);
     w->lr = lr;
-    for (w->clock = 0; w->clock < o->syncs; w->clock++) {
+    for (w->clock = first; w->clock < o->syncs; w->clock++) {
         /* Later steps read their rows from the cache, which the servers'
          * row pushes (--priority) refresh while the clock runs. */
         for (w->step = 0; w->step < o->steps; w->step++) {
@@ -410,6 +481,7 @@ static int train_epoch(worker *w, int epoch)
             }
         }
         TRY("clock", loom_clock(w->node));
+        if (loom_checkpoint_due(w->node) && save_state(w, epoch, w->clock + 1)) return 1;
     }
     return 0;
 }
@@ -552,6 +624,7 @@ static int epochs(worker *w)
     if (push_initial(w, w->users, 0, w->r->users) || push_initial(w, w->items, 1, w->r->items))
         return 1;
     TRY("clock", loom_clock(w->node));
+    if (!w->resuming && loom_checkpoint_due(w->node) && save_state(w, 0, 0)) return 1;
     TRY("barrier", loom_barrier(w->node));
     if (read_summary(w)) return 1;
     if (damped && (row_counts_read(&w->ucount) || row_counts_read(&w->icount))) return 1;
@@ -559,13 +632,13 @@ static int epochs(worker *w)
         TRY("start the rotation",
             mf_rotation_open(w->users, w->items, &c->train, &w->train, w->ublock, w->ibounds,
                              w->mean, c->train.schedule_log, &w->rot));
-    w->pending.epoch = -1;
-    for (int epoch = 0; epoch < c->train.epochs; epoch++) {
+    if (!w->resuming) w->pending.epoch = -1;
+    for (int epoch = w->first_epoch; epoch < c->train.epochs; epoch++) {
         double t0 = app_now_s();
         if (rotation) { /* the clock makes the epoch's statistics readable, as below */
             TRY("rotation", mf_rotation_epoch(w->rot, epoch));
             TRY("clock", loom_clock(w->node));
-        } else if (train_epoch(w, epoch)) {
+        } else if (train_epoch(w, epoch, epoch == w->first_epoch ? w->first_clock : 0)) {
             return 1;
         }
         w->train_s += app_now_s() - t0;
@@ -671,8 +744,9 @@ static int run_worker(loom_node *n, const mf_cli *c)
     /* A whole file's malformed lines are counted by one worker. */
     worker w = {.node = n, .cli = c, .r = r, .skipped = {whole && loom_rank(n) ? 0 : r->skipped}};
     int rc = read_data(&w, &test_file);
+    if (!rc) rc = load_state(&w);
     if (!rc && loom_rank(n) == 0 && c->job.metrics_path &&
-        !(w.metrics = fopen(c->job.metrics_path, "w"))) {
+        !(w.metrics = fopen(c->job.metrics_path, w.resuming ? "a" : "w"))) {
         fprintf(stderr, "loom train mf: cannot write %s: %s\n", c->job.metrics_path,
                 strerror(errno));
         rc = 1;

@@ -18,6 +18,7 @@
 #include "updater.h"
 #include "delay.h"
 #include "secret.h"
+#include "checkpoint.h"
 #include "sched.h"
 #include "p2p.h"
 

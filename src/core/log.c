@@ -56,6 +56,14 @@ void log_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+void log_set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+}
+
 const char *loom_last_error(void)
 {
     return last_error;

@@ -24,6 +24,13 @@ __attribute__((format(printf, 1, 2)))
 #endif
 void log_warn(const char *fmt, ...);
 
+/* Record an error sentence for loom_last_error() without printing it (for
+ * library calls whose caller decides what to print, such as a tool's check). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+void log_set_error(const char *fmt, ...);
+
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)

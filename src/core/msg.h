@@ -93,6 +93,9 @@ enum msg_type {
                            sequence applied from this worker, b = the row version
                            the rows reflect (as PULL_REPLY_ENC's); frames keys, values */
     MSG_ROWS_PUSH_ACK,  /* worker -> server: req echoed */
+    /* ckpt (ft) */
+    MSG_CKPT_PART = 64, /* server/worker -> scheduler: its part of checkpoint `clock` is on
+                           disk; a = 1 if it holds every row (full), blob (ft_part_info) */
     /* rotation (src/sched/ring.c) */
     MSG_SCHED_BLOCK = 80, /* worker -> worker: table = engine, a = block, b = version; frame rows */
     /* dynamic scheduling engine (sched, src/sched/dynamic.c) */

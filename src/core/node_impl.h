@@ -133,11 +133,13 @@ void node_broadcast(loom_node *n); /* call with the lock held */
 uint64_t node_now_ms(void);
 
 /* ---- layers ---- */
-/* The scheduling layer's two engines keep their own state: the static
- * engine's ring of blocks (NODE_LAYER_SCHED) and the dynamic engine's
- * coordinator or worker queue (NODE_LAYER_SCHED_DYNAMIC). */
+/* The fault-tolerance layer keeps checkpoint state (NODE_LAYER_FT). The
+ * scheduling layer's two engines keep their own state: the static engine's
+ * ring of blocks (NODE_LAYER_SCHED) and the dynamic engine's coordinator or
+ * worker queue (NODE_LAYER_SCHED_DYNAMIC). */
 enum {
     NODE_LAYER_PS = 0,
+    NODE_LAYER_FT,
     NODE_LAYER_SCHED,
     NODE_LAYER_SCHED_DYNAMIC,
     NODE_LAYER_P2P,

@@ -59,6 +59,36 @@ ps_u128 ps_slice_start(const loom_table_opts *o, int num_servers, int s);
 /* The server holding key (key must be in the table's range). */
 int ps_server_of(const loom_table_opts *o, int num_servers, uint64_t key);
 
+/* ---- checkpoints: what a server offers src/ft (docs/FAULTS.md) ----
+ *
+ * With hooks set, a server cuts its partitions at every clock C of the job
+ * (the job's clock is base + this run's clock) with C % every == 0: the moment
+ * its min clock reaches C, every push of a clock < C has been applied and none
+ * of a clock >= C (BSP tables stage those anyway; pushes of other tables that
+ * run ahead are held, and acknowledged, only after the cut), and cut() runs.
+ * cut() reads the partitions with ps_server_encode. When a table is created,
+ * restore() may fill it from a checkpoint through ps_snapshot_apply. */
+typedef struct ps_ckpt_hooks {
+    int64_t every, base;
+    void *ctx;
+    void (*cut)(void *ctx, int64_t clock);
+    /* 0, or a loom error (the table is then refused; restore() says why). */
+    int (*restore)(void *ctx, const ps_table_def *def, void *table);
+} ps_ckpt_hooks;
+void ps_server_set_ckpt(loom_node *n, const ps_ckpt_hooks *hooks);
+/* Every table's rows (full), or those changed since the last cut, one section
+ * per table: emit(ctx, table name, section bytes, length). */
+typedef int (*ps_section_fn)(void *ctx, const char *table, const void *data, size_t len);
+int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx);
+/* Apply one section (as ps_server_encode made it) to `table` (restore()'s
+ * argument): its definition must equal the table's and its keys lie in this
+ * server's partition. 0, or LOOM_EMISMATCH / LOOM_EPROTO with why. */
+int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size_t whylen);
+/* Read a section without a server: its definition, then fn(ctx, key, row) for
+ * each row. 0, fn's first non-zero result, or LOOM_EPROTO if malformed. */
+int ps_snapshot_read(const void *data, size_t len, ps_table_def *def,
+                     int (*fn)(void *ctx, uint64_t key, const void *row), void *ctx);
+
 /* Role entry points, called by the API glue (src/loom.c). ps_attach picks
  * the role's part (registry.c, server.c or client.c) and registers its
  * message handlers; it runs before the node's I/O thread starts. */

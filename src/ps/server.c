@@ -51,6 +51,7 @@
  * back when it has sent a reply (an atomic pointer). */
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +87,7 @@ typedef struct srv_table {
     size_t row_bytes;
     uint64_t *applied;                 /* per worker rank: last push sequence applied */
     staged *staged_head, *staged_tail; /* BSP: pushes of unfinished clocks, in arrival order */
+    staged *held_head, *held_tail;     /* other tables: pushes past the next checkpoint's cut */
     /* filter chains per worker rank: decoding its pushes, encoding its replies */
     filter_chain **push_dec, **pull_enc;
     int pull_filtered; /* the pull spec has a filter: every reply goes through it */
@@ -129,6 +131,7 @@ typedef struct server {
     /* The last reply buffer ZeroMQ was done with, kept for the next reply:
      * a fresh large buffer comes from mmap and faults on every page. */
     _Atomic(reply_buf *) spare;
+    ps_ckpt_hooks ckpt;  /* every == 0: no checkpoints */
     comm_mgr cm;         /* the budget and the ack window */
     uint64_t push_id;    /* ROWS_PUSH messages sent */
     uint32_t next_table; /* comm_tick: the managed table to serve next */
@@ -207,19 +210,28 @@ static int mark_changed(srv_table *t, uint64_t key)
 
 /* ---- table creation ---- */
 
+/* Free a staged or held push. */
+static void free_entry(staged *st)
+{
+    if (st->keys) {
+        free(st->keys);
+        free(st->vals);
+    } else {
+        node_msg_release(&st->m);
+    }
+    free(st);
+}
+
 static void table_destroy(srv_table *t, int num_workers)
 {
     if (!t) return;
-    while (t->staged_head) {
-        staged *st = t->staged_head;
-        t->staged_head = st->next;
-        if (st->keys) {
-            free(st->keys);
-            free(st->vals);
-        } else {
-            node_msg_release(&st->m);
-        }
-        free(st);
+    for (staged *st = t->staged_head, *next; st; st = next) {
+        next = st->next;
+        free_entry(st);
+    }
+    for (staged *st = t->held_head, *next; st; st = next) {
+        next = st->next;
+        free_entry(st);
     }
     for (int w = 0; w < num_workers; w++) {
         if (t->push_dec) filter_chain_destroy(t->push_dec[w]);
@@ -311,8 +323,14 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
             .init_seed = o->init_seed,
         };
         status = store_create(&spec, &t->store);
+        if (!status && s->ckpt.every) status = store_track_changes(t->store);
     }
+    /* The wire state first: restored rows get the row version of the restore. */
     if (!status) status = table_prepare_wire(s, t);
+    if (!status && s->ckpt.restore) {
+        status = s->ckpt.restore(s->ckpt.ctx, &t->def, t);
+        if (!status && t->store) store_forget_changes(t->store);
+    }
     if (status) {
         log_error("cannot create table \"%s\": %s", t->def.name, loom_strerror(status));
         table_destroy(t, s->num_workers);
@@ -371,6 +389,14 @@ static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_
     return NULL;
 }
 
+/* The first checkpoint clock after the min clock (local clocks; INT64_MAX: none). */
+static int64_t next_cut(const server *s)
+{
+    if (!s->ckpt.every || s->min_clock == PS_CLOCK_DONE) return INT64_MAX;
+    int64_t job = s->ckpt.base + s->min_clock;
+    return (job / s->ckpt.every + 1) * s->ckpt.every - s->ckpt.base;
+}
+
 /* Managed tables: rows a push is about to change, with the magnitudes of
  * their deltas against their current values (comm.h); the timer pushes them. */
 static void note_changes(server *s, srv_table *t, const uint64_t *keys, uint64_t begin,
@@ -406,11 +432,14 @@ static int apply_rows(server *s, srv_table *t, const uint64_t *keys, uint64_t be
     uint8_t *dense = store_dense_rows(t->store);
     if (dense && t->upd.kind == UPD_SUM) {
         /* The common case as one tight loop over the message. */
-        if (keys)
+        if (keys) {
             rows_add_indexed(o->type, o->width, dense, t->lo, keys, (size_t)count, vals);
-        else
+            store_mark_changed(t->store, keys, (size_t)count);
+        } else {
             rows_add(o->type, dense + (size_t)(begin - t->lo) * t->row_bytes, vals,
                      (size_t)count * o->width);
+            store_mark_changed_range(t->store, begin, begin + count);
+        }
         return 0;
     }
     for (uint64_t i = 0; i < count; i++) {
@@ -443,17 +472,32 @@ static int must_stage(server *s, srv_table *t, int64_t clock)
     return t->def.opts.consistency == LOOM_BSP && clock >= s->min_clock;
 }
 
-static staged *stage(srv_table *t, int w)
+/* Under SSP and ASP, a push of a clock at or past the next checkpoint's cut
+ * is held, unapplied and unacknowledged, until that cut is written. */
+static int must_hold(server *s, srv_table *t, int64_t clock)
+{
+    return t->def.opts.consistency != LOOM_BSP && clock >= next_cut(s);
+}
+
+/* A new entry at the tail of a staged or held list. */
+static staged *enqueue(staged **head, staged **tail, int w)
 {
     staged *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     st->worker = w;
-    if (t->staged_tail)
-        t->staged_tail->next = st;
+    if (*tail)
+        (*tail)->next = st;
     else
-        t->staged_head = st;
-    t->staged_tail = st;
+        *head = st;
+    *tail = st;
     return st;
+}
+
+/* Apply a staged or held push, decoded or kept as it arrived. */
+static int apply_entry(server *s, srv_table *t, staged *st)
+{
+    return st->keys ? apply_rows(s, t, st->keys, 0, st->vals, st->n, st->worker, st->m.h.req)
+                    : apply_push(s, t, &st->m, st->worker);
 }
 
 static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int status)
@@ -487,12 +531,16 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     int status = 0;
-    if (must_stage(s, t, m->h.clock)) {
-        staged *st = stage(t, w);
-        if (st)
-            node_msg_keep(&st->m, m);
-        else
+    int hold = must_hold(s, t, m->h.clock);
+    if (hold || must_stage(s, t, m->h.clock)) {
+        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w)
+                          : enqueue(&t->staged_head, &t->staged_tail, w);
+        if (!st) {
             status = LOOM_ENOMEM;
+        } else {
+            node_msg_keep(&st->m, m);
+            if (hold) return; /* acknowledged once applied, after the cut */
+        }
     } else {
         status = apply_push(s, t, m, w);
     }
@@ -513,6 +561,7 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "unknown table, sender or frame count");
         return;
     }
+    int hold = 0;
     uint64_t *keys, digest;
     void *vals;
     size_t count;
@@ -525,11 +574,16 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
     if (bad) {
         node_drop(n, m, bad);
         if (!status) status = LOOM_EPROTO;
-    } else if (must_stage(s, t, m->h.clock)) {
-        staged *st = stage(t, w);
+    } else if ((hold = must_hold(s, t, m->h.clock)) || must_stage(s, t, m->h.clock)) {
+        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w)
+                          : enqueue(&t->staged_head, &t->staged_tail, w);
         if (st) {
-            *st = (staged){.keys = keys, .vals = vals, .n = count, .worker = w};
-            st->m.h = m->h; /* its clock and sequence number */
+            st->keys = keys;
+            st->vals = vals;
+            st->n = count;
+            st->m.h = m->h;       /* its clock and sequence number */
+            st->m.from = m->from; /* whom a held push is acknowledged to */
+            if (hold) return;     /* acknowledged once applied, after the cut */
             keys = NULL;
             vals = NULL;
         } else {
@@ -541,6 +595,26 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
     free(keys);
     free(vals);
     send_push_ack(s, t, m, w, status);
+}
+
+/* After a cut: apply, in arrival order, and acknowledge the held pushes that
+ * the next cut does not hold back. */
+static void release_held(server *s, srv_table *t)
+{
+    int64_t cut = next_cut(s);
+    staged **pp = &t->held_head, *last = NULL;
+    while (*pp) {
+        staged *st = *pp;
+        if (st->m.h.clock >= cut) {
+            last = st;
+            pp = &st->next;
+            continue;
+        }
+        *pp = st->next;
+        send_push_ack(s, t, &st->m, st->worker, apply_entry(s, t, st));
+        free_entry(st);
+    }
+    t->held_tail = last;
 }
 
 /* A clock ended everywhere: apply the BSP pushes of the clocks now complete. */
@@ -555,16 +629,9 @@ static void apply_staged(server *s, srv_table *t)
             continue;
         }
         *pp = st->next;
-        int rc = st->keys ? apply_rows(s, t, st->keys, 0, st->vals, st->n, st->worker, st->m.h.req)
-                          : apply_push(s, t, &st->m, st->worker);
-        if (rc) log_error("out of memory applying a push to table \"%s\"", t->def.name);
-        if (st->keys) {
-            free(st->keys);
-            free(st->vals);
-        } else {
-            node_msg_release(&st->m);
-        }
-        free(st);
+        if (apply_entry(s, t, st))
+            log_error("out of memory applying a push to table \"%s\"", t->def.name);
+        free_entry(st);
     }
     t->staged_tail = last;
 }
@@ -763,9 +830,13 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
     for (int i = 0; i < s->num_workers; i++)
         if (s->clock[i] < min) min = s->clock[i];
     if (min > s->min_clock) {
+        int64_t cut = next_cut(s);
         s->min_clock = min;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->staged_head) apply_staged(s, s->tables[i]);
+        if (cut != INT64_MAX && min == cut) s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min);
+        for (uint32_t i = 0; i < s->cap; i++)
+            if (s->tables[i] && s->tables[i]->held_head) release_held(s, s->tables[i]);
         release_deferred(s);
     }
 }
@@ -908,5 +979,142 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_PUSH_ENC, on_push_enc, s);
     node_set_handler(n, MSG_PULL_SINCE, on_pull, s);
     node_set_handler(n, MSG_CLOCK, on_clock, s);
+    return 0;
+}
+
+/* ---- checkpoints ---- */
+
+void ps_server_set_ckpt(loom_node *n, const ps_ckpt_hooks *hooks)
+{
+    server *s = node_layer(n, NODE_LAYER_PS);
+    s->ckpt = *hooks;
+}
+
+/* A section: [u32 definition length][definition (canonical)][u32 row bytes]
+ * [u32 state bytes][u64 rows], then per row [u64 key][values][state]. */
+typedef struct row_writer {
+    blob_writer *w;
+    size_t row_bytes, state_bytes;
+    uint64_t rows;
+} row_writer;
+
+static int put_row(void *ctx, uint64_t key, const void *row, const void *state)
+{
+    row_writer *r = ctx;
+    blob_put_u64(r->w, key);
+    blob_put_bytes(r->w, row, r->row_bytes);
+    if (r->state_bytes) blob_put_bytes(r->w, state, r->state_bytes);
+    r->rows++;
+    return r->w->bad ? LOOM_ENOMEM : 0;
+}
+
+int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx)
+{
+    server *s = node_layer(n, NODE_LAYER_PS);
+    int rc = 0;
+    for (uint32_t i = 0; i < s->cap && !rc; i++) {
+        srv_table *t = s->tables[i];
+        if (!t) continue;
+        blob_writer w = {0};
+        blob_writer def = {0};
+        ps_def_encode(&t->def, &def);
+        blob_put_u32(&w, (uint32_t)def.len);
+        blob_put_bytes(&w, def.buf, def.len);
+        free(def.buf);
+        row_writer r = {&w, t->row_bytes, t->store ? store_state_bytes(t->store) : 0, 0};
+        blob_put_u32(&w, (uint32_t)r.row_bytes);
+        blob_put_u32(&w, (uint32_t)r.state_bytes);
+        size_t count_at = w.len;
+        blob_put_u64(&w, 0);
+        if (def.bad || w.bad) rc = LOOM_ENOMEM;
+        if (!rc && t->store) rc = store_for_each(t->store, !full, put_row, &r);
+        if (!rc) {
+            msg_store_u64(w.buf + count_at, r.rows);
+            rc = emit(ctx, t->def.name, w.buf, w.len);
+        }
+        free(w.buf);
+    }
+    return rc;
+}
+
+int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size_t whylen)
+{
+    srv_table *t = table;
+    blob_reader r = {data, len, 0};
+    uint32_t deflen = blob_get_u32(&r);
+    if (r.bad || deflen > r.left) {
+        snprintf(why, whylen, "table \"%s\": section truncated", t->def.name);
+        return LOOM_EPROTO;
+    }
+    blob_writer mine = {0};
+    if (ps_def_encode(&t->def, &mine)) return LOOM_ENOMEM;
+    int same = mine.len == deflen && !memcmp(mine.buf, r.p, deflen);
+    free(mine.buf);
+    if (!same) {
+        ps_table_def theirs;
+        int ok = !ps_def_decode(r.p, deflen, &theirs);
+        snprintf(why, whylen,
+                 "table \"%s\" differs: the checkpoint has width %u, keys [%llu, %llu), "
+                 "updater %s; this job width %u, keys [%llu, %llu), updater %s (or other "
+                 "options)",
+                 t->def.name, ok ? theirs.opts.width : 0,
+                 (unsigned long long)(ok ? theirs.opts.key_begin : 0),
+                 (unsigned long long)(ok ? theirs.opts.key_end : 0), ok ? theirs.updater : "?",
+                 t->def.opts.width, (unsigned long long)t->def.opts.key_begin,
+                 (unsigned long long)t->def.opts.key_end, t->def.updater);
+        return LOOM_EMISMATCH;
+    }
+    r.p += deflen, r.left -= deflen;
+    size_t row_bytes = blob_get_u32(&r), state_bytes = blob_get_u32(&r);
+    uint64_t rows = blob_get_u64(&r);
+    size_t mine_state = t->store ? store_state_bytes(t->store) : 0;
+    if (r.bad || row_bytes != t->row_bytes || state_bytes != mine_state) {
+        snprintf(why, whylen, "table \"%s\": row or updater state size differs", t->def.name);
+        return r.bad ? LOOM_EPROTO : LOOM_EMISMATCH;
+    }
+    size_t per = 8 + row_bytes + state_bytes;
+    if (rows > r.left / per || rows * per != r.left) {
+        snprintf(why, whylen, "table \"%s\": %llu rows do not fill the section", t->def.name,
+                 (unsigned long long)rows);
+        return LOOM_EPROTO;
+    }
+    for (uint64_t i = 0; i < rows; i++) {
+        const uint8_t *p = r.p + i * per;
+        uint64_t key = msg_load_u64(p);
+        if (!t->store || key < t->lo || (ps_u128)key >= t->hi) {
+            snprintf(why, whylen,
+                     "table \"%s\": key %llu is outside this server's partition (another number "
+                     "of servers?)",
+                     t->def.name, (unsigned long long)key);
+            return LOOM_EMISMATCH;
+        }
+        void *state;
+        void *row = store_row(t->store, key, &state);
+        if (!row) return LOOM_ENOMEM;
+        memcpy(row, p + 8, row_bytes);
+        if (state_bytes) memcpy(state, p + 8 + row_bytes, state_bytes);
+        if (mark_changed(t, key)) return LOOM_ENOMEM; /* changed-only pulls stay exact */
+    }
+    return 0;
+}
+
+int ps_snapshot_read(const void *data, size_t len, ps_table_def *def,
+                     int (*fn)(void *ctx, uint64_t key, const void *row), void *ctx)
+{
+    blob_reader r = {data, len, 0};
+    uint32_t deflen = blob_get_u32(&r);
+    if (r.bad || deflen > r.left || ps_def_decode(r.p, deflen, def)) return LOOM_EPROTO;
+    def->opts.updater = def->updater;
+    r.p += deflen, r.left -= deflen;
+    size_t row_bytes = blob_get_u32(&r), state_bytes = blob_get_u32(&r);
+    uint64_t rows = blob_get_u64(&r);
+    size_t per = 8 + row_bytes + state_bytes;
+    if (r.bad || row_bytes != (size_t)def->opts.width * loom_type_size(def->opts.type) ||
+        state_bytes > 4 * row_bytes || rows > r.left / per || rows * per != r.left)
+        return LOOM_EPROTO;
+    for (uint64_t i = 0; i < rows; i++) {
+        int rc = fn(ctx, msg_load_u64(r.p + i * per), r.p + i * per + 8);
+        if (rc) return rc;
+    }
     return 0;
 }

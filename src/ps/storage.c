@@ -49,6 +49,9 @@ struct ps_store {
     unsigned chunk_shift;
     chunk *chunks;
     size_t nchunks, chunk_cap;
+    /* changes since the last store_for_each: one byte per row (dense) or slot (sparse) */
+    unsigned char *changed;
+    size_t changed_cap; /* 0: not tracking */
 };
 
 /* splitmix64 as a function of its counter: consecutive inputs give
@@ -177,6 +180,7 @@ void store_destroy(ps_store *s)
         free(s->chunks[c].state);
     }
     free(s->chunks);
+    free(s->changed);
     u64map_free(&s->map);
     free(s);
 }
@@ -216,6 +220,14 @@ static int reserve_slot(ps_store *s)
         return LOOM_ENOMEM;
     }
     s->chunks[s->nchunks++] = ch;
+    if (s->changed_cap) {
+        size_t cap = s->nchunks << s->chunk_shift;
+        unsigned char *grown = realloc(s->changed, cap);
+        if (!grown) return LOOM_ENOMEM;
+        memset(grown + s->changed_cap, 0, cap - s->changed_cap);
+        s->changed = grown;
+        s->changed_cap = cap;
+    }
     return 0;
 }
 
@@ -225,6 +237,7 @@ void *store_row(ps_store *s, uint64_t key, void **state)
     if (s->spec.storage == LOOM_DENSE) {
         size_t i = (size_t)(key - s->spec.begin);
         if (state) *state = s->state_bytes ? s->state + i * s->state_bytes : NULL;
+        if (s->changed_cap) s->changed[i] = 1;
         return s->values + i * s->row_bytes;
     }
     uint32_t slot;
@@ -239,6 +252,7 @@ void *store_row(ps_store *s, uint64_t key, void **state)
         if (s->state_bytes) memset(slot_state(s, slot), 0, s->state_bytes);
     }
     if (state) *state = slot_state(s, slot);
+    if (s->changed_cap) s->changed[slot] = 1;
     return slot_row(s, slot);
 }
 
@@ -298,4 +312,79 @@ void store_read_range(ps_store *s, uint64_t begin, uint64_t end, void *out)
 size_t store_num_rows(const ps_store *s)
 {
     return s->nrows;
+}
+
+int store_track_changes(ps_store *s)
+{
+    if (s->changed_cap) return 0;
+    size_t cap = s->spec.storage == LOOM_DENSE ? s->nrows : s->nchunks << s->chunk_shift;
+    s->changed = calloc(cap ? cap : 1, 1);
+    if (!s->changed) return LOOM_ENOMEM;
+    s->changed_cap = cap ? cap : 1;
+    /* A sparse row materialised before tracking began differs from its initial value. */
+    if (s->spec.storage != LOOM_DENSE) memset(s->changed, 1, s->nrows);
+    return 0;
+}
+
+void store_mark_changed(ps_store *s, const uint64_t *keys, size_t n)
+{
+    if (!s->changed_cap) return;
+    if (s->spec.storage == LOOM_DENSE) {
+        for (size_t i = 0; i < n; i++) s->changed[keys[i] - s->spec.begin] = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) store_row(s, keys[i], NULL);
+}
+
+void store_mark_changed_range(ps_store *s, uint64_t begin, uint64_t end)
+{
+    if (!s->changed_cap || end <= begin) return;
+    if (s->spec.storage == LOOM_DENSE)
+        memset(s->changed + (begin - s->spec.begin), 1, (size_t)(end - begin));
+    else
+        for (uint64_t k = begin; k < end; k++) store_row(s, k, NULL);
+}
+
+/* Sparse: the key of each slot, in slot order (the map knows key -> slot only). */
+static uint64_t *slot_keys(ps_store *s)
+{
+    uint64_t *keys = malloc((s->nrows ? s->nrows : 1) * sizeof *keys);
+    if (!keys) return NULL;
+    if (s->map.slots)
+        for (size_t b = 0; b <= s->map.mask; b++)
+            if (s->map.slots[b]) keys[s->map.slots[b] - 1] = s->map.keys[b];
+    return keys;
+}
+
+int store_for_each(ps_store *s, int only_changed, store_row_fn fn, void *ctx)
+{
+    int rc = 0;
+    int track = s->changed_cap != 0;
+    if (s->spec.storage == LOOM_DENSE) {
+        for (size_t i = 0; i < s->nrows && !rc; i++) {
+            if (only_changed && track && !s->changed[i]) continue;
+            rc = fn(ctx, s->spec.begin + i, s->values + i * s->row_bytes,
+                    s->state_bytes ? s->state + i * s->state_bytes : NULL);
+        }
+    } else {
+        uint64_t *keys = slot_keys(s);
+        if (!keys) return LOOM_ENOMEM;
+        for (size_t i = 0; i < s->nrows && !rc; i++) {
+            if (only_changed && track && !s->changed[i]) continue;
+            rc = fn(ctx, keys[i], slot_row(s, (uint32_t)i), slot_state(s, (uint32_t)i));
+        }
+        free(keys);
+    }
+    if (!rc) store_forget_changes(s);
+    return rc;
+}
+
+void store_forget_changes(ps_store *s)
+{
+    if (s->changed_cap) memset(s->changed, 0, s->changed_cap);
+}
+
+size_t store_state_bytes(const ps_store *s)
+{
+    return s->state_bytes;
 }

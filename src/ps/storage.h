@@ -49,4 +49,21 @@ size_t store_num_rows(const ps_store *s);
 /* The initial value of a row (what store_read returns for an unwritten key). */
 void store_initial_row(const ps_store_spec *spec, uint64_t key, void *out);
 
+/* ---- changes, for incremental checkpoints (src/ft) ----
+ * Once tracking is on, every row handed out by store_row() counts as changed,
+ * and so does every row named to store_mark_changed() (writers that bypass
+ * store_row, such as the dense fast path of a sum push). One byte per row. */
+int store_track_changes(ps_store *s); /* 0 or LOOM_ENOMEM */
+void store_mark_changed(ps_store *s, const uint64_t *keys, size_t n);
+void store_mark_changed_range(ps_store *s, uint64_t begin, uint64_t end);
+/* Call fn for every materialised row (only_changed: every changed one), value
+ * and state (NULL without state), then forget the changes. Stops at, and
+ * returns, fn's first non-zero result. */
+typedef int (*store_row_fn)(void *ctx, uint64_t key, const void *row, const void *state);
+int store_for_each(ps_store *s, int only_changed, store_row_fn fn, void *ctx);
+/* Forget the changes so far (after a restore: the rows equal the checkpoint's). */
+void store_forget_changes(ps_store *s);
+/* Bytes of updater state per row (0: none). */
+size_t store_state_bytes(const ps_store *s);
+
 #endif

@@ -1,0 +1,665 @@
+/* ft: checkpoints and resume, as a layer of every node (docs/FAULTS.md).
+ *
+ * Configured from the environment (what `loom train` sets from its flags):
+ * LOOM_CHECKPOINT_DIR, LOOM_CHECKPOINT_EVERY (clocks), LOOM_CHECKPOINT_FULL_EVERY
+ * (every K-th checkpoint is full; default 10), LOOM_CHECKPOINT_MODEL (recorded,
+ * and compared on resume) and LOOM_RESUME (a checkpoint directory).
+ *
+ * Each role does its part of a checkpoint at clock C:
+ *   - a server, when its min clock reaches C (src/ps calls cut()), writes its
+ *     partitions (every row, or those changed since its previous part) to
+ *     ckpt-C/server-R.part and tells the scheduler (CKPT_PART);
+ *   - a worker, when the application calls loom_checkpoint_save() after its
+ *     clock C, writes the application's state to ckpt-C/worker-R.part and
+ *     tells the scheduler;
+ *   - the scheduler, once it has every part of C, writes ckpt-C/MANIFEST: the
+ *     commit. It names each server's chain: its newest full part at or before
+ *     C and every part after it up to C (incremental parts are relative to the
+ *     server's previous part, committed or not, so the chain lists them all).
+ *     Then it removes checkpoint directories that neither this manifest nor
+ *     the previous one needs.
+ * Everything a server does runs on its I/O thread (the cut happens inside the
+ * CLOCK handler that moved its min clock), so the cut sees the partitions
+ * exactly at C, and the scheduler's bookkeeping runs on its I/O thread too.
+ *
+ * On resume every node reads the newest MANIFEST, checks it against the job
+ * (model, servers, workers) and reads what it needs: a server its chain (on
+ * each table's creation, src/ps calls restore()), a worker its state. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/msg.h"
+#include "core/node_impl.h"
+#include "ft/ft.h"
+#include "loom/checkpoint.h"
+#include "loom/error.h"
+#include "ps/ps.h"
+
+/* A part the scheduler has been told of. */
+typedef struct known_part {
+    int64_t clock;
+    ft_part part;
+} known_part;
+
+/* A manifest for the committer thread to write. */
+typedef struct commit_job {
+    int64_t clock, oldest; /* oldest: the oldest checkpoint directory it needs */
+    char *text;
+    size_t len;
+    ft_manifest m; /* its parts: synced before the manifest is written */
+    struct commit_job *next;
+} commit_job;
+
+typedef struct pending {
+    int64_t clock;
+    uint32_t count;
+    ft_part *parts; /* servers, then workers, by rank; kind 0 = not yet */
+    struct pending *next;
+} pending;
+
+typedef struct ft {
+    loom_node *node;
+    int role, rank;
+    uint32_t servers, workers;
+    char dir[PATH_MAX]; /* "" = no checkpoints */
+    int64_t every, full_every;
+    char model[FT_MODEL_MAX];
+    char resume[PATH_MAX]; /* "" = a fresh start */
+    ft_manifest resumed;   /* when resuming */
+    int64_t base;          /* the job's clock at this run's clock 0 */
+    /* server */
+    int force_full; /* a part failed: the next one must not depend on it */
+    /* worker */
+    uint8_t *resumed_part; /* the file; the state follows its header */
+    size_t resumed_len;
+    int64_t last_saved;
+    /* scheduler */
+    pending *pending;
+    known_part **chain; /* per server: its parts since its newest full one */
+    size_t *chain_len, *chain_cap;
+    /* The committer thread: makes the parts durable, writes manifests and
+     * removes old directories, off the I/O thread (which the workers' clocks
+     * wait on). keep_from: the oldest directory the previous manifest needs. */
+    pthread_t committer;
+    int committer_running, stopping;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    commit_job *jobs, **jobs_tail;
+    int64_t keep_from;
+} ft;
+
+static ft *ft_of(loom_node *n)
+{
+    return node_layer(n, NODE_LAYER_FT);
+}
+
+static void ft_destroy(void *state)
+{
+    ft *f = state;
+    if (f->committer_running) { /* the job is over: finish the commits queued */
+        pthread_mutex_lock(&f->mu);
+        f->stopping = 1;
+        pthread_cond_signal(&f->cv);
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(f->committer, NULL);
+        pthread_mutex_destroy(&f->mu);
+        pthread_cond_destroy(&f->cv);
+    }
+    ft_manifest_free(&f->resumed);
+    free(f->resumed_part);
+    while (f->pending) {
+        pending *p = f->pending;
+        f->pending = p->next;
+        free(p->parts);
+        free(p);
+    }
+    for (uint32_t r = 0; f->chain && r < f->servers; r++) free(f->chain[r]);
+    free(f->chain);
+    free(f->chain_len);
+    free(f->chain_cap);
+    free(f);
+}
+
+/* ---- configuration ---- */
+
+static int env_count(const char *name, int64_t def, int64_t *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        *out = def;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x < 1 || x > 1000000000) {
+        log_error("%s=\"%s\" is not a number of clocks from 1 to 10^9", name, v);
+        return LOOM_ECONFIG;
+    }
+    *out = x;
+    return 0;
+}
+
+static int env_path(const char *name, char *out, size_t len)
+{
+    const char *v = getenv(name);
+    if (!v) v = "";
+    if (strlen(v) >= len) {
+        log_error("%s is too long", name);
+        return LOOM_ECONFIG;
+    }
+    snprintf(out, len, "%s", v);
+    return 0;
+}
+
+/* ---- files of this node ---- */
+
+static void part_path(const ft *f, int64_t clock, const char *kind, int rank, char *rel,
+                      size_t rellen, char *abs, size_t abslen)
+{
+    snprintf(rel, rellen, "ckpt-%012" PRId64 "/%s-%d.part", clock, kind, rank);
+    snprintf(abs, abslen, "%s/%s", f->dir, rel);
+}
+
+static int make_ckpt_dir(const ft *f, int64_t clock)
+{
+    char d[PATH_MAX + 32];
+    snprintf(d, sizeof d, "%s/ckpt-%012" PRId64, f->dir, clock);
+    return ft_mkdirs(d);
+}
+
+/* Tell the scheduler that a part is on disk. */
+static int send_part(ft *f, int64_t clock, const ft_part *p)
+{
+    blob_writer w = {0};
+    blob_put_u32(&w, p->kind);
+    blob_put_u32(&w, p->rank);
+    blob_put_u32(&w, p->full);
+    blob_put_str(&w, p->path);
+    blob_put_u64(&w, p->size);
+    blob_put_u32(&w, p->crc);
+    if (w.bad) {
+        free(w.buf);
+        return LOOM_ENOMEM;
+    }
+    msg_header h = {.type = MSG_CKPT_PART, .clock = clock, .a = p->full};
+    node_frame fr = {w.buf, w.len, NULL, NULL, 1};
+    int rc = node_send(f->node, 0, &h, &fr, 1);
+    free(w.buf);
+    return rc;
+}
+
+/* ---- servers ---- */
+
+static int emit_section(void *ctx, const char *table, const void *data, size_t len)
+{
+    ft_file *file = ctx;
+    size_t nl = strlen(table);
+    uint8_t head[2 + 255 + 8];
+    head[0] = (uint8_t)nl;
+    head[1] = (uint8_t)(nl >> 8);
+    memcpy(head + 2, table, nl);
+    msg_store_u64(head + 2 + nl, (uint64_t)len);
+    int rc = ft_file_write(file, head, 2 + nl + 8);
+    return rc ? rc : ft_file_write(file, data, len);
+}
+
+static void server_cut(void *ctx, int64_t clock)
+{
+    ft *f = ctx;
+    uint64_t t0 = node_now_ms();
+    int full = f->force_full || (clock / f->every) % f->full_every == 0;
+    ft_part p = {.kind = FT_SERVER, .rank = (uint32_t)f->rank, .full = (uint32_t)full};
+    char abs[PATH_MAX + 64];
+    part_path(f, clock, "server", f->rank, p.path, sizeof p.path, abs, sizeof abs);
+    ft_header h = {FT_SERVER, clock, (uint32_t)f->rank, f->servers, f->workers, (uint32_t)full};
+    uint8_t hb[FT_HEADER_SIZE];
+    ft_header_encode(&h, hb);
+    ft_file file;
+    int rc = make_ckpt_dir(f, clock);
+    if (!rc) rc = ft_file_open(&file, abs);
+    if (!rc) {
+        rc = ft_file_write(&file, hb, sizeof hb);
+        /* Encoding forgets the changes: from here on the next part is relative to this one. */
+        if (!rc) rc = ps_server_encode(f->node, full, emit_section, &file);
+        if (rc)
+            ft_file_abort(&file);
+        else
+            rc = ft_file_commit(&file, 0); /* the scheduler syncs it before committing */
+    }
+    if (!rc) {
+        p.size = file.size;
+        p.crc = file.crc;
+        rc = send_part(f, clock, &p);
+    }
+    f->force_full = rc != 0;
+    if (rc)
+        log_error("checkpoint at clock %" PRId64 " not written (%s): it will not be committed",
+                  clock, loom_strerror(rc));
+    else
+        log_info("checkpoint part %s written (%" PRIu64 " bytes, %s) in %" PRIu64 " ms", abs,
+                 p.size, full ? "full" : "incremental", node_now_ms() - t0);
+}
+
+typedef struct restore_ctx {
+    const char *name;
+    void *table;
+    char why[512];
+    int rc, found;
+} restore_ctx;
+
+static int restore_section(void *ctx, const char *name, const uint8_t *data, size_t len)
+{
+    restore_ctx *r = ctx;
+    if (strcmp(name, r->name)) return 0;
+    r->found = 1;
+    r->rc = ps_snapshot_apply(r->table, data, len, r->why, sizeof r->why);
+    return r->rc;
+}
+
+static int server_restore(void *ctx, const ps_table_def *def, void *table)
+{
+    ft *f = ctx;
+    restore_ctx r = {.name = def->name, .table = table};
+    for (size_t i = 0; i < f->resumed.nparts; i++) {
+        const ft_part *p = &f->resumed.parts[i];
+        if (p->kind != FT_SERVER || p->rank != (uint32_t)f->rank) continue;
+        uint8_t *data;
+        char why[1024];
+        int rc = ft_part_load(f->resume, &f->resumed, p, &data, why, sizeof why);
+        if (rc) {
+            log_error("cannot resume: %s", why);
+            return rc;
+        }
+        rc = ft_sections(data + FT_HEADER_SIZE, p->size - FT_HEADER_SIZE, restore_section, &r);
+        free(data);
+        if (rc) {
+            if (r.rc)
+                log_error("cannot resume from %s/%s: %s", f->resume, p->path, r.why);
+            else
+                log_error("cannot resume: %s/%s: malformed table section", f->resume, p->path);
+            return rc;
+        }
+    }
+    if (r.found)
+        log_info("table \"%s\" restored from the checkpoint at clock %" PRId64, def->name,
+                 f->resumed.clock);
+    return 0;
+}
+
+/* ---- the scheduler: commit ---- */
+
+static void chain_add(ft *f, int64_t clock, const ft_part *p)
+{
+    uint32_t r = p->rank;
+    if (f->chain_len[r] == f->chain_cap[r]) {
+        size_t cap = f->chain_cap[r] ? 2 * f->chain_cap[r] : 8;
+        known_part *g = realloc(f->chain[r], cap * sizeof *g);
+        if (!g) return; /* the commit below then finds the chain short and refuses */
+        f->chain[r] = g;
+        f->chain_cap[r] = cap;
+    }
+    f->chain[r][f->chain_len[r]++] = (known_part){clock, *p};
+}
+
+/* The oldest checkpoint clock a manifest's parts live under. */
+static int64_t oldest_dir(const ft_manifest *m)
+{
+    int64_t oldest = m->clock;
+    for (size_t i = 0; i < m->nparts; i++) {
+        int64_t c = strtoll(m->parts[i].path + 5, NULL, 10);
+        if (c < oldest) oldest = c;
+    }
+    return oldest;
+}
+
+/* Remove ckpt-* directories older than `before`. */
+static void remove_old(const ft *f, int64_t before)
+{
+    DIR *d = opendir(f->dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, "ckpt-", 5) || strlen(e->d_name) != 17) continue;
+        char *end;
+        long long c = strtoll(e->d_name + 5, &end, 10);
+        if (*end || c >= before) continue;
+        char sub[PATH_MAX + 32];
+        snprintf(sub, sizeof sub, "%s/%.17s", f->dir, e->d_name); /* 17: checked above */
+        DIR *sd = opendir(sub);
+        if (!sd) continue;
+        for (struct dirent *se; (se = readdir(sd));) {
+            if (se->d_name[0] == '.') continue;
+            char file[PATH_MAX + 300];
+            snprintf(file, sizeof file, "%s/%s", sub, se->d_name);
+            unlink(file);
+        }
+        closedir(sd);
+        rmdir(sub);
+    }
+    closedir(d);
+}
+
+/* Make a part durable: its data (the writer did not sync) and its directory entry. */
+static int sync_path(const char *path, int flags)
+{
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+static void write_manifest(ft *f, commit_job *j)
+{
+    char path[PATH_MAX + 64], dir[PATH_MAX + 64];
+    int rc = 0;
+    for (size_t i = 0; i < j->m.nparts && !rc; i++) {
+        snprintf(path, sizeof path, "%s/%s", f->dir, j->m.parts[i].path);
+        snprintf(dir, sizeof dir, "%s/%.17s", f->dir, j->m.parts[i].path);
+        if (sync_path(path, O_RDONLY) || sync_path(dir, O_RDONLY | O_DIRECTORY)) {
+            log_error("checkpoint at clock %" PRId64 " not committed: cannot sync %s: %s", j->clock,
+                      path, strerror(errno));
+            rc = LOOM_ECONFIG;
+        }
+    }
+    snprintf(path, sizeof path, "%s/ckpt-%012" PRId64 "/MANIFEST", f->dir, j->clock);
+    ft_file file;
+    if (!rc) rc = ft_file_open(&file, path);
+    if (!rc) {
+        rc = ft_file_write(&file, j->text, j->len);
+        if (rc)
+            ft_file_abort(&file);
+        else
+            rc = ft_file_commit(&file, 1);
+    }
+    if (rc) {
+        log_error("checkpoint at clock %" PRId64 " not committed", j->clock);
+        return;
+    }
+    log_info("checkpoint at clock %" PRId64 " committed (%s)", j->clock, path);
+    remove_old(f, j->oldest < f->keep_from ? j->oldest : f->keep_from);
+    f->keep_from = j->oldest;
+}
+
+static void *committer_main(void *arg)
+{
+    ft *f = arg;
+    log_set_tag("scheduler 0");
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        while (!f->jobs && !f->stopping) pthread_cond_wait(&f->cv, &f->mu);
+        commit_job *j = f->jobs;
+        if (!j) break;
+        f->jobs = j->next;
+        if (!f->jobs) f->jobs_tail = &f->jobs;
+        pthread_mutex_unlock(&f->mu);
+        write_manifest(f, j);
+        free(j->text);
+        ft_manifest_free(&j->m);
+        free(j);
+        pthread_mutex_lock(&f->mu);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+/* Every part of clock p->clock is on disk: queue its manifest. It names each
+ * server's newest full part at or before the clock and the parts after it. */
+static void commit(ft *f, pending *p)
+{
+    commit_job *j = calloc(1, sizeof *j);
+    size_t cap = f->workers;
+    for (uint32_t r = 0; r < f->servers; r++) cap += f->chain_len[r];
+    if (j) j->m.parts = malloc((cap ? cap : 1) * sizeof *j->m.parts);
+    if (!j || !j->m.parts) {
+        free(j);
+        log_error("checkpoint at clock %" PRId64 " not committed: out of memory", p->clock);
+        return;
+    }
+    ft_manifest *m = &j->m;
+    *m = (ft_manifest){
+        .clock = p->clock, .servers = f->servers, .workers = f->workers, .parts = m->parts};
+    snprintf(m->model, sizeof m->model, "%s", f->model);
+    for (uint32_t r = 0; r < f->servers; r++) {
+        size_t from = 0, n = f->chain_len[r];
+        for (size_t i = 0; i < n; i++)
+            if (f->chain[r][i].clock <= p->clock && f->chain[r][i].part.full) from = i;
+        for (size_t i = from; i < n && f->chain[r][i].clock <= p->clock; i++)
+            m->parts[m->nparts++] = f->chain[r][i].part;
+        /* Parts before that full one are needed by no later manifest. */
+        memmove(f->chain[r], f->chain[r] + from, (n - from) * sizeof *f->chain[r]);
+        f->chain_len[r] -= from;
+    }
+    for (uint32_t w = 0; w < f->workers; w++) m->parts[m->nparts++] = p->parts[f->servers + w];
+    j->clock = p->clock;
+    j->oldest = oldest_dir(m);
+    j->text = ft_manifest_format(m, &j->len);
+    if (!j->text) {
+        ft_manifest_free(m);
+        free(j);
+        log_error("checkpoint at clock %" PRId64 " not committed: out of memory", p->clock);
+        return;
+    }
+    pthread_mutex_lock(&f->mu);
+    *f->jobs_tail = j;
+    f->jobs_tail = &j->next;
+    pthread_cond_signal(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void on_part(loom_node *n, void *ctx, node_msg *m)
+{
+    ft *f = ctx;
+    int rank;
+    int role = node_peer_role(n, m->from, &rank);
+    blob_reader rd = {node_frame_data(m, 0), node_frame_size(m, 0), 0};
+    ft_part p = {0};
+    p.kind = blob_get_u32(&rd);
+    p.rank = blob_get_u32(&rd);
+    p.full = blob_get_u32(&rd);
+    blob_get_str(&rd, p.path, sizeof p.path);
+    p.size = blob_get_u64(&rd);
+    p.crc = blob_get_u32(&rd);
+    char want[FT_PATH_MAX];
+    snprintf(want, sizeof want, "ckpt-%012" PRId64 "/%s-%d.part", m->h.clock,
+             role == LOOM_SERVER ? "server" : "worker", rank);
+    if (rd.bad || rd.left || !f->dir[0] || m->h.clock <= 0 ||
+        p.kind != (role == LOOM_SERVER ? FT_SERVER : FT_WORKER) || p.rank != (uint32_t)rank ||
+        p.full > 1 || strcmp(p.path, want)) {
+        node_drop(n, m, "malformed CKPT_PART");
+        return;
+    }
+    pending **pp = &f->pending;
+    while (*pp && (*pp)->clock != m->h.clock) pp = &(*pp)->next;
+    if (!*pp) {
+        pending *np = calloc(1, sizeof *np);
+        if (np) np->parts = calloc(f->servers + f->workers, sizeof *np->parts);
+        if (!np || !np->parts) {
+            free(np);
+            log_error("checkpoint at clock %" PRId64 ": out of memory", m->h.clock);
+            return;
+        }
+        np->clock = m->h.clock;
+        *pp = np;
+    }
+    pending *pe = *pp;
+    size_t slot = (role == LOOM_SERVER ? 0 : f->servers) + (size_t)rank;
+    if (pe->parts[slot].kind) {
+        node_drop(n, m, "CKPT_PART sent twice");
+        return;
+    }
+    pe->parts[slot] = p;
+    pe->count++;
+    if (role == LOOM_SERVER) chain_add(f, m->h.clock, &p);
+    if (pe->count < f->servers + f->workers) return;
+    commit(f, pe);
+    *pp = pe->next;
+    free(pe->parts);
+    free(pe);
+}
+
+/* ---- attach ---- */
+
+/* The newest checkpoint of f->resume, checked against this job. */
+static int load_resume(ft *f)
+{
+    char why[1024];
+    int rc = ft_manifest_load(f->resume, -1, &f->resumed, why, sizeof why);
+    if (rc) {
+        log_error("cannot resume: %s", why);
+        return rc;
+    }
+    const ft_manifest *m = &f->resumed;
+    const char *mine = f->model[0] ? f->model : "-";
+    if (strcmp(m->model, mine)) {
+        log_error("cannot resume: %s/ckpt-%012" PRId64
+                  "/MANIFEST: the checkpoint is of model %s, this job trains %s",
+                  f->resume, m->clock, m->model, mine);
+        return LOOM_EMISMATCH;
+    }
+    if (m->servers != f->servers || m->workers != f->workers) {
+        log_error("cannot resume: %s/ckpt-%012" PRId64
+                  "/MANIFEST: the checkpoint has %u servers and %u workers, this job %u and %u "
+                  "(a checkpoint is not resharded: resume with the same numbers)",
+                  f->resume, m->clock, m->servers, m->workers, f->servers, f->workers);
+        return LOOM_EMISMATCH;
+    }
+    f->base = m->clock;
+    for (size_t i = 0; i < m->nparts; i++) {
+        const ft_part *p = &m->parts[i];
+        int mine_part = (p->kind == FT_SERVER && f->role == LOOM_SERVER) ||
+                        (p->kind == FT_WORKER && f->role == LOOM_WORKER);
+        if (f->chain && p->kind == FT_SERVER) chain_add(f, m->clock, p);
+        if (!mine_part || p->rank != (uint32_t)f->rank) continue;
+        uint8_t *data;
+        rc = ft_part_load(f->resume, m, p, &data, why, sizeof why);
+        if (rc) {
+            log_error("cannot resume: %s", why);
+            return rc;
+        }
+        if (p->kind == FT_WORKER) {
+            f->resumed_part = data;
+            f->resumed_len = (size_t)p->size;
+        } else {
+            free(data); /* read again, table by table, when the tables are created */
+        }
+    }
+    f->keep_from = oldest_dir(m);
+    log_info("resuming from %s at clock %" PRId64, f->resume, m->clock);
+    return 0;
+}
+
+int ft_attach(loom_node *n)
+{
+    ft *f = calloc(1, sizeof *f);
+    if (!f) return LOOM_ENOMEM;
+    f->node = n;
+    f->role = loom_node_role(n);
+    f->rank = loom_rank(n);
+    f->servers = (uint32_t)loom_num_servers(n);
+    f->workers = (uint32_t)loom_num_workers(n);
+    f->last_saved = -1;
+    node_set_layer(n, NODE_LAYER_FT, f, ft_destroy);
+    int rc = env_path("LOOM_CHECKPOINT_DIR", f->dir, sizeof f->dir);
+    if (!rc) rc = env_path("LOOM_RESUME", f->resume, sizeof f->resume);
+    if (!rc) rc = env_count("LOOM_CHECKPOINT_EVERY", f->dir[0] ? 10 : 0, &f->every);
+    if (!rc) rc = env_count("LOOM_CHECKPOINT_FULL_EVERY", 10, &f->full_every);
+    const char *model = getenv("LOOM_CHECKPOINT_MODEL");
+    snprintf(f->model, sizeof f->model, "%s", model && *model ? model : "");
+    if (!f->dir[0]) f->every = 0;
+    if (rc) return rc;
+    if (f->role == LOOM_SCHEDULER && f->dir[0]) {
+        f->chain = calloc(f->servers ? f->servers : 1, sizeof *f->chain);
+        f->chain_len = calloc(f->servers ? f->servers : 1, sizeof *f->chain_len);
+        f->chain_cap = calloc(f->servers ? f->servers : 1, sizeof *f->chain_cap);
+        if (!f->chain || !f->chain_len || !f->chain_cap) return LOOM_ENOMEM;
+        if ((rc = ft_mkdirs(f->dir))) return rc;
+        node_set_handler(n, MSG_CKPT_PART, on_part, f);
+    }
+    if (f->resume[0] && (rc = load_resume(f))) return rc;
+    if (f->chain) {
+        f->jobs_tail = &f->jobs;
+        pthread_mutex_init(&f->mu, NULL);
+        pthread_cond_init(&f->cv, NULL);
+        if (pthread_create(&f->committer, NULL, committer_main, f)) return LOOM_ENOMEM;
+        f->committer_running = 1;
+    }
+    if (f->role == LOOM_SERVER && (f->every || f->resume[0])) {
+        ps_ckpt_hooks h = {.every = f->every,
+                           .base = f->base,
+                           .ctx = f,
+                           .cut = server_cut,
+                           .restore = f->resume[0] ? server_restore : NULL};
+        ps_server_set_ckpt(n, &h);
+    }
+    return 0;
+}
+
+/* ---- the public worker calls ---- */
+
+int loom_checkpoint_due(loom_node *n)
+{
+    if (!n || !loom_is_worker(n)) return 0;
+    ft *f = ft_of(n);
+    int64_t c = loom_current_clock(n);
+    return f->every && c > 0 && (f->base + c) % f->every == 0 && c != f->last_saved;
+}
+
+int loom_checkpoint_save(loom_node *n, const void *state, size_t len)
+{
+    if (!n || (!state && len)) return LOOM_EINVAL;
+    if (!loom_is_worker(n)) return LOOM_EROLE;
+    ft *f = ft_of(n);
+    if (!loom_checkpoint_due(n)) return LOOM_ESTATE;
+    uint64_t t0 = node_now_ms();
+    int64_t local = loom_current_clock(n), clock = f->base + local;
+    ft_part p = {.kind = FT_WORKER, .rank = (uint32_t)f->rank, .full = 1};
+    char abs[PATH_MAX + 64];
+    part_path(f, clock, "worker", f->rank, p.path, sizeof p.path, abs, sizeof abs);
+    ft_header h = {FT_WORKER, clock, (uint32_t)f->rank, f->servers, f->workers, 1};
+    uint8_t hb[FT_HEADER_SIZE];
+    ft_header_encode(&h, hb);
+    ft_file file;
+    int rc = make_ckpt_dir(f, clock);
+    if (!rc) rc = ft_file_open(&file, abs);
+    if (!rc) {
+        rc = ft_file_write(&file, hb, sizeof hb);
+        if (!rc && len) rc = ft_file_write(&file, state, len);
+        if (rc)
+            ft_file_abort(&file);
+        else
+            rc = ft_file_commit(&file, 0); /* the scheduler syncs it before committing */
+    }
+    if (!rc) {
+        p.size = file.size;
+        p.crc = file.crc;
+        rc = send_part(f, clock, &p);
+    }
+    if (!rc) {
+        f->last_saved = local;
+        log_info("checkpoint part %s written (%zu bytes) in %" PRIu64 " ms", abs, (size_t)p.size,
+                 node_now_ms() - t0);
+    }
+    return rc;
+}
+
+int loom_checkpoint_resumed(loom_node *n, const void **state, size_t *len, int64_t *clock)
+{
+    if (!n || !state || !len) return LOOM_EINVAL;
+    if (!loom_is_worker(n)) return LOOM_EROLE;
+    ft *f = ft_of(n);
+    if (!f->resumed_part) return LOOM_ENOTFOUND;
+    *state = f->resumed_part + FT_HEADER_SIZE;
+    *len = f->resumed_len - FT_HEADER_SIZE;
+    if (clock) *clock = f->resumed.clock;
+    return 0;
+}

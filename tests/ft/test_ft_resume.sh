@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Checkpoint, kill every process, resume (docs/FAULTS.md): a one-worker BSP
+# job of MODEL (lr, mf, lda; two servers) writes a checkpoint every few
+# clocks; once the K-th has been committed (K drawn from SEED) the test
+# SIGKILLs every process of the job at once, wherever they are (possibly in
+# the middle of writing the next checkpoint); `loom train ... --resume`
+# then finishes the job, whose model must equal, byte for byte, the model of
+# the same job run without interruption. The interrupted run must really
+# have been interrupted (no model written), and no process may survive.
+#
+# Usage: test_ft_resume.sh LOOM MODEL SEED
+# shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
+set -u
+# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
+source "$(dirname "$0")/../cli_lib.sh"
+
+LOOM=${1:?usage: $0 LOOM MODEL SEED}
+MODEL=${2:?usage: $0 LOOM MODEL SEED}
+SEED=${3:?usage: $0 LOOM MODEL SEED}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-ft-resume.XXXXXX")
+JOB=
+cleanup() {
+    if [[ -n $JOB ]]; then
+        pkill -KILL -P "$JOB" 2>/dev/null
+        kill -KILL "$JOB" 2>/dev/null
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+cd "$WORK" || exit 1
+
+EVERY=5
+case $MODEL in
+lr)
+    run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
+    # --bandwidth: paced pushes and pulls cut and resume like unpaced ones.
+    ARGS=(train lr --train data --updater adagrad --epochs 3 --minibatch 100 --bandwidth 200)
+    ;;
+mf)
+    run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
+    # --steps 2: a checkpoint is cut after a clock's last step.
+    ARGS=(train mf --train data --epochs 8 --syncs 20 --steps 2 --eval-every 2)
+    ;;
+lda)
+    run gen lda --out data --docs 2000 --vocab-size 1000 --topics 10 --doc-length 80 --quiet
+    ARGS=(train lda --train data --topics 10 --iterations 20 --syncs 10 --eval-every 4)
+    ;;
+*) fail "unknown model $MODEL" ;;
+esac
+[[ $RC == 0 ]] || fail "gen $MODEL: exit status $RC"
+ARGS+=(--workers 1 --servers 2 --consistency bsp --quiet --insecure --no-status)
+
+# The uninterrupted run.
+run "${ARGS[@]}" --model-out ref.model
+[[ $RC == 0 && -s ref.model ]] || fail "uninterrupted run: exit status $RC"
+
+# The newest committed checkpoint's clock (0: none yet).
+newest() {
+    local m c=0
+    for m in ck/ckpt-*/MANIFEST; do
+        [[ -e $m ]] || continue
+        m=${m#ck/ckpt-}
+        m=${m%%/*}
+        ((10#$m > c)) && c=$((10#$m))
+    done
+    echo "$c"
+}
+
+# The interrupted run: killed once its K-th checkpoint (K in 2..6) is committed.
+# (Commits trail the training by the time the disk takes to sync: the jobs
+# above are long enough, hundreds of clocks, for that not to reach the end.)
+K=$((2 + SEED % 5))
+"$LOOM" "${ARGS[@]}" --model-out cut.model --checkpoint-dir ck --checkpoint-every $EVERY \
+    --checkpoint-full-every 3 >out 2>err &
+JOB=$!
+deadline=$((SECONDS + 120))
+# Wait for the condition (a committed checkpoint), bounded; the poll interval is not a synchronisation.
+while (($(newest) < K * EVERY)) && kill -0 "$JOB" 2>/dev/null && ((SECONDS < deadline)); do
+    sleep 0.005
+done
+KIDS=$(pgrep -P "$JOB")
+# shellcheck disable=SC2086 # one pid a word
+kill -KILL $KIDS "$JOB" 2>/dev/null
+wait "$JOB" 2>/dev/null
+# alive PID: the process exists and is not a zombie waiting for its reaper.
+alive() { [[ -e /proc/$1 ]] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
+# SIGKILL is delivered asynchronously: give the kernel a bounded while to finish them.
+for pid in $KIDS; do
+    gone=$((SECONDS + 10))
+    while alive "$pid" && ((SECONDS < gone)); do sleep 0.01; done
+    alive "$pid" && fail "process $pid of the killed job survived SIGKILL"
+done
+JOB=
+(($(newest) >= K * EVERY)) || fail "no checkpoint at clock $((K * EVERY)) within the time limit"
+[[ -e cut.model ]] && fail "the job finished before it was killed: make it longer"
+echo "killed after the checkpoint at clock $(newest) (K=$K)"
+
+run checkpoint verify ck
+[[ $RC == 0 ]] || fail "checkpoint verify after the kill: exit status $RC"
+
+# Resume into the same directory, and compare.
+run "${ARGS[@]}" --model-out resumed.model --checkpoint-dir ck --checkpoint-every $EVERY \
+    --checkpoint-full-every 3 --resume ck
+[[ $RC == 0 ]] || fail "resumed run: exit status $RC"
+cmp -s ref.model resumed.model || fail "the resumed model differs from the uninterrupted one"
+if [[ $MODEL == mf ]]; then
+    # A clock's ratings and merge depend on --steps: another --steps is refused.
+    OTHER=()
+    for a in "${ARGS[@]}"; do [[ ${OTHER[-1]:-} == --steps ]] && OTHER+=(3) || OTHER+=("$a"); done
+    run "${OTHER[@]}" --model-out other.model --resume ck
+    [[ $RC != 0 ]] && grep -qF -- "--steps" err || fail "resume with another --steps: exit status $RC"
+    [[ -e other.model ]] && fail "resume with another --steps trained anyway"
+fi
+# The newest checkpoint exports as a model file its app reads.
+run checkpoint export ck --out exported.model
+[[ $RC == 0 && -s exported.model ]] || fail "checkpoint export: exit status $RC"
+if [[ $MODEL != lda ]]; then
+    run predict "$MODEL" --model exported.model --data data
+    [[ $RC == 0 ]] || fail "loom predict $MODEL cannot use the exported model"
+fi
+echo "PASS: $MODEL resumed bit for bit"
