@@ -459,7 +459,7 @@ static int load_state(worker *w)
     if (loom_checkpoint_resumed(w->n, &data, &len, NULL)) return 0;
     uint64_t tokens = 0;
     for (int t = 0; t < w->threads; t++) tokens += w->lanes[t].d.ntokens;
-    uint64_t b[LDA_STATE_HEAD];
+    uint64_t b[LDA_STATE_HEAD] = {0};
     if (len >= sizeof b) memcpy(b, data, sizeof b);
     int ok = len == sizeof b + tokens * 4 && b[0] == LDA_STATE_MAGIC && b[5] == tokens &&
              b[2] <= (uint64_t)w->c->train.syncs && !memcmp(&b[6], &w->p.alpha, 8) &&

@@ -418,7 +418,7 @@ static int load_state(worker *w)
     if (loom_checkpoint_resumed(w->node, &data, &len, NULL)) return 0;
     const loom_ratings *r = w->r;
     const uint8_t *b = data;
-    double st[MF_STATE_DOUBLES];
+    double st[MF_STATE_DOUBLES] = {0};
     uint64_t counts[2] = {r->users, r->items};
     int ok = len == sizeof st + 16 + (r->users + r->items) * 8;
     if (ok) memcpy(st, data, sizeof st);

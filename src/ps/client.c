@@ -390,11 +390,13 @@ static void *kkt_weights(loom_table *t, const uint64_t *keys, size_t n)
         if (t->cache_on && u64map_get(&t->cache_idx, keys[i], &slot)) {
             memcpy(row, t->c_rows + (size_t)slot * t->row_bytes, t->row_bytes);
         } else {
+            const float nan32 = NAN;
+            const double nan64 = NAN;
             for (uint32_t j = 0; j < t->def.opts.width; j++) {
                 if (t->def.opts.type == LOOM_F32)
-                    ((float *)row)[j] = NAN;
+                    memcpy(row + (size_t)j * sizeof nan32, &nan32, sizeof nan32);
                 else
-                    ((double *)row)[j] = NAN;
+                    memcpy(row + (size_t)j * sizeof nan64, &nan64, sizeof nan64);
             }
         }
     }
