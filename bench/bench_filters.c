@@ -107,7 +107,7 @@ static void run(const message *m, const char *spec_text, double seconds)
         uint64_t *keys, digest;
         void *vals;
         size_t n;
-        if (filter_chain_decode(r, buf, len, &keys, &vals, &n, &digest)) exit(1);
+        if (filter_chain_decode(r, buf, len, SIZE_MAX, &keys, &vals, &n, &digest)) exit(1);
         double t2 = now();
         t_enc += t1 - t0;
         t_dec += t2 - t1;

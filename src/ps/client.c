@@ -986,7 +986,7 @@ static void on_pull_reply_enc(loom_node *n, void *ctx, node_msg *m)
         size_t nrows;
         pthread_mutex_lock(&t->mu);
         int rc = filter_chain_decode(t->pull_dec[rank], node_frame_data(m, 1),
-                                     node_frame_size(m, 1), &keys, &vals, &nrows, &digest);
+                                     node_frame_size(m, 1), s.count, &keys, &vals, &nrows, &digest);
         if (!rc && place_reply_rows(t, op, &s, keys, vals, nrows)) rc = LOOM_EPROTO;
         if (rc) {
             t->wire[LOOM_DIR_PULL].dropped++;

@@ -572,8 +572,8 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
 
 /* ---- decode ---- */
 
-static int decode_body(filter_chain *c, const uint8_t *body, size_t len, uint64_t **keys_out,
-                       void **vals_out, size_t *n_out, uint64_t *digest_out)
+static int decode_body(filter_chain *c, const uint8_t *body, size_t len, size_t max_rows,
+                       uint64_t **keys_out, void **vals_out, size_t *n_out, uint64_t *digest_out)
 {
     if (len < BODY_HEADER) return LOOM_EPROTO;
     int type = body[0], key_form = body[1], bits = body[2];
@@ -589,7 +589,7 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, uint64_
      * count above that is a lie; below it, the products cannot overflow. A
      * sparse message may still claim far more rows than it carries values:
      * what they decode to is bounded like any message. */
-    if (n > len / (sparse ? 4 : width)) return LOOM_EPROTO;
+    if (n > len / (sparse ? 4 : width) || n > max_rows) return LOOM_EPROTO;
     if (sparse && n > FILTER_MAX_BYTES / (width * c->value_size)) return LOOM_ELIMIT;
     size_t count_vals = (size_t)n * width;
     size_t keys_bytes = key_form == KEYS_DIGEST ? 8 : (size_t)n * 8;
@@ -661,8 +661,8 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, uint64_
     return 0;
 }
 
-int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, uint64_t **keys,
-                        void **vals, size_t *n, uint64_t *digest)
+int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, size_t max_rows,
+                        uint64_t **keys, void **vals, size_t *n, uint64_t *digest)
 {
     *keys = NULL;
     *vals = NULL;
@@ -695,7 +695,7 @@ int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, uint64_t
         if (rc) goto refused;
         body = inflated;
     }
-    rc = decode_body(c, body, body_len, keys, vals, n, digest);
+    rc = decode_body(c, body, body_len, max_rows, keys, vals, n, digest);
     if (rc) goto refused;
     filter_kind compressor = codec == 1 ? FILTER_LZ4 : FILTER_ZSTD;
     if (codec && c->spec.on[compressor]) count(c, compressor, payload_len, body_len);

@@ -127,9 +127,13 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
  * frame claims more than FILTER_MAX_RATIO times its size;
  * LOOM_ENOTFOUND: a key digest this receiver does not hold (*digest set: send
  * it back to the sender). Nothing is returned and nothing changes on error
- * except the dropped counter. */
-int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, uint64_t **keys,
-                        void **vals, size_t *n, uint64_t *digest);
+ * except the dropped counter. max_rows is the most rows the receiver takes
+ * (a pull reply: the rows it asked for; a push: the rows of the server's
+ * slice): a message claiming more is LOOM_EPROTO before anything is
+ * allocated, so a small sparse frame cannot make the receiver fill a large
+ * buffer of zeros. */
+int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, size_t max_rows,
+                        uint64_t **keys, void **vals, size_t *n, uint64_t *digest);
 
 /* The receiver did not hold the key list of `digest`: the next message with
  * that list sends it whole. */

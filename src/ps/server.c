@@ -565,8 +565,9 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
     uint64_t *keys, digest;
     void *vals;
     size_t count;
+    size_t slice = t->hi - t->lo > SIZE_MAX ? SIZE_MAX : (size_t)(t->hi - t->lo);
     int status = filter_chain_decode(t->push_dec[w], node_frame_data(m, 0), node_frame_size(m, 0),
-                                     &keys, &vals, &count, &digest);
+                                     slice, &keys, &vals, &count, &digest);
     const char *bad = status ? "filtered push refused by its filter chain" : NULL;
     for (size_t i = 0; !bad && i < count; i++)
         if (keys[i] < t->lo || (ps_u128)keys[i] >= t->hi)

@@ -50,7 +50,7 @@ static filter_chain *receiver(loom_type t, size_t width, int primed)
     void *v;
     size_t n;
     uint64_t digest;
-    FUZZ_CHECK(filter_chain_decode(r, buf, len, &k, &v, &n, &digest) == 0);
+    FUZZ_CHECK(filter_chain_decode(r, buf, len, SIZE_MAX, &k, &v, &n, &digest) == 0);
     free(buf);
     free(k);
     free(v);
@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     void *vals = NULL;
     size_t n = 0;
     filter_chain_totals(r, &raw, &wire, &dropped_before);
-    int rc = filter_chain_decode(r, frame, len, &keys, &vals, &n, &digest);
+    int rc = filter_chain_decode(r, frame, len, SIZE_MAX, &keys, &vals, &n, &digest);
     filter_chain_totals(r, &raw, &wire, &dropped_after);
     if (rc) {
         FUZZ_CHECK(rc == LOOM_EPROTO || rc == LOOM_ELIMIT || rc == LOOM_ENOTFOUND);
@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint64_t *k2;
         void *v2;
         size_t n2;
-        FUZZ_CHECK(filter_chain_decode(r2, buf, blen, &k2, &v2, &n2, &digest) == 0);
+        FUZZ_CHECK(filter_chain_decode(r2, buf, blen, SIZE_MAX, &k2, &v2, &n2, &digest) == 0);
         size_t vs = t == LOOM_F32 || t == LOOM_I32 ? 4 : 8;
         FUZZ_CHECK(n2 == n);
         FUZZ_CHECK(n == 0 || memcmp(k2, keys, n * 8) == 0);

@@ -94,7 +94,7 @@ static int send_msg(filter_chain *s, filter_chain *r, const filter_msg *m, decod
     size_t len = 0;
     assert_int_equal(filter_chain_encode(s, m, &buf, &len), 0);
     d->wire = len;
-    int rc = filter_chain_decode(r, buf, len, &d->keys, &d->vals, &d->n, &d->digest);
+    int rc = filter_chain_decode(r, buf, len, SIZE_MAX, &d->keys, &d->vals, &d->n, &d->digest);
     free(buf);
     return rc;
 }
@@ -719,7 +719,7 @@ static int decode_code(filter_chain *r, const uint8_t *buf, size_t len)
     /* An exact-size copy, so that a read past the end is a fault under ASan. */
     uint8_t *copy = malloc(len ? len : 1);
     memcpy(copy, buf, len);
-    int rc = filter_chain_decode(r, copy, len, &k, &v, &n, &digest);
+    int rc = filter_chain_decode(r, copy, len, SIZE_MAX, &k, &v, &n, &digest);
     free(copy);
     if (rc == 0) {
         free(k);
@@ -883,10 +883,11 @@ static void test_hostile_malformed(void **unused)
     void *v;
     size_t n;
     uint64_t digest = 0;
-    assert_int_equal(filter_chain_decode(r, buf, len, &k, &v, &n, &digest), LOOM_ENOTFOUND);
+    assert_int_equal(filter_chain_decode(r, buf, len, SIZE_MAX, &k, &v, &n, &digest),
+                     LOOM_ENOTFOUND);
     assert_true(digest != 0);
     assert_int_equal(decode_code(r, b, p + 60), 0); /* the keep-list: now cached */
-    assert_int_equal(filter_chain_decode(r, buf, len, &k, &v, &n, &digest), 0);
+    assert_int_equal(filter_chain_decode(r, buf, len, SIZE_MAX, &k, &v, &n, &digest), 0);
     assert_memory_equal(k, keys, sizeof keys);
     free(k);
     free(v);
@@ -979,10 +980,17 @@ static void test_hostile_sparse(void **unused)
     void *v;
     size_t n;
     uint64_t digest;
-    assert_int_equal(filter_chain_decode(r, b, len, &k, &v, &n, &digest), 0);
+    assert_int_equal(filter_chain_decode(r, b, len, SIZE_MAX, &k, &v, &n, &digest), 0);
     const float want[8] = {1, 0, 0, 1, 0, 0, 1, 0};
     assert_int_equal(n, 2);
     assert_memory_equal(v, want, sizeof want);
+    free(k);
+    free(v);
+    /* More rows than the receiver takes (a pull reply answering one row). */
+    assert_int_equal(filter_chain_decode(r, b, len, 1, &k, &v, &n, &digest), LOOM_EPROTO);
+    assert_null(k);
+    assert_null(v);
+    assert_int_equal(filter_chain_decode(r, b, len, 2, &k, &v, &n, &digest), 0);
     free(k);
     free(v);
     /* A row claiming more values than the width. */
@@ -1025,7 +1033,7 @@ static void test_hostile_sparse(void **unused)
     filter_chain_destroy(wide);
     uint64_t raw, wire, dropped;
     filter_chain_totals(r, &raw, &wire, &dropped);
-    assert_int_equal(dropped, 9);
+    assert_int_equal(dropped, 10); /* nine malformed frames and one with more rows than asked */
     filter_chain_destroy(r);
 }
 
