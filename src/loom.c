@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/node_impl.h"
 #include "ft/ft.h"
+#include "layers.h"
 #include "loom/loom.h"
 #include "p2p/p2p.h"
 #include "p2p/svb.h"
@@ -71,9 +72,7 @@ static int publish_rendezvous(loom_node *n, const launch_plan *plan)
     return 0;
 }
 
-/* Every layer's part of the node's role (its handlers), in layer order,
- * before any message can arrive. */
-static int attach_layers(loom_node *n)
+int layers_attach(loom_node *n)
 {
     int rc = ps_attach(n);
     if (!rc) rc = ft_attach(n);
@@ -86,7 +85,7 @@ static int attach_layers(loom_node *n)
 int loom_node_start(const loom_config *cfg, loom_node **node)
 {
     if (!cfg || !node) return LOOM_EINVAL;
-    return node_start(cfg, attach_layers, node);
+    return node_start(cfg, layers_attach, node);
 }
 
 int loom_init(loom_node **node, int *argc, char ***argv)

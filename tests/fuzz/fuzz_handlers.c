@@ -1,25 +1,36 @@
 /* fuzz_handlers: the message handlers of every role, fed hostile but well-framed messages.
  *
  * Each input is a script run against a whole job in one thread (src/core/node_fuzz.h):
- * a scheduler, 2 servers and 2 workers without sockets, with the parameter-server layer
- * attached, so the scheduler's handlers (src/core/scheduler.c, src/ps/registry.c), the
- * servers' table handlers (src/ps/server.c), the workers' reply checks (src/ps/client.c)
- * and the core handlers of node.c all run on what the script makes of their traffic.
+ * a scheduler, 2 servers and 2 workers without sockets, with every layer attached as a
+ * real node has them (layers_attach, src/layers.h), so the scheduler's handlers
+ * (src/core/scheduler.c, src/ps/registry.c, the checkpoint parts of src/ft/ft.c, the
+ * dynamic engine's coordinator src/sched/dynamic_coord.c), the servers' table handlers
+ * (src/ps/server.c), the workers' reply checks (src/ps/client.c), their blocks of a
+ * rotation (src/sched/ring.c), dynamic engine queue (src/sched/dynamic.c), models of a
+ * reduce (src/p2p/reduce.c) and sufficient vectors (src/p2p/svb.c), and the core
+ * handlers of node.c all run on what the script makes of their traffic.
  *
  * Built two ways like fuzz_decode.c: a libFuzzer target (LOOM_FUZZ=ON, clang) and, in
  * every build, a plain replay driver (LOOM_FUZZ_DRIVER; corpus_handlers/).
  *
- * Input: byte 0 chooses the job's start: bit 0 set = assembling (the scheduler waits for
- * REGISTERs, the others for the roster); clear = running, with three tables that both
- * workers opened (0 "w": sparse f32, SSP(1), sum; 1 "e": dense f64 x4 over [0, 64), BSP,
- * adagrad, pushes as sparse rows; 2 "c": sparse i64 x2, ASP, pushes through keycache and
- * lz4, replies through keycache and zstd). Then operations, each one byte (op % 8) and its
- * arguments (a missing byte reads as 0):
+ * Input: byte 0 chooses the job's start: bit 1 set = checkpoints (set_checkpoints); bit 0
+ * set = assembling (the scheduler waits for REGISTERs, the others for the roster); clear =
+ * running, with three tables that both workers opened (0 "w": sparse f32, SSP(1), sum;
+ * 1 "e": dense f64 x4 over [0, 64), BSP, adagrad, pushes as sparse rows; 2 "c": sparse
+ * i64 x2, ASP, pushes through keycache and lz4, replies through keycache and zstd) and a
+ * sufficient-vector broadcast both opened (width 2, 8 rows, BSP, averaging every 3
+ * clocks, rotation every 2). Then operations, each one byte (op % 8) and its arguments
+ * (a missing byte reads as 0):
  *   0 inject   from, dest, type, flags, table, req, clock, a, b, frames: a message
  *              encoded by msg_encode_header, the sender field set to `from` unless the
- *              flags byte's bit 7 says otherwise; from >= 5 is an identity that is no node
+ *              flags byte's bit 7 says otherwise; from >= 5 is an identity that is no
+ *              node. Type bytes below 0xE0 are the core's and ps's types, 0xE0..0xEF
+ *              the other layers' (other_types), from 0xF0 the byte itself
  *   1 raw      dest, from, header length (0..48) and that many bytes, frames
- *   2 api      worker, call, arguments: pull, push, clock, flush, range pull, wait
+ *   2 api      worker, call, table, keys, arguments: call bytes below 0xF0 are the
+ *              tables' (% 6: pull, push, clock, flush, range pull, wait), from 0xF0 the
+ *              other layers' (% 5: SVB add and clock, SVB sync, take a rotation's
+ *              block, run the dynamic engine, save a checkpoint part)
  *   3 pump     deliver up to N queued messages
  *   4 tamper   the next queued message with one header byte or frame byte changed
  *   5 drop     the next queued message is lost
@@ -33,17 +44,29 @@
  *     transport identified): loom_node_stats' malformed_dropped of the destination;
  *   - the job's traffic ends: at most MAX_DELIVERIES messages however hostile the script
  *     (a handler that answers every message with another would loop forever). */
+#define _XOPEN_SOURCE 700 /* nftw */
+
+#include <ftw.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/node_fuzz.h"
+#include "ft/ft.h"
 #include "fuzz_driver.h"
+#include "layers.h"
 #include "loom/error.h"
+#include "loom/loom.h"
+#include "loom/sched.h"
+#include "loom/svb.h"
 #include "loom/table.h"
 #include "ps/filter.h"
 #include "ps/ps.h"
+#include "sched/sched.h"
 
 #define SERVERS         2
 #define WORKERS         2
@@ -53,11 +76,21 @@
 #define MAX_DELIVERIES  20000
 #define MAX_KEYS        8
 #define FIRST_WORKER_ID (1 + SERVERS)
+#define SVB_WIDTH       2
+#define SVB_ROWS        8
+
+/* The message types of the layers beyond core and ps, for inject's type bytes 0xE0..0xEF. */
+static const uint8_t other_types[] = {
+    MSG_ROWS_PUSH,    MSG_ROWS_PUSH_ACK, MSG_CKPT_PART, MSG_SCHED_BLOCK, MSG_DYN_START,
+    MSG_DYN_PLAN_REQ, MSG_DYN_PLAN,      MSG_DYN_PSUM,  MSG_DYN_SUM,     MSG_DYN_END,
+    MSG_P2P_MODEL,    MSG_P2P_ACK,       MSG_SVB_SVS,   MSG_SVB_REPLICA};
+#define OTHER_TYPES (sizeof other_types / sizeof *other_types)
 
 /* What the inputs reached, so the driver can tell that its seeds reach the handlers. */
 static struct {
     unsigned long jobs, delivered, framing_drops, handler_drops, pulls_done,
-        rosters; /* delivered */
+        rosters;                                                  /* delivered */
+    unsigned long svb_clocks, blocks_taken, dyn_runs, ckpt_parts; /* completed */
 } stats;
 
 /* ---- the script's bytes ---- */
@@ -111,6 +144,7 @@ static void next_frames(script *s, node_fuzz_msg *m)
 typedef struct run {
     node_fuzz_job *job;
     loom_table *tables[WORKERS][TABLES];
+    loom_svb *svb[WORKERS];
     loom_ts last_ts[WORKERS];
     /* Keys and output buffers of asynchronous pulls: valid until the job is gone. */
     void *keep[2 * MAX_OPS];
@@ -202,14 +236,102 @@ static int open_tables(run *r)
         loom_node *n = node_fuzz_job_node(r->job, FIRST_WORKER_ID + (uint32_t)w);
         for (int t = 0; t < TABLES; t++)
             if (loom_table_open(n, names[t], &o[t], &r->tables[w][t])) return 1;
+        loom_svb_opts so = LOOM_SVB_OPTS_DEFAULT;
+        so.width = SVB_WIDTH, so.rows = SVB_ROWS, so.average_every = 3, so.rotate_every = 2;
+        if (loom_svb_open(n, &so, &r->svb[w])) return 1;
     }
     return 0;
+}
+
+/* The dynamic engine's application: deterministic sums, a stop after round 3. */
+static double dyn_coupling(void *arg, uint64_t i, uint64_t j)
+{
+    (void)arg;
+    return i == j ? 1 : 0;
+}
+
+static void dyn_partial(void *arg, uint64_t round, const uint64_t *keys, size_t n, double *out)
+{
+    (void)arg;
+    for (size_t k = 0; k < n; k++) out[k] = (double)(keys[k] + round);
+}
+
+static int dyn_apply(void *arg, uint64_t round, const uint64_t *keys, size_t n, const double *sums,
+                     double *change)
+{
+    (void)arg, (void)keys;
+    for (size_t k = 0; k < n; k++) change[k] = sums[k];
+    return round >= 3;
+}
+
+static size_t dyn_schedule(void *arg, uint64_t round, uint64_t lo, uint64_t hi, uint64_t *keys,
+                           size_t max)
+{
+    (void)arg;
+    size_t n = 0;
+    for (uint64_t k = lo + round % 2; k < hi && n < max; k += 2) keys[n++] = k;
+    return n;
+}
+
+/* op 2, calls from 0xF0: the layers beyond the tables. */
+static void layer_api(run *r, script *s, int w, int call, const uint64_t *keys, size_t nkeys)
+{
+    loom_node *n = node_fuzz_job_node(r->job, FIRST_WORKER_ID + (uint32_t)w);
+    loom_svb *svb = r->svb[w];
+    uint64_t key0 = nkeys ? keys[0] : 0;
+    switch (call) {
+    case 0: { /* an SV of the script's values (ids from keys: out of range is refused) */
+        float u[SVB_WIDTH], val[MAX_KEYS];
+        for (size_t k = 0; k < SVB_WIDTH; k++) u[k] = (float)(int8_t)next_u8(s);
+        for (size_t k = 0; k < nkeys; k++) val[k] = (float)(int8_t)next_u8(s);
+        if (svb && !loom_svb_add(svb, u, keys, val, (uint32_t)nkeys) && !loom_svb_clock(svb))
+            stats.svb_clocks++;
+        break;
+    }
+    case 1:
+        if (svb) loom_svb_sync(svb);
+        break;
+    case 2: { /* the block key0 of engine key1 from the other worker at version key2 */
+        uint8_t rows[64];
+        size_t bytes = next_u8(s) % (sizeof rows + 1);
+        if (!sched_take_block(n, nkeys > 1 ? (uint32_t)keys[1] : 0, 1 - w, (uint32_t)key0,
+                              nkeys > 2 ? keys[2] : 0, rows, bytes))
+            stats.blocks_taken++;
+        break;
+    }
+    case 3: {
+        loom_dyn_opts o = {.dim = 2 + next_u8(s) % 15,
+                           .parallel = 1 + next_u8(s) % 2,
+                           .rho = 0.5,
+                           .floor = 1,
+                           .depth = 1 + next_u8(s) % 2,
+                           .max_rounds = next_u8(s) % 8,
+                           .extra = next_u8(s) % 2,
+                           .schedule = next_u8(s) % 5,
+                           .seed = key0};
+        o.candidates = o.parallel;
+        loom_dyn_app app = {.coupling = dyn_coupling,
+                            .partial = dyn_partial,
+                            .apply = dyn_apply,
+                            .schedule = dyn_schedule};
+        char err[256];
+        if (!loom_dyn_run(n, &o, &app, NULL, err, sizeof err)) stats.dyn_runs++;
+        break;
+    }
+    default: {
+        uint8_t state[16];
+        for (size_t k = 0; k < sizeof state; k++) state[k] = next_u8(s);
+        if (loom_checkpoint_due(n) && !loom_checkpoint_save(n, state, next_u8(s) % sizeof state))
+            stats.ckpt_parts++;
+        break;
+    }
+    }
 }
 
 /* op 2: a worker calls the API. Blocking calls deliver messages while they wait. */
 static void api(run *r, script *s)
 {
-    int w = next_u8(s) % WORKERS, call = next_u8(s) % 6;
+    int w = next_u8(s) % WORKERS, call = next_u8(s);
     loom_table *t = r->tables[w][next_u8(s) % TABLES];
     loom_node *n = node_fuzz_job_node(r->job, FIRST_WORKER_ID + (uint32_t)w);
     if (!t || !n) return;
@@ -218,8 +340,12 @@ static void api(run *r, script *s)
     size_t nkeys = next_u8(s) % (MAX_KEYS + 1);
     uint64_t *keys = keep(r, nkeys * sizeof *keys);
     for (size_t i = 0; i < nkeys; i++) keys[i] = next_num(s);
+    if (call >= 0xF0) {
+        layer_api(r, s, w, (call - 0xF0) % 5, keys, nkeys);
+        return;
+    }
     loom_ts ts = 0;
-    switch (call) {
+    switch (call % 6) {
     case 0:
         if (!loom_pull_async(t, keys, nkeys, keep(r, nkeys * row), &ts)) r->last_ts[w] = ts;
         break;
@@ -262,11 +388,12 @@ static void inject(run *r, script *s, int raw)
         m.from = next_u8(s) % (NODES + 1);
         m.dest = next_u8(s) % NODES;
         uint8_t type = next_u8(s), flags = next_u8(s);
-        msg_header h = {/* Mostly types that exist: 1..13, 32..44 and 48..50. */
-                        .type = type < 0xF0 ? (uint8_t)(type % 29 < 13   ? 1 + type % 29
-                                                        : type % 29 < 26 ? 32 + type % 29 - 13
-                                                                         : 48 + type % 29 - 26)
-                                            : type,
+        msg_header h = {/* Mostly types that exist: 1..13, 32..44, 48..50, other_types. */
+                        .type = type < 0xE0   ? (uint8_t)(type % 29 < 13   ? 1 + type % 29
+                                                          : type % 29 < 26 ? 32 + type % 29 - 13
+                                                                           : 48 + type % 29 - 26)
+                                : type < 0xF0 ? other_types[(type - 0xE0) % OTHER_TYPES]
+                                              : type,
                         .flags =
                             (uint16_t)(flags & 0x40 ? 1u << (flags % 16) : flags & MSG_F_RANGE),
                         .sender = flags & 0x80 ? (uint32_t)next_num(s) : m.from,
@@ -353,12 +480,51 @@ static void in_flight(run *r, script *s, int op)
     }
 }
 
+/* The checkpoint layer's settings, once: parts and manifests in a scratch directory
+ * (under TMPDIR, which the fuzz.* tests make a scratch directory of their own). */
+static char ckpt_dir[512];
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_checkpoints(void)
+{
+    nftw(ckpt_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The checkpoint layer's settings for the next job: with checkpoints, parts and
+ * manifests go to a scratch directory (made once, under TMPDIR, which the fuzz.* tests
+ * make a scratch directory of their own), every 2 clocks. Only the inputs that ask for
+ * them pay for the files (and the scheduler's fsyncs). */
+static void set_checkpoints(int on)
+{
+    unsetenv("LOOM_RESUME");
+    if (!on) {
+        unsetenv("LOOM_CHECKPOINT_DIR");
+        return;
+    }
+    if (!ckpt_dir[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(ckpt_dir, sizeof ckpt_dir, "%s/loom-fuzz-handlers-XXXXXX",
+                 tmp && *tmp ? tmp : "/tmp");
+        FUZZ_CHECK(mkdtemp(ckpt_dir) != NULL);
+        atexit(remove_checkpoints);
+    }
+    FUZZ_CHECK(setenv("LOOM_CHECKPOINT_DIR", ckpt_dir, 1) == 0);
+    FUZZ_CHECK(setenv("LOOM_CHECKPOINT_EVERY", "2", 1) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     script s = {data, size};
-    int assembling = next_u8(&s) & 1;
+    int start = next_u8(&s), assembling = start & 1;
     run r = {0};
-    FUZZ_CHECK(node_fuzz_job_new(SERVERS, WORKERS, !assembling, 1, ps_attach, MAX_DELIVERIES,
+    set_checkpoints(start & 2);
+    FUZZ_CHECK(node_fuzz_job_new(SERVERS, WORKERS, !assembling, 1, layers_attach, MAX_DELIVERIES,
                                  &r.job) == 0);
     stats.jobs++;
     if (!assembling) FUZZ_CHECK(open_tables(&r) == 0);
@@ -382,6 +548,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     while (node_fuzz_job_queued(r.job) && !node_fuzz_job_overrun(r.job)) step(&r);
     FUZZ_CHECK(!node_fuzz_job_overrun(r.job));
+    for (int w = 0; w < WORKERS; w++) loom_svb_close(r.svb[w]);
     node_fuzz_job_free(r.job);
     for (int i = 0; i < r.nkeep; i++) free(r.keep[i]);
     return 0;
@@ -426,6 +593,8 @@ static void in_blob_frame(input *in, blob_writer *w)
 /* The type byte of inject() for a real type. */
 static unsigned type_byte(unsigned type)
 {
+    for (unsigned i = 0; i < OTHER_TYPES; i++)
+        if (other_types[i] == type) return 0xE0 + i;
     return type < 32 ? type - 1 : type < 48 ? 13 + type - 32 : 26 + type - 48;
 }
 
@@ -470,6 +639,60 @@ static void in_api(input *in, unsigned w, unsigned call, unsigned t, const uint6
     if (call == 4) in_u8(in, 5);
 }
 
+/* op 2 with a call of the other layers (layer_api): its arguments follow (the caller's). */
+static void in_layer_api(input *in, unsigned w, unsigned call, const uint64_t *keys, size_t nkeys)
+{
+    in_u8(in, 2);
+    in_u8(in, w);
+    in_u8(in, 0xF0 + call);
+    in_u8(in, 0);
+    in_u8(in, (unsigned)nkeys);
+    for (size_t i = 0; i < nkeys; i++) in_num(in, keys[i]);
+}
+
+/* A frame of little-endian u32, f32 or f64 values. */
+static void in_frame_u32(input *in, const uint32_t *v, size_t n)
+{
+    uint8_t b[4 * 64];
+    FUZZ_CHECK(n <= 64);
+    for (size_t i = 0; i < 4 * n; i++) b[i] = (uint8_t)(v[i / 4] >> (8 * (i % 4)));
+    in_frame(in, b, 4 * n);
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+
+static void in_frame_f64(input *in, const double *v, size_t n)
+{
+    uint8_t b[8 * 31];
+    FUZZ_CHECK(n <= 31);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bits;
+        memcpy(&bits, &v[i], 8);
+        msg_store_u64(b + 8 * i, bits);
+    }
+    in_frame(in, b, 8 * n);
+}
+
+/* A CKPT_PART of node `from` (a server's or a worker's part of checkpoint `clock`). */
+static void in_ckpt_part(input *in, unsigned from, int64_t clock, const char *path, unsigned rank)
+{
+    blob_writer bw = {0};
+    int server = from >= 1 && from <= SERVERS;
+    blob_put_u32(&bw, server ? FT_SERVER : FT_WORKER);
+    blob_put_u32(&bw, rank);
+    blob_put_u32(&bw, 1);
+    blob_put_str(&bw, path);
+    blob_put_u64(&bw, FT_HEADER_SIZE);
+    blob_put_u32(&bw, 0x12345678);
+    in_inject(in, from, 0, MSG_CKPT_PART, 0, 0, 0, clock, 1, 0, 1);
+    in_blob_frame(in, &bw);
+}
+
 static void in_pump(input *in, unsigned n)
 {
     in_u8(in, 3);
@@ -484,13 +707,14 @@ static struct {
     int n;
 } seeds;
 
-static input *seed_new(const char *name, int assembling)
+/* start: byte 0 of the script (1 assembling, 2 checkpoints). */
+static input *seed_new(const char *name, unsigned start)
 {
     FUZZ_CHECK(seeds.n < MAX_SEEDS);
     seeds.name[seeds.n] = name;
     input *in = &seeds.in[seeds.n++];
     in->len = 0;
-    in_u8(in, (unsigned)assembling);
+    in_u8(in, start);
     return in;
 }
 
@@ -678,6 +902,133 @@ static void make_seeds(void)
     }
     in_pump(in, 16);
 
+    /* Every other layer's messages, well-formed and not, and the calls that take them. */
+    in = seed_new("layers", 2);
+    {
+        /* A rotation's blocks to worker 1: one it takes (engine 0, block 1, version 1),
+         * one of another size than the taker's, a block number beyond 32 bits, one from a
+         * server (dropped for its sender). */
+        uint8_t rows[16] = {1, 2, 3};
+        in_inject(in, w0, w1, MSG_SCHED_BLOCK, 0, 0, 0, 0, 1, 1, 1);
+        in_frame(in, rows, 16);
+        in_inject(in, w0, w1, MSG_SCHED_BLOCK, 0, 0, 0, 0, 2, 1, 1);
+        in_frame(in, rows, 8);
+        in_inject(in, w0, w1, MSG_SCHED_BLOCK, 0, 0, 0, 0, (uint64_t)1 << 33, 1, 1);
+        in_frame(in, rows, 16);
+        in_inject(in, 1, w1, MSG_SCHED_BLOCK, 0, 0, 0, 0, 1, 1, 1);
+        in_frame(in, rows, 16);
+        static const uint64_t block1[] = {1, 0, 1}, block2[] = {2, 0, 1};
+        in_layer_api(in, 1, 2, block1, 3);
+        in_u8(in, 16);
+        in_layer_api(in, 1, 2, block2, 3);
+        in_u8(in, 16);
+
+        /* Models of a reduce to worker 1: rounds 1 and 3, a size its frame does not
+         * have, round 0; an acknowledgement of a model never sent. */
+        float model[2] = {1, 2};
+        in_inject(in, w0, w1, MSG_P2P_MODEL, 0, 0, 1, 0, 2, 0, 1);
+        in_frame(in, model, 8);
+        in_inject(in, w0, w1, MSG_P2P_MODEL, 0, 0, 3, 0, 2, 0, 1);
+        in_frame(in, model, 8);
+        in_inject(in, w0, w1, MSG_P2P_MODEL, 0, 0, 2, 0, 3, 0, 1);
+        in_frame(in, model, 8);
+        in_inject(in, w0, w1, MSG_P2P_MODEL, 0, 0, 0, 0, 2, 0, 1);
+        in_frame(in, model, 8);
+        in_inject(in, w1, w0, MSG_P2P_ACK, 0, 0, 1, 0, 0, 0, 0);
+
+        /* Sufficient vectors from worker 0 to worker 1: clock 0 with one SV, clock 1's
+         * mark, then a clock out of order, another width, an id beyond the replica, a
+         * non-finite u, a replica (rotation), a second one, one of neither kind. */
+        const uint32_t sv[] = {1, f32_bits(1), f32_bits(2), 3, f32_bits(0.5f)};
+        const uint32_t sv_far[] = {1, f32_bits(1), f32_bits(2), SVB_ROWS, f32_bits(0.5f)};
+        const uint32_t sv_nan[] = {0, f32_bits(NAN), f32_bits(2)};
+        in_inject(in, w0, w1, MSG_SVB_SVS, 0, 0, 0, 0, 1, SVB_WIDTH, 1);
+        in_frame_u32(in, sv, 5);
+        in_inject(in, w0, w1, MSG_SVB_SVS, 0, 0, 0, 1, 0, SVB_WIDTH, 0);
+        in_inject(in, w0, w1, MSG_SVB_SVS, 0, 0, 0, 5, 0, SVB_WIDTH, 0);
+        in_inject(in, w0, w1, MSG_SVB_SVS, 0, 0, 0, 2, 1, SVB_WIDTH + 1, 1);
+        in_frame_u32(in, sv, 5);
+        in_inject(in, w0, w1, MSG_SVB_SVS, 0, 0, 0, 2, 1, SVB_WIDTH, 1);
+        in_frame_u32(in, sv_far, 5);
+        in_inject(in, w0, w1, MSG_SVB_SVS, 0, 0, 0, 2, 1, SVB_WIDTH, 1);
+        in_frame_u32(in, sv_nan, 3);
+        double replica[SVB_ROWS * SVB_WIDTH] = {0.25, -1};
+        in_inject(in, w0, w1, MSG_SVB_REPLICA, 0, 0, 0, 1, 1, 0, 1);
+        in_frame_f64(in, replica, SVB_ROWS * SVB_WIDTH);
+        in_inject(in, w0, w1, MSG_SVB_REPLICA, 0, 0, 0, 1, 1, 0, 1);
+        in_frame_f64(in, replica, SVB_ROWS * SVB_WIDTH);
+        in_inject(in, w1, w0, MSG_SVB_REPLICA, 0, 0, 0, 1, 2, 0, 1);
+        in_frame_f64(in, replica, SVB_ROWS * SVB_WIDTH);
+        /* Worker 1's clocks 0 (the SVs applied) and 1 (the replica rotated in). */
+        static const uint64_t sv_ids[] = {1, 7};
+        for (int c = 0; c < 2; c++) {
+            in_layer_api(in, 1, 0, sv_ids, 2);
+            for (int k = 0; k < SVB_WIDTH + 2; k++) in_u8(in, (unsigned)(k + c + 1));
+        }
+        in_layer_api(in, 1, 1, NULL, 0);
+
+        /* The dynamic engine: worker 1's run on a coordinator the script plays (8
+         * parameters, 2 a round, depth 1, 2 rounds, round robin): a plan, its sums, a
+         * plan request of worker 1's round, the end; then a plan with a key out of range. */
+        static const uint64_t dyn_seed[] = {1};
+        in_inject(in, 0, w1, MSG_DYN_PLAN, 0, 0, 0, 0, 0, 0, 1);
+        in_frame(in, (uint8_t[16]){1, 0, 0, 0, 0, 0, 0, 0, 2}, 16);
+        in_inject(in, 0, w1, MSG_DYN_SUM, 0, 0, 0, 0, 0, 0, 1);
+        in_frame_f64(in, (const double[]){3, 4}, 2);
+        in_inject(in, 0, w1, MSG_DYN_PLAN_REQ, 0, 0, 1, 0, 0, 0, 0);
+        in_inject(in, 0, w1, MSG_DYN_END, 0, 0, 1, 0, 0, 0, 0);
+        const uint8_t dyn_args[] = {6, 1, 0, 2, 0, 3};
+        in_layer_api(in, 1, 3, dyn_seed, 1);
+        for (size_t k = 0; k < sizeof dyn_args; k++) in_u8(in, dyn_args[k]);
+        in_inject(in, 0, w1, MSG_DYN_PLAN, 0, 0, 0, 0, 0, 0, 1);
+        in_frame(in, (uint8_t[16]){1, 0, 0, 0, 0, 0, 0, 0, 99}, 16);
+        in_layer_api(in, 1, 3, dyn_seed, 1);
+        for (size_t k = 0; k < sizeof dyn_args; k++) in_u8(in, dyn_args[k]);
+        /* The coordinator: a plan and partial sums outside a run; worker 1's start (from
+         * its runs above) and worker 0's (forged), so a run starts; worker 0's plan of
+         * round 0, both workers' partial sums, a plan of a round not asked for, then a
+         * start with other options (the run ends for everyone). */
+        in_inject(in, w1, 0, MSG_DYN_PLAN, 0, 0, 5, 0, 0, 0, 1);
+        in_frame(in, (uint8_t[8]){1}, 8);
+        in_inject(in, w0, 0, MSG_DYN_PSUM, 0, 0, 0, 0, 0, 0, 1);
+        in_frame_f64(in, (const double[]){1, 2}, 2);
+        in_pump(in, 16);
+        in_inject(in, w0, 0, MSG_DYN_START, 0, 2, 1, 0, 8, 2, 0);
+        in_inject(in, w0, 0, MSG_DYN_PLAN, 0, 0, 0, 0, 0, 0, 1);
+        in_frame(in, (uint8_t[16]){0, 0, 0, 0, 0, 0, 0, 0, 3}, 16);
+        in_inject(in, w0, 0, MSG_DYN_PSUM, 0, 0, 0, 0, 1, 0, 1);
+        in_frame_f64(in, (const double[]){1, 2}, 2);
+        in_inject(in, w1, 0, MSG_DYN_PSUM, 0, 0, 0, 0, 0, 0, 1);
+        in_frame_f64(in, (const double[]){1, 2}, 2);
+        in_inject(in, w0, 0, MSG_DYN_PLAN, 0, 0, 7, 0, 0, 0, 1);
+        in_frame(in, (uint8_t[8]){1}, 8);
+        in_inject(in, w0, 0, MSG_DYN_START, 0, 3, 1, 0, 2, 2, 0);
+        in_pump(in, 16);
+
+        /* Checkpoint parts of clock 2 from every node (the manifest's files are not on
+         * disk: not committed), one sent twice, one with another node's path, clock 0. */
+        in_ckpt_part(in, 1, 2, "ckpt-000000000002/server-0.part", 0);
+        in_ckpt_part(in, 2, 2, "ckpt-000000000002/server-1.part", 1);
+        in_ckpt_part(in, 2, 2, "ckpt-000000000002/server-1.part", 1);
+        in_ckpt_part(in, w0, 2, "ckpt-000000000002/server-0.part", 0);
+        in_ckpt_part(in, w0, 2, "ckpt-000000000002/worker-0.part", 0);
+        in_ckpt_part(in, w1, 2, "ckpt-000000000002/worker-1.part", 1);
+        in_ckpt_part(in, w1, 0, "ckpt-000000000000/worker-1.part", 1);
+        /* Both workers' clocks 1 and 2 on table 0, so that worker 0's part is due. */
+        for (int c = 0; c < 2; c++)
+            for (unsigned w = 0; w < WORKERS; w++) in_api(in, w, 2, 0, NULL, 0, 0);
+        in_layer_api(in, 0, 4, NULL, 0);
+        for (int k = 0; k < 17; k++) in_u8(in, 7);
+
+        /* The managed communication's rows and acknowledgements, forged. */
+        in_inject(in, 1, w0, MSG_ROWS_PUSH, 0, 0, 1, 0, 0, 1, 2);
+        in_frame(in, keys, 16);
+        in_frame(in, vals, 8);
+        in_inject(in, w0, 1, MSG_ROWS_PUSH_ACK, 0, 0, 1, 0, 0, 0, 0);
+    }
+    in_pump(in, 16);
+    in_pump(in, 16);
+
     /* Header frames of every length, and bytes that are almost a header. */
     in = seed_new("raw_headers", 0);
     for (unsigned len = 0; len <= MSG_HEADER_SIZE; len += 8) {
@@ -711,14 +1062,18 @@ static void check_seeds(void)
     FUZZ_CHECK(stats.pulls_done >= 4);
     FUZZ_CHECK(stats.rosters >= NODES - 1); /* the assembly seed's job assembled */
     FUZZ_CHECK(stats.framing_drops >= 10 && stats.handler_drops >= 10);
+    /* The layers seed's calls took what its messages brought. */
+    FUZZ_CHECK(stats.svb_clocks >= 2 && stats.blocks_taken >= 1 && stats.dyn_runs >= 1);
+    FUZZ_CHECK(stats.ckpt_parts >= 1);
 }
 
 static void report(void)
 {
     printf("%lu jobs, %lu messages delivered, %lu dropped for their framing, %lu by handlers, "
-           "%lu waits completed, %lu rosters\n",
+           "%lu waits completed, %lu rosters, %lu SVB clocks, %lu blocks taken, %lu dynamic "
+           "runs, %lu checkpoint parts\n",
            stats.jobs, stats.delivered, stats.framing_drops, stats.handler_drops, stats.pulls_done,
-           stats.rosters);
+           stats.rosters, stats.svb_clocks, stats.blocks_taken, stats.dyn_runs, stats.ckpt_parts);
 }
 
 int main(int argc, char **argv)
