@@ -139,10 +139,13 @@ int loom_pull_range_async(loom_table *t, uint64_t begin, uint64_t end, void *out
  * as the budget allows. */
 int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals);
 /* Send now, bypassing the buffer (Parameter-Server style): keys and vals must
- * stay valid until loom_wait(ts), which returns once the servers have them
- * (applied, except under BSP, where they apply when the clock ends). */
+ * stay valid and unchanged until loom_wait(ts) returns (successfully), which it
+ * does once the servers have them (applied, except under BSP, where they apply
+ * when the clock ends); after that the caller may free or reuse them: what
+ * read-my-writes still needs of a push not yet applied, Loom has copied. If
+ * loom_wait(ts) fails the job is failing: keep them until loom_finalize(). */
 int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *vals, loom_ts *ts);
-/* Push one delta row for every key in [begin, end). */
+/* Push one delta row for every key in [begin, end); vals as for loom_push_async(). */
 int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const void *vals,
                           loom_ts *ts);
 /* Send the update buffer now; ts completes once the servers have it and

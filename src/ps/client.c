@@ -771,6 +771,28 @@ static void prune_applied(loom_table *t, int s, uint64_t applied)
     }
 }
 
+/* An acknowledged push the server applies later (BSP: at the end of the clock)
+ * stays in flight for read-my-writes after loom_wait() returned, when the
+ * caller may free or reuse the keys and rows it passed to loom_push_async():
+ * copy them now, while the caller must still keep them. 0 or LOOM_ENOMEM (the
+ * record then holds no rows; the push's timestamp reports it). Lock held. */
+static int keep_own_rows(loom_table *t, inflight *f)
+{
+    if (f->hold || !f->vals) return 0; /* Loom's own buffer, or no read-my-writes */
+    size_t key_bytes = f->keys ? f->n * 8 : 0, row_bytes = f->n * t->row_bytes;
+    sbuf *b = sbuf_new(key_bytes + row_bytes);
+    if (!b) {
+        f->n = 0;
+        return LOOM_ENOMEM;
+    }
+    if (key_bytes) memcpy(b->data, f->keys, key_bytes);
+    memcpy(b->data + key_bytes, f->vals, row_bytes);
+    if (f->keys) f->keys = (const uint64_t *)b->data;
+    f->vals = b->data + key_bytes;
+    f->hold = b;
+    return 0;
+}
+
 static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
 {
     ps_client *c = ctx;
@@ -791,10 +813,12 @@ static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
     f->acked = 1;
     loom_ts ts = f->ts;
     int managed = f->managed;
+    int status = m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO;
+    if (f->seq > m->h.b && keep_own_rows(t, f) && !status) status = LOOM_ENOMEM;
     prune_applied(t, rank, m->h.b);
     pthread_mutex_unlock(&t->mu);
     if (managed && comm_mgr_acked(&c->cm)) node_timer_poke(n, NODE_LAYER_PS);
-    node_ts_done(n, ts, m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO);
+    node_ts_done(n, ts, status);
 }
 
 /* ---- pulls ---- */

@@ -415,6 +415,62 @@ static void test_read_my_writes(void **state)
     }
 }
 
+/* ---- loom_push_async: the caller's buffers are its own again after loom_wait ---- */
+
+#define REUSE_N 6
+
+static int reuse_worker(loom_node *n, int rank, void *arg)
+{
+    (void)rank, (void)arg;
+    /* BSP: a push is acknowledged on arrival and applied when the clock ends, so
+     * read-my-writes still needs its rows after loom_wait() returned. */
+    loom_table_opts o = opts_of(LOOM_I64, 2, LOOM_BSP, 0);
+    loom_table *t;
+    CHECK_OK(loom_table_open(n, "reuse", &o, &t));
+    uint64_t want_keys[REUSE_N];
+    uint64_t *keys = malloc(sizeof want_keys);
+    int64_t(*vals)[2] = malloc(REUSE_N * sizeof *vals),
+    (*range)[2] = malloc(REUSE_N * sizeof *range);
+    CHECK(keys && vals && range);
+    for (int i = 0; i < REUSE_N; i++) {
+        want_keys[i] = keys[i] = (uint64_t)i * (UINT64_MAX / REUSE_N); /* sorted: sent in place */
+        vals[i][0] = 10 + i, vals[i][1] = -i;
+        range[i][0] = 100 * (i + 1), range[i][1] = 7;
+    }
+    loom_ts ts, range_ts;
+    CHECK_OK(loom_push_async(t, keys, REUSE_N, vals, &ts));
+    CHECK_OK(loom_push_range_async(t, 1000, 1000 + REUSE_N, range, &range_ts));
+    CHECK_OK(loom_wait(n, ts));
+    CHECK_OK(loom_wait(n, range_ts));
+    /* Reused, then freed (ASan tells a read of them). */
+    for (int i = 0; i < REUSE_N; i++) {
+        keys[i] = want_keys[REUSE_N - 1 - i];
+        vals[i][0] = vals[i][1] = range[i][0] = range[i][1] = -999999;
+    }
+    free(keys);
+    free(vals);
+    free(range);
+    /* Before the clock ends the rows are own writes; after it, applied. */
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t got[REUSE_N][2], got_range[REUSE_N][2];
+        CHECK_OK(loom_pull(t, want_keys, REUSE_N, got));
+        CHECK_OK(loom_pull_range(t, 1000, 1000 + REUSE_N, got_range));
+        for (int i = 0; i < REUSE_N; i++) {
+            CHECK(got[i][0] == 10 + i && got[i][1] == -i);
+            CHECK(got_range[i][0] == 100 * (i + 1) && got_range[i][1] == 7);
+        }
+        if (!pass) CHECK_OK(loom_clock(n));
+    }
+    return 0;
+}
+
+static void test_push_async_buffer_reuse(void **state)
+{
+    (void)state;
+    harness_result r;
+    assert_int_equal(harness_run(2, 1, reuse_worker, NULL, &r), 0);
+}
+
 /* ---- ranges, unsorted keys with duplicates, the cache ---- */
 
 static int range_worker(loom_node *n, int rank, void *arg)
@@ -935,6 +991,7 @@ int main(void)
         cmocka_unit_test(test_asp_never_blocks),
         cmocka_unit_test(test_updaters_end_to_end),
         cmocka_unit_test(test_read_my_writes),
+        cmocka_unit_test(test_push_async_buffer_reuse),
         cmocka_unit_test(test_ranges_and_cache),
         cmocka_unit_test(test_errors_and_barrier),
         cmocka_unit_test(test_bounded_delay),
