@@ -30,6 +30,18 @@ int app_command_usage(const char *cmd, const char *fmt, ...)
     return 2;
 }
 
+int app_command_flags(const char *cmd, const app_flag *flags, size_t n, app_flag_value *values,
+                      int argc, char **argv, void (*help)(FILE *))
+{
+    char err[512];
+    int rc = app_flags_parse(flags, n, argc, argv, 1, values, NULL, err, sizeof err);
+    if (rc == APP_FLAGS_HELP) {
+        help(stdout);
+        return -1;
+    }
+    return rc ? app_command_usage(cmd, "%s", err) : 0;
+}
+
 int app_error(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {

@@ -235,6 +235,11 @@ int app_usage(char *err, size_t errlen, const char *fmt, ...) APP_PRINTF_LIKE(3,
 /* A usage error of command `cmd` ("loom gen mf"): "CMD: message" and where its
  * help is, on stderr; returns 2, the exit status of a usage error. */
 int app_command_usage(const char *cmd, const char *fmt, ...) APP_PRINTF_LIKE(2, 3);
+/* Read command `cmd`'s command line (flags from argv[1]) against flags into values:
+ * 0; 2 after reporting a usage error (app_command_usage); or -1 after printing the
+ * command's help (help(stdout)), after which the command exits 0. */
+int app_command_flags(const char *cmd, const app_flag *flags, size_t n, app_flag_value *values,
+                      int argc, char **argv, void (*help)(FILE *));
 /* printf-style message into err (if err is not NULL); returns -1 (a failed
  * load, save or check). */
 int app_error(char *err, size_t errlen, const char *fmt, ...) APP_PRINTF_LIKE(3, 4);

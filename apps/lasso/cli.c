@@ -106,12 +106,8 @@ int lasso_gen_main(int argc, char **argv)
     static const char cmd[] = "loom gen lasso";
     app_flag_value v[GEN_NFLAGS];
     char err[512];
-    int rc = app_flags_parse(gen_flags, GEN_NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
-    if (rc == APP_FLAGS_HELP) {
-        lasso_gen_help(stdout);
-        return 0;
-    }
-    if (rc) return app_command_usage(cmd, "%s", err);
+    int rc = app_command_flags(cmd, gen_flags, GEN_NFLAGS, v, argc, argv, lasso_gen_help);
+    if (rc) return rc < 0 ? 0 : rc;
     lasso_gen_opts o = LASSO_GEN_OPTS_DEFAULT;
     const char *path = NULL, *planted_path = NULL;
     const app_flag_value *x;
@@ -496,12 +492,8 @@ int lasso_predict_main(int argc, char **argv)
     app_flag_value v[PREDICT_NFLAGS];
     char err[512];
     int rc =
-        app_flags_parse(predict_flags, PREDICT_NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
-    if (rc == APP_FLAGS_HELP) {
-        lasso_predict_help(stdout);
-        return 0;
-    }
-    if (rc) return app_command_usage(cmd, "%s", err);
+        app_command_flags(cmd, predict_flags, PREDICT_NFLAGS, v, argc, argv, lasso_predict_help);
+    if (rc) return rc < 0 ? 0 : rc;
     const app_flag_value *x;
     const char *model =
         (x = app_flag_get(predict_flags, PREDICT_NFLAGS, v, "--model")) ? x->text : NULL;

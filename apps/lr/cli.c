@@ -111,13 +111,9 @@ static int parse_gen_lr(int argc, char **argv, struct gen_lr_args *a)
 {
     *a = (struct gen_lr_args){.opts = LR_GEN_OPTS_DEFAULT};
     app_flag_value v[GEN_LR_NFLAGS];
-    char err[512];
-    int rc = app_flags_parse(gen_lr_flags, GEN_LR_NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
-    if (rc == APP_FLAGS_HELP) {
-        lr_gen_help(stdout);
-        return -1;
-    }
-    if (rc) return app_command_usage("loom gen lr", "%s", err);
+    int rc =
+        app_command_flags("loom gen lr", gen_lr_flags, GEN_LR_NFLAGS, v, argc, argv, lr_gen_help);
+    if (rc) return rc;
     lr_gen_opts *o = &a->opts;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(gen_lr_flags, GEN_LR_NFLAGS, v, name))
@@ -230,14 +226,9 @@ static int parse_predict_lr(int argc, char **argv, struct predict_args *a)
 {
     *a = (struct predict_args){.ids = LOOM_IDS_AUTO};
     app_flag_value v[PREDICT_LR_NFLAGS];
-    char err[512];
-    int rc = app_flags_parse(predict_lr_flags, PREDICT_LR_NFLAGS, argc, argv, 1, v, NULL, err,
-                             sizeof err);
-    if (rc == APP_FLAGS_HELP) {
-        lr_predict_help(stdout);
-        return -1;
-    }
-    if (rc) return app_command_usage("loom predict lr", "%s", err);
+    int rc = app_command_flags("loom predict lr", predict_lr_flags, PREDICT_LR_NFLAGS, v, argc,
+                               argv, lr_predict_help);
+    if (rc) return rc;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(predict_lr_flags, PREDICT_LR_NFLAGS, v, name))
     if (GIVEN("--model")) a->model = x->text;

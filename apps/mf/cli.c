@@ -132,27 +132,13 @@ static void predict_help(FILE *out)
           out);
 }
 
-/* Read the command line against flags into values: 0, 2 after reporting a
- * usage error, or -1 after printing the help. */
-static int parse(const char *cmd, const app_flag *flags, size_t n, app_flag_value *values, int argc,
-                 char **argv, void (*help)(FILE *))
-{
-    char err[512];
-    int rc = app_flags_parse(flags, n, argc, argv, 1, values, NULL, err, sizeof err);
-    if (rc == APP_FLAGS_HELP) {
-        help(stdout);
-        return -1;
-    }
-    return rc ? app_command_usage(cmd, "%s", err) : 0;
-}
-
 /* ---- loom gen mf ---- */
 
 int mf_gen_main(int argc, char **argv)
 {
     const char *cmd = "loom gen mf";
     app_flag_value values[GEN_NFLAGS];
-    int rc = parse(cmd, gen_flags, GEN_NFLAGS, values, argc, argv, gen_help);
+    int rc = app_command_flags(cmd, gen_flags, GEN_NFLAGS, values, argc, argv, gen_help);
     if (rc) return rc < 0 ? 0 : rc;
     mf_gen_opts o = MF_GEN_OPTS_DEFAULT;
     const app_flag_value *x;
@@ -199,7 +185,8 @@ int mf_predict_main(int argc, char **argv)
 {
     const char *cmd = "loom predict mf";
     app_flag_value values[PREDICT_NFLAGS];
-    int rc = parse(cmd, predict_flags, PREDICT_NFLAGS, values, argc, argv, predict_help);
+    int rc =
+        app_command_flags(cmd, predict_flags, PREDICT_NFLAGS, values, argc, argv, predict_help);
     if (rc) return rc < 0 ? 0 : rc;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(predict_flags, PREDICT_NFLAGS, values, name))

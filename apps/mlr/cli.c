@@ -89,12 +89,8 @@ int mlr_gen_main(int argc, char **argv)
     static const char cmd[] = "loom gen mlr";
     app_flag_value v[GEN_NFLAGS];
     char err[512];
-    int rc = app_flags_parse(gen_flags, GEN_NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
-    if (rc == APP_FLAGS_HELP) {
-        mlr_gen_help(stdout);
-        return 0;
-    }
-    if (rc) return app_command_usage(cmd, "%s", err);
+    int rc = app_command_flags(cmd, gen_flags, GEN_NFLAGS, v, argc, argv, mlr_gen_help);
+    if (rc) return rc < 0 ? 0 : rc;
     mlr_gen_opts o = MLR_GEN_OPTS_DEFAULT;
     const char *path = NULL, *planted_path = NULL;
     const app_flag_value *x;
@@ -181,13 +177,8 @@ int mlr_predict_main(int argc, char **argv)
     static const char cmd[] = "loom predict mlr";
     app_flag_value v[PREDICT_NFLAGS];
     char err[512];
-    int rc =
-        app_flags_parse(predict_flags, PREDICT_NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
-    if (rc == APP_FLAGS_HELP) {
-        mlr_predict_help(stdout);
-        return 0;
-    }
-    if (rc) return app_command_usage(cmd, "%s", err);
+    int rc = app_command_flags(cmd, predict_flags, PREDICT_NFLAGS, v, argc, argv, mlr_predict_help);
+    if (rc) return rc < 0 ? 0 : rc;
     const char *model = NULL, *data = NULL, *outp = NULL;
     loom_libsvm_opts o = LOOM_LIBSVM_OPTS_DEFAULT;
     o.labels = LOOM_LABELS_REAL;

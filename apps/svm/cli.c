@@ -79,13 +79,9 @@ int svm_predict_main(int argc, char **argv)
 {
     app_flag_value v[PREDICT_NFLAGS];
     char err[512];
-    int rc =
-        app_flags_parse(predict_flags, PREDICT_NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
-    if (rc == APP_FLAGS_HELP) {
-        svm_predict_help(stdout);
-        return 0;
-    }
-    if (rc) return app_command_usage("loom predict svm", "%s", err);
+    int rc = app_command_flags("loom predict svm", predict_flags, PREDICT_NFLAGS, v, argc, argv,
+                               svm_predict_help);
+    if (rc) return rc < 0 ? 0 : rc;
     const app_flag_value *model = app_flag_get(predict_flags, PREDICT_NFLAGS, v, "--model");
     const app_flag_value *data = app_flag_get(predict_flags, PREDICT_NFLAGS, v, "--data");
     const app_flag_value *outp = app_flag_get(predict_flags, PREDICT_NFLAGS, v, "--out");
