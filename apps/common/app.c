@@ -96,6 +96,13 @@ static int parse_consistency(const char *v, int *consistency, int *staleness, ch
     return 0;
 }
 
+int app_train_flags(app_job *j, int staleness, const app_flag *flags, size_t n, int argc,
+                    char **argv, app_flag_value *values, char *err, size_t errlen)
+{
+    int rc = app_flags_parse(flags, n, argc, argv, 1, values, NULL, err, errlen);
+    return rc ? rc : app_job_from_flags(j, staleness, flags, n, values, err, errlen);
+}
+
 int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t n,
                        const app_flag_value *values, char *err, size_t errlen)
 {

@@ -221,6 +221,11 @@ typedef struct app_job {
  * with staleness `staleness`, seed 1. 0, or 2 with a message in err. */
 int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t n,
                        const app_flag_value *values, char *err, size_t errlen);
+/* A `loom train MODEL` command line (flags from argv[1]) against flags into values,
+ * then its job flags into j (app_job_from_flags): 0, APP_FLAGS_HELP, or 2 with a
+ * message in err. */
+int app_train_flags(app_job *j, int staleness, const app_flag *flags, size_t n, int argc,
+                    char **argv, app_flag_value *values, char *err, size_t errlen);
 /* The job's managed communication (APP_FLAGS_COMM) on a table's options. */
 void app_job_comm(const app_job *j, loom_table_opts *o);
 

@@ -292,10 +292,8 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
 {
     *cli = (lasso_cli){.train = {.iterations = 1000, .tol = 1e-6}, .lambda_ratio = 0.1};
     app_flag_value v[TRAIN_NFLAGS];
-    int rc = app_flags_parse(train_flags, TRAIN_NFLAGS, argc, argv, 1, v, NULL, err, errlen);
+    int rc = app_train_flags(&cli->job, 0, train_flags, TRAIN_NFLAGS, argc, argv, v, err, errlen);
     if (rc) return rc;
-    if ((rc = app_job_from_flags(&cli->job, 0, train_flags, TRAIN_NFLAGS, v, err, errlen)))
-        return rc;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(train_flags, TRAIN_NFLAGS, v, name))
     cli->sequential = GIVEN("--sequential") != NULL;

@@ -116,12 +116,8 @@ int lda_gen_main(int argc, char **argv)
     lda_gen_opts o = LDA_GEN_OPTS_DEFAULT;
     char err[256];
     app_flag_value v[NFLAGS];
-    int parsed = app_flags_parse(flags, NFLAGS, argc, argv, 1, v, NULL, err, sizeof err);
-    if (parsed == APP_FLAGS_HELP) {
-        help(stdout);
-        return 0;
-    }
-    if (parsed) return app_command_usage("loom gen lda", "%s", err);
+    int parsed = app_command_flags("loom gen lda", flags, NFLAGS, v, argc, argv, help);
+    if (parsed) return parsed < 0 ? 0 : parsed;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(flags, NFLAGS, v, name))
     const char *out = GIVEN("--out") ? x->text : NULL;

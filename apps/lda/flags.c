@@ -138,9 +138,8 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
     static const loom_bow_opts data_defaults = LOOM_BOW_OPTS_DEFAULT;
     *c = (lda_cli){.train = defaults, .data = data_defaults, .top_words = 10};
     app_flag_value v[NFLAGS];
-    int rc = app_flags_parse(flags, NFLAGS, argc, argv, 1, v, NULL, err, errlen);
-    if (rc) return rc;
-    rc = app_job_from_flags(&c->job, LDA_DEFAULT_STALENESS, flags, NFLAGS, v, err, errlen);
+    int rc =
+        app_train_flags(&c->job, LDA_DEFAULT_STALENESS, flags, NFLAGS, argc, argv, v, err, errlen);
     if (rc) return rc;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(flags, NFLAGS, v, name))

@@ -136,10 +136,9 @@ int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
     static const loom_libsvm_opts data_defaults = LOOM_LIBSVM_OPTS_DEFAULT;
     *c = (lr_cli){.train = defaults, .data = data_defaults};
     app_flag_value v[NFLAGS];
-    int rc = app_flags_parse(flags, NFLAGS, argc, argv, 1, v, NULL, err, errlen);
+    int rc =
+        app_train_flags(&c->job, defaults.staleness, flags, NFLAGS, argc, argv, v, err, errlen);
     if (rc) return rc;
-    if ((rc = app_job_from_flags(&c->job, defaults.staleness, flags, NFLAGS, v, err, errlen)))
-        return rc;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(flags, NFLAGS, v, name))
     if (GIVEN("--zero-based")) c->data.ids = LOOM_IDS_ZERO_BASED;

@@ -162,9 +162,8 @@ int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
     static const loom_ratings_opts data_defaults = LOOM_RATINGS_OPTS_DEFAULT;
     *c = (mf_cli){.train = defaults, .data = data_defaults};
     app_flag_value v[NFLAGS];
-    int rc = app_flags_parse(flags, NFLAGS, argc, argv, 1, v, NULL, err, errlen);
+    int rc = app_train_flags(&c->job, 2, flags, NFLAGS, argc, argv, v, err, errlen);
     if (rc) return rc;
-    if ((rc = app_job_from_flags(&c->job, 2, flags, NFLAGS, v, err, errlen))) return rc;
     mf_train_opts *o = &c->train;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(flags, NFLAGS, v, name))

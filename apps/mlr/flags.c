@@ -147,9 +147,8 @@ int mlr_parse_flags(int argc, char **argv, mlr_cli *c, char *err, size_t errlen)
     *c = (mlr_cli){.train = defaults, .data = data_defaults};
     c->data.labels = LOOM_LABELS_REAL; /* class ids, checked by mlr_check_labels */
     app_flag_value v[NFLAGS];
-    int rc = app_flags_parse(flags, NFLAGS, argc, argv, 1, v, NULL, err, errlen);
+    int rc = app_train_flags(&c->job, 0, flags, NFLAGS, argc, argv, v, err, errlen);
     if (rc) return rc;
-    if ((rc = app_job_from_flags(&c->job, 0, flags, NFLAGS, v, err, errlen))) return rc;
     const app_flag_value *x;
 #define GIVEN(name) (x = app_flag_get(flags, NFLAGS, v, name))
     if (!GIVEN("--consistency")) c->job.consistency = LOOM_BSP;
