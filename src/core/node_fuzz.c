@@ -170,6 +170,7 @@ static loom_config job_config(const node_fuzz_job *j, loom_role role, int rank)
     c.num_servers = j->num_servers;
     c.num_workers = j->num_workers;
     snprintf(c.scheduler, sizeof c.scheduler, "fuzz:0");
+    c.max_frame_mib = NODE_FUZZ_FRAME_MIB;
     return c;
 }
 

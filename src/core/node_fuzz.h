@@ -26,6 +26,12 @@
 
 typedef struct node_fuzz_job node_fuzz_job;
 
+/* The job's nodes' loom_config.max_frame_mib. The largest request a node must serve
+ * is one frame's worth of rows: with the default 256 MiB, a valid range pull of a
+ * sparse table reads 64 M rows, longer than a fuzzer waits for one input; 1 MiB
+ * keeps every check the same. */
+#define NODE_FUZZ_FRAME_MIB 1
+
 /* A message in flight: from, dest, the header frame and the payload frames. */
 typedef struct node_fuzz_msg {
     uint32_t from, dest;

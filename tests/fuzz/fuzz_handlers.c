@@ -773,7 +773,7 @@ static void make_seeds(void)
                             .num_servers = SERVERS,
                             .num_workers = WORKERS,
                             .address = "127.0.0.1:5000",
-                            .max_frame_mib = MSG_MAX_PAYLOAD_MIB};
+                            .max_frame_mib = NODE_FUZZ_FRAME_MIB};
         msg_register_encode(&reg, &bw);
         in_inject(in, id, 0, MSG_REGISTER, 0, 0, 0, 0, 0, 0, 1);
         in_blob_frame(in, &bw);
