@@ -23,7 +23,7 @@
 #   comm_managed_mf   managed communication against SSP alone at the same budget:
 #                 MF on ml-latest-small, epochs to test RMSE 0.87 per priority
 #                 (bench/comm_managed.sh, which this script sources).
-#   comm_managed_lda  the same for LDA on AP, K = 100: iterations to the
+#   comm_managed_lda  the same for LDA on AP, K = 50: iterations to the
 #                 log-likelihood SSP alone reaches (bench/comm_managed.sh).
 #
 # Environment (defaults in brackets):
@@ -31,8 +31,9 @@
 #   TOPICS [1000]  ITERATIONS [20]   the LDA runs
 #   LR_ROWS [200000] LR_FEATURES [1000000] EPOCHS [5] BLOCKS [16] L1 [20]  the DBPG runs
 #   TIMEOUT [1800]  seconds allowed to each run
-#   DATA, MF_MBITS, MF_STEPS, MF_EPOCHS, LDA_MBITS, LDA_ITERATIONS, KEEP  the
-#                   managed-communication runs (see bench/comm_managed.sh)
+#   DATA, MF_MBITS, MF_STEPS, MF_EPOCHS, LDA_MBITS, LDA_STEPS, LDA_TOPICS,
+#   LDA_ITERATIONS, KEEP, PLOTS  the managed-communication runs (see
+#                   bench/comm_managed.sh; PLOTS=DIR keeps their metrics and PNG plots)
 set -euo pipefail
 
 build=${1:-build}
