@@ -119,22 +119,6 @@ done
     --top-words 0 --metrics "$WORK/job.json" >"$WORK/out" 2>&1 || fail "3 workers, 100 topics failed"
 [[ $(grep -c '"counts_consistent": true' "$WORK/job.json") -eq 4 ]] ||
     fail "3 workers, 100 topics: counts not consistent"
-# --steps: under BSP without a priority a step's refresh reads only the
-# worker's own changes, so 2 workers' counts are bit for bit those of one
-# step a clock; with managed communication (a priority, early sends and the
-# servers' row pushes between steps) the counts stay consistent.
-for steps in 1 3; do
-    "$LOOM" train lda --train "$WORK/g.ldac" --topics 8 --iterations 3 --workers 2 --servers 2 \
-        --consistency bsp --steps $steps --top-words 0 --model-out "$WORK/steps$steps.model" \
-        >"$WORK/out" 2>&1 || fail "2 workers, --steps $steps failed"
-done
-cmp -s "$WORK/steps1.model" "$WORK/steps3.model" || fail "BSP --steps 3 counts differ from --steps 1"
-"$LOOM" train lda --train "$WORK/g.ldac" --topics 100 --iterations 4 --workers 3 --servers 2 \
-    --consistency ssp:1 --steps 4 --priority rel --queue-rows 20 --bandwidth 50 --top-words 0 \
-    --metrics "$WORK/job.json" >"$WORK/out" 2>&1 || fail "--steps 4 --priority rel failed"
-[[ $(grep -c '"counts_consistent": true' "$WORK/job.json") -eq 4 ]] ||
-    fail "--steps 4 --priority rel: counts not consistent"
-expect_usage train "--steps is for --schedule data" --train "$WORK/ok.dat" --schedule rotation --steps 2
 "$LOOM" gen lda --out - --docs 300 --vocab-size 500 --topics 8 --doc-length 60 --seed 4 |
     cmp -s - "$WORK/g.ldac" || fail "gen lda is not deterministic"
 
