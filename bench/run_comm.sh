@@ -18,8 +18,9 @@
 #   filters_dbpg  DBPG L1 logistic regression on generated click-like data
 #                 (`loom gen lr`), 2 workers: no filters and dense rows (--filter dense
 #                 --filter-pull dense) against the default of --l1 (keycache,zstd both
-#                 ways, sparse rows), and against kkt,keycache,zstd: table bytes per
-#                 epoch (pushes, pull requests and replies) and the final objective.
+#                 ways and on the pull requests' key lists, sparse rows, the workers'
+#                 kkt at l1/W), and against --filter kkt:0.9*l1,keycache,zstd: table
+#                 bytes per epoch (pushes, pull requests and replies), final objective.
 #   comm_managed_mf   managed communication against SSP alone at the same budget:
 #                 MF on ml-latest-small, epochs to test RMSE 0.87 per priority
 #                 (bench/comm_managed.sh, which this script sources).
@@ -154,7 +155,7 @@ filters_dbpg() {
         obj=$(field objective "$m")
         if [[ $name == none ]]; then none_wire=$wire none_obj=$obj; fi
         printf "| %s | %.3f | %.3f | %sx fewer | %.3f | %.9g | %+.4f%% |\n" \
-            "$([[ $name == none ]] && echo "none, dense rows" || echo "${spec[*]:-default: keycache,zstd}")" \
+            "$([[ $name == none ]] && echo "none, dense rows" || echo "${spec[*]:-default of --l1: keycache,zstd, kkt at l1/W in the workers}")" \
             "$(awk -v b="$wire" -v e="$EPOCHS" 'BEGIN { print b / e / 1e6 }')" \
             "$(awk -v b="$raw" -v e="$EPOCHS" 'BEGIN { print b / e / 1e6 }')" \
             "$(ratio "$none_wire" "$wire")" \
