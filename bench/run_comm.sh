@@ -19,7 +19,8 @@
 #                 (`loom gen lr`), 2 workers: no filters and dense rows (--filter dense
 #                 --filter-pull dense) against the default of --l1 (keycache,zstd both
 #                 ways and on the pull requests' key lists, sparse rows, the workers'
-#                 kkt at l1/W), and against --filter kkt:0.9*l1,keycache,zstd: table
+#                 kkt at l1/W), without kkt (--filter keycache,zstd: the exact
+#                 filters alone), and --filter kkt:0.9*l1,keycache,zstd: table
 #                 bytes per epoch (pushes, pull requests and replies), final objective.
 #   comm_managed_mf   managed communication against SSP alone at the same budget:
 #                 MF on ml-latest-small, epochs to test RMSE 0.87 per priority
@@ -133,10 +134,11 @@ filters_dbpg() {
     echo "| push filters | table MB / epoch (as sent) | as plain rows | vs no filters | node MB sent / epoch | final objective | vs no filters |"
     echo "|---|---|---|---|---|---|---|"
     local none_wire=0 none_obj=0 name spec
-    for name in none default kkt; do
+    for name in none default exact kkt; do
         case $name in
         none) spec=(--filter dense --filter-pull dense) ;;
         default) spec=() ;;
+        exact) spec=(--filter keycache,zstd) ;;
         kkt) spec=(--filter "kkt:$(awk -v l="$L1" 'BEGIN { print l * 0.9 }'),keycache,zstd") ;;
         esac
         echo "DBPG: filters $name" >&2
