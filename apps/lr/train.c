@@ -500,10 +500,16 @@ static int dbpg_gradients(void *arg, int t)
  * every worker leaves a coordinate out, the gradients' sum is within l1 and the
  * step keeps the weight at 0, exactly as if they had been sent. Only a step
  * where some worker sends and another does not differs (the sum and the
- * curvature lack the small part). -1: off (no --l1, or --filter without kkt). */
-static double dbpg_kkt_threshold(const char *filter_push, double l1, int workers)
+ * curvature lack the small part). The test reads the worker's copy of w_i,
+ * which is the servers' value after the block's previous step when there are
+ * more blocks than the delay (that step is then refreshed before this one):
+ * with fewer, the copy may miss a step, and a zero row for a weight that
+ * moved would reset it, so KKT is off. -1: off (no --l1, --filter without
+ * kkt, or blocks <= delay). */
+static double dbpg_kkt_threshold(const char *filter_push, const lr_train_opts *o, int workers)
 {
-    if (!(l1 > 0)) return -1;
+    double l1 = o->l1;
+    if (!(l1 > 0) || o->blocks <= o->delay) return -1;
     if (!filter_push) return l1 / workers;
     const char *k = strstr(filter_push, "kkt:"); /* the spec was checked */
     return k ? strtod(k + 4, NULL) : -1;
@@ -911,7 +917,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     dbpg_step st = {.s = &s,
                     .x = &dx,
                     .threads = threads,
-                    .kkt = dbpg_kkt_threshold(c->job.filter_push, o->l1, loom_num_workers(n))};
+                    .kkt = dbpg_kkt_threshold(c->job.filter_push, o, loom_num_workers(n))};
     reporter rep = {.node = n,
                     .cli = c,
                     .test = test,

@@ -30,6 +30,11 @@
  * the worker has no own write pending for are offered this way (for a "sum"
  * table the cached copy holds those writes, which a fresh answer would add in
  * another order), so the result is bit for bit the same as a full pull.
+ * When the pull spec has keycache, lz4 or zstd, a pull's key list goes
+ * through a per-server chain of key lists (MSG_F_KEYS_ENC: a digest for a list
+ * sent before), encoded and sent under the table lock so the server decodes
+ * the lists in that order; a server that does not hold a digest answers
+ * LOOM_ENOTFOUND and the list goes again whole, once.
  * Managed communication (comm.c): with a priority, the I/O thread's timer
  * (comm_tick) sends buffered rows of SSP and ASP tables early, as the budget
  * allows, chosen by their magnitudes (kept per buffered row, b_abs/b_rel), and
