@@ -1,4 +1,4 @@
-/* loom train: train a model (lr, mf, lda, lasso) with a whole Loom job.
+/* loom train: train a model (the table `trainers` below) with a whole Loom job.
  *
  * The same command runs in two ways. Typed by a user, it checks the flags,
  * then starts a job on this machine: the local launcher runs this very

@@ -264,12 +264,23 @@ int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, int 
     return stats_open(n, name, fields, epochs, LOOM_BSP, s);
 }
 
-int app_stats_add(app_stats *s, int epoch, const double *v)
+int app_stats_add_async(app_stats *s, int epoch, const double *v, loom_ts *ts)
 {
     uint64_t base = (uint64_t)epoch * s->fields;
+    return loom_push_range_async(s->table, base, base + s->fields, v, ts);
+}
+
+int app_stats_add(app_stats *s, int epoch, const double *v)
+{
     loom_ts ts;
-    int rc = loom_push_range_async(s->table, base, base + s->fields, v, &ts);
+    int rc = app_stats_add_async(s, epoch, v, &ts);
     return rc ? rc : loom_wait(loom_table_node(s->table), ts);
+}
+
+int app_stats_read_async(app_stats *s, int epoch, double *v, loom_ts *ts)
+{
+    uint64_t base = (uint64_t)epoch * s->fields;
+    return loom_pull_range_async(s->table, base, base + s->fields, v, ts);
 }
 
 int app_stats_read(app_stats *s, int epoch, double *v)

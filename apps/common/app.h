@@ -338,7 +338,13 @@ int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, int 
                            app_stats *s);
 /* Add v[0..fields) into epoch's row and wait until the server has it. */
 int app_stats_add(app_stats *s, int epoch, const double *v);
+/* The same without waiting: v must stay valid until loom_wait(ts). Enough
+ * for a clocked table, whose reader waits for the adder's next clock (sent
+ * after the add on the same connection). */
+int app_stats_add_async(app_stats *s, int epoch, const double *v, loom_ts *ts);
 /* The totals of an epoch (after a barrier that follows every worker's add). */
 int app_stats_read(app_stats *s, int epoch, double *v);
+/* The same, asynchronous: v is written by loom_wait(ts). */
+int app_stats_read_async(app_stats *s, int epoch, double *v, loom_ts *ts);
 
 #endif
