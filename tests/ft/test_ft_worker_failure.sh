@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A worker dies mid-run, under each --on-worker-failure policy
-# (docs/FAULTS.md). A BSP job of MODEL (lr or mf; 2 servers, 3 workers) is
+# (docs/FAULTS.md). A BSP job of MODEL (lr, mf, lda; 2 servers, 3 workers) is
 # started by `loom train`; once it has trained a few epochs the test SIGKILLs
 # worker 1's process.
 #   fail (the default): the job ends (non-zero) within the heartbeat timeout
@@ -12,7 +12,7 @@
 #     names it and its share (the rows or ratings it reported), the metrics'
 #     last line carries "workers_lost": 1 and the same share, and the model is
 #     close in quality to a fault-free run's (lr: accuracy on the whole data
-#     within 0.02; mf: train rmse within 5 %).
+#     within 0.02; mf: train rmse within 5 %; lda: its counts still consistent).
 #   restart: refused without --checkpoint-dir, and (not built yet) with it,
 #     before any process starts.
 # No process may survive the job.
@@ -52,6 +52,11 @@ mf)
     run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
     ARGS=(train mf --train data --epochs 40 --syncs 20)
     UNIT=ratings READY="^\[worker 0\] epoch   3 "
+    ;;
+lda)
+    run gen lda --out data --docs 3000 --vocab-size 1000 --topics 10 --doc-length 80 --quiet
+    ARGS=(train lda --train data --topics 10 --iterations 40 --syncs 10 --eval-every 1)
+    UNIT=documents READY="^\[worker 0\] iteration    3 "
     ;;
 *) fail "unknown model $MODEL" ;;
 esac
@@ -130,6 +135,10 @@ if [[ $MODEL == lr ]]; then
     echo "accuracy on the whole data: fault-free $ref, without worker 1 $got"
     awk -v a="$ref" -v b="$got" 'BEGIN { d = a - b; exit !(d < 0.02 && d > -0.02) }' ||
         fail "continue: accuracy $got, fault-free $ref"
+elif [[ $MODEL == lda ]]; then
+    # The counts still add up (the lost documents keep their last topics).
+    [[ $(last_value m.continue counts_consistent) == true ]] ||
+        fail "continue: lda's counts are not consistent after the loss"
 else
     ref=$(last_value m.ref train_rmse)
     got=$(last_value m.continue train_rmse)
