@@ -70,7 +70,7 @@ last_value() { tail -1 "$1" | sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p"; }
 # trained a few epochs, wait for the job; sets STATUS and ELAPSED (ms from the
 # kill to the end), leaves the job's output in job.out.
 start_and_kill() {
-    "$LOOM" "${ARGS[@]}" --on-worker-failure "$1" --metrics m.$1 --model-out model.$1 \
+    "$LOOM" "${ARGS[@]}" --on-worker-failure "$1" --metrics "m.$1" --model-out "model.$1" \
         >job.out 2>&1 &
     JOB=$!
     local deadline=$(($(now_ms) + 90000)) victim='' pid
