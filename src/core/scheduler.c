@@ -347,6 +347,10 @@ static void lose_worker(loom_node *n, uint32_t id, const char *who, uint64_t sil
     p->done = p->lost = 1;
     s->workers_lost++;
     s->workers_done++;
+    if (s->barrier_seen[id]) { /* it died waiting in a barrier: count it once, as done */
+        s->barrier_seen[id] = 0;
+        s->barrier_arrived--;
+    }
     char share[64] = "size unknown: the app reported no \"share\" metric";
     if (p->share > 0) snprintf(share, sizeof share, "%.0f rows, ratings or documents", p->share);
     log_warn("%s died: no heartbeat for %" PRIu64 " ms; going on without it "
