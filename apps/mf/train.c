@@ -173,6 +173,8 @@ static int push_summary(worker *w)
     TRY("open the range table", loom_table_open(w->node, "mf.range", &o, &w->range));
     double s, lo, hi;
     mf_data_summary(&w->train, &s, &lo, &hi);
+    /* What the job would lose with this worker (--on-worker-failure continue). */
+    loom_report_metric(w->node, "share", (double)w->train.n);
     double mine[5] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1],
                       (double)w->test.n};
     if (w->resuming) return 0; /* the checkpoint has the sums */
@@ -526,27 +528,30 @@ static int report(worker *w, const double *st)
     loom_report_metric(w->node, "epoch", epoch + 1); /* for the status page */
     loom_report_metric(w->node, "train_rmse", train_rmse);
     if (has_test) loom_report_metric(w->node, "test_rmse", test_rmse);
+    char lost_json[96], lost_text[128];
+    app_lost_note(w->node, "ratings", lost_json, sizeof lost_json, lost_text, sizeof lost_text);
     if (!c->job.quiet) {
         char testpart[64] = "";
         if (has_test) snprintf(testpart, sizeof testpart, "  test rmse %.4f", test_rmse);
         fprintf(stderr,
                 "epoch %3d  train rmse %.4f%s  %.0f updates/s  sent %.1f MB  recv %.1f MB  "
-                "%.1f s\n",
+                "%.1f s%s\n",
                 epoch + 1, train_rmse, testpart, ups, st[ST_SENT] / 1e6, st[ST_RECEIVED] / 1e6,
-                time_s);
+                time_s, lost_text);
     }
     if (w->metrics) {
         char testval[32] = "null";
         if (has_test) snprintf(testval, sizeof testval, "%.9g", test_rmse);
-        fprintf(
-            w->metrics,
-            "{\"epoch\": %d, \"time_s\": %.3f, \"train_rmse\": %.9g, \"test_rmse\": %s, "
-            "\"lr\": %.9g, \"updates_per_s\": %.1f, \"bytes_sent\": %.0f, "
-            "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
-            "\"bytes_wire\": %.0f, \"managed_rows_sent\": %.0f, \"pushed_rows_received\": %.0f}\n",
-            epoch + 1, time_s, train_rmse, testval,
-            mf_epoch_lr(c->train.lr, c->train.lr_decay, epoch), ups, st[ST_SENT], st[ST_RECEIVED],
-            st[ST_MESSAGES], st[ST_RAW], st[ST_WIRE], st[ST_MANAGED], st[ST_PUSHED]);
+        fprintf(w->metrics,
+                "{\"epoch\": %d, \"time_s\": %.3f, \"train_rmse\": %.9g, \"test_rmse\": %s, "
+                "\"lr\": %.9g, \"updates_per_s\": %.1f, \"bytes_sent\": %.0f, "
+                "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
+                "\"bytes_wire\": %.0f, \"managed_rows_sent\": %.0f, \"pushed_rows_received\": "
+                "%.0f%s}\n",
+                epoch + 1, time_s, train_rmse, testval,
+                mf_epoch_lr(c->train.lr, c->train.lr_decay, epoch), ups, st[ST_SENT],
+                st[ST_RECEIVED], st[ST_MESSAGES], st[ST_RAW], st[ST_WIRE], st[ST_MANAGED],
+                st[ST_PUSHED], lost_json);
         /* Each line now, so that a full disk stops the run rather than its end. */
         if (fflush(w->metrics) || ferror(w->metrics)) {
             fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));

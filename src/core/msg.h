@@ -115,6 +115,10 @@ enum msg_type {
                           frame SVs (none with a = 0: a clock mark) */
     MSG_SVB_REPLICA,   /* worker -> worker: clock = after which clock, a = 0 averaging,
                           1 rotation; frame the replica (rows x width f64) */
+    /* worker failure (core, --on-worker-failure continue) */
+    MSG_WORKER_LOST = 136, /* scheduler -> servers, workers: a = node id of a dead worker
+                              the job goes on without, b = its share of the data (the
+                              "share" metric it reported, 0 = unknown) */
     MSG_TYPE_END_
 };
 
