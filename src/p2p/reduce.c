@@ -17,7 +17,7 @@
  *
  * Every worker opens its reducer before the barrier of loom_reducer_open, so no model of a
  * reducer arrives before its receiver opened one; a model that arrives with none open is
- * left over from an ASYNC reducer (never read) and dropped. A model that disagrees with the
+ * left over from an ASYNC reducer (which reads none after its last round) and not kept. A model that disagrees with the
  * open reducer (size, window, sender) ends the receiver's reduce with LOOM_EPROTO rather
  * than leave it waiting for a round that will not come.
  *
@@ -107,9 +107,8 @@ static void on_model(loom_node *n, void *ctx, node_msg *m)
     }
     node_lock(n);
     loom_reducer *r = l->open;
-    if (!r) {
+    if (!r) { /* sent under ASYNC, which reads no model after its last round: not kept */
         node_unlock(n);
-        node_drop(n, m, "a model while no reducer is open (left over from an ASYNC one)");
         return;
     }
     peer_state *p = &l->peers[rank];
