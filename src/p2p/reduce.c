@@ -17,9 +17,9 @@
  *
  * Every worker opens its reducer before the barrier of loom_reducer_open, so no model of a
  * reducer arrives before its receiver opened one; a model that arrives with none open is
- * left over from an ASYNC reducer (which reads none after its last round) and not kept. A model that disagrees with the
- * open reducer (size, window, sender) ends the receiver's reduce with LOOM_EPROTO rather
- * than leave it waiting for a round that will not come.
+ * left over from an ASYNC reducer (which reads none after its last round) and not kept.
+ * A model that disagrees with the open reducer (size, window, sender) ends the receiver's
+ * reduce with LOOM_EPROTO rather than leave it waiting for a round that will not come.
  *
  * The handlers run on the I/O thread (or a thread in loom_wait) under the node's lock and
  * only store; loom_reduce() waits on the node's condition variable, so a dead peer (the
