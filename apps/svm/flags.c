@@ -80,14 +80,16 @@ static const app_flag flags[] = {
      .arg = "RANK",
      .lo = 0,
      .hi = 127,
-     .help = "for benchmarks: worker RANK's every round takes twice its time (a slower machine)"},
+     .help = "for benchmarks: worker RANK's steps take twice their time in every round\n"
+             "(a slower machine; docs/SVM.md)"},
     {.name = "--straggle",
      .kind = APP_NUM,
      .arg = "P",
      .min = 0,
      .max = 1,
      .def = "0",
-     .help = "for benchmarks: each worker's round takes twice its time with probability P"},
+     .help = "for benchmarks: each worker's steps take twice their time in a round with\n"
+             "probability P, drawn from the seed (intermittent stragglers)"},
     APP_FLAGS_OUTPUT("JSON line per epoch", "save worker 0's replica (format: docs/SVM.md)"),
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
