@@ -86,6 +86,15 @@ static const app_flag flags[] = {
      .def = "1",
      .help = "clocks per iteration: each pushes the changed counts and\n"
              "pulls fresh ones"},
+    {.name = "--steps",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 10000,
+     .def = "1",
+     .help = "sweep, push and refresh the counts N times a clock, so\n"
+             "that --priority has changes to send while the clock runs\n"
+             "(docs/LDA.md)"},
     {.name = "--eval-every",
      .kind = APP_INT,
      .arg = "N",
@@ -151,6 +160,7 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
     if (GIVEN("--beta")) c->train.beta = x->x;
     if (GIVEN("--iterations")) c->train.iterations = (int)x->u;
     if (GIVEN("--syncs")) c->train.syncs = (int)x->u;
+    if (GIVEN("--steps")) c->train.steps = (int)x->u;
     if (GIVEN("--eval-every")) c->train.eval_every = (int)x->u;
     if (GIVEN("--top-words")) c->top_words = (int)x->u;
     if (GIVEN("--schedule"))
@@ -158,7 +168,8 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
     if (GIVEN("--schedule-log")) c->train.schedule_log = x->text;
     if (c->train.schedule == LDA_SCHEDULE_ROTATION) {
         /* The rotation hands rows over itself: no clocks, no staleness, one writer. */
-        static const char *const data_only[] = {"--consistency", "--syncs", "--priority"};
+        static const char *const data_only[] = {"--consistency", "--syncs", "--steps",
+                                                "--priority"};
         for (size_t k = 0; k < sizeof data_only / sizeof *data_only; k++)
             if (GIVEN(data_only[k]))
                 return app_usage(err, errlen, "%s is for --schedule data, not rotation",
@@ -171,6 +182,11 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
             return app_usage(err, errlen,
                              "--schedule rotation has no checkpoints yet: leave out %s",
                              c->job.checkpoint_dir ? "--checkpoint-dir" : "--resume");
+        /* Blocks travel through the workers: a lost one would take its block along. */
+        if (c->job.on_worker_failure == LOOM_WORKER_FAILURE_CONTINUE)
+            return app_usage(err, errlen,
+                             "--schedule rotation cannot go on without a worker: leave out "
+                             "--on-worker-failure continue");
     } else if (c->train.schedule_log) {
         return app_usage(err, errlen, "--schedule-log needs --schedule rotation");
     }

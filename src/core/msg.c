@@ -57,6 +57,7 @@ static const struct {
     [MSG_P2P_ACK] = {"P2P_ACK", 0, 0, BY_WORKER},
     [MSG_SVB_SVS] = {"SVB_SVS", 0, 1, BY_WORKER},
     [MSG_SVB_REPLICA] = {"SVB_REPLICA", 1, 1, BY_WORKER},
+    [MSG_WORKER_LOST] = {"WORKER_LOST", 0, 0, BY_SCHED},
 };
 
 static int type_known(unsigned type)

@@ -115,11 +115,18 @@ enum msg_type {
                           frame SVs (none with a = 0: a clock mark) */
     MSG_SVB_REPLICA,   /* worker -> worker: clock = after which clock, a = 0 averaging,
                           1 rotation; frame the replica (rows x width f64) */
+    /* worker failure (core, --on-worker-failure continue) */
+    MSG_WORKER_LOST = 136, /* scheduler -> servers, workers: a = node id of a dead worker
+                              the job goes on without, b = its share of the data (the
+                              "share" metric it reported, 0 = unknown) */
     MSG_TYPE_END_
 };
 
 #define MSG_F_RANGE 0x0001u
-#define MSG_F_KNOWN (MSG_F_RANGE)
+/* PULL, PULL_SINCE: the keys frame is the table's key-list chain's encoding
+ * (src/ps/filter.c), not plain u64 keys */
+#define MSG_F_KEYS_ENC 0x0002u
+#define MSG_F_KNOWN    (MSG_F_RANGE | MSG_F_KEYS_ENC)
 
 typedef struct msg_header {
     uint8_t type;

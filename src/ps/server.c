@@ -32,7 +32,12 @@
  * array over the partition, allocated with it; sparse: per row written since
  * the first PULL_SINCE, in a map of about 16 more bytes a row, the others
  * counting as changed then); a reply says the count it reflects, and a row
- * whose version is not above the reader's is left out as unchanged.
+ * whose version is not above the reader's is left out as unchanged. When
+ * the pull spec has keycache, lz4 or zstd, a pull's key list may come through
+ * the worker's chain of key lists (MSG_F_KEYS_ENC: a digest for a list sent
+ * before); it is decoded on arrival, in order, and an unknown digest is
+ * dropped, counted and answered with LOOM_ENOTFOUND, on which the worker
+ * sends the list whole.
  *
  * Managed communication (comm.c): pull replies are charged to the process's
  * budget; tables with a priority (SSP, ASP) remember which workers pulled
@@ -49,6 +54,7 @@
  * loom_serve, so no other thread reads its sockets); there is no locking. The
  * one exception is the spare reply buffer, which ZeroMQ's own I/O thread hands
  * back when it has sent a reply (an atomic pointer). */
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -90,8 +96,9 @@ typedef struct srv_table {
     staged *held_head, *held_tail;     /* other tables: pushes past the next checkpoint's cut */
     /* filter chains per worker rank: decoding its pushes, encoding its replies */
     filter_chain **push_dec, **pull_enc;
-    int pull_filtered; /* the pull spec has a filter: every reply goes through it */
-    int pull_dense;    /* the pull spec forces dense rows: sparseness alone does not count */
+    filter_chain **keys_dec; /* pull requests' key lists (NULL: they come plain) */
+    int pull_filtered;       /* the pull spec has a filter: every reply goes through it */
+    int pull_dense;          /* the pull spec forces dense rows: sparseness alone does not count */
     /* row versions (see the top of the file) */
     uint64_t version;
     uint64_t *dense_ver;
@@ -112,8 +119,16 @@ typedef struct reply_buf {
     _Alignas(8) uint8_t data[];
 } reply_buf;
 
+/* The key list of a pull that came encoded (MSG_F_KEYS_ENC), decoded on
+ * arrival (owned); keys NULL for a pull whose keys frame is plain. */
+typedef struct pull_keys {
+    uint64_t *keys;
+    size_t n;
+} pull_keys;
+
 typedef struct deferred {
     node_msg m; /* the pull, frames kept */
+    pull_keys dk;
     struct deferred *next;
 } deferred;
 
@@ -123,6 +138,7 @@ typedef struct server {
     srv_table **tables;
     uint32_t cap;
     int64_t *clock; /* per worker rank */
+    uint8_t *lost;  /* per worker rank: the job went on without it (WORKER_LOST) */
     int64_t min_clock;
     deferred *waiting;
     size_t nwaiting;
@@ -160,10 +176,12 @@ static const void *aligned_payload(server *s, node_msg *m, size_t frame, int slo
     return s->scratch[slot];
 }
 
+/* The rank of worker node `from`; -1 for any other node and for a worker the
+ * job went on without, whose messages are dropped from then on. */
 static int worker_rank(server *s, uint32_t from)
 {
     int rank;
-    return node_peer_role(s->node, from, &rank) == LOOM_WORKER ? rank : -1;
+    return node_peer_role(s->node, from, &rank) == LOOM_WORKER && !s->lost[rank] ? rank : -1;
 }
 
 /* ---- row versions ---- */
@@ -236,9 +254,11 @@ static void table_destroy(srv_table *t, int num_workers)
     for (int w = 0; w < num_workers; w++) {
         if (t->push_dec) filter_chain_destroy(t->push_dec[w]);
         if (t->pull_enc) filter_chain_destroy(t->pull_enc[w]);
+        if (t->keys_dec) filter_chain_destroy(t->keys_dec[w]);
     }
     free(t->push_dec);
     free(t->pull_enc);
+    free(t->keys_dec);
     free(t->dense_ver);
     u64map_free(&t->ver_idx);
     free(t->sparse_ver);
@@ -253,7 +273,7 @@ static void table_destroy(srv_table *t, int num_workers)
 static int table_prepare_wire(server *s, srv_table *t)
 {
     const loom_table_opts *o = &t->def.opts;
-    filter_spec push, pull;
+    filter_spec push, pull, keys;
     /* Both specs were checked when the definition was decoded. */
     if (filter_spec_parse(t->def.filter_push, &push, NULL, 0) ||
         filter_spec_parse(t->def.filter_pull, &pull, NULL, 0))
@@ -269,6 +289,9 @@ static int table_prepare_wire(server *s, srv_table *t)
     t->push_dec = calloc((size_t)s->num_workers, sizeof *t->push_dec);
     t->pull_enc = calloc((size_t)s->num_workers, sizeof *t->pull_enc);
     if (!t->push_dec || !t->pull_enc) return LOOM_ENOMEM;
+    if (filter_spec_keys(&pull, &keys) &&
+        !(t->keys_dec = calloc((size_t)s->num_workers, sizeof *t->keys_dec)))
+        return LOOM_ENOMEM;
     for (int w = 0; w < s->num_workers; w++) {
         uint64_t seed = (uint64_t)loom_rank(s->node) << 32 ^ (uint64_t)w << 16 ^ 0x5eed;
         int rc = filter_chain_create(&push, FILTER_PUSH, o->type, o->width, seed, &t->push_dec[w],
@@ -276,6 +299,9 @@ static int table_prepare_wire(server *s, srv_table *t)
         if (!rc)
             rc = filter_chain_create(&pull, FILTER_PULL, o->type, o->width, seed, &t->pull_enc[w],
                                      NULL, 0);
+        if (!rc && t->keys_dec)
+            rc =
+                filter_chain_create(&keys, FILTER_PULL, o->type, 0, seed, &t->keys_dec[w], NULL, 0);
         if (rc) return rc;
     }
     return 0;
@@ -368,6 +394,14 @@ reply:;
 
 /* Check a request's keys (or range) against the partition. Sets *keys (NULL
  * for a range) and *count. Returns 0 or a reason to drop. */
+/* Why keys do not all belong to this partition, or NULL. */
+static const char *keys_outside(const srv_table *t, const uint64_t *k, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (k[i] < t->lo || (ps_u128)k[i] >= t->hi) return "key outside this server's partition";
+    return NULL;
+}
+
 static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_frame,
                               const uint64_t **keys, uint64_t *count)
 {
@@ -383,10 +417,8 @@ static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_
     const uint64_t *k = aligned_payload(s, m, keys_frame, 0);
     if (!k) return "out of memory";
     *count = len / 8;
-    for (uint64_t i = 0; i < *count; i++)
-        if (k[i] < t->lo || (ps_u128)k[i] >= t->hi) return "key outside this server's partition";
     *keys = k;
-    return NULL;
+    return keys_outside(t, k, *count);
 }
 
 /* The first checkpoint clock after the min clock (local clocks; INT64_MAX: none). */
@@ -659,11 +691,19 @@ static void free_reply(void *data, void *hint)
     if (!atomic_compare_exchange_strong(&s->spare, &none, b)) free(b);
 }
 
-/* Why a pull cannot be answered, or NULL; sets its keys (NULL: a range) and count. */
-static const char *check_pull(server *s, srv_table *t, node_msg *m, const uint64_t **keys,
-                              uint64_t *count)
+/* Why a pull cannot be answered, or NULL; sets its keys (NULL: a range) and
+ * count: dk's when its keys came encoded. */
+static const char *check_pull(server *s, srv_table *t, node_msg *m, const pull_keys *dk,
+                              const uint64_t **keys, uint64_t *count)
 {
-    const char *bad = check_keys(s, t, m, 0, keys, count);
+    const char *bad;
+    if (dk->keys) {
+        *keys = dk->keys;
+        *count = dk->n;
+        bad = dk->n ? keys_outside(t, dk->keys, dk->n) : "empty key list";
+    } else {
+        bad = check_keys(s, t, m, 0, keys, count);
+    }
     /* The reply is one frame: within the job's limit (clients split larger pulls). */
     if (!bad && *count > node_max_payload(s->node) / t->row_bytes) bad = "pull too large";
     if (!bad && m->h.type == MSG_PULL_SINCE && node_frame_size(m, 1) != (*count + 7) / 8)
@@ -725,12 +765,12 @@ static int answer_encoded(server *s, srv_table *t, node_msg *m, int w, const uin
     return 0;
 }
 
-/* Answer a pull that is allowed to proceed. */
-static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
+/* Answer a pull that is allowed to proceed (dk: its decoded keys, if encoded). */
+static void answer_pull(server *s, srv_table *t, node_msg *m, int w, const pull_keys *dk)
 {
     const uint64_t *keys;
     uint64_t count;
-    const char *bad = check_pull(s, t, m, &keys, &count);
+    const char *bad = check_pull(s, t, m, dk, &keys, &count);
     if (bad) {
         node_drop(s->node, m, bad);
         return;
@@ -764,6 +804,43 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
     node_send(s->node, m->from, &h, &f, out ? 1 : 0);
 }
 
+/* Answer a pull with an error status and no rows. */
+static void refuse_pull(server *s, srv_table *t, node_msg *m, int w, int status)
+{
+    msg_header h = {.type = MSG_PULL_REPLY,
+                    .table = m->h.table,
+                    .req = m->h.req,
+                    .clock = s->min_clock,
+                    .a = t->applied[w],
+                    .b = (uint64_t)status};
+    node_send(s->node, m->from, &h, NULL, 0);
+}
+
+/* Decode the key list of a pull that came through worker w's chain of key
+ * lists into dk. 0, or the status to answer with: LOOM_ENOTFOUND for a digest
+ * this server does not hold (the worker sends the list again), LOOM_EPROTO
+ * for a malformed list; both dropped and counted. */
+static int decode_pull_keys(server *s, srv_table *t, node_msg *m, int w, pull_keys *dk)
+{
+    if (!t->keys_dec || (m->h.flags & MSG_F_RANGE)) {
+        node_drop(s->node, m, "encoded keys without a key-list chain");
+        return LOOM_EPROTO;
+    }
+    void *vals;
+    uint64_t digest;
+    int rc = filter_chain_decode(t->keys_dec[w], node_frame_data(m, 0), node_frame_size(m, 0),
+                                 node_max_payload(s->node) / t->row_bytes, &dk->keys, &vals, &dk->n,
+                                 &digest);
+    free(vals);
+    if (rc == LOOM_ENOTFOUND) {
+        node_drop(s->node, m, "a key digest this server does not hold (the worker resends)");
+    } else if (rc) {
+        node_drop(s->node, m, "malformed encoded keys");
+        rc = rc == LOOM_ENOMEM ? rc : LOOM_EPROTO;
+    }
+    return rc;
+}
+
 static void on_pull(loom_node *n, void *ctx, node_msg *m)
 {
     server *s = ctx;
@@ -775,26 +852,35 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "unknown table, sender or frame count");
         return;
     }
+    /* Encoded keys are decoded now, in arrival order: the key cache follows
+     * the order the worker's chain encoded them in. */
+    pull_keys dk = {NULL, 0};
+    if (m->h.flags & MSG_F_KEYS_ENC) {
+        int rc = decode_pull_keys(s, t, m, w, &dk);
+        if (rc) {
+            refuse_pull(s, t, m, w, rc);
+            return;
+        }
+    }
     if (m->h.clock <= s->min_clock) {
-        answer_pull(s, t, m, w);
+        answer_pull(s, t, m, w, &dk);
+        free(dk.keys);
         return;
     }
     /* Too fresh for now: keep it (frames and all) until the clocks catch up,
      * but only a valid one, and not without limit. */
     const uint64_t *keys;
     uint64_t count;
-    const char *bad = check_pull(s, t, m, &keys, &count);
+    const char *bad = check_pull(s, t, m, &dk, &keys, &count);
     if (!bad && s->nwaiting >= PS_MAX_DEFERRED_PULLS) bad = "too many pulls waiting for clocks";
-    if (bad) {
-        node_drop(n, m, bad);
-        return;
-    }
-    deferred *d = calloc(1, sizeof *d);
+    deferred *d = bad ? NULL : calloc(1, sizeof *d);
     if (!d) {
-        node_drop(n, m, "out of memory");
+        node_drop(n, m, bad ? bad : "out of memory");
+        free(dk.keys);
         return;
     }
     s->nwaiting++;
+    d->dk = dk;
     node_msg_keep(&d->m, m);
     d->next = s->waiting;
     s->waiting = d;
@@ -812,11 +898,14 @@ static void release_deferred(server *s)
         *pp = d->next;
         s->nwaiting--;
         srv_table *t = table_of(s, d->m.h.table);
-        answer_pull(s, t, &d->m, worker_rank(s, d->m.from));
+        answer_pull(s, t, &d->m, worker_rank(s, d->m.from), &d->dk);
+        free(d->dk.keys);
         node_msg_release(&d->m);
         free(d);
     }
 }
+
+static void advance(server *s);
 
 static void on_clock(loom_node *n, void *ctx, node_msg *m)
 {
@@ -827,6 +916,68 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     s->clock[w] = m->h.clock;
+    advance(s);
+}
+
+/* Drop worker w's entries of a staged or held list whose clock is `from` or
+ * later: the clock it did not finish. */
+static void drop_unfinished(staged **head, staged **tail, int w, int64_t from)
+{
+    staged **pp = head, *last = NULL;
+    while (*pp) {
+        staged *st = *pp;
+        if (st->worker != w || st->m.h.clock < from) {
+            last = st;
+            pp = &st->next;
+            continue;
+        }
+        *pp = st->next;
+        free_entry(st);
+    }
+    *tail = last;
+}
+
+/* The job goes on without a worker (--on-worker-failure continue): every
+ * clock it finished stays (its CLOCK came after that clock's pushes on the
+ * same connection, so they are all here); what it pushed for the clock it
+ * did not finish is dropped where it still can be (BSP's staged pushes, and
+ * pushes held past a checkpoint's cut); its pulls are forgotten; the min
+ * clock stops waiting for it. */
+static void on_worker_lost(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    int w = m->h.a <= UINT32_MAX ? worker_rank(s, (uint32_t)m->h.a) : -1;
+    if (w < 0) {
+        node_drop(n, m, "WORKER_LOST naming no live worker");
+        return;
+    }
+    s->lost[w] = 1;
+    for (uint32_t i = 0; i < s->cap; i++) {
+        srv_table *t = s->tables[i];
+        if (!t) continue;
+        drop_unfinished(&t->staged_head, &t->staged_tail, w, s->clock[w]);
+        drop_unfinished(&t->held_head, &t->held_tail, w, s->clock[w]);
+    }
+    for (deferred **pp = &s->waiting; *pp;) {
+        deferred *d = *pp;
+        if (d->m.from != (uint32_t)m->h.a) {
+            pp = &d->next;
+            continue;
+        }
+        *pp = d->next;
+        s->nwaiting--;
+        node_msg_release(&d->m);
+        free(d);
+    }
+    log_warn("worker %d is lost: the job goes on without it after its clock %" PRId64, w,
+             s->clock[w]);
+    s->clock[w] = PS_CLOCK_DONE;
+    advance(s);
+}
+
+/* A worker's clock moved: apply, cut and answer what the new min clock allows. */
+static void advance(server *s)
+{
     int64_t min = PS_CLOCK_DONE;
     for (int i = 0; i < s->num_workers; i++)
         if (s->clock[i] < min) min = s->clock[i];
@@ -946,11 +1097,13 @@ static void server_destroy(void *state)
     while (s->waiting) {
         deferred *d = s->waiting;
         s->waiting = d->next;
+        free(d->dk.keys);
         node_msg_release(&d->m);
         free(d);
     }
     free(s->tables);
     free(s->clock);
+    free(s->lost);
     free(s->scratch[0]);
     free(s->scratch[1]);
     free(atomic_load(&s->spare));
@@ -966,7 +1119,10 @@ int ps_server_attach(loom_node *n)
     s->num_servers = loom_num_servers(n);
     s->num_workers = loom_num_workers(n);
     s->clock = calloc((size_t)s->num_workers, sizeof *s->clock);
-    if (!s->clock) {
+    s->lost = calloc((size_t)s->num_workers, sizeof *s->lost);
+    if (!s->clock || !s->lost) {
+        free(s->clock);
+        free(s->lost);
         free(s);
         return LOOM_ENOMEM;
     }
@@ -980,6 +1136,7 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_PUSH_ENC, on_push_enc, s);
     node_set_handler(n, MSG_PULL_SINCE, on_pull, s);
     node_set_handler(n, MSG_CLOCK, on_clock, s);
+    node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, s);
     return 0;
 }
 
