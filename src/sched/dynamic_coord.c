@@ -42,7 +42,8 @@ typedef struct round_slot {
 
 typedef struct coord {
     int workers, num_servers;
-    int started; /* DYN_STARTs received */
+    int started;     /* DYN_STARTs received, one per worker */
+    uint8_t *joined; /* by rank: its DYN_START arrived (a repeat must not count twice) */
     uint64_t dim, max_rounds;
     uint32_t depth, parallel, extra;
     uint64_t next_plan;    /* next round whose PLAN goes to the workers */
@@ -63,8 +64,10 @@ static void free_slots(coord *c)
         }
     free(c->slots);
     free(c->sums);
+    free(c->joined);
     c->slots = NULL;
     c->sums = NULL;
+    c->joined = NULL;
 }
 
 /* Back to waiting for a run's DYN_STARTs. */
@@ -187,7 +190,10 @@ static void on_start(loom_node *n, void *ctx, node_msg *m)
 {
     coord *c = ctx;
     const msg_header *h = &m->h;
-    if (rank_of(n, m) < 0) return node_drop(n, m, "DYN_START from a non-worker");
+    int rank = rank_of(n, m);
+    if (rank < 0) return node_drop(n, m, "DYN_START from a non-worker");
+    if (c->started == c->workers) return fail_run(n, c, m, "DYN_START during a run");
+    if (c->started && c->joined[rank]) return fail_run(n, c, m, "DYN_START twice from one worker");
     if (c->started == 0) {
         char err[160];
         loom_dyn_opts o = {.dim = h->a,
@@ -208,7 +214,8 @@ static void on_start(loom_node *n, void *ctx, node_msg *m)
         size_t width = (size_t)c->parallel + c->extra;
         c->slots = calloc(c->depth, sizeof *c->slots);
         c->sums = malloc(width * sizeof *c->sums);
-        int ok = c->slots && c->sums;
+        c->joined = calloc((size_t)c->workers, 1);
+        int ok = c->slots && c->sums && c->joined;
         for (uint32_t i = 0; ok && i < c->depth; i++) {
             round_slot *s = &c->slots[i];
             s->keys = malloc(c->parallel * sizeof *s->keys);
@@ -225,6 +232,7 @@ static void on_start(loom_node *n, void *ctx, node_msg *m)
                h->b != c->max_rounds || (uint64_t)h->clock != c->extra) {
         return fail_run(n, c, m, "DYN_START with options other workers did not give");
     }
+    c->joined[rank] = 1;
     if (++c->started < c->workers) return;
     while (c->next_request < c->last_round && c->next_request < c->depth) request_plan(n, c);
     advance(n, c);

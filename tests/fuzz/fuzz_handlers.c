@@ -83,8 +83,9 @@
 static const uint8_t other_types[] = {
     MSG_ROWS_PUSH,    MSG_ROWS_PUSH_ACK, MSG_CKPT_PART, MSG_SCHED_BLOCK, MSG_DYN_START,
     MSG_DYN_PLAN_REQ, MSG_DYN_PLAN,      MSG_DYN_PSUM,  MSG_DYN_SUM,     MSG_DYN_END,
-    MSG_P2P_MODEL,    MSG_P2P_ACK,       MSG_SVB_SVS,   MSG_SVB_REPLICA};
+    MSG_P2P_MODEL,    MSG_P2P_ACK,       MSG_SVB_SVS,   MSG_SVB_REPLICA, MSG_WORKER_LOST};
 #define OTHER_TYPES (sizeof other_types / sizeof *other_types)
+_Static_assert(OTHER_TYPES <= 16, "inject's type bytes 0xE0..0xEF name at most 16 types");
 
 /* What the inputs reached, so the driver can tell that its seeds reach the handlers. */
 static struct {
