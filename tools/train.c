@@ -220,8 +220,8 @@ static int export_count(const char *model, const char *flag, const char *var, in
     return setenv(var, text, 1) ? 1 : 0;
 }
 
-/* Under a launcher: the checkpoint flags become the library's variables
- * (src/ft reads them in every process; docs/FAULTS.md). */
+/* Under a launcher: the checkpoint and replica flags become the library's
+ * variables (src/ft and src/ps read them in every process; docs/FAULTS.md). */
 static int export_checkpoint(const trainer *t, const app_job *j)
 {
     char every[24], full[24];
@@ -233,6 +233,11 @@ static int export_checkpoint(const trainer *t, const app_job *j)
                               setenv("LOOM_CHECKPOINT_FULL_EVERY", full, 1)))
         return 1;
     if (j->resume_dir && setenv("LOOM_RESUME", j->resume_dir, 1)) return 1;
+    if (j->replicas) {
+        char k[16];
+        snprintf(k, sizeof k, "%d", j->replicas);
+        if (setenv("LOOM_REPLICAS", k, 1)) return 1;
+    }
     return 0;
 }
 

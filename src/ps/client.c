@@ -54,6 +54,7 @@
 #include "ps/comm.h"
 #include "ps/keys.h"
 #include "ps/ps.h"
+#include "ps/ring.h"
 #include "ps/rowops.h"
 #include "ps/updater_impl.h"
 
@@ -141,6 +142,7 @@ struct loom_table {
     filter_chain **push_enc, **pull_dec;
     uint64_t *c_version;
     loom_filter_stats wire[2]; /* by loom_direction */
+    ps_ring ring;              /* which server is master of which keys (ring.h) */
 };
 
 typedef struct pull_op {
@@ -182,6 +184,7 @@ typedef struct open_wait {
 typedef struct ps_client {
     loom_node *node;
     int num_servers;
+    int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
     pthread_mutex_t mu; /* slots, open waiters, table list */
     _Atomic(loom_table *) by_id[PS_MAX_TABLES];
     loom_table **opened;
@@ -214,12 +217,30 @@ static int server_count(const loom_table *t)
     return t->client->num_servers;
 }
 
-/* Index of the first of `n` sorted keys that belongs to server s or later. */
-static size_t slice_begin(const loom_table *t, const uint64_t *keys, size_t n, int s)
+/* The server that is master of key's range. */
+static int server_of(const loom_table *t, uint64_t key)
 {
-    ps_u128 start = ps_slice_start(&t->def.opts, server_count(t), s);
-    if (start >> 64) return n;
-    return keys_lower_bound(keys, n, (uint64_t)start);
+    return ps_ring_master(&t->ring, ps_ring_range_of(&t->ring, key), NULL);
+}
+
+/* Split n sorted keys (keys == NULL: the keys [begin, begin + n)) at the
+ * ring's ranges: bound[r] is the index of the first key of range r or later
+ * (bound[nranges] = n). bound has nranges + 1 entries. */
+static void range_bounds(const loom_table *t, const uint64_t *keys, uint64_t begin, size_t n,
+                         size_t *bound)
+{
+    const ps_ring *r = &t->ring;
+    for (size_t rg = 0; rg <= r->nranges; rg++) {
+        ps_u128 start = r->start[rg];
+        if (rg == r->nranges)
+            bound[rg] = n;
+        else if (keys)
+            bound[rg] = start >> 64 ? n : keys_lower_bound(keys, n, (uint64_t)start);
+        else
+            bound[rg] = (size_t)(start <= begin               ? 0
+                                 : start - begin > (ps_u128)n ? n
+                                                              : start - begin);
+    }
 }
 
 /* ---- the cache ---- */
@@ -508,33 +529,41 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
      * message, if only to release them. */
     int release = flush && t->push_spec.on[FILTER_SIGMOD];
     int S = server_count(t);
-    size_t bound[LOOM_MAX_SERVERS + 1];
-    unsigned nslices = 0;
-    for (int s = 0; s <= S; s++) {
-        if (keys) {
-            bound[s] = s == S ? n : slice_begin(t, keys, n, s);
-        } else {
-            ps_u128 start = ps_slice_start(&t->def.opts, S, s);
-            ps_u128 lo = begin, hi = (ps_u128)begin + n;
-            bound[s] = (size_t)(start < lo ? 0 : start > hi ? n : start - lo);
-            if (s == S) bound[s] = n;
-        }
-        if (s > 0) nslices += chunks(t, bound[s] - bound[s - 1]);
-        if (s > 0 && release && bound[s] == bound[s - 1]) nslices++;
+    size_t R = t->ring.nranges;
+    size_t *bound = malloc((R + 1) * sizeof *bound);
+    uint8_t *sent_to = calloc((size_t)S, 1); /* servers given a message */
+    if (!bound || !sent_to) {
+        free(bound);
+        free(sent_to);
+        return LOOM_ENOMEM;
     }
+    range_bounds(t, keys, begin, n, bound);
+    unsigned nslices = 0;
+    for (size_t rg = 0; rg < R; rg++) {
+        nslices += chunks(t, bound[rg + 1] - bound[rg]);
+        if (bound[rg + 1] > bound[rg]) sent_to[ps_ring_master(&t->ring, rg, NULL)] = 1;
+    }
+    for (int s = 0; release && s < S; s++) nslices += !sent_to[s];
     loom_ts ts = node_ts_new(t->node, nslices ? nslices : 1);
-    if (!ts) return LOOM_ENOMEM;
+    if (!ts) {
+        free(bound);
+        free(sent_to);
+        return LOOM_ENOMEM;
+    }
     if (!nslices) node_ts_done(t->node, ts, 0);
     size_t max_rows = chunk_rows(t);
     static const uint64_t no_keys[1];
-    for (int s = 0; s < S; s++) {
-        if (release && bound[s] == bound[s + 1])
-            push_chunk(t, s, no_keys, 0, vals, 0, 0, NULL, ts, flush, managed);
-        for (size_t lo = bound[s]; lo < bound[s + 1]; lo += max_rows) {
-            size_t cnt = bound[s + 1] - lo < max_rows ? bound[s + 1] - lo : max_rows;
+    for (int s = 0; release && s < S; s++)
+        if (!sent_to[s]) push_chunk(t, s, no_keys, 0, vals, 0, 0, NULL, ts, flush, managed);
+    for (size_t rg = 0; rg < R; rg++) {
+        int s = ps_ring_master(&t->ring, rg, NULL);
+        for (size_t lo = bound[rg]; lo < bound[rg + 1]; lo += max_rows) {
+            size_t cnt = bound[rg + 1] - lo < max_rows ? bound[rg + 1] - lo : max_rows;
             push_chunk(t, s, keys, begin, vals, lo, cnt, hold, ts, flush, managed);
         }
     }
+    free(bound);
+    free(sent_to);
     if (ts_out) *ts_out = ts;
     return 0;
 }
@@ -1056,30 +1085,27 @@ static int64_t required_clock(const loom_table *t, int64_t clock)
 static void request_misses(pull_op *op, size_t total)
 {
     loom_table *t = op->t;
-    int S = server_count(t);
     int64_t required = required_clock(t, op->fetch_clock);
-    size_t bound[LOOM_MAX_SERVERS + 1];
-    unsigned parts = 0;
-    for (int s = 0; s <= S; s++) {
-        if (s == S) {
-            bound[s] = total;
-        } else if (op->uniq) {
-            bound[s] = slice_begin(t, op->miss_keys, total, s);
-        } else {
-            ps_u128 start = ps_slice_start(&t->def.opts, S, s);
-            bound[s] = (size_t)(start <= op->begin          ? 0
-                                : start - op->begin > total ? total
-                                                            : start - op->begin);
-        }
-        if (s > 0) parts += chunks(t, bound[s] - bound[s - 1]);
+    size_t R = t->ring.nranges;
+    size_t *bound = malloc((R + 1) * sizeof *bound);
+    if (!bound) {
+        atomic_store(&op->parts_left, 1);
+        pull_part_done(op, LOOM_ENOMEM);
+        return;
     }
+    range_bounds(t, op->uniq ? op->miss_keys : NULL, op->begin, total, bound);
+    unsigned parts = 0;
+    for (size_t rg = 0; rg < R; rg++) parts += chunks(t, bound[rg + 1] - bound[rg]);
     /* +1 so that a fast reply cannot finish the op while we still send. */
     atomic_store(&op->parts_left, parts + 1);
     size_t max_rows = chunk_rows(t);
-    for (int s = 0; s < S; s++)
-        for (size_t lo = bound[s]; lo < bound[s + 1]; lo += max_rows)
-            send_pull(op, s, lo, bound[s + 1] - lo < max_rows ? bound[s + 1] - lo : max_rows,
+    for (size_t rg = 0; rg < R; rg++) {
+        int s = ps_ring_master(&t->ring, rg, NULL);
+        for (size_t lo = bound[rg]; lo < bound[rg + 1]; lo += max_rows)
+            send_pull(op, s, lo, bound[rg + 1] - lo < max_rows ? bound[rg + 1] - lo : max_rows,
                       required);
+    }
+    free(bound);
     pull_part_done(op, 0);
 }
 
@@ -1126,8 +1152,7 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
         /* A stale row of known version: offer it as held, its copy ready in
          * rows in case the server says it did not change. */
         if (cached && t->c_version[slot] && !t->pull_dense &&
-            !own_write_to(t, ps_server_of(&t->def.opts, server_count(t), op->uniq[i]),
-                          op->uniq[i]) &&
+            !own_write_to(t, server_of(t, op->uniq[i]), op->uniq[i]) &&
             (op->held || (op->held = calloc(op->nuniq / 8 + 1, 1)))) {
             op->held[op->nmiss / 8] |= (uint8_t)(1u << (op->nmiss % 8));
             if (!op->since || t->c_version[slot] < op->since) op->since = t->c_version[slot];
@@ -1260,6 +1285,7 @@ static void table_free(loom_table *t)
     free(t->b_rel);
     free(t->ifl_head);
     free(t->ifl_tail);
+    ps_ring_free(&t->ring);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -1306,7 +1332,9 @@ static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_t
     t->ifl_head = calloc((size_t)c->num_servers, sizeof *t->ifl_head);
     t->ifl_tail = calloc((size_t)c->num_servers, sizeof *t->ifl_tail);
     if (!t->ifl_head || !t->ifl_tail || u64map_init(&t->cache_idx, 1024) ||
-        u64map_init(&t->buf_idx, 1024) || table_chains(t)) {
+        u64map_init(&t->buf_idx, 1024) || table_chains(t) ||
+        ps_ring_build(&t->ring, &def->opts, c->num_servers, c->replicas ? PS_RING_VNODES : 1,
+                      c->replicas)) {
         table_free(t);
         return NULL;
     }
@@ -1662,7 +1690,7 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
     for (size_t i = 0; i < count; i++) {
         uint64_t key;
         memcpy(&key, kp + i * 8, 8);
-        if (!key_in_table(t, key) || ps_server_of(&t->def.opts, server_count(t), key) != rank) {
+        if (!key_in_table(t, key) || server_of(t, key) != rank) {
             node_drop(n, m, "row push of a key the server does not hold");
             return;
         }
@@ -1720,6 +1748,11 @@ int ps_client_attach(loom_node *n)
     if (!c) return LOOM_ENOMEM;
     c->node = n;
     c->num_servers = loom_num_servers(n);
+    int rc = c->num_servers ? ps_replicas_from_env(c->num_servers, &c->replicas) : 0;
+    if (rc) {
+        free(c);
+        return rc;
+    }
     c->free_head = NO_SLOT;
     c->gate = -1;
     pthread_mutex_init(&c->mu, NULL);

@@ -1,6 +1,10 @@
 /* server: a server's partitions of every table, and the clock rule for reads.
  *
- * Server r holds slice r of each table's key range (ps_slice_start). Pushes
+ * A table's key range lies on a ring of virtual servers (ring.h): a server
+ * holds the ranges it is master of and, with replicas, copies of the ranges
+ * of the servers before it, each range a part with its own rows; every push
+ * or pull names keys of one range. Without replicas a server holds one range,
+ * slice r of the key range (ps_slice_start). Pushes
  * are applied at once, in arrival order, through the table's updater; the
  * acknowledgement echoes the push's sequence number. Each worker reports the
  * clocks it completed (CLOCK, sent after that clock's pushes on the same
@@ -61,6 +65,7 @@
 #include "ps/comm.h"
 #include "ps/filter.h"
 #include "ps/ps.h"
+#include "ps/ring.h"
 #include "ps/rowops.h"
 #include "ps/storage.h"
 #include "ps/updater_impl.h"
@@ -75,15 +80,27 @@ typedef struct staged {
     uint8_t *vals;
     size_t n;
     int worker;
+    size_t part; /* the part its keys lie in */
     struct staged *next;
 } staged;
+
+/* One range of the ring this server holds: its rows. */
+typedef struct srv_part {
+    size_t range; /* index in the table's ring */
+    uint64_t lo;  /* first key */
+    ps_u128 hi;   /* one past the last */
+    ps_store *store;
+    uint64_t *dense_ver; /* dense storage: each row's version (see the top of the file) */
+} srv_part;
 
 typedef struct srv_table {
     ps_table_def def;
     ps_updater upd;
-    ps_store *store;
-    uint64_t lo; /* first key of this partition */
-    ps_u128 hi;  /* one past the last */
+    ps_ring ring;
+    srv_part *parts; /* the ranges this server holds, in key order */
+    size_t nparts;
+    size_t *part_of;  /* per ring range: its index in parts, or NO_PART */
+    size_t held_rows; /* keys in all parts (saturating): the most a push may carry */
     size_t row_bytes;
     uint64_t *applied;                 /* per worker rank: last push sequence applied */
     staged *staged_head, *staged_tail; /* BSP: pushes of unfinished clocks, in arrival order */
@@ -94,7 +111,6 @@ typedef struct srv_table {
     int pull_dense;    /* the pull spec forces dense rows: sparseness alone does not count */
     /* row versions (see the top of the file) */
     uint64_t version;
-    uint64_t *dense_ver;
     /* sparse storage: from the first PULL_SINCE on (ver_floor: the version
      * then, which every row not written since counts as) */
     int ver_tracked;
@@ -120,6 +136,7 @@ typedef struct deferred {
 typedef struct server {
     loom_node *node;
     int num_servers, num_workers;
+    int replicas; /* copies of each range on other servers (LOOM_REPLICAS) */
     srv_table **tables;
     uint32_t cap;
     int64_t *clock; /* per worker rank */
@@ -137,9 +154,19 @@ typedef struct server {
     uint32_t next_table; /* comm_tick: the managed table to serve next */
 } server;
 
+#define NO_PART SIZE_MAX
+
 static srv_table *table_of(server *s, uint32_t id)
 {
     return id < s->cap ? s->tables[id] : NULL;
+}
+
+/* The part holding key, or NULL if this server holds no copy of its range. */
+static srv_part *part_of_key(srv_table *t, uint64_t key)
+{
+    if (key < t->def.opts.key_begin || (ps_u128)key >= ps_key_end(&t->def.opts)) return NULL;
+    size_t i = t->part_of[ps_ring_range_of(&t->ring, key)];
+    return i == NO_PART ? NULL : &t->parts[i];
 }
 
 /* Payload frames may start at any address (ZeroMQ receives large messages
@@ -168,9 +195,9 @@ static int worker_rank(server *s, uint32_t from)
 
 /* ---- row versions ---- */
 
-static uint64_t row_version(srv_table *t, uint64_t key)
+static uint64_t row_version(srv_table *t, srv_part *p, uint64_t key)
 {
-    if (t->dense_ver) return t->dense_ver[key - t->lo];
+    if (p->dense_ver) return p->dense_ver[key - p->lo];
     uint32_t slot;
     return u64map_get(&t->ver_idx, key, &slot) ? t->sparse_ver[slot] : t->ver_floor;
 }
@@ -180,16 +207,16 @@ static uint64_t row_version(srv_table *t, uint64_t key)
  * it have pull filters) does not pay a map insert per new row. */
 static void track_versions(srv_table *t)
 {
-    if (t->dense_ver || t->ver_tracked) return;
+    if (t->def.opts.storage == LOOM_DENSE || t->ver_tracked) return;
     t->ver_tracked = 1;
     t->ver_floor = t->version;
 }
 
 /* Row key changed in the push numbered t->version. */
-static int mark_changed(srv_table *t, uint64_t key)
+static int mark_changed(srv_table *t, srv_part *p, uint64_t key)
 {
-    if (t->dense_ver) {
-        t->dense_ver[key - t->lo] = t->version;
+    if (p->dense_ver) {
+        p->dense_ver[key - p->lo] = t->version;
         return 0;
     }
     if (!t->ver_tracked) return 0;
@@ -239,12 +266,17 @@ static void table_destroy(srv_table *t, int num_workers)
     }
     free(t->push_dec);
     free(t->pull_enc);
-    free(t->dense_ver);
+    for (size_t i = 0; i < t->nparts; i++) {
+        free(t->parts[i].dense_ver);
+        store_destroy(t->parts[i].store);
+    }
+    free(t->parts);
+    free(t->part_of);
+    ps_ring_free(&t->ring);
     u64map_free(&t->ver_idx);
     free(t->sparse_ver);
     if (t->rows) comm_rowset_free(t->rows);
     free(t->rows);
-    store_destroy(t->store);
     free(t->applied);
     free(t);
 }
@@ -262,9 +294,10 @@ static int table_prepare_wire(server *s, srv_table *t)
     t->pull_dense = pull.rows == FILTER_ROWS_DENSE;
     t->version = 1;
     if (u64map_init(&t->ver_idx, 64)) return LOOM_ENOMEM;
-    if (o->storage == LOOM_DENSE && t->lo < t->hi) {
-        t->dense_ver = calloc((size_t)(t->hi - t->lo), sizeof *t->dense_ver);
-        if (!t->dense_ver) return LOOM_ENOMEM;
+    for (size_t i = 0; o->storage == LOOM_DENSE && i < t->nparts; i++) {
+        srv_part *p = &t->parts[i];
+        p->dense_ver = calloc((size_t)(p->hi - p->lo), sizeof *p->dense_ver);
+        if (!p->dense_ver) return LOOM_ENOMEM;
     }
     t->push_dec = calloc((size_t)s->num_workers, sizeof *t->push_dec);
     t->pull_enc = calloc((size_t)s->num_workers, sizeof *t->pull_enc);
@@ -277,6 +310,46 @@ static int table_prepare_wire(server *s, srv_table *t)
             rc = filter_chain_create(&pull, FILTER_PULL, o->type, o->width, seed, &t->pull_enc[w],
                                      NULL, 0);
         if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The table's ring, and a part with rows for every range server `rank` holds. */
+static int create_parts(server *s, srv_table *t, int rank)
+{
+    const loom_table_opts *o = &t->def.opts;
+    int rc =
+        ps_ring_build(&t->ring, o, s->num_servers, s->replicas ? PS_RING_VNODES : 1, s->replicas);
+    if (rc) return rc;
+    t->part_of = malloc(t->ring.nranges * sizeof *t->part_of);
+    t->parts = calloc(t->ring.nranges, sizeof *t->parts);
+    if (!t->part_of || !t->parts) return LOOM_ENOMEM;
+    for (size_t rg = 0; rg < t->ring.nranges; rg++) {
+        t->part_of[rg] = NO_PART;
+        if (!ps_ring_holds(&t->ring, rg, rank)) continue;
+        srv_part *p = &t->parts[t->nparts];
+        p->range = rg;
+        p->lo = (uint64_t)t->ring.start[rg];
+        p->hi = t->ring.start[rg + 1];
+        ps_store_spec spec = {
+            .type = o->type,
+            .width = o->width,
+            .state_per_value = t->upd.state_per_value,
+            .storage = o->storage,
+            .begin = p->lo,
+            .end = p->hi >> 64 ? 0 : (uint64_t)p->hi,
+            .init = o->init,
+            .init_a = o->init_a,
+            .init_b = o->init_b,
+            .init_seed = o->init_seed,
+        };
+        rc = store_create(&spec, &p->store);
+        /* Changed rows are what a checkpoint or a replication round sends. */
+        if (!rc && (s->ckpt.every || s->replicas)) rc = store_track_changes(p->store);
+        if (rc) return rc;
+        t->part_of[rg] = t->nparts++;
+        ps_u128 rows = p->hi - p->lo;
+        t->held_rows = rows > SIZE_MAX - t->held_rows ? SIZE_MAX : t->held_rows + (size_t)rows;
     }
     return 0;
 }
@@ -303,33 +376,15 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
     loom_table_opts *o = &t->def.opts;
     ps_def_fix_pointers(&t->def);
     int rank = loom_rank(n);
-    ps_u128 lo = ps_slice_start(o, s->num_servers, rank);
-    t->hi = ps_slice_start(o, s->num_servers, rank + 1);
-    t->lo = (uint64_t)lo;
     t->row_bytes = (size_t)o->width * loom_type_size(o->type);
     t->applied = calloc((size_t)s->num_workers, sizeof *t->applied);
     status = t->applied ? updater_resolve(t->def.updater, o->type, &t->upd) : LOOM_ENOMEM;
-    if (!status && lo < t->hi) {
-        ps_store_spec spec = {
-            .type = o->type,
-            .width = o->width,
-            .state_per_value = t->upd.state_per_value,
-            .storage = o->storage,
-            .begin = t->lo,
-            .end = t->hi >> 64 ? 0 : (uint64_t)t->hi,
-            .init = o->init,
-            .init_a = o->init_a,
-            .init_b = o->init_b,
-            .init_seed = o->init_seed,
-        };
-        status = store_create(&spec, &t->store);
-        if (!status && s->ckpt.every) status = store_track_changes(t->store);
-    }
+    if (!status) status = create_parts(s, t, rank);
     /* The wire state first: restored rows get the row version of the restore. */
     if (!status) status = table_prepare_wire(s, t);
     if (!status && s->ckpt.restore) {
         status = s->ckpt.restore(s->ckpt.ctx, &t->def, t);
-        if (!status && t->store) store_forget_changes(t->store);
+        for (size_t i = 0; !status && i < t->nparts; i++) store_forget_changes(t->parts[i].store);
     }
     if (status) {
         log_error("cannot create table \"%s\": %s", t->def.name, loom_strerror(status));
@@ -366,27 +421,39 @@ reply:;
 
 /* ---- requests ---- */
 
+/* Check that keys (or the range [begin, begin + count) when keys is NULL)
+ * lie in one range this server holds; sets *part. */
+static const char *check_part(srv_table *t, const uint64_t *keys, uint64_t begin, uint64_t count,
+                              srv_part **part)
+{
+    srv_part *p = part_of_key(t, keys ? keys[0] : begin);
+    if (!p) return "key outside this server's partition";
+    if (!keys && (ps_u128)begin + count > p->hi) return "range outside this server's partition";
+    for (uint64_t i = 0; keys && i < count; i++)
+        if (keys[i] < p->lo || (ps_u128)keys[i] >= p->hi)
+            return "key outside this server's partition";
+    *part = p;
+    return NULL;
+}
+
 /* Check a request's keys (or range) against the partition. Sets *keys (NULL
- * for a range) and *count. Returns 0 or a reason to drop. */
+ * for a range), *count and *part. Returns 0 or a reason to drop. */
 static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_frame,
-                              const uint64_t **keys, uint64_t *count)
+                              const uint64_t **keys, uint64_t *count, srv_part **part)
 {
     if (m->h.flags & MSG_F_RANGE) {
-        if (m->h.a >= m->h.b || m->h.a < t->lo || (ps_u128)m->h.b > t->hi)
-            return "range outside this server's partition";
+        if (m->h.a >= m->h.b) return "range outside this server's partition";
         *keys = NULL;
         *count = m->h.b - m->h.a;
-        return NULL;
+        return check_part(t, NULL, m->h.a, *count, part);
     }
     size_t len = node_frame_size(m, keys_frame);
     if (len == 0 || len % 8) return "key frame size is not a positive multiple of 8";
     const uint64_t *k = aligned_payload(s, m, keys_frame, 0);
     if (!k) return "out of memory";
     *count = len / 8;
-    for (uint64_t i = 0; i < *count; i++)
-        if (k[i] < t->lo || (ps_u128)k[i] >= t->hi) return "key outside this server's partition";
     *keys = k;
-    return NULL;
+    return check_part(t, k, 0, *count, part);
 }
 
 /* The first checkpoint clock after the min clock (local clocks; INT64_MAX: none). */
@@ -399,7 +466,7 @@ static int64_t next_cut(const server *s)
 
 /* Managed tables: rows a push is about to change, with the magnitudes of
  * their deltas against their current values (comm.h); the timer pushes them. */
-static void note_changes(server *s, srv_table *t, const uint64_t *keys, uint64_t begin,
+static void note_changes(server *s, srv_table *t, srv_part *p, const uint64_t *keys, uint64_t begin,
                          const uint8_t *vals, size_t count)
 {
     size_t before = t->rows->ndirty;
@@ -407,7 +474,7 @@ static void note_changes(server *s, srv_table *t, const uint64_t *keys, uint64_t
     for (size_t i = 0; value && i < count; i++) {
         uint64_t key = keys ? keys[i] : begin + i;
         double abs, rel;
-        store_read(t->store, key, value);
+        store_read(p->store, key, value);
         comm_row_magnitude(t->def.opts.type, t->def.opts.width, vals + i * t->row_bytes, value,
                            &abs, &rel);
         comm_rowset_changed(t->rows, key, abs, rel);
@@ -416,36 +483,37 @@ static void note_changes(server *s, srv_table *t, const uint64_t *keys, uint64_t
     if (!before && t->rows->ndirty) node_timer_poke(s->node, NODE_LAYER_PS);
 }
 
-/* Apply validated delta rows (keys, or the range from `begin` when keys is
- * NULL) through the table's updater, as push number `seq` of worker w. */
-static int apply_rows(server *s, srv_table *t, const uint64_t *keys, uint64_t begin,
+/* Apply validated delta rows of part p (keys, or the range from `begin` when
+ * keys is NULL) through the table's updater, as push number `seq` of worker w. */
+static int apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys, uint64_t begin,
                       const uint8_t *vals, uint64_t count, int w, uint64_t seq)
 {
-    if (t->rows) note_changes(s, t, keys, begin, vals, (size_t)count);
     t->applied[w] = seq;
     t->version++;
+    if (!count) return 0; /* an empty push (a flush releasing what a filter held) */
+    if (t->rows) note_changes(s, t, p, keys, begin, vals, (size_t)count);
     int status = 0;
-    for (uint64_t i = 0; i < count && !status && (t->dense_ver || t->ver_tracked); i++)
-        status = mark_changed(t, keys ? keys[i] : begin + i);
+    for (uint64_t i = 0; i < count && !status && (p->dense_ver || t->ver_tracked); i++)
+        status = mark_changed(t, p, keys ? keys[i] : begin + i);
     if (status) return status;
     const loom_table_opts *o = &t->def.opts;
-    uint8_t *dense = store_dense_rows(t->store);
+    uint8_t *dense = store_dense_rows(p->store);
     if (dense && t->upd.kind == UPD_SUM) {
         /* The common case as one tight loop over the message. */
         if (keys) {
-            rows_add_indexed(o->type, o->width, dense, t->lo, keys, (size_t)count, vals);
-            store_mark_changed(t->store, keys, (size_t)count);
+            rows_add_indexed(o->type, o->width, dense, p->lo, keys, (size_t)count, vals);
+            store_mark_changed(p->store, keys, (size_t)count);
         } else {
-            rows_add(o->type, dense + (size_t)(begin - t->lo) * t->row_bytes, vals,
+            rows_add(o->type, dense + (size_t)(begin - p->lo) * t->row_bytes, vals,
                      (size_t)count * o->width);
-            store_mark_changed_range(t->store, begin, begin + count);
+            store_mark_changed_range(p->store, begin, begin + count);
         }
         return 0;
     }
     for (uint64_t i = 0; i < count; i++) {
         uint64_t key = keys ? keys[i] : begin + i;
         void *state;
-        void *row = store_row(t->store, key, &state);
+        void *row = store_row(p->store, key, &state);
         if (!row) {
             status = LOOM_ENOMEM;
             break;
@@ -455,15 +523,15 @@ static int apply_rows(server *s, srv_table *t, const uint64_t *keys, uint64_t be
     return status;
 }
 
-/* Apply a validated plain push. */
-static int apply_push(server *s, srv_table *t, node_msg *m, int w)
+/* Apply a validated plain push to part p. */
+static int apply_push(server *s, srv_table *t, srv_part *p, node_msg *m, int w)
 {
     int range = (m->h.flags & MSG_F_RANGE) != 0;
     const uint64_t *keys = range ? NULL : aligned_payload(s, m, 0, 0);
     const uint8_t *vals = aligned_payload(s, m, range ? 0 : 1, 1);
     if ((!range && !keys) || !vals) return LOOM_ENOMEM;
     uint64_t count = node_frame_size(m, range ? 0 : 1) / t->row_bytes;
-    return apply_rows(s, t, keys, m->h.a, vals, count, w, m->h.req);
+    return apply_rows(s, t, p, keys, m->h.a, vals, count, w, m->h.req);
 }
 
 /* A push of clock `clock` into a BSP table waits for the clock to end everywhere. */
@@ -480,11 +548,12 @@ static int must_hold(server *s, srv_table *t, int64_t clock)
 }
 
 /* A new entry at the tail of a staged or held list. */
-static staged *enqueue(staged **head, staged **tail, int w)
+static staged *enqueue(staged **head, staged **tail, int w, size_t part)
 {
     staged *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     st->worker = w;
+    st->part = part;
     if (*tail)
         (*tail)->next = st;
     else
@@ -496,8 +565,9 @@ static staged *enqueue(staged **head, staged **tail, int w)
 /* Apply a staged or held push, decoded or kept as it arrived. */
 static int apply_entry(server *s, srv_table *t, staged *st)
 {
-    return st->keys ? apply_rows(s, t, st->keys, 0, st->vals, st->n, st->worker, st->m.h.req)
-                    : apply_push(s, t, &st->m, st->worker);
+    srv_part *p = &t->parts[st->part];
+    return st->keys ? apply_rows(s, t, p, st->keys, 0, st->vals, st->n, st->worker, st->m.h.req)
+                    : apply_push(s, t, p, &st->m, st->worker);
 }
 
 static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int status)
@@ -522,7 +592,8 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
     }
     const uint64_t *keys;
     uint64_t count;
-    const char *bad = check_keys(s, t, m, 0, &keys, &count);
+    srv_part *p;
+    const char *bad = check_keys(s, t, m, 0, &keys, &count, &p);
     if (!bad && (count > SIZE_MAX / t->row_bytes ||
                  node_frame_size(m, range ? 0 : 1) != count * t->row_bytes))
         bad = "value frame size does not match the keys";
@@ -533,8 +604,9 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
     int status = 0;
     int hold = must_hold(s, t, m->h.clock);
     if (hold || must_stage(s, t, m->h.clock)) {
-        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w)
-                          : enqueue(&t->staged_head, &t->staged_tail, w);
+        size_t part = (size_t)(p - t->parts);
+        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w, part)
+                          : enqueue(&t->staged_head, &t->staged_tail, w, part);
         if (!st) {
             status = LOOM_ENOMEM;
         } else {
@@ -542,7 +614,7 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
             if (hold) return; /* acknowledged once applied, after the cut */
         }
     } else {
-        status = apply_push(s, t, m, w);
+        status = apply_push(s, t, p, m, w);
     }
     send_push_ack(s, t, m, w, status);
 }
@@ -565,19 +637,18 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
     uint64_t *keys, digest;
     void *vals;
     size_t count;
-    size_t slice = t->hi - t->lo > SIZE_MAX ? SIZE_MAX : (size_t)(t->hi - t->lo);
     int status = filter_chain_decode(t->push_dec[w], node_frame_data(m, 0), node_frame_size(m, 0),
-                                     slice, &keys, &vals, &count, &digest);
+                                     t->held_rows, &keys, &vals, &count, &digest);
     const char *bad = status ? "filtered push refused by its filter chain" : NULL;
-    for (size_t i = 0; !bad && i < count; i++)
-        if (keys[i] < t->lo || (ps_u128)keys[i] >= t->hi)
-            bad = "key outside this server's partition";
+    srv_part *p = NULL;
+    if (!bad && count) bad = check_part(t, keys, 0, count, &p);
     if (bad) {
         node_drop(n, m, bad);
         if (!status) status = LOOM_EPROTO;
     } else if ((hold = must_hold(s, t, m->h.clock)) || must_stage(s, t, m->h.clock)) {
-        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w)
-                          : enqueue(&t->staged_head, &t->staged_tail, w);
+        size_t part = p ? (size_t)(p - t->parts) : 0; /* an empty push touches no part */
+        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w, part)
+                          : enqueue(&t->staged_head, &t->staged_tail, w, part);
         if (st) {
             st->keys = keys;
             st->vals = vals;
@@ -591,7 +662,7 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
             status = LOOM_ENOMEM;
         }
     } else {
-        status = apply_rows(s, t, keys, 0, vals, count, w, m->h.req);
+        status = apply_rows(s, t, p, keys, 0, vals, count, w, m->h.req);
     }
     free(keys);
     free(vals);
@@ -661,9 +732,9 @@ static void free_reply(void *data, void *hint)
 
 /* Why a pull cannot be answered, or NULL; sets its keys (NULL: a range) and count. */
 static const char *check_pull(server *s, srv_table *t, node_msg *m, const uint64_t **keys,
-                              uint64_t *count)
+                              uint64_t *count, srv_part **part)
 {
-    const char *bad = check_keys(s, t, m, 0, keys, count);
+    const char *bad = check_keys(s, t, m, 0, keys, count, part);
     /* The reply is one frame: within the job's limit (clients split larger pulls). */
     if (!bad && *count > node_max_payload(s->node) / t->row_bytes) bad = "pull too large";
     if (!bad && m->h.type == MSG_PULL_SINCE && node_frame_size(m, 1) != (*count + 7) / 8)
@@ -688,8 +759,8 @@ static int reader_holds(node_msg *m, size_t i)
  * read into rows (one buffer per reply: this function owns it): leave out the
  * rows the reader holds and that have not changed since the version it names,
  * encode the others. 0, or the status to reply with. */
-static int answer_encoded(server *s, srv_table *t, node_msg *m, int w, const uint64_t *keys,
-                          uint64_t count, uint8_t *rows)
+static int answer_encoded(server *s, srv_table *t, srv_part *p, node_msg *m, int w,
+                          const uint64_t *keys, uint64_t count, uint8_t *rows)
 {
     uint64_t *sent = malloc(count ? count * 8 : 1);
     if (!sent) return LOOM_ENOMEM;
@@ -698,7 +769,7 @@ static int answer_encoded(server *s, srv_table *t, node_msg *m, int w, const uin
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {
         uint64_t key = keys ? keys[i] : m->h.a + i;
-        if (since && reader_holds(m, i) && row_version(t, key) <= m->h.a) continue;
+        if (since && reader_holds(m, i) && row_version(t, p, key) <= m->h.a) continue;
         if (n != i) memmove(rows + n * t->row_bytes, rows + i * t->row_bytes, t->row_bytes);
         sent[n++] = key;
     }
@@ -730,7 +801,8 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
 {
     const uint64_t *keys;
     uint64_t count;
-    const char *bad = check_pull(s, t, m, &keys, &count);
+    srv_part *p;
+    const char *bad = check_pull(s, t, m, &keys, &count, &p);
     if (bad) {
         node_drop(s->node, m, bad);
         return;
@@ -742,13 +814,13 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
     uint8_t *out = b ? b->data : NULL;
     int status = out ? 0 : LOOM_ENOMEM;
     if (out && keys)
-        store_read_many(t->store, keys, (size_t)count, out);
+        store_read_many(p->store, keys, (size_t)count, out);
     else if (out)
-        store_read_range(t->store, m->h.a, m->h.b, out);
+        store_read_range(p->store, m->h.a, m->h.b, out);
     if (out && (m->h.type == MSG_PULL_SINCE || t->pull_filtered ||
                 (!t->pull_dense && filter_sparse_pays(t->def.opts.type, t->def.opts.width, out,
                                                       (size_t)count, bytes)))) {
-        status = answer_encoded(s, t, m, w, keys, count, out);
+        status = answer_encoded(s, t, p, m, w, keys, count, out);
         free_reply(out, s);
         if (!status) return;
         out = NULL;
@@ -783,7 +855,8 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
      * but only a valid one, and not without limit. */
     const uint64_t *keys;
     uint64_t count;
-    const char *bad = check_pull(s, t, m, &keys, &count);
+    srv_part *p;
+    const char *bad = check_pull(s, t, m, &keys, &count, &p);
     if (!bad && s->nwaiting >= PS_MAX_DEFERRED_PULLS) bad = "too many pulls waiting for clocks";
     if (bad) {
         node_drop(n, m, bad);
@@ -878,7 +951,9 @@ static size_t push_changed(server *s, uint32_t id, srv_table *t, uint64_t now)
         reply_buf *b = reply_buf_get(s, m * 8 + m * t->row_bytes);
         if (!b) break;
         memcpy(b->data, send_keys, m * 8);
-        store_read_many(t->store, send_keys, m, b->data + m * 8);
+        for (size_t i = 0; i < m; i++) /* the rows may lie in several parts */
+            store_read(part_of_key(t, send_keys[i])->store, send_keys[i],
+                       b->data + m * 8 + i * t->row_bytes);
         msg_header h = {.type = MSG_ROWS_PUSH,
                         .table = id,
                         .req = ++s->push_id,
@@ -964,6 +1039,11 @@ int ps_server_attach(loom_node *n)
     if (!s) return LOOM_ENOMEM;
     s->node = n;
     s->num_servers = loom_num_servers(n);
+    int rc = ps_replicas_from_env(s->num_servers, &s->replicas);
+    if (rc) {
+        free(s);
+        return rc;
+    }
     s->num_workers = loom_num_workers(n);
     s->clock = calloc((size_t)s->num_workers, sizeof *s->clock);
     if (!s->clock) {
@@ -1022,13 +1102,14 @@ int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx)
         blob_put_u32(&w, (uint32_t)def.len);
         blob_put_bytes(&w, def.buf, def.len);
         free(def.buf);
-        row_writer r = {&w, t->row_bytes, t->store ? store_state_bytes(t->store) : 0, 0};
+        row_writer r = {&w, t->row_bytes, t->nparts ? store_state_bytes(t->parts[0].store) : 0, 0};
         blob_put_u32(&w, (uint32_t)r.row_bytes);
         blob_put_u32(&w, (uint32_t)r.state_bytes);
         size_t count_at = w.len;
         blob_put_u64(&w, 0);
         if (def.bad || w.bad) rc = LOOM_ENOMEM;
-        if (!rc && t->store) rc = store_for_each(t->store, !full, put_row, &r);
+        for (size_t j = 0; !rc && j < t->nparts; j++)
+            rc = store_for_each(t->parts[j].store, !full, put_row, &r);
         if (!rc) {
             msg_store_u64(w.buf + count_at, r.rows);
             rc = emit(ctx, t->def.name, w.buf, w.len);
@@ -1068,7 +1149,7 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
     r.p += deflen, r.left -= deflen;
     size_t row_bytes = blob_get_u32(&r), state_bytes = blob_get_u32(&r);
     uint64_t rows = blob_get_u64(&r);
-    size_t mine_state = t->store ? store_state_bytes(t->store) : 0;
+    size_t mine_state = t->nparts ? store_state_bytes(t->parts[0].store) : 0;
     if (r.bad || row_bytes != t->row_bytes || state_bytes != mine_state) {
         snprintf(why, whylen, "table \"%s\": row or updater state size differs", t->def.name);
         return r.bad ? LOOM_EPROTO : LOOM_EMISMATCH;
@@ -1082,7 +1163,8 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
     for (uint64_t i = 0; i < rows; i++) {
         const uint8_t *p = r.p + i * per;
         uint64_t key = msg_load_u64(p);
-        if (!t->store || key < t->lo || (ps_u128)key >= t->hi) {
+        srv_part *part = part_of_key(t, key);
+        if (!part) {
             snprintf(why, whylen,
                      "table \"%s\": key %llu is outside this server's partition (another number "
                      "of servers?)",
@@ -1090,11 +1172,11 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
             return LOOM_EMISMATCH;
         }
         void *state;
-        void *row = store_row(t->store, key, &state);
+        void *row = store_row(part->store, key, &state);
         if (!row) return LOOM_ENOMEM;
         memcpy(row, p + 8, row_bytes);
         if (state_bytes) memcpy(state, p + 8 + row_bytes, state_bytes);
-        if (mark_changed(t, key)) return LOOM_ENOMEM; /* changed-only pulls stay exact */
+        if (mark_changed(t, part, key)) return LOOM_ENOMEM; /* changed-only pulls stay exact */
     }
     return 0;
 }
