@@ -167,6 +167,7 @@ enum node_counter {
     NODE_TABLE_BYTES_WIRE,
     NODE_MANAGED_ROWS_SENT,    /* comm.c: rows sent between clocks */
     NODE_PUSHED_ROWS_RECEIVED, /* comm.c: rows servers pushed into this worker's cache */
+    NODE_REPLICATED_BYTES,     /* server.c: bytes a master sent its replicas (REPL) */
 };
 void node_count(loom_node *n, enum node_counter c, uint64_t v);
 

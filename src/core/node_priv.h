@@ -124,6 +124,7 @@ struct loom_node {
     _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;
     _Atomic uint64_t table_messages, table_bytes_raw, table_bytes_wire;
     _Atomic uint64_t managed_rows_sent, pushed_rows_received;
+    _Atomic uint64_t replicated_bytes;
     _Atomic uint64_t refused; /* handshakes refused for want of the secret (curve.c) */
 
     /* The scheduler's status page (status.c); NULL without one. I/O thread only. */

@@ -133,6 +133,7 @@ struct loom_table {
     size_t b_n, b_cap;
     /* per server: pushes sent and not yet acknowledged, oldest first */
     inflight **ifl_head, **ifl_tail;
+    uint64_t *durable; /* with replicas, per server: the last sequence its replicas hold */
     uint64_t next_seq;
     /* rows on the wire: per server, the chains encoding pushes and decoding
      * pull replies; the version of each cached row (0: not known) */
@@ -791,6 +792,9 @@ int loom_flush(loom_table *t, loom_ts *ts)
 /* Forget in-flight pushes the server has acknowledged and applied (lock held). */
 static void prune_applied(loom_table *t, int s, uint64_t applied)
 {
+    /* With replicas a push is kept until the replicas hold it too: it is sent
+     * again if its server dies before (docs/FAULTS.md). */
+    if (t->client->replicas && t->durable[s] < applied) applied = t->durable[s];
     while (t->ifl_head[s] && t->ifl_head[s]->acked && t->ifl_head[s]->seq <= applied) {
         inflight *f = t->ifl_head[s];
         t->ifl_head[s] = f->next;
@@ -820,6 +824,8 @@ static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
     f->acked = 1;
     loom_ts ts = f->ts;
     int managed = f->managed;
+    if (c->replicas && (uint64_t)m->h.clock > t->durable[rank])
+        t->durable[rank] = (uint64_t)m->h.clock;
     prune_applied(t, rank, m->h.b);
     pthread_mutex_unlock(&t->mu);
     if (managed && comm_mgr_acked(&c->cm)) node_timer_poke(n, NODE_LAYER_PS);
@@ -1285,6 +1291,7 @@ static void table_free(loom_table *t)
     free(t->b_rel);
     free(t->ifl_head);
     free(t->ifl_tail);
+    free(t->durable);
     ps_ring_free(&t->ring);
     pthread_mutex_destroy(&t->mu);
     free(t);
@@ -1331,7 +1338,8 @@ static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_t
     t->managed = def->opts.priority != LOOM_PRIORITY_NONE && def->opts.consistency != LOOM_BSP;
     t->ifl_head = calloc((size_t)c->num_servers, sizeof *t->ifl_head);
     t->ifl_tail = calloc((size_t)c->num_servers, sizeof *t->ifl_tail);
-    if (!t->ifl_head || !t->ifl_tail || u64map_init(&t->cache_idx, 1024) ||
+    t->durable = calloc((size_t)c->num_servers, sizeof *t->durable);
+    if (!t->ifl_head || !t->ifl_tail || !t->durable || u64map_init(&t->cache_idx, 1024) ||
         u64map_init(&t->buf_idx, 1024) || table_chains(t) ||
         ps_ring_build(&t->ring, &def->opts, c->num_servers, c->replicas ? PS_RING_VNODES : 1,
                       c->replicas)) {

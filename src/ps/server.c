@@ -53,6 +53,7 @@
  * loom_serve, so no other thread reads its sockets); there is no locking. The
  * one exception is the spare reply buffer, which ZeroMQ's own I/O thread hands
  * back when it has sent a reply (an atomic pointer). */
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -91,6 +92,7 @@ typedef struct srv_part {
     ps_u128 hi;   /* one past the last */
     ps_store *store;
     uint64_t *dense_ver; /* dense storage: each row's version (see the top of the file) */
+    uint64_t *applied;   /* per worker rank: last push sequence applied to this range */
 } srv_part;
 
 typedef struct srv_table {
@@ -103,6 +105,7 @@ typedef struct srv_table {
     size_t held_rows; /* keys in all parts (saturating): the most a push may carry */
     size_t row_bytes;
     uint64_t *applied;                 /* per worker rank: last push sequence applied */
+    uint64_t *durable;                 /* with replicas: ... whose rows the replicas hold */
     staged *staged_head, *staged_tail; /* BSP: pushes of unfinished clocks, in arrival order */
     staged *held_head, *held_tail;     /* other tables: pushes past the next checkpoint's cut */
     /* filter chains per worker rank: decoding its pushes, encoding its replies */
@@ -133,6 +136,25 @@ typedef struct deferred {
     struct deferred *next;
 } deferred;
 
+/* A replication round (see "replication" below): REPL messages still to be
+ * acknowledged per server, and what t->applied was when the round was cut. */
+typedef struct repl_round {
+    uint64_t round;
+    uint32_t *waiting; /* per server rank */
+    size_t nwaiting;
+    uint64_t *applied; /* per table id < cap, per worker */
+    uint32_t cap;
+    struct repl_round *next;
+} repl_round;
+
+/* A push acknowledgement held until the replicas hold the push. */
+typedef struct held_ack {
+    uint32_t to, table;
+    uint64_t req, applied, round;
+    int status;
+    struct held_ack *next;
+} held_ack;
+
 typedef struct server {
     loom_node *node;
     int num_servers, num_workers;
@@ -152,6 +174,14 @@ typedef struct server {
     comm_mgr cm;         /* the budget and the ack window */
     uint64_t push_id;    /* ROWS_PUSH messages sent */
     uint32_t next_table; /* comm_tick: the managed table to serve next */
+    /* replication */
+    int repl_due;        /* rows changed since the last round */
+    uint64_t rounds_cut; /* the last round's number */
+    repl_round *rounds, *rounds_tail;
+    held_ack *acks, *acks_tail; /* in the order the pushes arrived */
+    uint8_t *dead;              /* per server rank: declared dead (failover) */
+    uint64_t repl_bytes;        /* REPL bytes sent (also in loom_stats) */
+    uint64_t naive_bytes;       /* what forwarding every push would have sent */
 } server;
 
 #define NO_PART SIZE_MAX
@@ -167,6 +197,17 @@ static srv_part *part_of_key(srv_table *t, uint64_t key)
     if (key < t->def.opts.key_begin || (ps_u128)key >= ps_key_end(&t->def.opts)) return NULL;
     size_t i = t->part_of[ps_ring_range_of(&t->ring, key)];
     return i == NO_PART ? NULL : &t->parts[i];
+}
+
+/* How many live replicas part p has if this server is its master (else 0). */
+static int live_replicas(server *s, srv_table *t, srv_part *p)
+{
+    int n = 0, rank = loom_rank(s->node);
+    for (int i = 0; i <= s->replicas; i++) {
+        int h = ps_ring_holder(&t->ring, p->range, i);
+        n += h != rank && !s->dead[h];
+    }
+    return ps_ring_master(&t->ring, p->range, s->dead) == rank ? n : 0;
 }
 
 /* Payload frames may start at any address (ZeroMQ receives large messages
@@ -268,6 +309,7 @@ static void table_destroy(srv_table *t, int num_workers)
     free(t->pull_enc);
     for (size_t i = 0; i < t->nparts; i++) {
         free(t->parts[i].dense_ver);
+        free(t->parts[i].applied);
         store_destroy(t->parts[i].store);
     }
     free(t->parts);
@@ -278,6 +320,7 @@ static void table_destroy(srv_table *t, int num_workers)
     if (t->rows) comm_rowset_free(t->rows);
     free(t->rows);
     free(t->applied);
+    free(t->durable);
     free(t);
 }
 
@@ -343,7 +386,8 @@ static int create_parts(server *s, srv_table *t, int rank)
             .init_b = o->init_b,
             .init_seed = o->init_seed,
         };
-        rc = store_create(&spec, &p->store);
+        p->applied = calloc((size_t)s->num_workers, sizeof *p->applied);
+        rc = p->applied ? store_create(&spec, &p->store) : LOOM_ENOMEM;
         /* Changed rows are what a checkpoint or a replication round sends. */
         if (!rc && (s->ckpt.every || s->replicas)) rc = store_track_changes(p->store);
         if (rc) return rc;
@@ -378,7 +422,9 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
     int rank = loom_rank(n);
     t->row_bytes = (size_t)o->width * loom_type_size(o->type);
     t->applied = calloc((size_t)s->num_workers, sizeof *t->applied);
-    status = t->applied ? updater_resolve(t->def.updater, o->type, &t->upd) : LOOM_ENOMEM;
+    t->durable = calloc((size_t)s->num_workers, sizeof *t->durable);
+    status =
+        t->applied && t->durable ? updater_resolve(t->def.updater, o->type, &t->upd) : LOOM_ENOMEM;
     if (!status) status = create_parts(s, t, rank);
     /* The wire state first: restored rows get the row version of the restore. */
     if (!status) status = table_prepare_wire(s, t);
@@ -491,6 +537,11 @@ static int apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys
     t->applied[w] = seq;
     t->version++;
     if (!count) return 0; /* an empty push (a flush releasing what a filter held) */
+    p->applied[w] = seq;
+    if (s->replicas) {
+        s->repl_due = 1;
+        s->naive_bytes += (uint64_t)live_replicas(s, t, p) * count * (8 + t->row_bytes);
+    }
     if (t->rows) note_changes(s, t, p, keys, begin, vals, (size_t)count);
     int status = 0;
     for (uint64_t i = 0; i < count && !status && (p->dense_ver || t->ver_tracked); i++)
@@ -570,14 +621,44 @@ static int apply_entry(server *s, srv_table *t, staged *st)
                     : apply_push(s, t, p, &st->m, st->worker);
 }
 
+static void ack_now(server *s, srv_table *t, uint32_t to, uint32_t table, uint64_t req, int status,
+                    uint64_t applied)
+{
+    int w = worker_rank(s, to);
+    msg_header h = {.type = MSG_PUSH_ACK,
+                    .table = table,
+                    .req = req,
+                    .clock = s->replicas && w >= 0 ? (int64_t)t->durable[w] : 0,
+                    .a = (uint64_t)status,
+                    .b = applied};
+    node_send(s->node, to, &h, NULL, 0);
+}
+
+/* Acknowledge a push. With replicas, a push applied at once (every table but
+ * BSP ones) is acknowledged only after the replication round that carries its
+ * rows (so an acknowledged push survives this server); acknowledgements keep
+ * their order, so every one of such a table waits its turn. A BSP push is
+ * acknowledged on arrival, as staged: its worker keeps it until an
+ * acknowledgement says the replicas hold it (h.clock). */
 static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int status)
 {
-    msg_header h = {.type = MSG_PUSH_ACK,
-                    .table = m->h.table,
-                    .req = m->h.req,
-                    .a = (uint64_t)status,
-                    .b = t->applied[w]};
-    node_send(s->node, m->from, &h, NULL, 0);
+    if (s->replicas && t->def.opts.consistency != LOOM_BSP) {
+        held_ack *a = calloc(1, sizeof *a);
+        if (a) {
+            *a = (held_ack){m->from,           m->h.table, m->h.req, t->applied[w],
+                            s->rounds_cut + 1, status,     NULL};
+            if (s->acks_tail)
+                s->acks_tail->next = a;
+            else
+                s->acks = a;
+            s->acks_tail = a;
+            s->repl_due = 1;
+            node_timer_poke(s->node, NODE_LAYER_PS);
+            return;
+        }
+        status = status ? status : LOOM_ENOMEM; /* said at once rather than never */
+    }
+    ack_now(s, t, m->from, m->h.table, m->h.req, status, t->applied[w]);
 }
 
 static void on_push(loom_node *n, void *ctx, node_msg *m)
@@ -908,11 +989,222 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
         s->min_clock = min;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->staged_head) apply_staged(s, s->tables[i]);
+        if (s->repl_due) node_timer_poke(n, NODE_LAYER_PS); /* a clock's rows to replicate */
         if (cut != INT64_MAX && min == cut) s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min);
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->held_head) release_held(s, s->tables[i]);
         release_deferred(s);
     }
+}
+
+/* Rows as checkpoints and replication send them: per row [u64 key][values]
+ * [updater state]. */
+typedef struct row_writer {
+    blob_writer *w;
+    size_t row_bytes, state_bytes;
+    uint64_t rows;
+} row_writer;
+
+static int put_row(void *ctx, uint64_t key, const void *row, const void *state)
+{
+    row_writer *r = ctx;
+    blob_put_u64(r->w, key);
+    blob_put_bytes(r->w, row, r->row_bytes);
+    if (r->state_bytes) blob_put_bytes(r->w, state, r->state_bytes);
+    r->rows++;
+    return r->w->bad ? LOOM_ENOMEM : 0;
+}
+
+/* ---- replication (ring.h; docs/FAULTS.md) ----
+ *
+ * With replicas, the master of a range sends, in rounds, the rows of the
+ * range that changed since the previous round (values and updater state,
+ * REPL) to the live servers after it on the ring; they overwrite their copy
+ * and acknowledge (REPL_ACK). That is replication after aggregation: a round
+ * carries each changed row once, however many pushes changed it since the
+ * last round (BSP: all of a clock's pushes, applied at once when the clock
+ * ends everywhere; other tables: what arrived since the last round). A round
+ * is cut on the I/O thread's timer, which runs once the sockets are drained,
+ * so everything that arrived meanwhile goes in one round. Copying states,
+ * not deltas, makes a replica's rows equal to the master's for any updater,
+ * and a repeated round harmless.
+ *
+ * A round also carries, per range, the last push sequence of each worker
+ * applied to it: after a failover the new master applies a push a worker
+ * sends again only if its sequence is newer (ps_server_fail). When every
+ * REPL of a round (and of every earlier one) is acknowledged, the pushes
+ * applied before its cut are held by the replicas: their held
+ * acknowledgements go out, and `durable` (what acknowledgements report in
+ * h.clock) moves to what t->applied was at the cut. */
+
+static void free_round(repl_round *r)
+{
+    free(r->waiting);
+    free(r->applied);
+    free(r);
+}
+
+/* Complete the rounds at the head whose REPLs are all acknowledged, then send
+ * the acknowledgements they held. */
+static void rounds_done(server *s)
+{
+    uint64_t done = s->rounds ? s->rounds->round - 1 : s->rounds_cut;
+    while (s->rounds && !s->rounds->nwaiting) {
+        repl_round *r = s->rounds;
+        for (uint32_t id = 0; id < r->cap && id < s->cap; id++)
+            for (int w = 0; s->tables[id] && w < s->num_workers; w++) {
+                uint64_t a = r->applied[(size_t)id * (size_t)s->num_workers + (size_t)w];
+                if (a > s->tables[id]->durable[w]) s->tables[id]->durable[w] = a;
+            }
+        done = r->round;
+        s->rounds = r->next;
+        if (!s->rounds) s->rounds_tail = NULL;
+        free_round(r);
+    }
+    while (s->acks && s->acks->round <= done) {
+        held_ack *a = s->acks;
+        s->acks = a->next;
+        if (!s->acks) s->acks_tail = NULL;
+        srv_table *t = table_of(s, a->table);
+        if (t) ack_now(s, t, a->to, a->table, a->req, a->status, a->applied);
+        free(a);
+    }
+}
+
+/* Send part p's changed rows to its live replicas as part of round r. */
+static int replicate_part(server *s, uint32_t id, srv_table *t, srv_part *p, repl_round *r)
+{
+    blob_writer w = {0};
+    row_writer rw = {&w, t->row_bytes, store_state_bytes(p->store), 0};
+    int rc = store_for_each(p->store, 1, put_row, &rw);
+    if (rc || !rw.rows) {
+        free(w.buf);
+        return rc;
+    }
+    int rank = loom_rank(s->node);
+    size_t alen = (size_t)s->num_workers * 8;
+    for (int i = 0; i <= s->replicas && !rc; i++) {
+        int h = ps_ring_holder(&t->ring, p->range, i);
+        if (h == rank || s->dead[h]) continue;
+        uint8_t *applied = malloc(alen), *rows = malloc(w.len);
+        if (!applied || !rows) {
+            free(applied);
+            free(rows);
+            rc = LOOM_ENOMEM;
+            break;
+        }
+        for (int k = 0; k < s->num_workers; k++) msg_store_u64(applied + 8 * k, p->applied[k]);
+        memcpy(rows, w.buf, w.len);
+        msg_header hd = {
+            .type = MSG_REPL, .table = id, .req = r->round, .a = p->range, .b = rw.rows};
+        node_frame f[2] = {{applied, alen, free_data, NULL, 0}, {rows, w.len, free_data, NULL, 0}};
+        r->waiting[h]++;
+        r->nwaiting++;
+        node_count(s->node, NODE_REPLICATED_BYTES, MSG_HEADER_SIZE + alen + w.len);
+        s->repl_bytes += MSG_HEADER_SIZE + alen + w.len;
+        node_send(s->node, node_server_id(s->num_servers, h), &hd, f, 2);
+    }
+    free(w.buf);
+    return rc;
+}
+
+/* Cut a replication round: every changed row of every range this server is
+ * master of goes to the range's live replicas. */
+static void replicate(server *s)
+{
+    s->repl_due = 0;
+    repl_round *r = calloc(1, sizeof *r);
+    size_t W = (size_t)s->num_workers;
+    if (r) {
+        r->waiting = calloc((size_t)s->num_servers, sizeof *r->waiting);
+        r->applied = calloc(s->cap ? (size_t)s->cap * W : 1, sizeof *r->applied);
+    }
+    if (!r || !r->waiting || !r->applied) {
+        if (r) free_round(r);
+        s->repl_due = 1; /* try again on the next tick */
+        return;
+    }
+    r->round = ++s->rounds_cut;
+    r->cap = s->cap;
+    int rc = 0;
+    for (uint32_t id = 0; id < s->cap; id++) {
+        srv_table *t = s->tables[id];
+        if (!t) continue;
+        memcpy(r->applied + (size_t)id * W, t->applied, W * sizeof *t->applied);
+        for (size_t i = 0; i < t->nparts && !rc; i++)
+            if (live_replicas(s, t, &t->parts[i])) rc = replicate_part(s, id, t, &t->parts[i], r);
+    }
+    if (rc) log_error("replication round %" PRIu64 ": %s", r->round, loom_strerror(rc));
+    if (s->rounds_tail)
+        s->rounds_tail->next = r;
+    else
+        s->rounds = r;
+    s->rounds_tail = r;
+    rounds_done(s);
+}
+
+/* A replica: the master's changed rows of a range it holds a copy of. */
+static void on_repl(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    srv_table *t = table_of(s, m->h.table);
+    int from;
+    if (!t || node_peer_role(n, m->from, &from) != LOOM_SERVER || m->h.a >= t->ring.nranges ||
+        t->part_of[m->h.a] == NO_PART || !ps_ring_holds(&t->ring, (size_t)m->h.a, from) ||
+        node_frame_size(m, 0) != (size_t)s->num_workers * 8) {
+        node_drop(n, m, "replication of a range this server does not replicate");
+        return;
+    }
+    srv_part *p = &t->parts[t->part_of[m->h.a]];
+    size_t state_bytes = store_state_bytes(p->store), per = 8 + t->row_bytes + state_bytes;
+    const uint8_t *rows = node_frame_data(m, 1);
+    if (m->h.b == 0 || node_frame_size(m, 1) / per != m->h.b || node_frame_size(m, 1) % per) {
+        node_drop(n, m, "replicated rows do not match the table's rows");
+        return;
+    }
+    for (uint64_t i = 0; i < m->h.b; i++) {
+        uint64_t key = msg_load_u64(rows + i * per);
+        if (key < p->lo || (ps_u128)key >= p->hi) {
+            node_drop(n, m, "replicated row outside its range");
+            return;
+        }
+    }
+    t->version++;
+    for (uint64_t i = 0; i < m->h.b; i++) {
+        const uint8_t *r = rows + i * per;
+        uint64_t key = msg_load_u64(r);
+        void *state;
+        void *row = store_row(p->store, key, &state);
+        if (!row || mark_changed(t, p, key)) {
+            log_error("out of memory holding a replica of table \"%s\"", t->def.name);
+            return; /* unacknowledged: the master's round never completes */
+        }
+        memcpy(row, r + 8, t->row_bytes);
+        if (state_bytes) memcpy(state, r + 8 + t->row_bytes, state_bytes);
+    }
+    const uint8_t *applied = node_frame_data(m, 0);
+    for (int w = 0; w < s->num_workers; w++) {
+        uint64_t a = msg_load_u64(applied + 8 * w);
+        if (a > p->applied[w]) p->applied[w] = a;
+    }
+    store_forget_changes(p->store); /* a copy: nothing of it to replicate on */
+    msg_header h = {.type = MSG_REPL_ACK, .table = m->h.table, .req = m->h.req};
+    node_send(n, m->from, &h, NULL, 0);
+}
+
+static void on_repl_ack(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    int from;
+    repl_round *r = s->rounds;
+    while (r && r->round != m->h.req) r = r->next;
+    if (node_peer_role(n, m->from, &from) != LOOM_SERVER || !r || !r->waiting[from]) {
+        node_drop(n, m, "acknowledgement of no replication");
+        return;
+    }
+    r->waiting[from]--;
+    r->nwaiting--;
+    rounds_done(s);
 }
 
 /* ---- pushing changed rows (managed communication, comm.c) ---- */
@@ -987,6 +1279,7 @@ static size_t push_changed(server *s, uint32_t id, srv_table *t, uint64_t now)
 static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
 {
     server *s = ctx;
+    if (s->repl_due) replicate(s);
     uint64_t wait = comm_mgr_wait(&s->cm, now);
     if (wait) return wait;
     size_t sent = 0;
@@ -1024,6 +1317,21 @@ static void server_destroy(void *state)
         node_msg_release(&d->m);
         free(d);
     }
+    if (s->replicas)
+        log_info("replicas: sent %" PRIu64 " bytes of changed rows (forwarding every push would "
+                 "have sent %" PRIu64 ")",
+                 s->repl_bytes, s->naive_bytes);
+    while (s->rounds) {
+        repl_round *r = s->rounds;
+        s->rounds = r->next;
+        free_round(r);
+    }
+    while (s->acks) {
+        held_ack *a = s->acks;
+        s->acks = a->next;
+        free(a);
+    }
+    free(s->dead);
     free(s->tables);
     free(s->clock);
     free(s->scratch[0]);
@@ -1046,7 +1354,10 @@ int ps_server_attach(loom_node *n)
     }
     s->num_workers = loom_num_workers(n);
     s->clock = calloc((size_t)s->num_workers, sizeof *s->clock);
-    if (!s->clock) {
+    s->dead = calloc((size_t)s->num_servers, 1);
+    if (!s->clock || !s->dead) {
+        free(s->clock);
+        free(s->dead);
         free(s);
         return LOOM_ENOMEM;
     }
@@ -1060,6 +1371,8 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_PUSH_ENC, on_push_enc, s);
     node_set_handler(n, MSG_PULL_SINCE, on_pull, s);
     node_set_handler(n, MSG_CLOCK, on_clock, s);
+    node_set_handler(n, MSG_REPL, on_repl, s);
+    node_set_handler(n, MSG_REPL_ACK, on_repl_ack, s);
     return 0;
 }
 
@@ -1072,22 +1385,7 @@ void ps_server_set_ckpt(loom_node *n, const ps_ckpt_hooks *hooks)
 }
 
 /* A section: [u32 definition length][definition (canonical)][u32 row bytes]
- * [u32 state bytes][u64 rows], then per row [u64 key][values][state]. */
-typedef struct row_writer {
-    blob_writer *w;
-    size_t row_bytes, state_bytes;
-    uint64_t rows;
-} row_writer;
-
-static int put_row(void *ctx, uint64_t key, const void *row, const void *state)
-{
-    row_writer *r = ctx;
-    blob_put_u64(r->w, key);
-    blob_put_bytes(r->w, row, r->row_bytes);
-    if (r->state_bytes) blob_put_bytes(r->w, state, r->state_bytes);
-    r->rows++;
-    return r->w->bad ? LOOM_ENOMEM : 0;
-}
+ * [u32 state bytes][u64 rows], then the rows as put_row writes them. */
 
 int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx)
 {
