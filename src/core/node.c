@@ -742,8 +742,12 @@ static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "dead node id out of range");
         return;
     }
-    node_fail(n, (uint32_t)m->h.a, "%s died (reported by the scheduler)",
-              node_describe(n, (uint32_t)m->h.a, who, sizeof who));
+    node_describe(n, (uint32_t)m->h.a, who, sizeof who);
+    if (n->failover && n->failover(n, n->failover_ctx, (uint32_t)m->h.a)) {
+        log_warn("%s died (reported by the scheduler); the job goes on without it", who);
+        return;
+    }
+    node_fail(n, (uint32_t)m->h.a, "%s died (reported by the scheduler)", who);
 }
 
 /* Whether the node still runs. Under n->mu: an application thread changes the
@@ -1225,6 +1229,12 @@ void node_count(loom_node *n, enum node_counter c, uint64_t v)
                                    &n->table_bytes_wire,     &n->managed_rows_sent,
                                    &n->pushed_rows_received, &n->replicated_bytes};
     atomic_fetch_add(counter[c], v);
+}
+
+void node_set_failover(loom_node *n, node_failover_fn fn, void *ctx)
+{
+    n->failover = fn;
+    n->failover_ctx = ctx;
 }
 
 void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx)

@@ -119,6 +119,8 @@ struct loom_node {
         void *timer_ctx;
         _Atomic uint64_t timer_due; /* node_now_ms() of its next run */
     } layers[NODE_LAYER_COUNT];
+    node_failover_fn failover; /* node_set_failover; NULL: every death ends the job */
+    void *failover_ctx;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;

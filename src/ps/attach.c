@@ -30,6 +30,20 @@ int ps_replicas_from_env(int num_servers, int *replicas)
     return 0;
 }
 
+/* Whether the job survives server `rank` dying too: with K replicas any K
+ * servers may die, as each range has K + 1 holders. The scheduler and every
+ * node decide the same way. */
+int ps_survives(loom_node *n, int replicas, uint8_t *dead, uint32_t id)
+{
+    int rank;
+    if (!replicas || node_peer_role(n, id, &rank) != LOOM_SERVER || dead[rank]) return 0;
+    int ndead = 1;
+    for (int s = 0; s < loom_num_servers(n); s++) ndead += dead[s];
+    if (ndead > replicas) return 0;
+    dead[rank] = 1;
+    return 1;
+}
+
 int ps_attach(loom_node *n)
 {
     switch (loom_node_role(n)) {

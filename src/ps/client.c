@@ -102,7 +102,9 @@ typedef struct inflight {
     uint64_t begin; /* range push: first key */
     sbuf *hold;     /* owner of keys/vals if Loom allocated them */
     int acked;      /* the server has it (its timestamp part is done) */
+    int ts_done;    /* its timestamp part is done (an acknowledged push sent again) */
     int managed;    /* sent early: counts in the ack window (comm.h) */
+    int64_t clock;  /* the clock it was pushed in (sent again after a failover) */
     struct inflight *next;
 } inflight;
 
@@ -144,6 +146,7 @@ struct loom_table {
     uint64_t *c_version;
     loom_filter_stats wire[2]; /* by loom_direction */
     ps_ring ring;              /* which server is master of which keys (ring.h) */
+    int *master;               /* per ring range: its master now (after failovers); under mu */
 };
 
 typedef struct pull_op {
@@ -186,6 +189,7 @@ typedef struct ps_client {
     loom_node *node;
     int num_servers;
     int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
+    uint8_t *dead;      /* per server: declared dead (failover); I/O thread */
     pthread_mutex_t mu; /* slots, open waiters, table list */
     _Atomic(loom_table *) by_id[PS_MAX_TABLES];
     loom_table **opened;
@@ -221,7 +225,7 @@ static int server_count(const loom_table *t)
 /* The server that is master of key's range. */
 static int server_of(const loom_table *t, uint64_t key)
 {
-    return ps_ring_master(&t->ring, ps_ring_range_of(&t->ring, key), NULL);
+    return t->master[ps_ring_range_of(&t->ring, key)];
 }
 
 /* Split n sorted keys (keys == NULL: the keys [begin, begin + n)) at the
@@ -459,6 +463,19 @@ static int encode_push(loom_table *t, int s, const uint64_t *keys, uint64_t begi
     return rc;
 }
 
+/* Give an in-flight push its own copy of the caller's keys and rows. */
+static void keep_copy(loom_table *t, inflight *f)
+{
+    size_t kb = f->keys ? f->n * 8 : 0, vb = f->n * t->row_bytes;
+    sbuf *b = sbuf_new(kb + vb);
+    if (!b) return; /* then it is not sent again: the failover says so */
+    if (kb) memcpy(b->data, f->keys, kb);
+    memcpy(b->data + kb, f->vals, vb);
+    f->keys = kb ? (const uint64_t *)b->data : NULL;
+    f->vals = b->data + kb;
+    f->hold = b;
+}
+
 /* One PUSH of rows [lo, lo + cnt) of a send_push() to server s (table lock held). */
 static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begin,
                        const uint8_t *vals, size_t lo, size_t cnt, sbuf *hold, loom_ts ts,
@@ -482,12 +499,16 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
     f->seq = ++t->next_seq;
     f->ts = ts;
     f->managed = managed;
-    if (t->local_rmw) {
+    f->clock = atomic_load(&t->client->clock);
+    if (t->local_rmw || t->client->replicas) {
         f->keys = keys ? keys + lo : NULL;
         f->vals = vals + lo * t->row_bytes;
         f->n = cnt;
         f->begin = begin + lo;
         f->hold = sbuf_ref(hold);
+        /* With replicas the push may have to be sent again after its
+         * timestamp completed, when the caller's arrays are gone: a copy. */
+        if (!hold && t->client->replicas && cnt) keep_copy(t, f);
     }
     if (t->ifl_tail[s])
         t->ifl_tail[s]->next = f;
@@ -542,7 +563,7 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
     unsigned nslices = 0;
     for (size_t rg = 0; rg < R; rg++) {
         nslices += chunks(t, bound[rg + 1] - bound[rg]);
-        if (bound[rg + 1] > bound[rg]) sent_to[ps_ring_master(&t->ring, rg, NULL)] = 1;
+        if (bound[rg + 1] > bound[rg]) sent_to[t->master[rg]] = 1;
     }
     for (int s = 0; release && s < S; s++) nslices += !sent_to[s];
     loom_ts ts = node_ts_new(t->node, nslices ? nslices : 1);
@@ -557,7 +578,7 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
     for (int s = 0; release && s < S; s++)
         if (!sent_to[s]) push_chunk(t, s, no_keys, 0, vals, 0, 0, NULL, ts, flush, managed);
     for (size_t rg = 0; rg < R; rg++) {
-        int s = ps_ring_master(&t->ring, rg, NULL);
+        int s = t->master[rg];
         for (size_t lo = bound[rg]; lo < bound[rg + 1]; lo += max_rows) {
             size_t cnt = bound[rg + 1] - lo < max_rows ? bound[rg + 1] - lo : max_rows;
             push_chunk(t, s, keys, begin, vals, lo, cnt, hold, ts, flush, managed);
@@ -822,14 +843,16 @@ static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     f->acked = 1;
+    int ts_done = f->ts_done;
+    f->ts_done = 1;
     loom_ts ts = f->ts;
     int managed = f->managed;
     if (c->replicas && (uint64_t)m->h.clock > t->durable[rank])
         t->durable[rank] = (uint64_t)m->h.clock;
     prune_applied(t, rank, m->h.b);
     pthread_mutex_unlock(&t->mu);
-    if (managed && comm_mgr_acked(&c->cm)) node_timer_poke(n, NODE_LAYER_PS);
-    node_ts_done(n, ts, m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO);
+    if (managed && !ts_done && comm_mgr_acked(&c->cm)) node_timer_poke(n, NODE_LAYER_PS);
+    if (!ts_done) node_ts_done(n, ts, m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO);
 }
 
 /* ---- pulls ---- */
@@ -1094,11 +1117,17 @@ static void request_misses(pull_op *op, size_t total)
     int64_t required = required_clock(t, op->fetch_clock);
     size_t R = t->ring.nranges;
     size_t *bound = malloc((R + 1) * sizeof *bound);
-    if (!bound) {
+    int *master = malloc(R * sizeof *master);
+    if (!bound || !master) {
+        free(bound);
+        free(master);
         atomic_store(&op->parts_left, 1);
         pull_part_done(op, LOOM_ENOMEM);
         return;
     }
+    pthread_mutex_lock(&t->mu); /* a failover may move ranges meanwhile */
+    memcpy(master, t->master, R * sizeof *master);
+    pthread_mutex_unlock(&t->mu);
     range_bounds(t, op->uniq ? op->miss_keys : NULL, op->begin, total, bound);
     unsigned parts = 0;
     for (size_t rg = 0; rg < R; rg++) parts += chunks(t, bound[rg + 1] - bound[rg]);
@@ -1106,12 +1135,13 @@ static void request_misses(pull_op *op, size_t total)
     atomic_store(&op->parts_left, parts + 1);
     size_t max_rows = chunk_rows(t);
     for (size_t rg = 0; rg < R; rg++) {
-        int s = ps_ring_master(&t->ring, rg, NULL);
+        int s = master[rg];
         for (size_t lo = bound[rg]; lo < bound[rg + 1]; lo += max_rows)
             send_pull(op, s, lo, bound[rg + 1] - lo < max_rows ? bound[rg + 1] - lo : max_rows,
                       required);
     }
     free(bound);
+    free(master);
     pull_part_done(op, 0);
 }
 
@@ -1292,6 +1322,7 @@ static void table_free(loom_table *t)
     free(t->ifl_head);
     free(t->ifl_tail);
     free(t->durable);
+    free(t->master);
     ps_ring_free(&t->ring);
     pthread_mutex_destroy(&t->mu);
     free(t);
@@ -1342,10 +1373,13 @@ static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_t
     if (!t->ifl_head || !t->ifl_tail || !t->durable || u64map_init(&t->cache_idx, 1024) ||
         u64map_init(&t->buf_idx, 1024) || table_chains(t) ||
         ps_ring_build(&t->ring, &def->opts, c->num_servers, c->replicas ? PS_RING_VNODES : 1,
-                      c->replicas)) {
+                      c->replicas) ||
+        !(t->master = malloc(t->ring.nranges * sizeof *t->master))) {
         table_free(t);
         return NULL;
     }
+    for (size_t rg = 0; rg < t->ring.nranges; rg++)
+        t->master[rg] = ps_ring_master(&t->ring, rg, c->dead);
     return t;
 }
 
@@ -1747,7 +1781,106 @@ static void client_destroy(void *state)
     }
     comm_mgr_destroy(&c->cm);
     pthread_mutex_destroy(&c->mu);
+    free(c->dead);
     free(c);
+}
+
+/* ---- failover (ring.h; docs/FAULTS.md) ---- */
+
+/* Server d died: its ranges have new masters; every push it had not yet
+ * reported as held by its replicas goes again, with its sequence number, to
+ * the new master of its range (which applies it only if its replica had not
+ * got it), at the tail of that server's in-flight list. Cached rows are
+ * dropped: their versions were the dead server's. Returns pushes resent. */
+static size_t failover_table(loom_table *t, int d)
+{
+    ps_client *c = t->client;
+    size_t resent = 0;
+    pthread_mutex_lock(&t->mu);
+    for (size_t rg = 0; rg < t->ring.nranges; rg++)
+        t->master[rg] = ps_ring_master(&t->ring, rg, c->dead);
+    cache_clear(t);
+    inflight *f = t->ifl_head[d];
+    t->ifl_head[d] = t->ifl_tail[d] = NULL;
+    while (f) {
+        inflight *next = f->next;
+        f->next = NULL;
+        if (!f->n || !f->vals) { /* nothing to apply: an empty flush message */
+            if (!f->ts_done) node_ts_done(t->node, f->ts, 0);
+            sbuf_unref(f->hold);
+            free(f);
+            f = next;
+            continue;
+        }
+        int s = server_of(t, f->keys ? f->keys[0] : f->begin);
+        if (t->ifl_tail[s])
+            t->ifl_tail[s]->next = f;
+        else
+            t->ifl_head[s] = f;
+        t->ifl_tail[s] = f;
+        f->ts_done = f->ts_done || f->acked;
+        f->acked = 0;
+        msg_header h = {.type = MSG_PUSH, .table = t->id, .req = f->seq, .clock = f->clock};
+        node_frame frames[2];
+        size_t nf = 0;
+        if (f->keys)
+            frames[nf++] = (node_frame){f->keys, f->n * 8, f->hold ? sbuf_free_frame : NULL,
+                                        sbuf_ref(f->hold), 0};
+        else {
+            h.flags = MSG_F_RANGE;
+            h.a = f->begin;
+            h.b = f->begin + f->n;
+        }
+        frames[nf++] = (node_frame){f->vals, f->n * t->row_bytes, f->hold ? sbuf_free_frame : NULL,
+                                    sbuf_ref(f->hold), 0};
+        node_send(t->node, node_server_id(c->num_servers, s), &h, frames, nf);
+        resent++;
+        f = next;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return resent;
+}
+
+/* The node's failover hook (node_set_failover): server `id` died. */
+static int client_failover(loom_node *n, void *ctx, uint32_t id)
+{
+    ps_client *c = ctx;
+    if (!ps_survives(n, c->replicas, c->dead, id)) return 0;
+    int d;
+    node_peer_role(n, id, &d);
+    pthread_mutex_lock(&c->mu);
+    size_t ntables = c->nopened;
+    loom_table **tables = malloc((ntables ? ntables : 1) * sizeof *tables);
+    if (tables && ntables) memcpy(tables, c->opened, ntables * sizeof *tables);
+    /* Pull parts waiting for the dead server: taken now, asked again below. */
+    size_t nmoved = 0;
+    pull_slot *moved = malloc((c->nslots ? c->nslots : 1) * sizeof *moved);
+    for (uint32_t i = 0; moved && i < c->nslots; i++) {
+        if (!c->slots[i].req || c->slots[i].server != d) continue;
+        moved[nmoved++] = c->slots[i];
+        c->slots[i] = (pull_slot){.next_free = c->free_head};
+        c->free_head = i;
+    }
+    pthread_mutex_unlock(&c->mu);
+    size_t resent = 0;
+    for (size_t i = 0; tables && i < ntables; i++) resent += failover_table(tables[i], d);
+    for (size_t i = 0; i < nmoved; i++) {
+        pull_op *op = moved[i].op;
+        loom_table *t = op->t;
+        uint64_t key = op->uniq ? op->miss_keys[moved[i].first] : op->begin + moved[i].first;
+        pthread_mutex_lock(&t->mu);
+        int s = server_of(t, key);
+        pthread_mutex_unlock(&t->mu);
+        send_pull(op, s, moved[i].first, moved[i].count, required_clock(t, op->fetch_clock));
+    }
+    if (!tables || !moved)
+        log_error("out of memory redirecting requests after server %d died: the job may stall", d);
+    else
+        log_warn("server %d died: %zu pushes and %zu pulls sent again to its ranges' replicas", d,
+                 resent, nmoved);
+    free(tables);
+    free(moved);
+    return 1;
 }
 
 int ps_client_attach(loom_node *n)
@@ -1761,6 +1894,11 @@ int ps_client_attach(loom_node *n)
         free(c);
         return rc;
     }
+    c->dead = calloc((size_t)(c->num_servers ? c->num_servers : 1), 1);
+    if (!c->dead) {
+        free(c);
+        return LOOM_ENOMEM;
+    }
     c->free_head = NO_SLOT;
     c->gate = -1;
     pthread_mutex_init(&c->mu, NULL);
@@ -1773,5 +1911,6 @@ int ps_client_attach(loom_node *n)
     node_set_handler(n, MSG_PULL_REPLY, on_pull_reply, c);
     node_set_handler(n, MSG_PULL_REPLY_ENC, on_pull_reply_enc, c);
     node_set_handler(n, MSG_MIN_CLOCK, on_min_clock, c);
+    node_set_failover(n, client_failover, c);
     return 0;
 }

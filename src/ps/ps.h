@@ -96,6 +96,10 @@ int ps_attach(loom_node *n);
 /* The job's replicas per key range from LOOM_REPLICAS (unset: 0): 0, or
  * LOOM_ECONFIG (logged) when it is not a number below num_servers. */
 int ps_replicas_from_env(int num_servers, int *replicas);
+/* Whether the job goes on without node `id`: a server, while no more than
+ * `replicas` servers have died (dead[rank] per server, set here when so).
+ * Every role decides the same way, so all agree on which ranges moved. */
+int ps_survives(loom_node *n, int replicas, uint8_t *dead, uint32_t id);
 int ps_registry_attach(loom_node *n);
 int ps_server_attach(loom_node *n);
 int ps_client_attach(loom_node *n);

@@ -182,6 +182,7 @@ typedef struct server {
     uint8_t *dead;              /* per server rank: declared dead (failover) */
     uint64_t repl_bytes;        /* REPL bytes sent (also in loom_stats) */
     uint64_t naive_bytes;       /* what forwarding every push would have sent */
+    uint64_t duplicates;        /* pushes sent again after a failover, not applied twice */
 } server;
 
 #define NO_PART SIZE_MAX
@@ -534,7 +535,14 @@ static void note_changes(server *s, srv_table *t, srv_part *p, const uint64_t *k
 static int apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys, uint64_t begin,
                       const uint8_t *vals, uint64_t count, int w, uint64_t seq)
 {
-    t->applied[w] = seq;
+    /* A push sent again after a failover whose rows this range already holds
+     * (its replica got them from the dead master): applied once, not twice.
+     * Otherwise a worker's pushes reach a range in sequence order. */
+    if (count && seq <= p->applied[w]) {
+        s->duplicates++;
+        return 0;
+    }
+    if (seq > t->applied[w]) t->applied[w] = seq; /* a resent push may be older */
     t->version++;
     if (!count) return 0; /* an empty push (a flush releasing what a filter held) */
     p->applied[w] = seq;
@@ -621,6 +629,13 @@ static int apply_entry(server *s, srv_table *t, staged *st)
                     : apply_push(s, t, p, &st->m, st->worker);
 }
 
+/* What an acknowledgement of push `req` says was applied from worker w: a
+ * push sent again after a failover may be older than others applied here. */
+static uint64_t applied_upto(srv_table *t, int w, uint64_t req)
+{
+    return t->applied[w] < req ? t->applied[w] : req;
+}
+
 static void ack_now(server *s, srv_table *t, uint32_t to, uint32_t table, uint64_t req, int status,
                     uint64_t applied)
 {
@@ -645,7 +660,7 @@ static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int statu
     if (s->replicas && t->def.opts.consistency != LOOM_BSP) {
         held_ack *a = calloc(1, sizeof *a);
         if (a) {
-            *a = (held_ack){m->from,           m->h.table, m->h.req, t->applied[w],
+            *a = (held_ack){m->from,           m->h.table, m->h.req, applied_upto(t, w, m->h.req),
                             s->rounds_cut + 1, status,     NULL};
             if (s->acks_tail)
                 s->acks_tail->next = a;
@@ -658,7 +673,7 @@ static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int statu
         }
         status = status ? status : LOOM_ENOMEM; /* said at once rather than never */
     }
-    ack_now(s, t, m->from, m->h.table, m->h.req, status, t->applied[w]);
+    ack_now(s, t, m->from, m->h.table, m->h.req, status, applied_upto(t, w, m->h.req));
 }
 
 static void on_push(loom_node *n, void *ctx, node_msg *m)
@@ -1207,6 +1222,32 @@ static void on_repl_ack(loom_node *n, void *ctx, node_msg *m)
     rounds_done(s);
 }
 
+/* The node's failover hook (node_set_failover): server `id` died. The ranges
+ * it was master of now have the first live replica as master (ring.h); this
+ * server takes pushes and pulls for every range it holds, so nothing changes
+ * here but the rounds, which no longer wait for the dead server. */
+static int server_failover(loom_node *n, void *ctx, uint32_t id)
+{
+    server *s = ctx;
+    if (!ps_survives(n, s->replicas, s->dead, id)) return 0;
+    int d;
+    node_peer_role(n, id, &d);
+    for (repl_round *r = s->rounds; r; r = r->next) {
+        r->nwaiting -= r->waiting[d];
+        r->waiting[d] = 0;
+    }
+    size_t took = 0;
+    for (uint32_t i = 0; i < s->cap; i++)
+        for (size_t j = 0; s->tables[i] && j < s->tables[i]->nparts; j++) {
+            srv_table *t = s->tables[i];
+            took += ps_ring_holder(&t->ring, t->parts[j].range, 0) == d &&
+                    ps_ring_master(&t->ring, t->parts[j].range, s->dead) == loom_rank(n);
+        }
+    log_warn("server %d died: this server is now master of %zu of its ranges", d, took);
+    rounds_done(s);
+    return 1;
+}
+
 /* ---- pushing changed rows (managed communication, comm.c) ---- */
 
 /* Push the queue_rows changed rows that table t's priority ranks first to
@@ -1321,6 +1362,9 @@ static void server_destroy(void *state)
         log_info("replicas: sent %" PRIu64 " bytes of changed rows (forwarding every push would "
                  "have sent %" PRIu64 ")",
                  s->repl_bytes, s->naive_bytes);
+    if (s->duplicates)
+        log_info("failover: %" PRIu64 " pushes sent again were already held, not applied twice",
+                 s->duplicates);
     while (s->rounds) {
         repl_round *r = s->rounds;
         s->rounds = r->next;
@@ -1373,6 +1417,7 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_CLOCK, on_clock, s);
     node_set_handler(n, MSG_REPL, on_repl, s);
     node_set_handler(n, MSG_REPL_ACK, on_repl_ack, s);
+    node_set_failover(n, server_failover, s);
     return 0;
 }
 
