@@ -172,7 +172,7 @@ static int launch_locally(const app_job *j, int argc, char **argv)
     snprintf(servers, sizeof servers, "%d", j->servers);
     snprintf(workers, sizeof workers, "%d", j->workers);
     /* argv here is {"train", MODEL, flags...}. */
-    char **run = calloc((size_t)argc + 12, sizeof *run);
+    char **run = calloc((size_t)argc + 14, sizeof *run);
     if (!run) return 1;
     int k = 0;
     run[k++] = "run";
@@ -190,6 +190,16 @@ static int launch_locally(const app_job *j, int argc, char **argv)
     }
     if (j->insecure) run[k++] = "--insecure";
     if (j->no_status) run[k++] = "--no-status";
+    if (j->replicas) { /* a server may die and the job go on: not stopped for it */
+        char text[16];
+        snprintf(text, sizeof text, "%d", j->replicas);
+        if (setenv("LOOM_REPLICAS", text, 1)) {
+            free(run);
+            return 1;
+        }
+        run[k++] = "--on-failure";
+        run[k++] = "wait";
+    }
     run[k++] = "--";
     run[k++] = self;
     for (int i = 0; i < argc; i++) {
