@@ -537,12 +537,13 @@ static int apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys
 {
     /* A push sent again after a failover whose rows this range already holds
      * (its replica got them from the dead master): applied once, not twice.
-     * Otherwise a worker's pushes reach a range in sequence order. */
-    if (count && seq <= p->applied[w]) {
+     * Otherwise a worker's pushes reach a range in sequence order (without
+     * replicas nothing is sent again, and nothing is checked). */
+    if (s->replicas && count && seq <= p->applied[w]) {
         s->duplicates++;
         return 0;
     }
-    if (seq > t->applied[w]) t->applied[w] = seq; /* a resent push may be older */
+    if (!s->replicas || seq > t->applied[w]) t->applied[w] = seq; /* a resent one may be older */
     t->version++;
     if (!count) return 0; /* an empty push (a flush releasing what a filter held) */
     p->applied[w] = seq;
@@ -631,9 +632,9 @@ static int apply_entry(server *s, srv_table *t, staged *st)
 
 /* What an acknowledgement of push `req` says was applied from worker w: a
  * push sent again after a failover may be older than others applied here. */
-static uint64_t applied_upto(srv_table *t, int w, uint64_t req)
+static uint64_t applied_upto(server *s, srv_table *t, int w, uint64_t req)
 {
-    return t->applied[w] < req ? t->applied[w] : req;
+    return s->replicas && t->applied[w] > req ? req : t->applied[w];
 }
 
 static void ack_now(server *s, srv_table *t, uint32_t to, uint32_t table, uint64_t req, int status,
@@ -660,8 +661,9 @@ static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int statu
     if (s->replicas && t->def.opts.consistency != LOOM_BSP) {
         held_ack *a = calloc(1, sizeof *a);
         if (a) {
-            *a = (held_ack){m->from,           m->h.table, m->h.req, applied_upto(t, w, m->h.req),
-                            s->rounds_cut + 1, status,     NULL};
+            *a =
+                (held_ack){m->from,           m->h.table, m->h.req, applied_upto(s, t, w, m->h.req),
+                           s->rounds_cut + 1, status,     NULL};
             if (s->acks_tail)
                 s->acks_tail->next = a;
             else
@@ -673,7 +675,7 @@ static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int statu
         }
         status = status ? status : LOOM_ENOMEM; /* said at once rather than never */
     }
-    ack_now(s, t, m->from, m->h.table, m->h.req, status, applied_upto(t, w, m->h.req));
+    ack_now(s, t, m->from, m->h.table, m->h.req, status, applied_upto(s, t, w, m->h.req));
 }
 
 static void on_push(loom_node *n, void *ctx, node_msg *m)
