@@ -18,12 +18,14 @@
 #   filters_dbpg  DBPG L1 logistic regression on generated click-like data
 #                 (`loom gen lr`), 2 workers: no filters and dense rows (--filter dense
 #                 --filter-pull dense) against the default of --l1 (keycache,zstd both
-#                 ways, sparse rows), and against kkt,keycache,zstd: table bytes per
-#                 epoch (pushes, pull requests and replies) and the final objective.
+#                 ways and on the pull requests' key lists, sparse rows, the workers'
+#                 kkt at l1/W), without kkt (--filter keycache,zstd: the exact
+#                 filters alone), and --filter kkt:0.9*l1,keycache,zstd: table
+#                 bytes per epoch (pushes, pull requests and replies), final objective.
 #   comm_managed_mf   managed communication against SSP alone at the same budget:
 #                 MF on ml-latest-small, epochs to test RMSE 0.87 per priority
 #                 (bench/comm_managed.sh, which this script sources).
-#   comm_managed_lda  the same for LDA on AP, K = 100: iterations to the
+#   comm_managed_lda  the same for LDA on AP, K = 50: iterations to the
 #                 log-likelihood SSP alone reaches (bench/comm_managed.sh).
 #
 # Environment (defaults in brackets):
@@ -31,8 +33,9 @@
 #   TOPICS [1000]  ITERATIONS [20]   the LDA runs
 #   LR_ROWS [200000] LR_FEATURES [1000000] EPOCHS [5] BLOCKS [16] L1 [20]  the DBPG runs
 #   TIMEOUT [1800]  seconds allowed to each run
-#   DATA, MF_MBITS, MF_STEPS, MF_EPOCHS, LDA_MBITS, LDA_ITERATIONS, KEEP  the
-#                   managed-communication runs (see bench/comm_managed.sh)
+#   DATA, MF_MBITS, MF_STEPS, MF_EPOCHS, LDA_MBITS, LDA_STEPS, LDA_TOPICS,
+#   LDA_ITERATIONS, KEEP, PLOTS  the managed-communication runs (see
+#                   bench/comm_managed.sh; PLOTS=DIR keeps their metrics and PNG plots)
 set -euo pipefail
 
 build=${1:-build}
@@ -132,10 +135,11 @@ filters_dbpg() {
     echo "| push filters | table MB / epoch (as sent) | as plain rows | vs no filters | node MB sent / epoch | final objective | vs no filters |"
     echo "|---|---|---|---|---|---|---|"
     local none_wire=0 none_obj=0 name spec
-    for name in none default kkt; do
+    for name in none default exact kkt; do
         case $name in
         none) spec=(--filter dense --filter-pull dense) ;;
         default) spec=() ;;
+        exact) spec=(--filter keycache,zstd) ;;
         kkt) spec=(--filter "kkt:$(awk -v l="$L1" 'BEGIN { print l * 0.9 }'),keycache,zstd") ;;
         esac
         echo "DBPG: filters $name" >&2
@@ -154,7 +158,7 @@ filters_dbpg() {
         obj=$(field objective "$m")
         if [[ $name == none ]]; then none_wire=$wire none_obj=$obj; fi
         printf "| %s | %.3f | %.3f | %sx fewer | %.3f | %.9g | %+.4f%% |\n" \
-            "$([[ $name == none ]] && echo "none, dense rows" || echo "${spec[*]:-default: keycache,zstd}")" \
+            "$([[ $name == none ]] && echo "none, dense rows" || echo "${spec[*]:-default of --l1: keycache,zstd, kkt at l1/W in the workers}")" \
             "$(awk -v b="$wire" -v e="$EPOCHS" 'BEGIN { print b / e / 1e6 }')" \
             "$(awk -v b="$raw" -v e="$EPOCHS" 'BEGIN { print b / e / 1e6 }')" \
             "$(ratio "$none_wire" "$wire")" \

@@ -86,6 +86,15 @@ static const app_flag flags[] = {
      .def = "1",
      .help = "clocks per iteration: each pushes the changed counts and\n"
              "pulls fresh ones"},
+    {.name = "--steps",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 10000,
+     .def = "1",
+     .help = "sweep, push and refresh the counts N times a clock, so\n"
+             "that --priority has changes to send while the clock runs\n"
+             "(docs/LDA.md)"},
     {.name = "--eval-every",
      .kind = APP_INT,
      .arg = "N",
@@ -152,6 +161,7 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
     if (GIVEN("--beta")) c->train.beta = x->x;
     if (GIVEN("--iterations")) c->train.iterations = (int)x->u;
     if (GIVEN("--syncs")) c->train.syncs = (int)x->u;
+    if (GIVEN("--steps")) c->train.steps = (int)x->u;
     if (GIVEN("--eval-every")) c->train.eval_every = (int)x->u;
     if (GIVEN("--top-words")) c->top_words = (int)x->u;
     if (GIVEN("--schedule"))
@@ -159,7 +169,8 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
     if (GIVEN("--schedule-log")) c->train.schedule_log = x->text;
     if (c->train.schedule == LDA_SCHEDULE_ROTATION) {
         /* The rotation hands rows over itself: no clocks, no staleness, one writer. */
-        static const char *const data_only[] = {"--consistency", "--syncs", "--priority"};
+        static const char *const data_only[] = {"--consistency", "--syncs", "--steps",
+                                                "--priority"};
         for (size_t k = 0; k < sizeof data_only / sizeof *data_only; k++)
             if (GIVEN(data_only[k]))
                 return app_usage(err, errlen, "%s is for --schedule data, not rotation",

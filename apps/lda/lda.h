@@ -210,12 +210,13 @@ typedef struct lda_train_opts {
     int threads; /* compute threads per worker (--threads): lanes, see train.c */
     lda_schedule schedule;
     const char *schedule_log; /* --schedule-log: the rotation engine's per-task log */
+    int steps;                /* sweep, push and refresh this many times a clock (train.c only) */
 } lda_train_opts;
 
 #define LDA_DEFAULT_STALENESS 1
 #define LDA_TRAIN_OPTS_DEFAULT                                                                     \
     {                                                                                              \
-        50, 0.1, 0.01, 100, 1, 1, 1, 1, LDA_SCHEDULE_DATA, NULL                                    \
+        50, 0.1, 0.01, 100, 1, 1, 1, 1, LDA_SCHEDULE_DATA, NULL, 1                                 \
     }
 
 /* Is iteration it (0-based) one whose log-likelihood is reported? */

@@ -57,7 +57,7 @@
 
 #include "lda/lda.h"
 
-#define STAT_FIELDS 11
+#define STAT_FIELDS 13
 enum {
     ST_LL_DOCS,
     ST_LL_WORDS,
@@ -70,6 +70,8 @@ enum {
     ST_MESSAGES,   /* table messages (loom_stats.table_messages) */
     ST_BYTES_RAW,  /* their payload as plain rows */
     ST_BYTES_WIRE, /* and as sent (docs/FILTERS.md) */
+    ST_MANAGED,    /* rows sent between clocks (--priority) */
+    ST_PUSHED,     /* cached rows the servers' row pushes refreshed */
 };
 
 #define PROG            "loom train lda"
@@ -104,7 +106,7 @@ typedef struct worker {
     app_team *team;
     int threads;
     lane *lanes;
-    int it, sync; /* the clock the lanes work on */
+    int it, sync, step; /* the clock, and its step (--steps), the lanes work on */
     /* Several lanes: the words of all of them, and the process's counts of
      * those words (its lanes' changes added as they are pushed). */
     uint64_t *vocab_all;
@@ -324,14 +326,16 @@ static int prepare_test(worker *w, const loom_corpus *test)
     return 0;
 }
 
-/* Send a clock's changes (initial: the initial counts), lane after lane,
- * and the process's clock. One lane sends its rows at once (they are whole
- * blocks of rows: buffering them would only copy them) and waits until the
- * servers have them, because the rows and keys are reused by the pull that
- * follows. Several lanes push into the update buffer, which adds the rows
- * they share before the clock sends them, and add their changes into the
- * process's counts (w->prow). */
-static int push_lanes(worker *w, int initial)
+/* Send a step's changes (initial: the initial counts), lane after lane,
+ * and at the clock's end (clock_end) the process's clock. At the clock's end
+ * one lane sends its rows at once (they are whole blocks of rows: buffering
+ * them would only copy them) and waits until the servers have them, because
+ * the rows and keys are reused by the pull that follows. Several lanes, and
+ * every step before the clock's last (--steps), push into the update
+ * buffer, which adds the rows they share before the clock sends them (or
+ * managed communication, --priority, sends them while the clock runs); the
+ * lanes add their changes into the process's counts (w->prow). */
+static int push_lanes(worker *w, int initial, int clock_end)
 {
     static const uint64_t zero = 0;
     const size_t B = w->block;
@@ -344,7 +348,7 @@ static int push_lanes(worker *w, int initial)
             int32_t *row = w->prow + app_lower_bound(w->vocab_all, w->nall, word) * w->p.topics;
             for (size_t j = 0; j < B; j++) row[b * B + j] += l->vals[m * B + j];
         }
-        if (w->threads > 1) {
+        if (w->threads > 1 || !clock_end) {
             if (l->nkeys) TRY("push word-topic counts", loom_push(w->wt, l->keys, l->nkeys, rows));
             TRY("push topic totals", loom_push(w->tt, &zero, 1, totals));
             continue;
@@ -357,7 +361,7 @@ static int push_lanes(worker *w, int initial)
         TRY("push topic totals", loom_push_async(w->tt, &zero, 1, totals, &ts[n++]));
         for (int i = 0; i < n; i++) TRY("push", loom_wait(w->n, ts[i]));
     }
-    TRY("clock", loom_clock(w->n));
+    if (clock_end) TRY("clock", loom_clock(w->n));
     return 0;
 }
 
@@ -498,7 +502,7 @@ static int initialise(worker *w)
     }
     if (w->resuming)
         TRY("clock", loom_clock(w->n));
-    else if (push_lanes(w, 1))
+    else if (push_lanes(w, 1, 1))
         return 1;
     if (!w->resuming && loom_checkpoint_due(w->n) && save_state(w, 0, 0)) return 1;
     /* Every worker starts from every worker's initial counts, whatever the staleness. */
@@ -527,7 +531,8 @@ static int sweep(void *arg, int t)
     worker *w = arg;
     lane *l = &w->lanes[t];
     size_t lo, hi;
-    lda_segment(l->d.ndocs, w->c->train.syncs, w->sync, &lo, &hi);
+    int steps = w->c->train.steps;
+    lda_segment(l->d.ndocs, w->c->train.syncs * steps, w->sync * steps + w->step, &lo, &hi);
     lda_sweep(&l->s, &l->d, lo, hi, w->c->train.seed, w->it);
     size_t n = lda_sampler_deltas(&l->s, l->d.vocab, l->words, l->vals, l->tdelta);
     /* Only the blocks that changed, moved to the front in place. */
@@ -545,12 +550,19 @@ static int sweep(void *arg, int t)
     return 0;
 }
 
-/* One clock: the lanes sweep, push their changes, clock, refresh. */
+/* One clock of --steps steps: in each the lanes sweep the step's documents,
+ * push their changes and refresh; the last step's push ends the clock.
+ * Between steps the refresh reads the cache (the rows are fresh enough for
+ * the clock already), so it sees the other workers' changes only where the
+ * servers' row pushes of managed communication (--priority) brought them. */
 static int sync_clock(worker *w, int sync, int it)
 {
     w->sync = sync, w->it = it;
-    if (app_team_run(w->team, sweep, w) || push_lanes(w, 0)) return 1;
-    if (app_team_run(w->team, refresh, w)) return 1;
+    for (w->step = 0; w->step < w->c->train.steps; w->step++) {
+        if (app_team_run(w->team, sweep, w) || push_lanes(w, 0, w->step == w->c->train.steps - 1))
+            return 1;
+        if (app_team_run(w->team, refresh, w)) return 1;
+    }
     return loom_checkpoint_due(w->n) ? save_state(w, it, sync + 1) : 0;
 }
 
@@ -730,6 +742,8 @@ static int evaluate(worker *w, int it)
     v[ST_MESSAGES] = (double)ns.table_messages;
     v[ST_BYTES_RAW] = (double)ns.table_bytes_raw;
     v[ST_BYTES_WIRE] = (double)ns.table_bytes_wire;
+    v[ST_MANAGED] = (double)ns.managed_rows_sent;
+    v[ST_PUSHED] = (double)ns.pushed_rows_received;
     TRY("push statistics", app_stats_add(&w->stats, it, v));
     TRY("barrier", loom_barrier(w->n));
     if (w->rank != 0) return 0;
@@ -763,14 +777,16 @@ static int evaluate(worker *w, int it)
                 it + 1, ll, test_line, tps, st[ST_BYTES_SENT] / 1e6, st[ST_BYTES_RECEIVED] / 1e6,
                 time_s);
     if (w->metrics) {
-        fprintf(w->metrics,
-                "{\"iteration\": %d, \"time_s\": %.3f, \"log_likelihood\": %.17g%s, "
-                "\"tokens_per_s\": %.1f, \"tokens\": %" PRIu64 ", \"bytes_sent\": %.0f, "
-                "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
-                "\"bytes_wire\": %.0f, \"counts_consistent\": %s}\n",
-                it + 1, time_s, ll, test_json, tps, tokens, st[ST_BYTES_SENT],
-                st[ST_BYTES_RECEIVED], st[ST_MESSAGES], st[ST_BYTES_RAW], st[ST_BYTES_WIRE],
-                ok ? "true" : "false");
+        fprintf(
+            w->metrics,
+            "{\"iteration\": %d, \"time_s\": %.3f, \"log_likelihood\": %.17g%s, "
+            "\"tokens_per_s\": %.1f, \"tokens\": %" PRIu64 ", \"bytes_sent\": %.0f, "
+            "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
+            "\"bytes_wire\": %.0f, \"managed_rows_sent\": %.0f, \"pushed_rows_received\": %.0f, "
+            "\"counts_consistent\": %s}\n",
+            it + 1, time_s, ll, test_json, tps, tokens, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED],
+            st[ST_MESSAGES], st[ST_BYTES_RAW], st[ST_BYTES_WIRE], st[ST_MANAGED], st[ST_PUSHED],
+            ok ? "true" : "false");
         /* Each line now, so that a full disk stops the run rather than its end. */
         if (fflush(w->metrics) || ferror(w->metrics)) {
             fprintf(stderr, PROG ": cannot write %s: %s\n", w->c->job.metrics_path,

@@ -371,6 +371,7 @@ typedef struct dbpg_step {
     size_t f0, f1;
     uint64_t lo; /* the block's first key */
     int threads;
+    double kkt; /* KKT threshold T (dbpg_kkt_threshold); < 0: off */
 } dbpg_step;
 
 /* The first of the rows row[0..n) (ascending) that is >= r. */
@@ -481,10 +482,37 @@ static int dbpg_gradients(void *arg, int t)
                 h += p * (1 - p) * v * v * r->overlap;
             }
         }
+        /* KKT: a weight at 0 whose gradient here is within T stays out of
+         * the push, curvature and all (sent as a zero row, which sparse rows
+         * and zstd make almost free: the server step still hears from every
+         * worker). */
+        if (st->kkt >= 0 && f != s->nkeys - 1 && s->w[f] == 0 && fabs(g) <= st->kkt) g = h = 0;
         st->rows3[3 * (s->keys[f] - st->lo) + 1] = g;
         st->rows3[3 * (s->keys[f] - st->lo) + 2] = h;
     }
     return 0;
+}
+
+/* DBPG's KKT filter (li-thesis 6.3.1: leave out coordinate i while w_i = 0
+ * and |g_i| <= lambda - delta), applied by the workers to their gradients: the
+ * table keeps no cache, so the push chain's kkt would have no weights to test.
+ * The threshold is kkt:T of --filter, or with the default filters l1 / W: if
+ * every worker leaves a coordinate out, the gradients' sum is within l1 and the
+ * step keeps the weight at 0, exactly as if they had been sent. Only a step
+ * where some worker sends and another does not differs (the sum and the
+ * curvature lack the small part). The test reads the worker's copy of w_i,
+ * which is the servers' value after the block's previous step when there are
+ * more blocks than the delay (that step is then refreshed before this one):
+ * with fewer, the copy may miss a step, and a zero row for a weight that
+ * moved would reset it, so KKT is off. -1: off (no --l1, --filter without
+ * kkt, or blocks <= delay). */
+static double dbpg_kkt_threshold(const char *filter_push, const lr_train_opts *o, int workers)
+{
+    double l1 = o->l1;
+    if (!(l1 > 0) || o->blocks <= o->delay) return -1;
+    if (!filter_push) return l1 / workers;
+    const char *k = strstr(filter_push, "kkt:"); /* the spec was checked */
+    return k ? strtod(k + 4, NULL) : -1;
 }
 
 /* Push block [lo, hi)'s gradient and curvature bound over every row of the
@@ -886,7 +914,10 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     shard s = {0};      /* DBPG: the whole share */
     lane *lanes = NULL; /* SGD: one per compute thread */
     dbpg_index dx = {0};
-    dbpg_step st = {.s = &s, .x = &dx, .threads = threads};
+    dbpg_step st = {.s = &s,
+                    .x = &dx,
+                    .threads = threads,
+                    .kkt = dbpg_kkt_threshold(c->job.filter_push, o, loom_num_workers(n))};
     reporter rep = {.node = n,
                     .cli = c,
                     .test = test,

@@ -63,7 +63,8 @@
 
 #include "mf/mf.h"
 
-/* ST_MESSAGES, ST_RAW, ST_WIRE: table traffic as plain rows and as sent (docs/FILTERS.md). */
+/* ST_MESSAGES, ST_RAW, ST_WIRE: table traffic as plain rows and as sent (docs/FILTERS.md);
+ * ST_MANAGED, ST_PUSHED: rows sent early and cached rows servers' pushes refreshed (--priority). */
 enum {
     ST_TRAIN_SSE,
     ST_TRAIN_N,
@@ -75,6 +76,8 @@ enum {
     ST_MESSAGES,
     ST_RAW,
     ST_WIRE,
+    ST_MANAGED,
+    ST_PUSHED,
     ST_N
 };
 
@@ -452,11 +455,11 @@ static int train_epoch(worker *w, int epoch, int first)
     double lr = mf_epoch_lr(o->lr, o->lr_decay, epoch);
     if (o->merge == MF_MERGE_DAMPED) {
         int lanes = loom_num_workers(w->node) * w->threads;
-        /* With --steps: under managed communication (--priority) the
-         * servers' row pushes bring the other workers' steps while the
-         * clock runs, so each step's deltas are damped as a clock's; without
-         * it a clock's steps add up to the clock's one delta. */
-        int merges = o->syncs * (w->cli->job.priority != LOOM_PRIORITY_NONE ? o->steps : 1);
+        /* With --steps each step's deltas are damped as a clock's, with or
+         * without managed communication (--priority): the damping is then
+         * the same in both, and a comparison of the two measures only what
+         * the servers' row pushes bring while the clock runs (docs/MF.md). */
+        int merges = o->syncs * o->steps;
         row_counts_scale(&w->ucount, lanes, merges, lr, o->reg);
         row_counts_scale(&w->icount, lanes, merges, lr, o->reg);
     }
@@ -521,6 +524,8 @@ static int evaluate(worker *w, int epoch)
     v[ST_MESSAGES] = (double)ns.table_messages;
     v[ST_RAW] = (double)ns.table_bytes_raw;
     v[ST_WIRE] = (double)ns.table_bytes_wire;
+    v[ST_MANAGED] = (double)ns.managed_rows_sent;
+    v[ST_PUSHED] = (double)ns.pushed_rows_received;
     TRY("push statistics", app_stats_add(&w->stats, epoch, v));
     w->pending.epoch = epoch;
     w->pending.time_s = app_now_s() - w->start;
@@ -560,14 +565,15 @@ static int report(worker *w)
     if (w->metrics) {
         char testval[32] = "null";
         if (has_test) snprintf(testval, sizeof testval, "%.9g", test_rmse);
-        fprintf(w->metrics,
-                "{\"epoch\": %d, \"time_s\": %.3f, \"train_rmse\": %.9g, \"test_rmse\": %s, "
-                "\"lr\": %.9g, \"updates_per_s\": %.1f, \"bytes_sent\": %.0f, "
-                "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
-                "\"bytes_wire\": %.0f}\n",
-                epoch + 1, time_s, train_rmse, testval,
-                mf_epoch_lr(c->train.lr, c->train.lr_decay, epoch), ups, st[ST_SENT],
-                st[ST_RECEIVED], st[ST_MESSAGES], st[ST_RAW], st[ST_WIRE]);
+        fprintf(
+            w->metrics,
+            "{\"epoch\": %d, \"time_s\": %.3f, \"train_rmse\": %.9g, \"test_rmse\": %s, "
+            "\"lr\": %.9g, \"updates_per_s\": %.1f, \"bytes_sent\": %.0f, "
+            "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
+            "\"bytes_wire\": %.0f, \"managed_rows_sent\": %.0f, \"pushed_rows_received\": %.0f}\n",
+            epoch + 1, time_s, train_rmse, testval,
+            mf_epoch_lr(c->train.lr, c->train.lr_decay, epoch), ups, st[ST_SENT], st[ST_RECEIVED],
+            st[ST_MESSAGES], st[ST_RAW], st[ST_WIRE], st[ST_MANAGED], st[ST_PUSHED]);
         /* Each line now, so that a full disk stops the run rather than its end. */
         if (fflush(w->metrics) || ferror(w->metrics)) {
             fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));

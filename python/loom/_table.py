@@ -19,6 +19,7 @@ CONSISTENCY = ("asp", "ssp", "bsp")
 STORAGE = ("dense", "sparse")
 INIT = ("zero", "uniform", "normal")
 UPDATERS = ("sum", "assign", "sgd", "adagrad", "ftrl")
+PRIORITY = ("none", "random", "roundrobin", "abs", "rel")
 _EKEYRANGE = CODE_NAMES.index("LOOM_EKEYRANGE")
 
 
@@ -49,7 +50,8 @@ def _address(a):
 def table_opts(*, dtype=np.float32, width=1, storage="sparse", key_range=None, consistency="ssp",
                staleness=0, updater="sum", lr=0.1, beta=1.0, l1=0.0, l2=0.0, eps=1e-8,
                params=(), init="zero", init_a=0.0, init_b=0.0, init_seed=0, cache=True,
-               flush_rows=0):
+               flush_rows=0, filter_push=None, filter_pull=None, bandwidth=0.0, priority="none",
+               queue_rows=0):
     """The loom_table_opts of Table's options; the defaults are LOOM_TABLE_OPTS_DEFAULT's."""
     dtype = np.dtype(dtype)
     if dtype not in DTYPES:
@@ -70,6 +72,12 @@ def table_opts(*, dtype=np.float32, width=1, storage="sparse", key_range=None, c
     o.init_a, o.init_b, o.init_seed = init_a, init_b, init_seed
     o.cache = int(bool(cache))
     o.flush_rows = flush_rows
+    # ctypes keeps these bytes alive with o; C copies the specs into the table's definition
+    o.filter_push = filter_push.encode() if filter_push else None
+    o.filter_pull = filter_pull.encode() if filter_pull else None
+    o.bandwidth_mbits = bandwidth
+    o.priority = _choice("priority", priority, PRIORITY)
+    o.queue_rows = queue_rows
     return o
 
 
@@ -84,6 +92,10 @@ class Table:
       lr=0.1  beta=1.0  l1=0.0  l2=0.0  eps=1e-8  params=() (up to 8, for user updaters)
       init="zero" | "uniform" | "normal"  init_a=0.0  init_b=0.0  init_seed=0
       cache=True  flush_rows=0
+      filter_push=None  filter_pull=None   filter specs "NAME[:ARG],..." (docs/FILTERS.md)
+      bandwidth=0.0 (Mbit/s per process; 0: no budget)
+      priority="none" | "random" | "roundrobin" | "abs" | "rel"  queue_rows=0 (0: 100)
+        (managed communication, SSP and ASP tables: docs/USAGE.md#managed-communication)
     Every worker must open a table with the same options (else LoomError EMISMATCH)."""
 
     def __init__(self, node, name, **options):
@@ -123,6 +135,11 @@ class Table:
             "init_a": o.init_a, "init_b": o.init_b, "init_seed": o.init_seed,
             "cache": bool(o.cache),
             "flush_rows": o.flush_rows,
+            "filter_push": o.filter_push.decode() if o.filter_push else None,
+            "filter_pull": o.filter_pull.decode() if o.filter_pull else None,
+            "bandwidth": o.bandwidth_mbits,
+            "priority": PRIORITY[o.priority],
+            "queue_rows": o.queue_rows,
         }
 
     # ---- arrays ----

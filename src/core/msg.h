@@ -126,7 +126,10 @@ enum msg_type {
 };
 
 #define MSG_F_RANGE 0x0001u
-#define MSG_F_KNOWN (MSG_F_RANGE)
+/* PULL, PULL_SINCE: the keys frame is the table's key-list chain's encoding
+ * (src/ps/filter.c), not plain u64 keys */
+#define MSG_F_KEYS_ENC 0x0002u
+#define MSG_F_KNOWN    (MSG_F_RANGE | MSG_F_KEYS_ENC)
 
 typedef struct msg_header {
     uint8_t type;

@@ -30,6 +30,11 @@
  * the worker has no own write pending for are offered this way (for a "sum"
  * table the cached copy holds those writes, which a fresh answer would add in
  * another order), so the result is bit for bit the same as a full pull.
+ * When the pull spec has keycache, lz4 or zstd, a pull's key list goes
+ * through a per-server chain of key lists (MSG_F_KEYS_ENC: a digest for a list
+ * sent before), encoded and sent under the table lock so the server decodes
+ * the lists in that order; a server that does not hold a digest answers
+ * LOOM_ENOTFOUND and the list goes again whole, once.
  * Managed communication (comm.c): with a priority, the I/O thread's timer
  * (comm_tick) sends buffered rows of SSP and ASP tables early, as the budget
  * allows, chosen by their magnitudes (kept per buffered row, b_abs/b_rel), and
@@ -143,6 +148,9 @@ struct loom_table {
     int push_filtered; /* every push goes through the chain */
     int pull_dense;    /* the pull spec says dense: whole rows, never only what changed */
     filter_chain **push_enc, **pull_dec;
+    /* per server, the chain of pull requests' key lists (NULL: the pull
+     * spec has no keycache, lz4 or zstd, and keys go plain) */
+    filter_chain **keys_enc;
     uint64_t *c_version;
     loom_filter_stats wire[2]; /* by loom_direction */
     ps_ring ring;              /* which server is master of which keys (ring.h) */
@@ -176,6 +184,7 @@ typedef struct pull_slot {
     pull_op *op;
     size_t first, count;
     int server;
+    int resent; /* the key list was sent again after the server missed its digest */
     uint32_t next_free;
 } pull_slot;
 
@@ -890,7 +899,8 @@ static void pull_part_done(pull_op *op, int status)
     if (atomic_fetch_sub(&op->parts_left, 1) == 1) pull_finish(op);
 }
 
-static uint64_t slot_alloc(ps_client *c, pull_op *op, size_t first, size_t count, int server)
+static uint64_t slot_alloc(ps_client *c, pull_op *op, size_t first, size_t count, int server,
+                           int resent)
 {
     pthread_mutex_lock(&c->mu);
     if (c->free_head == NO_SLOT) {
@@ -916,6 +926,7 @@ static uint64_t slot_alloc(ps_client *c, pull_op *op, size_t first, size_t count
     s->first = first;
     s->count = count;
     s->server = server;
+    s->resent = resent;
     uint64_t req = s->req;
     pthread_mutex_unlock(&c->mu);
     return req;
@@ -966,6 +977,23 @@ static int take_reply(ps_client *c, loom_node *n, node_msg *m, int *rank, pull_s
     return 1;
 }
 
+static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t required, int resent);
+static int64_t required_clock(const loom_table *t, int64_t clock);
+
+/* The server did not hold the digest of a pull's key list (it forgot it, or
+ * the list never reached it): forget it here too and send the list whole,
+ * once. Whether the reply was such a miss. */
+static int resend_missed_keys(loom_table *t, pull_op *op, const pull_slot *s, int status)
+{
+    if (status != LOOM_ENOTFOUND || !t->keys_enc || !op->uniq || s->resent) return 0;
+    const uint64_t *keys = op->miss_keys + s->first;
+    pthread_mutex_lock(&t->mu);
+    filter_chain_forget_keys(t->keys_enc[s->server], filter_keys_digest(keys, s->count));
+    pthread_mutex_unlock(&t->mu);
+    send_pull(op, s->server, s->first, s->count, required_clock(t, op->fetch_clock), 1);
+    return 1;
+}
+
 static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
 {
     int rank;
@@ -974,6 +1002,7 @@ static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
     pull_op *op = s.op;
     loom_table *t = op->t;
     int status = m->h.b < LOOM_ERROR_COUNT_ ? (int)m->h.b : LOOM_EPROTO;
+    if (resend_missed_keys(t, op, &s, status)) return;
     if (!status && (m->nframes != 1 || node_frame_size(m, 0) != s.count * t->row_bytes)) {
         node_drop(n, m, "reply size does not match the request");
         status = LOOM_EPROTO;
@@ -1065,11 +1094,12 @@ static void on_pull_reply_enc(loom_node *n, void *ctx, node_msg *m)
     pull_part_done(op, status);
 }
 
-/* Request op->miss_keys[first, first+count) (or a range) from server s. */
-static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t required)
+/* Request op->miss_keys[first, first+count) (or a range) from server s;
+ * resent: the second time, after the server missed the list's digest. */
+static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t required, int resent)
 {
     loom_table *t = op->t;
-    uint64_t req = slot_alloc(t->client, op, first, count, s);
+    uint64_t req = slot_alloc(t->client, op, first, count, s, resent);
     if (!req) {
         pull_part_done(op, LOOM_ENOMEM);
         return;
@@ -1086,18 +1116,40 @@ static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t re
         h.type = MSG_PULL_SINCE;
         h.a = op->since;
     }
-    if (op->uniq) {
-        f[nf++] = (node_frame){op->miss_keys + first, count * 8, NULL, NULL, 0};
-        if (held) f[nf++] = (node_frame){held, (count + 7) / 8, NULL, NULL, 1};
+    size_t held_len = held ? (count + 7) / 8 : 0;
+    uint32_t dest = node_server_id(server_count(t), s);
+    int rc;
+    if (op->uniq && t->keys_enc) {
+        /* The key list through the chain (a digest when sent before): encoded
+         * and sent under the table lock, so the server decodes the lists in
+         * the order their chain encoded them and both key caches stay alike. */
+        filter_msg fm = {.keys = op->miss_keys + first, .n = count};
+        uint8_t *enc;
+        size_t enc_len;
         pthread_mutex_lock(&t->mu);
-        count_wire(t, LOOM_DIR_PULL, count * 8, count * 8 + (held ? (count + 7) / 8 : 0));
+        rc = filter_chain_encode(t->keys_enc[s], &fm, &enc, &enc_len);
+        if (!rc) {
+            h.flags = MSG_F_KEYS_ENC;
+            f[nf++] = (node_frame){enc, enc_len, free_data, NULL, 0};
+            if (held) f[nf++] = (node_frame){held, held_len, NULL, NULL, 1};
+            count_wire(t, LOOM_DIR_PULL, count * 8, enc_len + held_len);
+            rc = node_send(t->node, dest, &h, f, nf);
+        }
         pthread_mutex_unlock(&t->mu);
     } else {
-        h.flags = MSG_F_RANGE;
-        h.a = op->begin + first;
-        h.b = op->begin + first + count;
+        if (op->uniq) {
+            f[nf++] = (node_frame){op->miss_keys + first, count * 8, NULL, NULL, 0};
+            if (held) f[nf++] = (node_frame){held, held_len, NULL, NULL, 1};
+            pthread_mutex_lock(&t->mu);
+            count_wire(t, LOOM_DIR_PULL, count * 8, count * 8 + held_len);
+            pthread_mutex_unlock(&t->mu);
+        } else {
+            h.flags = MSG_F_RANGE;
+            h.a = op->begin + first;
+            h.b = op->begin + first + count;
+        }
+        rc = node_send(t->node, dest, &h, f, nf);
     }
-    int rc = node_send(t->node, node_server_id(server_count(t), s), &h, f, nf);
     free(held);
     if (rc) {
         pull_slot dummy;
@@ -1138,7 +1190,7 @@ static void request_misses(pull_op *op, size_t total)
         int s = master[rg];
         for (size_t lo = bound[rg]; lo < bound[rg + 1]; lo += max_rows)
             send_pull(op, s, lo, bound[rg + 1] - lo < max_rows ? bound[rg + 1] - lo : max_rows,
-                      required);
+                      required, 0);
     }
     free(bound);
     free(master);
@@ -1312,9 +1364,11 @@ static void table_free(loom_table *t)
     for (int s = 0; s < server_count(t); s++) {
         if (t->push_enc) filter_chain_destroy(t->push_enc[s]);
         if (t->pull_dec) filter_chain_destroy(t->pull_dec[s]);
+        if (t->keys_enc) filter_chain_destroy(t->keys_enc[s]);
     }
     free(t->push_enc);
     free(t->pull_dec);
+    free(t->keys_enc);
     free(t->b_keys);
     free(t->b_rows);
     free(t->b_abs);
@@ -1332,7 +1386,7 @@ static void table_free(loom_table *t)
  * checked with the definition). */
 static int table_chains(loom_table *t)
 {
-    filter_spec pull;
+    filter_spec pull, keys;
     if (filter_spec_parse(t->def.filter_push, &t->push_spec, NULL, 0) ||
         filter_spec_parse(t->def.filter_pull, &pull, NULL, 0))
         return LOOM_EINVAL;
@@ -1342,13 +1396,17 @@ static int table_chains(loom_table *t)
     t->push_enc = calloc((size_t)S, sizeof *t->push_enc);
     t->pull_dec = calloc((size_t)S, sizeof *t->pull_dec);
     if (!t->push_enc || !t->pull_dec) return LOOM_ENOMEM;
+    if (filter_spec_keys(&pull, &keys) && !(t->keys_enc = calloc((size_t)S, sizeof *t->keys_enc)))
+        return LOOM_ENOMEM;
     const loom_table_opts *o = &t->def.opts;
     for (int s = 0; s < S; s++) {
         uint64_t seed = (uint64_t)loom_rank(t->node) << 32 ^ (uint64_t)s << 16 ^ 0xc11e;
         if (filter_chain_create(&t->push_spec, FILTER_PUSH, o->type, o->width, seed,
                                 &t->push_enc[s], NULL, 0) ||
             filter_chain_create(&pull, FILTER_PULL, o->type, o->width, seed, &t->pull_dec[s], NULL,
-                                0))
+                                0) ||
+            (t->keys_enc &&
+             filter_chain_create(&keys, FILTER_PULL, o->type, 0, seed, &t->keys_enc[s], NULL, 0)))
             return LOOM_ENOMEM;
     }
     return 0;
@@ -1502,12 +1560,17 @@ int loom_table_filter_stats(loom_table *t, loom_direction dir, loom_filter_stats
     pthread_mutex_lock(&t->mu);
     *out = t->wire[dir];
     for (int s = 0; s < server_count(t); s++) {
-        const filter_chain *c = dir == LOOM_DIR_PUSH ? t->push_enc[s] : t->pull_dec[s];
-        for (int k = 0; k < LOOM_FILTER_COUNT; k++) {
-            filter_stats fs = filter_chain_stats(c, (filter_kind)k);
-            out->filter[k].messages += fs.msgs;
-            out->filter[k].bytes_in += fs.bytes_in;
-            out->filter[k].bytes_out += fs.bytes_out;
+        /* pulls: the replies' chain and the requests' key lists' */
+        const filter_chain *chains[2] = {dir == LOOM_DIR_PUSH ? t->push_enc[s] : t->pull_dec[s],
+                                         dir == LOOM_DIR_PULL && t->keys_enc ? t->keys_enc[s]
+                                                                             : NULL};
+        for (int i = 0; i < 2 && chains[i]; i++) {
+            for (int k = 0; k < LOOM_FILTER_COUNT; k++) {
+                filter_stats fs = filter_chain_stats(chains[i], (filter_kind)k);
+                out->filter[k].messages += fs.msgs;
+                out->filter[k].bytes_in += fs.bytes_in;
+                out->filter[k].bytes_out += fs.bytes_out;
+            }
         }
     }
     pthread_mutex_unlock(&t->mu);
@@ -1871,7 +1934,7 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
         pthread_mutex_lock(&t->mu);
         int s = server_of(t, key);
         pthread_mutex_unlock(&t->mu);
-        send_pull(op, s, moved[i].first, moved[i].count, required_clock(t, op->fetch_clock));
+        send_pull(op, s, moved[i].first, moved[i].count, required_clock(t, op->fetch_clock), 0);
     }
     if (!tables || !moved)
         log_error("out of memory redirecting requests after server %d died: the job may stall", d);

@@ -8,7 +8,7 @@
  *           compressed form, which must decompress to exactly body length bytes
  *   body:   u8 type | u8 key form | u8 value form (0 raw, 8 or 16 quantised) |
  *           u8 row layout (0 dense, 1 sparse; sparse only with raw values) |
- *           u32 width | u64 n | keys | values
+ *           u32 width | u64 n | keys | values   (width 0: a key list, no values)
  *           key form 0: n u64 keys; 1: the same, and the receiver keeps the list
  *           (the sender cached it); 2: the u64 digest of a list kept before
  *           values, dense: n*width raw values of the type, or quantised blocks;
@@ -314,12 +314,32 @@ static int sparse_read(const uint8_t *in, size_t len, size_t n, size_t width, si
     return 0;
 }
 
+/* Whether the spec has a filter that works on values (kkt, sigmod, skip, quant). */
+static int any_select_spec(const filter_spec *spec)
+{
+    return spec->on[FILTER_KKT] || spec->on[FILTER_SIGMOD] || spec->on[FILTER_SKIP] ||
+           spec->on[FILTER_QUANT];
+}
+
+int filter_spec_keys(const filter_spec *pull, filter_spec *keys)
+{
+    memset(keys, 0, sizeof *keys);
+    static const filter_kind encoders[] = {FILTER_KEYCACHE, FILTER_LZ4, FILTER_ZSTD};
+    for (size_t i = 0; i < sizeof encoders / sizeof encoders[0]; i++) {
+        keys->on[encoders[i]] = pull->on[encoders[i]];
+        keys->arg[encoders[i]] = pull->arg[encoders[i]];
+    }
+    return filter_spec_any(keys);
+}
+
 int filter_chain_create(const filter_spec *spec, filter_dir dir, loom_type type, size_t width,
                         uint64_t seed, filter_chain **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (width == 0 || width > FILTER_MAX_BYTES / 8 || (unsigned)type > LOOM_I64)
+    if (width > FILTER_MAX_BYTES / 8 || (unsigned)type > LOOM_I64)
         return spec_error(err, errlen, "filter chain: bad table type or width");
+    if (width == 0 && (any_select_spec(spec) || spec->rows == FILTER_ROWS_SPARSE))
+        return spec_error(err, errlen, "a chain of key lists takes keycache, lz4 and zstd only");
     if (spec->on[FILTER_KKT] && dir != FILTER_PUSH)
         return spec_error(err, errlen, "filter kkt applies to pushed gradients only");
     static const filter_kind lossy[] = {FILTER_KKT, FILTER_SIGMOD, FILTER_SKIP, FILTER_QUANT};
@@ -378,7 +398,7 @@ static void count(filter_chain *c, filter_kind k, uint64_t in, uint64_t out)
 /* The digest of a key list: a splitmix64 chain over the count and the keys. Not
  * cryptographic: two different lists of one link share a digest with probability
  * about 2^-64 (the link itself is authenticated, docs/SECURITY.md). */
-static uint64_t keys_digest(const uint64_t *keys, size_t n)
+uint64_t filter_keys_digest(const uint64_t *keys, size_t n)
 {
     uint64_t h = n;
     uint64_t d = splitmix64(&h);
@@ -419,8 +439,7 @@ void filter_chain_forget_keys(filter_chain *c, uint64_t digest)
 
 static int any_select(const filter_chain *c)
 {
-    return c->spec.on[FILTER_KKT] || c->spec.on[FILTER_SIGMOD] || c->spec.on[FILTER_SKIP] ||
-           c->spec.on[FILTER_QUANT];
+    return any_select_spec(&c->spec);
 }
 
 int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, size_t *outlen)
@@ -472,7 +491,7 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
     int key_form = KEYS_LIST;
     uint64_t digest = 0;
     if (c->spec.on[FILTER_KEYCACHE] && n >= KEYCACHE_MIN_KEYS) {
-        digest = keys_digest(keys, n);
+        digest = filter_keys_digest(keys, n);
         key_form = cache_find(c, digest) ? KEYS_DIGEST : KEYS_LIST_KEEP;
     }
     /* Unquantised values as the table stores them (the select filters worked
@@ -495,7 +514,7 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
             }
             typed = converted;
         }
-        if (c->spec.rows != FILTER_ROWS_DENSE) {
+        if (c->spec.rows != FILTER_ROWS_DENSE && c->width) {
             nnz = count_nonzero(typed, count_vals, c->value_size);
             size_t sb = sparse_bytes(n, c->width, c->value_size, nnz);
             sparse = c->spec.rows == FILTER_ROWS_SPARSE || sb < vals_bytes;
@@ -589,7 +608,11 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, size_t 
      * count above that is a lie; below it, the products cannot overflow. A
      * sparse message may still claim far more rows than it carries values:
      * what they decode to is bounded like any message. */
-    if (n > len / (sparse ? 4 : width) || n > max_rows) return LOOM_EPROTO;
+    if (sparse && width == 0) return LOOM_EPROTO;
+    /* A key list without values: every key takes 8 bytes, or the digest's
+     * count is checked against the list it names. */
+    size_t row_min = sparse ? 4 : width ? width : key_form == KEYS_DIGEST ? 0 : 8;
+    if ((row_min && n > len / row_min) || n > max_rows) return LOOM_EPROTO;
     if (sparse && n > FILTER_MAX_BYTES / (width * c->value_size)) return LOOM_ELIMIT;
     size_t count_vals = (size_t)n * width;
     size_t keys_bytes = key_form == KEYS_DIGEST ? 8 : (size_t)n * 8;
@@ -637,7 +660,7 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, size_t 
                       : (memcpy(vals, p, vals_bytes), 0);
     uint64_t *kept = NULL;
     if (!rc && key_form == KEYS_LIST_KEEP && c->spec.on[FILTER_KEYCACHE]) {
-        digest = keys_digest(keys, n);
+        digest = filter_keys_digest(keys, n);
         if (!cache_find(c, digest)) {
             kept = malloc(n * sizeof *kept);
             if (!kept) rc = LOOM_ENOMEM;

@@ -82,15 +82,20 @@ int filter_spec_parse(const char *text, filter_spec *spec, char *err, size_t err
  * leave rows out (kkt, sigmod, skip) apply to pushes only. */
 int filter_spec_parse_dir(const char *text, filter_dir dir, filter_spec *spec, char *err,
                           size_t errlen);
+/* The filters of a pull spec that also encode its requests' key lists
+ * (keycache, lz4, zstd: the pull replies' encoders) into *keys; whether there
+ * is any, in which case the requests go through a chain of key lists. */
+int filter_spec_keys(const filter_spec *pull, filter_spec *keys);
 /* The name of a filter kind ("sigmod"). */
 const char *filter_name(filter_kind k);
 
 typedef struct filter_chain filter_chain;
 
 /* A chain for one direction of a table whose rows are `width` values of `type`;
- * seed drives skip and quant's random numbers. LOOM_EINVAL with a sentence in
- * err when the spec does not fit (kkt on a pull, a lossy filter on an integer
- * table), LOOM_ENOMEM. */
+ * seed drives skip and quant's random numbers. Width 0 makes a chain of key
+ * lists without values (pull requests, filter_spec_keys). LOOM_EINVAL with a
+ * sentence in err when the spec does not fit (kkt on a pull, a lossy filter on
+ * an integer table or a chain of key lists), LOOM_ENOMEM. */
 int filter_chain_create(const filter_spec *spec, filter_dir dir, loom_type type, size_t width,
                         uint64_t seed, filter_chain **out, char *err, size_t errlen);
 void filter_chain_destroy(filter_chain *c);
@@ -138,6 +143,8 @@ int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, size_t m
 /* The receiver did not hold the key list of `digest`: the next message with
  * that list sends it whole. */
 void filter_chain_forget_keys(filter_chain *c, uint64_t digest);
+/* The digest keycache sends for a list of n keys. */
+uint64_t filter_keys_digest(const uint64_t *keys, size_t n);
 
 /* Bytes a filter saw, summed over the messages it handled: in = before it,
  * out = after it. A sender's kkt, sigmod and skip count the message as raw

@@ -11,9 +11,10 @@
  * Block layout: the f64 scales of every block, then every value's integer
  * (int8, or little-endian int16).
  *
- * Compression is lossless. A message that would shrink more than
- * FILTER_MAX_RATIO times goes uncompressed, so that receivers can refuse frames
- * claiming more (a decompression bomb). The decoders are given the exact size the frame
+ * Compression is lossless. Receivers refuse frames claiming more than
+ * FILTER_MAX_RATIO times their size (a decompression bomb): a zstd frame that
+ * would shrink more is followed by a skippable frame of zeros up to that ratio;
+ * an lz4 message that would goes uncompressed. The decoders are given the exact size the frame
  * claims and refuse anything that does not decompress to exactly that. */
 #include <lz4.h>
 #include <math.h>
@@ -24,6 +25,9 @@
 #include "core/msg.h"
 #include "loom/error.h"
 #include "ps/filter_impl.h"
+
+/* A zstd skippable frame's header: magic, u32 length of what follows. */
+#define SKIPPABLE_HEADER 8
 
 static size_t blocks(size_t count)
 {
@@ -113,6 +117,25 @@ int filter_compress(int codec, int level, const uint8_t *body, size_t len, uint8
     } else {
         size_t r = ZSTD_compress(z, bound, body, len, level);
         zlen = ZSTD_isError(r) ? 0 : r;
+    }
+    /* zstd: a frame that shrank more than the receivers take gets a skippable
+     * frame after it, up to len / FILTER_MAX_RATIO bytes in all, which
+     * ZSTD_decompress passes over: far smaller than the message uncompressed
+     * (a 4 MB message of empty sparse rows goes as 16 KB, not 4 MB). */
+    size_t padded = zlen;
+    if (codec == 2 && zlen && (uint64_t)zlen * FILTER_MAX_RATIO < len) {
+        padded = (len + FILTER_MAX_RATIO - 1) / FILTER_MAX_RATIO;
+        if (padded < zlen + SKIPPABLE_HEADER) padded = zlen + SKIPPABLE_HEADER;
+        if (padded < bound) {
+            size_t skip = padded - zlen - SKIPPABLE_HEADER;
+            uint8_t *h = z + zlen;
+            for (int i = 0; i < 4; i++) {
+                h[i] = (uint8_t)(ZSTD_MAGIC_SKIPPABLE_START >> (8 * i));
+                h[4 + i] = (uint8_t)(skip >> (8 * i));
+            }
+            memset(h + SKIPPABLE_HEADER, 0, skip);
+            zlen = padded;
+        }
     }
     if (zlen == 0 || zlen >= len || (uint64_t)zlen * FILTER_MAX_RATIO < len) {
         free(z);

@@ -36,7 +36,12 @@
  * array over the partition, allocated with it; sparse: per row written since
  * the first PULL_SINCE, in a map of about 16 more bytes a row, the others
  * counting as changed then); a reply says the count it reflects, and a row
- * whose version is not above the reader's is left out as unchanged.
+ * whose version is not above the reader's is left out as unchanged. When
+ * the pull spec has keycache, lz4 or zstd, a pull's key list may come through
+ * the worker's chain of key lists (MSG_F_KEYS_ENC: a digest for a list sent
+ * before); it is decoded on arrival, in order, and an unknown digest is
+ * dropped, counted and answered with LOOM_ENOTFOUND, on which the worker
+ * sends the list whole.
  *
  * Managed communication (comm.c): pull replies are charged to the process's
  * budget; tables with a priority (SSP, ASP) remember which workers pulled
@@ -110,8 +115,9 @@ typedef struct srv_table {
     staged *held_head, *held_tail;     /* other tables: pushes past the next checkpoint's cut */
     /* filter chains per worker rank: decoding its pushes, encoding its replies */
     filter_chain **push_dec, **pull_enc;
-    int pull_filtered; /* the pull spec has a filter: every reply goes through it */
-    int pull_dense;    /* the pull spec forces dense rows: sparseness alone does not count */
+    filter_chain **keys_dec; /* pull requests' key lists (NULL: they come plain) */
+    int pull_filtered;       /* the pull spec has a filter: every reply goes through it */
+    int pull_dense;          /* the pull spec forces dense rows: sparseness alone does not count */
     /* row versions (see the top of the file) */
     uint64_t version;
     /* sparse storage: from the first PULL_SINCE on (ver_floor: the version
@@ -131,8 +137,16 @@ typedef struct reply_buf {
     _Alignas(8) uint8_t data[];
 } reply_buf;
 
+/* The key list of a pull that came encoded (MSG_F_KEYS_ENC), decoded on
+ * arrival (owned); keys NULL for a pull whose keys frame is plain. */
+typedef struct pull_keys {
+    uint64_t *keys;
+    size_t n;
+} pull_keys;
+
 typedef struct deferred {
     node_msg m; /* the pull, frames kept */
+    pull_keys dk;
     struct deferred *next;
 } deferred;
 
@@ -305,6 +319,7 @@ static void table_destroy(srv_table *t, int num_workers)
     for (int w = 0; w < num_workers; w++) {
         if (t->push_dec) filter_chain_destroy(t->push_dec[w]);
         if (t->pull_enc) filter_chain_destroy(t->pull_enc[w]);
+        if (t->keys_dec) filter_chain_destroy(t->keys_dec[w]);
     }
     free(t->push_dec);
     free(t->pull_enc);
@@ -316,6 +331,7 @@ static void table_destroy(srv_table *t, int num_workers)
     free(t->parts);
     free(t->part_of);
     ps_ring_free(&t->ring);
+    free(t->keys_dec);
     u64map_free(&t->ver_idx);
     free(t->sparse_ver);
     if (t->rows) comm_rowset_free(t->rows);
@@ -329,7 +345,7 @@ static void table_destroy(srv_table *t, int num_workers)
 static int table_prepare_wire(server *s, srv_table *t)
 {
     const loom_table_opts *o = &t->def.opts;
-    filter_spec push, pull;
+    filter_spec push, pull, keys;
     /* Both specs were checked when the definition was decoded. */
     if (filter_spec_parse(t->def.filter_push, &push, NULL, 0) ||
         filter_spec_parse(t->def.filter_pull, &pull, NULL, 0))
@@ -346,6 +362,9 @@ static int table_prepare_wire(server *s, srv_table *t)
     t->push_dec = calloc((size_t)s->num_workers, sizeof *t->push_dec);
     t->pull_enc = calloc((size_t)s->num_workers, sizeof *t->pull_enc);
     if (!t->push_dec || !t->pull_enc) return LOOM_ENOMEM;
+    if (filter_spec_keys(&pull, &keys) &&
+        !(t->keys_dec = calloc((size_t)s->num_workers, sizeof *t->keys_dec)))
+        return LOOM_ENOMEM;
     for (int w = 0; w < s->num_workers; w++) {
         uint64_t seed = (uint64_t)loom_rank(s->node) << 32 ^ (uint64_t)w << 16 ^ 0x5eed;
         int rc = filter_chain_create(&push, FILTER_PUSH, o->type, o->width, seed, &t->push_dec[w],
@@ -353,6 +372,9 @@ static int table_prepare_wire(server *s, srv_table *t)
         if (!rc)
             rc = filter_chain_create(&pull, FILTER_PULL, o->type, o->width, seed, &t->pull_enc[w],
                                      NULL, 0);
+        if (!rc && t->keys_dec)
+            rc =
+                filter_chain_create(&keys, FILTER_PULL, o->type, 0, seed, &t->keys_dec[w], NULL, 0);
         if (rc) return rc;
     }
     return 0;
@@ -828,11 +850,19 @@ static void free_reply(void *data, void *hint)
     if (!atomic_compare_exchange_strong(&s->spare, &none, b)) free(b);
 }
 
-/* Why a pull cannot be answered, or NULL; sets its keys (NULL: a range) and count. */
-static const char *check_pull(server *s, srv_table *t, node_msg *m, const uint64_t **keys,
-                              uint64_t *count, srv_part **part)
+/* Why a pull cannot be answered, or NULL; sets its keys (NULL: a range),
+ * count (dk's when its keys came encoded) and part. */
+static const char *check_pull(server *s, srv_table *t, node_msg *m, const pull_keys *dk,
+                              const uint64_t **keys, uint64_t *count, srv_part **part)
 {
-    const char *bad = check_keys(s, t, m, 0, keys, count, part);
+    const char *bad;
+    if (dk->keys) {
+        *keys = dk->keys;
+        *count = dk->n;
+        bad = dk->n ? check_part(t, dk->keys, 0, dk->n, part) : "empty key list";
+    } else {
+        bad = check_keys(s, t, m, 0, keys, count, part);
+    }
     /* The reply is one frame: within the job's limit (clients split larger pulls). */
     if (!bad && *count > node_max_payload(s->node) / t->row_bytes) bad = "pull too large";
     if (!bad && m->h.type == MSG_PULL_SINCE && node_frame_size(m, 1) != (*count + 7) / 8)
@@ -894,13 +924,13 @@ static int answer_encoded(server *s, srv_table *t, srv_part *p, node_msg *m, int
     return 0;
 }
 
-/* Answer a pull that is allowed to proceed. */
-static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
+/* Answer a pull that is allowed to proceed (dk: its decoded keys, if encoded). */
+static void answer_pull(server *s, srv_table *t, node_msg *m, int w, const pull_keys *dk)
 {
     const uint64_t *keys;
     uint64_t count;
     srv_part *p;
-    const char *bad = check_pull(s, t, m, &keys, &count, &p);
+    const char *bad = check_pull(s, t, m, dk, &keys, &count, &p);
     if (bad) {
         node_drop(s->node, m, bad);
         return;
@@ -934,6 +964,43 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w)
     node_send(s->node, m->from, &h, &f, out ? 1 : 0);
 }
 
+/* Answer a pull with an error status and no rows. */
+static void refuse_pull(server *s, srv_table *t, node_msg *m, int w, int status)
+{
+    msg_header h = {.type = MSG_PULL_REPLY,
+                    .table = m->h.table,
+                    .req = m->h.req,
+                    .clock = s->min_clock,
+                    .a = t->applied[w],
+                    .b = (uint64_t)status};
+    node_send(s->node, m->from, &h, NULL, 0);
+}
+
+/* Decode the key list of a pull that came through worker w's chain of key
+ * lists into dk. 0, or the status to answer with: LOOM_ENOTFOUND for a digest
+ * this server does not hold (the worker sends the list again), LOOM_EPROTO
+ * for a malformed list; both dropped and counted. */
+static int decode_pull_keys(server *s, srv_table *t, node_msg *m, int w, pull_keys *dk)
+{
+    if (!t->keys_dec || (m->h.flags & MSG_F_RANGE)) {
+        node_drop(s->node, m, "encoded keys without a key-list chain");
+        return LOOM_EPROTO;
+    }
+    void *vals;
+    uint64_t digest;
+    int rc = filter_chain_decode(t->keys_dec[w], node_frame_data(m, 0), node_frame_size(m, 0),
+                                 node_max_payload(s->node) / t->row_bytes, &dk->keys, &vals, &dk->n,
+                                 &digest);
+    free(vals);
+    if (rc == LOOM_ENOTFOUND) {
+        node_drop(s->node, m, "a key digest this server does not hold (the worker resends)");
+    } else if (rc) {
+        node_drop(s->node, m, "malformed encoded keys");
+        rc = rc == LOOM_ENOMEM ? rc : LOOM_EPROTO;
+    }
+    return rc;
+}
+
 static void on_pull(loom_node *n, void *ctx, node_msg *m)
 {
     server *s = ctx;
@@ -945,8 +1012,19 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "unknown table, sender or frame count");
         return;
     }
+    /* Encoded keys are decoded now, in arrival order: the key cache follows
+     * the order the worker's chain encoded them in. */
+    pull_keys dk = {NULL, 0};
+    if (m->h.flags & MSG_F_KEYS_ENC) {
+        int rc = decode_pull_keys(s, t, m, w, &dk);
+        if (rc) {
+            refuse_pull(s, t, m, w, rc);
+            return;
+        }
+    }
     if (m->h.clock <= s->min_clock) {
-        answer_pull(s, t, m, w);
+        answer_pull(s, t, m, w, &dk);
+        free(dk.keys);
         return;
     }
     /* Too fresh for now: keep it (frames and all) until the clocks catch up,
@@ -954,18 +1032,16 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
     const uint64_t *keys;
     uint64_t count;
     srv_part *p;
-    const char *bad = check_pull(s, t, m, &keys, &count, &p);
+    const char *bad = check_pull(s, t, m, &dk, &keys, &count, &p);
     if (!bad && s->nwaiting >= PS_MAX_DEFERRED_PULLS) bad = "too many pulls waiting for clocks";
-    if (bad) {
-        node_drop(n, m, bad);
-        return;
-    }
-    deferred *d = calloc(1, sizeof *d);
+    deferred *d = bad ? NULL : calloc(1, sizeof *d);
     if (!d) {
-        node_drop(n, m, "out of memory");
+        node_drop(n, m, bad ? bad : "out of memory");
+        free(dk.keys);
         return;
     }
     s->nwaiting++;
+    d->dk = dk;
     node_msg_keep(&d->m, m);
     d->next = s->waiting;
     s->waiting = d;
@@ -983,7 +1059,8 @@ static void release_deferred(server *s)
         *pp = d->next;
         s->nwaiting--;
         srv_table *t = table_of(s, d->m.h.table);
-        answer_pull(s, t, &d->m, worker_rank(s, d->m.from));
+        answer_pull(s, t, &d->m, worker_rank(s, d->m.from), &d->dk);
+        free(d->dk.keys);
         node_msg_release(&d->m);
         free(d);
     }
@@ -1357,6 +1434,7 @@ static void server_destroy(void *state)
     while (s->waiting) {
         deferred *d = s->waiting;
         s->waiting = d->next;
+        free(d->dk.keys);
         node_msg_release(&d->m);
         free(d);
     }

@@ -16,7 +16,9 @@
  *    partition, unknown tables, frame counts, oversized pulls, clocks going backwards). Each
  *    is the mutation of a message the server accepts (sent as a control first), so it is
  *    dropped for its own defect. A normal pull on the same connection then proves they were
- *    all handled and that none changed a value.
+ *    all handled and that none changed a value. Encoded pull key lists (MSG_F_KEYS_ENC): an
+ *    unknown digest, a digest with a wrong count, junk, and encoded keys to a table without
+ *    a key-list chain are each dropped, counted and answered with their error.
  *  - test_server_deferred_pull: a malformed pull for a future clock is dropped on arrival,
  *    not held until that clock.
  *
@@ -45,6 +47,7 @@
 #include "core/node_impl.h"
 #include "harness.h"
 #include "loom/error.h"
+#include "ps/filter.h"
 #include "ps/ps.h"
 
 /* Upper bound for anything that should happen promptly: a failure, never a synchronisation. */
@@ -246,7 +249,7 @@ static void bad_headers(void *a)
         memcpy(bad, good, sizeof bad), bad[3] = types[i];
         hostile(a, (part[]){{bad, sizeof bad}, blob}, 2);
     }
-    static const uint16_t flags[] = {0x0002, 0x0100, 0x8000, 0xFFFF};
+    static const uint16_t flags[] = {0x0004, 0x0100, 0x8000, 0xFFFF};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
         memcpy(bad, good, sizeof bad);
         bad[4] = (uint8_t)flags[i], bad[5] = (uint8_t)(flags[i] >> 8);
@@ -525,6 +528,33 @@ static crafted pull_keys(uint32_t table, const uint64_t *keys, size_t key_bytes)
                      .len = {key_bytes}};
 }
 
+/* A pull whose keys frame is a chain of key lists' encoding (MSG_F_KEYS_ENC). */
+static crafted pull_encoded(uint32_t table, const uint8_t *frame, size_t len)
+{
+    crafted c = pull_keys(table, (const uint64_t *)(const void *)frame, len);
+    c.flags = MSG_F_KEYS_ENC;
+    return c;
+}
+
+/* An unencoded key-list frame (src/ps/filter.c) for a f32 table: key form
+ * 1 (the list, kept by the receiver) with the n keys, or 2 (a digest) with
+ * `digest` and the count n. Returns its length. */
+static size_t key_list_frame(uint8_t *out, int form, const uint64_t *keys, uint64_t n,
+                             uint64_t digest)
+{
+    size_t body = 16 + (form == 2 ? 8 : 8 * (size_t)n);
+    memset(out, 0, 6 + 16);
+    out[0] = 1; /* version; codec 0 */
+    for (int i = 0; i < 4; i++) out[2 + i] = (uint8_t)(body >> (8 * i));
+    out[6] = LOOM_F32;
+    out[7] = (uint8_t)form; /* width 0: a key list */
+    for (int i = 0; i < 8; i++) out[14 + i] = (uint8_t)(n >> (8 * i));
+    for (uint64_t k = 0; k < (form == 2 ? 1 : n); k++)
+        for (int i = 0; i < 8; i++)
+            out[22 + 8 * k + i] = (uint8_t)((form == 2 ? digest : keys[k]) >> (8 * i));
+    return 6 + body;
+}
+
 static crafted pull_range(uint32_t table, uint64_t begin, uint64_t end)
 {
     return (crafted){.type = MSG_PULL,
@@ -553,6 +583,7 @@ static int open_tables(loom_node *n, loom_table **dense, loom_table **sparse)
     o = (loom_table_opts)LOOM_TABLE_OPTS_DEFAULT;
     o.consistency = LOOM_ASP;
     o.cache = 0;
+    o.filter_pull = "keycache"; /* pull requests' key lists may come as digests */
     CHECK_OK(loom_table_open(n, "sparse", &o, sparse));
     return 0;
 }
@@ -599,9 +630,17 @@ static int server_worker(loom_node *n, int rank, void *arg)
     CHECK_OK(send_crafted(n, pull_keys(DENSE_ID, k49, sizeof k49)));
     CHECK_OK(send_crafted(n, pull_range(SPARSE_ID, 0, 4)));
     CHECK_OK(send_crafted(n, clock_msg(1))); /* the same clock again: fine */
+    uint64_t k0123[4] = {0, 1, 2, 3};
+    uint8_t list[64], digest_unknown[32], digest_miscounted[32], junk[5] = {1, 0, 9, 9, 9};
+    size_t list_len = key_list_frame(list, 1, k0123, 4, 0);
+    CHECK_OK(send_crafted(n, pull_encoded(SPARSE_ID, list, list_len))); /* now kept */
     want[3][0] += 1, want[3][1] += 2, want[7][0] += 3, want[7][1] += 4;
     want[10][0] += 5, want[10][1] += 6, want[11][0] += 7, want[11][1] += 8;
-    const int worker_drops = 4;
+    /* The hostile encoded pulls below are answered with their error (req 0
+     * too): one more drop each on the worker. */
+    const int worker_drops = 5 + 4;
+    size_t du_len = key_list_frame(digest_unknown, 2, NULL, 4, 0x0123456789abcdefULL);
+    size_t dm_len = key_list_frame(digest_miscounted, 2, NULL, 5, filter_keys_digest(k0123, 4));
 
     /* The hostile ones: each differs from a control in one defect. */
     uint64_t k3_50[2] = {3, DENSE_KEYS / 2}, k100[1] = {DENSE_KEYS}, kmax[1] = {UINT64_MAX};
@@ -648,6 +687,13 @@ static int server_worker(loom_node *n, int rank, void *arg)
         pull_keys(DENSE_ID, k37, 0),
         pull_keys(DENSE_ID, k3_50, sizeof k3_50),
         pull_keys(DENSE_ID, kmax, sizeof kmax),
+        /* encoded key lists: a digest the server never saw, one with another count
+         * than its list, bytes that are no encoding, and encoded keys to a table
+         * whose pull spec has no key-list filter */
+        pull_encoded(SPARSE_ID, digest_unknown, du_len),
+        pull_encoded(SPARSE_ID, digest_miscounted, dm_len),
+        pull_encoded(SPARSE_ID, junk, sizeof junk),
+        pull_encoded(DENSE_ID, list, list_len),
         /* frame counts the type allows but the flags do not, and ones the type does not */
         {.type = MSG_PUSH, .table = DENSE_ID, .nframes = 1, .data = {k3}, .len = {sizeof k3}},
         {.type = MSG_PUSH,

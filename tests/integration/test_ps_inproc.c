@@ -753,6 +753,56 @@ static void test_sparse_rows_and_changes_only(void **state)
     assert_int_equal(harness_run(2, WIRE_W, wire_worker, NULL, &r), 0);
 }
 
+/* A pull request's key list through the key cache: a repeated pull of the
+ * same keys sends their digest (8 bytes) instead of the list, and so does its
+ * reply, so each repeat is exactly 2 * (8 * KEYS - 8) bytes smaller than the
+ * first; the rows are right every time. */
+#define DIGEST_KEYS 100
+
+static int digest_worker(loom_node *n, int rank, void *arg)
+{
+    (void)rank, (void)arg;
+    loom_table_opts o = opts_of(LOOM_F64, 4, LOOM_ASP, 0);
+    o.cache = 0; /* every pull asks the server */
+    o.filter_push = NULL;
+    o.filter_pull = "keycache";
+    loom_table *t;
+    CHECK_OK(loom_table_open(n, "digests", &o, &t));
+    uint64_t keys[DIGEST_KEYS];
+    static _Thread_local double rows[DIGEST_KEYS][4], got[DIGEST_KEYS][4];
+    for (int k = 0; k < DIGEST_KEYS; k++) {
+        keys[k] = (uint64_t)(3 * k + 1);
+        for (int j = 0; j < 4; j++) rows[k][j] = j == k % 4 ? k + 0.5 : 0;
+    }
+    loom_ts ts;
+    CHECK_OK(loom_push_async(t, keys, DIGEST_KEYS, rows, &ts));
+    CHECK_OK(loom_wait(n, ts));
+    uint64_t wire[4], messages[4];
+    for (int i = 0; i < 4; i++) {
+        loom_filter_stats st;
+        CHECK_OK(loom_table_filter_stats(t, LOOM_DIR_PULL, &st));
+        wire[i] = st.bytes_wire;
+        messages[i] = st.messages;
+        if (i == 3) break;
+        CHECK_OK(loom_pull(t, keys, DIGEST_KEYS, got));
+        CHECK(memcmp(got, rows, sizeof got) == 0);
+    }
+    for (int i = 0; i < 3; i++) CHECK(messages[i + 1] - messages[i] == 2); /* request, reply */
+    uint64_t first = wire[1] - wire[0], second = wire[2] - wire[1], third = wire[3] - wire[2];
+    if (first - second != 2 * (8 * DIGEST_KEYS - 8) || second != third)
+        fprintf(stderr, "pull bytes: %llu, then %llu, %llu\n", (unsigned long long)first,
+                (unsigned long long)second, (unsigned long long)third);
+    CHECK(first - second == 2 * (8 * DIGEST_KEYS - 8) && second == third);
+    return 0;
+}
+
+static void test_repeated_pull_sends_digest(void **state)
+{
+    (void)state;
+    harness_result r;
+    assert_int_equal(harness_run(1, 1, digest_worker, NULL, &r), 0);
+}
+
 /* Filter specs are checked when the table is opened, with a sentence. */
 static int bad_filter_worker(loom_node *n, int rank, void *arg)
 {
@@ -942,6 +992,7 @@ int main(void)
         cmocka_unit_test(test_flush_covers_earlier_pushes),
         cmocka_unit_test(test_split_to_frame_limit),
         cmocka_unit_test(test_sparse_rows_and_changes_only),
+        cmocka_unit_test(test_repeated_pull_sends_digest),
         cmocka_unit_test(test_filter_specs_checked),
         cmocka_unit_test(test_bsp_exact_managed),
         cmocka_unit_test(test_ssp_bound_managed),

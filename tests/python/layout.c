@@ -102,20 +102,26 @@ int main(void)
            "\"LOOM_SPARSE\": %d, \"LOOM_INIT_ZERO\": %d, \"LOOM_INIT_UNIFORM\": %d, "
            "\"LOOM_INIT_NORMAL\": %d, \"LOOM_SCHEDULER\": %d, \"LOOM_SERVER\": %d, "
            "\"LOOM_WORKER\": %d, \"LOOM_IDS_AUTO\": %d, \"LOOM_IDS_ONE_BASED\": %d, "
-           "\"LOOM_IDS_ZERO_BASED\": %d, \"LOOM_LABELS_CLASS\": %d, \"LOOM_LABELS_REAL\": %d}",
+           "\"LOOM_IDS_ZERO_BASED\": %d, \"LOOM_LABELS_CLASS\": %d, \"LOOM_LABELS_REAL\": %d, "
+           "\"LOOM_PRIORITY_NONE\": %d, \"LOOM_PRIORITY_RANDOM\": %d, "
+           "\"LOOM_PRIORITY_ROUNDROBIN\": %d, \"LOOM_PRIORITY_ABS\": %d, \"LOOM_PRIORITY_REL\": %d}",
            LOOM_F32, LOOM_F64, LOOM_I32, LOOM_I64, LOOM_ASP, LOOM_SSP, LOOM_BSP, LOOM_DENSE,
            LOOM_SPARSE, LOOM_INIT_ZERO, LOOM_INIT_UNIFORM, LOOM_INIT_NORMAL, LOOM_SCHEDULER,
            LOOM_SERVER, LOOM_WORKER, LOOM_IDS_AUTO, LOOM_IDS_ONE_BASED, LOOM_IDS_ZERO_BASED,
-           LOOM_LABELS_CLASS, LOOM_LABELS_REAL);
+           LOOM_LABELS_CLASS, LOOM_LABELS_REAL, LOOM_PRIORITY_NONE, LOOM_PRIORITY_RANDOM,
+           LOOM_PRIORITY_ROUNDROBIN, LOOM_PRIORITY_ABS, LOOM_PRIORITY_REL);
     loom_table_opts d = LOOM_TABLE_OPTS_DEFAULT;
     printf(", \"defaults\": {\"type\": %d, \"width\": %u, \"storage\": %d, \"key_begin\": %llu, "
            "\"key_end\": %llu, \"consistency\": %d, \"staleness\": %d, \"updater\": \"%s\", "
            "\"lr\": %.17g, \"beta\": %.17g, \"l1\": %.17g, \"l2\": %.17g, \"eps\": %.17g, "
            "\"init\": %d, \"init_a\": %.17g, \"init_b\": %.17g, \"init_seed\": %llu, "
-           "\"cache\": %d, \"flush_rows\": %u}}\n",
+           "\"cache\": %d, \"flush_rows\": %u, \"filter_push\": %s, \"filter_pull\": %s, "
+           "\"bandwidth_mbits\": %.17g, \"priority\": %d, \"queue_rows\": %u}}\n",
            (int)d.type, d.width, (int)d.storage, (unsigned long long)d.key_begin,
            (unsigned long long)d.key_end, (int)d.consistency, d.staleness, d.updater, d.lr, d.beta,
            d.l1, d.l2, d.eps, (int)d.init, d.init_a, d.init_b, (unsigned long long)d.init_seed,
-           d.cache, d.flush_rows);
+           /* the default filter specs are NULL: "?" for a spec would differ from None */
+           d.cache, d.flush_rows, d.filter_push ? "\"?\"" : "null",
+           d.filter_pull ? "\"?\"" : "null", d.bandwidth_mbits, (int)d.priority, d.queue_rows);
     return 0;
 }

@@ -74,6 +74,7 @@ python_enums = {
     **{f"LOOM_{r.upper()}": i for i, r in enumerate(_node.ROLES)},
     **{f"LOOM_IDS_{s.upper()}": i for i, s in enumerate(data.IDS)},
     **{f"LOOM_LABELS_{s.upper()}": i for i, s in enumerate(data.LABELS)},
+    **{f"LOOM_PRIORITY_{p.upper()}": i for i, p in enumerate(_table.PRIORITY)},
 }
 if python_enums != enums:
     problems.append(f"enums: Python {python_enums}, C {enums}")

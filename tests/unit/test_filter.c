@@ -7,7 +7,8 @@
  * average, skip is right on average, sigmod never lets the receiver be more than
  * its threshold behind and loses nothing, kkt drops exactly the rows it should.
  * Hostile encodings (truncated, oversized, malformed) are refused with an error
- * code and counted as dropped, and a refused message leaves the key cache alone. */
+ * code and counted as dropped, and a refused message leaves the key cache alone.
+ * Chains of key lists (pull requests) hit, miss and refuse lies the same way. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -245,12 +246,13 @@ static void test_compression_saves(void **unused)
     }
 }
 
-/* Zeros alone would shrink more than FILTER_MAX_RATIO times with zstd, past
- * what a receiver accepts: such a message goes uncompressed. */
+/* Zeros alone would shrink more than FILTER_MAX_RATIO times, past what a
+ * receiver accepts: with zstd the frame is padded (a skippable frame) to
+ * exactly that ratio; lz4 never gets past it (else it would go uncompressed). */
 static void test_compression_ratio_cap(void **unused)
 {
     (void)unused;
-    const size_t width = 4000, n = 8;
+    const size_t width = 4000, n = 8, body = 16 + n * 8 + n * width * 4;
     filter_chain *s = chain("zstd,dense", FILTER_PUSH, LOOM_F32, width);
     filter_chain *r = chain("zstd,dense", FILTER_PUSH, LOOM_F32, width);
     uint64_t keys[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -258,9 +260,17 @@ static void test_compression_ratio_cap(void **unused)
     filter_msg m = {.keys = keys, .vals = vals, .n = n};
     decoded d = {0};
     assert_int_equal(send_msg(s, r, &m, &d), 0);
-    assert_int_equal(d.wire, 6 + 16 + n * 8 + n * width * 4);
+    assert_int_equal(d.wire, 6 + (body + FILTER_MAX_RATIO - 1) / FILTER_MAX_RATIO);
     assert_memory_equal(d.vals, vals, n * width * 4);
     decoded_free(&d);
+    filter_chain *ls = chain("lz4,dense", FILTER_PUSH, LOOM_F32, width);
+    filter_chain *lr = chain("lz4,dense", FILTER_PUSH, LOOM_F32, width);
+    assert_int_equal(send_msg(ls, lr, &m, &d), 0); /* lz4 itself stops near 255x */
+    assert_true((d.wire - 6) * FILTER_MAX_RATIO >= body && d.wire <= 6 + body);
+    assert_memory_equal(d.vals, vals, n * width * 4);
+    decoded_free(&d);
+    filter_chain_destroy(ls);
+    filter_chain_destroy(lr);
     /* With one value in ten set it compresses, within the cap. */
     for (size_t i = 0; i < n * width; i += 10) vals[i] = (float)i;
     assert_int_equal(send_msg(s, r, &m, &d), 0);
@@ -1037,6 +1047,132 @@ static void test_hostile_sparse(void **unused)
     filter_chain_destroy(r);
 }
 
+/* Chains of key lists (width 0: pull requests' keys, filter_spec_keys). A list
+ * sent before goes as its digest (hits), an unknown digest is refused with the
+ * digest and counted (a miss: the sender forgets it and the list goes whole
+ * again), and hand-built lists that lie are refused and counted. */
+static void test_key_lists(void **unused)
+{
+    (void)unused;
+    filter_spec pull, keys_spec;
+    char err[200] = "";
+    assert_int_equal(filter_spec_parse("sparse,quant:8,keycache,zstd:5", &pull, err, sizeof err),
+                     0);
+    assert_int_equal(filter_spec_keys(&pull, &keys_spec), 1);
+    for (int k = 0; k < FILTER_KIND_COUNT; k++)
+        assert_int_equal(keys_spec.on[k], k == FILTER_KEYCACHE || k == FILTER_ZSTD);
+    assert_true(keys_spec.arg[FILTER_ZSTD] == 5 && keys_spec.rows == FILTER_ROWS_AUTO);
+    assert_int_equal(filter_spec_parse("sparse,quant:8", &pull, err, sizeof err), 0);
+    assert_int_equal(filter_spec_keys(&pull, &keys_spec), 0); /* requests stay plain */
+    filter_chain *bad = NULL;
+    assert_int_equal(filter_chain_create(&pull, FILTER_PULL, LOOM_F32, 0, 1, &bad, err, sizeof err),
+                     LOOM_EINVAL);
+    assert_null(bad);
+    assert_non_null(strstr(err, "key lists"));
+
+    filter_chain *s = chain("keycache", FILTER_PULL, LOOM_F64, 0);
+    filter_chain *r = chain("keycache", FILTER_PULL, LOOM_F64, 0);
+    size_t n = 300;
+    uint64_t *keys = random_keys(n);
+    filter_msg m = {.keys = keys, .n = n};
+    decoded d = {0};
+    for (int round = 0; round < 3; round++) { /* the list, then its digest twice */
+        assert_int_equal(send_msg(s, r, &m, &d), 0);
+        assert_int_equal(d.wire, round ? 6 + 16 + 8 : 6 + 16 + n * 8);
+        assert_int_equal(d.n, n);
+        assert_memory_equal(d.keys, keys, n * 8);
+        decoded_free(&d);
+    }
+    filter_stats kc = filter_chain_stats(s, FILTER_KEYCACHE);
+    assert_int_equal(kc.msgs, 3);
+    assert_int_equal(kc.bytes_in, 3 * n * 8);
+    assert_int_equal(kc.bytes_out, n * 8 + 2 * 8);
+
+    /* A receiver that does not hold the list (it restarted): a miss, counted;
+     * the sender forgets the digest and the list goes whole, then as a digest. */
+    filter_chain *fresh = chain("keycache", FILTER_PULL, LOOM_F64, 0);
+    assert_int_equal(send_msg(s, fresh, &m, &d), LOOM_ENOTFOUND);
+    assert_true(d.digest == filter_keys_digest(keys, n));
+    assert_null(d.keys);
+    uint64_t raw, wire, dropped;
+    filter_chain_totals(fresh, &raw, &wire, &dropped);
+    assert_int_equal(dropped, 1);
+    filter_chain_forget_keys(s, d.digest);
+    assert_int_equal(send_msg(s, fresh, &m, &d), 0);
+    assert_int_equal(d.wire, 6 + 16 + n * 8);
+    decoded_free(&d);
+    assert_int_equal(send_msg(s, fresh, &m, &d), 0);
+    assert_int_equal(d.wire, 6 + 16 + 8);
+    assert_memory_equal(d.keys, keys, n * 8);
+    decoded_free(&d);
+    filter_chain_totals(fresh, &raw, &wire, &dropped);
+    assert_int_equal(dropped, 1);
+
+    /* Hostile lists, built by hand, each refused and counted by r. */
+    uint8_t b[256];
+    size_t p;
+    /* a digest r never saw */
+    p = put_frame(b, 0, 16 + 8);
+    p += put_body_header(b + p, LOOM_F64, 2, 0, 0, n);
+    put_u64(b + p, 0x0123456789abcdefULL);
+    assert_int_equal(decode_code(r, b, p + 8), LOOM_ENOTFOUND);
+    /* the digest r holds, with another count: a huge one (more than the
+     * receiver takes) and one off by one */
+    put_u64(b + 6 + 8, (uint64_t)1 << 40);
+    put_u64(b + p, filter_keys_digest(keys, n));
+    assert_int_equal(decode_code(r, b, p + 8), LOOM_EPROTO);
+    put_u64(b + 6 + 8, n - 1);
+    assert_int_equal(decode_code(r, b, p + 8), LOOM_EPROTO);
+    put_u64(b + 6 + 8, n);
+    assert_int_equal(decode_code(r, b, p + 8), 0); /* the right count: a hit */
+    /* more keys claimed than the frame carries; keys out of order; sparse
+     * rows without values; trailing bytes (values a key list does not have) */
+    p = put_frame(b, 0, 16 + 3 * 8);
+    p += put_body_header(b + p, LOOM_F64, 0, 0, 0, 4);
+    for (int i = 0; i < 3; i++) put_u64(b + p + 8 * i, 10 + (uint64_t)i);
+    assert_int_equal(decode_code(r, b, p + 24), LOOM_EPROTO);
+    put_u64(b + 6 + 8, 3);
+    assert_int_equal(decode_code(r, b, p + 24), 0);
+    put_u64(b + p + 8, 9);
+    assert_int_equal(decode_code(r, b, p + 24), LOOM_EPROTO);
+    put_u64(b + p + 8, 11);
+    b[6 + 3] = 1;
+    assert_int_equal(decode_code(r, b, p + 24), LOOM_EPROTO);
+    b[6 + 3] = 0;
+    put_frame(b, 0, 16 + 3 * 8 + 8);
+    memset(b + p + 24, 0, 8);
+    assert_int_equal(decode_code(r, b, p + 32), LOOM_EPROTO);
+    /* a table's rows sent to a chain of key lists, and the other way round */
+    p = put_frame(b, 0, 16 + 8 + 8);
+    p += put_body_header(b + p, LOOM_F64, 0, 0, 1, 1);
+    put_u64(b + p, 5);
+    memset(b + p + 8, 0, 8);
+    assert_int_equal(decode_code(r, b, p + 16), LOOM_EPROTO);
+    filter_chain *rows = chain("keycache", FILTER_PULL, LOOM_F64, 1);
+    assert_int_equal(decode_code(rows, b, p + 16), 0);
+    p = put_frame(b, 0, 16 + 8);
+    p += put_body_header(b + p, LOOM_F64, 0, 0, 0, 1);
+    put_u64(b + p, 5);
+    assert_int_equal(decode_code(rows, b, p + 8), LOOM_EPROTO);
+    filter_chain_totals(r, &raw, &wire, &dropped);
+    assert_int_equal(dropped, 8);
+
+    /* With zstd, a first list of keys close together is smaller than 8 bytes a key. */
+    filter_chain *zs = chain("keycache,zstd", FILTER_PULL, LOOM_F64, 0);
+    filter_chain *zr = chain("keycache,zstd", FILTER_PULL, LOOM_F64, 0);
+    assert_int_equal(send_msg(zs, zr, &m, &d), 0);
+    assert_true(d.wire < n * 8 / 2);
+    assert_memory_equal(d.keys, keys, n * 8);
+    decoded_free(&d);
+    filter_chain_destroy(zs);
+    filter_chain_destroy(zr);
+    filter_chain_destroy(rows);
+    filter_chain_destroy(fresh);
+    filter_chain_destroy(r);
+    filter_chain_destroy(s);
+    free(keys);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1055,6 +1191,7 @@ int main(void)
         cmocka_unit_test(test_hostile_malformed),
         cmocka_unit_test(test_sparse_rows),
         cmocka_unit_test(test_hostile_sparse),
+        cmocka_unit_test(test_key_lists),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
