@@ -35,7 +35,7 @@ struct command {
 static const struct command commands[] = {
     {"run", "start a job on this machine: a scheduler, servers and workers", cmd_run},
     {"gen", "write a synthetic data set", cmd_gen},
-    {"train", "train a model (lr, mf, lda, lasso) with a job on this machine or a cluster",
+    {"train", "train a model with a job on this machine or a cluster (models: loom help train)",
      cmd_train},
     {"predict", "apply a saved model to a data set", cmd_predict},
     {"checkpoint", "list, verify or export the checkpoints of a job (loom train --checkpoint-dir)",

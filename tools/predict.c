@@ -16,50 +16,51 @@
 #include <stdio.h>
 #include <string.h>
 
-static void print_help(FILE *out)
-{
-    fputs("Usage: loom predict MODEL [OPTIONS]\n"
-          "\n"
-          "Apply a saved model to a data set. MODEL is one of:\n"
-          "  lr   logistic regression (the model file of `loom train lr --model-out`)\n"
-          "  mf   matrix factorisation (`loom train mf --model-out`; loom predict mf --help)\n"
-          "  lasso  L1-regularised least squares (`loom train lasso --model-out`;\n"
-          "         loom predict lasso --help)\n"
-          "  mlr  softmax regression (`loom train mlr --model-out`; loom predict mlr --help)\n"
-          "  svm  linear SVM (`loom train svm --model-out`; loom predict svm --help)\n"
-          "\n",
-          out);
-    lr_predict_help(out);
-}
-
 struct predictor {
     const char *name;
     const char *summary;
     int (*fn)(int argc, char **argv); /* argv[0] is the model's name */
 };
 
+/* The one list of models: the usage and the help are printed from it. */
 static const struct predictor predictors[] = {
-    {"lr", "logistic regression", lr_predict_main},
-    {"mf", "matrix factorisation", mf_predict_main},
-    {"lasso", "L1-regularised least squares", lasso_predict_main},
-    {"mlr", "softmax regression", mlr_predict_main},
-    {"svm", "linear SVM", svm_predict_main},
+    {"lr", "logistic regression (the model file of `loom train lr --model-out`)", lr_predict_main},
+    {"mf", "matrix factorisation (`loom train mf --model-out`)", mf_predict_main},
+    {"lasso", "L1-regularised least squares (`loom train lasso --model-out`)", lasso_predict_main},
+    {"mlr", "softmax regression (`loom train mlr --model-out`)", mlr_predict_main},
+    {"svm", "linear SVM (`loom train svm --model-out`)", svm_predict_main},
 };
 
 #define NUM_PREDICTORS (sizeof predictors / sizeof predictors[0])
 
 static void list_predictors(FILE *out)
 {
-    fprintf(out, "Usage: loom predict MODEL [OPTIONS]\n\nModels:\n");
     for (size_t i = 0; i < NUM_PREDICTORS; i++)
         fprintf(out, "  %-6s %s\n", predictors[i].name, predictors[i].summary);
+}
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "Usage: loom predict MODEL [OPTIONS]\n\nModels:\n");
+    list_predictors(out);
     fprintf(out, "\nRun 'loom help predict' for the options.\n");
+}
+
+/* The models, then lr's options; each other model's with loom predict MODEL --help. */
+static void print_help(FILE *out)
+{
+    fputs("Usage: loom predict MODEL [OPTIONS]\n\nApply a saved model to a data set. MODEL is one "
+          "of:\n",
+          out);
+    list_predictors(out);
+    fputs("(the options of one: loom predict MODEL --help; lr's follow)\n\n", out);
+    lr_predict_help(out);
 }
 
 int cmd_predict(int argc, char **argv)
 {
     if (argc < 2) {
-        list_predictors(stderr);
+        print_usage(stderr);
         return 2;
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
@@ -69,6 +70,6 @@ int cmd_predict(int argc, char **argv)
     for (size_t i = 0; i < NUM_PREDICTORS; i++)
         if (strcmp(argv[1], predictors[i].name) == 0) return predictors[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "loom predict: unknown model '%s'\n\n", argv[1]);
-    list_predictors(stderr);
+    print_usage(stderr);
     return 2;
 }

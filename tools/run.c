@@ -680,6 +680,18 @@ static void read_address(struct job *job)
     if (soon < job->addr_deadline) job->addr_deadline = soon;
 }
 
+static int peer_failed(int status);
+
+/* With --on-worker-failure continue a worker that dies is no failure of the
+ * job: the scheduler goes on without it (docs/FAULTS.md). A worker that
+ * exits with LOOM_EXIT_PEER_FAILED did not die: the job did. */
+static int worker_may_be_lost(const struct job *job, const struct child *c, int status)
+{
+    const char *policy = getenv("LOOM_ON_WORKER_FAILURE");
+    return policy && !strcmp(policy, "continue") && c - job->children > job->opt->servers &&
+           !job->stopping && !peer_failed(status);
+}
+
 static void child_ended(struct job *job, struct child *c, int status)
 {
     char how[128];
@@ -693,6 +705,11 @@ static void child_ended(struct job *job, struct child *c, int status)
     if (c->signalled || (ok && !before_address)) {
         /* Success, or ended because the launcher stopped it: not a failure. */
         if (job->opt->verbose) say("%s %s", c->label, describe_status(status, how, sizeof how));
+        return;
+    }
+    if (worker_may_be_lost(job, c, status)) {
+        say("%s %s; the job goes on without it (LOOM_ON_WORKER_FAILURE=continue)", c->label,
+            describe_status(status, how, sizeof how));
         return;
     }
     c->failed = ++job->failures;

@@ -1,4 +1,4 @@
-/* loom train: train a model (lr, mf, lda, lasso) with a whole Loom job.
+/* loom train: train a model (the table `trainers` below) with a whole Loom job.
  *
  * The same command runs in two ways. Typed by a user, it checks the flags,
  * then starts a job on this machine: the local launcher runs this very
@@ -251,6 +251,14 @@ static int export_checkpoint(const trainer *t, const app_job *j)
     return 0;
 }
 
+/* --on-worker-failure becomes LOOM_ON_WORKER_FAILURE, which the scheduler
+ * and the local launcher read (docs/FAULTS.md). */
+static int export_worker_failure(const app_job *j)
+{
+    if (j->on_worker_failure < 0) return 0;
+    return setenv("LOOM_ON_WORKER_FAILURE", j->on_worker_failure ? "continue" : "fail", 1) ? 1 : 0;
+}
+
 /* Before a local job starts: the checkpoint to resume from verifies and fits
  * this job, or the user hears why once (not once per process). */
 static int check_resume(const trainer *t, const app_job *j)
@@ -309,12 +317,13 @@ static int train_with(const trainer *t, int argc, char **argv)
         if (!rc && j->insecure && unsetenv("LOOM_SECRET_FILE")) rc = 1;
         if (!rc && j->no_status && setenv("LOOM_STATUS_PORT", "-1", 1)) rc = 1;
         if (!rc) rc = export_checkpoint(t, j);
+        if (!rc) rc = export_worker_failure(j);
         if (!rc) rc = t->node(cli);
     } else if (app_check_job_files(j, err, sizeof err)) {
         /* Before any process starts: a wrong --model-out must not wait for the last epoch. */
         fprintf(stderr, "loom train %s: %s\n", t->name, err);
         rc = 2;
-    } else if (!(rc = check_resume(t, j))) {
+    } else if (!(rc = check_resume(t, j)) && !(rc = export_worker_failure(j))) {
         rc = launch_locally(j, argc, argv);
     }
     free(cli);

@@ -55,6 +55,17 @@ void app_fail_together(loom_node *n, const char *fmt, ...)
     (void)loom_barrier(n);
 }
 
+void app_lost_note(loom_node *n, const char *unit, char *json, size_t jlen, char *text, size_t tlen)
+{
+    double share = 0;
+    int lost = loom_workers_lost(n, &share);
+    json[0] = text[0] = '\0';
+    if (!lost) return;
+    snprintf(json, jlen, ", \"workers_lost\": %d, \"%s_lost\": %.0f", lost, unit, share);
+    snprintf(text, tlen, "  (%d worker%s lost: %.0f %s of the data not trained on)", lost,
+             lost == 1 ? "" : "s", share, unit);
+}
+
 /* "bsp", "asp" or "ssp:S" into a loom_consistency and staleness. */
 static int parse_consistency(const char *v, int *consistency, int *staleness, char *err,
                              size_t errlen)
@@ -119,6 +130,19 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
         if (!j->checkpoint_dir)
             return app_usage(err, errlen, "--checkpoint-full-every needs --checkpoint-dir");
         j->checkpoint_full_every = v->u;
+    }
+    j->on_worker_failure = -1;
+    if ((v = app_flag_get(flags, n, values, "--on-worker-failure"))) {
+        /* The choices' order: fail, continue, restart. */
+        if (v->choice == 2 && !j->checkpoint_dir)
+            return app_usage(err, errlen,
+                             "--on-worker-failure restart needs --checkpoint-dir: a replacement "
+                             "worker resumes its share from the last checkpoint");
+        if (v->choice == 2)
+            return app_usage(err, errlen,
+                             "--on-worker-failure restart is not available yet (docs/FAULTS.md): "
+                             "use fail, or continue");
+        j->on_worker_failure = (int)v->choice;
     }
     char why[200];
     if (j->filter_push && loom_filter_check(j->filter_push, LOOM_DIR_PUSH, why, sizeof why))
@@ -273,12 +297,23 @@ int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, int 
     return stats_open(n, name, fields, epochs, LOOM_BSP, s);
 }
 
-int app_stats_add(app_stats *s, int epoch, const double *v)
+int app_stats_add_async(app_stats *s, int epoch, const double *v, loom_ts *ts)
 {
     uint64_t base = (uint64_t)epoch * s->fields;
+    return loom_push_range_async(s->table, base, base + s->fields, v, ts);
+}
+
+int app_stats_add(app_stats *s, int epoch, const double *v)
+{
     loom_ts ts;
-    int rc = loom_push_range_async(s->table, base, base + s->fields, v, &ts);
+    int rc = app_stats_add_async(s, epoch, v, &ts);
     return rc ? rc : loom_wait(loom_table_node(s->table), ts);
+}
+
+int app_stats_read_async(app_stats *s, int epoch, double *v, loom_ts *ts)
+{
+    uint64_t base = (uint64_t)epoch * s->fields;
+    return loom_pull_range_async(s->table, base, base + s->fields, v, ts);
 }
 
 int app_stats_read(app_stats *s, int epoch, double *v)

@@ -119,7 +119,7 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
 /* Checkpoints and resume (docs/FAULTS.md): rows of the tables of the models
  * that train as a job (lr, mf, lda). */
 #define APP_FLAGS_CHECKPOINT                                                                       \
-    {.section = "checkpoints (docs/FAULTS.md):",                                                   \
+    {.section = "checkpoints and failures (docs/FAULTS.md):",                                      \
      .name = "--checkpoint-dir",                                                                   \
      .kind = APP_TEXT,                                                                             \
      .arg = "DIR",                                                                                 \
@@ -145,6 +145,12 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .arg = "DIR",                                                                             \
          .help = "continue from the newest checkpoint in DIR (same flags, same\n"                  \
                  "numbers of servers and workers)"},                                               \
+        {.name = "--on-worker-failure",                                                            \
+         .kind = APP_CHOICE,                                                                       \
+         .arg = "fail|continue|restart",                                                           \
+         .def = "fail",                                                                            \
+         .help = "when a worker dies: end the job (status 3), go on without it and\n"              \
+                 "its share of the data, or (not yet available) restart it"},                      \
     {                                                                                              \
         .name = "--replicas", .kind = APP_INT, .arg = "K", .lo = 0, .hi = 7, .def = "0",           \
         .help = "copies of every key range on the K servers after its master\n"                    \
@@ -220,6 +226,8 @@ typedef struct app_job {
     const char *checkpoint_dir, *resume_dir;
     uint64_t checkpoint_every, checkpoint_full_every;
     int replicas;                          /* --replicas K (docs/FAULTS.md) */
+    /* --on-worker-failure: 0 fail, 1 continue (loom_worker_failure_policy); -1 not given */
+    int on_worker_failure;
     const char *filter_push, *filter_pull; /* --filter, --filter-pull (NULL: not given) */
 } app_job;
 
@@ -228,6 +236,12 @@ typedef struct app_job {
 int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t n,
                        const app_flag_value *values, char *err, size_t errlen);
 /* The job's managed communication (APP_FLAGS_COMM) on a table's options. */
+/* --on-worker-failure continue (docs/FAULTS.md): once the job has gone on
+ * without workers, json gets `, "workers_lost": K, "UNIT_lost": N` for a
+ * metrics line and text a note for the progress line (N: the "share" metric
+ * the lost workers reported, in UNIT, e.g. rows); both "" otherwise. */
+void app_lost_note(loom_node *n, const char *unit, char *json, size_t jlen, char *text,
+                   size_t tlen);
 void app_job_comm(const app_job *j, loom_table_opts *o);
 
 #if defined(__GNUC__)
@@ -344,7 +358,13 @@ int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, int 
                            app_stats *s);
 /* Add v[0..fields) into epoch's row and wait until the server has it. */
 int app_stats_add(app_stats *s, int epoch, const double *v);
+/* The same without waiting: v must stay valid until loom_wait(ts). Enough
+ * for a clocked table, whose reader waits for the adder's next clock (sent
+ * after the add on the same connection). */
+int app_stats_add_async(app_stats *s, int epoch, const double *v, loom_ts *ts);
 /* The totals of an epoch (after a barrier that follows every worker's add). */
 int app_stats_read(app_stats *s, int epoch, double *v);
+/* The same, asynchronous: v is written by loom_wait(ts). */
+int app_stats_read_async(app_stats *s, int epoch, double *v, loom_ts *ts);
 
 #endif

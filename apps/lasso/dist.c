@@ -59,7 +59,15 @@ typedef struct dist {
     snapshot *snaps; /* depth of them, round t in t % depth */
     uint64_t updates;
     int iteration;
-    double max_change; /* of the current iteration */
+    /* The stopping rule's window: the largest |change| since it opened, and
+     * which coordinates were updated since. It closes at the end of the first
+     * iteration by which every coordinate was: a pass for cyclic rounds, a
+     * few iterations for sampled ones, which may skip coordinates in an
+     * iteration (one in which nothing moved, as happens near the end with few
+     * non-zeros, says nothing about the coordinates it did not visit). */
+    double window_max;
+    unsigned char *in_window;
+    uint64_t window_count;
     double start;
     FILE *metrics, *schedule_log; /* worker 0 */
     int failed;
@@ -182,7 +190,11 @@ static int apply(void *arg, uint64_t round, const uint64_t *keys, size_t n, cons
             for (size_t e = from; e < to; e++) d->r[p->row[e]] -= change[k] * p->val[e];
         }
         d->beta[j] = next;
-        d->max_change = fmax(d->max_change, fabs(change[k]));
+        d->window_max = fmax(d->window_max, fabs(change[k]));
+        if (!d->in_window[j]) {
+            d->in_window[j] = 1;
+            d->window_count++;
+        }
         if (!isfinite(next)) d->diverged = 1;
     }
     if (d->diverged) return 1; /* every worker sees the same totals: all stop */
@@ -199,13 +211,17 @@ static int apply(void *arg, uint64_t round, const uint64_t *keys, size_t n, cons
         if (d->diverged) return 1;
     }
     if ((round + 1) % d->rounds_per_iteration) return 0;
-    /* The end of an iteration: the sequential reference's stopping rule. */
+    /* The end of an iteration: the sequential reference's stopping rule,
+     * over the window once every coordinate was updated in it. */
     d->iteration++;
+    if (d->iteration >= d->cli->train.iterations) return 1;
+    if (d->window_count < p->dim) return 0;
     double max_beta = 0;
     for (uint64_t j = 0; j < p->dim; j++) max_beta = fmax(max_beta, fabs(d->beta[j]));
-    int stop = d->iteration >= d->cli->train.iterations ||
-               d->max_change <= d->cli->train.tol * fmax(1, max_beta);
-    d->max_change = 0;
+    int stop = d->window_max <= d->cli->train.tol * fmax(1, max_beta);
+    memset(d->in_window, 0, (size_t)p->dim);
+    d->window_count = 0;
+    d->window_max = 0;
     return stop;
 }
 
@@ -292,7 +308,8 @@ static int train(loom_node *n, const lasso_cli *cli)
     d.r = malloc((p.n ? p.n : 1) * sizeof *d.r);
     d.beta = calloc(p.dim ? (size_t)p.dim : 1, sizeof *d.beta);
     d.snaps = calloc(cli->depth, sizeof *d.snaps);
-    if (!d.r || !d.beta || !d.snaps) {
+    d.in_window = calloc(p.dim ? (size_t)p.dim : 1, 1);
+    if (!d.r || !d.beta || !d.snaps || !d.in_window) {
         fprintf(stderr, "%s: out of memory for %llu coefficients\n", PROG,
                 (unsigned long long)p.dim);
         goto out;
@@ -373,6 +390,7 @@ out:
     free(d.r);
     free(d.beta);
     free(d.snaps);
+    free(d.in_window);
     lasso_model_free(&reference);
     lasso_problem_free(&p);
     return rc;

@@ -183,6 +183,11 @@ int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
             return app_usage(err, errlen,
                              "--schedule rotation has no checkpoints yet: leave out %s",
                              c->job.checkpoint_dir ? "--checkpoint-dir" : "--resume");
+        /* Blocks travel through the workers: a lost one would take its block along. */
+        if (c->job.on_worker_failure == LOOM_WORKER_FAILURE_CONTINUE)
+            return app_usage(err, errlen,
+                             "--schedule rotation cannot go on without a worker: leave out "
+                             "--on-worker-failure continue");
     } else if (c->train.schedule_log) {
         return app_usage(err, errlen, "--schedule-log needs --schedule rotation");
     }

@@ -181,6 +181,10 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
             return LOOM_ENOMEM;
         w->nall += l->d.nwords;
     }
+    size_t docs = 0;
+    for (int t = 0; t < w->threads; t++) docs += w->lanes[t].d.ndocs;
+    /* What the job would lose with this worker (--on-worker-failure continue). */
+    loom_report_metric(w->n, "share", (double)docs);
     w->vocab_all = malloc((w->nall ? w->nall : 1) * sizeof *w->vocab_all);
     if (!w->vocab_all) return LOOM_ENOMEM;
     w->nall = 0;
@@ -675,7 +679,9 @@ static int check_counts(const worker *w, uint64_t tokens, char *why, size_t len)
             col[k] += c;
             sum += (uint64_t)c;
         }
-    if (ok && sum != tokens)
+    /* A lost worker's documents keep their last assignments in the counts
+     * (--on-worker-failure continue) but no longer report their tokens. */
+    if (ok && (loom_workers_lost(w->n, NULL) ? sum < tokens : sum != tokens))
         snprintf(why, len, "word-topic counts add up to %" PRIu64 ", not %" PRIu64 " tokens", sum,
                  tokens),
             ok = 0;
@@ -770,12 +776,14 @@ static int evaluate(worker *w, int it)
                  "\"test_skipped_tokens\": %.0f",
                  perplexity, st[ST_TEST_SCORED], st[ST_TEST_SKIPPED]);
     }
+    char lost_json[96], lost_text[128];
+    app_lost_note(w->n, "documents", lost_json, sizeof lost_json, lost_text, sizeof lost_text);
     if (!w->c->job.quiet)
         fprintf(stderr,
                 "iteration %4d  log-likelihood %.6e%s  %.0f tokens/s  sent %.1f MB  recv %.1f MB  "
-                "%.1f s\n",
+                "%.1f s%s\n",
                 it + 1, ll, test_line, tps, st[ST_BYTES_SENT] / 1e6, st[ST_BYTES_RECEIVED] / 1e6,
-                time_s);
+                time_s, lost_text);
     if (w->metrics) {
         fprintf(
             w->metrics,
@@ -783,10 +791,10 @@ static int evaluate(worker *w, int it)
             "\"tokens_per_s\": %.1f, \"tokens\": %" PRIu64 ", \"bytes_sent\": %.0f, "
             "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
             "\"bytes_wire\": %.0f, \"managed_rows_sent\": %.0f, \"pushed_rows_received\": %.0f, "
-            "\"counts_consistent\": %s}\n",
+            "\"counts_consistent\": %s%s}\n",
             it + 1, time_s, ll, test_json, tps, tokens, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED],
             st[ST_MESSAGES], st[ST_BYTES_RAW], st[ST_BYTES_WIRE], st[ST_MANAGED], st[ST_PUSHED],
-            ok ? "true" : "false");
+            ok ? "true" : "false", lost_json);
         /* Each line now, so that a full disk stops the run rather than its end. */
         if (fflush(w->metrics) || ferror(w->metrics)) {
             fprintf(stderr, PROG ": cannot write %s: %s\n", w->c->job.metrics_path,

@@ -172,6 +172,10 @@ int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
                          "give --servers 1 or more");
     if (c->train.algo == LR_ALGO_DBPG && (c->job.checkpoint_dir || c->job.resume_dir))
         return app_usage(err, errlen, "--algo dbpg has no checkpoints yet (docs/FAULTS.md)");
+    if (c->train.algo == LR_ALGO_DBPG && c->job.on_worker_failure == LOOM_WORKER_FAILURE_CONTINUE)
+        return app_usage(err, errlen,
+                         "--algo dbpg cannot go on without a worker yet: leave out "
+                         "--on-worker-failure continue");
 
     static const char *const sgd_only[] = {"--updater", "--minibatch", "--consistency"};
     static const char *const dbpg_only[] = {"--blocks", "--delay"};

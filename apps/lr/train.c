@@ -649,6 +649,8 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
         loom_report_metric(r->node, "test_accuracy", test.accuracy);
         loom_report_metric(r->node, "test_auc", test.auc);
     }
+    char lost_json[96], lost_text[128];
+    app_lost_note(r->node, "rows", lost_json, sizeof lost_json, lost_text, sizeof lost_text);
     if (!c->job.quiet) {
         char testpart[128] = "";
         if (r->test)
@@ -656,9 +658,9 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
                      test.logloss, test.accuracy, test.auc);
         fprintf(stderr,
                 "epoch %3d  objective %.6f  train logloss %.5f%s  nnz %" PRIu64
-                "  %.0f ex/s  sent %.1f MB  recv %.1f MB  %.1f s\n",
+                "  %.0f ex/s  sent %.1f MB  recv %.1f MB  %.1f s%s\n",
                 epoch + 1, objective, train_loss, testpart, nnz, ex_per_s, st[ST_BYTES_SENT] / 1e6,
-                st[ST_BYTES_RECEIVED] / 1e6, time_s);
+                st[ST_BYTES_RECEIVED] / 1e6, time_s, lost_text);
     }
     if (r->metrics) {
         fprintf(r->metrics,
@@ -674,9 +676,9 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
         fprintf(r->metrics,
                 "\"nnz_weights\": %" PRIu64 ", \"examples_per_s\": %.1f, \"bytes_sent\": %.0f, "
                 "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
-                "\"bytes_wire\": %.0f}\n",
+                "\"bytes_wire\": %.0f%s}\n",
                 nnz, ex_per_s, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED], st[ST_MESSAGES],
-                st[ST_BYTES_RAW], st[ST_BYTES_WIRE]);
+                st[ST_BYTES_RAW], st[ST_BYTES_WIRE], lost_json);
     }
     int rc = 0;
     /* Each line now, so that a full disk stops the run rather than its end. */
@@ -764,6 +766,8 @@ static int agree_sizes(loom_node *n, const loom_dataset *d, uint64_t *dim, uint6
     uint64_t key = 0;
     /* Exact as int64: the reader refused ids beyond LR_MAX_DIM (run_worker). */
     int64_t mine[2] = {(int64_t)d->max_feature, (int64_t)d->rows}, all[2];
+    /* What the job would lose with this worker (--on-worker-failure continue). */
+    loom_report_metric(n, "share", (double)d->rows);
     loom_ts ts;
     TRY("push sizes", loom_push_async(t, &key, 1, mine, &ts));
     TRY("push sizes", loom_wait(n, ts));

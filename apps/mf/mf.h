@@ -174,14 +174,19 @@ void mf_batch_free(mf_batch *b);
 /* Collect the rows of ratings d[idx[0..n)] (rows UINT32_MAX are skipped,
  * for evaluation of cold starts). 0 or LOOM_ENOMEM. */
 int mf_batch_collect(mf_batch *b, const mf_data *d, const size_t *idx, size_t n);
+/* Collect the rows of all of d1's ratings, then of all of d2's, as one batch
+ * (one pull for both): d1's ratings are at the batch's positions [0, d1->n),
+ * d2's at [d1->n, d1->n + d2->n). 0 or LOOM_ENOMEM. */
+int mf_batch_collect_two(mf_batch *b, const mf_data *d1, const mf_data *d2);
 /* After urows/irows were filled with the rows' current values: keep a copy,
  * run SGD over the ratings in order, and leave new - old in uold/iold. */
 void mf_batch_train(mf_batch *b, const mf_data *d, const size_t *idx, size_t n, double mean,
                     double lr, double reg);
 /* Sum of squared errors of the clipped predictions of d[idx[0..n)] with the
- * batch's rows (cold starts with zero rows). */
-double mf_batch_sse(const mf_batch *b, const mf_data *d, const size_t *idx, size_t n, double mean,
-                    double min, double max);
+ * batch's rows (cold starts with zero rows), those ratings collected at the
+ * batch's positions [first, first + n). */
+double mf_batch_sse(const mf_batch *b, size_t first, const mf_data *d, const size_t *idx, size_t n,
+                    double mean, double min, double max);
 
 /* ---- training ---- */
 

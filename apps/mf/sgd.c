@@ -227,12 +227,23 @@ static void sort_keys(uint64_t *keys, size_t nkeys, uint32_t *stamp, size_t rows
         if (stamp[x]) keys[s] = x, stamp[x] = (uint32_t)++s;
 }
 
-int mf_batch_collect(mf_batch *b, const mf_data *d, const size_t *idx, size_t n)
+/* One run of ratings to collect: d[idx[0..n)] (idx NULL: d[0..n)). */
+typedef struct ratings_run {
+    const mf_data *d;
+    const size_t *idx;
+    size_t n;
+} ratings_run;
+
+/* Collect the rows of the runs' ratings, run after run: the slots of run j's
+ * ratings follow those of the runs before it. */
+static int collect_runs(mf_batch *b, const ratings_run *runs, int nruns)
 {
     /* Forget the previous batch's rows: only those stamps are set. */
     for (size_t s = 0; s < b->nu; s++) b->ustamp[b->ukeys[s]] = 0;
     for (size_t s = 0; s < b->ni; s++) b->istamp[b->ikeys[s]] = 0;
     b->nu = b->ni = 0;
+    size_t n = 0;
+    for (int j = 0; j < nruns; j++) n += runs[j].n;
     if (n > b->cap) {
         size_t cap = n > 2 * b->cap ? n : 2 * b->cap;
         uint32_t *us = realloc(b->uslot, cap * sizeof *us);
@@ -242,20 +253,39 @@ int mf_batch_collect(mf_batch *b, const mf_data *d, const size_t *idx, size_t n)
         if (!us || !is) return LOOM_ENOMEM;
         b->cap = cap;
     }
-    for (size_t r = 0; r < n; r++) {
-        size_t k = idx ? idx[r] : r;
-        if (d->user[k] != UINT32_MAX) touch(d->user[k], b->ustamp, b->ukeys, &b->nu);
-        if (d->item[k] != UINT32_MAX) touch(d->item[k], b->istamp, b->ikeys, &b->ni);
+    for (int j = 0; j < nruns; j++) {
+        const mf_data *d = runs[j].d;
+        for (size_t r = 0; r < runs[j].n; r++) {
+            size_t k = runs[j].idx ? runs[j].idx[r] : r;
+            if (d->user[k] != UINT32_MAX) touch(d->user[k], b->ustamp, b->ukeys, &b->nu);
+            if (d->item[k] != UINT32_MAX) touch(d->item[k], b->istamp, b->ikeys, &b->ni);
+        }
     }
     sort_keys(b->ukeys, b->nu, b->ustamp, b->users);
     sort_keys(b->ikeys, b->ni, b->istamp, b->items);
-    for (size_t r = 0; r < n; r++) {
-        size_t k = idx ? idx[r] : r;
-        uint32_t u = d->user[k], i = d->item[k];
-        b->uslot[r] = u == UINT32_MAX ? UINT32_MAX : b->ustamp[u] - 1;
-        b->islot[r] = i == UINT32_MAX ? UINT32_MAX : b->istamp[i] - 1;
+    size_t at = 0;
+    for (int j = 0; j < nruns; j++) {
+        const mf_data *d = runs[j].d;
+        for (size_t r = 0; r < runs[j].n; r++, at++) {
+            size_t k = runs[j].idx ? runs[j].idx[r] : r;
+            uint32_t u = d->user[k], i = d->item[k];
+            b->uslot[at] = u == UINT32_MAX ? UINT32_MAX : b->ustamp[u] - 1;
+            b->islot[at] = i == UINT32_MAX ? UINT32_MAX : b->istamp[i] - 1;
+        }
     }
     return 0;
+}
+
+int mf_batch_collect(mf_batch *b, const mf_data *d, const size_t *idx, size_t n)
+{
+    ratings_run run = {d, idx, n};
+    return collect_runs(b, &run, 1);
+}
+
+int mf_batch_collect_two(mf_batch *b, const mf_data *d1, const mf_data *d2)
+{
+    ratings_run runs[2] = {{d1, NULL, d1->n}, {d2, NULL, d2->n}};
+    return collect_runs(b, runs, 2);
 }
 
 void mf_batch_train(mf_batch *b, const mf_data *d, const size_t *idx, size_t n, double mean,
@@ -273,14 +303,14 @@ void mf_batch_train(mf_batch *b, const mf_data *d, const size_t *idx, size_t n, 
     for (size_t j = 0; j < b->ni * w; j++) b->iold[j] = b->irows[j] - b->iold[j];
 }
 
-double mf_batch_sse(const mf_batch *b, const mf_data *d, const size_t *idx, size_t n, double mean,
-                    double min, double max)
+double mf_batch_sse(const mf_batch *b, size_t first, const mf_data *d, const size_t *idx, size_t n,
+                    double mean, double min, double max)
 {
     size_t w = b->rank + 1;
     double sse = 0;
     for (size_t r = 0; r < n; r++) {
         size_t k = idx ? idx[r] : r;
-        uint32_t us = b->uslot[r], is = b->islot[r];
+        uint32_t us = b->uslot[first + r], is = b->islot[first + r];
         const double *urow = us == UINT32_MAX ? NULL : b->urows + us * w;
         const double *irow = is == UINT32_MAX ? NULL : b->irows + is * w;
         double p = mf_predict_rows(mean, urow, irow, b->rank);

@@ -48,9 +48,10 @@
  * into a BSP statistics table. The rows stay cached for the next epoch's
  * first pull in the same clock, so evaluating costs no second fetch. Worker
  * 0 reads the totals after its next clock (the read waits for every
- * worker's), instead of at a second barrier, and prints a progress line and
- * a metrics JSON line; a last clock after the last epoch makes its totals
- * readable. At the end worker 0 pulls both tables and saves the model. */
+ * worker's), instead of at a second barrier, with the next evaluation's rows
+ * (one round trip for both), and prints a progress line and a metrics JSON
+ * line; a last clock after the last epoch makes its totals readable. At the
+ * end worker 0 pulls both tables and saves the model. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -122,7 +123,6 @@ typedef struct worker {
     mf_data train, test;
     loom_table *users, *items;
     app_stats stats;
-    mf_batch b;        /* evaluation */
     app_stats sum;     /* the shares' rating sums, counts and skipped lines */
     loom_table *range; /* the ratings' [max, -min] */
     app_team *team;
@@ -141,6 +141,10 @@ typedef struct worker {
         int epoch; /* -1: none to report */
         double time_s, train_s;
     } pending;
+    /* This worker's last push of statistics, sent without waiting: waited
+     * for before the next (its values must stay until then) and at the end. */
+    double stats_v[ST_N];
+    loom_ts stats_ts; /* 0: none in flight */
     FILE *metrics;
     size_t skipped[2]; /* malformed lines of this share of the training and test files */
     /* Resumed from a checkpoint: the setup's sums are on the servers already,
@@ -169,6 +173,8 @@ static int push_summary(worker *w)
     TRY("open the range table", loom_table_open(w->node, "mf.range", &o, &w->range));
     double s, lo, hi;
     mf_data_summary(&w->train, &s, &lo, &hi);
+    /* What the job would lose with this worker (--on-worker-failure continue). */
+    loom_report_metric(w->node, "share", (double)w->train.n);
     double mine[5] = {s, (double)w->train.n, (double)w->skipped[0], (double)w->skipped[1],
                       (double)w->test.n};
     if (w->resuming) return 0; /* the checkpoint has the sums */
@@ -181,17 +187,31 @@ static int push_summary(worker *w)
     return 0;
 }
 
-static int read_summary(worker *w)
+/* After the setup's barrier: this worker's columns of the counts (--merge
+ * damped), the summary and the range, in one round trip. */
+static int read_summary(worker *w, int damped)
 {
     double all[5], ext[2];
-    TRY("pull the mean", app_stats_read(&w->sum, 0, all));
+    loom_ts ts[4];
+    uint64_t key = 0;
+    int started = 0, rc = app_stats_read_async(&w->sum, 0, all, &ts[0]);
+    if (!rc) started++;
+    if (!rc && !(rc = loom_pull_async(w->range, &key, 1, ext, &ts[started]))) started++;
+    row_counts *counts[2] = {&w->ucount, &w->icount};
+    for (int k = 0; k < 2 && damped && !rc; k++)
+        if (counts[k]->n && !(rc = loom_pull_async(counts[k]->t, counts[k]->keys, counts[k]->n,
+                                                   counts[k]->count, &ts[started])))
+            started++;
+    for (int k = 0; k < started; k++) { /* even after an error: they write into w */
+        int done = loom_wait(w->node, ts[k]);
+        if (!rc) rc = done;
+    }
+    TRY("read the ratings' summary and counts", rc);
     const char *path[2] = {w->cli->job.train_path, w->cli->job.test_path};
     for (int f = 0; f < 2; f++)
         if (loom_rank(w->node) == 0 && all[2 + f] > 0)
             fprintf(stderr, "loom train mf: skipped %.0f malformed line(s) in %s\n", all[2 + f],
                     path[f]);
-    uint64_t key = 0;
-    TRY("pull the range", loom_pull(w->range, &key, 1, ext));
     if (all[1] < 1) {
         fprintf(stderr, "loom train mf: %s: no training ratings\n", w->cli->job.train_path);
         return 1;
@@ -257,7 +277,7 @@ static void row_counts_free(row_counts *rc)
     free(rc->keys), free(rc->count), free(rc->scale);
 }
 
-/* Push this worker's columns of the counts (one per lane); row_counts_read() reads all of
+/* Push this worker's columns of the counts (one per lane); read_summary() reads all of
  * them after the setup's barrier. */
 static int row_counts_push(worker *w, const char *name, int items, size_t rows, row_counts *rc)
 {
@@ -302,12 +322,6 @@ static int row_counts_push(worker *w, const char *name, int items, size_t rows, 
     free(mine);
     if (!err && rc->n && !w->resuming) err = loom_push(rc->t, rc->keys, rc->n, rc->count);
     TRY("count the ratings of each row", err);
-    return 0;
-}
-
-static int row_counts_read(row_counts *rc)
-{
-    if (rc->n) TRY("count the ratings of each row", loom_pull(rc->t, rc->keys, rc->n, rc->count));
     return 0;
 }
 
@@ -489,63 +503,24 @@ static int train_epoch(worker *w, int epoch, int first)
     return 0;
 }
 
-/* Squared error of the share's ratings d with freshly pulled rows. */
-static int share_sse(worker *w, const mf_data *d, double *sse)
+/* Wait for this worker's last push of statistics, if one is in flight. */
+static int stats_pushed(worker *w)
 {
-    TRY("evaluation", mf_batch_collect(&w->b, d, NULL, d->n));
-    if (pull_rows(w, &w->b)) return 1;
-    *sse = mf_batch_sse(&w->b, d, NULL, d->n, w->mean, w->min, w->max);
+    loom_ts ts = w->stats_ts;
+    w->stats_ts = 0;
+    if (ts) TRY("push statistics", loom_wait(w->node, ts));
     return 0;
 }
 
-/* Every worker after the epochs due (mf_eval_due): the RMSE of its share of
- * the training and test ratings with the model as the epoch left it, added
- * into the epoch's statistics.
- *
- * Under BSP no barrier is needed: this clock's pulls wait until every worker
- * has ended the epoch's last clock, and then see all of its updates. Under
- * SSP and ASP a barrier makes every update visible. In both cases the rows
- * pulled here stay in the process cache for the next epoch's first pull,
- * made in the same clock, so a worker fetches its training rows once per
- * epoch whether it evaluates or not (with one clock per epoch). */
-static int evaluate(worker *w, int epoch)
-{
-    if (w->cli->job.consistency != LOOM_BSP) TRY("barrier", loom_barrier(w->node));
-    double v[ST_N] = {0};
-    if (share_sse(w, &w->train, &v[ST_TRAIN_SSE]) || share_sse(w, &w->test, &v[ST_TEST_SSE]))
-        return 1;
-    v[ST_TRAIN_N] = (double)w->train.n;
-    v[ST_TEST_N] = (double)w->test.n;
-    v[ST_UPDATES] = (double)w->train.n * w->epochs_since_eval;
-    loom_stats ns;
-    loom_node_stats(w->node, &ns);
-    v[ST_SENT] = (double)ns.bytes_sent;
-    v[ST_RECEIVED] = (double)ns.bytes_received;
-    v[ST_MESSAGES] = (double)ns.table_messages;
-    v[ST_RAW] = (double)ns.table_bytes_raw;
-    v[ST_WIRE] = (double)ns.table_bytes_wire;
-    v[ST_MANAGED] = (double)ns.managed_rows_sent;
-    v[ST_PUSHED] = (double)ns.pushed_rows_received;
-    TRY("push statistics", app_stats_add(&w->stats, epoch, v));
-    w->pending.epoch = epoch;
-    w->pending.time_s = app_now_s() - w->start;
-    w->pending.train_s = w->train_s;
-    w->train_s = 0;
-    w->epochs_since_eval = 0;
-    return 0;
-}
-
-/* Worker 0, at least one clock after an evaluation: its totals (the read
- * waits for every worker's clock), a progress line and a metrics line. */
-static int report(worker *w)
+/* Worker 0, at least one clock after an evaluation: print the totals st of
+ * that evaluation (read by the caller: the read waits for every worker's
+ * clock) as a progress line and a metrics line. */
+static int report(worker *w, const double *st)
 {
     const mf_cli *c = w->cli;
     int epoch = w->pending.epoch;
     double train_s = w->pending.train_s, time_s = w->pending.time_s;
-    if (epoch < 0) return 0;
     w->pending.epoch = -1;
-    double st[ST_N];
-    TRY("pull statistics", app_stats_read(&w->stats, epoch, st));
     double train_rmse = st[ST_TRAIN_N] > 0 ? sqrt(st[ST_TRAIN_SSE] / st[ST_TRAIN_N]) : 0;
     int has_test = st[ST_TEST_N] > 0;
     double test_rmse = has_test ? sqrt(st[ST_TEST_SSE] / st[ST_TEST_N]) : 0;
@@ -553,27 +528,30 @@ static int report(worker *w)
     loom_report_metric(w->node, "epoch", epoch + 1); /* for the status page */
     loom_report_metric(w->node, "train_rmse", train_rmse);
     if (has_test) loom_report_metric(w->node, "test_rmse", test_rmse);
+    char lost_json[96], lost_text[128];
+    app_lost_note(w->node, "ratings", lost_json, sizeof lost_json, lost_text, sizeof lost_text);
     if (!c->job.quiet) {
         char testpart[64] = "";
         if (has_test) snprintf(testpart, sizeof testpart, "  test rmse %.4f", test_rmse);
         fprintf(stderr,
                 "epoch %3d  train rmse %.4f%s  %.0f updates/s  sent %.1f MB  recv %.1f MB  "
-                "%.1f s\n",
+                "%.1f s%s\n",
                 epoch + 1, train_rmse, testpart, ups, st[ST_SENT] / 1e6, st[ST_RECEIVED] / 1e6,
-                time_s);
+                time_s, lost_text);
     }
     if (w->metrics) {
         char testval[32] = "null";
         if (has_test) snprintf(testval, sizeof testval, "%.9g", test_rmse);
-        fprintf(
-            w->metrics,
-            "{\"epoch\": %d, \"time_s\": %.3f, \"train_rmse\": %.9g, \"test_rmse\": %s, "
-            "\"lr\": %.9g, \"updates_per_s\": %.1f, \"bytes_sent\": %.0f, "
-            "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
-            "\"bytes_wire\": %.0f, \"managed_rows_sent\": %.0f, \"pushed_rows_received\": %.0f}\n",
-            epoch + 1, time_s, train_rmse, testval,
-            mf_epoch_lr(c->train.lr, c->train.lr_decay, epoch), ups, st[ST_SENT], st[ST_RECEIVED],
-            st[ST_MESSAGES], st[ST_RAW], st[ST_WIRE], st[ST_MANAGED], st[ST_PUSHED]);
+        fprintf(w->metrics,
+                "{\"epoch\": %d, \"time_s\": %.3f, \"train_rmse\": %.9g, \"test_rmse\": %s, "
+                "\"lr\": %.9g, \"updates_per_s\": %.1f, \"bytes_sent\": %.0f, "
+                "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
+                "\"bytes_wire\": %.0f, \"managed_rows_sent\": %.0f, \"pushed_rows_received\": "
+                "%.0f%s}\n",
+                epoch + 1, time_s, train_rmse, testval,
+                mf_epoch_lr(c->train.lr, c->train.lr_decay, epoch), ups, st[ST_SENT],
+                st[ST_RECEIVED], st[ST_MESSAGES], st[ST_RAW], st[ST_WIRE], st[ST_MANAGED],
+                st[ST_PUSHED], lost_json);
         /* Each line now, so that a full disk stops the run rather than its end. */
         if (fflush(w->metrics) || ferror(w->metrics)) {
             fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
@@ -587,6 +565,75 @@ static int report(worker *w)
                 train_rmse, epoch + 1);
         return 1;
     }
+    return 0;
+}
+
+/* Worker 0 after a clock that ends the epoch after an evaluation (or the
+ * last): read that evaluation's totals and report them. */
+static int read_report(worker *w)
+{
+    double st[ST_N];
+    if (loom_rank(w->node) || w->pending.epoch < 0) return 0;
+    TRY("pull statistics", app_stats_read(&w->stats, w->pending.epoch, st));
+    return report(w, st);
+}
+
+/* Every worker after the epochs due (mf_eval_due): the RMSE of its share of
+ * the training and test ratings with the model as the epoch left it, added
+ * into the epoch's statistics.
+ *
+ * Under BSP no barrier is needed: this clock's pulls wait until every worker
+ * has ended the epoch's last clock, and then see all of its updates. Under
+ * SSP and ASP a barrier makes every update visible. In both cases the rows
+ * pulled here stay in the process cache for the next epoch's first pull,
+ * made in the same clock, so a worker fetches its training rows once per
+ * epoch whether it evaluates or not (with one clock per epoch).
+ *
+ * One round trip: the rows of the training and the test ratings are one
+ * batch, and worker 0's read of the last evaluation's totals goes with their
+ * pull; the statistics' push is not waited for here. */
+static int evaluate(worker *w, int epoch)
+{
+    if (w->cli->job.consistency != LOOM_BSP) TRY("barrier", loom_barrier(w->node));
+    if (stats_pushed(w)) return 1; /* before stats_v is written again */
+    /* Lane 0's batch: idle between epochs, its pages touched already. */
+    mf_batch *b = &w->lanes[0].b;
+    TRY("evaluation", mf_batch_collect_two(b, &w->train, &w->test));
+    double st[ST_N];
+    loom_ts read = 0;
+    int reporting = loom_rank(w->node) == 0 && w->pending.epoch >= 0;
+    if (reporting)
+        TRY("pull statistics", app_stats_read_async(&w->stats, w->pending.epoch, st, &read));
+    int rc = pull_rows(w, b);
+    if (reporting) {
+        int done = loom_wait(w->node, read);
+        TRY("pull statistics", done);
+        if (!rc && report(w, st)) return 1;
+    }
+    if (rc) return 1;
+    double *v = w->stats_v;
+    memset(v, 0, sizeof w->stats_v);
+    v[ST_TRAIN_SSE] = mf_batch_sse(b, 0, &w->train, NULL, w->train.n, w->mean, w->min, w->max);
+    v[ST_TEST_SSE] =
+        mf_batch_sse(b, w->train.n, &w->test, NULL, w->test.n, w->mean, w->min, w->max);
+    v[ST_TRAIN_N] = (double)w->train.n;
+    v[ST_TEST_N] = (double)w->test.n;
+    v[ST_UPDATES] = (double)w->train.n * w->epochs_since_eval;
+    loom_stats ns;
+    loom_node_stats(w->node, &ns);
+    v[ST_SENT] = (double)ns.bytes_sent;
+    v[ST_RECEIVED] = (double)ns.bytes_received;
+    v[ST_MESSAGES] = (double)ns.table_messages;
+    v[ST_RAW] = (double)ns.table_bytes_raw;
+    v[ST_WIRE] = (double)ns.table_bytes_wire;
+    v[ST_MANAGED] = (double)ns.managed_rows_sent;
+    v[ST_PUSHED] = (double)ns.pushed_rows_received;
+    TRY("push statistics", app_stats_add_async(&w->stats, epoch, v, &w->stats_ts));
+    w->pending.epoch = epoch;
+    w->pending.time_s = app_now_s() - w->start;
+    w->pending.train_s = w->train_s;
+    w->train_s = 0;
+    w->epochs_since_eval = 0;
     return 0;
 }
 
@@ -632,8 +679,7 @@ static int epochs(worker *w)
     TRY("clock", loom_clock(w->node));
     if (!w->resuming && loom_checkpoint_due(w->node) && save_state(w, 0, 0)) return 1;
     TRY("barrier", loom_barrier(w->node));
-    if (read_summary(w)) return 1;
-    if (damped && (row_counts_read(&w->ucount) || row_counts_read(&w->icount))) return 1;
+    if (read_summary(w, damped)) return 1;
     if (rotation)
         TRY("start the rotation",
             mf_rotation_open(w->users, w->items, &c->train, &w->train, w->ublock, w->ibounds,
@@ -649,13 +695,14 @@ static int epochs(worker *w)
         }
         w->train_s += app_now_s() - t0;
         w->epochs_since_eval++;
-        /* This epoch's clocks made the previous evaluation's totals readable. */
-        if (rank == 0 && report(w)) return 1;
-        if (mf_eval_due(&c->train, epoch) && evaluate(w, epoch)) return 1;
+        /* This epoch's clocks made the previous evaluation's totals
+         * readable: an evaluation reads them with its rows. */
+        if (mf_eval_due(&c->train, epoch) ? evaluate(w, epoch) : read_report(w)) return 1;
     }
     /* One more clock makes the last evaluation's totals readable. */
+    if (stats_pushed(w)) return 1;
     TRY("clock", loom_clock(w->node));
-    if (rank == 0 && report(w)) return 1;
+    if (read_report(w)) return 1;
     return rank == 0 && c->job.model_path ? save_model(w) : 0;
 }
 
@@ -710,7 +757,6 @@ static int read_data(worker *w, loom_ratings **test_file)
             mf_data_split(w->r, c->train.seed, c->train.test_fraction, &w->train, &w->test));
     }
     if (c->train.schedule == MF_SCHEDULE_ROTATION && rotation_blocks(w)) return 1;
-    TRY("training data", mf_batch_init(&w->b, c->train.rank, w->r->users, w->r->items));
     w->threads = c->job.threads > 1 ? c->job.threads : 1;
     TRY("start the compute threads", app_team_start(&w->team, w->threads));
     w->lanes = calloc((size_t)w->threads, sizeof *w->lanes);
@@ -759,6 +805,7 @@ static int run_worker(loom_node *n, const mf_cli *c)
     }
     w.start = app_now_s();
     if (!rc) rc = epochs(&w);
+    if (w.stats_ts) loom_wait(n, w.stats_ts); /* after an error: it reads w.stats_v */
     if (w.metrics && fclose(w.metrics) && !rc) {
         fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
         rc = 1;
@@ -769,7 +816,6 @@ static int run_worker(loom_node *n, const mf_cli *c)
         free(w.lanes[t].order);
     }
     free(w.lanes);
-    mf_batch_free(&w.b);
     mf_data_free(&w.train);
     mf_data_free(&w.test);
     row_counts_free(&w.ucount);

@@ -317,7 +317,8 @@ static int open_model(worker *k)
             return 1;
         }
         TRY("open stochastic reduce",
-            loom_reducer_open(k->node, k->graph, (loom_sync)o->sync, nw, &k->reducer));
+            loom_reducer_open(k->node, k->graph, (loom_sync)o->sync, LOOM_REDUCE_WINDOW_DEFAULT, nw,
+                              &k->reducer));
         return 0; /* loom_reducer_open meets the other workers itself */
     }
     loom_svb_opts so = LOOM_SVB_OPTS_DEFAULT;

@@ -32,6 +32,13 @@ static const app_flag flags[] = {
      .arg = "bsp|async|notify-ack",
      .def = "notify-ack",
      .help = "global barrier, none, or per-edge acknowledgements"},
+    {.name = "--window",
+     .kind = APP_INT,
+     .arg = "W",
+     .lo = 1,
+     .hi = LOOM_REDUCE_WINDOW_MAX,
+     .def = "2",
+     .help = "notify-ack: rounds a worker may send ahead of a receiver's acknowledgement"},
     {.name = "--batch",
      .kind = APP_INT,
      .arg = "N",
@@ -73,7 +80,16 @@ static const app_flag flags[] = {
      .arg = "RANK",
      .lo = 0,
      .hi = 127,
-     .help = "for benchmarks: worker RANK computes every step twice (a slower machine)"},
+     .help = "for benchmarks: worker RANK's steps take twice their time in every round\n"
+             "(a slower machine; docs/SVM.md)"},
+    {.name = "--straggle",
+     .kind = APP_NUM,
+     .arg = "P",
+     .min = 0,
+     .max = 1,
+     .def = "0",
+     .help = "for benchmarks: each worker's steps take twice their time in a round with\n"
+             "probability P, drawn from the seed (intermittent stragglers)"},
     APP_FLAGS_OUTPUT("JSON line per epoch", "save worker 0's replica (format: docs/SVM.md)"),
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -106,7 +122,9 @@ int svm_parse_flags(int argc, char **argv, svm_cli *c, char *err, size_t errlen)
     if (GIVEN("--epochs")) c->train.epochs = (int)x->u;
     if (GIVEN("--lr")) c->train.lr = x->x;
     if (GIVEN("--l2")) c->train.l2 = x->x;
+    if (GIVEN("--window")) c->train.window = (int)x->u;
     if (GIVEN("--slow")) c->train.slow = (int)x->u;
+    if (GIVEN("--straggle")) c->train.straggle = x->x;
 #undef GIVEN
     c->train.seed = c->job.seed;
     if (!c->job.train_path) return app_usage(err, errlen, "--train FILE is required");

@@ -34,12 +34,15 @@ typedef struct svm_opts {
     uint64_t seed;
     const char *graph; /* loom_graph_build spec */
     loom_sync sync;
-    int slow; /* benchmarks: the rank that computes every step twice; -1: none */
+    int window; /* NOTIFY-ACK's rounds in flight per edge */
+    /* Benchmarks: a slowed round takes twice its time (train.c). */
+    int slow;        /* the rank slowed in every round; -1: none */
+    double straggle; /* each worker's probability of being slowed in a round (seeded) */
 } svm_opts;
 
 #define SVM_OPTS_DEFAULT                                                                           \
     {                                                                                              \
-        0.01, 1e-4, 64, 10, 1, "expander", LOOM_SYNC_NOTIFY_ACK, -1                                \
+        0.01, 1e-4, 64, 10, 1, "expander", LOOM_SYNC_NOTIFY_ACK, LOOM_REDUCE_WINDOW_DEFAULT, -1, 0 \
     }
 
 /* A replica: w (dim weights, then the bias at w[dim]) = scale * v. */

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "svm/svm.h"
 
@@ -37,7 +38,7 @@ static int agree(loom_node *n, const loom_dataset *d, uint64_t *dim, size_t *max
     }
     v[rank] = (float)d->max_feature;
     v[w + rank] = (float)d->rows;
-    rc = loom_reducer_open(n, all, LOOM_SYNC_BSP, 2 * (size_t)w, &r);
+    rc = loom_reducer_open(n, all, LOOM_SYNC_BSP, 1, 2 * (size_t)w, &r);
     if (!rc) rc = loom_reduce(r, v);
     if (!rc) rc = loom_reducer_close(r);
     *dim = 0, *max_rows = 0;
@@ -92,6 +93,17 @@ static int epoch_report(const svm_cli *c, report *rep, int epoch, svm_replica *m
     return 0;
 }
 
+/* Benchmarks (--slow, --straggle): a slowed round's steps take twice their time. The worker
+ * sleeps as long as they took rather than computing them twice: on a machine whose cores all
+ * the workers share, extra arithmetic would take CPU from the others and slow them too,
+ * while a slow machine of a cluster slows only itself. */
+static void slow_round(double steps_s)
+{
+    struct timespec ts = {(time_t)steps_s, (long)((steps_s - (double)(time_t)steps_s) * 1e9)};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    }
+}
+
 /* The epochs, once the replica, the graph and the reducer are ready. */
 static int train_epochs(const svm_cli *c, loom_node *n, const loom_dataset *d, size_t max_rows,
                         svm_replica *m, loom_reducer *red, report *rep)
@@ -102,6 +114,10 @@ static int train_epochs(const svm_cli *c, loom_node *n, const loom_dataset *d, s
     if (rounds == 0) rounds = 1;
     size_t *order = malloc((d->rows ? d->rows : 1) * sizeof *order);
     if (!order) return app_fail(PROG, "rows", LOOM_ENOMEM);
+    /* --straggle: one draw per round, from the worker's own stream of the seed (a stream
+     * number no epoch's row order uses), so a run's slowed rounds are the same in every mode. */
+    app_rng straggler;
+    app_rng_seed(&straggler, o->seed, ((uint64_t)rank << 32) | UINT32_MAX);
     int rc = 0;
     for (int e = 0; e < o->epochs && !rc; e++) {
         svm_epoch_order(o->seed, rank, e, d->rows, order);
@@ -109,14 +125,11 @@ static int train_epochs(const svm_cli *c, loom_node *n, const loom_dataset *d, s
         for (size_t k = 0; k < rounds && !rc; k++) {
             /* Round k covers this share's rows [k rows / R, (k + 1) rows / R). */
             size_t lo = k * d->rows / rounds, hi = (k + 1) * d->rows / rounds;
-            for (size_t i = lo; i < hi; i++) {
-                if (rank == o->slow) { /* computed and thrown away: a slower machine */
-                    volatile double waste = svm_margin(m, d, order[i]) + svm_margin(m, d, order[i]);
-                    (void)waste;
-                }
-                hinge += svm_step(m, o, d, order[i]);
-            }
+            int slowed = rank == o->slow || app_rng_uniform(&straggler) < o->straggle;
+            double start = app_now_s();
+            for (size_t i = lo; i < hi; i++) hinge += svm_step(m, o, d, order[i]);
             svm_materialise(m);
+            if (slowed) slow_round(app_now_s() - start);
             int err = loom_reduce(red, m->v);
             if (err) rc = app_fail(PROG, "stochastic reduce", err);
         }
@@ -169,7 +182,8 @@ static int svm_worker(loom_node *n, const void *arg)
         rc = app_fail(PROG, "--graph", rc);
     } else if (svm_replica_init(&m, dim)) {
         rc = app_fail(PROG, "the replica", LOOM_ENOMEM);
-    } else if ((rc = loom_reducer_open(n, g, c->train.sync, (size_t)dim + 1, &red))) {
+    } else if ((rc = loom_reducer_open(n, g, c->train.sync, c->train.window, (size_t)dim + 1,
+                                       &red))) {
         rc = app_fail(PROG, "stochastic reduce", rc);
     }
     if (!rc && rank == 0) {

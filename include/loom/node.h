@@ -38,6 +38,15 @@ typedef enum { LOOM_SCHEDULER = 0, LOOM_SERVER = 1, LOOM_WORKER = 2 } loom_role;
 
 typedef enum { LOOM_ON_FAILURE_EXIT = 0, LOOM_ON_FAILURE_RETURN = 1 } loom_failure_policy;
 
+/* What the job does when a worker dies (the scheduler decides; docs/FAULTS.md).
+ * FAIL: the job ends, as when any other process dies. CONTINUE: the job goes
+ * on without it; its share of the data is lost, every clock it finished is
+ * kept. */
+typedef enum {
+    LOOM_WORKER_FAILURE_FAIL = 0,
+    LOOM_WORKER_FAILURE_CONTINUE = 1
+} loom_worker_failure_policy;
+
 /* Exit status of a process that stops because another process of the job died. */
 #define LOOM_EXIT_PEER_FAILED 3
 
@@ -62,6 +71,8 @@ typedef struct loom_config {
     int heartbeat_timeout_ms;  /* silence after which a node is declared dead */
     int connect_timeout_ms;    /* how long to wait for the whole job to register */
     loom_failure_policy on_failure;
+    /* Scheduler: what a worker's death does (LOOM_ON_WORKER_FAILURE). */
+    loom_worker_failure_policy on_worker_failure;
     int verbose; /* 0 quiet, 1 lifecycle messages, 2 debug */
     /* Names the job this node belongs to: the scheduler refuses a REGISTER
      * whose token differs from its own, so nodes of another job (same fixed
@@ -89,9 +100,9 @@ void loom_config_default(loom_config *cfg);
 /* Fill cfg from LOOM_ROLE, LOOM_RANK, LOOM_SCHEDULER, LOOM_NUM_SERVERS,
  * LOOM_NUM_WORKERS, LOOM_BIND or LOOM_INTERFACE, LOOM_HEARTBEAT_MS,
  * LOOM_HEARTBEAT_TIMEOUT_MS, LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE,
- * LOOM_JOB_TOKEN, LOOM_MAX_FRAME_MIB, LOOM_SECRET_FILE (read with
- * loom_secret_load), LOOM_STATUS_PORT (docs/LAUNCHING.md). Without LOOM_JOB_TOKEN, a process
- * that mpirun or srun started takes the launcher's job id as its job token.
+ * LOOM_JOB_TOKEN, LOOM_MAX_FRAME_MIB, LOOM_ON_WORKER_FAILURE (fail, continue), LOOM_SECRET_FILE
+ * (read with loom_secret_load), LOOM_STATUS_PORT (docs/LAUNCHING.md). Without LOOM_JOB_TOKEN, a
+ * process that mpirun or srun started takes the launcher's job id as its job token.
  *
  * Without LOOM_ROLE, a launcher must have started the process (see
  * loom_launched()): its rank decides the role (rank 0 the scheduler, the next
@@ -176,6 +187,13 @@ int64_t loom_current_clock(const loom_node *node);
  * barrier see every update pushed before it by any worker (in ASP and SSP
  * tables; BSP tables show a clock's updates when that clock ends). */
 int loom_barrier(loom_node *node);
+
+/* With --on-worker-failure continue (LOOM_ON_WORKER_FAILURE): how many workers
+ * the job has gone on without so far, as this worker or the scheduler has
+ * heard; *share (if not NULL) gets the sum of the "share" metric they had
+ * reported (loom_report_metric: an application reports its share of the data,
+ * in rows or documents, under that name), 0 if none did. */
+int loom_workers_lost(loom_node *node, double *share);
 
 /* Asynchronous operations return a timestamp; loom_wait() blocks until it has
  * completed and returns its result (0 or an error code). */

@@ -13,9 +13,15 @@
  *   LOOM_SYNC_ASYNC       send, then reduce with whatever in-neighbours' models arrived since
  *                         the last reduce (a later one replaces an unread earlier one);
  *   LOOM_SYNC_NOTIFY_ACK  per edge, no barrier: a worker sends round t to a receiver only
- *                         once that receiver acknowledged round t - 1 (so a sender never
- *                         overwrites a model its receiver has not consumed), reduces when
- *                         every in-neighbour's round-t model is there, then acknowledges.
+ *                         once that receiver acknowledged round t - W (the window, W >= 1:
+ *                         each of the W rounds in flight has its own receive slot, so a
+ *                         sender never overwrites a model its receiver has not consumed),
+ *                         reduces when every in-neighbour's round-t model is there, then
+ *                         acknowledges. W = 1 is lock-step per edge; W > 1 takes the
+ *                         acknowledgement's round trip off the critical path and lets
+ *                         neighbours drift up to W rounds apart (to absorb a late worker).
+ * BSP and NOTIFY-ACK (any window) average exactly the round-t models at round t: they compute
+ * the same numbers; only the waiting differs.
  *
  * A job of workers only (`--servers 0`) is enough: the scheduler still keeps membership and
  * heartbeats, and a worker that dies ends the job (every loom_reduce returns LOOM_EPEERFAIL
@@ -76,15 +82,23 @@ const char *loom_sync_name(loom_sync s);
 
 typedef struct loom_reducer loom_reducer;
 
+/* NOTIFY-ACK's window: the default of the apps' --window, and the largest accepted. */
+#define LOOM_REDUCE_WINDOW_DEFAULT 2
+#define LOOM_REDUCE_WINDOW_MAX     64
+
 /* Start stochastic reduce on worker node n over graph g (which must have as many nodes as
- * the job has workers, and outlive the reducer) for a model of dim floats. Every worker
- * opens one, with the same graph, mode and dim: it is a barrier of all workers (so that
- * every worker knows every other before the first model travels). LOOM_EROLE on a non-worker,
- * LOOM_ELIMIT if a model does not fit in one message frame (loom_config.max_frame_mib). */
-int loom_reducer_open(loom_node *n, const loom_graph *g, loom_sync sync, size_t dim,
+ * the job has workers, and outlive the reducer) for a model of dim floats. `window` (1 to
+ * LOOM_REDUCE_WINDOW_MAX) is NOTIFY-ACK's rounds in flight per edge; BSP and ASYNC ignore it.
+ * Every worker opens one, with the same graph, mode, window and dim (a model that disagrees
+ * ends its receiver's reduce with LOOM_EPROTO): it is a barrier of all workers (so that
+ * every worker knows every other before the first model travels). LOOM_EINVAL on a bad
+ * argument, LOOM_EROLE on a non-worker, LOOM_ELIMIT if a model does not fit in one message
+ * frame (loom_config.max_frame_mib). */
+int loom_reducer_open(loom_node *n, const loom_graph *g, loom_sync sync, int window, size_t dim,
                       loom_reducer **out);
 /* One round: send model to the out-neighbours, then overwrite it with the average (above).
- * 0, or LOOM_EPEERFAIL / LOOM_ETRANSPORT / LOOM_EPROTO (a peer's model of another size). */
+ * 0, or LOOM_EPEERFAIL / LOOM_ETRANSPORT / LOOM_EPROTO (a peer's model of another size or
+ * window). */
 int loom_reduce(loom_reducer *r, float *model);
 /* Wait until every out-neighbour acknowledged the last model sent (NOTIFY-ACK; other
  * modes return at once), then free the reducer. Call before loom_finalize(). */
@@ -95,9 +109,12 @@ typedef struct loom_edge_stats {
     int peer;             /* the other end's worker rank */
     uint64_t models;      /* models sent (out-edge) or received (in-edge) */
     uint64_t used;        /* in-edge: models used in a reduce */
-    uint64_t overwrites;  /* in-edge: models that arrived while an earlier one from the same
-                             sender was still unread (never under NOTIFY-ACK) */
-    uint64_t max_unacked; /* out-edge: the most models in flight unacknowledged at once */
+    uint64_t overwrites;  /* in-edge: models that landed on an unread one in their receive
+                             slot (never under BSP and NOTIFY-ACK) */
+    uint64_t max_unread;  /* in-edge: the most of its models held unread at once (<= the
+                             window under NOTIFY-ACK, <= 2 under BSP) */
+    uint64_t max_unacked; /* out-edge: the most models in flight unacknowledged at once
+                             (<= the window under NOTIFY-ACK) */
 } loom_edge_stats;
 
 typedef struct loom_reducer_stats {

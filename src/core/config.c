@@ -62,6 +62,19 @@ static int env_str(const char *name, char *out, size_t outlen, char *err, size_t
     return 0;
 }
 
+/* LOOM_ON_WORKER_FAILURE: fail (the default) or continue. */
+static int env_worker_failure(loom_worker_failure_policy *out, char *err, size_t errlen)
+{
+    const char *v = getenv("LOOM_ON_WORKER_FAILURE");
+    if (!v || !strcmp(v, "fail")) return 0;
+    if (!strcmp(v, "continue")) {
+        *out = LOOM_WORKER_FAILURE_CONTINUE;
+        return 0;
+    }
+    if (err) snprintf(err, errlen, "LOOM_ON_WORKER_FAILURE=\"%s\" is neither fail nor continue", v);
+    return LOOM_ECONFIG;
+}
+
 /* The role and scheduler given by LOOM_ROLE and LOOM_SCHEDULER (as `loom run`
  * and hand-written launch scripts set them). The scheduler binds LOOM_SCHEDULER's
  * port on `bind` if set, else on LOOM_SCHEDULER's host. */
@@ -113,6 +126,7 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
     rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
     rc = rc ? rc : env_int("LOOM_MAX_FRAME_MIB", 1, 2047, &cfg->max_frame_mib, err, errlen);
     rc = rc ? rc : env_int("LOOM_STATUS_PORT", -1, 65535, &cfg->status_port, err, errlen);
+    rc = rc ? rc : env_worker_failure(&cfg->on_worker_failure, err, errlen);
     /* Now: finding the scheduler below may wait, and says so. */
     if (!rc) log_set_level(cfg->verbose);
     const char *secret_file = getenv("LOOM_SECRET_FILE");

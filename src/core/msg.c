@@ -59,6 +59,7 @@ static const struct {
     [MSG_SVB_REPLICA] = {"SVB_REPLICA", 1, 1, BY_WORKER},
     [MSG_REPL] = {"REPL", 2, 2, BY_SERVER},
     [MSG_REPL_ACK] = {"REPL_ACK", 0, 0, BY_SERVER},
+    [MSG_WORKER_LOST] = {"WORKER_LOST", 0, 0, BY_SCHED},
 };
 
 static int type_known(unsigned type)

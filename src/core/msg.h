@@ -122,6 +122,10 @@ enum msg_type {
                        last push sequence applied per worker (u64 each), the rows
                        changed since the last round ([u64 key][values][updater state]) */
     MSG_REPL_ACK,   /* server -> server (replica to master): table = id, req = round */
+    /* worker failure (core, --on-worker-failure continue) */
+    MSG_WORKER_LOST = 136, /* scheduler -> servers, workers: a = node id of a dead worker
+                              the job goes on without, b = its share of the data (the
+                              "share" metric it reported, 0 = unknown) */
     MSG_TYPE_END_
 };
 

@@ -750,6 +750,43 @@ static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
     node_fail(n, (uint32_t)m->h.a, "%s died (reported by the scheduler)", who);
 }
 
+void node_note_lost(loom_node *n, uint32_t id, double share)
+{
+    pthread_mutex_lock(&n->mu);
+    if (!n->peers[id].lost) {
+        n->peers[id].lost = 1;
+        n->workers_lost++;
+        n->lost_share += share;
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
+/* A worker: the job goes on without another one (the scheduler's lose_worker). */
+static void on_worker_lost(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    int rank;
+    if (m->h.a >= n->nnodes || node_peer_role(n, (uint32_t)m->h.a, &rank) != LOOM_WORKER ||
+        m->h.a == n->id) {
+        node_drop(n, m, "WORKER_LOST naming no other worker");
+        return;
+    }
+    char who[64];
+    log_warn("%s died; the job goes on without it: its share of the data is lost",
+             node_describe(n, (uint32_t)m->h.a, who, sizeof who));
+    node_note_lost(n, (uint32_t)m->h.a, (double)m->h.b);
+}
+
+int loom_workers_lost(loom_node *n, double *share)
+{
+    if (!n) return 0;
+    pthread_mutex_lock(&n->mu);
+    int lost = n->workers_lost;
+    if (share) *share = n->lost_share;
+    pthread_mutex_unlock(&n->mu);
+    return lost;
+}
+
 /* Whether the node still runs. Under n->mu: an application thread changes the
  * state too (node_worker_done), while the I/O thread reads it here. */
 static int still_running(loom_node *n)
@@ -920,6 +957,7 @@ void node_set_core_handlers(loom_node *n)
     if (n->cfg.role == LOOM_WORKER) {
         node_set_handler(n, MSG_BARRIER_RELEASE, on_barrier_release, NULL);
         node_set_handler(n, MSG_DONE_ACK, on_done_ack, NULL);
+        node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, NULL);
     } else {
         node_set_handler(n, MSG_SHUTDOWN, on_shutdown, NULL);
     }

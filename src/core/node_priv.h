@@ -31,7 +31,12 @@ typedef struct peer {
     uint64_t last_heard_ms;
     int registered; /* scheduler: REGISTER received */
     int done;       /* worker finished, or server acknowledged shutdown */
+    int lost;       /* worker died and the job goes on without it (continue) */
+    double share;   /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
+
+/* Note that the job goes on without worker node `id`, whose share was `share`. */
+void node_note_lost(loom_node *n, uint32_t id, double share);
 
 /* Scheduler-only bookkeeping (scheduler.c). */
 typedef struct sched_state {
@@ -41,7 +46,8 @@ typedef struct sched_state {
     uint64_t barrier_gen; /* generation currently collecting arrivals */
     uint32_t barrier_arrived;
     uint8_t *barrier_seen; /* per node id */
-    uint32_t workers_done;
+    uint32_t workers_done; /* finished or lost */
+    uint32_t workers_lost;
     uint32_t servers_acked_shutdown;
     int shutting_down;
     uint64_t rendezvous_deadline_ms;
@@ -135,6 +141,10 @@ struct loom_node {
      * mu; the I/O thread sends them with the next heartbeat when dirty. */
     msg_metrics metrics;
     int metrics_dirty;
+    /* Scheduler and workers: the workers the job went on without
+     * (--on-worker-failure continue) and the sum of their shares; under mu. */
+    int workers_lost;
+    double lost_share;
 
     /* The fuzzing seam: NULL, except in a node that node_fuzz.c made. */
     const struct node_seam *seam;

@@ -31,6 +31,12 @@ static void send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req
     node_send_zmq(n, dest, &h, NULL, 0);
 }
 
+static void send_control_ab(loom_node *n, uint32_t dest, uint8_t type, uint64_t a, uint64_t b)
+{
+    msg_header h = {.type = type, .a = a, .b = b};
+    node_send_zmq(n, dest, &h, NULL, 0);
+}
+
 /* Refuse a node that is not (or not yet) in the roster: answer its routing id
  * directly. A flood of refused REGISTERs must not flood the log. */
 static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
@@ -233,6 +239,8 @@ static void on_barrier(loom_node *n, void *ctx, node_msg *m)
     maybe_release_barrier(n);
 }
 
+static void end_if_workers_done(loom_node *n);
+
 static void on_done(loom_node *n, void *ctx, node_msg *m)
 {
     (void)ctx;
@@ -246,6 +254,13 @@ static void on_done(loom_node *n, void *ctx, node_msg *m)
     s->workers_done++;
     send_control(n, m->from, MSG_DONE_ACK, 0, 0);
     maybe_release_barrier(n);
+    end_if_workers_done(n);
+}
+
+/* Every worker finished (or was lost): shut the servers down. */
+static void end_if_workers_done(loom_node *n)
+{
+    sched_state *s = &n->sched;
     if (s->workers_done < (uint32_t)n->cfg.num_workers) return;
     if (num_servers(n) == 0) {
         log_info("every worker finished");
@@ -337,6 +352,42 @@ static int survive(loom_node *n, uint32_t dead, const char *why)
     return 1;
 }
 
+/* --on-worker-failure continue: the job goes on without worker node `id`. It
+ * counts as done for barriers and the end of the job; the servers and the
+ * registry (through the scheduler's own WORKER_LOST handler) stop waiting for
+ * its clock and drop what it pushed for a clock it did not finish; the other
+ * workers learn of it (loom_workers_lost). A worker that was only cut off
+ * hears no more heartbeats and stops when it notices. */
+static void lose_worker(loom_node *n, uint32_t id, const char *who, uint64_t silent)
+{
+    sched_state *s = &n->sched;
+    peer *p = &n->peers[id];
+    p->done = p->lost = 1;
+    s->workers_lost++;
+    s->workers_done++;
+    if (s->barrier_seen[id]) { /* it died waiting in a barrier: count it once, as done */
+        s->barrier_seen[id] = 0;
+        s->barrier_arrived--;
+    }
+    char share[64] = "size unknown: the app reported no \"share\" metric";
+    if (p->share > 0) snprintf(share, sizeof share, "%.0f rows, ratings or documents", p->share);
+    log_warn("%s died: no heartbeat for %" PRIu64 " ms; going on without it "
+             "(--on-worker-failure continue): its share of the data is lost (worker %d of %d, "
+             "%s); %" PRIu32 " of %d workers lost",
+             who, silent, p->rank, n->cfg.num_workers, share, s->workers_lost, n->cfg.num_workers);
+    uint64_t b = p->share > 0 ? (uint64_t)p->share : 0;
+    node_note_lost(n, id, p->share);
+    for (uint32_t i = 1; i < n->nnodes; i++)
+        if (!n->peers[i].done) send_control_ab(n, i, MSG_WORKER_LOST, id, b);
+    handler_entry *h = &n->handlers[MSG_WORKER_LOST];
+    if (h->fn) {
+        node_msg m = {.from = 0, .h = {.type = MSG_WORKER_LOST, .a = id, .b = b}};
+        h->fn(n, h->ctx, &m);
+    }
+    maybe_release_barrier(n);
+    end_if_workers_done(n);
+}
+
 void sched_tick(loom_node *n, uint64_t now)
 {
     sched_state *s = &n->sched;
@@ -365,8 +416,14 @@ void sched_tick(loom_node *n, uint64_t now)
         }
         if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms) {
             char who[64], why[160];
-            snprintf(why, sizeof why, "%s died: no heartbeat for %" PRIu64 " ms",
-                     node_describe(n, i, who, sizeof who), silent);
+            node_describe(n, i, who, sizeof who);
+            if (i > num_servers(n) && s->roster_phase == 2 &&
+                n->cfg.on_worker_failure == LOOM_WORKER_FAILURE_CONTINUE &&
+                s->workers_lost + 1 < (uint32_t)n->cfg.num_workers) {
+                lose_worker(n, i, who, silent);
+                continue;
+            }
+            snprintf(why, sizeof why, "%s died: no heartbeat for %" PRIu64 " ms", who, silent);
             if (survive(n, i, why)) continue;
             node_fail(n, i, "%s", why);
             return;

@@ -241,6 +241,9 @@ void status_on_metrics(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "invalid METRICS");
         return;
     }
+    /* The size of the worker's share of the data, should the job go on without it. */
+    for (uint32_t k = 0; k < mm.count; k++)
+        if (!strcmp(mm.name[k], "share")) n->peers[m->from].share = mm.value[k];
     status_note_metrics(n, m->from, &mm, node_now_ms());
 }
 

@@ -1,19 +1,25 @@
 /* reduce: stochastic reduce between workers (ASAP), the p2p layer of a worker node.
  *
- * Messages: P2P_MODEL (req = round, a = model length, one frame of floats) from a worker
- * to each of its out-neighbours, and under NOTIFY-ACK P2P_ACK (req = round) back once the
- * receiver has averaged that model in. A ZeroMQ message arrives whole, so the model and its
- * notification are one message: a receiver never sees a torn model, and the "notify"
- * of the paper is the model's own arrival.
+ * Messages: P2P_MODEL (req = round, a = model length, b = the sender's window, one frame of
+ * floats) from a worker to each of its out-neighbours, and under NOTIFY-ACK P2P_ACK (req =
+ * round) back once the receiver has averaged that model in. A ZeroMQ message arrives whole,
+ * so the model and its notification are one message: a receiver never sees a torn model,
+ * and the "notify" of the paper is the model's own arrival.
  *
- * The layer is attached when the node starts (p2p_attach), before any peer can send, so a
- * model that arrives before this worker opened its reducer is kept, not dropped. For each
- * sender it keeps at most two models, one per round parity: under BSP a sender can be one
- * round ahead of a receiver that still waits for a slower in-neighbour (the barrier of
- * round t + 1 cannot pass before the receiver reduced round t), and under NOTIFY-ACK only
- * one is ever outstanding. A model that arrives while an earlier one from the same sender
- * is unread is counted per edge (`overwrites`): never under NOTIFY-ACK, which is what the
- * tests check; ASYNC then uses only the newer one.
+ * Receive slots: for each sender the open reducer keeps a ring of slots, round t in slot
+ * t mod slots. Under NOTIFY-ACK with window W a sender sends round t only once its receiver
+ * acknowledged round t - W, so the unread models of one sender are of W consecutive rounds
+ * at most and W slots never collide. Under BSP a sender can be one round ahead of a receiver
+ * that still waits for a slower in-neighbour (the barrier of round t + 1 cannot pass before
+ * the receiver reduced round t): two slots. ASYNC keeps two and uses the newer. A model that
+ * lands on an unread one in its slot is counted per edge (`overwrites`, never under BSP and
+ * NOTIFY-ACK, which the tests check), and so is the most models held unread at once.
+ *
+ * Every worker opens its reducer before the barrier of loom_reducer_open, so no model of a
+ * reducer arrives before its receiver opened one; a model that arrives with none open is
+ * left over from an ASYNC reducer (which reads none after its last round) and not kept.
+ * A model that disagrees with the open reducer (size, window, sender) ends the receiver's
+ * reduce with LOOM_EPROTO rather than leave it waiting for a round that will not come.
  *
  * The handlers run on the I/O thread (or a thread in loom_wait) under the node's lock and
  * only store; loom_reduce() waits on the node's condition variable, so a dead peer (the
@@ -37,10 +43,12 @@ typedef struct slot {
 
 /* What this worker holds from one sender, and knows of one receiver. */
 typedef struct peer_state {
-    slot in[2];          /* by round parity */
+    slot *in;            /* the open reducer's receive slots, round t in in[t % slots] */
+    int unread;          /* full slots */
+    int max_unread;      /* the most at once */
     uint64_t received;   /* models from it */
     uint64_t used;       /* of them, averaged in */
-    uint64_t overwrites; /* arrived while an earlier one was unread */
+    uint64_t overwrites; /* landed on an unread model in their slot */
     uint64_t acked;      /* the last round it acknowledged (as our receiver) */
     uint64_t sent;       /* models sent to it */
     uint64_t max_unacked;
@@ -57,6 +65,9 @@ struct loom_reducer {
     p2p_layer *layer;
     const loom_graph *g;
     loom_sync sync;
+    int window; /* NOTIFY-ACK: rounds a sender may have unacknowledged per receiver */
+    int slots;  /* receive slots per sender */
+    int error;  /* LOOM_EPROTO once an in-neighbour's model disagreed (node lock) */
     size_t dim;
     int me;
     uint64_t round;
@@ -65,10 +76,23 @@ struct loom_reducer {
     float *incoming; /* an aligned copy of a received model */
 };
 
-static void slot_clear(slot *s)
+static void slot_clear(peer_state *p, slot *s)
 {
-    if (s->full) node_msg_release(&s->msg);
+    if (!s->full) return;
+    node_msg_release(&s->msg);
     s->full = 0;
+    p->unread--;
+}
+
+/* Free the slots of every in-neighbour of the reducer (node lock held). */
+static void slots_free(loom_reducer *r)
+{
+    for (int k = 0; k < loom_graph_in_degree(r->g, r->me); k++) {
+        peer_state *p = &r->layer->peers[loom_graph_in(r->g, r->me, k)];
+        for (int s = 0; p->in && s < r->slots; s++) slot_clear(p, &p->in[s]);
+        free(p->in);
+        p->in = NULL;
+    }
 }
 
 static void on_model(loom_node *n, void *ctx, node_msg *m)
@@ -83,19 +107,30 @@ static void on_model(loom_node *n, void *ctx, node_msg *m)
     }
     node_lock(n);
     loom_reducer *r = l->open;
-    if (r && (m->h.a != r->dim || loom_graph_weight(r->g, r->me, rank) == 0)) {
+    if (!r) { /* sent under ASYNC, which reads no model after its last round: not kept */
         node_unlock(n);
-        node_drop(n, m, "a model of another size, or from a worker that is no in-neighbour");
         return;
     }
     peer_state *p = &l->peers[rank];
+    if (m->h.a != r->dim || m->h.b != (uint64_t)r->window || !p->in) {
+        log_error("worker %d sent a model of %llu floats under window %llu; this reducer has "
+                  "%zu floats, window %d%s",
+                  rank, (unsigned long long)m->h.a, (unsigned long long)m->h.b, r->dim, r->window,
+                  p->in ? "" : ", and that worker is no in-neighbour");
+        r->error = LOOM_EPROTO;
+        node_broadcast(n);
+        node_unlock(n);
+        node_drop(n, m, "a model of another size or window, or from no in-neighbour");
+        return;
+    }
     p->received++;
-    if (p->in[0].full || p->in[1].full) p->overwrites++;
-    slot *s = &p->in[m->h.req & 1];
-    slot_clear(s);
+    slot *s = &p->in[m->h.req % (uint64_t)r->slots];
+    if (s->full) p->overwrites++;
+    slot_clear(p, s);
     node_msg_keep(&s->msg, m);
     s->full = 1;
     s->round = m->h.req;
+    if (++p->unread > p->max_unread) p->max_unread = p->unread;
     node_broadcast(n);
     node_unlock(n);
 }
@@ -120,11 +155,7 @@ static void on_ack(loom_node *n, void *ctx, node_msg *m)
 static void layer_destroy(void *state)
 {
     p2p_layer *l = state;
-    for (int w = 0; w < l->workers; w++) {
-        slot_clear(&l->peers[w].in[0]);
-        slot_clear(&l->peers[w].in[1]);
-    }
-    free(l->peers);
+    free(l->peers); /* a reducer frees its slots when it closes */
     free(l);
 }
 
@@ -163,10 +194,12 @@ const char *loom_sync_name(loom_sync s)
     return s == LOOM_SYNC_BSP ? "bsp" : s == LOOM_SYNC_ASYNC ? "async" : "notify-ack";
 }
 
-int loom_reducer_open(loom_node *n, const loom_graph *g, loom_sync sync, size_t dim,
+int loom_reducer_open(loom_node *n, const loom_graph *g, loom_sync sync, int window, size_t dim,
                       loom_reducer **out)
 {
-    if (!n || !g || !out || dim == 0 || (unsigned)sync > LOOM_SYNC_NOTIFY_ACK) return LOOM_EINVAL;
+    if (!n || !g || !out || dim == 0 || (unsigned)sync > LOOM_SYNC_NOTIFY_ACK || window < 1 ||
+        window > LOOM_REDUCE_WINDOW_MAX)
+        return LOOM_EINVAL;
     *out = NULL;
     if (!loom_is_worker(n)) return LOOM_EROLE;
     p2p_layer *l = node_layer(n, NODE_LAYER_P2P);
@@ -180,11 +213,26 @@ int loom_reducer_open(loom_node *n, const loom_graph *g, loom_sync sync, size_t 
     }
     loom_reducer *r = calloc(1, sizeof *r);
     if (!r) return LOOM_ENOMEM;
-    *r = (loom_reducer){.layer = l, .g = g, .sync = sync, .dim = dim, .me = loom_rank(n)};
+    *r = (loom_reducer){.layer = l,
+                        .g = g,
+                        .sync = sync,
+                        .window = window,
+                        .slots = sync == LOOM_SYNC_NOTIFY_ACK ? window : 2,
+                        .dim = dim,
+                        .me = loom_rank(n)};
     r->sum = malloc(dim * sizeof *r->sum);
     r->incoming = malloc(dim * sizeof *r->incoming);
     node_lock(n);
     int rc = l->open ? LOOM_ESTATE : !r->sum || !r->incoming ? LOOM_ENOMEM : 0;
+    if (!rc) {
+        /* Each reducer's edges start afresh: rounds count from 1 again. */
+        for (int w = 0; w < l->workers; w++) l->peers[w] = (peer_state){0};
+        for (int k = 0; !rc && k < loom_graph_in_degree(g, r->me); k++) {
+            peer_state *p = &l->peers[loom_graph_in(g, r->me, k)];
+            if (!(p->in = calloc((size_t)r->slots, sizeof *p->in))) rc = LOOM_ENOMEM;
+        }
+        if (rc) slots_free(r);
+    }
     if (!rc) l->open = r;
     node_unlock(n);
     /* Every worker has the roster once all have come this far, so none drops a model
@@ -193,7 +241,10 @@ int loom_reducer_open(loom_node *n, const loom_graph *g, loom_sync sync, size_t 
     if (rc) {
         if (rc != LOOM_ESTATE) {
             node_lock(n);
-            l->open = NULL;
+            if (l->open == r) {
+                slots_free(r);
+                l->open = NULL;
+            }
             node_unlock(n);
         }
         free(r->sum);
@@ -217,11 +268,17 @@ static int wait_acks(loom_reducer *r, uint64_t upto)
     for (int k = 0; k < loom_graph_out_degree(r->g, r->me); k++) {
         peer_state *p = &r->layer->peers[loom_graph_out(r->g, r->me, k)];
         while (p->acked < upto) {
-            int rc = node_wait(n, 0);
+            int rc = r->error ? r->error : node_wait(n, 0);
             if (rc) return rc;
         }
     }
-    return 0;
+    return r->error;
+}
+
+/* The slot of sender p that holds (or will hold) this round's model. */
+static slot *slot_of_round(loom_reducer *r, peer_state *p)
+{
+    return &p->in[r->round % (uint64_t)r->slots];
 }
 
 /* Wait (node lock held) until every in-neighbour's model of this round is there. */
@@ -229,13 +286,13 @@ static int wait_inputs(loom_reducer *r)
 {
     loom_node *n = r->layer->node;
     for (int k = 0; k < loom_graph_in_degree(r->g, r->me); k++) {
-        slot *s = &r->layer->peers[loom_graph_in(r->g, r->me, k)].in[r->round & 1];
+        slot *s = slot_of_round(r, &r->layer->peers[loom_graph_in(r->g, r->me, k)]);
         while (!(s->full && s->round == r->round)) {
-            int rc = node_wait(n, 0);
+            int rc = r->error ? r->error : node_wait(n, 0);
             if (rc) return rc;
         }
     }
-    return 0;
+    return r->error;
 }
 
 static int send_model(loom_reducer *r, const float *model)
@@ -249,7 +306,8 @@ static int send_model(loom_reducer *r, const float *model)
         p->sent = r->round;
         if (p->sent - p->acked > p->max_unacked) p->max_unacked = p->sent - p->acked;
         node_unlock(n);
-        msg_header h = {.type = MSG_P2P_MODEL, .req = r->round, .a = r->dim};
+        msg_header h = {
+            .type = MSG_P2P_MODEL, .req = r->round, .a = r->dim, .b = (uint64_t)r->window};
         node_frame f = {model, r->dim * sizeof(float), NULL, NULL, 1};
         int rc = node_send(n, worker_id(r, to), &h, &f, 1);
         if (rc) return rc;
@@ -262,10 +320,11 @@ static int send_model(loom_reducer *r, const float *model)
  * NOTIFY-ACK the one of this round, under ASYNC the newest unread one; NULL if none. */
 static slot *input_of(loom_reducer *r, peer_state *p)
 {
-    if (r->sync != LOOM_SYNC_ASYNC) return &p->in[r->round & 1];
-    slot *a = &p->in[0], *b = &p->in[1];
-    if (a->full && (!b->full || a->round > b->round)) return a;
-    return b->full ? b : NULL;
+    if (r->sync != LOOM_SYNC_ASYNC) return slot_of_round(r, p);
+    slot *newest = NULL;
+    for (int s = 0; s < r->slots; s++)
+        if (p->in[s].full && (!newest || p->in[s].round > newest->round)) newest = &p->in[s];
+    return newest;
 }
 
 int loom_reduce(loom_reducer *r, float *model)
@@ -274,9 +333,9 @@ int loom_reduce(loom_reducer *r, float *model)
     loom_node *n = r->layer->node;
     r->round++;
     int rc = 0;
-    if (r->sync == LOOM_SYNC_NOTIFY_ACK) {
+    if (r->sync == LOOM_SYNC_NOTIFY_ACK && r->round > (uint64_t)r->window) {
         node_lock(n);
-        rc = wait_acks(r, r->round - 1);
+        rc = wait_acks(r, r->round - (uint64_t)r->window);
         node_unlock(n);
     }
     if (!rc) rc = send_model(r, model);
@@ -285,24 +344,17 @@ int loom_reduce(loom_reducer *r, float *model)
     for (size_t d = 0; d < r->dim; d++) r->sum[d] = model[d];
     int count = 1;
     node_lock(n);
-    if (r->sync != LOOM_SYNC_ASYNC) rc = wait_inputs(r);
+    rc = r->sync != LOOM_SYNC_ASYNC ? wait_inputs(r) : r->error;
     for (int k = 0; !rc && k < loom_graph_in_degree(r->g, r->me); k++) {
         peer_state *p = &r->layer->peers[loom_graph_in(r->g, r->me, k)];
         slot *s = input_of(r, p);
         if (!s) continue;
-        if (node_frame_size(&s->msg, 0) != r->dim * sizeof(float)) {
-            log_error("worker %d sent a model of %zu floats, this one has %zu",
-                      loom_graph_in(r->g, r->me, k), node_frame_size(&s->msg, 0) / sizeof(float),
-                      r->dim);
-            rc = LOOM_EPROTO;
-            break;
-        }
         memcpy(r->incoming, node_frame_data(&s->msg, 0), r->dim * sizeof(float));
         for (size_t d = 0; d < r->dim; d++) r->sum[d] += r->incoming[d];
         count++;
         p->used++;
-        slot_clear(s);
-        if (r->sync == LOOM_SYNC_ASYNC) slot_clear(&p->in[0]), slot_clear(&p->in[1]);
+        slot_clear(p, s);
+        for (int o = 0; r->sync == LOOM_SYNC_ASYNC && o < r->slots; o++) slot_clear(p, &p->in[o]);
     }
     node_unlock(n);
     if (rc) return rc;
@@ -325,6 +377,7 @@ int loom_reducer_close(loom_reducer *r)
     loom_node *n = r->layer->node;
     node_lock(n);
     int rc = r->sync == LOOM_SYNC_NOTIFY_ACK ? wait_acks(r, r->round) : 0;
+    slots_free(r);
     r->layer->open = NULL;
     node_unlock(n);
     free(r->sum);
@@ -346,8 +399,11 @@ void loom_reducer_stats_get(loom_reducer *r, loom_reducer_stats *out)
     for (int k = 0; k < out->in_degree && k < MAX_EDGE_STATS; k++) {
         int j = loom_graph_in(r->g, r->me, k);
         peer_state *p = &r->layer->peers[j];
-        out->in[k] = (loom_edge_stats){
-            .peer = j, .models = p->received, .used = p->used, .overwrites = p->overwrites};
+        out->in[k] = (loom_edge_stats){.peer = j,
+                                       .models = p->received,
+                                       .used = p->used,
+                                       .overwrites = p->overwrites,
+                                       .max_unread = (uint64_t)p->max_unread};
     }
     for (int k = 0; k < out->out_degree && k < MAX_EDGE_STATS; k++) {
         int j = loom_graph_out(r->g, r->me, k);

@@ -1635,8 +1635,11 @@ int ps_clock(loom_node *n)
     if (!rc) rc = send_clock(c, clock);
     if (rc) return rc;
     atomic_store(&c->clock, clock);
-    /* Keep within the staleness bound: wait for the slowest worker. */
+    /* Keep within the staleness bound: wait for the slowest worker. A job's
+     * only worker is the slowest itself, and need not wait for the
+     * scheduler's word (a round trip per clock). */
     node_lock(n);
+    if (loom_num_workers(n) == 1 && c->global_min < clock) c->global_min = clock;
     while (!rc && c->gate >= 0 && c->global_min < clock - c->gate) rc = node_wait(n, 0);
     node_unlock(n);
     return rc;

@@ -142,6 +142,8 @@ static void on_table_created(loom_node *n, void *ctx, node_msg *m)
     }
 }
 
+static void advance(loom_node *n, registry *r, uint32_t from);
+
 static void on_clock(loom_node *n, void *ctx, node_msg *m)
 {
     registry *r = ctx;
@@ -151,10 +153,29 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     r->clock[rank] = m->h.clock;
+    advance(n, r, m->from);
+}
+
+/* The job goes on without a worker (--on-worker-failure continue; the
+ * scheduler calls this itself): the min clock no longer waits for it. */
+static void on_worker_lost(loom_node *n, void *ctx, node_msg *m)
+{
+    registry *r = ctx;
+    int rank;
+    if (node_peer_role(n, (uint32_t)m->h.a, &rank) != LOOM_WORKER) return;
+    r->clock[rank] = PS_CLOCK_DONE;
+    advance(n, r, (uint32_t)m->h.a);
+}
+
+/* Worker node `from`'s clock moved: tell the workers if the min did. */
+static void advance(loom_node *n, registry *r, uint32_t from)
+{
+    int rank;
+    node_peer_role(n, from, &rank);
     int64_t min = PS_CLOCK_DONE;
     for (int w = 0; w < r->num_workers; w++)
         if (r->clock[w] < min) min = r->clock[w];
-    node_note_clock(n, m->from, m->h.clock, min > r->min_clock ? min : r->min_clock);
+    node_note_clock(n, from, r->clock[rank], min > r->min_clock ? min : r->min_clock);
     if (min <= r->min_clock) return;
     r->min_clock = min;
     if (min == PS_CLOCK_DONE) return; /* every worker finished: nobody is waiting */
@@ -204,5 +225,6 @@ int ps_registry_attach(loom_node *n)
     node_set_handler(n, MSG_TABLE_OPEN, on_table_open, r);
     node_set_handler(n, MSG_TABLE_CREATED, on_table_created, r);
     node_set_handler(n, MSG_CLOCK, on_clock, r);
+    node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, r);
     return 0;
 }

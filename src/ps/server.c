@@ -176,6 +176,7 @@ typedef struct server {
     srv_table **tables;
     uint32_t cap;
     int64_t *clock; /* per worker rank */
+    uint8_t *lost;  /* per worker rank: the job went on without it (WORKER_LOST) */
     int64_t min_clock;
     deferred *waiting;
     size_t nwaiting;
@@ -243,10 +244,12 @@ static const void *aligned_payload(server *s, node_msg *m, size_t frame, int slo
     return s->scratch[slot];
 }
 
+/* The rank of worker node `from`; -1 for any other node and for a worker the
+ * job went on without, whose messages are dropped from then on. */
 static int worker_rank(server *s, uint32_t from)
 {
     int rank;
-    return node_peer_role(s->node, from, &rank) == LOOM_WORKER ? rank : -1;
+    return node_peer_role(s->node, from, &rank) == LOOM_WORKER && !s->lost[rank] ? rank : -1;
 }
 
 /* ---- row versions ---- */
@@ -1066,6 +1069,8 @@ static void release_deferred(server *s)
     }
 }
 
+static void advance(server *s);
+
 static void on_clock(loom_node *n, void *ctx, node_msg *m)
 {
     server *s = ctx;
@@ -1075,6 +1080,68 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     s->clock[w] = m->h.clock;
+    advance(s);
+}
+
+/* Drop worker w's entries of a staged or held list whose clock is `from` or
+ * later: the clock it did not finish. */
+static void drop_unfinished(staged **head, staged **tail, int w, int64_t from)
+{
+    staged **pp = head, *last = NULL;
+    while (*pp) {
+        staged *st = *pp;
+        if (st->worker != w || st->m.h.clock < from) {
+            last = st;
+            pp = &st->next;
+            continue;
+        }
+        *pp = st->next;
+        free_entry(st);
+    }
+    *tail = last;
+}
+
+/* The job goes on without a worker (--on-worker-failure continue): every
+ * clock it finished stays (its CLOCK came after that clock's pushes on the
+ * same connection, so they are all here); what it pushed for the clock it
+ * did not finish is dropped where it still can be (BSP's staged pushes, and
+ * pushes held past a checkpoint's cut); its pulls are forgotten; the min
+ * clock stops waiting for it. */
+static void on_worker_lost(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    int w = m->h.a <= UINT32_MAX ? worker_rank(s, (uint32_t)m->h.a) : -1;
+    if (w < 0) {
+        node_drop(n, m, "WORKER_LOST naming no live worker");
+        return;
+    }
+    s->lost[w] = 1;
+    for (uint32_t i = 0; i < s->cap; i++) {
+        srv_table *t = s->tables[i];
+        if (!t) continue;
+        drop_unfinished(&t->staged_head, &t->staged_tail, w, s->clock[w]);
+        drop_unfinished(&t->held_head, &t->held_tail, w, s->clock[w]);
+    }
+    for (deferred **pp = &s->waiting; *pp;) {
+        deferred *d = *pp;
+        if (d->m.from != (uint32_t)m->h.a) {
+            pp = &d->next;
+            continue;
+        }
+        *pp = d->next;
+        s->nwaiting--;
+        node_msg_release(&d->m);
+        free(d);
+    }
+    log_warn("worker %d is lost: the job goes on without it after its clock %" PRId64, w,
+             s->clock[w]);
+    s->clock[w] = PS_CLOCK_DONE;
+    advance(s);
+}
+
+/* A worker's clock moved: apply, cut and answer what the new min clock allows. */
+static void advance(server *s)
+{
     int64_t min = PS_CLOCK_DONE;
     for (int i = 0; i < s->num_workers; i++)
         if (s->clock[i] < min) min = s->clock[i];
@@ -1083,7 +1150,7 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
         s->min_clock = min;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->staged_head) apply_staged(s, s->tables[i]);
-        if (s->repl_due) node_timer_poke(n, NODE_LAYER_PS); /* a clock's rows to replicate */
+        if (s->repl_due) node_timer_poke(s->node, NODE_LAYER_PS); /* a clock's rows to replicate */
         if (cut != INT64_MAX && min == cut) s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min);
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->held_head) release_held(s, s->tables[i]);
@@ -1458,6 +1525,7 @@ static void server_destroy(void *state)
     free(s->dead);
     free(s->tables);
     free(s->clock);
+    free(s->lost);
     free(s->scratch[0]);
     free(s->scratch[1]);
     free(atomic_load(&s->spare));
@@ -1479,9 +1547,11 @@ int ps_server_attach(loom_node *n)
     s->num_workers = loom_num_workers(n);
     s->clock = calloc((size_t)s->num_workers, sizeof *s->clock);
     s->dead = calloc((size_t)s->num_servers, 1);
-    if (!s->clock || !s->dead) {
+    s->lost = calloc((size_t)s->num_workers, sizeof *s->lost);
+    if (!s->clock || !s->dead || !s->lost) {
         free(s->clock);
         free(s->dead);
+        free(s->lost);
         free(s);
         return LOOM_ENOMEM;
     }
@@ -1498,6 +1568,7 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_REPL, on_repl, s);
     node_set_handler(n, MSG_REPL_ACK, on_repl_ack, s);
     node_set_failover(n, server_failover, s);
+    node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, s);
     return 0;
 }
 

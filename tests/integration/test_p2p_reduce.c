@@ -1,14 +1,21 @@
 /* Stochastic reduce between the workers of a serverless job (threads, real TCP on loopback).
  *
- *  - test_exact_bsp, test_exact_notify_ack: workers start from different models and only
- *    reduce, ROUNDS times, on the root expander of 5 nodes, one worker made slow on purpose
- *    (extra arithmetic before each round). Under BSP and NOTIFY-ACK every reduce of round t
- *    must use exactly every in-neighbour's round-t model, so each worker's final model equals,
- *    bit for bit, X_t = P X_{t-1} computed here in the same arithmetic (the own model, then
- *    the in-neighbours' in ascending order, summed in double, divided, rounded to float).
- *    Every edge's record must show ROUNDS models sent, received and used; under NOTIFY-ACK no
- *    model ever arrived while the previous one from the same sender was unread (recorded by
- *    the receiver, per edge) and no sender ever had more than one model unacknowledged.
+ *  - test_exact_bsp, test_exact_notify_ack, test_exact_notify_ack_window: workers start from
+ *    different models and only reduce, ROUNDS times, on the root expander (and, windowed, the
+ *    ring) of 5 nodes, one worker made slow on purpose (extra arithmetic before each round).
+ *    Under BSP and NOTIFY-ACK with any window every reduce of round t must use exactly every
+ *    in-neighbour's round-t model, so each worker's final model equals, bit for bit,
+ *    X_t = P X_{t-1} computed here in the same arithmetic (the own model, then the
+ *    in-neighbours' in ascending order, summed in double, divided, rounded to float).
+ *    Every edge's record must show ROUNDS models sent, received and used; under NOTIFY-ACK
+ *    with window W no model ever landed on an unread one (recorded by the receiver, per
+ *    edge), no receiver ever held more than W unread models of one sender and no sender ever
+ *    had more than W unacknowledged (W = 1: exactly one).
+ *  - test_window_fills: on the ring, worker 1 holds back its first reduce until it holds W
+ *    unread models of worker 0 (its sender, which can run W rounds ahead and, on a ring of 5,
+ *    would get 4 ahead without the window): the window is used to the full and no further
+ *    (exactly W unread at most, exactly W unacknowledged at most), and the result is still
+ *    exact.
  *  - test_async: the same under ASYNC, where what each reduce sees depends on timing: every
  *    final model is still a convex combination of the first ones (each coordinate between
  *    their minimum and maximum), and no edge used more models than it was sent.
@@ -18,6 +25,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -31,6 +39,7 @@
 
 static loom_graph *graph;
 static loom_sync sync_mode;
+static int window;
 static float final[WORKERS][DIM];
 static loom_reducer_stats stats[WORKERS];
 
@@ -50,15 +59,22 @@ static void extra_work(void)
     sink = x;
 }
 
+/* arg non-NULL: test_window_fills's worker 1 holds back its first reduce. */
 static int reduce_worker(loom_node *n, int rank, void *arg)
 {
-    (void)arg;
     loom_reducer *r;
-    CHECK_OK(loom_reducer_open(n, graph, sync_mode, DIM, &r));
+    CHECK_OK(loom_reducer_open(n, graph, sync_mode, window, DIM, &r));
     float w[DIM];
     initial(rank, w);
     for (int t = 0; t < ROUNDS; t++) {
         if (rank == SLOW) extra_work();
+        /* test_window_fills: worker 1 waits for worker 0 to fill its window. */
+        while (arg && t == 0 && rank == 1) {
+            loom_reducer_stats st;
+            loom_reducer_stats_get(r, &st);
+            if (st.in[0].models >= (uint64_t)window) break;
+            sched_yield();
+        }
         CHECK_OK(loom_reduce(r, w));
     }
     memcpy(final[rank], w, sizeof w);
@@ -67,13 +83,14 @@ static int reduce_worker(loom_node *n, int rank, void *arg)
     return 0;
 }
 
-static void run(const char *spec, loom_sync mode)
+static void run(const char *spec, loom_sync mode, int w, void *arg)
 {
     assert_int_equal(loom_graph_build(spec, WORKERS, &graph), 0);
     sync_mode = mode;
+    window = w;
     memset(final, 0, sizeof final);
     harness_result res;
-    assert_int_equal(harness_run(0, WORKERS, reduce_worker, NULL, &res), 0);
+    assert_int_equal(harness_run(0, WORKERS, reduce_worker, arg, &res), 0);
 }
 
 static void check_exact(void)
@@ -113,31 +130,75 @@ static void check_exact(void)
 static void test_exact_bsp(void **state)
 {
     (void)state;
-    run("expander", LOOM_SYNC_BSP);
+    run("expander", LOOM_SYNC_BSP, 1, NULL);
     check_exact();
+    for (int i = 0; i < WORKERS; i++)
+        for (int k = 0; k < stats[i].in_degree; k++) {
+            assert_int_equal(stats[i].in[k].overwrites, 0);
+            assert_in_range(stats[i].in[k].max_unread, 1, 2);
+        }
     loom_graph_free(graph);
+}
+
+/* The window's guarantee, from both ends' records: nothing landed on an unread model, at
+ * most `window` unread per sender and unacknowledged per receiver; returns the most
+ * unacknowledged seen on any edge. */
+static uint64_t check_window(void)
+{
+    uint64_t most = 0;
+    for (int i = 0; i < WORKERS; i++) {
+        for (int k = 0; k < stats[i].in_degree; k++) {
+            const loom_edge_stats *e = &stats[i].in[k];
+            if (e->overwrites)
+                fail_msg("worker %d: %llu models from worker %d landed on an unread one", i,
+                         (unsigned long long)e->overwrites, e->peer);
+            assert_in_range(e->max_unread, 1, (uint64_t)window);
+        }
+        for (int k = 0; k < stats[i].out_degree; k++) {
+            assert_in_range(stats[i].out[k].max_unacked, 1, (uint64_t)window);
+            if (stats[i].out[k].max_unacked > most) most = stats[i].out[k].max_unacked;
+        }
+    }
+    return most;
 }
 
 static void test_exact_notify_ack(void **state)
 {
     (void)state;
-    run("expander", LOOM_SYNC_NOTIFY_ACK);
+    run("expander", LOOM_SYNC_NOTIFY_ACK, 1, NULL);
     check_exact();
-    for (int i = 0; i < WORKERS; i++) {
-        for (int k = 0; k < stats[i].in_degree; k++)
-            if (stats[i].in[k].overwrites)
-                fail_msg("worker %d: %llu models from worker %d arrived over an unread one", i,
-                         (unsigned long long)stats[i].in[k].overwrites, stats[i].in[k].peer);
-        for (int k = 0; k < stats[i].out_degree; k++)
-            assert_int_equal(stats[i].out[k].max_unacked, 1);
+    check_window();
+    loom_graph_free(graph);
+}
+
+static void test_exact_notify_ack_window(void **state)
+{
+    (void)state;
+    const char *graphs[] = {"expander", "ring"};
+    for (int g = 0; g < 2; g++) {
+        run(graphs[g], LOOM_SYNC_NOTIFY_ACK, 3, NULL);
+        check_exact();
+        check_window();
+        loom_graph_free(graph);
     }
+}
+
+static void test_window_fills(void **state)
+{
+    (void)state;
+    int hold = 1;
+    run("ring", LOOM_SYNC_NOTIFY_ACK, 3, &hold);
+    check_exact();
+    assert_int_equal(check_window(), 3);
+    assert_int_equal(stats[1].in[0].peer, 0);
+    assert_int_equal(stats[1].in[0].max_unread, 3);
     loom_graph_free(graph);
 }
 
 static void test_async(void **state)
 {
     (void)state;
-    run("expander", LOOM_SYNC_ASYNC);
+    run("expander", LOOM_SYNC_ASYNC, 1, NULL);
     for (int c = 0; c < DIM; c++) {
         float lo = 1e30f, hi = -1e30f, w[DIM];
         for (int i = 0; i < WORKERS; i++) {
@@ -162,11 +223,14 @@ static int open_checks_worker(loom_node *n, int rank, void *arg)
     loom_graph *other;
     loom_reducer *r, *again;
     CHECK_OK(loom_graph_build("ring", WORKERS + 1, &other));
-    CHECK(loom_reducer_open(n, other, LOOM_SYNC_BSP, DIM, &r) == LOOM_EINVAL);
+    CHECK(loom_reducer_open(n, other, LOOM_SYNC_BSP, 1, DIM, &r) == LOOM_EINVAL);
     loom_graph_free(other);
-    CHECK_OK(loom_reducer_open(n, graph, LOOM_SYNC_BSP, DIM, &r));
-    CHECK(loom_reducer_open(n, graph, LOOM_SYNC_BSP, DIM, &again) == LOOM_ESTATE);
-    CHECK(loom_reducer_open(n, graph, (loom_sync)7, DIM, &again) == LOOM_EINVAL);
+    CHECK(loom_reducer_open(n, graph, LOOM_SYNC_NOTIFY_ACK, 0, DIM, &r) == LOOM_EINVAL);
+    CHECK(loom_reducer_open(n, graph, LOOM_SYNC_NOTIFY_ACK, LOOM_REDUCE_WINDOW_MAX + 1, DIM, &r) ==
+          LOOM_EINVAL);
+    CHECK_OK(loom_reducer_open(n, graph, LOOM_SYNC_BSP, 1, DIM, &r));
+    CHECK(loom_reducer_open(n, graph, LOOM_SYNC_BSP, 1, DIM, &again) == LOOM_ESTATE);
+    CHECK(loom_reducer_open(n, graph, (loom_sync)7, 1, DIM, &again) == LOOM_EINVAL);
     CHECK_OK(loom_reducer_close(r));
     return 0;
 }
@@ -189,6 +253,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_bsp),
         cmocka_unit_test(test_exact_notify_ack),
+        cmocka_unit_test(test_exact_notify_ack_window),
+        cmocka_unit_test(test_window_fills),
         cmocka_unit_test(test_async),
         cmocka_unit_test(test_open_checks),
     };

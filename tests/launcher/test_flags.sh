@@ -163,6 +163,24 @@ for model in lr mf lda; do
         grep -qF "unknown flag" "$WORK/err" && fail "help of $model lists $flag, which the parser does not know"
     done
 done
+# Every model `loom gen`, `loom predict` and `loom train` take (the list they
+# print without one) is in `loom help COMMAND` and has a help of its own; and
+# the README's Layout names every directory of src/ and apps/.
+for cmd in gen predict train; do
+    loom_cmd "$cmd"
+    mapfile -t models < <(sed -n 's/^  \([a-z][a-z0-9]*\)  *[A-Za-z].*/\1/p' "$WORK/err")
+    ((${#models[@]} >= 5)) || fail "loom $cmd lists only ${#models[@]} models"
+    "$LOOM" help "$cmd" >"help_$cmd" || fail "loom help $cmd failed"
+    for m in "${models[@]}"; do
+        grep -qE "^  $m +[A-Za-z]" "help_$cmd" || fail "'loom help $cmd' does not list $m"
+        loom_cmd "$cmd" "$m" --help
+        [[ $RC == 0 ]] || fail "loom $cmd $m --help: exit status $RC"
+    done
+done
+for dir in "$HERE"/../../src/*/ "$HERE"/../../apps/*/; do
+    rel=$(basename "$(dirname "$dir")")/$(basename "$dir")/
+    grep -qE "^$rel " "$HERE/../../README.md" || fail "README.md's Layout lacks $rel"
+done
 # Every flag the apps' docs and the usage guide mention is in some help.
 for cmd in "run" "keygen" "status" "plot" "train" "gen" "gen lr" "gen mf" "gen lda" "gen lasso" "predict" \
     "predict lr" "predict mf" "predict lasso"; do

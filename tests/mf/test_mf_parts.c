@@ -102,9 +102,30 @@ static void test_batch_matches_plain_sgd(void **state)
     assert_int_equal(b.ni, 0);
     b.urows[0] = 0.25;
     double e = 5 - (3.5 + 0.25);
-    assert_true(fabs(mf_batch_sse(&b, &cold, NULL, 1, 3.5, 0.5, 5) - e * e) < 1e-15);
+    assert_true(fabs(mf_batch_sse(&b, 0, &cold, NULL, 1, 3.5, 0.5, 5) - e * e) < 1e-15);
     /* ... clipped to the range */
-    assert_true(fabs(mf_batch_sse(&b, &cold, NULL, 1, 3.5, 0.5, 3.6) - 1.4 * 1.4) < 1e-12);
+    assert_true(fabs(mf_batch_sse(&b, 0, &cold, NULL, 1, 3.5, 0.5, 3.6) - 1.4 * 1.4) < 1e-12);
+
+    /* Two runs in one batch (the evaluation's training and test ratings):
+     * the union of their rows, ascending, once each, and every run's errors
+     * the same bits as from a batch of its own. */
+    assert_int_equal(mf_batch_collect(&b, &d, NULL, N), 0);
+    for (size_t s = 0; s < b.nu; s++) memcpy(b.urows + s * w, pu0 + b.ukeys[s] * w, w * 8);
+    for (size_t s = 0; s < b.ni; s++) memcpy(b.irows + s * w, qi0 + b.ikeys[s] * w, w * 8);
+    double alone = mf_batch_sse(&b, 0, &d, NULL, N, 3.5, 0.5, 5);
+    size_t nu = b.nu, ni = b.ni;
+    cu[0] = U - 1; /* a user d may not have */
+    int fresh = 1;
+    for (int k = 0; k < N; k++) fresh &= us[k] != U - 1;
+    assert_int_equal(mf_batch_collect_two(&b, &d, &cold), 0);
+    assert_int_equal(b.nu, nu + (size_t)fresh);
+    assert_int_equal(b.ni, ni);
+    for (size_t s = 1; s < b.nu; s++) assert_true(b.ukeys[s - 1] < b.ukeys[s]);
+    for (size_t s = 0; s < b.nu; s++) memcpy(b.urows + s * w, pu0 + b.ukeys[s] * w, w * 8);
+    for (size_t s = 0; s < b.ni; s++) memcpy(b.irows + s * w, qi0 + b.ikeys[s] * w, w * 8);
+    assert_true(bits_equal(mf_batch_sse(&b, 0, &d, NULL, N, 3.5, 0.5, 5), alone));
+    e = 5 - (3.5 + pu0[(U - 1) * w]);
+    assert_true(fabs(mf_batch_sse(&b, N, &cold, NULL, 1, 3.5, 0.5, 5) - e * e) < 1e-15);
     mf_batch_free(&b);
 }
 

@@ -21,6 +21,8 @@ expect 2 "--graph missing.graph: graph missing.graph: cannot open" \
     train svm --train ok.svm --workers 2 --servers 0 --graph missing.graph
 expect 2 "--sync takes bsp, async or notify-ack" train svm --train ok.svm --sync barrier
 expect 2 "--slow 4: there are only 4 workers" train svm --train ok.svm --workers 4 --slow 4
+expect 2 "--window takes a whole number from 1 to 64, not '0'" train svm --train ok.svm --window 0
+expect 2 "--straggle takes a number from 0 to 1, not '1.5'" train svm --train ok.svm --straggle 1.5
 expect 2 "svm trains with --threads 1 only" train svm --train ok.svm --threads 2
 expect 2 "--model M is required" predict svm --data ok.svm
 expect 1 "missing.model: cannot open" predict svm --model missing.model --data ok.svm
