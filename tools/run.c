@@ -1062,10 +1062,30 @@ static int print_failures(const struct job *job)
     return job->failures;
 }
 
+/* With LOOM_REPLICAS=K the job goes on without up to K dead servers
+ * (docs/FAULTS.md): if only servers failed, no more than K, and every other
+ * process ended well, the job succeeded. */
+static int survived(const struct job *job)
+{
+    const char *v = getenv("LOOM_REPLICAS");
+    long k = v ? strtol(v, NULL, 10) : 0;
+    int dead = 0;
+    for (int i = 0; i < job->nchildren; i++) {
+        if (!job->children[i].failed) continue;
+        if (i == 0 || i > (int)job->opt->servers) return 0;
+        dead++;
+    }
+    return dead > 0 && dead <= k;
+}
+
 static int exit_status(const struct job *job, int failed)
 {
     if (job->exit_signal) return 128 + job->exit_signal;
     if (job->timed_out) return 124;
+    if (failed && !job->error && survived(job)) {
+        say("the job went on without its dead server(s): their ranges had replicas");
+        return 0;
+    }
     return failed || job->error ? 1 : 0;
 }
 

@@ -172,7 +172,7 @@ static int launch_locally(const app_job *j, int argc, char **argv)
     snprintf(servers, sizeof servers, "%d", j->servers);
     snprintf(workers, sizeof workers, "%d", j->workers);
     /* argv here is {"train", MODEL, flags...}. */
-    char **run = calloc((size_t)argc + 12, sizeof *run);
+    char **run = calloc((size_t)argc + 14, sizeof *run);
     if (!run) return 1;
     int k = 0;
     run[k++] = "run";
@@ -190,6 +190,16 @@ static int launch_locally(const app_job *j, int argc, char **argv)
     }
     if (j->insecure) run[k++] = "--insecure";
     if (j->no_status) run[k++] = "--no-status";
+    if (j->replicas) { /* a server may die and the job go on: not stopped for it */
+        char text[16];
+        snprintf(text, sizeof text, "%d", j->replicas);
+        if (setenv("LOOM_REPLICAS", text, 1)) {
+            free(run);
+            return 1;
+        }
+        run[k++] = "--on-failure";
+        run[k++] = "wait";
+    }
     run[k++] = "--";
     run[k++] = self;
     for (int i = 0; i < argc; i++) {
@@ -220,8 +230,8 @@ static int export_count(const char *model, const char *flag, const char *var, in
     return setenv(var, text, 1) ? 1 : 0;
 }
 
-/* Under a launcher: the checkpoint flags become the library's variables
- * (src/ft reads them in every process; docs/FAULTS.md). */
+/* Under a launcher: the checkpoint and replica flags become the library's
+ * variables (src/ft and src/ps read them in every process; docs/FAULTS.md). */
 static int export_checkpoint(const trainer *t, const app_job *j)
 {
     char every[24], full[24];
@@ -233,6 +243,11 @@ static int export_checkpoint(const trainer *t, const app_job *j)
                               setenv("LOOM_CHECKPOINT_FULL_EVERY", full, 1)))
         return 1;
     if (j->resume_dir && setenv("LOOM_RESUME", j->resume_dir, 1)) return 1;
+    if (j->replicas) {
+        char k[16];
+        snprintf(k, sizeof k, "%d", j->replicas);
+        if (setenv("LOOM_REPLICAS", k, 1)) return 1;
+    }
     return 0;
 }
 

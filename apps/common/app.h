@@ -140,6 +140,11 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .def = "10",                                                                              \
          .help = "every K-th checkpoint holds every row; the others only the rows\n"               \
                  "changed since the previous one"},                                                \
+        {.name = "--resume",                                                                       \
+         .kind = APP_TEXT,                                                                         \
+         .arg = "DIR",                                                                             \
+         .help = "continue from the newest checkpoint in DIR (same flags, same\n"                  \
+                 "numbers of servers and workers)"},                                               \
         {.name = "--on-worker-failure",                                                            \
          .kind = APP_CHOICE,                                                                       \
          .arg = "fail|continue|restart",                                                           \
@@ -147,9 +152,9 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .help = "when a worker dies: end the job (status 3), go on without it and\n"              \
                  "its share of the data, or (not yet available) restart it"},                      \
     {                                                                                              \
-        .name = "--resume", .kind = APP_TEXT, .arg = "DIR",                                        \
-        .help = "continue from the newest checkpoint in DIR (same flags, same\n"                   \
-                "numbers of servers and workers)"                                                  \
+        .name = "--replicas", .kind = APP_INT, .arg = "K", .lo = 0, .hi = 7, .def = "0",           \
+        .help = "copies of every key range on the K servers after its master\n"                    \
+                "(LOOM_REPLICAS): a server may die and the job goes on (K < --servers)"            \
     }
 /* The managed-communication flags of `loom train lr|mf|lda` (docs/USAGE.md,
  * "Managed communication"), read by app_job_from_flags, applied to a table's
@@ -220,6 +225,7 @@ typedef struct app_job {
     /* --checkpoint-dir, --resume (NULL: none), --checkpoint-every, --checkpoint-full-every */
     const char *checkpoint_dir, *resume_dir;
     uint64_t checkpoint_every, checkpoint_full_every;
+    int replicas;                          /* --replicas K (docs/FAULTS.md) */
     /* --on-worker-failure: 0 fail, 1 continue (loom_worker_failure_policy); -1 not given */
     int on_worker_failure;
     const char *filter_push, *filter_pull; /* --filter, --filter-pull (NULL: not given) */

@@ -227,6 +227,9 @@ typedef struct loom_stats {
      * clocks (a worker's early pushes, a server's pushes of changed rows),
      * and rows servers pushed into this worker's cache. */
     uint64_t managed_rows_sent, pushed_rows_received;
+    /* Servers of a job with replicas (docs/FAULTS.md): bytes this node sent
+     * to replicas of the ranges it is master of. */
+    uint64_t replicated_bytes;
 } loom_stats;
 void loom_node_stats(loom_node *node, loom_stats *out);
 

@@ -67,6 +67,7 @@ class Stats(ctypes.Structure):
             "table_bytes_wire",
             "managed_rows_sent",
             "pushed_rows_received",
+            "replicated_bytes",
         )
     ]
 

@@ -57,6 +57,8 @@ static const struct {
     [MSG_P2P_ACK] = {"P2P_ACK", 0, 0, BY_WORKER},
     [MSG_SVB_SVS] = {"SVB_SVS", 0, 1, BY_WORKER},
     [MSG_SVB_REPLICA] = {"SVB_REPLICA", 1, 1, BY_WORKER},
+    [MSG_REPL] = {"REPL", 2, 2, BY_SERVER},
+    [MSG_REPL_ACK] = {"REPL_ACK", 0, 0, BY_SERVER},
     [MSG_WORKER_LOST] = {"WORKER_LOST", 0, 0, BY_SCHED},
 };
 

@@ -72,7 +72,8 @@ enum msg_type {
                             frames keys, values; or MSG_F_RANGE with a = begin, b = end
                             and one values frame */
     MSG_PUSH_ACK,        /* server -> worker: req = sequence, a = status, b = last
-                            sequence applied from this worker (BSP applies later) */
+                            sequence applied from this worker (BSP applies later);
+                            with replicas, clock = last sequence the replicas hold */
     MSG_PULL,            /* worker -> server: req = request id, clock = oldest clock the
                             answer may reflect; frame keys, or MSG_F_RANGE with a, b */
     MSG_PULL_REPLY,      /* server -> worker: req echoed, clock = server's min clock,
@@ -115,6 +116,12 @@ enum msg_type {
                           frame SVs (none with a = 0: a clock mark) */
     MSG_SVB_REPLICA,   /* worker -> worker: clock = after which clock, a = 0 averaging,
                           1 rotation; frame the replica (rows x width f64) */
+    /* ps replication (src/ps/server.c, ring.h; docs/FAULTS.md) */
+    MSG_REPL = 120, /* server -> server (a range's master to its replicas): table = id,
+                       req = replication round, a = ring range, b = rows; frames the
+                       last push sequence applied per worker (u64 each), the rows
+                       changed since the last round ([u64 key][values][updater state]) */
+    MSG_REPL_ACK,   /* server -> server (replica to master): table = id, req = round */
     /* worker failure (core, --on-worker-failure continue) */
     MSG_WORKER_LOST = 136, /* scheduler -> servers, workers: a = node id of a dead worker
                               the job goes on without, b = its share of the data (the

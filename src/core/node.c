@@ -208,15 +208,17 @@ static int connect_dealer(loom_node *n, uint32_t peer_id)
     return rc;
 }
 
-/* Worker to worker: neither has the other as a peer it sends requests to, so
- * the sender connects a DEALER to the receiver's ROUTER on its first message
- * (after the roster, which gave it the address and the receiver our routing
- * id). Every worker-to-worker message travels sender DEALER -> receiver
- * ROUTER, where the routing id names the sender as for any other node; such
- * a DEALER is never read, as nobody answers on it. */
-static int worker_to_worker(const loom_node *n, uint32_t dest)
+/* Worker to worker, or server to server (replication): neither has the other
+ * as a peer it sends requests to, so the sender connects a DEALER to the
+ * receiver's ROUTER on its first message (after the roster, which gave it the
+ * address and the receiver our routing id). Every such message travels sender
+ * DEALER -> receiver ROUTER, where the routing id names the sender as for any
+ * other node; such a DEALER is never read, as nobody answers on it (an answer
+ * travels the other way on the answerer's own DEALER). */
+static int peer_to_peer(const loom_node *n, uint32_t dest)
 {
-    return n->cfg.role == LOOM_WORKER && node_peer_role(n, dest, NULL) == LOOM_WORKER;
+    int role = node_peer_role(n, dest, NULL);
+    return (int)n->cfg.role == role && (role == LOOM_WORKER || role == LOOM_SERVER);
 }
 
 /* ---- sending ---- */
@@ -266,7 +268,7 @@ static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *p
 {
     peer *p = &n->peers[dest];
     int rc = 0;
-    if (!p->dealer && worker_to_worker(n, dest)) {
+    if (!p->dealer && peer_to_peer(n, dest)) {
         if (dest == n->id) {
             rc = LOOM_EINVAL;
             goto fail;
@@ -527,7 +529,7 @@ static int receive_one(loom_node *n, uint32_t from_peer)
 /* Read and handle what has arrived on every socket, at most IO_BATCH
  * messages from each (recv_mu held). Returns 1 if a socket may hold more.
  * Only the DEALERs to the scheduler and the servers are read: those to other
- * workers only send (worker_to_worker). */
+ * workers, or a server's to other servers, only send (peer_to_peer). */
 static int drain_socket(loom_node *n, uint32_t from_peer, atomic_int *pending)
 {
     if (!atomic_exchange(pending, 0)) return 0;
@@ -740,8 +742,12 @@ static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "dead node id out of range");
         return;
     }
-    node_fail(n, (uint32_t)m->h.a, "%s died (reported by the scheduler)",
-              node_describe(n, (uint32_t)m->h.a, who, sizeof who));
+    node_describe(n, (uint32_t)m->h.a, who, sizeof who);
+    if (n->failover && n->failover(n, n->failover_ctx, (uint32_t)m->h.a)) {
+        log_warn("%s died (reported by the scheduler); the job goes on without it", who);
+        return;
+    }
+    node_fail(n, (uint32_t)m->h.a, "%s died (reported by the scheduler)", who);
 }
 
 void node_note_lost(loom_node *n, uint32_t id, double share)
@@ -1256,10 +1262,17 @@ void *node_layer(const loom_node *n, int layer)
 
 void node_count(loom_node *n, enum node_counter c, uint64_t v)
 {
-    _Atomic uint64_t *counter[] = {
-        &n->pulls_from_cache, &n->pulls_from_server, &n->table_messages,      &n->table_bytes_raw,
-        &n->table_bytes_wire, &n->managed_rows_sent, &n->pushed_rows_received};
+    _Atomic uint64_t *counter[] = {&n->pulls_from_cache,     &n->pulls_from_server,
+                                   &n->table_messages,       &n->table_bytes_raw,
+                                   &n->table_bytes_wire,     &n->managed_rows_sent,
+                                   &n->pushed_rows_received, &n->replicated_bytes};
     atomic_fetch_add(counter[c], v);
+}
+
+void node_set_failover(loom_node *n, node_failover_fn fn, void *ctx)
+{
+    n->failover = fn;
+    n->failover_ctx = ctx;
 }
 
 void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx)
@@ -1310,6 +1323,7 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .table_bytes_wire = atomic_load(&n->table_bytes_wire),
         .managed_rows_sent = atomic_load(&n->managed_rows_sent),
         .pushed_rows_received = atomic_load(&n->pushed_rows_received),
+        .replicated_bytes = atomic_load(&n->replicated_bytes),
     };
 }
 

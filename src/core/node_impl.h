@@ -157,6 +157,15 @@ typedef uint64_t (*node_timer_fn)(loom_node *n, void *ctx, uint64_t now_ms);
 void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx);
 void node_timer_poke(loom_node *n, int layer);
 
+/* A layer that lets the job go on without a dead node (the ps layer with
+ * replicas, for a server): fn(n, ctx, dead) runs on the I/O thread when the
+ * scheduler finds node `dead` silent (on the scheduler) or reports it dead
+ * (NODE_FAILED, elsewhere), and says 1 if the job goes on. The scheduler then
+ * counts the node as ended; nobody exits. Without it, or when fn says 0, a
+ * death ends the job (node_fail). Set before the node serves traffic. */
+typedef int (*node_failover_fn)(loom_node *n, void *ctx, uint32_t dead);
+void node_set_failover(loom_node *n, node_failover_fn fn, void *ctx);
+
 /* ---- counters ---- */
 /* Counters of loom_stats the layers above count (loom_stats says what each is). */
 enum node_counter {
@@ -167,6 +176,7 @@ enum node_counter {
     NODE_TABLE_BYTES_WIRE,
     NODE_MANAGED_ROWS_SENT,    /* comm.c: rows sent between clocks */
     NODE_PUSHED_ROWS_RECEIVED, /* comm.c: rows servers pushed into this worker's cache */
+    NODE_REPLICATED_BYTES,     /* server.c: bytes a master sent its replicas (REPL) */
 };
 void node_count(loom_node *n, enum node_counter c, uint64_t v);
 

@@ -334,6 +334,24 @@ static void rendezvous_failed(loom_node *n)
     pthread_mutex_unlock(&n->mu);
 }
 
+/* A layer lets the job go on without dead node `dead` (node_set_failover):
+ * it counts as ended (a server as one that acknowledged the shutdown), and
+ * every other node hears NODE_FAILED. 1 if so. */
+static int survive(loom_node *n, uint32_t dead, const char *why)
+{
+    if (!n->failover || !n->failover(n, n->failover_ctx, dead)) return 0;
+    log_warn("%s; the job goes on without it", why);
+    status_note_failure(n, dead, why);
+    n->peers[dead].done = 1;
+    for (uint32_t i = 1; i < n->nnodes; i++)
+        if (i != dead && n->peers[i].registered && !n->peers[i].done)
+            send_control(n, i, MSG_NODE_FAILED, 0, dead);
+    if (dead <= num_servers(n) && ++n->sched.servers_acked_shutdown == num_servers(n) &&
+        n->sched.shutting_down)
+        node_finish(n, 0);
+    return 1;
+}
+
 /* --on-worker-failure continue: the job goes on without worker node `id`. It
  * counts as done for barriers and the end of the job; the servers and the
  * registry (through the scheduler's own WORKER_LOST handler) stop waiting for
@@ -397,7 +415,7 @@ void sched_tick(loom_node *n, uint64_t now)
             continue;
         }
         if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms) {
-            char who[64];
+            char who[64], why[160];
             node_describe(n, i, who, sizeof who);
             if (i > num_servers(n) && s->roster_phase == 2 &&
                 n->cfg.on_worker_failure == LOOM_WORKER_FAILURE_CONTINUE &&
@@ -405,7 +423,9 @@ void sched_tick(loom_node *n, uint64_t now)
                 lose_worker(n, i, who, silent);
                 continue;
             }
-            node_fail(n, i, "%s died: no heartbeat for %" PRIu64 " ms", who, silent);
+            snprintf(why, sizeof why, "%s died: no heartbeat for %" PRIu64 " ms", who, silent);
+            if (survive(n, i, why)) continue;
+            node_fail(n, i, "%s", why);
             return;
         }
         send_control(n, i, MSG_HEARTBEAT, 0, 0);

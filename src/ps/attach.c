@@ -1,5 +1,48 @@
-/* attach: give a node the parameter-server part of its role. */
+/* attach: give a node the parameter-server part of its role; the job's
+ * replication factor, which every server and worker reads the same way. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "core/log.h"
+#include "loom/error.h"
 #include "ps/ps.h"
+#include "ps/ring.h"
+
+int ps_replicas_from_env(int num_servers, int *replicas)
+{
+    *replicas = 0;
+    const char *v = getenv("LOOM_REPLICAS");
+    if (!v || !*v) return 0;
+    char *end;
+    errno = 0;
+    long k = strtol(v, &end, 10);
+    if (errno || *end || k < 0 || k > PS_MAX_REPLICAS) {
+        log_error("LOOM_REPLICAS=%s: give a number of replicas from 0 to %d", v, PS_MAX_REPLICAS);
+        return LOOM_ECONFIG;
+    }
+    if (k > 0 && k >= num_servers) {
+        log_error("LOOM_REPLICAS=%ld needs more servers than replicas (this job has %d): each "
+                  "range's replicas live on other servers than its master",
+                  k, num_servers);
+        return LOOM_ECONFIG;
+    }
+    *replicas = (int)k;
+    return 0;
+}
+
+/* Whether the job survives server `rank` dying too: with K replicas any K
+ * servers may die, as each range has K + 1 holders. The scheduler and every
+ * node decide the same way. */
+int ps_survives(loom_node *n, int replicas, uint8_t *dead, uint32_t id)
+{
+    int rank;
+    if (!replicas || node_peer_role(n, id, &rank) != LOOM_SERVER || dead[rank]) return 0;
+    int ndead = 1;
+    for (int s = 0; s < loom_num_servers(n); s++) ndead += dead[s];
+    if (ndead > replicas) return 0;
+    dead[rank] = 1;
+    return 1;
+}
 
 int ps_attach(loom_node *n)
 {

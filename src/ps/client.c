@@ -59,6 +59,7 @@
 #include "ps/comm.h"
 #include "ps/keys.h"
 #include "ps/ps.h"
+#include "ps/ring.h"
 #include "ps/rowops.h"
 #include "ps/updater_impl.h"
 
@@ -106,7 +107,9 @@ typedef struct inflight {
     uint64_t begin; /* range push: first key */
     sbuf *hold;     /* owner of keys/vals if Loom allocated them */
     int acked;      /* the server has it (its timestamp part is done) */
+    int ts_done;    /* its timestamp part is done (an acknowledged push sent again) */
     int managed;    /* sent early: counts in the ack window (comm.h) */
+    int64_t clock;  /* the clock it was pushed in (sent again after a failover) */
     struct inflight *next;
 } inflight;
 
@@ -137,6 +140,7 @@ struct loom_table {
     size_t b_n, b_cap;
     /* per server: pushes sent and not yet acknowledged, oldest first */
     inflight **ifl_head, **ifl_tail;
+    uint64_t *durable; /* with replicas, per server: the last sequence its replicas hold */
     uint64_t next_seq;
     /* rows on the wire: per server, the chains encoding pushes and decoding
      * pull replies; the version of each cached row (0: not known) */
@@ -149,6 +153,8 @@ struct loom_table {
     filter_chain **keys_enc;
     uint64_t *c_version;
     loom_filter_stats wire[2]; /* by loom_direction */
+    ps_ring ring;              /* which server is master of which keys (ring.h) */
+    int *master;               /* per ring range: its master now (after failovers); under mu */
 };
 
 typedef struct pull_op {
@@ -191,6 +197,8 @@ typedef struct open_wait {
 typedef struct ps_client {
     loom_node *node;
     int num_servers;
+    int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
+    uint8_t *dead;      /* per server: declared dead (failover); I/O thread */
     pthread_mutex_t mu; /* slots, open waiters, table list */
     _Atomic(loom_table *) by_id[PS_MAX_TABLES];
     loom_table **opened;
@@ -223,12 +231,30 @@ static int server_count(const loom_table *t)
     return t->client->num_servers;
 }
 
-/* Index of the first of `n` sorted keys that belongs to server s or later. */
-static size_t slice_begin(const loom_table *t, const uint64_t *keys, size_t n, int s)
+/* The server that is master of key's range. */
+static int server_of(const loom_table *t, uint64_t key)
 {
-    ps_u128 start = ps_slice_start(&t->def.opts, server_count(t), s);
-    if (start >> 64) return n;
-    return keys_lower_bound(keys, n, (uint64_t)start);
+    return t->master[ps_ring_range_of(&t->ring, key)];
+}
+
+/* Split n sorted keys (keys == NULL: the keys [begin, begin + n)) at the
+ * ring's ranges: bound[r] is the index of the first key of range r or later
+ * (bound[nranges] = n). bound has nranges + 1 entries. */
+static void range_bounds(const loom_table *t, const uint64_t *keys, uint64_t begin, size_t n,
+                         size_t *bound)
+{
+    const ps_ring *r = &t->ring;
+    for (size_t rg = 0; rg <= r->nranges; rg++) {
+        ps_u128 start = r->start[rg];
+        if (rg == r->nranges)
+            bound[rg] = n;
+        else if (keys)
+            bound[rg] = start >> 64 ? n : keys_lower_bound(keys, n, (uint64_t)start);
+        else
+            bound[rg] = (size_t)(start <= begin               ? 0
+                                 : start - begin > (ps_u128)n ? n
+                                                              : start - begin);
+    }
 }
 
 /* ---- the cache ---- */
@@ -446,6 +472,30 @@ static int encode_push(loom_table *t, int s, const uint64_t *keys, uint64_t begi
     return rc;
 }
 
+/* An in-flight push that outlives its timestamp holds the caller's keys and
+ * rows, which the caller may free or reuse once loom_wait() returned: give it
+ * its own copy while the caller must still keep them. It outlives the
+ * timestamp when the server applies it after acknowledging it (BSP: at the end
+ * of the clock; kept for read-my-writes) and, with replicas, until the
+ * replicas hold it (sent again if its server dies). 0 or LOOM_ENOMEM (the
+ * record then holds no rows). Lock held. */
+static int keep_own_rows(loom_table *t, inflight *f)
+{
+    if (f->hold || !f->vals) return 0; /* Loom's own buffer, or no read-my-writes */
+    size_t key_bytes = f->keys ? f->n * 8 : 0, row_bytes = f->n * t->row_bytes;
+    sbuf *b = sbuf_new(key_bytes + row_bytes);
+    if (!b) {
+        f->n = 0;
+        return LOOM_ENOMEM;
+    }
+    if (key_bytes) memcpy(b->data, f->keys, key_bytes);
+    memcpy(b->data + key_bytes, f->vals, row_bytes);
+    if (f->keys) f->keys = (const uint64_t *)b->data;
+    f->vals = b->data + key_bytes;
+    f->hold = b;
+    return 0;
+}
+
 /* One PUSH of rows [lo, lo + cnt) of a send_push() to server s (table lock held). */
 static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begin,
                        const uint8_t *vals, size_t lo, size_t cnt, sbuf *hold, loom_ts ts,
@@ -469,12 +519,18 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
     f->seq = ++t->next_seq;
     f->ts = ts;
     f->managed = managed;
-    if (t->local_rmw) {
+    f->clock = atomic_load(&t->client->clock);
+    if (t->local_rmw || t->client->replicas) {
         f->keys = keys ? keys + lo : NULL;
         f->vals = vals + lo * t->row_bytes;
         f->n = cnt;
         f->begin = begin + lo;
         f->hold = sbuf_ref(hold);
+        /* With replicas the push may have to be sent again after its
+         * timestamp completed, when the caller's arrays are gone: a copy. */
+        if (!hold && t->client->replicas && cnt && keep_own_rows(t, f))
+            log_error("out of memory: a push of table %u will not be sent again if its server dies",
+                      t->id);
     }
     if (t->ifl_tail[s])
         t->ifl_tail[s]->next = f;
@@ -517,33 +573,41 @@ static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
      * message, if only to release them. */
     int release = flush && t->push_spec.on[FILTER_SIGMOD];
     int S = server_count(t);
-    size_t bound[LOOM_MAX_SERVERS + 1];
-    unsigned nslices = 0;
-    for (int s = 0; s <= S; s++) {
-        if (keys) {
-            bound[s] = s == S ? n : slice_begin(t, keys, n, s);
-        } else {
-            ps_u128 start = ps_slice_start(&t->def.opts, S, s);
-            ps_u128 lo = begin, hi = (ps_u128)begin + n;
-            bound[s] = (size_t)(start < lo ? 0 : start > hi ? n : start - lo);
-            if (s == S) bound[s] = n;
-        }
-        if (s > 0) nslices += chunks(t, bound[s] - bound[s - 1]);
-        if (s > 0 && release && bound[s] == bound[s - 1]) nslices++;
+    size_t R = t->ring.nranges;
+    size_t *bound = malloc((R + 1) * sizeof *bound);
+    uint8_t *sent_to = calloc((size_t)S, 1); /* servers given a message */
+    if (!bound || !sent_to) {
+        free(bound);
+        free(sent_to);
+        return LOOM_ENOMEM;
     }
+    range_bounds(t, keys, begin, n, bound);
+    unsigned nslices = 0;
+    for (size_t rg = 0; rg < R; rg++) {
+        nslices += chunks(t, bound[rg + 1] - bound[rg]);
+        if (bound[rg + 1] > bound[rg]) sent_to[t->master[rg]] = 1;
+    }
+    for (int s = 0; release && s < S; s++) nslices += !sent_to[s];
     loom_ts ts = node_ts_new(t->node, nslices ? nslices : 1);
-    if (!ts) return LOOM_ENOMEM;
+    if (!ts) {
+        free(bound);
+        free(sent_to);
+        return LOOM_ENOMEM;
+    }
     if (!nslices) node_ts_done(t->node, ts, 0);
     size_t max_rows = chunk_rows(t);
     static const uint64_t no_keys[1];
-    for (int s = 0; s < S; s++) {
-        if (release && bound[s] == bound[s + 1])
-            push_chunk(t, s, no_keys, 0, vals, 0, 0, NULL, ts, flush, managed);
-        for (size_t lo = bound[s]; lo < bound[s + 1]; lo += max_rows) {
-            size_t cnt = bound[s + 1] - lo < max_rows ? bound[s + 1] - lo : max_rows;
+    for (int s = 0; release && s < S; s++)
+        if (!sent_to[s]) push_chunk(t, s, no_keys, 0, vals, 0, 0, NULL, ts, flush, managed);
+    for (size_t rg = 0; rg < R; rg++) {
+        int s = t->master[rg];
+        for (size_t lo = bound[rg]; lo < bound[rg + 1]; lo += max_rows) {
+            size_t cnt = bound[rg + 1] - lo < max_rows ? bound[rg + 1] - lo : max_rows;
             push_chunk(t, s, keys, begin, vals, lo, cnt, hold, ts, flush, managed);
         }
     }
+    free(bound);
+    free(sent_to);
     if (ts_out) *ts_out = ts;
     return 0;
 }
@@ -771,6 +835,9 @@ int loom_flush(loom_table *t, loom_ts *ts)
 /* Forget in-flight pushes the server has acknowledged and applied (lock held). */
 static void prune_applied(loom_table *t, int s, uint64_t applied)
 {
+    /* With replicas a push is kept until the replicas hold it too: it is sent
+     * again if its server dies before (docs/FAULTS.md). */
+    if (t->client->replicas && t->durable[s] < applied) applied = t->durable[s];
     while (t->ifl_head[s] && t->ifl_head[s]->acked && t->ifl_head[s]->seq <= applied) {
         inflight *f = t->ifl_head[s];
         t->ifl_head[s] = f->next;
@@ -778,28 +845,6 @@ static void prune_applied(loom_table *t, int s, uint64_t applied)
         sbuf_unref(f->hold);
         free(f);
     }
-}
-
-/* An acknowledged push the server applies later (BSP: at the end of the clock)
- * stays in flight for read-my-writes after loom_wait() returned, when the
- * caller may free or reuse the keys and rows it passed to loom_push_async():
- * copy them now, while the caller must still keep them. 0 or LOOM_ENOMEM (the
- * record then holds no rows; the push's timestamp reports it). Lock held. */
-static int keep_own_rows(loom_table *t, inflight *f)
-{
-    if (f->hold || !f->vals) return 0; /* Loom's own buffer, or no read-my-writes */
-    size_t key_bytes = f->keys ? f->n * 8 : 0, row_bytes = f->n * t->row_bytes;
-    sbuf *b = sbuf_new(key_bytes + row_bytes);
-    if (!b) {
-        f->n = 0;
-        return LOOM_ENOMEM;
-    }
-    if (key_bytes) memcpy(b->data, f->keys, key_bytes);
-    memcpy(b->data + key_bytes, f->vals, row_bytes);
-    if (f->keys) f->keys = (const uint64_t *)b->data;
-    f->vals = b->data + key_bytes;
-    f->hold = b;
-    return 0;
 }
 
 static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
@@ -820,14 +865,20 @@ static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     f->acked = 1;
+    int ts_done = f->ts_done;
+    f->ts_done = 1;
     loom_ts ts = f->ts;
     int managed = f->managed;
     int status = m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO;
-    if (f->seq > m->h.b && keep_own_rows(t, f) && !status) status = LOOM_ENOMEM;
+    if (c->replicas && (uint64_t)m->h.clock > t->durable[rank])
+        t->durable[rank] = (uint64_t)m->h.clock;
+    uint64_t forget_upto = m->h.b; /* what prune_applied() frees now */
+    if (c->replicas && t->durable[rank] < forget_upto) forget_upto = t->durable[rank];
+    if (f->seq > forget_upto && keep_own_rows(t, f) && !status) status = LOOM_ENOMEM;
     prune_applied(t, rank, m->h.b);
     pthread_mutex_unlock(&t->mu);
-    if (managed && comm_mgr_acked(&c->cm)) node_timer_poke(n, NODE_LAYER_PS);
-    node_ts_done(n, ts, status);
+    if (managed && !ts_done && comm_mgr_acked(&c->cm)) node_timer_poke(n, NODE_LAYER_PS);
+    if (!ts_done) node_ts_done(n, ts, status);
 }
 
 /* ---- pulls ---- */
@@ -1132,30 +1183,34 @@ static int64_t required_clock(const loom_table *t, int64_t clock)
 static void request_misses(pull_op *op, size_t total)
 {
     loom_table *t = op->t;
-    int S = server_count(t);
     int64_t required = required_clock(t, op->fetch_clock);
-    size_t bound[LOOM_MAX_SERVERS + 1];
-    unsigned parts = 0;
-    for (int s = 0; s <= S; s++) {
-        if (s == S) {
-            bound[s] = total;
-        } else if (op->uniq) {
-            bound[s] = slice_begin(t, op->miss_keys, total, s);
-        } else {
-            ps_u128 start = ps_slice_start(&t->def.opts, S, s);
-            bound[s] = (size_t)(start <= op->begin          ? 0
-                                : start - op->begin > total ? total
-                                                            : start - op->begin);
-        }
-        if (s > 0) parts += chunks(t, bound[s] - bound[s - 1]);
+    size_t R = t->ring.nranges;
+    size_t *bound = malloc((R + 1) * sizeof *bound);
+    int *master = malloc(R * sizeof *master);
+    if (!bound || !master) {
+        free(bound);
+        free(master);
+        atomic_store(&op->parts_left, 1);
+        pull_part_done(op, LOOM_ENOMEM);
+        return;
     }
+    pthread_mutex_lock(&t->mu); /* a failover may move ranges meanwhile */
+    memcpy(master, t->master, R * sizeof *master);
+    pthread_mutex_unlock(&t->mu);
+    range_bounds(t, op->uniq ? op->miss_keys : NULL, op->begin, total, bound);
+    unsigned parts = 0;
+    for (size_t rg = 0; rg < R; rg++) parts += chunks(t, bound[rg + 1] - bound[rg]);
     /* +1 so that a fast reply cannot finish the op while we still send. */
     atomic_store(&op->parts_left, parts + 1);
     size_t max_rows = chunk_rows(t);
-    for (int s = 0; s < S; s++)
-        for (size_t lo = bound[s]; lo < bound[s + 1]; lo += max_rows)
-            send_pull(op, s, lo, bound[s + 1] - lo < max_rows ? bound[s + 1] - lo : max_rows,
+    for (size_t rg = 0; rg < R; rg++) {
+        int s = master[rg];
+        for (size_t lo = bound[rg]; lo < bound[rg + 1]; lo += max_rows)
+            send_pull(op, s, lo, bound[rg + 1] - lo < max_rows ? bound[rg + 1] - lo : max_rows,
                       required, 0);
+    }
+    free(bound);
+    free(master);
     pull_part_done(op, 0);
 }
 
@@ -1202,8 +1257,7 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
         /* A stale row of known version: offer it as held, its copy ready in
          * rows in case the server says it did not change. */
         if (cached && t->c_version[slot] && !t->pull_dense &&
-            !own_write_to(t, ps_server_of(&t->def.opts, server_count(t), op->uniq[i]),
-                          op->uniq[i]) &&
+            !own_write_to(t, server_of(t, op->uniq[i]), op->uniq[i]) &&
             (op->held || (op->held = calloc(op->nuniq / 8 + 1, 1)))) {
             op->held[op->nmiss / 8] |= (uint8_t)(1u << (op->nmiss % 8));
             if (!op->since || t->c_version[slot] < op->since) op->since = t->c_version[slot];
@@ -1338,6 +1392,9 @@ static void table_free(loom_table *t)
     free(t->b_rel);
     free(t->ifl_head);
     free(t->ifl_tail);
+    free(t->durable);
+    free(t->master);
+    ps_ring_free(&t->ring);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -1387,11 +1444,17 @@ static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_t
     t->managed = def->opts.priority != LOOM_PRIORITY_NONE && def->opts.consistency != LOOM_BSP;
     t->ifl_head = calloc((size_t)c->num_servers, sizeof *t->ifl_head);
     t->ifl_tail = calloc((size_t)c->num_servers, sizeof *t->ifl_tail);
-    if (!t->ifl_head || !t->ifl_tail || u64map_init(&t->cache_idx, 1024) ||
-        u64map_init(&t->buf_idx, 1024) || table_chains(t)) {
+    t->durable = calloc((size_t)c->num_servers, sizeof *t->durable);
+    if (!t->ifl_head || !t->ifl_tail || !t->durable || u64map_init(&t->cache_idx, 1024) ||
+        u64map_init(&t->buf_idx, 1024) || table_chains(t) ||
+        ps_ring_build(&t->ring, &def->opts, c->num_servers, c->replicas ? PS_RING_VNODES : 1,
+                      c->replicas) ||
+        !(t->master = malloc(t->ring.nranges * sizeof *t->master))) {
         table_free(t);
         return NULL;
     }
+    for (size_t rg = 0; rg < t->ring.nranges; rg++)
+        t->master[rg] = ps_ring_master(&t->ring, rg, c->dead);
     return t;
 }
 
@@ -1752,7 +1815,7 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
     for (size_t i = 0; i < count; i++) {
         uint64_t key;
         memcpy(&key, kp + i * 8, 8);
-        if (!key_in_table(t, key) || ps_server_of(&t->def.opts, server_count(t), key) != rank) {
+        if (!key_in_table(t, key) || server_of(t, key) != rank) {
             node_drop(n, m, "row push of a key the server does not hold");
             return;
         }
@@ -1801,7 +1864,106 @@ static void client_destroy(void *state)
     }
     comm_mgr_destroy(&c->cm);
     pthread_mutex_destroy(&c->mu);
+    free(c->dead);
     free(c);
+}
+
+/* ---- failover (ring.h; docs/FAULTS.md) ---- */
+
+/* Server d died: its ranges have new masters; every push it had not yet
+ * reported as held by its replicas goes again, with its sequence number, to
+ * the new master of its range (which applies it only if its replica had not
+ * got it), at the tail of that server's in-flight list. Cached rows are
+ * dropped: their versions were the dead server's. Returns pushes resent. */
+static size_t failover_table(loom_table *t, int d)
+{
+    ps_client *c = t->client;
+    size_t resent = 0;
+    pthread_mutex_lock(&t->mu);
+    for (size_t rg = 0; rg < t->ring.nranges; rg++)
+        t->master[rg] = ps_ring_master(&t->ring, rg, c->dead);
+    cache_clear(t);
+    inflight *f = t->ifl_head[d];
+    t->ifl_head[d] = t->ifl_tail[d] = NULL;
+    while (f) {
+        inflight *next = f->next;
+        f->next = NULL;
+        if (!f->n || !f->vals) { /* nothing to apply: an empty flush message */
+            if (!f->ts_done) node_ts_done(t->node, f->ts, 0);
+            sbuf_unref(f->hold);
+            free(f);
+            f = next;
+            continue;
+        }
+        int s = server_of(t, f->keys ? f->keys[0] : f->begin);
+        if (t->ifl_tail[s])
+            t->ifl_tail[s]->next = f;
+        else
+            t->ifl_head[s] = f;
+        t->ifl_tail[s] = f;
+        f->ts_done = f->ts_done || f->acked;
+        f->acked = 0;
+        msg_header h = {.type = MSG_PUSH, .table = t->id, .req = f->seq, .clock = f->clock};
+        node_frame frames[2];
+        size_t nf = 0;
+        if (f->keys)
+            frames[nf++] = (node_frame){f->keys, f->n * 8, f->hold ? sbuf_free_frame : NULL,
+                                        sbuf_ref(f->hold), 0};
+        else {
+            h.flags = MSG_F_RANGE;
+            h.a = f->begin;
+            h.b = f->begin + f->n;
+        }
+        frames[nf++] = (node_frame){f->vals, f->n * t->row_bytes, f->hold ? sbuf_free_frame : NULL,
+                                    sbuf_ref(f->hold), 0};
+        node_send(t->node, node_server_id(c->num_servers, s), &h, frames, nf);
+        resent++;
+        f = next;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return resent;
+}
+
+/* The node's failover hook (node_set_failover): server `id` died. */
+static int client_failover(loom_node *n, void *ctx, uint32_t id)
+{
+    ps_client *c = ctx;
+    if (!ps_survives(n, c->replicas, c->dead, id)) return 0;
+    int d;
+    node_peer_role(n, id, &d);
+    pthread_mutex_lock(&c->mu);
+    size_t ntables = c->nopened;
+    loom_table **tables = malloc((ntables ? ntables : 1) * sizeof *tables);
+    if (tables && ntables) memcpy(tables, c->opened, ntables * sizeof *tables);
+    /* Pull parts waiting for the dead server: taken now, asked again below. */
+    size_t nmoved = 0;
+    pull_slot *moved = malloc((c->nslots ? c->nslots : 1) * sizeof *moved);
+    for (uint32_t i = 0; moved && i < c->nslots; i++) {
+        if (!c->slots[i].req || c->slots[i].server != d) continue;
+        moved[nmoved++] = c->slots[i];
+        c->slots[i] = (pull_slot){.next_free = c->free_head};
+        c->free_head = i;
+    }
+    pthread_mutex_unlock(&c->mu);
+    size_t resent = 0;
+    for (size_t i = 0; tables && i < ntables; i++) resent += failover_table(tables[i], d);
+    for (size_t i = 0; i < nmoved; i++) {
+        pull_op *op = moved[i].op;
+        loom_table *t = op->t;
+        uint64_t key = op->uniq ? op->miss_keys[moved[i].first] : op->begin + moved[i].first;
+        pthread_mutex_lock(&t->mu);
+        int s = server_of(t, key);
+        pthread_mutex_unlock(&t->mu);
+        send_pull(op, s, moved[i].first, moved[i].count, required_clock(t, op->fetch_clock), 0);
+    }
+    if (!tables || !moved)
+        log_error("out of memory redirecting requests after server %d died: the job may stall", d);
+    else
+        log_warn("server %d died: %zu pushes and %zu pulls sent again to its ranges' replicas", d,
+                 resent, nmoved);
+    free(tables);
+    free(moved);
+    return 1;
 }
 
 int ps_client_attach(loom_node *n)
@@ -1810,6 +1972,16 @@ int ps_client_attach(loom_node *n)
     if (!c) return LOOM_ENOMEM;
     c->node = n;
     c->num_servers = loom_num_servers(n);
+    int rc = c->num_servers ? ps_replicas_from_env(c->num_servers, &c->replicas) : 0;
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    c->dead = calloc((size_t)(c->num_servers ? c->num_servers : 1), 1);
+    if (!c->dead) {
+        free(c);
+        return LOOM_ENOMEM;
+    }
     c->free_head = NO_SLOT;
     c->gate = -1;
     pthread_mutex_init(&c->mu, NULL);
@@ -1822,5 +1994,6 @@ int ps_client_attach(loom_node *n)
     node_set_handler(n, MSG_PULL_REPLY, on_pull_reply, c);
     node_set_handler(n, MSG_PULL_REPLY_ENC, on_pull_reply_enc, c);
     node_set_handler(n, MSG_MIN_CLOCK, on_min_clock, c);
+    node_set_failover(n, client_failover, c);
     return 0;
 }

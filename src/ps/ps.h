@@ -93,6 +93,13 @@ int ps_snapshot_read(const void *data, size_t len, ps_table_def *def,
  * the role's part (registry.c, server.c or client.c) and registers its
  * message handlers; it runs before the node's I/O thread starts. */
 int ps_attach(loom_node *n);
+/* The job's replicas per key range from LOOM_REPLICAS (unset: 0): 0, or
+ * LOOM_ECONFIG (logged) when it is not a number below num_servers. */
+int ps_replicas_from_env(int num_servers, int *replicas);
+/* Whether the job goes on without node `id`: a server, while no more than
+ * `replicas` servers have died (dead[rank] per server, set here when so).
+ * Every role decides the same way, so all agree on which ranges moved. */
+int ps_survives(loom_node *n, int replicas, uint8_t *dead, uint32_t id);
 int ps_registry_attach(loom_node *n);
 int ps_server_attach(loom_node *n);
 int ps_client_attach(loom_node *n);

@@ -38,7 +38,17 @@ typedef struct registry {
     uint32_t ntables;
     int64_t *clock; /* per worker rank */
     int64_t min_clock;
+    int replicas;  /* LOOM_REPLICAS */
+    uint8_t *dead; /* per server rank: died, and the job went on (ps_survives) */
 } registry;
+
+/* The node's failover hook: the scheduler lets the job go on without a dead
+ * server while its ranges have live replicas (docs/FAULTS.md). */
+static int registry_failover(loom_node *n, void *ctx, uint32_t id)
+{
+    registry *r = ctx;
+    return ps_survives(n, r->replicas, r->dead, id);
+}
 
 static void answer(loom_node *n, uint32_t worker, uint64_t req, uint32_t table, int status)
 {
@@ -189,6 +199,7 @@ static void registry_destroy(void *state)
         free(r->tables[i]);
     }
     free(r->clock);
+    free(r->dead);
     free(r);
 }
 
@@ -200,10 +211,16 @@ int ps_registry_attach(loom_node *n)
     r->num_servers = loom_num_servers(n);
     r->num_workers = loom_num_workers(n);
     r->clock = calloc((size_t)r->num_workers, sizeof *r->clock);
-    if (!r->clock) {
+    r->dead = calloc((size_t)(r->num_servers ? r->num_servers : 1), 1);
+    int rc = r->clock && r->dead ? 0 : LOOM_ENOMEM;
+    if (!rc && r->num_servers) rc = ps_replicas_from_env(r->num_servers, &r->replicas);
+    if (rc) {
+        free(r->clock);
+        free(r->dead);
         free(r);
-        return LOOM_ENOMEM;
+        return rc;
     }
+    node_set_failover(n, registry_failover, r);
     node_set_layer(n, NODE_LAYER_PS, r, registry_destroy);
     node_set_handler(n, MSG_TABLE_OPEN, on_table_open, r);
     node_set_handler(n, MSG_TABLE_CREATED, on_table_created, r);

@@ -1,6 +1,10 @@
 /* server: a server's partitions of every table, and the clock rule for reads.
  *
- * Server r holds slice r of each table's key range (ps_slice_start). Pushes
+ * A table's key range lies on a ring of virtual servers (ring.h): a server
+ * holds the ranges it is master of and, with replicas, copies of the ranges
+ * of the servers before it, each range a part with its own rows; every push
+ * or pull names keys of one range. Without replicas a server holds one range,
+ * slice r of the key range (ps_slice_start). Pushes
  * are applied at once, in arrival order, through the table's updater; the
  * acknowledgement echoes the push's sequence number. Each worker reports the
  * clocks it completed (CLOCK, sent after that clock's pushes on the same
@@ -67,6 +71,7 @@
 #include "ps/comm.h"
 #include "ps/filter.h"
 #include "ps/ps.h"
+#include "ps/ring.h"
 #include "ps/rowops.h"
 #include "ps/storage.h"
 #include "ps/updater_impl.h"
@@ -81,17 +86,31 @@ typedef struct staged {
     uint8_t *vals;
     size_t n;
     int worker;
+    size_t part; /* the part its keys lie in */
     struct staged *next;
 } staged;
+
+/* One range of the ring this server holds: its rows. */
+typedef struct srv_part {
+    size_t range; /* index in the table's ring */
+    uint64_t lo;  /* first key */
+    ps_u128 hi;   /* one past the last */
+    ps_store *store;
+    uint64_t *dense_ver; /* dense storage: each row's version (see the top of the file) */
+    uint64_t *applied;   /* per worker rank: last push sequence applied to this range */
+} srv_part;
 
 typedef struct srv_table {
     ps_table_def def;
     ps_updater upd;
-    ps_store *store;
-    uint64_t lo; /* first key of this partition */
-    ps_u128 hi;  /* one past the last */
+    ps_ring ring;
+    srv_part *parts; /* the ranges this server holds, in key order */
+    size_t nparts;
+    size_t *part_of;  /* per ring range: its index in parts, or NO_PART */
+    size_t held_rows; /* keys in all parts (saturating): the most a push may carry */
     size_t row_bytes;
     uint64_t *applied;                 /* per worker rank: last push sequence applied */
+    uint64_t *durable;                 /* with replicas: ... whose rows the replicas hold */
     staged *staged_head, *staged_tail; /* BSP: pushes of unfinished clocks, in arrival order */
     staged *held_head, *held_tail;     /* other tables: pushes past the next checkpoint's cut */
     /* filter chains per worker rank: decoding its pushes, encoding its replies */
@@ -101,7 +120,6 @@ typedef struct srv_table {
     int pull_dense;          /* the pull spec forces dense rows: sparseness alone does not count */
     /* row versions (see the top of the file) */
     uint64_t version;
-    uint64_t *dense_ver;
     /* sparse storage: from the first PULL_SINCE on (ver_floor: the version
      * then, which every row not written since counts as) */
     int ver_tracked;
@@ -132,9 +150,29 @@ typedef struct deferred {
     struct deferred *next;
 } deferred;
 
+/* A replication round (see "replication" below): REPL messages still to be
+ * acknowledged per server, and what t->applied was when the round was cut. */
+typedef struct repl_round {
+    uint64_t round;
+    uint32_t *waiting; /* per server rank */
+    size_t nwaiting;
+    uint64_t *applied; /* per table id < cap, per worker */
+    uint32_t cap;
+    struct repl_round *next;
+} repl_round;
+
+/* A push acknowledgement held until the replicas hold the push. */
+typedef struct held_ack {
+    uint32_t to, table;
+    uint64_t req, applied, round;
+    int status;
+    struct held_ack *next;
+} held_ack;
+
 typedef struct server {
     loom_node *node;
     int num_servers, num_workers;
+    int replicas; /* copies of each range on other servers (LOOM_REPLICAS) */
     srv_table **tables;
     uint32_t cap;
     int64_t *clock; /* per worker rank */
@@ -151,11 +189,41 @@ typedef struct server {
     comm_mgr cm;         /* the budget and the ack window */
     uint64_t push_id;    /* ROWS_PUSH messages sent */
     uint32_t next_table; /* comm_tick: the managed table to serve next */
+    /* replication */
+    int repl_due;        /* rows changed since the last round */
+    uint64_t rounds_cut; /* the last round's number */
+    repl_round *rounds, *rounds_tail;
+    held_ack *acks, *acks_tail; /* in the order the pushes arrived */
+    uint8_t *dead;              /* per server rank: declared dead (failover) */
+    uint64_t repl_bytes;        /* REPL bytes sent (also in loom_stats) */
+    uint64_t naive_bytes;       /* what forwarding every push would have sent */
+    uint64_t duplicates;        /* pushes sent again after a failover, not applied twice */
 } server;
+
+#define NO_PART SIZE_MAX
 
 static srv_table *table_of(server *s, uint32_t id)
 {
     return id < s->cap ? s->tables[id] : NULL;
+}
+
+/* The part holding key, or NULL if this server holds no copy of its range. */
+static srv_part *part_of_key(srv_table *t, uint64_t key)
+{
+    if (key < t->def.opts.key_begin || (ps_u128)key >= ps_key_end(&t->def.opts)) return NULL;
+    size_t i = t->part_of[ps_ring_range_of(&t->ring, key)];
+    return i == NO_PART ? NULL : &t->parts[i];
+}
+
+/* How many live replicas part p has if this server is its master (else 0). */
+static int live_replicas(server *s, srv_table *t, srv_part *p)
+{
+    int n = 0, rank = loom_rank(s->node);
+    for (int i = 0; i <= s->replicas; i++) {
+        int h = ps_ring_holder(&t->ring, p->range, i);
+        n += h != rank && !s->dead[h];
+    }
+    return ps_ring_master(&t->ring, p->range, s->dead) == rank ? n : 0;
 }
 
 /* Payload frames may start at any address (ZeroMQ receives large messages
@@ -186,9 +254,9 @@ static int worker_rank(server *s, uint32_t from)
 
 /* ---- row versions ---- */
 
-static uint64_t row_version(srv_table *t, uint64_t key)
+static uint64_t row_version(srv_table *t, srv_part *p, uint64_t key)
 {
-    if (t->dense_ver) return t->dense_ver[key - t->lo];
+    if (p->dense_ver) return p->dense_ver[key - p->lo];
     uint32_t slot;
     return u64map_get(&t->ver_idx, key, &slot) ? t->sparse_ver[slot] : t->ver_floor;
 }
@@ -198,16 +266,16 @@ static uint64_t row_version(srv_table *t, uint64_t key)
  * it have pull filters) does not pay a map insert per new row. */
 static void track_versions(srv_table *t)
 {
-    if (t->dense_ver || t->ver_tracked) return;
+    if (t->def.opts.storage == LOOM_DENSE || t->ver_tracked) return;
     t->ver_tracked = 1;
     t->ver_floor = t->version;
 }
 
 /* Row key changed in the push numbered t->version. */
-static int mark_changed(srv_table *t, uint64_t key)
+static int mark_changed(srv_table *t, srv_part *p, uint64_t key)
 {
-    if (t->dense_ver) {
-        t->dense_ver[key - t->lo] = t->version;
+    if (p->dense_ver) {
+        p->dense_ver[key - p->lo] = t->version;
         return 0;
     }
     if (!t->ver_tracked) return 0;
@@ -258,14 +326,21 @@ static void table_destroy(srv_table *t, int num_workers)
     }
     free(t->push_dec);
     free(t->pull_enc);
+    for (size_t i = 0; i < t->nparts; i++) {
+        free(t->parts[i].dense_ver);
+        free(t->parts[i].applied);
+        store_destroy(t->parts[i].store);
+    }
+    free(t->parts);
+    free(t->part_of);
+    ps_ring_free(&t->ring);
     free(t->keys_dec);
-    free(t->dense_ver);
     u64map_free(&t->ver_idx);
     free(t->sparse_ver);
     if (t->rows) comm_rowset_free(t->rows);
     free(t->rows);
-    store_destroy(t->store);
     free(t->applied);
+    free(t->durable);
     free(t);
 }
 
@@ -282,9 +357,10 @@ static int table_prepare_wire(server *s, srv_table *t)
     t->pull_dense = pull.rows == FILTER_ROWS_DENSE;
     t->version = 1;
     if (u64map_init(&t->ver_idx, 64)) return LOOM_ENOMEM;
-    if (o->storage == LOOM_DENSE && t->lo < t->hi) {
-        t->dense_ver = calloc((size_t)(t->hi - t->lo), sizeof *t->dense_ver);
-        if (!t->dense_ver) return LOOM_ENOMEM;
+    for (size_t i = 0; o->storage == LOOM_DENSE && i < t->nparts; i++) {
+        srv_part *p = &t->parts[i];
+        p->dense_ver = calloc((size_t)(p->hi - p->lo), sizeof *p->dense_ver);
+        if (!p->dense_ver) return LOOM_ENOMEM;
     }
     t->push_dec = calloc((size_t)s->num_workers, sizeof *t->push_dec);
     t->pull_enc = calloc((size_t)s->num_workers, sizeof *t->pull_enc);
@@ -303,6 +379,47 @@ static int table_prepare_wire(server *s, srv_table *t)
             rc =
                 filter_chain_create(&keys, FILTER_PULL, o->type, 0, seed, &t->keys_dec[w], NULL, 0);
         if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The table's ring, and a part with rows for every range server `rank` holds. */
+static int create_parts(server *s, srv_table *t, int rank)
+{
+    const loom_table_opts *o = &t->def.opts;
+    int rc =
+        ps_ring_build(&t->ring, o, s->num_servers, s->replicas ? PS_RING_VNODES : 1, s->replicas);
+    if (rc) return rc;
+    t->part_of = malloc(t->ring.nranges * sizeof *t->part_of);
+    t->parts = calloc(t->ring.nranges, sizeof *t->parts);
+    if (!t->part_of || !t->parts) return LOOM_ENOMEM;
+    for (size_t rg = 0; rg < t->ring.nranges; rg++) {
+        t->part_of[rg] = NO_PART;
+        if (!ps_ring_holds(&t->ring, rg, rank)) continue;
+        srv_part *p = &t->parts[t->nparts];
+        p->range = rg;
+        p->lo = (uint64_t)t->ring.start[rg];
+        p->hi = t->ring.start[rg + 1];
+        ps_store_spec spec = {
+            .type = o->type,
+            .width = o->width,
+            .state_per_value = t->upd.state_per_value,
+            .storage = o->storage,
+            .begin = p->lo,
+            .end = p->hi >> 64 ? 0 : (uint64_t)p->hi,
+            .init = o->init,
+            .init_a = o->init_a,
+            .init_b = o->init_b,
+            .init_seed = o->init_seed,
+        };
+        p->applied = calloc((size_t)s->num_workers, sizeof *p->applied);
+        rc = p->applied ? store_create(&spec, &p->store) : LOOM_ENOMEM;
+        /* Changed rows are what a checkpoint or a replication round sends. */
+        if (!rc && (s->ckpt.every || s->replicas)) rc = store_track_changes(p->store);
+        if (rc) return rc;
+        t->part_of[rg] = t->nparts++;
+        ps_u128 rows = p->hi - p->lo;
+        t->held_rows = rows > SIZE_MAX - t->held_rows ? SIZE_MAX : t->held_rows + (size_t)rows;
     }
     return 0;
 }
@@ -329,33 +446,17 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
     loom_table_opts *o = &t->def.opts;
     ps_def_fix_pointers(&t->def);
     int rank = loom_rank(n);
-    ps_u128 lo = ps_slice_start(o, s->num_servers, rank);
-    t->hi = ps_slice_start(o, s->num_servers, rank + 1);
-    t->lo = (uint64_t)lo;
     t->row_bytes = (size_t)o->width * loom_type_size(o->type);
     t->applied = calloc((size_t)s->num_workers, sizeof *t->applied);
-    status = t->applied ? updater_resolve(t->def.updater, o->type, &t->upd) : LOOM_ENOMEM;
-    if (!status && lo < t->hi) {
-        ps_store_spec spec = {
-            .type = o->type,
-            .width = o->width,
-            .state_per_value = t->upd.state_per_value,
-            .storage = o->storage,
-            .begin = t->lo,
-            .end = t->hi >> 64 ? 0 : (uint64_t)t->hi,
-            .init = o->init,
-            .init_a = o->init_a,
-            .init_b = o->init_b,
-            .init_seed = o->init_seed,
-        };
-        status = store_create(&spec, &t->store);
-        if (!status && s->ckpt.every) status = store_track_changes(t->store);
-    }
+    t->durable = calloc((size_t)s->num_workers, sizeof *t->durable);
+    status =
+        t->applied && t->durable ? updater_resolve(t->def.updater, o->type, &t->upd) : LOOM_ENOMEM;
+    if (!status) status = create_parts(s, t, rank);
     /* The wire state first: restored rows get the row version of the restore. */
     if (!status) status = table_prepare_wire(s, t);
     if (!status && s->ckpt.restore) {
         status = s->ckpt.restore(s->ckpt.ctx, &t->def, t);
-        if (!status && t->store) store_forget_changes(t->store);
+        for (size_t i = 0; !status && i < t->nparts; i++) store_forget_changes(t->parts[i].store);
     }
     if (status) {
         log_error("cannot create table \"%s\": %s", t->def.name, loom_strerror(status));
@@ -392,25 +493,31 @@ reply:;
 
 /* ---- requests ---- */
 
-/* Check a request's keys (or range) against the partition. Sets *keys (NULL
- * for a range) and *count. Returns 0 or a reason to drop. */
-/* Why keys do not all belong to this partition, or NULL. */
-static const char *keys_outside(const srv_table *t, const uint64_t *k, uint64_t n)
+/* Check that keys (or the range [begin, begin + count) when keys is NULL)
+ * lie in one range this server holds; sets *part. */
+static const char *check_part(srv_table *t, const uint64_t *keys, uint64_t begin, uint64_t count,
+                              srv_part **part)
 {
-    for (uint64_t i = 0; i < n; i++)
-        if (k[i] < t->lo || (ps_u128)k[i] >= t->hi) return "key outside this server's partition";
+    srv_part *p = part_of_key(t, keys ? keys[0] : begin);
+    if (!p) return "key outside this server's partition";
+    if (!keys && (ps_u128)begin + count > p->hi) return "range outside this server's partition";
+    for (uint64_t i = 0; keys && i < count; i++)
+        if (keys[i] < p->lo || (ps_u128)keys[i] >= p->hi)
+            return "key outside this server's partition";
+    *part = p;
     return NULL;
 }
 
+/* Check a request's keys (or range) against the partition. Sets *keys (NULL
+ * for a range), *count and *part. Returns 0 or a reason to drop. */
 static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_frame,
-                              const uint64_t **keys, uint64_t *count)
+                              const uint64_t **keys, uint64_t *count, srv_part **part)
 {
     if (m->h.flags & MSG_F_RANGE) {
-        if (m->h.a >= m->h.b || m->h.a < t->lo || (ps_u128)m->h.b > t->hi)
-            return "range outside this server's partition";
+        if (m->h.a >= m->h.b) return "range outside this server's partition";
         *keys = NULL;
         *count = m->h.b - m->h.a;
-        return NULL;
+        return check_part(t, NULL, m->h.a, *count, part);
     }
     size_t len = node_frame_size(m, keys_frame);
     if (len == 0 || len % 8) return "key frame size is not a positive multiple of 8";
@@ -418,7 +525,7 @@ static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_
     if (!k) return "out of memory";
     *count = len / 8;
     *keys = k;
-    return keys_outside(t, k, *count);
+    return check_part(t, k, 0, *count, part);
 }
 
 /* The first checkpoint clock after the min clock (local clocks; INT64_MAX: none). */
@@ -431,7 +538,7 @@ static int64_t next_cut(const server *s)
 
 /* Managed tables: rows a push is about to change, with the magnitudes of
  * their deltas against their current values (comm.h); the timer pushes them. */
-static void note_changes(server *s, srv_table *t, const uint64_t *keys, uint64_t begin,
+static void note_changes(server *s, srv_table *t, srv_part *p, const uint64_t *keys, uint64_t begin,
                          const uint8_t *vals, size_t count)
 {
     size_t before = t->rows->ndirty;
@@ -439,7 +546,7 @@ static void note_changes(server *s, srv_table *t, const uint64_t *keys, uint64_t
     for (size_t i = 0; value && i < count; i++) {
         uint64_t key = keys ? keys[i] : begin + i;
         double abs, rel;
-        store_read(t->store, key, value);
+        store_read(p->store, key, value);
         comm_row_magnitude(t->def.opts.type, t->def.opts.width, vals + i * t->row_bytes, value,
                            &abs, &rel);
         comm_rowset_changed(t->rows, key, abs, rel);
@@ -448,36 +555,50 @@ static void note_changes(server *s, srv_table *t, const uint64_t *keys, uint64_t
     if (!before && t->rows->ndirty) node_timer_poke(s->node, NODE_LAYER_PS);
 }
 
-/* Apply validated delta rows (keys, or the range from `begin` when keys is
- * NULL) through the table's updater, as push number `seq` of worker w. */
-static int apply_rows(server *s, srv_table *t, const uint64_t *keys, uint64_t begin,
+/* Apply validated delta rows of part p (keys, or the range from `begin` when
+ * keys is NULL) through the table's updater, as push number `seq` of worker w. */
+static int apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys, uint64_t begin,
                       const uint8_t *vals, uint64_t count, int w, uint64_t seq)
 {
-    if (t->rows) note_changes(s, t, keys, begin, vals, (size_t)count);
-    t->applied[w] = seq;
+    /* A push sent again after a failover whose rows this range already holds
+     * (its replica got them from the dead master): applied once, not twice.
+     * Otherwise a worker's pushes reach a range in sequence order (without
+     * replicas nothing is sent again, and nothing is checked). */
+    if (s->replicas && count && seq <= p->applied[w]) {
+        s->duplicates++;
+        return 0;
+    }
+    if (!s->replicas || seq > t->applied[w]) t->applied[w] = seq; /* a resent one may be older */
     t->version++;
+    if (!count) return 0; /* an empty push (a flush releasing what a filter held) */
+    p->applied[w] = seq;
+    if (s->replicas) {
+        s->repl_due = 1;
+        s->naive_bytes += (uint64_t)live_replicas(s, t, p) * count * (8 + t->row_bytes);
+    }
+    if (t->rows) note_changes(s, t, p, keys, begin, vals, (size_t)count);
     int status = 0;
-    for (uint64_t i = 0; i < count && !status && (t->dense_ver || t->ver_tracked); i++)
-        status = mark_changed(t, keys ? keys[i] : begin + i);
+    for (uint64_t i = 0; i < count && !status && (p->dense_ver || t->ver_tracked); i++)
+        status = mark_changed(t, p, keys ? keys[i] : begin + i);
     if (status) return status;
     const loom_table_opts *o = &t->def.opts;
-    uint8_t *dense = store_dense_rows(t->store);
+    uint8_t *dense = store_dense_rows(p->store);
     if (dense && t->upd.kind == UPD_SUM) {
         /* The common case as one tight loop over the message. */
         if (keys) {
-            rows_add_indexed(o->type, o->width, dense, t->lo, keys, (size_t)count, vals);
-            store_mark_changed(t->store, keys, (size_t)count);
+            rows_add_indexed(o->type, o->width, dense, p->lo, keys, (size_t)count, vals);
+            store_mark_changed(p->store, keys, (size_t)count);
         } else {
-            rows_add(o->type, dense + (size_t)(begin - t->lo) * t->row_bytes, vals,
+            rows_add(o->type, dense + (size_t)(begin - p->lo) * t->row_bytes, vals,
                      (size_t)count * o->width);
-            store_mark_changed_range(t->store, begin, begin + count);
+            store_mark_changed_range(p->store, begin, begin + count);
         }
         return 0;
     }
     for (uint64_t i = 0; i < count; i++) {
         uint64_t key = keys ? keys[i] : begin + i;
         void *state;
-        void *row = store_row(t->store, key, &state);
+        void *row = store_row(p->store, key, &state);
         if (!row) {
             status = LOOM_ENOMEM;
             break;
@@ -487,15 +608,15 @@ static int apply_rows(server *s, srv_table *t, const uint64_t *keys, uint64_t be
     return status;
 }
 
-/* Apply a validated plain push. */
-static int apply_push(server *s, srv_table *t, node_msg *m, int w)
+/* Apply a validated plain push to part p. */
+static int apply_push(server *s, srv_table *t, srv_part *p, node_msg *m, int w)
 {
     int range = (m->h.flags & MSG_F_RANGE) != 0;
     const uint64_t *keys = range ? NULL : aligned_payload(s, m, 0, 0);
     const uint8_t *vals = aligned_payload(s, m, range ? 0 : 1, 1);
     if ((!range && !keys) || !vals) return LOOM_ENOMEM;
     uint64_t count = node_frame_size(m, range ? 0 : 1) / t->row_bytes;
-    return apply_rows(s, t, keys, m->h.a, vals, count, w, m->h.req);
+    return apply_rows(s, t, p, keys, m->h.a, vals, count, w, m->h.req);
 }
 
 /* A push of clock `clock` into a BSP table waits for the clock to end everywhere. */
@@ -512,11 +633,12 @@ static int must_hold(server *s, srv_table *t, int64_t clock)
 }
 
 /* A new entry at the tail of a staged or held list. */
-static staged *enqueue(staged **head, staged **tail, int w)
+static staged *enqueue(staged **head, staged **tail, int w, size_t part)
 {
     staged *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     st->worker = w;
+    st->part = part;
     if (*tail)
         (*tail)->next = st;
     else
@@ -528,18 +650,57 @@ static staged *enqueue(staged **head, staged **tail, int w)
 /* Apply a staged or held push, decoded or kept as it arrived. */
 static int apply_entry(server *s, srv_table *t, staged *st)
 {
-    return st->keys ? apply_rows(s, t, st->keys, 0, st->vals, st->n, st->worker, st->m.h.req)
-                    : apply_push(s, t, &st->m, st->worker);
+    srv_part *p = &t->parts[st->part];
+    return st->keys ? apply_rows(s, t, p, st->keys, 0, st->vals, st->n, st->worker, st->m.h.req)
+                    : apply_push(s, t, p, &st->m, st->worker);
 }
 
+/* What an acknowledgement of push `req` says was applied from worker w: a
+ * push sent again after a failover may be older than others applied here. */
+static uint64_t applied_upto(server *s, srv_table *t, int w, uint64_t req)
+{
+    return s->replicas && t->applied[w] > req ? req : t->applied[w];
+}
+
+static void ack_now(server *s, srv_table *t, uint32_t to, uint32_t table, uint64_t req, int status,
+                    uint64_t applied)
+{
+    int w = worker_rank(s, to);
+    msg_header h = {.type = MSG_PUSH_ACK,
+                    .table = table,
+                    .req = req,
+                    .clock = s->replicas && w >= 0 ? (int64_t)t->durable[w] : 0,
+                    .a = (uint64_t)status,
+                    .b = applied};
+    node_send(s->node, to, &h, NULL, 0);
+}
+
+/* Acknowledge a push. With replicas, a push applied at once (every table but
+ * BSP ones) is acknowledged only after the replication round that carries its
+ * rows (so an acknowledged push survives this server); acknowledgements keep
+ * their order, so every one of such a table waits its turn. A BSP push is
+ * acknowledged on arrival, as staged: its worker keeps it until an
+ * acknowledgement says the replicas hold it (h.clock). */
 static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int status)
 {
-    msg_header h = {.type = MSG_PUSH_ACK,
-                    .table = m->h.table,
-                    .req = m->h.req,
-                    .a = (uint64_t)status,
-                    .b = t->applied[w]};
-    node_send(s->node, m->from, &h, NULL, 0);
+    if (s->replicas && t->def.opts.consistency != LOOM_BSP) {
+        held_ack *a = calloc(1, sizeof *a);
+        if (a) {
+            *a =
+                (held_ack){m->from,           m->h.table, m->h.req, applied_upto(s, t, w, m->h.req),
+                           s->rounds_cut + 1, status,     NULL};
+            if (s->acks_tail)
+                s->acks_tail->next = a;
+            else
+                s->acks = a;
+            s->acks_tail = a;
+            s->repl_due = 1;
+            node_timer_poke(s->node, NODE_LAYER_PS);
+            return;
+        }
+        status = status ? status : LOOM_ENOMEM; /* said at once rather than never */
+    }
+    ack_now(s, t, m->from, m->h.table, m->h.req, status, applied_upto(s, t, w, m->h.req));
 }
 
 static void on_push(loom_node *n, void *ctx, node_msg *m)
@@ -554,7 +715,8 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
     }
     const uint64_t *keys;
     uint64_t count;
-    const char *bad = check_keys(s, t, m, 0, &keys, &count);
+    srv_part *p;
+    const char *bad = check_keys(s, t, m, 0, &keys, &count, &p);
     if (!bad && (count > SIZE_MAX / t->row_bytes ||
                  node_frame_size(m, range ? 0 : 1) != count * t->row_bytes))
         bad = "value frame size does not match the keys";
@@ -565,8 +727,9 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
     int status = 0;
     int hold = must_hold(s, t, m->h.clock);
     if (hold || must_stage(s, t, m->h.clock)) {
-        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w)
-                          : enqueue(&t->staged_head, &t->staged_tail, w);
+        size_t part = (size_t)(p - t->parts);
+        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w, part)
+                          : enqueue(&t->staged_head, &t->staged_tail, w, part);
         if (!st) {
             status = LOOM_ENOMEM;
         } else {
@@ -574,7 +737,7 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
             if (hold) return; /* acknowledged once applied, after the cut */
         }
     } else {
-        status = apply_push(s, t, m, w);
+        status = apply_push(s, t, p, m, w);
     }
     send_push_ack(s, t, m, w, status);
 }
@@ -597,19 +760,18 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
     uint64_t *keys, digest;
     void *vals;
     size_t count;
-    size_t slice = t->hi - t->lo > SIZE_MAX ? SIZE_MAX : (size_t)(t->hi - t->lo);
     int status = filter_chain_decode(t->push_dec[w], node_frame_data(m, 0), node_frame_size(m, 0),
-                                     slice, &keys, &vals, &count, &digest);
+                                     t->held_rows, &keys, &vals, &count, &digest);
     const char *bad = status ? "filtered push refused by its filter chain" : NULL;
-    for (size_t i = 0; !bad && i < count; i++)
-        if (keys[i] < t->lo || (ps_u128)keys[i] >= t->hi)
-            bad = "key outside this server's partition";
+    srv_part *p = NULL;
+    if (!bad && count) bad = check_part(t, keys, 0, count, &p);
     if (bad) {
         node_drop(n, m, bad);
         if (!status) status = LOOM_EPROTO;
     } else if ((hold = must_hold(s, t, m->h.clock)) || must_stage(s, t, m->h.clock)) {
-        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w)
-                          : enqueue(&t->staged_head, &t->staged_tail, w);
+        size_t part = p ? (size_t)(p - t->parts) : 0; /* an empty push touches no part */
+        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w, part)
+                          : enqueue(&t->staged_head, &t->staged_tail, w, part);
         if (st) {
             st->keys = keys;
             st->vals = vals;
@@ -623,7 +785,7 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
             status = LOOM_ENOMEM;
         }
     } else {
-        status = apply_rows(s, t, keys, 0, vals, count, w, m->h.req);
+        status = apply_rows(s, t, p, keys, 0, vals, count, w, m->h.req);
     }
     free(keys);
     free(vals);
@@ -691,18 +853,18 @@ static void free_reply(void *data, void *hint)
     if (!atomic_compare_exchange_strong(&s->spare, &none, b)) free(b);
 }
 
-/* Why a pull cannot be answered, or NULL; sets its keys (NULL: a range) and
- * count: dk's when its keys came encoded. */
+/* Why a pull cannot be answered, or NULL; sets its keys (NULL: a range),
+ * count (dk's when its keys came encoded) and part. */
 static const char *check_pull(server *s, srv_table *t, node_msg *m, const pull_keys *dk,
-                              const uint64_t **keys, uint64_t *count)
+                              const uint64_t **keys, uint64_t *count, srv_part **part)
 {
     const char *bad;
     if (dk->keys) {
         *keys = dk->keys;
         *count = dk->n;
-        bad = dk->n ? keys_outside(t, dk->keys, dk->n) : "empty key list";
+        bad = dk->n ? check_part(t, dk->keys, 0, dk->n, part) : "empty key list";
     } else {
-        bad = check_keys(s, t, m, 0, keys, count);
+        bad = check_keys(s, t, m, 0, keys, count, part);
     }
     /* The reply is one frame: within the job's limit (clients split larger pulls). */
     if (!bad && *count > node_max_payload(s->node) / t->row_bytes) bad = "pull too large";
@@ -728,8 +890,8 @@ static int reader_holds(node_msg *m, size_t i)
  * read into rows (one buffer per reply: this function owns it): leave out the
  * rows the reader holds and that have not changed since the version it names,
  * encode the others. 0, or the status to reply with. */
-static int answer_encoded(server *s, srv_table *t, node_msg *m, int w, const uint64_t *keys,
-                          uint64_t count, uint8_t *rows)
+static int answer_encoded(server *s, srv_table *t, srv_part *p, node_msg *m, int w,
+                          const uint64_t *keys, uint64_t count, uint8_t *rows)
 {
     uint64_t *sent = malloc(count ? count * 8 : 1);
     if (!sent) return LOOM_ENOMEM;
@@ -738,7 +900,7 @@ static int answer_encoded(server *s, srv_table *t, node_msg *m, int w, const uin
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {
         uint64_t key = keys ? keys[i] : m->h.a + i;
-        if (since && reader_holds(m, i) && row_version(t, key) <= m->h.a) continue;
+        if (since && reader_holds(m, i) && row_version(t, p, key) <= m->h.a) continue;
         if (n != i) memmove(rows + n * t->row_bytes, rows + i * t->row_bytes, t->row_bytes);
         sent[n++] = key;
     }
@@ -770,7 +932,8 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w, const pull_
 {
     const uint64_t *keys;
     uint64_t count;
-    const char *bad = check_pull(s, t, m, dk, &keys, &count);
+    srv_part *p;
+    const char *bad = check_pull(s, t, m, dk, &keys, &count, &p);
     if (bad) {
         node_drop(s->node, m, bad);
         return;
@@ -782,13 +945,13 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w, const pull_
     uint8_t *out = b ? b->data : NULL;
     int status = out ? 0 : LOOM_ENOMEM;
     if (out && keys)
-        store_read_many(t->store, keys, (size_t)count, out);
+        store_read_many(p->store, keys, (size_t)count, out);
     else if (out)
-        store_read_range(t->store, m->h.a, m->h.b, out);
+        store_read_range(p->store, m->h.a, m->h.b, out);
     if (out && (m->h.type == MSG_PULL_SINCE || t->pull_filtered ||
                 (!t->pull_dense && filter_sparse_pays(t->def.opts.type, t->def.opts.width, out,
                                                       (size_t)count, bytes)))) {
-        status = answer_encoded(s, t, m, w, keys, count, out);
+        status = answer_encoded(s, t, p, m, w, keys, count, out);
         free_reply(out, s);
         if (!status) return;
         out = NULL;
@@ -871,7 +1034,8 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
      * but only a valid one, and not without limit. */
     const uint64_t *keys;
     uint64_t count;
-    const char *bad = check_pull(s, t, m, &dk, &keys, &count);
+    srv_part *p;
+    const char *bad = check_pull(s, t, m, &dk, &keys, &count, &p);
     if (!bad && s->nwaiting >= PS_MAX_DEFERRED_PULLS) bad = "too many pulls waiting for clocks";
     deferred *d = bad ? NULL : calloc(1, sizeof *d);
     if (!d) {
@@ -986,11 +1150,248 @@ static void advance(server *s)
         s->min_clock = min;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->staged_head) apply_staged(s, s->tables[i]);
+        if (s->repl_due) node_timer_poke(s->node, NODE_LAYER_PS); /* a clock's rows to replicate */
         if (cut != INT64_MAX && min == cut) s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min);
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->held_head) release_held(s, s->tables[i]);
         release_deferred(s);
     }
+}
+
+/* Rows as checkpoints and replication send them: per row [u64 key][values]
+ * [updater state]. */
+typedef struct row_writer {
+    blob_writer *w;
+    size_t row_bytes, state_bytes;
+    uint64_t rows;
+} row_writer;
+
+static int put_row(void *ctx, uint64_t key, const void *row, const void *state)
+{
+    row_writer *r = ctx;
+    blob_put_u64(r->w, key);
+    blob_put_bytes(r->w, row, r->row_bytes);
+    if (r->state_bytes) blob_put_bytes(r->w, state, r->state_bytes);
+    r->rows++;
+    return r->w->bad ? LOOM_ENOMEM : 0;
+}
+
+/* ---- replication (ring.h; docs/FAULTS.md) ----
+ *
+ * With replicas, the master of a range sends, in rounds, the rows of the
+ * range that changed since the previous round (values and updater state,
+ * REPL) to the live servers after it on the ring; they overwrite their copy
+ * and acknowledge (REPL_ACK). That is replication after aggregation: a round
+ * carries each changed row once, however many pushes changed it since the
+ * last round (BSP: all of a clock's pushes, applied at once when the clock
+ * ends everywhere; other tables: what arrived since the last round). A round
+ * is cut on the I/O thread's timer, which runs once the sockets are drained,
+ * so everything that arrived meanwhile goes in one round. Copying states,
+ * not deltas, makes a replica's rows equal to the master's for any updater,
+ * and a repeated round harmless.
+ *
+ * A round also carries, per range, the last push sequence of each worker
+ * applied to it: after a failover the new master applies a push a worker
+ * sends again only if its sequence is newer (ps_server_fail). When every
+ * REPL of a round (and of every earlier one) is acknowledged, the pushes
+ * applied before its cut are held by the replicas: their held
+ * acknowledgements go out, and `durable` (what acknowledgements report in
+ * h.clock) moves to what t->applied was at the cut. */
+
+static void free_round(repl_round *r)
+{
+    free(r->waiting);
+    free(r->applied);
+    free(r);
+}
+
+/* Complete the rounds at the head whose REPLs are all acknowledged, then send
+ * the acknowledgements they held. */
+static void rounds_done(server *s)
+{
+    uint64_t done = s->rounds ? s->rounds->round - 1 : s->rounds_cut;
+    while (s->rounds && !s->rounds->nwaiting) {
+        repl_round *r = s->rounds;
+        for (uint32_t id = 0; id < r->cap && id < s->cap; id++)
+            for (int w = 0; s->tables[id] && w < s->num_workers; w++) {
+                uint64_t a = r->applied[(size_t)id * (size_t)s->num_workers + (size_t)w];
+                if (a > s->tables[id]->durable[w]) s->tables[id]->durable[w] = a;
+            }
+        done = r->round;
+        s->rounds = r->next;
+        if (!s->rounds) s->rounds_tail = NULL;
+        free_round(r);
+    }
+    while (s->acks && s->acks->round <= done) {
+        held_ack *a = s->acks;
+        s->acks = a->next;
+        if (!s->acks) s->acks_tail = NULL;
+        srv_table *t = table_of(s, a->table);
+        if (t) ack_now(s, t, a->to, a->table, a->req, a->status, a->applied);
+        free(a);
+    }
+}
+
+/* Send part p's changed rows to its live replicas as part of round r. */
+static int replicate_part(server *s, uint32_t id, srv_table *t, srv_part *p, repl_round *r)
+{
+    blob_writer w = {0};
+    row_writer rw = {&w, t->row_bytes, store_state_bytes(p->store), 0};
+    int rc = store_for_each(p->store, 1, put_row, &rw);
+    if (rc || !rw.rows) {
+        free(w.buf);
+        return rc;
+    }
+    int rank = loom_rank(s->node);
+    size_t alen = (size_t)s->num_workers * 8;
+    for (int i = 0; i <= s->replicas && !rc; i++) {
+        int h = ps_ring_holder(&t->ring, p->range, i);
+        if (h == rank || s->dead[h]) continue;
+        uint8_t *applied = malloc(alen), *rows = malloc(w.len);
+        if (!applied || !rows) {
+            free(applied);
+            free(rows);
+            rc = LOOM_ENOMEM;
+            break;
+        }
+        for (int k = 0; k < s->num_workers; k++) msg_store_u64(applied + 8 * k, p->applied[k]);
+        memcpy(rows, w.buf, w.len);
+        msg_header hd = {
+            .type = MSG_REPL, .table = id, .req = r->round, .a = p->range, .b = rw.rows};
+        node_frame f[2] = {{applied, alen, free_data, NULL, 0}, {rows, w.len, free_data, NULL, 0}};
+        r->waiting[h]++;
+        r->nwaiting++;
+        node_count(s->node, NODE_REPLICATED_BYTES, MSG_HEADER_SIZE + alen + w.len);
+        s->repl_bytes += MSG_HEADER_SIZE + alen + w.len;
+        node_send(s->node, node_server_id(s->num_servers, h), &hd, f, 2);
+    }
+    free(w.buf);
+    return rc;
+}
+
+/* Cut a replication round: every changed row of every range this server is
+ * master of goes to the range's live replicas. */
+static void replicate(server *s)
+{
+    s->repl_due = 0;
+    repl_round *r = calloc(1, sizeof *r);
+    size_t W = (size_t)s->num_workers;
+    if (r) {
+        r->waiting = calloc((size_t)s->num_servers, sizeof *r->waiting);
+        r->applied = calloc(s->cap ? (size_t)s->cap * W : 1, sizeof *r->applied);
+    }
+    if (!r || !r->waiting || !r->applied) {
+        if (r) free_round(r);
+        s->repl_due = 1; /* try again on the next tick */
+        return;
+    }
+    r->round = ++s->rounds_cut;
+    r->cap = s->cap;
+    int rc = 0;
+    for (uint32_t id = 0; id < s->cap; id++) {
+        srv_table *t = s->tables[id];
+        if (!t) continue;
+        memcpy(r->applied + (size_t)id * W, t->applied, W * sizeof *t->applied);
+        for (size_t i = 0; i < t->nparts && !rc; i++)
+            if (live_replicas(s, t, &t->parts[i])) rc = replicate_part(s, id, t, &t->parts[i], r);
+    }
+    if (rc) log_error("replication round %" PRIu64 ": %s", r->round, loom_strerror(rc));
+    if (s->rounds_tail)
+        s->rounds_tail->next = r;
+    else
+        s->rounds = r;
+    s->rounds_tail = r;
+    rounds_done(s);
+}
+
+/* A replica: the master's changed rows of a range it holds a copy of. */
+static void on_repl(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    srv_table *t = table_of(s, m->h.table);
+    int from;
+    if (!t || node_peer_role(n, m->from, &from) != LOOM_SERVER || m->h.a >= t->ring.nranges ||
+        t->part_of[m->h.a] == NO_PART || !ps_ring_holds(&t->ring, (size_t)m->h.a, from) ||
+        node_frame_size(m, 0) != (size_t)s->num_workers * 8) {
+        node_drop(n, m, "replication of a range this server does not replicate");
+        return;
+    }
+    srv_part *p = &t->parts[t->part_of[m->h.a]];
+    size_t state_bytes = store_state_bytes(p->store), per = 8 + t->row_bytes + state_bytes;
+    const uint8_t *rows = node_frame_data(m, 1);
+    if (m->h.b == 0 || node_frame_size(m, 1) / per != m->h.b || node_frame_size(m, 1) % per) {
+        node_drop(n, m, "replicated rows do not match the table's rows");
+        return;
+    }
+    for (uint64_t i = 0; i < m->h.b; i++) {
+        uint64_t key = msg_load_u64(rows + i * per);
+        if (key < p->lo || (ps_u128)key >= p->hi) {
+            node_drop(n, m, "replicated row outside its range");
+            return;
+        }
+    }
+    t->version++;
+    for (uint64_t i = 0; i < m->h.b; i++) {
+        const uint8_t *r = rows + i * per;
+        uint64_t key = msg_load_u64(r);
+        void *state;
+        void *row = store_row(p->store, key, &state);
+        if (!row || mark_changed(t, p, key)) {
+            log_error("out of memory holding a replica of table \"%s\"", t->def.name);
+            return; /* unacknowledged: the master's round never completes */
+        }
+        memcpy(row, r + 8, t->row_bytes);
+        if (state_bytes) memcpy(state, r + 8 + t->row_bytes, state_bytes);
+    }
+    const uint8_t *applied = node_frame_data(m, 0);
+    for (int w = 0; w < s->num_workers; w++) {
+        uint64_t a = msg_load_u64(applied + 8 * w);
+        if (a > p->applied[w]) p->applied[w] = a;
+    }
+    store_forget_changes(p->store); /* a copy: nothing of it to replicate on */
+    msg_header h = {.type = MSG_REPL_ACK, .table = m->h.table, .req = m->h.req};
+    node_send(n, m->from, &h, NULL, 0);
+}
+
+static void on_repl_ack(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    int from;
+    repl_round *r = s->rounds;
+    while (r && r->round != m->h.req) r = r->next;
+    if (node_peer_role(n, m->from, &from) != LOOM_SERVER || !r || !r->waiting[from]) {
+        node_drop(n, m, "acknowledgement of no replication");
+        return;
+    }
+    r->waiting[from]--;
+    r->nwaiting--;
+    rounds_done(s);
+}
+
+/* The node's failover hook (node_set_failover): server `id` died. The ranges
+ * it was master of now have the first live replica as master (ring.h); this
+ * server takes pushes and pulls for every range it holds, so nothing changes
+ * here but the rounds, which no longer wait for the dead server. */
+static int server_failover(loom_node *n, void *ctx, uint32_t id)
+{
+    server *s = ctx;
+    if (!ps_survives(n, s->replicas, s->dead, id)) return 0;
+    int d;
+    node_peer_role(n, id, &d);
+    for (repl_round *r = s->rounds; r; r = r->next) {
+        r->nwaiting -= r->waiting[d];
+        r->waiting[d] = 0;
+    }
+    size_t took = 0;
+    for (uint32_t i = 0; i < s->cap; i++)
+        for (size_t j = 0; s->tables[i] && j < s->tables[i]->nparts; j++) {
+            srv_table *t = s->tables[i];
+            took += ps_ring_holder(&t->ring, t->parts[j].range, 0) == d &&
+                    ps_ring_master(&t->ring, t->parts[j].range, s->dead) == loom_rank(n);
+        }
+    log_warn("server %d died: this server is now master of %zu of its ranges", d, took);
+    rounds_done(s);
+    return 1;
 }
 
 /* ---- pushing changed rows (managed communication, comm.c) ---- */
@@ -1029,7 +1430,9 @@ static size_t push_changed(server *s, uint32_t id, srv_table *t, uint64_t now)
         reply_buf *b = reply_buf_get(s, m * 8 + m * t->row_bytes);
         if (!b) break;
         memcpy(b->data, send_keys, m * 8);
-        store_read_many(t->store, send_keys, m, b->data + m * 8);
+        for (size_t i = 0; i < m; i++) /* the rows may lie in several parts */
+            store_read(part_of_key(t, send_keys[i])->store, send_keys[i],
+                       b->data + m * 8 + i * t->row_bytes);
         msg_header h = {.type = MSG_ROWS_PUSH,
                         .table = id,
                         .req = ++s->push_id,
@@ -1063,6 +1466,7 @@ static size_t push_changed(server *s, uint32_t id, srv_table *t, uint64_t now)
 static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
 {
     server *s = ctx;
+    if (s->repl_due) replicate(s);
     uint64_t wait = comm_mgr_wait(&s->cm, now);
     if (wait) return wait;
     size_t sent = 0;
@@ -1101,6 +1505,24 @@ static void server_destroy(void *state)
         node_msg_release(&d->m);
         free(d);
     }
+    if (s->replicas)
+        log_info("replicas: sent %" PRIu64 " bytes of changed rows (forwarding every push would "
+                 "have sent %" PRIu64 ")",
+                 s->repl_bytes, s->naive_bytes);
+    if (s->duplicates)
+        log_info("failover: %" PRIu64 " pushes sent again were already held, not applied twice",
+                 s->duplicates);
+    while (s->rounds) {
+        repl_round *r = s->rounds;
+        s->rounds = r->next;
+        free_round(r);
+    }
+    while (s->acks) {
+        held_ack *a = s->acks;
+        s->acks = a->next;
+        free(a);
+    }
+    free(s->dead);
     free(s->tables);
     free(s->clock);
     free(s->lost);
@@ -1117,11 +1539,18 @@ int ps_server_attach(loom_node *n)
     if (!s) return LOOM_ENOMEM;
     s->node = n;
     s->num_servers = loom_num_servers(n);
+    int rc = ps_replicas_from_env(s->num_servers, &s->replicas);
+    if (rc) {
+        free(s);
+        return rc;
+    }
     s->num_workers = loom_num_workers(n);
     s->clock = calloc((size_t)s->num_workers, sizeof *s->clock);
+    s->dead = calloc((size_t)s->num_servers, 1);
     s->lost = calloc((size_t)s->num_workers, sizeof *s->lost);
-    if (!s->clock || !s->lost) {
+    if (!s->clock || !s->dead || !s->lost) {
         free(s->clock);
+        free(s->dead);
         free(s->lost);
         free(s);
         return LOOM_ENOMEM;
@@ -1136,6 +1565,9 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_PUSH_ENC, on_push_enc, s);
     node_set_handler(n, MSG_PULL_SINCE, on_pull, s);
     node_set_handler(n, MSG_CLOCK, on_clock, s);
+    node_set_handler(n, MSG_REPL, on_repl, s);
+    node_set_handler(n, MSG_REPL_ACK, on_repl_ack, s);
+    node_set_failover(n, server_failover, s);
     node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, s);
     return 0;
 }
@@ -1149,22 +1581,7 @@ void ps_server_set_ckpt(loom_node *n, const ps_ckpt_hooks *hooks)
 }
 
 /* A section: [u32 definition length][definition (canonical)][u32 row bytes]
- * [u32 state bytes][u64 rows], then per row [u64 key][values][state]. */
-typedef struct row_writer {
-    blob_writer *w;
-    size_t row_bytes, state_bytes;
-    uint64_t rows;
-} row_writer;
-
-static int put_row(void *ctx, uint64_t key, const void *row, const void *state)
-{
-    row_writer *r = ctx;
-    blob_put_u64(r->w, key);
-    blob_put_bytes(r->w, row, r->row_bytes);
-    if (r->state_bytes) blob_put_bytes(r->w, state, r->state_bytes);
-    r->rows++;
-    return r->w->bad ? LOOM_ENOMEM : 0;
-}
+ * [u32 state bytes][u64 rows], then the rows as put_row writes them. */
 
 int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx)
 {
@@ -1179,13 +1596,14 @@ int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx)
         blob_put_u32(&w, (uint32_t)def.len);
         blob_put_bytes(&w, def.buf, def.len);
         free(def.buf);
-        row_writer r = {&w, t->row_bytes, t->store ? store_state_bytes(t->store) : 0, 0};
+        row_writer r = {&w, t->row_bytes, t->nparts ? store_state_bytes(t->parts[0].store) : 0, 0};
         blob_put_u32(&w, (uint32_t)r.row_bytes);
         blob_put_u32(&w, (uint32_t)r.state_bytes);
         size_t count_at = w.len;
         blob_put_u64(&w, 0);
         if (def.bad || w.bad) rc = LOOM_ENOMEM;
-        if (!rc && t->store) rc = store_for_each(t->store, !full, put_row, &r);
+        for (size_t j = 0; !rc && j < t->nparts; j++)
+            rc = store_for_each(t->parts[j].store, !full, put_row, &r);
         if (!rc) {
             msg_store_u64(w.buf + count_at, r.rows);
             rc = emit(ctx, t->def.name, w.buf, w.len);
@@ -1225,7 +1643,7 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
     r.p += deflen, r.left -= deflen;
     size_t row_bytes = blob_get_u32(&r), state_bytes = blob_get_u32(&r);
     uint64_t rows = blob_get_u64(&r);
-    size_t mine_state = t->store ? store_state_bytes(t->store) : 0;
+    size_t mine_state = t->nparts ? store_state_bytes(t->parts[0].store) : 0;
     if (r.bad || row_bytes != t->row_bytes || state_bytes != mine_state) {
         snprintf(why, whylen, "table \"%s\": row or updater state size differs", t->def.name);
         return r.bad ? LOOM_EPROTO : LOOM_EMISMATCH;
@@ -1239,7 +1657,8 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
     for (uint64_t i = 0; i < rows; i++) {
         const uint8_t *p = r.p + i * per;
         uint64_t key = msg_load_u64(p);
-        if (!t->store || key < t->lo || (ps_u128)key >= t->hi) {
+        srv_part *part = part_of_key(t, key);
+        if (!part) {
             snprintf(why, whylen,
                      "table \"%s\": key %llu is outside this server's partition (another number "
                      "of servers?)",
@@ -1247,11 +1666,11 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
             return LOOM_EMISMATCH;
         }
         void *state;
-        void *row = store_row(t->store, key, &state);
+        void *row = store_row(part->store, key, &state);
         if (!row) return LOOM_ENOMEM;
         memcpy(row, p + 8, row_bytes);
         if (state_bytes) memcpy(state, p + 8 + row_bytes, state_bytes);
-        if (mark_changed(t, key)) return LOOM_ENOMEM; /* changed-only pulls stay exact */
+        if (mark_changed(t, part, key)) return LOOM_ENOMEM; /* changed-only pulls stay exact */
     }
     return 0;
 }

@@ -58,6 +58,7 @@ int main(void)
     FIELD(loom_stats, table_bytes_wire);
     FIELD(loom_stats, managed_rows_sent);
     FIELD(loom_stats, pushed_rows_received);
+    FIELD(loom_stats, replicated_bytes);
     printf("}, \"dataset\": {\"size\": [0, %zu], ", sizeof(loom_dataset));
     first = 1;
     FIELD(loom_dataset, rows);

@@ -1,0 +1,63 @@
+/* ring: a table's key range on a consistent-hash ring of virtual servers.
+ *
+ * Keys are ordered (range pulls, dense rows), so the ring is the key range
+ * itself, wrapped around: every server is inserted at `vnodes` points of it
+ * (virtual servers, at positions drawn from a hash of the server and the
+ * point's number), and each point owns the keys from itself to the next point
+ * (Li's thesis, 3.3.3). Cut at key_begin, the ring becomes `nranges` ranges
+ * in key order, each with an owner: its master. The k servers that follow a
+ * range's point on the ring (distinct from its master and from each other)
+ * hold its replicas, in that order (3.3.4); when the master dies, the first
+ * live one of them becomes the master (3.3.5).
+ *
+ * With one point per server the ring is the even split of the key range the
+ * parameter server always used (server s: [begin + span*s/S, begin +
+ * span*(s+1)/S)), so a job without replicas partitions exactly as before.
+ *
+ * Every process builds the same ring from the same arguments (the hash is
+ * fixed), so routing needs no messages; failures are the only thing nodes
+ * learn (which servers are dead). */
+#ifndef LOOM_PS_RING_H
+#define LOOM_PS_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/table.h"
+
+/* Virtual servers per server when a job replicates (with none, one: the even
+ * split). More points spread a dead server's ranges over more successors. */
+#define PS_RING_VNODES 4
+/* Largest replication factor; a job needs more servers than replicas. */
+#define PS_MAX_REPLICAS 7
+
+typedef unsigned __int128 ps_ring_key;
+
+typedef struct ps_ring {
+    size_t nranges;
+    ps_ring_key *start; /* nranges + 1: range r is [start[r], start[r+1]); the last is the end */
+    uint16_t *holder;   /* nranges * (1 + replicas): master, then the replicas in ring order */
+    int num_servers, replicas;
+} ps_ring;
+
+/* Build the ring of the key range [o->key_begin, end of o) for num_servers
+ * servers with `vnodes` points each and `replicas` replicas per range
+ * (replicas < num_servers, vnodes >= 1). Empty ranges are left out. 0,
+ * LOOM_EINVAL or LOOM_ENOMEM. */
+int ps_ring_build(ps_ring *r, const loom_table_opts *o, int num_servers, int vnodes, int replicas);
+void ps_ring_free(ps_ring *r);
+
+/* The range holding key (which lies in the table's range). */
+size_t ps_ring_range_of(const ps_ring *r, uint64_t key);
+/* The i-th holder of range rg: 0 its master, 1..replicas its replicas. */
+static inline int ps_ring_holder(const ps_ring *r, size_t rg, int i)
+{
+    return r->holder[rg * (size_t)(1 + r->replicas) + (size_t)i];
+}
+/* Which of range rg's holders is master when the servers with dead[s] != 0
+ * have died: the first live one; -1 when all are dead (the range is lost). */
+int ps_ring_master(const ps_ring *r, size_t rg, const uint8_t *dead);
+/* Whether server s holds range rg (as master or replica). */
+int ps_ring_holds(const ps_ring *r, size_t rg, int s);
+
+#endif
