@@ -21,6 +21,10 @@
  *    a key-list chain are each dropped, counted and answered with their error.
  *  - test_server_deferred_pull: a malformed pull for a future clock is dropped on arrival,
  *    not held until that clock.
+ *  - test_dyn_start_twice: a worker sends the dynamic engine's coordinator (in the scheduler)
+ *    a well-formed DYN_START twice before the other worker sent one. The repeat is dropped
+ *    and counted once, and ends the run with LOOM_EPROTO for every worker's loom_dyn_run;
+ *    no plan is asked for, as not every worker has joined.
  *
  * Not covered here: a header whose sender disagrees with the registered connection it
  * came on (node_send always fills in the sender, and a raw socket would need a member's
@@ -36,6 +40,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -807,12 +812,132 @@ static void test_server_deferred_pull(void **state)
     assert_int_equal(rc, 0);
 }
 
+/* ======================================================================================
+ * (c) the dynamic engine's coordinator, from a worker's own connection
+ * ====================================================================================== */
+
+#define C_WORKERS 2
+
+/* What each worker's loom_dyn_run called back (on that worker's own thread). */
+typedef struct dyn_calls {
+    int plans_asked; /* schedule(): DYN_PLAN_REQs taken */
+    int partials;    /* partial(): DYN_PLANs taken */
+} dyn_calls;
+
+static struct {
+    dyn_calls calls[C_WORKERS];
+    atomic_int worker0_rc;        /* worker 0's loom_dyn_run, read by worker 1 after a barrier */
+    atomic_uint_least64_t before; /* the scheduler's malformed count before worker 0 sent */
+} dyn;
+
+static void remember_scheduler(loom_node *sched)
+{
+    hook.sched = sched;
+}
+
+/* A plan request can only come from a run started before every worker joined: record it and
+ * name a key outside the shard, so that loom_dyn_run returns (LOOM_EKEYRANGE) instead of
+ * waiting for the other worker's partial sums. */
+static size_t user_schedule(void *arg, uint64_t round, uint64_t lo, uint64_t hi, uint64_t *keys,
+                            size_t max)
+{
+    (void)round, (void)lo, (void)max;
+    ((dyn_calls *)arg)->plans_asked++;
+    keys[0] = hi;
+    return 1;
+}
+
+static void dyn_partial(void *arg, uint64_t round, const uint64_t *keys, size_t n, double *out)
+{
+    (void)round, (void)keys;
+    ((dyn_calls *)arg)->partials++;
+    memset(out, 0, n * sizeof *out);
+}
+
+static int dyn_apply(void *arg, uint64_t round, const uint64_t *keys, size_t n, const double *sums,
+                     double *change)
+{
+    (void)arg, (void)round, (void)keys, (void)sums;
+    memset(change, 0, n * sizeof *change);
+    return 0;
+}
+
+static int dyn_start_twice_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    loom_dyn_opts o = {.dim = 8,
+                       .parallel = 1,
+                       .candidates = 1,
+                       .rho = 1,
+                       .floor = 1,
+                       .depth = 1,
+                       .max_rounds = 4,
+                       .schedule = LOOM_DYN_USER};
+    dyn_calls *calls = &dyn.calls[rank];
+    loom_dyn_app app = {
+        .arg = calls, .partial = dyn_partial, .apply = dyn_apply, .schedule = user_schedule};
+    char err[200];
+    if (rank == 0) {
+        atomic_store(&dyn.before, malformed(hook.sched));
+        /* The DYN_START loom_dyn_run sends (dynamic.c), then loom_dyn_run's own: a repeat
+         * before worker 1 sent any. The coordinator handles them in order, so its answer to
+         * the repeat is what loom_dyn_run returns. */
+        msg_header h = {.type = MSG_DYN_START,
+                        .a = o.dim,
+                        .b = o.max_rounds,
+                        .req = o.depth,
+                        .table = o.parallel,
+                        .clock = o.extra};
+        CHECK_OK(node_send(n, 0, &h, NULL, 0));
+        int rc = loom_dyn_run(n, &o, &app, NULL, err, sizeof err);
+        if (rc != LOOM_EPROTO)
+            fprintf(stderr, "worker 0's loom_dyn_run: %s (%s), %d plans asked of it\n",
+                    loom_strerror(rc), err, calls->plans_asked);
+        atomic_store(&dyn.worker0_rc, rc);
+    }
+    /* Worker 1 waits here until worker 0's run has ended; both fail alike if it did not end
+     * with LOOM_EPROTO, as worker 1's loom_dyn_run would then wait on a stalled run. */
+    CHECK_OK(loom_barrier(n));
+    uint64_t before = atomic_load(&dyn.before);
+    CHECK(atomic_load(&dyn.worker0_rc) == LOOM_EPROTO);
+    CHECK(malformed(hook.sched) == before + 1);
+    int rc1 = LOOM_EPROTO;
+    if (rank == 1) {
+        /* The coordinator sent its DYN_END to worker 1 too, before the barrier's release:
+         * worker 1's loom_dyn_run returns it. (Its DYN_START opens a new run that waits for
+         * worker 0: not an error.) */
+        rc1 = loom_dyn_run(n, &o, &app, NULL, err, sizeof err);
+    }
+    CHECK_OK(loom_barrier(n)); /* worker 1's DYN_START has been handled */
+    CHECK(rc1 == LOOM_EPROTO);
+    CHECK(calls->plans_asked == 0 && calls->partials == 0);
+    CHECK(malformed(hook.sched) == before + 1);
+    return 0;
+}
+
+static void test_dyn_start_twice(void **state)
+{
+    (void)state;
+    memset(&hook, 0, sizeof hook);
+    memset(dyn.calls, 0, sizeof dyn.calls);
+    atomic_store(&dyn.worker0_rc, 0);
+    atomic_store(&dyn.before, 0);
+    harness_on_scheduler = remember_scheduler;
+    harness_result r;
+    int rc = harness_run(1, C_WORKERS, dyn_start_twice_worker, NULL, &r);
+    harness_on_scheduler = NULL;
+    assert_int_equal(r.workers[0], 0);
+    assert_int_equal(r.workers[1], 0);
+    assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scheduler_hostile),
         cmocka_unit_test(test_server_hostile),
         cmocka_unit_test(test_server_deferred_pull),
+        cmocka_unit_test(test_dyn_start_twice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
