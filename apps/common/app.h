@@ -225,7 +225,7 @@ typedef struct app_job {
     /* --checkpoint-dir, --resume (NULL: none), --checkpoint-every, --checkpoint-full-every */
     const char *checkpoint_dir, *resume_dir;
     uint64_t checkpoint_every, checkpoint_full_every;
-    int replicas;                          /* --replicas K (docs/FAULTS.md) */
+    int replicas; /* --replicas K (docs/FAULTS.md) */
     /* --on-worker-failure: 0 fail, 1 continue (loom_worker_failure_policy); -1 not given */
     int on_worker_failure;
     const char *filter_push, *filter_pull; /* --filter, --filter-pull (NULL: not given) */

@@ -97,19 +97,20 @@ int main(void)
     FIELD(loom_ratings_opts, skip_bad);
     printf("}, \"errors\": {\"LOOM_EINVAL\": %d, \"LOOM_ESTATE\": %d, \"count\": %d}", LOOM_EINVAL,
            LOOM_ESTATE, LOOM_ERROR_COUNT_);
-    printf(", \"enums\": {\"LOOM_F32\": %d, \"LOOM_F64\": %d, \"LOOM_I32\": %d, \"LOOM_I64\": %d, "
-           "\"LOOM_ASP\": %d, \"LOOM_SSP\": %d, \"LOOM_BSP\": %d, \"LOOM_DENSE\": %d, "
-           "\"LOOM_SPARSE\": %d, \"LOOM_INIT_ZERO\": %d, \"LOOM_INIT_UNIFORM\": %d, "
-           "\"LOOM_INIT_NORMAL\": %d, \"LOOM_SCHEDULER\": %d, \"LOOM_SERVER\": %d, "
-           "\"LOOM_WORKER\": %d, \"LOOM_IDS_AUTO\": %d, \"LOOM_IDS_ONE_BASED\": %d, "
-           "\"LOOM_IDS_ZERO_BASED\": %d, \"LOOM_LABELS_CLASS\": %d, \"LOOM_LABELS_REAL\": %d, "
-           "\"LOOM_PRIORITY_NONE\": %d, \"LOOM_PRIORITY_RANDOM\": %d, "
-           "\"LOOM_PRIORITY_ROUNDROBIN\": %d, \"LOOM_PRIORITY_ABS\": %d, \"LOOM_PRIORITY_REL\": %d}",
-           LOOM_F32, LOOM_F64, LOOM_I32, LOOM_I64, LOOM_ASP, LOOM_SSP, LOOM_BSP, LOOM_DENSE,
-           LOOM_SPARSE, LOOM_INIT_ZERO, LOOM_INIT_UNIFORM, LOOM_INIT_NORMAL, LOOM_SCHEDULER,
-           LOOM_SERVER, LOOM_WORKER, LOOM_IDS_AUTO, LOOM_IDS_ONE_BASED, LOOM_IDS_ZERO_BASED,
-           LOOM_LABELS_CLASS, LOOM_LABELS_REAL, LOOM_PRIORITY_NONE, LOOM_PRIORITY_RANDOM,
-           LOOM_PRIORITY_ROUNDROBIN, LOOM_PRIORITY_ABS, LOOM_PRIORITY_REL);
+    printf(
+        ", \"enums\": {\"LOOM_F32\": %d, \"LOOM_F64\": %d, \"LOOM_I32\": %d, \"LOOM_I64\": %d, "
+        "\"LOOM_ASP\": %d, \"LOOM_SSP\": %d, \"LOOM_BSP\": %d, \"LOOM_DENSE\": %d, "
+        "\"LOOM_SPARSE\": %d, \"LOOM_INIT_ZERO\": %d, \"LOOM_INIT_UNIFORM\": %d, "
+        "\"LOOM_INIT_NORMAL\": %d, \"LOOM_SCHEDULER\": %d, \"LOOM_SERVER\": %d, "
+        "\"LOOM_WORKER\": %d, \"LOOM_IDS_AUTO\": %d, \"LOOM_IDS_ONE_BASED\": %d, "
+        "\"LOOM_IDS_ZERO_BASED\": %d, \"LOOM_LABELS_CLASS\": %d, \"LOOM_LABELS_REAL\": %d, "
+        "\"LOOM_PRIORITY_NONE\": %d, \"LOOM_PRIORITY_RANDOM\": %d, "
+        "\"LOOM_PRIORITY_ROUNDROBIN\": %d, \"LOOM_PRIORITY_ABS\": %d, \"LOOM_PRIORITY_REL\": %d}",
+        LOOM_F32, LOOM_F64, LOOM_I32, LOOM_I64, LOOM_ASP, LOOM_SSP, LOOM_BSP, LOOM_DENSE,
+        LOOM_SPARSE, LOOM_INIT_ZERO, LOOM_INIT_UNIFORM, LOOM_INIT_NORMAL, LOOM_SCHEDULER,
+        LOOM_SERVER, LOOM_WORKER, LOOM_IDS_AUTO, LOOM_IDS_ONE_BASED, LOOM_IDS_ZERO_BASED,
+        LOOM_LABELS_CLASS, LOOM_LABELS_REAL, LOOM_PRIORITY_NONE, LOOM_PRIORITY_RANDOM,
+        LOOM_PRIORITY_ROUNDROBIN, LOOM_PRIORITY_ABS, LOOM_PRIORITY_REL);
     loom_table_opts d = LOOM_TABLE_OPTS_DEFAULT;
     printf(", \"defaults\": {\"type\": %d, \"width\": %u, \"storage\": %d, \"key_begin\": %llu, "
            "\"key_end\": %llu, \"consistency\": %d, \"staleness\": %d, \"updater\": \"%s\", "
