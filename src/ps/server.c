@@ -927,6 +927,25 @@ static int answer_encoded(server *s, srv_table *t, srv_part *p, node_msg *m, int
     return 0;
 }
 
+/* The header of a PULL_REPLY to m: status 0 with rows, or an error and none. */
+static msg_header pull_reply_header(const server *s, const srv_table *t, const node_msg *m, int w,
+                                    int status)
+{
+    return (msg_header){.type = MSG_PULL_REPLY,
+                        .table = m->h.table,
+                        .req = m->h.req,
+                        .clock = s->min_clock,
+                        .a = t->applied[w],
+                        .b = (uint64_t)status};
+}
+
+/* Answer a pull with an error status and no rows. */
+static void refuse_pull(server *s, srv_table *t, node_msg *m, int w, int status)
+{
+    msg_header h = pull_reply_header(s, t, m, w, status);
+    node_send(s->node, m->from, &h, NULL, 0);
+}
+
 /* Answer a pull that is allowed to proceed (dk: its decoded keys, if encoded). */
 static void answer_pull(server *s, srv_table *t, node_msg *m, int w, const pull_keys *dk)
 {
@@ -956,27 +975,10 @@ static void answer_pull(server *s, srv_table *t, node_msg *m, int w, const pull_
         if (!status) return;
         out = NULL;
     }
-    msg_header h = {.type = MSG_PULL_REPLY,
-                    .table = m->h.table,
-                    .req = m->h.req,
-                    .clock = s->min_clock,
-                    .a = t->applied[w],
-                    .b = (uint64_t)status};
+    msg_header h = pull_reply_header(s, t, m, w, status);
     node_frame f = {out, out ? bytes : 0, out ? free_reply : NULL, s, 0};
     comm_mgr_sent(&s->cm, node_now_ms(), bytes, 0);
     node_send(s->node, m->from, &h, &f, out ? 1 : 0);
-}
-
-/* Answer a pull with an error status and no rows. */
-static void refuse_pull(server *s, srv_table *t, node_msg *m, int w, int status)
-{
-    msg_header h = {.type = MSG_PULL_REPLY,
-                    .table = m->h.table,
-                    .req = m->h.req,
-                    .clock = s->min_clock,
-                    .a = t->applied[w],
-                    .b = (uint64_t)status};
-    node_send(s->node, m->from, &h, NULL, 0);
 }
 
 /* Decode the key list of a pull that came through worker w's chain of key
