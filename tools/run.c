@@ -680,16 +680,16 @@ static void read_address(struct job *job)
     if (soon < job->addr_deadline) job->addr_deadline = soon;
 }
 
-static int peer_failed(int status);
-
-/* With --on-worker-failure continue a worker that dies is no failure of the
- * job: the scheduler goes on without it (docs/FAULTS.md). A worker that
- * exits with LOOM_EXIT_PEER_FAILED did not die: the job did. */
+/* With --on-worker-failure continue a worker that dies (killed by a signal:
+ * a crash, the OOM killer, a kill) is no failure of the job: the scheduler
+ * goes on without it (docs/FAULTS.md). A worker that exits with an error
+ * status did not die: it failed (an app error, or LOOM_EXIT_PEER_FAILED when
+ * the job did), and so does the job. */
 static int worker_may_be_lost(const struct job *job, const struct child *c, int status)
 {
     const char *policy = getenv("LOOM_ON_WORKER_FAILURE");
     return policy && !strcmp(policy, "continue") && c - job->children > job->opt->servers &&
-           !job->stopping && !peer_failed(status);
+           !job->stopping && WIFSIGNALED(status);
 }
 
 static void child_ended(struct job *job, struct child *c, int status)

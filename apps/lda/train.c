@@ -132,6 +132,7 @@ typedef struct worker {
     FILE *metrics;
     double start, train_s;
     int iters_since_eval;
+    int torn_said; /* the warning of a lost worker's torn clock was printed */
     /* Resumed from a checkpoint: the topics are the checkpoint's, the counts
      * the servers'; training goes on at iteration first_it, clock first_sync. */
     int resuming, first_it, first_sync;
@@ -659,7 +660,10 @@ static int rotation_iteration(worker *w, int it)
     return 0;
 }
 
-/* Worker 0: the whole table is consistent with the number of tokens. */
+/* Worker 0: the whole table is consistent with the number of tokens: 1; 0
+ * when it is not; -1 when only the topic totals differ from the word-topic
+ * columns, which a worker lost while sending its last clock can cause
+ * (its pushes reached one server and not another: docs/FAULTS.md). */
 static int check_counts(const worker *w, uint64_t tokens, char *why, size_t len)
 {
     const size_t K = w->p.topics;
@@ -685,11 +689,11 @@ static int check_counts(const worker *w, uint64_t tokens, char *why, size_t len)
         snprintf(why, len, "word-topic counts add up to %" PRIu64 ", not %" PRIu64 " tokens", sum,
                  tokens),
             ok = 0;
-    for (size_t k = 0; k < K && ok; k++)
+    for (size_t k = 0; k < K && ok == 1; k++)
         if (col[k] != m->totals[k])
             snprintf(why, len, "topic %zu: total %" PRId64 ", column sum %" PRId64, k, m->totals[k],
                      col[k]),
-                ok = 0;
+                ok = -1;
     free(col);
     return ok;
 }
@@ -762,7 +766,15 @@ static int evaluate(worker *w, int it)
     uint64_t tokens = (uint64_t)st[ST_TOKENS];
     w->m.tokens = tokens;
     char why[256] = "";
-    int ok = check_counts(w, tokens, why, sizeof why);
+    int counts = check_counts(w, tokens, why, sizeof why), ok = counts == 1;
+    /* A lost worker's torn last clock is said, not fatal: the sampler only
+     * needs the totals close to the columns. */
+    int tolerated = counts == -1 && loom_workers_lost(w->n, NULL) > 0;
+    if (tolerated && !w->torn_said++)
+        fprintf(stderr,
+                PROG ": warning: %s after iteration %d (a lost worker's last clock reached only "
+                     "some servers)\n",
+                why, it + 1);
     double time_s = app_now_s() - w->start;
     double tps = w->train_s > 0 ? (double)tokens * w->iters_since_eval / w->train_s : 0;
     /* Held-out perplexity; empty strings without --test. */
@@ -804,7 +816,7 @@ static int evaluate(worker *w, int it)
     }
     w->train_s = 0;
     w->iters_since_eval = 0;
-    if (!ok) {
+    if (!ok && !tolerated) {
         fprintf(stderr, "loom train lda: counts inconsistent after iteration %d: %s\n", it + 1,
                 why);
         return 1;

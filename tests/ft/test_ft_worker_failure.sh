@@ -136,9 +136,15 @@ if [[ $MODEL == lr ]]; then
     awk -v a="$ref" -v b="$got" 'BEGIN { d = a - b; exit !(d < 0.02 && d > -0.02) }' ||
         fail "continue: accuracy $got, fault-free $ref"
 elif [[ $MODEL == lda ]]; then
-    # The counts still add up (the lost documents keep their last topics).
-    [[ $(last_value m.continue counts_consistent) == true ]] ||
-        fail "continue: lda's counts are not consistent after the loss"
+    # The counts still add up (the lost documents keep their last topics),
+    # except the topic totals when worker 1 died while sending its last
+    # clock to the two servers (one got it, the other not): then worker 0
+    # says so and goes on.
+    if [[ $(last_value m.continue counts_consistent) != true ]]; then
+        grep -q "warning: topic .* a lost worker's last clock reached only some servers" job.out ||
+            fail "continue: lda's counts are not consistent after the loss"
+        echo "the topic totals differ from the columns: worker 1's last clock was torn"
+    fi
 else
     ref=$(last_value m.ref train_rmse)
     got=$(last_value m.continue train_rmse)
