@@ -138,6 +138,7 @@ typedef struct run {
     dyn_shard shard;
     in_flight *plans; /* depth of them: round t in slot t % depth */
     uint64_t next_plan, next_sum;
+    uint64_t next_request; /* the round this shard plans next: rank, rank + W, ... */
     uint64_t *keys;
     double *values, *change;
     int stop;
@@ -154,7 +155,10 @@ static int send_to_coordinator(run *r, uint8_t type, uint64_t round, uint64_t a,
 static int handle_plan_request(run *r, uint64_t round, char *err, size_t errlen)
 {
     size_t n = 0;
-    if (round % (uint64_t)r->workers != (uint64_t)r->rank) return LOOM_EPROTO;
+    /* The coordinator asks for rounds in order, each once: a repeated or
+     * skipped request would plan keys that no SUM ever brings back. */
+    if (round != r->next_request) return LOOM_EPROTO;
+    r->next_request += (uint64_t)r->workers;
     int rc = dyn_shard_plan(&r->shard, round, r->keys, &n, err, errlen);
     if (rc) return rc;
     uint8_t *wire = malloc(n * 8 + 1);
@@ -243,6 +247,7 @@ int loom_dyn_run(loom_node *node, const loom_dyn_opts *opts, const loom_dyn_app 
     if (rc) return rc;
     uint64_t lo, hi;
     loom_dyn_shard_range(opts->dim, r.workers, r.rank, &lo, &hi);
+    r.next_request = (uint64_t)r.rank;
     size_t width = (size_t)opts->parallel + opts->extra;
     r.plans = calloc(opts->depth, sizeof *r.plans);
     r.keys = malloc(opts->parallel * sizeof *r.keys);

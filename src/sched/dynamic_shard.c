@@ -263,6 +263,15 @@ int dyn_shard_plan(dyn_shard *s, uint64_t round, uint64_t *keys, size_t *n, char
     size_t l = s->o.candidates > s->o.parallel ? s->o.candidates : s->o.parallel;
     size_t ncand = 0;
     *n = 0;
+    /* At most depth rounds are in flight, so flying never holds more than
+     * depth * parallel keys; a plan beyond that means the rounds' sums did
+     * not come back as the coordinator's stream order promises. */
+    if (s->nflying + s->o.parallel > (size_t)s->o.depth * s->o.parallel) {
+        if (err)
+            snprintf(err, errlen, "round %llu: more than %u rounds in flight",
+                     (unsigned long long)round, (unsigned)s->o.depth);
+        return LOOM_EPROTO;
+    }
     switch (s->o.schedule) {
     case LOOM_DYN_USER:
         return plan_user(s, round, keys, n, err, errlen);
