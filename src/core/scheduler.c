@@ -109,7 +109,7 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
 {
     sched_state *s = &n->sched;
     if (s->shutting_down || n->state != NODE_RUNNING) {
-        reject(n, rid, rid_len, LOOM_ESTATE, "the job is ending");
+        reject(n, rid, rid_len, LOOM_ESHUTDOWN, "the job is ending");
         return;
     }
     if (node_bind_rid(n, id, rid, rid_len)) {
