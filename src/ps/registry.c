@@ -80,6 +80,7 @@ static int registry_failover(loom_node *n, void *ctx, uint32_t id)
     node_peer_role(n, id, &rank);
     r->tables_left[rank] = 0; /* a replacement that died while joining stops here */
     r->copies_left[rank] = 0;
+    r->copy_gen[rank]++; /* its copies' late REJOIN_COPIED are of an older generation */
     if (was_copying) {
         /* Not at once: every server must hear NODE_FAILED, which the scheduler
          * sends after this returns, before its new ranges are asked of it. */
