@@ -451,9 +451,12 @@ int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr)
     int rc = node_bind_rid(n, id, rid, MSG_RID_SIZE);
     if (rc) return rc;
     peer *p = &n->peers[id];
+    if (n->seam) { /* node_fuzz.c: no sockets */
+        snprintf(p->addr, sizeof p->addr, "%s", addr);
+        return 0;
+    }
+    pthread_mutex_lock(&n->sock_mu); /* a DEALER connects to addr under it */
     snprintf(p->addr, sizeof p->addr, "%s", addr);
-    if (n->seam) return 0; /* node_fuzz.c: no sockets */
-    pthread_mutex_lock(&n->sock_mu);
     if (p->dealer && !n->sock_closed) {
         /* Ours, to the dead process's address: what it still queues is for
          * nobody. A worker reads its servers' DEALERs, so it connects at once;
