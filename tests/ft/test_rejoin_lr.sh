@@ -27,6 +27,11 @@ export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000
 
 run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
 [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
+# A replacement copies its ranges from replicas: without them, refused.
+run train lr --train data --servers 3 --workers 2 --on-server-failure restart
+[[ $RC == 2 ]] || fail "--on-server-failure restart without --replicas: exit status $RC, not 2"
+grep -q -- "--on-server-failure restart needs --replicas 1 or more" err ||
+    fail "--on-server-failure restart without --replicas: no message saying why"
 # Long enough (about 10 s undisturbed) for two deaths and a rejoin.
 EPOCHS=40
 ARGS=(train lr --train data --servers 3 --workers 2 --epochs $EPOCHS --minibatch 100
