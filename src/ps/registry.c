@@ -118,6 +118,12 @@ static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
         node_frame f = {r->tables[i]->blob, r->tables[i]->blob_len, NULL, NULL, 1};
         node_send(n, id, &h, &f, 1);
     }
+    /* What it could not learn from the core: the servers back before it. */
+    for (int s = 0; s < r->num_servers; s++)
+        if (r->dead[s] == PS_BACK) {
+            msg_header h = {.type = MSG_REJOIN_READY, .a = server_node(r, s)};
+            node_send(n, id, &h, NULL, 0);
+        }
     log_info("server %d rejoined: creating its %u table(s)", d, r->ntables);
     if (!r->ntables) start_copy(n, r, d);
 }

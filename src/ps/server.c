@@ -1472,11 +1472,13 @@ static void on_rejoin_copy(loom_node *n, void *ctx, node_msg *m)
     node_timer_poke(n, NODE_LAYER_PS);
 }
 
+/* REJOIN_READY: server d is BACK. A replacement also hears it, after its
+ * roster, for each server that came back before it joined (UP to it so far). */
 static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
 {
     server *s = ctx;
     int d;
-    if (!server_rank_of(n, m->h.a, &d) || s->dead[d] != PS_JOINING) {
+    if (!server_rank_of(n, m->h.a, &d) || (s->dead[d] != PS_JOINING && s->dead[d] != PS_UP)) {
         node_drop(n, m, "REJOIN_READY naming no joining server");
         return;
     }
