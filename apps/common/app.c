@@ -192,9 +192,6 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
                          "--replicas %d needs more servers than replicas (a range's replicas live "
                          "on other servers than its master): give --servers %d or more",
                          j->replicas, j->replicas + 1);
-    if (j->replicas && (j->checkpoint_dir || j->resume_dir))
-        return app_usage(err, errlen, "--replicas has no checkpoints yet: leave out %s",
-                         j->checkpoint_dir ? "--checkpoint-dir" : "--resume");
     v = app_flag_get(flags, n, values, "--consistency");
     return v ? parse_consistency(v->text, &j->consistency, &j->staleness, err, errlen) : 0;
 }

@@ -197,8 +197,12 @@ typedef struct open_wait {
 typedef struct ps_client {
     loom_node *node;
     int num_servers;
-    int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
-    uint8_t *dead;      /* per server: declared dead (failover); I/O thread */
+    int replicas;  /* LOOM_REPLICAS: the ring's points per server follow from it */
+    uint8_t *dead; /* per server: declared dead (failover); I/O thread */
+    /* Server deaths whose pushes and pulls went again to the new masters: a
+     * CLOCK says it (h.b), so that a server knows which of them the worker's
+     * clock comes after (a checkpoint's cut, ps.h). */
+    _Atomic uint32_t failovers_done;
     pthread_mutex_t mu; /* slots, open waiters, table list */
     _Atomic(loom_table *) by_id[PS_MAX_TABLES];
     loom_table **opened;
@@ -1620,11 +1624,12 @@ static void on_min_clock(loom_node *n, void *ctx, node_msg *m)
 static int send_clock(ps_client *c, int64_t clock)
 {
     int rc = 0;
+    uint32_t failovers = atomic_load(&c->failovers_done);
     for (int s = 0; s < c->num_servers && !rc; s++) {
-        msg_header h = {.type = MSG_CLOCK, .clock = clock};
+        msg_header h = {.type = MSG_CLOCK, .clock = clock, .b = failovers};
         rc = node_send(c->node, node_server_id(c->num_servers, s), &h, NULL, 0);
     }
-    msg_header h = {.type = MSG_CLOCK, .clock = clock};
+    msg_header h = {.type = MSG_CLOCK, .clock = clock, .b = failovers};
     return rc ? rc : node_send(c->node, 0, &h, NULL, 0);
 }
 
@@ -1963,6 +1968,7 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
                  resent, nmoved);
     free(tables);
     free(moved);
+    atomic_fetch_add(&c->failovers_done, 1); /* after what went again: CLOCKs follow it */
     return 1;
 }
 

@@ -40,6 +40,8 @@ typedef struct registry {
     int64_t min_clock;
     int replicas;  /* LOOM_REPLICAS */
     uint8_t *dead; /* per server rank: died, and the job went on (ps_survives) */
+    void (*on_failover)(void *ctx, int rank); /* ps_registry_on_failover (checkpoints) */
+    void *on_failover_ctx;
 } registry;
 
 /* The node's failover hook: the scheduler lets the job go on without a dead
@@ -47,7 +49,18 @@ typedef struct registry {
 static int registry_failover(loom_node *n, void *ctx, uint32_t id)
 {
     registry *r = ctx;
-    return ps_survives(n, r->replicas, r->dead, id);
+    if (!ps_survives(n, r->replicas, r->dead, id)) return 0;
+    int rank;
+    node_peer_role(n, id, &rank);
+    if (r->on_failover) r->on_failover(r->on_failover_ctx, rank);
+    return 1;
+}
+
+void ps_registry_on_failover(loom_node *n, void (*fn)(void *ctx, int rank), void *ctx)
+{
+    registry *r = node_layer(n, NODE_LAYER_PS);
+    r->on_failover = fn;
+    r->on_failover_ctx = ctx;
 }
 
 static void answer(loom_node *n, uint32_t worker, uint64_t req, uint32_t table, int status)
