@@ -1650,7 +1650,7 @@ int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx)
         blob_put_u32(&w, (uint32_t)def.len);
         blob_put_bytes(&w, def.buf, def.len);
         free(def.buf);
-        row_writer r = {&w, t->row_bytes, t->nparts ? store_state_bytes(t->parts[0].store) : 0, 0};
+        row_writer r = {&w, t->row_bytes, t->row_bytes * t->upd.state_per_value, 0};
         blob_put_u32(&w, (uint32_t)r.row_bytes);
         blob_put_u32(&w, (uint32_t)r.state_bytes);
         size_t count_at = w.len;
@@ -1698,7 +1698,7 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
     r.p += deflen, r.left -= deflen;
     size_t row_bytes = blob_get_u32(&r), state_bytes = blob_get_u32(&r);
     uint64_t rows = blob_get_u64(&r);
-    size_t mine_state = t->nparts ? store_state_bytes(t->parts[0].store) : 0;
+    size_t mine_state = t->row_bytes * t->upd.state_per_value; /* parts or none */
     if (r.bad || row_bytes != t->row_bytes || state_bytes != mine_state) {
         snprintf(why, whylen, "table \"%s\": row or updater state size differs", t->def.name);
         return r.bad ? LOOM_EPROTO : LOOM_EMISMATCH;
