@@ -518,6 +518,13 @@ static int complete(const ft *f, const pending *p)
     return 1;
 }
 
+/* Whether to log the dropped-th drop: the first few, then ever more rarely
+ * (a sender making clocks up must not flood the log). */
+static int worth_logging(uint64_t dropped)
+{
+    return dropped <= 5 || (dropped & (dropped - 1)) == 0;
+}
+
 static void pending_free(ft *f, pending **pp)
 {
     pending *p = *pp;
@@ -540,10 +547,11 @@ static void commit_ready(ft *f)
         pending_free(f, pp);
     }
     while (f->pending && f->pending->clock < f->committed) {
-        f->dropped++;
-        log_warn("checkpoint at clock %" PRId64 " dropped uncommitted: parts are missing and the "
-                 "one at clock %" PRId64 " is committed (%" PRIu64 " dropped)",
-                 f->pending->clock, f->committed, f->dropped);
+        if (worth_logging(++f->dropped))
+            log_warn("checkpoint at clock %" PRId64
+                     " dropped uncommitted: parts are missing and the "
+                     "one at clock %" PRId64 " is committed (%" PRIu64 " dropped)",
+                     f->pending->clock, f->committed, f->dropped);
         pending_free(f, &f->pending);
     }
 }
@@ -579,10 +587,10 @@ static pending *pending_of(ft *f, int64_t clock)
     np->next = *pp;
     *pp = np;
     if (++f->npending > FT_MAX_PENDING) {
-        f->dropped++;
-        log_warn("checkpoint at clock %" PRId64 " dropped uncommitted: %d newer ones wait for "
-                 "their parts too (%" PRIu64 " dropped)",
-                 f->pending->clock, FT_MAX_PENDING, f->dropped);
+        if (worth_logging(++f->dropped))
+            log_warn("checkpoint at clock %" PRId64 " dropped uncommitted: %d newer ones wait for "
+                     "their parts too (%" PRIu64 " dropped)",
+                     f->pending->clock, FT_MAX_PENDING, f->dropped);
         if (f->pending == np) np = NULL; /* the new one is the oldest: not kept either */
         pending_free(f, &f->pending);
         for (uint32_t r = 0; r < f->servers; r++) { /* a chain from the newest full part ... */
