@@ -350,6 +350,18 @@ static void chain_add(ft *f, int64_t clock, const ft_part *p)
     f->chain[r][f->chain_len[r]++] = (known_part){clock, *p};
 }
 
+/* Drop server r's parts before its newest full part at or before `clock`:
+ * a manifest of that clock or a later one starts its chain there. */
+static void chain_trim(ft *f, uint32_t r, int64_t clock)
+{
+    size_t from = 0;
+    for (size_t i = 0; i < f->chain_len[r]; i++)
+        if (f->chain[r][i].clock <= clock && f->chain[r][i].part.full) from = i;
+    if (!from) return;
+    memmove(f->chain[r], f->chain[r] + from, (f->chain_len[r] - from) * sizeof *f->chain[r]);
+    f->chain_len[r] -= from;
+}
+
 /* The oldest checkpoint clock a manifest's parts live under. */
 static int64_t oldest_dir(const ft_manifest *m)
 {
@@ -476,14 +488,10 @@ static void commit(ft *f, pending *p)
             m->moved[r] = 1;
             continue;
         }
-        size_t from = 0, n = f->chain_len[r];
-        for (size_t i = 0; i < n; i++)
-            if (f->chain[r][i].clock <= p->clock && f->chain[r][i].part.full) from = i;
-        for (size_t i = from; i < n && f->chain[r][i].clock <= p->clock; i++)
+        /* Parts before its newest full one are needed by no later manifest. */
+        chain_trim(f, r, p->clock);
+        for (size_t i = 0; i < f->chain_len[r] && f->chain[r][i].clock <= p->clock; i++)
             m->parts[m->nparts++] = f->chain[r][i].part;
-        /* Parts before that full one are needed by no later manifest. */
-        memmove(f->chain[r], f->chain[r] + from, (n - from) * sizeof *f->chain[r]);
-        f->chain_len[r] -= from;
     }
     for (uint32_t w = 0; w < f->workers; w++) m->parts[m->nparts++] = p->parts[f->servers + w];
     j->clock = p->clock;
@@ -593,15 +601,8 @@ static pending *pending_of(ft *f, int64_t clock)
                      f->pending->clock, FT_MAX_PENDING, f->dropped);
         if (f->pending == np) np = NULL; /* the new one is the oldest: not kept either */
         pending_free(f, &f->pending);
-        for (uint32_t r = 0; r < f->servers; r++) { /* a chain from the newest full part ... */
-            int64_t need = f->pending ? f->pending->clock : INT64_MAX; /* ... the oldest needs */
-            size_t from = 0;
-            for (size_t i = 0; i < f->chain_len[r]; i++)
-                if (f->chain[r][i].clock <= need && f->chain[r][i].part.full) from = i;
-            memmove(f->chain[r], f->chain[r] + from,
-                    (f->chain_len[r] - from) * sizeof *f->chain[r]);
-            f->chain_len[r] -= from;
-        }
+        for (uint32_t r = 0; r < f->servers; r++) /* what the oldest left needs */
+            chain_trim(f, r, f->pending ? f->pending->clock : INT64_MAX);
     }
     return np;
 }
