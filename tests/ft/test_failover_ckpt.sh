@@ -12,6 +12,7 @@
 # job with every key exact. Heartbeats every 250 ms, a node declared dead
 # after 2 s of silence. Usage:
 #   test_failover_ckpt.sh LOOM FAILOVER_CHECK bsp|ssp|asp
+# shellcheck source-path=SCRIPTDIR source=../mp/lib.sh
 source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
 MODE=${3:?mode}
 CLOCKS=600
@@ -33,7 +34,7 @@ job() { # job PID_DIR OUT [VAR=VALUE...]: the job under `loom run`, in the backg
     local pids=$1 out=$2
     shift 2
     env "$@" LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=250 LOOM_CHECKPOINT_DIR="$CK" LOOM_CHECKPOINT_EVERY=5 \
-        LOOM_VERBOSE=${VERBOSE:-0} "$LOOM" run --servers 3 --workers 3 --on-failure wait \
+        LOOM_VERBOSE="${VERBOSE:-0}" "$LOOM" run --servers 3 --workers 3 --on-failure wait \
         --heartbeat-timeout 2000 --timeout 240 --insecure --no-status \
         -- "$PS_CHECK" "$MODE" --pid-dir "$pids" --clocks $CLOCKS --pace-ms 10 >"$out" 2>&1 &
     launcher=$!
