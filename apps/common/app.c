@@ -197,11 +197,12 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
             return app_usage(err, errlen,
                              "--on-server-failure restart needs --replicas 1 or more: a "
                              "replacement server copies its ranges from their replicas");
+        if (j->checkpoint_dir || j->resume_dir)
+            return app_usage(err, errlen,
+                             "--on-server-failure restart has no checkpoints yet: leave out %s",
+                             j->checkpoint_dir ? "--checkpoint-dir" : "--resume");
         j->restart_servers = 1;
     }
-    if (j->replicas && (j->checkpoint_dir || j->resume_dir))
-        return app_usage(err, errlen, "--replicas has no checkpoints yet: leave out %s",
-                         j->checkpoint_dir ? "--checkpoint-dir" : "--resume");
     v = app_flag_get(flags, n, values, "--consistency");
     return v ? parse_consistency(v->text, &j->consistency, &j->staleness, err, errlen) : 0;
 }

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define MSG_MAGIC       0x4D4Cu
-#define MSG_VERSION     5 /* 5: encoded pull keys, p2p window, worker loss, replicas */
+#define MSG_VERSION     6 /* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b */
 #define MSG_HEADER_SIZE 48
 #define MSG_MAX_FRAMES  2
 #define MSG_ADDR_MAX    256 /* a node's "host:port", NUL included */

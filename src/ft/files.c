@@ -193,7 +193,9 @@ void ft_file_abort(ft_file *f)
 void ft_manifest_free(ft_manifest *m)
 {
     free(m->parts);
+    free(m->moved);
     m->parts = NULL;
+    m->moved = NULL;
     m->nparts = 0;
 }
 
@@ -314,6 +316,17 @@ int ft_manifest_parse(const char *text, size_t len, ft_manifest *m, char *why, s
                 m->parts = np;
             }
             m->parts[m->nparts++] = p;
+        } else if (nt == 2 && !strcmp(tok[0], "moved") && have_servers &&
+                   parse_u64(tok[1], 10, m->servers - 1, &v)) {
+            if (!m->moved && !(m->moved = calloc(m->servers, 1))) {
+                snprintf(why, whylen, "out of memory");
+                goto bad;
+            }
+            if (m->moved[v]) {
+                snprintf(why, whylen, "line %d: server %" PRIu64 " moved twice", lineno, v);
+                goto bad;
+            }
+            m->moved[v] = 1;
         } else if (nt == 2 && !strcmp(tok[0], "end") && strlen(tok[1]) == 8 &&
                    parse_u64(tok[1], 16, UINT32_MAX, &v)) {
             if (ft_crc32c(0, text, pos) != (uint32_t)v) {
@@ -339,19 +352,31 @@ int ft_manifest_parse(const char *text, size_t len, ft_manifest *m, char *why, s
         snprintf(why, whylen, "clock, model, servers or workers missing");
         goto bad;
     }
-    /* Every server needs a chain, every worker one part. */
+    /* Every server needs a chain (or moved, and none), every worker one part;
+     * some server must have a chain. */
+    uint32_t nmoved = 0;
     for (uint32_t k = FT_SERVER; k <= FT_WORKER; k++) {
         uint32_t n = k == FT_SERVER ? m->servers : m->workers;
         for (uint32_t r = 0; r < n; r++) {
             size_t count = 0;
             for (size_t i = 0; i < m->nparts; i++)
                 count += m->parts[i].kind == k && m->parts[i].rank == r;
-            if (!count || (k == FT_WORKER && count != 1)) {
+            int moved = k == FT_SERVER && m->moved && m->moved[r];
+            nmoved += (uint32_t)moved;
+            if (moved && count) {
+                snprintf(why, whylen, "server %u is moved and has parts too", r);
+                goto bad;
+            }
+            if ((!count && !moved) || (k == FT_WORKER && count != 1)) {
                 snprintf(why, whylen, "no part (or several) for %s %u",
                          k == FT_SERVER ? "server" : "worker", r);
                 goto bad;
             }
         }
+    }
+    if (nmoved == m->servers) {
+        snprintf(why, whylen, "every server is moved");
+        goto bad;
     }
     return 0;
 bad:
@@ -361,7 +386,7 @@ bad:
 
 char *ft_manifest_format(const ft_manifest *m, size_t *len)
 {
-    size_t cap = 256 + m->nparts * (FT_PATH_MAX + 64);
+    size_t cap = 256 + m->nparts * (FT_PATH_MAX + 64) + (m->moved ? m->servers * 16 : 0);
     char *t = malloc(cap);
     if (!t) return NULL;
     size_t n = (size_t)snprintf(
@@ -373,6 +398,8 @@ char *ft_manifest_format(const ft_manifest *m, size_t *len)
                               p->kind == FT_SERVER ? "server" : "worker", p->rank,
                               p->full ? "full" : "incr", p->path, p->size, p->crc);
     }
+    for (uint32_t r = 0; m->moved && r < m->servers; r++)
+        if (m->moved[r]) n += (size_t)snprintf(t + n, cap - n, "moved %u\n", r);
     n += (size_t)snprintf(t + n, cap - n, "end %08x\n", ft_crc32c(0, t, n));
     *len = n;
     return t;

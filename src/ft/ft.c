@@ -61,10 +61,15 @@ typedef struct commit_job {
 
 typedef struct pending {
     int64_t clock;
-    uint32_t count;
-    ft_part *parts; /* servers, then workers, by rank; kind 0 = not yet */
+    ft_part *parts;  /* servers, then workers, by rank; kind 0 = not yet */
+    uint32_t *known; /* per server: the deaths its part was cut knowing of */
     struct pending *next;
 } pending;
+
+/* Checkpoints the scheduler keeps parts of while they wait for the rest:
+ * more than that (a job that can no longer commit, say after a lost worker,
+ * or a sender making clocks up) and the oldest is dropped, counted. */
+#define FT_MAX_PENDING 16
 
 typedef struct ft {
     loom_node *node;
@@ -77,13 +82,21 @@ typedef struct ft {
     ft_manifest resumed;   /* when resuming */
     int64_t base;          /* the job's clock at this run's clock 0 */
     /* server */
-    int force_full; /* a part failed: the next one must not depend on it */
+    /* The next part must be full: a part failed (the next must not depend on
+     * it), or this run resumed (its ranges may have been another server's in
+     * the resumed checkpoint, whose chain a later manifest may not name). */
+    int force_full;
     /* worker */
     uint8_t *resumed_part; /* the file; the state follows its header */
     size_t resumed_len;
     int64_t last_saved;
     /* scheduler */
-    pending *pending;
+    pending *pending; /* in clock order */
+    size_t npending;
+    int64_t committed;     /* the newest clock committed (queued for the committer) */
+    uint64_t dropped;      /* checkpoints dropped uncommitted (superseded or too many) */
+    uint32_t *death_index; /* per server: 0 alive, else the how-many-th death it was */
+    uint32_t ndeaths;
     known_part **chain; /* per server: its parts since its newest full one */
     size_t *chain_len, *chain_cap;
     /* The committer thread: makes the parts durable, writes manifests and
@@ -120,8 +133,10 @@ static void ft_destroy(void *state)
         pending *p = f->pending;
         f->pending = p->next;
         free(p->parts);
+        free(p->known);
         free(p);
     }
+    free(f->death_index);
     for (uint32_t r = 0; f->chain && r < f->servers; r++) free(f->chain[r]);
     free(f->chain);
     free(f->chain_len);
@@ -178,7 +193,7 @@ static int make_ckpt_dir(const ft *f, int64_t clock)
 }
 
 /* Tell the scheduler that a part is on disk. */
-static int send_part(ft *f, int64_t clock, const ft_part *p)
+static int send_part(ft *f, int64_t clock, const ft_part *p, uint32_t deaths)
 {
     blob_writer w = {0};
     blob_put_u32(&w, p->kind);
@@ -191,7 +206,7 @@ static int send_part(ft *f, int64_t clock, const ft_part *p)
         free(w.buf);
         return LOOM_ENOMEM;
     }
-    msg_header h = {.type = MSG_CKPT_PART, .clock = clock, .a = p->full};
+    msg_header h = {.type = MSG_CKPT_PART, .clock = clock, .a = p->full, .b = deaths};
     node_frame fr = {w.buf, w.len, NULL, NULL, 1};
     int rc = node_send(f->node, 0, &h, &fr, 1);
     free(w.buf);
@@ -213,11 +228,11 @@ static int emit_section(void *ctx, const char *table, const void *data, size_t l
     return rc ? rc : ft_file_write(file, data, len);
 }
 
-static void server_cut(void *ctx, int64_t clock)
+static void server_cut(void *ctx, int64_t clock, int must_full, uint32_t deaths)
 {
     ft *f = ctx;
     uint64_t t0 = node_now_ms();
-    int full = f->force_full || (clock / f->every) % f->full_every == 0;
+    int full = must_full || f->force_full || (clock / f->every) % f->full_every == 0;
     ft_part p = {.kind = FT_SERVER, .rank = (uint32_t)f->rank, .full = (uint32_t)full};
     char abs[PATH_MAX + 64];
     part_path(f, clock, "server", f->rank, p.path, sizeof p.path, abs, sizeof abs);
@@ -239,7 +254,7 @@ static void server_cut(void *ctx, int64_t clock)
     if (!rc) {
         p.size = file.size;
         p.crc = file.crc;
-        rc = send_part(f, clock, &p);
+        rc = send_part(f, clock, &p, deaths);
     }
     f->force_full = rc != 0;
     if (rc)
@@ -266,30 +281,54 @@ static int restore_section(void *ctx, const char *name, const uint8_t *data, siz
     return r->rc;
 }
 
+/* The clock of the checkpoint directory a part lives in. */
+static int64_t part_clock(const ft_part *p)
+{
+    return strtoll(p->path + 5, NULL, 10);
+}
+
+/* Every server reads every server part, oldest first, and keeps the rows of
+ * the ranges it holds (ps_snapshot_apply): which server wrote a range depends
+ * on the deaths at the cut (a dead server's ranges are in its successors'
+ * parts) and on the ring of the job that wrote it (--replicas), and a range
+ * that moved was written whole by its new writer (resume: every server's
+ * first part is full), so a newer part's rows replace an older one's. */
 static int server_restore(void *ctx, const ps_table_def *def, void *table)
 {
     ft *f = ctx;
     restore_ctx r = {.name = def->name, .table = table};
-    for (size_t i = 0; i < f->resumed.nparts; i++) {
-        const ft_part *p = &f->resumed.parts[i];
-        if (p->kind != FT_SERVER || p->rank != (uint32_t)f->rank) continue;
+    size_t n = f->resumed.nparts;
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order) return LOOM_ENOMEM;
+    for (size_t i = 0; i < n; i++) { /* insertion sort by clock: stable, and parts are few */
+        size_t j = i;
+        while (j &&
+               part_clock(&f->resumed.parts[order[j - 1]]) > part_clock(&f->resumed.parts[i])) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    int rc = 0;
+    for (size_t k = 0; k < n && !rc; k++) {
+        const ft_part *p = &f->resumed.parts[order[k]];
+        if (p->kind != FT_SERVER) continue;
         uint8_t *data;
         char why[1024];
-        int rc = ft_part_load(f->resume, &f->resumed, p, &data, why, sizeof why);
+        rc = ft_part_load(f->resume, &f->resumed, p, &data, why, sizeof why);
         if (rc) {
             log_error("cannot resume: %s", why);
-            return rc;
+            break;
         }
         rc = ft_sections(data + FT_HEADER_SIZE, p->size - FT_HEADER_SIZE, restore_section, &r);
         free(data);
-        if (rc) {
-            if (r.rc)
-                log_error("cannot resume from %s/%s: %s", f->resume, p->path, r.why);
-            else
-                log_error("cannot resume: %s/%s: malformed table section", f->resume, p->path);
-            return rc;
-        }
+        if (rc && r.rc)
+            log_error("cannot resume from %s/%s: %s", f->resume, p->path, r.why);
+        else if (rc)
+            log_error("cannot resume: %s/%s: malformed table section", f->resume, p->path);
     }
+    free(order);
+    if (rc) return rc;
     if (r.found)
         log_info("table \"%s\" restored from the checkpoint at clock %" PRId64, def->name,
                  f->resumed.clock);
@@ -311,14 +350,24 @@ static void chain_add(ft *f, int64_t clock, const ft_part *p)
     f->chain[r][f->chain_len[r]++] = (known_part){clock, *p};
 }
 
+/* Drop server r's parts before its newest full part at or before `clock`:
+ * a manifest of that clock or a later one starts its chain there. */
+static void chain_trim(ft *f, uint32_t r, int64_t clock)
+{
+    size_t from = 0;
+    for (size_t i = 0; i < f->chain_len[r]; i++)
+        if (f->chain[r][i].clock <= clock && f->chain[r][i].part.full) from = i;
+    if (!from) return;
+    memmove(f->chain[r], f->chain[r] + from, (f->chain_len[r] - from) * sizeof *f->chain[r]);
+    f->chain_len[r] -= from;
+}
+
 /* The oldest checkpoint clock a manifest's parts live under. */
 static int64_t oldest_dir(const ft_manifest *m)
 {
     int64_t oldest = m->clock;
-    for (size_t i = 0; i < m->nparts; i++) {
-        int64_t c = strtoll(m->parts[i].path + 5, NULL, 10);
-        if (c < oldest) oldest = c;
-    }
+    for (size_t i = 0; i < m->nparts; i++)
+        if (part_clock(&m->parts[i]) < oldest) oldest = part_clock(&m->parts[i]);
     return oldest;
 }
 
@@ -413,31 +462,36 @@ static void *committer_main(void *arg)
 }
 
 /* Every part of clock p->clock is on disk: queue its manifest. It names each
- * server's newest full part at or before the clock and the parts after it. */
+ * server's newest full part at or before the clock and the parts after it;
+ * a dead server that wrote no part at the clock is named as moved (its
+ * ranges are in the parts of the servers that took them over). */
 static void commit(ft *f, pending *p)
 {
     commit_job *j = calloc(1, sizeof *j);
     size_t cap = f->workers;
     for (uint32_t r = 0; r < f->servers; r++) cap += f->chain_len[r];
     if (j) j->m.parts = malloc((cap ? cap : 1) * sizeof *j->m.parts);
-    if (!j || !j->m.parts) {
+    if (j && f->ndeaths) j->m.moved = calloc(f->servers, 1);
+    if (!j || !j->m.parts || (f->ndeaths && !j->m.moved)) {
+        if (j) ft_manifest_free(&j->m);
         free(j);
         log_error("checkpoint at clock %" PRId64 " not committed: out of memory", p->clock);
         return;
     }
     ft_manifest *m = &j->m;
-    *m = (ft_manifest){
-        .clock = p->clock, .servers = f->servers, .workers = f->workers, .parts = m->parts};
+    m->clock = p->clock;
+    m->servers = f->servers;
+    m->workers = f->workers;
     snprintf(m->model, sizeof m->model, "%s", f->model);
     for (uint32_t r = 0; r < f->servers; r++) {
-        size_t from = 0, n = f->chain_len[r];
-        for (size_t i = 0; i < n; i++)
-            if (f->chain[r][i].clock <= p->clock && f->chain[r][i].part.full) from = i;
-        for (size_t i = from; i < n && f->chain[r][i].clock <= p->clock; i++)
+        if (!p->parts[r].kind) {
+            m->moved[r] = 1;
+            continue;
+        }
+        /* Parts before its newest full one are needed by no later manifest. */
+        chain_trim(f, r, p->clock);
+        for (size_t i = 0; i < f->chain_len[r] && f->chain[r][i].clock <= p->clock; i++)
             m->parts[m->nparts++] = f->chain[r][i].part;
-        /* Parts before that full one are needed by no later manifest. */
-        memmove(f->chain[r], f->chain[r] + from, (n - from) * sizeof *f->chain[r]);
-        f->chain_len[r] -= from;
     }
     for (uint32_t w = 0; w < f->workers; w++) m->parts[m->nparts++] = p->parts[f->servers + w];
     j->clock = p->clock;
@@ -449,11 +503,108 @@ static void commit(ft *f, pending *p)
         log_error("checkpoint at clock %" PRId64 " not committed: out of memory", p->clock);
         return;
     }
+    f->committed = p->clock;
     pthread_mutex_lock(&f->mu);
     *f->jobs_tail = j;
     f->jobs_tail = &j->next;
     pthread_cond_signal(&f->cv);
     pthread_mutex_unlock(&f->mu);
+}
+
+/* Whether checkpoint p has every part it needs: every worker's, and every
+ * server's but a dead one's whose ranges the others' parts hold (each was cut
+ * knowing of its death; ps.h). */
+static int complete(const ft *f, const pending *p)
+{
+    for (uint32_t w = 0; w < f->workers; w++)
+        if (!p->parts[f->servers + w].kind) return 0;
+    uint32_t known = UINT32_MAX;
+    for (uint32_t r = 0; r < f->servers; r++)
+        if (p->parts[r].kind && p->known[r] < known) known = p->known[r];
+    for (uint32_t r = 0; r < f->servers; r++)
+        if (!p->parts[r].kind && (!f->death_index[r] || f->death_index[r] > known)) return 0;
+    return 1;
+}
+
+/* Whether to log the dropped-th drop: the first few, then ever more rarely
+ * (a sender making clocks up must not flood the log). */
+static int worth_logging(uint64_t dropped)
+{
+    return dropped <= 5 || (dropped & (dropped - 1)) == 0;
+}
+
+static void pending_free(ft *f, pending **pp)
+{
+    pending *p = *pp;
+    *pp = p->next;
+    f->npending--;
+    free(p->parts);
+    free(p->known);
+    free(p);
+}
+
+/* Commit the complete checkpoints; drop those a newer commit supersedes. */
+static void commit_ready(ft *f)
+{
+    for (pending **pp = &f->pending; *pp;) {
+        if (!complete(f, *pp)) {
+            pp = &(*pp)->next;
+            continue;
+        }
+        commit(f, *pp);
+        pending_free(f, pp);
+    }
+    while (f->pending && f->pending->clock < f->committed) {
+        if (worth_logging(++f->dropped))
+            log_warn("checkpoint at clock %" PRId64
+                     " dropped uncommitted: parts are missing and the "
+                     "one at clock %" PRId64 " is committed (%" PRIu64 " dropped)",
+                     f->pending->clock, f->committed, f->dropped);
+        pending_free(f, &f->pending);
+    }
+}
+
+/* The job went on without server `rank` (ps_registry_on_failover). */
+static void on_server_death(void *ctx, int rank)
+{
+    ft *f = ctx;
+    f->death_index[rank] = ++f->ndeaths;
+    commit_ready(f);
+}
+
+/* The pending checkpoint of clock `clock`, made if new (NULL: out of memory).
+ * Beyond FT_MAX_PENDING the oldest is dropped, and with it the parts of the
+ * chains only it could have needed. */
+static pending *pending_of(ft *f, int64_t clock)
+{
+    pending **pp = &f->pending;
+    while (*pp && (*pp)->clock < clock) pp = &(*pp)->next;
+    if (*pp && (*pp)->clock == clock) return *pp;
+    pending *np = calloc(1, sizeof *np);
+    if (np) {
+        np->parts = calloc(f->servers + f->workers, sizeof *np->parts);
+        np->known = calloc(f->servers, sizeof *np->known);
+    }
+    if (!np || !np->parts || !np->known) {
+        if (np) free(np->parts);
+        free(np);
+        log_error("checkpoint at clock %" PRId64 ": out of memory", clock);
+        return NULL;
+    }
+    np->clock = clock;
+    np->next = *pp;
+    *pp = np;
+    if (++f->npending > FT_MAX_PENDING) {
+        if (worth_logging(++f->dropped))
+            log_warn("checkpoint at clock %" PRId64 " dropped uncommitted: %d newer ones wait for "
+                     "their parts too (%" PRIu64 " dropped)",
+                     f->pending->clock, FT_MAX_PENDING, f->dropped);
+        if (f->pending == np) np = NULL; /* the new one is the oldest: not kept either */
+        pending_free(f, &f->pending);
+        for (uint32_t r = 0; r < f->servers; r++) /* what the oldest left needs */
+            chain_trim(f, r, f->pending ? f->pending->clock : INT64_MAX);
+    }
+    return np;
 }
 
 static void on_part(loom_node *n, void *ctx, node_msg *m)
@@ -474,37 +625,27 @@ static void on_part(loom_node *n, void *ctx, node_msg *m)
              role == LOOM_SERVER ? "server" : "worker", rank);
     if (rd.bad || rd.left || !f->dir[0] || m->h.clock <= 0 ||
         p.kind != (role == LOOM_SERVER ? FT_SERVER : FT_WORKER) || p.rank != (uint32_t)rank ||
-        p.full > 1 || strcmp(p.path, want)) {
+        p.full > 1 || strcmp(p.path, want) || m->h.b >= f->servers) {
         node_drop(n, m, "malformed CKPT_PART");
         return;
     }
-    pending **pp = &f->pending;
-    while (*pp && (*pp)->clock != m->h.clock) pp = &(*pp)->next;
-    if (!*pp) {
-        pending *np = calloc(1, sizeof *np);
-        if (np) np->parts = calloc(f->servers + f->workers, sizeof *np->parts);
-        if (!np || !np->parts) {
-            free(np);
-            log_error("checkpoint at clock %" PRId64 ": out of memory", m->h.clock);
-            return;
-        }
-        np->clock = m->h.clock;
-        *pp = np;
+    if (m->h.clock <= f->committed) { /* a node sends its parts in clock order */
+        node_drop(n, m, "CKPT_PART of a clock at or before the newest committed checkpoint");
+        return;
     }
-    pending *pe = *pp;
+    pending *pe = pending_of(f, m->h.clock);
+    if (!pe) return;
     size_t slot = (role == LOOM_SERVER ? 0 : f->servers) + (size_t)rank;
     if (pe->parts[slot].kind) {
         node_drop(n, m, "CKPT_PART sent twice");
         return;
     }
     pe->parts[slot] = p;
-    pe->count++;
-    if (role == LOOM_SERVER) chain_add(f, m->h.clock, &p);
-    if (pe->count < f->servers + f->workers) return;
-    commit(f, pe);
-    *pp = pe->next;
-    free(pe->parts);
-    free(pe);
+    if (role == LOOM_SERVER) {
+        pe->known[rank] = (uint32_t)m->h.b;
+        chain_add(f, m->h.clock, &p);
+    }
+    commit_ready(f);
 }
 
 /* ---- attach ---- */
@@ -534,6 +675,7 @@ static int load_resume(ft *f)
         return LOOM_EMISMATCH;
     }
     f->base = m->clock;
+    f->force_full = 1;
     for (size_t i = 0; i < m->nparts; i++) {
         const ft_part *p = &m->parts[i];
         int mine_part = (p->kind == FT_SERVER && f->role == LOOM_SERVER) ||
@@ -582,8 +724,11 @@ int ft_attach(loom_node *n)
         f->chain_len = calloc(f->servers ? f->servers : 1, sizeof *f->chain_len);
         f->chain_cap = calloc(f->servers ? f->servers : 1, sizeof *f->chain_cap);
         if (!f->chain || !f->chain_len || !f->chain_cap) return LOOM_ENOMEM;
+        f->death_index = calloc(f->servers ? f->servers : 1, sizeof *f->death_index);
+        if (!f->death_index) return LOOM_ENOMEM;
         if ((rc = ft_mkdirs(f->dir))) return rc;
         node_set_handler(n, MSG_CKPT_PART, on_part, f);
+        ps_registry_on_failover(n, on_server_death, f);
     }
     if (f->resume[0] && (rc = load_resume(f))) return rc;
     if (f->chain) {
@@ -642,7 +787,7 @@ int loom_checkpoint_save(loom_node *n, const void *state, size_t len)
     if (!rc) {
         p.size = file.size;
         p.crc = file.crc;
-        rc = send_part(f, clock, &p);
+        rc = send_part(f, clock, &p, 0);
     }
     if (!rc) {
         f->last_saved = local;

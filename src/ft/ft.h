@@ -22,7 +22,11 @@
  *     part server 0 incr ckpt-000000000110/server-0.part 1234 77aa0b13
  *     part worker 0 full ckpt-000000000120/worker-0.part 88 0c0ffee1
  *     end 5e1d2c3b
- * ("end" carries the CRC-32C of every byte before that line). */
+ * ("end" carries the CRC-32C of every byte before that line). With replicas,
+ * a server that died before the cut has no chain but a line "moved R": its
+ * ranges are in the parts of the servers that took them over. A server's
+ * part holds the ranges it was master of at the cut, so a resuming server
+ * reads every server part and keeps the rows of the ranges it holds. */
 #ifndef LOOM_FT_FT_H
 #define LOOM_FT_FT_H
 
@@ -90,6 +94,7 @@ typedef struct ft_manifest {
     uint32_t servers, workers;
     size_t nparts;
     ft_part *parts; /* servers' chains (per rank, in order), then one per worker */
+    uint8_t *moved; /* per server rank: died, ranges in others' parts (NULL: none did) */
 } ft_manifest;
 
 /* Parse a manifest's text (untrusted: every field checked, paths only of the

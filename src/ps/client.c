@@ -199,6 +199,10 @@ typedef struct ps_client {
     int num_servers;
     int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
     uint8_t *dead;      /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
+    /* Server deaths whose pushes and pulls went again to the new masters: a
+     * CLOCK says it (h.b), so that a server knows which of them the worker's
+     * clock comes after (a checkpoint's cut, ps.h). */
+    _Atomic uint32_t failovers_done;
     pthread_mutex_t mu; /* slots, open waiters, table list, clock_sent */
     int64_t clock_sent; /* the last CLOCK sent to the servers */
     _Atomic(loom_table *) by_id[PS_MAX_TABLES];
@@ -1624,13 +1628,14 @@ static int send_clock(ps_client *c, int64_t clock)
     /* Under mu, so that a replacement server gets this worker's clocks in
      * order (client_rejoin sends it the last one). */
     pthread_mutex_lock(&c->mu);
+    uint32_t failovers = atomic_load(&c->failovers_done);
     for (int s = 0; s < c->num_servers && !rc; s++) {
-        msg_header h = {.type = MSG_CLOCK, .clock = clock};
+        msg_header h = {.type = MSG_CLOCK, .clock = clock, .b = failovers};
         rc = node_send(c->node, node_server_id(c->num_servers, s), &h, NULL, 0);
     }
     c->clock_sent = clock;
     pthread_mutex_unlock(&c->mu);
-    msg_header h = {.type = MSG_CLOCK, .clock = clock};
+    msg_header h = {.type = MSG_CLOCK, .clock = clock, .b = failovers};
     return rc ? rc : node_send(c->node, 0, &h, NULL, 0);
 }
 
@@ -1969,6 +1974,7 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
                  resent, nmoved);
     free(tables);
     free(moved);
+    atomic_fetch_add(&c->failovers_done, 1); /* after what went again: CLOCKs follow it */
     return 1;
 }
 

@@ -67,22 +67,33 @@ int ps_server_of(const loom_table_opts *o, int num_servers, uint64_t key);
  * of a clock >= C (BSP tables stage those anyway; pushes of other tables that
  * run ahead are held, and acknowledged, only after the cut), and cut() runs.
  * cut() reads the partitions with ps_server_encode. When a table is created,
- * restore() may fill it from a checkpoint through ps_snapshot_apply. */
+ * restore() may fill it from a checkpoint through ps_snapshot_apply.
+ *
+ * With replicas, cut() gets must_full (replication rounds consume the rows'
+ * change marks, so a part cannot be incremental) and `deaths`, the number of
+ * servers this server knew dead at the cut: it wrote the ranges it is master
+ * of with those dead. A server that took ranges over from a dead one skips
+ * the cut (no cut() call) unless every worker had sent again what the dead
+ * server lacked before ending clock C-1 (its CLOCK says how many deaths it had
+ * handled), so a part it writes holds exactly the clocks < C of every range. */
 typedef struct ps_ckpt_hooks {
     int64_t every, base;
     void *ctx;
-    void (*cut)(void *ctx, int64_t clock);
+    void (*cut)(void *ctx, int64_t clock, int must_full, uint32_t deaths);
     /* 0, or a loom error (the table is then refused; restore() says why). */
     int (*restore)(void *ctx, const ps_table_def *def, void *table);
 } ps_ckpt_hooks;
 void ps_server_set_ckpt(loom_node *n, const ps_ckpt_hooks *hooks);
-/* Every table's rows (full), or those changed since the last cut, one section
- * per table: emit(ctx, table name, section bytes, length). */
+/* Every table's rows (full), or those changed since the last cut, of the
+ * ranges this server is master of, one section per table: emit(ctx, table
+ * name, section bytes, length). */
 typedef int (*ps_section_fn)(void *ctx, const char *table, const void *data, size_t len);
 int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx);
-/* Apply one section (as ps_server_encode made it) to `table` (restore()'s
- * argument): its definition must equal the table's and its keys lie in this
- * server's partition. 0, or LOOM_EMISMATCH / LOOM_EPROTO with why. */
+/* Apply one section (as ps_server_encode made it, by any server) to `table`
+ * (restore()'s argument): its definition must equal the table's; rows of
+ * ranges this server does not hold are skipped, so that every server can read
+ * every part (the ranges a part holds depend on the deaths at its cut and on
+ * the ring of the job that wrote it). 0, or LOOM_EMISMATCH / LOOM_EPROTO with why. */
 int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size_t whylen);
 /* Read a section without a server: its definition, then fn(ctx, key, row) for
  * each row. 0, fn's first non-zero result, or LOOM_EPROTO if malformed. */
@@ -101,6 +112,9 @@ int ps_replicas_from_env(int num_servers, int *replicas);
  * Every role decides the same way, so all agree on which ranges moved. */
 int ps_survives(loom_node *n, int replicas, uint8_t *dead, uint32_t id);
 int ps_registry_attach(loom_node *n);
+/* The scheduler: fn(ctx, rank) runs on the I/O thread each time the job goes
+ * on without a dead server (in the order every node learns of them). */
+void ps_registry_on_failover(loom_node *n, void (*fn)(void *ctx, int rank), void *ctx);
 int ps_server_attach(loom_node *n);
 int ps_client_attach(loom_node *n);
 int ps_clock(loom_node *n);

@@ -57,6 +57,8 @@ typedef struct registry {
     int *copies_left;
     uint8_t *copy_from; /* rank * num_servers + server */
     int recopy;         /* a server died during a copy: ask again (on the timer) */
+    void (*on_failover)(void *ctx, int rank); /* ps_registry_on_failover (checkpoints) */
+    void *on_failover_ctx;
 } registry;
 
 static void start_copy(loom_node *n, registry *r, int d);
@@ -78,6 +80,7 @@ static int registry_failover(loom_node *n, void *ctx, uint32_t id)
     if (!ps_survives(n, r->replicas, r->dead, id)) return 0;
     int rank;
     node_peer_role(n, id, &rank);
+    if (r->on_failover) r->on_failover(r->on_failover_ctx, rank);
     r->tables_left[rank] = 0; /* a replacement that died while joining stops here */
     r->copies_left[rank] = 0;
     r->copy_gen[rank]++; /* its copies' late REJOIN_COPIED are of an older generation */
@@ -171,6 +174,13 @@ static void on_rejoin_copied(loom_node *n, void *ctx, node_msg *m)
     if (m->h.req != r->copy_gen[d] || !*from) return; /* of an older generation */
     *from = 0;
     if (--r->copies_left[d] == 0) rejoin_ready(n, r, d);
+}
+
+void ps_registry_on_failover(loom_node *n, void (*fn)(void *ctx, int rank), void *ctx)
+{
+    registry *r = node_layer(n, NODE_LAYER_PS);
+    r->on_failover = fn;
+    r->on_failover_ctx = ctx;
 }
 
 static void answer(loom_node *n, uint32_t worker, uint64_t req, uint32_t table, int status)

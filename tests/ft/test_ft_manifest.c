@@ -4,7 +4,9 @@
  * leave the checkpoint directory, name a rank outside the job or leave a
  * node without its part are refused even with a correct checksum; and
  * seeded random mutations (bytes replaced, inserted, deleted) never crash
- * the reader and are refused unless they give back the original text. */
+ * the reader and are refused unless they give back the original text. A
+ * server named moved (replicas: it died, its ranges are in the others' parts)
+ * reads back, and needs no part but must have none. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -138,6 +140,54 @@ static void hostile_records(void **state)
     assert_int_not_equal(parse_signed(body), 0);
 }
 
+static void moved_servers(void **state)
+{
+    (void)state;
+    static uint8_t moved[] = {0, 1, 0};
+    ft_part p[] = {parts[0], parts[3]};
+    ft_manifest m = {.clock = 20, .servers = 3, .workers = 1, .nparts = 2, .parts = p};
+    m.moved = moved;
+    strcpy(m.model, "lr");
+    size_t len;
+    char *t = ft_manifest_format(&m, &len);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "\nmoved 1\n"));
+    ft_manifest back;
+    char why[256];
+    /* Server 2 has neither a part nor a moved line: refused. */
+    assert_int_not_equal(ft_manifest_parse(t, len, &back, why, sizeof why), 0);
+    free(t);
+    moved[2] = 1;
+    t = ft_manifest_format(&m, &len);
+    assert_int_equal(ft_manifest_parse(t, len, &back, why, sizeof why), 0);
+    assert_non_null(back.moved);
+    assert_int_equal(back.moved[0], 0);
+    assert_int_equal(back.moved[1], 1);
+    assert_int_equal(back.moved[2], 1);
+    assert_int_equal(back.nparts, 2);
+    ft_manifest_free(&back);
+    free(t);
+
+    const char *head = "loom-checkpoint 1\nclock 20\nmodel lr\nservers 2\nworkers 1\n";
+    const char *server0 = "part server 0 full ckpt-000000000020/server-0.part 1 00000000\n";
+    const char *worker = "part worker 0 full ckpt-000000000020/worker-0.part 48 00000000\n";
+    char body[1024];
+    snprintf(body, sizeof body, "%s%s%smoved 1\n", head, server0, worker);
+    assert_int_equal(parse_signed(body), 0);
+    const char *bad[] = {
+        "moved 0\n",          /* server 0 has a part */
+        "moved 1\nmoved 1\n", /* twice */
+        "moved 2\n",          /* no server 2 */
+        "moved x\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(body, sizeof body, "%s%s%s%s", head, server0, worker, bad[i]);
+        assert_int_not_equal(parse_signed(body), 0);
+    }
+    snprintf(body, sizeof body, "%s%smoved 0\nmoved 1\n", head, worker); /* every server */
+    assert_int_not_equal(parse_signed(body), 0);
+}
+
 static uint64_t next(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -191,9 +241,8 @@ static void random_mutations(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(roundtrip),
-        cmocka_unit_test(truncations_and_flips),
-        cmocka_unit_test(hostile_records),
+        cmocka_unit_test(roundtrip),        cmocka_unit_test(truncations_and_flips),
+        cmocka_unit_test(hostile_records),  cmocka_unit_test(moved_servers),
         cmocka_unit_test(random_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

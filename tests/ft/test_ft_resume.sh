@@ -7,8 +7,12 @@
 # then finishes the job, whose model must equal, byte for byte, the model of
 # the same job run without interruption. The interrupted run must really
 # have been interrupted (no model written), and no process may survive.
+# With REPLICAS (1), every run has --replicas REPLICAS (so the checkpoints are
+# cut by servers that replicate), and the checkpoint also resumes without
+# replicas to the same model: a checkpoint holds each range once, whatever
+# the ring that wrote it.
 #
-# Usage: test_ft_resume.sh LOOM MODEL SEED
+# Usage: test_ft_resume.sh LOOM MODEL SEED [REPLICAS]
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
@@ -17,6 +21,7 @@ source "$(dirname "$0")/../cli_lib.sh"
 LOOM=${1:?usage: $0 LOOM MODEL SEED}
 MODEL=${2:?usage: $0 LOOM MODEL SEED}
 SEED=${3:?usage: $0 LOOM MODEL SEED}
+REPLICAS=${4:-0}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-ft-resume.XXXXXX")
 JOB=
 cleanup() {
@@ -49,6 +54,7 @@ lda)
 esac
 [[ $RC == 0 ]] || fail "gen $MODEL: exit status $RC"
 ARGS+=(--workers 1 --servers 2 --consistency bsp --quiet --insecure --no-status)
+((REPLICAS)) && ARGS+=(--replicas "$REPLICAS")
 
 # The uninterrupted run.
 run "${ARGS[@]}" --model-out ref.model
@@ -97,12 +103,19 @@ echo "killed after the checkpoint at clock $(newest) (K=$K)"
 
 run checkpoint verify ck
 [[ $RC == 0 ]] || fail "checkpoint verify after the kill: exit status $RC"
+cp -r ck ck_copy
 
 # Resume into the same directory, and compare.
 run "${ARGS[@]}" --model-out resumed.model --checkpoint-dir ck --checkpoint-every $EVERY \
     --checkpoint-full-every 3 --resume ck
 [[ $RC == 0 ]] || fail "resumed run: exit status $RC"
 cmp -s ref.model resumed.model || fail "the resumed model differs from the uninterrupted one"
+if ((REPLICAS)); then
+    NOREPL=("${ARGS[@]:0:${#ARGS[@]}-2}") # the same flags without --replicas
+    run "${NOREPL[@]}" --model-out norepl.model --resume ck_copy
+    [[ $RC == 0 ]] || fail "resumed without replicas: exit status $RC"
+    cmp -s ref.model norepl.model || fail "resumed without replicas, the model differs"
+fi
 if [[ $MODEL == mf ]]; then
     # A clock's ratings and merge depend on --steps: another --steps is refused.
     OTHER=()
