@@ -197,8 +197,8 @@ typedef struct open_wait {
 typedef struct ps_client {
     loom_node *node;
     int num_servers;
-    int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
-    uint8_t *dead;      /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
+    int replicas;  /* LOOM_REPLICAS: the ring's points per server follow from it */
+    uint8_t *dead; /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
     /* Server deaths whose pushes and pulls went again to the new masters: a
      * CLOCK says it (h.b), so that a server knows which of them the worker's
      * clock comes after (a checkpoint's cut, ps.h). */
