@@ -30,6 +30,9 @@ expect() {
     grep -qF -- "$pattern" err || fail "loom $*: message does not say '$pattern'"
 }
 
+# last_value FILE KEY: KEY's value in the last line of a metrics file (JSON lines).
+last_value() { tail -1 "$1" | sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p"; }
+
 # ---- a job one of whose workers is killed (tests/sched/test_sched_kill.sh,
 # tests/svm/test_svm_kill.sh): every survivor must notice by heartbeat, say which
 # worker died and exit with status 3 within KILL_BOUND_MS, leaving no process behind

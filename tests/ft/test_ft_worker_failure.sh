@@ -63,9 +63,6 @@ esac
 [[ $RC == 0 ]] || fail "gen $MODEL: exit status $RC"
 ARGS+=(--workers 3 --servers 2 --consistency bsp --insecure --no-status)
 
-# last_value FILE KEY: KEY's value in the last line of a metrics file.
-last_value() { tail -1 "$1" | sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p"; }
-
 # start_and_kill POLICY: start the job, SIGKILL worker 1 once worker 0 has
 # trained a few epochs, wait for the job; sets STATUS and ELAPSED (ms from the
 # kill to the end), leaves the job's output in job.out.
