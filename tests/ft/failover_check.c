@@ -106,8 +106,8 @@ static int last_clock_of(const char *dir, int w)
 }
 
 /* One clock: push, pull every key, end the clock; with --workers-may-die,
- * first wait for the pushes' acknowledgement and afterwards record the clock
- * in the file whose fd is progress. */
+ * also wait for the pushes' acknowledgement before ending the clock, and
+ * afterwards record the clock in the file whose fd is progress. */
 static int run_clock(loom_node *n, loom_table *t, const struct options *o, int c, int progress)
 {
     static uint64_t all[NKEYS];
@@ -121,11 +121,12 @@ static int run_clock(loom_node *n, loom_table *t, const struct options *o, int c
         vals[j] = delta_of(rank, c);
     }
     if ((rc = loom_push(t, keys, NPUSH, vals))) return fail("push", rc);
+    /* Sent before the pull, so that a kill during the pull finds the pushes
+     * on their way: some applied, some not. */
+    loom_ts ts;
+    if (o->workers_may_die && (rc = loom_flush(t, &ts))) return fail("flush", rc);
     if ((rc = loom_pull(t, all, NPULLS, got))) return fail("pull", rc);
-    if (o->workers_may_die) {
-        loom_ts ts;
-        if ((rc = loom_flush(t, &ts)) || (rc = loom_wait(n, ts))) return fail("flush", rc);
-    }
+    if (o->workers_may_die && (rc = loom_wait(n, ts))) return fail("flush", rc);
     if ((rc = loom_clock(n))) return fail("clock", rc);
     if (o->workers_may_die) {
         char line[32];
