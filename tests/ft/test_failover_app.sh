@@ -27,7 +27,7 @@ set -u
 source "$(dirname "$0")/../cli_lib.sh"
 LOOM=${1:?usage: $0 LOOM MODEL}
 MODEL=${2:?usage: $0 LOOM MODEL}
-kill_setup "ft-failover-$MODEL"
+work_setup "ft-failover-$MODEL"
 cd "$WORK" || exit 1
 export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000
 
