@@ -67,7 +67,7 @@ check_counts m.ref
 # kill_server_1 LOG: once LOG (the job's stderr) shows READY, SIGKILL the job's server 1.
 kill_server_1() {
     local deadline=$((SECONDS + 60)) c
-    until grep -q "$READY" "$1"; do
+    until grep -qs "$READY" "$1"; do
         ((SECONDS < deadline)) || fail "no '$READY' within 60 s"
         kill -0 "$launcher" 2>/dev/null || fail "the job ended before '$READY'"
         sleep 0.05
@@ -79,7 +79,7 @@ kill_server_1() {
             return 0
         fi
     done
-    fail "server 1 of the job not found"
+    fail "server 1 of the job not found; the job's last words: $(tail -n 5 "$1")"
 }
 
 "$LOOM" "${ARGS[@]}" --replicas 1 --metrics m.killed >killed.out 2>killed.err &
