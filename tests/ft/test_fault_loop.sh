@@ -36,6 +36,13 @@ RANDOM=$SEED
 modes=(bsp ssp asp)
 kills=0
 echo "seed $SEED, $KILLS kills"
+
+# job_failed MESSAGE: fail, showing the job's log without its progress lines.
+job_failed() {
+    grep -v " clock [0-9]*\$" "$out" | tail -n 60 >"$WORK/job.out"
+    rm -f "$WORK"/job[0-9]*.out
+    fail "job $job: $*"
+}
 for ((job = 0; kills < KILLS; job++)); do
     mode=${modes[job % 3]}
     # Four distinct clocks out of 10, 20, ..., 80, in order. The job has 150:
@@ -92,14 +99,14 @@ for ((job = 0; kills < KILLS; job++)); do
     wait "$launcher"
     w=${live[0]}
     grep -q "^\[worker $w\] worker $w: $CLOCKS clocks, all 1000 keys exact" "$out" ||
-        { cp "$out" "$WORK/job.out"; fail "job $job: worker $w did not end with every part exact"; }
+        job_failed "worker $w did not end with every part exact"
     grep "^\[worker $w\] worker $w: worker [0-9] was lost" "$out"
     for v in $w1 $w2; do
         grep -q "^\[worker $w\] worker $w: worker $v was lost after clock" "$out" ||
-            { cp "$out" "$WORK/job.out"; fail "job $job: worker $w did not check killed worker $v"; }
+            job_failed "worker $w did not check killed worker $v"
     done
     others=$(grep -E "^loom run: .*(exited with status [1-9]|killed by)" "$out" |
         grep -vE "(server ($s1|$s2)|worker ($w1|$w2)) was killed by signal 9")
-    [[ -z $others ]] || { cp "$out" "$WORK/job.out"; fail "job $job: other processes failed: $others"; }
+    [[ -z $others ]] || job_failed "other processes failed: $others"
 done
 echo "PASS: $job jobs, $kills processes killed (servers and workers), every part exact (seed $SEED)"
