@@ -52,6 +52,20 @@ expect() {
     grep -qF -- "$pattern" err || fail "loom $*: message does not say '$pattern'"
 }
 
+# kill_server RANK: SIGKILL server RANK of the job $launcher (`loom train` or
+# `loom run`) started.
+kill_server() {
+    local c
+    for c in $(pgrep -P "$launcher"); do
+        if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx LOOM_ROLE=server &&
+            tr '\0' '\n' <"/proc/$c/environ" | grep -qx "LOOM_RANK=$1"; then
+            kill -KILL "$c"
+            return 0
+        fi
+    done
+    fail "server $1 of the job not found"
+}
+
 # last_value FILE KEY: KEY's value in the last line of a metrics file (JSON lines).
 last_value() { tail -1 "$1" | sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p"; }
 

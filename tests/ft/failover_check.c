@@ -45,8 +45,8 @@
 #define NPUSH  50
 #define NPULLS NKEYS
 /* Three workers' parts fit an int64: a part is at most the sum of c + 1 over
- * one worker's pushes to one key (about N / 20 of them: key_of), below 2^21
- * for N <= 1000 clocks. */
+ * one worker's pushes to one key (about N / 20 of them: key_of), so about
+ * N * N / 20, below 2^21 for N <= 5000 clocks. */
 #define FIELD_BITS  21
 #define MAX_WORKERS 3
 
@@ -246,7 +246,7 @@ int main(int argc, char **argv)
         else
             return fprintf(stderr, "failover_check: bad argument %s\n", argv[i]), 2;
     }
-    if (!o.dir || o.clocks < 1 || o.clocks > 1000 || o.pace_ms < 0) return 2;
+    if (!o.dir || o.clocks < 1 || o.clocks > 5000 || o.pace_ms < 0) return 2;
     loom_node *n;
     int rc = loom_init(&n, NULL, NULL);
     if (rc) return fail("init", rc);

@@ -66,20 +66,13 @@ check_counts m.ref
 
 # kill_server_1 LOG: once LOG (the job's stderr) shows READY, SIGKILL the job's server 1.
 kill_server_1() {
-    local deadline=$((SECONDS + 60)) c
+    local deadline=$((SECONDS + 60))
     until grep -qs "$READY" "$1"; do
         ((SECONDS < deadline)) || fail "no '$READY' within 60 s"
         kill -0 "$launcher" 2>/dev/null || fail "the job ended before '$READY'"
         sleep 0.05
     done
-    for c in $(pgrep -P "$launcher"); do
-        if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx LOOM_ROLE=server &&
-            tr '\0' '\n' <"/proc/$c/environ" | grep -qx LOOM_RANK=1; then
-            kill -KILL "$c"
-            return 0
-        fi
-    done
-    fail "server 1 of the job not found; the job's last words: $(tail -n 5 "$1")"
+    kill_server 1
 }
 
 "$LOOM" "${ARGS[@]}" --replicas 1 --metrics m.killed >killed.out 2>killed.err &
