@@ -2,9 +2,29 @@
 # The helpers of the tests that run `loom` commands as a user does, each in its
 # own work directory ($WORK, the current directory): run a command with its
 # output in ./out and ./err, expect an exit status and a message, fail showing
-# both. Sourced after the script has set up $LOOM and changed into $WORK. At
-# the end, the helpers of the tests that kill a worker of a running job
-# (kill_setup ... kill_worker1_and_check), which set up $WORK themselves.
+# both. Sourced after the script has set up $LOOM; work_setup gives it $WORK.
+# At the end, the helpers of the tests that kill a worker of a running job
+# (kill_job_start, kill_worker1_and_check).
+
+# work_setup NAME: no LOOM_* variables of the caller's, a work directory $WORK
+# (loom-NAME.XXXXXX), and, whatever way the test ends, its removal, after the
+# job the test started in the background as $launcher (if any: empty when
+# none runs) and that job's children are killed.
+work_setup() {
+    for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-$1.XXXXXX")
+    launcher=
+    trap work_cleanup EXIT
+}
+
+work_cleanup() {
+    if [[ -n $launcher ]]; then
+        pkill -KILL -P "$launcher" 2>/dev/null
+        kill -KILL "$launcher" 2>/dev/null
+    fi
+    wait 2>/dev/null
+    rm -rf "$WORK"
+}
 
 # fail MESSAGE: report, show the start of ./out and ./err, exit 1.
 fail() {
@@ -14,6 +34,8 @@ fail() {
     done
     exit 1
 }
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # run ARGS...: `loom ARGS...` with stdout in ./out, stderr in ./err; sets RC.
 run() {
@@ -30,6 +52,23 @@ expect() {
     grep -qF -- "$pattern" err || fail "loom $*: message does not say '$pattern'"
 }
 
+# kill_server RANK: SIGKILL server RANK of the job $launcher (`loom train` or
+# `loom run`) started.
+kill_server() {
+    local c
+    for c in $(pgrep -P "$launcher"); do
+        if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx LOOM_ROLE=server &&
+            tr '\0' '\n' <"/proc/$c/environ" | grep -qx "LOOM_RANK=$1"; then
+            kill -KILL "$c"
+            return 0
+        fi
+    done
+    fail "server $1 of the job not found"
+}
+
+# last_value FILE KEY: KEY's value in the last line of a metrics file (JSON lines).
+last_value() { tail -1 "$1" | sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p"; }
+
 # ---- a job one of whose workers is killed (tests/sched/test_sched_kill.sh,
 # tests/svm/test_svm_kill.sh): every survivor must notice by heartbeat, say which
 # worker died and exit with status 3 within KILL_BOUND_MS, leaving no process behind
@@ -40,24 +79,6 @@ expect() {
 KILL_TIMEOUT_MS=3000 KILL_INTERVAL_MS=500 KILL_LINGER_MS=1000 KILL_SLACK_MS=1500
 KILL_BOUND_MS=$((KILL_TIMEOUT_MS + KILL_INTERVAL_MS + KILL_LINGER_MS + KILL_SLACK_MS))
 
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
-# kill_setup NAME: no LOOM_* variables of the caller's, a work directory $WORK
-# (loom-NAME.XXXXXX) with the job's output in $WORK/job.out, and the cleanup of
-# both at exit (the launcher and its children killed).
-kill_setup() {
-    for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-    WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-$1.XXXXXX")
-    launcher=
-    trap kill_cleanup EXIT
-}
-
-kill_cleanup() {
-    [[ -n $launcher ]] && pkill -KILL -P "$launcher" 2>/dev/null
-    [[ -n $launcher ]] && kill -KILL "$launcher" 2>/dev/null
-    wait 2>/dev/null
-    rm -rf "$WORK"
-}
 
 # job_fail MESSAGE: report, show the end of the job's output, exit 1.
 job_fail() {

@@ -1,17 +1,37 @@
-/* failover_check: the program of the server-failover tests (test_failover.sh,
- * test_failover_ckpt.sh).
+/* failover_check: the program of the server-failover and fault-loop tests
+ * (test_failover.sh, test_failover_ckpt.sh, test_fault_loop.sh,
+ * test_worker_error_exit.sh, test_rejoin.sh).
  *
  *   failover_check bsp|ssp|asp --pid-dir DIR [--clocks N] [--pace-ms MS]
+ *                  [--workers-may-die] [--error-exit W:C]
  *   failover_check check CKPT_DIR WORKERS
  *
  * Every node writes DIR/<role>-<rank>.pid once the job is assembled. Each
  * worker then runs N clocks; in clock c it pushes 50 known int64 deltas into a
  * "sum" table of 1000 keys (so every range of the ring gets some), pulls every
  * key, prints "worker W clock c" every 10 clocks and sleeps MS (pacing only, so
- * that a test can kill a server mid-run; nothing waits on it). At the end,
- * after a barrier, every worker pulls the table and compares it with the
- * totals it computes itself: a lost update makes a key too small, one applied
- * twice too large. Exit 0 and "exact" when every key matches.
+ * that a test can kill a process mid-run; nothing waits on it). Worker w adds
+ * c + 1 in clock c, shifted into a bit field of its own (FIELD_BITS bits from
+ * bit FIELD_BITS * w), so every key's value is the sum of separate per-worker
+ * parts. At the end, after a barrier, every worker pulls the table and
+ * compares each worker's part of each key with the total it computes itself:
+ * a lost update makes a part too small, one applied twice too large. Exit 0
+ * and "exact" when every part matches.
+ *
+ * --workers-may-die (run with LOOM_ON_WORKER_FAILURE=continue): a worker may
+ * be killed. Each worker then waits, every clock, until its pushes are
+ * acknowledged (loom_flush, loom_wait) and the clock is ended (loom_clock),
+ * and only then appends the clock to DIR/worker-W.clocks (one write(2) a
+ * line: a SIGKILL leaves the file whole up to its last line; no fsync, since
+ * only the process dies, not the machine). A worker whose file ends before
+ * clock N-1 was lost after its last clock L there: docs/FAULTS.md ("What is
+ * kept, exactly") says its pushes of every clock up to L stay applied, and
+ * of clock L + 1 a part may (BSP: the servers whose CLOCK it reached; SSP,
+ * ASP: the pushes that arrived), so its part of each key must be its pushes
+ * of clocks 0..L, plus its push of clock L + 1 to that key or not.
+ *
+ * --error-exit W:C: worker W exits with status 1 (an application error, not a
+ * signal) after clock C, without loom_finalize.
  *
  * With checkpoints (LOOM_CHECKPOINT_DIR ...), a worker saves its job clock
  * whenever one is due; resumed (LOOM_RESUME), it goes on from the clock of the
@@ -19,6 +39,7 @@
  * `check` opens every committed checkpoint of CKPT_DIR and requires every key
  * to hold exactly the pushes of the clocks before its clock, and every worker
  * to have saved that clock. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,15 +53,26 @@
 #define NKEYS  1000
 #define NPUSH  50
 #define NPULLS NKEYS
+/* Three workers' parts fit an int64: a part is at most the sum of c + 1 over
+ * one worker's pushes to one key (about N / 20 of them: key_of), so about
+ * N * N / 20, below 2^21 for N <= 5000 clocks. */
+#define FIELD_BITS  21
+#define MAX_WORKERS 3
 
 static uint64_t key_of(int w, int c, int j)
 {
     return (uint64_t)((c * 37 + w * 101 + j * 13) % NKEYS);
 }
 
-static int64_t delta_of(int w, int c, int j)
+/* Worker w's part of key k: its bit field of the table's value. */
+static int64_t part_of(int64_t value, int w)
 {
-    return (int64_t)(w + 1) * 1000003 + c * 101 + j;
+    return (int64_t)(((uint64_t)value >> (FIELD_BITS * w)) & ((UINT64_C(1) << FIELD_BITS) - 1));
+}
+
+static int64_t delta_of(int w, int c)
+{
+    return (int64_t)((uint64_t)(c + 1) << (FIELD_BITS * w));
 }
 
 /* want[k]: the sum of every worker's pushes to key k in the clocks before `clocks`. */
@@ -49,7 +81,7 @@ static void totals(int workers, int64_t clocks, int64_t *want)
     memset(want, 0, NKEYS * sizeof *want);
     for (int w = 0; w < workers; w++)
         for (int c = 0; c < clocks; c++)
-            for (int j = 0; j < NPUSH; j++) want[key_of(w, c, j)] += delta_of(w, c, j);
+            for (int j = 0; j < NPUSH; j++) want[key_of(w, c, j)] += delta_of(w, c);
 }
 
 static int fail(const char *what, int rc)
@@ -70,20 +102,117 @@ static int write_pid(const char *dir, loom_node *n)
     return fclose(f) || rename(tmp, path);
 }
 
-static int run_worker(loom_node *n, loom_consistency consistency, int clocks, int pace_ms)
+struct options {
+    loom_consistency consistency;
+    const char *dir;
+    int clocks, pace_ms;
+    int workers_may_die;
+    int exit_worker, exit_clock; /* --error-exit W:C; -1: none */
+};
+
+/* The last clock DIR/worker-W.clocks records (-1 if none): the worker's last
+ * clock whose pushes were acknowledged and which loom_clock() ended. */
+static int last_clock_of(const char *dir, int w)
 {
-    int rank = loom_rank(n), W = loom_num_workers(n);
-    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
-    o.type = LOOM_I64;
-    o.consistency = consistency;
-    o.staleness = consistency == LOOM_SSP ? 2 : 0;
-    o.key_end = NKEYS;
-    loom_table *t;
-    int rc = loom_table_open(n, "failover", &o, &t);
-    if (rc) return fail("open", rc);
+    char path[512];
+    snprintf(path, sizeof path, "%s/worker-%d.clocks", dir, w);
+    FILE *f = fopen(path, "r");
+    int last = -1, c;
+    while (f && fscanf(f, "%d", &c) == 1) last = c;
+    if (f) fclose(f);
+    return last;
+}
+
+/* One clock: push, pull every key, end the clock; with --workers-may-die,
+ * also wait for the pushes' acknowledgement before ending the clock, and
+ * afterwards record the clock in the file whose fd is progress. */
+static int run_clock(loom_node *n, loom_table *t, const struct options *o, int c, int progress)
+{
+    static uint64_t all[NKEYS];
+    static int64_t got[NKEYS];
+    uint64_t keys[NPUSH];
+    int64_t vals[NPUSH];
+    int rank = loom_rank(n), rc;
+    for (int k = 0; k < NKEYS; k++) all[k] = (uint64_t)k;
+    for (int j = 0; j < NPUSH; j++) {
+        keys[j] = key_of(rank, c, j);
+        vals[j] = delta_of(rank, c);
+    }
+    if ((rc = loom_push(t, keys, NPUSH, vals))) return fail("push", rc);
+    /* Sent before the pull, so that a kill during the pull finds the pushes
+     * on their way: some applied, some not. */
+    loom_ts ts;
+    if (o->workers_may_die && (rc = loom_flush(t, &ts))) return fail("flush", rc);
+    if ((rc = loom_pull(t, all, NPULLS, got))) return fail("pull", rc);
+    if (o->workers_may_die && (rc = loom_wait(n, ts))) return fail("flush", rc);
+    if ((rc = loom_clock(n))) return fail("clock", rc);
+    if (o->workers_may_die) {
+        char line[32];
+        int len = snprintf(line, sizeof line, "%d\n", c);
+        if (write(progress, line, (size_t)len) != len) return fail("clocks file", LOOM_EINVAL);
+    }
+    return 0;
+}
+
+/* After the barrier: every worker's part of every key against its pushes.
+ * Returns the number of wrong parts. */
+static int check_table(loom_node *n, loom_table *t, const struct options *o)
+{
     static uint64_t all[NKEYS];
     static int64_t got[NKEYS], want[NKEYS];
+    int rank = loom_rank(n), bad = 0, rc;
     for (int k = 0; k < NKEYS; k++) all[k] = (uint64_t)k;
+    if ((rc = loom_pull(t, all, NKEYS, got))) return fail("final pull", rc);
+    for (int w = 0; w < loom_num_workers(n); w++) {
+        int last = o->workers_may_die ? last_clock_of(o->dir, w) : o->clocks - 1;
+        memset(want, 0, sizeof want);
+        for (int c = 0; c <= last; c++)
+            for (int j = 0; j < NPUSH; j++) want[key_of(w, c, j)] += delta_of(w, c);
+        /* A lost worker's clock last + 1 may be applied in part: each key it
+         * pushed to then holds that push or not (every key once a clock). */
+        uint8_t maybe[NKEYS] = {0};
+        int torn = 0;
+        if (last < o->clocks - 1)
+            for (int j = 0; j < NPUSH; j++) maybe[key_of(w, last + 1, j)] = 1;
+        for (int k = 0; k < NKEYS; k++) {
+            int64_t part = part_of(got[k], w), base = part_of(want[k], w);
+            if (maybe[k] && part == base + part_of(delta_of(w, last + 1), w)) {
+                torn++;
+            } else if (part != base && bad++ < 5) {
+                fprintf(stderr,
+                        "failover_check: worker %d: key %d holds %" PRId64 " of worker %d, its "
+                        "pushes of clocks 0..%d sum to %" PRId64 "%s\n",
+                        rank, k, part, w, last, base,
+                        maybe[k] ? " (and its push of the next clock, if applied, more)" : "");
+            }
+        }
+        if (last < o->clocks - 1)
+            printf("worker %d: worker %d was lost after clock %d; %d of the %d pushes of its clock "
+                   "%d applied\n",
+                   rank, w, last, torn, NPUSH, last + 1);
+    }
+    return bad;
+}
+
+static int run_worker(loom_node *n, const struct options *o)
+{
+    int rank = loom_rank(n);
+    if (loom_num_workers(n) > MAX_WORKERS) return fail("more than 3 workers", LOOM_EINVAL);
+    loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
+    to.type = LOOM_I64;
+    to.consistency = o->consistency;
+    to.staleness = o->consistency == LOOM_SSP ? 2 : 0;
+    to.key_end = NKEYS;
+    loom_table *t;
+    int rc = loom_table_open(n, "failover", &to, &t);
+    if (rc) return fail("open", rc);
+    int progress = -1;
+    if (o->workers_may_die) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/worker-%d.clocks", o->dir, rank);
+        progress = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+        if (progress < 0) return fail("clocks file", LOOM_EINVAL);
+    }
     const void *state;
     size_t len;
     int64_t from = 0;
@@ -93,37 +222,27 @@ static int run_worker(loom_node *n, loom_consistency consistency, int clocks, in
         printf("worker %d resumed at clock %" PRId64 "\n", rank, from);
         fflush(stdout);
     }
-    for (int c = (int)from; c < clocks; c++) {
-        uint64_t keys[NPUSH];
-        int64_t vals[NPUSH];
-        for (int j = 0; j < NPUSH; j++) {
-            keys[j] = key_of(rank, c, j);
-            vals[j] = delta_of(rank, c, j);
-        }
-        if ((rc = loom_push(t, keys, NPUSH, vals))) return fail("push", rc);
-        if ((rc = loom_pull(t, all, NPULLS, got))) return fail("pull", rc);
-        if ((rc = loom_clock(n))) return fail("clock", rc);
+    for (int c = (int)from; c < o->clocks && !rc; c++) {
+        rc = run_clock(n, t, o, c, progress);
         int64_t next = c + 1;
-        if (loom_checkpoint_due(n) && (rc = loom_checkpoint_save(n, &next, sizeof next)))
+        if (!rc && loom_checkpoint_due(n) && (rc = loom_checkpoint_save(n, &next, sizeof next)))
             return fail("checkpoint", rc);
         if (c % 10 == 0) {
             printf("worker %d clock %d\n", rank, c);
             fflush(stdout);
         }
-        struct timespec pace = {pace_ms / 1000, (long)(pace_ms % 1000) * 1000000L};
+        if (rank == o->exit_worker && c == o->exit_clock) {
+            printf("worker %d: exits with status 1 after clock %d, as asked\n", rank, c);
+            exit(1);
+        }
+        struct timespec pace = {o->pace_ms / 1000, (long)(o->pace_ms % 1000) * 1000000L};
         nanosleep(&pace, NULL);
     }
+    if (progress >= 0) close(progress);
+    if (rc) return rc;
     if ((rc = loom_barrier(n))) return fail("barrier", rc);
-    if ((rc = loom_pull(t, all, NKEYS, got))) return fail("final pull", rc);
-    totals(W, clocks, want);
-    int bad = 0;
-    for (int k = 0; k < NKEYS; k++)
-        if (got[k] != want[k] && bad++ < 5)
-            fprintf(stderr,
-                    "failover_check: worker %d: key %d holds %lld, the pushes sum to %lld\n", rank,
-                    k, (long long)got[k], (long long)want[k]);
-    if (bad) return 1;
-    printf("worker %d: %d clocks, all %d keys exact\n", rank, clocks, NKEYS);
+    if (check_table(n, t, o)) return 1;
+    printf("worker %d: %d clocks, all %d keys exact\n", rank, o->clocks, NKEYS);
     return 0;
 }
 
@@ -206,26 +325,39 @@ int main(int argc, char **argv)
     }
     if (argc < 2) {
         fprintf(stderr, "usage: failover_check bsp|ssp|asp --pid-dir DIR [--clocks N] "
-                        "[--pace-ms MS]\n");
+                        "[--pace-ms MS] [--workers-may-die] [--error-exit W:C]\n");
         return 2;
     }
-    loom_consistency consistency = !strcmp(argv[1], "bsp")   ? LOOM_BSP
-                                   : !strcmp(argv[1], "ssp") ? LOOM_SSP
-                                                             : LOOM_ASP;
-    const char *dir = NULL;
-    int clocks = 150, pace_ms = 20;
-    for (int i = 2; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--pid-dir")) dir = argv[i + 1];
-        if (!strcmp(argv[i], "--clocks")) clocks = atoi(argv[i + 1]);
-        if (!strcmp(argv[i], "--pace-ms")) pace_ms = atoi(argv[i + 1]);
+    struct options o = {.consistency = !strcmp(argv[1], "bsp")   ? LOOM_BSP
+                                       : !strcmp(argv[1], "ssp") ? LOOM_SSP
+                                                                 : LOOM_ASP,
+                        .clocks = 150,
+                        .pace_ms = 20,
+                        .exit_worker = -1,
+                        .exit_clock = -1};
+    for (int i = 2; i < argc; i++) {
+        const char *value = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(argv[i], "--workers-may-die"))
+            o.workers_may_die = 1;
+        else if (!strcmp(argv[i], "--pid-dir"))
+            o.dir = argv[++i];
+        else if (!strcmp(argv[i], "--clocks"))
+            o.clocks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--pace-ms"))
+            o.pace_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--error-exit") &&
+                 sscanf(value, "%d:%d", &o.exit_worker, &o.exit_clock) == 2)
+            i++;
+        else
+            return fprintf(stderr, "failover_check: bad argument %s\n", argv[i]), 2;
     }
-    if (!dir || clocks < 1 || pace_ms < 0) return 2;
+    if (!o.dir || o.clocks < 1 || o.clocks > 5000 || o.pace_ms < 0) return 2;
     loom_node *n;
     int rc = loom_init(&n, NULL, NULL);
     if (rc) return fail("init", rc);
-    if (write_pid(dir, n)) return fail("pid file", LOOM_EINVAL);
+    if (write_pid(o.dir, n)) return fail("pid file", LOOM_EINVAL);
     if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
-    int bad = run_worker(n, consistency, clocks, pace_ms);
+    int bad = run_worker(n, &o);
     rc = loom_finalize(n);
     return bad ? bad : rc ? fail("finalize", rc) : 0;
 }

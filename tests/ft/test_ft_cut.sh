@@ -13,8 +13,7 @@ set -u
 source "$(dirname "$0")/../cli_lib.sh"
 LOOM=${1:?usage: $0 LOOM FT_CUT}
 FT_CUT=${2:?usage: $0 LOOM FT_CUT}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-ft-cut.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+work_setup ft-cut
 cd "$WORK" || exit 1
 FILTER=sparse,keycache,zstd
 for c in bsp ssp asp bsp+filter ssp+filter asp+filter; do

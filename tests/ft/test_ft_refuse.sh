@@ -12,8 +12,7 @@ set -u
 source "$(dirname "$0")/../cli_lib.sh"
 
 LOOM=${1:?usage: $0 LOOM}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-ft-refuse.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+work_setup ft-refuse
 cd "$WORK" || exit 1
 
 run gen lr --out data --rows 1000 --features 300 --nnz 8 --quiet

@@ -22,16 +22,7 @@ LOOM=${1:?usage: $0 LOOM MODEL SEED}
 MODEL=${2:?usage: $0 LOOM MODEL SEED}
 SEED=${3:?usage: $0 LOOM MODEL SEED}
 REPLICAS=${4:-0}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-ft-resume.XXXXXX")
-JOB=
-cleanup() {
-    if [[ -n $JOB ]]; then
-        pkill -KILL -P "$JOB" 2>/dev/null
-        kill -KILL "$JOB" 2>/dev/null
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+work_setup ft-resume
 cd "$WORK" || exit 1
 
 EVERY=5
@@ -78,16 +69,16 @@ newest() {
 K=$((2 + SEED % 5))
 "$LOOM" "${ARGS[@]}" --model-out cut.model --checkpoint-dir ck --checkpoint-every $EVERY \
     --checkpoint-full-every 3 >out 2>err &
-JOB=$!
+launcher=$!
 deadline=$((SECONDS + 120))
 # Wait for the condition (a committed checkpoint), bounded; the poll interval is not a synchronisation.
-while (($(newest) < K * EVERY)) && kill -0 "$JOB" 2>/dev/null && ((SECONDS < deadline)); do
+while (($(newest) < K * EVERY)) && kill -0 "$launcher" 2>/dev/null && ((SECONDS < deadline)); do
     sleep 0.005
 done
-KIDS=$(pgrep -P "$JOB")
+KIDS=$(pgrep -P "$launcher")
 # shellcheck disable=SC2086 # one pid a word
-kill -KILL $KIDS "$JOB" 2>/dev/null
-wait "$JOB" 2>/dev/null
+kill -KILL $KIDS "$launcher" 2>/dev/null
+wait "$launcher" 2>/dev/null
 # alive PID: the process exists and is not a zombie waiting for its reaper.
 alive() { [[ -e /proc/$1 ]] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
 # SIGKILL is delivered asynchronously: give the kernel a bounded while to finish them.
@@ -96,7 +87,7 @@ for pid in $KIDS; do
     while alive "$pid" && ((SECONDS < gone)); do sleep 0.01; done
     alive "$pid" && fail "process $pid of the killed job survived SIGKILL"
 done
-JOB=
+launcher=
 (($(newest) >= K * EVERY)) || fail "no checkpoint at clock $((K * EVERY)) within the time limit"
 [[ -e cut.model ]] && fail "the job finished before it was killed: make it longer"
 echo "killed after the checkpoint at clock $(newest) (K=$K)"

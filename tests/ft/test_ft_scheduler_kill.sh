@@ -15,22 +15,10 @@ set -u
 source "$(dirname "$0")/../cli_lib.sh"
 
 LOOM=${1:?usage: $0 LOOM}
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
+work_setup ft-schedkill
+cd "$WORK" || exit 1
 TIMEOUT_MS=2000 INTERVAL_MS=250 LINGER_MS=1000 SLACK_MS=3000
 BOUND_MS=$((TIMEOUT_MS + INTERVAL_MS + LINGER_MS + SLACK_MS))
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-ft-schedkill.XXXXXX")
-launcher=
-cleanup() {
-    if [[ -n $launcher ]]; then
-        pkill -KILL -P "$launcher" 2>/dev/null
-        kill -KILL "$launcher" 2>/dev/null
-    fi
-    wait 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-cd "$WORK" || exit 1
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
 [[ $RC == 0 ]] || fail "gen lr: exit status $RC"

@@ -25,22 +25,10 @@ source "$(dirname "$0")/../cli_lib.sh"
 
 LOOM=${1:?usage: $0 LOOM MODEL}
 MODEL=${2:?usage: $0 LOOM MODEL}
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
+work_setup ft-workerfail
+cd "$WORK" || exit 1
 export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000
 BOUND_MS=$((2000 + 250 + 1000 + 3000))
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-ft-workerfail.XXXXXX")
-JOB=
-cleanup() {
-    if [[ -n $JOB ]]; then
-        pkill -KILL -P "$JOB" 2>/dev/null
-        kill -KILL "$JOB" 2>/dev/null
-    fi
-    wait 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-cd "$WORK" || exit 1
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 case $MODEL in
 lr)
@@ -63,24 +51,21 @@ esac
 [[ $RC == 0 ]] || fail "gen $MODEL: exit status $RC"
 ARGS+=(--workers 3 --servers 2 --consistency bsp --insecure --no-status)
 
-# last_value FILE KEY: KEY's value in the last line of a metrics file.
-last_value() { tail -1 "$1" | sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p"; }
-
 # start_and_kill POLICY: start the job, SIGKILL worker 1 once worker 0 has
 # trained a few epochs, wait for the job; sets STATUS and ELAPSED (ms from the
 # kill to the end), leaves the job's output in job.out.
 start_and_kill() {
     "$LOOM" "${ARGS[@]}" --on-worker-failure "$1" --metrics "m.$1" --model-out "model.$1" \
         >job.out 2>&1 &
-    JOB=$!
+    launcher=$!
     local deadline=$(($(now_ms) + 90000)) victim='' pid
     # Wait for the condition (a few epochs), bounded; the poll interval is not a synchronisation.
     until grep -q "$READY" job.out; do
-        kill -0 "$JOB" 2>/dev/null || { cp job.out err; fail "$1: the job ended before epoch 3"; }
+        kill -0 "$launcher" 2>/dev/null || { cp job.out err; fail "$1: the job ended before epoch 3"; }
         (($(now_ms) < deadline)) || { cp job.out err; fail "$1: no epoch 3 within 90 s"; }
         sleep 0.02
     done
-    KIDS=$(pgrep -P "$JOB")
+    KIDS=$(pgrep -P "$launcher")
     for pid in $KIDS; do
         tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "LOOM_ROLE=worker" &&
             tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "LOOM_RANK=1" && victim=$pid
@@ -89,9 +74,9 @@ start_and_kill() {
     local start
     start=$(now_ms)
     kill -KILL "$victim"
-    wait "$JOB"
+    wait "$launcher"
     STATUS=$?
-    JOB=
+    launcher=
     ELAPSED=$(($(now_ms) - start))
     cp job.out err
     for pid in $KIDS; do

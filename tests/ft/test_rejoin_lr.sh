@@ -12,16 +12,7 @@ set -u
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
 source "$(dirname "$0")/../cli_lib.sh"
 LOOM=${1:?usage: $0 LOOM}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-ft-rejoin.XXXXXX")
-JOB=
-cleanup() {
-    if [[ -n $JOB ]]; then
-        pkill -KILL -P "$JOB" 2>/dev/null
-        kill -KILL "$JOB" 2>/dev/null
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+work_setup ft-rejoin
 cd "$WORK" || exit 1
 export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000
 
@@ -50,34 +41,22 @@ wait_for() {
     local deadline=$((SECONDS + 120))
     until grep -qE "$2" "$1"; do
         ((SECONDS < deadline)) || fail "no $3 within 120 s"
-        kill -0 "$JOB" 2>/dev/null || fail "the job ended before $3: $(tail -5 "$1")"
+        kill -0 "$launcher" 2>/dev/null || fail "the job ended before $3: $(tail -5 "$1")"
         sleep 0.05
     done
 }
-# kill_server RANK: SIGKILL the job's (current) server RANK.
-kill_server() {
-    local c
-    for c in $(pgrep -P "$JOB"); do
-        if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx LOOM_ROLE=server &&
-            tr '\0' '\n' <"/proc/$c/environ" | grep -qx "LOOM_RANK=$1"; then
-            kill -KILL "$c"
-            return 0
-        fi
-    done
-    fail "server $1 of the job not found"
-}
 
 "$LOOM" "${ARGS[@]}" --on-server-failure restart >killed.out 2>killed.err &
-JOB=$!
+launcher=$!
 wait_for killed.err "epoch   1 " "epoch 1"
 kill_server 1
 wait_for killed.err "server 1 rejoined: it holds full copies of its ranges again" "rejoin of server 1"
 next=$(($(epochs_done killed.err) + 1))
 wait_for killed.err "epoch *$next  objective" "epoch $next after the rejoin"
 kill_server 2
-wait "$JOB"
+wait "$launcher"
 status=$?
-JOB=
+launcher=
 [[ $status == 0 ]] || fail "the run that lost servers 1 and 2 exited with status $status: $(tail -5 killed.err)"
 grep -q "server 2 (node [0-9]*) died: .*the job goes on without it" killed.err ||
     fail "nobody said the job went on without server 2"

@@ -54,13 +54,15 @@ wait_for_files() {
     done
 }
 
-# wait_for_lines FILE PATTERN COUNT SECONDS [PID]: until FILE has COUNT lines
-# matching the extended regex PATTERN (a process logged what the test waits
-# for), failing after SECONDS, or at once if process PID exits first.
+# wait_for_lines FILE PATTERN COUNT SECONDS [PID [FROM]]: until FILE has COUNT
+# lines matching the extended regex PATTERN (a process logged what the test
+# waits for), counting from its line FROM (1: all), failing after SECONDS, or
+# at once if process PID exits first.
 wait_for_lines() {
     local file=$1 pattern=$2 want=$3 deadline=$(($(now_ms) + $4 * 1000)) pid=${5:-} n
+    local from=${6:-1}
     while :; do
-        n=$(grep -cE -- "$pattern" "$file" 2>/dev/null)
+        n=$(tail -n +"$from" "$file" 2>/dev/null | grep -cE -- "$pattern")
         ((${n:-0} >= want)) && return 0
         [[ -z $pid ]] || kill -0 "$pid" 2>/dev/null ||
             fail "process $pid exited with ${n:-0} of $want lines matching '$pattern' in $file"

@@ -10,7 +10,7 @@ set -u
 LOOM=${1:?loom} APP=${2:?mf or lasso}
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
 source "$(dirname "$0")/../cli_lib.sh"
-kill_setup schedkill
+work_setup schedkill
 
 # Jobs long enough never to finish before the kill; READY is the line that shows the
 # engine has completed a full pass (so the kill lands while blocks or plans are in flight).

@@ -13,7 +13,7 @@ if [[ ! -r $TRAIN ]]; then
 fi
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
 source "$(dirname "$0")/../cli_lib.sh"
-kill_setup svmkill
+work_setup svmkill
 
 kill_job_start 0 "epoch   1 " epoch train svm --train "$TRAIN" --graph ring --sync notify-ack \
     --epochs 100000 --batch 16
