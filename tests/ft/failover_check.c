@@ -1,12 +1,15 @@
 /* failover_check: the program of the server-failover tests (test_failover.sh).
  *
- *   failover_check bsp|ssp|asp --pid-dir DIR [--clocks N] [--pace-ms MS]
+ *   failover_check bsp|ssp|asp --pid-dir DIR [--clocks N] [--pace-ms MS] [--stamps 1]
  *
  * Every node writes DIR/<role>-<rank>.pid once the job is assembled. Each
  * worker then runs N clocks; in clock c it pushes 50 known int64 deltas into a
  * "sum" table of 1000 keys (so every range of the ring gets some), pulls every
  * key, prints "worker W clock c" every 10 clocks and sleeps MS (pacing only, so
- * that a test can kill a server mid-run; nothing waits on it). At the end,
+ * that a test can kill a server mid-run; nothing waits on it). With --stamps 1
+ * it also prints "worker W clock c done at T" after every clock, T the
+ * wall-clock time (seconds, to the ms) when its loom_clock returned: the
+ * failover benchmark (bench/run_faults.sh) measures from a kill to these. At the end,
  * after a barrier, every worker pulls the table and compares it with the
  * totals it computes itself: a lost update makes a key too small, one applied
  * twice too large. Exit 0 and "exact" when every key matches. */
@@ -51,7 +54,8 @@ static int write_pid(const char *dir, loom_node *n)
     return fclose(f) || rename(tmp, path);
 }
 
-static int run_worker(loom_node *n, loom_consistency consistency, int clocks, int pace_ms)
+static int run_worker(loom_node *n, loom_consistency consistency, int clocks, int pace_ms,
+                      int stamps)
 {
     int rank = loom_rank(n), W = loom_num_workers(n);
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
@@ -75,10 +79,14 @@ static int run_worker(loom_node *n, loom_consistency consistency, int clocks, in
         if ((rc = loom_push(t, keys, NPUSH, vals))) return fail("push", rc);
         if ((rc = loom_pull(t, all, NPULLS, got))) return fail("pull", rc);
         if ((rc = loom_clock(n))) return fail("clock", rc);
-        if (c % 10 == 0) {
-            printf("worker %d clock %d\n", rank, c);
-            fflush(stdout);
+        if (stamps) {
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            printf("worker %d clock %d done at %lld.%03ld\n", rank, c, (long long)now.tv_sec,
+                   now.tv_nsec / 1000000L);
         }
+        if (c % 10 == 0) printf("worker %d clock %d\n", rank, c);
+        if (stamps || c % 10 == 0) fflush(stdout);
         struct timespec pace = {pace_ms / 1000, (long)(pace_ms % 1000) * 1000000L};
         nanosleep(&pace, NULL);
     }
@@ -102,18 +110,19 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: failover_check bsp|ssp|asp --pid-dir DIR [--clocks N] "
-                        "[--pace-ms MS]\n");
+                        "[--pace-ms MS] [--stamps 1]\n");
         return 2;
     }
     loom_consistency consistency = !strcmp(argv[1], "bsp")   ? LOOM_BSP
                                    : !strcmp(argv[1], "ssp") ? LOOM_SSP
                                                              : LOOM_ASP;
     const char *dir = NULL;
-    int clocks = 150, pace_ms = 20;
+    int clocks = 150, pace_ms = 20, stamps = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--pid-dir")) dir = argv[i + 1];
         if (!strcmp(argv[i], "--clocks")) clocks = atoi(argv[i + 1]);
         if (!strcmp(argv[i], "--pace-ms")) pace_ms = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--stamps")) stamps = atoi(argv[i + 1]);
     }
     if (!dir || clocks < 1 || pace_ms < 0) return 2;
     loom_node *n;
@@ -121,7 +130,7 @@ int main(int argc, char **argv)
     if (rc) return fail("init", rc);
     if (write_pid(dir, n)) return fail("pid file", LOOM_EINVAL);
     if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
-    int bad = run_worker(n, consistency, clocks, pace_ms);
+    int bad = run_worker(n, consistency, clocks, pace_ms, stamps);
     rc = loom_finalize(n);
     return bad ? bad : rc ? fail("finalize", rc) : 0;
 }
