@@ -7,9 +7,10 @@
  * "sum" table of 1000 keys (so every range of the ring gets some), pulls every
  * key, prints "worker W clock c" every 10 clocks and sleeps MS (pacing only, so
  * that a test can kill a server mid-run; nothing waits on it). With --stamps 1
- * it also prints "worker W clock c done at T" after every clock, T the
- * wall-clock time (seconds, to the ms) when its loom_clock returned: the
- * failover benchmark (bench/run_faults.sh) measures from a kill to these. At the end,
+ * it also prints "worker W clock c from T0 to T1" after every clock: the
+ * wall-clock times (seconds, to the ms) before its push and when its
+ * loom_clock returned; the failover benchmark (bench/run_faults.sh) measures
+ * from a kill to these. At the end,
  * after a barrier, every worker pulls the table and compares it with the
  * totals it computes itself: a lost update makes a key too small, one applied
  * twice too large. Exit 0 and "exact" when every key matches. */
@@ -72,6 +73,8 @@ static int run_worker(loom_node *n, loom_consistency consistency, int clocks, in
     for (int c = 0; c < clocks; c++) {
         uint64_t keys[NPUSH];
         int64_t vals[NPUSH];
+        struct timespec start, end;
+        clock_gettime(CLOCK_REALTIME, &start);
         for (int j = 0; j < NPUSH; j++) {
             keys[j] = key_of(rank, c, j);
             vals[j] = delta_of(rank, c, j);
@@ -80,10 +83,10 @@ static int run_worker(loom_node *n, loom_consistency consistency, int clocks, in
         if ((rc = loom_pull(t, all, NPULLS, got))) return fail("pull", rc);
         if ((rc = loom_clock(n))) return fail("clock", rc);
         if (stamps) {
-            struct timespec now;
-            clock_gettime(CLOCK_REALTIME, &now);
-            printf("worker %d clock %d done at %lld.%03ld\n", rank, c, (long long)now.tv_sec,
-                   now.tv_nsec / 1000000L);
+            clock_gettime(CLOCK_REALTIME, &end);
+            printf("worker %d clock %d from %lld.%03ld to %lld.%03ld\n", rank, c,
+                   (long long)start.tv_sec, start.tv_nsec / 1000000L, (long long)end.tv_sec,
+                   end.tv_nsec / 1000000L);
         }
         if (c % 10 == 0) printf("worker %d clock %d\n", rank, c);
         if (stamps || c % 10 == 0) fflush(stdout);
