@@ -47,7 +47,11 @@
 # what the servers sent to replicas after aggregation (REPL) against what
 # forwarding every push would have sent, summed from their LOOM_VERBOSE=2
 # lines, for a9a (../shared/data/a9a, if present) under BSP and a generated
-# sparse set under BSP and SSP(1).
+# sparse set under BSP and SSP(1). Forwarding counts, per push and range, a
+# message header and the push's keys and deltas for each live replica; a REPL
+# message is a header, the workers' push sequences and, per changed row, its
+# key, values and updater state. The keys' share of the REPL bytes (8 bytes a
+# row) says what a denser key encoding could save at most.
 #
 # Usage: bench/run_faults.sh [BUILD_DIR] [checkpoints] [failover] [replication]
 #        (REPS=3, ROWS=2000000, AP_DIR=..., FAILOVER_REPS=10, FAILOVER_MODE=bsp,
@@ -193,11 +197,11 @@ failover_run() {
         /sent again to its ranges. replicas/ { if (stamp() > redirected) redirected = stamp() }
         / worker [0-9]+ clock [0-9]+ from [0-9.]+ to / {
             c = $6; t = $NF
-            if ($8 > after) { if (!(c in last) || t > last[c]) last[c] = t; after[c]++ }
+            if ($8 > after) { if (!(c in last) || t > last[c]) last[c] = t; began[c]++ }
         }
         END {
             first = -1
-            for (c in after) if (after[c] == 3 && (first < 0 || c + 0 < first)) first = c + 0
+            for (c in began) if (began[c] == 3 && (first < 0 || c + 0 < first)) first = c + 0
             if (after - killed > 0.010) { print "preempted"; exit }
             if (first < 0 || !detected || !redirected) { print "unparsed"; exit }
             printf "%.0f %.0f %.0f %.0f\n", (last[first] - killed) * 1000, (detected - killed) * 1000,
@@ -229,4 +233,38 @@ if wants failover; then
     echo
     echo "every run (total detected redirected first-clock): $(printf '%s; ' "${runs[@]}")"
     echo "lost updates: none (every key exact in all $FAILOVER_REPS runs); load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+
+# repl_bytes NAME ARGS...: one `loom train lr` with --replicas 1; prints a
+# table row of the servers' summed REPL bytes against forwarding every push.
+repl_bytes() {
+    local name=$1
+    shift
+    LOOM_VERBOSE=2 "$LOOM" train lr "$@" --servers 3 --workers 4 --replicas 1 --epochs 2 \
+        --insecure --no-status --quiet >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
+    grep 'replicas: sent' "$work/err" | awk -v name="$name" '
+        function num(re, skip) { match($0, re); return substr($0, RSTART + skip) + 0 }
+        { r += num("sent [0-9]+ bytes", 5); f += num("have sent [0-9]+", 10)
+          rows += num(": [0-9]+ rows", 2); msgs += num("rows in [0-9]+ messages", 8) }
+        END { printf "| %s | %d | %d | %d | %d | %.2f | %.0f%% |\n", name, r, rows, msgs, f, r / f,
+                     800 * rows / r }'
+}
+
+if wants replication; then
+    echo
+    echo "replication after aggregation against forwarding every push: lr, 3 servers, 4 workers," \
+        "--replicas 1, 2 epochs; bytes summed over the servers; $(date -u '+%Y-%m-%d %H:%M') UTC"
+    echo
+    echo "| data, consistency | REPL bytes (after aggregation) | rows in them | REPL messages | forwarding every push (bytes) | ratio | keys' share of the REPL bytes |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    if [[ -r $A9A ]]; then
+        repl_bytes "a9a, BSP" --train "$A9A" --consistency bsp
+    else
+        echo "| a9a | skipped: $A9A not found | | | | | |"
+    fi
+    "$LOOM" gen lr --out "$work/sparse.svm" --rows 20000 --features 5000 --nnz 10 --quiet
+    for mode in bsp ssp:1; do
+        repl_bytes "generated, 5000 features, 10 per row, minibatch 100, $mode" \
+            --train "$work/sparse.svm" --minibatch 100 --consistency "$mode"
+    done
 fi
