@@ -76,6 +76,7 @@ FAILOVER_MODE=${FAILOVER_MODE:-bsp}
 A9A=${A9A:-$here/../shared/data/a9a/a9a}
 LOOM=$build/bin/loom
 CHECK=$build/tests/ft/failover_check
+FAILED_LOG=${FAILED_LOG:-${TMPDIR:-/tmp}/run_faults-failover.log}
 [[ -x $LOOM ]] || { echo "run_faults.sh: $LOOM not found (build first)" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-faults.XXXXXX")
 launcher=
@@ -151,12 +152,12 @@ if wants checkpoints; then
 fi
 
 # wait_until SECONDS COMMAND...: polls COMMAND every 50 ms; fails the bench
-# after SECONDS or when the failover job's launcher has exited.
+# after SECONDS; returns 1 if the failover job's launcher has exited.
 wait_until() {
     local deadline=$((SECONDS + $1))
     shift
     until "$@"; do
-        kill -0 "$launcher" 2>/dev/null || { tail -20 "$work/job.out" >&2; echo "run_faults.sh: the job ended early" >&2; exit 1; }
+        kill -0 "$launcher" 2>/dev/null || return 1
         ((SECONDS < deadline)) || { tail -20 "$work/job.out" >&2; echo "run_faults.sh: timed out waiting for: $*" >&2; exit 1; }
         sleep 0.05
     done
@@ -164,7 +165,22 @@ wait_until() {
 pid_files() { (($(find "$work/pids" -name '*.pid' | wc -l) >= 7)); }
 past_clock_30() { (($(grep -cE '^\[worker [0-2]\] worker [0-2] clock 30$' "$work/job.out") >= 3)); }
 
-# One failover run; prints "total detected redirected first_clock" in ms.
+# A node other than the killed server 1 was declared dead (a heartbeat late
+# on the loaded machine): the job ended or went on without it, and the run
+# measures no failover of server 1.
+false_death() {
+    grep -E "died: no heartbeat|lost the scheduler" "$work/job.out" | grep -qv "server 1 (node"
+}
+
+# Bench failure: the job's output is kept as $FAILED_LOG.
+broken() {
+    cp "$work/job.out" "$FAILED_LOG"
+    echo "run_faults.sh: $*; the job's output is in $FAILED_LOG" >&2
+    exit 1
+}
+
+# One failover run; prints "total detected redirected first_clock" in ms, or
+# "false-death" or "preempted" for a run that must be repeated.
 failover_run() {
     rm -rf "$work/pids"
     mkdir "$work/pids"
@@ -173,8 +189,12 @@ failover_run() {
         -- "$CHECK" "$FAILOVER_MODE" --pid-dir "$work/pids" --clocks 150 --pace-ms 20 \
         --stamps 1 >"$work/job.out" 2>&1 &
     launcher=$!
-    wait_until 60 pid_files
-    wait_until 60 past_clock_30
+    if ! wait_until 60 pid_files || ! wait_until 60 past_clock_30; then
+        wait "$launcher" || true
+        launcher=
+        false_death && { echo false-death; return; }
+        broken "the job ended before the kill"
+    fi
     # The kill happened between two stamps: durations are measured from the
     # first, clocks "begun after the kill" are those begun after the second
     # (a loaded machine can preempt this shell between them: a run where they
@@ -188,8 +208,9 @@ failover_run() {
     wait "$launcher" || status=$?
     launcher=
     for w in 0 1 2; do
-        grep -q "^\[worker $w\] worker $w: 150 clocks, all 1000 keys exact" "$work/job.out" ||
-            { tail -30 "$work/job.out" >&2; echo "run_faults.sh: worker $w did not end with every key exact (launcher status $status)" >&2; exit 1; }
+        grep -q "^\[worker $w\] worker $w: 150 clocks, all 1000 keys exact" "$work/job.out" && continue
+        false_death && { echo false-death; return; }
+        broken "worker $w did not end with every key exact (launcher status $status)"
     done
     awk -v killed="$killed" -v after="$after" '
         function stamp() { return match($0, / [0-9]+\.[0-9][0-9][0-9] /) ? substr($0, RSTART + 1, RLENGTH - 2) : 0 }
@@ -203,6 +224,7 @@ failover_run() {
             first = -1
             for (c in began) if (began[c] == 3 && (first < 0 || c + 0 < first)) first = c + 0
             if (after - killed > 0.010) { print "preempted"; exit }
+            if (detected && detected < killed) { print "false-death"; exit } # server 1 itself, before the kill
             if (first < 0 || !detected || !redirected) { print "unparsed"; exit }
             printf "%.0f %.0f %.0f %.0f\n", (last[first] - killed) * 1000, (detected - killed) * 1000,
                 (redirected - detected) * 1000, (last[first] - redirected) * 1000
@@ -216,9 +238,15 @@ if wants failover; then
         "$(nproc) cores; $(date -u '+%Y-%m-%d %H:%M') UTC; FAILOVER_REPS=$FAILOVER_REPS; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
     runs=()
+    false_deaths=0
     for ((r = 0; r < FAILOVER_REPS; r++)); do
         row=$(failover_run)
-        [[ $row != preempted ]] || { echo "  run $r: the bench was preempted around the kill; again" >&2; ((r--)); continue; }
+        [[ $row != preempted ]] || { echo "  run $r: the bench was preempted around the kill; again" >&2; r=$((r - 1)); continue; }
+        if [[ $row == false-death ]]; then
+            echo "  run $r: a live process was declared dead (heartbeat later than 500 ms); again" >&2
+            false_deaths=$((false_deaths + 1)) r=$((r - 1))
+            continue
+        fi
         [[ $row != unparsed ]] || { tail -30 "$work/job.out" >&2; echo "run_faults.sh: could not read the run's times" >&2; exit 1; }
         runs+=("$row")
         echo "  run $r: kill to next clock $row (ms: total detected redirected first-clock); every key exact" >&2
@@ -232,7 +260,7 @@ if wants failover; then
     done
     echo
     echo "every run (total detected redirected first-clock): $(printf '%s; ' "${runs[@]}")"
-    echo "lost updates: none (every key exact in all $FAILOVER_REPS runs); load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "lost updates: none (every key exact in all $FAILOVER_REPS runs); runs repeated because a live process was declared dead: $false_deaths; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
 # repl_bytes NAME ARGS...: one `loom train lr` with --replicas 1; prints a
