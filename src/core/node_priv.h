@@ -115,8 +115,9 @@ struct loom_node {
     int done_acked;
 
     uint64_t next_heartbeat_ms;
-    /* When the I/O thread last ran tick(), and the total time its ticks came
-     * later than heartbeat_interval_ms after the previous one: time this node
+    /* When the I/O thread last ran tick(), and the total time its stalled
+     * ticks came later than heartbeat_interval_ms after the previous one
+     * (node_note_tick): time this node
      * was not listening on schedule (descheduled by the OS, or in a long
      * handler), which node_silence does not count against its peers. Under
      * recv_mu, like every peer's last_heard_ms. */
@@ -211,8 +212,9 @@ void sched_free(loom_node *n);
 void sched_tick(loom_node *n, uint64_t now);
 
 /* Liveness (recv_mu held). node_heard: a sign of life from node id, now.
- * node_note_tick: the I/O thread's heartbeat tick runs at `now`; the part of
- * the time since the previous tick beyond one interval counts as deaf time.
+ * node_note_tick: the I/O thread's heartbeat tick runs at `now`; if it comes
+ * more than two intervals after the previous one (a stall, not jitter), the
+ * time beyond one interval counts as deaf time.
  * node_silence: how long node id has been silent while this node listened on
  * schedule: the time since it was last heard, less the deaf time since then.
  * A node is declared dead when that exceeds heartbeat_timeout_ms: a loop that

@@ -95,6 +95,21 @@ static void test_dead_peer_still_found_after_stall(void **state)
     assert_true(node_silence(&o.n, 1, 2300) > TIMEOUT);
 }
 
+/* Ticks up to two intervals apart are jitter, not a stall: nothing is
+ * forgiven, so a busy observer still finds a death after the timeout. */
+static void test_jitter_is_not_a_stall(void **state)
+{
+    (void)state;
+    observer o;
+    observer_init(&o);
+    node_note_tick(&o.n, 1000);
+    heard_at(&o, 1000);
+    for (uint64_t t = 1150; t <= 1600; t += 150) node_note_tick(&o.n, t);
+    node_note_tick(&o.n, 1800); /* exactly two intervals: still jitter */
+    assert_int_equal(o.n.deaf_ms, 0);
+    assert_int_equal(node_silence(&o.n, 1, 1800), 800);
+}
+
 /* A stall before the peer was last heard is no credit for later silence. */
 static void test_stall_before_last_heard_does_not_count(void **state)
 {
@@ -114,6 +129,7 @@ int main(void)
         cmocka_unit_test(test_on_time_silence_is_plain_age),
         cmocka_unit_test(test_observer_stall_is_not_peer_silence),
         cmocka_unit_test(test_dead_peer_still_found_after_stall),
+        cmocka_unit_test(test_jitter_is_not_a_stall),
         cmocka_unit_test(test_stall_before_last_heard_does_not_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
