@@ -13,7 +13,10 @@
  * Built two ways like fuzz_decode.c: a libFuzzer target (LOOM_FUZZ=ON, clang) and, in
  * every build, a plain replay driver (LOOM_FUZZ_DRIVER; corpus_handlers/).
  *
- * Input: byte 0 chooses the job's start: bit 1 set = checkpoints (set_checkpoints); bit 0
+ * Input: byte 0 chooses the job's start: bit 2 set = one replica of every key range
+ * (LOOM_REPLICAS=1: the servers' replication and failover handlers; replication rounds are
+ * cut on the I/O thread's timer, which this job has not, so only forged REPLs arrive);
+ * bit 1 set = checkpoints (set_checkpoints); bit 0
  * set = assembling (the scheduler waits for REGISTERs, the others for the roster); clear =
  * running, with three tables that both workers opened (0 "w": sparse f32, SSP(1), sum;
  * 1 "e": dense f64 x4 over [0, 64), BSP, adagrad, pushes as sparse rows; 2 "c": sparse
@@ -24,8 +27,8 @@
  *   0 inject   from, dest, type, flags, table, req, clock, a, b, frames: a message
  *              encoded by msg_encode_header, the sender field set to `from` unless the
  *              flags byte's bit 7 says otherwise; from >= 5 is an identity that is no
- *              node. Type bytes below 0xE0 are the core's and ps's types, 0xE0..0xEF
- *              the other layers' (other_types), from 0xF0 the byte itself
+ *              node. Type bytes below 0xE0 are the core's and ps's types, 0xE0..0xF7
+ *              the other layers' and later ones (other_types), from 0xF8 the byte itself
  *   1 raw      dest, from, header length (0..48) and that many bytes, frames
  *   2 api      worker, call, table, keys, arguments: call bytes below 0xF0 are the
  *              tables' (% 6: pull, push, clock, flush, range pull, wait), from 0xF0 the
@@ -79,13 +82,19 @@
 #define SVB_WIDTH       2
 #define SVB_ROWS        8
 
-/* The message types of the layers beyond core and ps, for inject's type bytes 0xE0..0xEF. */
+/* The message types beyond inject's numbering of the core's and ps's first ones (the
+ * other layers', replication's, rejoining's), for its type bytes 0xE0..0xF7. New types go
+ * at the end, so that the corpus's inputs keep their meaning. */
 static const uint8_t other_types[] = {
-    MSG_ROWS_PUSH,    MSG_ROWS_PUSH_ACK, MSG_CKPT_PART, MSG_SCHED_BLOCK, MSG_DYN_START,
-    MSG_DYN_PLAN_REQ, MSG_DYN_PLAN,      MSG_DYN_PSUM,  MSG_DYN_SUM,     MSG_DYN_END,
-    MSG_P2P_MODEL,    MSG_P2P_ACK,       MSG_SVB_SVS,   MSG_SVB_REPLICA, MSG_WORKER_LOST};
-#define OTHER_TYPES (sizeof other_types / sizeof *other_types)
-_Static_assert(OTHER_TYPES <= 16, "inject's type bytes 0xE0..0xEF name at most 16 types");
+    MSG_ROWS_PUSH,    MSG_ROWS_PUSH_ACK, MSG_CKPT_PART,     MSG_SCHED_BLOCK, MSG_DYN_START,
+    MSG_DYN_PLAN_REQ, MSG_DYN_PLAN,      MSG_DYN_PSUM,      MSG_DYN_SUM,     MSG_DYN_END,
+    MSG_P2P_MODEL,    MSG_P2P_ACK,       MSG_SVB_SVS,       MSG_SVB_REPLICA, MSG_WORKER_LOST,
+    MSG_REPL,         MSG_REPL_ACK,      MSG_NODE_REJOINED, MSG_REJOIN_COPY, MSG_REJOIN_COPIED,
+    MSG_REJOIN_READY};
+#define OTHER_TYPES     (sizeof other_types / sizeof *other_types)
+#define OTHER_TYPES_END 0xF8 /* type bytes from here on are the type itself */
+_Static_assert(OTHER_TYPES <= OTHER_TYPES_END - 0xE0, "inject's type bytes 0xE0..0xF7 name at "
+                                                      "most 24 types");
 
 /* What the inputs reached, so the driver can tell that its seeds reach the handlers. */
 static struct {
@@ -390,11 +399,11 @@ static void inject(run *r, script *s, int raw)
         m.dest = next_u8(s) % NODES;
         uint8_t type = next_u8(s), flags = next_u8(s);
         msg_header h = {/* Mostly types that exist: 1..13, 32..44, 48..50, other_types. */
-                        .type = type < 0xE0   ? (uint8_t)(type % 29 < 13   ? 1 + type % 29
-                                                          : type % 29 < 26 ? 32 + type % 29 - 13
-                                                                           : 48 + type % 29 - 26)
-                                : type < 0xF0 ? other_types[(type - 0xE0) % OTHER_TYPES]
-                                              : type,
+                        .type = type < 0xE0              ? (uint8_t)(type % 29 < 13   ? 1 + type % 29
+                                                                     : type % 29 < 26 ? 32 + type % 29 - 13
+                                                                                      : 48 + type % 29 - 26)
+                                : type < OTHER_TYPES_END ? other_types[(type - 0xE0) % OTHER_TYPES]
+                                                         : type,
                         .flags =
                             (uint16_t)(flags & 0x40 ? 1u << (flags % 16) : flags & MSG_F_RANGE),
                         .sender = flags & 0x80 ? (uint32_t)next_num(s) : m.from,
@@ -519,12 +528,22 @@ static void set_checkpoints(int on)
     FUZZ_CHECK(setenv("LOOM_CHECKPOINT_EVERY", "2", 1) == 0);
 }
 
+/* Replicas for the next job (read when the ps layer attaches). */
+static void set_replicas(int on)
+{
+    if (on)
+        FUZZ_CHECK(setenv("LOOM_REPLICAS", "1", 1) == 0);
+    else
+        unsetenv("LOOM_REPLICAS");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     script s = {data, size};
     int start = next_u8(&s), assembling = start & 1;
     run r = {0};
     set_checkpoints(start & 2);
+    set_replicas(start & 4);
     FUZZ_CHECK(node_fuzz_job_new(SERVERS, WORKERS, !assembling, 1, layers_attach, MAX_DELIVERIES,
                                  &r.job) == 0);
     stats.jobs++;
@@ -1029,6 +1048,64 @@ static void make_seeds(void)
     }
     in_pump(in, 16);
     in_pump(in, 16);
+
+    /* With a replica of every range: traffic, then replication and rejoining messages,
+     * well-formed and not, and a server's failover and return announced. */
+    in = seed_new("replicas", 4);
+    for (unsigned t = 0; t < TABLES; t++)
+        for (unsigned w = 0; w < WORKERS; w++) {
+            in_api(in, w, 1, t, keys, 4, 4 * 32);
+            in_api(in, w, 2, t, NULL, 0, 0);
+        }
+    in_pump(in, 32);
+    {
+        uint8_t seqs[WORKERS * 8] = {1, 0, 0, 0, 0, 0, 0, 0, 1};
+        uint8_t row[8 + 4] = {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x3F}; /* key 2: 1.0f */
+        for (unsigned from = 1; from <= SERVERS; from++) {
+            unsigned to = from % SERVERS + 1;
+            in_inject(in, from, to, MSG_REPL, 0, 0, 1, 0, 0, 1, 2);
+            in_frame(in, seqs, sizeof seqs);
+            in_frame(in, row, sizeof row);
+            in_inject(in, from, to, MSG_REPL, 0, 0, 1, 0, 9, 3, 2); /* again; bad range, rows */
+            in_frame(in, seqs, sizeof seqs - 1);
+            in_frame(in, row, sizeof row);
+            in_inject(in, to, from, MSG_REPL_ACK, 0, 0, 1, 0, 0, 0, 0);
+            in_inject(in, to, from, MSG_REPL_ACK, 0, 0, 7, 0, 0, 0, 0);
+        }
+    }
+    in_pump(in, 16);
+    /* Server 1 (node 2) dies: the scheduler tells everyone; the job goes on. */
+    for (unsigned dest = 1; dest < NODES; dest++)
+        if (dest != 2) in_inject(in, 0, dest, MSG_NODE_FAILED, 0, 0, 0, 0, 2, 0, 0);
+    for (unsigned w = 0; w < WORKERS; w++) {
+        in_api(in, w, 1, 0, keys, 4, 4 * 32);
+        in_api(in, w, 0, 0, keys, 4, 0);
+    }
+    in_pump(in, 32);
+    /* Its replacement: the roster's news, the copies, ready; each also forged. */
+    {
+        uint8_t rid[MSG_RID_SIZE] = {MSG_RID_TAG, 7, 7, 7, 7, 7, 7, 7, 7};
+        for (unsigned dest = 1; dest < NODES; dest++) {
+            blob_put_bytes(&bw, rid, sizeof rid);
+            blob_put_str(&bw, "127.0.0.1:5999");
+            in_inject(in, 0, dest, MSG_NODE_REJOINED, 0, 0, 0, 0, 2, 0, 1);
+            in_blob_frame(in, &bw);
+        }
+        in_inject(in, 0, 1, MSG_REJOIN_COPY, 0, 0, 1, 0, 2, 0, 0);
+        in_inject(in, 0, 1, MSG_REJOIN_COPY, 0, 0, 1, 0, 1, 0, 0); /* itself */
+        in_pump(in, 16);
+        in_inject(in, 1, 0, MSG_REJOIN_COPIED, 0, 0, 1, 0, 2, 0, 0);
+        in_inject(in, 1, 0, MSG_REJOIN_COPIED, 0, 0, 9, 0, 2, 0, 0);
+        in_inject(in, w0, 0, MSG_REJOIN_COPIED, 0, 0, 1, 0, 2, 0, 0);
+        for (unsigned dest = 1; dest < NODES; dest++)
+            in_inject(in, 0, dest, MSG_REJOIN_READY, 0, 0, 1, 0, 2, 0, 0);
+        in_inject(in, 0, w0, MSG_REJOIN_READY, 0, 0, 1, 0, 0, 0, 0);
+    }
+    for (unsigned w = 0; w < WORKERS; w++) {
+        in_api(in, w, 1, 0, keys, 4, 4 * 32);
+        in_api(in, w, 2, 0, NULL, 0, 0);
+    }
+    in_pump(in, 32);
 
     /* Header frames of every length, and bytes that are almost a header. */
     in = seed_new("raw_headers", 0);
