@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Fault-tolerance benchmarks (docs/BENCHMARKS.md, "Checkpoints"). So far the
-# checkpoint part of issue 12: the cost of one incremental checkpoint every
+# Fault-tolerance benchmarks of issue 12 (docs/BENCHMARKS.md). Three parts,
+# chosen by name after the build directory (all three by default):
+#
+# checkpoints: the cost of one incremental checkpoint every
 # 10 clocks (a full one every 10th), as the training time of the same job
 # with and without --checkpoint-dir, runs interleaved and repeated (REPS), the
 # median of each and their ratio measured in the same run (the machine may be
@@ -18,18 +20,75 @@
 # does not dilute the overhead. The checkpoint directory is on the same disk
 # as $TMPDIR; every file is fsync'd.
 #
-# Usage: bench/run_faults.sh [BUILD_DIR]   (REPS=3, ROWS=2000000, AP_DIR=...)
+# failover: a server SIGKILLed mid-training with --replicas 1, heartbeats
+# every 100 ms and a 500 ms timeout (FAILOVER_REPS runs, 10 by default): the
+# time from the kill to the next clock every worker completed after it, and
+# its parts, from the wall-clock times the processes log (LOOM_LOG_TIME=1,
+# failover_check --stamps 1). The job is tests/ft/failover_check's: 3 servers,
+# 3 workers, a BSP (FAILOVER_MODE) int64 sum table of 1000 keys, each clock
+# pushes 50 known deltas, pulls every key and ends with loom_clock, then
+# sleeps 20 ms; server 1 is killed once every worker has passed clock 30 of
+# 150. Each run must end with every key exact (no update lost or applied
+# twice) or the bench fails.
+#   kill: the bench's own clock ($EPOCHREALTIME) just before kill -KILL;
+#   detected: the scheduler's "server 1 ... died: no heartbeat" line;
+#   redirected: the last worker's "sent again to its ranges' replicas" line
+#     (it has taken the new masters and resent its pushes and pulls);
+#   next clock: the first clock that every worker began (before its push)
+#     after the kill, at the moment the last worker completed it (its
+#     loom_clock returned, after its pull of every key). Such a clock needs the
+#     dead server's ranges after the kill (a BSP pull of clock c needs rows of
+#     clock c, which no cache holds); a clock begun before the kill may end
+#     after it without needing them (its rows came before the kill), so it
+#     does not count. This overstates the failover by up to one clock
+#     (about 25 ms here).
+#
+# replication: bytes, not times. LR with --replicas 1, 3 servers, 4 workers:
+# what the servers sent to replicas after aggregation (REPL) against what
+# forwarding every push would have sent, summed from their LOOM_VERBOSE=2
+# lines, for a9a (../shared/data/a9a, if present) under BSP and a generated
+# sparse set under BSP and SSP(1). Forwarding counts, per push and range, a
+# message header and the push's keys and deltas for each live replica; a REPL
+# message is a header, the workers' push sequences and, per changed row, its
+# key, values and updater state. The keys' share of the REPL bytes (8 bytes a
+# row) says what a denser key encoding could save at most.
+#
+# Usage: bench/run_faults.sh [BUILD_DIR] [checkpoints] [failover] [replication]
+#        (REPS=3, ROWS=2000000, AP_DIR=..., FAILOVER_REPS=10, FAILOVER_MODE=bsp,
+#         A9A=...)
 set -euo pipefail
 
 build=${1:-build}
+shift $(($# > 0 ? 1 : 0))
+parts=("$@")
+((${#parts[@]})) || parts=(checkpoints failover replication)
+for part in "${parts[@]}"; do
+    [[ $part =~ ^(checkpoints|failover|replication)$ ]] ||
+        { echo "run_faults.sh: unknown part '$part' (checkpoints, failover, replication)" >&2; exit 2; }
+done
+wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 AP_DIR=${AP_DIR:-$here/../shared/data/ap}
 REPS=${REPS:-3}
 ROWS=${ROWS:-2000000}
+FAILOVER_REPS=${FAILOVER_REPS:-10}
+FAILOVER_MODE=${FAILOVER_MODE:-bsp}
+A9A=${A9A:-$here/../shared/data/a9a/a9a}
 LOOM=$build/bin/loom
+CHECK=$build/tests/ft/failover_check
+FAILED_LOG=${FAILED_LOG:-${TMPDIR:-/tmp}/run_faults-failover.log}
 [[ -x $LOOM ]] || { echo "run_faults.sh: $LOOM not found (build first)" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-faults.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+launcher=
+# Whatever way the bench ends: the failover job's launcher and every process
+# that wrote a pid file.
+cleanup() {
+    [[ -n $launcher ]] && kill -KILL "$launcher" 2>/dev/null
+    for f in "$work"/pids/*.pid; do [[ -e $f ]] && kill -KILL "$(<"$f")" 2>/dev/null; done
+    wait 2>/dev/null
+    [[ -n ${KEEP:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
+}
+trap cleanup EXIT
 for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
 
 last_time() { sed -n 's/.*"time_s": \([^,}]*\).*/\1/p' "$1" | tail -1; }
@@ -74,18 +133,166 @@ bench() {
     echo "  ($count checkpoint directories kept at the end)" >&2
 }
 
-echo "checkpoint every 10 clocks (full every 10th); $(nproc) cores; $(date -u +%Y-%m-%d); REPS=$REPS"
-echo
-echo "| job | training s, no checkpoints (median) | with checkpoints (median) | overhead (medians) | s waiting for checkpoints (median; share of training) | every run (s): without / with | MB on disk at the end |"
-echo "|---|---|---|---|---|---|---|"
-echo "generating $ROWS LR rows" >&2
-"$LOOM" gen lr --out "$work/lr.svm" --rows "$ROWS" --nnz 10 --quiet
-bench "LR, $ROWS rows, 2 workers, 2 servers" train lr --train "$work/lr.svm" --workers 2 \
-    --servers 2 --updater adagrad --epochs 1 --minibatch 1000
-rm -f "$work/lr.svm"
-if [[ -r $AP_DIR/ap.dat ]]; then
-    bench "LDA on AP, K=50, 2 workers, 2 servers" train lda --train "$AP_DIR/ap.dat" --topics 50 \
-        --iterations 10 --syncs 10 --eval-every 0 --workers 2 --servers 2
-else
-    echo "| LDA on AP | skipped: $AP_DIR/ap.dat not found | | | | | |"
+if wants checkpoints; then
+    echo "checkpoint every 10 clocks (full every 10th); $(nproc) cores; $(date -u +%Y-%m-%d); REPS=$REPS"
+    echo
+    echo "| job | training s, no checkpoints (median) | with checkpoints (median) | overhead (medians) | s waiting for checkpoints (median; share of training) | every run (s): without / with | MB on disk at the end |"
+    echo "|---|---|---|---|---|---|---|"
+    echo "generating $ROWS LR rows" >&2
+    "$LOOM" gen lr --out "$work/lr.svm" --rows "$ROWS" --nnz 10 --quiet
+    bench "LR, $ROWS rows, 2 workers, 2 servers" train lr --train "$work/lr.svm" --workers 2 \
+        --servers 2 --updater adagrad --epochs 1 --minibatch 1000
+    rm -f "$work/lr.svm"
+    if [[ -r $AP_DIR/ap.dat ]]; then
+        bench "LDA on AP, K=50, 2 workers, 2 servers" train lda --train "$AP_DIR/ap.dat" --topics 50 \
+            --iterations 10 --syncs 10 --eval-every 0 --workers 2 --servers 2
+    else
+        echo "| LDA on AP | skipped: $AP_DIR/ap.dat not found | | | | | |"
+    fi
+fi
+
+# wait_until SECONDS COMMAND...: polls COMMAND every 50 ms; fails the bench
+# after SECONDS; returns 1 if the failover job's launcher has exited.
+wait_until() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        kill -0 "$launcher" 2>/dev/null || return 1
+        ((SECONDS < deadline)) || { tail -20 "$work/job.out" >&2; echo "run_faults.sh: timed out waiting for: $*" >&2; exit 1; }
+        sleep 0.05
+    done
+}
+pid_files() { (($(find "$work/pids" -name '*.pid' | wc -l) >= 7)); }
+past_clock_30() { (($(grep -cE '^\[worker [0-2]\] worker [0-2] clock 30$' "$work/job.out") >= 3)); }
+
+# A node other than the killed server 1 was declared dead (a heartbeat late
+# on the loaded machine): the job ended or went on without it, and the run
+# measures no failover of server 1.
+false_death() {
+    grep -E "died: no heartbeat|lost the scheduler" "$work/job.out" | grep -qv "server 1 (node"
+}
+
+# Bench failure: the job's output is kept as $FAILED_LOG.
+broken() {
+    cp "$work/job.out" "$FAILED_LOG"
+    echo "run_faults.sh: $*; the job's output is in $FAILED_LOG" >&2
+    exit 1
+}
+
+# One failover run; prints "total detected redirected first_clock" in ms, or
+# "false-death" or "preempted" for a run that must be repeated.
+failover_run() {
+    rm -rf "$work/pids"
+    mkdir "$work/pids"
+    LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=100 LOOM_LOG_TIME=1 "$LOOM" run --servers 3 --workers 3 \
+        --on-failure wait --heartbeat-timeout 500 --timeout 120 --insecure --no-status \
+        -- "$CHECK" "$FAILOVER_MODE" --pid-dir "$work/pids" --clocks 150 --pace-ms 20 \
+        --stamps 1 >"$work/job.out" 2>&1 &
+    launcher=$!
+    if ! wait_until 60 pid_files || ! wait_until 60 past_clock_30; then
+        wait "$launcher" || true
+        launcher=
+        false_death && { echo false-death; return; }
+        broken "the job ended before the kill"
+    fi
+    # The kill happened between two stamps: durations are measured from the
+    # first, clocks "begun after the kill" are those begun after the second
+    # (a loaded machine can preempt this shell between them: a run where they
+    # are more than 10 ms apart is run again).
+    local victim killed after
+    victim=$(<"$work/pids/server-1.pid")
+    killed=$EPOCHREALTIME
+    kill -KILL "$victim"
+    after=$EPOCHREALTIME
+    local status=0
+    wait "$launcher" || status=$?
+    launcher=
+    for w in 0 1 2; do
+        grep -q "^\[worker $w\] worker $w: 150 clocks, all 1000 keys exact" "$work/job.out" && continue
+        false_death && { echo false-death; return; }
+        broken "worker $w did not end with every key exact (launcher status $status)"
+    done
+    awk -v killed="$killed" -v after="$after" '
+        function stamp() { return match($0, / [0-9]+\.[0-9][0-9][0-9] /) ? substr($0, RSTART + 1, RLENGTH - 2) : 0 }
+        /^\[scheduler\].* died: no heartbeat for .*the job goes on without it/ { detected = stamp() }
+        /sent again to its ranges. replicas/ { if (stamp() > redirected) redirected = stamp() }
+        / worker [0-9]+ clock [0-9]+ from [0-9.]+ to / {
+            c = $6; t = $NF
+            if ($8 > after) { if (!(c in last) || t > last[c]) last[c] = t; began[c]++ }
+        }
+        END {
+            first = -1
+            for (c in began) if (began[c] == 3 && (first < 0 || c + 0 < first)) first = c + 0
+            if (after - killed > 0.010) { print "preempted"; exit }
+            if (detected && detected < killed) { print "false-death"; exit } # server 1 itself, before the kill
+            if (first < 0 || !detected || !redirected) { print "unparsed"; exit }
+            printf "%.0f %.0f %.0f %.0f\n", (last[first] - killed) * 1000, (detected - killed) * 1000,
+                (redirected - detected) * 1000, (last[first] - redirected) * 1000
+        }' "$work/job.out"
+}
+
+if wants failover; then
+    [[ -x $CHECK ]] || { echo "run_faults.sh: $CHECK not found (build the tests)" >&2; exit 2; }
+    echo
+    echo "failover: $FAILOVER_MODE, 3 servers, 3 workers, --replicas 1, heartbeat 100 ms, timeout 500 ms;" \
+        "$(nproc) cores; $(date -u '+%Y-%m-%d %H:%M') UTC; FAILOVER_REPS=$FAILOVER_REPS; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo
+    runs=()
+    false_deaths=0
+    for ((r = 0; r < FAILOVER_REPS; r++)); do
+        row=$(failover_run)
+        [[ $row != preempted ]] || { echo "  run $r: the bench was preempted around the kill; again" >&2; r=$((r - 1)); continue; }
+        if [[ $row == false-death ]]; then
+            echo "  run $r: a live process was declared dead (heartbeat later than 500 ms); again" >&2
+            false_deaths=$((false_deaths + 1)) r=$((r - 1))
+            continue
+        fi
+        [[ $row != unparsed ]] || { tail -30 "$work/job.out" >&2; echo "run_faults.sh: could not read the run's times" >&2; exit 1; }
+        runs+=("$row")
+        echo "  run $r: kill to next clock $row (ms: total detected redirected first-clock); every key exact" >&2
+    done
+    col() { printf '%s\n' "${runs[@]}" | cut -d' ' -f"$1"; }
+    echo "| ms from the kill | median | min | max |"
+    echo "|---|---:|---:|---:|"
+    names=("to the next completed clock" "detection (kill to the scheduler's NODE_FAILED)" "redirect and resend (to the last worker's resend)" "first clock (resend to the clock's last worker)")
+    for i in 1 2 3 4; do
+        printf "| %s | %s | %s | %s |\n" "${names[i - 1]}" "$(col $i | median)" "$(col $i | sort -g | head -1)" "$(col $i | sort -g | tail -1)"
+    done
+    echo
+    echo "every run (total detected redirected first-clock): $(printf '%s; ' "${runs[@]}")"
+    echo "lost updates: none (every key exact in all $FAILOVER_REPS runs); runs repeated because a live process was declared dead: $false_deaths; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+
+# repl_bytes NAME ARGS...: one `loom train lr` with --replicas 1; prints a
+# table row of the servers' summed REPL bytes against forwarding every push.
+repl_bytes() {
+    local name=$1
+    shift
+    LOOM_VERBOSE=2 "$LOOM" train lr "$@" --servers 3 --workers 4 --replicas 1 --epochs 2 \
+        --insecure --no-status --quiet >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
+    grep 'replicas: sent' "$work/err" | awk -v name="$name" '
+        function num(re, skip) { match($0, re); return substr($0, RSTART + skip) + 0 }
+        { r += num("sent [0-9]+ bytes", 5); f += num("have sent [0-9]+", 10)
+          rows += num(": [0-9]+ rows", 2); msgs += num("rows in [0-9]+ messages", 8) }
+        END { printf "| %s | %d | %d | %d | %d | %.2f | %.0f%% |\n", name, r, rows, msgs, f, r / f,
+                     800 * rows / r }'
+}
+
+if wants replication; then
+    echo
+    echo "replication after aggregation against forwarding every push: lr, 3 servers, 4 workers," \
+        "--replicas 1, 2 epochs; bytes summed over the servers; $(date -u '+%Y-%m-%d %H:%M') UTC"
+    echo
+    echo "| data, consistency | REPL bytes (after aggregation) | rows in them | REPL messages | forwarding every push (bytes) | ratio | keys' share of the REPL bytes |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    if [[ -r $A9A ]]; then
+        repl_bytes "a9a, BSP" --train "$A9A" --consistency bsp
+    else
+        echo "| a9a | skipped: $A9A not found | | | | | |"
+    fi
+    "$LOOM" gen lr --out "$work/sparse.svm" --rows 20000 --features 5000 --nnz 10 --quiet
+    for mode in bsp ssp:1; do
+        repl_bytes "generated, 5000 features, 10 per row, minibatch 100, $mode" \
+            --train "$work/sparse.svm" --minibatch 100 --consistency "$mode"
+    done
 fi

@@ -124,11 +124,14 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
         rc ? rc
            : env_int("LOOM_CONNECT_TIMEOUT_MS", 1, 86400000, &cfg->connect_timeout_ms, err, errlen);
     rc = rc ? rc : env_int("LOOM_VERBOSE", 0, 2, &cfg->verbose, err, errlen);
+    int log_time = 0;
+    rc = rc ? rc : env_int("LOOM_LOG_TIME", 0, 1, &log_time, err, errlen);
     rc = rc ? rc : env_int("LOOM_MAX_FRAME_MIB", 1, 2047, &cfg->max_frame_mib, err, errlen);
     rc = rc ? rc : env_int("LOOM_STATUS_PORT", -1, 65535, &cfg->status_port, err, errlen);
     rc = rc ? rc : env_worker_failure(&cfg->on_worker_failure, err, errlen);
     /* Now: finding the scheduler below may wait, and says so. */
     if (!rc) log_set_level(cfg->verbose);
+    if (!rc) log_set_time(log_time);
     const char *secret_file = getenv("LOOM_SECRET_FILE");
     if (!rc && secret_file) {
         rc = loom_secret_load(secret_file, cfg->secret, err, errlen);

@@ -2,7 +2,9 @@
  *
  * Lines look like "loom[worker 1] error: ...": the prefix says which node
  * spoke, which matters when a whole job shares one terminal. The level is
- * process-wide (LOOM_VERBOSE or loom_config.verbose); errors always print. */
+ * process-wide (LOOM_VERBOSE or loom_config.verbose); errors always print.
+ * LOOM_LOG_TIME=1 puts the wall-clock time (seconds since the epoch, to the
+ * millisecond) after the prefix: "loom[worker 1] 1795500000.123 error: ...". */
 #ifndef LOOM_CORE_LOG_H
 #define LOOM_CORE_LOG_H
 
@@ -11,6 +13,8 @@ enum { LOG_ERROR = 0, LOG_INFO = 1, LOG_DEBUG = 2 };
 
 void log_set_level(int level);
 int log_level(void);
+/* Whether lines carry the wall-clock time (LOOM_LOG_TIME; process-wide). */
+void log_set_time(int on);
 /* Sets the "role rank" tag of this thread's lines (nodes may share a process). */
 void log_set_tag(const char *tag);
 

@@ -415,7 +415,7 @@ void node_dispatch(loom_node *n, node_msg *m)
         node_drop(n, m, "a node of its role never sends this type");
         return;
     }
-    n->peers[m->from].last_heard_ms = node_now_ms();
+    node_heard(n, m->from);
     handler_entry *e = &n->handlers[m->h.type];
     if (!e->fn) {
         node_drop(n, m, "message type not accepted by this node");
@@ -724,7 +724,7 @@ static void on_roster(loom_node *n, void *ctx, node_msg *m)
     pthread_mutex_lock(&n->mu);
     n->roster_installed = 1;
     n->state = NODE_RUNNING;
-    n->peers[0].last_heard_ms = node_now_ms();
+    node_heard(n, 0);
     pthread_cond_broadcast(&n->cv);
     pthread_mutex_unlock(&n->mu);
     if (n->cfg.role == LOOM_SERVER) send_control(n, 0, MSG_ROSTER_ACK, 0, 0);
@@ -863,6 +863,31 @@ static int still_running(loom_node *n)
     return running;
 }
 
+void node_heard(loom_node *n, uint32_t id)
+{
+    n->peers[id].last_heard_ms = node_now_ms();
+    n->peers[id].deaf_at_heard_ms = n->deaf_ms;
+}
+
+void node_note_tick(loom_node *n, uint64_t now)
+{
+    /* A tick up to twice the interval after the previous is on schedule: on
+     * a busy machine ticks come a little late all the time, and forgiving
+     * that jitter would only slow down finding a real death. */
+    uint64_t interval = (uint64_t)n->cfg.heartbeat_interval_ms;
+    if (n->last_tick_ms && now > n->last_tick_ms + 2 * interval)
+        n->deaf_ms += now - n->last_tick_ms - interval;
+    n->last_tick_ms = now;
+}
+
+uint64_t node_silence(const loom_node *n, uint32_t id, uint64_t now)
+{
+    const peer *p = &n->peers[id];
+    uint64_t silent = now > p->last_heard_ms ? now - p->last_heard_ms : 0;
+    uint64_t deaf = n->deaf_ms - p->deaf_at_heard_ms;
+    return silent > deaf ? silent - deaf : 0;
+}
+
 static void tick(loom_node *n, uint64_t now)
 {
     if (n->cfg.role == LOOM_SCHEDULER) {
@@ -877,7 +902,7 @@ static void tick(loom_node *n, uint64_t now)
                     .b = atomic_load(&n->bytes_received)};
     node_send_zmq(n, 0, &h, NULL, 0);
     if (n->cfg.role == LOOM_WORKER) node_send_metrics(n);
-    uint64_t silent = now - n->peers[0].last_heard_ms;
+    uint64_t silent = node_silence(n, 0, now);
     if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms)
         node_fail(n, 0, "lost the scheduler: nothing heard from it for %" PRIu64 " ms", silent);
 }
@@ -911,6 +936,7 @@ static void *io_main(void *arg)
         int more = drain_sockets(n);
         uint64_t now = node_now_ms();
         if (now >= n->next_heartbeat_ms) {
+            node_note_tick(n, now);
             n->next_heartbeat_ms = now + (uint64_t)n->cfg.heartbeat_interval_ms;
             tick(n, now);
         }

@@ -29,11 +29,12 @@ typedef struct peer {
     uint8_t rid[NODE_RID_MAX]; /* its routing id (from its REGISTER, or the roster) */
     size_t rid_len;
     uint64_t last_heard_ms;
-    int registered; /* scheduler: REGISTER received */
-    int done;       /* worker finished, or server acknowledged shutdown */
-    int lost;       /* worker died and the job goes on without it (continue) */
-    int failed;     /* scheduler: died, and the job went on without it (failover) */
-    double share;   /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
+    uint64_t deaf_at_heard_ms; /* our deaf_ms when we last heard it (node_silence) */
+    int registered;            /* scheduler: REGISTER received */
+    int done;                  /* worker finished, or server acknowledged shutdown */
+    int lost;                  /* worker died and the job goes on without it (continue) */
+    int failed;                /* scheduler: died, and the job went on without it (failover) */
+    double share; /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
 
 /* Note that the job goes on without worker node `id`, whose share was `share`. */
@@ -115,6 +116,13 @@ struct loom_node {
     int done_acked;
 
     uint64_t next_heartbeat_ms;
+    /* When the I/O thread last ran tick(), and the total time its stalled
+     * ticks came later than heartbeat_interval_ms after the previous one
+     * (node_note_tick): time this node
+     * was not listening on schedule (descheduled by the OS, or in a long
+     * handler), which node_silence does not count against its peers. Under
+     * recv_mu, like every peer's last_heard_ms. */
+    uint64_t last_tick_ms, deaf_ms;
 
     tracker ts;
     sched_state sched;
@@ -208,6 +216,19 @@ void node_set_core_handlers(loom_node *n);
 int sched_init(loom_node *n);
 void sched_free(loom_node *n);
 void sched_tick(loom_node *n, uint64_t now);
+
+/* Liveness (recv_mu held). node_heard: a sign of life from node id, now.
+ * node_note_tick: the I/O thread's heartbeat tick runs at `now`; if it comes
+ * more than two intervals after the previous one (a stall, not jitter), the
+ * time beyond one interval counts as deaf time.
+ * node_silence: how long node id has been silent while this node listened on
+ * schedule: the time since it was last heard, less the deaf time since then.
+ * A node is declared dead when that exceeds heartbeat_timeout_ms: a loop that
+ * itself ran late (say 400 ms on an overloaded machine) has not yet read the
+ * heartbeats that came meanwhile, and must not blame their senders for it. */
+void node_heard(loom_node *n, uint32_t id);
+void node_note_tick(loom_node *n, uint64_t now);
+uint64_t node_silence(const loom_node *n, uint32_t id, uint64_t now);
 /* A message on the scheduler's ROUTER from an identity that has not registered. */
 void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len, node_msg *m);
 

@@ -85,7 +85,7 @@ static void send_worker_rosters(loom_node *n)
 {
     n->sched.roster_phase = 2;
     for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
-        n->peers[i].last_heard_ms = node_now_ms();
+        node_heard(n, i);
         send_roster(n, i);
     }
     log_info("job assembled: %d server(s), %d worker(s)", n->cfg.num_servers, n->cfg.num_workers);
@@ -118,7 +118,7 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
     }
     peer *p = &n->peers[id];
     p->failed = p->done = 0;
-    p->last_heard_ms = node_now_ms();
+    node_heard(n, id);
     snprintf(p->addr, sizeof p->addr, "%s", addr);
     s->servers_acked_shutdown--; /* survive() counted it as ended */
     char who[64];
@@ -230,7 +230,7 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
     p->role = role;
     p->rank = rank;
     p->registered = 1;
-    p->last_heard_ms = node_now_ms();
+    node_heard(n, base + (uint32_t)rank);
     snprintf(p->addr, sizeof p->addr, "%s", addr);
     char who[64];
     log_info("%s registered from %s", node_describe(n, base + (uint32_t)rank, who, sizeof who),
@@ -449,7 +449,7 @@ void sched_tick(loom_node *n, uint64_t now)
     for (uint32_t i = 1; i < n->nnodes; i++) {
         peer *p = &n->peers[i];
         if (p->done || (s->roster_phase == 1 && i > num_servers(n))) continue;
-        uint64_t silent = now - p->last_heard_ms;
+        uint64_t silent = node_silence(n, i, now);
         if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms && s->shutting_down &&
             i <= num_servers(n)) {
             /* A server acknowledges the shutdown and exits at once; on a lossy

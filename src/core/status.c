@@ -361,8 +361,8 @@ static void heartbeat(const loom_node *n, uint32_t id, uint64_t now, uint64_t *a
     *left = 0;
     if (id == 0 || !p->registered) return;
     *age = now > p->last_heard_ms ? now - p->last_heard_ms : 0;
-    uint64_t timeout = (uint64_t)n->cfg.heartbeat_timeout_ms;
-    if (!p->done) *left = *age < timeout ? timeout - *age : 0;
+    uint64_t timeout = (uint64_t)n->cfg.heartbeat_timeout_ms, silent = node_silence(n, id, now);
+    if (!p->done) *left = silent < timeout ? timeout - silent : 0;
 }
 
 static uint32_t listed(const loom_node *n)

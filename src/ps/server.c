@@ -201,6 +201,8 @@ typedef struct server {
     uint8_t *fed, *copy;
     uint64_t *copy_round, *copy_gen;
     uint64_t repl_bytes;  /* REPL bytes sent (also in loom_stats) */
+    uint64_t repl_rows;   /* rows among them (logged at the end) */
+    uint64_t repl_msgs;   /* REPL messages sent (logged at the end) */
     uint64_t naive_bytes; /* what forwarding every push would have sent */
     uint64_t duplicates;  /* pushes sent again after a failover, not applied twice */
     /* checkpoints with replicas (ps.h): per worker and number of deaths d
@@ -591,7 +593,10 @@ static int apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys
     p->applied[w] = seq;
     if (s->replicas) {
         s->repl_due = 1;
-        s->naive_bytes += (uint64_t)live_replicas(s, t, p) * count * (8 + t->row_bytes);
+        /* Forwarding: this push's rows of the range, keys and deltas, in a
+         * message of its own to each live replica. */
+        s->naive_bytes +=
+            (uint64_t)live_replicas(s, t, p) * (MSG_HEADER_SIZE + count * (8 + t->row_bytes));
     }
     if (t->rows) note_changes(s, t, p, keys, begin, vals, (size_t)count);
     int status = 0;
@@ -1344,6 +1349,8 @@ static int replicate_part(server *s, uint32_t id, srv_table *t, srv_part *p, rep
         r->nwaiting++;
         node_count(s->node, NODE_REPLICATED_BYTES, MSG_HEADER_SIZE + alen + w.len);
         s->repl_bytes += MSG_HEADER_SIZE + alen + w.len;
+        s->repl_rows += rw.rows;
+        s->repl_msgs++;
         node_send(s->node, node_server_id(s->num_servers, h), &hd, f, 2);
     }
     free(w.buf);
@@ -1650,8 +1657,8 @@ static void server_destroy(void *state)
     }
     if (s->replicas)
         log_info("replicas: sent %" PRIu64 " bytes of changed rows (forwarding every push would "
-                 "have sent %" PRIu64 ")",
-                 s->repl_bytes, s->naive_bytes);
+                 "have sent %" PRIu64 "): %" PRIu64 " rows in %" PRIu64 " messages",
+                 s->repl_bytes, s->naive_bytes, s->repl_rows, s->repl_msgs);
     if (s->duplicates)
         log_info("failover: %" PRIu64 " pushes sent again were already held, not applied twice",
                  s->duplicates);

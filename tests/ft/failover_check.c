@@ -3,7 +3,7 @@
  * test_worker_error_exit.sh, test_rejoin.sh).
  *
  *   failover_check bsp|ssp|asp --pid-dir DIR [--clocks N] [--pace-ms MS]
- *                  [--workers-may-die] [--error-exit W:C]
+ *                  [--workers-may-die] [--error-exit W:C] [--stamps 1]
  *   failover_check check CKPT_DIR WORKERS
  *
  * Every node writes DIR/<role>-<rank>.pid once the job is assembled. Each
@@ -32,6 +32,10 @@
  *
  * --error-exit W:C: worker W exits with status 1 (an application error, not a
  * signal) after clock C, without loom_finalize.
+ *
+ * --stamps 1: each worker prints every clock's wall-clock times (seconds, to
+ * the ms) before its push and when its loom_clock returned; the failover
+ * benchmark (bench/run_faults.sh) measures from a kill to these.
  *
  * With checkpoints (LOOM_CHECKPOINT_DIR ...), a worker saves its job clock
  * whenever one is due; resumed (LOOM_RESUME), it goes on from the clock of the
@@ -107,6 +111,7 @@ struct options {
     const char *dir;
     int clocks, pace_ms;
     int workers_may_die;
+    int stamps;
     int exit_worker, exit_clock; /* --error-exit W:C; -1: none */
 };
 
@@ -223,7 +228,16 @@ static int run_worker(loom_node *n, const struct options *o)
         fflush(stdout);
     }
     for (int c = (int)from; c < o->clocks && !rc; c++) {
+        struct timespec start, end;
+        clock_gettime(CLOCK_REALTIME, &start);
         rc = run_clock(n, t, o, c, progress);
+        if (o->stamps) {
+            clock_gettime(CLOCK_REALTIME, &end);
+            printf("worker %d clock %d from %lld.%03ld to %lld.%03ld\n", rank, c,
+                   (long long)start.tv_sec, start.tv_nsec / 1000000L, (long long)end.tv_sec,
+                   end.tv_nsec / 1000000L);
+            fflush(stdout);
+        }
         int64_t next = c + 1;
         if (!rc && loom_checkpoint_due(n) && (rc = loom_checkpoint_save(n, &next, sizeof next)))
             return fail("checkpoint", rc);
@@ -325,7 +339,7 @@ int main(int argc, char **argv)
     }
     if (argc < 2) {
         fprintf(stderr, "usage: failover_check bsp|ssp|asp --pid-dir DIR [--clocks N] "
-                        "[--pace-ms MS] [--workers-may-die] [--error-exit W:C]\n");
+                        "[--pace-ms MS] [--workers-may-die] [--error-exit W:C] [--stamps 1]\n");
         return 2;
     }
     struct options o = {.consistency = !strcmp(argv[1], "bsp")   ? LOOM_BSP
@@ -345,6 +359,8 @@ int main(int argc, char **argv)
             o.clocks = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--pace-ms"))
             o.pace_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--stamps"))
+            o.stamps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--error-exit") &&
                  sscanf(value, "%d:%d", &o.exit_worker, &o.exit_clock) == 2)
             i++;
