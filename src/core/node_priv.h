@@ -32,6 +32,7 @@ typedef struct peer {
     int registered; /* scheduler: REGISTER received */
     int done;       /* worker finished, or server acknowledged shutdown */
     int lost;       /* worker died and the job goes on without it (continue) */
+    int dead;       /* declared dead and the job went on (failover): 1, 2 once said so */
     double share;   /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
 

@@ -269,7 +269,8 @@ static void end_if_workers_done(loom_node *n)
     }
     log_info("every worker finished; shutting the servers down");
     s->shutting_down = 1;
-    for (uint32_t i = 1; i <= num_servers(n); i++) send_control(n, i, MSG_SHUTDOWN, 0, 0);
+    for (uint32_t i = 1; i <= num_servers(n); i++) /* a dead one must not end as if well */
+        if (!n->peers[i].dead) send_control(n, i, MSG_SHUTDOWN, 0, 0);
 }
 
 static void on_shutdown_ack(loom_node *n, void *ctx, node_msg *m)
@@ -342,7 +343,7 @@ static int survive(loom_node *n, uint32_t dead, const char *why)
     if (!n->failover || !n->failover(n, n->failover_ctx, dead)) return 0;
     log_warn("%s; the job goes on without it", why);
     status_note_failure(n, dead, why);
-    n->peers[dead].done = 1;
+    n->peers[dead].done = n->peers[dead].dead = 1;
     for (uint32_t i = 1; i < n->nnodes; i++)
         if (i != dead && n->peers[i].registered && !n->peers[i].done)
             send_control(n, i, MSG_NODE_FAILED, 0, dead);
