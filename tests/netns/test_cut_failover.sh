@@ -2,8 +2,8 @@
 # A server's link is cut mid-job with --replicas 1 (docs/FAULTS.md, "A cut
 # link, a partition, a paused server"). Seven hosts: the scheduler on host 1,
 # server r on host 2 + r, worker r on host 5 + r; the job is failover_check
-# (tests/ft): 3 workers push known
-# int64 deltas into a sum table for 200 clocks. Once every worker has passed
+# (tests/ft): 3 workers push known int64 deltas into a sum table for 200
+# clocks. Once every worker has passed
 # clock 30, server 1's link goes down (`ip link set p3 down` on the switch: the
 # cable is pulled, the process and its host stay up). In every variant the job
 # must go on and end with every key exactly the sum of all pushes (no
