@@ -3,12 +3,12 @@
 # link, a partition, a paused server"). Seven hosts: the scheduler on host 1,
 # server r on host 2 + r, worker r on host 5 + r; the job is failover_check
 # (tests/ft): 3 workers push known int64 deltas into a sum table for 200
-# clocks. Once every worker has passed
-# clock 30, server 1's link goes down (`ip link set p3 down` on the switch: the
-# cable is pulled, the process and its host stay up). In every variant the job
-# must go on and end with every key exactly the sum of all pushes (no
-# acknowledged update lost or applied twice), every other process exiting 0,
-# and the scheduler must say that server 1 died and the job went on.
+# clocks. Once every worker has passed clock 30, server 1's link goes down
+# (`ip link set p3 down` on the switch: the cable is pulled, the process and
+# its host stay up). In every variant the job must go on and end with every
+# key exactly the sum of all pushes (no acknowledged update lost or applied
+# twice), every other process exiting 0, and the scheduler must say that
+# server 1 died and the job went on.
 #   cut     the link stays down: the cut-off server must stop itself, saying it
 #           lost the scheduler (status 3), within the heartbeat bound.
 #   return  the link comes back once the scheduler has declared server 1 dead.
