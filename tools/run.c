@@ -114,6 +114,13 @@ static const app_flag run_flags[] = {
      .def = "stop",
      .help = "when a process fails: stop the others at once,\n"
              "or wait for them to notice and end on their own"},
+    {.name = "--on-server-failure",
+     .kind = APP_CHOICE,
+     .arg = "failover|restart",
+     .def = "failover",
+     .help = "with replicas (LOOM_REPLICAS), when a server is killed: go on\n"
+             "without it, or also start a replacement that copies its ranges\n"
+             "back (docs/FAULTS.md)"},
     {.name = "--secret",
      .kind = APP_TEXT,
      .arg = "FILE",
@@ -163,6 +170,7 @@ struct options {
     long heartbeat_timeout_ms; /* 0: flag not given, leave the variable alone */
     long timeout_s;            /* 0: no bound */
     enum on_failure on_failure;
+    int restart_servers; /* --on-server-failure restart */
     int verbose;
     int no_status;
     const char *secret; /* --secret FILE, else LOOM_SECRET_FILE; NULL: make a throw-away one */
@@ -352,6 +360,14 @@ static int parse_options(int argc, char **argv, struct options *opt)
     if (GIVEN("--workers")) opt->workers = (long)x->u;
     if (GIVEN("--timeout")) opt->timeout_s = (long)x->u;
     if (GIVEN("--on-failure")) opt->on_failure = x->choice ? ON_FAILURE_WAIT : ON_FAILURE_STOP;
+    if (GIVEN("--on-server-failure") && x->choice) {
+        const char *k = getenv("LOOM_REPLICAS");
+        if (!k || strtol(k, NULL, 10) < 1)
+            return usage_error("--on-server-failure restart needs replicas (loom train "
+                               "--replicas K, or LOOM_REPLICAS=K for loom run): a replacement "
+                               "server copies its ranges from the servers that hold them");
+        opt->restart_servers = 1;
+    }
     opt->verbose = GIVEN("--verbose") != NULL;
     opt->no_status = GIVEN("--no-status") != NULL;
     if (GIVEN("--bind")) {
@@ -613,18 +629,38 @@ static void kill_all(struct job *job)
     for (int i = 0; i < job->nchildren; i++) signal_child(&job->children[i], SIGKILL);
 }
 
+/* Start server or worker children[i] (i >= 1) in its role and rank. */
+static int spawn_member(struct job *job, int i)
+{
+    int is_server = i <= job->opt->servers;
+    int rank = is_server ? i - 1 : i - 1 - (int)job->opt->servers;
+    return spawn(job, &job->children[i], is_server ? "server" : "worker", rank, job->addr, -1);
+}
+
 static void start_servers_and_workers(struct job *job)
 {
-    const struct options *opt = job->opt;
     for (int i = 1; i < job->nchildren && !job->stopping; i++) {
-        int is_server = i <= opt->servers;
-        int rank = is_server ? i - 1 : i - 1 - (int)opt->servers;
-        if (spawn(job, &job->children[i], is_server ? "server" : "worker", rank, job->addr, -1) <
-            0) {
+        if (spawn_member(job, i) < 0) {
             job->error = 1;
             begin_stop(job);
         }
     }
+}
+
+/* Start a replacement for child c, which died: the same role, rank and
+ * environment. LOOM_REJOIN=1 lets it ask to join again until the scheduler
+ * has declared the dead one dead (src/core/node.c). Its output streams are
+ * new; the old ones were drained when it was reaped. */
+static int respawn(struct job *job, struct child *c)
+{
+    char label[LABEL_MAX];
+    memcpy(label, c->label, sizeof label);
+    *c = (struct child){.out.fd = -1, .err.fd = -1};
+    memcpy(c->label, label, sizeof label);
+    if (setenv("LOOM_REJOIN", "1", 1) < 0) return -1;
+    int rc = spawn_member(job, (int)(c - job->children));
+    unsetenv("LOOM_REJOIN");
+    return rc;
 }
 
 /* "host:port" with a non-empty host and a port from 1 to 65535. */
@@ -705,6 +741,15 @@ static void child_ended(struct job *job, struct child *c, int status)
     if (c->signalled || (ok && !before_address)) {
         /* Success, or ended because the launcher stopped it: not a failure. */
         if (job->opt->verbose) say("%s %s", c->label, describe_status(status, how, sizeof how));
+        return;
+    }
+    if (job->opt->restart_servers && c - job->children <= job->opt->servers && !job->stopping &&
+        WIFSIGNALED(status)) {
+        say("%s %s; starting a replacement (--on-server-failure restart)", c->label,
+            describe_status(status, how, sizeof how));
+        if (respawn(job, c) == 0) return;
+        job->error = 1;
+        begin_stop(job);
         return;
     }
     if (worker_may_be_lost(job, c, status)) {

@@ -172,7 +172,7 @@ static int launch_locally(const app_job *j, int argc, char **argv)
     snprintf(servers, sizeof servers, "%d", j->servers);
     snprintf(workers, sizeof workers, "%d", j->workers);
     /* argv here is {"train", MODEL, flags...}. */
-    char **run = calloc((size_t)argc + 14, sizeof *run);
+    char **run = calloc((size_t)argc + 16, sizeof *run);
     if (!run) return 1;
     int k = 0;
     run[k++] = "run";
@@ -199,6 +199,10 @@ static int launch_locally(const app_job *j, int argc, char **argv)
         }
         run[k++] = "--on-failure";
         run[k++] = "wait";
+        if (j->restart_servers) {
+            run[k++] = "--on-server-failure";
+            run[k++] = "restart";
+        }
     }
     run[k++] = "--";
     run[k++] = self;

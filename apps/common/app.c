@@ -192,6 +192,13 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
                          "--replicas %d needs more servers than replicas (a range's replicas live "
                          "on other servers than its master): give --servers %d or more",
                          j->replicas, j->replicas + 1);
+    if ((v = app_flag_get(flags, n, values, "--on-server-failure")) && v->choice) {
+        if (!j->replicas)
+            return app_usage(err, errlen,
+                             "--on-server-failure restart needs --replicas 1 or more: a "
+                             "replacement server copies its ranges from their replicas");
+        j->restart_servers = 1;
+    }
     if (j->replicas && (j->checkpoint_dir || j->resume_dir))
         return app_usage(err, errlen, "--replicas has no checkpoints yet: leave out %s",
                          j->checkpoint_dir ? "--checkpoint-dir" : "--resume");

@@ -151,10 +151,19 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .def = "fail",                                                                            \
          .help = "when a worker dies: end the job (status 3), go on without it and\n"              \
                  "its share of the data, or (not yet available) restart it"},                      \
+        {.name = "--replicas",                                                                     \
+         .kind = APP_INT,                                                                          \
+         .arg = "K",                                                                               \
+         .lo = 0,                                                                                  \
+         .hi = 7,                                                                                  \
+         .def = "0",                                                                               \
+         .help = "copies of every key range on the K servers after its master\n"                   \
+                 "(LOOM_REPLICAS): a server may die and the job goes on (K < --servers)"},         \
     {                                                                                              \
-        .name = "--replicas", .kind = APP_INT, .arg = "K", .lo = 0, .hi = 7, .def = "0",           \
-        .help = "copies of every key range on the K servers after its master\n"                    \
-                "(LOOM_REPLICAS): a server may die and the job goes on (K < --servers)"            \
+        .name = "--on-server-failure", .kind = APP_CHOICE, .arg = "failover|restart",              \
+        .def = "failover",                                                                         \
+        .help = "with --replicas, when a server is killed: go on without it, or also\n"            \
+                "start a replacement that copies its ranges back (loom run)"                       \
     }
 /* The managed-communication flags of `loom train lr|mf|lda` (docs/USAGE.md,
  * "Managed communication"), read by app_job_from_flags, applied to a table's
@@ -225,7 +234,8 @@ typedef struct app_job {
     /* --checkpoint-dir, --resume (NULL: none), --checkpoint-every, --checkpoint-full-every */
     const char *checkpoint_dir, *resume_dir;
     uint64_t checkpoint_every, checkpoint_full_every;
-    int replicas; /* --replicas K (docs/FAULTS.md) */
+    int replicas;        /* --replicas K (docs/FAULTS.md) */
+    int restart_servers; /* --on-server-failure restart */
     /* --on-worker-failure: 0 fail, 1 continue (loom_worker_failure_policy); -1 not given */
     int on_worker_failure;
     const char *filter_push, *filter_pull; /* --filter, --filter-pull (NULL: not given) */

@@ -30,6 +30,7 @@ static const struct {
     [MSG_SHUTDOWN_ACK] = {"SHUTDOWN_ACK", 0, 0, BY_SERVER},
     [MSG_NODE_FAILED] = {"NODE_FAILED", 0, 0, BY_SCHED},
     [MSG_METRICS] = {"METRICS", 1, 1, BY_WORKER},
+    [MSG_NODE_REJOINED] = {"NODE_REJOINED", 1, 1, BY_SCHED},
     [MSG_TABLE_OPEN] = {"TABLE_OPEN", 1, 1, BY_WORKER},
     [MSG_TABLE_CREATE] = {"TABLE_CREATE", 1, 1, BY_SCHED},
     [MSG_TABLE_CREATED] = {"TABLE_CREATED", 0, 0, BY_SERVER},
@@ -60,6 +61,9 @@ static const struct {
     [MSG_REPL] = {"REPL", 2, 2, BY_SERVER},
     [MSG_REPL_ACK] = {"REPL_ACK", 0, 0, BY_SERVER},
     [MSG_WORKER_LOST] = {"WORKER_LOST", 0, 0, BY_SCHED},
+    [MSG_REJOIN_COPY] = {"REJOIN_COPY", 0, 0, BY_SCHED},
+    [MSG_REJOIN_COPIED] = {"REJOIN_COPIED", 0, 0, BY_SERVER},
+    [MSG_REJOIN_READY] = {"REJOIN_READY", 0, 0, BY_SCHED},
 };
 
 static int type_known(unsigned type)

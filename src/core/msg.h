@@ -63,6 +63,8 @@ enum msg_type {
     MSG_SHUTDOWN_ACK,    /* server -> scheduler */
     MSG_NODE_FAILED,     /* scheduler -> all: a = id of the dead node */
     MSG_METRICS,         /* worker -> scheduler: blob (the application's latest metrics) */
+    MSG_NODE_REJOINED,   /* scheduler -> all: a = id of a dead node a replacement took over;
+                            frame its routing id (MSG_RID_SIZE bytes), then its address (str) */
     /* parameter server (ps) */
     MSG_TABLE_OPEN = 32, /* worker -> scheduler: blob (table name and options) */
     MSG_TABLE_CREATE,    /* scheduler -> server: table = id, blob as above */
@@ -126,6 +128,12 @@ enum msg_type {
     MSG_WORKER_LOST = 136, /* scheduler -> servers, workers: a = node id of a dead worker
                               the job goes on without, b = its share of the data (the
                               "share" metric it reported, 0 = unknown) */
+    /* a replacement server rejoining (src/ps/registry.c, server.c; docs/FAULTS.md) */
+    MSG_REJOIN_COPY = 144, /* scheduler -> servers: a = node id of a rejoining server,
+                              req = generation; copy it the ranges you are master of */
+    MSG_REJOIN_COPIED,     /* server -> scheduler: a, req echoed; the copies are acknowledged */
+    MSG_REJOIN_READY,      /* scheduler -> servers, workers: a = node id of a rejoined
+                              server, which now holds full copies of its ranges */
     MSG_TYPE_END_
 };
 

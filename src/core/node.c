@@ -418,11 +418,11 @@ static int recv_message(loom_node *n, void *sock, zmq_msg_t *parts, int max)
 static void drop_from_dead(loom_node *n, const node_msg *m)
 {
     peer *p = &n->peers[m->from];
-    if (p->dead == 1) {
+    if (p->failed == 1) {
         char who[64];
         log_warn("ignoring %s from %s and whatever it sends next: it was declared dead",
                  msg_type_name(m->h.type), node_describe(n, m->from, who, sizeof who));
-        p->dead = 2;
+        p->failed = 2;
     }
     if (n->cfg.role == LOOM_SCHEDULER && m->h.type == MSG_HEARTBEAT)
         send_control(n, m->from, MSG_NODE_FAILED, 0, m->from);
@@ -434,7 +434,7 @@ void node_dispatch(loom_node *n, node_msg *m)
         node_drop(n, m, "a node of its role never sends this type");
         return;
     }
-    if (n->peers[m->from].dead) {
+    if (n->peers[m->from].failed) {
         drop_from_dead(n, m);
         return;
     }
@@ -462,6 +462,34 @@ int node_bind_rid(loom_node *n, uint32_t id, const uint8_t *rid, size_t len)
     memcpy(n->peers[id].rid, rid, len);
     n->peers[id].rid_len = len;
     return 0;
+}
+
+/* The old routing id stays in rid_index, still naming id, but router_sender()
+ * also compares it with the peer's current one, so the dead process's id
+ * names nobody from now on. */
+int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr)
+{
+    if (id == 0 || id >= n->nnodes || id == n->id || strlen(addr) >= NODE_ADDR_MAX)
+        return LOOM_EINVAL;
+    int rc = node_bind_rid(n, id, rid, MSG_RID_SIZE);
+    if (rc) return rc;
+    peer *p = &n->peers[id];
+    p->failed = 0; /* a replacement: what it sends counts (drop_from_dead) */
+    if (n->seam) { /* node_fuzz.c: no sockets */
+        snprintf(p->addr, sizeof p->addr, "%s", addr);
+        return 0;
+    }
+    pthread_mutex_lock(&n->sock_mu); /* a DEALER connects to addr under it */
+    snprintf(p->addr, sizeof p->addr, "%s", addr);
+    if (p->dealer && !n->sock_closed) {
+        /* Ours, to the dead process's address: what it still queues is for
+         * nobody. A worker reads its servers' DEALERs, so it connects at once;
+         * a server's DEALER to another server is made on its next send. */
+        close_socket(&p->dealer);
+        if (!peer_to_peer(n, id)) rc = connect_dealer_locked(n, id);
+    }
+    pthread_mutex_unlock(&n->sock_mu);
+    return rc;
 }
 
 /* Resolve the sender of a message that arrived on our ROUTER: only a routing
@@ -659,6 +687,14 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
 
 /* ---- control messages of servers and workers ---- */
 
+/* Whether this process replaces a dead one (LOOM_REJOIN=1, set by loom run
+ * --on-server-failure restart; docs/FAULTS.md). */
+static int rejoining(void)
+{
+    const char *v = getenv("LOOM_REJOIN");
+    return v && !strcmp(v, "1");
+}
+
 static void on_heartbeat(loom_node *n, void *ctx, node_msg *m)
 {
     (void)ctx; /* dispatch() already noted the sign of life */
@@ -724,7 +760,10 @@ static void on_reject(loom_node *n, void *ctx, node_msg *m)
     char why[256] = "no reason given";
     blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
     blob_get_str(&r, why, sizeof why);
-    log_error("the scheduler refused this node: %s", why);
+    if (m->h.a == LOOM_ESTATE && rejoining()) /* asked again in node_start */
+        log_info("the scheduler refused this node for now: %s", why);
+    else
+        log_error("the scheduler refused this node: %s", why);
     pthread_mutex_lock(&n->mu);
     n->state = NODE_FAILED;
     n->end_status = m->h.a > 0 && m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_ECONFIG;
@@ -773,11 +812,39 @@ static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
     }
     node_describe(n, (uint32_t)m->h.a, who, sizeof who);
     if (n->failover && n->failover(n, n->failover_ctx, (uint32_t)m->h.a)) {
-        n->peers[m->h.a].dead = 1;
+        n->peers[m->h.a].failed = 1;
         log_warn("%s died (reported by the scheduler); the job goes on without it", who);
         return;
     }
     node_fail(n, (uint32_t)m->h.a, "%s died (reported by the scheduler)", who);
+}
+
+/* A node the job went on without is back (the scheduler's rejoin): take its
+ * new routing id and address, then let the layers react. */
+static void on_node_rejoined(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    char addr[NODE_ADDR_MAX] = "";
+    uint8_t rid[MSG_RID_SIZE];
+    blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
+    blob_get_bytes(&r, rid, sizeof rid);
+    blob_get_str(&r, addr, sizeof addr);
+    if (m->h.a == 0 || m->h.a >= n->nnodes || r.bad || r.left || rid[0] != MSG_RID_TAG) {
+        node_drop(n, m, "NODE_REJOINED naming no node, or a bad routing id or address");
+        return;
+    }
+    uint32_t id = (uint32_t)m->h.a;
+    char who[64];
+    node_describe(n, id, who, sizeof who);
+    if (id != n->id) { /* the newcomer got its own routing id with its roster */
+        int rc = node_rebind(n, id, rid, addr);
+        if (rc) {
+            log_error("cannot reach %s, which rejoined from %s: %s", who, addr, loom_strerror(rc));
+            return;
+        }
+        log_warn("%s rejoined from %s", who, addr);
+    }
+    if (n->rejoin) n->rejoin(n, n->rejoin_ctx, id);
 }
 
 void node_note_lost(loom_node *n, uint32_t id, double share)
@@ -984,6 +1051,7 @@ void node_set_core_handlers(loom_node *n)
     node_set_handler(n, MSG_ROSTER, on_roster, NULL);
     node_set_handler(n, MSG_REJECT, on_reject, NULL);
     node_set_handler(n, MSG_NODE_FAILED, on_node_failed, NULL);
+    node_set_handler(n, MSG_NODE_REJOINED, on_node_rejoined, NULL);
     if (n->cfg.role == LOOM_WORKER) {
         node_set_handler(n, MSG_BARRIER_RELEASE, on_barrier_release, NULL);
         node_set_handler(n, MSG_DONE_ACK, on_done_ack, NULL);
@@ -1108,9 +1176,22 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
         if (!rc)
             log_info("asked the scheduler at %s to join; waiting up to %d ms for it",
                      cfg->scheduler, cfg->connect_timeout_ms);
+        uint64_t deadline = node_now_ms() + (uint64_t)cfg->connect_timeout_ms;
         pthread_mutex_lock(&n->mu);
-        if (!rc)
-            rc = wait_until(n, roster_ready, node_now_ms() + (uint64_t)cfg->connect_timeout_ms);
+        if (!rc) rc = wait_until(n, roster_ready, deadline);
+        /* A replacement for a dead node (LOOM_REJOIN=1, set by loom run
+         * --on-server-failure restart) may come before the scheduler has
+         * declared the dead one dead, and is refused as a second process of
+         * a live rank: it asks again every heartbeat interval until then. */
+        while (rc == LOOM_ESTATE && rejoining() && node_now_ms() < deadline) {
+            n->state = NODE_STARTING;
+            n->end_status = 0;
+            node_wait(n, node_now_ms() + (uint64_t)cfg->heartbeat_interval_ms);
+            pthread_mutex_unlock(&n->mu);
+            rc = send_register(n);
+            pthread_mutex_lock(&n->mu);
+            if (!rc) rc = wait_until(n, roster_ready, deadline);
+        }
         /* A refusal (the job did not assemble in time, among others) also
          * ends in LOOM_ETIMEDOUT; the scheduler's reason is logged already. */
         int refused = n->state == NODE_FAILED;
@@ -1303,6 +1384,12 @@ void node_set_failover(loom_node *n, node_failover_fn fn, void *ctx)
 {
     n->failover = fn;
     n->failover_ctx = ctx;
+}
+
+void node_set_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx)
+{
+    n->rejoin = fn;
+    n->rejoin_ctx = ctx;
 }
 
 void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx)

@@ -165,6 +165,14 @@ void node_timer_poke(loom_node *n, int layer);
  * death ends the job (node_fail). Set before the node serves traffic. */
 typedef int (*node_failover_fn)(loom_node *n, void *ctx, uint32_t dead);
 void node_set_failover(loom_node *n, node_failover_fn fn, void *ctx);
+/* A node whose death the job survived (failover) is back: a replacement
+ * process registered for it with a new routing id. The core has rebound the
+ * id (and, where it had one, reconnected its socket to the new address) when
+ * fn(n, ctx, id) runs, on the I/O thread: on the scheduler once the newcomer
+ * has its roster, elsewhere on NODE_REJOINED (the newcomer gets it too, for
+ * itself). Layers bring the newcomer up to date from there. */
+typedef void (*node_rejoin_fn)(loom_node *n, void *ctx, uint32_t id);
+void node_set_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx);
 
 /* ---- counters ---- */
 /* Counters of loom_stats the layers above count (loom_stats says what each is). */

@@ -32,7 +32,8 @@ typedef struct peer {
     int registered; /* scheduler: REGISTER received */
     int done;       /* worker finished, or server acknowledged shutdown */
     int lost;       /* worker died and the job goes on without it (continue) */
-    int dead;       /* declared dead and the job went on (failover): 1, 2 once said so */
+    int failed;     /* died, and the job went on without it (failover): what it still sends
+                     * is dropped (2 once said so); a replacement clears it (rejoin) */
     double share;   /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
 
@@ -128,6 +129,8 @@ struct loom_node {
     } layers[NODE_LAYER_COUNT];
     node_failover_fn failover; /* node_set_failover; NULL: every death ends the job */
     void *failover_ctx;
+    node_rejoin_fn rejoin; /* node_set_rejoin; NULL: nobody reacts to a rejoin */
+    void *rejoin_ctx;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;
@@ -192,6 +195,9 @@ void node_drop_raw(loom_node *n, const char *why);
  * accepts messages from that routing id as coming from that node. Returns 0,
  * LOOM_EINVAL if the id is malformed or already bound, LOOM_ENOMEM. */
 int node_bind_rid(loom_node *n, uint32_t id, const uint8_t *rid, size_t len);
+/* Node id's replacement: bind its new routing id and address, and replace our
+ * DEALER to it if we had one (a new one connects to the new address). */
+int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr);
 const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len);
 
 /* Run the handler of a received message whose header and sender were checked. */

@@ -100,6 +100,50 @@ static int tokens_equal(const char *a, const char *b)
     return diff == 0;
 }
 
+/* A replacement for node `id`, which died and which the job went on without
+ * (survive): it takes the node's place with its own routing id. It gets the
+ * roster, then what it missed of the job (which servers died, which workers
+ * were lost); everyone, the newcomer included, hears NODE_REJOINED, and the
+ * layers bring the newcomer up to date from there (node_set_rejoin). */
+static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len, const char *addr)
+{
+    sched_state *s = &n->sched;
+    if (s->shutting_down || n->state != NODE_RUNNING) {
+        reject(n, rid, rid_len, LOOM_ESHUTDOWN, "the job is ending");
+        return;
+    }
+    if (node_bind_rid(n, id, rid, rid_len)) {
+        reject(n, rid, rid_len, LOOM_ESTATE, "its routing id is already in use by another node");
+        return;
+    }
+    peer *p = &n->peers[id];
+    p->failed = p->done = 0;
+    p->last_heard_ms = node_now_ms();
+    snprintf(p->addr, sizeof p->addr, "%s", addr);
+    s->servers_acked_shutdown--; /* survive() counted it as ended */
+    char who[64];
+    log_warn("%s rejoined from %s (a replacement for the dead one)",
+             node_describe(n, id, who, sizeof who), addr);
+    send_roster(n, id);
+    for (uint32_t i = 1; i < n->nnodes; i++) {
+        if (n->peers[i].failed) send_control(n, id, MSG_NODE_FAILED, 0, i);
+        if (n->peers[i].lost)
+            send_control_ab(n, id, MSG_WORKER_LOST, i,
+                            n->peers[i].share > 0 ? (uint64_t)n->peers[i].share : 0);
+    }
+    blob_writer w = {0};
+    blob_put_bytes(&w, rid, rid_len);
+    blob_put_str(&w, addr);
+    for (uint32_t i = 1; i < n->nnodes && !w.bad; i++) {
+        if (!n->peers[i].registered || n->peers[i].done) continue;
+        msg_header h = {.type = MSG_NODE_REJOINED, .a = id};
+        node_frame f = {w.buf, w.len, NULL, NULL, 1};
+        node_send(n, i, &h, &f, 1);
+    }
+    free(w.buf);
+    if (n->rejoin) n->rejoin(n, n->rejoin_ctx, id);
+}
+
 void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len, node_msg *m)
 {
     sched_state *s = &n->sched;
@@ -144,6 +188,10 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
     }
     int count = role == LOOM_SERVER ? n->cfg.num_servers : n->cfg.num_workers;
     uint32_t base = role == LOOM_SERVER ? 1 : 1 + num_servers(n);
+    if (rank >= 0 && rank < count && n->peers[base + (uint32_t)rank].failed) {
+        rejoin(n, base + (uint32_t)rank, rid, rid_len, addr);
+        return;
+    }
     if (rank >= 0 && rank < count && n->peers[base + (uint32_t)rank].registered) {
         /* A second process started as a rank that is live (the same
          * environment twice, a stale script): refuse it; the routing id it
@@ -204,6 +252,8 @@ static void on_roster_ack(loom_node *n, void *ctx, node_msg *m)
     (void)ctx;
     sched_state *s = &n->sched;
     int rank;
+    if (s->roster_phase == 2 && node_peer_role(n, m->from, &rank) == LOOM_SERVER)
+        return; /* a replacement installed its roster (rejoin) */
     if (s->roster_phase != 1 || node_peer_role(n, m->from, &rank) != LOOM_SERVER) {
         node_drop(n, m, "unexpected roster acknowledgement");
         return;
@@ -270,7 +320,7 @@ static void end_if_workers_done(loom_node *n)
     log_info("every worker finished; shutting the servers down");
     s->shutting_down = 1;
     for (uint32_t i = 1; i <= num_servers(n); i++) /* a dead one must not end as if well */
-        if (!n->peers[i].dead) send_control(n, i, MSG_SHUTDOWN, 0, 0);
+        if (!n->peers[i].failed) send_control(n, i, MSG_SHUTDOWN, 0, 0);
 }
 
 static void on_shutdown_ack(loom_node *n, void *ctx, node_msg *m)
@@ -343,7 +393,7 @@ static int survive(loom_node *n, uint32_t dead, const char *why)
     if (!n->failover || !n->failover(n, n->failover_ctx, dead)) return 0;
     log_warn("%s; the job goes on without it", why);
     status_note_failure(n, dead, why);
-    n->peers[dead].done = n->peers[dead].dead = 1;
+    n->peers[dead].done = n->peers[dead].failed = 1;
     for (uint32_t i = 1; i < n->nnodes; i++)
         if (i != dead && n->peers[i].registered && !n->peers[i].done)
             send_control(n, i, MSG_NODE_FAILED, 0, dead);

@@ -36,11 +36,13 @@ int ps_replicas_from_env(int num_servers, int *replicas)
 int ps_survives(loom_node *n, int replicas, uint8_t *dead, uint32_t id)
 {
     int rank;
-    if (!replicas || node_peer_role(n, id, &rank) != LOOM_SERVER || dead[rank]) return 0;
-    int ndead = 1;
-    for (int s = 0; s < loom_num_servers(n); s++) ndead += dead[s];
+    if (!replicas || node_peer_role(n, id, &rank) != LOOM_SERVER || dead[rank] == PS_DOWN) return 0;
+    /* A JOINING replacement already counts as dead: its copies are not whole. */
+    int ndead = dead[rank] != PS_JOINING;
+    for (int s = 0; s < loom_num_servers(n); s++)
+        ndead += dead[s] == PS_DOWN || dead[s] == PS_JOINING;
     if (ndead > replicas) return 0;
-    dead[rank] = 1;
+    dead[rank] = PS_DOWN;
     return 1;
 }
 

@@ -198,8 +198,9 @@ typedef struct ps_client {
     loom_node *node;
     int num_servers;
     int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
-    uint8_t *dead;      /* per server: declared dead (failover); I/O thread */
-    pthread_mutex_t mu; /* slots, open waiters, table list */
+    uint8_t *dead;      /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
+    pthread_mutex_t mu; /* slots, open waiters, table list, clock_sent */
+    int64_t clock_sent; /* the last CLOCK sent to the servers */
     _Atomic(loom_table *) by_id[PS_MAX_TABLES];
     loom_table **opened;
     size_t nopened;
@@ -1620,10 +1621,15 @@ static void on_min_clock(loom_node *n, void *ctx, node_msg *m)
 static int send_clock(ps_client *c, int64_t clock)
 {
     int rc = 0;
+    /* Under mu, so that a replacement server gets this worker's clocks in
+     * order (client_rejoin sends it the last one). */
+    pthread_mutex_lock(&c->mu);
     for (int s = 0; s < c->num_servers && !rc; s++) {
         msg_header h = {.type = MSG_CLOCK, .clock = clock};
         rc = node_send(c->node, node_server_id(c->num_servers, s), &h, NULL, 0);
     }
+    c->clock_sent = clock;
+    pthread_mutex_unlock(&c->mu);
     msg_header h = {.type = MSG_CLOCK, .clock = clock};
     return rc ? rc : node_send(c->node, 0, &h, NULL, 0);
 }
@@ -1966,6 +1972,43 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
     return 1;
 }
 
+/* A replacement took server `id`'s place (node_set_rejoin): the node has
+ * connected to it; it gets this worker's clock now and every later one (its
+ * clock rule needs them once it is master), and its acknowledgements start
+ * from nothing. It is master of nothing until it is BACK and a range's UP
+ * holders die (ring.h), so no request is moved. */
+static void client_rejoin(loom_node *n, void *ctx, uint32_t id)
+{
+    ps_client *c = ctx;
+    int d;
+    if (node_peer_role(n, id, &d) != LOOM_SERVER) return;
+    c->dead[d] = PS_JOINING;
+    size_t ntables;
+    loom_table **tables = snapshot_tables(c, &ntables);
+    for (size_t i = 0; i < ntables; i++) {
+        pthread_mutex_lock(&tables[i]->mu);
+        tables[i]->durable[d] = 0;
+        pthread_mutex_unlock(&tables[i]->mu);
+    }
+    free(tables);
+    pthread_mutex_lock(&c->mu);
+    msg_header h = {.type = MSG_CLOCK, .clock = c->clock_sent};
+    node_send(n, id, &h, NULL, 0);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
+{
+    ps_client *c = ctx;
+    int d;
+    if (m->h.a > UINT32_MAX || node_peer_role(n, (uint32_t)m->h.a, &d) != LOOM_SERVER ||
+        c->dead[d] != PS_JOINING) {
+        node_drop(n, m, "REJOIN_READY naming no joining server");
+        return;
+    }
+    c->dead[d] = PS_BACK; /* no range moves (ring.h) */
+}
+
 int ps_client_attach(loom_node *n)
 {
     ps_client *c = calloc(1, sizeof *c);
@@ -1995,5 +2038,7 @@ int ps_client_attach(loom_node *n)
     node_set_handler(n, MSG_PULL_REPLY_ENC, on_pull_reply_enc, c);
     node_set_handler(n, MSG_MIN_CLOCK, on_min_clock, c);
     node_set_failover(n, client_failover, c);
+    node_set_rejoin(n, client_rejoin, c);
+    node_set_handler(n, MSG_REJOIN_READY, on_rejoin_ready, c);
     return 0;
 }

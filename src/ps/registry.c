@@ -7,13 +7,22 @@
  *
  * Clocks: each worker reports the number of clocks it completed; the scheduler
  * tracks the slowest and tells the workers whenever it advances, which is
- * what loom_clock() waits on to keep workers within the staleness bound. */
+ * what loom_clock() waits on to keep workers within the staleness bound.
+ *
+ * A replacement server (with replicas; docs/FAULTS.md): when one registers
+ * for a dead server's rank, the registry has it create every table, then asks
+ * every live server to copy it the ranges they are master of (REJOIN_COPY);
+ * once all say their copies are acknowledged (REJOIN_COPIED) it tells every
+ * node that the newcomer holds its ranges again (REJOIN_READY). A server that
+ * dies meanwhile may leave ranges with new masters, so the copies are asked
+ * again, of the live servers, in a new generation. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "loom/error.h"
 #include "ps/ps.h"
+#include "ps/ring.h"
 
 typedef struct waiter {
     uint32_t worker;
@@ -26,8 +35,9 @@ typedef struct reg_table {
     uint8_t *blob; /* canonical encoding, compared on every later open */
     size_t blob_len;
     uint32_t acks;
-    int status; /* first error reported by a server */
-    int ready;  /* every server answered */
+    uint8_t *acked; /* per server rank: its TABLE_CREATED counted */
+    int status;     /* first error reported by a server */
+    int ready;      /* every server answered */
     waiter *waiting;
 } reg_table;
 
@@ -39,15 +49,128 @@ typedef struct registry {
     int64_t *clock; /* per worker rank */
     int64_t min_clock;
     int replicas;  /* LOOM_REPLICAS */
-    uint8_t *dead; /* per server rank: died, and the job went on (ps_survives) */
+    uint8_t *dead; /* per server rank: PS_UP, PS_DOWN ... (ring.h, ps_survives) */
+    /* per rejoining server rank: tables it has still to create; the generation
+     * of copies asked; copies still to be acknowledged, and from which servers */
+    uint32_t *tables_left;
+    uint64_t *copy_gen;
+    int *copies_left;
+    uint8_t *copy_from; /* rank * num_servers + server */
+    int recopy;         /* a server died during a copy: ask again (on the timer) */
 } registry;
+
+static void start_copy(loom_node *n, registry *r, int d);
+static void rejoin_ready(loom_node *n, registry *r, int d);
+
+/* Node id of server rank s. */
+static uint32_t server_node(const registry *r, int s)
+{
+    return node_server_id(r->num_servers, s);
+}
 
 /* The node's failover hook: the scheduler lets the job go on without a dead
  * server while its ranges have live replicas (docs/FAULTS.md). */
 static int registry_failover(loom_node *n, void *ctx, uint32_t id)
 {
     registry *r = ctx;
-    return ps_survives(n, r->replicas, r->dead, id);
+    int was_copying = 0;
+    for (int d = 0; d < r->num_servers; d++) was_copying |= r->copies_left[d] > 0;
+    if (!ps_survives(n, r->replicas, r->dead, id)) return 0;
+    int rank;
+    node_peer_role(n, id, &rank);
+    r->tables_left[rank] = 0; /* a replacement that died while joining stops here */
+    r->copies_left[rank] = 0;
+    r->copy_gen[rank]++; /* its copies' late REJOIN_COPIED are of an older generation */
+    if (was_copying) {
+        /* Not at once: every server must hear NODE_FAILED, which the scheduler
+         * sends after this returns, before its new ranges are asked of it. */
+        r->recopy = 1;
+        node_timer_poke(n, NODE_LAYER_PS);
+    }
+    return 1;
+}
+
+static uint64_t registry_tick(loom_node *n, void *ctx, uint64_t now)
+{
+    registry *r = ctx;
+    (void)now;
+    if (r->recopy) {
+        r->recopy = 0;
+        for (int d = 0; d < r->num_servers; d++)
+            if (r->copies_left[d] > 0) start_copy(n, r, d);
+    }
+    return UINT64_MAX;
+}
+
+/* A replacement registered for server node `id` (node_set_rejoin): it gets
+ * every table (ready or still being created: its answer is the one the dead
+ * server owed), then its copies. */
+static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
+{
+    registry *r = ctx;
+    int d;
+    if (node_peer_role(n, id, &d) != LOOM_SERVER) return;
+    r->dead[d] = PS_JOINING;
+    r->tables_left[d] = r->ntables;
+    r->copies_left[d] = 0;
+    for (uint32_t i = 0; i < r->ntables; i++) {
+        msg_header h = {.type = MSG_TABLE_CREATE, .table = i};
+        node_frame f = {r->tables[i]->blob, r->tables[i]->blob_len, NULL, NULL, 1};
+        node_send(n, id, &h, &f, 1);
+    }
+    /* What it could not learn from the core: the servers back before it. */
+    for (int s = 0; s < r->num_servers; s++)
+        if (r->dead[s] == PS_BACK) {
+            msg_header h = {.type = MSG_REJOIN_READY, .a = server_node(r, s)};
+            node_send(n, id, &h, NULL, 0);
+        }
+    log_info("server %d rejoined: creating its %u table(s)", d, r->ntables);
+    if (!r->ntables) start_copy(n, r, d);
+}
+
+/* Ask every live server to copy rejoining server d the ranges it is master of. */
+static void start_copy(loom_node *n, registry *r, int d)
+{
+    uint64_t gen = ++r->copy_gen[d];
+    r->copies_left[d] = 0;
+    for (int s = 0; s < r->num_servers; s++) {
+        uint8_t *from = &r->copy_from[(size_t)d * (size_t)r->num_servers + (size_t)s];
+        *from = s != d && (r->dead[s] == PS_UP || r->dead[s] == PS_BACK);
+        if (!*from) continue;
+        r->copies_left[d]++;
+        msg_header h = {.type = MSG_REJOIN_COPY, .req = gen, .a = server_node(r, d)};
+        node_send(n, server_node(r, s), &h, NULL, 0);
+    }
+    if (!r->copies_left[d]) rejoin_ready(n, r, d); /* nobody to copy from */
+}
+
+/* Rejoining server d holds every range whole again: tell everyone. */
+static void rejoin_ready(loom_node *n, registry *r, int d)
+{
+    r->dead[d] = PS_BACK;
+    log_warn("server %d rejoined: it holds full copies of its ranges again", d);
+    msg_header h = {.type = MSG_REJOIN_READY, .a = server_node(r, d)};
+    for (int s = 0; s < r->num_servers; s++)
+        if (r->dead[s] == PS_UP || r->dead[s] == PS_BACK)
+            node_send(n, server_node(r, s), &h, NULL, 0);
+    for (int w = 0; w < r->num_workers; w++)
+        if (r->clock[w] != PS_CLOCK_DONE)
+            node_send(n, node_worker_id(r->num_servers, w), &h, NULL, 0);
+}
+
+static void on_rejoin_copied(loom_node *n, void *ctx, node_msg *m)
+{
+    registry *r = ctx;
+    int s, d;
+    if (node_peer_role(n, m->from, &s) != LOOM_SERVER || m->h.a > UINT32_MAX ||
+        node_peer_role(n, (uint32_t)m->h.a, &d) != LOOM_SERVER) {
+        node_drop(n, m, "REJOIN_COPIED naming no server");
+        return;
+    }
+    uint8_t *from = &r->copy_from[(size_t)d * (size_t)r->num_servers + (size_t)s];
+    if (m->h.req != r->copy_gen[d] || !*from) return; /* of an older generation */
+    *from = 0;
+    if (--r->copies_left[d] == 0) rejoin_ready(n, r, d);
 }
 
 static void answer(loom_node *n, uint32_t worker, uint64_t req, uint32_t table, int status)
@@ -102,6 +225,12 @@ static void on_table_open(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     memcpy(blob, data, len);
+    t->acked = calloc((size_t)(r->num_servers ? r->num_servers : 1), 1);
+    if (!t->acked) {
+        free(t), free(w), free(blob);
+        answer(n, m->from, m->h.req, 0, LOOM_ENOMEM);
+        return;
+    }
     t->def = def;
     ps_def_fix_pointers(&t->def);
     t->blob = blob;
@@ -123,12 +252,21 @@ static void on_table_created(loom_node *n, void *ctx, node_msg *m)
     registry *r = ctx;
     int rank;
     if (node_peer_role(n, m->from, &rank) != LOOM_SERVER || m->h.table >= r->ntables ||
-        r->tables[m->h.table]->ready) {
+        (r->tables[m->h.table]->ready && !r->tables_left[rank])) {
         node_drop(n, m, "unexpected TABLE_CREATED");
         return;
     }
     reg_table *t = r->tables[m->h.table];
     int status = m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO;
+    if (r->tables_left[rank]) { /* a replacement's (registry_rejoin) */
+        if (status)
+            log_error("server %d rejoined but cannot create table \"%s\": %s", rank, t->def.name,
+                      loom_strerror(status));
+        else if (--r->tables_left[rank] == 0)
+            start_copy(n, r, rank);
+    }
+    if (t->ready || t->acked[rank]) return;
+    t->acked[rank] = 1;
     if (status && !t->status) t->status = status;
     if (++t->acks < (uint32_t)r->num_servers) return;
     t->ready = 1;
@@ -196,10 +334,15 @@ static void registry_destroy(void *state)
             free(w);
         }
         free(r->tables[i]->blob);
+        free(r->tables[i]->acked);
         free(r->tables[i]);
     }
     free(r->clock);
     free(r->dead);
+    free(r->tables_left);
+    free(r->copy_gen);
+    free(r->copies_left);
+    free(r->copy_from);
     free(r);
 }
 
@@ -211,17 +354,25 @@ int ps_registry_attach(loom_node *n)
     r->num_servers = loom_num_servers(n);
     r->num_workers = loom_num_workers(n);
     r->clock = calloc((size_t)r->num_workers, sizeof *r->clock);
-    r->dead = calloc((size_t)(r->num_servers ? r->num_servers : 1), 1);
-    int rc = r->clock && r->dead ? 0 : LOOM_ENOMEM;
+    size_t S = (size_t)(r->num_servers ? r->num_servers : 1);
+    r->dead = calloc(S, 1);
+    r->tables_left = calloc(S, sizeof *r->tables_left);
+    r->copy_gen = calloc(S, sizeof *r->copy_gen);
+    r->copies_left = calloc(S, sizeof *r->copies_left);
+    r->copy_from = calloc(S * S, 1);
+    int rc = r->clock && r->dead && r->tables_left && r->copy_gen && r->copies_left && r->copy_from
+                 ? 0
+                 : LOOM_ENOMEM;
     if (!rc && r->num_servers) rc = ps_replicas_from_env(r->num_servers, &r->replicas);
     if (rc) {
-        free(r->clock);
-        free(r->dead);
-        free(r);
+        registry_destroy(r);
         return rc;
     }
     node_set_failover(n, registry_failover, r);
+    node_set_rejoin(n, registry_rejoin, r);
     node_set_layer(n, NODE_LAYER_PS, r, registry_destroy);
+    node_set_timer(n, NODE_LAYER_PS, registry_tick, r);
+    node_set_handler(n, MSG_REJOIN_COPIED, on_rejoin_copied, r);
     node_set_handler(n, MSG_TABLE_OPEN, on_table_open, r);
     node_set_handler(n, MSG_TABLE_CREATED, on_table_created, r);
     node_set_handler(n, MSG_CLOCK, on_clock, r);

@@ -121,11 +121,13 @@ size_t ps_ring_range_of(const ps_ring *r, uint64_t key)
 
 int ps_ring_master(const ps_ring *r, size_t rg, const uint8_t *dead)
 {
+    int back = -1;
     for (int i = 0; i <= r->replicas; i++) {
         int s = ps_ring_holder(r, rg, i);
-        if (!dead || !dead[s]) return s;
+        if (!dead || dead[s] == PS_UP) return s;
+        if (dead[s] == PS_BACK && back < 0) back = s;
     }
-    return -1;
+    return back;
 }
 
 int ps_ring_holds(const ps_ring *r, size_t rg, int s)

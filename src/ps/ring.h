@@ -8,7 +8,8 @@
  * in key order, each with an owner: its master. The k servers that follow a
  * range's point on the ring (distinct from its master and from each other)
  * hold its replicas, in that order (3.3.4); when the master dies, the first
- * live one of them becomes the master (3.3.5).
+ * live one of them becomes the master (3.3.5). A replacement for a dead
+ * server holds its ranges again as a replica (below, PS_BACK).
  *
  * With one point per server the ring is the even split of the key range the
  * parameter server always used (server s: [begin + span*s/S, begin +
@@ -54,8 +55,17 @@ static inline int ps_ring_holder(const ps_ring *r, size_t rg, int i)
 {
     return r->holder[rg * (size_t)(1 + r->replicas) + (size_t)i];
 }
-/* Which of range rg's holders is master when the servers with dead[s] != 0
- * have died: the first live one; -1 when all are dead (the range is lost). */
+/* What every process knows of each server (a byte per server rank, `dead`
+ * in the ps layer). A replacement server (docs/FAULTS.md, "A replacement
+ * server") is JOINING while it receives copies of its ranges, which are not
+ * whole yet: like a dead one it is never master and counts as dead when
+ * deciding whether the job survives another death; it is BACK once every copy
+ * is acknowledged: a full replica again, master of a range only when none of
+ * the range's other holders is UP (so its arrival moves no range). */
+enum { PS_UP = 0, PS_DOWN = 1, PS_JOINING = 2, PS_BACK = 3 };
+/* Which of range rg's holders is master given each server's state (NULL:
+ * all UP): the first UP one in ring order, else the first BACK one; -1 when
+ * there is none (the range is lost). */
 int ps_ring_master(const ps_ring *r, size_t rg, const uint8_t *dead);
 /* Whether server s holds range rg (as master or replica). */
 int ps_ring_holds(const ps_ring *r, size_t rg, int s);

@@ -194,10 +194,15 @@ typedef struct server {
     uint64_t rounds_cut; /* the last round's number */
     repl_round *rounds, *rounds_tail;
     held_ack *acks, *acks_tail; /* in the order the pushes arrived */
-    uint8_t *dead;              /* per server rank: declared dead (failover) */
-    uint64_t repl_bytes;        /* REPL bytes sent (also in loom_stats) */
-    uint64_t naive_bytes;       /* what forwarding every push would have sent */
-    uint64_t duplicates;        /* pushes sent again after a failover, not applied twice */
+    uint8_t *dead;              /* per server rank: PS_UP, PS_DOWN ... (ring.h) */
+    /* per server rank, a replacement's copies (see "a replacement" below):
+     * fed: it gets this server's rounds; copy: 1 its full copies are due in
+     * the next round, 2 they went in round copy_round; gen: the registry's */
+    uint8_t *fed, *copy;
+    uint64_t *copy_round, *copy_gen;
+    uint64_t repl_bytes;  /* REPL bytes sent (also in loom_stats) */
+    uint64_t naive_bytes; /* what forwarding every push would have sent */
+    uint64_t duplicates;  /* pushes sent again after a failover, not applied twice */
 } server;
 
 #define NO_PART SIZE_MAX
@@ -215,14 +220,20 @@ static srv_part *part_of_key(srv_table *t, uint64_t key)
     return i == NO_PART ? NULL : &t->parts[i];
 }
 
+/* Whether server h gets this server's replication rounds of the ranges it
+ * holds: a live one, or a replacement once it has its tables (REJOIN_COPY). */
+static int repl_target(const server *s, int h)
+{
+    return h != loom_rank(s->node) && s->dead[h] != PS_DOWN &&
+           (s->dead[h] != PS_JOINING || s->fed[h]);
+}
+
 /* How many live replicas part p has if this server is its master (else 0). */
 static int live_replicas(server *s, srv_table *t, srv_part *p)
 {
     int n = 0, rank = loom_rank(s->node);
-    for (int i = 0; i <= s->replicas; i++) {
-        int h = ps_ring_holder(&t->ring, p->range, i);
-        n += h != rank && !s->dead[h];
-    }
+    for (int i = 0; i <= s->replicas; i++)
+        n += repl_target(s, ps_ring_holder(&t->ring, p->range, i));
     return ps_ring_master(&t->ring, p->range, s->dead) == rank ? n : 0;
 }
 
@@ -1207,6 +1218,20 @@ static void free_round(repl_round *r)
     free(r);
 }
 
+/* Tell the scheduler of the replacements whose full copies went in a round
+ * that is now complete (`done`): they hold this server's ranges whole. */
+static void copies_done(server *s, uint64_t done)
+{
+    for (int h = 0; h < s->num_servers; h++) {
+        if (s->copy[h] != 2 || s->copy_round[h] > done) continue;
+        s->copy[h] = 0;
+        msg_header m = {.type = MSG_REJOIN_COPIED,
+                        .req = s->copy_gen[h],
+                        .a = node_server_id(s->num_servers, h)};
+        node_send(s->node, 0, &m, NULL, 0);
+    }
+}
+
 /* Complete the rounds at the head whose REPLs are all acknowledged, then send
  * the acknowledgements they held. */
 static void rounds_done(server *s)
@@ -1232,23 +1257,27 @@ static void rounds_done(server *s)
         if (t) ack_now(s, t, a->to, a->table, a->req, a->status, a->applied);
         free(a);
     }
+    copies_done(s, done);
 }
 
-/* Send part p's changed rows to its live replicas as part of round r. */
+/* Send part p's changed rows to its live replicas as part of round r; all its
+ * rows when a replacement among them is due its full copy. */
 static int replicate_part(server *s, uint32_t id, srv_table *t, srv_part *p, repl_round *r)
 {
+    int full = 0;
+    for (int i = 0; i <= s->replicas; i++)
+        full |= s->copy[ps_ring_holder(&t->ring, p->range, i)] == 1;
     blob_writer w = {0};
     row_writer rw = {&w, t->row_bytes, store_state_bytes(p->store), 0};
-    int rc = store_for_each(p->store, 1, put_row, &rw);
+    int rc = store_for_each(p->store, !full, put_row, &rw);
     if (rc || !rw.rows) {
         free(w.buf);
         return rc;
     }
-    int rank = loom_rank(s->node);
     size_t alen = (size_t)s->num_workers * 8;
     for (int i = 0; i <= s->replicas && !rc; i++) {
         int h = ps_ring_holder(&t->ring, p->range, i);
-        if (h == rank || s->dead[h]) continue;
+        if (!repl_target(s, h)) continue;
         uint8_t *applied = malloc(alen), *rows = malloc(w.len);
         if (!applied || !rows) {
             free(applied);
@@ -1298,6 +1327,11 @@ static void replicate(server *s)
             if (live_replicas(s, t, &t->parts[i])) rc = replicate_part(s, id, t, &t->parts[i], r);
     }
     if (rc) log_error("replication round %" PRIu64 ": %s", r->round, loom_strerror(rc));
+    for (int h = 0; h < s->num_servers && !rc; h++)
+        if (s->copy[h] == 1) {
+            s->copy[h] = 2;
+            s->copy_round[h] = r->round;
+        }
     if (s->rounds_tail)
         s->rounds_tail->next = r;
     else
@@ -1391,9 +1425,65 @@ static int server_failover(loom_node *n, void *ctx, uint32_t id)
             took += ps_ring_holder(&t->ring, t->parts[j].range, 0) == d &&
                     ps_ring_master(&t->ring, t->parts[j].range, s->dead) == loom_rank(n);
         }
+    s->fed[d] = s->copy[d] = 0;
     log_warn("server %d died: this server is now master of %zu of its ranges", d, took);
     rounds_done(s);
     return 1;
+}
+
+/* ---- a replacement (docs/FAULTS.md, "A replacement server") ----
+ *
+ * A process that takes a dead server's rank (NODE_REJOINED, to everyone and
+ * to itself) is JOINING: it creates the tables (TABLE_CREATE from the
+ * registry), then every live server, asked by REJOIN_COPY, sends it in its
+ * next round all rows of every range it is master of that the newcomer
+ * holds, and its later rounds as to any replica; once that round is
+ * acknowledged it says so (REJOIN_COPIED). When all have, the registry
+ * tells everyone (REJOIN_READY): the newcomer is BACK, a full replica, and
+ * the master of a range once the range's UP holders are dead. No range moves
+ * when it comes back, so no push is redirected. */
+
+static int server_rank_of(loom_node *n, uint64_t id, int *rank)
+{
+    return id <= UINT32_MAX && node_peer_role(n, (uint32_t)id, rank) == LOOM_SERVER;
+}
+
+static void server_rejoin(loom_node *n, void *ctx, uint32_t id)
+{
+    server *s = ctx;
+    int d;
+    if (!server_rank_of(n, id, &d)) return;
+    s->dead[d] = PS_JOINING;
+    s->fed[d] = s->copy[d] = 0;
+}
+
+static void on_rejoin_copy(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    int d;
+    if (!server_rank_of(n, m->h.a, &d) || d == loom_rank(n) || s->dead[d] != PS_JOINING) {
+        node_drop(n, m, "REJOIN_COPY naming no joining server");
+        return;
+    }
+    s->fed[d] = 1;
+    s->copy[d] = 1;
+    s->copy_gen[d] = m->h.req;
+    s->repl_due = 1;
+    node_timer_poke(n, NODE_LAYER_PS);
+}
+
+/* REJOIN_READY: server d is BACK. A replacement also hears it, after its
+ * roster, for each server that came back before it joined (UP to it so far). */
+static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    int d;
+    if (!server_rank_of(n, m->h.a, &d) || (s->dead[d] != PS_JOINING && s->dead[d] != PS_UP)) {
+        node_drop(n, m, "REJOIN_READY naming no joining server");
+        return;
+    }
+    s->dead[d] = PS_BACK;
+    if (d == loom_rank(n)) log_info("this server holds full copies of its ranges again");
 }
 
 /* ---- pushing changed rows (managed communication, comm.c) ---- */
@@ -1525,6 +1615,10 @@ static void server_destroy(void *state)
         free(a);
     }
     free(s->dead);
+    free(s->fed);
+    free(s->copy);
+    free(s->copy_round);
+    free(s->copy_gen);
     free(s->tables);
     free(s->clock);
     free(s->lost);
@@ -1548,16 +1642,20 @@ int ps_server_attach(loom_node *n)
     }
     s->num_workers = loom_num_workers(n);
     s->clock = calloc((size_t)s->num_workers, sizeof *s->clock);
-    s->dead = calloc((size_t)s->num_servers, 1);
+    comm_mgr_init(&s->cm);
+    size_t S = (size_t)s->num_servers;
+    s->dead = calloc(S, 1);
+    s->fed = calloc(S, 1);
+    s->copy = calloc(S, 1);
+    s->copy_round = calloc(S, sizeof *s->copy_round);
+    s->copy_gen = calloc(S, sizeof *s->copy_gen);
     s->lost = calloc((size_t)s->num_workers, sizeof *s->lost);
-    if (!s->clock || !s->dead || !s->lost) {
-        free(s->clock);
-        free(s->dead);
-        free(s->lost);
-        free(s);
+    if (!s->clock || !s->dead || !s->lost || !s->fed || !s->copy || !s->copy_round ||
+        !s->copy_gen) {
+        s->replicas = 0; /* nothing to report */
+        server_destroy(s);
         return LOOM_ENOMEM;
     }
-    comm_mgr_init(&s->cm);
     node_set_layer(n, NODE_LAYER_PS, s, server_destroy);
     node_set_timer(n, NODE_LAYER_PS, comm_tick, s);
     node_set_handler(n, MSG_ROWS_PUSH_ACK, on_rows_push_ack, s);
@@ -1570,6 +1668,9 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_REPL, on_repl, s);
     node_set_handler(n, MSG_REPL_ACK, on_repl_ack, s);
     node_set_failover(n, server_failover, s);
+    node_set_rejoin(n, server_rejoin, s);
+    node_set_handler(n, MSG_REJOIN_COPY, on_rejoin_copy, s);
+    node_set_handler(n, MSG_REJOIN_READY, on_rejoin_ready, s);
     node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, s);
     return 0;
 }

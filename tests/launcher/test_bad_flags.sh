@@ -27,6 +27,9 @@ bad "--timeout" --timeout -1 bash "$NODE" env
 bad "--heartbeat-timeout" --heartbeat-timeout 5ms bash "$NODE" env
 bad "--heartbeat-timeout" --heartbeat-timeout 0 bash "$NODE" env
 bad "--on-failure" --on-failure maybe bash "$NODE" env
+bad "--on-server-failure" --on-server-failure maybe bash "$NODE" env
+bad "--on-server-failure restart needs replicas" --on-server-failure restart bash "$NODE" env
+LOOM_REPLICAS=0 bad "--on-server-failure restart needs replicas" --on-server-failure restart bash "$NODE" env
 bad "--bind" --bind "" bash "$NODE" env
 bad "--verbose" --verbose=1 bash "$NODE" env
 bad "unknown flag '--frobnicate'" --frobnicate bash "$NODE" env

@@ -7,7 +7,8 @@
  * servers, its replicas are the next distinct servers after its point, and
  * when servers die each range's master is its first live holder, so ranges
  * of live masters never move and a dead master's ranges go to a server that
- * already holds a replica of them. */
+ * already holds a replica of them; a replacement server (JOINING, BACK) is
+ * master only as ring.h says. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -163,6 +164,40 @@ static void test_replicas_are_successors(void **state)
     ps_ring_free(&r);
 }
 
+/* Replacements (ring.h): a JOINING server is never master; a BACK one only
+ * when none of the range's holders is UP, and then the first BACK one in ring
+ * order; so a rejoin moves no range whose master is UP. */
+static void test_rejoined_masters(void **state)
+{
+    (void)state;
+    loom_table_opts o = range_opts(0, 1u << 20);
+    ps_ring r;
+    enum { S = 5, K = 2 };
+    assert_int_equal(ps_ring_build(&r, &o, S, 4, K), 0);
+    uint8_t st[S];
+    for (int t = 0; t < 200; t++) {
+        for (int s = 0; s < S; s++) st[s] = (uint8_t)(rng() % 4); /* PS_UP .. PS_BACK */
+        for (size_t i = 0; i < r.nranges; i++) {
+            int want = -1;
+            for (int h = 0; h <= K && want < 0; h++)
+                if (st[ps_ring_holder(&r, i, h)] == PS_UP) want = ps_ring_holder(&r, i, h);
+            for (int h = 0; h <= K && want < 0; h++)
+                if (st[ps_ring_holder(&r, i, h)] == PS_BACK) want = ps_ring_holder(&r, i, h);
+            assert_int_equal(ps_ring_master(&r, i, st), want);
+        }
+    }
+    /* Holder 0 down, holder 1 UP, holder 2 back: holder 1 stays master. */
+    memset(st, PS_UP, sizeof st);
+    st[ps_ring_holder(&r, 0, 0)] = PS_BACK;
+    assert_int_equal(ps_ring_master(&r, 0, st), ps_ring_holder(&r, 0, 1));
+    st[ps_ring_holder(&r, 0, 1)] = PS_JOINING;
+    st[ps_ring_holder(&r, 0, 2)] = PS_DOWN;
+    assert_int_equal(ps_ring_master(&r, 0, st), ps_ring_holder(&r, 0, 0));
+    st[ps_ring_holder(&r, 0, 0)] = PS_JOINING; /* only joining and dead holders: none */
+    assert_int_equal(ps_ring_master(&r, 0, st), -1);
+    ps_ring_free(&r);
+}
+
 static void test_refuses(void **state)
 {
     (void)state;
@@ -179,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_one_point_is_even_split),
         cmocka_unit_test(test_virtual_nodes),
         cmocka_unit_test(test_replicas_are_successors),
+        cmocka_unit_test(test_rejoined_masters),
         cmocka_unit_test(test_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

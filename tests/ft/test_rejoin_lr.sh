@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# LR with a replacement server (docs/FAULTS.md, "A replacement server"): the
+# same `loom train lr --replicas 1` (3 servers, 2 workers, SSP) runs once
+# undisturbed and once with --on-server-failure restart, server 1 killed
+# (SIGKILL) after the first epoch, its replacement joining and getting full
+# copies of its ranges, and then server 2 killed after one more epoch (with
+# one replica, the ranges held by servers 1 and 2 alone then live on only in
+# the replacement). The second run must finish with exit status 0 and a final
+# training objective within 1% of the undisturbed run's. Heartbeats every
+# 250 ms, dead after 2 s of silence. Usage: test_rejoin_lr.sh LOOM
+set -u
+# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
+source "$(dirname "$0")/../cli_lib.sh"
+LOOM=${1:?usage: $0 LOOM}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-ft-rejoin.XXXXXX")
+JOB=
+cleanup() {
+    if [[ -n $JOB ]]; then
+        pkill -KILL -P "$JOB" 2>/dev/null
+        kill -KILL "$JOB" 2>/dev/null
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+cd "$WORK" || exit 1
+export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000
+
+run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
+[[ $RC == 0 ]] || fail "gen lr: exit status $RC"
+# A replacement copies its ranges from replicas: without them, refused.
+run train lr --train data --servers 3 --workers 2 --on-server-failure restart
+[[ $RC == 2 ]] || fail "--on-server-failure restart without --replicas: exit status $RC, not 2"
+grep -q -- "--on-server-failure restart needs --replicas 1 or more" err ||
+    fail "--on-server-failure restart without --replicas: no message saying why"
+# Long enough (about 10 s undisturbed) for two deaths and a rejoin.
+EPOCHS=40
+ARGS=(train lr --train data --servers 3 --workers 2 --epochs $EPOCHS --minibatch 100
+    --consistency ssp:1 --insecure --no-status --replicas 1)
+
+final_objective() { sed -n "s/.*epoch *$EPOCHS  objective \([0-9.]*\).*/\1/p" "$1"; }
+epochs_done() { grep -c "epoch *[0-9]*  objective" "$1"; }
+
+run "${ARGS[@]}"
+[[ $RC == 0 ]] || fail "undisturbed run: exit status $RC"
+ref=$(final_objective err)
+[[ -n $ref ]] || fail "undisturbed run printed no objective for epoch $EPOCHS"
+
+# wait_for LOG PATTERN WHAT: until LOG (the job's stderr) matches PATTERN.
+wait_for() {
+    local deadline=$((SECONDS + 120))
+    until grep -qE "$2" "$1"; do
+        ((SECONDS < deadline)) || fail "no $3 within 120 s"
+        kill -0 "$JOB" 2>/dev/null || fail "the job ended before $3: $(tail -5 "$1")"
+        sleep 0.05
+    done
+}
+# kill_server RANK: SIGKILL the job's (current) server RANK.
+kill_server() {
+    local c
+    for c in $(pgrep -P "$JOB"); do
+        if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx LOOM_ROLE=server &&
+            tr '\0' '\n' <"/proc/$c/environ" | grep -qx "LOOM_RANK=$1"; then
+            kill -KILL "$c"
+            return 0
+        fi
+    done
+    fail "server $1 of the job not found"
+}
+
+"$LOOM" "${ARGS[@]}" --on-server-failure restart >killed.out 2>killed.err &
+JOB=$!
+wait_for killed.err "epoch   1 " "epoch 1"
+kill_server 1
+wait_for killed.err "server 1 rejoined: it holds full copies of its ranges again" "rejoin of server 1"
+next=$(($(epochs_done killed.err) + 1))
+wait_for killed.err "epoch *$next  objective" "epoch $next after the rejoin"
+kill_server 2
+wait "$JOB"
+status=$?
+JOB=
+[[ $status == 0 ]] || fail "the run that lost servers 1 and 2 exited with status $status: $(tail -5 killed.err)"
+grep -q "server 2 (node [0-9]*) died: .*the job goes on without it" killed.err ||
+    fail "nobody said the job went on without server 2"
+got=$(final_objective killed.err)
+[[ -n $got ]] || fail "the run that lost servers 1 and 2 printed no objective for epoch $EPOCHS"
+echo "final objective: undisturbed $ref, servers 1 and 2 killed (1 replaced) $got"
+awk -v a="$ref" -v b="$got" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * a) }' ||
+    fail "objective $got is not within 1% of $ref"
+echo "PASS"
