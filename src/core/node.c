@@ -409,10 +409,33 @@ static int recv_message(loom_node *n, void *sock, zmq_msg_t *parts, int max)
     return count;
 }
 
+/* A node the job went on without (a server after a failover) may still be
+ * alive: cut off by the network, paused, or slow to notice it lost the
+ * scheduler, it comes back with stale rows and answers what the network held
+ * for it. Nothing it sends may count (its REPL would overwrite the new
+ * masters' rows), so all of it is dropped, said once; the scheduler answers
+ * its heartbeats by telling it that it was declared dead, so it stops. */
+static void drop_from_dead(loom_node *n, const node_msg *m)
+{
+    peer *p = &n->peers[m->from];
+    if (p->failed == 1) {
+        char who[64];
+        log_warn("ignoring %s from %s and whatever it sends next: it was declared dead",
+                 msg_type_name(m->h.type), node_describe(n, m->from, who, sizeof who));
+        p->failed = 2;
+    }
+    if (n->cfg.role == LOOM_SCHEDULER && m->h.type == MSG_HEARTBEAT)
+        send_control(n, m->from, MSG_NODE_FAILED, 0, m->from);
+}
+
 void node_dispatch(loom_node *n, node_msg *m)
 {
     if (!msg_sender_allowed(m->h.type, node_peer_role(n, m->from, NULL))) {
         node_drop(n, m, "a node of its role never sends this type");
+        return;
+    }
+    if (n->peers[m->from].failed) {
+        drop_from_dead(n, m);
         return;
     }
     node_heard(n, m->from);
@@ -451,6 +474,7 @@ int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr)
     int rc = node_bind_rid(n, id, rid, MSG_RID_SIZE);
     if (rc) return rc;
     peer *p = &n->peers[id];
+    p->failed = 0; /* a replacement: what it sends counts (drop_from_dead) */
     if (n->seam) { /* node_fuzz.c: no sockets */
         snprintf(p->addr, sizeof p->addr, "%s", addr);
         return 0;
@@ -780,8 +804,15 @@ static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "dead node id out of range");
         return;
     }
+    if (m->h.a == n->id) { /* this node went silent for too long (drop_from_dead) */
+        node_fail(n, n->id,
+                  "the scheduler declared this node dead and the job went on without it "
+                  "(nothing heard from it for the heartbeat timeout: cut off, paused or too slow)");
+        return;
+    }
     node_describe(n, (uint32_t)m->h.a, who, sizeof who);
     if (n->failover && n->failover(n, n->failover_ctx, (uint32_t)m->h.a)) {
+        n->peers[m->h.a].failed = 1;
         log_warn("%s died (reported by the scheduler); the job goes on without it", who);
         return;
     }

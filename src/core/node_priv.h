@@ -33,7 +33,8 @@ typedef struct peer {
     int registered;            /* scheduler: REGISTER received */
     int done;                  /* worker finished, or server acknowledged shutdown */
     int lost;                  /* worker died and the job goes on without it (continue) */
-    int failed;                /* scheduler: died, and the job went on without it (failover) */
+    int failed;   /* died, and the job went on without it (failover): what it still sends
+                   * is dropped (2 once said so); a replacement clears it (rejoin) */
     double share; /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
 

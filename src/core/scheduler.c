@@ -319,7 +319,8 @@ static void end_if_workers_done(loom_node *n)
     }
     log_info("every worker finished; shutting the servers down");
     s->shutting_down = 1;
-    for (uint32_t i = 1; i <= num_servers(n); i++) send_control(n, i, MSG_SHUTDOWN, 0, 0);
+    for (uint32_t i = 1; i <= num_servers(n); i++) /* a dead one must not end as if well */
+        if (!n->peers[i].failed) send_control(n, i, MSG_SHUTDOWN, 0, 0);
 }
 
 static void on_shutdown_ack(loom_node *n, void *ctx, node_msg *m)

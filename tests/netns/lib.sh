@@ -8,7 +8,8 @@
 #
 # Sourced with the paths of the `loom` binary and of the shared data directory
 # as $1 and $2. Skips (exit 77, with a message) without root, iproute2, the a9a
-# data or the kernel's namespaces, veth or bridge support. Whatever way the
+# data (unless the test sets NEEDS_A9A=0 before sourcing) or the kernel's
+# namespaces, veth or bridge support. Whatever way the
 # test ends (success, failure, a signal), the EXIT trap kills every process
 # started in the test's namespaces and deletes the namespaces, which removes
 # every link with them.
@@ -37,7 +38,7 @@ for var in $(compgen -e); do
     [[ $var =~ ^(LOOM|OMPI|PMI|PMIX|MPI|SLURM|SLURMD)_ ]] && unset "$var"
 done
 
-[[ -r $TRAIN && -r $TEST ]] || skip "$DATA/a9a not found (the shared datasets are not part of a clone)"
+[[ ${NEEDS_A9A:-1} == 0 || (-r $TRAIN && -r $TEST) ]] || skip "$DATA/a9a not found (the shared datasets are not part of a clone)"
 ((EUID == 0)) || skip "network namespaces need root (CI runs these tests as root)"
 command -v ip >/dev/null || skip "no 'ip' command: install iproute2 (scripts/install-deps.sh)"
 
@@ -141,17 +142,19 @@ link_bytes() {
         /sys/class/net/eth0/statistics/tx_bytes | awk '{ s += $1 } END { print s }'
 }
 
-# start_node NAME HOST ROLE RANK W S: starts `loom train lr "${JOB_ARGS[@]}"` as
-# one node of a job of S servers and W workers, in host HOST's namespace, with
-# the variables of EXTRA_ENV (an array of VAR=value) added.
+# start_node NAME HOST ROLE RANK W S: starts `"${PROGRAM[@]}" "${JOB_ARGS[@]}"`
+# (by default `loom train lr ...`) as one node of a job of S servers and W
+# workers, in host HOST's namespace, with the variables of EXTRA_ENV (an array
+# of VAR=value) added.
 EXTRA_ENV=()
 JOB_ARGS=()
+PROGRAM=("$LOOM" train lr)
 start_node() {
     local name=$1 host=$2 role=$3 rank=$4 w=$5 s=$6
     ip netns exec "${HOSTS[host]}" env LOOM_ROLE="$role" LOOM_RANK="$rank" \
         LOOM_SCHEDULER="$SUBNET.1:$SCHED_PORT" LOOM_BIND="$SUBNET.$host" \
         LOOM_NUM_SERVERS="$s" LOOM_NUM_WORKERS="$w" "${EXTRA_ENV[@]}" \
-        "$LOOM" train lr "${JOB_ARGS[@]}" >"$WORK/$name.out" 2>&1 </dev/null &
+        "${PROGRAM[@]}" "${JOB_ARGS[@]}" >"$WORK/$name.out" 2>&1 </dev/null &
     PID[$name]=$!
     NODES+=("$name")
 }
