@@ -199,6 +199,9 @@ typedef struct ps_client {
     int num_servers;
     int replicas;  /* LOOM_REPLICAS: the ring's points per server follow from it */
     uint8_t *dead; /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
+    /* per server: its pulls were moved to the new masters (client_failover),
+     * so a pull routed to it before the move goes there too; under mu */
+    uint8_t *redirected;
     /* Server deaths whose pushes and pulls went again to the new masters: a
      * CLOCK says it (h.b), so that a server knows which of them the worker's
      * clock comes after (a checkpoint's cut, ps.h). */
@@ -921,10 +924,17 @@ static void pull_part_done(pull_op *op, int status)
     if (atomic_fetch_sub(&op->parts_left, 1) == 1) pull_finish(op);
 }
 
+/* slot_alloc's answer for a server whose pulls were moved: route again. */
+#define SLOT_REDIRECTED UINT64_MAX
+
 static uint64_t slot_alloc(ps_client *c, pull_op *op, size_t first, size_t count, int server,
                            int resent)
 {
     pthread_mutex_lock(&c->mu);
+    if (c->redirected[server]) {
+        pthread_mutex_unlock(&c->mu);
+        return SLOT_REDIRECTED;
+    }
     if (c->free_head == NO_SLOT) {
         uint32_t cap = c->nslots ? 2 * c->nslots : 256;
         pull_slot *ns = realloc(c->slots, cap * sizeof *ns);
@@ -1122,6 +1132,19 @@ static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t re
 {
     loom_table *t = op->t;
     uint64_t req = slot_alloc(t->client, op, first, count, s, resent);
+    /* Routed before a failover moved the dead server's pulls (client_failover
+     * switched the masters first): ask the range's master now. */
+    for (int tries = 0; req == SLOT_REDIRECTED && tries < server_count(t); tries++) {
+        uint64_t key = op->uniq ? op->miss_keys[first] : op->begin + first;
+        pthread_mutex_lock(&t->mu);
+        s = server_of(t, key);
+        pthread_mutex_unlock(&t->mu);
+        req = slot_alloc(t->client, op, first, count, s, resent);
+    }
+    if (req == SLOT_REDIRECTED) {
+        pull_part_done(op, LOOM_EPEERFAIL);
+        return;
+    }
     if (!req) {
         pull_part_done(op, LOOM_ENOMEM);
         return;
@@ -1876,6 +1899,7 @@ static void client_destroy(void *state)
     comm_mgr_destroy(&c->cm);
     pthread_mutex_destroy(&c->mu);
     free(c->dead);
+    free(c->redirected);
     free(c);
 }
 
@@ -1942,10 +1966,15 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
     if (!ps_survives(n, c->replicas, c->dead, id)) return 0;
     int d;
     node_peer_role(n, id, &d);
+    /* The tables' masters first, then the pulls: a pull routed to the dead
+     * server after the pulls were taken finds it redirected (slot_alloc) and
+     * asks the new master. */
+    size_t ntables;
+    loom_table **tables = snapshot_tables(c, &ntables);
+    size_t resent = 0;
+    for (size_t i = 0; tables && i < ntables; i++) resent += failover_table(tables[i], d);
     pthread_mutex_lock(&c->mu);
-    size_t ntables = c->nopened;
-    loom_table **tables = malloc((ntables ? ntables : 1) * sizeof *tables);
-    if (tables && ntables) memcpy(tables, c->opened, ntables * sizeof *tables);
+    c->redirected[d] = 1;
     /* Pull parts waiting for the dead server: taken now, asked again below. */
     size_t nmoved = 0;
     pull_slot *moved = malloc((c->nslots ? c->nslots : 1) * sizeof *moved);
@@ -1956,8 +1985,6 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
         c->free_head = i;
     }
     pthread_mutex_unlock(&c->mu);
-    size_t resent = 0;
-    for (size_t i = 0; tables && i < ntables; i++) resent += failover_table(tables[i], d);
     for (size_t i = 0; i < nmoved; i++) {
         pull_op *op = moved[i].op;
         loom_table *t = op->t;
@@ -1998,6 +2025,7 @@ static void client_rejoin(loom_node *n, void *ctx, uint32_t id)
     }
     free(tables);
     pthread_mutex_lock(&c->mu);
+    c->redirected[d] = 0; /* another process: it may be master again (ring.h) */
     msg_header h = {.type = MSG_CLOCK, .clock = c->clock_sent};
     node_send(n, id, &h, NULL, 0);
     pthread_mutex_unlock(&c->mu);
@@ -2027,7 +2055,10 @@ int ps_client_attach(loom_node *n)
         return rc;
     }
     c->dead = calloc((size_t)(c->num_servers ? c->num_servers : 1), 1);
-    if (!c->dead) {
+    c->redirected = calloc((size_t)(c->num_servers ? c->num_servers : 1), 1);
+    if (!c->dead || !c->redirected) {
+        free(c->dead);
+        free(c->redirected);
         free(c);
         return LOOM_ENOMEM;
     }
