@@ -1106,6 +1106,9 @@ static void make_seeds(void)
         in_api(in, w, 2, 0, NULL, 0, 0);
     }
     in_pump(in, 32);
+    /* Server 0 hears it was declared dead (a cut-off server's heartbeat answered). */
+    in_inject(in, 0, 1, MSG_NODE_FAILED, 0, 0, 0, 0, 1, 0, 0);
+    in_pump(in, 32);
 
     /* Header frames of every length, and bytes that are almost a header. */
     in = seed_new("raw_headers", 0);
