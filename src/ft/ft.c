@@ -579,7 +579,8 @@ static pending *pending_of(ft *f, int64_t clock)
 {
     pending **pp = &f->pending;
     while (*pp && (*pp)->clock < clock) pp = &(*pp)->next;
-    if (*pp && (*pp)->clock == clock) return *pp;
+    pending *at = *pp;
+    if (at && at->clock == clock) return at;
     pending *np = calloc(1, sizeof *np);
     if (np) {
         np->parts = calloc(f->servers + f->workers, sizeof *np->parts);

@@ -1176,8 +1176,7 @@ static void on_worker_lost(loom_node *n, void *ctx, node_msg *m)
 static uint32_t deaths(const server *s)
 {
     uint32_t d = 0;
-    for (int i = 0; i < s->num_servers; i++)
-        d += s->dead[i] == PS_DOWN || s->dead[i] == PS_JOINING;
+    for (int i = 0; i < s->num_servers; i++) d += s->dead[i] == PS_DOWN || s->dead[i] == PS_JOINING;
     return d < (uint32_t)s->replicas ? d : (uint32_t)s->replicas;
 }
 
