@@ -303,9 +303,14 @@ def main():
             if status != 200 or ctype != "application/json":
                 fail("GET /status.json: %d %s" % (status, ctype))
             doc = json.loads(body)
-            return doc if all(n["metrics"] for n in doc["nodes"][2:]) else None
+            # Traffic counts come with each node's next heartbeat, metrics when a worker
+            # reports them: the page has caught up once every node has both.
+            caught_up = all(n["metrics"] for n in doc["nodes"][2:]) and \
+                all(n["bytes_sent"] > 0 and n["bytes_received"] > 0 for n in doc["nodes"][1:])
+            return doc if caught_up else None
 
-        doc = wait_for("the workers' metrics on the page", metrics_arrived)
+        doc = wait_for("the workers' metrics and every node's traffic on the page",
+                       metrics_arrived)
         check_json(doc, addrs)
         check_loom_status(loom, address, doc)
         check_loom_status_errors(loom)
