@@ -52,18 +52,25 @@ expect() {
     grep -qF -- "$pattern" err || fail "loom $*: message does not say '$pattern'"
 }
 
-# kill_server RANK: SIGKILL server RANK of the job $launcher (`loom train` or
-# `loom run`) started.
-kill_server() {
+# role_pid ROLE RANK: the pid of the ROLE RANK process of the job $launcher
+# (`loom train` or `loom run`) started; nothing (status 1) if there is none now.
+role_pid() {
     local c
     for c in $(pgrep -P "$launcher"); do
-        if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx LOOM_ROLE=server &&
-            tr '\0' '\n' <"/proc/$c/environ" | grep -qx "LOOM_RANK=$1"; then
-            kill -KILL "$c"
+        if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx "LOOM_ROLE=$1" &&
+            tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx "LOOM_RANK=$2"; then
+            echo "$c"
             return 0
         fi
     done
-    fail "server $1 of the job not found"
+    return 1
+}
+
+# kill_server RANK: SIGKILL server RANK of the job $launcher started.
+kill_server() {
+    local pid
+    pid=$(role_pid server "$1") || fail "server $1 of the job not found"
+    kill -KILL "$pid"
 }
 
 # last_value FILE KEY: KEY's value in the last line of a metrics file (JSON lines).

@@ -46,6 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <loom/checkpoint.h>
+#include <loom/error.h>
 #include <loom/node.h>
 
 /* Limits for the flags: generous for one machine, and small enough that
@@ -53,6 +55,7 @@
 #define MAX_SERVERS      128
 #define MAX_WORKERS      128
 #define MAX_TIMEOUT_S    (366L * 24 * 3600)
+#define MAX_RESTARTS     1000
 #define MAX_HEARTBEAT_MS 3600000L
 /* A node missing this many heartbeats in a row is dead: with fewer, one late
  * heartbeat on a busy machine would kill a healthy node. The library keeps
@@ -121,6 +124,19 @@ static const app_flag run_flags[] = {
      .help = "with replicas (LOOM_REPLICAS), when a server is killed: go on\n"
              "without it, or also start a replacement that copies its ranges\n"
              "back (docs/FAULTS.md)"},
+    {.name = "--on-worker-failure",
+     .kind = APP_CHOICE,
+     .arg = "fail|continue|restart",
+     .help = "when a worker is killed: stop the job, go on without it, or start\n"
+             "the whole job again from its newest checkpoint in LOOM_CHECKPOINT_DIR\n"
+             "(LOOM_ON_WORKER_FAILURE; default: fail)"},
+    {.name = "--max-restarts",
+     .kind = APP_INT,
+     .arg = "N",
+     .lo = 0,
+     .hi = MAX_RESTARTS,
+     .def = "3",
+     .help = "with --on-worker-failure restart: restarts before the job fails"},
     {.name = "--secret",
      .kind = APP_TEXT,
      .arg = "FILE",
@@ -171,6 +187,9 @@ struct options {
     long timeout_s;            /* 0: no bound */
     enum on_failure on_failure;
     int restart_servers; /* --on-server-failure restart */
+    int restart_workers; /* --on-worker-failure restart (or LOOM_ON_WORKER_FAILURE) */
+    long max_restarts;
+    const char *checkpoint_dir; /* LOOM_CHECKPOINT_DIR, where a restarted job resumes */
     int verbose;
     int no_status;
     const char *secret; /* --secret FILE, else LOOM_SECRET_FILE; NULL: make a throw-away one */
@@ -223,6 +242,8 @@ struct job {
     int signals_seen;
     int failures;   /* children that failed so far */
     int named_dead; /* the child the library's messages first named dead; -1: none */
+    int rollback;   /* a worker died: start the job again (--on-worker-failure restart) */
+    int restarts;   /* how many times the job was started again */
 
     struct pollfd *pfds;
     struct stream **pstreams; /* pfds[i] belongs to pstreams[i] (NULL: not a stream) */
@@ -344,7 +365,7 @@ static long heartbeat_interval_ms(void)
 /* 0: options parsed; 2: usage error (reported); -1: help printed. */
 static int parse_options(int argc, char **argv, struct options *opt)
 {
-    *opt = (struct options){.servers = 1, .workers = 2, .bind = "127.0.0.1"};
+    *opt = (struct options){.servers = 1, .workers = 2, .bind = "127.0.0.1", .max_restarts = 3};
     app_flag_value v[NFLAGS];
     char err[512];
     int program;
@@ -367,6 +388,23 @@ static int parse_options(int argc, char **argv, struct options *opt)
                                "--replicas K, or LOOM_REPLICAS=K for loom run): a replacement "
                                "server copies its ranges from the servers that hold them");
         opt->restart_servers = 1;
+    }
+    static const char *const worker_policies[] = {"fail", "continue", "restart"};
+    if (GIVEN("--on-worker-failure") &&
+        setenv("LOOM_ON_WORKER_FAILURE", worker_policies[x->choice], 1) < 0)
+        return usage_error("cannot set LOOM_ON_WORKER_FAILURE: %s", strerror(errno));
+    const char *policy = getenv("LOOM_ON_WORKER_FAILURE");
+    opt->restart_workers = policy && !strcmp(policy, "restart");
+    if (GIVEN("--max-restarts")) {
+        if (!opt->restart_workers)
+            return usage_error("--max-restarts needs --on-worker-failure restart");
+        opt->max_restarts = (long)x->u;
+    }
+    if (opt->restart_workers) {
+        opt->checkpoint_dir = getenv("LOOM_CHECKPOINT_DIR");
+        if (!opt->checkpoint_dir || !opt->checkpoint_dir[0])
+            return usage_error("--on-worker-failure restart needs checkpoints to restart from: "
+                               "LOOM_CHECKPOINT_DIR (loom train --checkpoint-dir)");
     }
     opt->verbose = GIVEN("--verbose") != NULL;
     opt->no_status = GIVEN("--no-status") != NULL;
@@ -728,6 +766,16 @@ static int worker_may_be_lost(const struct job *job, const struct child *c, int 
            !job->stopping && WIFSIGNALED(status);
 }
 
+/* With --on-worker-failure restart a worker killed by a signal makes the
+ * launcher start the whole job again from its newest checkpoint (restart_job),
+ * up to --max-restarts times. Only a death: a worker that exits with an error
+ * status would fail again. */
+static int worker_died_under_restart(const struct job *job, const struct child *c, int status)
+{
+    return job->opt->restart_workers && c - job->children > job->opt->servers && !job->stopping &&
+           WIFSIGNALED(status);
+}
+
 static void child_ended(struct job *job, struct child *c, int status)
 {
     char how[128];
@@ -751,6 +799,18 @@ static void child_ended(struct job *job, struct child *c, int status)
         job->error = 1;
         begin_stop(job);
         return;
+    }
+    if (worker_died_under_restart(job, c, status)) {
+        if (job->restarts < job->opt->max_restarts) {
+            say("%s %s; stopping the job to start it again from its newest checkpoint "
+                "(--on-worker-failure restart)",
+                c->label, describe_status(status, how, sizeof how));
+            /* Everything since that checkpoint is thrown away: no grace needed. */
+            job->rollback = 1;
+            kill_all(job);
+            return;
+        }
+        say("no restart left (--max-restarts %ld)", job->opt->max_restarts);
     }
     if (worker_may_be_lost(job, c, status)) {
         say("%s %s; the job goes on without it (LOOM_ON_WORKER_FAILURE=continue)", c->label,
@@ -1134,11 +1194,126 @@ static int exit_status(const struct job *job, int failed)
     return failed || job->error ? 1 : 0;
 }
 
+/* The children's slots, none started: [0] the scheduler, then servers and workers. */
+static void init_children(struct job *job)
+{
+    const struct options *opt = job->opt;
+    for (int i = 0; i < job->nchildren; i++) {
+        struct child *c = &job->children[i];
+        int is_server = i <= opt->servers;
+        *c = (struct child){0};
+        if (i == 0)
+            snprintf(c->label, LABEL_MAX, "scheduler");
+        else
+            snprintf(c->label, LABEL_MAX, "%s %d", is_server ? "server" : "worker",
+                     is_server ? i - 1 : i - 1 - (int)opt->servers);
+        /* Not started yet, so no streams: an fd of 0 here would make the loop
+         * poll, read and finally close the caller's standard input. */
+        c->out.fd = c->err.fd = -1;
+    }
+}
+
+/* Start the scheduler, then (once it has published its address) the others,
+ * and run the loop until every child is reaped. 0, or 1 after a message. */
+static int run_job(struct job *job)
+{
+    int addr_pipe[2];
+    if (make_pipe(addr_pipe) < 0) {
+        say("cannot set up: %s", strerror(errno));
+        return 1;
+    }
+    char scheduler_addr[MAX_BIND_LEN + 8];
+    snprintf(scheduler_addr, sizeof scheduler_addr, "%s:0", job->opt->bind);
+    job->addr_deadline = now_ms() + ADDRESS_TIMEOUT_MS;
+    int rc = spawn(job, &job->children[0], "scheduler", 0, scheduler_addr, addr_pipe[1]);
+    close(addr_pipe[1]); /* now only the scheduler holds it: EOF when it is gone */
+    if (rc < 0) {
+        close(addr_pipe[0]);
+        return 1;
+    }
+    job->addr_fd = addr_pipe[0];
+    set_nonblock(job->addr_fd);
+
+    if (event_loop(job) < 0) {
+        job->error = 1;
+        kill_and_reap_all(job);
+    }
+    if (job->addr_fd >= 0) close(job->addr_fd);
+    job->addr_fd = -1;
+    return 0;
+}
+
+/* --on-worker-failure restart, before the job first starts: the checkpoint
+ * directory must hold nothing a restart could mistake for this job's, unless
+ * the job resumes from that very directory (whose newest checkpoint is then
+ * where it starts anyway). 0, or 2 after a message. */
+static int check_restart_dir(const struct options *opt)
+{
+    loom_checkpoint *ck;
+    int rc = loom_checkpoint_open(opt->checkpoint_dir, -1, &ck);
+    if (rc == LOOM_ENOTFOUND) return 0;
+    const char *resume = getenv("LOOM_RESUME");
+    struct stat dir, from;
+    if (resume && !stat(opt->checkpoint_dir, &dir) && !stat(resume, &from) &&
+        dir.st_dev == from.st_dev && dir.st_ino == from.st_ino) {
+        if (!rc) loom_checkpoint_close(ck);
+        return 0;
+    }
+    if (rc) {
+        say("--on-worker-failure restart: %s", loom_last_error());
+        return 2;
+    }
+    say("--on-worker-failure restart: %s already holds a checkpoint (clock %lld) of an earlier "
+        "job, which a restart would take for this job's: resume from it (loom train --resume "
+        "%s) or give an empty directory",
+        opt->checkpoint_dir, (long long)loom_checkpoint_clock(ck), opt->checkpoint_dir);
+    loom_checkpoint_close(ck);
+    return 2;
+}
+
+/* A worker died (--on-worker-failure restart) and every child is reaped:
+ * point the next start at the newest checkpoint (LOOM_RESUME) and count the
+ * restart (LOOM_RESTART, which tells `loom train` to resume where the launcher
+ * says). With no checkpoint committed yet, the job starts as it did the first
+ * time. 0, or 1 after a message. */
+static int prepare_restart(struct job *job)
+{
+    const struct options *opt = job->opt;
+    char count[24];
+    job->restarts++;
+    loom_checkpoint *ck;
+    int rc = loom_checkpoint_open(opt->checkpoint_dir, -1, &ck);
+    if (rc == LOOM_ENOTFOUND) {
+        const char *resume = getenv("LOOM_RESUME");
+        say("restart %d of %ld: no checkpoint committed yet; the job starts again from %s",
+            job->restarts, opt->max_restarts, resume ? resume : "the beginning");
+    } else if (rc) {
+        say("cannot restart: %s", loom_last_error());
+        return 1;
+    } else {
+        say("restart %d of %ld: the job starts again from its checkpoint at clock %lld",
+            job->restarts, opt->max_restarts, (long long)loom_checkpoint_clock(ck));
+        loom_checkpoint_close(ck);
+        if (setenv("LOOM_RESUME", opt->checkpoint_dir, 1) < 0) return 1;
+    }
+    snprintf(count, sizeof count, "%d", job->restarts);
+    if (setenv("LOOM_RESTART", count, 1) < 0) return 1;
+    init_children(job);
+    job->addr_eof = job->published = 0;
+    job->addr_len = 0;
+    job->addr[0] = '\0';
+    job->stopping = job->killed = job->rollback = 0;
+    job->failures = 0;
+    job->named_dead = -1;
+    return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct options opt;
     int rc = parse_options(argc, argv, &opt);
     if (rc) return rc < 0 ? 0 : rc;
+    if (opt.restart_workers && (rc = check_restart_dir(&opt))) return rc;
 
     struct job job = {.opt = &opt, .addr_fd = -1, .launcher_pid = getpid(), .named_dead = -1};
     struct temp_secret temp_secret = {{0}, {0}};
@@ -1151,21 +1326,9 @@ int cmd_run(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    for (int i = 0; i < job.nchildren; i++) {
-        struct child *c = &job.children[i];
-        int is_server = i <= opt.servers;
-        if (i == 0)
-            snprintf(c->label, LABEL_MAX, "scheduler");
-        else
-            snprintf(c->label, LABEL_MAX, "%s %d", is_server ? "server" : "worker",
-                     is_server ? i - 1 : i - 1 - (int)opt.servers);
-        /* Not started yet, so no streams: an fd of 0 here would make the loop
-         * poll, read and finally close the caller's standard input. */
-        c->out.fd = c->err.fd = -1;
-    }
+    init_children(&job);
 
     sigprocmask(SIG_SETMASK, NULL, &job.orig_mask);
-    int addr_pipe[2];
     if (ensure_std_fds() < 0 || install_signal_handlers() < 0 || set_common_env(&opt) < 0) {
         say("cannot set up: %s", strerror(errno));
         rc = 1;
@@ -1175,33 +1338,16 @@ int cmd_run(int argc, char **argv)
      * `out`, both of which remove the throw-away secret. */
     rc = prepare_secret(&opt, &temp_secret);
     if (rc) goto out;
-    if (make_pipe(addr_pipe) < 0) {
-        say("cannot set up: %s", strerror(errno));
-        rc = 1;
-        goto out;
-    }
 
-    int64_t start = now_ms();
-    job.addr_deadline = start + ADDRESS_TIMEOUT_MS;
-    job.job_deadline = start + (int64_t)opt.timeout_s * 1000;
-    char scheduler_addr[MAX_BIND_LEN + 8];
-    snprintf(scheduler_addr, sizeof scheduler_addr, "%s:0", opt.bind);
-    rc = spawn(&job, &job.children[0], "scheduler", 0, scheduler_addr, addr_pipe[1]);
-    close(addr_pipe[1]); /* now only the scheduler holds it: EOF when it is gone */
-    if (rc < 0) {
-        close(addr_pipe[0]);
-        rc = 1;
-        goto out;
+    /* --timeout bounds the whole job, restarts included. */
+    job.job_deadline = now_ms() + (int64_t)opt.timeout_s * 1000;
+    while (!(rc = run_job(&job)) && job.rollback && !job.error && !job.exit_signal &&
+           !job.timed_out && !(rc = prepare_restart(&job))) {
     }
-    job.addr_fd = addr_pipe[0];
-    set_nonblock(job.addr_fd);
-
-    if (event_loop(&job) < 0) {
-        job.error = 1;
-        kill_and_reap_all(&job);
-    }
-    if (job.addr_fd >= 0) close(job.addr_fd);
+    if (rc) goto out;
     rc = exit_status(&job, print_failures(&job));
+    if (rc == 0 && job.restarts)
+        say("the job finished after %d restart(s) (--on-worker-failure restart)", job.restarts);
     if (output_errno && rc == 0) {
         say("failed: cannot write the job's output: %s", strerror(output_errno));
         rc = 1;

@@ -172,7 +172,7 @@ static int launch_locally(const app_job *j, int argc, char **argv)
     snprintf(servers, sizeof servers, "%d", j->servers);
     snprintf(workers, sizeof workers, "%d", j->workers);
     /* argv here is {"train", MODEL, flags...}. */
-    char **run = calloc((size_t)argc + 16, sizeof *run);
+    char **run = calloc((size_t)argc + 24, sizeof *run);
     if (!run) return 1;
     int k = 0;
     run[k++] = "run";
@@ -203,6 +203,12 @@ static int launch_locally(const app_job *j, int argc, char **argv)
             run[k++] = "--on-server-failure";
             run[k++] = "restart";
         }
+    }
+    char max_restarts[16];
+    if (j->on_worker_failure == LOOM_WORKER_FAILURE_RESTART) {
+        snprintf(max_restarts, sizeof max_restarts, "%d", j->max_restarts);
+        run[k++] = "--max-restarts";
+        run[k++] = max_restarts;
     }
     run[k++] = "--";
     run[k++] = self;
@@ -246,7 +252,10 @@ static int export_checkpoint(const trainer *t, const app_job *j)
                               setenv("LOOM_CHECKPOINT_EVERY", every, 1) ||
                               setenv("LOOM_CHECKPOINT_FULL_EVERY", full, 1)))
         return 1;
-    if (j->resume_dir && setenv("LOOM_RESUME", j->resume_dir, 1)) return 1;
+    /* A job that `loom run` restarted (--on-worker-failure restart, LOOM_RESTART)
+     * resumes where the launcher says: its newest checkpoint, not --resume's. */
+    if (j->resume_dir && !getenv("LOOM_RESTART") && setenv("LOOM_RESUME", j->resume_dir, 1))
+        return 1;
     if (j->replicas) {
         char k[16];
         snprintf(k, sizeof k, "%d", j->replicas);
@@ -259,8 +268,9 @@ static int export_checkpoint(const trainer *t, const app_job *j)
  * and the local launcher read (docs/FAULTS.md). */
 static int export_worker_failure(const app_job *j)
 {
+    static const char *const policy[] = {"fail", "continue", "restart"};
     if (j->on_worker_failure < 0) return 0;
-    return setenv("LOOM_ON_WORKER_FAILURE", j->on_worker_failure ? "continue" : "fail", 1) ? 1 : 0;
+    return setenv("LOOM_ON_WORKER_FAILURE", policy[j->on_worker_failure], 1) ? 1 : 0;
 }
 
 /* Before a local job starts: the checkpoint to resume from verifies and fits
@@ -327,7 +337,10 @@ static int train_with(const trainer *t, int argc, char **argv)
         /* Before any process starts: a wrong --model-out must not wait for the last epoch. */
         fprintf(stderr, "loom train %s: %s\n", t->name, err);
         rc = 2;
-    } else if (!(rc = check_resume(t, j)) && !(rc = export_worker_failure(j))) {
+    } else if (!(rc = check_resume(t, j)) && !(rc = export_worker_failure(j)) &&
+               !(rc = export_checkpoint(t, j))) {
+        /* The launcher, too, needs the checkpoint variables: it restarts the
+         * job from the newest checkpoint (--on-worker-failure restart). */
         rc = launch_locally(j, argc, argv);
     }
     free(cli);

@@ -152,16 +152,18 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     }
     j->on_worker_failure = -1;
     if ((v = app_flag_get(flags, n, values, "--on-worker-failure"))) {
-        /* The choices' order: fail, continue, restart. */
-        if (v->choice == 2 && !j->checkpoint_dir)
+        /* The choices' order is loom_worker_failure_policy's: fail, continue, restart. */
+        if (v->choice == LOOM_WORKER_FAILURE_RESTART && !j->checkpoint_dir)
             return app_usage(err, errlen,
-                             "--on-worker-failure restart needs --checkpoint-dir: a replacement "
-                             "worker resumes its share from the last checkpoint");
-        if (v->choice == 2)
-            return app_usage(err, errlen,
-                             "--on-worker-failure restart is not available yet (docs/FAULTS.md): "
-                             "use fail, or continue");
+                             "--on-worker-failure restart needs --checkpoint-dir: the job "
+                             "restarts from its newest checkpoint");
         j->on_worker_failure = (int)v->choice;
+    }
+    j->max_restarts = 3;
+    if ((v = app_flag_get(flags, n, values, "--max-restarts"))) {
+        if (j->on_worker_failure != LOOM_WORKER_FAILURE_RESTART)
+            return app_usage(err, errlen, "--max-restarts needs --on-worker-failure restart");
+        j->max_restarts = (int)v->u;
     }
     char why[200];
     if (j->filter_push && loom_filter_check(j->filter_push, LOOM_DIR_PUSH, why, sizeof why))

@@ -150,7 +150,15 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
          .arg = "fail|continue|restart",                                                           \
          .def = "fail",                                                                            \
          .help = "when a worker dies: end the job (status 3), go on without it and\n"              \
-                 "its share of the data, or (not yet available) restart it"},                      \
+                 "its share of the data, or restart the whole job from its newest\n"               \
+                 "checkpoint (loom run; needs --checkpoint-dir)"},                                 \
+        {.name = "--max-restarts",                                                                 \
+         .kind = APP_INT,                                                                          \
+         .arg = "N",                                                                               \
+         .lo = 0,                                                                                  \
+         .hi = 1000,                                                                               \
+         .def = "3",                                                                               \
+         .help = "with --on-worker-failure restart: restarts before the job fails"},               \
         {.name = "--replicas",                                                                     \
          .kind = APP_INT,                                                                          \
          .arg = "K",                                                                               \
@@ -236,8 +244,9 @@ typedef struct app_job {
     uint64_t checkpoint_every, checkpoint_full_every;
     int replicas;        /* --replicas K (docs/FAULTS.md) */
     int restart_servers; /* --on-server-failure restart */
-    /* --on-worker-failure: 0 fail, 1 continue (loom_worker_failure_policy); -1 not given */
+    /* --on-worker-failure: loom_worker_failure_policy; -1 not given */
     int on_worker_failure;
+    int max_restarts;                      /* --max-restarts, with --on-worker-failure restart */
     const char *filter_push, *filter_pull; /* --filter, --filter-pull (NULL: not given) */
 } app_job;
 

@@ -41,10 +41,12 @@ typedef enum { LOOM_ON_FAILURE_EXIT = 0, LOOM_ON_FAILURE_RETURN = 1 } loom_failu
 /* What the job does when a worker dies (the scheduler decides; docs/FAULTS.md).
  * FAIL: the job ends, as when any other process dies. CONTINUE: the job goes
  * on without it; its share of the data is lost, every clock it finished is
- * kept. */
+ * kept. RESTART: inside the job as FAIL; the launcher (`loom run`) then starts
+ * the whole job again from its newest checkpoint. */
 typedef enum {
     LOOM_WORKER_FAILURE_FAIL = 0,
-    LOOM_WORKER_FAILURE_CONTINUE = 1
+    LOOM_WORKER_FAILURE_CONTINUE = 1,
+    LOOM_WORKER_FAILURE_RESTART = 2
 } loom_worker_failure_policy;
 
 /* Exit status of a process that stops because another process of the job died. */
@@ -100,7 +102,7 @@ void loom_config_default(loom_config *cfg);
 /* Fill cfg from LOOM_ROLE, LOOM_RANK, LOOM_SCHEDULER, LOOM_NUM_SERVERS,
  * LOOM_NUM_WORKERS, LOOM_BIND or LOOM_INTERFACE, LOOM_HEARTBEAT_MS,
  * LOOM_HEARTBEAT_TIMEOUT_MS, LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE, LOOM_LOG_TIME,
- * LOOM_JOB_TOKEN, LOOM_MAX_FRAME_MIB, LOOM_ON_WORKER_FAILURE (fail, continue), LOOM_SECRET_FILE
+ * LOOM_JOB_TOKEN, LOOM_MAX_FRAME_MIB, LOOM_ON_WORKER_FAILURE (fail, continue, restart), LOOM_SECRET_FILE
  * (read with loom_secret_load), LOOM_STATUS_PORT (docs/LAUNCHING.md). Without LOOM_JOB_TOKEN, a
  * process that mpirun or srun started takes the launcher's job id as its job token.
  *

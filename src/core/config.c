@@ -62,16 +62,18 @@ static int env_str(const char *name, char *out, size_t outlen, char *err, size_t
     return 0;
 }
 
-/* LOOM_ON_WORKER_FAILURE: fail (the default) or continue. */
+/* LOOM_ON_WORKER_FAILURE: fail (the default), continue or restart. */
 static int env_worker_failure(loom_worker_failure_policy *out, char *err, size_t errlen)
 {
     const char *v = getenv("LOOM_ON_WORKER_FAILURE");
     if (!v || !strcmp(v, "fail")) return 0;
-    if (!strcmp(v, "continue")) {
-        *out = LOOM_WORKER_FAILURE_CONTINUE;
+    if (!strcmp(v, "continue") || !strcmp(v, "restart")) {
+        *out = v[0] == 'c' ? LOOM_WORKER_FAILURE_CONTINUE : LOOM_WORKER_FAILURE_RESTART;
         return 0;
     }
-    if (err) snprintf(err, errlen, "LOOM_ON_WORKER_FAILURE=\"%s\" is neither fail nor continue", v);
+    if (err)
+        snprintf(err, errlen, "LOOM_ON_WORKER_FAILURE=\"%s\" is none of fail, continue, restart",
+                 v);
     return LOOM_ECONFIG;
 }
 

@@ -17,6 +17,8 @@
 set -u
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
 source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=ft_models.sh
+source "$(dirname "$0")/ft_models.sh"
 
 LOOM=${1:?usage: $0 LOOM MODEL SEED}
 MODEL=${2:?usage: $0 LOOM MODEL SEED}
@@ -25,43 +27,12 @@ REPLICAS=${4:-0}
 work_setup ft-resume
 cd "$WORK" || exit 1
 
-EVERY=5
-case $MODEL in
-lr)
-    run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
-    # --bandwidth: paced pushes and pulls cut and resume like unpaced ones.
-    ARGS=(train lr --train data --updater adagrad --epochs 3 --minibatch 100 --bandwidth 200)
-    ;;
-mf)
-    run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
-    # --steps 2: a checkpoint is cut after a clock's last step.
-    ARGS=(train mf --train data --epochs 8 --syncs 20 --steps 2 --eval-every 2)
-    ;;
-lda)
-    run gen lda --out data --docs 2000 --vocab-size 1000 --topics 10 --doc-length 80 --quiet
-    ARGS=(train lda --train data --topics 10 --iterations 20 --syncs 10 --eval-every 4)
-    ;;
-*) fail "unknown model $MODEL" ;;
-esac
-[[ $RC == 0 ]] || fail "gen $MODEL: exit status $RC"
-ARGS+=(--workers 1 --servers 2 --consistency bsp --quiet --insecure --no-status)
+ft_model_job "$MODEL"
 ((REPLICAS)) && ARGS+=(--replicas "$REPLICAS")
 
 # The uninterrupted run.
 run "${ARGS[@]}" --model-out ref.model
 [[ $RC == 0 && -s ref.model ]] || fail "uninterrupted run: exit status $RC"
-
-# The newest committed checkpoint's clock (0: none yet).
-newest() {
-    local m c=0
-    for m in ck/ckpt-*/MANIFEST; do
-        [[ -e $m ]] || continue
-        m=${m#ck/ckpt-}
-        m=${m%%/*}
-        ((10#$m > c)) && c=$((10#$m))
-    done
-    echo "$c"
-}
 
 # The interrupted run: killed once its K-th checkpoint (K in 2..6) is committed.
 # (Commits trail the training by the time the disk takes to sync: the jobs

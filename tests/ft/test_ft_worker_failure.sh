@@ -13,8 +13,9 @@
 #     last line carries "workers_lost": 1 and the same share, and the model is
 #     close in quality to a fault-free run's (lr: accuracy on the whole data
 #     within 0.02; mf: train rmse within 5 %; lda: its counts still consistent).
-#   restart: refused without --checkpoint-dir, and (not built yet) with it,
-#     before any process starts.
+#   restart (tests/ft/test_ft_restart.sh): refused without checkpoints (loom
+#     train without --checkpoint-dir, loom run without LOOM_CHECKPOINT_DIR),
+#     and so is --max-restarts without it, before any process starts.
 # No process may survive the job.
 #
 # Usage: test_ft_worker_failure.sh LOOM MODEL
@@ -138,8 +139,11 @@ else
         fail "continue: train rmse $got, fault-free $ref"
 fi
 
-# restart: refused before anything starts.
+# restart (tests/ft/test_ft_restart.sh) without what it needs: refused before anything starts.
 expect 2 "--on-worker-failure restart needs --checkpoint-dir" "${ARGS[@]}" --on-worker-failure restart
-expect 2 "restart is not available yet" "${ARGS[@]}" --on-worker-failure restart --checkpoint-dir ck
+expect 2 "--max-restarts needs --on-worker-failure restart" "${ARGS[@]}" --max-restarts 2 \
+    --checkpoint-dir ck
 [[ -e ck ]] && fail "restart: a refused job created its checkpoint directory"
+expect 2 "needs checkpoints to restart from: LOOM_CHECKPOINT_DIR" run --on-worker-failure restart \
+    -- /bin/true
 echo PASS
