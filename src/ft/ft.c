@@ -95,8 +95,11 @@ typedef struct ft {
     size_t npending;
     int64_t committed;     /* the newest clock committed (queued for the committer) */
     uint64_t dropped;      /* checkpoints dropped uncommitted (superseded or too many) */
-    uint32_t *death_index; /* per server: 0 alive, else the how-many-th death it was */
+    /* per server: 0 alive (a replacement too), else the how-many-th death
+     * of the job it was */
+    uint32_t *death_index;
     uint32_t ndeaths;
+    int replaced_in_resumed; /* a replacement joined a resumed job: no more commits */
     known_part **chain; /* per server: its parts since its newest full one */
     size_t *chain_len, *chain_cap;
     /* The committer thread: makes the parts durable, writes manifests and
@@ -546,6 +549,7 @@ static void pending_free(ft *f, pending **pp)
 /* Commit the complete checkpoints; drop those a newer commit supersedes. */
 static void commit_ready(ft *f)
 {
+    if (f->replaced_in_resumed) return;
     for (pending **pp = &f->pending; *pp;) {
         if (!complete(f, *pp)) {
             pp = &(*pp)->next;
@@ -570,6 +574,31 @@ static void on_server_death(void *ctx, int rank)
     ft *f = ctx;
     f->death_index[rank] = ++f->ndeaths;
     commit_ready(f);
+}
+
+/* A replacement registered for dead server `rank` (ps_registry_on_failover).
+ * From now on a checkpoint needs its part: it is master of nothing until it
+ * is back, but then of a range whose other holders die, and its part says
+ * how many deaths it knew of like any other. A checkpoint cut before it
+ * joined that still waits for other parts then waits for its part too, which
+ * it may never write (it cuts only the clocks after it got every worker's
+ * clock): that one is dropped when a newer one is committed.
+ *
+ * In a resumed job the replacement cannot know the clock the job resumed at
+ * (LOOM_RESUME names a directory, whose newest checkpoint may be newer by
+ * now), so it would name its parts by other clocks than the others': no
+ * checkpoint of the job is committed from then on. */
+static void on_server_rejoin(void *ctx, int rank)
+{
+    ft *f = ctx;
+    f->death_index[rank] = 0;
+    if (f->resume[0] && !f->replaced_in_resumed) {
+        f->replaced_in_resumed = 1;
+        log_error("server %d was replaced in a job resumed from a checkpoint: no checkpoint of "
+                  "this job is committed from now on (a replacement cannot know the clock the "
+                  "job resumed at; docs/FAULTS.md)",
+                  rank);
+    }
 }
 
 /* The pending checkpoint of clock `clock`, made if new (NULL: out of memory).
@@ -626,7 +655,7 @@ static void on_part(loom_node *n, void *ctx, node_msg *m)
              role == LOOM_SERVER ? "server" : "worker", rank);
     if (rd.bad || rd.left || !f->dir[0] || m->h.clock <= 0 ||
         p.kind != (role == LOOM_SERVER ? FT_SERVER : FT_WORKER) || p.rank != (uint32_t)rank ||
-        p.full > 1 || strcmp(p.path, want) || m->h.b >= f->servers) {
+        p.full > 1 || strcmp(p.path, want) || m->h.b > f->ndeaths) {
         node_drop(n, m, "malformed CKPT_PART");
         return;
     }
@@ -729,7 +758,7 @@ int ft_attach(loom_node *n)
         if (!f->death_index) return LOOM_ENOMEM;
         if ((rc = ft_mkdirs(f->dir))) return rc;
         node_set_handler(n, MSG_CKPT_PART, on_part, f);
-        ps_registry_on_failover(n, on_server_death, f);
+        ps_registry_on_failover(n, on_server_death, on_server_rejoin, f);
     }
     if (f->resume[0] && (rc = load_resume(f))) return rc;
     if (f->chain) {

@@ -71,8 +71,10 @@ int ps_server_of(const loom_table_opts *o, int num_servers, uint64_t key);
  *
  * With replicas, cut() gets must_full (replication rounds consume the rows'
  * change marks, so a part cannot be incremental) and `deaths`, the number of
- * servers this server knew dead at the cut: it wrote the ranges it is master
- * of with those dead. A server that took ranges over from a dead one skips
+ * server deaths of the job this server knew of at the cut, replaced servers'
+ * included (a replacement knows the count once it is back, REJOIN_READY's
+ * h.b; before, it is master of nothing and reports fewer): it wrote the
+ * ranges it is master of after those deaths. A server that took ranges over from a dead one skips
  * the cut (no cut() call) unless every worker had sent again what the dead
  * server lacked before ending clock C-1 (its CLOCK says how many deaths it had
  * handled), so a part it writes holds exactly the clocks < C of every range. */
@@ -113,8 +115,11 @@ int ps_replicas_from_env(int num_servers, int *replicas);
 int ps_survives(loom_node *n, int replicas, uint8_t *dead, uint32_t id);
 int ps_registry_attach(loom_node *n);
 /* The scheduler: fn(ctx, rank) runs on the I/O thread each time the job goes
- * on without a dead server (in the order every node learns of them). */
-void ps_registry_on_failover(loom_node *n, void (*fn)(void *ctx, int rank), void *ctx);
+ * on without a dead server (in the order every node learns of them), and
+ * rejoin(ctx, rank) each time a replacement registers for a dead server's
+ * rank (before it has any table). */
+void ps_registry_on_failover(loom_node *n, void (*fn)(void *ctx, int rank),
+                             void (*rejoin)(void *ctx, int rank), void *ctx);
 int ps_server_attach(loom_node *n);
 int ps_client_attach(loom_node *n);
 int ps_clock(loom_node *n);

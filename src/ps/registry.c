@@ -57,7 +57,9 @@ typedef struct registry {
     int *copies_left;
     uint8_t *copy_from; /* rank * num_servers + server */
     int recopy;         /* a server died during a copy: ask again (on the timer) */
+    uint32_t deaths; /* server deaths the job went on after (REJOIN_READY tells a replacement) */
     void (*on_failover)(void *ctx, int rank); /* ps_registry_on_failover (checkpoints) */
+    void (*on_rejoin)(void *ctx, int rank);   /* ps_registry_on_failover too */
     void *on_failover_ctx;
 } registry;
 
@@ -80,6 +82,7 @@ static int registry_failover(loom_node *n, void *ctx, uint32_t id)
     if (!ps_survives(n, r->replicas, r->dead, id)) return 0;
     int rank;
     node_peer_role(n, id, &rank);
+    r->deaths++;
     if (r->on_failover) r->on_failover(r->on_failover_ctx, rank);
     r->tables_left[rank] = 0; /* a replacement that died while joining stops here */
     r->copies_left[rank] = 0;
@@ -114,6 +117,7 @@ static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
     int d;
     if (node_peer_role(n, id, &d) != LOOM_SERVER) return;
     r->dead[d] = PS_JOINING;
+    if (r->on_rejoin) r->on_rejoin(r->on_failover_ctx, d);
     r->tables_left[d] = r->ntables;
     r->copies_left[d] = 0;
     for (uint32_t i = 0; i < r->ntables; i++) {
@@ -124,7 +128,7 @@ static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
     /* What it could not learn from the core: the servers back before it. */
     for (int s = 0; s < r->num_servers; s++)
         if (r->dead[s] == PS_BACK) {
-            msg_header h = {.type = MSG_REJOIN_READY, .a = server_node(r, s)};
+            msg_header h = {.type = MSG_REJOIN_READY, .a = server_node(r, s), .b = r->deaths};
             node_send(n, id, &h, NULL, 0);
         }
     log_info("server %d rejoined: creating its %u table(s)", d, r->ntables);
@@ -152,7 +156,7 @@ static void rejoin_ready(loom_node *n, registry *r, int d)
 {
     r->dead[d] = PS_BACK;
     log_warn("server %d rejoined: it holds full copies of its ranges again", d);
-    msg_header h = {.type = MSG_REJOIN_READY, .a = server_node(r, d)};
+    msg_header h = {.type = MSG_REJOIN_READY, .a = server_node(r, d), .b = r->deaths};
     for (int s = 0; s < r->num_servers; s++)
         if (r->dead[s] == PS_UP || r->dead[s] == PS_BACK)
             node_send(n, server_node(r, s), &h, NULL, 0);
@@ -176,10 +180,12 @@ static void on_rejoin_copied(loom_node *n, void *ctx, node_msg *m)
     if (--r->copies_left[d] == 0) rejoin_ready(n, r, d);
 }
 
-void ps_registry_on_failover(loom_node *n, void (*fn)(void *ctx, int rank), void *ctx)
+void ps_registry_on_failover(loom_node *n, void (*fn)(void *ctx, int rank),
+                             void (*rejoin)(void *ctx, int rank), void *ctx)
 {
     registry *r = node_layer(n, NODE_LAYER_PS);
     r->on_failover = fn;
+    r->on_rejoin = rejoin;
     r->on_failover_ctx = ctx;
 }
 

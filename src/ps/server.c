@@ -205,12 +205,18 @@ typedef struct server {
     uint64_t repl_msgs;   /* REPL messages sent (logged at the end) */
     uint64_t naive_bytes; /* what forwarding every push would have sent */
     uint64_t duplicates;  /* pushes sent again after a failover, not applied twice */
-    /* checkpoints with replicas (ps.h): per worker and number of deaths d
-     * (1..replicas), the clock of its first CLOCK saying it had handled d
-     * deaths (INT64_MAX: none yet); took_over: this server is master of a
+    /* checkpoints with replicas (ps.h): deaths, the server deaths of the
+     * job so far (every node counts them the same way: ps_survives); per
+     * worker, the most deaths a CLOCK of it said it had handled, and the clock
+     * of its first CLOCK that said so; took_over: this server is master of a
      * dead server's ranges */
-    int64_t *handled_at;
+    uint32_t deaths;
+    uint32_t *handled;
+    int64_t *handled_since;
     int took_over;
+    /* the ring's rule moved a range between two live servers (moves_live_master):
+     * no more cuts; 1 until the first skipped one is logged, then 2 */
+    int masters_moved;
 } server;
 
 #define NO_PART SIZE_MAX
@@ -1105,10 +1111,9 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     s->clock[w] = m->h.clock;
-    uint64_t handled = m->h.b < (uint64_t)s->replicas ? m->h.b : (uint64_t)s->replicas;
-    for (uint64_t d = 1; d <= handled; d++) {
-        int64_t *at = &s->handled_at[(size_t)w * (size_t)(s->replicas + 1) + d];
-        if (*at == INT64_MAX) *at = m->h.clock;
+    if (m->h.b > s->handled[w] && m->h.b <= UINT32_MAX) {
+        s->handled[w] = (uint32_t)m->h.b;
+        s->handled_since[w] = m->h.clock;
     }
     advance(s);
 }
@@ -1169,29 +1174,46 @@ static void on_worker_lost(loom_node *n, void *ctx, node_msg *m)
     advance(s);
 }
 
-/* Servers this server knows dead (a replacement still joining counts; one
- * back does not), at most the replicas: the job ends beyond that. Replacement
- * servers and checkpoints are not combined (apps refuse it), so that this
- * count only grows and names the latest death. */
-static uint32_t deaths(const server *s)
-{
-    uint32_t d = 0;
-    for (int i = 0; i < s->num_servers; i++) d += s->dead[i] == PS_DOWN || s->dead[i] == PS_JOINING;
-    return d < (uint32_t)s->replicas ? d : (uint32_t)s->replicas;
-}
-
 /* Whether a cut at `clock` holds every push of the clocks before it in the
  * ranges this server took over: every worker (not lost) handled the latest
  * death, so sent again what the dead server lacked, before the CLOCK that
- * ended its clock clock-1 (the same connection keeps them in order). */
+ * ended its clock clock-1 (the same connection keeps them in order). The
+ * deaths are counted over the whole job, replaced servers' too, as the
+ * workers count them: a replacement coming back does not make an earlier
+ * death the latest again. A worker whose first CLOCK saying so is the one
+ * of a newer death may have handled this one earlier: skipped all the same,
+ * which is safe. */
 static int cut_settled(const server *s, int64_t clock)
 {
-    uint32_t d = deaths(s);
-    if (!s->took_over || !d) return 1;
+    if (!s->took_over || !s->deaths) return 1;
     for (int w = 0; w < s->num_workers; w++)
-        if (!s->lost[w] && s->handled_at[(size_t)w * (size_t)(s->replicas + 1) + d] > clock)
-            return 0;
+        if (!s->lost[w] && (s->handled[w] < s->deaths || s->handled_since[w] > clock)) return 0;
     return 1;
+}
+
+/* Whether server d's state becoming `to` moves a range this server holds from
+ * one live master to another. The ring's rule (the first UP holder, else the
+ * first BACK one: ring.h) does so when a replacement comes back for a range
+ * whose holders are all back or dead and it comes first in ring order, and
+ * when a death leaves such a range's ring order preferring another back
+ * holder. The workers move a range only at a failover (they keep sending its
+ * pushes to the old master), and nothing hands the range over, so a part cut
+ * from then on may hold a stale copy: no checkpoint is cut after that. */
+static int moves_live_master(server *s, int d, uint8_t to)
+{
+    uint8_t was = s->dead[d];
+    int moved = 0;
+    for (uint32_t i = 0; i < s->cap; i++)
+        for (size_t j = 0; s->tables[i] && j < s->tables[i]->nparts; j++) {
+            const ps_ring *ring = &s->tables[i]->ring;
+            size_t rg = s->tables[i]->parts[j].range;
+            int before = ps_ring_master(ring, rg, s->dead);
+            s->dead[d] = to;
+            int after = ps_ring_master(ring, rg, s->dead);
+            s->dead[d] = was;
+            moved |= before != after && before != d;
+        }
+    return moved;
 }
 
 /* A worker's clock moved: apply, cut and answer what the new min clock allows. */
@@ -1211,8 +1233,16 @@ static void advance(server *s)
              * cut reads (and clears) them: the changes go to the replicas
              * first, then the part is written whole. */
             if (s->replicas && s->repl_due) replicate(s);
-            if (cut_settled(s, min))
-                s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min, s->replicas != 0, deaths(s));
+            if (s->masters_moved) {
+                if (s->masters_moved == 1)
+                    log_error("checkpoint at clock %" PRId64
+                              " skipped, and every later one: a replacement's return or a death "
+                              "moved a range between two live servers (docs/FAULTS.md), which a "
+                              "checkpoint cannot follow",
+                              s->ckpt.base + min);
+                s->masters_moved = 2; /* said once */
+            } else if (cut_settled(s, min))
+                s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min, s->replicas != 0, s->deaths);
             else
                 log_warn("checkpoint at clock %" PRId64
                          " skipped: a worker ended its clock %" PRId64
@@ -1467,9 +1497,11 @@ static void on_repl_ack(loom_node *n, void *ctx, node_msg *m)
 static int server_failover(loom_node *n, void *ctx, uint32_t id)
 {
     server *s = ctx;
-    if (!ps_survives(n, s->replicas, s->dead, id)) return 0;
     int d;
-    node_peer_role(n, id, &d);
+    if (node_peer_role(n, id, &d) == LOOM_SERVER && moves_live_master(s, d, PS_DOWN))
+        s->masters_moved += !s->masters_moved;
+    if (!ps_survives(n, s->replicas, s->dead, id)) return 0;
+    s->deaths++;
     for (repl_round *r = s->rounds; r; r = r->next) {
         r->nwaiting -= r->waiting[d];
         r->waiting[d] = 0;
@@ -1539,8 +1571,15 @@ static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "REJOIN_READY naming no joining server");
         return;
     }
+    if (moves_live_master(s, d, PS_BACK)) s->masters_moved += !s->masters_moved;
     s->dead[d] = PS_BACK;
-    if (d == loom_rank(n)) log_info("this server holds full copies of its ranges again");
+    if (d != loom_rank(n)) return;
+    /* A replacement learned only the deaths since it joined: REJOIN_READY
+     * tells it the job's count (h.b), which its checkpoint parts report and
+     * its cuts compare with the workers' CLOCKs once it is master of
+     * anything, which it is not before now (ring.h). */
+    s->deaths = m->h.b <= UINT32_MAX ? (uint32_t)m->h.b : UINT32_MAX;
+    log_info("this server holds full copies of its ranges again");
 }
 
 /* ---- pushing changed rows (managed communication, comm.c) ---- */
@@ -1676,7 +1715,8 @@ static void server_destroy(void *state)
     free(s->copy);
     free(s->copy_round);
     free(s->copy_gen);
-    free(s->handled_at);
+    free(s->handled);
+    free(s->handled_since);
     free(s->tables);
     free(s->clock);
     free(s->lost);
@@ -1708,15 +1748,14 @@ int ps_server_attach(loom_node *n)
     s->copy_round = calloc(S, sizeof *s->copy_round);
     s->copy_gen = calloc(S, sizeof *s->copy_gen);
     s->lost = calloc((size_t)s->num_workers, sizeof *s->lost);
-    size_t nhandled = (size_t)s->num_workers * (size_t)(s->replicas + 1);
-    s->handled_at = malloc((nhandled ? nhandled : 1) * sizeof *s->handled_at);
+    s->handled = calloc((size_t)s->num_workers, sizeof *s->handled);
+    s->handled_since = calloc((size_t)s->num_workers, sizeof *s->handled_since);
     if (!s->clock || !s->dead || !s->lost || !s->fed || !s->copy || !s->copy_round ||
-        !s->copy_gen || !s->handled_at) {
+        !s->copy_gen || !s->handled || !s->handled_since) {
         s->replicas = 0; /* nothing to report */
         server_destroy(s);
         return LOOM_ENOMEM;
     }
-    for (size_t i = 0; i < nhandled; i++) s->handled_at[i] = INT64_MAX;
     node_set_layer(n, NODE_LAYER_PS, s, server_destroy);
     node_set_timer(n, NODE_LAYER_PS, comm_tick, s);
     node_set_handler(n, MSG_ROWS_PUSH_ACK, on_rows_push_ack, s);

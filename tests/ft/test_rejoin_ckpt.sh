@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# A replacement server and checkpoints together (docs/FAULTS.md, "Checkpoints
+# with replicas"): a job of 3 servers and 3 workers with --replicas 1 and
+# --on-server-failure restart pushes known int64 deltas into a sum table and
+# checkpoints every 5 clocks. Once every worker has passed clock 30, server 1
+# is killed (SIGKILL): the launcher starts a replacement, which joins, gets
+# full copies of its ranges and is back. Once two checkpoints newer than the
+# newest committed when it was back are committed, every process of the job
+# is killed at once. Then: every committed checkpoint holds, for every key,
+# exactly the pushes of the clocks before its clock (failover_check check:
+# computed by the test, not by the job), and `--resume` (LOOM_RESUME) with
+# all three servers on the original ring completes the job with every key
+# exact. Heartbeats every 250 ms, a node declared dead after 2 s of silence.
+# Usage: test_rejoin_ckpt.sh LOOM FAILOVER_CHECK bsp|ssp|asp
+# shellcheck source-path=SCRIPTDIR source=../mp/lib.sh
+source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+MODE=${3:?mode}
+CLOCKS=1200
+CK=$WORK/ck
+
+# The newest committed checkpoint's clock (0: none yet).
+newest() {
+    local m c=0
+    for m in "$CK"/ckpt-*/MANIFEST; do
+        [[ -e $m ]] || continue
+        m=${m#"$CK"/ckpt-}
+        m=${m%%/*}
+        ((10#$m > c)) && c=$((10#$m))
+    done
+    echo "$c"
+}
+
+job() { # job PID_DIR OUT [VAR=VALUE...]: the job under `loom run`, in the background
+    local pids=$1 out=$2
+    shift 2
+    env "$@" LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=250 LOOM_CHECKPOINT_DIR="$CK" LOOM_CHECKPOINT_EVERY=5 \
+        LOOM_VERBOSE="${VERBOSE:-0}" "$LOOM" run --servers 3 --workers 3 --on-failure wait \
+        --on-server-failure restart --heartbeat-timeout 2000 --timeout 240 --insecure --no-status \
+        -- "$PS_CHECK" "$MODE" --pid-dir "$pids" --clocks $CLOCKS --pace-ms 10 >"$out" 2>&1 &
+    launcher=$!
+    BG_PIDS+=("$launcher")
+}
+
+job "$PIDS" "$WORK/job.out"
+wait_for_files 7 30
+for w in 0 1 2; do wait_for_lines "$WORK/job.out" "^\[worker $w\] worker $w clock 30$" 1 60 "$launcher"; done
+old=$(<"$PIDS/server-1.pid")
+kill -KILL "$old"
+wait_for_lines "$WORK/job.out" "server 1 rejoined: it holds full copies of its ranges again" 1 120 "$launcher"
+[[ $(<"$PIDS/server-1.pid") != "$old" ]] || fail "no replacement wrote its pid file"
+back=$(newest)
+
+# commits_after C: how many committed checkpoints are newer than clock C.
+commits_after() {
+    local m c n=0
+    for m in "$CK"/ckpt-*/MANIFEST; do
+        [[ -e $m ]] || continue
+        c=${m#"$CK"/ckpt-}
+        c=${c%%/*}
+        ((10#$c > $1)) && n=$((n + 1))
+    done
+    echo "$n"
+}
+# wait_commits C WHAT: until two checkpoints newer than clock C are committed.
+wait_commits() {
+    local deadline=$((SECONDS + 120))
+    while (($(commits_after "$1") < 2)); do
+        kill -0 "$launcher" 2>/dev/null || fail "the job ended with fewer than 2 checkpoints committed $2"
+        ((SECONDS < deadline)) || fail "fewer than 2 checkpoints committed $2 within 120 s (newest: $(newest))"
+        sleep 0.05 # a poll, not a synchronisation: the condition is the manifests
+    done
+}
+wait_commits "$back" "after the replacement was back (at clock $back)"
+for f in "$PIDS"/*.pid; do kill -KILL "$(<"$f")" 2>/dev/null; done
+kill -KILL "$launcher" 2>/dev/null
+wait "$launcher" 2>/dev/null
+# SIGKILL is delivered asynchronously: the newest checkpoint is known once every process is gone.
+alive() { [[ -e /proc/$1 ]] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
+for f in "$PIDS"/*.pid; do
+    gone=$((SECONDS + 10))
+    while alive "$(<"$f")" && ((SECONDS < gone)); do sleep 0.01; done
+    alive "$(<"$f")" && fail "process $(<"$f") of the killed job survived SIGKILL"
+done
+last=$(newest)
+# Its newest manifest names a part of server 1 of its own clock: the replacement's.
+grep -q "^part server 1 full ckpt-$(printf %012d "$last")/server-1.part " \
+    "$CK/ckpt-$(printf %012d "$last")/MANIFEST" ||
+    fail "the checkpoint at clock $last has no part written by server 1's replacement"
+grep -q "all 1000 keys exact" "$WORK/job.out" && fail "the job finished before it was killed: make it longer"
+echo "killed after the checkpoint at clock $last (the replacement was back after clock $back)"
+grep -E "rejoined:|skipped|dropped" "$WORK/job.out" | head -12
+
+"$PS_CHECK" check "$CK" 3 || fail "a committed checkpoint is not exactly its cut"
+"$LOOM" checkpoint verify "$CK" || fail "loom checkpoint verify refused the newest checkpoint"
+
+# Resume with every server alive: the job completes from the newest checkpoint, exactly.
+mkdir "$WORK/pids2"
+job "$WORK/pids2" "$WORK/resume.out" LOOM_RESUME="$CK"
+wait "$launcher"
+status=$?
+for w in 0 1 2; do
+    grep -q "^\[worker $w\] worker $w resumed at clock $last$" "$WORK/resume.out" ||
+        fail "resumed worker $w did not start from the checkpoint at clock $last"
+done
+for w in 0 1 2; do
+    grep -q "^\[worker $w\] worker $w: $CLOCKS clocks, all 1000 keys exact" "$WORK/resume.out" ||
+        fail "resumed worker $w did not end with every key exact"
+done
+((status == 0)) || fail "the resumed job exited with status $status"
+"$PS_CHECK" check "$CK" 3 || fail "a checkpoint of the resumed job is not exactly its cut"
+echo "PASS"
