@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# LR with a replacement server and checkpoints (docs/FAULTS.md, "Checkpoints
+# with replicas"): `loom train lr --replicas 1 --on-server-failure restart
+# --checkpoint-dir DIR` (3 servers, 2 workers, SSP) loses server 1 (SIGKILL)
+# after its first epoch; the replacement joins and is back, and the job goes
+# on checkpointing: it must finish with exit status 0, its newest checkpoint
+# must be newer than the newest when the replacement was back, name a part of
+# server 1 (the replacement's) and pass `loom checkpoint verify`. Heartbeats
+# every 250 ms, dead after 2 s of silence. Usage: test_rejoin_ckpt_lr.sh LOOM
+set -u
+# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
+source "$(dirname "$0")/../cli_lib.sh"
+LOOM=${1:?usage: $0 LOOM}
+work_setup ft-rejoin-ckpt
+cd "$WORK" || exit 1
+export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000
+
+run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
+[[ $RC == 0 ]] || fail "gen lr: exit status $RC"
+
+# The newest committed checkpoint's clock (0: none yet).
+newest() {
+    local m c=0
+    for m in ck/ckpt-*/MANIFEST; do
+        [[ -e $m ]] || continue
+        m=${m#ck/ckpt-}
+        m=${m%%/*}
+        ((10#$m > c)) && c=$((10#$m))
+    done
+    echo "$c"
+}
+# wait_for LOG PATTERN WHAT: until LOG (the job's stderr) matches PATTERN.
+wait_for() {
+    local deadline=$((SECONDS + 120))
+    until grep -qE "$2" "$1"; do
+        ((SECONDS < deadline)) || fail "no $3 within 120 s"
+        kill -0 "$launcher" 2>/dev/null || fail "the job ended before $3: $(tail -5 "$1")"
+        sleep 0.05
+    done
+}
+
+# 100 clocks an epoch per worker; long enough (about 10 s undisturbed) for a death and a rejoin.
+"$LOOM" train lr --train data --servers 3 --workers 2 --epochs 40 --minibatch 100 \
+    --consistency ssp:1 --insecure --no-status --replicas 1 --on-server-failure restart \
+    --checkpoint-dir ck --checkpoint-every 20 >job.out 2>job.err &
+launcher=$!
+wait_for job.err "epoch   1 " "epoch 1"
+kill_server 1
+wait_for job.err "server 1 rejoined: it holds full copies of its ranges again" "rejoin of server 1"
+back=$(newest)
+wait "$launcher"
+status=$?
+launcher=
+[[ $status == 0 ]] || fail "the run that lost server 1 exited with status $status: $(tail -5 job.err)"
+last=$(newest)
+((last > back)) || fail "no checkpoint committed after the replacement was back (newest: clock $last)"
+grep -q "^part server 1 full ckpt-$(printf %012d "$last")/server-1.part " \
+    "ck/ckpt-$(printf %012d "$last")/MANIFEST" ||
+    fail "the checkpoint at clock $last has no part written by server 1's replacement"
+run checkpoint verify ck
+[[ $RC == 0 ]] || fail "loom checkpoint verify refused the newest checkpoint: $(cat err)"
+echo "checkpoints: newest at clock $last, the replacement back after clock $back; $(cat out)"
+echo "PASS"
