@@ -11,10 +11,19 @@
 # computed by the test, not by the job), and `--resume` (LOOM_RESUME) with
 # all three servers on the original ring completes the job with every key
 # exact. Heartbeats every 250 ms, a node declared dead after 2 s of silence.
-# Usage: test_rejoin_ckpt.sh LOOM FAILOVER_CHECK bsp|ssp|asp
+#
+# With "moved" as a fourth argument, server 2 is killed too once those two
+# checkpoints are committed, and replaced in turn: with one replica, a range
+# held by servers 2 and 1 alone has server 1's replacement as its master after
+# that death, and server 2's replacement once it is back (docs/FAULTS.md, "A
+# replacement server"). The servers holding it must say that they skip every
+# checkpoint from then on; every checkpoint committed before must still be
+# exactly its cut, and the resume from the newest must end exact.
+# Usage: test_rejoin_ckpt.sh LOOM FAILOVER_CHECK bsp|ssp|asp [moved]
 # shellcheck source-path=SCRIPTDIR source=../mp/lib.sh
 source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
 MODE=${3:?mode}
+SECOND=${4:-}
 CLOCKS=1200
 CK=$WORK/ck
 
@@ -71,6 +80,13 @@ wait_commits() {
     done
 }
 wait_commits "$back" "after the replacement was back (at clock $back)"
+if [[ $SECOND == moved ]]; then
+    old=$(<"$PIDS/server-2.pid")
+    kill -KILL "$old"
+    wait_for_lines "$WORK/job.out" "server 2 rejoined: it holds full copies of its ranges again" 1 120 "$launcher"
+    wait_for_lines "$WORK/job.out" "checkpoint at clock [0-9]+ skipped, and every later one: a replacement's return" \
+        1 120 "$launcher"
+fi
 for f in "$PIDS"/*.pid; do kill -KILL "$(<"$f")" 2>/dev/null; done
 kill -KILL "$launcher" 2>/dev/null
 wait "$launcher" 2>/dev/null
