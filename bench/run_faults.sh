@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fault-tolerance benchmarks of issue 12 (docs/BENCHMARKS.md). Three parts,
-# chosen by name after the build directory (all three by default):
+# Fault-tolerance benchmarks of issue 12 (docs/BENCHMARKS.md). Four parts,
+# chosen by name after the build directory (all four by default):
 #
 # checkpoints: the cost of one incremental checkpoint every
 # 10 clocks (a full one every 10th), as the training time of the same job
@@ -53,18 +53,29 @@
 # key, values and updater state. The keys' share of the REPL bytes (8 bytes a
 # row) says what a denser key encoding could save at most.
 #
-# Usage: bench/run_faults.sh [BUILD_DIR] [checkpoints] [failover] [replication]
+# restart: what --on-worker-failure restart costs. The same checkpointed job
+# (LR on a generated RESTART_ROWS-row set, SGD + AdaGrad, 2 workers, 2
+# servers, BSP, minibatches of 1000, 2 epochs, a checkpoint every 10 clocks)
+# runs undisturbed and with worker 1 SIGKILLed once the checkpoint at half its
+# clocks is committed, interleaved (REPS pairs): the wall-clock time of each
+# `loom train` (data loading, the restart and the resume included), their
+# ratio, the clock the restarted job resumed at, and the final training
+# objective of both (two BSP workers are not bit-reproducible: the servers add
+# their pushes in arrival order; tests/ft/test_ft_restart.sh checks one
+# worker bit for bit).
+#
+# Usage: bench/run_faults.sh [BUILD_DIR] [checkpoints] [failover] [replication] [restart]
 #        (REPS=3, ROWS=2000000, AP_DIR=..., FAILOVER_REPS=10, FAILOVER_MODE=bsp,
-#         A9A=...)
+#         A9A=..., RESTART_ROWS=500000)
 set -euo pipefail
 
 build=${1:-build}
 shift $(($# > 0 ? 1 : 0))
 parts=("$@")
-((${#parts[@]})) || parts=(checkpoints failover replication)
+((${#parts[@]})) || parts=(checkpoints failover replication restart)
 for part in "${parts[@]}"; do
-    [[ $part =~ ^(checkpoints|failover|replication)$ ]] ||
-        { echo "run_faults.sh: unknown part '$part' (checkpoints, failover, replication)" >&2; exit 2; }
+    [[ $part =~ ^(checkpoints|failover|replication|restart)$ ]] ||
+        { echo "run_faults.sh: unknown part '$part' (checkpoints, failover, replication, restart)" >&2; exit 2; }
 done
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,6 +85,7 @@ ROWS=${ROWS:-2000000}
 FAILOVER_REPS=${FAILOVER_REPS:-10}
 FAILOVER_MODE=${FAILOVER_MODE:-bsp}
 A9A=${A9A:-$here/../shared/data/a9a/a9a}
+RESTART_ROWS=${RESTART_ROWS:-500000}
 LOOM=$build/bin/loom
 CHECK=$build/tests/ft/failover_check
 FAILED_LOG=${FAILED_LOG:-${TMPDIR:-/tmp}/run_faults-failover.log}
@@ -295,4 +307,70 @@ if wants replication; then
         repl_bytes "generated, 5000 features, 10 per row, minibatch 100, $mode" \
             --train "$work/sparse.svm" --minibatch 100 --consistency "$mode"
     done
+fi
+
+# restart_run KILL_AT METRICS: one checkpointed run of the restart part's job
+# in the background; with KILL_AT > 0, worker 1 is SIGKILLed once the
+# checkpoint at clock KILL_AT is committed. Prints its wall-clock seconds.
+restart_run() {
+    local kill_at=$1 metrics=$2 t0 t1 c pid newest
+    rm -rf "$work/ck"
+    t0=$EPOCHREALTIME
+    "$LOOM" train lr --train "$work/restart.svm" --workers 2 --servers 2 --consistency bsp \
+        --updater adagrad --epochs 2 --minibatch 1000 --checkpoint-dir "$work/ck" \
+        --checkpoint-every 10 --on-worker-failure restart --metrics "$metrics" --quiet \
+        --insecure --no-status >/dev/null 2>"$work/err" &
+    launcher=$!
+    if ((kill_at)); then
+        newest=0
+        until ((newest >= kill_at)); do
+            kill -0 "$launcher" 2>/dev/null || { cat "$work/err" >&2; echo "run_faults.sh: the job ended before the kill" >&2; exit 1; }
+            sleep 0.01
+            newest=0
+            for m in "$work"/ck/ckpt-*/MANIFEST; do
+                [[ -e $m ]] || continue
+                m=${m#"$work"/ck/ckpt-}
+                m=${m%%/*}
+                ((10#$m > newest)) && newest=$((10#$m))
+            done
+        done
+        for c in $(pgrep -P "$launcher"); do
+            tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx LOOM_ROLE=worker &&
+                tr '\0' '\n' <"/proc/$c/environ" | grep -qx LOOM_RANK=1 && pid=$c
+        done
+        kill -KILL "$pid"
+    fi
+    wait "$launcher" || { cat "$work/err" >&2; echo "run_faults.sh: the restart job failed" >&2; exit 1; }
+    launcher=
+    t1=$EPOCHREALTIME
+    echo "$t1 - $t0" | bc -l
+}
+
+if wants restart; then
+    echo
+    echo "--on-worker-failure restart: LR, $RESTART_ROWS generated rows, 2 workers, 2 servers, BSP," \
+        "2 epochs of minibatches of 1000, a checkpoint every 10 clocks; worker 1 killed once;" \
+        "$(date -u '+%Y-%m-%d %H:%M') UTC; REPS=$REPS"
+    "$LOOM" gen lr --out "$work/restart.svm" --rows "$RESTART_ROWS" --nnz 10 --quiet
+    clocks=$((2 * RESTART_ROWS / 2 / 1000))
+    kill_at=$((clocks / 2 / 10 * 10))
+    objective() { sed -n 's/.*"objective": \([^,}]*\).*/\1/p' "$1" | tail -1; }
+    plain=() restarted=() from=() objectives=()
+    for ((r = 0; r < REPS; r++)); do
+        plain+=("$(restart_run 0 "$work/plain.json")")
+        restarted+=("$(restart_run "$kill_at" "$work/restarted.json")")
+        grep -q "the job finished after 1 restart(s)" "$work/err" ||
+            { cat "$work/err" >&2; echo "run_faults.sh: the job was not restarted once" >&2; exit 1; }
+        from+=("$(sed -n 's/.*from its checkpoint at clock \([0-9]*\)$/\1/p' "$work/err")")
+        objectives+=("$(objective "$work/plain.json")/$(objective "$work/restarted.json")")
+    done
+    p=$(printf '%s\n' "${plain[@]}" | median)
+    q=$(printf '%s\n' "${restarted[@]}" | median)
+    echo
+    echo "| job | s undisturbed (median) | s with one restart (median) | ratio | killed after the checkpoint at clock (of $clocks) | resumed at clock | final objective, undisturbed/restarted | every run (s): undisturbed / restarted |"
+    echo "|---|---:|---:|---:|---:|---|---|---|"
+    printf "| LR %s rows | %.2f | %.2f | %.2f | %d | %s | %s | %s |\n" "$RESTART_ROWS" "$p" "$q" \
+        "$(echo "$q / $p" | bc -l)" "$kill_at" "${from[*]}" "${objectives[*]}" \
+        "$(printf '%.2f ' "${plain[@]}")/ $(printf '%.2f ' "${restarted[@]}")"
+    echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi

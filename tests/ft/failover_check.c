@@ -1,5 +1,5 @@
 /* failover_check: the program of the server-failover and fault-loop tests
- * (test_failover.sh, test_failover_ckpt.sh, test_fault_loop.sh,
+ * (test_failover.sh, test_failover_ckpt.sh, test_fault_loop.sh, test_restart_exact.sh,
  * test_worker_error_exit.sh, test_rejoin.sh).
  *
  *   failover_check bsp|ssp|asp --pid-dir DIR [--clocks N] [--pace-ms MS]
