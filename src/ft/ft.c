@@ -93,14 +93,14 @@ typedef struct ft {
     /* scheduler */
     pending *pending; /* in clock order */
     size_t npending;
-    int64_t committed;     /* the newest clock committed (queued for the committer) */
-    uint64_t dropped;      /* checkpoints dropped uncommitted (superseded or too many) */
+    int64_t committed; /* the newest clock committed (queued for the committer) */
+    uint64_t dropped;  /* checkpoints dropped uncommitted (superseded or too many) */
     /* per server: 0 alive (a replacement too), else the how-many-th death
      * of the job it was */
     uint32_t *death_index;
     uint32_t ndeaths;
     int replaced_in_resumed; /* a replacement joined a resumed job: no more commits */
-    known_part **chain; /* per server: its parts since its newest full one */
+    known_part **chain;      /* per server: its parts since its newest full one */
     size_t *chain_len, *chain_cap;
     /* The committer thread: makes the parts durable, writes manifests and
      * removes old directories, off the I/O thread (which the workers' clocks

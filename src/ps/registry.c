@@ -57,7 +57,7 @@ typedef struct registry {
     int *copies_left;
     uint8_t *copy_from; /* rank * num_servers + server */
     int recopy;         /* a server died during a copy: ask again (on the timer) */
-    uint32_t deaths; /* server deaths the job went on after (REJOIN_READY tells a replacement) */
+    uint32_t deaths;    /* server deaths the job went on after (REJOIN_READY tells a replacement) */
     void (*on_failover)(void *ctx, int rank); /* ps_registry_on_failover (checkpoints) */
     void (*on_rejoin)(void *ctx, int rank);   /* ps_registry_on_failover too */
     void *on_failover_ctx;
