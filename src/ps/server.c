@@ -1194,11 +1194,12 @@ static int cut_settled(const server *s, int64_t clock)
 /* Whether server d's state becoming `to` moves a range this server holds from
  * one live master to another. The ring's rule (the first UP holder, else the
  * first BACK one: ring.h) does so when a replacement comes back for a range
- * whose holders are all back or dead and it comes first in ring order, and
- * when a death leaves such a range's ring order preferring another back
- * holder. The workers move a range only at a failover (they keep sending its
- * pushes to the old master), and nothing hands the range over, so a part cut
- * from then on may hold a stale copy: no checkpoint is cut after that. */
+ * whose holders are all back or dead and it comes first in ring order. The
+ * workers move a range only at a failover (they keep sending its pushes to
+ * the old master, which no longer replicates it), and nothing hands the
+ * range over, so a part cut from then on may hold a stale copy: no
+ * checkpoint is cut after that. (A death moves only the dead server's
+ * ranges.) */
 static int moves_live_master(server *s, int d, uint8_t to)
 {
     uint8_t was = s->dead[d];
@@ -1236,8 +1237,8 @@ static void advance(server *s)
             if (s->masters_moved) {
                 if (s->masters_moved == 1)
                     log_error("checkpoint at clock %" PRId64
-                              " skipped, and every later one: a replacement's return or a death "
-                              "moved a range between two live servers (docs/FAULTS.md), which a "
+                              " skipped, and every later one: a replacement's return moved a "
+                              "range between two live servers (docs/FAULTS.md), which a "
                               "checkpoint cannot follow",
                               s->ckpt.base + min);
                 s->masters_moved = 2; /* said once */
@@ -1497,11 +1498,10 @@ static void on_repl_ack(loom_node *n, void *ctx, node_msg *m)
 static int server_failover(loom_node *n, void *ctx, uint32_t id)
 {
     server *s = ctx;
-    int d;
-    if (node_peer_role(n, id, &d) == LOOM_SERVER && moves_live_master(s, d, PS_DOWN))
-        s->masters_moved += !s->masters_moved;
     if (!ps_survives(n, s->replicas, s->dead, id)) return 0;
     s->deaths++;
+    int d;
+    node_peer_role(n, id, &d);
     for (repl_round *r = s->rounds; r; r = r->next) {
         r->nwaiting -= r->waiting[d];
         r->waiting[d] = 0;
