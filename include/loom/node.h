@@ -102,9 +102,10 @@ void loom_config_default(loom_config *cfg);
 /* Fill cfg from LOOM_ROLE, LOOM_RANK, LOOM_SCHEDULER, LOOM_NUM_SERVERS,
  * LOOM_NUM_WORKERS, LOOM_BIND or LOOM_INTERFACE, LOOM_HEARTBEAT_MS,
  * LOOM_HEARTBEAT_TIMEOUT_MS, LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE, LOOM_LOG_TIME,
- * LOOM_JOB_TOKEN, LOOM_MAX_FRAME_MIB, LOOM_ON_WORKER_FAILURE (fail, continue, restart), LOOM_SECRET_FILE
- * (read with loom_secret_load), LOOM_STATUS_PORT (docs/LAUNCHING.md). Without LOOM_JOB_TOKEN, a
- * process that mpirun or srun started takes the launcher's job id as its job token.
+ * LOOM_JOB_TOKEN, LOOM_MAX_FRAME_MIB, LOOM_ON_WORKER_FAILURE (fail, continue, restart),
+ * LOOM_SECRET_FILE (read with loom_secret_load), LOOM_STATUS_PORT (docs/LAUNCHING.md). Without
+ * LOOM_JOB_TOKEN, a process that mpirun or srun started takes the launcher's job id as its job
+ * token.
  *
  * Without LOOM_ROLE, a launcher must have started the process (see
  * loom_launched()): its rank decides the role (rank 0 the scheduler, the next

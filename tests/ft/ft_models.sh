@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # The jobs of the tests that checkpoint, kill and resume (test_ft_resume.sh,
-# test_ft_restart.sh): sourced after cli_lib.sh, in the test's work directory.
+# test_ft_restart.sh; sourced after cli_lib.sh, in the test's work directory),
+# and `newest`, which every checkpointing test uses.
 
 # shellcheck disable=SC2034 # read by the scripts that source this file
 EVERY=5 # clocks between checkpoints
@@ -30,12 +31,12 @@ ft_model_job() {
     ARGS+=(--workers 1 --servers 2 --consistency bsp --quiet --insecure --no-status)
 }
 
-# newest: the clock of the newest committed checkpoint in ./ck (0: none yet).
+# newest DIR: the clock of the newest committed checkpoint in DIR (0: none yet).
 newest() {
-    local m c=0
-    for m in ck/ckpt-*/MANIFEST; do
+    local dir=$1 m c=0
+    for m in "$dir"/ckpt-*/MANIFEST; do
         [[ -e $m ]] || continue
-        m=${m#ck/ckpt-}
+        m=${m#"$dir"/ckpt-}
         m=${m%%/*}
         ((10#$m > c)) && c=$((10#$m))
     done

@@ -14,21 +14,12 @@
 #   test_failover_ckpt.sh LOOM FAILOVER_CHECK bsp|ssp|asp
 # shellcheck source-path=SCRIPTDIR source=../mp/lib.sh
 source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=ft_models.sh
+source "$(dirname "$0")/ft_models.sh" # newest
 MODE=${3:?mode}
 CLOCKS=600
 CK=$WORK/ck
 
-# The newest committed checkpoint's clock (0: none yet).
-newest() {
-    local m c=0
-    for m in "$CK"/ckpt-*/MANIFEST; do
-        [[ -e $m ]] || continue
-        m=${m#"$CK"/ckpt-}
-        m=${m%%/*}
-        ((10#$m > c)) && c=$((10#$m))
-    done
-    echo "$c"
-}
 
 job() { # job PID_DIR OUT [VAR=VALUE...]: the job under `loom run`, in the background
     local pids=$1 out=$2
@@ -64,7 +55,7 @@ for f in "$PIDS"/*.pid; do
     while alive "$(<"$f")" && ((SECONDS < gone)); do sleep 0.01; done
     alive "$(<"$f")" && fail "process $(<"$f") of the killed job survived SIGKILL"
 done
-last=$(newest)
+last=$(newest "$CK")
 ((moved >= 2)) || fail "fewer than 2 checkpoints committed after the failover (newest: $last)"
 grep -q "all 1000 keys exact" "$WORK/job.out" && fail "the job finished before it was killed: make it longer"
 echo "killed after the checkpoint at clock $last ($moved committed after the failover)"

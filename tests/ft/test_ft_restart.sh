@@ -55,7 +55,7 @@ until_true() {
         sleep 0.005
     done
 }
-committed() { (($(newest) >= $1)); }
+committed() { (($(newest ck) >= $1)); }
 worker_up() { role_pid worker 0 >/dev/null; }
 
 # finish: wait for the job's end (bounded by its own --timeout-free deadline);

@@ -43,7 +43,7 @@ K=$((2 + SEED % 5))
 launcher=$!
 deadline=$((SECONDS + 120))
 # Wait for the condition (a committed checkpoint), bounded; the poll interval is not a synchronisation.
-while (($(newest) < K * EVERY)) && kill -0 "$launcher" 2>/dev/null && ((SECONDS < deadline)); do
+while (($(newest ck) < K * EVERY)) && kill -0 "$launcher" 2>/dev/null && ((SECONDS < deadline)); do
     sleep 0.005
 done
 KIDS=$(pgrep -P "$launcher")
@@ -59,9 +59,9 @@ for pid in $KIDS; do
     alive "$pid" && fail "process $pid of the killed job survived SIGKILL"
 done
 launcher=
-(($(newest) >= K * EVERY)) || fail "no checkpoint at clock $((K * EVERY)) within the time limit"
+(($(newest ck) >= K * EVERY)) || fail "no checkpoint at clock $((K * EVERY)) within the time limit"
 [[ -e cut.model ]] && fail "the job finished before it was killed: make it longer"
-echo "killed after the checkpoint at clock $(newest) (K=$K)"
+echo "killed after the checkpoint at clock $(newest ck) (K=$K)"
 
 run checkpoint verify ck
 [[ $RC == 0 ]] || fail "checkpoint verify after the kill: exit status $RC"

@@ -22,22 +22,13 @@
 # Usage: test_rejoin_ckpt.sh LOOM FAILOVER_CHECK bsp|ssp|asp [moved]
 # shellcheck source-path=SCRIPTDIR source=../mp/lib.sh
 source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=ft_models.sh
+source "$(dirname "$0")/ft_models.sh" # newest
 MODE=${3:?mode}
 SECOND=${4:-}
 CLOCKS=1200
 CK=$WORK/ck
 
-# The newest committed checkpoint's clock (0: none yet).
-newest() {
-    local m c=0
-    for m in "$CK"/ckpt-*/MANIFEST; do
-        [[ -e $m ]] || continue
-        m=${m#"$CK"/ckpt-}
-        m=${m%%/*}
-        ((10#$m > c)) && c=$((10#$m))
-    done
-    echo "$c"
-}
 
 job() { # job PID_DIR OUT [VAR=VALUE...]: the job under `loom run`, in the background
     local pids=$1 out=$2
@@ -57,7 +48,7 @@ old=$(<"$PIDS/server-1.pid")
 kill -KILL "$old"
 wait_for_lines "$WORK/job.out" "server 1 rejoined: it holds full copies of its ranges again" 1 120 "$launcher"
 [[ $(<"$PIDS/server-1.pid") != "$old" ]] || fail "no replacement wrote its pid file"
-back=$(newest)
+back=$(newest "$CK")
 
 # commits_after C: how many committed checkpoints are newer than clock C.
 commits_after() {
@@ -75,7 +66,7 @@ wait_commits() {
     local deadline=$((SECONDS + 120))
     while (($(commits_after "$1") < 2)); do
         kill -0 "$launcher" 2>/dev/null || fail "the job ended with fewer than 2 checkpoints committed $2"
-        ((SECONDS < deadline)) || fail "fewer than 2 checkpoints committed $2 within 120 s (newest: $(newest))"
+        ((SECONDS < deadline)) || fail "fewer than 2 checkpoints committed $2 within 120 s (newest: $(newest "$CK"))"
         sleep 0.05 # a poll, not a synchronisation: the condition is the manifests
     done
 }
@@ -97,7 +88,7 @@ for f in "$PIDS"/*.pid; do
     while alive "$(<"$f")" && ((SECONDS < gone)); do sleep 0.01; done
     alive "$(<"$f")" && fail "process $(<"$f") of the killed job survived SIGKILL"
 done
-last=$(newest)
+last=$(newest "$CK")
 # Its newest manifest names a part of server 1 of its own clock: the replacement's.
 grep -q "^part server 1 full ckpt-$(printf %012d "$last")/server-1.part " \
     "$CK/ckpt-$(printf %012d "$last")/MANIFEST" ||

@@ -10,6 +10,8 @@
 set -u
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
 source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=ft_models.sh
+source "$(dirname "$0")/ft_models.sh" # newest
 LOOM=${1:?usage: $0 LOOM}
 work_setup ft-rejoin-ckpt
 cd "$WORK" || exit 1
@@ -18,17 +20,6 @@ export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000
 run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
 [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
 
-# The newest committed checkpoint's clock (0: none yet).
-newest() {
-    local m c=0
-    for m in ck/ckpt-*/MANIFEST; do
-        [[ -e $m ]] || continue
-        m=${m#ck/ckpt-}
-        m=${m%%/*}
-        ((10#$m > c)) && c=$((10#$m))
-    done
-    echo "$c"
-}
 # wait_for LOG PATTERN WHAT: until LOG (the job's stderr) matches PATTERN.
 wait_for() {
     local deadline=$((SECONDS + 120))
@@ -47,12 +38,12 @@ launcher=$!
 wait_for job.err "epoch   1 " "epoch 1"
 kill_server 1
 wait_for job.err "server 1 rejoined: it holds full copies of its ranges again" "rejoin of server 1"
-back=$(newest)
+back=$(newest ck)
 wait "$launcher"
 status=$?
 launcher=
 [[ $status == 0 ]] || fail "the run that lost server 1 exited with status $status: $(tail -5 job.err)"
-last=$(newest)
+last=$(newest ck)
 ((last > back)) || fail "no checkpoint committed after the replacement was back (newest: clock $last)"
 grep -q "^part server 1 full ckpt-$(printf %012d "$last")/server-1.part " \
     "ck/ckpt-$(printf %012d "$last")/MANIFEST" ||
