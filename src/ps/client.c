@@ -197,8 +197,9 @@ typedef struct open_wait {
 typedef struct ps_client {
     loom_node *node;
     int num_servers;
-    int replicas;  /* LOOM_REPLICAS: the ring's points per server follow from it */
-    uint8_t *dead; /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
+    int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
+    uint8_t *dead;      /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
+    uint32_t *returned; /* per BACK server: the order it came back in (ring.h); I/O thread */
     /* per server: its pulls were moved to the new masters (client_failover),
      * so a pull routed to it before the move goes there too; under mu */
     uint8_t *redirected;
@@ -1482,7 +1483,7 @@ static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_t
         return NULL;
     }
     for (size_t rg = 0; rg < t->ring.nranges; rg++)
-        t->master[rg] = ps_ring_master(&t->ring, rg, c->dead);
+        t->master[rg] = ps_ring_master(&t->ring, rg, c->dead, c->returned);
     return t;
 }
 
@@ -1899,6 +1900,7 @@ static void client_destroy(void *state)
     comm_mgr_destroy(&c->cm);
     pthread_mutex_destroy(&c->mu);
     free(c->dead);
+    free(c->returned);
     free(c->redirected);
     free(c);
 }
@@ -1916,7 +1918,7 @@ static size_t failover_table(loom_table *t, int d)
     size_t resent = 0;
     pthread_mutex_lock(&t->mu);
     for (size_t rg = 0; rg < t->ring.nranges; rg++)
-        t->master[rg] = ps_ring_master(&t->ring, rg, c->dead);
+        t->master[rg] = ps_ring_master(&t->ring, rg, c->dead, c->returned);
     cache_clear(t);
     inflight *f = t->ifl_head[d];
     t->ifl_head[d] = t->ifl_tail[d] = NULL;
@@ -2036,10 +2038,12 @@ static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
     ps_client *c = ctx;
     int d;
     if (m->h.a > UINT32_MAX || node_peer_role(n, (uint32_t)m->h.a, &d) != LOOM_SERVER ||
-        c->dead[d] != PS_JOINING) {
-        node_drop(n, m, "REJOIN_READY naming no joining server");
+        c->dead[d] != PS_JOINING || m->h.req == 0 || m->h.req > UINT32_MAX) {
+        node_drop(n, m,
+                  "REJOIN_READY naming no joining server, or without the order of the return");
         return;
     }
+    c->returned[d] = (uint32_t)m->h.req;
     c->dead[d] = PS_BACK; /* no range moves (ring.h) */
 }
 
@@ -2056,9 +2060,11 @@ int ps_client_attach(loom_node *n)
     }
     c->dead = calloc((size_t)(c->num_servers ? c->num_servers : 1), 1);
     c->redirected = calloc((size_t)(c->num_servers ? c->num_servers : 1), 1);
-    if (!c->dead || !c->redirected) {
+    c->returned = calloc((size_t)(c->num_servers ? c->num_servers : 1), sizeof *c->returned);
+    if (!c->dead || !c->redirected || !c->returned) {
         free(c->dead);
         free(c->redirected);
+        free(c->returned);
         free(c);
         return LOOM_ENOMEM;
     }

@@ -58,6 +58,8 @@ typedef struct registry {
     uint8_t *copy_from; /* rank * num_servers + server */
     int recopy;         /* a server died during a copy: ask again (on the timer) */
     uint32_t deaths;    /* server deaths the job went on after (REJOIN_READY tells a replacement) */
+    uint32_t returns;   /* replacements that came back so far */
+    uint32_t *returned; /* per BACK server: the how-manieth return it was (REJOIN_READY's req) */
     void (*on_failover)(void *ctx, int rank); /* ps_registry_on_failover (checkpoints) */
     void (*on_rejoin)(void *ctx, int rank);   /* ps_registry_on_failover too */
     void *on_failover_ctx;
@@ -128,7 +130,10 @@ static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
     /* What it could not learn from the core: the servers back before it. */
     for (int s = 0; s < r->num_servers; s++)
         if (r->dead[s] == PS_BACK) {
-            msg_header h = {.type = MSG_REJOIN_READY, .a = server_node(r, s), .b = r->deaths};
+            msg_header h = {.type = MSG_REJOIN_READY,
+                            .a = server_node(r, s),
+                            .b = r->deaths,
+                            .req = r->returned[s]};
             node_send(n, id, &h, NULL, 0);
         }
     log_info("server %d rejoined: creating its %u table(s)", d, r->ntables);
@@ -155,8 +160,10 @@ static void start_copy(loom_node *n, registry *r, int d)
 static void rejoin_ready(loom_node *n, registry *r, int d)
 {
     r->dead[d] = PS_BACK;
+    r->returned[d] = ++r->returns;
     log_warn("server %d rejoined: it holds full copies of its ranges again", d);
-    msg_header h = {.type = MSG_REJOIN_READY, .a = server_node(r, d), .b = r->deaths};
+    msg_header h = {
+        .type = MSG_REJOIN_READY, .a = server_node(r, d), .b = r->deaths, .req = r->returned[d]};
     for (int s = 0; s < r->num_servers; s++)
         if (r->dead[s] == PS_UP || r->dead[s] == PS_BACK)
             node_send(n, server_node(r, s), &h, NULL, 0);
@@ -355,6 +362,7 @@ static void registry_destroy(void *state)
     }
     free(r->clock);
     free(r->dead);
+    free(r->returned);
     free(r->tables_left);
     free(r->copy_gen);
     free(r->copies_left);
@@ -372,11 +380,13 @@ int ps_registry_attach(loom_node *n)
     r->clock = calloc((size_t)r->num_workers, sizeof *r->clock);
     size_t S = (size_t)(r->num_servers ? r->num_servers : 1);
     r->dead = calloc(S, 1);
+    r->returned = calloc(S, sizeof *r->returned);
     r->tables_left = calloc(S, sizeof *r->tables_left);
     r->copy_gen = calloc(S, sizeof *r->copy_gen);
     r->copies_left = calloc(S, sizeof *r->copies_left);
     r->copy_from = calloc(S * S, 1);
-    int rc = r->clock && r->dead && r->tables_left && r->copy_gen && r->copies_left && r->copy_from
+    int rc = r->clock && r->dead && r->returned && r->tables_left && r->copy_gen &&
+                     r->copies_left && r->copy_from
                  ? 0
                  : LOOM_ENOMEM;
     if (!rc && r->num_servers) rc = ps_replicas_from_env(r->num_servers, &r->replicas);

@@ -119,13 +119,13 @@ size_t ps_ring_range_of(const ps_ring *r, uint64_t key)
     return lo;
 }
 
-int ps_ring_master(const ps_ring *r, size_t rg, const uint8_t *dead)
+int ps_ring_master(const ps_ring *r, size_t rg, const uint8_t *dead, const uint32_t *returned)
 {
     int back = -1;
     for (int i = 0; i <= r->replicas; i++) {
         int s = ps_ring_holder(r, rg, i);
         if (!dead || dead[s] == PS_UP) return s;
-        if (dead[s] == PS_BACK && back < 0) back = s;
+        if (dead[s] == PS_BACK && (back < 0 || returned[s] < returned[back])) back = s;
     }
     return back;
 }

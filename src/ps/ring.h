@@ -61,12 +61,17 @@ static inline int ps_ring_holder(const ps_ring *r, size_t rg, int i)
  * whole yet: like a dead one it is never master and counts as dead when
  * deciding whether the job survives another death; it is BACK once every copy
  * is acknowledged: a full replica again, master of a range only when none of
- * the range's other holders is UP (so its arrival moves no range). */
+ * the range's other holders is UP or came back before it. */
 enum { PS_UP = 0, PS_DOWN = 1, PS_JOINING = 2, PS_BACK = 3 };
 /* Which of range rg's holders is master given each server's state (NULL:
- * all UP): the first UP one in ring order, else the first BACK one; -1 when
- * there is none (the range is lost). */
-int ps_ring_master(const ps_ring *r, size_t rg, const uint8_t *dead);
+ * all UP) and, for the BACK ones, the order they came back in (returned[s]:
+ * 1 for the job's first return, 2 for the next...; REJOIN_READY tells every
+ * node): the first UP one in ring order, else the BACK one that came back
+ * first; -1 when there is none (the range is lost). A server coming back has
+ * the highest number yet, so it becomes master only of a range that has no
+ * live master: a return never moves a range, only a death does, and every
+ * node moves it at the same point (its failover). */
+int ps_ring_master(const ps_ring *r, size_t rg, const uint8_t *dead, const uint32_t *returned);
 /* Whether server s holds range rg (as master or replica). */
 int ps_ring_holds(const ps_ring *r, size_t rg, int s);
 

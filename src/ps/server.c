@@ -195,6 +195,7 @@ typedef struct server {
     repl_round *rounds, *rounds_tail;
     held_ack *acks, *acks_tail; /* in the order the pushes arrived */
     uint8_t *dead;              /* per server rank: PS_UP, PS_DOWN ... (ring.h) */
+    uint32_t *returned;         /* per BACK server: the order it came back in (ring.h) */
     /* per server rank, a replacement's copies (see "a replacement" below):
      * fed: it gets this server's rounds; copy: 1 its full copies are due in
      * the next round, 2 they went in round copy_round; gen: the registry's */
@@ -214,9 +215,6 @@ typedef struct server {
     uint32_t *handled;
     int64_t *handled_since;
     int took_over;
-    /* the ring's rule moved a range between two live servers (moves_live_master):
-     * no more cuts; 1 until the first skipped one is logged, then 2 */
-    int masters_moved;
 } server;
 
 #define NO_PART SIZE_MAX
@@ -248,7 +246,7 @@ static int live_replicas(server *s, srv_table *t, srv_part *p)
     int n = 0, rank = loom_rank(s->node);
     for (int i = 0; i <= s->replicas; i++)
         n += repl_target(s, ps_ring_holder(&t->ring, p->range, i));
-    return ps_ring_master(&t->ring, p->range, s->dead) == rank ? n : 0;
+    return ps_ring_master(&t->ring, p->range, s->dead, s->returned) == rank ? n : 0;
 }
 
 /* Payload frames may start at any address (ZeroMQ receives large messages
@@ -1191,32 +1189,6 @@ static int cut_settled(const server *s, int64_t clock)
     return 1;
 }
 
-/* Whether server d's state becoming `to` moves a range this server holds from
- * one live master to another. The ring's rule (the first UP holder, else the
- * first BACK one: ring.h) does so when a replacement comes back for a range
- * whose holders are all back or dead and it comes first in ring order. The
- * workers move a range only at a failover (they keep sending its pushes to
- * the old master, which no longer replicates it), and nothing hands the
- * range over, so a part cut from then on may hold a stale copy: no
- * checkpoint is cut after that. (A death moves only the dead server's
- * ranges.) */
-static int moves_live_master(server *s, int d, uint8_t to)
-{
-    uint8_t was = s->dead[d];
-    int moved = 0;
-    for (uint32_t i = 0; i < s->cap; i++)
-        for (size_t j = 0; s->tables[i] && j < s->tables[i]->nparts; j++) {
-            const ps_ring *ring = &s->tables[i]->ring;
-            size_t rg = s->tables[i]->parts[j].range;
-            int before = ps_ring_master(ring, rg, s->dead);
-            s->dead[d] = to;
-            int after = ps_ring_master(ring, rg, s->dead);
-            s->dead[d] = was;
-            moved |= before != after && before != d;
-        }
-    return moved;
-}
-
 /* A worker's clock moved: apply, cut and answer what the new min clock allows. */
 static void advance(server *s)
 {
@@ -1234,15 +1206,7 @@ static void advance(server *s)
              * cut reads (and clears) them: the changes go to the replicas
              * first, then the part is written whole. */
             if (s->replicas && s->repl_due) replicate(s);
-            if (s->masters_moved) {
-                if (s->masters_moved == 1)
-                    log_error("checkpoint at clock %" PRId64
-                              " skipped, and every later one: a replacement's return moved a "
-                              "range between two live servers (docs/FAULTS.md), which a "
-                              "checkpoint cannot follow",
-                              s->ckpt.base + min);
-                s->masters_moved = 2; /* said once */
-            } else if (cut_settled(s, min))
+            if (cut_settled(s, min))
                 s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min, s->replicas != 0, s->deaths);
             else
                 log_warn("checkpoint at clock %" PRId64
@@ -1510,8 +1474,9 @@ static int server_failover(loom_node *n, void *ctx, uint32_t id)
     for (uint32_t i = 0; i < s->cap; i++)
         for (size_t j = 0; s->tables[i] && j < s->tables[i]->nparts; j++) {
             srv_table *t = s->tables[i];
-            took += ps_ring_holder(&t->ring, t->parts[j].range, 0) == d &&
-                    ps_ring_master(&t->ring, t->parts[j].range, s->dead) == loom_rank(n);
+            took +=
+                ps_ring_holder(&t->ring, t->parts[j].range, 0) == d &&
+                ps_ring_master(&t->ring, t->parts[j].range, s->dead, s->returned) == loom_rank(n);
         }
     s->fed[d] = s->copy[d] = 0;
     log_warn("server %d died: this server is now master of %zu of its ranges", d, took);
@@ -1571,7 +1536,11 @@ static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "REJOIN_READY naming no joining server");
         return;
     }
-    if (moves_live_master(s, d, PS_BACK)) s->masters_moved += !s->masters_moved;
+    if (m->h.req == 0 || m->h.req > UINT32_MAX) {
+        node_drop(n, m, "REJOIN_READY without the order of the return");
+        return;
+    }
+    s->returned[d] = (uint32_t)m->h.req;
     s->dead[d] = PS_BACK;
     if (d != loom_rank(n)) return;
     /* A replacement learned only the deaths since it joined: REJOIN_READY
@@ -1711,6 +1680,7 @@ static void server_destroy(void *state)
         free(a);
     }
     free(s->dead);
+    free(s->returned);
     free(s->fed);
     free(s->copy);
     free(s->copy_round);
@@ -1743,6 +1713,7 @@ int ps_server_attach(loom_node *n)
     comm_mgr_init(&s->cm);
     size_t S = (size_t)s->num_servers;
     s->dead = calloc(S, 1);
+    s->returned = calloc(S, sizeof *s->returned);
     s->fed = calloc(S, 1);
     s->copy = calloc(S, 1);
     s->copy_round = calloc(S, sizeof *s->copy_round);
@@ -1750,8 +1721,8 @@ int ps_server_attach(loom_node *n)
     s->lost = calloc((size_t)s->num_workers, sizeof *s->lost);
     s->handled = calloc((size_t)s->num_workers, sizeof *s->handled);
     s->handled_since = calloc((size_t)s->num_workers, sizeof *s->handled_since);
-    if (!s->clock || !s->dead || !s->lost || !s->fed || !s->copy || !s->copy_round ||
-        !s->copy_gen || !s->handled || !s->handled_since) {
+    if (!s->clock || !s->dead || !s->returned || !s->lost || !s->fed || !s->copy ||
+        !s->copy_round || !s->copy_gen || !s->handled || !s->handled_since) {
         s->replicas = 0; /* nothing to report */
         server_destroy(s);
         return LOOM_ENOMEM;
@@ -1806,7 +1777,7 @@ int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx)
         blob_put_u64(&w, 0);
         if (def.bad || w.bad) rc = LOOM_ENOMEM;
         for (size_t j = 0; !rc && j < t->nparts; j++)
-            if (ps_ring_master(&t->ring, t->parts[j].range, s->dead) == loom_rank(n))
+            if (ps_ring_master(&t->ring, t->parts[j].range, s->dead, s->returned) == loom_rank(n))
                 rc = store_for_each(t->parts[j].store, !full, put_row, &r);
         if (!rc) {
             msg_store_u64(w.buf + count_at, r.rows);
