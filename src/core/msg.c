@@ -64,6 +64,9 @@ static const struct {
     [MSG_REJOIN_COPY] = {"REJOIN_COPY", 0, 0, BY_SCHED},
     [MSG_REJOIN_COPIED] = {"REJOIN_COPIED", 0, 0, BY_SERVER},
     [MSG_REJOIN_READY] = {"REJOIN_READY", 0, 0, BY_SCHED},
+    [MSG_HANDBACK] = {"HANDBACK", 0, 0, BY_SCHED},
+    [MSG_HANDBACK_ACK] = {"HANDBACK_ACK", 0, 0, BY_SERVER | BY_WORKER},
+    [MSG_PARKED] = {"PARKED", 0, 0, BY_SERVER},
 };
 
 static int type_known(unsigned type)

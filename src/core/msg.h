@@ -28,8 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b; 7: HANDBACK* and PARKED */
 #define MSG_MAGIC       0x4D4Cu
-#define MSG_VERSION     6 /* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b */
+#define MSG_VERSION     7
 #define MSG_HEADER_SIZE 48
 #define MSG_MAX_FRAMES  2
 #define MSG_ADDR_MAX    256 /* a node's "host:port", NUL included */
@@ -134,6 +135,15 @@ enum msg_type {
     MSG_REJOIN_COPIED,     /* server -> scheduler: a, req echoed; the copies are acknowledged */
     MSG_REJOIN_READY,      /* scheduler -> servers, workers: a = node id of a rejoined
                               server, which now holds full copies of its ranges */
+    /* a replacement taking its ranges back (src/ps/handback.c; docs/FAULTS.md) */
+    MSG_HANDBACK = 152, /* scheduler -> servers (b = 0 fence, 2 abort), servers and workers
+                           (b = 1 commit): a = node id of the server taking its ranges
+                           back, req = generation */
+    MSG_HANDBACK_ACK,   /* server -> scheduler: fenced, its last round acknowledged;
+                           worker -> that server: switched, its pushes sent again; req echoed */
+    MSG_PARKED,         /* server -> worker: table = id, req = the sequence of a push not
+                           applied (its range is fenced): hold it; req = 0: send again every
+                           push parked here */
     MSG_TYPE_END_
 };
 

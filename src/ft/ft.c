@@ -63,6 +63,10 @@ typedef struct pending {
     int64_t clock;
     ft_part *parts;  /* servers, then workers, by rank; kind 0 = not yet */
     uint32_t *known; /* per server: the deaths its part was cut knowing of */
+    /* per server: the handbacks its part was cut after (a handback moves
+     * ranges between live servers, so parts cut on either side of one may
+     * both hold, or both miss, the ranges it moved) */
+    uint32_t *handbacks;
     struct pending *next;
 } pending;
 
@@ -137,6 +141,7 @@ static void ft_destroy(void *state)
         f->pending = p->next;
         free(p->parts);
         free(p->known);
+        free(p->handbacks);
         free(p);
     }
     free(f->death_index);
@@ -196,7 +201,7 @@ static int make_ckpt_dir(const ft *f, int64_t clock)
 }
 
 /* Tell the scheduler that a part is on disk. */
-static int send_part(ft *f, int64_t clock, const ft_part *p, uint32_t deaths)
+static int send_part(ft *f, int64_t clock, const ft_part *p, uint32_t deaths, uint32_t handbacks)
 {
     blob_writer w = {0};
     blob_put_u32(&w, p->kind);
@@ -209,7 +214,8 @@ static int send_part(ft *f, int64_t clock, const ft_part *p, uint32_t deaths)
         free(w.buf);
         return LOOM_ENOMEM;
     }
-    msg_header h = {.type = MSG_CKPT_PART, .clock = clock, .a = p->full, .b = deaths};
+    msg_header h = {
+        .type = MSG_CKPT_PART, .clock = clock, .a = p->full, .b = deaths, .req = handbacks};
     node_frame fr = {w.buf, w.len, NULL, NULL, 1};
     int rc = node_send(f->node, 0, &h, &fr, 1);
     free(w.buf);
@@ -231,7 +237,7 @@ static int emit_section(void *ctx, const char *table, const void *data, size_t l
     return rc ? rc : ft_file_write(file, data, len);
 }
 
-static void server_cut(void *ctx, int64_t clock, int must_full, uint32_t deaths)
+static void server_cut(void *ctx, int64_t clock, int must_full, uint32_t deaths, uint32_t handbacks)
 {
     ft *f = ctx;
     uint64_t t0 = node_now_ms();
@@ -257,7 +263,7 @@ static void server_cut(void *ctx, int64_t clock, int must_full, uint32_t deaths)
     if (!rc) {
         p.size = file.size;
         p.crc = file.crc;
-        rc = send_part(f, clock, &p, deaths);
+        rc = send_part(f, clock, &p, deaths, handbacks);
     }
     f->force_full = rc != 0;
     if (rc)
@@ -516,14 +522,21 @@ static void commit(ft *f, pending *p)
 
 /* Whether checkpoint p has every part it needs: every worker's, and every
  * server's but a dead one's whose ranges the others' parts hold (each was cut
- * knowing of its death; ps.h). */
+ * knowing of its death; ps.h). Server parts cut after different numbers of
+ * handbacks may hold a moved range twice or not at all: such a checkpoint
+ * never completes, and a newer one supersedes it. */
 static int complete(const ft *f, const pending *p)
 {
     for (uint32_t w = 0; w < f->workers; w++)
         if (!p->parts[f->servers + w].kind) return 0;
     uint32_t known = UINT32_MAX;
-    for (uint32_t r = 0; r < f->servers; r++)
-        if (p->parts[r].kind && p->known[r] < known) known = p->known[r];
+    int first = -1;
+    for (uint32_t r = 0; r < f->servers; r++) {
+        if (!p->parts[r].kind) continue;
+        if (p->known[r] < known) known = p->known[r];
+        if (first < 0) first = (int)r;
+        if (p->handbacks[r] != p->handbacks[first]) return 0;
+    }
     for (uint32_t r = 0; r < f->servers; r++)
         if (!p->parts[r].kind && (!f->death_index[r] || f->death_index[r] > known)) return 0;
     return 1;
@@ -543,6 +556,7 @@ static void pending_free(ft *f, pending **pp)
     f->npending--;
     free(p->parts);
     free(p->known);
+    free(p->handbacks);
     free(p);
 }
 
@@ -614,9 +628,14 @@ static pending *pending_of(ft *f, int64_t clock)
     if (np) {
         np->parts = calloc(f->servers + f->workers, sizeof *np->parts);
         np->known = calloc(f->servers, sizeof *np->known);
+        np->handbacks = calloc(f->servers, sizeof *np->handbacks);
     }
-    if (!np || !np->parts || !np->known) {
-        if (np) free(np->parts);
+    if (!np || !np->parts || !np->known || !np->handbacks) {
+        if (np) {
+            free(np->parts);
+            free(np->known);
+            free(np->handbacks);
+        }
         free(np);
         log_error("checkpoint at clock %" PRId64 ": out of memory", clock);
         return NULL;
@@ -655,7 +674,7 @@ static void on_part(loom_node *n, void *ctx, node_msg *m)
              role == LOOM_SERVER ? "server" : "worker", rank);
     if (rd.bad || rd.left || !f->dir[0] || m->h.clock <= 0 ||
         p.kind != (role == LOOM_SERVER ? FT_SERVER : FT_WORKER) || p.rank != (uint32_t)rank ||
-        p.full > 1 || strcmp(p.path, want) || m->h.b > f->ndeaths) {
+        p.full > 1 || strcmp(p.path, want) || m->h.b > f->ndeaths || m->h.req > UINT32_MAX) {
         node_drop(n, m, "malformed CKPT_PART");
         return;
     }
@@ -673,6 +692,7 @@ static void on_part(loom_node *n, void *ctx, node_msg *m)
     pe->parts[slot] = p;
     if (role == LOOM_SERVER) {
         pe->known[rank] = (uint32_t)m->h.b;
+        pe->handbacks[rank] = (uint32_t)m->h.req;
         chain_add(f, m->h.clock, &p);
     }
     commit_ready(f);
@@ -817,7 +837,7 @@ int loom_checkpoint_save(loom_node *n, const void *state, size_t len)
     if (!rc) {
         p.size = file.size;
         p.crc = file.crc;
-        rc = send_part(f, clock, &p, 0);
+        rc = send_part(f, clock, &p, 0, 0);
     }
     if (!rc) {
         f->last_saved = local;

@@ -109,6 +109,7 @@ typedef struct inflight {
     int acked;      /* the server has it (its timestamp part is done) */
     int ts_done;    /* its timestamp part is done (an acknowledged push sent again) */
     int managed;    /* sent early: counts in the ack window (comm.h) */
+    int parked;     /* its server parked it (PARKED): kept, and sent again when told */
     int64_t clock;  /* the clock it was pushed in (sent again after a failover) */
     struct inflight *next;
 } inflight;
@@ -207,6 +208,7 @@ typedef struct ps_client {
      * CLOCK says it (h.b), so that a server knows which of them the worker's
      * clock comes after (a checkpoint's cut, ps.h). */
     _Atomic uint32_t failovers_done;
+    int handbacks_seen; /* a handback moved pushes between live servers; I/O thread */
     pthread_mutex_t mu; /* slots, open waiters, table list, clock_sent */
     int64_t clock_sent; /* the last CLOCK sent to the servers */
     _Atomic(loom_table *) by_id[PS_MAX_TABLES];
@@ -244,6 +246,13 @@ static int server_count(const loom_table *t)
 static int server_of(const loom_table *t, uint64_t key)
 {
     return t->master[ps_ring_range_of(&t->ring, key)];
+}
+
+/* The masters of table t's ranges, from what this process knows of the servers. */
+static void compute_masters(loom_table *t)
+{
+    for (size_t rg = 0; rg < t->ring.nranges; rg++)
+        t->master[rg] = ps_ring_master(&t->ring, rg, t->client->dead, t->client->returned);
 }
 
 /* Split n sorted keys (keys == NULL: the keys [begin, begin + n)) at the
@@ -642,17 +651,29 @@ static void flush_part_done(void *arg, int status)
 static int cover_earlier_pushes(loom_table *t, loom_ts sent, loom_ts *out)
 {
     int S = server_count(t);
-    loom_ts last[LOOM_MAX_SERVERS + 1]; /* one per server, and `sent` */
+    /* One per server, `sent`, and every parked push (acknowledged out of
+     * order, when sent again). */
+    size_t cap = (size_t)S + 1;
+    for (int s = 0; s < S; s++)
+        for (const inflight *f = t->ifl_head[s]; f; f = f->next) cap += f->parked && !f->acked;
+    loom_ts *last = malloc(cap * sizeof *last);
+    if (!last) return LOOM_ENOMEM;
     uint32_t parts = 0;
     for (int s = 0; s < S; s++) {
         loom_ts l = 0;
         for (const inflight *f = t->ifl_head[s]; f; f = f->next)
-            if (!f->acked) l = f->ts;
+            if (f->parked && !f->acked)
+                last[parts++] = f->ts;
+            else if (!f->acked)
+                l = f->ts;
         if (l && l != sent) last[parts++] = l;
     }
     if (sent) last[parts++] = sent;
     loom_ts ts = node_ts_new(t->node, parts ? parts : 1);
-    if (!ts) return LOOM_ENOMEM;
+    if (!ts) {
+        free(last);
+        return LOOM_ENOMEM;
+    }
     if (!parts) node_ts_done(t->node, ts, 0);
     for (uint32_t i = 0; i < parts; i++) {
         flush_part *p = malloc(sizeof *p);
@@ -663,6 +684,7 @@ static int cover_earlier_pushes(loom_table *t, loom_ts sent, loom_ts *out)
         *p = (flush_part){t->node, ts};
         if (loom_on_complete(t->node, last[i], flush_part_done, p)) flush_part_done(p, LOOM_ENOMEM);
     }
+    free(last);
     *out = ts;
     return 0;
 }
@@ -847,7 +869,8 @@ static void prune_applied(loom_table *t, int s, uint64_t applied)
     /* With replicas a push is kept until the replicas hold it too: it is sent
      * again if its server dies before (docs/FAULTS.md). */
     if (t->client->replicas && t->durable[s] < applied) applied = t->durable[s];
-    while (t->ifl_head[s] && t->ifl_head[s]->acked && t->ifl_head[s]->seq <= applied) {
+    while (t->ifl_head[s] && t->ifl_head[s]->acked && !t->ifl_head[s]->parked &&
+           t->ifl_head[s]->seq <= applied) {
         inflight *f = t->ifl_head[s];
         t->ifl_head[s] = f->next;
         if (!f->next) t->ifl_tail[s] = NULL;
@@ -867,7 +890,12 @@ static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
     }
     pthread_mutex_lock(&t->mu);
     inflight *f = t->ifl_head[rank];
-    while (f && f->acked) f = f->next; /* acks come in sending order */
+    while (f && (f->acked || f->parked)) f = f->next; /* acks come in sending order */
+    if (c->handbacks_seen && (!f || m->h.req < f->seq)) {
+        /* Of a push a handback sent again to another server: that one's counts. */
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
     if (!f || f->seq != m->h.req || m->h.b > m->h.req) {
         pthread_mutex_unlock(&t->mu);
         node_drop(n, m, "acknowledgement out of sequence");
@@ -1027,6 +1055,27 @@ static int resend_missed_keys(loom_table *t, pull_op *op, const pull_slot *s, in
     return 1;
 }
 
+/* The server no longer serves the range (LOOM_ESTATE: a handback moved it
+ * away): ask its master now, or, if this worker has not heard of the
+ * handback yet, let the pull wait as if still asked of that server: the
+ * handback asks the new master. Whether the reply was such a refusal. */
+static int reroute_pull(ps_client *c, pull_op *op, const pull_slot *s, int status)
+{
+    if (status != LOOM_ESTATE) return 0;
+    loom_table *t = op->t;
+    uint64_t key = op->uniq ? op->miss_keys[s->first] : op->begin + s->first;
+    pthread_mutex_lock(&t->mu);
+    int to = server_of(t, key);
+    pthread_mutex_unlock(&t->mu);
+    if (to != s->server) {
+        send_pull(op, to, s->first, s->count, required_clock(t, op->fetch_clock), s->resent);
+        return 1;
+    }
+    uint64_t req = slot_alloc(c, op, s->first, s->count, to, s->resent);
+    if (!req || req == SLOT_REDIRECTED) pull_part_done(op, req ? LOOM_EPEERFAIL : LOOM_ENOMEM);
+    return 1;
+}
+
 static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
 {
     int rank;
@@ -1035,7 +1084,7 @@ static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
     pull_op *op = s.op;
     loom_table *t = op->t;
     int status = m->h.b < LOOM_ERROR_COUNT_ ? (int)m->h.b : LOOM_EPROTO;
-    if (resend_missed_keys(t, op, &s, status)) return;
+    if (resend_missed_keys(t, op, &s, status) || reroute_pull(ctx, op, &s, status)) return;
     if (!status && (m->nframes != 1 || node_frame_size(m, 0) != s.count * t->row_bytes)) {
         node_drop(n, m, "reply size does not match the request");
         status = LOOM_EPROTO;
@@ -1482,8 +1531,7 @@ static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_t
         table_free(t);
         return NULL;
     }
-    for (size_t rg = 0; rg < t->ring.nranges; rg++)
-        t->master[rg] = ps_ring_master(&t->ring, rg, c->dead, c->returned);
+    compute_masters(t);
     return t;
 }
 
@@ -1907,56 +1955,104 @@ static void client_destroy(void *state)
 
 /* ---- failover (ring.h; docs/FAULTS.md) ---- */
 
+/* Send in-flight push f again, with its sequence number, to the master of
+ * its range now, at the tail of that server's list (a push whose server
+ * never acknowledged it completes when the new one does). A message with
+ * nothing to apply (an empty flush) completes at once. Whether it went. Lock
+ * held. */
+static int resend_push(loom_table *t, inflight *f)
+{
+    f->next = NULL;
+    if (!f->n || !f->vals) {
+        if (!f->ts_done) node_ts_done(t->node, f->ts, 0);
+        sbuf_unref(f->hold);
+        free(f);
+        return 0;
+    }
+    int s = server_of(t, f->keys ? f->keys[0] : f->begin);
+    if (t->ifl_tail[s])
+        t->ifl_tail[s]->next = f;
+    else
+        t->ifl_head[s] = f;
+    t->ifl_tail[s] = f;
+    f->ts_done = f->ts_done || f->acked;
+    f->acked = f->parked = 0;
+    msg_header h = {.type = MSG_PUSH, .table = t->id, .req = f->seq, .clock = f->clock};
+    node_frame frames[2];
+    size_t nf = 0;
+    if (f->keys)
+        frames[nf++] =
+            (node_frame){f->keys, f->n * 8, f->hold ? sbuf_free_frame : NULL, sbuf_ref(f->hold), 0};
+    else {
+        h.flags = MSG_F_RANGE;
+        h.a = f->begin;
+        h.b = f->begin + f->n;
+    }
+    frames[nf++] = (node_frame){f->vals, f->n * t->row_bytes, f->hold ? sbuf_free_frame : NULL,
+                                sbuf_ref(f->hold), 0};
+    node_send(t->node, node_server_id(t->client->num_servers, s), &h, frames, nf);
+    return 1;
+}
+
+/* Take out of server s's in-flight list the pushes that `move` selects and
+ * send each again to its range's master now; returns how many went. Lock held. */
+static size_t resend_from(loom_table *t, int s,
+                          int (*move)(const loom_table *t, int s, const inflight *f))
+{
+    inflight *keep = NULL, *keep_tail = NULL, *moved = NULL, **moved_tail = &moved;
+    for (inflight *f = t->ifl_head[s], *next; f; f = next) {
+        next = f->next;
+        f->next = NULL;
+        if (move(t, s, f)) {
+            *moved_tail = f;
+            moved_tail = &f->next;
+        } else {
+            if (keep_tail)
+                keep_tail->next = f;
+            else
+                keep = f;
+            keep_tail = f;
+        }
+    }
+    t->ifl_head[s] = keep;
+    t->ifl_tail[s] = keep_tail;
+    size_t resent = 0;
+    for (inflight *f = moved, *next; f; f = next) {
+        next = f->next;
+        resent += (size_t)resend_push(t, f);
+    }
+    return resent;
+}
+
+static int every_push(const loom_table *t, int s, const inflight *f)
+{
+    (void)t, (void)s, (void)f;
+    return 1;
+}
+
+static int parked_push(const loom_table *t, int s, const inflight *f)
+{
+    (void)t, (void)s;
+    return f->parked;
+}
+
+/* A push whose range's master is not the server it was sent to any more. */
+static int moved_push(const loom_table *t, int s, const inflight *f)
+{
+    return server_of(t, f->keys ? f->keys[0] : f->begin) != s;
+}
+
 /* Server d died: its ranges have new masters; every push it had not yet
  * reported as held by its replicas goes again, with its sequence number, to
  * the new master of its range (which applies it only if its replica had not
- * got it), at the tail of that server's in-flight list. Cached rows are
- * dropped: their versions were the dead server's. Returns pushes resent. */
+ * got it). Cached rows are dropped: their versions were the dead server's.
+ * Returns pushes resent. */
 static size_t failover_table(loom_table *t, int d)
 {
-    ps_client *c = t->client;
-    size_t resent = 0;
     pthread_mutex_lock(&t->mu);
-    for (size_t rg = 0; rg < t->ring.nranges; rg++)
-        t->master[rg] = ps_ring_master(&t->ring, rg, c->dead, c->returned);
+    compute_masters(t);
     cache_clear(t);
-    inflight *f = t->ifl_head[d];
-    t->ifl_head[d] = t->ifl_tail[d] = NULL;
-    while (f) {
-        inflight *next = f->next;
-        f->next = NULL;
-        if (!f->n || !f->vals) { /* nothing to apply: an empty flush message */
-            if (!f->ts_done) node_ts_done(t->node, f->ts, 0);
-            sbuf_unref(f->hold);
-            free(f);
-            f = next;
-            continue;
-        }
-        int s = server_of(t, f->keys ? f->keys[0] : f->begin);
-        if (t->ifl_tail[s])
-            t->ifl_tail[s]->next = f;
-        else
-            t->ifl_head[s] = f;
-        t->ifl_tail[s] = f;
-        f->ts_done = f->ts_done || f->acked;
-        f->acked = 0;
-        msg_header h = {.type = MSG_PUSH, .table = t->id, .req = f->seq, .clock = f->clock};
-        node_frame frames[2];
-        size_t nf = 0;
-        if (f->keys)
-            frames[nf++] = (node_frame){f->keys, f->n * 8, f->hold ? sbuf_free_frame : NULL,
-                                        sbuf_ref(f->hold), 0};
-        else {
-            h.flags = MSG_F_RANGE;
-            h.a = f->begin;
-            h.b = f->begin + f->n;
-        }
-        frames[nf++] = (node_frame){f->vals, f->n * t->row_bytes, f->hold ? sbuf_free_frame : NULL,
-                                    sbuf_ref(f->hold), 0};
-        node_send(t->node, node_server_id(c->num_servers, s), &h, frames, nf);
-        resent++;
-        f = next;
-    }
+    size_t resent = resend_from(t, d, every_push);
     pthread_mutex_unlock(&t->mu);
     return resent;
 }
@@ -2047,6 +2143,105 @@ static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
     c->dead[d] = PS_BACK; /* no range moves (ring.h) */
 }
 
+/* ---- handback (server.c, "handback"; docs/FAULTS.md) ---- */
+
+/* PARKED from a server: req names a push of ours it did not apply (its
+ * range is fenced), which we keep; req 0: send again every push it parked,
+ * to the masters of their ranges now, then acknowledge (HANDBACK_ACK). */
+static void on_parked(loom_node *n, void *ctx, node_msg *m)
+{
+    ps_client *c = ctx;
+    int s;
+    loom_table *t = m->h.table < PS_MAX_TABLES ? atomic_load(&c->by_id[m->h.table]) : NULL;
+    if (node_peer_role(n, m->from, &s) != LOOM_SERVER || (m->h.req && !t)) {
+        node_drop(n, m, "PARKED from a non-server or for an unknown table");
+        return;
+    }
+    if (m->h.req) {
+        pthread_mutex_lock(&t->mu);
+        inflight *f = t->ifl_head[s];
+        while (f && f->seq != m->h.req) f = f->next;
+        if (f) f->parked = 1; /* not there: a handback sent it elsewhere already */
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
+    size_t ntables, resent = 0;
+    loom_table **tables = snapshot_tables(c, &ntables);
+    for (size_t i = 0; tables && i < ntables; i++) {
+        pthread_mutex_lock(&tables[i]->mu);
+        resent += resend_from(tables[i], s, parked_push);
+        pthread_mutex_unlock(&tables[i]->mu);
+    }
+    if (!tables) log_error("out of memory sending parked pushes again: the job may stall");
+    free(tables);
+    if (resent) log_info("sent %zu parked pushes again", resent);
+    msg_header h = {.type = MSG_HANDBACK_ACK, .req = m->h.a};
+    node_send(n, m->from, &h, NULL, 0);
+}
+
+/* A handback's commit: server d is UP and master of the ranges it took
+ * back. Every push held for them goes to it again, every pull waiting for
+ * them is asked of it again, cached rows are dropped (their versions were
+ * another server's); then this worker acknowledges to d, whose pulls of
+ * those ranges wait for every worker's acknowledgement. */
+static void on_handback(loom_node *n, void *ctx, node_msg *m)
+{
+    ps_client *c = ctx;
+    int d;
+    if (m->from != 0 || m->h.b != 1 || m->h.a > UINT32_MAX ||
+        node_peer_role(n, (uint32_t)m->h.a, &d) != LOOM_SERVER || c->dead[d] != PS_BACK) {
+        node_drop(n, m, "HANDBACK naming no server back");
+        return;
+    }
+    c->dead[d] = PS_UP;
+    c->returned[d] = 0;
+    c->handbacks_seen = 1;
+    size_t ntables, resent = 0;
+    loom_table **tables = snapshot_tables(c, &ntables);
+    for (size_t i = 0; tables && i < ntables; i++) {
+        loom_table *t = tables[i];
+        pthread_mutex_lock(&t->mu);
+        compute_masters(t);
+        cache_clear(t);
+        for (int s = 0; s < c->num_servers; s++)
+            if (s != d) resent += resend_from(t, s, moved_push);
+        pthread_mutex_unlock(&t->mu);
+    }
+    /* Pulls waiting at the old masters: the reply handlers run on this
+     * thread, so their operations stay alive meanwhile. */
+    pthread_mutex_lock(&c->mu);
+    size_t nwait = 0, nmoved = 0;
+    pull_slot *wait = malloc((c->nslots ? c->nslots : 1) * sizeof *wait);
+    for (uint32_t i = 0; wait && i < c->nslots; i++)
+        if (c->slots[i].req && c->slots[i].server != d) wait[nwait++] = c->slots[i];
+    pthread_mutex_unlock(&c->mu);
+    for (size_t i = 0; i < nwait; i++) {
+        pull_op *op = wait[i].op;
+        loom_table *t = op->t;
+        uint64_t key = op->uniq ? op->miss_keys[wait[i].first] : op->begin + wait[i].first;
+        pthread_mutex_lock(&t->mu);
+        int to = server_of(t, key);
+        pthread_mutex_unlock(&t->mu);
+        pull_slot taken;
+        if (to != wait[i].server && slot_take(c, wait[i].req, wait[i].server, &taken)) {
+            send_pull(op, to, taken.first, taken.count, required_clock(t, op->fetch_clock), 0);
+            nmoved++;
+        }
+    }
+    if (!tables || !wait)
+        log_error("out of memory moving requests to server %d, which took its ranges back: "
+                  "the job may stall",
+                  d);
+    else
+        log_info("server %d took its ranges back: %zu pushes and %zu pulls sent to it again", d,
+                 resent, nmoved);
+    free(tables);
+    free(wait);
+    atomic_fetch_add(&c->failovers_done, 1); /* CLOCKs after this one say so (cut_settled) */
+    msg_header h = {.type = MSG_HANDBACK_ACK, .req = m->h.req};
+    node_send(n, (uint32_t)m->h.a, &h, NULL, 0);
+}
+
 int ps_client_attach(loom_node *n)
 {
     ps_client *c = calloc(1, sizeof *c);
@@ -2083,5 +2278,7 @@ int ps_client_attach(loom_node *n)
     node_set_failover(n, client_failover, c);
     node_set_rejoin(n, client_rejoin, c);
     node_set_handler(n, MSG_REJOIN_READY, on_rejoin_ready, c);
+    node_set_handler(n, MSG_PARKED, on_parked, c);
+    node_set_handler(n, MSG_HANDBACK, on_handback, c);
     return 0;
 }

@@ -77,11 +77,15 @@ int ps_server_of(const loom_table_opts *o, int num_servers, uint64_t key);
  * ranges it is master of after those deaths. A server that took ranges over from a dead one skips
  * the cut (no cut() call) unless every worker had sent again what the dead
  * server lacked before ending clock C-1 (its CLOCK says how many deaths it had
- * handled), so a part it writes holds exactly the clocks < C of every range. */
+ * handled), so a part it writes holds exactly the clocks < C of every range.
+ * `handbacks` is the number of handbacks (ranges a replacement took back)
+ * this server knew of at the cut; a server whose ranges are fenced for a
+ * handback skips the cut, and one that took ranges back counts the handback
+ * as a death above. */
 typedef struct ps_ckpt_hooks {
     int64_t every, base;
     void *ctx;
-    void (*cut)(void *ctx, int64_t clock, int must_full, uint32_t deaths);
+    void (*cut)(void *ctx, int64_t clock, int must_full, uint32_t deaths, uint32_t handbacks);
     /* 0, or a loom error (the table is then refused; restore() says why). */
     int (*restore)(void *ctx, const ps_table_def *def, void *table);
 } ps_ckpt_hooks;

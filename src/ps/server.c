@@ -98,7 +98,15 @@ typedef struct srv_part {
     ps_store *store;
     uint64_t *dense_ver; /* dense storage: each row's version (see the top of the file) */
     uint64_t *applied;   /* per worker rank: last push sequence applied to this range */
+    uint8_t fence;       /* PART_OPEN ... (see "handback" below) */
 } srv_part;
+
+/* A range and handbacks (see "handback" below): open; fenced (being handed
+ * back by this server, or handed back: pushes parked, pulls held or sent to
+ * the new master); incoming (to be taken back by this server: pushes
+ * parked, pulls held); or gated (pushes applied, pulls held until the
+ * workers sent again what they held for it). */
+enum { PART_OPEN, PART_FENCED, PART_INCOMING, PART_GATED };
 
 typedef struct srv_table {
     ps_table_def def;
@@ -215,6 +223,20 @@ typedef struct server {
     uint32_t *handled;
     int64_t *handled_since;
     int took_over;
+    /* a replacement taking its ranges back (see "handback" below): pulls
+     * held for fenced, incoming or gated ranges; per worker rank, whether a
+     * push of it was parked here, whether it acknowledged the handback of
+     * generation hb_gen (HANDBACK_ACK), and whether it owes one (gated
+     * ranges wait for it); the replication round whose acknowledgement
+     * answers the fence (0: none due); fencing: ranges this server is master
+     * of are frozen; handbacks: the job's, as the registry counts them (a
+     * CLOCK's h.b counts them with the deaths) */
+    deferred *parked;
+    size_t nparked;
+    uint8_t *parked_from, *hb_acked, *hb_owed;
+    uint64_t hb_gen, hb_round;
+    int fencing;
+    uint32_t handbacks;
 } server;
 
 #define NO_PART SIZE_MAX
@@ -240,13 +262,18 @@ static int repl_target(const server *s, int h)
            (s->dead[h] != PS_JOINING || s->fed[h]);
 }
 
+static int is_master(server *s, srv_table *t, srv_part *p)
+{
+    return ps_ring_master(&t->ring, p->range, s->dead, s->returned) == loom_rank(s->node);
+}
+
 /* How many live replicas part p has if this server is its master (else 0). */
 static int live_replicas(server *s, srv_table *t, srv_part *p)
 {
-    int n = 0, rank = loom_rank(s->node);
+    int n = 0;
     for (int i = 0; i <= s->replicas; i++)
         n += repl_target(s, ps_ring_holder(&t->ring, p->range, i));
-    return ps_ring_master(&t->ring, p->range, s->dead, s->returned) == rank ? n : 0;
+    return is_master(s, t, p) ? n : 0;
 }
 
 /* Payload frames may start at any address (ZeroMQ receives large messages
@@ -729,6 +756,16 @@ static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int statu
     ack_now(s, t, m->from, m->h.table, m->h.req, status, applied_upto(s, t, w, m->h.req));
 }
 
+/* A push for a fenced range: neither applied nor acknowledged. Its worker
+ * keeps it until this server says to send it again (PARKED with req 0) or
+ * a handback moves the range to another master (docs/FAULTS.md). */
+static void park_push(server *s, uint32_t to, int w, uint32_t table, uint64_t seq)
+{
+    s->parked_from[w] = 1;
+    msg_header h = {.type = MSG_PARKED, .table = table, .req = seq};
+    node_send(s->node, to, &h, NULL, 0);
+}
+
 static void on_push(loom_node *n, void *ctx, node_msg *m)
 {
     server *s = ctx;
@@ -748,6 +785,10 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
         bad = "value frame size does not match the keys";
     if (bad) {
         node_drop(n, m, bad);
+        return;
+    }
+    if (p->fence == PART_FENCED || p->fence == PART_INCOMING) {
+        park_push(s, m->from, w, m->h.table, m->h.req);
         return;
     }
     int status = 0;
@@ -794,6 +835,11 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
     if (bad) {
         node_drop(n, m, bad);
         if (!status) status = LOOM_EPROTO;
+    } else if (p && (p->fence == PART_FENCED || p->fence == PART_INCOMING)) {
+        park_push(s, m->from, w, m->h.table, m->h.req);
+        free(keys);
+        free(vals);
+        return;
     } else if ((hold = must_hold(s, t, m->h.clock)) || must_stage(s, t, m->h.clock)) {
         size_t part = p ? (size_t)(p - t->parts) : 0; /* an empty push touches no part */
         staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w, part)
@@ -1053,29 +1099,49 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
             return;
         }
     }
-    if (m->h.clock <= s->min_clock) {
-        answer_pull(s, t, m, w, &dk);
-        free(dk.keys);
-        return;
-    }
-    /* Too fresh for now: keep it (frames and all) until the clocks catch up,
-     * but only a valid one, and not without limit. */
     const uint64_t *keys;
     uint64_t count;
     srv_part *p;
     const char *bad = check_pull(s, t, m, &dk, &keys, &count, &p);
-    if (!bad && s->nwaiting >= PS_MAX_DEFERRED_PULLS) bad = "too many pulls waiting for clocks";
+    if (!bad && p->fence == PART_FENCED && !is_master(s, t, p)) { /* handed back */
+        refuse_pull(s, t, m, w, LOOM_ESTATE);
+        free(dk.keys);
+        return;
+    }
+    if (!bad && !p->fence && m->h.clock <= s->min_clock) {
+        answer_pull(s, t, m, w, &dk);
+        free(dk.keys);
+        return;
+    }
+    /* Too fresh for now, or for a fenced range: keep it (frames and all)
+     * until the clocks catch up or the range opens, but only a valid one,
+     * and not without limit. */
+    if (!bad && s->nwaiting + s->nparked >= PS_MAX_DEFERRED_PULLS)
+        bad = "too many pulls waiting for clocks";
     deferred *d = bad ? NULL : calloc(1, sizeof *d);
     if (!d) {
         node_drop(n, m, bad ? bad : "out of memory");
         free(dk.keys);
         return;
     }
-    s->nwaiting++;
     d->dk = dk;
     node_msg_keep(&d->m, m);
-    d->next = s->waiting;
-    s->waiting = d;
+    if (p->fence) {
+        s->nparked++;
+        d->next = s->parked;
+        s->parked = d;
+    } else {
+        s->nwaiting++;
+        d->next = s->waiting;
+        s->waiting = d;
+    }
+}
+
+static void free_deferred(deferred *d)
+{
+    free(d->dk.keys);
+    node_msg_release(&d->m);
+    free(d);
 }
 
 static void release_deferred(server *s)
@@ -1091,14 +1157,14 @@ static void release_deferred(server *s)
         s->nwaiting--;
         srv_table *t = table_of(s, d->m.h.table);
         answer_pull(s, t, &d->m, worker_rank(s, d->m.from), &d->dk);
-        free(d->dk.keys);
-        node_msg_release(&d->m);
-        free(d);
+        free_deferred(d);
     }
 }
 
 static void advance(server *s);
 static void replicate(server *s);
+static void gate_check(server *s);
+static void reopen(server *s);
 
 static void on_clock(loom_node *n, void *ctx, node_msg *m)
 {
@@ -1114,6 +1180,7 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
         s->handled_since[w] = m->h.clock;
     }
     advance(s);
+    if (s->clock[w] == PS_CLOCK_DONE) gate_check(s);
 }
 
 /* Drop worker w's entries of a staged or held list whose clock is `from` or
@@ -1163,13 +1230,13 @@ static void on_worker_lost(loom_node *n, void *ctx, node_msg *m)
         }
         *pp = d->next;
         s->nwaiting--;
-        node_msg_release(&d->m);
-        free(d);
+        free_deferred(d);
     }
     log_warn("worker %d is lost: the job goes on without it after its clock %" PRId64, w,
              s->clock[w]);
     s->clock[w] = PS_CLOCK_DONE;
     advance(s);
+    gate_check(s);
 }
 
 /* Whether a cut at `clock` holds every push of the clocks before it in the
@@ -1183,9 +1250,10 @@ static void on_worker_lost(loom_node *n, void *ctx, node_msg *m)
  * which is safe. */
 static int cut_settled(const server *s, int64_t clock)
 {
-    if (!s->took_over || !s->deaths) return 1;
+    uint32_t moves = s->deaths + s->handbacks; /* a handback moves ranges too */
+    if (!s->took_over || !moves) return 1;
     for (int w = 0; w < s->num_workers; w++)
-        if (!s->lost[w] && (s->handled[w] < s->deaths || s->handled_since[w] > clock)) return 0;
+        if (!s->lost[w] && (s->handled[w] < moves || s->handled_since[w] > clock)) return 0;
     return 1;
 }
 
@@ -1206,8 +1274,13 @@ static void advance(server *s)
              * cut reads (and clears) them: the changes go to the replicas
              * first, then the part is written whole. */
             if (s->replicas && s->repl_due) replicate(s);
-            if (cut_settled(s, min))
-                s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min, s->replicas != 0, s->deaths);
+            if (s->fencing)
+                log_warn("checkpoint at clock %" PRId64
+                         " skipped: ranges of this server are being handed back",
+                         s->ckpt.base + min);
+            else if (cut_settled(s, min))
+                s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min, s->replicas != 0, s->deaths,
+                            s->handbacks);
             else
                 log_warn("checkpoint at clock %" PRId64
                          " skipped: a worker ended its clock %" PRId64
@@ -1307,6 +1380,11 @@ static void rounds_done(server *s)
         free(a);
     }
     copies_done(s, done);
+    if (s->hb_round && done >= s->hb_round) { /* the fenced ranges' last round is held */
+        s->hb_round = 0;
+        msg_header h = {.type = MSG_HANDBACK_ACK, .req = s->hb_gen};
+        node_send(s->node, 0, &h, NULL, 0);
+    }
 }
 
 /* Send part p's changed rows to its live replicas as part of round r; all its
@@ -1481,6 +1559,11 @@ static int server_failover(loom_node *n, void *ctx, uint32_t id)
     s->fed[d] = s->copy[d] = 0;
     log_warn("server %d died: this server is now master of %zu of its ranges", d, took);
     if (took) s->took_over = 1;
+    /* A fence in progress is off (the registry aborts it); a range handed
+     * back to the dead server comes back here if this is its master again. */
+    s->fencing = 0;
+    s->hb_round = 0;
+    reopen(s);
     rounds_done(s);
     return 1;
 }
@@ -1548,7 +1631,258 @@ static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
      * its cuts compare with the workers' CLOCKs once it is master of
      * anything, which it is not before now (ring.h). */
     s->deaths = m->h.b <= UINT32_MAX ? (uint32_t)m->h.b : UINT32_MAX;
+    s->handbacks = m->h.clock > 0 && m->h.clock <= UINT32_MAX ? (uint32_t)m->h.clock : 0;
     log_info("this server holds full copies of its ranges again");
+}
+
+/* ---- handback (docs/FAULTS.md, "Taking the ranges back") ----
+ *
+ * Once a replacement is BACK, the registry hands it back the ranges it
+ * would be master of if it were UP (ring.h: the ranges whose holders before
+ * it on the ring are all dead). In two steps:
+ *
+ * 1. Fence (HANDBACK b = 0, to every live server). Each such range's master
+ *    freezes it: it applies nothing more to it, parks the pushes it staged
+ *    or held for it and every later one (PARKED to their workers, which keep
+ *    them), and holds its pulls; then it cuts a replication round, which
+ *    carries the range's last changes to the replacement, and answers
+ *    (HANDBACK_ACK) once that round is acknowledged. The replacement marks
+ *    the ranges incoming: it parks their pushes and holds their pulls.
+ * 2. Commit (HANDBACK b = 1, to every node, once every live server
+ *    answered). The replacement is UP, and every node computes the new
+ *    masters the same way. Each worker sends the replacement every push it
+ *    holds for a range that moved, parked or not, with its sequence number
+ *    (the replacement holds the rows and each worker's last applied
+ *    sequence, so a push it already holds is not applied twice), asks it
+ *    again every pull waiting at the old master, and acknowledges
+ *    (HANDBACK_ACK). The ranges are gated at the replacement: pushes are
+ *    applied, but pulls are held until every worker has acknowledged, when
+ *    it holds every push of theirs, so a BSP or SSP read is exact. The old
+ *    master parks what still comes for the ranges, and answers their pulls
+ *    with LOOM_ESTATE, on which the worker asks the new master.
+ *
+ * A server death, or a replacement joining, before the commit aborts the
+ * handback (HANDBACK b = 2; a failover does it too): a fenced range opens
+ * where this server is its master, gated until the workers whose pushes
+ * were parked here have sent them again (PARKED with req 0, answered by
+ * HANDBACK_ACK); the registry tries again later. A range taken back comes
+ * back the same way if the replacement dies.
+ *
+ * Nothing acknowledged is lost: a parked push was not acknowledged, or, if
+ * staged under BSP, its worker learns that it was parked before any later
+ * acknowledgement could let it forget it; and a range's rows move only
+ * through an acknowledged replication round. */
+
+/* Which server would be master of part p if server d were UP. */
+static int master_if_up(server *s, srv_table *t, srv_part *p, int d)
+{
+    uint8_t was = s->dead[d];
+    s->dead[d] = PS_UP;
+    int m = ps_ring_master(&t->ring, p->range, s->dead, s->returned);
+    s->dead[d] = was;
+    return m;
+}
+
+/* Park the staged or held pushes of fenced parts (table id). */
+static void park_entries(server *s, uint32_t id, srv_table *t, staged **head, staged **tail)
+{
+    staged **pp = head, *last = NULL;
+    while (*pp) {
+        staged *st = *pp;
+        if (t->parts[st->part].fence != PART_FENCED) {
+            last = st;
+            pp = &st->next;
+            continue;
+        }
+        *pp = st->next;
+        park_push(s, st->m.from, st->worker, id, st->m.h.req);
+        free_entry(st);
+    }
+    *tail = last;
+}
+
+/* The part a kept pull reads, or NULL if it reads none this server holds. */
+static srv_part *pull_part(server *s, deferred *d, srv_table **table)
+{
+    srv_table *t = *table = table_of(s, d->m.h.table);
+    const uint64_t *keys;
+    uint64_t count;
+    srv_part *p = NULL;
+    return t && !check_pull(s, t, &d->m, &d->dk, &keys, &count, &p) ? p : NULL;
+}
+
+/* Fence the ranges that move to server d when it is UP. */
+static void hb_fence(server *s, int d, uint64_t gen)
+{
+    int me = loom_rank(s->node);
+    size_t froze = 0;
+    s->hb_gen = gen;
+    memset(s->hb_acked, 0, (size_t)s->num_workers);
+    for (uint32_t id = 0; id < s->cap; id++) {
+        srv_table *t = s->tables[id];
+        if (!t) continue;
+        for (size_t i = 0; i < t->nparts; i++) {
+            srv_part *p = &t->parts[i];
+            int now = ps_ring_master(&t->ring, p->range, s->dead, s->returned);
+            if (now == d || master_if_up(s, t, p, d) != d) continue;
+            if (now == me) {
+                p->fence = PART_FENCED;
+                froze++;
+            } else if (d == me) {
+                p->fence = PART_INCOMING;
+            }
+        }
+        park_entries(s, id, t, &t->staged_head, &t->staged_tail);
+        park_entries(s, id, t, &t->held_head, &t->held_tail);
+    }
+    for (deferred **pp = &s->waiting; *pp;) {
+        deferred *dp = *pp;
+        srv_table *t;
+        srv_part *p = pull_part(s, dp, &t);
+        if (!p || !p->fence) {
+            pp = &dp->next;
+            continue;
+        }
+        *pp = dp->next;
+        s->nwaiting--;
+        dp->next = s->parked;
+        s->parked = dp;
+        s->nparked++;
+    }
+    if (!froze) {
+        msg_header h = {.type = MSG_HANDBACK_ACK, .req = gen};
+        node_send(s->node, 0, &h, NULL, 0);
+        return;
+    }
+    log_info("fenced %zu ranges to hand back to server %d", froze, d);
+    s->fencing = 1;
+    s->hb_round = s->rounds_cut + 1; /* the next round: replicate() cuts it now or on the timer */
+    s->repl_due = 1;
+    replicate(s);
+}
+
+/* Go through the held pulls: answer or defer those of open ranges; send
+ * those of ranges another server is master of now back to their workers
+ * (LOOM_ESTATE: ask the master); keep the others. */
+static void release_parked(server *s)
+{
+    for (deferred **pp = &s->parked; *pp;) {
+        deferred *d = *pp;
+        srv_table *t;
+        srv_part *p = pull_part(s, d, &t);
+        int w = worker_rank(s, d->m.from);
+        if (p && w >= 0 && p->fence && (p->fence != PART_FENCED || is_master(s, t, p))) {
+            pp = &d->next;
+            continue;
+        }
+        *pp = d->next;
+        s->nparked--;
+        if (p && w >= 0 && p->fence) {
+            refuse_pull(s, t, &d->m, w, LOOM_ESTATE);
+        } else if (p && w >= 0 && d->m.h.clock <= s->min_clock) {
+            answer_pull(s, t, &d->m, w, &d->dk);
+        } else if (p && w >= 0) {
+            d->next = s->waiting;
+            s->waiting = d;
+            s->nwaiting++;
+            continue;
+        }
+        free_deferred(d);
+    }
+}
+
+/* The masters changed (a handback's commit or abort, a failover): the
+ * fenced or incoming ranges this server is master of now open, gated while
+ * workers owe an acknowledgement; the workers whose pushes were parked here
+ * send them again, and owe one; the held pulls are gone through. */
+static void reopen(server *s)
+{
+    for (int w = 0; w < s->num_workers; w++) {
+        if (!s->parked_from[w] || s->lost[w]) continue;
+        s->parked_from[w] = 0;
+        s->hb_owed[w] = 1;
+        msg_header h = {.type = MSG_PARKED, .a = s->hb_gen};
+        node_send(s->node, node_worker_id(s->num_servers, w), &h, NULL, 0);
+    }
+    for (uint32_t id = 0; id < s->cap; id++) {
+        srv_table *t = s->tables[id];
+        for (size_t i = 0; t && i < t->nparts; i++) {
+            srv_part *p = &t->parts[i];
+            if ((p->fence == PART_FENCED || p->fence == PART_INCOMING) && is_master(s, t, p))
+                p->fence = PART_GATED;
+        }
+    }
+    gate_check(s);
+    release_parked(s);
+}
+
+/* Gated ranges open once no worker still running owes an acknowledgement. */
+static void gate_check(server *s)
+{
+    for (int w = 0; w < s->num_workers; w++)
+        if (s->hb_owed[w] && !s->lost[w] && s->clock[w] != PS_CLOCK_DONE) return;
+    size_t opened = 0;
+    for (uint32_t id = 0; id < s->cap; id++)
+        for (size_t i = 0; s->tables[id] && i < s->tables[id]->nparts; i++)
+            if (s->tables[id]->parts[i].fence == PART_GATED) {
+                s->tables[id]->parts[i].fence = PART_OPEN;
+                opened++;
+            }
+    if (!opened) return;
+    release_parked(s);
+    log_info("%zu ranges open: every worker sent again what they held for them", opened);
+}
+
+static void on_handback(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    int d;
+    if (m->from != 0 || !server_rank_of(n, m->h.a, &d) || m->h.b > 2 ||
+        (m->h.b < 2 && s->dead[d] != PS_BACK) || (m->h.b > 0 && m->h.req != s->hb_gen) ||
+        (m->h.b == 1 && (m->h.clock <= 0 || m->h.clock > UINT32_MAX))) {
+        node_drop(n, m, "HANDBACK naming no server back, or of another generation");
+        return;
+    }
+    if (m->h.b == 0) {
+        hb_fence(s, d, m->h.req);
+        return;
+    }
+    s->fencing = 0;
+    s->hb_round = 0;
+    if (m->h.b == 1) {
+        s->dead[d] = PS_UP;
+        s->returned[d] = 0;
+        s->handbacks = (uint32_t)m->h.clock;
+        if (d == loom_rank(n)) {
+            /* Its cuts wait for the workers' CLOCKs after the handback, its
+             * pulls for every worker's acknowledgement. */
+            s->took_over = 1;
+            for (int w = 0; w < s->num_workers; w++) s->hb_owed[w] |= !s->hb_acked[w];
+        }
+    }
+    /* An abort: the ranges incoming here stay another server's. */
+    for (uint32_t id = 0; m->h.b == 2 && id < s->cap; id++)
+        for (size_t i = 0; s->tables[id] && i < s->tables[id]->nparts; i++)
+            if (s->tables[id]->parts[i].fence == PART_INCOMING &&
+                !is_master(s, s->tables[id], &s->tables[id]->parts[i]))
+                s->tables[id]->parts[i].fence = PART_OPEN;
+    reopen(s);
+}
+
+/* A worker sent again what it held for this server's ranges (after a
+ * handback's commit, or PARKED with req 0) and asked again its pulls. */
+static void on_handback_ack(loom_node *n, void *ctx, node_msg *m)
+{
+    server *s = ctx;
+    int w = worker_rank(s, m->from);
+    if (w < 0) {
+        node_drop(n, m, "HANDBACK_ACK from a non-worker");
+        return;
+    }
+    if (m->h.req != s->hb_gen) return; /* of an older handback */
+    s->hb_acked[w] = 1;
+    s->hb_owed[w] = 0;
+    gate_check(s);
 }
 
 /* ---- pushing changed rows (managed communication, comm.c) ---- */
@@ -1658,9 +1992,12 @@ static void server_destroy(void *state)
     while (s->waiting) {
         deferred *d = s->waiting;
         s->waiting = d->next;
-        free(d->dk.keys);
-        node_msg_release(&d->m);
-        free(d);
+        free_deferred(d);
+    }
+    while (s->parked) {
+        deferred *d = s->parked;
+        s->parked = d->next;
+        free_deferred(d);
     }
     if (s->replicas)
         log_info("replicas: sent %" PRIu64 " bytes of changed rows (forwarding every push would "
@@ -1687,6 +2024,9 @@ static void server_destroy(void *state)
     free(s->copy_gen);
     free(s->handled);
     free(s->handled_since);
+    free(s->parked_from);
+    free(s->hb_acked);
+    free(s->hb_owed);
     free(s->tables);
     free(s->clock);
     free(s->lost);
@@ -1721,8 +2061,12 @@ int ps_server_attach(loom_node *n)
     s->lost = calloc((size_t)s->num_workers, sizeof *s->lost);
     s->handled = calloc((size_t)s->num_workers, sizeof *s->handled);
     s->handled_since = calloc((size_t)s->num_workers, sizeof *s->handled_since);
+    s->parked_from = calloc((size_t)s->num_workers, 1);
+    s->hb_acked = calloc((size_t)s->num_workers, 1);
+    s->hb_owed = calloc((size_t)s->num_workers, 1);
     if (!s->clock || !s->dead || !s->returned || !s->lost || !s->fed || !s->copy ||
-        !s->copy_round || !s->copy_gen || !s->handled || !s->handled_since) {
+        !s->copy_round || !s->copy_gen || !s->handled || !s->handled_since || !s->parked_from ||
+        !s->hb_acked || !s->hb_owed) {
         s->replicas = 0; /* nothing to report */
         server_destroy(s);
         return LOOM_ENOMEM;
@@ -1742,6 +2086,8 @@ int ps_server_attach(loom_node *n)
     node_set_rejoin(n, server_rejoin, s);
     node_set_handler(n, MSG_REJOIN_COPY, on_rejoin_copy, s);
     node_set_handler(n, MSG_REJOIN_READY, on_rejoin_ready, s);
+    node_set_handler(n, MSG_HANDBACK, on_handback, s);
+    node_set_handler(n, MSG_HANDBACK_ACK, on_handback_ack, s);
     node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, s);
     return 0;
 }

@@ -90,7 +90,7 @@ static const uint8_t other_types[] = {
     MSG_DYN_PLAN_REQ, MSG_DYN_PLAN,      MSG_DYN_PSUM,      MSG_DYN_SUM,     MSG_DYN_END,
     MSG_P2P_MODEL,    MSG_P2P_ACK,       MSG_SVB_SVS,       MSG_SVB_REPLICA, MSG_WORKER_LOST,
     MSG_REPL,         MSG_REPL_ACK,      MSG_NODE_REJOINED, MSG_REJOIN_COPY, MSG_REJOIN_COPIED,
-    MSG_REJOIN_READY};
+    MSG_REJOIN_READY, MSG_HANDBACK,      MSG_HANDBACK_ACK,  MSG_PARKED};
 #define OTHER_TYPES     (sizeof other_types / sizeof *other_types)
 #define OTHER_TYPES_END 0xF8 /* type bytes from here on are the type itself */
 _Static_assert(OTHER_TYPES <= OTHER_TYPES_END - 0xE0, "inject's type bytes 0xE0..0xF7 name at "
@@ -1105,6 +1105,35 @@ static void make_seeds(void)
         in_api(in, w, 1, 0, keys, 4, 4 * 32);
         in_api(in, w, 2, 0, NULL, 0, 0);
     }
+    in_pump(in, 32);
+    /* It takes its ranges back: the fence with pushes in flight, parked
+     * pushes, the servers' answers, the commit and the workers' answers;
+     * forged ones, an abort after the commit and another generation too. */
+    for (unsigned dest = 1; dest <= SERVERS; dest++)
+        in_inject(in, 0, dest, MSG_HANDBACK, 0, 0, 1, 0, 2, 0, 0);
+    for (unsigned w = 0; w < WORKERS; w++) {
+        in_api(in, w, 1, 0, keys, 4, 4 * 32);
+        in_api(in, w, 0, 0, keys, 4, 0);
+    }
+    in_pump(in, 16);
+    for (unsigned from = 1; from <= SERVERS; from++)
+        in_inject(in, from, 0, MSG_HANDBACK_ACK, 0, 0, 1, 0, 0, 0, 0);
+    in_inject(in, w0, 0, MSG_HANDBACK_ACK, 0, 0, 1, 0, 0, 0, 0);
+    in_inject(in, 1, w0, MSG_PARKED, 0, 0, 1, 0, 0, 0, 0);
+    in_inject(in, 1, w1, MSG_PARKED, 0, 9, 5, 0, 0, 0, 0);
+    in_inject(in, 1, w0, MSG_PARKED, 0, 0, 0, 0, 1, 0, 0);
+    in_inject(in, w0, 1, MSG_PARKED, 0, 0, 0, 0, 1, 0, 0);
+    in_pump(in, 16);
+    for (unsigned dest = 1; dest < NODES; dest++)
+        in_inject(in, 0, dest, MSG_HANDBACK, 0, 0, 1, 1, 2, 1, 0);
+    for (unsigned w = 0; w < WORKERS; w++) {
+        in_inject(in, FIRST_WORKER_ID + w, 2, MSG_HANDBACK_ACK, 0, 0, 1, 0, 0, 0, 0);
+        in_api(in, w, 1, 0, keys, 4, 4 * 32);
+        in_api(in, w, 0, 0, keys, 4, 0);
+    }
+    in_inject(in, 0, 1, MSG_HANDBACK, 0, 0, 1, 0, 2, 2, 0);
+    in_inject(in, 0, 3, MSG_HANDBACK, 0, 0, 7, 0, 9, 5, 0);
+    in_inject(in, 0, w0, MSG_HANDBACK, 0, 0, 2, 0, 2, 0, 0);
     in_pump(in, 32);
     /* Server 0 hears it was declared dead (a cut-off server's heartbeat answered). */
     in_inject(in, 0, 1, MSG_NODE_FAILED, 0, 0, 0, 0, 1, 0, 0);
