@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fault-tolerance benchmarks of issue 12 (docs/BENCHMARKS.md). Four parts,
-# chosen by name after the build directory (all four by default):
+# Fault-tolerance benchmarks of issue 12 (docs/BENCHMARKS.md). Five parts,
+# chosen by name after the build directory (all five by default):
 #
 # checkpoints: the cost of one incremental checkpoint every
 # 10 clocks (a full one every 10th), as the training time of the same job
@@ -64,18 +64,30 @@
 # their pushes in arrival order; tests/ft/test_ft_restart.sh checks one
 # worker bit for bit).
 #
-# Usage: bench/run_faults.sh [BUILD_DIR] [checkpoints] [failover] [replication] [restart]
+# handback: a replacement taking its ranges back (docs/FAULTS.md, "Taking the
+# ranges back"). The failover part's job, with 3000 clocks 1 ms apart (so
+# that clocks follow each other closely) and --on-server-failure restart:
+# server 1 is killed at clock 30, its
+# replacement joins, is back and takes its ranges back while every worker
+# pushes and pulls each clock (HANDBACK_REPS runs, 5 by default; each must
+# end with every key exact). Per run, from the logged wall-clock times: the
+# fence (the registry's "handing its ranges back" to its "took its ranges
+# back"), the gate (that to the replacement's "ranges open"), and the clocks
+# that overlap the handback: the longest of them against the run's median
+# clock.
+#
+# Usage: bench/run_faults.sh [BUILD_DIR] [checkpoints] [failover] [replication] [restart] [handback]
 #        (REPS=3, ROWS=2000000, AP_DIR=..., FAILOVER_REPS=10, FAILOVER_MODE=bsp,
-#         A9A=..., RESTART_ROWS=500000)
+#         A9A=..., RESTART_ROWS=500000, HANDBACK_REPS=5)
 set -euo pipefail
 
 build=${1:-build}
 shift $(($# > 0 ? 1 : 0))
 parts=("$@")
-((${#parts[@]})) || parts=(checkpoints failover replication restart)
+((${#parts[@]})) || parts=(checkpoints failover replication restart handback)
 for part in "${parts[@]}"; do
-    [[ $part =~ ^(checkpoints|failover|replication|restart)$ ]] ||
-        { echo "run_faults.sh: unknown part '$part' (checkpoints, failover, replication, restart)" >&2; exit 2; }
+    [[ $part =~ ^(checkpoints|failover|replication|restart|handback)$ ]] ||
+        { echo "run_faults.sh: unknown part '$part' (checkpoints, failover, replication, restart, handback)" >&2; exit 2; }
 done
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -86,6 +98,7 @@ FAILOVER_REPS=${FAILOVER_REPS:-10}
 FAILOVER_MODE=${FAILOVER_MODE:-bsp}
 A9A=${A9A:-$here/../shared/data/a9a/a9a}
 RESTART_ROWS=${RESTART_ROWS:-500000}
+HANDBACK_REPS=${HANDBACK_REPS:-5}
 LOOM=$build/bin/loom
 CHECK=$build/tests/ft/failover_check
 FAILED_LOG=${FAILED_LOG:-${TMPDIR:-/tmp}/run_faults-failover.log}
@@ -373,4 +386,78 @@ if wants restart; then
         "$(echo "$q / $p" | bc -l)" "$kill_at" "${from[*]}" "${objectives[*]}" \
         "$(printf '%.2f ' "${plain[@]}")/ $(printf '%.2f ' "${restarted[@]}")"
     echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+
+# One handback run; prints "fence gate longest median" in ms, or
+# "false-death" for a run that must be repeated.
+handback_run() {
+    rm -rf "$work/pids"
+    mkdir "$work/pids"
+    LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=100 LOOM_LOG_TIME=1 LOOM_VERBOSE=1 "$LOOM" run --servers 3 \
+        --workers 3 --on-failure wait --on-server-failure restart --heartbeat-timeout 500 \
+        --timeout 120 --insecure --no-status \
+        -- "$CHECK" "$FAILOVER_MODE" --pid-dir "$work/pids" --clocks 3000 --pace-ms 1 \
+        --stamps 1 >"$work/job.out" 2>&1 &
+    launcher=$!
+    if ! wait_until 60 pid_files || ! wait_until 60 past_clock_30; then
+        wait "$launcher" || true
+        launcher=
+        false_death && { echo false-death; return; }
+        broken "the job ended before the kill"
+    fi
+    kill -KILL "$(<"$work/pids/server-1.pid")"
+    local status=0
+    wait "$launcher" || status=$?
+    launcher=
+    for w in 0 1 2; do
+        grep -q "^\[worker $w\] worker $w: 3000 clocks, all 1000 keys exact" "$work/job.out" && continue
+        false_death && { echo false-death; return; }
+        broken "worker $w did not end with every key exact (launcher status $status)"
+    done
+    grep -q "server 1 took its ranges back$" "$work/job.out" || broken "server 1 did not take its ranges back"
+    awk '
+        function stamp() { return match($0, / [0-9]+\.[0-9][0-9][0-9] /) ? substr($0, RSTART + 1, RLENGTH - 2) : 0 }
+        /^\[scheduler\].*server 1: handing its ranges back/ { fence = stamp() }
+        /^\[scheduler\].*server 1 took its ranges back$/ { commit = stamp() }
+        /^\[server 1\].*ranges open: every worker sent again/ { open = stamp() }
+        / worker [0-9]+ clock [0-9]+ from [0-9.]+ to / { n++; from[n] = $8; to[n] = $NF }
+        END {
+            if (!fence || !commit || !open) { print "unparsed"; exit }
+            for (i = 1; i <= n; i++)
+                if (to[i] >= fence && from[i] <= open && to[i] - from[i] > longest) longest = to[i] - from[i]
+            printf "%.1f %.1f %.0f ", (commit - fence) * 1000, (open - commit) * 1000, longest * 1000
+        }' "$work/job.out"
+    grep -E " worker [0-9]+ clock [0-9]+ from [0-9.]+ to " "$work/job.out" |
+        awk '{ printf "%.0f\n", ($NF - $8) * 1000 }' | median
+}
+
+if wants handback; then
+    [[ -x $CHECK ]] || { echo "run_faults.sh: $CHECK not found (build the tests)" >&2; exit 2; }
+    echo
+    echo "handback: $FAILOVER_MODE, 3 servers, 3 workers, --replicas 1 --on-server-failure restart," \
+        "heartbeat 100 ms, timeout 500 ms; $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M') UTC;" \
+        "HANDBACK_REPS=$HANDBACK_REPS; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo
+    runs=()
+    for ((r = 0; r < HANDBACK_REPS; r++)); do
+        row=$(handback_run)
+        if [[ $row == false-death ]]; then
+            echo "  run $r: a live process was declared dead (heartbeat later than 500 ms); again" >&2
+            r=$((r - 1))
+            continue
+        fi
+        [[ $row != unparsed ]] || broken "could not read the run's times"
+        runs+=("$row")
+        echo "  run $r: $row (ms: fence gate longest-clock median-clock); every key exact" >&2
+    done
+    col() { printf '%s\n' "${runs[@]}" | cut -d' ' -f"$1"; }
+    echo "| ms | median | min | max |"
+    echo "|---|---:|---:|---:|"
+    names=("fence (fence asked to commit)" "gate (commit to the ranges open)" "longest clock overlapping the handback (0: none did)" "median clock of the run")
+    for i in 1 2 3 4; do
+        printf "| %s | %s | %s | %s |\n" "${names[i - 1]}" "$(col $i | median)" "$(col $i | sort -g | head -1)" "$(col $i | sort -g | tail -1)"
+    done
+    echo
+    echo "every run (fence gate longest median): $(printf '%s; ' "${runs[@]}")"
+    echo "lost updates: none (every key exact in all $HANDBACK_REPS runs); load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
