@@ -39,7 +39,7 @@ static const struct {
     [MSG_PUSH_ACK] = {"PUSH_ACK", 0, 0, BY_SERVER},
     [MSG_PULL] = {"PULL", 0, 1, BY_WORKER},
     [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1, BY_SERVER},
-    [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER},
+    [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER | BY_SCHED},
     [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0, BY_SCHED},
     [MSG_PUSH_ENC] = {"PUSH_ENC", 1, 1, BY_WORKER},
     [MSG_PULL_SINCE] = {"PULL_SINCE", 2, 2, BY_WORKER},

@@ -33,9 +33,10 @@ typedef struct peer {
     int registered;            /* scheduler: REGISTER received */
     int done;                  /* worker finished, or server acknowledged shutdown */
     int lost;                  /* worker died and the job goes on without it (continue) */
-    int failed;   /* died, and the job went on without it (failover): what it still sends
-                   * is dropped (2 once said so); a replacement clears it (rejoin) */
-    double share; /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
+    int failed;    /* died, and the job went on without it (failover): what it still sends
+                    * is dropped (2 once said so); a replacement clears it (rejoin) */
+    int rejoining; /* scheduler: a replacement that has not acknowledged its roster */
+    double share;  /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
 
 /* Note that the job goes on without worker node `id`, whose share was `share`. */

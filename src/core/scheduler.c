@@ -103,8 +103,12 @@ static int tokens_equal(const char *a, const char *b)
 /* A replacement for node `id`, which died and which the job went on without
  * (survive): it takes the node's place with its own routing id. It gets the
  * roster, then what it missed of the job (which servers died, which workers
- * were lost); everyone, the newcomer included, hears NODE_REJOINED, and the
- * layers bring the newcomer up to date from there (node_set_rejoin). */
+ * were lost); once it has acknowledged the roster (announce_rejoin),
+ * everyone, the newcomer included, hears NODE_REJOINED, and the layers bring
+ * the newcomer up to date from there (node_set_rejoin). Not before: the
+ * others start sending it at once (a worker its clock), and a message that
+ * reached it before its roster would come from no node it knows, and be
+ * dropped. */
 static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len, const char *addr)
 {
     sched_state *s = &n->sched;
@@ -131,9 +135,17 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
             send_control_ab(n, id, MSG_WORKER_LOST, i,
                             n->peers[i].share > 0 ? (uint64_t)n->peers[i].share : 0);
     }
+    p->rejoining = 1;
+}
+
+/* The replacement for node `id` installed its roster: tell everyone. */
+static void announce_rejoin(loom_node *n, uint32_t id)
+{
+    peer *p = &n->peers[id];
+    p->rejoining = 0;
     blob_writer w = {0};
-    blob_put_bytes(&w, rid, rid_len);
-    blob_put_str(&w, addr);
+    blob_put_bytes(&w, p->rid, p->rid_len);
+    blob_put_str(&w, p->addr);
     for (uint32_t i = 1; i < n->nnodes && !w.bad; i++) {
         if (!n->peers[i].registered || n->peers[i].done) continue;
         msg_header h = {.type = MSG_NODE_REJOINED, .a = id};
@@ -252,8 +264,10 @@ static void on_roster_ack(loom_node *n, void *ctx, node_msg *m)
     (void)ctx;
     sched_state *s = &n->sched;
     int rank;
-    if (s->roster_phase == 2 && node_peer_role(n, m->from, &rank) == LOOM_SERVER)
-        return; /* a replacement installed its roster (rejoin) */
+    if (s->roster_phase == 2 && node_peer_role(n, m->from, &rank) == LOOM_SERVER) {
+        if (n->peers[m->from].rejoining) announce_rejoin(n, m->from); /* a replacement's */
+        return;
+    }
     if (s->roster_phase != 1 || node_peer_role(n, m->from, &rank) != LOOM_SERVER) {
         node_drop(n, m, "unexpected roster acknowledgement");
         return;
@@ -463,6 +477,17 @@ void sched_tick(loom_node *n, uint64_t now)
                      node_describe(n, i, who, sizeof who), silent);
             p->done = 1;
             if (++s->servers_acked_shutdown == num_servers(n)) node_finish(n, 0);
+            continue;
+        }
+        if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms && p->rejoining) {
+            /* A replacement that died before it acknowledged its roster: nobody
+             * else heard of it, and its rank stays dead. */
+            char who[64];
+            log_warn("%s died before it joined: no heartbeat for %" PRIu64 " ms",
+                     node_describe(n, i, who, sizeof who), silent);
+            p->rejoining = 0;
+            p->done = p->failed = 1;
+            ++s->servers_acked_shutdown; /* as survive() counted it */
             continue;
         }
         if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms) {

@@ -161,6 +161,14 @@ static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
                             .req = r->returned[s]};
             node_send(n, id, &h, NULL, 0);
         }
+    /* Workers that finished before it joined will never send it their last
+     * CLOCK: its min clock would wait for them. */
+    for (int w = 0; w < r->num_workers; w++)
+        if (r->clock[w] == PS_CLOCK_DONE) {
+            msg_header h = {
+                .type = MSG_CLOCK, .clock = PS_CLOCK_DONE, .a = node_worker_id(r->num_servers, w)};
+            node_send(n, id, &h, NULL, 0);
+        }
     log_info("server %d rejoined: creating its %u table(s)", d, r->ntables);
     if (!r->ntables) start_copy(n, r, d);
 }

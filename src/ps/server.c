@@ -1169,7 +1169,14 @@ static void reopen(server *s);
 static void on_clock(loom_node *n, void *ctx, node_msg *m)
 {
     server *s = ctx;
-    int w = worker_rank(s, m->from);
+    int w = worker_rank(s, m->from), rank;
+    if (m->from == 0 && m->h.a <= UINT32_MAX &&
+        node_peer_role(n, (uint32_t)m->h.a, &rank) == LOOM_WORKER && m->h.clock == PS_CLOCK_DONE) {
+        /* The scheduler relays the end of a worker that finished before this
+         * server (a replacement) joined, and will never tell it itself. */
+        if (s->lost[rank]) return;
+        w = rank;
+    }
     if (w < 0 || m->h.clock < s->clock[w]) {
         node_drop(n, m, "clock from a non-worker or going backwards");
         return;

@@ -3,7 +3,7 @@
  * test_worker_error_exit.sh, test_rejoin.sh).
  *
  *   failover_check bsp|ssp|asp --pid-dir DIR [--clocks N] [--pace-ms MS]
- *                  [--workers-may-die] [--error-exit W:C] [--stamps 1]
+ *                  [--workers-may-die] [--error-exit W:C] [--finish-early W:C] [--stamps 1]
  *   failover_check check CKPT_DIR WORKERS
  *
  * Every node writes DIR/<role>-<rank>.pid once the job is assembled. Each
@@ -32,6 +32,10 @@
  *
  * --error-exit W:C: worker W exits with status 1 (an application error, not a
  * signal) after clock C, without loom_finalize.
+ *
+ * --finish-early W:C: worker W stops after clock C and finishes (loom_finalize,
+ * no barrier, no check) while the others go on; their check takes its part to
+ * be its pushes of clocks 0..C.
  *
  * --stamps 1: each worker prints every clock's wall-clock times (seconds, to
  * the ms) before its push and when its loom_clock returned; the failover
@@ -112,7 +116,8 @@ struct options {
     int clocks, pace_ms;
     int workers_may_die;
     int stamps;
-    int exit_worker, exit_clock; /* --error-exit W:C; -1: none */
+    int exit_worker, exit_clock;   /* --error-exit W:C; -1: none */
+    int early_worker, early_clock; /* --finish-early W:C; -1: none */
 };
 
 /* The last clock DIR/worker-W.clocks records (-1 if none): the worker's last
@@ -169,7 +174,10 @@ static int check_table(loom_node *n, loom_table *t, const struct options *o)
     for (int k = 0; k < NKEYS; k++) all[k] = (uint64_t)k;
     if ((rc = loom_pull(t, all, NKEYS, got))) return fail("final pull", rc);
     for (int w = 0; w < loom_num_workers(n); w++) {
-        int last = o->workers_may_die ? last_clock_of(o->dir, w) : o->clocks - 1;
+        int last = o->workers_may_die     ? last_clock_of(o->dir, w)
+                   : w == o->early_worker ? o->early_clock
+                                          : o->clocks - 1;
+        int lost = o->workers_may_die && last < o->clocks - 1;
         memset(want, 0, sizeof want);
         for (int c = 0; c <= last; c++)
             for (int j = 0; j < NPUSH; j++) want[key_of(w, c, j)] += delta_of(w, c);
@@ -177,7 +185,7 @@ static int check_table(loom_node *n, loom_table *t, const struct options *o)
          * pushed to then holds that push or not (every key once a clock). */
         uint8_t maybe[NKEYS] = {0};
         int torn = 0;
-        if (last < o->clocks - 1)
+        if (lost)
             for (int j = 0; j < NPUSH; j++) maybe[key_of(w, last + 1, j)] = 1;
         for (int k = 0; k < NKEYS; k++) {
             int64_t part = part_of(got[k], w), base = part_of(want[k], w);
@@ -191,7 +199,7 @@ static int check_table(loom_node *n, loom_table *t, const struct options *o)
                         maybe[k] ? " (and its push of the next clock, if applied, more)" : "");
             }
         }
-        if (last < o->clocks - 1)
+        if (lost)
             printf("worker %d: worker %d was lost after clock %d; %d of the %d pushes of its clock "
                    "%d applied\n",
                    rank, w, last, torn, NPUSH, last + 1);
@@ -227,6 +235,7 @@ static int run_worker(loom_node *n, const struct options *o)
         printf("worker %d resumed at clock %" PRId64 "\n", rank, from);
         fflush(stdout);
     }
+    int early = 0;
     for (int c = (int)from; c < o->clocks && !rc; c++) {
         struct timespec start, end;
         clock_gettime(CLOCK_REALTIME, &start);
@@ -249,11 +258,17 @@ static int run_worker(loom_node *n, const struct options *o)
             printf("worker %d: exits with status 1 after clock %d, as asked\n", rank, c);
             exit(1);
         }
+        if (rank == o->early_worker && c == o->early_clock) {
+            printf("worker %d: finishes after clock %d, as asked\n", rank, c);
+            fflush(stdout);
+            early = 1;
+            break;
+        }
         struct timespec pace = {o->pace_ms / 1000, (long)(o->pace_ms % 1000) * 1000000L};
         nanosleep(&pace, NULL);
     }
     if (progress >= 0) close(progress);
-    if (rc) return rc;
+    if (rc || early) return rc;
     if ((rc = loom_barrier(n))) return fail("barrier", rc);
     if (check_table(n, t, o)) return 1;
     printf("worker %d: %d clocks, all %d keys exact\n", rank, o->clocks, NKEYS);
@@ -339,7 +354,8 @@ int main(int argc, char **argv)
     }
     if (argc < 2) {
         fprintf(stderr, "usage: failover_check bsp|ssp|asp --pid-dir DIR [--clocks N] "
-                        "[--pace-ms MS] [--workers-may-die] [--error-exit W:C] [--stamps 1]\n");
+                        "[--pace-ms MS] [--workers-may-die] [--error-exit W:C] "
+                        "[--finish-early W:C] [--stamps 1]\n");
         return 2;
     }
     struct options o = {.consistency = !strcmp(argv[1], "bsp")   ? LOOM_BSP
@@ -348,7 +364,9 @@ int main(int argc, char **argv)
                         .clocks = 150,
                         .pace_ms = 20,
                         .exit_worker = -1,
-                        .exit_clock = -1};
+                        .exit_clock = -1,
+                        .early_worker = -1,
+                        .early_clock = -1};
     for (int i = 2; i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(argv[i], "--workers-may-die"))
@@ -363,6 +381,9 @@ int main(int argc, char **argv)
             o.stamps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--error-exit") &&
                  sscanf(value, "%d:%d", &o.exit_worker, &o.exit_clock) == 2)
+            i++;
+        else if (!strcmp(argv[i], "--finish-early") &&
+                 sscanf(value, "%d:%d", &o.early_worker, &o.early_clock) == 2)
             i++;
         else
             return fprintf(stderr, "failover_check: bad argument %s\n", argv[i]), 2;
