@@ -23,10 +23,12 @@
  *   parked there). The workers send server 1 what they hold for its ranges
  *   and their pulls; its pulls of the ranges wait for every worker's
  *   HANDBACK_ACK (one is held back here); later pushes of those keys go to it.
+ * - then server 1 dies again, with pushes to it in flight: its ranges go back
+ *   to the servers that handed them over.
  * A read of a key worker 0 did not write in the clock is checked against
  * the consistency model; at the end of each step every key read by either
- * worker is the exact sum of every push. Under BSP, and again under SSP
- * (pushes applied at once: only those arriving after the fence are parked). */
+ * worker is the exact sum of every push. Under BSP, SSP and ASP (pushes
+ * applied at once: only those arriving after the fence are parked). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -543,6 +545,36 @@ static void commit_workers_first(job *J)
     after_commit(J);
 }
 
+/* Server 1 dies again once it took its ranges back, with pushes to it
+ * staged or applied and more on their way: its ranges go back to the
+ * servers that handed them over (fenced there since), which reopen them. */
+static void die_again(job *J)
+{
+    push(J, 0, NULL, 31);
+    push(J, 1, NULL, 31);
+    pump(J);
+    push(J, 0, moving_key, 37);
+    push(J, 1, NULL, 37);
+    J->committed = 0;
+    J->dead = 1;
+    for (uint32_t dest = 1; dest < NODES; dest++)
+        if (dest != BACK) inject(J, dest, MSG_NODE_FAILED, BACK, 0, 0, 0, NULL, 0);
+    /* What was on its way to it is lost with it. */
+    node_fuzz_msg m;
+    size_t n = node_fuzz_job_queued(J->j);
+    for (size_t i = 0; i < n && node_fuzz_job_take(J->j, &m); i++) {
+        if (m.dest == BACK || m.from == BACK)
+            node_fuzz_msg_close(&m);
+        else
+            deliver(J, &m);
+    }
+    settle(J);
+    push(J, 0, NULL, 41);
+    push(J, 1, moving_key, 41);
+    clock_both(J);
+    check_all(J);
+}
+
 static void run(loom_consistency consistency, int workers_first)
 {
     job *J = calloc(1, sizeof *J);
@@ -554,6 +586,7 @@ static void run(loom_consistency consistency, int workers_first)
         commit_workers_first(J);
     else
         commit_servers_first(J);
+    die_again(J);
     assert_false(node_fuzz_job_overrun(J->j));
     node_fuzz_job_free(J->j);
     ps_ring_free(&J->ring);
@@ -572,6 +605,12 @@ static void ssp(void **state)
     run(LOOM_SSP, 0);
 }
 
+static void asp(void **state)
+{
+    (void)state;
+    run(LOOM_ASP, 0);
+}
+
 static void bsp_workers_first(void **state)
 {
     (void)state;
@@ -584,10 +623,19 @@ static void ssp_workers_first(void **state)
     run(LOOM_SSP, 1);
 }
 
+static void asp_workers_first(void **state)
+{
+    (void)state;
+    run(LOOM_ASP, 1);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(bsp), cmocka_unit_test(ssp),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(bsp),
+                                       cmocka_unit_test(ssp),
                                        cmocka_unit_test(bsp_workers_first),
-                                       cmocka_unit_test(ssp_workers_first)};
+                                       cmocka_unit_test(ssp_workers_first),
+                                       cmocka_unit_test(asp),
+                                       cmocka_unit_test(asp_workers_first)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
