@@ -25,6 +25,8 @@
  *   HANDBACK_ACK (one is held back here); later pushes of those keys go to it.
  * - then server 1 dies again, with pushes to it in flight: its ranges go back
  *   to the servers that handed them over.
+ * - or instead, server 0, an acting master, dies mid-fence (then the abort):
+ *   server 1's replacement becomes master of some of its ranges that way.
  * A read of a key worker 0 did not write in the clock is checked against
  * the consistency model; at the end of each step every key read by either
  * worker is the exact sum of every push. Under BSP, SSP and ASP (pushes
@@ -66,7 +68,8 @@ typedef struct job {
     int64_t settled[KEYS]; /* every push of the clocks both workers finished */
     int64_t clock;         /* both workers' current clock */
     uint8_t back_rid[MSG_RID_SIZE];
-    int rejoined, dead;
+    int rejoined;
+    uint32_t dead; /* the node of a dead server, or 0 */
     /* what went by (inspect) */
     int fenced;                         /* the fence is out: pushes delivered after it are "late" */
     int committed;                      /* the commit is out */
@@ -121,7 +124,7 @@ static int inspect(job *J, const node_fuzz_msg *m)
         assert_true(w >= 0);
         uint64_t k = first_key(&h, m);
         assert_true(k < KEYS);
-        if (J->dead) assert_int_not_equal(m->dest, BACK); /* nobody pushes to the dead */
+        if (J->dead) assert_int_not_equal(m->dest, J->dead); /* nobody pushes to the dead */
         if (J->committed && J->moving[k]) {
             assert_int_equal(m->dest, BACK);
             J->pushes_to_back++;
@@ -364,7 +367,7 @@ static void die_and_return(job *J)
     for (int w = 0; w < WORKERS; w++) push(J, w, NULL, 0);
     clock_both(J);
 
-    J->dead = 1;
+    J->dead = BACK;
     for (uint32_t dest = 1; dest < NODES; dest++)
         if (dest != BACK) inject(J, dest, MSG_NODE_FAILED, BACK, 0, 0, 0, NULL, 0);
     settle(J);
@@ -545,6 +548,58 @@ static void commit_workers_first(job *J)
     after_commit(J);
 }
 
+/* Server node `id` dies: the scheduler tells every other node but itself;
+ * what was on its way to or from it is lost with it. */
+static void kill_server(job *J, uint32_t id)
+{
+    J->dead = id;
+    for (uint32_t dest = 1; dest < NODES; dest++)
+        if (dest != id) inject(J, dest, MSG_NODE_FAILED, id, 0, 0, 0, NULL, 0);
+    node_fuzz_msg m;
+    size_t n = node_fuzz_job_queued(J->j);
+    for (size_t i = 0; i < n && node_fuzz_job_take(J->j, &m); i++) {
+        if (m.dest == id || m.from == id)
+            node_fuzz_msg_close(&m);
+        else
+            deliver(J, &m);
+    }
+    for (size_t i = 0; i < J->nheld; i++)
+        if (J->held[i].dest == id || J->held[i].from == id) node_fuzz_msg_close(&J->held[i]);
+    size_t kept = 0;
+    for (size_t i = 0; i < J->nheld; i++)
+        if (J->held[i].nframes || (J->held[i].dest != id && J->held[i].from != id))
+            J->held[kept++] = J->held[i];
+    J->nheld = kept;
+}
+
+/* Server 0 (node 1), an acting master, dies while it fences ranges to hand
+ * back, its last round held back: the handback is aborted (the registry
+ * does it on the failover), and the ranges it was master of go to their
+ * next holders, server 1's replacement (BACK) among them, whose incoming
+ * ranges open where it is master now. */
+static void death_mid_fence(job *J)
+{
+    push(J, 0, not_probe, 11);
+    push(J, 1, NULL, 11);
+    pump(J);
+    J->fenced = 1;
+    J->hold_repl = 1;
+    to_servers(J, MSG_HANDBACK, BACK, 0, 1, 0);
+    push(J, 0, moving_not_probe, 13);
+    push(J, 1, moving_key, 13);
+    settle(J);
+    assert_true(J->nparked[0] + J->nparked[1] > 0);
+    J->hold_repl = 0;
+    kill_server(J, 1);
+    for (uint32_t s = 2; s <= SERVERS; s++) inject(J, s, MSG_HANDBACK, BACK, 2, 1, 0, NULL, 0);
+    release(J);
+    settle(J);
+    push(J, 0, NULL, 43);
+    push(J, 1, moving_key, 43);
+    clock_both(J);
+    check_all(J);
+}
+
 /* Server 1 dies again once it took its ranges back, with pushes to it
  * staged or applied and more on their way: its ranges go back to the
  * servers that handed them over (fenced there since), which reopen them. */
@@ -556,18 +611,7 @@ static void die_again(job *J)
     push(J, 0, moving_key, 37);
     push(J, 1, NULL, 37);
     J->committed = 0;
-    J->dead = 1;
-    for (uint32_t dest = 1; dest < NODES; dest++)
-        if (dest != BACK) inject(J, dest, MSG_NODE_FAILED, BACK, 0, 0, 0, NULL, 0);
-    /* What was on its way to it is lost with it. */
-    node_fuzz_msg m;
-    size_t n = node_fuzz_job_queued(J->j);
-    for (size_t i = 0; i < n && node_fuzz_job_take(J->j, &m); i++) {
-        if (m.dest == BACK || m.from == BACK)
-            node_fuzz_msg_close(&m);
-        else
-            deliver(J, &m);
-    }
+    kill_server(J, BACK);
     settle(J);
     push(J, 0, NULL, 41);
     push(J, 1, moving_key, 41);
@@ -591,6 +635,31 @@ static void run(loom_consistency consistency, int workers_first)
     node_fuzz_job_free(J->j);
     ps_ring_free(&J->ring);
     free(J);
+}
+
+static void run_death_mid_fence(loom_consistency consistency)
+{
+    job *J = calloc(1, sizeof *J);
+    assert_non_null(J);
+    setup_job(J, consistency);
+    die_and_return(J);
+    death_mid_fence(J);
+    assert_false(node_fuzz_job_overrun(J->j));
+    node_fuzz_job_free(J->j);
+    ps_ring_free(&J->ring);
+    free(J);
+}
+
+static void bsp_death_mid_fence(void **state)
+{
+    (void)state;
+    run_death_mid_fence(LOOM_BSP);
+}
+
+static void ssp_death_mid_fence(void **state)
+{
+    (void)state;
+    run_death_mid_fence(LOOM_SSP);
 }
 
 static void bsp(void **state)
@@ -636,6 +705,8 @@ int main(void)
                                        cmocka_unit_test(bsp_workers_first),
                                        cmocka_unit_test(ssp_workers_first),
                                        cmocka_unit_test(asp),
-                                       cmocka_unit_test(asp_workers_first)};
+                                       cmocka_unit_test(asp_workers_first),
+                                       cmocka_unit_test(bsp_death_mid_fence),
+                                       cmocka_unit_test(ssp_death_mid_fence)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
