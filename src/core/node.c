@@ -953,8 +953,6 @@ static short zmq_events(short revents)
                    (revents & ~(POLLIN | POLLOUT) ? ZMQ_POLLERR : 0));
 }
 
-static uint64_t run_timers(loom_node *n, uint64_t now);
-
 static void *io_main(void *arg)
 {
     loom_node *n = arg;
@@ -971,7 +969,7 @@ static void *io_main(void *arg)
             n->next_heartbeat_ms = now + (uint64_t)n->cfg.heartbeat_interval_ms;
             tick(n, now);
         }
-        uint64_t timer_due = still_running(n) ? run_timers(n, now) : UINT64_MAX;
+        uint64_t timer_due = still_running(n) ? node_run_timers(n, now) : UINT64_MAX;
         /* The set of DEALERs changes only when the roster arrives; building
          * it each round is a few stores and keeps the loop simple. Then the
          * scheduler's status page (status.c), whose items are plain fds.
@@ -1432,7 +1430,7 @@ void node_timer_poke(loom_node *n, int layer)
 
 /* Run the layers' timers that are due (I/O thread, receive lock held);
  * returns the earliest next due time. */
-static uint64_t run_timers(loom_node *n, uint64_t now)
+uint64_t node_run_timers(loom_node *n, uint64_t now)
 {
     uint64_t next = UINT64_MAX;
     for (int i = 0; i < NODE_LAYER_COUNT; i++) {

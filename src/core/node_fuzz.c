@@ -268,8 +268,26 @@ int node_fuzz_job_step(node_fuzz_job *j)
     uint8_t rid[NODE_RID_MAX];
     size_t rid_len;
     node_fuzz_rid(m.from, rid, &rid_len);
+    loom_node *from = m.from < j->nnodes ? j->nodes[m.from] : NULL;
+    if (from) memcpy(rid, from->my_rid, rid_len); /* a rejoined node's (node_fuzz_job_rejoin) */
     node_fuzz_deliver(j, &m, rid, rid_len, MSG_HEADER_SIZE);
     return 1;
+}
+
+void node_fuzz_job_tick(node_fuzz_job *j)
+{
+    uint64_t now = node_now_ms();
+    for (uint32_t id = 0; id < j->nnodes; id++)
+        if (j->nodes[id]) node_run_timers(j->nodes[id], now);
+}
+
+void node_fuzz_job_rejoin(node_fuzz_job *j, uint32_t id, uint8_t *rid, size_t *len)
+{
+    node_fuzz_rid(id, rid, len);
+    loom_node *n = id < j->nnodes ? j->nodes[id] : NULL;
+    if (!n) return;
+    n->my_rid[5]++;
+    memcpy(rid, n->my_rid, MSG_RID_SIZE);
 }
 
 /* The sender receive_one() in node.c would see, or NODE_NO_ID: on a DEALER

@@ -64,6 +64,16 @@ size_t node_fuzz_job_queued(const node_fuzz_job *j);
 int node_fuzz_job_take(node_fuzz_job *j, node_fuzz_msg *m);
 /* Deliver the oldest queued message; 0 if none was left or the budget is spent. */
 int node_fuzz_job_step(node_fuzz_job *j);
+/* Run every node's layer timers that are due now (node_run_timers): the job
+ * has no I/O threads, so without this no timer ever runs (a server's
+ * replication rounds, which a replicated push's acknowledgement may wait
+ * for; the registry's retries). The timers' messages join the queue. */
+void node_fuzz_job_tick(node_fuzz_job *j);
+/* Node id comes back as a replacement process would: with a new routing id
+ * (node_fuzz_rid's, its 6th byte counting the returns), written to rid, which
+ * its messages carry from now on (node_fuzz_job_step); the caller tells the
+ * other nodes (NODE_REJOINED), which accept it only as a new one. */
+void node_fuzz_job_rejoin(node_fuzz_job *j, uint32_t id, uint8_t *rid, size_t *len);
 /* Whether max_deliveries was reached. */
 int node_fuzz_job_overrun(const node_fuzz_job *j);
 /* Free every node the job still has, then the queue. */

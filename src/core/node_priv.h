@@ -185,6 +185,11 @@ struct node_seam {
 /* When set, node_start() asks it for the node instead of making one with
  * sockets (node_fuzz_job_install). */
 extern int (*node_start_seam)(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **out);
+/* Run n's layer timers that are due at `now` (node_now_ms()); returns when
+ * the next is due. The I/O thread runs them; a node_fuzz.c node has none, so
+ * node_fuzz_job_tick() runs them instead (a server's replication rounds: without
+ * them an SSP or ASP push with replicas is never acknowledged). */
+uint64_t node_run_timers(loom_node *n, uint64_t now);
 
 /* node.c services used by scheduler.c (node_send_zmq: node_send of parts
  * already built; takes them over) */
