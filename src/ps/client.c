@@ -1031,8 +1031,14 @@ static void deliver_rows(loom_table *t, pull_op *op, const pull_slot *s, int ran
 /* The server of a reply and the pull part it answers; 0 if it answers none. */
 static int take_reply(ps_client *c, loom_node *n, node_msg *m, int *rank, pull_slot *s)
 {
-    if (node_peer_role(n, m->from, rank) != LOOM_SERVER || !slot_take(c, m->h.req, *rank, s)) {
-        node_drop(n, m, "reply to no pending pull");
+    if (node_peer_role(n, m->from, rank) != LOOM_SERVER) {
+        node_drop(n, m, "reply from a non-server");
+        return 0;
+    }
+    if (!slot_take(c, m->h.req, *rank, s)) {
+        /* After a handback, a reply the old master sent before its fence may
+         * come after the pull was asked again of the new one. */
+        if (!c->handbacks_seen) node_drop(n, m, "reply to no pending pull");
         return 0;
     }
     return 1;
@@ -1477,6 +1483,46 @@ static void table_free(loom_table *t)
     free(t);
 }
 
+/* Destroy a chain of direction dir, its counts kept in the table's. */
+static void retire_chain(loom_table *t, loom_direction dir, filter_chain *c)
+{
+    for (int k = 0; c && k < LOOM_FILTER_COUNT; k++) {
+        filter_stats fs = filter_chain_stats(c, (filter_kind)k);
+        t->wire[dir].filter[k].messages += fs.msgs;
+        t->wire[dir].filter[k].bytes_in += fs.bytes_in;
+        t->wire[dir].filter[k].bytes_out += fs.bytes_out;
+    }
+    filter_chain_destroy(c);
+}
+
+/* New filter chains for the link to server s: a new table's, or a
+ * replacement's, whose chains start empty (a key cache must hold what the
+ * other end holds). Rows a significance filter held back for the old
+ * process are dropped with its chain. */
+static int link_chains(loom_table *t, int s)
+{
+    filter_spec pull, keys;
+    if (filter_spec_parse(t->def.filter_pull, &pull, NULL, 0)) return LOOM_EINVAL;
+    retire_chain(t, LOOM_DIR_PUSH, t->push_enc[s]);
+    retire_chain(t, LOOM_DIR_PULL, t->pull_dec[s]);
+    t->push_enc[s] = t->pull_dec[s] = NULL;
+    if (t->keys_enc) {
+        retire_chain(t, LOOM_DIR_PULL, t->keys_enc[s]);
+        t->keys_enc[s] = NULL;
+    }
+    const loom_table_opts *o = &t->def.opts;
+    uint64_t seed = (uint64_t)loom_rank(t->node) << 32 ^ (uint64_t)s << 16 ^ 0xc11e;
+    if (filter_chain_create(&t->push_spec, FILTER_PUSH, o->type, o->width, seed, &t->push_enc[s],
+                            NULL, 0) ||
+        filter_chain_create(&pull, FILTER_PULL, o->type, o->width, seed, &t->pull_dec[s], NULL,
+                            0) ||
+        (t->keys_enc && (!filter_spec_keys(&pull, &keys) ||
+                         filter_chain_create(&keys, FILTER_PULL, o->type, 0, seed,
+                                             &t->keys_enc[s], NULL, 0))))
+        return LOOM_ENOMEM;
+    return 0;
+}
+
 /* The filter chains of a table, one per server and direction (the specs were
  * checked with the definition). */
 static int table_chains(loom_table *t)
@@ -1493,16 +1539,9 @@ static int table_chains(loom_table *t)
     if (!t->push_enc || !t->pull_dec) return LOOM_ENOMEM;
     if (filter_spec_keys(&pull, &keys) && !(t->keys_enc = calloc((size_t)S, sizeof *t->keys_enc)))
         return LOOM_ENOMEM;
-    const loom_table_opts *o = &t->def.opts;
     for (int s = 0; s < S; s++) {
-        uint64_t seed = (uint64_t)loom_rank(t->node) << 32 ^ (uint64_t)s << 16 ^ 0xc11e;
-        if (filter_chain_create(&t->push_spec, FILTER_PUSH, o->type, o->width, seed,
-                                &t->push_enc[s], NULL, 0) ||
-            filter_chain_create(&pull, FILTER_PULL, o->type, o->width, seed, &t->pull_dec[s], NULL,
-                                0) ||
-            (t->keys_enc &&
-             filter_chain_create(&keys, FILTER_PULL, o->type, 0, seed, &t->keys_enc[s], NULL, 0)))
-            return LOOM_ENOMEM;
+        int rc = link_chains(t, s);
+        if (rc) return rc;
     }
     return 0;
 }
@@ -2119,6 +2158,10 @@ static void client_rejoin(loom_node *n, void *ctx, uint32_t id)
     for (size_t i = 0; i < ntables; i++) {
         pthread_mutex_lock(&tables[i]->mu);
         tables[i]->durable[d] = 0;
+        if (link_chains(tables[i], d))
+            log_error("table \"%s\": out of memory making the filter chains of the link to "
+                      "server %d's replacement: its pushes and pulls will fail",
+                      tables[i]->def.name, d);
         pthread_mutex_unlock(&tables[i]->mu);
     }
     free(tables);

@@ -7,11 +7,14 @@
 # one replica, the ranges held by servers 1 and 2 alone then live on only in
 # the replacement). The second run must finish with exit status 0 and a final
 # training objective within 1% of the undisturbed run's. Heartbeats every
-# 250 ms, dead after 2 s of silence. Usage: test_rejoin_lr.sh LOOM
+# 250 ms, dead after 2 s of silence. With `dbpg`, the job runs --algo dbpg
+# --l1 (whose tables' pushes and pulls go through a key cache per link, which
+# the workers must start afresh with the replacement, now master of its
+# ranges again after its handback). Usage: test_rejoin_lr.sh LOOM [dbpg]
 set -u
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
 source "$(dirname "$0")/../cli_lib.sh"
-LOOM=${1:?usage: $0 LOOM}
+LOOM=${1:?usage: $0 LOOM [dbpg]}
 work_setup ft-rejoin
 cd "$WORK" || exit 1
 export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000
@@ -27,6 +30,7 @@ grep -q -- "--on-server-failure restart needs --replicas 1 or more" err ||
 EPOCHS=40
 ARGS=(train lr --train data --servers 3 --workers 2 --epochs $EPOCHS --minibatch 100
     --consistency ssp:1 --insecure --no-status --replicas 1)
+[[ ${2:-} == dbpg ]] && ARGS+=(--algo dbpg --l1 0.001)
 
 final_objective() { sed -n "s/.*epoch *$EPOCHS  objective \([0-9.]*\).*/\1/p" "$1"; }
 epochs_done() { grep -c "epoch *[0-9]*  objective" "$1"; }
