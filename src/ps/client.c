@@ -1516,9 +1516,9 @@ static int link_chains(loom_table *t, int s)
                             NULL, 0) ||
         filter_chain_create(&pull, FILTER_PULL, o->type, o->width, seed, &t->pull_dec[s], NULL,
                             0) ||
-        (t->keys_enc && (!filter_spec_keys(&pull, &keys) ||
-                         filter_chain_create(&keys, FILTER_PULL, o->type, 0, seed,
-                                             &t->keys_enc[s], NULL, 0))))
+        (t->keys_enc &&
+         (!filter_spec_keys(&pull, &keys) ||
+          filter_chain_create(&keys, FILTER_PULL, o->type, 0, seed, &t->keys_enc[s], NULL, 0))))
         return LOOM_ENOMEM;
     return 0;
 }
