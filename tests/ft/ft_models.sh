@@ -23,7 +23,7 @@ ft_model_job() {
         ;;
     lda)
         run gen lda --out data --docs 2000 --vocab-size 1000 --topics 10 --doc-length 80 --quiet
-        ARGS=(train lda --train data --topics 10 --iterations 20 --syncs 10 --eval-every 4)
+        ARGS=(train lda --train data --topics 10 --iterations 60 --syncs 10 --eval-every 12)
         ;;
     *) fail "unknown model $1" ;;
     esac

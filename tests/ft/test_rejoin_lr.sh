@@ -28,9 +28,13 @@ grep -q -- "--on-server-failure restart needs --replicas 1 or more" err ||
     fail "--on-server-failure restart without --replicas: no message saying why"
 # Long enough (about 10 s undisturbed) for two deaths and a rejoin.
 EPOCHS=40
-ARGS=(train lr --train data --servers 3 --workers 2 --epochs $EPOCHS --minibatch 100
-    --consistency ssp:1 --insecure --no-status --replicas 1)
-[[ ${2:-} == dbpg ]] && ARGS+=(--algo dbpg --l1 0.001)
+ARGS=(train lr --train data --servers 3 --workers 2 --epochs $EPOCHS --insecure --no-status
+    --replicas 1)
+if [[ ${2:-} == dbpg ]]; then
+    ARGS+=(--algo dbpg --l1 0.001)
+else
+    ARGS+=(--minibatch 100 --consistency ssp:1)
+fi
 
 final_objective() { sed -n "s/.*epoch *$EPOCHS  objective \([0-9.]*\).*/\1/p" "$1"; }
 epochs_done() { grep -c "epoch *[0-9]*  objective" "$1"; }
