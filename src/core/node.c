@@ -471,9 +471,13 @@ int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr)
 {
     if (id == 0 || id >= n->nnodes || id == n->id || strlen(addr) >= NODE_ADDR_MAX)
         return LOOM_EINVAL;
+    peer *p = &n->peers[id];
+    /* A replacement that joined after this one (its roster named it already). */
+    if (p->rid_len == MSG_RID_SIZE && !memcmp(p->rid, rid, MSG_RID_SIZE) &&
+        !strcmp(p->addr, addr))
+        return 0;
     int rc = node_bind_rid(n, id, rid, MSG_RID_SIZE);
     if (rc) return rc;
-    peer *p = &n->peers[id];
     p->failed = 0; /* a replacement: what it sends counts (drop_from_dead) */
     if (n->seam) { /* node_fuzz.c: no sockets */
         snprintf(p->addr, sizeof p->addr, "%s", addr);

@@ -200,9 +200,8 @@ static void rejoin_ready(loom_node *n, registry *r, int d)
                     .b = r->deaths,
                     .req = r->returned[d],
                     .clock = r->handbacks};
-    for (int s = 0; s < r->num_servers; s++)
-        if (r->dead[s] == PS_UP || r->dead[s] == PS_BACK)
-            node_send(n, server_node(r, s), &h, NULL, 0);
+    for (int s = 0; s < r->num_servers; s++) /* another replacement joining too */
+        if (r->dead[s] != PS_DOWN) node_send(n, server_node(r, s), &h, NULL, 0);
     for (int w = 0; w < r->num_workers; w++)
         if (r->clock[w] != PS_CLOCK_DONE)
             node_send(n, node_worker_id(r->num_servers, w), &h, NULL, 0);

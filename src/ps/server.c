@@ -225,15 +225,18 @@ typedef struct server {
     int took_over;
     /* a replacement taking its ranges back (see "handback" below): pulls
      * held for fenced, incoming or gated ranges; per worker rank, whether a
-     * push of it was parked here, whether it acknowledged the handback of
-     * generation hb_gen (HANDBACK_ACK), and whether it owes one (gated
-     * ranges wait for it); the replication round whose acknowledgement
-     * answers the fence (0: none due); fencing: ranges this server is master
-     * of are frozen; handbacks: the job's, as the registry counts them (a
-     * CLOCK's h.b counts them with the deaths) */
+     * push of it was parked here, the newest handback generation it
+     * acknowledged (HANDBACK_ACK), and the one whose acknowledgement it owes
+     * (0: none; gated ranges wait for it: a worker acknowledges in order, so
+     * a newer generation's acknowledgement settles an older one); the
+     * generation of the last fence; the replication round whose
+     * acknowledgement answers it (0: none due); fencing: ranges this server
+     * is master of are frozen; handbacks: the job's, as the registry counts
+     * them (a CLOCK's h.b counts them with the deaths) */
     deferred *parked;
     size_t nparked;
-    uint8_t *parked_from, *hb_acked, *hb_owed;
+    uint8_t *parked_from;
+    uint64_t *hb_acked, *hb_owed;
     uint64_t hb_gen, hb_round;
     int fencing;
     uint32_t handbacks;
@@ -1724,7 +1727,6 @@ static void hb_fence(server *s, int d, uint64_t gen)
     int me = loom_rank(s->node);
     size_t froze = 0;
     s->hb_gen = gen;
-    memset(s->hb_acked, 0, (size_t)s->num_workers);
     for (uint32_t id = 0; id < s->cap; id++) {
         srv_table *t = s->tables[id];
         if (!t) continue;
@@ -1807,7 +1809,7 @@ static void reopen(server *s)
     for (int w = 0; w < s->num_workers; w++) {
         if (!s->parked_from[w] || s->lost[w]) continue;
         s->parked_from[w] = 0;
-        s->hb_owed[w] = 1;
+        s->hb_owed[w] = s->hb_gen;
         msg_header h = {.type = MSG_PARKED, .a = s->hb_gen};
         node_send(s->node, node_worker_id(s->num_servers, w), &h, NULL, 0);
     }
@@ -1864,7 +1866,9 @@ static void on_handback(loom_node *n, void *ctx, node_msg *m)
             /* Its cuts wait for the workers' CLOCKs after the handback, its
              * pulls for every worker's acknowledgement. */
             s->took_over = 1;
-            for (int w = 0; w < s->num_workers; w++) s->hb_owed[w] |= !s->hb_acked[w];
+            for (int w = 0; w < s->num_workers; w++)
+                if (s->hb_acked[w] < m->h.req && s->hb_owed[w] < m->h.req)
+                    s->hb_owed[w] = m->h.req;
         }
     }
     /* An abort: the ranges incoming here stay another server's. */
@@ -1886,9 +1890,8 @@ static void on_handback_ack(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "HANDBACK_ACK from a non-worker");
         return;
     }
-    if (m->h.req != s->hb_gen) return; /* of an older handback */
-    s->hb_acked[w] = 1;
-    s->hb_owed[w] = 0;
+    if (m->h.req > s->hb_acked[w]) s->hb_acked[w] = m->h.req;
+    if (s->hb_owed[w] && m->h.req >= s->hb_owed[w]) s->hb_owed[w] = 0;
     gate_check(s);
 }
 
@@ -2069,8 +2072,8 @@ int ps_server_attach(loom_node *n)
     s->handled = calloc((size_t)s->num_workers, sizeof *s->handled);
     s->handled_since = calloc((size_t)s->num_workers, sizeof *s->handled_since);
     s->parked_from = calloc((size_t)s->num_workers, 1);
-    s->hb_acked = calloc((size_t)s->num_workers, 1);
-    s->hb_owed = calloc((size_t)s->num_workers, 1);
+    s->hb_acked = calloc((size_t)s->num_workers, sizeof *s->hb_acked);
+    s->hb_owed = calloc((size_t)s->num_workers, sizeof *s->hb_owed);
     if (!s->clock || !s->dead || !s->returned || !s->lost || !s->fed || !s->copy ||
         !s->copy_round || !s->copy_gen || !s->handled || !s->handled_since || !s->parked_from ||
         !s->hb_acked || !s->hb_owed) {

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Two replacements at once (docs/FAULTS.md, "Taking the ranges back"): a job
+# of 3 servers and 3 workers with --replicas 2 and --on-server-failure
+# restart pushes known int64 deltas into a sum table; servers 1 and 2 are
+# killed (SIGKILL) at the same moment, so both replacements join together
+# (the one that registers second finds the first in its roster, still
+# joining) and then take their ranges back one after the other. Before the
+# fixes this test came with, the second never heard that the first was back
+# and dropped the fence for it, so neither handback ended, and a handback
+# started before the previous one's ranges opened left them closed for ever.
+# The job must end with every key exact on every worker and exit 0.
+# Usage: test_handback_two.sh LOOM FAILOVER_CHECK bsp|ssp|asp
+source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+MODE=${3:?mode}
+
+LOOM_REPLICAS=2 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=1 "$LOOM" run --servers 3 --workers 3 \
+    --on-failure wait --on-server-failure restart --heartbeat-timeout 2000 --timeout 240 \
+    --insecure --no-status \
+    -- "$PS_CHECK" "$MODE" --pid-dir "$PIDS" --clocks 1500 --pace-ms 10 >"$WORK/job.out" 2>&1 &
+launcher=$!
+BG_PIDS+=("$launcher")
+wait_for_files 7 30
+wait_for_lines "$WORK/job.out" "^\[worker [0-2]\] worker [0-2] clock 50$" 3 60 "$launcher"
+kill -KILL "$(<"$PIDS/server-1.pid")" "$(<"$PIDS/server-2.pid")"
+for s in 1 2; do
+    wait_for_lines "$WORK/job.out" "\[scheduler\] .*server $s took its ranges back\$" 1 120 "$launcher"
+    wait_for_lines "$WORK/job.out" "^\[server $s\] .*ranges open: every worker sent again" 1 60 "$launcher"
+done
+wait "$launcher"
+status=$?
+echo "launcher exited with status $status"
+for w in 0 1 2; do
+    grep -qE "^\[worker $w\] worker $w: 1500 clocks, all 1000 keys exact" "$WORK/job.out" ||
+        fail "worker $w did not end with every key exact"
+done
+((status == 0)) || fail "loom run exited with status $status"
+others=$(grep -E "^loom run: .*(exited with status [1-9]|killed by)" "$WORK/job.out" |
+    grep -vE "server [12] was killed by signal 9")
+[[ -z $others ]] || fail "other processes failed: $others"
+bad=$(grep -E "malformed HANDBACK|cannot reach server" "$WORK/job.out")
+[[ -z $bad ]] || fail "a replacement refused a handback message or its peer: $bad"
+echo "PASS"
