@@ -473,8 +473,7 @@ int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr)
         return LOOM_EINVAL;
     peer *p = &n->peers[id];
     /* A replacement that joined after this one (its roster named it already). */
-    if (p->rid_len == MSG_RID_SIZE && !memcmp(p->rid, rid, MSG_RID_SIZE) &&
-        !strcmp(p->addr, addr))
+    if (p->rid_len == MSG_RID_SIZE && !memcmp(p->rid, rid, MSG_RID_SIZE) && !strcmp(p->addr, addr))
         return 0;
     int rc = node_bind_rid(n, id, rid, MSG_RID_SIZE);
     if (rc) return rc;

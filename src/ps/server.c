@@ -1867,8 +1867,7 @@ static void on_handback(loom_node *n, void *ctx, node_msg *m)
              * pulls for every worker's acknowledgement. */
             s->took_over = 1;
             for (int w = 0; w < s->num_workers; w++)
-                if (s->hb_acked[w] < m->h.req && s->hb_owed[w] < m->h.req)
-                    s->hb_owed[w] = m->h.req;
+                if (s->hb_acked[w] < m->h.req && s->hb_owed[w] < m->h.req) s->hb_owed[w] = m->h.req;
         }
     }
     /* An abort: the ranges incoming here stay another server's. */
