@@ -246,9 +246,9 @@ static void server_cut(void *ctx, int64_t clock, int must_full, uint32_t deaths,
 {
     ft *f = ctx;
     /* A replacement names its parts by the job's clocks once the scheduler
-     * has said where they start. CKPT_BASE follows its roster at once and a
-     * cut needs every worker's CLOCK, so this is a safeguard: a part named by
-     * a guessed clock could be committed in the wrong checkpoint. */
+     * has said where they start. CKPT_BASE is sent with NODE_REJOINED, which
+     * the workers' CLOCKs to it follow, so this is a safeguard: a part named
+     * by a guessed clock could be committed in the wrong checkpoint. */
     if (node_is_replacement(f->node) && !f->base_heard) {
         log_warn("checkpoint at run clock %" PRId64 " skipped: the scheduler has not yet said "
                  "which clock of the job this replacement's clock 0 is",
@@ -617,8 +617,8 @@ static void on_server_death(void *ctx, int rank)
  * it may never write (it cuts only the clocks after it got every worker's
  * clock): that one is dropped when a newer one is committed.
  *
- * It names its parts by the job's clocks, which it learns here (CKPT_BASE),
- * right after its roster: in a resumed job, the clock this job resumed at,
+ * It names its parts by the job's clocks, which it learns here (CKPT_BASE,
+ * once it has its roster): in a resumed job, the clock this job resumed at,
  * which LOOM_RESUME cannot tell it (the directory's newest checkpoint may be
  * one this job committed since). */
 static void on_server_rejoin(void *ctx, int rank)
