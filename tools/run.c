@@ -791,8 +791,9 @@ static void child_ended(struct job *job, struct child *c, int status)
         if (job->opt->verbose) say("%s %s", c->label, describe_status(status, how, sizeof how));
         return;
     }
-    if (job->opt->restart_servers && c - job->children <= job->opt->servers && !job->stopping &&
-        WIFSIGNALED(status)) {
+    /* children[0] is the scheduler, whose death ends the job: never replaced. */
+    if (job->opt->restart_servers && c > job->children && c - job->children <= job->opt->servers &&
+        !job->stopping && WIFSIGNALED(status)) {
         say("%s %s; starting a replacement (--on-server-failure restart)", c->label,
             describe_status(status, how, sizeof how));
         if (respawn(job, c) == 0) return;

@@ -199,15 +199,6 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
             return app_usage(err, errlen,
                              "--on-server-failure restart needs --replicas 1 or more: a "
                              "replacement server copies its ranges from their replicas");
-        /* A replacement cannot know the clock a resumed job started at (the
-         * directory's newest checkpoint may be newer by then), and a job that
-         * --on-worker-failure restart starts again is a resumed job
-         * (docs/FAULTS.md, "Checkpoints with replicas"). */
-        if (j->resume_dir || j->on_worker_failure == LOOM_WORKER_FAILURE_RESTART)
-            return app_usage(err, errlen,
-                             "--on-server-failure restart cannot replace a server in a resumed "
-                             "job yet: leave out %s",
-                             j->resume_dir ? "--resume" : "--on-worker-failure restart");
         j->restart_servers = 1;
     }
     v = app_flag_get(flags, n, values, "--consistency");

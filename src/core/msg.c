@@ -67,6 +67,7 @@ static const struct {
     [MSG_HANDBACK] = {"HANDBACK", 0, 0, BY_SCHED},
     [MSG_HANDBACK_ACK] = {"HANDBACK_ACK", 0, 0, BY_SERVER | BY_WORKER},
     [MSG_PARKED] = {"PARKED", 0, 0, BY_SERVER},
+    [MSG_CKPT_BASE] = {"CKPT_BASE", 0, 0, BY_SCHED},
 };
 
 static int type_known(unsigned type)

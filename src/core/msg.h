@@ -144,6 +144,9 @@ enum msg_type {
     MSG_PARKED,         /* server -> worker: table = id, req = the sequence of a push not
                            applied (its range is fenced): hold it; req = 0: send again every
                            push parked here */
+    /* a replacement server in a resumed job (ft, src/ft/ft.c; docs/FAULTS.md) */
+    MSG_CKPT_BASE = 160, /* scheduler -> a replacement server: clock = the job's clock at
+                            this run's clock 0 (the resumed checkpoint's; 0 if not resumed) */
     MSG_TYPE_END_
 };
 

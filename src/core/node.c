@@ -114,6 +114,11 @@ int node_peer_role(const loom_node *n, uint32_t id, int *rank)
     return msg_node_role(id, n->nnodes, (uint32_t)n->cfg.num_servers, rank);
 }
 
+int node_is_replacement(const loom_node *n)
+{
+    return n->replacement;
+}
+
 static uint32_t id_for(const loom_config *c, loom_role role, int rank)
 {
     if (rank < 0) return NODE_NO_ID;
@@ -707,7 +712,7 @@ static void on_heartbeat(loom_node *n, void *ctx, node_msg *m)
 
 static int install_roster(loom_node *n, node_msg *m)
 {
-    if (m->from != 0 || m->nframes != 1 || m->h.a >= n->nnodes) return LOOM_EPROTO;
+    if (m->from != 0 || m->nframes != 1 || m->h.a >= n->nnodes || m->h.b > 1) return LOOM_EPROTO;
     if (msg_roster_decode(zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), n->nnodes,
                           (uint32_t)n->cfg.num_servers, n->peers[0].addr, n->peers[0].rid,
                           sizeof(peer)))
@@ -717,6 +722,7 @@ static int install_roster(loom_node *n, node_msg *m)
         node_peer_role(n, n->id, &n->cfg.rank);
     }
     if (n->id != m->h.a || memcmp(n->peers[n->id].rid, n->my_rid, MSG_RID_SIZE)) return LOOM_EPROTO;
+    n->replacement = (int)m->h.b;
     for (uint32_t id = 0; id < n->nnodes; id++) {
         peer *p = &n->peers[id];
         p->role = node_peer_role(n, id, &p->rank);

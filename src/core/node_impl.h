@@ -96,6 +96,11 @@ static inline uint32_t node_worker_id(int num_servers, int rank)
 }
 /* Role and rank of a node id; returns -1 if id is not part of the job. */
 int node_peer_role(const loom_node *n, uint32_t id, int *rank);
+/* 1 if this process took the place of a dead node (a replacement server: its
+ * roster said so), else 0. Known from the roster on, so before any message of
+ * another server or a worker can reach this node (one from a routing id the
+ * node cannot name yet is dropped). */
+int node_is_replacement(const loom_node *n);
 
 /* ---- messages ---- */
 /* The largest payload frame this job sends (bytes, loom_config.max_frame_mib):

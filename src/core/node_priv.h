@@ -114,6 +114,7 @@ struct loom_node {
     enum node_state state;
     int end_status; /* result of serve/done once state is DONE or FAILED */
     int roster_installed;
+    int replacement; /* the roster said: this process took a dead node's place */
     uint64_t barrier_gen_entered, barrier_gen_released;
     int done_acked;
 

@@ -63,7 +63,10 @@ static uint32_t num_servers(const loom_node *n)
     return (uint32_t)n->cfg.num_servers;
 }
 
-static int send_roster(loom_node *n, uint32_t dest)
+/* The roster to node `dest`; `replaces`: dest is a replacement for a dead
+ * node (b = 1), which its layers need to know before anyone's traffic can
+ * reach it (the roster is what makes that traffic attributable). */
+static int send_roster(loom_node *n, uint32_t dest, int replaces)
 {
     blob_writer w = {0};
     msg_roster_encode(n->nnodes, num_servers(n), n->peers[0].addr, n->peers[0].rid, sizeof(peer),
@@ -76,7 +79,7 @@ static int send_roster(loom_node *n, uint32_t dest)
     zmq_msg_init_size(&part, w.len);
     memcpy(zmq_msg_data(&part), w.buf, w.len);
     free(w.buf);
-    msg_header h = {.type = MSG_ROSTER, .a = dest};
+    msg_header h = {.type = MSG_ROSTER, .a = dest, .b = replaces ? 1 : 0};
     return node_send_zmq(n, dest, &h, &part, 1);
 }
 
@@ -86,7 +89,7 @@ static void send_worker_rosters(loom_node *n)
     n->sched.roster_phase = 2;
     for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
         node_heard(n, i);
-        send_roster(n, i);
+        send_roster(n, i, 0);
     }
     log_info("job assembled: %d server(s), %d worker(s)", n->cfg.num_servers, n->cfg.num_workers);
 }
@@ -128,7 +131,7 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
     char who[64];
     log_warn("%s rejoined from %s (a replacement for the dead one)",
              node_describe(n, id, who, sizeof who), addr);
-    send_roster(n, id);
+    send_roster(n, id, 1);
     for (uint32_t i = 1; i < n->nnodes; i++) {
         if (n->peers[i].failed) send_control(n, id, MSG_NODE_FAILED, 0, i);
         if (n->peers[i].lost)
@@ -249,7 +252,7 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
              addr);
     if (++s->registered == n->nnodes - 1) {
         s->roster_phase = 1;
-        for (uint32_t i = 1; i <= num_servers(n); i++) send_roster(n, i);
+        for (uint32_t i = 1; i <= num_servers(n); i++) send_roster(n, i, 0);
         if (num_servers(n) == 0) send_worker_rosters(n); /* a serverless job (docs/P2P.md) */
     }
 }

@@ -24,7 +24,12 @@
  *
  * On resume every node reads the newest MANIFEST, checks it against the job
  * (model, servers, workers) and reads what it needs: a server its chain (on
- * each table's creation, src/ps calls restore()), a worker its state. */
+ * each table's creation, src/ps calls restore()), a worker its state.
+ *
+ * A replacement server (docs/FAULTS.md, "A replacement server") is no part of
+ * that: it gets its rows from the live servers (REJOIN_COPY), and the clock
+ * its parts are named by from the scheduler (CKPT_BASE), never from
+ * LOOM_RESUME, whose newest checkpoint may be newer than the job's by then. */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -86,6 +91,7 @@ typedef struct ft {
     ft_manifest resumed;   /* when resuming */
     int64_t base;          /* the job's clock at this run's clock 0 */
     /* server */
+    int base_heard; /* a replacement: the scheduler told it f->base (CKPT_BASE) */
     /* The next part must be full: a part failed (the next must not depend on
      * it), or this run resumed (its ranges may have been another server's in
      * the resumed checkpoint, whose chain a later manifest may not name). */
@@ -103,8 +109,7 @@ typedef struct ft {
      * of the job it was */
     uint32_t *death_index;
     uint32_t ndeaths;
-    int replaced_in_resumed; /* a replacement joined a resumed job: no more commits */
-    known_part **chain;      /* per server: its parts since its newest full one */
+    known_part **chain; /* per server: its parts since its newest full one */
     size_t *chain_len, *chain_cap;
     /* The committer thread: makes the parts durable, writes manifests and
      * removes old directories, off the I/O thread (which the workers' clocks
@@ -240,6 +245,16 @@ static int emit_section(void *ctx, const char *table, const void *data, size_t l
 static void server_cut(void *ctx, int64_t clock, int must_full, uint32_t deaths, uint32_t handbacks)
 {
     ft *f = ctx;
+    /* A replacement names its parts by the job's clocks once the scheduler
+     * has said where they start. CKPT_BASE is sent with NODE_REJOINED, which
+     * the workers' CLOCKs to it follow, so this is a safeguard: a part named
+     * by a guessed clock could be committed in the wrong checkpoint. */
+    if (node_is_replacement(f->node) && !f->base_heard) {
+        log_warn("checkpoint at run clock %" PRId64 " skipped: the scheduler has not yet said "
+                 "which clock of the job this replacement's clock 0 is",
+                 clock - f->base);
+        return;
+    }
     uint64_t t0 = node_now_ms();
     int full = must_full || f->force_full || (clock / f->every) % f->full_every == 0;
     ft_part p = {.kind = FT_SERVER, .rank = (uint32_t)f->rank, .full = (uint32_t)full};
@@ -305,6 +320,11 @@ static int64_t part_clock(const ft_part *p)
 static int server_restore(void *ctx, const ps_table_def *def, void *table)
 {
     ft *f = ctx;
+    /* A replacement started without LOOM_REJOIN=1 read LOOM_RESUME like any
+     * server, but restores nothing: REJOIN_COPY brings every row of every range
+     * it holds from the live servers, as they are now, and the directory's
+     * newest checkpoint is not even the job's. */
+    if (node_is_replacement(f->node)) return 0;
     restore_ctx r = {.name = def->name, .table = table};
     size_t n = f->resumed.nparts;
     size_t *order = malloc((n ? n : 1) * sizeof *order);
@@ -563,7 +583,6 @@ static void pending_free(ft *f, pending **pp)
 /* Commit the complete checkpoints; drop those a newer commit supersedes. */
 static void commit_ready(ft *f)
 {
-    if (f->replaced_in_resumed) return;
     for (pending **pp = &f->pending; *pp;) {
         if (!complete(f, *pp)) {
             pp = &(*pp)->next;
@@ -598,21 +617,20 @@ static void on_server_death(void *ctx, int rank)
  * it may never write (it cuts only the clocks after it got every worker's
  * clock): that one is dropped when a newer one is committed.
  *
- * In a resumed job the replacement cannot know the clock the job resumed at
- * (LOOM_RESUME names a directory, whose newest checkpoint may be newer by
- * now), so it would name its parts by other clocks than the others': no
- * checkpoint of the job is committed from then on. */
+ * It names its parts by the job's clocks, which it learns here (CKPT_BASE,
+ * once it has its roster): in a resumed job, the clock this job resumed at,
+ * which LOOM_RESUME cannot tell it (the directory's newest checkpoint may be
+ * one this job committed since). */
 static void on_server_rejoin(void *ctx, int rank)
 {
     ft *f = ctx;
     f->death_index[rank] = 0;
-    if (f->resume[0] && !f->replaced_in_resumed) {
-        f->replaced_in_resumed = 1;
-        log_error("server %d was replaced in a job resumed from a checkpoint: no checkpoint of "
-                  "this job is committed from now on (a replacement cannot know the clock the "
-                  "job resumed at; docs/FAULTS.md)",
-                  rank);
-    }
+    msg_header h = {.type = MSG_CKPT_BASE, .clock = f->base};
+    int rc = node_send(f->node, node_server_id((int)f->servers, rank), &h, NULL, 0);
+    if (rc)
+        log_error("cannot tell server %d's replacement the job's clock (%s): it will write no "
+                  "checkpoint part, and no checkpoint will be committed",
+                  rank, loom_strerror(rc));
 }
 
 /* The pending checkpoint of clock `clock`, made if new (NULL: out of memory).
@@ -698,6 +716,38 @@ static void on_part(loom_node *n, void *ctx, node_msg *m)
     commit_ready(f);
 }
 
+/* ---- a replacement server ---- */
+
+/* The ps layer's hooks of a server: cut every f->every clocks of the job,
+ * counted from f->base; restore from f->resumed when resuming. */
+static void set_server_hooks(ft *f)
+{
+    ps_ckpt_hooks h = {.every = f->every,
+                       .base = f->base,
+                       .ctx = f,
+                       .cut = server_cut,
+                       .restore = f->resume[0] ? server_restore : NULL};
+    ps_server_set_ckpt(f->node, &h);
+}
+
+/* CKPT_BASE (on_server_rejoin): this replacement's clock 0 is the job's
+ * clock h.clock. From now on its cuts are named by the job's clocks. */
+static void on_base(loom_node *n, void *ctx, node_msg *m)
+{
+    ft *f = ctx;
+    if (!node_is_replacement(n) || f->base_heard || m->h.clock < 0) {
+        node_drop(n, m, "CKPT_BASE to a server that is no replacement, twice, or negative");
+        return;
+    }
+    f->base = m->h.clock;
+    f->base_heard = 1;
+    if (f->every) set_server_hooks(f);
+    if (f->base)
+        log_info("the job resumed at clock %" PRId64
+                 ": this replacement's checkpoint parts are named from there",
+                 f->base);
+}
+
 /* ---- attach ---- */
 
 /* The newest checkpoint of f->resume, checked against this job. */
@@ -763,6 +813,12 @@ int ft_attach(loom_node *n)
     node_set_layer(n, NODE_LAYER_FT, f, ft_destroy);
     int rc = env_path("LOOM_CHECKPOINT_DIR", f->dir, sizeof f->dir);
     if (!rc) rc = env_path("LOOM_RESUME", f->resume, sizeof f->resume);
+    /* A server started as a replacement (LOOM_REJOIN=1: loom run, or by
+     * hand) leaves the directory alone: it takes nothing from it (on_base,
+     * server_restore), and the scheduler may be removing the checkpoints
+     * the directory's newest manifest names while it would read them. */
+    const char *rejoin = getenv("LOOM_REJOIN");
+    if (f->role == LOOM_SERVER && rejoin && !strcmp(rejoin, "1")) f->resume[0] = '\0';
     if (!rc) rc = env_count("LOOM_CHECKPOINT_EVERY", f->dir[0] ? 10 : 0, &f->every);
     if (!rc) rc = env_count("LOOM_CHECKPOINT_FULL_EVERY", 10, &f->full_every);
     const char *model = getenv("LOOM_CHECKPOINT_MODEL");
@@ -788,14 +844,8 @@ int ft_attach(loom_node *n)
         if (pthread_create(&f->committer, NULL, committer_main, f)) return LOOM_ENOMEM;
         f->committer_running = 1;
     }
-    if (f->role == LOOM_SERVER && (f->every || f->resume[0])) {
-        ps_ckpt_hooks h = {.every = f->every,
-                           .base = f->base,
-                           .ctx = f,
-                           .cut = server_cut,
-                           .restore = f->resume[0] ? server_restore : NULL};
-        ps_server_set_ckpt(n, &h);
-    }
+    if (f->role == LOOM_SERVER) node_set_handler(n, MSG_CKPT_BASE, on_base, f);
+    if (f->role == LOOM_SERVER && (f->every || f->resume[0])) set_server_hooks(f);
     return 0;
 }
 

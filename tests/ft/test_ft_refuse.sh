@@ -124,11 +124,6 @@ expect 2 "--schedule rotation has no checkpoints yet: leave out --checkpoint-dir
     train mf --train data --schedule rotation --checkpoint-dir x
 expect 2 "--schedule rotation has no checkpoints yet: leave out --resume" \
     train lda --train data --schedule rotation --resume x
-expect 2 "--on-server-failure restart cannot replace a server in a resumed job yet: leave out --resume" \
-    train lr --train data --servers 3 --replicas 1 --on-server-failure restart --resume x
-expect 2 "--on-server-failure restart cannot replace a server in a resumed job yet: leave out --on-worker-failure restart" \
-    train lr --train data --servers 3 --replicas 1 --on-server-failure restart --checkpoint-dir x \
-    --on-worker-failure restart
 [[ -e x ]] && fail "a refused command created its checkpoint directory"
 
 # And the intact copy still resumes: the last checkpoint is the end of training.

@@ -7,14 +7,19 @@
 # with status 3 (LOOM_EXIT_PEER_FAILED) within the heartbeat timeout plus
 # slack, and no process may survive. Then the same job with `--resume`
 # starts from that checkpoint (its scheduler says so) and completes.
+# With "restart" as a second argument the job runs with LOOM_REPLICAS=1 and
+# `loom run --on-server-failure restart`, which replaces dead servers but
+# never the scheduler: its death ends the job all the same.
 #
-# Usage: test_ft_scheduler_kill.sh LOOM
+# Usage: test_ft_scheduler_kill.sh LOOM [restart]
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
 source "$(dirname "$0")/../cli_lib.sh"
 
 LOOM=${1:?usage: $0 LOOM}
+RESTART=()
+[[ ${2:-} == restart ]] && RESTART=(--on-server-failure restart)
 work_setup ft-schedkill
 cd "$WORK" || exit 1
 TIMEOUT_MS=2000 INTERVAL_MS=250 LINGER_MS=1000 SLACK_MS=3000
@@ -26,8 +31,9 @@ run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
 TRAIN=(train lr --train data --updater adagrad --epochs 30 --minibatch 100 --consistency bsp
     --checkpoint-dir ck --checkpoint-every 20)
 
-LOOM_HEARTBEAT_MS=$INTERVAL_MS "$LOOM" run --servers 2 --workers 2 --on-failure wait \
-    --heartbeat-timeout $TIMEOUT_MS --timeout 120 -- "$LOOM" "${TRAIN[@]}" >job.out 2>&1 &
+LOOM_HEARTBEAT_MS=$INTERVAL_MS LOOM_REPLICAS=$((${#RESTART[@]} ? 1 : 0)) "$LOOM" run --servers 2 \
+    --workers 2 --on-failure wait "${RESTART[@]}" --heartbeat-timeout $TIMEOUT_MS --timeout 120 \
+    -- "$LOOM" "${TRAIN[@]}" >job.out 2>&1 &
 launcher=$!
 deadline=$(($(now_ms) + 60000))
 # Wait for the condition (a committed checkpoint), bounded; the poll interval is not a synchronisation.
@@ -57,6 +63,7 @@ echo "the job ended with status $status ${elapsed} ms after the scheduler was ki
 ((status != 0)) || fail "the job exited 0 although its scheduler was killed"
 ((elapsed <= BOUND_MS)) || fail "took ${elapsed} ms, the bound is $BOUND_MS ms"
 grep -q "scheduler exited with status 0" job.out && fail "the killed scheduler exited 0"
+grep -q "scheduler .*starting a replacement" job.out && fail "loom run started a replacement scheduler"
 for who in "server 0" "server 1" "worker 0" "worker 1"; do
     grep -q "^\[$who\] .*lost the scheduler" job.out || fail "$who did not say it lost the scheduler"
     grep -q "$who exited with status 3" job.out || fail "$who did not exit with status 3"

@@ -21,7 +21,20 @@
 # from the newest must end exact. (When the master rule took the first BACK
 # holder in ring order, that return moved the range on the servers but not on
 # the workers, and committed checkpoints missed pushes of that range.)
-# Usage: test_rejoin_ckpt.sh LOOM FAILOVER_CHECK bsp|ssp|asp [moved]
+#
+# With "resumed" as a fourth argument, the job above is itself a resumed job:
+# a first run is killed once a checkpoint at clock 30 or later is committed,
+# and the job resumes from it (LOOM_RESUME) before anything above happens.
+# Server 1 is killed only once two checkpoints of the resumed job are
+# committed, so that the directory's newest checkpoint is no longer the one
+# the job resumed from: the replacement must name its parts by the job's
+# clocks all the same (the scheduler tells it where they start: CKPT_BASE),
+# and take no rows from the directory. Server 2 is then killed and replaced as
+# with "moved", which makes server 1's replacement the master of the ranges
+# held by servers 2 and 1 alone: its parts then hold rows, so a part named by
+# another clock than its cut would make a checkpoint inexact. (Before, the
+# scheduler of a resumed job stopped committing once a server was replaced.)
+# Usage: test_rejoin_ckpt.sh LOOM FAILOVER_CHECK bsp|ssp|asp [moved|resumed]
 # shellcheck source-path=SCRIPTDIR source=../mp/lib.sh
 source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
 # shellcheck source-path=SCRIPTDIR source=ft_models.sh
@@ -43,14 +56,20 @@ job() { # job PID_DIR OUT [VAR=VALUE...]: the job under `loom run`, in the backg
     BG_PIDS+=("$launcher")
 }
 
-job "$PIDS" "$WORK/job.out"
-wait_for_files 7 30
-for w in 0 1 2; do wait_for_lines "$WORK/job.out" "^\[worker $w\] worker $w clock 30$" 1 60 "$launcher"; done
-old=$(<"$PIDS/server-1.pid")
-kill -KILL "$old"
-wait_for_lines "$WORK/job.out" "server 1 rejoined: it holds full copies of its ranges again" 1 120 "$launcher"
-[[ $(<"$PIDS/server-1.pid") != "$old" ]] || fail "no replacement wrote its pid file"
-back=$(newest "$CK")
+# kill_job: SIGKILL every process of the job at once and wait until they are gone.
+kill_job() {
+    local f gone
+    for f in "$PIDS"/*.pid; do kill -KILL "$(<"$f")" 2>/dev/null; done
+    kill -KILL "$launcher" 2>/dev/null
+    wait "$launcher" 2>/dev/null
+    # SIGKILL is delivered asynchronously: the newest checkpoint is known once every process is gone.
+    for f in "$PIDS"/*.pid; do
+        gone=$((SECONDS + 10))
+        while alive "$(<"$f")" && ((SECONDS < gone)); do sleep 0.01; done
+        alive "$(<"$f")" && fail "process $(<"$f") of the killed job survived SIGKILL"
+    done
+}
+alive() { [[ -e /proc/$1 ]] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
 
 # commits_after C: how many committed checkpoints are newer than clock C.
 commits_after() {
@@ -72,30 +91,64 @@ wait_commits() {
         sleep 0.05 # a poll, not a synchronisation: the condition is the manifests
     done
 }
+RESUMED=()
+if [[ $SECOND == resumed ]]; then
+    job "$PIDS" "$WORK/first.out"
+    deadline=$((SECONDS + 120))
+    while (($(newest "$CK") < 30)); do
+        kill -0 "$launcher" 2>/dev/null || fail "the first run ended before a checkpoint at clock 30"
+        ((SECONDS < deadline)) || fail "no checkpoint at clock 30 or later within 120 s"
+        sleep 0.05 # a poll, not a synchronisation: the condition is the manifests
+    done
+    kill_job
+    rm "$PIDS"/*.pid
+    from=$(newest "$CK")
+    echo "the first run was killed after the checkpoint at clock $from"
+    RESUMED=(LOOM_RESUME="$CK")
+    VERBOSE=1 # the log says which servers restored rows, and what the replacement was told
+fi
+job "$PIDS" "$WORK/job.out" "${RESUMED[@]}"
+wait_for_files 7 30
+if [[ $SECOND == resumed ]]; then
+    for w in 0 1 2; do
+        wait_for_lines "$WORK/job.out" "^\[worker $w\] worker $w resumed at clock $from$" 1 60 "$launcher"
+    done
+    wait_commits "$from" "after the resume (from clock $from)"
+else
+    for w in 0 1 2; do wait_for_lines "$WORK/job.out" "^\[worker $w\] worker $w clock 30$" 1 60 "$launcher"; done
+fi
+old=$(<"$PIDS/server-1.pid")
+kill -KILL "$old"
+wait_for_lines "$WORK/job.out" "server 1 rejoined: it holds full copies of its ranges again" 1 120 "$launcher"
+[[ $(<"$PIDS/server-1.pid") != "$old" ]] || fail "no replacement wrote its pid file"
+back=$(newest "$CK")
 wait_commits "$back" "after the replacement was back (at clock $back)"
-if [[ $SECOND == moved ]]; then
+if [[ $SECOND == moved || $SECOND == resumed ]]; then
     old=$(<"$PIDS/server-2.pid")
     kill -KILL "$old"
     wait_for_lines "$WORK/job.out" "server 2 rejoined: it holds full copies of its ranges again" 1 120 "$launcher"
     back=$(newest "$CK")
     wait_commits "$back" "after the second replacement was back (at clock $back)"
 fi
-for f in "$PIDS"/*.pid; do kill -KILL "$(<"$f")" 2>/dev/null; done
-kill -KILL "$launcher" 2>/dev/null
-wait "$launcher" 2>/dev/null
-# SIGKILL is delivered asynchronously: the newest checkpoint is known once every process is gone.
-alive() { [[ -e /proc/$1 ]] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
-for f in "$PIDS"/*.pid; do
-    gone=$((SECONDS + 10))
-    while alive "$(<"$f")" && ((SECONDS < gone)); do sleep 0.01; done
-    alive "$(<"$f")" && fail "process $(<"$f") of the killed job survived SIGKILL"
-done
+kill_job
 last=$(newest "$CK")
 # Its newest manifest names a part of server 1 of its own clock: the replacement's.
 grep -q "^part server 1 full ckpt-$(printf %012d "$last")/server-1.part " \
     "$CK/ckpt-$(printf %012d "$last")/MANIFEST" ||
     fail "the checkpoint at clock $last has no part written by server 1's replacement"
 grep -q "all 1000 keys exact" "$WORK/job.out" && fail "the job finished before it was killed: make it longer"
+if [[ $SECOND == resumed ]]; then
+    # Every original server read the directory and restored the table, the
+    # replacement neither (LOOM_REJOIN=1); it was told the job's clock.
+    for s in 0 1 2; do
+        n=$(grep -c "^\[server $s\] .*resuming from $CK at clock $from$" "$WORK/job.out")
+        ((n == 1)) || fail "server $s read the checkpoint directory $n times, not once (the replacement must not)"
+        n=$(grep -c "^\[server $s\] .*table \"failover\" restored from the checkpoint at clock $from$" "$WORK/job.out")
+        ((n == 1)) || fail "server $s restored the table $n times, not once (the replacement must not)"
+    done
+    grep -q "^\[server 1\] .*the job resumed at clock $from: this replacement's checkpoint parts" "$WORK/job.out" ||
+        fail "the replacement did not learn the clock the job resumed at ($from)"
+fi
 echo "killed after the checkpoint at clock $last (the replacement was back after clock $back)"
 grep -E "rejoined:|skipped|dropped" "$WORK/job.out" | head -12
 
