@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b; 7: HANDBACK* and PARKED */
+/* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b; 7: HANDBACK*, PARKED, CKPT_BASE */
 #define MSG_MAGIC       0x4D4Cu
 #define MSG_VERSION     7
 #define MSG_HEADER_SIZE 48

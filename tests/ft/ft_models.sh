@@ -19,7 +19,7 @@ ft_model_job() {
     mf)
         run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
         # --steps 2: a checkpoint is cut after a clock's last step.
-        ARGS=(train mf --train data --epochs 8 --syncs 20 --steps 2 --eval-every 2)
+        ARGS=(train mf --train data --epochs 20 --syncs 20 --steps 2 --eval-every 5)
         ;;
     lda)
         run gen lda --out data --docs 2000 --vocab-size 1000 --topics 10 --doc-length 80 --quiet

@@ -27,8 +27,8 @@
  *   0 inject   from, dest, type, flags, table, req, clock, a, b, frames: a message
  *              encoded by msg_encode_header, the sender field set to `from` unless the
  *              flags byte's bit 7 says otherwise; from >= 5 is an identity that is no
- *              node. Type bytes below 0xE0 are the core's and ps's types, 0xE0..0xF7
- *              the other layers' and later ones (other_types), from 0xF8 the byte itself
+ *              node. Type bytes below 0xE0 are the core's and ps's types, 0xE0..0xFB
+ *              the other layers' and later ones (other_types), from 0xFC the byte itself
  *   1 raw      dest, from, header length (0..48) and that many bytes, frames
  *   2 api      worker, call, table, keys, arguments: call bytes below 0xF0 are the
  *              tables' (% 6: pull, push, clock, flush, range pull, wait), from 0xF0 the
@@ -83,18 +83,18 @@
 #define SVB_ROWS        8
 
 /* The message types beyond inject's numbering of the core's and ps's first ones (the
- * other layers', replication's, rejoining's), for its type bytes 0xE0..0xF7. New types go
+ * other layers', replication's, rejoining's), for its type bytes 0xE0..0xFB. New types go
  * at the end, so that the corpus's inputs keep their meaning. */
 static const uint8_t other_types[] = {
     MSG_ROWS_PUSH,    MSG_ROWS_PUSH_ACK, MSG_CKPT_PART,     MSG_SCHED_BLOCK, MSG_DYN_START,
     MSG_DYN_PLAN_REQ, MSG_DYN_PLAN,      MSG_DYN_PSUM,      MSG_DYN_SUM,     MSG_DYN_END,
     MSG_P2P_MODEL,    MSG_P2P_ACK,       MSG_SVB_SVS,       MSG_SVB_REPLICA, MSG_WORKER_LOST,
     MSG_REPL,         MSG_REPL_ACK,      MSG_NODE_REJOINED, MSG_REJOIN_COPY, MSG_REJOIN_COPIED,
-    MSG_REJOIN_READY, MSG_HANDBACK,      MSG_HANDBACK_ACK,  MSG_PARKED};
+    MSG_REJOIN_READY, MSG_HANDBACK,      MSG_HANDBACK_ACK,  MSG_PARKED,      MSG_CKPT_BASE};
 #define OTHER_TYPES     (sizeof other_types / sizeof *other_types)
-#define OTHER_TYPES_END 0xF8 /* type bytes from here on are the type itself */
-_Static_assert(OTHER_TYPES <= OTHER_TYPES_END - 0xE0, "inject's type bytes 0xE0..0xF7 name at "
-                                                      "most 24 types");
+#define OTHER_TYPES_END 0xFC /* type bytes from here on are the type itself */
+_Static_assert(OTHER_TYPES <= OTHER_TYPES_END - 0xE0, "inject's type bytes 0xE0..0xFB name at "
+                                                      "most 28 types");
 
 /* What the inputs reached, so the driver can tell that its seeds reach the handlers. */
 static struct {
@@ -1100,6 +1100,8 @@ static void make_seeds(void)
         for (unsigned dest = 1; dest < NODES; dest++)
             in_inject(in, 0, dest, MSG_REJOIN_READY, 0, 0, 1, 0, 2, 0, 0);
         in_inject(in, 0, w0, MSG_REJOIN_READY, 0, 0, 1, 0, 0, 0, 0);
+        in_inject(in, 0, 2, MSG_CKPT_BASE, 0, 0, 0, 10, 0, 0, 0);
+        in_inject(in, 0, 1, MSG_CKPT_BASE, 0, 0, 0, -1, 0, 0, 0);
     }
     for (unsigned w = 0; w < WORKERS; w++) {
         in_api(in, w, 1, 0, keys, 4, 4 * 32);
