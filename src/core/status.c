@@ -253,7 +253,7 @@ int loom_report_metric(loom_node *n, const char *name, double value)
 {
     if (!n || !name || !msg_metric_name_ok(name) || !isfinite(value)) return LOOM_EINVAL;
     if (n->cfg.role != LOOM_WORKER) return LOOM_EROLE;
-    int rc = 0;
+    int rc = 0, fresh = 0;
     pthread_mutex_lock(&n->mu);
     msg_metrics *mm = &n->metrics;
     uint32_t k = 0;
@@ -261,11 +261,16 @@ int loom_report_metric(loom_node *n, const char *name, double value)
     if (k == MSG_METRICS_MAX) {
         rc = LOOM_ELIMIT;
     } else {
-        if (k == mm->count) snprintf(mm->name[mm->count++], sizeof mm->name[0], "%s", name);
+        fresh = k == mm->count;
+        if (fresh) snprintf(mm->name[mm->count++], sizeof mm->name[0], "%s", name);
         mm->value[k] = value;
         n->metrics_dirty = 1;
     }
     pthread_mutex_unlock(&n->mu);
+    /* A metric's first value goes at once, not with the next heartbeat: the
+     * scheduler names a dead worker's share of the data from it (a "share"
+     * reported at the start), however early the worker dies. */
+    if (fresh) node_send_metrics(n);
     return rc;
 }
 
