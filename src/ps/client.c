@@ -1061,6 +1061,17 @@ static int resend_missed_keys(loom_table *t, pull_op *op, const pull_slot *s, in
     return 1;
 }
 
+/* The master now of the range of the pull part starting at `first`. */
+static int pull_master(pull_op *op, size_t first)
+{
+    loom_table *t = op->t;
+    uint64_t key = op->uniq ? op->miss_keys[first] : op->begin + first;
+    pthread_mutex_lock(&t->mu);
+    int s = server_of(t, key);
+    pthread_mutex_unlock(&t->mu);
+    return s;
+}
+
 /* The server no longer serves the range (LOOM_ESTATE: a handback moved it
  * away): ask its master now, or, if this worker has not heard of the
  * handback yet, let the pull wait as if still asked of that server: the
@@ -1069,10 +1080,7 @@ static int reroute_pull(ps_client *c, pull_op *op, const pull_slot *s, int statu
 {
     if (status != LOOM_ESTATE) return 0;
     loom_table *t = op->t;
-    uint64_t key = op->uniq ? op->miss_keys[s->first] : op->begin + s->first;
-    pthread_mutex_lock(&t->mu);
-    int to = server_of(t, key);
-    pthread_mutex_unlock(&t->mu);
+    int to = pull_master(op, s->first);
     if (to != s->server) {
         send_pull(op, to, s->first, s->count, required_clock(t, op->fetch_clock), s->resent);
         return 1;
@@ -1190,13 +1198,8 @@ static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t re
     uint64_t req = slot_alloc(t->client, op, first, count, s, resent);
     /* Routed before a failover moved the dead server's pulls (client_failover
      * switched the masters first): ask the range's master now. */
-    for (int tries = 0; req == SLOT_REDIRECTED && tries < server_count(t); tries++) {
-        uint64_t key = op->uniq ? op->miss_keys[first] : op->begin + first;
-        pthread_mutex_lock(&t->mu);
-        s = server_of(t, key);
-        pthread_mutex_unlock(&t->mu);
-        req = slot_alloc(t->client, op, first, count, s, resent);
-    }
+    for (int tries = 0; req == SLOT_REDIRECTED && tries < server_count(t); tries++)
+        req = slot_alloc(t->client, op, first, count, pull_master(op, first), resent);
     if (req == SLOT_REDIRECTED) {
         pull_part_done(op, LOOM_EPEERFAIL);
         return;
@@ -2124,12 +2127,8 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
     pthread_mutex_unlock(&c->mu);
     for (size_t i = 0; i < nmoved; i++) {
         pull_op *op = moved[i].op;
-        loom_table *t = op->t;
-        uint64_t key = op->uniq ? op->miss_keys[moved[i].first] : op->begin + moved[i].first;
-        pthread_mutex_lock(&t->mu);
-        int s = server_of(t, key);
-        pthread_mutex_unlock(&t->mu);
-        send_pull(op, s, moved[i].first, moved[i].count, required_clock(t, op->fetch_clock), 0);
+        send_pull(op, pull_master(op, moved[i].first), moved[i].first, moved[i].count,
+                  required_clock(op->t, op->fetch_clock), 0);
     }
     if (!tables || !moved)
         log_error("out of memory redirecting requests after server %d died: the job may stall", d);
@@ -2260,14 +2259,10 @@ static void on_handback(loom_node *n, void *ctx, node_msg *m)
     pthread_mutex_unlock(&c->mu);
     for (size_t i = 0; i < nwait; i++) {
         pull_op *op = wait[i].op;
-        loom_table *t = op->t;
-        uint64_t key = op->uniq ? op->miss_keys[wait[i].first] : op->begin + wait[i].first;
-        pthread_mutex_lock(&t->mu);
-        int to = server_of(t, key);
-        pthread_mutex_unlock(&t->mu);
+        int to = pull_master(op, wait[i].first);
         pull_slot taken;
         if (to != wait[i].server && slot_take(c, wait[i].req, wait[i].server, &taken)) {
-            send_pull(op, to, taken.first, taken.count, required_clock(t, op->fetch_clock), 0);
+            send_pull(op, to, taken.first, taken.count, required_clock(op->t, op->fetch_clock), 0);
             nmoved++;
         }
     }
