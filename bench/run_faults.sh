@@ -129,6 +129,19 @@ blocked() {
                printf "%.2f\n", (s + w) / 1000 }' "$1"
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# ms_table HEADER NAME...: a table of the median, min and max of each column
+# of the rows in ${runs[@]} (one space-separated number per NAME).
+ms_table() {
+    local i col
+    echo "| $1 | median | min | max |"
+    echo "|---|---:|---:|---:|"
+    shift
+    for ((i = 1; i <= $#; i++)); do
+        col=$(printf '%s\n' "${runs[@]}" | cut -d' ' -f"$i")
+        printf "| %s | %s | %s | %s |\n" "${!i}" "$(median <<<"$col")" \
+            "$(sort -g <<<"$col" | head -1)" "$(sort -g <<<"$col" | tail -1)"
+    done
+}
 
 # bench NAME ARGS...: REPS interleaved pairs of runs; prints a table row.
 bench() {
@@ -276,13 +289,10 @@ if wants failover; then
         runs+=("$row")
         echo "  run $r: kill to next clock $row (ms: total detected redirected first-clock); every key exact" >&2
     done
-    col() { printf '%s\n' "${runs[@]}" | cut -d' ' -f"$1"; }
-    echo "| ms from the kill | median | min | max |"
-    echo "|---|---:|---:|---:|"
-    names=("to the next completed clock" "detection (kill to the scheduler's NODE_FAILED)" "redirect and resend (to the last worker's resend)" "first clock (resend to the clock's last worker)")
-    for i in 1 2 3 4; do
-        printf "| %s | %s | %s | %s |\n" "${names[i - 1]}" "$(col $i | median)" "$(col $i | sort -g | head -1)" "$(col $i | sort -g | tail -1)"
-    done
+    ms_table "ms from the kill" "to the next completed clock" \
+        "detection (kill to the scheduler's NODE_FAILED)" \
+        "redirect and resend (to the last worker's resend)" \
+        "first clock (resend to the clock's last worker)"
     echo
     echo "every run (total detected redirected first-clock): $(printf '%s; ' "${runs[@]}")"
     echo "lost updates: none (every key exact in all $FAILOVER_REPS runs); runs repeated because a live process was declared dead: $false_deaths; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -450,13 +460,8 @@ if wants handback; then
         runs+=("$row")
         echo "  run $r: $row (ms: fence gate longest-clock median-clock); every key exact" >&2
     done
-    col() { printf '%s\n' "${runs[@]}" | cut -d' ' -f"$1"; }
-    echo "| ms | median | min | max |"
-    echo "|---|---:|---:|---:|"
-    names=("fence (fence asked to commit)" "gate (commit to the ranges open)" "longest clock overlapping the handback (0: none did)" "median clock of the run")
-    for i in 1 2 3 4; do
-        printf "| %s | %s | %s | %s |\n" "${names[i - 1]}" "$(col $i | median)" "$(col $i | sort -g | head -1)" "$(col $i | sort -g | tail -1)"
-    done
+    ms_table "ms" "fence (fence asked to commit)" "gate (commit to the ranges open)" \
+        "longest clock overlapping the handback (0: none did)" "median clock of the run"
     echo
     echo "every run (fence gate longest median): $(printf '%s; ' "${runs[@]}")"
     echo "lost updates: none (every key exact in all $HANDBACK_REPS runs); load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # The jobs of the tests that checkpoint, kill and resume (test_ft_resume.sh,
 # test_ft_restart.sh; sourced after cli_lib.sh, in the test's work directory),
-# and `newest`, which every checkpointing test uses.
+# `newest`, which every checkpointing test uses, and what the tests of
+# `loom train lr` with a replacement server share (test_rejoin*_lr.sh).
 
 # shellcheck disable=SC2034 # read by the scripts that source this file
 EVERY=5 # clocks between checkpoints
@@ -41,4 +42,34 @@ newest() {
         ((10#$m > c)) && c=$((10#$m))
     done
     echo "$c"
+}
+
+# wait_for LOG PATTERN WHAT: until LOG (the job $launcher's stderr) matches
+# PATTERN; fails naming WHAT if the job ends first or after 120 s.
+wait_for() {
+    local deadline=$((SECONDS + 120))
+    until grep -qE "$2" "$1"; do
+        ((SECONDS < deadline)) || fail "no $3 within 120 s"
+        kill -0 "$launcher" 2>/dev/null || fail "the job ended before $3: $(tail -5 "$1")"
+        sleep 0.05 # a poll, not a synchronisation: the condition is the log
+    done
+}
+
+# within_1pct REF GOT: fail unless objective GOT is within 1% of REF.
+within_1pct() {
+    awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * a) }' ||
+        fail "objective $2 is not within 1% of $1"
+}
+
+# replacement_part_after BACK: the newest checkpoint in ck is newer than clock
+# BACK (when server 1's replacement was back), has a part written by that
+# replacement, and verifies; sets LAST to its clock.
+replacement_part_after() {
+    LAST=$(newest ck)
+    ((LAST > $1)) || fail "no checkpoint committed after the replacement was back (newest: clock $LAST)"
+    grep -q "^part server 1 full ckpt-$(printf %012d "$LAST")/server-1.part " \
+        "ck/ckpt-$(printf %012d "$LAST")/MANIFEST" ||
+        fail "the checkpoint at clock $LAST has no part written by server 1's replacement"
+    run checkpoint verify ck
+    [[ $RC == 0 ]] || fail "loom checkpoint verify refused the newest checkpoint: $(cat err)"
 }

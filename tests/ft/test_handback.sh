@@ -16,6 +16,8 @@
 # and every handback must have moved ranges (the logs say how many).
 # Usage: test_handback.sh LOOM FAILOVER_CHECK bsp|ssp|asp
 source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=ps_check_job.sh
+source "$(dirname "$0")/ps_check_job.sh"
 MODE=${3:?mode}
 
 LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=1 "$LOOM" run --servers 3 --workers 3 \
@@ -26,21 +28,6 @@ launcher=$!
 BG_PIDS+=("$launcher")
 wait_for_files 7 30
 
-last_clock() {
-    grep -oE "^\[worker $1\] worker $1 clock [0-9]+$" "$WORK/job.out" | tail -n 1 | grep -oE '[0-9]+$'
-}
-# advance N: until every worker has printed N more clocks.
-advance() {
-    local w want c deadline=$(($(now_ms) + 120000))
-    for w in 0 1 2; do
-        want=$(($(last_clock $w) + $1))
-        while c=$(last_clock $w) && ((${c:-0} < want)); do
-            kill -0 "$launcher" 2>/dev/null || fail "the job ended before worker $w reached clock $want"
-            (($(now_ms) > deadline)) && fail "worker $w did not reach clock $want within 120 s"
-            sleep 0.05
-        done
-    done
-}
 took_back() { grep -c "server $1 took its ranges back\$" "$WORK/job.out"; }
 
 advance 30
@@ -64,17 +51,7 @@ kill -KILL "$(<"$PIDS/server-0.pid")"
 kills=$((kills + 2))
 wait_for_lines "$WORK/job.out" "\[scheduler\] .*server 2 took its ranges back\$" $((before2 + 1)) 120 "$launcher"
 wait_for_lines "$WORK/job.out" "\[scheduler\] .*server 0 took its ranges back\$" $((before0 + 1)) 120 "$launcher"
-wait "$launcher"
-status=$?
-echo "launcher exited with status $status"
-for w in 0 1 2; do
-    grep -qE "^\[worker $w\] worker $w: [0-9]+ clocks, all 1000 keys exact" "$WORK/job.out" ||
-        fail "worker $w did not end with every key exact"
-done
-((status == 0)) || fail "loom run exited with status $status"
-others=$(grep -E "^loom run: .*(exited with status [1-9]|killed by)" "$WORK/job.out" |
-    grep -vE "server [012] was killed by signal 9")
-[[ -z $others ]] || fail "other processes failed: $others"
+job_ended_exact "[0-9]+" "0 1 2" "server [012] was killed by signal 9"
 handbacks=$(grep -cE "^\[scheduler\] .*server [012] took its ranges back$" "$WORK/job.out")
 ((handbacks == kills)) || fail "$handbacks handbacks for $kills kills"
 # Every handback moved ranges: each was fenced somewhere and opened at its server.

@@ -11,6 +11,8 @@
 # exit 0.
 # Usage: test_handback_finished.sh LOOM FAILOVER_CHECK
 source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=ps_check_job.sh
+source "$(dirname "$0")/ps_check_job.sh"
 
 LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=1 "$LOOM" run --servers 3 --workers 3 \
     --on-failure wait --on-server-failure restart --heartbeat-timeout 2000 --timeout 240 \
@@ -29,17 +31,7 @@ while kill -0 "$worker0" 2>/dev/null; do
 done
 kill -KILL "$(<"$PIDS/server-1.pid")"
 wait_for_lines "$WORK/job.out" "\[scheduler\] .*server 1 took its ranges back\$" 1 120 "$launcher"
-wait "$launcher"
-status=$?
-echo "launcher exited with status $status"
-for w in 1 2; do
-    grep -qE "^\[worker $w\] worker $w: 400 clocks, all 1000 keys exact" "$WORK/job.out" ||
-        fail "worker $w did not end with every key exact"
-done
-((status == 0)) || fail "loom run exited with status $status"
-others=$(grep -E "^loom run: .*(exited with status [1-9]|killed by)" "$WORK/job.out" |
-    grep -vE "server 1 was killed by signal 9")
-[[ -z $others ]] || fail "other processes failed: $others"
+job_ended_exact "400" "1 2" "server 1 was killed by signal 9"
 grep -qE "info: [1-9][0-9]* ranges open: every worker sent again" "$WORK/job.out" ||
     fail "the replacement did not open the ranges it took back"
 echo "PASS"

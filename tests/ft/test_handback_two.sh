@@ -11,6 +11,8 @@
 # The job must end with every key exact on every worker and exit 0.
 # Usage: test_handback_two.sh LOOM FAILOVER_CHECK bsp|ssp|asp
 source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=ps_check_job.sh
+source "$(dirname "$0")/ps_check_job.sh"
 MODE=${3:?mode}
 
 LOOM_REPLICAS=2 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=1 "$LOOM" run --servers 3 --workers 3 \
@@ -26,17 +28,7 @@ for s in 1 2; do
     wait_for_lines "$WORK/job.out" "\[scheduler\] .*server $s took its ranges back\$" 1 120 "$launcher"
     wait_for_lines "$WORK/job.out" "^\[server $s\] .*ranges open: every worker sent again" 1 60 "$launcher"
 done
-wait "$launcher"
-status=$?
-echo "launcher exited with status $status"
-for w in 0 1 2; do
-    grep -qE "^\[worker $w\] worker $w: 1500 clocks, all 1000 keys exact" "$WORK/job.out" ||
-        fail "worker $w did not end with every key exact"
-done
-((status == 0)) || fail "loom run exited with status $status"
-others=$(grep -E "^loom run: .*(exited with status [1-9]|killed by)" "$WORK/job.out" |
-    grep -vE "server [12] was killed by signal 9")
-[[ -z $others ]] || fail "other processes failed: $others"
+job_ended_exact "1500" "0 1 2" "server [12] was killed by signal 9"
 bad=$(grep -E "malformed HANDBACK|cannot reach server" "$WORK/job.out")
 [[ -z $bad ]] || fail "a replacement refused a handback message or its peer: $bad"
 echo "PASS"

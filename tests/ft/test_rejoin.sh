@@ -11,6 +11,8 @@
 # every worker (no acknowledged update lost, none applied twice) and exit 0.
 # Usage: test_rejoin.sh LOOM FAILOVER_CHECK bsp|ssp|asp
 source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=ps_check_job.sh
+source "$(dirname "$0")/ps_check_job.sh"
 MODE=${3:?mode}
 
 LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=${VERBOSE:-0} "$LOOM" run --servers 3 --workers 3 \
@@ -21,38 +23,14 @@ launcher=$!
 BG_PIDS+=("$launcher")
 wait_for_files 7 30
 
-# wait_for_clock W C: until worker W has printed a clock of at least C.
-last_clock() {
-    grep -oE "^\[worker $1\] worker $1 clock [0-9]+$" "$WORK/job.out" | tail -n 1 | grep -oE '[0-9]+$'
-}
-wait_past() {
-    local w=$1 want=$2 deadline=$(($(now_ms) + 120000)) c
-    while :; do
-        c=$(last_clock "$w")
-        ((${c:-0} >= want)) && return 0
-        kill -0 "$launcher" 2>/dev/null || fail "the job ended before worker $w reached clock $want"
-        (($(now_ms) > deadline)) && fail "worker $w did not reach clock $want within 120 s"
-        sleep 0.05
-    done
-}
 for w in 0 1 2; do wait_past $w 30; done
 old=$(<"$PIDS/server-1.pid")
 kill -KILL "$old"
 wait_for_lines "$WORK/job.out" "server 1 rejoined: it holds full copies of its ranges again" 1 120 "$launcher"
 [[ $(<"$PIDS/server-1.pid") != "$old" ]] || fail "no replacement wrote its pid file"
-for w in 0 1 2; do wait_past $w $(($(last_clock $w) + 20)); done
+advance 20
 kill -KILL "$(<"$PIDS/server-2.pid")"
 wait_for_lines "$WORK/job.out" "server 2 \(node [0-9]*\) died: no heartbeat.*the job goes on without it" 1 60 "$launcher"
-wait "$launcher"
-status=$?
-echo "launcher exited with status $status"
-for w in 0 1 2; do
-    grep -qE "^\[worker $w\] worker $w: [0-9]+ clocks, all 1000 keys exact" "$WORK/job.out" ||
-        fail "worker $w did not end with every key exact"
-done
-((status == 0)) || fail "loom run exited with status $status"
-others=$(grep -E "^loom run: .*(exited with status [1-9]|killed by)" "$WORK/job.out" |
-    grep -vE "server [12] was killed by signal 9")
-[[ -z $others ]] || fail "other processes failed: $others"
+job_ended_exact "[0-9]+" "0 1 2" "server [12] was killed by signal 9"
 grep -E "rejoined|sent again|now master|copies" "$WORK/job.out" | head -12
 echo "PASS"

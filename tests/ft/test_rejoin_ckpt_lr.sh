@@ -11,7 +11,7 @@ set -u
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
 source "$(dirname "$0")/../cli_lib.sh"
 # shellcheck source-path=SCRIPTDIR source=ft_models.sh
-source "$(dirname "$0")/ft_models.sh" # newest
+source "$(dirname "$0")/ft_models.sh" # newest, wait_for, within_1pct, replacement_part_after
 LOOM=${1:?usage: $0 LOOM}
 work_setup ft-rejoin-ckpt
 cd "$WORK" || exit 1
@@ -20,15 +20,6 @@ export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000
 run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
 [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
 
-# wait_for LOG PATTERN WHAT: until LOG (the job's stderr) matches PATTERN.
-wait_for() {
-    local deadline=$((SECONDS + 120))
-    until grep -qE "$2" "$1"; do
-        ((SECONDS < deadline)) || fail "no $3 within 120 s"
-        kill -0 "$launcher" 2>/dev/null || fail "the job ended before $3: $(tail -5 "$1")"
-        sleep 0.05
-    done
-}
 
 # 100 clocks an epoch per worker; long enough (about 10 s undisturbed) for a death and a rejoin.
 "$LOOM" train lr --train data --servers 3 --workers 2 --epochs 40 --minibatch 100 \
@@ -43,12 +34,7 @@ wait "$launcher"
 status=$?
 launcher=
 [[ $status == 0 ]] || fail "the run that lost server 1 exited with status $status: $(tail -5 job.err)"
-last=$(newest ck)
-((last > back)) || fail "no checkpoint committed after the replacement was back (newest: clock $last)"
-grep -q "^part server 1 full ckpt-$(printf %012d "$last")/server-1.part " \
-    "ck/ckpt-$(printf %012d "$last")/MANIFEST" ||
-    fail "the checkpoint at clock $last has no part written by server 1's replacement"
-run checkpoint verify ck
-[[ $RC == 0 ]] || fail "loom checkpoint verify refused the newest checkpoint: $(cat err)"
+replacement_part_after "$back"
+last=$LAST
 echo "checkpoints: newest at clock $last, the replacement back after clock $back; $(cat out)"
 echo "PASS"

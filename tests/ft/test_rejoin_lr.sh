@@ -14,6 +14,8 @@
 set -u
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
 source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=ft_models.sh
+source "$(dirname "$0")/ft_models.sh" # wait_for, within_1pct
 LOOM=${1:?usage: $0 LOOM [dbpg]}
 work_setup ft-rejoin
 cd "$WORK" || exit 1
@@ -44,15 +46,6 @@ run "${ARGS[@]}"
 ref=$(final_objective err)
 [[ -n $ref ]] || fail "undisturbed run printed no objective for epoch $EPOCHS"
 
-# wait_for LOG PATTERN WHAT: until LOG (the job's stderr) matches PATTERN.
-wait_for() {
-    local deadline=$((SECONDS + 120))
-    until grep -qE "$2" "$1"; do
-        ((SECONDS < deadline)) || fail "no $3 within 120 s"
-        kill -0 "$launcher" 2>/dev/null || fail "the job ended before $3: $(tail -5 "$1")"
-        sleep 0.05
-    done
-}
 
 "$LOOM" "${ARGS[@]}" --on-server-failure restart >killed.out 2>killed.err &
 launcher=$!
@@ -71,6 +64,5 @@ grep -q "server 2 (node [0-9]*) died: .*the job goes on without it" killed.err |
 got=$(final_objective killed.err)
 [[ -n $got ]] || fail "the run that lost servers 1 and 2 printed no objective for epoch $EPOCHS"
 echo "final objective: undisturbed $ref, servers 1 and 2 killed (1 replaced) $got"
-awk -v a="$ref" -v b="$got" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * a) }' ||
-    fail "objective $got is not within 1% of $ref"
+within_1pct "$ref" "$got"
 echo "PASS"

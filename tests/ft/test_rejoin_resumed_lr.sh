@@ -23,7 +23,7 @@ set -u
 # shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
 source "$(dirname "$0")/../cli_lib.sh"
 # shellcheck source-path=SCRIPTDIR source=ft_models.sh
-source "$(dirname "$0")/ft_models.sh" # newest
+source "$(dirname "$0")/ft_models.sh" # newest, wait_for, within_1pct, replacement_part_after
 LOOM=${1:?usage: $0 LOOM}
 MODE=${2:-resume}
 work_setup ft-rejoin-resumed
@@ -46,15 +46,6 @@ run "${ARGS[@]}"
 ref=$(final_objective err)
 [[ -n $ref ]] || fail "undisturbed run printed no objective for epoch $EPOCHS"
 
-# wait_for LOG PATTERN WHAT: until LOG (the job's stderr) matches PATTERN.
-wait_for() {
-    local deadline=$((SECONDS + 120))
-    until grep -qE "$2" "$1"; do
-        ((SECONDS < deadline)) || fail "no $3 within 120 s"
-        kill -0 "$launcher" 2>/dev/null || fail "the job ended before $3: $(tail -5 "$1")"
-        sleep 0.05
-    done
-}
 # wait_newer C WHAT: until a checkpoint newer than clock C is committed in ck.
 wait_newer() {
     local deadline=$((SECONDS + 120))
@@ -114,15 +105,9 @@ launcher=
     fail "loom run did not say the job finished after one restart"
 got=$(final_objective job.err)
 [[ -n $got ]] || fail "the resumed run printed no objective for epoch $EPOCHS"
-last=$(newest ck)
-((last > back)) || fail "no checkpoint committed after the replacement was back (newest: clock $last)"
-grep -q "^part server 1 full ckpt-$(printf %012d "$last")/server-1.part " \
-    "ck/ckpt-$(printf %012d "$last")/MANIFEST" ||
-    fail "the checkpoint at clock $last has no part written by server 1's replacement"
-run checkpoint verify ck
-[[ $RC == 0 ]] || fail "loom checkpoint verify refused the newest checkpoint: $(cat err)"
+replacement_part_after "$back"
+last=$LAST
 echo "resumed at clock $from; the replacement back after clock $back; newest checkpoint at clock $last"
 echo "final objective: undisturbed $ref, resumed and server 1 replaced $got"
-awk -v a="$ref" -v b="$got" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * a) }' ||
-    fail "objective $got is not within 1% of $ref"
+within_1pct "$ref" "$got"
 echo "PASS"
