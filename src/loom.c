@@ -137,6 +137,7 @@ int loom_finalize(loom_node *n)
 {
     if (!n) return LOOM_EINVAL;
     if (!loom_is_worker(n)) return LOOM_EROLE;
+    ft_worker_finished(n);
     int rc = ps_worker_finish(n);
     if (!rc) rc = node_worker_done(n);
     node_destroy(n);
@@ -145,7 +146,10 @@ int loom_finalize(loom_node *n)
 
 int loom_clock(loom_node *n)
 {
-    return n ? ps_clock(n) : LOOM_EINVAL;
+    if (!n) return LOOM_EINVAL;
+    int rc = ps_clock(n);
+    if (!rc && loom_is_worker(n)) ft_worker_clocked(n);
+    return rc;
 }
 
 int64_t loom_current_clock(const loom_node *n)

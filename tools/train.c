@@ -244,8 +244,8 @@ static int export_count(const char *model, const char *flag, const char *var, in
  * variables (src/ft and src/ps read them in every process; docs/FAULTS.md). */
 static int export_checkpoint(const trainer *t, const app_job *j)
 {
-    char every[24], full[24];
-    snprintf(every, sizeof every, "%llu", (unsigned long long)j->checkpoint_every);
+    char full[24];
+    const char *every = j->checkpoint_every;
     snprintf(full, sizeof full, "%llu", (unsigned long long)j->checkpoint_full_every);
     if (setenv("LOOM_CHECKPOINT_MODEL", t->name, 1)) return 1;
     if (j->checkpoint_dir && (setenv("LOOM_CHECKPOINT_DIR", j->checkpoint_dir, 1) ||

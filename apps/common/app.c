@@ -114,6 +114,17 @@ int app_train_flags(app_job *j, int staleness, const app_flag *flags, size_t n, 
     return rc ? rc : app_job_from_flags(j, staleness, flags, n, values, err, errlen);
 }
 
+/* --checkpoint-every: "N" clocks, "Ns" / "Nm" / "Nh", "Ne" epochs, N from 1
+ * to 10^9 (src/ft reads the same spelling from LOOM_CHECKPOINT_EVERY). */
+static int checkpoint_interval_ok(const char *t)
+{
+    size_t digits = strspn(t, "0123456789");
+    if (!digits || digits > 10 || (t[digits] && (!strchr("smhe", t[digits]) || t[digits + 1])))
+        return 0;
+    unsigned long long v = strtoull(t, NULL, 10);
+    return v >= 1 && v <= 1000000000ull;
+}
+
 int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t n,
                        const app_flag_value *values, char *err, size_t errlen)
 {
@@ -138,12 +149,17 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     TEXT("--filter", filter_push);
     TEXT("--filter-pull", filter_pull);
 #undef TEXT
-    j->checkpoint_every = 10;
+    j->checkpoint_every = "1e";
     j->checkpoint_full_every = 10;
     if ((v = app_flag_get(flags, n, values, "--checkpoint-every"))) {
         if (!j->checkpoint_dir)
             return app_usage(err, errlen, "--checkpoint-every needs --checkpoint-dir");
-        j->checkpoint_every = v->u;
+        if (!checkpoint_interval_ok(v->text))
+            return app_usage(err, errlen,
+                             "--checkpoint-every \"%s\": give N clocks, Ns seconds (or Nm, Nh) "
+                             "or Ne epochs, N from 1 to 1000000000",
+                             v->text);
+        j->checkpoint_every = v->text;
     }
     if ((v = app_flag_get(flags, n, values, "--checkpoint-full-every"))) {
         if (!j->checkpoint_dir)

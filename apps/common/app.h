@@ -124,14 +124,14 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
      .kind = APP_TEXT,                                                                             \
      .arg = "DIR",                                                                                 \
      .help = "write a checkpoint of the whole job into DIR every --checkpoint-every\n"             \
-             "clocks (a directory every process can reach)"},                                      \
+             "(a directory of yours every process can reach; one job at a time)"},                 \
         {.name = "--checkpoint-every",                                                             \
-         .kind = APP_INT,                                                                          \
-         .arg = "N",                                                                               \
-         .lo = 1,                                                                                  \
-         .hi = 1000000000,                                                                         \
-         .def = "10",                                                                              \
-         .help = "clocks between checkpoints"},                                                    \
+         .kind = APP_TEXT,                                                                         \
+         .arg = "N|Ns|Ne",                                                                         \
+         .def = "1e",                                                                              \
+         .help = "how often: every N clocks, N seconds (also Nm, Nh) or N epochs;\n"               \
+                 "one falling due while the previous is still being written is\n"                  \
+                 "skipped"},                                                                       \
         {.name = "--checkpoint-full-every",                                                        \
          .kind = APP_INT,                                                                          \
          .arg = "K",                                                                               \
@@ -241,7 +241,8 @@ typedef struct app_job {
     int quiet;
     /* --checkpoint-dir, --resume (NULL: none), --checkpoint-every, --checkpoint-full-every */
     const char *checkpoint_dir, *resume_dir;
-    uint64_t checkpoint_every, checkpoint_full_every;
+    const char *checkpoint_every; /* "N", "Ns" or "Ne" (LOOM_CHECKPOINT_EVERY) */
+    uint64_t checkpoint_full_every;
     int replicas;        /* --replicas K (docs/FAULTS.md) */
     int restart_servers; /* --on-server-failure restart */
     /* --on-worker-failure: loom_worker_failure_policy; -1 not given */

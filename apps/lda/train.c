@@ -568,7 +568,11 @@ static int sync_clock(worker *w, int sync, int it)
             return 1;
         if (app_team_run(w->team, refresh, w)) return 1;
     }
-    return loom_checkpoint_due(w->n) ? save_state(w, it, sync + 1) : 0;
+    /* The last training clock is the final checkpoint's (ft.h). */
+    int last = it == w->c->train.iterations - 1 && sync == w->c->train.syncs - 1;
+    return (last ? loom_checkpoint_final(w->n) : loom_checkpoint_due(w->n))
+               ? save_state(w, it, sync + 1)
+               : 0;
 }
 
 /* ---- --schedule rotation ----
@@ -898,6 +902,7 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
         if (rotation && rotation_iteration(w, it)) return 1;
         for (int sync = it == w->first_it ? w->first_sync : 0; !rotation && sync < o->syncs; sync++)
             if (sync_clock(w, sync, it)) return 1;
+        TRY("epoch end", loom_checkpoint_epoch_end(w->n)); /* --checkpoint-every Ne */
         w->train_s += app_now_s() - t0;
         w->iters_since_eval++;
         if (lda_eval_due(o, it) && evaluate(w, it)) return 1;

@@ -987,9 +987,13 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
                         (rc = loom_push(w, lanes[t].b.keys, lanes[t].nk, lanes[t].b.g)))
                         rc = app_fail(PROG, "push", rc);
                 if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
-                if (!rc && loom_checkpoint_due(n))
+                /* The last clock is the final checkpoint's (ft.h). */
+                int last = epoch == o->epochs - 1 && sc.batch == sc.nbatches - 1;
+                if (!rc && (last ? loom_checkpoint_final(n) : loom_checkpoint_due(n)))
                     rc = save_state(n, epoch, sc.batch + 1, sc.nbatches, lanes, threads);
             }
+            /* --checkpoint-every Ne counts these */
+            if (!rc && (rc = loom_checkpoint_epoch_end(n))) rc = app_fail(PROG, "epoch end", rc);
             first_batch = 0;
         } else {
             for (int b = 0; b < o->blocks && !rc; b++) {

@@ -498,7 +498,11 @@ static int train_epoch(worker *w, int epoch, int first)
             }
         }
         TRY("clock", loom_clock(w->node));
-        if (loom_checkpoint_due(w->node) && save_state(w, epoch, w->clock + 1)) return 1;
+        /* The last training clock is the final checkpoint's (ft.h). */
+        int last = epoch == o->epochs - 1 && w->clock == o->syncs - 1;
+        if ((last ? loom_checkpoint_final(w->node) : loom_checkpoint_due(w->node)) &&
+            save_state(w, epoch, w->clock + 1))
+            return 1;
     }
     return 0;
 }
@@ -693,6 +697,7 @@ static int epochs(worker *w)
         } else if (train_epoch(w, epoch, epoch == w->first_epoch ? w->first_clock : 0)) {
             return 1;
         }
+        TRY("epoch end", loom_checkpoint_epoch_end(w->node)); /* --checkpoint-every Ne */
         w->train_s += app_now_s() - t0;
         w->epochs_since_eval++;
         /* This epoch's clocks made the previous evaluation's totals

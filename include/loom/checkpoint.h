@@ -1,8 +1,10 @@
 /* Checkpoints of a job, and resuming from one (docs/FAULTS.md).
  *
- * A job started with LOOM_CHECKPOINT_DIR and LOOM_CHECKPOINT_EVERY = N (what
- * `loom train --checkpoint-dir DIR --checkpoint-every N` sets) checkpoints at
- * every clock C of the job with C % N == 0: each server writes the rows of its
+ * A job started with LOOM_CHECKPOINT_DIR and LOOM_CHECKPOINT_EVERY (what
+ * `loom train --checkpoint-dir DIR --checkpoint-every N|Ns|Ne` sets: every N
+ * clocks, N seconds or N epochs) checkpoints at clocks C the scheduler plans,
+ * one checkpoint at a time (one falling due while the previous is still
+ * being written is skipped): each server writes the rows of its
  * partitions as they are with every update of the clocks before C applied and
  * none of a later clock (all rows, or only those changed since its previous
  * cut; every LOOM_CHECKPOINT_FULL_EVERY-th checkpoint is full), each worker
@@ -11,8 +13,9 @@
  * MANIFEST (file names, sizes, CRC-32C checksums), after syncing every file
  * it names. Files are written to a temporary name and renamed, so a crash
  * leaves either a whole file or none, and a checkpoint without a MANIFEST is
- * ignored. A worker that does not save when a checkpoint is due leaves that
- * checkpoint uncommitted.
+ * ignored. A worker that does not save when a checkpoint is due, or a disk
+ * that is full, makes the scheduler give that checkpoint up (its files are
+ * removed) and plan another; the job goes on.
  *
  * A job started with LOOM_RESUME = DIR starts from the newest committed
  * checkpoint in DIR: servers fill each table from it when it is opened (its
@@ -35,10 +38,25 @@ extern "C" {
 
 /* ---- inside a job (workers) ---- */
 
-/* 1 if the clock this worker just completed is a checkpoint clock: the
- * application then calls loom_checkpoint_save() before pushing anything of the
- * next clock. 0 otherwise (or without checkpoints). */
+/* 1 if the clock this worker just completed is the checkpoint clock the
+ * scheduler planned: the application then calls loom_checkpoint_save()
+ * before pushing anything of the next clock. 0 otherwise (or without
+ * checkpoints). Ask after every clock: a plan the worker goes past without
+ * saving is given up, and another planned. */
 int loom_checkpoint_due(loom_node *node);
+/* The clock this worker just completed ends an epoch of the application
+ * (the same clocks on every worker). With LOOM_CHECKPOINT_EVERY = "Ne" the
+ * checkpoints fall at the end of every N-th epoch; call it after the clock
+ * (and loom_checkpoint_save, if due) and before the next one. 0 or a loom
+ * error. */
+int loom_checkpoint_epoch_end(loom_node *node);
+/* The clock this worker just completed is its last (call it in place of
+ * loom_checkpoint_due there): with checkpoints, the scheduler is asked to
+ * make that clock the job's final checkpoint, and this waits until it says
+ * (a few ms, or up to the heartbeat timeout if it cannot). 1: call
+ * loom_checkpoint_save() now, as when due; 0: no checkpoint there (none
+ * configured, already saved, or it could not be planned). */
+int loom_checkpoint_final(loom_node *node);
 /* Write this worker's part of the checkpoint at the current clock: `state`,
  * whatever the application needs to go on from here (data position, random
  * streams, local model parts), as opaque bytes. 0 or a loom error. */

@@ -68,6 +68,10 @@ static const struct {
     [MSG_HANDBACK_ACK] = {"HANDBACK_ACK", 0, 0, BY_SERVER | BY_WORKER},
     [MSG_PARKED] = {"PARKED", 0, 0, BY_SERVER},
     [MSG_CKPT_BASE] = {"CKPT_BASE", 0, 0, BY_SCHED},
+    [MSG_CKPT_PLAN] = {"CKPT_PLAN", 0, 0, BY_SCHED},
+    [MSG_CKPT_SKIP] = {"CKPT_SKIP", 0, 0, BY_SERVER | BY_WORKER},
+    [MSG_CKPT_EPOCH] = {"CKPT_EPOCH", 0, 0, BY_WORKER},
+    [MSG_CKPT_FINAL] = {"CKPT_FINAL", 0, 0, BY_WORKER},
 };
 
 static int type_known(unsigned type)

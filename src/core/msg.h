@@ -28,9 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b; 7: HANDBACK*, PARKED, CKPT_BASE */
+/* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b; 7: HANDBACK*, PARKED, CKPT_BASE;
+ * 8: CKPT_PLAN, CKPT_SKIP, CKPT_EPOCH, CKPT_FINAL */
 #define MSG_MAGIC       0x4D4Cu
-#define MSG_VERSION     7
+#define MSG_VERSION     8
 #define MSG_HEADER_SIZE 48
 #define MSG_MAX_FRAMES  2
 #define MSG_ADDR_MAX    256 /* a node's "host:port", NUL included */
@@ -147,6 +148,14 @@ enum msg_type {
     /* a replacement server in a resumed job (ft, src/ft/ft.c; docs/FAULTS.md) */
     MSG_CKPT_BASE = 160, /* scheduler -> a replacement server: clock = the job's clock at
                             this run's clock 0 (the resumed checkpoint's; 0 if not resumed) */
+    MSG_CKPT_PLAN,       /* scheduler -> servers, workers: clock = the job clock of the next
+                            checkpoint, a = 1 if servers write every row; b = 1 (to
+                            workers): the final checkpoint at `clock` was given up */
+    MSG_CKPT_SKIP,       /* server/worker -> scheduler: no part of checkpoint `clock`;
+                            a = the sender's job clock now + 1 (0: finished), b = why (FT_SKIP_*) */
+    MSG_CKPT_EPOCH,      /* worker 0 -> scheduler: an epoch ended at job clock `clock`,
+                            a = its length in clocks */
+    MSG_CKPT_FINAL,      /* worker -> scheduler: `clock` is its last: checkpoint it */
     MSG_TYPE_END_
 };
 

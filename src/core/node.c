@@ -119,6 +119,16 @@ int node_is_replacement(const loom_node *n)
     return n->replacement;
 }
 
+int node_assembled(const loom_node *n)
+{
+    return n->sched.roster_phase == 2;
+}
+
+uint64_t node_heartbeat_timeout_ms(const loom_node *n)
+{
+    return (uint64_t)n->cfg.heartbeat_timeout_ms;
+}
+
 static uint32_t id_for(const loom_config *c, loom_role role, int rank)
 {
     if (rank < 0) return NODE_NO_ID;

@@ -101,6 +101,12 @@ int node_peer_role(const loom_node *n, uint32_t id, int *rank);
  * another server or a worker can reach this node (one from a routing id the
  * node cannot name yet is dropped). */
 int node_is_replacement(const loom_node *n);
+/* The scheduler: 1 once every server and worker has been sent the roster
+ * (what the scheduler sends any of them after that reaches it after the
+ * roster), else 0. */
+int node_assembled(const loom_node *n);
+/* The silence after which the scheduler declares a node dead (ms). */
+uint64_t node_heartbeat_timeout_ms(const loom_node *n);
 
 /* ---- messages ---- */
 /* The largest payload frame this job sends (bytes, loom_config.max_frame_mib):

@@ -101,49 +101,35 @@ int ft_header_decode(const uint8_t *in, size_t len, ft_header *h, char *why, siz
 
 /* ---- atomic files ---- */
 
-int ft_mkdirs(const char *dir)
+/* A write failed (errno). ENOENT: the scheduler removed the checkpoint's
+ * directory under the writer, as it does when it gives a checkpoint up
+ * (plan.c): expected, so not an error. */
+static void gone_or_error(ft_file *f, const char *fmt)
 {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
-        log_error("checkpoint directory %s: path too long", dir);
-        return LOOM_ECONFIG;
-    }
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(path, 0777) && errno != EEXIST) {
-            log_error("cannot create checkpoint directory %s: %s", path, strerror(errno));
-            return LOOM_ECONFIG;
-        }
-        *p = c;
-        if (!c) break;
-    }
-    return 0;
+    f->gone = errno == ENOENT;
+    if (f->gone)
+        log_info("checkpoint file %s not written: the checkpoint was given up", f->shown);
+    else
+        log_error(fmt, f->shown, strerror(errno));
 }
 
-static int sync_dir_of(const char *path)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-int ft_file_open(ft_file *f, const char *path)
+int ft_file_open(ft_file *f, int dirfd, const char *shown_dir, const char *name)
 {
     memset(f, 0, sizeof *f);
-    snprintf(f->path, sizeof f->path, "%s", path);
-    snprintf(f->tmp, sizeof f->tmp, "%s.tmp", path);
-    f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    f->dirfd = dirfd;
+    snprintf(f->name, sizeof f->name, "%s", name);
+    snprintf(f->tmp, sizeof f->tmp, "%s.tmp", name);
+    snprintf(f->shown, sizeof f->shown, "%s/%s", shown_dir, name);
+    /* A temporary name left by a crash, or planted: unlinkat removes the
+     * name itself, never what a link points to, and O_EXCL|O_NOFOLLOW then
+     * makes a new file or fails. */
+    if (unlinkat(dirfd, f->tmp, 0) && errno != ENOENT && errno != EISDIR)
+        log_warn("checkpoint file %s.tmp: cannot remove the old one: %s", f->shown,
+                 strerror(errno));
+    f->fd = openat(dirfd, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
     if (f->fd < 0) {
-        log_error("cannot write checkpoint file %s: %s", f->tmp, strerror(errno));
-        return LOOM_ECONFIG;
+        gone_or_error(f, "cannot write checkpoint file %s.tmp: %s");
+        return LOOM_EIO;
     }
     return 0;
 }
@@ -157,8 +143,9 @@ int ft_file_write(ft_file *f, const void *data, size_t len)
         ssize_t w = write(f->fd, p, len);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
-            log_error("cannot write checkpoint file %s: %s", f->tmp, strerror(errno));
-            return LOOM_ECONFIG;
+            log_error("cannot write checkpoint file %s.tmp: %s", f->shown,
+                      w < 0 ? strerror(errno) : "no space left");
+            return LOOM_EIO;
         }
         p += w;
         len -= (size_t)w;
@@ -170,14 +157,14 @@ int ft_file_commit(ft_file *f, int sync)
 {
     int rc = sync ? fsync(f->fd) : 0;
     if (close(f->fd) || rc) {
-        log_error("cannot sync checkpoint file %s: %s", f->tmp, strerror(errno));
-        unlink(f->tmp);
-        return LOOM_ECONFIG;
+        log_error("cannot sync checkpoint file %s.tmp: %s", f->shown, strerror(errno));
+        unlinkat(f->dirfd, f->tmp, 0);
+        return LOOM_EIO;
     }
-    if (rename(f->tmp, f->path) || (sync && sync_dir_of(f->path))) {
-        log_error("cannot put checkpoint file %s in place: %s", f->path, strerror(errno));
-        unlink(f->tmp);
-        return LOOM_ECONFIG;
+    if (renameat(f->dirfd, f->tmp, f->dirfd, f->name) || (sync && fsync(f->dirfd))) {
+        gone_or_error(f, "cannot put checkpoint file %s in place: %s");
+        unlinkat(f->dirfd, f->tmp, 0);
+        return LOOM_EIO;
     }
     return 0;
 }
@@ -185,10 +172,15 @@ int ft_file_commit(ft_file *f, int sync)
 void ft_file_abort(ft_file *f)
 {
     close(f->fd);
-    unlink(f->tmp);
+    unlinkat(f->dirfd, f->tmp, 0);
 }
 
 /* ---- the manifest ---- */
+
+int64_t ft_part_clock(const ft_part *p)
+{
+    return strtoll(p->path + 5, NULL, 10);
+}
 
 void ft_manifest_free(ft_manifest *m)
 {
@@ -408,7 +400,7 @@ char *ft_manifest_format(const ft_manifest *m, size_t *len)
 /* Whole file into memory (malloc'd); 0, or errno. */
 static int slurp(const char *path, uint8_t **data, size_t *len, size_t max)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not hang a reader */
     if (fd < 0) return errno;
     struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {

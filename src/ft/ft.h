@@ -59,25 +59,45 @@ void ft_header_encode(const ft_header *h, uint8_t out[FT_HEADER_SIZE]);
 /* 0, or -1 with why (bad magic, version). */
 int ft_header_decode(const uint8_t *in, size_t len, ft_header *h, char *why, size_t whylen);
 
-/* A file written atomically: to PATH.tmp, then (sync) fsync, rename to PATH,
- * (sync) fsync the directory. Size and CRC-32C are counted on the way. Parts
- * are written without sync: the scheduler syncs every file and directory a
- * manifest names before it writes (with sync) the manifest, so that a
- * committed checkpoint is durable while servers and workers never wait for
- * the disk. */
+/* A file written atomically in a ckpt-<clock> directory (dirfd, the
+ * caller's, open until the commit): to NAME.tmp (created O_EXCL|O_NOFOLLOW),
+ * then (sync) fsync, rename to NAME, (sync) fsync the directory. Size and
+ * CRC-32C are counted on the way. Parts are written without sync: the
+ * scheduler syncs every file and directory a manifest names before it
+ * writes (with sync) the manifest, so that a committed checkpoint is durable
+ * while servers and workers never wait for the disk. */
 typedef struct ft_file {
-    int fd;
-    char path[4096], tmp[4100];
+    int fd, dirfd;
+    char name[FT_PATH_MAX], tmp[FT_PATH_MAX + 4];
+    char shown[4200]; /* DIR/ckpt-<clock>/NAME, for messages */
+    int gone;         /* it failed because its directory was removed (given up) */
     uint64_t size;
     uint32_t crc;
 } ft_file;
-/* 0 or LOOM_ECONFIG, with the reason logged. */
-int ft_file_open(ft_file *f, const char *path);
+/* 0 or LOOM_EIO, with the reason logged. */
+int ft_file_open(ft_file *f, int dirfd, const char *shown_dir, const char *name);
 int ft_file_write(ft_file *f, const void *data, size_t len);
 int ft_file_commit(ft_file *f, int sync);
 void ft_file_abort(ft_file *f);
-/* mkdir DIR (and its missing parents); 0 or LOOM_ECONFIG with the reason logged. */
-int ft_mkdirs(const char *dir);
+
+/* ---- the directory (dir.c) ---- */
+
+/* Open DIR (create: make it, and its missing parents, first) as a
+ * directory this job may trust: not a link, this user's, not writable by
+ * every user. 0 or LOOM_ECONFIG, with the reason logged. */
+int ft_dir_open(const char *path, int create, int *out);
+/* Lock DIR for this job (flock on DIR/LOCK, which names the holder); the
+ * lock lasts while *out is open. 0; LOOM_ECONFIG, the reason (another job
+ * holds it: its pid and host) logged. */
+int ft_dir_lock(int dirfd, const char *path, int *out);
+/* Open (create: make first) DIR/ckpt-<clock>, checked as ft_dir_open does. */
+int ft_dir_ckpt(int dirfd, const char *path, int64_t clock, int create, int *out);
+/* Remove DIR/ckpt-<clock>: the regular files of the names Loom writes there,
+ * then the directory if that emptied it. 0 (removed or absent), -1 (left,
+ * with a warning: a link, another user's, or holding other files). */
+int ft_dir_remove_ckpt(int dirfd, const char *path, int64_t clock);
+/* 1 and *clock if name is "ckpt-<12 digits>", else 0. */
+int ft_ckpt_name(const char *name, int64_t *clock);
 
 /* ---- the manifest ---- */
 
@@ -87,6 +107,9 @@ typedef struct ft_part {
     uint64_t size;
     uint32_t crc;
 } ft_part;
+
+/* The clock of the checkpoint directory a part lives in (its path's). */
+int64_t ft_part_clock(const ft_part *p);
 
 typedef struct ft_manifest {
     int64_t clock;
@@ -121,5 +144,9 @@ int ft_sections(const uint8_t *body, size_t len,
 
 /* The layer's entry point: called for every node after ps has attached. */
 int ft_attach(loom_node *n);
+/* A worker completed a clock (loom_clock) or finished (loom_finalize): a
+ * planned checkpoint it went past without saving is reported skipped. */
+void ft_worker_clocked(loom_node *n);
+void ft_worker_finished(loom_node *n);
 
 #endif

@@ -83,13 +83,23 @@ int ps_server_of(const loom_table_opts *o, int num_servers, uint64_t key);
  * handback skips the cut, and one that took ranges back counts the handback
  * as a death above. */
 typedef struct ps_ckpt_hooks {
-    int64_t every, base;
+    int64_t base; /* the job's clock at this run's clock 0 */
     void *ctx;
     void (*cut)(void *ctx, int64_t clock, int must_full, uint32_t deaths, uint32_t handbacks);
+    /* The planned cut at `clock` was not made: why, and the job clock the
+     * server is at now (-1: every worker finished). */
+    void (*skip)(void *ctx, int64_t clock, int64_t now, const char *why);
     /* 0, or a loom error (the table is then refused; restore() says why). */
     int (*restore)(void *ctx, const ps_table_def *def, void *table);
 } ps_ckpt_hooks;
 void ps_server_set_ckpt(loom_node *n, const ps_ckpt_hooks *hooks);
+/* Cut when the min clock reaches job clock `clock` (the scheduler's plan,
+ * I/O thread; full: every row), or now if it is there and no push of that
+ * clock or a later one was applied (so also after every worker finished at
+ * that clock: the final checkpoint). -1 if planned (or cut); else the job
+ * clock this server is already past it at (INT64_MAX: every worker
+ * finished), and nothing is planned. */
+int64_t ps_server_plan_cut(loom_node *n, int64_t clock, int full);
 /* Every table's rows (full), or those changed since the last cut, of the
  * ranges this server is master of, one section per table: emit(ctx, table
  * name, section bytes, length). */

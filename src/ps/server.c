@@ -193,10 +193,14 @@ typedef struct server {
     /* The last reply buffer ZeroMQ was done with, kept for the next reply:
      * a fresh large buffer comes from mmap and faults on every page. */
     _Atomic(reply_buf *) spare;
-    ps_ckpt_hooks ckpt;  /* every == 0: no checkpoints */
-    comm_mgr cm;         /* the budget and the ack window */
-    uint64_t push_id;    /* ROWS_PUSH messages sent */
-    uint32_t next_table; /* comm_tick: the managed table to serve next */
+    ps_ckpt_hooks ckpt;    /* cut == NULL: no checkpoints */
+    int64_t cut_at;        /* the planned checkpoint's job clock (-1: none) */
+    int cut_full;          /* ... and whether its part must hold every row */
+    int64_t applied_clock; /* the newest clock of a push applied as it came (-1: none) */
+    int64_t last_min;      /* the newest min clock short of PS_CLOCK_DONE */
+    comm_mgr cm;           /* the budget and the ack window */
+    uint64_t push_id;      /* ROWS_PUSH messages sent */
+    uint32_t next_table;   /* comm_tick: the managed table to serve next */
     /* replication */
     int repl_due;        /* rows changed since the last round */
     uint64_t rounds_cut; /* the last round's number */
@@ -468,7 +472,7 @@ static int create_parts(server *s, srv_table *t, int rank)
         p->applied = calloc((size_t)s->num_workers, sizeof *p->applied);
         rc = p->applied ? store_create(&spec, &p->store) : LOOM_ENOMEM;
         /* Changed rows are what a checkpoint or a replication round sends. */
-        if (!rc && (s->ckpt.every || s->replicas)) rc = store_track_changes(p->store);
+        if (!rc && (s->ckpt.cut || s->replicas)) rc = store_track_changes(p->store);
         if (rc) return rc;
         t->part_of[rg] = t->nparts++;
         ps_u128 rows = p->hi - p->lo;
@@ -581,12 +585,10 @@ static const char *check_keys(server *s, srv_table *t, node_msg *m, size_t keys_
     return check_part(t, k, 0, *count, part);
 }
 
-/* The first checkpoint clock after the min clock (local clocks; INT64_MAX: none). */
+/* The planned checkpoint's clock in this run's clocks (INT64_MAX: none). */
 static int64_t next_cut(const server *s)
 {
-    if (!s->ckpt.every || s->min_clock == PS_CLOCK_DONE) return INT64_MAX;
-    int64_t job = s->ckpt.base + s->min_clock;
-    return (job / s->ckpt.every + 1) * s->ckpt.every - s->ckpt.base;
+    return s->ckpt.cut && s->cut_at >= 0 ? s->cut_at - s->ckpt.base : INT64_MAX;
 }
 
 /* Managed tables: rows a push is about to change, with the magnitudes of
@@ -686,6 +688,13 @@ static int must_stage(server *s, srv_table *t, int64_t clock)
 static int must_hold(server *s, srv_table *t, int64_t clock)
 {
     return t->def.opts.consistency != LOOM_BSP && clock >= next_cut(s);
+}
+
+/* A push of `clock` was applied as it came (SSP, ASP): a cut planned at or
+ * before that clock could no longer be exact. */
+static void note_applied(server *s, int64_t clock)
+{
+    if (clock > s->applied_clock) s->applied_clock = clock;
 }
 
 /* A new entry at the tail of a staged or held list. */
@@ -808,6 +817,7 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
         }
     } else {
         status = apply_push(s, t, p, m, w);
+        note_applied(s, m->h.clock);
     }
     send_push_ack(s, t, m, w, status);
 }
@@ -861,6 +871,7 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
         }
     } else {
         status = apply_rows(s, t, p, keys, 0, vals, count, w, m->h.req);
+        note_applied(s, m->h.clock);
     }
     free(keys);
     free(vals);
@@ -881,6 +892,7 @@ static void release_held(server *s, srv_table *t)
             continue;
         }
         *pp = st->next;
+        note_applied(s, st->m.h.clock);
         send_push_ack(s, t, &st->m, st->worker, apply_entry(s, t, st));
         free_entry(st);
     }
@@ -899,6 +911,7 @@ static void apply_staged(server *s, srv_table *t)
             continue;
         }
         *pp = st->next;
+        note_applied(s, st->m.h.clock);
         if (apply_entry(s, t, st))
             log_error("out of memory applying a push to table \"%s\"", t->def.name);
         free_entry(st);
@@ -1267,6 +1280,26 @@ static int cut_settled(const server *s, int64_t clock)
     return 1;
 }
 
+/* Cut the planned checkpoint now: the min clock is its clock, every push of
+ * an earlier clock is applied and none of a later one. */
+static void cut_now(server *s)
+{
+    int64_t job = s->cut_at;
+    s->cut_at = -1;
+    /* Rows' change marks are the replication rounds' too, and a cut reads
+     * (and clears) them: the changes go to the replicas first, then the
+     * part is written whole. */
+    if (s->replicas && s->repl_due) replicate(s);
+    if (s->fencing)
+        s->ckpt.skip(s->ckpt.ctx, job, job, "ranges of this server are being handed back");
+    else if (cut_settled(s, job - s->ckpt.base))
+        s->ckpt.cut(s->ckpt.ctx, job, s->replicas != 0 || s->cut_full, s->deaths, s->handbacks);
+    else
+        s->ckpt.skip(s->ckpt.ctx, job, job,
+                     "a worker ended the clock before it before sending again what a dead "
+                     "server's replicas lacked");
+}
+
 /* A worker's clock moved: apply, cut and answer what the new min clock allows. */
 static void advance(server *s)
 {
@@ -1275,27 +1308,20 @@ static void advance(server *s)
         if (s->clock[i] < min) min = s->clock[i];
     if (min > s->min_clock) {
         int64_t cut = next_cut(s);
+        if (s->min_clock != PS_CLOCK_DONE) s->last_min = s->min_clock;
         s->min_clock = min;
+        if (min != PS_CLOCK_DONE) s->last_min = min;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->staged_head) apply_staged(s, s->tables[i]);
         if (s->repl_due) node_timer_poke(s->node, NODE_LAYER_PS); /* a clock's rows to replicate */
         if (cut != INT64_MAX && min == cut) {
-            /* Rows' change marks are the replication rounds' too, and a
-             * cut reads (and clears) them: the changes go to the replicas
-             * first, then the part is written whole. */
-            if (s->replicas && s->repl_due) replicate(s);
-            if (s->fencing)
-                log_warn("checkpoint at clock %" PRId64
-                         " skipped: ranges of this server are being handed back",
-                         s->ckpt.base + min);
-            else if (cut_settled(s, min))
-                s->ckpt.cut(s->ckpt.ctx, s->ckpt.base + min, s->replicas != 0, s->deaths,
-                            s->handbacks);
-            else
-                log_warn("checkpoint at clock %" PRId64
-                         " skipped: a worker ended its clock %" PRId64
-                         " before sending again what a dead server's replicas lacked",
-                         s->ckpt.base + min, s->ckpt.base + min - 1);
+            cut_now(s);
+        } else if (cut != INT64_MAX && min > cut) {
+            s->cut_at = -1;
+            s->ckpt.skip(s->ckpt.ctx, s->ckpt.base + cut,
+                         min == PS_CLOCK_DONE ? -1 : s->ckpt.base + min,
+                         min == PS_CLOCK_DONE ? "every worker finished before it"
+                                              : "the min clock went past it at once");
         }
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->held_head) release_held(s, s->tables[i]);
@@ -2051,6 +2077,8 @@ int ps_server_attach(loom_node *n)
     server *s = calloc(1, sizeof *s);
     if (!s) return LOOM_ENOMEM;
     s->node = n;
+    s->cut_at = -1;
+    s->applied_clock = -1;
     s->num_servers = loom_num_servers(n);
     int rc = ps_replicas_from_env(s->num_servers, &s->replicas);
     if (rc) {
@@ -2107,6 +2135,29 @@ void ps_server_set_ckpt(loom_node *n, const ps_ckpt_hooks *hooks)
 {
     server *s = node_layer(n, NODE_LAYER_PS);
     s->ckpt = *hooks;
+    s->cut_at = -1;
+}
+
+int64_t ps_server_plan_cut(loom_node *n, int64_t clock, int full)
+{
+    server *s = node_layer(n, NODE_LAYER_PS);
+    if (!s->ckpt.cut) return INT64_MAX;
+    /* Where the job is for this server: its min clock, or the last one it
+     * had if every worker finished (nothing is pushed after that), or past
+     * the newest clock of a push applied as it came. */
+    int64_t min = s->min_clock == PS_CLOCK_DONE ? s->last_min : s->min_clock;
+    int64_t at = s->ckpt.base + min;
+    int64_t now = s->applied_clock >= min ? s->ckpt.base + s->applied_clock + 1 : at;
+    if (clock < now) return s->min_clock == PS_CLOCK_DONE ? INT64_MAX : now;
+    s->cut_at = clock;
+    s->cut_full = full;
+    if (clock == at) cut_now(s); /* the partitions are as they were when the min clock got here */
+    /* A plan replacing one not cut yet (the scheduler gave it up): pushes
+     * the old one held and the new one does not go in now, ahead of any
+     * that comes after them. */
+    for (uint32_t i = 0; i < s->cap; i++)
+        if (s->tables[i] && s->tables[i]->held_head) release_held(s, s->tables[i]);
+    return -1;
 }
 
 /* A section: [u32 definition length][definition (canonical)][u32 row bytes]

@@ -1,0 +1,74 @@
+/* ft_impl: the state the fault-tolerance layer's files share: ft.c (every
+ * role: configuration, parts, resume) and plan.c (the scheduler: which
+ * clock to checkpoint next, commits, cleanup). */
+#ifndef LOOM_FT_IMPL_H
+#define LOOM_FT_IMPL_H
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ft/ft.h"
+#include "loom/node.h"
+
+/* Why a node wrote no part of a planned checkpoint (CKPT_SKIP's b). */
+enum {
+    FT_SKIP_PASSED = 0,   /* it was past the clock when the plan came (or went past at once) */
+    FT_SKIP_FAILED = 1,   /* writing the part failed (a full disk, say) */
+    FT_SKIP_FINISHED = 2, /* it finished before the clock */
+    FT_SKIP_UNSAFE = 3,   /* a server could not cut exactly then (handback, failover) */
+};
+
+/* --checkpoint-every: N clocks, N seconds, or N epochs (LOOM_CHECKPOINT_EVERY
+ * "N", "Ns" (also "Nm", "Nh"), "Ne"). */
+typedef struct ft_every {
+    char unit; /* 'c', 's', 'e' */
+    int64_t n; /* clocks, seconds or epochs */
+} ft_every;
+
+typedef struct ft_sched ft_sched; /* plan.c */
+
+typedef struct ft {
+    loom_node *node;
+    int role, rank;
+    uint32_t servers, workers;
+    char dir[PATH_MAX]; /* "" = no checkpoints */
+    int dirfd;          /* dir, opened and checked (-1: not yet) */
+    ft_every every;
+    int64_t full_every;
+    char model[FT_MODEL_MAX];
+    char resume[PATH_MAX]; /* "" = a fresh start */
+    ft_manifest resumed;   /* when resuming */
+    int64_t base;          /* the job's clock at this run's clock 0 */
+    /* server */
+    int base_heard; /* a replacement: the scheduler told it f->base (CKPT_BASE) */
+    /* The next part must be full: a part failed (the next must not depend on
+     * it), or this run resumed (its ranges may have been another server's in
+     * the resumed checkpoint, whose chain a later manifest may not name). */
+    int force_full;
+    /* worker */
+    uint8_t *resumed_part; /* the file; the state follows its header */
+    size_t resumed_len;
+    _Atomic int64_t plan; /* the planned checkpoint's job clock (-1: none), set by CKPT_PLAN */
+    int64_t last_saved;   /* the job clock of this worker's last part (-1: none) */
+    int64_t epoch_end;    /* the job clock the previous epoch ended at */
+    _Atomic int64_t final_refused; /* the final clock the scheduler gave up (-1: none) */
+    /* scheduler */
+    ft_sched *sched;
+} ft;
+
+/* Open f->dir once (checked; dir.c) into f->dirfd. 0 or LOOM_ECONFIG. */
+int ft_open_dir(ft *f);
+/* Tell the scheduler that this node writes no part of checkpoint `clock`. */
+void ft_send_skip(ft *f, int64_t clock, int64_t now, int why);
+
+/* ---- the scheduler (plan.c) ---- */
+
+/* Lock and tidy the directory, register the scheduler's handlers and start
+ * the committer. resumed: the manifest this job resumed from (or NULL). */
+int ft_sched_attach(ft *f, const ft_manifest *resumed);
+/* Finish the commits queued, remove an uncommitted checkpoint's files,
+ * release the lock. */
+void ft_sched_destroy(ft *f);
+
+#endif

@@ -1,0 +1,202 @@
+/* test_ft_plan: the scheduler's checkpoint plans (src/ft/plan.c,
+ * docs/FAULTS.md "Which clock"), one message at a time in a one-thread job
+ * (core/node_fuzz) of 2 servers and 1 worker, checkpoints every clock.
+ *
+ * The scheduler plans clock 1 and nothing else while it is in progress: a
+ * part of clock 2 is not kept (its directory is removed), and no second plan
+ * goes out. Once clock 1 is committed it plans the next. A worker 1000
+ * clocks past that when the plan came says so: the plan is given up, its
+ * directory removed, and the next plan is past the worker's clock and asks
+ * for full server parts. A
+ * worker's last clock then displaces the plan still collecting parts: it is
+ * planned at once as the final checkpoint, and committed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/msg.h"
+#include "core/node_fuzz.h"
+#include "ft/ft.h"
+#include "layers.h"
+#include "loom/loom.h"
+
+#define SCHEDULER 0
+#define SERVER(r) (1u + (r))
+#define WORKER    3u
+
+static char dir[64];
+
+static void deliver(node_fuzz_job *j, uint32_t from, const msg_header *h0, const void *frame,
+                    size_t len)
+{
+    node_fuzz_msg m = {.from = from, .dest = SCHEDULER};
+    msg_header h = *h0;
+    h.sender = from;
+    h.nframes = frame ? 1 : 0;
+    msg_encode_header(&h, m.hdr);
+    m.nframes = h.nframes;
+    if (frame) {
+        zmq_msg_init_size(&m.frames[0], len);
+        memcpy(zmq_msg_data(&m.frames[0]), frame, len);
+    }
+    uint8_t rid[MSG_RID_SIZE];
+    size_t rid_len;
+    node_fuzz_rid(from, rid, &rid_len);
+    node_fuzz_deliver(j, &m, rid, rid_len, MSG_HEADER_SIZE);
+}
+
+/* Node `from` tells the scheduler its part of `clock` is on disk (an empty
+ * file, made here: the committer syncs every part a manifest names). */
+static void send_part(node_fuzz_job *j, uint32_t from, int64_t clock)
+{
+    const char *role = from == WORKER ? "worker" : "server";
+    uint32_t rank = from == WORKER ? 0 : from - 1;
+    char rel[FT_PATH_MAX], path[256];
+    snprintf(rel, sizeof rel, "ckpt-%012lld/%s-%u.part", (long long)clock, role, rank);
+    snprintf(path, sizeof path, "%s/ckpt-%012lld", dir, (long long)clock);
+    mkdir(path, 0750);
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    blob_writer w = {0};
+    blob_put_u32(&w, from == WORKER ? FT_WORKER : FT_SERVER);
+    blob_put_u32(&w, rank);
+    blob_put_u32(&w, 1);
+    blob_put_str(&w, rel);
+    blob_put_u64(&w, 0);
+    blob_put_u32(&w, 0);
+    assert_false(w.bad);
+    msg_header h = {.type = MSG_CKPT_PART, .clock = clock, .a = 1};
+    deliver(j, from, &h, w.buf, w.len);
+    free(w.buf);
+}
+
+static int exists(int64_t clock, const char *file)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/ckpt-%012lld%s%s", dir, (long long)clock, *file ? "/" : "",
+             file);
+    return access(path, F_OK) == 0;
+}
+
+/* The plans in the queue, delivered: their clock (all alike, one to each
+ * server and the worker), -1 if none; *full its servers' flag. Other
+ * messages are delivered too. */
+static int64_t plans(node_fuzz_job *j, int *full)
+{
+    int64_t clock = -1;
+    int sent = 0;
+    node_fuzz_msg m;
+    while (node_fuzz_job_take(j, &m)) {
+        msg_header h;
+        assert_int_equal(msg_decode_header(m.hdr, MSG_HEADER_SIZE, m.nframes, &h), MSG_OK);
+        if (h.type == MSG_CKPT_PLAN && !h.b) {
+            assert_true(clock < 0 || clock == h.clock);
+            clock = h.clock;
+            if (full) *full = (int)h.a;
+            sent++;
+        }
+        uint8_t rid[MSG_RID_SIZE];
+        size_t rid_len;
+        node_fuzz_rid(m.from, rid, &rid_len);
+        node_fuzz_deliver(j, &m, rid, rid_len, MSG_HEADER_SIZE);
+    }
+    assert_true(sent == 0 || sent == 3);
+    return clock;
+}
+
+/* Tick until the committer has written checkpoint `clock`'s manifest and
+ * the scheduler heard it is done: the next plan (bounded: 10 s). */
+static int64_t after_commit(node_fuzz_job *j, int64_t clock, int *full)
+{
+    for (int i = 0; i < 10000; i++) {
+        node_fuzz_job_tick(j);
+        int64_t next = plans(j, full);
+        if (next >= 0) {
+            assert_true(exists(clock, "MANIFEST"));
+            return next;
+        }
+        nanosleep(&(struct timespec){0, 1000000}, NULL); /* the committer runs on its own thread */
+    }
+    fail_msg("checkpoint %lld was not committed in 10 s", (long long)clock);
+    return -1;
+}
+
+static void one_at_a_time(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "%s", "/tmp/loom-ft-plan.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    setenv("LOOM_CHECKPOINT_DIR", dir, 1);
+    setenv("LOOM_CHECKPOINT_EVERY", "1", 1);
+    setenv("LOOM_CHECKPOINT_FULL_EVERY", "100", 1);
+    node_fuzz_job *j;
+    assert_int_equal(node_fuzz_job_new(2, 1, 1, 1, layers_attach, 100000, &j), 0);
+
+    int full = 0;
+    node_fuzz_job_tick(j);
+    assert_int_equal(plans(j, &full), 1);
+    assert_int_equal(full, 1); /* the first part of every server holds every row */
+
+    /* Clock 2 is not planned: its part is not kept. */
+    send_part(j, SERVER(0), 2);
+    assert_false(exists(2, ""));
+    send_part(j, SERVER(0), 1);
+    send_part(j, SERVER(1), 1);
+    node_fuzz_job_tick(j);
+    assert_int_equal(plans(j, NULL), -1); /* one checkpoint at a time */
+    send_part(j, WORKER, 1);
+    /* Past clock 1 by as much as the nodes' pace since then says. */
+    int64_t second = after_commit(j, 1, &full);
+    assert_true(second > 1);
+    assert_int_equal(full, 0);
+
+    /* The worker was 1000 clocks past: given up, and planned past its clock. */
+    send_part(j, SERVER(0), second);
+    assert_true(exists(second, "server-0.part"));
+    msg_header skip = {.type = MSG_CKPT_SKIP, .clock = second, .a = (uint64_t)second + 1001};
+    deliver(j, WORKER, &skip, NULL, 0);
+    assert_false(exists(second, ""));
+    node_fuzz_job_tick(j);
+    int64_t next = plans(j, &full);
+    assert_true(next > second + 1000);
+    assert_int_equal(full, 1); /* the given-up part may have been another's base */
+
+    /* A late part of the given-up clock goes too. */
+    send_part(j, SERVER(1), second);
+    assert_false(exists(second, ""));
+
+    /* The worker's last clock: the plan still collecting parts gives way. */
+    send_part(j, SERVER(0), next);
+    msg_header final = {.type = MSG_CKPT_FINAL, .clock = next + 7};
+    deliver(j, WORKER, &final, NULL, 0);
+    assert_false(exists(next, ""));
+    node_fuzz_job_tick(j);
+    assert_int_equal(plans(j, &full), next + 7);
+    send_part(j, SERVER(0), next + 7);
+    send_part(j, SERVER(1), next + 7);
+    send_part(j, WORKER, next + 7);
+
+    node_fuzz_job_free(j); /* the committer finishes the commit queued */
+    assert_true(exists(1, "MANIFEST"));
+    assert_true(exists(next + 7, "MANIFEST"));
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(one_at_a_time)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
