@@ -77,6 +77,8 @@ struct ft_sched {
     int64_t horizon;              /* the newest job clock a node reported */
     uint64_t horizon_ms;          /* when */
     double rate;                  /* clocks per ms, smoothed */
+    int64_t pace_clock;           /* the clock and time the pace was last measured from */
+    uint64_t pace_ms;
     int64_t lead;                 /* clocks a plan is put past the guess */
     uint64_t not_before;          /* no plan before this node_now_ms() (after a failed write) */
     int64_t epoch_end, epoch_len; /* the newest epoch end a worker reported, and its length */
@@ -291,16 +293,19 @@ static void *committer_main(void *arg)
 
 /* ---- planning ---- */
 
-/* A node said it was at job clock `clock` at `now`. */
+/* A node said it was at job clock `clock` at `now`. The pace is measured
+ * over 50 ms or more: reports come in bursts (every node's part of one
+ * checkpoint), and a millisecond between two of them says nothing. */
 static void heard(ft_sched *s, int64_t clock, uint64_t now)
 {
     if (clock <= s->horizon) return;
-    if (now > s->horizon_ms) {
-        double r = (double)(clock - s->horizon) / (double)(now - s->horizon_ms);
-        s->rate = s->rate > 0 ? 0.5 * s->rate + 0.5 * r : r;
-    }
     s->horizon = clock;
     s->horizon_ms = now;
+    if (now < s->pace_ms + 50) return;
+    double r = (double)(clock - s->pace_clock) / (double)(now - s->pace_ms);
+    s->rate = s->rate > 0 ? 0.5 * s->rate + 0.5 * r : r;
+    s->pace_clock = clock;
+    s->pace_ms = now;
 }
 
 /* The clock of the next checkpoint the interval allows after the job's
@@ -674,7 +679,8 @@ int ft_sched_attach(ft *f, const ft_manifest *resumed)
     s->committed = -1;
     s->final_wanted = s->final_clock = -1;
     s->last_plan = s->horizon = s->epoch_end = f->base;
-    s->last_plan_ms = s->horizon_ms = node_now_ms();
+    s->last_plan_ms = s->horizon_ms = s->pace_ms = node_now_ms();
+    s->pace_clock = f->base;
     s->force_full = 1;
     size_t ns = f->servers ? f->servers : 1;
     s->parts = calloc(f->servers + f->workers + 1, sizeof *s->parts);

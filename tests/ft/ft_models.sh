@@ -9,13 +9,15 @@ EVERY=5 # clocks between checkpoints
 
 # ft_model_job MODEL: generate MODEL's data into ./data and set ARGS to a
 # one-worker, two-server BSP `loom train MODEL` of hundreds of clocks (long
-# enough for several checkpoints to commit before it ends).
+# enough for several checkpoints to commit before it ends; LR_EPOCHS makes
+# lr's longer).
 ft_model_job() {
     case $1 in
     lr)
         run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
         # --bandwidth: paced pushes and pulls cut and resume like unpaced ones.
-        ARGS=(train lr --train data --updater adagrad --epochs 3 --minibatch 100 --bandwidth 200)
+        ARGS=(train lr --train data --updater adagrad --epochs "${LR_EPOCHS:-3}" --minibatch 100
+            --bandwidth 200)
         ;;
     mf)
         run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
