@@ -13,8 +13,11 @@
  * only as non-blocking socket calls made when poll says they will not wait.
  * A request must arrive whole (at most STATUS_MAX_REQUEST bytes, head only:
  * no body) and be answered within STATUS_CONN_MS of the connection's start,
- * or the connection is closed; at most STATUS_MAX_CONNS are open at once,
- * and a new one then takes the place of the oldest. A response is built at
+ * or the connection is closed; at most STATUS_MAX_CONNS are open at once.
+ * When all are taken, a new one takes the place of one already answered or
+ * open for STATUS_EVICT_MS, or else waits in the kernel's backlog until a
+ * slot frees (slot_for_new): every client is answered, and idle ones cannot
+ * keep others out. A response is built at
  * once into memory (bounded: at most STATUS_MAX_LISTED nodes are listed) and
  * sent as fast as the client reads it. Bad requests get 400, 405, 413 or 431
  * and the connection is closed. */
@@ -41,7 +44,8 @@
 #define STATUS_DRAIN_MS        1000 /* reading what a client still sends after our answer */
 #define STATUS_MAX_LISTED      1024 /* nodes listed on the page; the rest are counted */
 #define STATUS_REFRESH_S       2
-#define STATUS_BACKLOG         128  /* connections the kernel queues until accepted */
+#define STATUS_BACKLOG         1024 /* connections the kernel queues until accepted */
+#define STATUS_EVICT_MS        1000 /* how long a connection keeps its slot against newcomers */
 #define STATUS_RATE_MS         1000 /* bytes per second over at least this long */
 #define STATUS_ACCEPT_PAUSE_MS 100
 
@@ -677,28 +681,42 @@ static void on_writable(conn *c, uint64_t now)
     if (c->deadline_ms > now + STATUS_DRAIN_MS) c->deadline_ms = now + STATUS_DRAIN_MS;
 }
 
+/* Where a new connection goes: a free slot, else one whose connection may give
+ * way to it, else NULL (the new one then waits in the kernel's backlog). Only a
+ * connection already answered (draining) or open for STATUS_EVICT_MS may give
+ * way, the answered first, then the oldest: evicting whatever was oldest, even
+ * a connection accepted in the same round whose request had not been read yet,
+ * is how 20 clients at once lost some of their answers. Idle and slow clients
+ * still cannot keep others out for longer than STATUS_EVICT_MS. */
+static conn *slot_for_new(status_page *s, uint64_t now)
+{
+    conn *victim = NULL;
+    for (int i = 0; i < STATUS_MAX_CONNS; i++) {
+        conn *c = &s->conns[i];
+        if (c->state == CONN_FREE) return c;
+        int answered = c->state == CONN_DRAINING;
+        if (!answered && now - c->started_ms < STATUS_EVICT_MS) continue;
+        int victim_answered = victim && victim->state == CONN_DRAINING;
+        if (!victim || answered > victim_answered ||
+            (answered == victim_answered && c->started_ms < victim->started_ms))
+            victim = c;
+    }
+    return victim;
+}
+
 static void accept_all(loom_node *n, uint64_t now)
 {
     status_page *s = n->status;
     for (int k = 0; k < STATUS_MAX_CONNS; k++) {
+        conn *slot = slot_for_new(s, now);
+        if (!slot) return;
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
             s->accept_paused_until_ms = now + STATUS_ACCEPT_PAUSE_MS;
         if (fd < 0) return; /* EAGAIN: no more; ECONNABORTED and such: the next one */
-        conn *slot = NULL, *oldest = NULL;
-        for (int i = 0; i < STATUS_MAX_CONNS && !slot; i++) {
-            conn *c = &s->conns[i];
-            if (c->state == CONN_FREE)
-                slot = c;
-            else if (!oldest || c->started_ms < oldest->started_ms)
-                oldest = c;
-        }
-        if (!slot) {
-            /* Full: the oldest connection gives way, so that idle or slow
-             * clients cannot keep everyone else out. */
+        if (slot->state != CONN_FREE) {
             s->evicted++;
-            conn_close(oldest);
-            slot = oldest;
+            conn_close(slot);
         }
         slot->fd = fd;
         slot->state = CONN_READING;
@@ -712,7 +730,10 @@ int status_poll_items(loom_node *n, zmq_pollitem_t *items)
     status_page *s = n->status;
     if (!s) return 0;
     int ni = 0;
-    short listen_events = node_now_ms() < s->accept_paused_until_ms ? 0 : ZMQ_POLLIN;
+    /* The listener only while a new connection could be taken: a readable
+     * listener that accept_all() leaves alone would make poll return at once. */
+    uint64_t now = node_now_ms();
+    short listen_events = now < s->accept_paused_until_ms || !slot_for_new(s, now) ? 0 : ZMQ_POLLIN;
     items[ni++] = (zmq_pollitem_t){NULL, s->listen_fd, listen_events, 0};
     for (int i = 0; i < STATUS_MAX_CONNS; i++) {
         conn *c = &s->conns[i];

@@ -14,7 +14,7 @@
 #include "core/node_impl.h"
 #include "loom/node.h"
 
-#define STATUS_MAX_CONNS  16
+#define STATUS_MAX_CONNS  64
 #define STATUS_POLL_ITEMS (1 + STATUS_MAX_CONNS)
 
 typedef struct status_page status_page;

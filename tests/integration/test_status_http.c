@@ -14,8 +14,10 @@
  *    431, and every connection is closed after the answer;
  *  - a slow-loris client (a request that never ends) and clients that never read do not keep
  *    the page from answering others, and the slow-loris connection is closed by the server;
- *  - more connections than the page keeps (STATUS_MAX_CONNS) evict the oldest: the page
- *    still answers, and the idle ones are closed;
+ *  - CONCURRENT clients at once, more than the page keeps connections, all get the page;
+ *  - more idle connections than the page keeps (STATUS_MAX_CONNS) give way to newcomers
+ *    once they are STATUS_EVICT_MS old: the page still answers, and the idle ones are
+ *    closed;
  *  - the job still completes: every node's result is 0. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -48,6 +51,7 @@
 #define WAIT_MS      20000 /* upper bound of anything that should happen promptly */
 #define IDLE_CONNS   (4 * STATUS_MAX_CONNS)
 #define RESPONSE_MAX (1 << 20)
+#define CONCURRENT   50 /* clients at once, each of which must get its answer */
 
 static _Atomic(loom_node *) scheduler;
 static int failures_seen; /* checks that failed inside the job (worker 0's thread) */
@@ -370,7 +374,7 @@ static int check_slow_clients(char *resp)
     return 0;
 }
 
-/* Four times as many idle connections as the page keeps: the oldest give way, the page
+/* Four times as many idle connections as the page keeps: they give way, the page
  * still answers, and at least all but STATUS_MAX_CONNS of the idle ones are closed. */
 static int check_many_connections(char *resp)
 {
@@ -397,11 +401,50 @@ static int check_many_connections(char *resp)
     return 0;
 }
 
+/* CONCURRENT clients at once (more than the page keeps connections): each connects, then
+ * all send their requests, then all read: every one gets the whole page (200 and a body
+ * that parses), within WAIT_MS. None is dropped to make room for another. */
+static int check_concurrent_clients(void)
+{
+    int fds[CONCURRENT];
+    for (int i = 0; i < CONCURRENT; i++) {
+        fds[i] = dial();
+        CHECK(fds[i] >= 0);
+    }
+    char req[128];
+    int reqlen = snprintf(req, sizeof req,
+                          "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", page_port());
+    for (int i = 0; i < CONCURRENT; i++)
+        CHECK(send(fds[i], req, (size_t)reqlen, MSG_NOSIGNAL) == reqlen);
+    uint64_t start = now_ms();
+    int answered = 0;
+    char *resp = malloc(RESPONSE_MAX);
+    CHECK(resp);
+    for (int i = 0; i < CONCURRENT; i++) {
+        long got = read_to_close(fds[i], resp, RESPONSE_MAX);
+        close(fds[i]);
+        const char *body = got > 0 ? strstr(resp, "\r\n\r\n") : NULL;
+        json_object *root =
+            body && !strncmp(resp, "HTTP/1.1 200 ", 13) ? json_tokener_parse(body + 4) : NULL;
+        answered += root != NULL;
+        json_object_put(root);
+    }
+    free(resp);
+    uint64_t took = now_ms() - start;
+    if (answered != CONCURRENT || took > WAIT_MS) {
+        fprintf(stderr, "%d concurrent clients: %d answered in %" PRIu64 " ms\n", CONCURRENT,
+                answered, took);
+        return 1;
+    }
+    return 0;
+}
+
 static int attack(void)
 {
     char *resp = malloc(RESPONSE_MAX);
     CHECK(resp);
     int rc = check_page_data(resp);
+    if (!rc) rc = check_concurrent_clients();
     if (!rc) rc = check_bad_requests(resp);
     if (!rc) rc = check_slow_clients(resp);
     if (!rc) rc = check_many_connections(resp);
