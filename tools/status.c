@@ -44,8 +44,9 @@ static void print_help(FILE *out)
           "\n"
           "Print the status of a running job: its nodes with their roles, clocks,\n"
           "staleness, bytes per second and heartbeats, the metrics its workers\n"
-          "reported, and its failures. ADDRESS is the status page's host:port (or\n"
-          "http://host:port/) that `loom run` and `loom train` print first.\n"
+          "reported, and its failures. ADDRESS is the status page's URL that\n"
+          "`loom run` and `loom train` print first (http://host:port/?token=T; the\n"
+          "token is there when the job has a secret), or its host:port.\n"
           "\n"
           "Options:\n",
           out);
@@ -80,11 +81,32 @@ static int wait_fd(int fd, short events, int64_t deadline)
     }
 }
 
+/* The token of the page's URL ("...?token=T", T hex digits) into token (65
+ * bytes), "" if it has none; -1 if it is not hex digits: it goes into our
+ * request line. */
+static int url_token(const char *addr, char *token)
+{
+    token[0] = '\0';
+    const char *q = strchr(addr, '?');
+    for (q = q ? q + 1 : NULL; q && *q;) {
+        size_t len = strcspn(q, "&#");
+        if (!strncmp(q, "token=", 6)) {
+            size_t n = len - 6;
+            if (n == 0 || n > 64 || strspn(q + 6, "0123456789abcdefABCDEF") < n) return -1;
+            memcpy(token, q + 6, n);
+            token[n] = '\0';
+        }
+        if (q[len] != '&') break;
+        q += len + 1;
+    }
+    return 0;
+}
+
 /* "host:port", "http://host:port/...", "[::1]:port": host and port. */
 static int split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
 {
     if (!strncmp(addr, "http://", 7)) addr += 7;
-    size_t len = strcspn(addr, "/");
+    size_t len = strcspn(addr, "/?#");
     char hp[300];
     if (len == 0 || len >= sizeof hp) return -1;
     memcpy(hp, addr, len);
@@ -139,17 +161,18 @@ static int connect_to(const char *host, const char *port, int64_t deadline, char
 }
 
 /* GET /status.json; the body (malloc'd, *body_len bytes and a NUL) or NULL with err set. */
-static char *fetch(const char *host, const char *port, int timeout_s, size_t *body_len, char *err,
-                   size_t errlen)
+static char *fetch(const char *host, const char *port, const char *token, int timeout_s,
+                   size_t *body_len, char *err, size_t errlen)
 {
     int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
     int fd = connect_to(host, port, deadline, err, errlen);
     if (fd < 0) return NULL;
     char req[512];
     int reqlen = snprintf(req, sizeof req,
-                          "GET /status.json HTTP/1.1\r\nHost: %s:%s\r\nAccept: application/json\r\n"
-                          "Connection: close\r\n\r\n",
-                          host, port);
+                          "GET /status.json%s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\n"
+                          "Accept: application/json\r\nConnection: close\r\n\r\n",
+                          token[0] ? "?token=" : "", token, strchr(host, ':') ? "[" : "", host,
+                          strchr(host, ':') ? "]" : "", port);
     size_t sent = 0, cap = 65536, len = 0;
     char *buf = malloc(cap);
     if (!buf) {
@@ -195,6 +218,14 @@ static char *fetch(const char *host, const char *port, int timeout_s, size_t *bo
         free(buf);
         return NULL;
     }
+    if (code == 403) {
+        snprintf(err, errlen, "%s:%s answered HTTP 403 to GET /status.json: %s", host, port,
+                 token[0] ? "the token is not this job's, or the page refuses this host name"
+                          : "the job has a secret: give the whole URL it printed "
+                            "(http://HOST:PORT/?token=...)");
+        free(buf);
+        return NULL;
+    }
     if (code != 200) {
         snprintf(err, errlen, "%s:%s answered HTTP %d to GET /status.json", host, port, code);
         free(buf);
@@ -235,7 +266,10 @@ int cmd_status(int argc, char **argv)
     const app_flag_value *t = app_flag_get(status_flags, NFLAGS, values, "--timeout");
     const app_flag_value *json = app_flag_get(status_flags, NFLAGS, values, "--json");
     size_t len = 0;
-    char *body = fetch(host, port, t ? (int)t->u : 5, &len, err, sizeof err);
+    char token[65];
+    if (url_token(address, token))
+        return app_command_usage("loom status", "the token in '%s' is not hex digits", address);
+    char *body = fetch(host, port, token, t ? (int)t->u : 5, &len, err, sizeof err);
     if (!body) {
         fprintf(stderr, "loom status: %s\n", err);
         return 1;
