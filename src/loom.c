@@ -108,9 +108,11 @@ int loom_init(loom_node **node, int *argc, char ***argv)
         log_warn("this job runs without a secret: its traffic is neither encrypted nor "
                  "authenticated (set LOOM_SECRET_FILE or --secret; see docs/SECURITY.md)");
     /* Before the address goes out, so the line comes first in `loom run`'s output. */
-    if (!rc && loom_status_address(*node)[0])
-        fprintf(stderr, "loom[scheduler] status page at http://%s/ (JSON at /status.json)\n",
-                loom_status_address(*node));
+    if (!rc && loom_status_url(*node)[0]) {
+        const char *query = strchr(loom_status_url(*node), '?');
+        fprintf(stderr, "loom[scheduler] status page at %s (JSON at /status.json%s)\n",
+                loom_status_url(*node), query ? query : "");
+    }
     if (!rc) rc = publish_address(*node);
     if (!rc) rc = publish_rendezvous(*node, &plan);
     if (rc && *node) {

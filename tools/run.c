@@ -150,6 +150,12 @@ static const app_flag run_flags[] = {
      .kind = APP_SWITCH,
      .help = "no status page: the scheduler does not listen for HTTP\n"
              "(LOOM_STATUS_PORT=-1; docs/USAGE.md)"},
+    {.name = "--status-bind",
+     .kind = APP_TEXT,
+     .arg = "ADDR",
+     .excludes = "--no-status",
+     .help = "the address the status page listens on (LOOM_STATUS_BIND);\n"
+             "default 127.0.0.1; with a secret, its URL carries a token"},
     {.name = "--verbose",
      .kind = APP_SWITCH,
      .help = "lifecycle messages from Loom and the launcher (LOOM_VERBOSE=1)"},
@@ -192,7 +198,8 @@ struct options {
     const char *checkpoint_dir; /* LOOM_CHECKPOINT_DIR, where a restarted job resumes */
     int verbose;
     int no_status;
-    const char *secret; /* --secret FILE, else LOOM_SECRET_FILE; NULL: make a throw-away one */
+    const char *status_bind; /* --status-bind ADDR; NULL: LOOM_STATUS_BIND or loopback */
+    const char *secret;      /* --secret FILE, else LOOM_SECRET_FILE; NULL: make a throw-away one */
     int insecure;
     char **program; /* PROGRAM and its arguments, NULL-terminated */
 };
@@ -408,6 +415,10 @@ static int parse_options(int argc, char **argv, struct options *opt)
     }
     opt->verbose = GIVEN("--verbose") != NULL;
     opt->no_status = GIVEN("--no-status") != NULL;
+    if (GIVEN("--status-bind")) {
+        if (x->text[0] == '\0') return usage_error("--status-bind takes an address");
+        opt->status_bind = x->text;
+    }
     if (GIVEN("--bind")) {
         if (strlen(x->text) > MAX_BIND_LEN)
             return usage_error("--bind takes a host name or address of at most %d characters",
@@ -1100,6 +1111,7 @@ static int set_common_env(const struct options *opt)
         return -1;
     if (opt->verbose && setenv("LOOM_VERBOSE", "1", 1) < 0) return -1;
     if (opt->no_status && setenv("LOOM_STATUS_PORT", "-1", 1) < 0) return -1;
+    if (opt->status_bind && setenv("LOOM_STATUS_BIND", opt->status_bind, 1) < 0) return -1;
     return 0;
 }
 

@@ -20,11 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
-
 #include "common/app.h"
+#include "status_page.h"
 
-#define MAX_RESPONSE (64u << 20) /* far more than the page lists (1024 nodes) */
+/* The body and the head before it (a power of two, as the buffer grows by doubling). */
+#define MAX_RESPONSE (2 * STATUS_PAGE_MAX_BODY)
 
 static const app_flag status_flags[] = {
     {.name = "--timeout",
@@ -44,8 +44,9 @@ static void print_help(FILE *out)
           "\n"
           "Print the status of a running job: its nodes with their roles, clocks,\n"
           "staleness, bytes per second and heartbeats, the metrics its workers\n"
-          "reported, and its failures. ADDRESS is the status page's host:port (or\n"
-          "http://host:port/) that `loom run` and `loom train` print first.\n"
+          "reported, and its failures. ADDRESS is the status page's URL that\n"
+          "`loom run` and `loom train` print first (http://host:port/?token=T; the\n"
+          "token is there when the job has a secret), or its host:port.\n"
           "\n"
           "Options:\n",
           out);
@@ -80,11 +81,32 @@ static int wait_fd(int fd, short events, int64_t deadline)
     }
 }
 
+/* The token of the page's URL ("...?token=T", T hex digits) into token (65
+ * bytes), "" if it has none; -1 if it is not hex digits: it goes into our
+ * request line. */
+static int url_token(const char *addr, char *token)
+{
+    token[0] = '\0';
+    const char *q = strchr(addr, '?');
+    for (q = q ? q + 1 : NULL; q && *q;) {
+        size_t len = strcspn(q, "&#");
+        if (!strncmp(q, "token=", 6)) {
+            size_t n = len - 6;
+            if (n == 0 || n > 64 || strspn(q + 6, "0123456789abcdefABCDEF") < n) return -1;
+            memcpy(token, q + 6, n);
+            token[n] = '\0';
+        }
+        if (q[len] != '&') break;
+        q += len + 1;
+    }
+    return 0;
+}
+
 /* "host:port", "http://host:port/...", "[::1]:port": host and port. */
 static int split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
 {
     if (!strncmp(addr, "http://", 7)) addr += 7;
-    size_t len = strcspn(addr, "/");
+    size_t len = strcspn(addr, "/?#");
     char hp[300];
     if (len == 0 || len >= sizeof hp) return -1;
     memcpy(hp, addr, len);
@@ -138,17 +160,19 @@ static int connect_to(const char *host, const char *port, int64_t deadline, char
     return fd;
 }
 
-/* GET /status.json; the body (NUL-terminated, malloc'd) or NULL with err set. */
-static char *fetch(const char *host, const char *port, int timeout_s, char *err, size_t errlen)
+/* GET /status.json; the body (malloc'd, *body_len bytes and a NUL) or NULL with err set. */
+static char *fetch(const char *host, const char *port, const char *token, int timeout_s,
+                   size_t *body_len, char *err, size_t errlen)
 {
     int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
     int fd = connect_to(host, port, deadline, err, errlen);
     if (fd < 0) return NULL;
     char req[512];
     int reqlen = snprintf(req, sizeof req,
-                          "GET /status.json HTTP/1.1\r\nHost: %s:%s\r\nAccept: application/json\r\n"
-                          "Connection: close\r\n\r\n",
-                          host, port);
+                          "GET /status.json%s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\n"
+                          "Accept: application/json\r\nConnection: close\r\n\r\n",
+                          token[0] ? "?token=" : "", token, strchr(host, ':') ? "[" : "", host,
+                          strchr(host, ':') ? "]" : "", port);
     size_t sent = 0, cap = 65536, len = 0;
     char *buf = malloc(cap);
     if (!buf) {
@@ -194,13 +218,22 @@ static char *fetch(const char *host, const char *port, int timeout_s, char *err,
         free(buf);
         return NULL;
     }
+    if (code == 403) {
+        snprintf(err, errlen, "%s:%s answered HTTP 403 to GET /status.json: %s", host, port,
+                 token[0] ? "the token is not this job's, or the page refuses this host name"
+                          : "the job has a secret: give the whole URL it printed "
+                            "(http://HOST:PORT/?token=...)");
+        free(buf);
+        return NULL;
+    }
     if (code != 200) {
         snprintf(err, errlen, "%s:%s answered HTTP %d to GET /status.json", host, port, code);
         free(buf);
         return NULL;
     }
     body += 4;
-    memmove(buf, body, strlen(body) + 1);
+    *body_len = len - (size_t)(body - buf);
+    memmove(buf, body, *body_len + 1);
     return buf;
 io_error:
     snprintf(err, errlen, "reading from %s:%s: %s", host, port,
@@ -209,80 +242,6 @@ fail:
     close(fd);
     free(buf);
     return NULL;
-}
-
-static json_object *member(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static int64_t int_of(json_object *o, const char *key)
-{
-    return json_object_get_int64(member(o, key));
-}
-
-static const char *str_of(json_object *o, const char *key)
-{
-    json_object *v = member(o, key);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-}
-
-static void rate(char *buf, size_t len, double bytes_per_s)
-{
-    if (bytes_per_s >= 1e6)
-        snprintf(buf, len, "%.1f MB/s", bytes_per_s / 1e6);
-    else
-        snprintf(buf, len, "%.1f kB/s", bytes_per_s / 1e3);
-}
-
-static void print_status(json_object *root)
-{
-    json_object *job = member(root, "job"), *nodes = member(root, "nodes");
-    printf("job %s  scheduler %s  %" PRId64 " server(s)  %" PRId64 " worker(s), %" PRId64
-           " done  min clock %" PRId64 "  up %.1f s\n",
-           str_of(job, "state"), str_of(job, "scheduler"), int_of(job, "servers"),
-           int_of(job, "workers"), int_of(job, "workers_done"), int_of(job, "min_clock"),
-           (double)int_of(job, "uptime_ms") / 1000.0);
-    printf("heartbeat every %" PRId64 " ms, a node is declared dead after %" PRId64
-           " ms of silence\n\n",
-           int_of(job, "heartbeat_interval_ms"), int_of(job, "heartbeat_timeout_ms"));
-    printf("%4s %-13s %-21s %-14s %6s %6s %11s %11s %9s %9s  %s\n", "node", "role", "address",
-           "state", "clock", "stale", "sent", "received", "heartbeat", "dead in", "metrics");
-    size_t count = json_object_array_length(nodes);
-    for (size_t i = 0; i < count; i++) {
-        json_object *nd = json_object_array_get_idx(nodes, i);
-        char role[32], clock[24] = "", stale[24] = "", sent[24], recv_[24];
-        snprintf(role, sizeof role, "%s %" PRId64, str_of(nd, "role"), int_of(nd, "rank"));
-        json_object *c = member(nd, "clock");
-        if (c && !json_object_is_type(c, json_type_null)) {
-            snprintf(clock, sizeof clock, "%" PRId64, json_object_get_int64(c));
-            snprintf(stale, sizeof stale, "%" PRId64, int_of(nd, "staleness"));
-        }
-        rate(sent, sizeof sent, json_object_get_double(member(nd, "send_bytes_per_s")));
-        rate(recv_, sizeof recv_, json_object_get_double(member(nd, "recv_bytes_per_s")));
-        printf("%4" PRId64 " %-13s %-21s %-14s %6s %6s %11s %11s %6" PRId64 " ms %6" PRId64 " ms ",
-               int_of(nd, "id"), role, str_of(nd, "address"), str_of(nd, "state"), clock, stale,
-               sent, recv_, int_of(nd, "heartbeat_age_ms"), int_of(nd, "dead_in_ms"));
-        json_object_object_foreach(member(nd, "metrics"), name, value)
-        {
-            printf(" %s %.9g", name, json_object_get_double(value));
-        }
-        printf("\n");
-    }
-    if (int_of(root, "nodes_not_listed"))
-        printf("(%" PRId64 " more nodes not listed)\n", int_of(root, "nodes_not_listed"));
-    json_object *f = member(root, "failures"), *dead = member(f, "failed_node");
-    printf("\nfailures: ");
-    if (dead && !json_object_is_type(dead, json_type_null))
-        printf("node %" PRId64 ": %s\n          ", json_object_get_int64(dead),
-               str_of(f, "reason"));
-    else
-        printf("no node failed; ");
-    printf("malformed messages dropped %" PRId64 ", registrations refused %" PRId64
-           ", connections refused %" PRId64 "\n",
-           int_of(f, "malformed_dropped"), int_of(f, "registrations_refused"),
-           int_of(f, "connections_refused"));
 }
 
 int cmd_status(int argc, char **argv)
@@ -306,26 +265,25 @@ int cmd_status(int argc, char **argv)
                                  "ADDRESS '%s' is not host:port or http://host:port/", address);
     const app_flag_value *t = app_flag_get(status_flags, NFLAGS, values, "--timeout");
     const app_flag_value *json = app_flag_get(status_flags, NFLAGS, values, "--json");
-    char *body = fetch(host, port, t ? (int)t->u : 5, err, sizeof err);
+    size_t len = 0;
+    char token[65];
+    if (url_token(address, token))
+        return app_command_usage("loom status", "the token in '%s' is not hex digits", address);
+    char *body = fetch(host, port, token, t ? (int)t->u : 5, &len, err, sizeof err);
     if (!body) {
         fprintf(stderr, "loom status: %s\n", err);
         return 1;
     }
-    json_tokener *tok = json_tokener_new();
-    json_object *root = tok ? json_tokener_parse_ex(tok, body, (int)strlen(body)) : NULL;
-    int complete = tok && json_tokener_get_error(tok) == json_tokener_success;
-    json_tokener_free(tok);
-    if (!complete || !json_object_is_type(member(root, "job"), json_type_object) ||
-        !json_object_is_type(member(root, "nodes"), json_type_array)) {
+    json_object *root = status_page_parse(body, len);
+    if (!root) {
         fprintf(stderr, "loom status: %s:%s/status.json is not a Loom status page\n", host, port);
-        json_object_put(root);
         free(body);
         return 1;
     }
     if (json)
-        fputs(body, stdout);
+        status_page_print_raw(stdout, body, len);
     else
-        print_status(root);
+        status_page_print(stdout, root);
     json_object_put(root);
     free(body);
     return 0;

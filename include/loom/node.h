@@ -89,10 +89,15 @@ typedef struct loom_config {
     /* The job's secret (loom_secret_load; secret.h): every socket then uses
      * CURVE with the key pair derived from it. "": no encryption. */
     char secret[LOOM_SECRET_LEN + 1];
-    /* Scheduler: the TCP port of its read-only status page (HTTP, on the
-     * host the scheduler binds; docs/USAGE.md "The status page"). 0 = a free
-     * port chosen at start (loom_status_address() tells which), -1 = no page. */
+    /* Scheduler: the TCP port of its read-only status page (HTTP;
+     * docs/USAGE.md "The status page"). 0 = a free port chosen at start
+     * (loom_status_address() tells which), -1 = no page. */
     int status_port;
+    /* Scheduler: the address (or host name) its status page binds;
+     * "" = 127.0.0.1, whatever the job binds. "0.0.0.0" makes it reachable
+     * from other machines: with a secret, only with the token in its URL
+     * (loom_status_url()). */
+    char status_bind[128];
 } loom_config;
 
 /* Defaults: heartbeat every 500 ms, declared dead after 5000 ms, rendezvous
@@ -103,9 +108,9 @@ void loom_config_default(loom_config *cfg);
  * LOOM_NUM_WORKERS, LOOM_BIND or LOOM_INTERFACE, LOOM_HEARTBEAT_MS,
  * LOOM_HEARTBEAT_TIMEOUT_MS, LOOM_CONNECT_TIMEOUT_MS, LOOM_VERBOSE, LOOM_LOG_TIME,
  * LOOM_JOB_TOKEN, LOOM_MAX_FRAME_MIB, LOOM_ON_WORKER_FAILURE (fail, continue, restart),
- * LOOM_SECRET_FILE (read with loom_secret_load), LOOM_STATUS_PORT (docs/LAUNCHING.md). Without
- * LOOM_JOB_TOKEN, a process that mpirun or srun started takes the launcher's job id as its job
- * token.
+ * LOOM_SECRET_FILE (read with loom_secret_load), LOOM_STATUS_PORT, LOOM_STATUS_BIND
+ * (docs/LAUNCHING.md). Without LOOM_JOB_TOKEN, a process that mpirun or srun started takes the
+ * launcher's job id as its job token.
  *
  * Without LOOM_ROLE, a launcher must have started the process (see
  * loom_launched()): its rank decides the role (rank 0 the scheduler, the next
@@ -159,6 +164,9 @@ const char *loom_node_address(const loom_node *node);
 
 /* Scheduler: "host:port" of its status page, or "" if it has none. */
 const char *loom_status_address(const loom_node *node);
+/* Scheduler: its status page's URL, "http://host:port/", with "?token=T" for a
+ * job with a secret (requests without the token are refused), or "". */
+const char *loom_status_url(const loom_node *node);
 
 /* Workers: the application's latest value of metric `name` (an objective, an
  * accuracy), shown with the worker on the scheduler's status page. Up to

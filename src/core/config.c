@@ -130,6 +130,8 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
     rc = rc ? rc : env_int("LOOM_LOG_TIME", 0, 1, &log_time, err, errlen);
     rc = rc ? rc : env_int("LOOM_MAX_FRAME_MIB", 1, 2047, &cfg->max_frame_mib, err, errlen);
     rc = rc ? rc : env_int("LOOM_STATUS_PORT", -1, 65535, &cfg->status_port, err, errlen);
+    rc = rc ? rc
+            : env_str("LOOM_STATUS_BIND", cfg->status_bind, sizeof cfg->status_bind, err, errlen);
     rc = rc ? rc : env_worker_failure(&cfg->on_worker_failure, err, errlen);
     /* Now: finding the scheduler below may wait, and says so. */
     if (!rc) log_set_level(cfg->verbose);

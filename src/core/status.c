@@ -13,8 +13,11 @@
  * only as non-blocking socket calls made when poll says they will not wait.
  * A request must arrive whole (at most STATUS_MAX_REQUEST bytes, head only:
  * no body) and be answered within STATUS_CONN_MS of the connection's start,
- * or the connection is closed; at most STATUS_MAX_CONNS are open at once,
- * and a new one then takes the place of the oldest. A response is built at
+ * or the connection is closed; at most STATUS_MAX_CONNS are open at once.
+ * When all are taken, a new one takes the place of one already answered or
+ * open for STATUS_EVICT_MS, or else waits in the kernel's backlog until a
+ * slot frees (slot_for_new): every client is answered, and idle ones cannot
+ * keep others out. A response is built at
  * once into memory (bounded: at most STATUS_MAX_LISTED nodes are listed) and
  * sent as fast as the client reads it. Bad requests get 400, 405, 413 or 431
  * and the connection is closed. */
@@ -30,10 +33,12 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
 #include "core/node_priv.h"
+#include "core/sha256.h"
 #include "loom/error.h"
 
 #define STATUS_MAX_REQUEST     4096 /* request line and headers */
@@ -41,15 +46,18 @@
 #define STATUS_DRAIN_MS        1000 /* reading what a client still sends after our answer */
 #define STATUS_MAX_LISTED      1024 /* nodes listed on the page; the rest are counted */
 #define STATUS_REFRESH_S       2
-#define STATUS_BACKLOG         128  /* connections the kernel queues until accepted */
+#define STATUS_BACKLOG         1024 /* connections the kernel queues until accepted */
+#define STATUS_EVICT_MS        1000 /* how long a connection keeps its slot against newcomers */
 #define STATUS_RATE_MS         1000 /* bytes per second over at least this long */
 #define STATUS_ACCEPT_PAUSE_MS 100
+#define STATUS_TOKEN_BYTES     16 /* of the HMAC: 128 bits, 32 hex digits in the URL */
 
 enum conn_state { CONN_FREE, CONN_READING, CONN_WRITING, CONN_DRAINING };
 
 typedef struct conn {
     enum conn_state state;
     int fd;
+    char local[NI_MAXHOST]; /* the address the client reached, numeric: a Host it may name */
     uint64_t started_ms, deadline_ms;
     size_t got;
     char req[STATUS_MAX_REQUEST + 1];
@@ -71,6 +79,12 @@ typedef struct node_record {
 struct status_page {
     int listen_fd;
     char address[NODE_ADDR_MAX + 32]; /* "[host]:port" */
+    char url[NODE_ADDR_MAX + 96];     /* "http://[host]:port/", and "?token=T" with a secret */
+    char bind_host[NODE_ADDR_MAX];    /* what it was asked to bind, brackets stripped */
+    char hostname[256];               /* this machine's name, another Host it may be called */
+    char port[16];
+    /* With a job secret, what a request's "token" parameter must be (hex); "" = none needed. */
+    char token[2 * STATUS_TOKEN_BYTES + 1];
     uint64_t started_ms;
     conn conns[STATUS_MAX_CONNS];
     node_record *nodes; /* indexed by node id */
@@ -85,6 +99,20 @@ struct status_page {
 };
 
 /* ---- opening ---- */
+
+/* The page's token for a job with a secret: HMAC-SHA-256 keyed with the secret
+ * over a label and the job token. The scheduler derives it from what every
+ * launcher already gives it, so no launcher has to pass it on; it names this
+ * job's page (another job token, another token) and reveals nothing of the
+ * secret, whose holders are exactly the job's processes. */
+static void derive_token(const loom_config *cfg, char *out)
+{
+    char msg[sizeof cfg->job_token + 32];
+    int len = snprintf(msg, sizeof msg, "loom status page\n%s", cfg->job_token);
+    uint8_t mac[SHA256_LEN];
+    hmac_sha256(cfg->secret, strlen(cfg->secret), msg, (size_t)len, mac);
+    for (int i = 0; i < STATUS_TOKEN_BYTES; i++) snprintf(out + 2 * i, 3, "%02x", mac[i]);
+}
 
 int status_open(loom_node *n)
 {
@@ -101,10 +129,15 @@ int status_open(loom_node *n)
     s->started_ms = node_now_ms();
     for (int i = 0; i < STATUS_MAX_CONNS; i++) s->conns[i].fd = -1;
     n->status = s;
-    /* The host the job's ROUTER is bound to ("0.0.0.0" if it listens on all). */
-    char host[NODE_ADDR_MAX];
-    const char *colon = strrchr(n->address, ':');
-    snprintf(host, sizeof host, "%.*s", (int)(colon ? colon - n->address : 0), n->address);
+    if (n->cfg.secret[0]) derive_token(&n->cfg, s->token);
+    if (gethostname(s->hostname, sizeof s->hostname)) s->hostname[0] = '\0';
+    s->hostname[sizeof s->hostname - 1] = '\0';
+    /* Loopback unless asked otherwise (cfg.status_bind, LOOM_STATUS_BIND), whatever
+     * the job binds: the page is for whoever runs the job, and under mpirun or srun
+     * the job's own address is on an interface the whole network reaches. */
+    char *host = s->bind_host;
+    snprintf(host, sizeof s->bind_host, "%s",
+             n->cfg.status_bind[0] ? n->cfg.status_bind : "127.0.0.1");
     if (host[0] == '[') { /* "[::1]" */
         memmove(host, host + 1, strlen(host));
         host[strcspn(host, "]")] = '\0';
@@ -113,7 +146,7 @@ int status_open(loom_node *n)
     snprintf(port, sizeof port, "%d", n->cfg.status_port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
+                             .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
     struct addrinfo *ai = NULL;
     int gai = getaddrinfo(host, port, &hints, &ai);
     if (gai) {
@@ -140,8 +173,11 @@ int status_open(loom_node *n)
         log_error("status page: cannot read the port it listens on: %s", strerror(errno));
         return LOOM_ETRANSPORT;
     }
+    snprintf(s->port, sizeof s->port, "%s", bound_port);
     snprintf(s->address, sizeof s->address, "%s%s%s:%s", strchr(host, ':') ? "[" : "", host,
              strchr(host, ':') ? "]" : "", bound_port);
+    snprintf(s->url, sizeof s->url, "http://%s/%s%s", s->address, s->token[0] ? "?token=" : "",
+             s->token);
     return 0;
 }
 
@@ -171,6 +207,16 @@ const char *status_address(const loom_node *n)
 const char *loom_status_address(const loom_node *n)
 {
     return n ? status_address(n) : "";
+}
+
+const char *status_url(const loom_node *n)
+{
+    return n->status ? n->status->url : "";
+}
+
+const char *loom_status_url(const loom_node *n)
+{
+    return n ? status_url(n) : "";
 }
 
 /* ---- what the scheduler learns ---- */
@@ -513,8 +559,9 @@ static void write_html(loom_node *n, FILE *f, uint64_t now)
     fprintf(f,
             "<p id=\"failures\">malformed messages dropped: %" PRIu64
             " &middot; registrations refused: %" PRIu64 " &middot; connections refused: %" PRIu64
-            "</p>\n<p>JSON: <a href=\"/status.json\">/status.json</a></p>\n</body></html>\n",
-            st.malformed_dropped, n->sched.refused, st.connections_refused);
+            "</p>\n<p>JSON: <a href=\"/status.json%s%s\">/status.json</a></p>\n</body></html>\n",
+            st.malformed_dropped, n->sched.refused, st.connections_refused,
+            s->token[0] ? "?token=" : "", s->token);
 }
 
 /* ---- HTTP ---- */
@@ -526,6 +573,8 @@ static const char *reason_phrase(int code)
         return "OK";
     case 400:
         return "Bad Request";
+    case 403:
+        return "Forbidden";
     case 404:
         return "Not Found";
     case 405:
@@ -586,9 +635,56 @@ static void respond(loom_node *n, conn *c, int code, const char *path, int head_
     c->state = CONN_WRITING;
 }
 
+/* Whether a Host header's value names this page: localhost, a loopback address,
+ * the address the client reached, what the page was bound to or this
+ * machine's name, with the page's port or none. A browser sends the name in
+ * its address bar, so a page of another site that a DNS trick made resolve to
+ * this machine (DNS rebinding) still names that site, and is refused. */
+static int host_ok(const status_page *s, const conn *c, char *value)
+{
+    size_t end = strlen(value);
+    while (end && (value[end - 1] == ' ' || value[end - 1] == '\t')) value[--end] = '\0';
+    const char *name = value, *port = NULL;
+    size_t len;
+    if (value[0] == '[') { /* "[::1]:port" */
+        const char *close = strchr(value, ']');
+        if (!close || (close[1] && close[1] != ':')) return 0;
+        name = value + 1;
+        len = (size_t)(close - name);
+        if (close[1]) port = close + 2;
+    } else {
+        len = strcspn(value, ":");
+        if (value[len]) port = value + len + 1;
+    }
+    if (port && strcmp(port, s->port)) return 0;
+    const char *const known[] = {"localhost", "127.0.0.1",  "::1",
+                                 c->local,    s->bind_host, s->hostname};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (len && strlen(known[i]) == len && !strncasecmp(name, known[i], len)) return 1;
+    return 0;
+}
+
+/* Whether the query (NULL: none) has this page's token, if it needs one. The
+ * comparison takes the same time wherever the first wrong digit is. */
+static int token_ok(const status_page *s, const char *query)
+{
+    size_t want = strlen(s->token);
+    if (!want) return 1;
+    for (const char *q = query; q && *q;) {
+        size_t len = strcspn(q, "&");
+        if (len == 6 + want && !strncmp(q, "token=", 6)) {
+            unsigned char diff = 0;
+            for (size_t i = 0; i < want; i++) diff |= (unsigned char)(q[6 + i] ^ s->token[i]);
+            if (!diff) return 1;
+        }
+        q += len + (q[len] == '&');
+    }
+    return 0;
+}
+
 /* The status code for a whole request head in c->req (NUL-terminated), and
  * the path and method it asks for. */
-static int parse_request(conn *c, char *path, size_t pathlen, int *head_only)
+static int parse_request(const status_page *s, conn *c, char *path, size_t pathlen, int *head_only)
 {
     char *line_end = strstr(c->req, "\r\n");
     char method[16], target[1024], version[16];
@@ -601,6 +697,8 @@ static int parse_request(conn *c, char *path, size_t pathlen, int *head_only)
     for (const char *t = target; *t; t++)
         if ((unsigned char)*t <= 0x20 || (unsigned char)*t >= 0x7f) return 400;
     /* Headers: "name: value" lines; a body is never accepted. */
+    char *host = NULL;
+    int hosts = 0;
     for (char *h = line_end + 2; *h && strncmp(h, "\r\n", 2);) {
         char *end = strstr(h, "\r\n");
         *end = '\0';
@@ -609,21 +707,31 @@ static int parse_request(conn *c, char *path, size_t pathlen, int *head_only)
         for (const char *t = h; *t; t++)
             if (((unsigned char)*t < 0x20 && *t != '\t') || (unsigned char)*t == 0x7f) return 400;
         size_t name_len = (size_t)(colon - h);
-        const char *value = colon + 1 + strspn(colon + 1, " \t");
+        char *value = colon + 1 + strspn(colon + 1, " \t");
         if (name_len == 17 && !strncasecmp(h, "Transfer-Encoding", 17)) return 413;
         if (name_len == 14 && !strncasecmp(h, "Content-Length", 14)) {
             if (!*value || strspn(value, "0123456789") != strlen(value)) return 400;
             if (strspn(value, "0") != strlen(value)) return 413;
         }
+        if (name_len == 4 && !strncasecmp(h, "Host", 4)) {
+            host = value;
+            hosts++;
+        }
         h = end + 2;
     }
     if (strcmp(method, "GET") && strcmp(method, "HEAD")) return 405;
+    /* HTTP/1.1 needs exactly one Host (RFC 9112, 3.2). An HTTP/1.0 request may
+     * come without: browsers always send one, so it is no DNS rebinding. */
+    if (hosts > 1 || (!hosts && version[7] == '1')) return 400;
+    if (host && !host_ok(s, c, host)) return 403;
     *head_only = !strcmp(method, "HEAD");
-    target[strcspn(target, "?#")] = '\0';
+    target[strcspn(target, "#")] = '\0';
+    char *query = strchr(target, '?');
+    if (query) *query++ = '\0';
     snprintf(path, pathlen, "%s", target);
     if (strcmp(path, "/") && strcmp(path, "/status.json") && strcmp(path, "/index.html"))
         return 404;
-    return 200;
+    return token_ok(s, query) ? 200 : 403;
 }
 
 static void on_readable(loom_node *n, conn *c, uint64_t now)
@@ -648,7 +756,7 @@ static void on_readable(loom_node *n, conn *c, uint64_t now)
         respond(n, c, 400, path, 0, now);
     } else if (strstr(c->req, "\r\n\r\n")) {
         n->status->requests++;
-        int code = parse_request(c, path, sizeof path, &head_only);
+        int code = parse_request(n->status, c, path, sizeof path, &head_only);
         respond(n, c, code, path, head_only, now);
     } else if (strstr(c->req, "\n\n")) { /* lines must end in CRLF */
         respond(n, c, 400, path, 0, now);
@@ -677,31 +785,54 @@ static void on_writable(conn *c, uint64_t now)
     if (c->deadline_ms > now + STATUS_DRAIN_MS) c->deadline_ms = now + STATUS_DRAIN_MS;
 }
 
+/* Where a new connection goes: a free slot, else one whose connection may give
+ * way to it, else NULL (the new one then waits in the kernel's backlog). Only a
+ * connection already answered (draining) or open for STATUS_EVICT_MS may give
+ * way, the answered first, then the oldest: evicting whatever was oldest, even
+ * a connection accepted in the same round whose request had not been read yet,
+ * is how 20 clients at once lost some of their answers. Idle and slow clients
+ * still cannot keep others out for longer than STATUS_EVICT_MS. */
+static conn *slot_for_new(status_page *s, uint64_t now)
+{
+    conn *victim = NULL;
+    for (int i = 0; i < STATUS_MAX_CONNS; i++) {
+        conn *c = &s->conns[i];
+        if (c->state == CONN_FREE) return c;
+        int answered = c->state == CONN_DRAINING;
+        if (!answered && now - c->started_ms < STATUS_EVICT_MS) continue;
+        int victim_answered = victim && victim->state == CONN_DRAINING;
+        if (!victim || answered > victim_answered ||
+            (answered == victim_answered && c->started_ms < victim->started_ms))
+            victim = c;
+    }
+    return victim;
+}
+
 static void accept_all(loom_node *n, uint64_t now)
 {
     status_page *s = n->status;
     for (int k = 0; k < STATUS_MAX_CONNS; k++) {
+        conn *slot = slot_for_new(s, now);
+        if (!slot) return;
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
             s->accept_paused_until_ms = now + STATUS_ACCEPT_PAUSE_MS;
         if (fd < 0) return; /* EAGAIN: no more; ECONNABORTED and such: the next one */
-        conn *slot = NULL, *oldest = NULL;
-        for (int i = 0; i < STATUS_MAX_CONNS && !slot; i++) {
-            conn *c = &s->conns[i];
-            if (c->state == CONN_FREE)
-                slot = c;
-            else if (!oldest || c->started_ms < oldest->started_ms)
-                oldest = c;
-        }
-        if (!slot) {
-            /* Full: the oldest connection gives way, so that idle or slow
-             * clients cannot keep everyone else out. */
+        if (slot->state != CONN_FREE) {
             s->evicted++;
-            conn_close(oldest);
-            slot = oldest;
+            conn_close(slot);
         }
         slot->fd = fd;
         slot->state = CONN_READING;
+        /* The address the client reached, one name a Host may give (host_ok). */
+        struct sockaddr_storage sa;
+        socklen_t len = sizeof sa;
+        if (getsockname(fd, (struct sockaddr *)&sa, &len) ||
+            getnameinfo((struct sockaddr *)&sa, len, slot->local, sizeof slot->local, NULL, 0,
+                        NI_NUMERICHOST))
+            slot->local[0] = '\0';
+        if (!strncmp(slot->local, "::ffff:", 7) && strchr(slot->local, '.')) /* IPv4 over v6 */
+            memmove(slot->local, slot->local + 7, strlen(slot->local + 7) + 1);
         slot->started_ms = now;
         slot->deadline_ms = now + STATUS_CONN_MS;
     }
@@ -712,7 +843,10 @@ int status_poll_items(loom_node *n, zmq_pollitem_t *items)
     status_page *s = n->status;
     if (!s) return 0;
     int ni = 0;
-    short listen_events = node_now_ms() < s->accept_paused_until_ms ? 0 : ZMQ_POLLIN;
+    /* The listener only while a new connection could be taken: a readable
+     * listener that accept_all() leaves alone would make poll return at once. */
+    uint64_t now = node_now_ms();
+    short listen_events = now < s->accept_paused_until_ms || !slot_for_new(s, now) ? 0 : ZMQ_POLLIN;
     items[ni++] = (zmq_pollitem_t){NULL, s->listen_fd, listen_events, 0};
     for (int i = 0; i < STATUS_MAX_CONNS; i++) {
         conn *c = &s->conns[i];

@@ -14,18 +14,21 @@
 #include "core/node_impl.h"
 #include "loom/node.h"
 
-#define STATUS_MAX_CONNS  16
+#define STATUS_MAX_CONNS  64
 #define STATUS_POLL_ITEMS (1 + STATUS_MAX_CONNS)
 
 typedef struct status_page status_page;
 
-/* Scheduler: listen on the host of its address, on cfg.status_port (0 =
- * any). Returns 0 (n->status stays NULL with status_port -1) or
+/* Scheduler: listen on cfg.status_bind (127.0.0.1 if empty), on
+ * cfg.status_port (0 = any). Returns 0 (n->status stays NULL with status_port -1) or
  * LOOM_ETRANSPORT / LOOM_ENOMEM. */
 int status_open(loom_node *n);
 void status_close(loom_node *n);
 /* "host:port" of the page, "" without one. */
 const char *status_address(const loom_node *n);
+/* The page's URL, "http://host:port/" and, for a job with a secret, "?token=T"
+ * (derived from the secret; requests without it get 403); "" without a page. */
+const char *status_url(const loom_node *n);
 
 /* The I/O thread's poll set: status_poll_items() appends the page's items
  * (at most STATUS_POLL_ITEMS) and returns how many; status_serve() handles

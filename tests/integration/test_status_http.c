@@ -14,8 +14,10 @@
  *    431, and every connection is closed after the answer;
  *  - a slow-loris client (a request that never ends) and clients that never read do not keep
  *    the page from answering others, and the slow-loris connection is closed by the server;
- *  - more connections than the page keeps (STATUS_MAX_CONNS) evict the oldest: the page
- *    still answers, and the idle ones are closed;
+ *  - CONCURRENT clients at once, more than the page keeps connections, all get the page;
+ *  - more idle connections than the page keeps (STATUS_MAX_CONNS) give way to newcomers
+ *    once they are STATUS_EVICT_MS old: the page still answers, and the idle ones are
+ *    closed;
  *  - the job still completes: every node's result is 0. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -40,14 +43,17 @@
 
 #include "core/msg.h"
 #include "core/node_impl.h"
+#include "core/sha256.h"
 #include "core/status.h"
 #include "harness.h"
 #include "loom/error.h"
+#include "loom/secret.h"
 
 #define CLOCKS       5
 #define WAIT_MS      20000 /* upper bound of anything that should happen promptly */
 #define IDLE_CONNS   (4 * STATUS_MAX_CONNS)
 #define RESPONSE_MAX (1 << 20)
+#define CONCURRENT   50 /* clients at once, each of which must get its answer */
 
 static _Atomic(loom_node *) scheduler;
 static int failures_seen; /* checks that failed inside the job (worker 0's thread) */
@@ -119,7 +125,7 @@ static int exchange(const char *req, size_t len, char *resp, size_t cap)
 
 static json_object *get_json(char *resp)
 {
-    static const char req[] = "GET /status.json HTTP/1.1\r\nHost: x\r\n\r\n";
+    static const char req[] = "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     if (exchange(req, sizeof req - 1, resp, RESPONSE_MAX) != 200) return NULL;
     const char *body = strstr(resp, "\r\n\r\n");
     return body ? json_tokener_parse(body + 4) : NULL;
@@ -247,8 +253,17 @@ static const bad_request bad_requests[] = {
     {"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 0, 413},
     {"PUT / HTTP/1.1\r\n\r\n", 0, 405},
     {"DELETE /status.json HTTP/1.1\r\n\r\n", 0, 405},
-    {"GET /missing HTTP/1.1\r\n\r\n", 0, 404},
-    {"GET /../etc/passwd HTTP/1.1\r\n\r\n", 0, 404},
+    {"GET /missing HTTP/1.1\r\nHost: localhost\r\n\r\n", 0, 404},
+    {"GET /../etc/passwd HTTP/1.0\r\n\r\n", 0, 404},
+    /* Host: required in HTTP/1.1, once; only this page's names (DNS rebinding). */
+    {"GET / HTTP/1.1\r\n\r\n", 0, 400},
+    {"GET / HTTP/1.1\r\nHost: localhost\r\nhost: localhost\r\n\r\n", 0, 400},
+    {"GET /status.json HTTP/1.1\r\nHost: attacker.example\r\n\r\n", 0, 403},
+    {"GET /status.json HTTP/1.0\r\nHost: attacker.example:80\r\n\r\n", 0, 403},
+    {"GET / HTTP/1.1\r\nHost: localhost.attacker.example\r\n\r\n", 0, 403},
+    {"GET / HTTP/1.1\r\nHost: localhost:1\r\n\r\n", 0, 403},
+    {"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 0, 403},
+    {"GET / HTTP/1.1\r\nHost: \r\n\r\n", 0, 403},
 };
 #define NUM_BAD (sizeof bad_requests / sizeof bad_requests[0])
 
@@ -326,7 +341,7 @@ static int check_bad_requests(char *resp)
     free(huge);
     CHECK(code == 431);
     /* HEAD: the head of the page, no body. */
-    static const char head[] = "HEAD / HTTP/1.1\r\n\r\n";
+    static const char head[] = "HEAD / HTTP/1.1\r\nHost: [::1]\r\n\r\n";
     CHECK(exchange(head, sizeof head - 1, resp, RESPONSE_MAX) == 200);
     const char *end = strstr(resp, "\r\n\r\n");
     CHECK(end && end[4] == '\0' && strstr(resp, "Content-Type: text/html"));
@@ -334,6 +349,19 @@ static int check_bad_requests(char *resp)
     static const char page[] = "GET /?refresh=1 HTTP/1.0\r\n\r\n";
     CHECK(exchange(page, sizeof page - 1, resp, RESPONSE_MAX) == 200);
     CHECK(strstr(resp, "<title>Loom job</title>") && strstr(resp, "worker 1"));
+    /* The names a Host may give, with the page's port or none. */
+    const char *const hosts[] = {"localhost",    "LocalHost",    "127.0.0.1", "[::1]",
+                                 "localhost:%d", "127.0.0.1:%d", "[::1]:%d"};
+    for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
+        char host[64], req[128];
+        snprintf(host, sizeof host, hosts[i], page_port());
+        int len = snprintf(req, sizeof req, "GET /status.json HTTP/1.1\r\nHost: %s\r\n\r\n", host);
+        code = exchange(req, (size_t)len, resp, RESPONSE_MAX);
+        if (code != 200) {
+            fprintf(stderr, "Host: %s: got %d, want 200\n", host, code);
+            return 1;
+        }
+    }
     root = get_json(resp);
     CHECK(root);
     int64_t bad_after = num(at(root, "http"), "bad_requests");
@@ -370,7 +398,7 @@ static int check_slow_clients(char *resp)
     return 0;
 }
 
-/* Four times as many idle connections as the page keeps: the oldest give way, the page
+/* Four times as many idle connections as the page keeps: they give way, the page
  * still answers, and at least all but STATUS_MAX_CONNS of the idle ones are closed. */
 static int check_many_connections(char *resp)
 {
@@ -397,11 +425,50 @@ static int check_many_connections(char *resp)
     return 0;
 }
 
+/* CONCURRENT clients at once (more than the page keeps connections): each connects, then
+ * all send their requests, then all read: every one gets the whole page (200 and a body
+ * that parses), within WAIT_MS. None is dropped to make room for another. */
+static int check_concurrent_clients(void)
+{
+    int fds[CONCURRENT];
+    for (int i = 0; i < CONCURRENT; i++) {
+        fds[i] = dial();
+        CHECK(fds[i] >= 0);
+    }
+    char req[128];
+    int reqlen = snprintf(req, sizeof req,
+                          "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", page_port());
+    for (int i = 0; i < CONCURRENT; i++)
+        CHECK(send(fds[i], req, (size_t)reqlen, MSG_NOSIGNAL) == reqlen);
+    uint64_t start = now_ms();
+    int answered = 0;
+    char *resp = malloc(RESPONSE_MAX);
+    CHECK(resp);
+    for (int i = 0; i < CONCURRENT; i++) {
+        long got = read_to_close(fds[i], resp, RESPONSE_MAX);
+        close(fds[i]);
+        const char *body = got > 0 ? strstr(resp, "\r\n\r\n") : NULL;
+        json_object *root =
+            body && !strncmp(resp, "HTTP/1.1 200 ", 13) ? json_tokener_parse(body + 4) : NULL;
+        answered += root != NULL;
+        json_object_put(root);
+    }
+    free(resp);
+    uint64_t took = now_ms() - start;
+    if (answered != CONCURRENT || took > WAIT_MS) {
+        fprintf(stderr, "%d concurrent clients: %d answered in %" PRIu64 " ms\n", CONCURRENT,
+                answered, took);
+        return 1;
+    }
+    return 0;
+}
+
 static int attack(void)
 {
     char *resp = malloc(RESPONSE_MAX);
     CHECK(resp);
     int rc = check_page_data(resp);
+    if (!rc) rc = check_concurrent_clients();
     if (!rc) rc = check_bad_requests(resp);
     if (!rc) rc = check_slow_clients(resp);
     if (!rc) rc = check_many_connections(resp);
@@ -472,11 +539,130 @@ static void test_metrics_codec(void **state)
     }
 }
 
+/* ---- a job with a secret: the page wants its token ---- */
+
+static char job_secret[LOOM_SECRET_LEN + 1];
+
+static void hex(const uint8_t *p, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", p[i]);
+}
+
+/* The URL carries HMAC-SHA-256(secret, "loom status page\n" job token), 16 bytes in hex;
+ * the page answers only requests that carry it, exactly. */
+static int check_token(void)
+{
+    loom_node *sched = atomic_load(&scheduler);
+    static const char label[] = "loom status page\n"; /* the harness's job token is "" */
+    uint8_t mac[SHA256_LEN];
+    hmac_sha256(job_secret, strlen(job_secret), label, sizeof label - 1, mac);
+    char token[33], url[300];
+    hex(mac, 16, token);
+    snprintf(url, sizeof url, "http://%s/?token=%s", loom_status_address(sched), token);
+    if (strcmp(loom_status_url(sched), url)) {
+        fprintf(stderr, "status url %s, want %s\n", loom_status_url(sched), url);
+        return 1;
+    }
+    CHECK(!strncmp(loom_status_address(sched), "127.0.0.1:", 10));
+    char wrong[33];
+    memcpy(wrong, token, sizeof wrong);
+    wrong[31] = wrong[31] == '0' ? '1' : '0';
+    char *resp = malloc(RESPONSE_MAX);
+    CHECK(resp);
+    const struct {
+        const char *fmt; /* the target, with %s the token or the wrong one */
+        const char *with;
+        int code;
+    } cases[] = {
+        {"/status.json", "", 403},
+        {"/status.json?token=", "", 403},
+        {"/status.json?token=%s", wrong, 403},
+        {"/status.json?token=%sx", token, 403},
+        {"/status.json?tok=%s", token, 403},
+        {"/?token=%.31s", token, 403},
+        {"/status.json?token=%s", token, 200},
+        {"/?a=b&token=%s#top", token, 200},
+        {"/index.html?token=%s&a", token, 200},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char target[128], req[256];
+        snprintf(target, sizeof target, cases[i].fmt, cases[i].with);
+        int len = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n", target);
+        int code = exchange(req, (size_t)len, resp, RESPONSE_MAX);
+        if (code != cases[i].code) {
+            fprintf(stderr, "GET %s: got %d, want %d\n", target, code, cases[i].code);
+            free(resp);
+            return 1;
+        }
+        /* The HTML page links to the JSON with the token. */
+        char link[80];
+        snprintf(link, sizeof link, "href=\"/status.json?token=%s\"", token);
+        if (code == 200 && target[1] != 's' && !strstr(resp, link)) {
+            fprintf(stderr, "GET %s: no link %s\n", target, link);
+            free(resp);
+            return 1;
+        }
+    }
+    free(resp);
+    return 0;
+}
+
+static int token_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    CHECK_OK(loom_barrier(n));
+    if (rank == 0 && check_token()) failures_seen++;
+    CHECK_OK(loom_barrier(n));
+    return 0;
+}
+
+static void test_status_page_token(void **state)
+{
+    (void)state;
+    char public_key[LOOM_SECRET_LEN + 1];
+    assert_int_equal(zmq_curve_keypair(public_key, job_secret), 0);
+    harness_secret = job_secret;
+    harness_on_scheduler = on_scheduler;
+    failures_seen = 0;
+    harness_result res;
+    int rc = harness_run(1, 1, token_worker, NULL, &res);
+    harness_on_scheduler = NULL;
+    harness_secret = NULL;
+    assert_int_equal(failures_seen, 0);
+    assert_int_equal(rc, 0);
+}
+
+/* SHA-256 and HMAC-SHA-256 against FIPS 180-2 and RFC 4231 vectors. */
+static void test_sha256(void **state)
+{
+    (void)state;
+    uint8_t out[SHA256_LEN], key[131];
+    char text[2 * SHA256_LEN + 1];
+    sha256("abc", 3, out);
+    hex(out, SHA256_LEN, text);
+    assert_string_equal(text, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    sha256(two_blocks, strlen(two_blocks), out);
+    hex(out, SHA256_LEN, text);
+    assert_string_equal(text, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    memset(key, 0x0b, 20);
+    hmac_sha256(key, 20, "Hi There", 8, out);
+    hex(out, SHA256_LEN, text);
+    assert_string_equal(text, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    memset(key, 0xaa, 131); /* a key longer than a block is hashed first */
+    const char *msg = "Test Using Larger Than Block-Size Key - Hash Key First";
+    hmac_sha256(key, 131, msg, strlen(msg), out);
+    hex(out, SHA256_LEN, text);
+    assert_string_equal(text, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metrics_codec),
         cmocka_unit_test(test_status_page_under_attack),
+        cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_status_page_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,11 +186,44 @@ def check_loom_status(loom, address, doc):
                     fail("loom status line %r lacks %s %r" % (mine[0], name, value))
     if "no node failed" not in r.stdout:
         fail("loom status failures: %r" % r.stdout)
-    r = subprocess.run([loom, "status", "--json", "http://%s/" % address], capture_output=True,
+    r = subprocess.run([loom, "status", "--json", address], capture_output=True,
                        text=True, timeout=WAIT_S)
     if r.returncode != 0 or [n["address"] for n in json.loads(r.stdout)["nodes"]] != \
             [n["address"] for n in doc["nodes"]]:
         fail("loom status --json: %d %r" % (r.returncode, r.stdout[:200]))
+
+
+def raw_get(address, target, host):
+    """GET target with this Host header; the status code."""
+    h, p = address.rsplit(":", 1)
+    with socket.create_connection((h, int(p)), timeout=WAIT_S) as c:
+        c.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
+                   (target, host)).encode())
+        data = b""
+        while True:
+            got = c.recv(65536)
+            if not got:
+                break
+            data += got
+    return int(data.split(b" ", 2)[1])
+
+
+def check_access(loom, address, token):
+    """The job has a secret (loom run's throw-away one): its page answers only with the
+    token, and only to its own names (no DNS rebinding); `loom status` says what is
+    missing."""
+    cases = [("/status.json", address, 403), ("/?token=" + "0" * 32, address, 403),
+             ("/status.json?token=" + token, "attacker.example:" + address.split(":")[1], 403),
+             ("/status.json?token=" + token, "localhost:" + address.split(":")[1], 200),
+             ("/?token=" + token, address, 200)]
+    for target, host, want in cases:
+        got = raw_get(address, target, host)
+        if got != want:
+            fail("GET %s with Host %s: %d, want %d" % (target, host, got, want))
+    r = subprocess.run([loom, "status", address], capture_output=True, text=True,
+                       timeout=WAIT_S)
+    if r.returncode != 1 or "give the whole URL" not in r.stderr:
+        fail("loom status without the token: exit %d, %r" % (r.returncode, r.stderr))
 
 
 def serve_once(answer):
@@ -242,8 +275,7 @@ def chromium(binary, work, *args):
     return r.stdout
 
 
-def check_browser(binary, work, address, doc):
-    url = "http://%s/" % address
+def check_browser(binary, work, url, doc):
     dom = chromium(binary, work, "--dump-dom", url)
     text = re.sub(r"<[^>]*>", " ", dom)
     for fact in ["Loom job: running", "min clock %d" % CLOCKS, "objective 0.25",
@@ -283,13 +315,17 @@ def main():
         pids = os.path.join(work, "pids")
         os.mkdir(pids)
         go = os.path.join(work, "go")
-        job = Job([loom, "run", "--servers", "1", "--workers", "2", "--", ps_check, "status",
+        job = Job([loom, "run", "--bind", "0.0.0.0", "--servers", "1", "--workers", "2", "--",
+                   ps_check, "status",
                    "--clocks", str(CLOCKS), "--pid-dir", pids, "--hold", go], work, "job")
         jobs.append(job)
         line = wait_for("a status page line in the job's output",
-                        lambda: re.search(r"status page at http://([0-9.]+:[0-9]+)/",
-                                          job.output()))
-        address = line.group(1)
+                        lambda: re.search(r"status page at http://([0-9.]+:[0-9]+)/"
+                                          r"\?token=([0-9a-f]{32}) ", job.output()))
+        address, token = line.group(1), line.group(2)
+        # `--bind 0.0.0.0` puts the job on every interface, but not its page.
+        if not address.startswith("127.0.0.1:"):
+            fail("the status page is not on loopback: %s" % address)
         first = job.output().splitlines()[0]
         if "status page at" not in first:
             fail("the status page line is not the first of the output: %r" % first)
@@ -299,7 +335,7 @@ def main():
         addrs = {n: open(os.path.join(pids, n + ".addr")).read().strip() for n in names}
 
         def metrics_arrived():
-            status, ctype, body = get("http://%s/status.json" % address)
+            status, ctype, body = get("http://%s/status.json?token=%s" % (address, token))
             if status != 200 or ctype != "application/json":
                 fail("GET /status.json: %d %s" % (status, ctype))
             doc = json.loads(body)
@@ -312,12 +348,13 @@ def main():
         doc = wait_for("the workers' metrics and every node's traffic on the page",
                        metrics_arrived)
         check_json(doc, addrs)
-        check_loom_status(loom, address, doc)
+        check_access(loom, address, token)
+        check_loom_status(loom, "http://%s/?token=%s" % (address, token), doc)
         check_loom_status_errors(loom)
 
         browser = shutil.which("chromium") or shutil.which("chromium-browser")
         if browser:
-            check_browser(browser, work, address, doc)
+            check_browser(browser, work, "http://%s/?token=%s" % (address, token), doc)
 
         open(go, "w").close()
         rc = job.wait()
