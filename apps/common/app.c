@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 int app_usage(char *err, size_t errlen, const char *fmt, ...)
@@ -107,6 +108,23 @@ static int parse_consistency(const char *v, int *consistency, int *staleness, ch
     return 0;
 }
 
+/* A checkpoint directory flag's PATH: missing (to be created) or a directory.
+ * Anything else (a regular file, a FIFO, a path through a file) would fail
+ * only at the job's first checkpoint, in every process, with a vaguer
+ * message; so it is refused here, before any process starts. */
+static int dir_flag_ok(const char *flag, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (!stat(path, &st)) {
+        if (!S_ISDIR(st.st_mode))
+            return app_usage(err, errlen, "%s %s: not a directory", flag, path);
+        return 0;
+    }
+    /* --resume's missing directory is refused later with the reader's own words. */
+    if (errno == ENOENT) return 0;
+    return app_usage(err, errlen, "%s %s: %s", flag, path, strerror(errno));
+}
+
 int app_train_flags(app_job *j, int staleness, const app_flag *flags, size_t n, int argc,
                     char **argv, app_flag_value *values, char *err, size_t errlen)
 {
@@ -138,6 +156,10 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     TEXT("--filter", filter_push);
     TEXT("--filter-pull", filter_pull);
 #undef TEXT
+    int rc = 0;
+    if (j->checkpoint_dir) rc = dir_flag_ok("--checkpoint-dir", j->checkpoint_dir, err, errlen);
+    if (!rc && j->resume_dir) rc = dir_flag_ok("--resume", j->resume_dir, err, errlen);
+    if (rc) return rc;
     j->checkpoint_every = 10;
     j->checkpoint_full_every = 10;
     if ((v = app_flag_get(flags, n, values, "--checkpoint-every"))) {
