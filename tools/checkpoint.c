@@ -38,16 +38,18 @@ static const char usage[] =
     "  export  write the model of the newest checkpoint (or of clock C) as the model\n"
     "          file of its app (lr, mf, lda), for `loom predict` or to inspect\n"
     "\n"
-    "Exit status: 0 on success, 1 if a checkpoint is missing or does not verify,\n"
-    "2 for a usage error.\n";
+    "Exit status: 0 on success; 1 if the checkpoint is missing or does not verify\n"
+    "(ls: if none in DIR is committed and verifies); 2 for a usage error.\n";
 
+/* ls: one line per checkpoint; ctx counts those that verify. */
 static void print_entry(void *ctx, int64_t clock, int status)
 {
-    (void)ctx;
-    if (status)
+    if (status) {
         printf("%12" PRId64 "  INVALID  %s\n", clock, loom_last_error());
-    else
+    } else {
         printf("%12" PRId64 "  ok\n", clock);
+        ++*(int *)ctx;
+    }
 }
 
 /* ---- export ---- */
@@ -241,12 +243,20 @@ int cmd_checkpoint(int argc, char **argv)
     const app_flag_value *out = app_flag_get(flags, NFLAGS, v, "--out");
     if (!strcmp(what, "ls")) {
         if (clock || out) return app_command_usage("loom checkpoint", "ls takes only DIR");
-        int n = loom_checkpoint_list(dir, print_entry, NULL);
+        int ok = 0, n = loom_checkpoint_list(dir, print_entry, &ok);
         if (n < 0) {
             fprintf(stderr, "loom checkpoint: %s\n", loom_last_error());
             return 1;
         }
         if (n == 0) printf("no checkpoints in %s\n", dir);
+        /* Status 1 as for verify: a job could resume from none of them. */
+        if (!ok) {
+            fprintf(stderr,
+                    "loom checkpoint: %s: no committed checkpoint that verifies (nothing to "
+                    "resume from)\n",
+                    dir);
+            return 1;
+        }
         return 0;
     }
     if (strcmp(what, "verify") && strcmp(what, "export"))

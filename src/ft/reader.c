@@ -210,7 +210,7 @@ int loom_checkpoint_list(const char *dir, loom_checkpoint_list_fn fn, void *ctx)
         clocks[n++] = c;
     }
     closedir(d);
-    qsort(clocks, n, sizeof *clocks, cmp_i64);
+    if (n) qsort(clocks, n, sizeof *clocks, cmp_i64); /* clocks is NULL in an empty DIR */
     for (size_t i = 0; i < n; i++) {
         loom_checkpoint *ck;
         loom_clear_last_error();
