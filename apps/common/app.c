@@ -320,28 +320,28 @@ double app_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int stats_open(loom_node *n, const char *name, uint32_t fields, int epochs,
-                      loom_consistency consistency, app_stats *s)
+static int stats_open(loom_node *n, const char *name, uint32_t fields, loom_consistency consistency,
+                      app_stats *s)
 {
+    /* Sparse over every key: rows exist for the epochs run, and no key range
+     * sized by --epochs makes the definition differ from a resumed run's. */
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
-    o.storage = LOOM_DENSE;
-    o.key_end = (uint64_t)fields * (uint64_t)(epochs > 0 ? epochs : 1);
+    o.storage = LOOM_SPARSE;
     o.consistency = consistency;
     o.cache = 0;
     s->fields = fields;
     return loom_table_open(n, name, &o, &s->table);
 }
 
-int app_stats_open(loom_node *n, const char *name, uint32_t fields, int epochs, app_stats *s)
+int app_stats_open(loom_node *n, const char *name, uint32_t fields, app_stats *s)
 {
-    return stats_open(n, name, fields, epochs, LOOM_ASP, s);
+    return stats_open(n, name, fields, LOOM_ASP, s);
 }
 
-int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, int epochs,
-                           app_stats *s)
+int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, app_stats *s)
 {
-    return stats_open(n, name, fields, epochs, LOOM_BSP, s);
+    return stats_open(n, name, fields, LOOM_BSP, s);
 }
 
 int app_stats_add_async(app_stats *s, int epoch, const double *v, loom_ts *ts)
