@@ -38,16 +38,18 @@ static const char usage[] =
     "  export  write the model of the newest checkpoint (or of clock C) as the model\n"
     "          file of its app (lr, mf, lda), for `loom predict` or to inspect\n"
     "\n"
-    "Exit status: 0 on success, 1 if a checkpoint is missing or does not verify,\n"
-    "2 for a usage error.\n";
+    "Exit status: 0 on success; 1 if the checkpoint is missing or does not verify\n"
+    "(ls: if none in DIR is committed and verifies); 2 for a usage error.\n";
 
+/* ls: one line per checkpoint; ctx counts those that verify. */
 static void print_entry(void *ctx, int64_t clock, int status)
 {
-    (void)ctx;
-    if (status)
+    if (status) {
         printf("%12" PRId64 "  INVALID  %s\n", clock, loom_last_error());
-    else
+    } else {
         printf("%12" PRId64 "  ok\n", clock);
+        ++*(int *)ctx;
+    }
 }
 
 /* ---- export ---- */
@@ -64,11 +66,38 @@ static int lr_row(void *ctx, uint64_t key, const void *row)
     return 0;
 }
 
-static int max_key(void *ctx, uint64_t key, const void *row)
+typedef struct extent {
+    uint64_t end, rows; /* the largest key + 1, the number of keys */
+} extent;
+
+static int count_key(void *ctx, uint64_t key, const void *row)
 {
     (void)row;
-    uint64_t *max = ctx;
-    if (key + 1 > *max) *max = key + 1;
+    extent *e = ctx;
+    uint64_t end = key == UINT64_MAX ? key : key + 1; /* saturated: still beyond any row count */
+    if (end > e->end) e->end = end;
+    e->rows++;
+    return 0;
+}
+
+/* The number of keys 0..end-1 of a table the model is an array of (lr.w,
+ * lda.word_topic), which sizes the model. Such a table is opened before the
+ * job's first clock and every server's chain starts with a full part, so a
+ * checkpoint holds every one of its keys: a key beyond the rows it holds is
+ * refused, so that the memory export takes is bounded by the parts' size and
+ * not by the value of a key. */
+static int dense_extent(const loom_checkpoint *ck, const char *table, uint32_t *width,
+                        size_t *vsize, uint64_t *end, char *err, size_t errlen)
+{
+    extent e = {0, 0};
+    if (loom_checkpoint_rows(ck, table, width, vsize, count_key, &e))
+        return app_error(err, errlen, "%s", loom_last_error());
+    if (e.end > e.rows)
+        return app_error(err, errlen,
+                         "table %s of the checkpoint at clock %" PRId64 " has a row at key %" PRIu64
+                         " but only %" PRIu64 " rows: not the whole table a job writes",
+                         table, loom_checkpoint_clock(ck), e.end - 1, e.rows);
+    *end = e.end;
     return 0;
 }
 
@@ -77,8 +106,7 @@ static int export_lr(const loom_checkpoint *ck, const char *out, char *err, size
     uint32_t width;
     size_t vsize;
     uint64_t keys = 0;
-    if (loom_checkpoint_rows(ck, "lr.w", &width, &vsize, max_key, &keys))
-        return app_error(err, errlen, "%s", loom_last_error());
+    if (dense_extent(ck, "lr.w", &width, &vsize, &keys, err, errlen)) return -1;
     if (width != 1 || vsize != 8)
         return app_error(err, errlen,
                          "table lr.w has rows of %u values: a DBPG model, which has "
@@ -123,9 +151,9 @@ static int export_lda(const loom_checkpoint *ck, const char *out, char *err, siz
     uint64_t keys = 0, one = 0;
     const void *state;
     size_t len;
-    if (loom_checkpoint_rows(ck, "lda.topics", &topics, NULL, max_key, &one) ||
-        loom_checkpoint_rows(ck, "lda.word_topic", &block, NULL, max_key, &keys))
-        return app_error(err, errlen, "%s", loom_last_error());
+    if (dense_extent(ck, "lda.topics", &topics, NULL, &one, err, errlen) ||
+        dense_extent(ck, "lda.word_topic", &block, NULL, &keys, err, errlen))
+        return -1;
     /* The priors are not in the tables: worker 0 saved them with its state. */
     if (loom_checkpoint_worker_state(ck, 0, &state, &len) || len < 64 || !block || topics % block)
         return app_error(err, errlen, "the checkpoint has no LDA state of worker 0");
@@ -177,8 +205,8 @@ static int export_mf(const loom_checkpoint *ck, const char *out, char *err, size
         len != head + 16 + (counts[0] + counts[1]) * 8)
         return app_error(err, errlen, "worker 0's MF state is malformed");
     uint32_t width;
-    uint64_t keys = 0;
-    if (loom_checkpoint_rows(ck, "mf.users", &width, NULL, max_key, &keys) || width < 2)
+    extent users = {0, 0};
+    if (loom_checkpoint_rows(ck, "mf.users", &width, NULL, count_key, &users) || width < 2)
         return app_error(err, errlen, "%s", loom_last_error());
     mf_model m;
     if (mf_model_alloc(&m, width - 1, counts[0], counts[1]))
@@ -241,12 +269,20 @@ int cmd_checkpoint(int argc, char **argv)
     const app_flag_value *out = app_flag_get(flags, NFLAGS, v, "--out");
     if (!strcmp(what, "ls")) {
         if (clock || out) return app_command_usage("loom checkpoint", "ls takes only DIR");
-        int n = loom_checkpoint_list(dir, print_entry, NULL);
+        int ok = 0, n = loom_checkpoint_list(dir, print_entry, &ok);
         if (n < 0) {
             fprintf(stderr, "loom checkpoint: %s\n", loom_last_error());
             return 1;
         }
         if (n == 0) printf("no checkpoints in %s\n", dir);
+        /* Status 1 as for verify: a job could resume from none of them. */
+        if (!ok) {
+            fprintf(stderr,
+                    "loom checkpoint: %s: no committed checkpoint that verifies (nothing to "
+                    "resume from)\n",
+                    dir);
+            return 1;
+        }
         return 0;
     }
     if (strcmp(what, "verify") && strcmp(what, "export"))

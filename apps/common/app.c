@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 int app_usage(char *err, size_t errlen, const char *fmt, ...)
@@ -107,6 +108,23 @@ static int parse_consistency(const char *v, int *consistency, int *staleness, ch
     return 0;
 }
 
+/* A checkpoint directory flag's PATH: missing (to be created) or a directory.
+ * Anything else (a regular file, a FIFO, a path through a file) would fail
+ * only at the job's first checkpoint, in every process, with a vaguer
+ * message; so it is refused here, before any process starts. */
+static int dir_flag_ok(const char *flag, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (!stat(path, &st)) {
+        if (!S_ISDIR(st.st_mode))
+            return app_usage(err, errlen, "%s %s: not a directory", flag, path);
+        return 0;
+    }
+    /* --resume's missing directory is refused later with the reader's own words. */
+    if (errno == ENOENT) return 0;
+    return app_usage(err, errlen, "%s %s: %s", flag, path, strerror(errno));
+}
+
 int app_train_flags(app_job *j, int staleness, const app_flag *flags, size_t n, int argc,
                     char **argv, app_flag_value *values, char *err, size_t errlen)
 {
@@ -149,6 +167,10 @@ int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t 
     TEXT("--filter", filter_push);
     TEXT("--filter-pull", filter_pull);
 #undef TEXT
+    int rc = 0;
+    if (j->checkpoint_dir) rc = dir_flag_ok("--checkpoint-dir", j->checkpoint_dir, err, errlen);
+    if (!rc && j->resume_dir) rc = dir_flag_ok("--resume", j->resume_dir, err, errlen);
+    if (rc) return rc;
     j->checkpoint_every = "1e";
     j->checkpoint_full_every = 10;
     if ((v = app_flag_get(flags, n, values, "--checkpoint-every"))) {
@@ -314,28 +336,28 @@ double app_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int stats_open(loom_node *n, const char *name, uint32_t fields, int epochs,
-                      loom_consistency consistency, app_stats *s)
+static int stats_open(loom_node *n, const char *name, uint32_t fields, loom_consistency consistency,
+                      app_stats *s)
 {
+    /* Sparse over every key: rows exist for the epochs run, and no key range
+     * sized by --epochs makes the definition differ from a resumed run's. */
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
-    o.storage = LOOM_DENSE;
-    o.key_end = (uint64_t)fields * (uint64_t)(epochs > 0 ? epochs : 1);
+    o.storage = LOOM_SPARSE;
     o.consistency = consistency;
     o.cache = 0;
     s->fields = fields;
     return loom_table_open(n, name, &o, &s->table);
 }
 
-int app_stats_open(loom_node *n, const char *name, uint32_t fields, int epochs, app_stats *s)
+int app_stats_open(loom_node *n, const char *name, uint32_t fields, app_stats *s)
 {
-    return stats_open(n, name, fields, epochs, LOOM_ASP, s);
+    return stats_open(n, name, fields, LOOM_ASP, s);
 }
 
-int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, int epochs,
-                           app_stats *s)
+int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, app_stats *s)
 {
-    return stats_open(n, name, fields, epochs, LOOM_BSP, s);
+    return stats_open(n, name, fields, LOOM_BSP, s);
 }
 
 int app_stats_add_async(app_stats *s, int epoch, const double *v, loom_ts *ts)

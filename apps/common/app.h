@@ -374,18 +374,20 @@ double app_now_s(void); /* monotonic seconds */
 
 /* ---- per-epoch statistics ---- */
 
-/* A table of `fields` f64 sums per epoch (0..epochs-1), ASP, no cache. */
+/* A table of `fields` f64 sums per epoch (any epoch from 0), ASP, no cache.
+ * Its definition does not depend on how many epochs the job runs: a job
+ * resumed with more epochs (--epochs, --iterations) opens the same table
+ * as the run it continues, which a checkpoint requires. */
 typedef struct app_stats {
     loom_table *table;
     uint32_t fields;
 } app_stats;
 
-int app_stats_open(loom_node *n, const char *name, uint32_t fields, int epochs, app_stats *s);
+int app_stats_open(loom_node *n, const char *name, uint32_t fields, app_stats *s);
 /* The same table under BSP: what every worker added during a clock can be
  * read, without a barrier, once the reader has called loom_clock() again
  * (the read waits until every worker has ended that clock too). */
-int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, int epochs,
-                           app_stats *s);
+int app_stats_open_clocked(loom_node *n, const char *name, uint32_t fields, app_stats *s);
 /* Add v[0..fields) into epoch's row and wait until the server has it. */
 int app_stats_add(app_stats *s, int epoch, const double *v);
 /* The same without waiting: v must stay valid until loom_wait(ts). Enough

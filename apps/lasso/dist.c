@@ -237,7 +237,7 @@ static int final_objective(loom_node *n, dist *d, double *objective)
     if (!n) {
         total = rr;
     } else {
-        rc = app_stats_open(n, "lasso.final", 1, 1, &st);
+        rc = app_stats_open(n, "lasso.final", 1, &st);
         if (!rc) rc = app_stats_add(&st, 0, &rr);
         if (!rc) rc = loom_barrier(n);
         if (!rc) rc = app_stats_read(&st, 0, &total);

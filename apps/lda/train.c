@@ -244,7 +244,7 @@ static int agree_corpus(worker *w, const loom_corpus *corpus, uint64_t mine, uin
     loom_table *t;
     TRY("open the size table", loom_table_open(w->n, "lda.sizes", &o, &t));
     app_stats pairs;
-    TRY("open the pair count", app_stats_open(w->n, "lda.pairs", 1, 1, &pairs));
+    TRY("open the pair count", app_stats_open(w->n, "lda.pairs", 1, &pairs));
     double nnz = (double)corpus->nnz, total_nnz; /* exact below 2^53 pairs */
     TRY("push the pair count", app_stats_add(&pairs, 0, &nnz));
     uint64_t key = 0;
@@ -289,8 +289,7 @@ static int open_tables(worker *w)
     o.width = w->p.topics;
     o.key_end = 1;
     TRY("open the topic table", loom_table_open(w->n, "lda.topics", &o, &w->tt));
-    TRY("open the statistics table",
-        app_stats_open(w->n, "lda.stats", STAT_FIELDS, w->c->train.iterations, &w->stats));
+    TRY("open the statistics table", app_stats_open(w->n, "lda.stats", STAT_FIELDS, &w->stats));
     return 0;
 }
 
@@ -310,7 +309,7 @@ static int prepare_test(worker *w, const loom_corpus *test)
         return app_fail(PROG, "test buffers", LOOM_ENOMEM);
     block_keys(w, w->h.d.vocab, w->h.d.nwords, w->test_keys);
     app_stats counts;
-    TRY("open the test counts", app_stats_open(w->n, "lda.test", 2, 1, &counts));
+    TRY("open the test counts", app_stats_open(w->n, "lda.test", 2, &counts));
     double mine[2] = {(double)w->h.scored, (double)w->h.skipped}, all[2];
     TRY("push the test counts", app_stats_add(&counts, 0, mine));
     TRY("barrier", loom_barrier(w->n));

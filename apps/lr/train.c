@@ -742,8 +742,9 @@ static int open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table *
     TRY("open the model table", loom_table_open(n, "lr.w", &wo, w));
     loom_table_opts so = LOOM_TABLE_OPTS_DEFAULT;
     so.type = LOOM_F64;
-    so.storage = LOOM_DENSE;
-    so.key_end = (uint64_t)STAT_FIELDS * (uint64_t)(o->epochs + 1);
+    /* Sparse over every key, as app_stats: a run resumed with more --epochs
+     * opens the same table. */
+    so.storage = LOOM_SPARSE;
     so.consistency = LOOM_ASP;
     so.cache = 0;
     TRY("open the statistics table", loom_table_open(n, "lr.stats", &so, stats));

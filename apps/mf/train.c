@@ -161,7 +161,7 @@ typedef struct worker {
  * worker 0 reports the malformed lines --skip-bad skipped, summed. */
 static int push_summary(worker *w)
 {
-    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 5, 1, &w->sum));
+    TRY("open the summary table", app_stats_open(w->node, "mf.mean", 5, &w->sum));
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
     o.width = 2;
@@ -246,8 +246,7 @@ static int open_tables(worker *w)
     TRY("open mf.users", loom_table_open(w->node, "mf.users", &to, &w->users));
     to.key_end = w->r->items ? w->r->items : 1;
     TRY("open mf.items", loom_table_open(w->node, "mf.items", &to, &w->items));
-    TRY("open the statistics table",
-        app_stats_open_clocked(w->node, "mf.stats", ST_N, o->epochs, &w->stats));
+    TRY("open the statistics table", app_stats_open_clocked(w->node, "mf.stats", ST_N, &w->stats));
     return 0;
 }
 

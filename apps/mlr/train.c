@@ -363,7 +363,7 @@ static int train(worker *k)
                           MLR_MAX_DIM);
         return 1;
     }
-    if (app_stats_open(k->node, "mlr.stats", STAT_FIELDS, o->epochs, &k->stats)) return 1;
+    if (app_stats_open(k->node, "mlr.stats", STAT_FIELDS, &k->stats)) return 1;
     if (open_model(k)) return 1;
     size_t B = o->minibatch, K = k->K;
     k->g = o->mode == MLR_MODE_PS ? calloc((size_t)(k->dim + 1) * K, sizeof *k->g) : NULL;

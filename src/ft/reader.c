@@ -104,6 +104,7 @@ typedef struct merge {
     size_t row_bytes, count, cap;
     ps_table_def def;
     int found;
+    char why[256]; /* a malformed section: how */
 } merge;
 
 static int merge_row(void *ctx, uint64_t key, const void *row)
@@ -132,18 +133,35 @@ static int count_nothing(void *ctx, uint64_t key, const void *row)
     return 0;
 }
 
+/* Whether two definitions are the same table (their canonical encodings). */
+static int same_def(const ps_table_def *a, const ps_table_def *b)
+{
+    blob_writer x = {0}, y = {0};
+    int same = !ps_def_encode(a, &x) && !ps_def_encode(b, &y) && x.len == y.len &&
+               !memcmp(x.buf, y.buf, x.len);
+    free(x.buf);
+    free(y.buf);
+    return same;
+}
+
 static int merge_table(void *ctx, const char *name, const uint8_t *data, size_t len)
 {
     merge *mg = ctx;
     if (strcmp(name, mg->name)) return 0;
     ps_table_def def;
-    if (ps_snapshot_read(data, len, &def, count_nothing, NULL)) return LOOM_EPROTO;
-    size_t rb = (size_t)def.opts.width * loom_type_size(def.opts.type);
-    if (mg->found && rb != mg->row_bytes) return LOOM_EPROTO;
+    int rc = ps_snapshot_read(data, len, &def, count_nothing, NULL, mg->why, sizeof mg->why);
+    if (rc) return rc;
+    /* Every part's keys were checked against its own definition: the parts
+     * must agree on it for the rows to be one table's. */
+    if (mg->found && !same_def(&def, &mg->def)) {
+        snprintf(mg->why, sizeof mg->why, "its definition differs from an earlier part's");
+        return LOOM_EPROTO;
+    }
     mg->found = 1;
     mg->def = def;
-    mg->row_bytes = rb;
-    return ps_snapshot_read(data, len, &def, merge_row, mg);
+    ps_def_fix_pointers(&mg->def);
+    mg->row_bytes = (size_t)def.opts.width * loom_type_size(def.opts.type);
+    return ps_snapshot_read(data, len, &def, merge_row, mg, mg->why, sizeof mg->why);
 }
 
 int loom_checkpoint_rows(const loom_checkpoint *ck, const char *name, uint32_t *width,
@@ -156,10 +174,12 @@ int loom_checkpoint_rows(const loom_checkpoint *ck, const char *name, uint32_t *
     for (size_t i = 0; i < ck->m.nparts && !rc; i++) {
         const ft_part *p = &ck->m.parts[i];
         if (p->kind != FT_SERVER) continue;
+        mg.why[0] = '\0';
         rc = ft_sections(ck->data[i] + FT_HEADER_SIZE, (size_t)p->size - FT_HEADER_SIZE,
                          merge_table, &mg);
         if (rc == LOOM_EPROTO)
-            log_set_error("%s/%s: malformed section of table \"%s\"", ck->dir, p->path, name);
+            log_set_error("%s/%s: malformed section of table \"%s\"%s%s", ck->dir, p->path, name,
+                          mg.why[0] ? ": " : "", mg.why);
     }
     if (!rc && !mg.found) {
         log_set_error("%s: no table \"%s\" in the checkpoint at clock %" PRId64, ck->dir, name,
@@ -210,7 +230,7 @@ int loom_checkpoint_list(const char *dir, loom_checkpoint_list_fn fn, void *ctx)
         clocks[n++] = c;
     }
     closedir(d);
-    qsort(clocks, n, sizeof *clocks, cmp_i64);
+    if (n) qsort(clocks, n, sizeof *clocks, cmp_i64); /* clocks is NULL in an empty DIR */
     for (size_t i = 0; i < n; i++) {
         loom_checkpoint *ck;
         loom_clear_last_error();

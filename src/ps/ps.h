@@ -54,6 +54,10 @@ static inline ps_u128 ps_key_end(const loom_table_opts *o)
 {
     return o->key_end ? (ps_u128)o->key_end : (ps_u128)1 << 64;
 }
+static inline int ps_key_in_range(const loom_table_opts *o, uint64_t key)
+{
+    return key >= o->key_begin && (ps_u128)key < ps_key_end(o);
+}
 /* First key of server s's slice (s in [0, S]; s = S gives the table's end). */
 ps_u128 ps_slice_start(const loom_table_opts *o, int num_servers, int s);
 /* The server holding key (key must be in the table's range). */
@@ -106,15 +110,19 @@ int64_t ps_server_plan_cut(loom_node *n, int64_t clock, int full);
 typedef int (*ps_section_fn)(void *ctx, const char *table, const void *data, size_t len);
 int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx);
 /* Apply one section (as ps_server_encode made it, by any server) to `table`
- * (restore()'s argument): its definition must equal the table's; rows of
- * ranges this server does not hold are skipped, so that every server can read
- * every part (the ranges a part holds depend on the deaths at its cut and on
- * the ring of the job that wrote it). 0, or LOOM_EMISMATCH / LOOM_EPROTO with why. */
+ * (restore()'s argument): its definition must equal the table's and every
+ * key must lie in its key range; rows of ranges this server does not hold
+ * are skipped, so that every server can read every part (the ranges a part
+ * holds depend on the deaths at its cut and on the ring of the job that
+ * wrote it). 0, or LOOM_EMISMATCH / LOOM_EPROTO with why. */
 int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size_t whylen);
 /* Read a section without a server: its definition, then fn(ctx, key, row) for
- * each row. 0, fn's first non-zero result, or LOOM_EPROTO if malformed. */
+ * each row, every key checked against the definition's key range before fn
+ * sees it. 0, fn's first non-zero result, or LOOM_EPROTO if malformed (why
+ * says how: a key outside the range, sizes that do not fit). */
 int ps_snapshot_read(const void *data, size_t len, ps_table_def *def,
-                     int (*fn)(void *ctx, uint64_t key, const void *row), void *ctx);
+                     int (*fn)(void *ctx, uint64_t key, const void *row), void *ctx, char *why,
+                     size_t whylen);
 
 /* Role entry points, called by the API glue (src/loom.c). ps_attach picks
  * the role's part (registry.c, server.c or client.c) and registers its

@@ -256,7 +256,7 @@ static srv_table *table_of(server *s, uint32_t id)
 /* The part holding key, or NULL if this server holds no copy of its range. */
 static srv_part *part_of_key(srv_table *t, uint64_t key)
 {
-    if (key < t->def.opts.key_begin || (ps_u128)key >= ps_key_end(&t->def.opts)) return NULL;
+    if (!ps_key_in_range(&t->def.opts, key)) return NULL;
     size_t i = t->part_of[ps_ring_range_of(&t->ring, key)];
     return i == NO_PART ? NULL : &t->parts[i];
 }
@@ -2238,6 +2238,13 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
     for (uint64_t i = 0; i < rows; i++) {
         const uint8_t *p = r.p + i * per;
         uint64_t key = msg_load_u64(p);
+        if (!ps_key_in_range(&t->def.opts, key)) {
+            snprintf(why, whylen, "table \"%s\": key %llu is outside the table's keys %llu to %llu",
+                     t->def.name, (unsigned long long)key,
+                     (unsigned long long)t->def.opts.key_begin,
+                     (unsigned long long)(ps_key_end(&t->def.opts) - 1));
+            return LOOM_EPROTO;
+        }
         srv_part *part = part_of_key(t, key);
         if (!part) continue; /* another server's range */
         void *state;
@@ -2251,21 +2258,34 @@ int ps_snapshot_apply(void *table, const void *data, size_t len, char *why, size
 }
 
 int ps_snapshot_read(const void *data, size_t len, ps_table_def *def,
-                     int (*fn)(void *ctx, uint64_t key, const void *row), void *ctx)
+                     int (*fn)(void *ctx, uint64_t key, const void *row), void *ctx, char *why,
+                     size_t whylen)
 {
     blob_reader r = {data, len, 0};
     uint32_t deflen = blob_get_u32(&r);
-    if (r.bad || deflen > r.left || ps_def_decode(r.p, deflen, def)) return LOOM_EPROTO;
+    if (r.bad || deflen > r.left || ps_def_decode(r.p, deflen, def)) {
+        snprintf(why, whylen, "its table definition is malformed");
+        return LOOM_EPROTO;
+    }
     def->opts.updater = def->updater;
     r.p += deflen, r.left -= deflen;
     size_t row_bytes = blob_get_u32(&r), state_bytes = blob_get_u32(&r);
     uint64_t rows = blob_get_u64(&r);
     size_t per = 8 + row_bytes + state_bytes;
     if (r.bad || row_bytes != (size_t)def->opts.width * loom_type_size(def->opts.type) ||
-        state_bytes > 4 * row_bytes || rows > r.left / per || rows * per != r.left)
+        state_bytes > 4 * row_bytes || rows > r.left / per || rows * per != r.left) {
+        snprintf(why, whylen, "its row sizes or row count do not fit its length");
         return LOOM_EPROTO;
+    }
     for (uint64_t i = 0; i < rows; i++) {
-        int rc = fn(ctx, msg_load_u64(r.p + i * per), r.p + i * per + 8);
+        uint64_t key = msg_load_u64(r.p + i * per);
+        if (!ps_key_in_range(&def->opts, key)) {
+            snprintf(why, whylen, "key %llu is outside the table's keys %llu to %llu",
+                     (unsigned long long)key, (unsigned long long)def->opts.key_begin,
+                     (unsigned long long)(ps_key_end(&def->opts) - 1));
+            return LOOM_EPROTO;
+        }
+        int rc = fn(ctx, key, r.p + i * per + 8);
         if (rc) return rc;
     }
     return 0;
