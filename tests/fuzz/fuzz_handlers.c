@@ -90,7 +90,8 @@ static const uint8_t other_types[] = {
     MSG_DYN_PLAN_REQ, MSG_DYN_PLAN,      MSG_DYN_PSUM,      MSG_DYN_SUM,     MSG_DYN_END,
     MSG_P2P_MODEL,    MSG_P2P_ACK,       MSG_SVB_SVS,       MSG_SVB_REPLICA, MSG_WORKER_LOST,
     MSG_REPL,         MSG_REPL_ACK,      MSG_NODE_REJOINED, MSG_REJOIN_COPY, MSG_REJOIN_COPIED,
-    MSG_REJOIN_READY, MSG_HANDBACK,      MSG_HANDBACK_ACK,  MSG_PARKED,      MSG_CKPT_BASE};
+    MSG_REJOIN_READY, MSG_HANDBACK,      MSG_HANDBACK_ACK,  MSG_PARKED,      MSG_CKPT_BASE,
+    MSG_CKPT_PLAN,    MSG_CKPT_SKIP,     MSG_CKPT_FINAL};
 #define OTHER_TYPES     (sizeof other_types / sizeof *other_types)
 #define OTHER_TYPES_END 0xFC /* type bytes from here on are the type itself */
 _Static_assert(OTHER_TYPES <= OTHER_TYPES_END - 0xE0, "inject's type bytes 0xE0..0xFB name at "
@@ -1034,6 +1035,13 @@ static void make_seeds(void)
         in_ckpt_part(in, w0, 2, "ckpt-000000000002/worker-0.part", 0);
         in_ckpt_part(in, w1, 2, "ckpt-000000000002/worker-1.part", 1);
         in_ckpt_part(in, w1, 0, "ckpt-000000000000/worker-1.part", 1);
+        /* The scheduler's plan of clock 2 to every server and worker (a = 1: full
+         * parts), forged skips and a final of nodes that are no worker. */
+        for (unsigned to = 1; to < NODES; to++)
+            in_inject(in, 0, to, MSG_CKPT_PLAN, 0, 0, 0, 2, 1, 0, 0);
+        in_inject(in, w0, 0, MSG_CKPT_SKIP, 0, 0, 0, 1, 3, 9, 0);
+        in_inject(in, 1, 0, MSG_CKPT_FINAL, 0, 0, 0, 5, 0, 0, 0);
+        in_inject(in, 0, w1, MSG_CKPT_PLAN, 0, 0, 0, -4, 7, 2, 0);
         /* Both workers' clocks 1 and 2 on table 0, so that worker 0's part is due. */
         for (int c = 0; c < 2; c++)
             for (unsigned w = 0; w < WORKERS; w++) in_api(in, w, 2, 0, NULL, 0, 0);
