@@ -72,12 +72,12 @@ struct ft_sched {
      * the ranges it moved) */
     uint32_t *known, *handbacks;
     /* planning */
-    int64_t last_plan;            /* the clock of the last plan (the base before any) */
-    uint64_t last_plan_ms;        /* when it was made */
-    int64_t horizon;              /* the newest job clock a node reported */
-    uint64_t horizon_ms;          /* when */
-    double rate;                  /* clocks per ms, smoothed */
-    int64_t pace_clock;           /* the clock and time the pace was last measured from */
+    int64_t last_plan;     /* the clock of the last plan (the base before any) */
+    uint64_t last_plan_ms; /* when it was made */
+    int64_t horizon;       /* the newest job clock a node reported */
+    uint64_t horizon_ms;   /* when */
+    double rate;           /* clocks per ms, smoothed */
+    int64_t pace_clock;    /* the clock and time the pace was last measured from */
     uint64_t pace_ms;
     int64_t lead;                 /* clocks a plan is put past the guess */
     uint64_t not_before;          /* no plan before this node_now_ms() (after a failed write) */
@@ -581,8 +581,13 @@ static void on_skip(loom_node *n, void *ctx, node_msg *m)
     }
     static const char *const why[] = {"was past it", "could not write its part",
                                       "finished before it", "could not cut exactly there"};
-    if (m->h.b == FT_SKIP_PASSED)
-        s->lead = s->lead ? (s->lead < (1 << 30) ? 2 * s->lead : s->lead) : 1;
+    if (m->h.b == FT_SKIP_PASSED) {
+        /* Twice the lead, up to about a second of the job's pace: beyond,
+         * what is missing is not lead but a guess of the pace. */
+        double second = s->rate * 1000 < 1e9 ? s->rate * 1000 : 1e9;
+        int64_t cap = second > 64 ? (int64_t)second : 64;
+        s->lead = s->lead ? (2 * s->lead < cap ? 2 * s->lead : cap) : 1;
+    }
     if (m->h.b == FT_SKIP_FAILED) s->not_before = now + 1000;
     give_up(f, why[m->h.b], m->h.clock, rank, role);
     node_timer_poke(n, NODE_LAYER_FT);
