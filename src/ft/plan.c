@@ -74,6 +74,7 @@ struct ft_sched {
     /* planning */
     int64_t last_plan;     /* the clock of the last plan (the base before any) */
     uint64_t last_plan_ms; /* when it was made */
+    int64_t max_plan;      /* the newest clock ever planned */
     int64_t horizon;       /* the newest job clock a node reported */
     uint64_t horizon_ms;   /* when */
     double rate;           /* clocks per ms, smoothed */
@@ -215,6 +216,22 @@ static void tidy(ft *f, const ft_manifest *newest)
                      f->dir, c[i]);
     }
     free(c);
+}
+
+/* A node's late word (a part, a skip) of `clock`, a plan given up: its
+ * directory goes, unless it is newer than any plan (a forgery) or holds a
+ * manifest (a committed checkpoint: a server declared dead that wrote its
+ * part after the commit went on without it). Given-up directories older
+ * than the newest commit go with remove_old() anyway. */
+static void remove_late(ft *f, int64_t clock)
+{
+    struct stat st;
+    char manifest[32];
+    snprintf(manifest, sizeof manifest, "ckpt-%012" PRId64 "/MANIFEST", clock);
+    if (clock > f->sched->max_plan || clock <= f->sched->committed ||
+        !fstatat(f->dirfd, manifest, &st, AT_SYMLINK_NOFOLLOW))
+        return;
+    ft_dir_remove_ckpt(f->dirfd, f->dir, clock);
 }
 
 /* fsync dirfd/path (a directory: O_DIRECTORY in flags), never through a link. */
@@ -372,6 +389,7 @@ static uint64_t plan_next(ft *f, uint64_t now)
     s->plans++;
     s->last_plan = c;
     s->last_plan_ms = now;
+    if (c > s->max_plan) s->max_plan = c;
     memset(s->parts, 0, (f->servers + f->workers) * sizeof *s->parts);
     send_plan(f);
     return wake;
@@ -539,8 +557,7 @@ static void on_part(loom_node *n, void *ctx, node_msg *m)
     heard(s, m->h.clock, node_now_ms());
     if (m->h.clock != s->plan || s->committing) {
         /* A part of a plan given up, written after its files were removed. */
-        if (m->h.clock != s->committed && m->h.clock != s->plan)
-            ft_dir_remove_ckpt(f->dirfd, f->dir, m->h.clock);
+        if (m->h.clock != s->plan) remove_late(f, m->h.clock);
         return;
     }
     size_t slot = (role == LOOM_SERVER ? 0 : f->servers) + (size_t)rank;
@@ -573,10 +590,10 @@ static void on_skip(loom_node *n, void *ctx, node_msg *m)
     }
     uint64_t now = node_now_ms();
     if (m->h.a) heard(s, (int64_t)m->h.a - 1, now);
-    if (m->h.b == FT_SKIP_FINISHED && role == LOOM_WORKER) s->finished = 1;
+    /* A worker finished, or a server's every worker: the job is ending. */
+    if (m->h.b == FT_SKIP_FINISHED) s->finished = 1;
     if (m->h.clock != s->plan || s->committing) {
-        if (m->h.clock != s->committed && m->h.clock != s->plan)
-            ft_dir_remove_ckpt(f->dirfd, f->dir, m->h.clock);
+        if (m->h.clock != s->plan) remove_late(f, m->h.clock);
         return;
     }
     static const char *const why[] = {"was past it", "could not write its part",
