@@ -20,6 +20,7 @@ CODE_NAMES = (
     "LOOM_EPROTO",
     "LOOM_ELIMIT",
     "LOOM_ESTATE",
+    "LOOM_EIO",
 )
 
 
