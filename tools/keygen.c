@@ -24,7 +24,8 @@ static const char cmd_keygen_help[] =
     "node reads. See docs/SECURITY.md.\n"
     "\n"
     "Options:\n"
-    "  --force     replace FILE if it exists\n"
+    "  --force     replace FILE if it exists and is a regular file of yours\n"
+    "              (never a link, device, FIFO, socket or directory)\n"
     "  -h, --help  show this help\n";
 
 #if defined(__GNUC__)

@@ -1146,6 +1146,8 @@ static int peer_failed(int status)
     return WIFEXITED(status) && WEXITSTATUS(status) == LOOM_EXIT_PEER_FAILED;
 }
 
+static int survived(const struct job *job);
+
 /* The failure that brought the job down, and then the others, so that the
  * last words of `loom run` name the culprit, not the first process to go:
  * the first process that failed with a reason of its own (any status but
@@ -1171,16 +1173,20 @@ static int print_failures(const struct job *job)
             if (job->children[i].failed == seq) root = i;
     if (root < 0) return 0;
 
+    /* A job that went on without servers whose ranges had replicas succeeded
+     * (exit_status): their deaths are losses it survived, not its failure. */
+    const char *what =
+        !job->error && !job->exit_signal && !job->timed_out && survived(job) ? "lost" : "failed";
     const struct child *r = &job->children[root];
     if (r->failed)
-        say("failed: %s %s", r->label, describe_status(r->status, how, sizeof how));
+        say("%s: %s %s", what, r->label, describe_status(r->status, how, sizeof how));
     else
-        say("failed: %s stopped responding: its peers declared it dead", r->label);
+        say("%s: %s stopped responding: its peers declared it dead", what, r->label);
     for (int seq = 1; seq <= job->failures; seq++)
         for (int i = 0; i < job->nchildren; i++) {
             const struct child *c = &job->children[i];
             if (c->failed != seq || i == root) continue;
-            say("also failed: %s %s%s", c->label, describe_status(c->status, how, sizeof how),
+            say("also %s: %s %s%s", what, c->label, describe_status(c->status, how, sizeof how),
                 peer_failed(c->status) ? " (a peer failed)" : "");
         }
     return job->failures;

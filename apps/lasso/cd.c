@@ -31,15 +31,27 @@ int lasso_problem_from(const loom_dataset *d, lasso_problem *p, char *err, size_
     p->dim = d->max_feature;
     p->nnz = d->nnz;
     size_t dim = (size_t)p->dim;
-    p->col = calloc(dim + 1, sizeof *p->col);
     p->row = malloc((p->nnz ? p->nnz : 1) * sizeof *p->row);
     p->val = malloc((p->nnz ? p->nnz : 1) * sizeof *p->val);
     p->y = malloc((p->n ? p->n : 1) * sizeof *p->y);
-    p->a = calloc(dim ? dim : 1, sizeof *p->a);
-    if (!p->col || !p->row || !p->val || !p->y || !p->a) {
+    if (!p->row || !p->val || !p->y) {
         lasso_problem_free(p);
         return app_error(err, errlen, "out of memory for %zu rows and %zu entries", d->rows,
                          d->nnz);
+    }
+    /* The columns are as many as the largest feature id, whatever the rows: a
+     * file of 2 rows with id 4000000000 needs 64 GB here. Name the id and the
+     * size, since a stray large id is the likely cause, not the data's size. */
+    p->col = calloc(dim + 1, sizeof *p->col);
+    p->a = calloc(dim ? dim : 1, sizeof *p->a);
+    if (!p->col || !p->a) {
+        lasso_problem_free(p);
+        return app_error(err, errlen,
+                         "out of memory for %llu columns (%.3g GB): the largest feature id is "
+                         "%llu, and Lasso keeps a column for every id up to it",
+                         (unsigned long long)d->max_feature,
+                         (double)(dim + 1) * (sizeof *p->col + sizeof *p->a) / 1e9,
+                         (unsigned long long)d->max_feature);
     }
     /* Counting sort by column: rows are visited in order, so each column's
      * rows come out ascending. */
@@ -48,7 +60,8 @@ int lasso_problem_from(const loom_dataset *d, lasso_problem *p, char *err, size_
     size_t *next = malloc((dim ? dim : 1) * sizeof *next);
     if (!next) {
         lasso_problem_free(p);
-        return app_error(err, errlen, "out of memory for %llu columns", (unsigned long long)p->dim);
+        return app_error(err, errlen, "out of memory for %llu columns",
+                         (unsigned long long)d->max_feature);
     }
     memcpy(next, p->col, dim * sizeof *next);
     for (size_t i = 0; i < d->rows; i++) {

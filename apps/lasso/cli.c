@@ -183,7 +183,8 @@ static const app_flag train_flags[] = {
      .lo = 1,
      .hi = LOOM_DYN_MAX_PARALLEL,
      .def = "8",
-     .help = "coordinates updated together in a round"},
+     .help = "coordinates updated together in a round (default: 8, or every\n"
+             "coordinate of the smallest shard if it has fewer, with --depth)"},
     {.name = "--candidates",
      .kind = APP_INT,
      .arg = "L",
@@ -309,6 +310,7 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
     cli->depth = 1;
     if (GIVEN("--schedule")) cli->schedule = (int)x->choice;
     if (GIVEN("--parallel")) cli->parallel = (uint32_t)x->u;
+    cli->parallel_default = !x;
     if (GIVEN("--candidates")) cli->candidates = (uint32_t)x->u;
     if (GIVEN("--rho")) cli->rho = x->x;
     if (GIVEN("--priority-floor")) cli->priority_floor = x->x;

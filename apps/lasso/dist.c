@@ -315,9 +315,26 @@ static int train(loom_node *n, const lasso_cli *cli)
         goto out;
     }
     memcpy(d.r, p.y, p.n * sizeof *d.r);
+    /* The default P suits a wide problem; on a narrow one (abalone's 8 features
+     * are 4 a shard for 2 workers) it would be refused for exceeding a shard,
+     * an error the user did not ask for. So the default shrinks to what the
+     * smallest shard holds over --depth rounds in flight; a --parallel the user
+     * gave is kept, and refused by the engine if impossible. No room at all
+     * (fewer features than workers) is left to the engine's sentence too. */
+    uint32_t parallel = cli->parallel;
+    uint64_t room = p.dim / (uint64_t)workers / cli->depth;
+    if (cli->parallel_default && room >= 1 && room < parallel) {
+        parallel = (uint32_t)room;
+        if (rank == 0 && !cli->job.quiet)
+            fprintf(stderr,
+                    "%s: --parallel %u: the default %u exceeds the %llu features a shard has "
+                    "for each of %u rounds in flight\n",
+                    PROG, parallel, cli->parallel, (unsigned long long)(p.dim / (uint64_t)workers),
+                    cli->depth);
+    }
     loom_dyn_opts o = {.dim = p.dim,
-                       .parallel = cli->parallel,
-                       .candidates = cli->candidates ? cli->candidates : 4 * cli->parallel,
+                       .parallel = parallel,
+                       .candidates = cli->candidates ? cli->candidates : 4 * parallel,
                        .rho = cli->rho,
                        .floor = cli->priority_floor,
                        .depth = cli->depth,

@@ -160,6 +160,7 @@ typedef struct lasso_cli {
     /* The scheduled engine (dist.c): */
     int schedule;               /* LASSO_SCHEDULE_* */
     uint32_t parallel;          /* P, updates per round */
+    int parallel_default;       /* no --parallel: P shrinks to fit a shard (dist.c) */
     uint32_t candidates;        /* L, sampled per round (0: 4 P) */
     double rho;                 /* the dependency check's threshold */
     double priority_floor;      /* the engine's floor (loom_dyn_opts.floor) */

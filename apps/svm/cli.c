@@ -103,7 +103,10 @@ int svm_predict_main(int argc, char **argv)
     if (d->rows == 0) {
         fprintf(stderr, "loom predict svm: %s: no examples\n", data->text);
         rc = 1;
-    } else if (outp) {
+    } else {
+        svm_warn_unknown_features("loom predict svm", data->text, &m, d);
+    }
+    if (!rc && outp) {
         app_out out;
         rc = app_out_open(&out, "loom predict svm", outp->text);
         for (size_t i = 0; !rc && i < d->rows; i++)

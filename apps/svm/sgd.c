@@ -8,6 +8,7 @@
  * divided by the scale like the rest, and decayed back (multiplied by 1 / (1 - eta lambda))
  * so that its value only moves by the hinge steps. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,23 @@ static double raw_margin(const svm_replica *r, const loom_dataset *d, size_t i)
     for (size_t k = d->row[i]; k < d->row[i + 1]; k++)
         if (d->idx[k] < r->dim) s += (double)r->v[d->idx[k]] * d->val[k];
     return s + r->v[r->dim];
+}
+
+size_t svm_warn_unknown_features(const char *prog, const char *path, const svm_replica *r,
+                                 const loom_dataset *d)
+{
+    size_t values = 0, rows = 0, first_row = 0;
+    for (size_t i = 0; i < d->rows; i++) {
+        size_t before = values;
+        for (size_t k = d->row[i]; k < d->row[i + 1]; k++) values += d->idx[k] >= r->dim;
+        if (values > before && !rows++) first_row = i + 1;
+    }
+    if (values)
+        fprintf(stderr,
+                "%s: warning: %s: %zu values in %zu rows (the first in row %zu) are of features "
+                "beyond the model's %llu; they weigh 0\n",
+                prog, path, values, rows, first_row, (unsigned long long)r->dim);
+    return values;
 }
 
 double svm_margin(const svm_replica *r, const loom_dataset *d, size_t i)

@@ -63,6 +63,11 @@ double svm_step(svm_replica *r, const svm_opts *o, const loom_dataset *d, size_t
 void svm_materialise(svm_replica *r);
 /* w.x + b of row i (features >= dim weigh 0); w is the model (scale folded or not). */
 double svm_margin(const svm_replica *r, const loom_dataset *d, size_t i);
+/* Where d has values of features >= r->dim (a test file with features the training data
+ * never had), says once on stderr, as "PROG: warning: PATH: ...", how many values in how
+ * many rows, and that they weigh 0, rather than ignoring them unsaid. Returns how many. */
+size_t svm_warn_unknown_features(const char *prog, const char *path, const svm_replica *r,
+                                 const loom_dataset *d);
 /* Percentage of rows whose margin has the label's sign (margin 0 counts as -1). */
 double svm_accuracy(const svm_replica *r, const loom_dataset *d);
 /* The order a worker visits its rows in an epoch (a seeded permutation). */

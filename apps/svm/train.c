@@ -199,6 +199,7 @@ static int svm_worker(loom_node *n, const void *arg)
                          "doubly stochastic: the replicas agree on a weighted average, "
                          "not the plain one\n",
                     c->train.graph);
+        if (test) svm_warn_unknown_features(PROG, c->job.test_path, &m, test);
         if (c->job.metrics_path && !(rep.metrics = fopen(c->job.metrics_path, "w"))) {
             fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
             rc = 1;

@@ -26,7 +26,7 @@ enum {
     LOOM_EPROTO,      /* a peer sent a message that violates the protocol */
     LOOM_ELIMIT,      /* a built-in limit was exceeded (tables, message size) */
     LOOM_ESTATE,      /* the call is not valid in the object's current state */
-    LOOM_EIO,         /* a file could not be written or read (disk full, permissions) */
+    LOOM_EIO,         /* a file could not be read or written (disk full, I/O error) */
     LOOM_ERROR_COUNT_ /* not an error: one past the last code */
 };
 

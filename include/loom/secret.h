@@ -21,8 +21,10 @@ extern "C" {
 #define LOOM_SECRET_LEN 40
 
 /* Write a new random secret into a new file `path`, mode 0600. An existing
- * file is an error unless overwrite is set (it is then replaced by a new file,
- * so the mode is 0600 whatever it was). On failure, writes a sentence into err
+ * file is an error unless overwrite is set and it is a regular file of this
+ * user (not a link, device, FIFO, socket or directory): it is then replaced in
+ * one step by a new file, so the mode is 0600 whatever it was and the path
+ * never holds part of a key. On failure, writes a sentence into err
  * (if not NULL) and returns LOOM_ECONFIG (LOOM_ETRANSPORT if this libzmq has no
  * CURVE). */
 int loom_secret_generate(const char *path, int overwrite, char *err, size_t errlen);

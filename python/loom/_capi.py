@@ -10,10 +10,28 @@ build tree), the path recorded when the package was installed (_installed.py, wr
 """
 
 import ctypes
+import operator
 import os
 
 LOOM_MAX_PARAMS = 8
 LOOM_SECRET_LEN = 40
+
+U32_MAX = 2**32 - 1
+U64_MAX = 2**64 - 1
+INT_MAX = 2**31 - 1
+
+
+def integer(name, value, low, high):
+    """value as an int in [low, high], or ValueError naming the option and the range.
+
+    ctypes stores an integer into a C field or argument modulo its width without a word
+    (width=2**32+1 would open a width-1 table), so every integer the package hands C goes
+    through here first. operator.index takes ints and numpy integers, and refuses floats
+    and strings with TypeError."""
+    v = operator.index(value)
+    if not low <= v <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}, not {v}")
+    return v
 
 
 class TableOpts(ctypes.Structure):

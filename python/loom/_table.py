@@ -52,7 +52,8 @@ def table_opts(*, dtype=np.float32, width=1, storage="sparse", key_range=None, c
                params=(), init="zero", init_a=0.0, init_b=0.0, init_seed=0, cache=True,
                flush_rows=0, filter_push=None, filter_pull=None, bandwidth=0.0, priority="none",
                queue_rows=0):
-    """The loom_table_opts of Table's options; the defaults are LOOM_TABLE_OPTS_DEFAULT's."""
+    """The loom_table_opts of Table's options; the defaults are LOOM_TABLE_OPTS_DEFAULT's.
+    An integer option outside its C field's range raises ValueError naming it."""
     dtype = np.dtype(dtype)
     if dtype not in DTYPES:
         raise TypeError(f"dtype must be one of {', '.join(map(str, DTYPES))}, not {dtype}")
@@ -60,24 +61,27 @@ def table_opts(*, dtype=np.float32, width=1, storage="sparse", key_range=None, c
         raise ValueError(f"at most {_capi.LOOM_MAX_PARAMS} params, not {len(params)}")
     o = _capi.TableOpts()
     o.type = DTYPES.index(dtype)
-    o.width = width
+    o.width = _capi.integer("width", width, 1, _capi.U32_MAX)
     o.storage = _choice("storage", storage, STORAGE)
-    o.key_begin, o.key_end = key_range if key_range is not None else (0, 0)
+    begin, end = key_range if key_range is not None else (0, 0)
+    o.key_begin = _capi.integer("key_range[0]", begin, 0, _capi.U64_MAX)
+    o.key_end = _capi.integer("key_range[1]", end, 0, _capi.U64_MAX)
     o.consistency = _choice("consistency", consistency, CONSISTENCY)
-    o.staleness = staleness
+    o.staleness = _capi.integer("staleness", staleness, 0, _capi.INT_MAX)
     o.updater = updater.encode()  # ctypes keeps the bytes alive with o; C copies the name
     o.lr, o.beta, o.l1, o.l2, o.eps = lr, beta, l1, l2, eps
     o.params[: len(params)] = params
     o.init = _choice("init", init, INIT)
-    o.init_a, o.init_b, o.init_seed = init_a, init_b, init_seed
+    o.init_a, o.init_b = init_a, init_b
+    o.init_seed = _capi.integer("init_seed", init_seed, 0, _capi.U64_MAX)
     o.cache = int(bool(cache))
-    o.flush_rows = flush_rows
+    o.flush_rows = _capi.integer("flush_rows", flush_rows, 0, _capi.U32_MAX)
     # ctypes keeps these bytes alive with o; C copies the specs into the table's definition
     o.filter_push = filter_push.encode() if filter_push else None
     o.filter_pull = filter_pull.encode() if filter_pull else None
     o.bandwidth_mbits = bandwidth
     o.priority = _choice("priority", priority, PRIORITY)
-    o.queue_rows = queue_rows
+    o.queue_rows = _capi.integer("queue_rows", queue_rows, 0, _capi.U32_MAX)
     return o
 
 

@@ -31,6 +31,12 @@ def _array(pointer, n, dtype):
     return np.ctypeslib.as_array(pointer, shape=(n,)).astype(dtype, copy=True)
 
 
+def _shard(shard, shards):
+    """shard and shards as C ints (the C reader checks that shard < shards)."""
+    return (_capi.integer("shard", shard, 0, _capi.INT_MAX),
+            _capi.integer("shards", shards, 1, _capi.INT_MAX))
+
+
 def read_libsvm(path, shard=0, shards=1, *, ids="auto", labels="class", max_features=0,
                 skip_bad=False):
     """Share `shard` of `shards` of the LIBSVM file at path, as a Dataset of numpy arrays.
@@ -38,6 +44,8 @@ def read_libsvm(path, shard=0, shards=1, *, ids="auto", labels="class", max_feat
     ("train.svm:17: bad feature value 'x'")."""
     if ids not in IDS or labels not in LABELS:
         raise ValueError(f"ids must be one of {IDS} and labels one of {LABELS}")
+    max_features = _capi.integer("max_features", max_features, 0, _capi.U64_MAX)
+    shard, shards = _shard(shard, shards)
     opts = _capi.LibsvmOpts(IDS.index(ids), LABELS.index(labels), max_features, int(skip_bad))
     out = ctypes.POINTER(_capi.Dataset)()
     err = ctypes.create_string_buffer(1024)
@@ -69,6 +77,7 @@ def read_ratings(path, shard=0, shards=1, *, separator=None, skip_bad=False):
     detail names the file and line."""
     if separator not in (None, "\t", ",", " "):
         raise ValueError(f"separator must be None, '\\t', ',' or ' ', not {separator!r}")
+    shard, shards = _shard(shard, shards)
     opts = _capi.RatingsOpts(separator.encode() if separator else b"\0", int(bool(skip_bad)))
     out = ctypes.POINTER(_capi.Ratings)()
     err = ctypes.create_string_buffer(1024)

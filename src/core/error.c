@@ -17,7 +17,7 @@ static const char *const messages[LOOM_ERROR_COUNT_] = {
     [LOOM_EPROTO] = "protocol violation by a peer",
     [LOOM_ELIMIT] = "built-in limit exceeded",
     [LOOM_ESTATE] = "operation not valid in the current state",
-    [LOOM_EIO] = "a file could not be written or read (disk full, permissions)",
+    [LOOM_EIO] = "a file could not be read or written (disk full, permissions)",
 };
 
 const char *loom_strerror(int code)

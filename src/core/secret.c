@@ -3,7 +3,8 @@
  * The file holds a CURVE secret key in Z85 and a newline, nothing else, so
  * that `cat` shows whether it is one and any tool can make one. It is created
  * with O_EXCL and mode 0600 (never opened for writing if it exists, so a
- * symbolic link planted at the path cannot redirect the write), and read
+ * symbolic link planted at the path cannot redirect the write; replacing one
+ * writes a new file and renames it over a regular file only), and read
  * only if group and others can neither read nor write it: a key others can
  * read protects nothing, and one they can write lets them choose it. */
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,6 +41,62 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return LOOM_ECONFIG;
 }
 
+/* Writes secret and a newline to fd and closes it; returns 0 or an errno value. */
+static int write_secret(int fd, char *secret)
+{
+    secret[LOOM_SECRET_LEN] = '\n';
+    ssize_t w = write(fd, secret, LOOM_SECRET_LEN + 1);
+    int saved = w < 0 ? errno : w != LOOM_SECRET_LEN + 1 ? EIO : 0;
+    if (!saved && fsync(fd) < 0) saved = errno;
+    if (close(fd) < 0 && !saved) saved = errno;
+    return saved;
+}
+
+/* What kind of file st is, for a refusal that names it. */
+static const char *file_kind(const struct stat *st)
+{
+    if (S_ISLNK(st->st_mode)) return "a symbolic link";
+    if (S_ISDIR(st->st_mode)) return "a directory";
+    if (S_ISFIFO(st->st_mode)) return "a FIFO";
+    if (S_ISSOCK(st->st_mode)) return "a socket";
+    if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) return "a device";
+    return "not a regular file";
+}
+
+/* Replaces the existing file at path by a new one holding secret. Only a
+ * regular file of this user is replaced: a link is neither followed nor
+ * replaced, and a device, FIFO, socket or directory at the path was put there
+ * for something else. The secret goes into a temporary file of the same
+ * directory, made with O_EXCL (so a link planted at its name is never
+ * followed), and is synced before rename() puts it in place in one step: the
+ * path holds the old key or the whole new one, never a part. */
+static int replace_secret(const char *path, char *secret, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return fail(err, errlen, "cannot replace %s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return fail(err, errlen,
+                    "%s is %s, not a regular file; --force replaces only a "
+                    "secret file, so it was left alone",
+                    path, file_kind(&st));
+    if (st.st_uid != geteuid())
+        return fail(err, errlen, "%s belongs to user %u, not to you; it was left alone", path,
+                    (unsigned)st.st_uid);
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
+        return fail(err, errlen, "cannot replace %s: name too long", path);
+    int fd = mkstemp(tmp); /* O_CREAT|O_EXCL, mode 0600 */
+    if (fd < 0) return fail(err, errlen, "cannot replace %s: %s", path, strerror(errno));
+    int saved = write_secret(fd, secret);
+    if (!saved && rename(tmp, path) < 0) saved = errno;
+    if (saved) {
+        unlink(tmp);
+        return fail(err, errlen, "cannot replace %s: %s", path, strerror(saved));
+    }
+    return 0;
+}
+
 int loom_secret_generate(const char *path, int overwrite, char *err, size_t errlen)
 {
     if (!path || !*path) return fail(err, errlen, "no file name for the secret");
@@ -49,30 +107,23 @@ int loom_secret_generate(const char *path, int overwrite, char *err, size_t errl
     char public_key[LOOM_SECRET_LEN + 1], secret[LOOM_SECRET_LEN + 1];
     if (zmq_curve_keypair(public_key, secret))
         return fail(err, errlen, "cannot make a CURVE key: %s", zmq_strerror(zmq_errno()));
+    int rc = 0;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST && overwrite) {
-        /* Replace, not rewrite: the new file gets mode 0600 whatever the old one had. */
-        if (unlink(path) < 0)
-            return fail(err, errlen, "cannot replace %s: %s", path, strerror(errno));
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        rc = replace_secret(path, secret, err, errlen);
+    } else if (fd < 0 && errno == EEXIST) {
+        rc = fail(err, errlen, "%s already exists; it was left alone", path);
+    } else if (fd < 0) {
+        rc = fail(err, errlen, "cannot create %s: %s", path, strerror(errno));
+    } else {
+        int saved = write_secret(fd, secret);
+        if (saved) {
+            unlink(path);
+            rc = fail(err, errlen, "cannot write %s: %s", path, strerror(saved));
+        }
     }
-    if (fd < 0 && errno == EEXIST)
-        return fail(err, errlen, "%s already exists; it was left alone", path);
-    if (fd < 0) return fail(err, errlen, "cannot create %s: %s", path, strerror(errno));
-    secret[LOOM_SECRET_LEN] = '\n';
-    ssize_t w = write(fd, secret, LOOM_SECRET_LEN + 1);
-    int saved = errno;
     memset(secret, 0, sizeof secret);
-    if (close(fd) < 0 && w == LOOM_SECRET_LEN + 1) {
-        saved = errno;
-        w = -1;
-    }
-    if (w != LOOM_SECRET_LEN + 1) {
-        unlink(path);
-        return fail(err, errlen, "cannot write %s: %s", path,
-                    w < 0 ? strerror(saved) : "short write");
-    }
-    return 0;
+    return rc;
 }
 
 int loom_secret_load(const char *path, char *secret, char *err, size_t errlen)

@@ -31,11 +31,13 @@
  * T's end from zero ('R' replaces the matrix) with the same arithmetic in the
  * same order: exactly the replica the worker had. The log is written with stdio and flushed every
  * clock, on the application thread (Orpheus writes it from an I/O thread). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/msg.h"
 #include "loom/error.h"
 #include "loom/svb.h"
@@ -92,20 +94,31 @@ static int grow(loom_svb *s, size_t more)
 
 /* ---- the log ---- */
 
+/* A failed write of the log (a full disk, most often): the file and the reason,
+ * from the errno of the failed call, since the caller's code alone would not
+ * say which file. */
+static int log_write_failed(const loom_svb *s)
+{
+    log_error("sufficient-vector log %s: cannot write: %s", s->log_path, strerror(errno));
+    return LOOM_EIO;
+}
+
 static int log_u64(loom_svb *s, uint64_t v)
 {
     uint8_t b[8];
     msg_store_u64(b, v);
-    return fwrite(b, 1, 8, s->log) == 8 ? 0 : LOOM_ETRANSPORT;
+    return fwrite(b, 1, 8, s->log) == 8 ? 0 : log_write_failed(s);
 }
 
 static int log_frame(loom_svb *s, int64_t clock, const uint8_t *p, size_t len, uint64_t count)
 {
     if (!s->log) return 0;
-    int rc = fputc('S', s->log) == EOF;
-    rc |= log_u64(s, (uint64_t)clock) | log_u64(s, count) | log_u64(s, len);
-    if (len) rc |= fwrite(p, 1, len, s->log) != len;
-    return rc ? LOOM_ETRANSPORT : 0;
+    if (fputc('S', s->log) == EOF) return log_write_failed(s);
+    int rc = log_u64(s, (uint64_t)clock);
+    if (!rc) rc = log_u64(s, count);
+    if (!rc) rc = log_u64(s, len);
+    if (!rc && len && fwrite(p, 1, len, s->log) != len) rc = log_write_failed(s);
+    return rc;
 }
 
 static void encode_replica(const double *w, size_t n, uint8_t *out)
@@ -137,18 +150,18 @@ static int log_replica(loom_svb *s)
     uint8_t *buf = malloc(8 * n);
     if (!buf) return LOOM_ENOMEM;
     encode_replica(s->w, n, buf);
-    int rc = fputc('R', s->log) == EOF;
-    rc |= log_u64(s, (uint64_t)s->clock) | (fwrite(buf, 1, 8 * n, s->log) != 8 * n);
+    int rc = fputc('R', s->log) == EOF ? log_write_failed(s) : log_u64(s, (uint64_t)s->clock);
+    if (!rc && fwrite(buf, 1, 8 * n, s->log) != 8 * n) rc = log_write_failed(s);
     free(buf);
-    return rc ? LOOM_ETRANSPORT : 0;
+    return rc;
 }
 
 static int log_end(loom_svb *s)
 {
     if (!s->log) return 0;
-    int rc = fputc('E', s->log) == EOF;
-    rc |= log_u64(s, (uint64_t)s->clock);
-    return rc || fflush(s->log) ? LOOM_ETRANSPORT : 0;
+    int rc = fputc('E', s->log) == EOF ? log_write_failed(s) : log_u64(s, (uint64_t)s->clock);
+    if (!rc && fflush(s->log)) rc = log_write_failed(s);
+    return rc;
 }
 
 /* ---- handlers (I/O thread) ---- */
@@ -589,7 +602,7 @@ int loom_svb_restore(loom_svb *s, int64_t clock)
 {
     if (!s->log || clock < 0 || clock > s->clock) return LOOM_EINVAL;
     s->restored = 1;
-    if (fflush(s->log)) return LOOM_ETRANSPORT;
+    if (fflush(s->log)) return log_write_failed(s);
     return loom_svb_replay(s->log_path, s->o.width, s->o.rows, clock, s->w, NULL);
 }
 

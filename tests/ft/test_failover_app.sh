@@ -86,6 +86,9 @@ status=$?
 launcher=
 [[ $status == 0 ]] || fail "the run that lost server 1 exited with status $status: $(tail -5 killed.err)"
 grep -q "the job goes on without it" killed.err || fail "nobody said the job went on without server 1"
+grep -q "^loom run: lost: server 1 was killed by signal 9" killed.err ||
+    fail "loom run did not name server 1 as lost"
+grep -q "^loom run: \(also \)\?failed:" killed.err && fail "loom run said 'failed:' of a job that succeeded"
 got=$(last_value m.killed "$QUALITY")
 [[ -n $got ]] || fail "the run that lost server 1: no $QUALITY in its metrics"
 check_counts m.killed

@@ -145,6 +145,13 @@ cli)
     expect 1 "badmodel:1: dim=7 is not" predict mlr --model badmodel --data train
     expect 1 "rollback 100000" train mlr --train train --workers 1 --mode svb --svlog log \
         --rollback 100000 --model-out m
+    # A full disk under the SV log (worker W writes LOG.W; here /dev/full): the file and
+    # the system's reason, and an I/O error, not a transport failure.
+    ln -s /dev/full full.0
+    expect 1 "sufficient-vector log full.0: cannot write: No space left on device" \
+        train mlr --train train --workers 1 --mode svb --svlog full --epochs 1
+    grep -qF ": a file could not be read or written" err || fail "--svlog on /dev/full: no I/O error"
+    grep -qF "transport failure" err && fail "--svlog on /dev/full: called a transport failure"
     expect 2 "--nnz (30) must be at most --features (10)" gen mlr --out x --features 10 --nnz 30
     ;;
 letter)

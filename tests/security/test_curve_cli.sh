@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Job secrets from the command line (docs/SECURITY.md):
 #   keygen      loom keygen writes 40 Z85 characters and a newline, mode 0600; refuses to
-#               replace a file without --force; --force replaces it by a new 0600 file
+#               replace a file without --force; --force replaces it by a new 0600 file,
+#               and refuses a FIFO, a link (the victim intact) or a directory
 #   bad files   missing, group/other-readable, wrong length, not Z85, a directory: a clear
 #               message naming the file and a non-zero status, from loom run, loom train
 #               and a node given LOOM_SECRET_FILE, before any process of a job starts
@@ -61,6 +62,23 @@ chmod 644 "$key"
 "$LOOM" keygen --force "$key" || fail "keygen --force failed"
 [[ $(<"$key") != "$before" ]] || fail "keygen --force kept the old key"
 [[ $(mode "$key") == 600 ]] || fail "keygen --force left mode $(mode "$key")"
+# --force replaces only a regular file of the user: a FIFO, a link (to a victim file, or
+# dangling) and a directory are refused by name and left as they were, the victim intact.
+mkfifo "$WORK/fifo"
+expect 1 "$WORK/fifo is a FIFO, not a regular file" "$LOOM" keygen --force "$WORK/fifo"
+[[ -p $WORK/fifo ]] || fail "keygen --force replaced a FIFO"
+echo "not a key" >"$WORK/victim"
+ln -s "$WORK/victim" "$WORK/link"
+expect 1 "$WORK/link is a symbolic link, not a regular file" "$LOOM" keygen --force "$WORK/link"
+[[ -L $WORK/link && $(<"$WORK/victim") == "not a key" ]] ||
+    fail "keygen --force replaced a link or wrote through it"
+ln -s "$WORK/nothing" "$WORK/dangling"
+expect 1 "$WORK/dangling is a symbolic link" "$LOOM" keygen --force "$WORK/dangling"
+[[ -L $WORK/dangling && ! -e $WORK/nothing ]] || fail "keygen --force followed a dangling link"
+mkdir "$WORK/dir"
+expect 1 "$WORK/dir is a directory, not a regular file" "$LOOM" keygen --force "$WORK/dir"
+[[ -d $WORK/dir && -z $(ls -A "$WORK/dir") ]] || fail "keygen --force changed a directory"
+! compgen -G "$key.*" >/dev/null || fail "keygen --force left a temporary file"
 expect 2 "missing FILE" "$LOOM" keygen
 expect 1 "cannot create $WORK/no/such/dir" "$LOOM" keygen "$WORK/no/such/dir"
 "$LOOM" help keygen | grep -q -- "--force" || fail "loom help keygen lists no --force"
