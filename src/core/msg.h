@@ -28,9 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b; 7: HANDBACK*, PARKED, CKPT_BASE */
+/* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b; 7: HANDBACK*, PARKED, CKPT_BASE;
+ * 8: heartbeats on sockets of their own (the ROSTER's req is their port) */
 #define MSG_MAGIC       0x4D4Cu
-#define MSG_VERSION     7
+#define MSG_VERSION     8
 #define MSG_HEADER_SIZE 48
 #define MSG_MAX_FRAMES  2
 #define MSG_ADDR_MAX    256 /* a node's "host:port", NUL included */
