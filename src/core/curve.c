@@ -185,14 +185,24 @@ int curve_start(void *zctx, const char *secret, const char *tag, _Atomic uint64_
     return 0;
 }
 
-int curve_server(curve *c, void *router)
+int curve_listen(curve *c, void *sock)
 {
     int one = 1;
-    if (zmq_setsockopt(router, ZMQ_CURVE_SERVER, &one, sizeof one) ||
-        zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY, c->secret, LOOM_SECRET_LEN) ||
-        zmq_setsockopt(router, ZMQ_ZAP_DOMAIN, "loom", 4) ||
-        zmq_socket_monitor(router, MONITOR_ENDPOINT, REFUSED_EVENTS)) {
-        log_error("cannot set up CURVE on the listening socket: %s", zmq_strerror(zmq_errno()));
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, c->secret, LOOM_SECRET_LEN) ||
+        zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, "loom", 4)) {
+        log_error("cannot set up CURVE on a listening socket: %s", zmq_strerror(zmq_errno()));
+        return LOOM_ETRANSPORT;
+    }
+    return 0;
+}
+
+int curve_server(curve *c, void *router)
+{
+    if (curve_listen(c, router)) return LOOM_ETRANSPORT;
+    if (zmq_socket_monitor(router, MONITOR_ENDPOINT, REFUSED_EVENTS)) {
+        log_error("cannot watch the handshakes of the listening socket: %s",
+                  zmq_strerror(zmq_errno()));
         return LOOM_ETRANSPORT;
     }
     return 0;

@@ -26,6 +26,10 @@ int curve_start(void *zctx, const char *secret, const char *tag, _Atomic uint64_
                 curve **out);
 /* Make router a CURVE server of the job and watch its handshakes; before bind. */
 int curve_server(curve *c, void *router);
+/* Make sock a CURVE server of the job without watching its handshakes (the
+ * scheduler's heartbeat socket: a peer without the secret is refused there
+ * as on the ROUTER, whose monitor already counts it); before bind. */
+int curve_listen(curve *c, void *sock);
 /* Make dealer a CURVE client of the job; before connect. */
 int curve_client(const curve *c, void *dealer);
 /* After zmq_ctx_term() of the context: wait for the thread and free c. */

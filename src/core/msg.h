@@ -29,7 +29,8 @@
 #include <stdint.h>
 
 /* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b; 7: HANDBACK*, PARKED, CKPT_BASE;
- * 8: CKPT_PLAN, CKPT_SKIP, CKPT_EPOCH, CKPT_FINAL */
+ * 8: heartbeats on sockets of their own (the ROSTER's req is their port); CKPT_PLAN,
+ * CKPT_SKIP, CKPT_EPOCH, CKPT_FINAL */
 #define MSG_MAGIC       0x4D4Cu
 #define MSG_VERSION     8
 #define MSG_HEADER_SIZE 48

@@ -55,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/heartbeat.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "loom/error.h"
@@ -149,6 +150,8 @@ static void *make_socket(loom_node *n, int type)
     void *s = zmq_socket(n->zctx, type);
     if (!s) return NULL;
     int zero = 0, linger = NODE_LINGER_MS;
+    uint64_t affinity = NODE_WORK_IO_THREAD;
+    zmq_setsockopt(s, ZMQ_AFFINITY, &affinity, sizeof affinity);
     /* No high-water marks: the I/O thread must never block or drop on send,
      * and flow is bounded by the protocol (requests wait for answers). */
     zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof zero);
@@ -453,7 +456,6 @@ void node_dispatch(loom_node *n, node_msg *m)
         drop_from_dead(n, m);
         return;
     }
-    node_heard(n, m->from);
     handler_entry *e = &n->handlers[m->h.type];
     if (!e->fn) {
         node_drop(n, m, "message type not accepted by this node");
@@ -713,16 +715,19 @@ static int rejoining(void)
     return v && !strcmp(v, "1");
 }
 
+/* The scheduler: a node's status heartbeat, sent by its I/O thread with its
+ * byte totals for the status page. Liveness travels apart (heartbeat.c). */
 static void on_heartbeat(loom_node *n, void *ctx, node_msg *m)
 {
-    (void)ctx; /* dispatch() already noted the sign of life */
-    if (n->cfg.role == LOOM_SCHEDULER)
-        status_note_heartbeat(n, m->from, m->h.a, m->h.b, node_now_ms());
+    (void)ctx;
+    status_note_heartbeat(n, m->from, m->h.a, m->h.b, node_now_ms());
 }
 
 static int install_roster(loom_node *n, node_msg *m)
 {
-    if (m->from != 0 || m->nframes != 1 || m->h.a >= n->nnodes || m->h.b > 1) return LOOM_EPROTO;
+    if (m->from != 0 || m->nframes != 1 || m->h.a >= n->nnodes || m->h.b > 1 || m->h.req == 0 ||
+        m->h.req > 65535)
+        return LOOM_EPROTO;
     if (msg_roster_decode(zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), n->nnodes,
                           (uint32_t)n->cfg.num_servers, n->peers[0].addr, n->peers[0].rid,
                           sizeof(peer)))
@@ -764,10 +769,19 @@ static void on_roster(loom_node *n, void *ctx, node_msg *m)
     }
     snprintf(n->tag, sizeof n->tag, "%s %d", role_name(n->cfg.role), n->cfg.rank);
     log_set_tag(n->tag);
+    /* Liveness from now on, on the heartbeat thread (heartbeat.c); a
+     * node_fuzz.c node has no sockets, and no heartbeats. */
+    rc = n->seam ? 0 : heartbeat_start(n, (int)m->h.req);
     pthread_mutex_lock(&n->mu);
+    if (rc) {
+        n->state = NODE_FAILED;
+        n->end_status = rc;
+        pthread_cond_broadcast(&n->cv);
+        pthread_mutex_unlock(&n->mu);
+        return;
+    }
     n->roster_installed = 1;
     n->state = NODE_RUNNING;
-    node_heard(n, 0);
     pthread_cond_broadcast(&n->cv);
     pthread_mutex_unlock(&n->mu);
     if (n->cfg.role == LOOM_SERVER) send_control(n, 0, MSG_ROSTER_ACK, 0, 0);
@@ -913,31 +927,6 @@ static int still_running(loom_node *n)
     return running;
 }
 
-void node_heard(loom_node *n, uint32_t id)
-{
-    n->peers[id].last_heard_ms = node_now_ms();
-    n->peers[id].deaf_at_heard_ms = n->deaf_ms;
-}
-
-void node_note_tick(loom_node *n, uint64_t now)
-{
-    /* A tick up to twice the interval after the previous is on schedule: on
-     * a busy machine ticks come a little late all the time, and forgiving
-     * that jitter would only slow down finding a real death. */
-    uint64_t interval = (uint64_t)n->cfg.heartbeat_interval_ms;
-    if (n->last_tick_ms && now > n->last_tick_ms + 2 * interval)
-        n->deaf_ms += now - n->last_tick_ms - interval;
-    n->last_tick_ms = now;
-}
-
-uint64_t node_silence(const loom_node *n, uint32_t id, uint64_t now)
-{
-    const peer *p = &n->peers[id];
-    uint64_t silent = now > p->last_heard_ms ? now - p->last_heard_ms : 0;
-    uint64_t deaf = n->deaf_ms - p->deaf_at_heard_ms;
-    return silent > deaf ? silent - deaf : 0;
-}
-
 static void tick(loom_node *n, uint64_t now)
 {
     if (n->cfg.role == LOOM_SCHEDULER) {
@@ -952,7 +941,7 @@ static void tick(loom_node *n, uint64_t now)
                     .b = atomic_load(&n->bytes_received)};
     node_send_zmq(n, 0, &h, NULL, 0);
     if (n->cfg.role == LOOM_WORKER) node_send_metrics(n);
-    uint64_t silent = node_silence(n, 0, now);
+    uint64_t silent = heartbeat_silence(n, 0, now, NULL);
     if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms)
         node_fail(n, 0, "lost the scheduler: nothing heard from it for %" PRIu64 " ms", silent);
 }
@@ -982,9 +971,9 @@ static void *io_main(void *arg)
     while (!atomic_load(&n->io_exit)) {
         pthread_mutex_lock(&n->recv_mu);
         int more = drain_sockets(n);
+        atomic_fetch_add(&n->io_rounds, 1); /* progress, which the heartbeat thread vouches for */
         uint64_t now = node_now_ms();
         if (now >= n->next_heartbeat_ms) {
-            node_note_tick(n, now);
             n->next_heartbeat_ms = now + (uint64_t)n->cfg.heartbeat_interval_ms;
             tick(n, now);
         }
@@ -1089,8 +1078,10 @@ static int bind_router(loom_node *n)
 
 void node_set_core_handlers(loom_node *n)
 {
-    node_set_handler(n, MSG_HEARTBEAT, on_heartbeat, NULL);
-    if (n->cfg.role == LOOM_SCHEDULER) return; /* sched_init sets the scheduler's */
+    if (n->cfg.role == LOOM_SCHEDULER) { /* sched_init sets the rest of the scheduler's */
+        node_set_handler(n, MSG_HEARTBEAT, on_heartbeat, NULL);
+        return;
+    }
     node_set_handler(n, MSG_ROSTER, on_roster, NULL);
     node_set_handler(n, MSG_REJECT, on_reject, NULL);
     node_set_handler(n, MSG_NODE_FAILED, on_node_failed, NULL);
@@ -1162,8 +1153,14 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     pthread_cond_init(&n->cv, NULL);
     pthread_mutex_init(&n->sock_mu, NULL);
     pthread_mutex_init(&n->recv_mu, NULL);
+    pthread_mutex_init(&n->hb_mu, NULL);
     n->wake_fd = -1;
+    n->hb_wake_fd = -1;
     n->zctx = zmq_ctx_new();
+    /* Two of ZeroMQ's I/O threads: one for every socket of the job's work,
+     * one for the heartbeat socket alone (heartbeat.c), whose heartbeats
+     * would otherwise wait behind a large message's encryption and copy. */
+    if (n->zctx) zmq_ctx_set(n->zctx, ZMQ_IO_THREADS, 2);
     if (!n->peers || !n->zctx || tracker_init(&n->ts)) {
         free(n->peers);
         free(n);
@@ -1198,6 +1195,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     }
     if (!rc && cfg->role == LOOM_SCHEDULER) {
         rc = sched_init(n);
+        if (!rc) rc = heartbeat_start(n, 0);
         n->roster_installed = 1;
         n->state = NODE_RUNNING;
     } else if (!rc) {
@@ -1542,6 +1540,7 @@ void node_destroy(loom_node *n)
 {
     if (!n) return;
     if (n->seam) n->seam->gone(n->seam_ctx, n);
+    heartbeat_stop(n);
     if (n->io_started) {
         atomic_store(&n->io_exit, 1);
         wake_io_thread(n);
@@ -1574,6 +1573,7 @@ void node_destroy(loom_node *n)
     pthread_cond_destroy(&n->cv);
     pthread_mutex_destroy(&n->sock_mu);
     pthread_mutex_destroy(&n->recv_mu);
+    pthread_mutex_destroy(&n->hb_mu);
     free(n->peers);
     free(n);
 }

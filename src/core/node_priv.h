@@ -16,6 +16,10 @@
 #define NODE_RID_MAX   16 /* room for a routing id (MSG_RID_SIZE bytes) */
 #define NODE_NO_ID     UINT32_MAX
 #define NODE_LINGER_MS 1000
+/* ZMQ_AFFINITY masks of the node's context's two I/O threads: the job's
+ * work on one, heartbeats on the other (heartbeat.c). */
+#define NODE_WORK_IO_THREAD      1u
+#define NODE_HEARTBEAT_IO_THREAD 2u
 
 enum node_state { NODE_STARTING, NODE_RUNNING, NODE_DONE, NODE_FAILED };
 
@@ -28,15 +32,21 @@ typedef struct peer {
     atomic_int dealer_pending; /* input may wait on the DEALER (see struct loom_node) */
     uint8_t rid[NODE_RID_MAX]; /* its routing id (from its REGISTER, or the roster) */
     size_t rid_len;
+    /* Liveness (heartbeat.c), under hb_mu: when its heartbeat last came, our
+     * deaf_ms then (node_silence); scheduler: whether its heartbeats are
+     * answered, and the routing id they must come from. */
     uint64_t last_heard_ms;
-    uint64_t deaf_at_heard_ms; /* our deaf_ms when we last heard it (node_silence) */
-    int registered;            /* scheduler: REGISTER received */
-    int done;                  /* worker finished, or server acknowledged shutdown */
-    int lost;                  /* worker died and the job goes on without it (continue) */
-    int failed;    /* died, and the job went on without it (failover): what it still sends
-                    * is dropped (2 once said so); a replacement clears it (rejoin) */
-    int rejoining; /* scheduler: a replacement that has not acknowledged its roster */
-    double share;  /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
+    uint64_t deaf_at_heard_ms;
+    int hb_watched;
+    uint8_t hb_rid[NODE_RID_MAX];
+    size_t hb_rid_len;
+    int registered; /* scheduler: REGISTER received */
+    int done;       /* worker finished, or server acknowledged shutdown */
+    int lost;       /* worker died and the job goes on without it (continue) */
+    int failed;     /* died, and the job went on without it (failover): what it still sends
+                     * is dropped (2 once said so); a replacement clears it (rejoin) */
+    int rejoining;  /* scheduler: a replacement that has not acknowledged its roster */
+    double share;   /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
 
 /* Note that the job goes on without worker node `id`, whose share was `share`. */
@@ -118,13 +128,25 @@ struct loom_node {
     uint64_t barrier_gen_entered, barrier_gen_released;
     int done_acked;
 
-    uint64_t next_heartbeat_ms;
-    /* When the I/O thread last ran tick(), and the total time its stalled
-     * ticks came later than heartbeat_interval_ms after the previous one
-     * (node_note_tick): time this node
-     * was not listening on schedule (descheduled by the OS, or in a long
-     * handler), which node_silence does not count against its peers. Under
-     * recv_mu, like every peer's last_heard_ms. */
+    uint64_t next_heartbeat_ms; /* the I/O thread's next tick (status heartbeat, judging) */
+    /* Liveness (heartbeat.c): the heartbeat thread, its socket (the
+     * scheduler's ROUTER, whose port is hb_port, or a DEALER to it) and its
+     * wake-up eventfd. */
+    pthread_t hb_thread;
+    int hb_started;
+    void *hb_sock;
+    int hb_port;
+    int hb_wake_fd;
+    atomic_int hb_exit;
+    /* Rounds of the I/O loop: the heartbeat thread ends a node whose I/O
+     * thread has stopped making them (wedged). */
+    _Atomic uint64_t io_rounds;
+    /* A leaf lock over the liveness fields of every peer and these: when the
+     * heartbeat thread last ticked, and the total time its stalled ticks came
+     * later than heartbeat_interval_ms after the previous one
+     * (node_note_tick): time it was not listening on schedule (descheduled by
+     * the OS), which node_silence does not count against its peers. */
+    pthread_mutex_t hb_mu;
     uint64_t last_tick_ms, deaf_ms;
 
     tracker ts;
@@ -225,18 +247,6 @@ int sched_init(loom_node *n);
 void sched_free(loom_node *n);
 void sched_tick(loom_node *n, uint64_t now);
 
-/* Liveness (recv_mu held). node_heard: a sign of life from node id, now.
- * node_note_tick: the I/O thread's heartbeat tick runs at `now`; if it comes
- * more than two intervals after the previous one (a stall, not jitter), the
- * time beyond one interval counts as deaf time.
- * node_silence: how long node id has been silent while this node listened on
- * schedule: the time since it was last heard, less the deaf time since then.
- * A node is declared dead when that exceeds heartbeat_timeout_ms: a loop that
- * itself ran late (say 400 ms on an overloaded machine) has not yet read the
- * heartbeats that came meanwhile, and must not blame their senders for it. */
-void node_heard(loom_node *n, uint32_t id);
-void node_note_tick(loom_node *n, uint64_t now);
-uint64_t node_silence(const loom_node *n, uint32_t id, uint64_t now);
 /* A message on the scheduler's ROUTER from an identity that has not registered. */
 void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len, node_msg *m);
 

@@ -11,8 +11,9 @@
  * A refused node gets a REJECT naming the reason, sent to the routing id it
  * came from, so a refusal never touches the node that holds the rank.
  *
- * While the job runs it releases worker barriers, exchanges heartbeats with
- * every node and declares a node dead after heartbeat_timeout_ms of silence.
+ * While the job runs it releases worker barriers and declares a node dead
+ * once its heartbeat thread (heartbeat.c) has heard nothing from it for
+ * heartbeat_timeout_ms.
  * When every worker has reported DONE it tells the servers to shut down and
  * ends once they all acknowledged. */
 #include <inttypes.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/heartbeat.h"
 #include "core/log.h"
 #include "core/node_priv.h"
 #include "core/status.h"
@@ -79,7 +81,8 @@ static int send_roster(loom_node *n, uint32_t dest, int replaces)
     zmq_msg_init_size(&part, w.len);
     memcpy(zmq_msg_data(&part), w.buf, w.len);
     free(w.buf);
-    msg_header h = {.type = MSG_ROSTER, .a = dest, .b = replaces ? 1 : 0};
+    msg_header h = {
+        .type = MSG_ROSTER, .req = (uint64_t)heartbeat_port(n), .a = dest, .b = replaces ? 1 : 0};
     return node_send_zmq(n, dest, &h, &part, 1);
 }
 
@@ -88,7 +91,7 @@ static void send_worker_rosters(loom_node *n)
 {
     n->sched.roster_phase = 2;
     for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
-        node_heard(n, i);
+        heartbeat_restart(n, i);
         send_roster(n, i, 0);
     }
     log_info("job assembled: %d server(s), %d worker(s)", n->cfg.num_servers, n->cfg.num_workers);
@@ -125,7 +128,7 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
     }
     peer *p = &n->peers[id];
     p->failed = p->done = 0;
-    node_heard(n, id);
+    heartbeat_watch(n, id);
     snprintf(p->addr, sizeof p->addr, "%s", addr);
     s->servers_acked_shutdown--; /* survive() counted it as ended */
     char who[64];
@@ -245,7 +248,7 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
     p->role = role;
     p->rank = rank;
     p->registered = 1;
-    node_heard(n, base + (uint32_t)rank);
+    heartbeat_watch(n, base + (uint32_t)rank);
     snprintf(p->addr, sizeof p->addr, "%s", addr);
     char who[64];
     log_info("%s registered from %s", node_describe(n, base + (uint32_t)rank, who, sizeof who),
@@ -410,6 +413,7 @@ static int survive(loom_node *n, uint32_t dead, const char *why)
     if (!n->failover || !n->failover(n, n->failover_ctx, dead)) return 0;
     log_warn("%s; the job goes on without it", why);
     status_note_failure(n, dead, why);
+    heartbeat_forget(n, dead);
     n->peers[dead].done = n->peers[dead].failed = 1;
     for (uint32_t i = 1; i < n->nnodes; i++)
         if (i != dead && n->peers[i].registered && !n->peers[i].done)
@@ -431,6 +435,7 @@ static void lose_worker(loom_node *n, uint32_t id, const char *who, uint64_t sil
     sched_state *s = &n->sched;
     peer *p = &n->peers[id];
     p->done = p->lost = 1;
+    heartbeat_forget(n, id);
     s->workers_lost++;
     s->workers_done++;
     if (s->barrier_seen[id]) { /* it died waiting in a barrier: count it once, as done */
@@ -467,7 +472,7 @@ void sched_tick(loom_node *n, uint64_t now)
     for (uint32_t i = 1; i < n->nnodes; i++) {
         peer *p = &n->peers[i];
         if (p->done || (s->roster_phase == 1 && i > num_servers(n))) continue;
-        uint64_t silent = node_silence(n, i, now);
+        uint64_t silent = heartbeat_silence(n, i, now, NULL);
         if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms && s->shutting_down &&
             i <= num_servers(n)) {
             /* A server acknowledges the shutdown and exits at once; on a lossy
@@ -490,6 +495,7 @@ void sched_tick(loom_node *n, uint64_t now)
                      node_describe(n, i, who, sizeof who), silent);
             p->rejoining = 0;
             p->done = p->failed = 1;
+            heartbeat_forget(n, i);
             ++s->servers_acked_shutdown; /* as survive() counted it */
             continue;
         }
@@ -507,6 +513,5 @@ void sched_tick(loom_node *n, uint64_t now)
             node_fail(n, i, "%s", why);
             return;
         }
-        send_control(n, i, MSG_HEARTBEAT, 0, 0);
     }
 }

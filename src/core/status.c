@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/heartbeat.h"
 #include "core/log.h"
 #include "core/node_priv.h"
 #include "core/sha256.h"
@@ -405,14 +406,14 @@ static const char *job_state(const loom_node *n)
 
 /* Heartbeat age, and the time left before the scheduler would declare the
  * node dead (0 for a node it no longer watches). */
-static void heartbeat(const loom_node *n, uint32_t id, uint64_t now, uint64_t *age, uint64_t *left)
+static void heartbeat(loom_node *n, uint32_t id, uint64_t now, uint64_t *age, uint64_t *left)
 {
     const peer *p = &n->peers[id];
     *age = 0;
     *left = 0;
     if (id == 0 || !p->registered) return;
-    *age = now > p->last_heard_ms ? now - p->last_heard_ms : 0;
-    uint64_t timeout = (uint64_t)n->cfg.heartbeat_timeout_ms, silent = node_silence(n, id, now);
+    uint64_t timeout = (uint64_t)n->cfg.heartbeat_timeout_ms;
+    uint64_t silent = heartbeat_silence(n, id, now, age);
     if (!p->done) *left = silent < timeout ? timeout - silent : 0;
 }
 

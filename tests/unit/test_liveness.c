@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "core/heartbeat.h"
 #include "core/node_priv.h"
 
 enum { INTERVAL = 100, TIMEOUT = 500 };
