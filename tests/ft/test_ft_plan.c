@@ -2,14 +2,12 @@
  * docs/FAULTS.md "Which clock"), one message at a time in a one-thread job
  * (core/node_fuzz) of 2 servers and 1 worker, checkpoints every clock.
  *
- * The scheduler plans clock 1 and nothing else while it is in progress: a
- * part of clock 2 is not kept (its directory is removed), and no second plan
- * goes out. Once clock 1 is committed it plans the next. A worker 1000
- * clocks past that when the plan came says so: the plan is given up, its
- * directory removed, and the next plan is past the worker's clock and asks
- * for full server parts. A
- * worker's last clock then displaces the plan still collecting parts: it is
- * planned at once as the final checkpoint, and committed. */
+ * The scheduler plans clock 1 and nothing else while it is in progress:
+ * parts of clock 2 count for nothing, and no second plan goes out. Once clock 1 is committed it
+ * plans the next. A worker 1000 clocks past that when the plan came says so: the plan is given up,
+ * its directory removed, and the next plan is past the worker's clock and asks for full server
+ * parts. A worker's last clock then displaces the plan still collecting parts: it is planned at
+ * once as the final checkpoint, and committed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,9 +146,13 @@ static void one_at_a_time(void **state)
     assert_int_equal(plans(j, &full), 1);
     assert_int_equal(full, 1); /* the first part of every server holds every row */
 
-    /* Clock 2 is not planned: its part is not kept. */
+    /* Clock 2 is not planned: its part counts for nothing (nor is its
+     * directory removed: no plan reached that clock, so no node of the job
+     * wrote it), and clock 1's parts complete clock 1 alone. */
     send_part(j, SERVER(0), 2);
-    assert_false(exists(2, ""));
+    send_part(j, SERVER(1), 2);
+    send_part(j, WORKER, 2);
+    assert_false(exists(2, "MANIFEST"));
     send_part(j, SERVER(0), 1);
     send_part(j, SERVER(1), 1);
     node_fuzz_job_tick(j);
