@@ -236,6 +236,7 @@ struct child {
      * job fails before, these deaths are what brought it down. */
     int died;
     int died_status;
+    int missing; /* the scheduler gave up assembling the job without it */
 };
 
 struct job {
@@ -482,10 +483,11 @@ static int parse_options(int argc, char **argv, struct options *opt)
  * still runs, is the culprit to report if no process failed by itself. */
 static void note_named_dead(struct job *job, const char *text);
 /* The scheduler's messages that change what the launcher does: "...;
- * stopping" (node_fail in src/core/node.c) says it gave up on the job, and
- * "server 1 rejoined: it holds full copies ..." (src/ps/registry.c) that a
- * replacement is back, so that server's death no longer counts against the
- * replicas. */
+ * stopping" (node_fail in src/core/node.c) says it gave up on the job, "the
+ * job did not assemble: ...; missing: worker 1 (node 3)" (src/core/
+ * scheduler.c) which processes never registered, and "server 1 rejoined: it
+ * holds full copies ..." (src/ps/registry.c) that a replacement is back, so
+ * that server's death no longer counts against the replicas. */
 static void note_scheduler_line(struct job *job, const char *text);
 
 static void emit_line(const struct stream *s, const char *data, size_t len)
@@ -1206,6 +1208,15 @@ static void note_scheduler_line(struct job *job, const char *text)
         scheduler_ended(job);
         return;
     }
+    const char *missing = strstr(text, "; missing: ");
+    for (int i = 1; missing && strstr(text, "the job did not assemble: ") && i < job->nchildren;
+         i++) {
+        struct child *c = &job->children[i];
+        size_t n = strlen(c->label);
+        /* "worker 1 (node 3)", not the "worker 1" of "worker 12 (node 14)" */
+        for (const char *p = strstr(missing, c->label); p; p = strstr(p + 1, c->label))
+            if (p[-1] == ' ' && !strncmp(p + n, " (node ", 7)) c->missing = 1;
+    }
     const char *back = strstr(text, " rejoined: it holds full copies");
     for (int i = 1; back && i <= job->opt->servers; i++) {
         struct child *c = &job->children[i];
@@ -1249,6 +1260,31 @@ static int print_lost_servers(const struct job *job)
     return 1;
 }
 
+/* The scheduler gave up assembling the job: the processes that had come then
+ * exit with an error of their own (they were refused), but the cause is the
+ * ones that never registered (never started, frozen, stuck before joining).
+ * Names them in one `failed:` line and returns 1; 0 if the scheduler named
+ * none. */
+static int print_missing(const struct job *job)
+{
+    char how[128], list[768] = "";
+    size_t used = 0;
+    for (int i = 1; i < job->nchildren; i++) {
+        const struct child *c = &job->children[i];
+        if (!c->missing) continue;
+        char it[160] = "";
+        if (c->failed)
+            snprintf(it, sizeof it, " (it %s)", describe_status(c->status, how, sizeof how));
+        int n = snprintf(list + used, sizeof list - used, "%s%s%s", used ? ", " : "", c->label, it);
+        if (n > 0) used = (size_t)n < sizeof list - used ? used + (size_t)n : sizeof list - 1;
+    }
+    if (!used) return 0;
+    say("failed: %s never registered with the scheduler, which gave up assembling the job "
+        "(LOOM_CONNECT_TIMEOUT_MS)",
+        list);
+    return 1;
+}
+
 static int peer_failed(int status)
 {
     return WIFEXITED(status) && WEXITSTATUS(status) == LOOM_EXIT_PEER_FAILED;
@@ -1256,29 +1292,32 @@ static int peer_failed(int status)
 
 /* The failure that brought the job down, and then the others, so that the
  * last words of `loom run` name the culprit, not the first process to go:
- * the first process that failed with a reason of its own (any status but
+ * the processes that never registered if the job did not assemble; else the
+ * first process that failed with a reason of its own (any status but
  * LOOM_EXIT_PEER_FAILED, which only says a peer failed first, or a signal);
- * else the process its peers named dead; else the first to fail. Returns
- * how many failed. */
+ * else the process its peers named dead; else the replaced servers that died
+ * one too many for the replicas; else the first to fail. Returns how many
+ * failed. */
 static int print_failures(const struct job *job)
 {
     char how[128];
     int root = -1;
     if (!job->failures) return 0;
-    for (int seq = 1; seq <= job->failures && root < 0; seq++)
+    int told = print_missing(job);
+    for (int seq = 1; seq <= job->failures && root < 0 && !told; seq++)
         for (int i = 0; i < job->nchildren; i++)
             if (job->children[i].failed == seq && !peer_failed(job->children[i].status)) root = i;
     /* Not a replaced server the peers named dead: its rank is up again, and
      * a later failure is another process's (ft.fault_mix: a server frozen
      * until declared dead stops with LOOM_EXIT_PEER_FAILED, and the summary
      * named a server replaced long before). */
-    if (root < 0 && job->named_dead >= 0 && !job->children[job->named_dead].replaced)
+    if (root < 0 && !told && job->named_dead >= 0 && !job->children[job->named_dead].replaced)
         root = job->named_dead;
-    int lost_servers = root < 0 && print_lost_servers(job);
-    for (int seq = 1; seq <= job->failures && root < 0 && !lost_servers; seq++)
+    if (root < 0 && !told) told = print_lost_servers(job);
+    for (int seq = 1; seq <= job->failures && root < 0 && !told; seq++)
         for (int i = 0; i < job->nchildren; i++)
             if (job->children[i].failed == seq) root = i;
-    if (root < 0 && !lost_servers) return 0;
+    if (root < 0 && !told) return 0;
 
     const struct child *r = root >= 0 ? &job->children[root] : NULL;
     if (r && r->failed)
@@ -1288,7 +1327,7 @@ static int print_failures(const struct job *job)
     for (int seq = 1; seq <= job->failures; seq++)
         for (int i = 0; i < job->nchildren; i++) {
             const struct child *c = &job->children[i];
-            if (c->failed != seq || i == root) continue;
+            if (c->failed != seq || i == root || c->missing) continue; /* told already */
             say("also failed: %s %s%s", c->label, describe_status(c->status, how, sizeof how),
                 peer_failed(c->status) ? " (a peer failed)" : "");
         }
