@@ -33,11 +33,10 @@ until launcher=$(pgrep -P "$bounded"); do
     sleep 0.05 # a poll, not a synchronisation: the condition is the process
 done
 wait_for job.err "epoch   1 " "epoch 1"
-victims=$(role_pid server 1) && victims+=" $(role_pid server 2)" ||
-    fail "servers 1 and 2 of the job not found"
+s1=$(role_pid server 1) || fail "server 1 of the job not found"
+s2=$(role_pid server 2) || fail "server 2 of the job not found"
 others=$(pgrep -P "$launcher")
-# shellcheck disable=SC2086 # two pids, one kill: the same moment
-kill -KILL $victims
+kill -KILL "$s1" "$s2" # one kill: the same moment
 wait "$bounded"
 status=$?
 launcher=
