@@ -34,6 +34,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,8 +66,11 @@
 #define ADDRESS_TIMEOUT_MS     30000
 #define ADDRESS_EOF_MS         1000 /* see read_address() */
 #define GRACE_MS               3000
-#define LINE_BUF               4096 /* longer lines are split into pieces of this size */
-#define LABEL_MAX              32
+/* A replacement the launcher stops because the scheduler ended is only
+ * waiting to register (nothing of the job's to save): a short grace. */
+#define REPLACEMENT_GRACE_MS 1000
+#define LINE_BUF             4096 /* longer lines are split into pieces of this size */
+#define LABEL_MAX            32
 
 /* The flags, in one table that is both what the parser accepts and what the
  * help prints (apps/common/flags.c). */
@@ -226,6 +230,13 @@ struct child {
                       how-manieth failure of the job (1, 2, ...), 0 if none */
     struct stream out, err;
     int replaced; /* a replacement runs under this label (--on-server-failure restart) */
+    /* A server killed by a signal that the launcher replaced: the job's
+     * how-manieth such death, and its wait status; 0 once the scheduler says
+     * the replacement is back (holds full copies of its ranges again). If the
+     * job fails before, these deaths are what brought it down. */
+    int died;
+    int died_status;
+    int missing; /* the scheduler gave up assembling the job without it */
 };
 
 struct job {
@@ -251,7 +262,12 @@ struct job {
     int failures;   /* children that failed so far */
     int named_dead; /* the child the library's messages first named dead; -1: none */
     int rollback;   /* a worker died: start the job again (--on-worker-failure restart) */
-    int restarts;   /* how many times the job was started again */
+    int deaths;     /* servers killed and replaced so far (child.died) */
+    /* The scheduler ended or gave up ("...; stopping"): no replacement can
+     * join any more. */
+    int scheduler_gone;
+    int64_t replacement_deadline; /* SIGKILL the replacements stopped then; 0: none */
+    int restarts;                 /* how many times the job was started again */
 
     struct pollfd *pfds;
     struct stream **pstreams; /* pfds[i] belongs to pstreams[i] (NULL: not a stream) */
@@ -466,6 +482,13 @@ static int parse_options(int argc, char **argv, struct options *opt)
  * "... lost the scheduler: ...". The first node so named, while the job
  * still runs, is the culprit to report if no process failed by itself. */
 static void note_named_dead(struct job *job, const char *text);
+/* The scheduler's messages that change what the launcher does: "...;
+ * stopping" (node_fail in src/core/node.c) says it gave up on the job, "the
+ * job did not assemble: ...; missing: worker 1 (node 3)" (src/core/
+ * scheduler.c) which processes never registered, and "server 1 rejoined: it
+ * holds full copies ..." (src/ps/registry.c) that a replacement is back, so
+ * that server's death no longer counts against the replicas. */
+static void note_scheduler_line(struct job *job, const char *text);
 
 static void emit_line(const struct stream *s, const char *data, size_t len)
 {
@@ -477,6 +500,7 @@ static void emit_line(const struct stream *s, const char *data, size_t len)
     if (s->dest == STDERR_FILENO) {
         line[(size_t)n + len] = '\0';
         note_named_dead(s->job, line + n);
+        if (s == &s->job->children[0].err) note_scheduler_line(s->job, line + n);
     }
 }
 
@@ -679,6 +703,24 @@ static void kill_all(struct job *job)
     for (int i = 0; i < job->nchildren; i++) signal_child(&job->children[i], SIGKILL);
 }
 
+/* The scheduler ended or gave up: no replacement can join the job any more.
+ * One still waiting to register would wait out its connect timeout
+ * (LOOM_CONNECT_TIMEOUT_MS, a minute by default) and then fail as if it were
+ * the cause, so it is stopped now: SIGTERM, SIGKILL after a short grace
+ * (check_deadlines). Every other process hears the end from the scheduler. */
+static void scheduler_ended(struct job *job)
+{
+    if (job->scheduler_gone) return;
+    job->scheduler_gone = 1;
+    for (int i = 1; i <= job->opt->servers && !job->stopping; i++) {
+        struct child *c = &job->children[i];
+        if (!c->replaced || !c->started || c->reaped) continue;
+        say("stopping the replacement for %s: the scheduler has ended the job", c->label);
+        signal_child(c, SIGTERM);
+        job->replacement_deadline = now_ms() + REPLACEMENT_GRACE_MS;
+    }
+}
+
 /* Start server or worker children[i] (i >= 1) in its role and rank. */
 static int spawn_member(struct job *job, int i)
 {
@@ -705,7 +747,8 @@ static int respawn(struct job *job, struct child *c)
 {
     char label[LABEL_MAX];
     memcpy(label, c->label, sizeof label);
-    *c = (struct child){.out.fd = -1, .err.fd = -1, .replaced = 1};
+    *c = (struct child){
+        .out.fd = -1, .err.fd = -1, .replaced = 1, .died = ++job->deaths, .died_status = c->status};
     memcpy(c->label, label, sizeof label);
     if (setenv("LOOM_REJOIN", "1", 1) < 0) return -1;
     int rc = spawn_member(job, (int)(c - job->children));
@@ -796,6 +839,8 @@ static void child_ended(struct job *job, struct child *c, int status)
     drain_stream(&c->out);
     drain_stream(&c->err);
 
+    if (c == &job->children[0]) scheduler_ended(job);
+
     int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     int before_address = c == &job->children[0] && !job->published;
     if (c->signalled || (ok && !before_address)) {
@@ -803,9 +848,10 @@ static void child_ended(struct job *job, struct child *c, int status)
         if (job->opt->verbose) say("%s %s", c->label, describe_status(status, how, sizeof how));
         return;
     }
-    /* children[0] is the scheduler, whose death ends the job: never replaced. */
+    /* children[0] is the scheduler, whose death ends the job: never replaced;
+     * nor is a server once the scheduler is gone (no replacement could join). */
     if (job->opt->restart_servers && c > job->children && c - job->children <= job->opt->servers &&
-        !job->stopping && WIFSIGNALED(status)) {
+        !job->stopping && !job->scheduler_gone && WIFSIGNALED(status)) {
         say("%s %s; starting a replacement (--on-server-failure restart)", c->label,
             describe_status(status, how, sizeof how));
         if (respawn(job, c) == 0) return;
@@ -949,6 +995,16 @@ static void check_deadlines(struct job *job)
         job->timed_out = 1;
         begin_stop(job);
     }
+    if (job->replacement_deadline && !job->killed && now >= job->replacement_deadline) {
+        job->replacement_deadline = 0;
+        for (int i = 1; i <= job->opt->servers; i++) {
+            struct child *c = &job->children[i];
+            if (!c->replaced || !c->signalled || !c->started || c->reaped) continue;
+            say("the replacement for %s did not stop within %d ms; killing it", c->label,
+                REPLACEMENT_GRACE_MS);
+            signal_child(c, SIGKILL);
+        }
+    }
     if (job->stopping && !job->killed && now >= job->kill_deadline) {
         for (int i = 0; i < job->nchildren; i++) {
             const struct child *c = &job->children[i];
@@ -966,6 +1022,8 @@ static int poll_timeout(const struct job *job)
     if (!job->stopping && job->opt->timeout_s > 0 && job->job_deadline < next)
         next = job->job_deadline;
     if (job->stopping && !job->killed && job->kill_deadline < next) next = job->kill_deadline;
+    if (job->replacement_deadline && !job->killed && job->replacement_deadline < next)
+        next = job->replacement_deadline;
     if (next == INT64_MAX) return -1;
     int64_t wait = next - now_ms();
     if (wait < 0) return 0;
@@ -1141,6 +1199,92 @@ static void note_named_dead(struct job *job, const char *text)
     }
 }
 
+static void note_scheduler_line(struct job *job, const char *text)
+{
+    static const char gave_up[] = "; stopping";
+    size_t len = strlen(text), tail = sizeof gave_up - 1;
+    if (strncmp(text, "loom", 4) != 0) return;
+    if (len >= tail && !strcmp(text + len - tail, gave_up)) {
+        scheduler_ended(job);
+        return;
+    }
+    const char *missing = strstr(text, "; missing: ");
+    for (int i = 1; missing && strstr(text, "the job did not assemble: ") && i < job->nchildren;
+         i++) {
+        struct child *c = &job->children[i];
+        size_t n = strlen(c->label);
+        /* "worker 1 (node 3)", not the "worker 1" of "worker 12 (node 14)" */
+        for (const char *p = strstr(missing, c->label); p; p = strstr(p + 1, c->label))
+            if (p[-1] == ' ' && !strncmp(p + n, " (node ", 7)) c->missing = 1;
+    }
+    const char *back = strstr(text, " rejoined: it holds full copies");
+    for (int i = 1; back && i <= job->opt->servers; i++) {
+        struct child *c = &job->children[i];
+        size_t n = strlen(c->label);
+        if ((size_t)(back - text) > n && back[-(ptrdiff_t)n - 1] == ' ' &&
+            !strncmp(back - n, c->label, n))
+            c->died = 0;
+    }
+}
+
+/* LOOM_REPLICAS: how many servers the job may lose at a time. */
+static long replicas(void)
+{
+    const char *v = getenv("LOOM_REPLICAS");
+    return v ? strtol(v, NULL, 10) : 0;
+}
+
+/* The servers killed and replaced whose replacements were not back: more of
+ * them than the replicas cover is what ended the job (the scheduler gave up
+ * on the one too many, and everyone else ended with LOOM_EXIT_PEER_FAILED or
+ * was stopped). Names them, in the order they died, in one `failed:` line
+ * and returns 1; 0 if there are not that many. */
+static int print_lost_servers(const struct job *job)
+{
+    char how[128], list[768] = "";
+    size_t used = 0;
+    int lost = 0;
+    for (int seq = 1; seq <= job->deaths; seq++)
+        for (int i = 1; i <= job->opt->servers; i++) {
+            const struct child *c = &job->children[i];
+            if (c->died != seq) continue;
+            lost++;
+            int n = snprintf(list + used, sizeof list - used, "%s%s %s", used ? ", " : "", c->label,
+                             describe_status(c->died_status, how, sizeof how));
+            if (n > 0) used = (size_t)n < sizeof list - used ? used + (size_t)n : sizeof list - 1;
+        }
+    if (lost <= replicas()) return 0;
+    say("failed: %d servers died before their replacements were back, more than LOOM_REPLICAS=%ld "
+        "allows, and the scheduler ended the job: %s",
+        lost, replicas(), list);
+    return 1;
+}
+
+/* The scheduler gave up assembling the job: the processes that had come then
+ * exit with an error of their own (they were refused), but the cause is the
+ * ones that never registered (never started, frozen, stuck before joining).
+ * Names them in one `failed:` line and returns 1; 0 if the scheduler named
+ * none. */
+static int print_missing(const struct job *job)
+{
+    char how[128], list[768] = "";
+    size_t used = 0;
+    for (int i = 1; i < job->nchildren; i++) {
+        const struct child *c = &job->children[i];
+        if (!c->missing) continue;
+        char it[160] = "";
+        if (c->failed)
+            snprintf(it, sizeof it, " (it %s)", describe_status(c->status, how, sizeof how));
+        int n = snprintf(list + used, sizeof list - used, "%s%s%s", used ? ", " : "", c->label, it);
+        if (n > 0) used = (size_t)n < sizeof list - used ? used + (size_t)n : sizeof list - 1;
+    }
+    if (!used) return 0;
+    say("failed: %s never registered with the scheduler, which gave up assembling the job "
+        "(LOOM_CONNECT_TIMEOUT_MS)",
+        list);
+    return 1;
+}
+
 static int peer_failed(int status)
 {
     return WIFEXITED(status) && WEXITSTATUS(status) == LOOM_EXIT_PEER_FAILED;
@@ -1150,42 +1294,46 @@ static int survived(const struct job *job);
 
 /* The failure that brought the job down, and then the others, so that the
  * last words of `loom run` name the culprit, not the first process to go:
- * the first process that failed with a reason of its own (any status but
+ * the processes that never registered if the job did not assemble; else the
+ * first process that failed with a reason of its own (any status but
  * LOOM_EXIT_PEER_FAILED, which only says a peer failed first, or a signal);
- * else the process its peers named dead; else the first to fail. Returns
- * how many failed. */
+ * else the process its peers named dead; else the replaced servers that died
+ * one too many for the replicas; else the first to fail. Returns how many
+ * failed. */
 static int print_failures(const struct job *job)
 {
     char how[128];
     int root = -1;
     if (!job->failures) return 0;
-    for (int seq = 1; seq <= job->failures && root < 0; seq++)
+    int told = print_missing(job);
+    for (int seq = 1; seq <= job->failures && root < 0 && !told; seq++)
         for (int i = 0; i < job->nchildren; i++)
             if (job->children[i].failed == seq && !peer_failed(job->children[i].status)) root = i;
     /* Not a replaced server the peers named dead: its rank is up again, and
      * a later failure is another process's (ft.fault_mix: a server frozen
      * until declared dead stops with LOOM_EXIT_PEER_FAILED, and the summary
      * named a server replaced long before). */
-    if (root < 0 && job->named_dead >= 0 && !job->children[job->named_dead].replaced)
+    if (root < 0 && !told && job->named_dead >= 0 && !job->children[job->named_dead].replaced)
         root = job->named_dead;
-    for (int seq = 1; seq <= job->failures && root < 0; seq++)
+    if (root < 0 && !told) told = print_lost_servers(job);
+    for (int seq = 1; seq <= job->failures && root < 0 && !told; seq++)
         for (int i = 0; i < job->nchildren; i++)
             if (job->children[i].failed == seq) root = i;
-    if (root < 0) return 0;
+    if (root < 0 && !told) return 0;
 
     /* A job that went on without servers whose ranges had replicas succeeded
      * (exit_status): their deaths are losses it survived, not its failure. */
     const char *what =
         !job->error && !job->exit_signal && !job->timed_out && survived(job) ? "lost" : "failed";
-    const struct child *r = &job->children[root];
-    if (r->failed)
+    const struct child *r = root >= 0 ? &job->children[root] : NULL;
+    if (r && r->failed)
         say("%s: %s %s", what, r->label, describe_status(r->status, how, sizeof how));
-    else
+    else if (r)
         say("%s: %s stopped responding: its peers declared it dead", what, r->label);
     for (int seq = 1; seq <= job->failures; seq++)
         for (int i = 0; i < job->nchildren; i++) {
             const struct child *c = &job->children[i];
-            if (c->failed != seq || i == root) continue;
+            if (c->failed != seq || i == root || c->missing) continue; /* told already */
             say("also %s: %s %s%s", what, c->label, describe_status(c->status, how, sizeof how),
                 peer_failed(c->status) ? " (a peer failed)" : "");
         }
@@ -1197,8 +1345,7 @@ static int print_failures(const struct job *job)
  * process ended well, the job succeeded. */
 static int survived(const struct job *job)
 {
-    const char *v = getenv("LOOM_REPLICAS");
-    long k = v ? strtol(v, NULL, 10) : 0;
+    long k = replicas();
     int dead = 0;
     for (int i = 0; i < job->nchildren; i++) {
         if (!job->children[i].failed) continue;
@@ -1328,7 +1475,8 @@ static int prepare_restart(struct job *job)
     job->addr_len = 0;
     job->addr[0] = '\0';
     job->stopping = job->killed = job->rollback = 0;
-    job->failures = 0;
+    job->failures = job->deaths = job->scheduler_gone = 0;
+    job->replacement_deadline = 0;
     job->named_dead = -1;
     return 0;
 }

@@ -39,11 +39,9 @@ static void send_control_ab(loom_node *n, uint32_t dest, uint8_t type, uint64_t 
     node_send_zmq(n, dest, &h, NULL, 0);
 }
 
-/* Refuse a node that is not (or not yet) in the roster: answer its routing id
- * directly. A flood of refused REGISTERs must not flood the log. */
-static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
+/* Answer routing id `rid` with a REJECT naming the reason. */
+static void send_reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
 {
-    if (++n->sched.refused <= 5 || log_level() >= LOG_DEBUG) log_error("refused a node: %s", why);
     blob_writer w = {0};
     blob_put_str(&w, why);
     msg_header h = {.type = MSG_REJECT, .sender = 0, .nframes = 1, .a = (uint64_t)code};
@@ -58,6 +56,14 @@ static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, c
     }
     pthread_mutex_unlock(&n->sock_mu);
     free(w.buf);
+}
+
+/* Refuse a node that is not (or not yet) in the roster: answer its routing id
+ * directly. A flood of refused REGISTERs must not flood the log. */
+static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
+{
+    if (++n->sched.refused <= 5 || log_level() >= LOG_DEBUG) log_error("refused a node: %s", why);
+    send_reject(n, rid, rid_len, code, why);
 }
 
 static uint32_t num_servers(const loom_node *n)
@@ -395,9 +401,13 @@ static void rendezvous_failed(loom_node *n)
     snprintf(why, sizeof why,
              "only %" PRIu32 " of %" PRIu32 " nodes registered within %d ms; missing: %s",
              n->sched.registered, n->nnodes - 1, n->cfg.connect_timeout_ms, missing);
+    /* Said once, and as the job's failure, naming the missing: the nodes that
+     * came are not at fault, so their rejects are not logged as refusals
+     * (`loom run` names the missing ones from this line). */
+    log_error("the job did not assemble: %s", why);
     for (uint32_t i = 1; i < n->nnodes; i++)
         if (n->peers[i].registered)
-            reject(n, n->peers[i].rid, n->peers[i].rid_len, LOOM_ETIMEDOUT, why);
+            send_reject(n, n->peers[i].rid, n->peers[i].rid_len, LOOM_ETIMEDOUT, why);
     pthread_mutex_lock(&n->mu);
     n->state = NODE_FAILED;
     n->end_status = LOOM_ETIMEDOUT;

@@ -91,6 +91,23 @@ static uint32_t server_node(const registry *r, int s)
     return node_server_id(r->num_servers, s);
 }
 
+/* Server `id` died and the job cannot go on without it: say that it is one
+ * death too many for the replicas, and how many others are down, since the
+ * death alone ("server 2 died: no heartbeat ...") reads like the one
+ * failure a job with replicas survives. Other deaths (a worker's, a job
+ * without replicas) say enough on their own. */
+static void explain_lost(loom_node *n, const registry *r, uint32_t id)
+{
+    int rank, others = 0;
+    if (!r->replicas || node_peer_role(n, id, &rank) != LOOM_SERVER || r->dead[rank] == PS_DOWN)
+        return;
+    for (int s = 0; s < r->num_servers; s++)
+        others += s != rank && (r->dead[s] == PS_DOWN || r->dead[s] == PS_JOINING);
+    log_error("server %d died while %d other server(s) were dead or still copying their ranges "
+              "back: more servers died than LOOM_REPLICAS=%d allows, so the job cannot go on",
+              rank, others, r->replicas);
+}
+
 /* The node's failover hook: the scheduler lets the job go on without a dead
  * server while its ranges have live replicas (docs/FAULTS.md). */
 static int registry_failover(loom_node *n, void *ctx, uint32_t id)
@@ -98,8 +115,11 @@ static int registry_failover(loom_node *n, void *ctx, uint32_t id)
     registry *r = ctx;
     int was_copying = 0;
     for (int d = 0; d < r->num_servers; d++) was_copying |= r->copies_left[d] > 0;
-    if (!ps_survives(n, r->replicas, r->dead, id)) return 0;
     int rank;
+    if (!ps_survives(n, r->replicas, r->dead, id)) {
+        explain_lost(n, r, id);
+        return 0;
+    }
     node_peer_role(n, id, &rank);
     r->deaths++;
     hb_abort(n, r);
