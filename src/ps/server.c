@@ -229,7 +229,7 @@ typedef struct server {
     int took_over;
     /* a replacement taking its ranges back (see "handback" below): pulls
      * held for fenced, incoming or gated ranges; per worker rank, whether a
-     * push of it was parked here, the newest handback generation it
+     * push of it was parked or a pull of it refused here, the newest handback generation it
      * acknowledged (HANDBACK_ACK), and the one whose acknowledgement it owes
      * (0: none; gated ranges wait for it: a worker acknowledges in order, so
      * a newer generation's acknowledgement settles an older one); the
@@ -1034,6 +1034,19 @@ static void refuse_pull(server *s, srv_table *t, node_msg *m, int w, int status)
     node_send(s->node, m->from, &h, NULL, 0);
 }
 
+/* Refuse a pull of a range this server handed back (LOOM_ESTATE: ask its
+ * master). A worker that takes this server for the range's master anyway
+ * (it heard of a death that makes this server master again before this
+ * server did) keeps the pull until told to ask again: so the worker is
+ * told, as one whose push was parked here, when this server reopens the
+ * range (reopen(), PARKED with req 0). Without that, the pull would wait
+ * for a handback that may never come. */
+static void refuse_handed_back(server *s, srv_table *t, node_msg *m, int w)
+{
+    s->parked_from[w] = 1;
+    refuse_pull(s, t, m, w, LOOM_ESTATE);
+}
+
 /* Answer a pull that is allowed to proceed (dk: its decoded keys, if encoded). */
 static void answer_pull(server *s, srv_table *t, node_msg *m, int w, const pull_keys *dk)
 {
@@ -1120,7 +1133,7 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
     srv_part *p;
     const char *bad = check_pull(s, t, m, &dk, &keys, &count, &p);
     if (!bad && p->fence == PART_FENCED && !is_master(s, t, p)) { /* handed back */
-        refuse_pull(s, t, m, w, LOOM_ESTATE);
+        refuse_handed_back(s, t, m, w);
         free(dk.keys);
         return;
     }
@@ -1813,7 +1826,7 @@ static void release_parked(server *s)
         *pp = d->next;
         s->nparked--;
         if (p && w >= 0 && p->fence) {
-            refuse_pull(s, t, &d->m, w, LOOM_ESTATE);
+            refuse_handed_back(s, t, &d->m, w);
         } else if (p && w >= 0 && d->m.h.clock <= s->min_clock) {
             answer_pull(s, t, &d->m, w, &d->dk);
         } else if (p && w >= 0) {
@@ -1828,8 +1841,9 @@ static void release_parked(server *s)
 
 /* The masters changed (a handback's commit or abort, a failover): the
  * fenced or incoming ranges this server is master of now open, gated while
- * workers owe an acknowledgement; the workers whose pushes were parked here
- * send them again, and owe one; the held pulls are gone through. */
+ * workers owe an acknowledgement; the workers whose pushes were parked or
+ * pulls refused here send them again, and owe one; the held pulls are gone
+ * through. */
 static void reopen(server *s)
 {
     for (int w = 0; w < s->num_workers; w++) {
