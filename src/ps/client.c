@@ -2244,7 +2244,7 @@ static void on_parked(loom_node *n, void *ctx, node_msg *m)
     free(asked);
     if (resent || nasked)
         log_info("sent %zu parked pushes and %zu refused pulls again", resent, nasked);
-    msg_header h = {.type = MSG_HANDBACK_ACK, .req = m->h.a};
+    msg_header h = {.type = MSG_HANDBACK_ACK, .req = m->h.a, .b = m->h.b};
     node_send(n, m->from, &h, NULL, 0);
 }
 

@@ -78,6 +78,7 @@ typedef struct job {
     int committed;                      /* the commit is out */
     int hold_ack;                       /* keep worker 1's HANDBACK_ACK to server 1 */
     int hold_repl;                      /* keep replication messages */
+    int hold_unpark;                    /* keep PARKED req 0 */
     int repl_held[NODES], acked[NODES]; /* per server node: a REPL kept; HANDBACK_ACKs */
     node_fuzz_msg held[MAX_HELD];
     size_t nheld;
@@ -151,6 +152,7 @@ static int inspect(job *J, const node_fuzz_msg *m)
             if (has(J->before_fence[to_w], J->nbefore[to_w], h.req)) J->parked_acked++;
         } else {
             J->unparked++;
+            if (J->hold_unpark) return 1;
         }
         break;
     case MSG_HANDBACK_ACK:
@@ -637,9 +639,12 @@ static void die_again(job *J)
  * ranges reaches the old masters while those still fence them, and is
  * parked there, and a pull of those keys is refused there (to the old
  * masters the ranges are still handed back). Then the servers hear it and
- * reopen the ranges: the workers send the parked pushes again and ask the
- * pull again (PARKED req 0). Without that, the pull waited for a handback
- * that never came (ft.fault_mix, a replacement frozen until declared dead). */
+ * reopen the ranges, and the workers push those keys again before the old
+ * masters' word to send the parked pushes again and ask the pull again
+ * (PARKED req 0) reaches them. Without that word, the pull waited for a
+ * handback that never came (ft.fault_mix, a replacement frozen until
+ * declared dead); with the later pushes applied first, the parked ones
+ * looked applied already when they came back, and were lost. */
 static void die_again_workers_first(job *J)
 {
     push(J, 0, NULL, 31);
@@ -658,7 +663,15 @@ static void die_again_workers_first(job *J)
     assert_true(J->nparked[0] > 0 && J->nparked[1] > 0);
     assert_int_equal(J->refused, refused + 1);
     assert_false(loom_test(J->w[0], ts));
+    J->hold_unpark = 1;
     tell_death(J, BACK, 1, SERVERS);
+    pump(J);
+    assert_true(J->nheld > 0);
+    push(J, 0, moving_key, 39);
+    push(J, 1, moving_key, 39);
+    pump(J);
+    J->hold_unpark = 0;
+    release(J);
     settle(J);
     assert_true(loom_test(J->w[0], ts));
     assert_int_equal(loom_wait(J->w[0], ts), 0);
