@@ -2194,7 +2194,8 @@ static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
 /* ---- handback (server.c, "handback"; docs/FAULTS.md) ---- */
 
 /* PARKED from a server: req names a push of ours it did not apply (its
- * range is fenced), which we keep; req 0: send again every push it parked,
+ * range is fenced, or an older push of ours to it is parked there), which
+ * we keep; req 0: send again every push it parked,
  * and ask again every pull it refused (reroute_pull), of the masters of
  * their ranges now, then acknowledge (HANDBACK_ACK). */
 static void on_parked(loom_node *n, void *ctx, node_msg *m)
