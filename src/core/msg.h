@@ -30,9 +30,9 @@
 
 /* 6: replacement servers (NODE_REJOINED, REJOIN_*), CLOCK.b; 7: HANDBACK*, PARKED, CKPT_BASE;
  * 8: heartbeats on sockets of their own (the ROSTER's req is their port); CKPT_PLAN,
- * CKPT_SKIP, CKPT_EPOCH, CKPT_FINAL */
+ * CKPT_SKIP, CKPT_EPOCH, CKPT_FINAL; 9: PARKED.b, echoed by HANDBACK_ACK */
 #define MSG_MAGIC       0x4D4Cu
-#define MSG_VERSION     8
+#define MSG_VERSION     9
 #define MSG_HEADER_SIZE 48
 #define MSG_MAX_FRAMES  2
 #define MSG_ADDR_MAX    256 /* a node's "host:port", NUL included */
@@ -142,10 +142,13 @@ enum msg_type {
                            (b = 1 commit): a = node id of the server taking its ranges
                            back, req = generation */
     MSG_HANDBACK_ACK,   /* server -> scheduler: fenced, its last round acknowledged;
-                           worker -> that server: switched, its pushes sent again; req echoed */
+                           worker -> that server: switched, its pushes sent again; req
+                           (and, answering PARKED, b) echoed */
     MSG_PARKED,         /* server -> worker: table = id, req = the sequence of a push not
-                           applied (its range is fenced): hold it; req = 0: send again every
-                           push parked here */
+                           applied (its range is fenced, or an older push to it is): hold
+                           it; req = 0: send again every push parked here (and ask again
+                           every pull refused here), a = generation, b = the number of
+                           such PARKED so far */
     /* a replacement server in a resumed job (ft, src/ft/ft.c; docs/FAULTS.md) */
     MSG_CKPT_BASE = 160, /* scheduler -> a replacement server: clock = the job's clock at
                             this run's clock 0 (the resumed checkpoint's; 0 if not resumed) */

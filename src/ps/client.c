@@ -185,7 +185,9 @@ typedef struct pull_slot {
     pull_op *op;
     size_t first, count;
     int server;
-    int resent; /* the key list was sent again after the server missed its digest */
+    int resent;  /* the key list was sent again after the server missed its digest */
+    int refused; /* refused (LOOM_ESTATE) by a server this worker takes for the
+                  * master: asked again on its PARKED req 0 or a handback */
     uint32_t next_free;
 } pull_slot;
 
@@ -957,7 +959,7 @@ static void pull_part_done(pull_op *op, int status)
 #define SLOT_REDIRECTED UINT64_MAX
 
 static uint64_t slot_alloc(ps_client *c, pull_op *op, size_t first, size_t count, int server,
-                           int resent)
+                           int resent, int refused)
 {
     pthread_mutex_lock(&c->mu);
     if (c->redirected[server]) {
@@ -988,6 +990,7 @@ static uint64_t slot_alloc(ps_client *c, pull_op *op, size_t first, size_t count
     s->count = count;
     s->server = server;
     s->resent = resent;
+    s->refused = refused;
     uint64_t req = s->req;
     pthread_mutex_unlock(&c->mu);
     return req;
@@ -1073,9 +1076,12 @@ static int pull_master(pull_op *op, size_t first)
 }
 
 /* The server no longer serves the range (LOOM_ESTATE: a handback moved it
- * away): ask its master now, or, if this worker has not heard of the
- * handback yet, let the pull wait as if still asked of that server: the
- * handback asks the new master. Whether the reply was such a refusal. */
+ * away): ask its master now, or, if this worker takes that server for the
+ * master still, let the pull wait as if still asked of it. Either this
+ * worker has not heard of the handback yet, which then asks the new master;
+ * or it heard of a death that makes that server master again before the
+ * server did, which then reopens the range and says so (PARKED req 0, as
+ * it refused a pull of ours). Whether the reply was such a refusal. */
 static int reroute_pull(ps_client *c, pull_op *op, const pull_slot *s, int status)
 {
     if (status != LOOM_ESTATE) return 0;
@@ -1085,7 +1091,7 @@ static int reroute_pull(ps_client *c, pull_op *op, const pull_slot *s, int statu
         send_pull(op, to, s->first, s->count, required_clock(t, op->fetch_clock), s->resent);
         return 1;
     }
-    uint64_t req = slot_alloc(c, op, s->first, s->count, to, s->resent);
+    uint64_t req = slot_alloc(c, op, s->first, s->count, to, s->resent, 1);
     if (!req || req == SLOT_REDIRECTED) pull_part_done(op, req ? LOOM_EPEERFAIL : LOOM_ENOMEM);
     return 1;
 }
@@ -1195,11 +1201,11 @@ static void on_pull_reply_enc(loom_node *n, void *ctx, node_msg *m)
 static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t required, int resent)
 {
     loom_table *t = op->t;
-    uint64_t req = slot_alloc(t->client, op, first, count, s, resent);
+    uint64_t req = slot_alloc(t->client, op, first, count, s, resent, 0);
     /* Routed before a failover moved the dead server's pulls (client_failover
      * switched the masters first): ask the range's master now. */
     for (int tries = 0; req == SLOT_REDIRECTED && tries < server_count(t); tries++)
-        req = slot_alloc(t->client, op, first, count, pull_master(op, first), resent);
+        req = slot_alloc(t->client, op, first, count, pull_master(op, first), resent, 0);
     if (req == SLOT_REDIRECTED) {
         pull_part_done(op, LOOM_EPEERFAIL);
         return;
@@ -2188,8 +2194,10 @@ static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
 /* ---- handback (server.c, "handback"; docs/FAULTS.md) ---- */
 
 /* PARKED from a server: req names a push of ours it did not apply (its
- * range is fenced), which we keep; req 0: send again every push it parked,
- * to the masters of their ranges now, then acknowledge (HANDBACK_ACK). */
+ * range is fenced, or an older push of ours to it is parked there), which
+ * we keep; req 0: send again every push it parked,
+ * and ask again every pull it refused (reroute_pull), of the masters of
+ * their ranges now, then acknowledge (HANDBACK_ACK). */
 static void on_parked(loom_node *n, void *ctx, node_msg *m)
 {
     ps_client *c = ctx;
@@ -2214,10 +2222,30 @@ static void on_parked(loom_node *n, void *ctx, node_msg *m)
         resent += resend_from(tables[i], s, parked_push);
         pthread_mutex_unlock(&tables[i]->mu);
     }
-    if (!tables) log_error("out of memory sending parked pushes again: the job may stall");
+    /* The refused pulls: taken now, asked again below (the reply handlers
+     * run on this thread, so their operations stay alive meanwhile). */
+    pthread_mutex_lock(&c->mu);
+    size_t nasked = 0;
+    pull_slot *asked = malloc((c->nslots ? c->nslots : 1) * sizeof *asked);
+    for (uint32_t i = 0; asked && i < c->nslots; i++) {
+        if (!c->slots[i].req || c->slots[i].server != s || !c->slots[i].refused) continue;
+        asked[nasked++] = c->slots[i];
+        c->slots[i] = (pull_slot){.next_free = c->free_head};
+        c->free_head = i;
+    }
+    pthread_mutex_unlock(&c->mu);
+    for (size_t i = 0; i < nasked; i++) {
+        pull_op *op = asked[i].op;
+        send_pull(op, pull_master(op, asked[i].first), asked[i].first, asked[i].count,
+                  required_clock(op->t, op->fetch_clock), asked[i].resent);
+    }
+    if (!tables || !asked)
+        log_error("out of memory sending parked pushes and refused pulls again: the job may stall");
     free(tables);
-    if (resent) log_info("sent %zu parked pushes again", resent);
-    msg_header h = {.type = MSG_HANDBACK_ACK, .req = m->h.a};
+    free(asked);
+    if (resent || nasked)
+        log_info("sent %zu parked pushes and %zu refused pulls again", resent, nasked);
+    msg_header h = {.type = MSG_HANDBACK_ACK, .req = m->h.a, .b = m->h.b};
     node_send(n, m->from, &h, NULL, 0);
 }
 

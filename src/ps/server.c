@@ -177,6 +177,24 @@ typedef struct held_ack {
     struct held_ack *next;
 } held_ack;
 
+/* A push of a worker parked here and not seen again (see "handback"
+ * below): its table, the part it is for, its sequence, and the number of
+ * the PARKED req 0 that has the worker send it again. */
+typedef struct parked_seq {
+    uint32_t table;
+    size_t part;
+    uint64_t seq;
+    uint32_t round;
+} parked_seq;
+
+/* Per worker: its pushes parked here and not seen again; the PARKED req 0
+ * sent to it so far and the last it acknowledged (HANDBACK_ACK h.b). */
+typedef struct worker_parked {
+    parked_seq *v;
+    size_t n, cap;
+    uint32_t told, acked;
+} worker_parked;
+
 typedef struct server {
     loom_node *node;
     int num_servers, num_workers;
@@ -229,7 +247,7 @@ typedef struct server {
     int took_over;
     /* a replacement taking its ranges back (see "handback" below): pulls
      * held for fenced, incoming or gated ranges; per worker rank, whether a
-     * push of it was parked here, the newest handback generation it
+     * push of it was parked or a pull of it refused here, the newest handback generation it
      * acknowledged (HANDBACK_ACK), and the one whose acknowledgement it owes
      * (0: none; gated ranges wait for it: a worker acknowledges in order, so
      * a newer generation's acknowledgement settles an older one); the
@@ -240,6 +258,7 @@ typedef struct server {
     deferred *parked;
     size_t nparked;
     uint8_t *parked_from;
+    worker_parked *wparked;
     uint64_t *hb_acked, *hb_owed;
     uint64_t hb_gen, hb_round;
     int fencing;
@@ -768,14 +787,72 @@ static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int statu
     ack_now(s, t, m->from, m->h.table, m->h.req, status, applied_upto(s, t, w, m->h.req));
 }
 
-/* A push for a fenced range: neither applied nor acknowledged. Its worker
- * keeps it until this server says to send it again (PARKED with req 0) or
- * a handback moves the range to another master (docs/FAULTS.md). */
-static void park_push(server *s, uint32_t to, int w, uint32_t table, uint64_t seq)
+/* Tell worker w to send again every push parked here (PARKED req 0); it
+ * owes an acknowledgement (gated ranges wait for it). */
+static void tell_parked(server *s, int w)
+{
+    s->parked_from[w] = 0;
+    s->hb_owed[w] = s->hb_gen;
+    msg_header h = {.type = MSG_PARKED, .a = s->hb_gen, .b = ++s->wparked[w].told};
+    node_send(s->node, node_worker_id(s->num_servers, w), &h, NULL, 0);
+}
+
+/* A push for a fenced range, or behind a parked one (behind_parked):
+ * neither applied nor acknowledged. Its worker keeps it until this server
+ * says to send it again (PARKED with req 0) or a handback moves the range
+ * to another master (docs/FAULTS.md). It is remembered until it comes
+ * back, or until the worker acknowledges the PARKED req 0 that sends it
+ * again (to this server or another master): until then no later push of
+ * the worker to the part is applied here (behind_parked). */
+static void park_push(server *s, uint32_t to, int w, uint32_t table, size_t part, uint64_t seq)
 {
     s->parked_from[w] = 1;
+    worker_parked *wp = &s->wparked[w];
+    size_t i = 0;
+    while (i < wp->n && !(wp->v[i].table == table && wp->v[i].part == part && wp->v[i].seq == seq))
+        i++;
+    if (i == wp->n && wp->n == wp->cap) {
+        size_t cap = wp->cap ? 2 * wp->cap : 16;
+        parked_seq *v = realloc(wp->v, cap * sizeof *v);
+        if (v) {
+            wp->v = v;
+            wp->cap = cap;
+        } else {
+            log_error("out of memory noting a parked push of worker %d: a later push may be "
+                      "applied before it, and it then taken for a duplicate",
+                      w);
+        }
+    }
+    if (i < wp->cap) {
+        wp->v[i] = (parked_seq){table, part, seq, wp->told + 1};
+        if (i == wp->n) wp->n++;
+    }
     msg_header h = {.type = MSG_PARKED, .table = table, .req = seq};
     node_send(s->node, to, &h, NULL, 0);
+    /* Parked behind an older one in a part open here: sent again at the
+     * next PARKED req 0, now unless one is unanswered (on_handback_ack). */
+    uint8_t fence = table_of(s, table)->parts[part].fence;
+    if (fence != PART_FENCED && fence != PART_INCOMING && wp->told == wp->acked) tell_parked(s, w);
+}
+
+/* Whether push seq of worker w to an open or gated part must be parked too:
+ * a range applies a worker's push only if its sequence is newer than the
+ * last it applied from that worker (apply_rows), so a push parked here and
+ * still to come back would look applied once a later one was. So a later
+ * push of the worker to the part is parked while an older one is out
+ * (park_push has the worker send it again). The oldest parked one coming
+ * back is forgotten, and applied. */
+static int behind_parked(server *s, int w, uint32_t table, size_t part, uint64_t seq)
+{
+    worker_parked *wp = &s->wparked[w];
+    size_t back = SIZE_MAX;
+    for (size_t i = 0; i < wp->n; i++) {
+        if (wp->v[i].table != table || wp->v[i].part != part) continue;
+        if (wp->v[i].seq < seq) return 1;
+        if (wp->v[i].seq == seq) back = i;
+    }
+    if (back != SIZE_MAX) wp->v[back] = wp->v[--wp->n];
+    return 0;
 }
 
 static void on_push(loom_node *n, void *ctx, node_msg *m)
@@ -799,14 +876,15 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, bad);
         return;
     }
-    if (p->fence == PART_FENCED || p->fence == PART_INCOMING) {
-        park_push(s, m->from, w, m->h.table, m->h.req);
+    size_t part = (size_t)(p - t->parts);
+    if (p->fence == PART_FENCED || p->fence == PART_INCOMING ||
+        behind_parked(s, w, m->h.table, part, m->h.req)) {
+        park_push(s, m->from, w, m->h.table, part, m->h.req);
         return;
     }
     int status = 0;
     int hold = must_hold(s, t, m->h.clock);
     if (hold || must_stage(s, t, m->h.clock)) {
-        size_t part = (size_t)(p - t->parts);
         staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w, part)
                           : enqueue(&t->staged_head, &t->staged_tail, w, part);
         if (!st) {
@@ -848,8 +926,9 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
     if (bad) {
         node_drop(n, m, bad);
         if (!status) status = LOOM_EPROTO;
-    } else if (p && (p->fence == PART_FENCED || p->fence == PART_INCOMING)) {
-        park_push(s, m->from, w, m->h.table, m->h.req);
+    } else if (p && (p->fence == PART_FENCED || p->fence == PART_INCOMING ||
+                     behind_parked(s, w, m->h.table, (size_t)(p - t->parts), m->h.req))) {
+        park_push(s, m->from, w, m->h.table, (size_t)(p - t->parts), m->h.req);
         free(keys);
         free(vals);
         return;
@@ -1034,6 +1113,19 @@ static void refuse_pull(server *s, srv_table *t, node_msg *m, int w, int status)
     node_send(s->node, m->from, &h, NULL, 0);
 }
 
+/* Refuse a pull of a range this server handed back (LOOM_ESTATE: ask its
+ * master). A worker that takes this server for the range's master anyway
+ * (it heard of a death that makes this server master again before this
+ * server did) keeps the pull until told to ask again: so the worker is
+ * told, as one whose push was parked here, when this server reopens the
+ * range (reopen(), PARKED with req 0). Without that, the pull would wait
+ * for a handback that may never come. */
+static void refuse_handed_back(server *s, srv_table *t, node_msg *m, int w)
+{
+    s->parked_from[w] = 1;
+    refuse_pull(s, t, m, w, LOOM_ESTATE);
+}
+
 /* Answer a pull that is allowed to proceed (dk: its decoded keys, if encoded). */
 static void answer_pull(server *s, srv_table *t, node_msg *m, int w, const pull_keys *dk)
 {
@@ -1120,7 +1212,7 @@ static void on_pull(loom_node *n, void *ctx, node_msg *m)
     srv_part *p;
     const char *bad = check_pull(s, t, m, &dk, &keys, &count, &p);
     if (!bad && p->fence == PART_FENCED && !is_master(s, t, p)) { /* handed back */
-        refuse_pull(s, t, m, w, LOOM_ESTATE);
+        refuse_handed_back(s, t, m, w);
         free(dk.keys);
         return;
     }
@@ -1706,8 +1798,10 @@ static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
  *
  * Nothing acknowledged is lost: a parked push was not acknowledged, or, if
  * staged under BSP, its worker learns that it was parked before any later
- * acknowledgement could let it forget it; and a range's rows move only
- * through an acknowledged replication round. */
+ * acknowledgement could let it forget it; a range's rows move only
+ * through an acknowledged replication round; and a parked push is never
+ * taken for a duplicate when it comes back, since no later push of its
+ * worker to its range is applied here before (behind_parked). */
 
 /* Which server would be master of part p if server d were UP. */
 static int master_if_up(server *s, srv_table *t, srv_part *p, int d)
@@ -1731,7 +1825,7 @@ static void park_entries(server *s, uint32_t id, srv_table *t, staged **head, st
             continue;
         }
         *pp = st->next;
-        park_push(s, st->m.from, st->worker, id, st->m.h.req);
+        park_push(s, st->m.from, st->worker, id, st->part, st->m.h.req);
         free_entry(st);
     }
     *tail = last;
@@ -1813,7 +1907,7 @@ static void release_parked(server *s)
         *pp = d->next;
         s->nparked--;
         if (p && w >= 0 && p->fence) {
-            refuse_pull(s, t, &d->m, w, LOOM_ESTATE);
+            refuse_handed_back(s, t, &d->m, w);
         } else if (p && w >= 0 && d->m.h.clock <= s->min_clock) {
             answer_pull(s, t, &d->m, w, &d->dk);
         } else if (p && w >= 0) {
@@ -1828,17 +1922,13 @@ static void release_parked(server *s)
 
 /* The masters changed (a handback's commit or abort, a failover): the
  * fenced or incoming ranges this server is master of now open, gated while
- * workers owe an acknowledgement; the workers whose pushes were parked here
- * send them again, and owe one; the held pulls are gone through. */
+ * workers owe an acknowledgement; the workers whose pushes were parked or
+ * pulls refused here send them again, and owe one; the held pulls are gone
+ * through. */
 static void reopen(server *s)
 {
-    for (int w = 0; w < s->num_workers; w++) {
-        if (!s->parked_from[w] || s->lost[w]) continue;
-        s->parked_from[w] = 0;
-        s->hb_owed[w] = s->hb_gen;
-        msg_header h = {.type = MSG_PARKED, .a = s->hb_gen};
-        node_send(s->node, node_worker_id(s->num_servers, w), &h, NULL, 0);
-    }
+    for (int w = 0; w < s->num_workers; w++)
+        if (s->parked_from[w] && !s->lost[w]) tell_parked(s, w);
     for (uint32_t id = 0; id < s->cap; id++) {
         srv_table *t = s->tables[id];
         for (size_t i = 0; t && i < t->nparts; i++) {
@@ -1917,6 +2007,24 @@ static void on_handback_ack(loom_node *n, void *ctx, node_msg *m)
     }
     if (m->h.req > s->hb_acked[w]) s->hb_acked[w] = m->h.req;
     if (s->hb_owed[w] && m->h.req >= s->hb_owed[w]) s->hb_owed[w] = 0;
+    worker_parked *wp = &s->wparked[w];
+    if (m->h.b > wp->acked && m->h.b <= wp->told) {
+        /* What it parked before that PARKED req 0 came back before this, or
+         * went to another master: forgotten. What it parked since waits for
+         * the next one, now if it is a part this server applies pushes to
+         * again (behind_parked parked it), else at the next reopen(). */
+        wp->acked = (uint32_t)m->h.b;
+        size_t kept = 0, behind = 0;
+        for (size_t i = 0; i < wp->n; i++) {
+            if (wp->v[i].round <= wp->acked) continue;
+            const srv_table *t = table_of(s, wp->v[i].table);
+            uint8_t fence = t ? t->parts[wp->v[i].part].fence : PART_FENCED;
+            behind += fence != PART_FENCED && fence != PART_INCOMING;
+            wp->v[kept++] = wp->v[i];
+        }
+        wp->n = kept;
+        if (behind && wp->told == wp->acked && !s->lost[w]) tell_parked(s, w);
+    }
     gate_check(s);
 }
 
@@ -2062,6 +2170,8 @@ static void server_destroy(void *state)
     free(s->parked_from);
     free(s->hb_acked);
     free(s->hb_owed);
+    for (int w = 0; s->wparked && w < s->num_workers; w++) free(s->wparked[w].v);
+    free(s->wparked);
     free(s->tables);
     free(s->clock);
     free(s->lost);
@@ -2101,9 +2211,10 @@ int ps_server_attach(loom_node *n)
     s->parked_from = calloc((size_t)s->num_workers, 1);
     s->hb_acked = calloc((size_t)s->num_workers, sizeof *s->hb_acked);
     s->hb_owed = calloc((size_t)s->num_workers, sizeof *s->hb_owed);
+    s->wparked = calloc((size_t)s->num_workers, sizeof *s->wparked);
     if (!s->clock || !s->dead || !s->returned || !s->lost || !s->fed || !s->copy ||
         !s->copy_round || !s->copy_gen || !s->handled || !s->handled_since || !s->parked_from ||
-        !s->hb_acked || !s->hb_owed) {
+        !s->hb_acked || !s->hb_owed || !s->wparked) {
         s->replicas = 0; /* nothing to report */
         server_destroy(s);
         return LOOM_ENOMEM;

@@ -16,10 +16,7 @@
 #            scheduler declares it dead, then SIGKILL (a server is replaced)
 #            or SIGCONT (the process was declared dead and must stop with
 #            status 3 by itself: a dead node never comes back; a server so
-#            lost is not replaced, at most one a job). A continued server
-#            can leave a worker waiting for ever (an open bug, docs/FAULTS.md
-#            "What is not"), so servers are continued only with
-#            FAULT_MIX_SERVER_CONT=1; by default they are killed;
+#            lost is not replaced, at most one a job);
 #   disk     the tmpfs filled with a junk file until a checkpoint write fails
 #            with ENOSPC, then the file removed: the failed checkpoints must
 #            say so in the log and never be committed, nothing may crash, and
@@ -242,12 +239,6 @@ for ((job = 0; events < EVENTS; job++)); do
             # A server is frozen for good (SIGCONT) at most once a job.
             arg=$((RANDOM % 2))
             [[ $role == server && -n $gone ]] && arg=0
-            # Known bug (docs/FAULTS.md, "What is not"): a server frozen
-            # until declared dead and then continued (seen with a replacement
-            # that had taken its ranges back) can leave a worker waiting for
-            # ever in loom_wait. So a frozen server is killed instead unless
-            # FAULT_MIX_SERVER_CONT=1, which replays the case that finds it.
-            [[ $role == server && ${FAULT_MIX_SERVER_CONT:-0} != 1 ]] && arg=0
             if [[ $role == server ]] && ((arg)); then
                 gone=$rank
                 mapfile -t servers < <(printf '%s\n' "${servers[@]}" | grep -vx "$rank")

@@ -58,6 +58,6 @@ handbacks=$(grep -cE "^\[scheduler\] .*server [012] took its ranges back$" "$WOR
 fenced=$(grep -cE "info: fenced [1-9][0-9]* ranges to hand back to server" "$WORK/job.out")
 opened=$(grep -cE "info: [1-9][0-9]* ranges open: every worker sent again" "$WORK/job.out")
 ((fenced >= kills && opened >= kills)) || fail "$kills handbacks, but $fenced fences and $opened openings"
-grep -E "handback aborted|parked pushes again" "$WORK/job.out" | head -5
+grep -E "handback aborted|parked pushes and [0-9]+ refused pulls again" "$WORK/job.out" | head -5
 echo "$kills kills, $handbacks handbacks, $fenced fences, $opened openings"
 echo "PASS"

@@ -24,7 +24,10 @@
  *   and their pulls; its pulls of the ranges wait for every worker's
  *   HANDBACK_ACK (one is held back here); later pushes of those keys go to it.
  * - then server 1 dies again, with pushes to it in flight: its ranges go back
- *   to the servers that handed them over.
+ *   to the servers that handed them over. Either every server hears of it
+ *   first, or the workers do: then what they send again, and a pull, reach
+ *   the old masters before those reopen the ranges (parked, refused), and
+ *   must be sent and asked again once they do.
  * - or instead, server 0, an acting master, dies mid-fence (then the abort):
  *   server 1's replacement becomes master of some of its ranges that way.
  * A read of a key worker 0 did not write in the clock is checked against
@@ -75,6 +78,7 @@ typedef struct job {
     int committed;                      /* the commit is out */
     int hold_ack;                       /* keep worker 1's HANDBACK_ACK to server 1 */
     int hold_repl;                      /* keep replication messages */
+    int hold_unpark;                    /* keep PARKED req 0 */
     int repl_held[NODES], acked[NODES]; /* per server node: a REPL kept; HANDBACK_ACKs */
     node_fuzz_msg held[MAX_HELD];
     size_t nheld;
@@ -148,6 +152,7 @@ static int inspect(job *J, const node_fuzz_msg *m)
             if (has(J->before_fence[to_w], J->nbefore[to_w], h.req)) J->parked_acked++;
         } else {
             J->unparked++;
+            if (J->hold_unpark) return 1;
         }
         break;
     case MSG_HANDBACK_ACK:
@@ -548,20 +553,24 @@ static void commit_workers_first(job *J)
     after_commit(J);
 }
 
-/* Server node `id` dies: the scheduler tells every other node but itself;
- * what was on its way to or from it is lost with it. */
-static void kill_server(job *J, uint32_t id)
+/* Server node `id` dies and nodes first..last hear it (NODE_FAILED); what
+ * was on its way to or from it is lost with it. */
+static void tell_death(job *J, uint32_t id, uint32_t first, uint32_t last)
 {
     J->dead = id;
-    for (uint32_t dest = 1; dest < NODES; dest++)
+    for (uint32_t dest = first; dest <= last; dest++)
         if (dest != id) inject(J, dest, MSG_NODE_FAILED, id, 0, 0, 0, NULL, 0);
     node_fuzz_msg m;
     size_t n = node_fuzz_job_queued(J->j);
     for (size_t i = 0; i < n && node_fuzz_job_take(J->j, &m); i++) {
-        if (m.dest == id || m.from == id)
+        if (m.dest == id || m.from == id) {
             node_fuzz_msg_close(&m);
-        else
+        } else if (inspect(J, &m)) {
+            assert_true(J->nheld < MAX_HELD);
+            J->held[J->nheld++] = m;
+        } else {
             deliver(J, &m);
+        }
     }
     for (size_t i = 0; i < J->nheld; i++)
         if (J->held[i].dest == id || J->held[i].from == id) node_fuzz_msg_close(&J->held[i]);
@@ -570,6 +579,12 @@ static void kill_server(job *J, uint32_t id)
         if (J->held[i].nframes || (J->held[i].dest != id && J->held[i].from != id))
             J->held[kept++] = J->held[i];
     J->nheld = kept;
+}
+
+/* Server node `id` dies: the scheduler tells every other node but itself. */
+static void kill_server(job *J, uint32_t id)
+{
+    tell_death(J, id, 1, NODES - 1);
 }
 
 /* Server 0 (node 1), an acting master, dies while it fences ranges to hand
@@ -619,7 +634,54 @@ static void die_again(job *J)
     check_all(J);
 }
 
-static void run(loom_consistency consistency, int workers_first)
+/* As die_again, but the workers hear of the death first (NODE_FAILED comes
+ * to each node on its own connection): what they send again for server 1's
+ * ranges reaches the old masters while those still fence them, and is
+ * parked there, and a pull of those keys is refused there (to the old
+ * masters the ranges are still handed back). Then the servers hear it and
+ * reopen the ranges, and the workers push those keys again before the old
+ * masters' word to send the parked pushes again and ask the pull again
+ * (PARKED req 0) reaches them. Without that word, the pull waited for a
+ * handback that never came (ft.fault_mix, a replacement frozen until
+ * declared dead); with the later pushes applied first, the parked ones
+ * looked applied already when they came back, and were lost. */
+static void die_again_workers_first(job *J)
+{
+    push(J, 0, NULL, 31);
+    push(J, 1, NULL, 31);
+    pump(J);
+    push(J, 0, moving_key, 37);
+    push(J, 1, NULL, 37);
+    J->committed = 0;
+    J->nparked[0] = J->nparked[1] = 0;
+    int refused = J->refused;
+    tell_death(J, BACK, WORKER(0), WORKER(WORKERS - 1));
+    int64_t got = -1;
+    loom_ts ts;
+    assert_int_equal(loom_pull_async(J->t[0], &J->probe, 1, &got, &ts), 0);
+    pump(J);
+    assert_true(J->nparked[0] > 0 && J->nparked[1] > 0);
+    assert_int_equal(J->refused, refused + 1);
+    assert_false(loom_test(J->w[0], ts));
+    J->hold_unpark = 1;
+    tell_death(J, BACK, 1, SERVERS);
+    pump(J);
+    assert_true(J->nheld > 0);
+    push(J, 0, moving_key, 39);
+    push(J, 1, moving_key, 39);
+    pump(J);
+    J->hold_unpark = 0;
+    release(J);
+    settle(J);
+    assert_true(loom_test(J->w[0], ts));
+    assert_int_equal(loom_wait(J->w[0], ts), 0);
+    push(J, 0, NULL, 41);
+    push(J, 1, moving_key, 41);
+    clock_both(J);
+    check_all(J);
+}
+
+static void run(loom_consistency consistency, int workers_first, int death_to_workers_first)
 {
     job *J = calloc(1, sizeof *J);
     assert_non_null(J);
@@ -630,7 +692,10 @@ static void run(loom_consistency consistency, int workers_first)
         commit_workers_first(J);
     else
         commit_servers_first(J);
-    die_again(J);
+    if (death_to_workers_first)
+        die_again_workers_first(J);
+    else
+        die_again(J);
     assert_false(node_fuzz_job_overrun(J->j));
     node_fuzz_job_free(J->j);
     ps_ring_free(&J->ring);
@@ -665,37 +730,55 @@ static void ssp_death_mid_fence(void **state)
 static void bsp(void **state)
 {
     (void)state;
-    run(LOOM_BSP, 0);
+    run(LOOM_BSP, 0, 0);
 }
 
 static void ssp(void **state)
 {
     (void)state;
-    run(LOOM_SSP, 0);
+    run(LOOM_SSP, 0, 0);
 }
 
 static void asp(void **state)
 {
     (void)state;
-    run(LOOM_ASP, 0);
+    run(LOOM_ASP, 0, 0);
 }
 
 static void bsp_workers_first(void **state)
 {
     (void)state;
-    run(LOOM_BSP, 1);
+    run(LOOM_BSP, 1, 0);
 }
 
 static void ssp_workers_first(void **state)
 {
     (void)state;
-    run(LOOM_SSP, 1);
+    run(LOOM_SSP, 1, 0);
 }
 
 static void asp_workers_first(void **state)
 {
     (void)state;
-    run(LOOM_ASP, 1);
+    run(LOOM_ASP, 1, 0);
+}
+
+static void bsp_death_heard_by_workers_first(void **state)
+{
+    (void)state;
+    run(LOOM_BSP, 0, 1);
+}
+
+static void ssp_death_heard_by_workers_first(void **state)
+{
+    (void)state;
+    run(LOOM_SSP, 0, 1);
+}
+
+static void asp_death_heard_by_workers_first(void **state)
+{
+    (void)state;
+    run(LOOM_ASP, 0, 1);
 }
 
 int main(void)
@@ -707,6 +790,9 @@ int main(void)
                                        cmocka_unit_test(asp),
                                        cmocka_unit_test(asp_workers_first),
                                        cmocka_unit_test(bsp_death_mid_fence),
-                                       cmocka_unit_test(ssp_death_mid_fence)};
+                                       cmocka_unit_test(ssp_death_mid_fence),
+                                       cmocka_unit_test(bsp_death_heard_by_workers_first),
+                                       cmocka_unit_test(ssp_death_heard_by_workers_first),
+                                       cmocka_unit_test(asp_death_heard_by_workers_first)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

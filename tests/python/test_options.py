@@ -36,6 +36,8 @@ def refused(call, name, low, high, value):
 
 for name, (low, high, field) in BOUNDS.items():
     for value in (high + 1, high + 2, 2**32 + 1, 2**32 + 2, 2**64, low - 1, -(2**63)):
+        if low <= value <= high:  # 2**32 + 1 is a valid 64-bit seed
+            continue
         # Table() checks its options before it touches the node, so none is needed here.
         refused(lambda: loom.Table(None, "t", **{name: value}), name, low, high, value)
     for value in (low, high):
