@@ -195,6 +195,15 @@ static void remove_old(ft *f, int64_t before)
     free(c);
 }
 
+/* Whether DIR/ckpt-<clock> holds a MANIFEST (was committed). */
+static int has_manifest(const ft *f, int64_t clock)
+{
+    struct stat st;
+    char manifest[48];
+    snprintf(manifest, sizeof manifest, "ckpt-%012" PRId64 "/MANIFEST", clock);
+    return !fstatat(f->dirfd, manifest, &st, AT_SYMLINK_NOFOLLOW);
+}
+
 /* A new job in this directory: remove what a run before it left
  * uncommitted (a crash mid-checkpoint), except the directories the newest
  * committed checkpoint needs, so that the directory holds committed
@@ -207,10 +216,7 @@ static void tidy(ft *f, const ft_manifest *newest)
         int needed = 0;
         for (size_t k = 0; newest && k < newest->nparts && !needed; k++)
             needed = ft_part_clock(&newest->parts[k]) == c[i];
-        struct stat st;
-        char manifest[32];
-        snprintf(manifest, sizeof manifest, "ckpt-%012" PRId64 "/MANIFEST", c[i]);
-        if (needed || !fstatat(f->dirfd, manifest, &st, AT_SYMLINK_NOFOLLOW)) continue;
+        if (needed || has_manifest(f, c[i])) continue;
         if (!ft_dir_remove_ckpt(f->dirfd, f->dir, c[i]))
             log_info("removed %s/ckpt-%012" PRId64 ": a checkpoint a run before left uncommitted",
                      f->dir, c[i]);
@@ -225,11 +231,7 @@ static void tidy(ft *f, const ft_manifest *newest)
  * than the newest commit go with remove_old() anyway. */
 static void remove_late(ft *f, int64_t clock)
 {
-    struct stat st;
-    char manifest[32];
-    snprintf(manifest, sizeof manifest, "ckpt-%012" PRId64 "/MANIFEST", clock);
-    if (clock > f->sched->max_plan || clock <= f->sched->committed ||
-        !fstatat(f->dirfd, manifest, &st, AT_SYMLINK_NOFOLLOW))
+    if (clock > f->sched->max_plan || clock <= f->sched->committed || has_manifest(f, clock))
         return;
     ft_dir_remove_ckpt(f->dirfd, f->dir, clock);
 }
