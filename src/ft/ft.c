@@ -15,6 +15,9 @@
  *   - a worker, when the application calls loom_checkpoint_save() after its
  *     clock C, writes the application's state to ckpt-C/worker-R.part and
  *     tells the scheduler;
+ *   - the first C of an interval of N clocks needs no message: every node
+ *     knows it from the start (ft_first_plan), so a worker that runs ahead
+ *     (ASP) cannot pass it before a plan would have reached it;
  *   - a node that is past C when the plan comes, that cannot write its part
  *     (a full disk) or that finishes first says so (CKPT_SKIP), and the
  *     scheduler gives C up and plans another;
@@ -135,6 +138,12 @@ static int env_path(const char *name, char *out, size_t len)
 int ft_open_dir(ft *f)
 {
     return f->dirfd >= 0 ? 0 : ft_dir_open(f->dir, 0, &f->dirfd);
+}
+
+int64_t ft_first_plan(const ft *f)
+{
+    if (!f->dir[0] || f->every.unit != 'c') return -1;
+    return (f->base / f->every.n + 1) * f->every.n;
 }
 
 void ft_send_skip(ft *f, int64_t clock, int64_t now, int why)
@@ -510,6 +519,14 @@ int ft_attach(loom_node *n)
     if (f->role != LOOM_SCHEDULER) node_set_handler(n, MSG_CKPT_PLAN, on_plan, f);
     if (f->role == LOOM_SERVER) node_set_handler(n, MSG_CKPT_BASE, on_base, f);
     if (f->role == LOOM_SERVER && (f->dir[0] || f->resume[0])) set_server_hooks(f);
+    /* The first plan, as the scheduler makes it (ft_sched_attach); not a
+     * replacement's: the job is past it, and the scheduler plans anew when
+     * a replacement joins. */
+    int64_t first = ft_first_plan(f);
+    if (first > 0 && !(rejoin && !strcmp(rejoin, "1"))) {
+        if (f->role == LOOM_WORKER) atomic_store(&f->plan, first);
+        if (f->role == LOOM_SERVER) ps_server_plan_cut(n, first, 1);
+    }
     return 0;
 }
 

@@ -59,6 +59,11 @@ typedef struct ft {
 
 /* Open f->dir once (checked; dir.c) into f->dirfd. 0 or LOOM_ECONFIG. */
 int ft_open_dir(ft *f);
+/* The first checkpoint's job clock when the interval is N clocks (the
+ * first multiple of N after the clock this run starts at), which every node
+ * takes as planned from the start with no CKPT_PLAN; -1 for other intervals
+ * or without checkpoints. Its server parts are full. */
+int64_t ft_first_plan(const ft *f);
 /* Tell the scheduler that this node writes no part of checkpoint `clock`. */
 void ft_send_skip(ft *f, int64_t clock, int64_t now, int why);
 

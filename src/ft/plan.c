@@ -10,6 +10,9 @@
  * kept checkpoints and at most the one in progress, however short the
  * interval and however slow the disk, and nothing piles up uncommitted.
  *
+ * The first plan of an interval of N clocks is made before the job starts,
+ * and no message carries it: every node knows it (ft_first_plan).
+ *
  * Which clock: the next one the interval allows (a multiple of N clocks, the
  * end of every N-th epoch, or any clock once N seconds have passed) that is
  * still ahead of the job. The scheduler sees no CLOCK message, so it guesses
@@ -743,6 +746,15 @@ int ft_sched_attach(ft *f, const ft_manifest *resumed)
     pthread_cond_init(&s->cv, NULL);
     if (pthread_create(&s->committer, NULL, committer_main, f)) return LOOM_ENOMEM;
     s->committer_running = 1;
+    /* The first plan is made already: every node takes it from the start
+     * (ft_first_plan), so nothing is sent. */
+    int64_t first = ft_first_plan(f);
+    if (first > 0) {
+        s->plan = s->last_plan = s->max_plan = first;
+        s->plan_full = 1;
+        s->force_full = 0;
+        s->plans = 1;
+    }
     node_set_timer(n, NODE_LAYER_FT, on_timer, f);
     node_timer_poke(n, NODE_LAYER_FT);
     return 0;
