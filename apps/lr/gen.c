@@ -63,18 +63,10 @@ enum { STREAM_PERM = 1, STREAM_MODEL, STREAM_PILOT, STREAM_ROWS };
 
 /* ---- random numbers ---- */
 
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static uint64_t stream_state(uint64_t seed, uint64_t stream)
 {
     uint64_t s = seed ^ (stream * 0xd1b54a32d192ed03ULL);
-    return splitmix64(&s);
+    return app_splitmix64(&s);
 }
 
 /* Uniform in [0, n), n >= 1, without modulo bias: draw below the next power
@@ -89,7 +81,7 @@ static uint64_t uniform_below(uint64_t *state, uint64_t n)
     mask |= mask >> 16;
     mask |= mask >> 32;
     for (;;) {
-        uint64_t r = splitmix64(state) & mask;
+        uint64_t r = app_splitmix64(state) & mask;
         if (r < n) return r;
     }
 }
@@ -97,7 +89,7 @@ static uint64_t uniform_below(uint64_t *state, uint64_t n)
 /* Uniform in [0, 1) with 53 random bits. */
 static double uniform01(uint64_t *state)
 {
-    return (double)(splitmix64(state) >> 11) * 0x1p-53;
+    return (double)(app_splitmix64(state) >> 11) * 0x1p-53;
 }
 
 /* ---- exp and log from IEEE basic operations (see the top of the file) ---- */

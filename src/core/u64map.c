@@ -3,7 +3,7 @@
  * Two parallel arrays of `capacity` entries (a power of two): keys[] and
  * slots[], where slots[b] == 0 marks bucket b empty and otherwise holds the
  * caller's slot + 1. A key lives in the first empty-or-matching bucket at or
- * after mix64(key) & mask, wrapping around. Because nothing is ever deleted
+ * after rand_mix64(key) & mask, wrapping around. Because nothing is ever deleted
  * one at a time there are no tombstones: a probe stops at the first empty
  * bucket. The table doubles when an insert would push the load above 50%,
  * which keeps probe runs short even for clustered keys, since the mixer
@@ -16,21 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rand.h"
 #include "loom/error.h"
 
 #define MIN_CAPACITY 16
-
-/* splitmix64's finalizer: a bijection whose every output bit depends on every
- * input bit, so the low bits used as bucket index are well mixed. */
-static inline uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
 
 static size_t capacity(const u64map *m)
 {
@@ -40,7 +29,7 @@ static size_t capacity(const u64map *m)
 /* The bucket holding key, or the empty bucket where it would go. */
 static size_t find_bucket(const uint64_t *keys, const uint32_t *slots, size_t mask, uint64_t key)
 {
-    size_t b = (size_t)mix64(key) & mask;
+    size_t b = (size_t)rand_mix64(key) & mask;
     while (slots[b] != 0 && keys[b] != key) b = (b + 1) & mask;
     return b;
 }

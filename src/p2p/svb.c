@@ -39,6 +39,7 @@
 
 #include "core/log.h"
 #include "core/msg.h"
+#include "core/rand.h"
 #include "loom/error.h"
 #include "loom/svb.h"
 #include "p2p/svb.h"
@@ -359,11 +360,7 @@ static size_t draw_peers(loom_svb *s, unsigned char *gets)
     size_t q = s->o.peers && s->o.peers < others ? s->o.peers : others;
     uint64_t state = s->o.seed ^ ((uint64_t)(uint32_t)s->rank << 40) ^ (uint64_t)s->clock;
     for (size_t i = 0; i < q; i++) { /* a partial Fisher-Yates shuffle */
-        state += 0x9E3779B97F4A7C15ull;
-        uint64_t z = state;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
+        uint64_t z = rand_splitmix64(&state);
         size_t j = i + (size_t)(z % (others - i));
         uint32_t t = s->order[i];
         s->order[i] = s->order[j];

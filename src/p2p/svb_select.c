@@ -17,15 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rand.h"
 #include "loom/svb.h"
-
-static uint64_t mix(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -93,7 +86,7 @@ int loom_svb_select(const double *u, uint32_t width, const uint64_t *idx, const 
             sum += score[i];
         }
         if (!(sum > 0)) break; /* the chosen ones already span every SV */
-        double x = (double)(mix(&state) >> 11) * 0x1.0p-53 * sum;
+        double x = rand_unit(rand_splitmix64(&state)) * sum;
         size_t pick = n;
         for (size_t i = 0; i < n; i++) {
             if (score[i] <= 0) continue;

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rand.h"
 #include "loom/error.h"
 
 /* Tokens a bucket saves up while idle: a burst of this many ms of budget. */
@@ -153,35 +154,9 @@ uint64_t comm_mgr_due(comm_mgr *m, uint64_t now_ms)
 
 /* ---- choosing rows ---- */
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-/* xoshiro256** */
-static uint64_t next_random(uint64_t s[4])
-{
-    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
 void comm_choice_seed(comm_choice *c, uint64_t seed)
 {
-    for (int i = 0; i < 4; i++) c->rng[i] = splitmix64(&seed);
+    rand_seed(c->rng, seed);
     c->next_key = 0;
 }
 
@@ -236,7 +211,7 @@ size_t comm_choose(loom_priority p, comm_choice *c, const uint64_t *keys, const 
         order = malloc(n * sizeof *order);
         if (!order) return 0; /* nothing sent early now: the clock's flush sends it */
         for (size_t i = 0; i < n; i++)
-            order[i] = p == LOOM_PRIORITY_RANDOM ? next_random(c->rng) : keys[i] - c->next_key;
+            order[i] = p == LOOM_PRIORITY_RANDOM ? rand_next(c->rng) : keys[i] - c->next_key;
     }
     ranking r = {p, keys, abs, rel, order};
     /* The k best so far in a heap whose top is the worst of them. */

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "core/msg.h"
+#include "core/rand.h"
 #include "loom/error.h"
 #include "loom/filter.h"
 #include "ps/filter_impl.h"
@@ -172,32 +173,11 @@ int loom_filter_check(const char *spec, loom_direction dir, char *err, size_t er
                                  errlen);
 }
 
-/* ---- random numbers: xoshiro256**, seeded by splitmix64 ---- */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
+/* ---- random numbers (core/rand.h) ---- */
 
 double filter_uniform(filter_chain *c)
 {
-    uint64_t *s = c->rng;
-    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return (double)(r >> 11) * 0x1.0p-53;
+    return rand_unit(rand_next(c->rng));
 }
 
 /* ---- the chain ---- */
@@ -357,7 +337,7 @@ int filter_chain_create(const filter_spec *spec, filter_dir dir, loom_type type,
     c->type = type;
     c->width = width;
     c->value_size = loom_type_size(type);
-    for (int i = 0; i < 4; i++) c->rng[i] = splitmix64(&seed);
+    rand_seed(c->rng, seed);
     *out = c;
     return 0;
 }
@@ -401,10 +381,10 @@ static void count(filter_chain *c, filter_kind k, uint64_t in, uint64_t out)
 uint64_t filter_keys_digest(const uint64_t *keys, size_t n)
 {
     uint64_t h = n;
-    uint64_t d = splitmix64(&h);
+    uint64_t d = rand_splitmix64(&h);
     for (size_t i = 0; i < n; i++) {
         h = d ^ keys[i];
-        d = splitmix64(&h);
+        d = rand_splitmix64(&h);
     }
     return d;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rand.h"
 #include "loom/error.h"
 #include "ps/ps.h"
 
@@ -19,14 +20,6 @@ typedef struct point {
     ps_ring_key pos;
     int server, number;
 } point;
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ x >> 30) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ x >> 27) * 0x94d049bb133111ebull;
-    return x ^ x >> 31;
-}
 
 static int point_order(const void *a, const void *b)
 {
@@ -68,7 +61,7 @@ int ps_ring_build(ps_ring *r, const loom_table_opts *o, int num_servers, int vno
             if (vnodes == 1) /* the even split */
                 q->pos = ps_slice_start(o, num_servers, s);
             else /* a 64-bit fraction of the span */
-                q->pos = begin + (span * (mix64((uint64_t)s << 32 | (uint64_t)v) >> 1) >> 63);
+                q->pos = begin + (span * (rand_hash64((uint64_t)s << 32 | (uint64_t)v) >> 1) >> 63);
         }
     qsort(p, np, sizeof *p, point_order);
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rand.h"
 #include "core/u64map.h"
 #include "loom/error.h"
 
@@ -54,21 +55,11 @@ struct ps_store {
     size_t changed_cap; /* 0: not tracking */
 };
 
-/* splitmix64 as a function of its counter: consecutive inputs give
- * independent-looking outputs. */
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 /* A uniform double in [0, 1), the k-th draw for value (key, col). */
 static double draw(uint64_t seed, uint64_t key, uint32_t col, unsigned k)
 {
-    uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ key) ^ ((uint64_t)col << 1 | k));
-    return (double)(h >> 11) * 0x1p-53; /* 53 random bits fill the mantissa */
+    uint64_t h = rand_hash64(rand_hash64(rand_hash64(seed) ^ key) ^ ((uint64_t)col << 1 | k));
+    return rand_unit(h);
 }
 
 static double initial_value(const ps_store_spec *spec, uint64_t key, uint32_t col)

@@ -19,15 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rand.h"
 #include "loom/error.h"
 #include "sched/dynamic.h"
 
 static uint64_t next_random(dyn_shard *s)
 {
-    uint64_t z = (s->rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return rand_splitmix64(&s->rng);
 }
 
 /* Uniform in [0, n), n >= 1. */
@@ -38,7 +36,7 @@ static uint64_t random_below(dyn_shard *s, uint64_t n)
 
 static double random_unit(dyn_shard *s)
 {
-    return (double)(next_random(s) >> 11) * 0x1.0p-53;
+    return rand_unit(next_random(s));
 }
 
 /* ---- the Fenwick tree of weights ---- */
@@ -89,7 +87,7 @@ int dyn_shard_init(dyn_shard *s, const loom_dyn_opts *o, const loom_dyn_app *app
     s->lo = lo;
     s->hi = hi;
     s->size = (size_t)(hi - lo);
-    s->rng = o->seed * 0x9E3779B97F4A7C15ull ^ (stream + 1) * 0xD1B54A32D192ED03ull;
+    s->rng = o->seed * RAND_GOLDEN ^ (stream + 1) * 0xD1B54A32D192ED03ull;
     size_t l = o->candidates > o->parallel ? o->candidates : o->parallel;
     s->weight = calloc(s->size, sizeof *s->weight);
     s->tree = calloc(s->size + 1, sizeof *s->tree);

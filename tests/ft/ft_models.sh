@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The jobs of the tests that checkpoint, kill and resume (test_ft_resume.sh,
 # test_ft_restart.sh; sourced after cli_lib.sh, in the test's work directory),
-# `newest`, which every checkpointing test uses, and what the tests of
+# `newest`, which every checkpointing test uses, `kill_gone`, and what the tests of
 # `loom train lr` with a replacement server share (test_rejoin*_lr.sh).
 
 # shellcheck disable=SC2034 # read by the scripts that source this file
@@ -74,4 +74,30 @@ replacement_part_after() {
         fail "the checkpoint at clock $LAST has no part written by server 1's replacement"
     run checkpoint verify ck
     [[ $RC == 0 ]] || fail "loom checkpoint verify refused the newest checkpoint: $(cat err)"
+}
+
+# born PID: the process's start time (clock ticks since boot), empty if it is gone.
+born() { sed -n 's/.*) [A-Za-z] \([0-9-]* \)\{18\}\([0-9]*\) .*/\2/p' "/proc/$1/stat" 2>/dev/null; }
+
+# kill_gone PID...: SIGKILL each process and wait until every one is gone:
+# exited, a zombie, or its pid taken by a later process. SIGKILL is
+# delivered asynchronously, and a process inside a sync (a checkpoint's
+# fsync) on a loaded disk dies only once that returns: 60 s bound.
+kill_gone() {
+    local pid t deadline
+    local -A start=()
+    for pid; do start[$pid]=$(born "$pid"); done
+    kill -KILL "$@" 2>/dev/null
+    for pid; do
+        [[ -n ${start[$pid]} ]] || continue
+        deadline=$((SECONDS + 60))
+        while :; do
+            t=$(born "$pid")
+            [[ $t == "${start[$pid]}" ]] || break
+            grep -q '^[0-9]* ([^)]*) Z' "/proc/$pid/stat" 2>/dev/null && break
+            ((SECONDS < deadline)) ||
+                fail "process $pid of the killed job survived SIGKILL for 60 s ($(cat "/proc/$pid/stat" 2>/dev/null), in $(cat "/proc/$pid/wchan" 2>/dev/null))"
+            sleep 0.01
+        done
+    done
 }

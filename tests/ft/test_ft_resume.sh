@@ -46,18 +46,9 @@ deadline=$((SECONDS + 120))
 while (($(newest ck) < K * EVERY)) && kill -0 "$launcher" 2>/dev/null && ((SECONDS < deadline)); do
     sleep 0.005
 done
-KIDS=$(pgrep -P "$launcher")
-# shellcheck disable=SC2086 # one pid a word
-kill -KILL $KIDS "$launcher" 2>/dev/null
+# shellcheck disable=SC2046 # one pid a word
+kill_gone $(pgrep -P "$launcher") "$launcher"
 wait "$launcher" 2>/dev/null
-# alive PID: the process exists and is not a zombie waiting for its reaper.
-alive() { [[ -e /proc/$1 ]] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
-# SIGKILL is delivered asynchronously: give the kernel a bounded while to finish them.
-for pid in $KIDS; do
-    gone=$((SECONDS + 10))
-    while alive "$pid" && ((SECONDS < gone)); do sleep 0.01; done
-    alive "$pid" && fail "process $pid of the killed job survived SIGKILL"
-done
 launcher=
 (($(newest ck) >= K * EVERY)) || fail "no checkpoint at clock $((K * EVERY)) within the time limit"
 [[ -e cut.model ]] && fail "the job finished before it was killed: make it longer"

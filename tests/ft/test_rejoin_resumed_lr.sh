@@ -56,7 +56,6 @@ wait_newer() {
     done
 }
 
-alive() { [[ -e /proc/$1 ]] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
 
 if [[ $MODE == restart ]]; then
     # One launcher: worker 1 killed after epoch 2, the job restarted from its newest checkpoint.
@@ -76,16 +75,10 @@ else
     launcher=$!
     wait_for first.err "epoch   2 " "epoch 2 of the first run"
     wait_newer 0 "in the first run"
-    KIDS=$(pgrep -P "$launcher")
-    # shellcheck disable=SC2086 # one pid a word
-    kill -KILL $KIDS "$launcher" 2>/dev/null
+    # shellcheck disable=SC2046 # one pid a word
+    kill_gone $(pgrep -P "$launcher") "$launcher"
     wait "$launcher" 2>/dev/null
     launcher=
-    for pid in $KIDS; do
-        gone=$((SECONDS + 10))
-        while alive "$pid" && ((SECONDS < gone)); do sleep 0.01; done
-        alive "$pid" && fail "process $pid of the killed first run survived SIGKILL"
-    done
     from=$(newest ck)
     grep -q "epoch *$EPOCHS  objective" first.err && fail "the first run finished before it was killed"
     "$LOOM" "${ARGS[@]}" "${CKPT[@]}" --resume ck --on-server-failure restart >job.out 2>job.err &
