@@ -3,8 +3,8 @@
 # 3 workers with --replicas 2 and --on-worker-failure continue, each losing
 # two random servers and two random workers (SIGKILL, in a random order, at
 # random clocks at least 10 apart), so 4 kills a job, jobs until KILLS kills
-# (50 by default: 13 jobs, 52 kills). The consistency model rotates through
-# BSP, SSP and ASP.
+# (50 by default: 13 jobs, 52 kills; ctest runs 24). The consistency model
+# rotates through BSP, SSP and ASP.
 #
 # Every job must end with the surviving worker's check (failover_check
 # --workers-may-die) passing: in every key of the int64 sum table, each
