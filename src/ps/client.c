@@ -1,11 +1,33 @@
 /* client: a worker's view of the tables (Bösen's process cache and update
  * buffer, on Parameter-Server-style range partitioned messages).
  *
+ * A worker reads a table's rows through its process cache and writes deltas
+ * through its update buffer; the servers that hold a key are found on the
+ * table's ring (ring.h), each range at its master. Opening a table asks the
+ * scheduler, which numbers it (the first open of a name creates it on every
+ * server); the handle keeps the table's filter chains per server and its
+ * ring. A clock flushes every table, sends CLOCK to every server (on the
+ * same connection as the pushes, so after them) and to the scheduler, and
+ * under SSP(s)/BSP waits until the job's min clock is within s of it.
+ *
  * Reads. A pull first looks in the process cache. A cached row is fresh
  * enough under SSP(s)/BSP if the server's min clock when it was fetched is at
  * least c - s (c = this worker's clock), under ASP if it was fetched during
  * clock c. Missing or stale rows are requested from their servers with "the
  * answer must reflect clock c - s"; servers hold the request until it can.
+ *
+ * Rows on the wire (docs/FILTERS.md). A pull asks, for the rows it holds in the
+ * cache with a known version, only for what changed since (PULL_SINCE); the
+ * server leaves out the rows that did not change, and the cached copy is used
+ * for them. Only rows the worker has no own write pending for are offered this
+ * way (for a "sum" table the cached copy holds those writes, which a fresh
+ * answer would add in another order), so the result is bit for bit the same
+ * as a full pull.
+ * When the pull spec has keycache, lz4 or zstd, a pull's key list goes
+ * through a per-server chain of key lists (MSG_F_KEYS_ENC: a digest for a list
+ * sent before), encoded and sent under the table lock so the server decodes
+ * the lists in that order; a server that does not hold a digest answers
+ * LOOM_ENOTFOUND and the list goes again whole, once.
  *
  * Writes. loom_push() coalesces deltas per row in the update buffer.
  * loom_clock()/loom_flush() send it; loom_push_async() sends at once. Every
@@ -15,26 +37,17 @@
  * (which completes the push's timestamp) comes on arrival; under BSP the
  * server applies the push only when its clock has ended everywhere.
  *
+ * Rows on the wire (docs/FILTERS.md). A push message goes through the
+ * table's push filter chain for its server (PUSH_ENC) when the table has push
+ * filters or when its rows are sparse enough to be smaller; else keys and rows
+ * go as they are.
+ *
  * Read-my-writes for "sum" tables. A pull reply says which of this worker's
  * pushes the server had applied (the last sequence number). The reader adds
  * the deltas of later in-flight pushes and of the update buffer, so the value
  * it sees always includes every one of its own pushes, exactly once. Pushes
  * also add into cached rows directly, so cached rows stay current too.
  *
- * Rows on the wire (docs/FILTERS.md). A push message goes through the
- * table's push filter chain for its server (PUSH_ENC) when the table has push
- * filters or when its rows are sparse enough to be smaller; else keys and rows
- * go as they are. A pull asks, for the rows it holds in the cache with a known
- * version, only for what changed since (PULL_SINCE); the server leaves out the
- * rows that did not change, and the cached copy is used for them. Only rows
- * the worker has no own write pending for are offered this way (for a "sum"
- * table the cached copy holds those writes, which a fresh answer would add in
- * another order), so the result is bit for bit the same as a full pull.
- * When the pull spec has keycache, lz4 or zstd, a pull's key list goes
- * through a per-server chain of key lists (MSG_F_KEYS_ENC: a digest for a list
- * sent before), encoded and sent under the table lock so the server decodes
- * the lists in that order; a server that does not hold a digest answers
- * LOOM_ENOTFOUND and the list goes again whole, once.
  * Managed communication (comm.c): with a priority, the I/O thread's timer
  * (comm_tick) sends buffered rows of SSP and ASP tables early, as the budget
  * allows, chosen by their magnitudes (kept per buffered row, b_abs/b_rel), and
@@ -46,255 +59,15 @@
  * Each table's cache, buffer and in-flight lists are guarded by the table's
  * mutex. */
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
-#include "core/u64map.h"
-#include "loom/error.h"
-#include "loom/filter.h"
-#include "ps/filter.h"
-#include "ps/comm.h"
-#include "ps/keys.h"
-#include "ps/ps.h"
-#include "ps/ring.h"
-#include "ps/rowops.h"
-#include "ps/updater_impl.h"
-
-/* A reference-counted buffer, so one allocation can back several zero-copy
- * frames and the in-flight records that still need to read it. */
-typedef struct sbuf {
-    atomic_int refs;
-    size_t len;
-    _Alignas(8) uint8_t data[];
-} sbuf;
-
-static sbuf *sbuf_new(size_t len)
-{
-    sbuf *b = malloc(sizeof *b + (len ? len : 1));
-    if (!b) return NULL;
-    atomic_init(&b->refs, 1);
-    b->len = len;
-    return b;
-}
-
-static sbuf *sbuf_ref(sbuf *b)
-{
-    if (b) atomic_fetch_add(&b->refs, 1);
-    return b;
-}
-
-static void sbuf_unref(sbuf *b)
-{
-    if (b && atomic_fetch_sub(&b->refs, 1) == 1) free(b);
-}
-
-static void sbuf_free_frame(void *data, void *hint)
-{
-    (void)data;
-    sbuf_unref(hint);
-}
-
-/* One push message a server has not acknowledged yet. */
-typedef struct inflight {
-    uint64_t seq;
-    loom_ts ts;
-    const uint64_t *keys; /* sorted keys of the message; NULL for a range push */
-    const uint8_t *vals;  /* their delta rows (kept only for read-my-writes) */
-    size_t n;
-    uint64_t begin; /* range push: first key */
-    sbuf *hold;     /* owner of keys/vals if Loom allocated them */
-    int acked;      /* the server has it (its timestamp part is done) */
-    int ts_done;    /* its timestamp part is done (an acknowledged push sent again) */
-    int managed;    /* sent early: counts in the ack window (comm.h) */
-    int parked;     /* its server parked it (PARKED): kept, and sent again when told */
-    int64_t clock;  /* the clock it was pushed in (sent again after a failover) */
-    struct inflight *next;
-} inflight;
-
-struct loom_table {
-    struct ps_client *client;
-    loom_node *node;
-    uint32_t id;
-    ps_table_def def;
-    ps_updater upd;
-    size_t row_bytes;
-    int local_rmw; /* sum table: own writes are added locally */
-    int cache_on;
-    uint32_t flush_rows;
-    int managed;        /* a priority on an SSP or ASP table: rows go early */
-    comm_choice choice; /* the priority's state; I/O thread only */
-
-    pthread_mutex_t mu;
-    /* process cache: key -> slot; rows and their freshness by slot */
-    u64map cache_idx;
-    uint8_t *c_rows;
-    int64_t *c_server_clock, *c_fetch_clock;
-    size_t c_n, c_cap;
-    /* update buffer: key -> slot; coalesced deltas by slot */
-    u64map buf_idx;
-    uint64_t *b_keys;
-    uint8_t *b_rows;
-    double *b_abs, *b_rel; /* managed: each buffered row's magnitudes (comm.h) */
-    size_t b_n, b_cap;
-    /* per server: pushes sent and not yet acknowledged, oldest first */
-    inflight **ifl_head, **ifl_tail;
-    uint64_t *durable; /* with replicas, per server: the last sequence its replicas hold */
-    uint64_t next_seq;
-    /* rows on the wire: per server, the chains encoding pushes and decoding
-     * pull replies; the version of each cached row (0: not known) */
-    filter_spec push_spec;
-    int push_filtered; /* every push goes through the chain */
-    int pull_dense;    /* the pull spec says dense: whole rows, never only what changed */
-    filter_chain **push_enc, **pull_dec;
-    /* per server, the chain of pull requests' key lists (NULL: the pull
-     * spec has no keycache, lz4 or zstd, and keys go plain) */
-    filter_chain **keys_enc;
-    uint64_t *c_version;
-    loom_filter_stats wire[2]; /* by loom_direction */
-    ps_ring ring;              /* which server is master of which keys (ring.h) */
-    int *master;               /* per ring range: its master now (after failovers); under mu */
-};
-
-typedef struct pull_op {
-    loom_table *t;
-    loom_ts ts;
-    void *out;
-    uint8_t *rows;        /* a row per unique key; == out unless keys needed sorting */
-    const uint64_t *uniq; /* unique sorted keys (NULL for a range) */
-    uint64_t *uniq_owned;
-    size_t nuniq;
-    uint32_t *slot_of; /* scatter map from user positions to unique rows */
-    uint8_t *held;     /* PULL_SINCE: bitmap over miss_keys of the rows offered as held */
-    uint64_t since;    /* the oldest version among them */
-    size_t n;
-    uint32_t *miss;      /* indices (into uniq) of rows requested from servers */
-    uint64_t *miss_keys; /* their keys, ascending; may alias uniq */
-    size_t nmiss;
-    uint64_t begin; /* range pull: first key */
-    int64_t fetch_clock;
-    atomic_uint parts_left;
-    atomic_int status;
-} pull_op;
-
-/* A pull message waiting for its reply; found by req = generation << 32 | slot. */
-typedef struct pull_slot {
-    uint64_t req;
-    pull_op *op;
-    size_t first, count;
-    int server;
-    int resent;  /* the key list was sent again after the server missed its digest */
-    int refused; /* refused (LOOM_ESTATE) by a server this worker takes for the
-                  * master: asked again on its PARKED req 0 or a handback */
-    uint32_t next_free;
-} pull_slot;
-
-typedef struct open_wait {
-    loom_ts ts;
-    uint32_t id;
-    struct open_wait *next;
-} open_wait;
-
-typedef struct ps_client {
-    loom_node *node;
-    int num_servers;
-    int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
-    uint8_t *dead;      /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
-    uint32_t *returned; /* per BACK server: the order it came back in (ring.h); I/O thread */
-    /* per server: its pulls were moved to the new masters (client_failover),
-     * so a pull routed to it before the move goes there too; under mu */
-    uint8_t *redirected;
-    /* Server deaths whose pushes and pulls went again to the new masters: a
-     * CLOCK says it (h.b), so that a server knows which of them the worker's
-     * clock comes after (a checkpoint's cut, ps.h). */
-    _Atomic uint32_t failovers_done;
-    int handbacks_seen; /* a handback moved pushes between live servers; I/O thread */
-    pthread_mutex_t mu; /* slots, open waiters, table list, clock_sent */
-    int64_t clock_sent; /* the last CLOCK sent to the servers */
-    _Atomic(loom_table *) by_id[PS_MAX_TABLES];
-    loom_table **opened;
-    size_t nopened;
-    pull_slot *slots;
-    uint32_t nslots, free_head, gen;
-    open_wait *opens;
-    atomic_llong clock;
-    comm_mgr cm;       /* the budget and the ack window */
-    size_t next_table; /* comm_tick: the managed table to serve next */
-    /* under the node lock: */
-    int64_t global_min;
-    int gate; /* smallest staleness of an SSP/BSP table; -1 if none */
-} ps_client;
-
-#define NO_SLOT UINT32_MAX
-
-static ps_client *client_of(loom_node *n)
-{
-    return node_layer(n, NODE_LAYER_PS);
-}
-
-static int key_in_table(const loom_table *t, uint64_t k)
-{
-    return k >= t->def.opts.key_begin && (ps_u128)k < ps_key_end(&t->def.opts);
-}
-
-static int server_count(const loom_table *t)
-{
-    return t->client->num_servers;
-}
-
-/* The server that is master of key's range. */
-static int server_of(const loom_table *t, uint64_t key)
-{
-    return t->master[ps_ring_range_of(&t->ring, key)];
-}
-
-/* The masters of table t's ranges, from what this process knows of the servers. */
-static void compute_masters(loom_table *t)
-{
-    for (size_t rg = 0; rg < t->ring.nranges; rg++)
-        t->master[rg] = ps_ring_master(&t->ring, rg, t->client->dead, t->client->returned);
-}
-
-/* Split n sorted keys (keys == NULL: the keys [begin, begin + n)) at the
- * ring's ranges: bound[r] is the index of the first key of range r or later
- * (bound[nranges] = n). bound has nranges + 1 entries. */
-static void range_bounds(const loom_table *t, const uint64_t *keys, uint64_t begin, size_t n,
-                         size_t *bound)
-{
-    const ps_ring *r = &t->ring;
-    for (size_t rg = 0; rg <= r->nranges; rg++) {
-        ps_u128 start = r->start[rg];
-        if (rg == r->nranges)
-            bound[rg] = n;
-        else if (keys)
-            bound[rg] = start >> 64 ? n : keys_lower_bound(keys, n, (uint64_t)start);
-        else
-            bound[rg] = (size_t)(start <= begin               ? 0
-                                 : start - begin > (ps_u128)n ? n
-                                                              : start - begin);
-    }
-}
+#include "ps/client_impl.h"
 
 /* ---- the cache ---- */
 
-static int grow(void **p, size_t elem, size_t cap)
-{
-    void *np = realloc(*p, elem * cap);
-    if (!np) return LOOM_ENOMEM;
-    *p = np;
-    return 0;
-}
-
-static int cache_fresh(const loom_table *t, uint32_t slot, int64_t clock)
-{
-    if (t->def.opts.consistency == LOOM_ASP) return t->c_fetch_clock[slot] == clock;
-    return t->c_server_clock[slot] >= clock - t->def.opts.staleness;
-}
-
 /* Store a row fetched from a server (table lock held). */
-static void cache_put(loom_table *t, uint64_t key, const void *row, int64_t server_clock,
+void client_cache_put(loom_table *t, uint64_t key, const void *row, int64_t server_clock,
                       int64_t fetch_clock, uint64_t version)
 {
     if (t->c_n == t->c_cap) {
@@ -317,38 +90,24 @@ static void cache_put(loom_table *t, uint64_t key, const void *row, int64_t serv
     t->c_version[slot] = version;
 }
 
-/* A pushed delta also lands in the cached copy of a sum table (lock held). */
-static void cache_add(loom_table *t, uint64_t key, const void *delta)
+void ps_invalidate_caches(loom_node *n)
 {
-    uint32_t slot;
-    if (t->cache_on && u64map_get(&t->cache_idx, key, &slot))
-        rows_add(t->def.opts.type, t->c_rows + (size_t)slot * t->row_bytes, delta,
-                 t->def.opts.width);
-}
-
-/* Managed tables: the magnitudes of the buffered row in slot, against the
- * value this worker sees (its cached row, if any). Lock held. */
-static void buffer_magnitude(loom_table *t, uint64_t key, uint32_t slot)
-{
-    uint32_t cslot;
-    const uint8_t *value = t->cache_on && u64map_get(&t->cache_idx, key, &cslot)
-                               ? t->c_rows + (size_t)cslot * t->row_bytes
-                               : NULL;
-    comm_row_magnitude(t->def.opts.type, t->def.opts.width, t->b_rows + (size_t)slot * t->row_bytes,
-                       value, &t->b_abs[slot], &t->b_rel[slot]);
-}
-
-static void cache_clear(loom_table *t)
-{
-    u64map_clear(&t->cache_idx);
-    t->c_n = 0;
+    ps_client *c = client_of(n);
+    size_t count;
+    loom_table **list = client_snapshot_tables(c, &count);
+    for (size_t i = 0; list && i < count; i++) {
+        pthread_mutex_lock(&list[i]->mu);
+        cache_clear(list[i]);
+        pthread_mutex_unlock(&list[i]->mu);
+    }
+    free(list);
 }
 
 /* ---- own writes not yet in a server's answer ---- */
 
 /* Add to row (for key, from server s, whose answer included our pushes up to
  * `applied`) every later in-flight delta and the buffered delta. Lock held. */
-static void add_own_writes(loom_table *t, int s, uint64_t applied, uint64_t key, uint8_t *row)
+void client_add_own_writes(loom_table *t, int s, uint64_t applied, uint64_t key, uint8_t *row)
 {
     loom_type type = t->def.opts.type;
     uint32_t width = t->def.opts.width;
@@ -369,69 +128,23 @@ static void add_own_writes(loom_table *t, int s, uint64_t applied, uint64_t key,
         rows_add(type, row, t->b_rows + (size_t)slot * t->row_bytes, width);
 }
 
-/* Whether an own write to key may be pending (buffered, or in a push to
- * server s not yet known to be applied). Lock held. */
-static int own_write_to(const loom_table *t, int s, uint64_t key)
+/* Forget in-flight pushes the server has acknowledged and applied (lock held). */
+void client_prune_applied(loom_table *t, int s, uint64_t applied)
 {
-    uint32_t slot;
-    if (u64map_get(&t->buf_idx, key, &slot)) return 1;
-    for (const inflight *f = t->ifl_head[s]; f; f = f->next) {
-        if (!f->keys) {
-            if (key >= f->begin && key - f->begin < f->n) return 1;
-        } else {
-            size_t i = keys_lower_bound(f->keys, f->n, key);
-            if (i < f->n && f->keys[i] == key) return 1;
-        }
+    /* With replicas a push is kept until the replicas hold it too: it is sent
+     * again if its server dies before (docs/FAULTS.md). */
+    if (t->client->replicas && t->durable[s] < applied) applied = t->durable[s];
+    while (t->ifl_head[s] && t->ifl_head[s]->acked && !t->ifl_head[s]->parked &&
+           t->ifl_head[s]->seq <= applied) {
+        inflight *f = t->ifl_head[s];
+        t->ifl_head[s] = f->next;
+        if (!f->next) t->ifl_tail[s] = NULL;
+        sbuf_unref(f->hold);
+        free(f);
     }
-    return 0;
-}
-
-/* Whether any own write could be missing from an answer of server s that
- * included our pushes up to `applied` (lock held): most answers need no
- * per-row bookkeeping at all. */
-static int own_writes_pending(const loom_table *t, int s, uint64_t applied)
-{
-    if (t->b_n) return 1;
-    for (const inflight *f = t->ifl_head[s]; f; f = f->next)
-        if (f->seq > applied) return 1;
-    return 0;
 }
 
 /* ---- pushes ---- */
-
-/* Rows per message: no frame of keys, values or a pull's reply may exceed the
- * job's frame limit (node_max_payload, which every socket enforces), whatever
- * the form they travel in: as they are, or encoded by a filter chain with
- * their keys, forced sparse (a row count and a column per value) and headers. */
-static size_t chunk_rows(const loom_table *t)
-{
-    size_t per_row = t->row_bytes + 16 + 4 * (size_t)t->def.opts.width;
-    return (size_t)((node_max_payload(t->node) - 1024) / per_row);
-}
-
-static unsigned chunks(const loom_table *t, size_t rows)
-{
-    return (unsigned)((rows + chunk_rows(t) - 1) / chunk_rows(t));
-}
-
-static void free_data(void *data, void *hint)
-{
-    (void)hint;
-    free(data);
-}
-
-/* A push sent or a pull reply received: its payload as plain keys and dense
- * rows, and as it travelled. Lock held. */
-static void count_wire(loom_table *t, loom_direction dir, uint64_t raw, uint64_t wire)
-{
-    loom_filter_stats *ws = &t->wire[dir];
-    ws->messages++;
-    ws->bytes_raw += raw;
-    ws->bytes_wire += wire;
-    node_count(t->node, NODE_TABLE_MESSAGES, 1);
-    node_count(t->node, NODE_TABLE_BYTES_RAW, raw);
-    node_count(t->node, NODE_TABLE_BYTES_WIRE, wire);
-}
 
 /* kkt's view of the weights of n keys: their cached rows, and NaN (never 0,
  * so kkt keeps the row) for a row not in the cache. NULL on ENOMEM: kkt then
@@ -516,7 +229,7 @@ static int keep_own_rows(loom_table *t, inflight *f)
     return 0;
 }
 
-/* One PUSH of rows [lo, lo + cnt) of a send_push() to server s (table lock held). */
+/* One PUSH of rows [lo, lo + cnt) of a client_send_push() to server s (table lock held). */
 static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begin,
                        const uint8_t *vals, size_t lo, size_t cnt, sbuf *hold, loom_ts ts,
                        int flush, int managed)
@@ -586,7 +299,7 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
  * of [begin, begin + n)) to their servers. hold, if not NULL, owns keys and
  * vals; otherwise they are the caller's and stay valid until *ts completes.
  * Table lock held: sequence numbers must reach each server in order. */
-static int send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const uint8_t *vals,
+int client_send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const uint8_t *vals,
                      size_t n, sbuf *hold, loom_ts *ts_out, int flush, int managed)
 {
     /* sigmod holds rows back until a flush: then every server gets a
@@ -714,7 +427,7 @@ static int send_buffer(loom_table *t, loom_ts *ts, int flush)
     free(slot_of);
     u64map_clear(&t->buf_idx);
     t->b_n = 0;
-    int rc = send_push(t, keys, 0, vals, nuniq, b, ts, flush, 0);
+    int rc = client_send_push(t, keys, 0, vals, nuniq, b, ts, flush, 0);
     sbuf_unref(b);
     return rc;
 }
@@ -729,13 +442,6 @@ static int flush_locked(loom_table *t, loom_ts *ts, int flush)
     int release = flush && t->push_spec.on[FILTER_SIGMOD];
     int rc = t->b_n || release ? send_buffer(t, ts ? &sent : NULL, flush) : 0;
     return rc || !ts ? rc : cover_earlier_pushes(t, sent, ts);
-}
-
-static int check_keys(const loom_table *t, const uint64_t *keys, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!key_in_table(t, keys[i])) return LOOM_EKEYRANGE;
-    return 0;
 }
 
 /* Under a budget a send (a flush, an asynchronous push) first waits until
@@ -829,7 +535,7 @@ int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *v
     pthread_mutex_lock(&t->mu);
     if (t->local_rmw && t->cache_on)
         for (size_t i = 0; i < nsend; i++) cache_add(t, send_keys[i], send_vals + i * t->row_bytes);
-    rc = send_push(t, send_keys, 0, send_vals, nsend, hold, ts, 0, 0);
+    rc = client_send_push(t, send_keys, 0, send_vals, nsend, hold, ts, 0, 0);
     pthread_mutex_unlock(&t->mu);
     sbuf_unref(hold);
     return rc;
@@ -849,7 +555,7 @@ int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const voi
     if (t->local_rmw && t->cache_on)
         for (size_t i = 0; i < n; i++)
             cache_add(t, begin + i, (const uint8_t *)vals + i * t->row_bytes);
-    rc = send_push(t, NULL, begin, vals, n, NULL, ts, 0, 0);
+    rc = client_send_push(t, NULL, begin, vals, n, NULL, ts, 0, 0);
     pthread_mutex_unlock(&t->mu);
     return rc;
 }
@@ -863,22 +569,6 @@ int loom_flush(loom_table *t, loom_ts *ts)
     rc = flush_locked(t, ts, 1);
     pthread_mutex_unlock(&t->mu);
     return rc;
-}
-
-/* Forget in-flight pushes the server has acknowledged and applied (lock held). */
-static void prune_applied(loom_table *t, int s, uint64_t applied)
-{
-    /* With replicas a push is kept until the replicas hold it too: it is sent
-     * again if its server dies before (docs/FAULTS.md). */
-    if (t->client->replicas && t->durable[s] < applied) applied = t->durable[s];
-    while (t->ifl_head[s] && t->ifl_head[s]->acked && !t->ifl_head[s]->parked &&
-           t->ifl_head[s]->seq <= applied) {
-        inflight *f = t->ifl_head[s];
-        t->ifl_head[s] = f->next;
-        if (!f->next) t->ifl_tail[s] = NULL;
-        sbuf_unref(f->hold);
-        free(f);
-    }
 }
 
 static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
@@ -911,18 +601,24 @@ static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
     int status = m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO;
     if (c->replicas && (uint64_t)m->h.clock > t->durable[rank])
         t->durable[rank] = (uint64_t)m->h.clock;
-    uint64_t forget_upto = m->h.b; /* what prune_applied() frees now */
+    uint64_t forget_upto = m->h.b; /* what client_prune_applied() frees now */
     if (c->replicas && t->durable[rank] < forget_upto) forget_upto = t->durable[rank];
     if (f->seq > forget_upto && keep_own_rows(t, f) && !status) status = LOOM_ENOMEM;
-    prune_applied(t, rank, m->h.b);
+    client_prune_applied(t, rank, m->h.b);
     pthread_mutex_unlock(&t->mu);
     if (managed && !ts_done && comm_mgr_acked(&c->cm)) node_timer_poke(n, NODE_LAYER_PS);
     if (!ts_done) node_ts_done(n, ts, status);
 }
 
+/* The push side's message: the acknowledgements. */
+void client_push_attach(loom_node *n, ps_client *c)
+{
+    node_set_handler(n, MSG_PUSH_ACK, on_push_ack, c);
+}
+
 /* ---- pulls ---- */
 
-static void pull_op_free(pull_op *op)
+void client_pull_op_free(pull_op *op)
 {
     if (op->miss_keys != op->uniq && op->miss_keys != op->uniq_owned) free(op->miss_keys);
     if (op->rows != op->out) free(op->rows);
@@ -942,7 +638,7 @@ static void pull_finish(pull_op *op)
     loom_node *n = op->t->node;
     loom_ts ts = op->ts;
     int status = atomic_load(&op->status);
-    pull_op_free(op);
+    client_pull_op_free(op);
     node_ts_done(n, ts, status);
 }
 
@@ -997,7 +693,7 @@ static uint64_t slot_alloc(ps_client *c, pull_op *op, size_t first, size_t count
 }
 
 /* Take the slot for req, if it is live and belongs to server `server`. */
-static int slot_take(ps_client *c, uint64_t req, int server, pull_slot *out)
+int client_slot_take(ps_client *c, uint64_t req, int server, pull_slot *out)
 {
     uint32_t i = (uint32_t)req;
     pthread_mutex_lock(&c->mu);
@@ -1025,10 +721,10 @@ static void deliver_rows(loom_table *t, pull_op *op, const pull_slot *s, int ran
         size_t u = op->miss ? op->miss[s->first + j] : s->first + j;
         uint64_t key = op->uniq ? op->uniq[u] : op->begin + u;
         uint8_t *row = op->rows + u * rb;
-        if (rmw) add_own_writes(t, rank, applied, key, row);
-        if (cache) cache_put(t, key, row, clock, op->fetch_clock, version);
+        if (rmw) client_add_own_writes(t, rank, applied, key, row);
+        if (cache) client_cache_put(t, key, row, clock, op->fetch_clock, version);
     }
-    prune_applied(t, rank, applied);
+    client_prune_applied(t, rank, applied);
 }
 
 /* The server of a reply and the pull part it answers; 0 if it answers none. */
@@ -1038,7 +734,7 @@ static int take_reply(ps_client *c, loom_node *n, node_msg *m, int *rank, pull_s
         node_drop(n, m, "reply from a non-server");
         return 0;
     }
-    if (!slot_take(c, m->h.req, *rank, s)) {
+    if (!client_slot_take(c, m->h.req, *rank, s)) {
         /* After a handback, a reply the old master sent before its fence may
          * come after the pull was asked again of the new one. */
         if (!c->handbacks_seen) node_drop(n, m, "reply to no pending pull");
@@ -1046,9 +742,6 @@ static int take_reply(ps_client *c, loom_node *n, node_msg *m, int *rank, pull_s
     }
     return 1;
 }
-
-static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t required, int resent);
-static int64_t required_clock(const loom_table *t, int64_t clock);
 
 /* The server did not hold the digest of a pull's key list (it forgot it, or
  * the list never reached it): forget it here too and send the list whole,
@@ -1060,12 +753,12 @@ static int resend_missed_keys(loom_table *t, pull_op *op, const pull_slot *s, in
     pthread_mutex_lock(&t->mu);
     filter_chain_forget_keys(t->keys_enc[s->server], filter_keys_digest(keys, s->count));
     pthread_mutex_unlock(&t->mu);
-    send_pull(op, s->server, s->first, s->count, required_clock(t, op->fetch_clock), 1);
+    client_send_pull(op, s->server, s->first, s->count, required_clock(t, op->fetch_clock), 1);
     return 1;
 }
 
 /* The master now of the range of the pull part starting at `first`. */
-static int pull_master(pull_op *op, size_t first)
+int client_pull_master(pull_op *op, size_t first)
 {
     loom_table *t = op->t;
     uint64_t key = op->uniq ? op->miss_keys[first] : op->begin + first;
@@ -1086,9 +779,9 @@ static int reroute_pull(ps_client *c, pull_op *op, const pull_slot *s, int statu
 {
     if (status != LOOM_ESTATE) return 0;
     loom_table *t = op->t;
-    int to = pull_master(op, s->first);
+    int to = client_pull_master(op, s->first);
     if (to != s->server) {
-        send_pull(op, to, s->first, s->count, required_clock(t, op->fetch_clock), s->resent);
+        client_send_pull(op, to, s->first, s->count, required_clock(t, op->fetch_clock), s->resent);
         return 1;
     }
     uint64_t req = slot_alloc(c, op, s->first, s->count, to, s->resent, 1);
@@ -1198,14 +891,14 @@ static void on_pull_reply_enc(loom_node *n, void *ctx, node_msg *m)
 
 /* Request op->miss_keys[first, first+count) (or a range) from server s;
  * resent: the second time, after the server missed the list's digest. */
-static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t required, int resent)
+void client_send_pull(pull_op *op, int s, size_t first, size_t count, int64_t required, int resent)
 {
     loom_table *t = op->t;
     uint64_t req = slot_alloc(t->client, op, first, count, s, resent, 0);
     /* Routed before a failover moved the dead server's pulls (client_failover
      * switched the masters first): ask the range's master now. */
     for (int tries = 0; req == SLOT_REDIRECTED && tries < server_count(t); tries++)
-        req = slot_alloc(t->client, op, first, count, pull_master(op, first), resent, 0);
+        req = slot_alloc(t->client, op, first, count, client_pull_master(op, first), resent, 0);
     if (req == SLOT_REDIRECTED) {
         pull_part_done(op, LOOM_EPEERFAIL);
         return;
@@ -1263,13 +956,8 @@ static void send_pull(pull_op *op, int s, size_t first, size_t count, int64_t re
     free(held);
     if (rc) {
         pull_slot dummy;
-        if (slot_take(t->client, req, s, &dummy)) pull_part_done(op, rc);
+        if (client_slot_take(t->client, req, s, &dummy)) pull_part_done(op, rc);
     }
-}
-
-static int64_t required_clock(const loom_table *t, int64_t clock)
-{
-    return t->def.opts.consistency == LOOM_ASP ? INT64_MIN : clock - t->def.opts.staleness;
 }
 
 /* Split the misses by server and send; the op completes on the last reply. */
@@ -1299,8 +987,9 @@ static void request_misses(pull_op *op, size_t total)
     for (size_t rg = 0; rg < R; rg++) {
         int s = master[rg];
         for (size_t lo = bound[rg]; lo < bound[rg + 1]; lo += max_rows)
-            send_pull(op, s, lo, bound[rg + 1] - lo < max_rows ? bound[rg + 1] - lo : max_rows,
-                      required, 0);
+            client_send_pull(op, s, lo,
+                             bound[rg + 1] - lo < max_rows ? bound[rg + 1] - lo : max_rows,
+                             required, 0);
     }
     free(bound);
     free(master);
@@ -1371,7 +1060,7 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
         op->miss_keys = malloc(op->nmiss * 8);
         if (!op->miss_keys) {
             node_ts_done(t->node, op->ts, LOOM_ENOMEM);
-            pull_op_free(op);
+            client_pull_op_free(op);
             return 0;
         }
         for (size_t j = 0; j < op->nmiss; j++) op->miss_keys[j] = op->uniq[op->miss[j]];
@@ -1383,7 +1072,7 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
     request_misses(op, op->nmiss);
     return 0;
 nomem:
-    pull_op_free(op);
+    client_pull_op_free(op);
     return LOOM_ENOMEM;
 }
 
@@ -1431,6 +1120,13 @@ int loom_pull_range(loom_table *t, uint64_t begin, uint64_t end, void *out)
     loom_ts ts;
     int rc = loom_pull_range_async(t, begin, end, out, &ts);
     return rc ? rc : loom_wait(t->node, ts);
+}
+
+/* The pull side's messages: the replies, plain or through the pull chain. */
+void client_pull_attach(loom_node *n, ps_client *c)
+{
+    node_set_handler(n, MSG_PULL_REPLY, on_pull_reply, c);
+    node_set_handler(n, MSG_PULL_REPLY_ENC, on_pull_reply_enc, c);
 }
 
 /* ---- opening tables ---- */
@@ -1508,7 +1204,7 @@ static void retire_chain(loom_table *t, loom_direction dir, filter_chain *c)
  * replacement's, whose chains start empty (a key cache must hold what the
  * other end holds). Rows a significance filter held back for the old
  * process are dropped with its chain. */
-static int link_chains(loom_table *t, int s)
+int client_link_chains(loom_table *t, int s)
 {
     filter_spec pull, keys;
     if (filter_spec_parse(t->def.filter_pull, &pull, NULL, 0)) return LOOM_EINVAL;
@@ -1549,7 +1245,7 @@ static int table_chains(loom_table *t)
     if (filter_spec_keys(&pull, &keys) && !(t->keys_enc = calloc((size_t)S, sizeof *t->keys_enc)))
         return LOOM_ENOMEM;
     for (int s = 0; s < S; s++) {
-        int rc = link_chains(t, s);
+        int rc = client_link_chains(t, s);
         if (rc) return rc;
     }
     return 0;
@@ -1759,7 +1455,7 @@ static int send_clock(ps_client *c, int64_t clock)
     return rc ? rc : node_send(c->node, 0, &h, NULL, 0);
 }
 
-static loom_table **snapshot_tables(ps_client *c, size_t *count)
+loom_table **client_snapshot_tables(ps_client *c, size_t *count)
 {
     pthread_mutex_lock(&c->mu);
     loom_table **list = malloc((c->nopened ? c->nopened : 1) * sizeof *list);
@@ -1774,7 +1470,7 @@ int ps_clock(loom_node *n)
     if (!loom_is_worker(n)) return LOOM_EROLE;
     ps_client *c = client_of(n);
     size_t count;
-    loom_table **list = snapshot_tables(c, &count);
+    loom_table **list = client_snapshot_tables(c, &count);
     if (!list) return LOOM_ENOMEM;
     int rc = 0;
     for (size_t i = 0; i < count && !rc; i++) rc = loom_flush(list[i], NULL);
@@ -1802,7 +1498,7 @@ int ps_flush_all(loom_node *n)
 {
     ps_client *c = client_of(n);
     size_t count;
-    loom_table **list = snapshot_tables(c, &count);
+    loom_table **list = client_snapshot_tables(c, &count);
     if (!list) return LOOM_ENOMEM;
     int rc = 0;
     loom_ts *ts = malloc((count ? count : 1) * sizeof *ts);
@@ -1812,19 +1508,6 @@ int ps_flush_all(loom_node *n)
     free(ts);
     free(list);
     return rc;
-}
-
-void ps_invalidate_caches(loom_node *n)
-{
-    ps_client *c = client_of(n);
-    size_t count;
-    loom_table **list = snapshot_tables(c, &count);
-    for (size_t i = 0; list && i < count; i++) {
-        pthread_mutex_lock(&list[i]->mu);
-        cache_clear(list[i]);
-        pthread_mutex_unlock(&list[i]->mu);
-    }
-    free(list);
 }
 
 int ps_worker_finish(loom_node *n)
@@ -1890,7 +1573,7 @@ static size_t send_early(loom_table *t)
         kept++;
     }
     t->b_n = kept;
-    if (send_push(t, keys, 0, vals, got, b, NULL, 0, 1)) got = 0;
+    if (client_send_push(t, keys, 0, vals, got, b, NULL, 0, 1)) got = 0;
     sbuf_unref(b);
     free(pick);
     free(order);
@@ -1905,7 +1588,7 @@ static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
     uint64_t wait = comm_mgr_wait(&c->cm, now);
     if (wait) return wait;
     size_t count;
-    loom_table **list = snapshot_tables(c, &count);
+    loom_table **list = client_snapshot_tables(c, &count);
     if (!list) return now + COMM_UNLIMITED_PERIOD_MS;
     size_t sent = 0;
     for (size_t i = 0; i < count && !sent; i++) {
@@ -1951,7 +1634,7 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
             return;
         }
     }
-    uint8_t *row = malloc(t->row_bytes); /* aligned, for add_own_writes */
+    uint8_t *row = malloc(t->row_bytes); /* aligned, for client_add_own_writes */
     if (!row) return;                    /* a push not taken costs only freshness */
     int64_t clock = atomic_load(&c->clock);
     uint64_t refreshed = 0;
@@ -1963,17 +1646,26 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
         memcpy(&key, kp + i * 8, 8);
         if (!u64map_get(&t->cache_idx, key, &slot)) continue;
         memcpy(row, vp + i * t->row_bytes, t->row_bytes);
-        if (rmw) add_own_writes(t, rank, m->h.a, key, row);
-        cache_put(t, key, row, m->h.clock, clock, m->h.b);
+        if (rmw) client_add_own_writes(t, rank, m->h.a, key, row);
+        client_cache_put(t, key, row, m->h.clock, clock, m->h.b);
         refreshed++;
     }
-    prune_applied(t, rank, m->h.a);
+    client_prune_applied(t, rank, m->h.a);
     pthread_mutex_unlock(&t->mu);
     free(row);
     node_count(n, NODE_PUSHED_ROWS_RECEIVED, refreshed);
     msg_header h = {.type = MSG_ROWS_PUSH_ACK, .table = m->h.table, .req = m->h.req};
     node_send(n, m->from, &h, NULL, 0);
 }
+
+/* The I/O thread's timer, and the rows servers push. */
+void client_comm_attach(loom_node *n, ps_client *c)
+{
+    node_set_timer(n, NODE_LAYER_PS, comm_tick, c);
+    node_set_handler(n, MSG_ROWS_PUSH, on_rows_push, c);
+}
+
+/* ---- the worker's state on a node ---- */
 
 static void client_destroy(void *state)
 {
@@ -1983,7 +1675,7 @@ static void client_destroy(void *state)
      * rows are not copied out. */
     for (uint32_t i = 0; i < c->nslots; i++) {
         pull_op *op = c->slots[i].req ? c->slots[i].op : NULL;
-        if (op && atomic_fetch_sub(&op->parts_left, 1) == 1) pull_op_free(op);
+        if (op && atomic_fetch_sub(&op->parts_left, 1) == 1) client_pull_op_free(op);
     }
     for (size_t i = 0; i < c->nopened; i++) table_free(c->opened[i]);
     free(c->opened);
@@ -2116,7 +1808,7 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
      * server after the pulls were taken finds it redirected (slot_alloc) and
      * asks the new master. */
     size_t ntables;
-    loom_table **tables = snapshot_tables(c, &ntables);
+    loom_table **tables = client_snapshot_tables(c, &ntables);
     size_t resent = 0;
     for (size_t i = 0; tables && i < ntables; i++) resent += failover_table(tables[i], d);
     pthread_mutex_lock(&c->mu);
@@ -2133,8 +1825,8 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
     pthread_mutex_unlock(&c->mu);
     for (size_t i = 0; i < nmoved; i++) {
         pull_op *op = moved[i].op;
-        send_pull(op, pull_master(op, moved[i].first), moved[i].first, moved[i].count,
-                  required_clock(op->t, op->fetch_clock), 0);
+        client_send_pull(op, client_pull_master(op, moved[i].first), moved[i].first, moved[i].count,
+                         required_clock(op->t, op->fetch_clock), 0);
     }
     if (!tables || !moved)
         log_error("out of memory redirecting requests after server %d died: the job may stall", d);
@@ -2159,11 +1851,11 @@ static void client_rejoin(loom_node *n, void *ctx, uint32_t id)
     if (node_peer_role(n, id, &d) != LOOM_SERVER) return;
     c->dead[d] = PS_JOINING;
     size_t ntables;
-    loom_table **tables = snapshot_tables(c, &ntables);
+    loom_table **tables = client_snapshot_tables(c, &ntables);
     for (size_t i = 0; i < ntables; i++) {
         pthread_mutex_lock(&tables[i]->mu);
         tables[i]->durable[d] = 0;
-        if (link_chains(tables[i], d))
+        if (client_link_chains(tables[i], d))
             log_error("table \"%s\": out of memory making the filter chains of the link to "
                       "server %d's replacement: its pushes and pulls will fail",
                       tables[i]->def.name, d);
@@ -2216,7 +1908,7 @@ static void on_parked(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     size_t ntables, resent = 0;
-    loom_table **tables = snapshot_tables(c, &ntables);
+    loom_table **tables = client_snapshot_tables(c, &ntables);
     for (size_t i = 0; tables && i < ntables; i++) {
         pthread_mutex_lock(&tables[i]->mu);
         resent += resend_from(tables[i], s, parked_push);
@@ -2236,8 +1928,8 @@ static void on_parked(loom_node *n, void *ctx, node_msg *m)
     pthread_mutex_unlock(&c->mu);
     for (size_t i = 0; i < nasked; i++) {
         pull_op *op = asked[i].op;
-        send_pull(op, pull_master(op, asked[i].first), asked[i].first, asked[i].count,
-                  required_clock(op->t, op->fetch_clock), asked[i].resent);
+        client_send_pull(op, client_pull_master(op, asked[i].first), asked[i].first, asked[i].count,
+                         required_clock(op->t, op->fetch_clock), asked[i].resent);
     }
     if (!tables || !asked)
         log_error("out of memory sending parked pushes and refused pulls again: the job may stall");
@@ -2267,7 +1959,7 @@ static void on_handback(loom_node *n, void *ctx, node_msg *m)
     c->returned[d] = 0;
     c->handbacks_seen = 1;
     size_t ntables, resent = 0;
-    loom_table **tables = snapshot_tables(c, &ntables);
+    loom_table **tables = client_snapshot_tables(c, &ntables);
     for (size_t i = 0; tables && i < ntables; i++) {
         loom_table *t = tables[i];
         pthread_mutex_lock(&t->mu);
@@ -2287,10 +1979,11 @@ static void on_handback(loom_node *n, void *ctx, node_msg *m)
     pthread_mutex_unlock(&c->mu);
     for (size_t i = 0; i < nwait; i++) {
         pull_op *op = wait[i].op;
-        int to = pull_master(op, wait[i].first);
+        int to = client_pull_master(op, wait[i].first);
         pull_slot taken;
-        if (to != wait[i].server && slot_take(c, wait[i].req, wait[i].server, &taken)) {
-            send_pull(op, to, taken.first, taken.count, required_clock(op->t, op->fetch_clock), 0);
+        if (to != wait[i].server && client_slot_take(c, wait[i].req, wait[i].server, &taken)) {
+            client_send_pull(op, to, taken.first, taken.count,
+                             required_clock(op->t, op->fetch_clock), 0);
             nmoved++;
         }
     }
@@ -2306,6 +1999,17 @@ static void on_handback(loom_node *n, void *ctx, node_msg *m)
     atomic_fetch_add(&c->failovers_done, 1); /* CLOCKs after this one say so (cut_settled) */
     msg_header h = {.type = MSG_HANDBACK_ACK, .req = m->h.req};
     node_send(n, (uint32_t)m->h.a, &h, NULL, 0);
+}
+
+/* The node's hooks for a dead server and its replacement, and the messages
+ * of a server's return: its readiness, parked requests, the handback. */
+void client_failover_attach(loom_node *n, ps_client *c)
+{
+    node_set_failover(n, client_failover, c);
+    node_set_rejoin(n, client_rejoin, c);
+    node_set_handler(n, MSG_REJOIN_READY, on_rejoin_ready, c);
+    node_set_handler(n, MSG_PARKED, on_parked, c);
+    node_set_handler(n, MSG_HANDBACK, on_handback, c);
 }
 
 int ps_client_attach(loom_node *n)
@@ -2334,17 +2038,11 @@ int ps_client_attach(loom_node *n)
     pthread_mutex_init(&c->mu, NULL);
     comm_mgr_init(&c->cm);
     node_set_layer(n, NODE_LAYER_PS, c, client_destroy);
-    node_set_timer(n, NODE_LAYER_PS, comm_tick, c);
-    node_set_handler(n, MSG_ROWS_PUSH, on_rows_push, c);
+    client_comm_attach(n, c);
     node_set_handler(n, MSG_TABLE_OPENED, on_table_opened, c);
-    node_set_handler(n, MSG_PUSH_ACK, on_push_ack, c);
-    node_set_handler(n, MSG_PULL_REPLY, on_pull_reply, c);
-    node_set_handler(n, MSG_PULL_REPLY_ENC, on_pull_reply_enc, c);
+    client_push_attach(n, c);
+    client_pull_attach(n, c);
     node_set_handler(n, MSG_MIN_CLOCK, on_min_clock, c);
-    node_set_failover(n, client_failover, c);
-    node_set_rejoin(n, client_rejoin, c);
-    node_set_handler(n, MSG_REJOIN_READY, on_rejoin_ready, c);
-    node_set_handler(n, MSG_PARKED, on_parked, c);
-    node_set_handler(n, MSG_HANDBACK, on_handback, c);
+    client_failover_attach(n, c);
     return 0;
 }
