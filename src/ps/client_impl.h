@@ -263,7 +263,7 @@ static inline int grow(void **p, size_t elem, size_t cap)
     return 0;
 }
 
-/* ---- the cache and own writes (the rest in client.c) ---- */
+/* ---- the cache and own writes (the rest in client_cache.c) ---- */
 
 static inline int cache_fresh(const loom_table *t, uint32_t slot, int64_t clock)
 {
@@ -375,7 +375,7 @@ static inline int64_t required_clock(const loom_table *t, int64_t clock)
 loom_table **client_snapshot_tables(ps_client *c, size_t *count);
 int client_link_chains(loom_table *t, int s);
 
-/* client.c: a fetched row into the cache, own writes into a server's
+/* client_cache.c: a fetched row into the cache, own writes into a server's
  * answer, in-flight pushes forgotten once applied (table lock held). */
 void client_cache_put(loom_table *t, uint64_t key, const void *row, int64_t server_clock,
                       int64_t fetch_clock, uint64_t version);
