@@ -382,7 +382,7 @@ void client_cache_put(loom_table *t, uint64_t key, const void *row, int64_t serv
 void client_add_own_writes(loom_table *t, int s, uint64_t applied, uint64_t key, uint8_t *row);
 void client_prune_applied(loom_table *t, int s, uint64_t applied);
 
-/* client.c: send rows to their masters (table lock held); its handler. */
+/* client_push.c: send rows to their masters (table lock held); its handler. */
 int client_send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const uint8_t *vals,
                      size_t n, sbuf *hold, loom_ts *ts_out, int flush, int managed);
 void client_push_attach(loom_node *n, ps_client *c);
