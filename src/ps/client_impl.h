@@ -387,7 +387,7 @@ int client_send_push(loom_table *t, const uint64_t *keys, uint64_t begin, const 
                      size_t n, sbuf *hold, loom_ts *ts_out, int flush, int managed);
 void client_push_attach(loom_node *n, ps_client *c);
 
-/* client.c: pull parts asked again elsewhere, their slots, a pull's end;
+/* client_pull.c: pull parts asked again elsewhere, their slots, a pull's end;
  * its handlers. */
 void client_send_pull(pull_op *op, int s, size_t first, size_t count, int64_t required, int resent);
 int client_pull_master(pull_op *op, size_t first);
