@@ -395,7 +395,7 @@ int client_slot_take(ps_client *c, uint64_t req, int server, pull_slot *out);
 void client_pull_op_free(pull_op *op);
 void client_pull_attach(loom_node *n, ps_client *c);
 
-/* client.c: the I/O thread's timer and the rows servers push. */
+/* client_comm.c: the I/O thread's timer and the rows servers push. */
 void client_comm_attach(loom_node *n, ps_client *c);
 
 /* client.c: the node's failover and rejoin hooks, and the
