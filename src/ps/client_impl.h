@@ -398,7 +398,7 @@ void client_pull_attach(loom_node *n, ps_client *c);
 /* client_comm.c: the I/O thread's timer and the rows servers push. */
 void client_comm_attach(loom_node *n, ps_client *c);
 
-/* client.c: the node's failover and rejoin hooks, and the
+/* client_failover.c: the node's failover and rejoin hooks, and the
  * messages of a server's return. */
 void client_failover_attach(loom_node *n, ps_client *c);
 
