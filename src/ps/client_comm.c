@@ -1,0 +1,162 @@
+/* client_comm: managed communication on a worker (Bösen; the budget, the
+ * ack window and the priority policies are comm.c's).
+ *
+ * Managed communication (comm.c): with a priority, the I/O thread's timer
+ * (comm_tick) sends buffered rows of SSP and ASP tables early, as the budget
+ * allows, chosen by their magnitudes (kept per buffered row, b_abs/b_rel), and
+ * rows servers push (ROWS_PUSH) replace cached rows the way a pull reply would.
+ *
+ * An early push is an ordinary push (client_send_push): sequence number,
+ * in-flight record, filters, acknowledgement; it differs only in counting in
+ * the window of unacknowledged managed messages. A row a server pushes is
+ * taken only if this worker caches it. */
+#include <string.h>
+
+#include "ps/client_impl.h"
+
+typedef struct picked {
+    uint64_t key;
+    uint32_t slot;
+} picked;
+
+static int by_key(const void *a, const void *b)
+{
+    uint64_t x = ((const picked *)a)->key, y = ((const picked *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* Send the queue_rows buffered rows the table's priority ranks first, and
+ * take them out of the buffer (they are in flight now, so read-my-writes
+ * still counts them). Returns the rows sent. Lock held; I/O thread. */
+static size_t send_early(loom_table *t)
+{
+    size_t k = t->def.opts.queue_rows ? t->def.opts.queue_rows : COMM_DEFAULT_QUEUE_ROWS;
+    if (k > t->b_n) k = t->b_n;
+    uint32_t *pick = malloc(k * sizeof *pick);
+    picked *order = malloc(k * sizeof *order);
+    size_t got = pick && order ? comm_choose(t->def.opts.priority, &t->choice, t->b_keys, t->b_abs,
+                                             t->b_rel, t->b_n, k, pick)
+                               : 0;
+    sbuf *b = got ? sbuf_new(got * 8 + got * t->row_bytes) : NULL;
+    if (!b) { /* nothing goes early now; the clock's flush sends it all */
+        free(pick);
+        free(order);
+        return 0;
+    }
+    for (size_t i = 0; i < got; i++) order[i] = (picked){t->b_keys[pick[i]], pick[i]};
+    qsort(order, got, sizeof *order, by_key);
+    uint64_t *keys = (uint64_t *)b->data;
+    uint8_t *vals = b->data + got * 8;
+    for (size_t i = 0; i < got; i++) {
+        keys[i] = order[i].key;
+        memcpy(vals + i * t->row_bytes, t->b_rows + (size_t)order[i].slot * t->row_bytes,
+               t->row_bytes);
+        t->b_abs[order[i].slot] = -1; /* taken */
+    }
+    /* Close the gaps and re-index what stays. */
+    size_t kept = 0;
+    u64map_clear(&t->buf_idx);
+    for (size_t i = 0; i < t->b_n; i++) {
+        if (t->b_abs[i] < 0) continue;
+        if (kept != i) {
+            t->b_keys[kept] = t->b_keys[i];
+            memcpy(t->b_rows + kept * t->row_bytes, t->b_rows + i * t->row_bytes, t->row_bytes);
+            t->b_abs[kept] = t->b_abs[i];
+            t->b_rel[kept] = t->b_rel[i];
+        }
+        int inserted;
+        u64map_put(&t->buf_idx, t->b_keys[kept], (uint32_t)kept, &inserted); /* never grows */
+        kept++;
+    }
+    t->b_n = kept;
+    if (client_send_push(t, keys, 0, vals, got, b, NULL, 0, 1)) got = 0;
+    sbuf_unref(b);
+    free(pick);
+    free(order);
+    return got;
+}
+
+/* The timer of the I/O thread: one batch of one managed table (in turn) when
+ * the budget and the ack window allow; returns when to run next. */
+static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
+{
+    ps_client *c = ctx;
+    uint64_t wait = comm_mgr_wait(&c->cm, now);
+    if (wait) return wait;
+    size_t count;
+    loom_table **list = client_snapshot_tables(c, &count);
+    if (!list) return now + COMM_UNLIMITED_PERIOD_MS;
+    size_t sent = 0;
+    for (size_t i = 0; i < count && !sent; i++) {
+        loom_table *t = list[(c->next_table + i) % count];
+        if (!t->managed) continue;
+        pthread_mutex_lock(&t->mu);
+        if (t->b_n) sent = send_early(t);
+        pthread_mutex_unlock(&t->mu);
+        if (sent) c->next_table = (c->next_table + i + 1) % count;
+    }
+    free(list);
+    if (!sent) return UINT64_MAX; /* a push into an empty buffer pokes the timer */
+    node_count(n, NODE_MANAGED_ROWS_SENT, sent);
+    return comm_mgr_next(&c->cm, now);
+}
+
+/* A server pushed rows that changed (SSPPush): rows this worker caches are
+ * replaced, as a pull reply would fill them (with its own later writes
+ * re-added), with the row version the push reflects (b) for later
+ * PULL_SINCE; others are ignored. The rows come plain, not through the pull
+ * chain (see server.c). */
+static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
+{
+    ps_client *c = ctx;
+    loom_table *t = m->h.table < PS_MAX_TABLES ? atomic_load(&c->by_id[m->h.table]) : NULL;
+    int rank;
+    if (!t || node_peer_role(n, m->from, &rank) != LOOM_SERVER) {
+        node_drop(n, m, "row push for an unknown table or from a non-server");
+        return;
+    }
+    size_t klen = node_frame_size(m, 0), count = klen / 8;
+    if (!count || klen % 8 || count > SIZE_MAX / t->row_bytes ||
+        node_frame_size(m, 1) != count * t->row_bytes) {
+        node_drop(n, m, "row push frames do not match the table's rows");
+        return;
+    }
+    const uint8_t *kp = node_frame_data(m, 0), *vp = node_frame_data(m, 1);
+    for (size_t i = 0; i < count; i++) {
+        uint64_t key;
+        memcpy(&key, kp + i * 8, 8);
+        if (!key_in_table(t, key) || server_of(t, key) != rank) {
+            node_drop(n, m, "row push of a key the server does not hold");
+            return;
+        }
+    }
+    uint8_t *row = malloc(t->row_bytes); /* aligned, for client_add_own_writes */
+    if (!row) return;                    /* a push not taken costs only freshness */
+    int64_t clock = atomic_load(&c->clock);
+    uint64_t refreshed = 0;
+    pthread_mutex_lock(&t->mu);
+    int rmw = t->local_rmw && own_writes_pending(t, rank, m->h.a);
+    for (size_t i = 0; t->cache_on && i < count; i++) {
+        uint64_t key;
+        uint32_t slot;
+        memcpy(&key, kp + i * 8, 8);
+        if (!u64map_get(&t->cache_idx, key, &slot)) continue;
+        memcpy(row, vp + i * t->row_bytes, t->row_bytes);
+        if (rmw) client_add_own_writes(t, rank, m->h.a, key, row);
+        client_cache_put(t, key, row, m->h.clock, clock, m->h.b);
+        refreshed++;
+    }
+    client_prune_applied(t, rank, m->h.a);
+    pthread_mutex_unlock(&t->mu);
+    free(row);
+    node_count(n, NODE_PUSHED_ROWS_RECEIVED, refreshed);
+    msg_header h = {.type = MSG_ROWS_PUSH_ACK, .table = m->h.table, .req = m->h.req};
+    node_send(n, m->from, &h, NULL, 0);
+}
+
+/* The I/O thread's timer, and the rows servers push. */
+void client_comm_attach(loom_node *n, ps_client *c)
+{
+    node_set_timer(n, NODE_LAYER_PS, comm_tick, c);
+    node_set_handler(n, MSG_ROWS_PUSH, on_rows_push, c);
+}
