@@ -2,7 +2,7 @@
  *
  * core/ knows nothing of tables and ps/ nothing of start-up; this file is the
  * one place that calls both, in the order each operation needs (for example
- * loom_barrier: flush the tables, meet the other workers, drop the caches). */
+ * loom_finalize: flush the tables, tell the scheduler, end the node). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -163,8 +163,5 @@ int loom_barrier(loom_node *n)
 {
     if (!n) return LOOM_EINVAL;
     if (!loom_is_worker(n)) return LOOM_EROLE;
-    int rc = ps_flush_all(n);
-    if (!rc) rc = node_barrier(n);
-    if (!rc) ps_invalidate_caches(n);
-    return rc;
+    return ps_barrier(n);
 }

@@ -478,12 +478,12 @@ static int parse_options(int argc, char **argv, struct options *opt)
 
 /* When a process stops answering, it does not fail by itself: its peers
  * notice, say which node died, and exit with LOOM_EXIT_PEER_FAILED. Their
- * messages (src/core/node.c) read "... worker 1 (node 5) died: ..." or
+ * messages (src/core/node_control.c) read "... worker 1 (node 5) died: ..." or
  * "... lost the scheduler: ...". The first node so named, while the job
  * still runs, is the culprit to report if no process failed by itself. */
 static void note_named_dead(struct job *job, const char *text);
 /* The scheduler's messages that change what the launcher does: "...;
- * stopping" (node_fail in src/core/node.c) says it gave up on the job, "the
+ * stopping" (node_fail in src/core/node_control.c) says it gave up on the job, "the
  * job did not assemble: ...; missing: worker 1 (node 3)" (src/core/
  * scheduler.c) which processes never registered, and "server 1 rejoined: it
  * holds full copies ..." (src/ps/registry.c) that a replacement is back, so

@@ -1,6 +1,8 @@
-/* node_priv: the node structure, shared by node.c (every role) and
- * scheduler.c (the scheduler's membership logic). Nothing outside core/
- * includes this file; layers use node_impl.h. */
+/* node_priv: the node structure, and what the files of a node share: node.c
+ * (start-up and the end), node_send.c (sockets, sending), node_recv.c
+ * (receiving, the I/O thread), node_control.c (control messages of servers
+ * and workers) and scheduler.c (the scheduler's membership logic). Nothing
+ * outside core/ includes this file; layers use node_impl.h. */
 #ifndef LOOM_CORE_NODE_PRIV_H
 #define LOOM_CORE_NODE_PRIV_H
 
@@ -214,33 +216,65 @@ extern int (*node_start_seam)(const loom_config *cfg, int (*attach)(loom_node *n
  * them an SSP or ASP push with replicas is never acknowledged). */
 uint64_t node_run_timers(loom_node *n, uint64_t now);
 
-/* node.c services used by scheduler.c (node_send_zmq: node_send of parts
- * already built; takes them over) */
+/* node.c */
+const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len);
+/* "scheduler", "server", "worker" or "unknown", for a loom_role. */
+const char *node_role_name(int role);
+
+/* node_send.c (node_send_zmq: node_send of parts already built; takes them over) */
 int node_send_zmq(loom_node *n, uint32_t dest, msg_header *h, zmq_msg_t *frames, size_t nframes);
+/* Send a header-only control message. */
+void node_send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req, uint64_t a);
 /* After sending on sock (sock_mu held): wake the I/O thread if input waits
  * on it, since ZeroMQ may have taken the signal its poll waits for. */
 void node_wake_if_readable(loom_node *n, void *sock, atomic_int *pending);
-void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-void node_finish(loom_node *n, int status);
+/* Wake the I/O thread's poll (wake_fd). */
+void node_wake_io_thread(loom_node *n);
+/* Make the ROUTER, bind it (the scheduler's address, or an ephemeral port) and
+ * note its address in n->address; 0 or a loom error. */
+int node_bind_router(loom_node *n);
+/* Connect a DEALER to node peer_id's ROUTER (at its address in the roster). */
+int node_connect_dealer(loom_node *n, uint32_t peer_id);
+/* Close every socket; later sends fail with `why`. */
+void node_close_all_sockets(loom_node *n, int why);
+/* Node id's replacement: bind its new routing id and address, and replace our
+ * DEALER to it if we had one (a new one connects to the new address). */
+int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr);
+/* Close n payload parts (of a message not sent, or not kept); inline, as
+ * every received message's routing id and header are closed with it. */
+static inline void node_close_parts(zmq_msg_t *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) zmq_msg_close(&parts[i]);
+}
+
+/* node_recv.c */
 /* Count and (the first few) log a dropped message whose sender is unknown. */
 void node_drop_raw(loom_node *n, const char *why);
 /* Bind routing id rid (MSG_RID_SIZE bytes) to node id: from now on our ROUTER
  * accepts messages from that routing id as coming from that node. Returns 0,
  * LOOM_EINVAL if the id is malformed or already bound, LOOM_ENOMEM. */
 int node_bind_rid(loom_node *n, uint32_t id, const uint8_t *rid, size_t len);
-/* Node id's replacement: bind its new routing id and address, and replace our
- * DEALER to it if we had one (a new one connects to the new address). */
-int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr);
-const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len);
-
 /* Run the handler of a received message whose header and sender were checked. */
 void node_dispatch(loom_node *n, node_msg *m);
+/* The I/O thread (pthread_create's start routine, arg the node). */
+void *node_io_main(void *arg);
+
+/* node_control.c */
+void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void node_finish(loom_node *n, int status);
 /* Install the handlers of the core messages of the node's role. */
 void node_set_core_handlers(loom_node *n);
+/* Whether this process replaces a dead one (LOOM_REJOIN=1). */
+int node_rejoining(void);
+/* Whether the node is RUNNING (takes n->mu). */
+int node_still_running(loom_node *n);
+/* The I/O thread's periodic turn: the scheduler's sched_tick, or a node's
+ * status heartbeat to the scheduler and its judgement of the scheduler's silence. */
+void node_tick(loom_node *n, uint64_t now);
 
 /* scheduler.c */
 int sched_init(loom_node *n);

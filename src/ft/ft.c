@@ -407,13 +407,13 @@ static void worker_passed(ft *f, int64_t now, int why)
 void ft_worker_clocked(loom_node *n)
 {
     ft *f = ft_of(n);
-    if (f && f->dir[0]) worker_passed(f, f->base + loom_current_clock(n), FT_SKIP_PASSED);
+    if (f && f->dir[0]) worker_passed(f, f->base + ps_current_clock(n), FT_SKIP_PASSED);
 }
 
 void ft_worker_finished(loom_node *n)
 {
     ft *f = ft_of(n);
-    if (f && f->dir[0]) worker_passed(f, f->base + loom_current_clock(n), FT_SKIP_FINISHED);
+    if (f && f->dir[0]) worker_passed(f, f->base + ps_current_clock(n), FT_SKIP_FINISHED);
 }
 
 /* CKPT_BASE (on_server_rejoin): this replacement's clock 0 is the job's
@@ -536,7 +536,7 @@ int loom_checkpoint_due(loom_node *n)
 {
     if (!n || !loom_is_worker(n)) return 0;
     ft *f = ft_of(n);
-    int64_t c = f->base + loom_current_clock(n);
+    int64_t c = f->base + ps_current_clock(n);
     return f->dir[0] && c > f->base && atomic_load(&f->plan) == c && c != f->last_saved;
 }
 
@@ -553,7 +553,7 @@ int loom_checkpoint_save(loom_node *n, const void *state, size_t len)
     ft *f = ft_of(n);
     if (!loom_checkpoint_due(n)) return LOOM_ESTATE;
     uint64_t t0 = node_now_ms();
-    int64_t clock = f->base + loom_current_clock(n);
+    int64_t clock = f->base + ps_current_clock(n);
     ft_part p = {.kind = FT_WORKER, .rank = (uint32_t)f->rank, .full = 1};
     struct iovec body = {(void *)state, len};
     int gone;
@@ -583,7 +583,7 @@ int loom_checkpoint_epoch_end(loom_node *n)
     if (!n) return LOOM_EINVAL;
     if (!loom_is_worker(n)) return LOOM_EROLE;
     ft *f = ft_of(n);
-    int64_t c = f->base + loom_current_clock(n);
+    int64_t c = f->base + ps_current_clock(n);
     if (c <= f->epoch_end) return 0; /* no clock since the last one: not an epoch */
     msg_header h = {.type = MSG_CKPT_EPOCH, .clock = c, .a = (uint64_t)(c - f->epoch_end)};
     f->epoch_end = c;
@@ -595,7 +595,7 @@ int loom_checkpoint_final(loom_node *n)
 {
     if (!n || !loom_is_worker(n)) return 0;
     ft *f = ft_of(n);
-    int64_t c = f->base + loom_current_clock(n);
+    int64_t c = f->base + ps_current_clock(n);
     if (!f->dir[0] || c <= f->base || c == f->last_saved) return 0;
     if (atomic_load(&f->plan) != c) {
         msg_header h = {.type = MSG_CKPT_FINAL, .clock = c};

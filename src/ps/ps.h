@@ -152,5 +152,14 @@ int ps_flush_all(loom_node *n);
 void ps_invalidate_caches(loom_node *n);
 /* Workers: flush, wait, and tell servers and scheduler that this worker finished. */
 int ps_worker_finish(loom_node *n);
+/* Workers: the barrier of loom_barrier(): flush and wait (ps_flush_all), meet
+ * the other workers (node_barrier), then drop every cached row. */
+static inline int ps_barrier(loom_node *n)
+{
+    int rc = ps_flush_all(n);
+    if (!rc) rc = node_barrier(n);
+    if (!rc) ps_invalidate_caches(n);
+    return rc;
+}
 
 #endif

@@ -30,6 +30,7 @@
 
 #include "core/log.h"
 #include "loom/loom.h"
+#include "ps/ps.h"
 #include "sched/sched.h"
 
 struct loom_sched {
@@ -163,7 +164,7 @@ static int run_iteration(loom_sched *s, int64_t iteration)
     for (uint32_t sub = 0; sub < s->workers && !rc; sub++)
         if (!(rc = fetch_block(s, iteration, sub))) rc = run_task(s, iteration, sub);
     if (!rc && s->o.aggregate) rc = s->o.aggregate(s->o.user, iteration);
-    return rc ? rc : loom_barrier(s->node);
+    return rc ? rc : ps_barrier(s->node);
 }
 
 int loom_sched_run(loom_sched *s, int64_t iterations)

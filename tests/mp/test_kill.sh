@@ -9,7 +9,7 @@ RANK=${4:?rank}
 # The docs promise that the others notice within the heartbeat timeout and
 # exit with status 3 (docs/LAUNCHING.md, docs/CLUSTER.md). On top of the
 # timeout the code takes up to one heartbeat interval (silence is checked
-# once per interval: tick() in src/core/node.c, sched_tick() in scheduler.c)
+# once per interval: node_tick() in src/core/node_control.c, sched_tick() in scheduler.c)
 # and up to NODE_LINGER_MS, 1000 ms (src/core/node_priv.h), for a failing
 # process's last messages before it exits; SLACK_MS is for the launcher and a
 # loaded 2-core machine under sanitizers. The bound stays below twice the

@@ -16,7 +16,7 @@
  *    wire in plain text; with the secret the greeting names CURVE and the address is not
  *    there. (Traffic between workers and servers goes to addresses chosen at bind time,
  *    so the proxy can only sit in front of the scheduler; every socket is set up by the
- *    same code, node.c's make_socket/connect_dealer/bind_router with curve.c.) */
+ *    same code, node_send.c's make_socket/node_connect_dealer/node_bind_router with curve.c.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,0 +1,333 @@
+/* node_control: what the scheduler tells servers and workers, and how a node
+ * ends: the roster, refusals, barriers, the end of a worker and of the job,
+ * nodes that died, came back or were lost; the status heartbeat the I/O
+ * thread sends (node_tick). The scheduler's side is scheduler.c.
+ *
+ * Liveness: nodes send HEARTBEAT to the scheduler, the scheduler to every
+ * node, every heartbeat_interval_ms; any message counts as a sign of life.
+ * The scheduler declares a node dead after heartbeat_timeout_ms of silence and
+ * broadcasts NODE_FAILED; a node that hears nothing from the scheduler for as
+ * long declares the scheduler dead. Either way node_fail() prints which node
+ * died and, by default, ends the process with LOOM_EXIT_PEER_FAILED. */
+#include "core/node_priv.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/heartbeat.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "loom/error.h"
+
+/* ---- failure and the end of the job ---- */
+
+void node_finish(loom_node *n, int status)
+{
+    pthread_mutex_lock(&n->mu);
+    if (n->state != NODE_FAILED) {
+        n->state = NODE_DONE;
+        n->end_status = status;
+    }
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
+{
+    pthread_mutex_lock(&n->mu);
+    int already = n->state == NODE_FAILED || n->state == NODE_DONE;
+    if (!already) {
+        n->state = NODE_FAILED;
+        n->end_status = LOOM_EPEERFAIL;
+    }
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    if (already) return;
+
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    log_error("%s; stopping", why);
+    tracker_fail_all(&n->ts, LOOM_EPEERFAIL);
+
+    if (n->cfg.role == LOOM_SCHEDULER) {
+        status_note_failure(n, dead, why);
+        for (uint32_t i = 1; i < n->nnodes; i++)
+            if (i != dead && n->peers[i].registered && !n->peers[i].done)
+                node_send_control(n, i, MSG_NODE_FAILED, 0, dead);
+    }
+    if (n->cfg.on_failure == LOOM_ON_FAILURE_EXIT) {
+        /* Closing with linger, then terminating the context, gives the
+         * NODE_FAILED broadcast its chance to leave before the process ends. */
+        node_close_all_sockets(n, LOOM_EPEERFAIL);
+        zmq_ctx_term(n->zctx);
+        fflush(stdout);
+        _exit(LOOM_EXIT_PEER_FAILED);
+    }
+}
+
+/* ---- control messages of servers and workers ---- */
+
+/* Whether this process replaces a dead one (LOOM_REJOIN=1, set by loom run
+ * --on-server-failure restart; docs/FAULTS.md). */
+int node_rejoining(void)
+{
+    const char *v = getenv("LOOM_REJOIN");
+    return v && !strcmp(v, "1");
+}
+
+/* The scheduler: a node's status heartbeat, sent by its I/O thread with its
+ * byte totals for the status page. Liveness travels apart (heartbeat.c). */
+static void on_heartbeat(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    status_note_heartbeat(n, m->from, m->h.a, m->h.b, node_now_ms());
+}
+
+static int install_roster(loom_node *n, node_msg *m)
+{
+    if (m->from != 0 || m->nframes != 1 || m->h.a >= n->nnodes || m->h.b > 1 || m->h.req == 0 ||
+        m->h.req > 65535)
+        return LOOM_EPROTO;
+    if (msg_roster_decode(zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), n->nnodes,
+                          (uint32_t)n->cfg.num_servers, n->peers[0].addr, n->peers[0].rid,
+                          sizeof(peer)))
+        return LOOM_EPROTO;
+    if (n->id == NODE_NO_ID) {
+        n->id = (uint32_t)m->h.a;
+        node_peer_role(n, n->id, &n->cfg.rank);
+    }
+    if (n->id != m->h.a || memcmp(n->peers[n->id].rid, n->my_rid, MSG_RID_SIZE)) return LOOM_EPROTO;
+    n->replacement = (int)m->h.b;
+    for (uint32_t id = 0; id < n->nnodes; id++) {
+        peer *p = &n->peers[id];
+        p->role = node_peer_role(n, id, &p->rank);
+        uint8_t rid[MSG_RID_SIZE];
+        memcpy(rid, p->rid, sizeof rid);
+        int rc = node_bind_rid(n, id, rid, sizeof rid);
+        if (rc) return rc;
+    }
+    if (n->cfg.role == LOOM_WORKER) {
+        for (int s = 0; s < n->cfg.num_servers; s++) {
+            int rc = node_connect_dealer(n, node_server_id(n->cfg.num_servers, s));
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+static void on_roster(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    if (n->roster_installed) {
+        node_drop(n, m, "second roster");
+        return;
+    }
+    int rc = install_roster(n, m);
+    if (rc) {
+        node_drop(n, m, "invalid roster");
+        return;
+    }
+    snprintf(n->tag, sizeof n->tag, "%s %d", node_role_name(n->cfg.role), n->cfg.rank);
+    log_set_tag(n->tag);
+    /* Liveness from now on, on the heartbeat thread (heartbeat.c); a
+     * node_fuzz.c node has no sockets, and no heartbeats. */
+    rc = n->seam ? 0 : heartbeat_start(n, (int)m->h.req);
+    pthread_mutex_lock(&n->mu);
+    if (rc) {
+        n->state = NODE_FAILED;
+        n->end_status = rc;
+        pthread_cond_broadcast(&n->cv);
+        pthread_mutex_unlock(&n->mu);
+        return;
+    }
+    n->roster_installed = 1;
+    n->state = NODE_RUNNING;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    if (n->cfg.role == LOOM_SERVER) node_send_control(n, 0, MSG_ROSTER_ACK, 0, 0);
+}
+
+static void on_reject(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    char why[256] = "no reason given";
+    blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
+    blob_get_str(&r, why, sizeof why);
+    if (m->h.a == LOOM_ESTATE && node_rejoining()) /* asked again in node_start */
+        log_info("the scheduler refused this node for now: %s", why);
+    else
+        log_error("the scheduler refused this node: %s", why);
+    pthread_mutex_lock(&n->mu);
+    n->state = NODE_FAILED;
+    n->end_status = m->h.a > 0 && m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_ECONFIG;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+static void on_barrier_release(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    pthread_mutex_lock(&n->mu);
+    if (m->h.req > n->barrier_gen_released) n->barrier_gen_released = m->h.req;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+static void on_done_ack(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx, (void)m;
+    pthread_mutex_lock(&n->mu);
+    n->done_acked = 1;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+static void on_shutdown(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx, (void)m;
+    node_send_control(n, 0, MSG_SHUTDOWN_ACK, 0, 0);
+    node_finish(n, 0);
+}
+
+static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    char who[64];
+    if (m->h.a >= n->nnodes) {
+        node_drop(n, m, "dead node id out of range");
+        return;
+    }
+    if (m->h.a == n->id) { /* this node went silent for too long (drop_from_dead) */
+        node_fail(n, n->id,
+                  "the scheduler declared this node dead and the job went on without it "
+                  "(nothing heard from it for the heartbeat timeout: cut off, paused or too slow)");
+        return;
+    }
+    node_describe(n, (uint32_t)m->h.a, who, sizeof who);
+    if (n->failover && n->failover(n, n->failover_ctx, (uint32_t)m->h.a)) {
+        n->peers[m->h.a].failed = 1;
+        log_warn("%s died (reported by the scheduler); the job goes on without it", who);
+        return;
+    }
+    node_fail(n, (uint32_t)m->h.a, "%s died (reported by the scheduler)", who);
+}
+
+/* A node the job went on without is back (the scheduler's rejoin): take its
+ * new routing id and address, then let the layers react. */
+static void on_node_rejoined(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    char addr[NODE_ADDR_MAX] = "";
+    uint8_t rid[MSG_RID_SIZE];
+    blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
+    blob_get_bytes(&r, rid, sizeof rid);
+    blob_get_str(&r, addr, sizeof addr);
+    if (m->h.a == 0 || m->h.a >= n->nnodes || r.bad || r.left || rid[0] != MSG_RID_TAG) {
+        node_drop(n, m, "NODE_REJOINED naming no node, or a bad routing id or address");
+        return;
+    }
+    uint32_t id = (uint32_t)m->h.a;
+    char who[64];
+    node_describe(n, id, who, sizeof who);
+    if (id != n->id) { /* the newcomer got its own routing id with its roster */
+        int rc = node_rebind(n, id, rid, addr);
+        if (rc) {
+            log_error("cannot reach %s, which rejoined from %s: %s", who, addr, loom_strerror(rc));
+            return;
+        }
+        log_warn("%s rejoined from %s", who, addr);
+    }
+    if (n->rejoin) n->rejoin(n, n->rejoin_ctx, id);
+}
+
+void node_note_lost(loom_node *n, uint32_t id, double share)
+{
+    pthread_mutex_lock(&n->mu);
+    if (!n->peers[id].lost) {
+        n->peers[id].lost = 1;
+        n->workers_lost++;
+        n->lost_share += share;
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
+/* A worker: the job goes on without another one (the scheduler's lose_worker). */
+static void on_worker_lost(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    int rank;
+    if (m->h.a >= n->nnodes || node_peer_role(n, (uint32_t)m->h.a, &rank) != LOOM_WORKER ||
+        m->h.a == n->id) {
+        node_drop(n, m, "WORKER_LOST naming no other worker");
+        return;
+    }
+    char who[64];
+    log_warn("%s died; the job goes on without it: its share of the data is lost",
+             node_describe(n, (uint32_t)m->h.a, who, sizeof who));
+    node_note_lost(n, (uint32_t)m->h.a, (double)m->h.b);
+}
+
+int loom_workers_lost(loom_node *n, double *share)
+{
+    if (!n) return 0;
+    pthread_mutex_lock(&n->mu);
+    int lost = n->workers_lost;
+    if (share) *share = n->lost_share;
+    pthread_mutex_unlock(&n->mu);
+    return lost;
+}
+
+/* Whether the node still runs. Under n->mu: an application thread changes the
+ * state too (node_worker_done), while the I/O thread reads it here. */
+int node_still_running(loom_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    int running = n->state == NODE_RUNNING;
+    pthread_mutex_unlock(&n->mu);
+    return running;
+}
+
+void node_tick(loom_node *n, uint64_t now)
+{
+    if (n->cfg.role == LOOM_SCHEDULER) {
+        sched_tick(n, now);
+        return;
+    }
+    if (!n->roster_installed || !node_still_running(n)) return;
+    if (n->cfg.role == LOOM_WORKER && n->done_acked) return;
+    /* With this node's byte totals, which the scheduler's status page shows. */
+    msg_header h = {.type = MSG_HEARTBEAT,
+                    .a = atomic_load(&n->bytes_sent),
+                    .b = atomic_load(&n->bytes_received)};
+    node_send_zmq(n, 0, &h, NULL, 0);
+    if (n->cfg.role == LOOM_WORKER) node_send_metrics(n);
+    uint64_t silent = heartbeat_silence(n, 0, now, NULL);
+    if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms)
+        node_fail(n, 0, "lost the scheduler: nothing heard from it for %" PRIu64 " ms", silent);
+}
+
+void node_set_core_handlers(loom_node *n)
+{
+    if (n->cfg.role == LOOM_SCHEDULER) { /* sched_init sets the rest of the scheduler's */
+        node_set_handler(n, MSG_HEARTBEAT, on_heartbeat, NULL);
+        return;
+    }
+    node_set_handler(n, MSG_ROSTER, on_roster, NULL);
+    node_set_handler(n, MSG_REJECT, on_reject, NULL);
+    node_set_handler(n, MSG_NODE_FAILED, on_node_failed, NULL);
+    node_set_handler(n, MSG_NODE_REJOINED, on_node_rejoined, NULL);
+    if (n->cfg.role == LOOM_WORKER) {
+        node_set_handler(n, MSG_BARRIER_RELEASE, on_barrier_release, NULL);
+        node_set_handler(n, MSG_DONE_ACK, on_done_ack, NULL);
+        node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, NULL);
+    } else {
+        node_set_handler(n, MSG_SHUTDOWN, on_shutdown, NULL);
+    }
+}
