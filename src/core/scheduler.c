@@ -27,12 +27,6 @@
 #include "core/status.h"
 #include "loom/error.h"
 
-static void send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req, uint64_t a)
-{
-    msg_header h = {.type = type, .req = req, .a = a};
-    node_send_zmq(n, dest, &h, NULL, 0);
-}
-
 static void send_control_ab(loom_node *n, uint32_t dest, uint8_t type, uint64_t a, uint64_t b)
 {
     msg_header h = {.type = type, .a = a, .b = b};
@@ -142,7 +136,7 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
              node_describe(n, id, who, sizeof who), addr);
     send_roster(n, id, 1);
     for (uint32_t i = 1; i < n->nnodes; i++) {
-        if (n->peers[i].failed) send_control(n, id, MSG_NODE_FAILED, 0, i);
+        if (n->peers[i].failed) node_send_control(n, id, MSG_NODE_FAILED, 0, i);
         if (n->peers[i].lost)
             send_control_ab(n, id, MSG_WORKER_LOST, i,
                             n->peers[i].share > 0 ? (uint64_t)n->peers[i].share : 0);
@@ -294,7 +288,7 @@ static void maybe_release_barrier(loom_node *n)
     if (s->barrier_arrived == 0 || s->barrier_arrived + s->workers_done < w) return;
     s->barrier_gen++;
     for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
-        if (s->barrier_seen[i]) send_control(n, i, MSG_BARRIER_RELEASE, s->barrier_gen, 0);
+        if (s->barrier_seen[i]) node_send_control(n, i, MSG_BARRIER_RELEASE, s->barrier_gen, 0);
         s->barrier_seen[i] = 0;
     }
     s->barrier_arrived = 0;
@@ -328,7 +322,7 @@ static void on_done(loom_node *n, void *ctx, node_msg *m)
     }
     n->peers[m->from].done = 1;
     s->workers_done++;
-    send_control(n, m->from, MSG_DONE_ACK, 0, 0);
+    node_send_control(n, m->from, MSG_DONE_ACK, 0, 0);
     maybe_release_barrier(n);
     end_if_workers_done(n);
 }
@@ -346,7 +340,7 @@ static void end_if_workers_done(loom_node *n)
     log_info("every worker finished; shutting the servers down");
     s->shutting_down = 1;
     for (uint32_t i = 1; i <= num_servers(n); i++) /* a dead one must not end as if well */
-        if (!n->peers[i].failed) send_control(n, i, MSG_SHUTDOWN, 0, 0);
+        if (!n->peers[i].failed) node_send_control(n, i, MSG_SHUTDOWN, 0, 0);
 }
 
 static void on_shutdown_ack(loom_node *n, void *ctx, node_msg *m)
@@ -427,7 +421,7 @@ static int survive(loom_node *n, uint32_t dead, const char *why)
     n->peers[dead].done = n->peers[dead].failed = 1;
     for (uint32_t i = 1; i < n->nnodes; i++)
         if (i != dead && n->peers[i].registered && !n->peers[i].done)
-            send_control(n, i, MSG_NODE_FAILED, 0, dead);
+            node_send_control(n, i, MSG_NODE_FAILED, 0, dead);
     if (dead <= num_servers(n) && ++n->sched.servers_acked_shutdown == num_servers(n) &&
         n->sched.shutting_down)
         node_finish(n, 0);

@@ -130,13 +130,15 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
             return;
         }
     }
+    /* A push not taken (no memory for the row) costs only freshness, but is
+     * acknowledged all the same: the server holds a slot of its window of
+     * unacknowledged managed messages until then. */
     uint8_t *row = malloc(t->row_bytes); /* aligned, for client_add_own_writes */
-    if (!row) return;                    /* a push not taken costs only freshness */
     int64_t clock = atomic_load(&c->clock);
     uint64_t refreshed = 0;
     pthread_mutex_lock(&t->mu);
     int rmw = t->local_rmw && own_writes_pending(t, rank, m->h.a);
-    for (size_t i = 0; t->cache_on && i < count; i++) {
+    for (size_t i = 0; row && t->cache_on && i < count; i++) {
         uint64_t key;
         uint32_t slot;
         memcpy(&key, kp + i * 8, 8);
