@@ -302,6 +302,16 @@ static int live_replicas(server *s, srv_table *t, srv_part *p)
     return is_master(s, t, p) ? n : 0;
 }
 
+/* A push put `count` rows into part p (apply_rows): a round is due. */
+static void repl_note_push(server *s, srv_table *t, srv_part *p, uint64_t count)
+{
+    s->repl_due = 1;
+    /* Forwarding: this push's rows of the range, keys and deltas, in a
+     * message of its own to each live replica. */
+    s->naive_bytes +=
+        (uint64_t)live_replicas(s, t, p) * (MSG_HEADER_SIZE + count * (8 + t->row_bytes));
+}
+
 /* Payload frames may start at any address (ZeroMQ receives large messages
  * in place); rows must be aligned for typed access, so copy when they are not.
  * slot 0 is for keys, 1 for values: one message may need both. */
@@ -646,13 +656,7 @@ static int apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys
     t->version++;
     if (!count) return 0; /* an empty push (a flush releasing what a filter held) */
     p->applied[w] = seq;
-    if (s->replicas) {
-        s->repl_due = 1;
-        /* Forwarding: this push's rows of the range, keys and deltas, in a
-         * message of its own to each live replica. */
-        s->naive_bytes +=
-            (uint64_t)live_replicas(s, t, p) * (MSG_HEADER_SIZE + count * (8 + t->row_bytes));
-    }
+    if (s->replicas) repl_note_push(s, t, p, count);
     if (t->rows) note_changes(s, t, p, keys, begin, vals, (size_t)count);
     int status = 0;
     for (uint64_t i = 0; i < count && !status && (p->dense_ver || t->ver_tracked); i++)
@@ -759,6 +763,24 @@ static void ack_now(server *s, srv_table *t, uint32_t to, uint32_t table, uint64
     node_send(s->node, to, &h, NULL, 0);
 }
 
+/* Hold the acknowledgement of push m (applied: what it says was applied
+ * from its worker) until the next round is acknowledged (rounds_done).
+ * Returns 0 when there is no memory to hold it. */
+static int repl_hold_ack(server *s, const node_msg *m, uint64_t applied, int status)
+{
+    held_ack *a = calloc(1, sizeof *a);
+    if (!a) return 0;
+    *a = (held_ack){m->from, m->h.table, m->h.req, applied, s->rounds_cut + 1, status, NULL};
+    if (s->acks_tail)
+        s->acks_tail->next = a;
+    else
+        s->acks = a;
+    s->acks_tail = a;
+    s->repl_due = 1;
+    node_timer_poke(s->node, NODE_LAYER_PS);
+    return 1;
+}
+
 /* Acknowledge a push. With replicas, a push applied at once (every table but
  * BSP ones) is acknowledged only after the replication round that carries its
  * rows (so an acknowledged push survives this server); acknowledgements keep
@@ -768,20 +790,7 @@ static void ack_now(server *s, srv_table *t, uint32_t to, uint32_t table, uint64
 static void send_push_ack(server *s, srv_table *t, node_msg *m, int w, int status)
 {
     if (s->replicas && t->def.opts.consistency != LOOM_BSP) {
-        held_ack *a = calloc(1, sizeof *a);
-        if (a) {
-            *a =
-                (held_ack){m->from,           m->h.table, m->h.req, applied_upto(s, t, w, m->h.req),
-                           s->rounds_cut + 1, status,     NULL};
-            if (s->acks_tail)
-                s->acks_tail->next = a;
-            else
-                s->acks = a;
-            s->acks_tail = a;
-            s->repl_due = 1;
-            node_timer_poke(s->node, NODE_LAYER_PS);
-            return;
-        }
+        if (repl_hold_ack(s, m, applied_upto(s, t, w, m->h.req), status)) return;
         status = status ? status : LOOM_ENOMEM; /* said at once rather than never */
     }
     ack_now(s, t, m->from, m->h.table, m->h.req, status, applied_upto(s, t, w, m->h.req));
@@ -855,6 +864,15 @@ static int behind_parked(server *s, int w, uint32_t table, size_t part, uint64_t
     return 0;
 }
 
+/* Whether push seq of worker w to part p (index `part` of table `table`)
+ * must be parked: its range is fenced or incoming, or a push of the worker
+ * to the part is parked before it. */
+static int must_park(server *s, srv_part *p, int w, uint32_t table, size_t part, uint64_t seq)
+{
+    return p->fence == PART_FENCED || p->fence == PART_INCOMING ||
+           behind_parked(s, w, table, part, seq);
+}
+
 static void on_push(loom_node *n, void *ctx, node_msg *m)
 {
     server *s = ctx;
@@ -877,8 +895,7 @@ static void on_push(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     size_t part = (size_t)(p - t->parts);
-    if (p->fence == PART_FENCED || p->fence == PART_INCOMING ||
-        behind_parked(s, w, m->h.table, part, m->h.req)) {
+    if (must_park(s, p, w, m->h.table, part, m->h.req)) {
         park_push(s, m->from, w, m->h.table, part, m->h.req);
         return;
     }
@@ -926,8 +943,7 @@ static void on_push_enc(loom_node *n, void *ctx, node_msg *m)
     if (bad) {
         node_drop(n, m, bad);
         if (!status) status = LOOM_EPROTO;
-    } else if (p && (p->fence == PART_FENCED || p->fence == PART_INCOMING ||
-                     behind_parked(s, w, m->h.table, (size_t)(p - t->parts), m->h.req))) {
+    } else if (p && must_park(s, p, w, m->h.table, (size_t)(p - t->parts), m->h.req)) {
         park_push(s, m->from, w, m->h.table, (size_t)(p - t->parts), m->h.req);
         free(keys);
         free(vals);
@@ -2128,20 +2144,10 @@ static void on_rows_push_ack(loom_node *n, void *ctx, node_msg *m)
     if (comm_mgr_acked(&s->cm)) node_timer_poke(n, NODE_LAYER_PS);
 }
 
-static void server_destroy(void *state)
+/* The end of a server: what replication sent, and its rounds and held
+ * acknowledgements freed. */
+static void repl_destroy(server *s)
 {
-    server *s = state;
-    for (uint32_t i = 0; i < s->cap; i++) table_destroy(s->tables[i], s->num_workers);
-    while (s->waiting) {
-        deferred *d = s->waiting;
-        s->waiting = d->next;
-        free_deferred(d);
-    }
-    while (s->parked) {
-        deferred *d = s->parked;
-        s->parked = d->next;
-        free_deferred(d);
-    }
     if (s->replicas)
         log_info("replicas: sent %" PRIu64 " bytes of changed rows (forwarding every push would "
                  "have sent %" PRIu64 "): %" PRIu64 " rows in %" PRIu64 " messages",
@@ -2159,6 +2165,23 @@ static void server_destroy(void *state)
         s->acks = a->next;
         free(a);
     }
+}
+
+static void server_destroy(void *state)
+{
+    server *s = state;
+    for (uint32_t i = 0; i < s->cap; i++) table_destroy(s->tables[i], s->num_workers);
+    while (s->waiting) {
+        deferred *d = s->waiting;
+        s->waiting = d->next;
+        free_deferred(d);
+    }
+    while (s->parked) {
+        deferred *d = s->parked;
+        s->parked = d->next;
+        free_deferred(d);
+    }
+    repl_destroy(s);
     free(s->dead);
     free(s->returned);
     free(s->fed);
