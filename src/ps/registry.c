@@ -17,7 +17,7 @@
  * dies meanwhile may leave ranges with new masters, so the copies are asked
  * again, of the live servers, in a new generation.
  *
- * Then the registry hands it back its ranges (server.c, "handback"), one
+ * Then the registry hands it back its ranges (server_handback.c), one
  * server at a time and never while another is joining: it asks every live
  * server to fence (HANDBACK b = 0); when all answered (HANDBACK_ACK), it tells
  * every node that the server is UP (b = 1, the commit). A death or a join
@@ -228,7 +228,7 @@ static void rejoin_ready(loom_node *n, registry *r, int d)
     hb_start(n, r);
 }
 
-/* ---- handback (server.c) ---- */
+/* ---- handback (server_handback.c) ---- */
 
 /* Send HANDBACK phase b of the handback in progress to every live server
  * and, for the commit, to every worker still running. */
