@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sorted.h"
 #include "core/u64map.h"
 #include "io/decimal.h"
 #include "io/textfile.h"
@@ -501,26 +502,12 @@ void loom_ratings_free(loom_ratings *r)
     free(r);
 }
 
-/* Binary search of id in ids[0, n), ascending. */
-static int64_t index_of(const int64_t *ids, size_t n, int64_t id)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && ids[lo] == id ? (int64_t)lo : -1;
-}
-
 int64_t loom_ratings_user_index(const loom_ratings *r, int64_t id)
 {
-    return r ? index_of(r->user_id, r->users, id) : -1;
+    return r ? sorted_index_i64(r->user_id, r->users, id) : -1;
 }
 
 int64_t loom_ratings_item_index(const loom_ratings *r, int64_t id)
 {
-    return r ? index_of(r->item_id, r->items, id) : -1;
+    return r ? sorted_index_i64(r->item_id, r->items, id) : -1;
 }

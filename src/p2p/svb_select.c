@@ -18,26 +18,13 @@
 #include <string.h>
 
 #include "core/rand.h"
+#include "core/sorted.h"
 #include "loom/svb.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
-}
-
-/* Position of id in the sorted ids[0..m). */
-static size_t find(const uint64_t *ids, size_t m, uint64_t id)
-{
-    size_t lo = 0, hi = m;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 /* Remove from x (len) its component along the unit vector q. */
@@ -76,7 +63,8 @@ int loom_svb_select(const double *u, uint32_t width, const uint64_t *idx, const 
     if (!U || !V || !score || !taken) goto out;
     memcpy(U, u, n * width * sizeof *U);
     for (size_t i = 0; i < n; i++)
-        for (size_t e = off[i]; e < off[i + 1]; e++) V[i * m + find(ids, m, idx[e])] += val[e];
+        for (size_t e = off[i]; e < off[i + 1]; e++)
+            V[i * m + sorted_lower_bound_u64(ids, m, idx[e])] += val[e];
     uint64_t state = seed;
     got = 0;
     for (size_t round = 0; round < c; round++) {

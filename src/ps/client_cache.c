@@ -75,7 +75,7 @@ void client_add_own_writes(loom_table *t, int s, uint64_t applied, uint64_t key,
         if (f->seq <= applied) continue;
         size_t i;
         if (f->keys) {
-            i = keys_lower_bound(f->keys, f->n, key);
+            i = sorted_lower_bound_u64(f->keys, f->n, key);
             if (i == f->n || f->keys[i] != key) continue;
         } else {
             if (key < f->begin || key - f->begin >= f->n) continue;

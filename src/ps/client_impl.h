@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/sorted.h"
 #include "core/u64map.h"
 #include "loom/error.h"
 #include "loom/filter.h"
@@ -247,7 +248,7 @@ static inline void range_bounds(const loom_table *t, const uint64_t *keys, uint6
         if (rg == r->nranges)
             bound[rg] = n;
         else if (keys)
-            bound[rg] = start >> 64 ? n : keys_lower_bound(keys, n, (uint64_t)start);
+            bound[rg] = start >> 64 ? n : sorted_lower_bound_u64(keys, n, (uint64_t)start);
         else
             bound[rg] = (size_t)(start <= begin               ? 0
                                  : start - begin > (ps_u128)n ? n
@@ -308,7 +309,7 @@ static inline int own_write_to(const loom_table *t, int s, uint64_t key)
         if (!f->keys) {
             if (key >= f->begin && key - f->begin < f->n) return 1;
         } else {
-            size_t i = keys_lower_bound(f->keys, f->n, key);
+            size_t i = sorted_lower_bound_u64(f->keys, f->n, key);
             if (i < f->n && f->keys[i] == key) return 1;
         }
     }

@@ -42,19 +42,6 @@ int keys_sorted_unique(const uint64_t *k, size_t n)
     return 1;
 }
 
-size_t keys_lower_bound(const uint64_t *k, size_t n, uint64_t bound)
-{
-    size_t lo = 0, hi = n; /* the answer lies in [lo, hi] */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (k[mid] < bound)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static void insertion_sort(uint64_t *key, uint32_t *pos, size_t n)
 {
     for (size_t i = 1; i < n; i++) {

@@ -21,7 +21,4 @@ int keys_sorted_unique(const uint64_t *k, size_t n);
 int keys_sort_unique(const uint64_t *in, size_t n, uint64_t **uniq, size_t *nuniq,
                      uint32_t **slot_of);
 
-/* For sorted keys k[0..n), the index of the first key >= bound (binary search). */
-size_t keys_lower_bound(const uint64_t *k, size_t n, uint64_t bound);
-
 #endif

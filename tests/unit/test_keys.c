@@ -1,5 +1,5 @@
 /* keys: keys_sort_unique against qsort + dedupe, on random and edge-case
- * inputs; keys_sorted_unique and keys_lower_bound against linear scans. */
+ * inputs; keys_sorted_unique and sorted_lower_bound_u64 (core/sorted.h) against linear scans. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "core/sorted.h"
 #include "loom/error.h"
 #include "ps/keys.h"
 
@@ -161,7 +162,7 @@ static void test_sorted_unique(void **unused)
 static void test_lower_bound(void **unused)
 {
     (void)unused;
-    assert_int_equal(keys_lower_bound(NULL, 0, 5), 0);
+    assert_int_equal(sorted_lower_bound_u64(NULL, 0, 5), 0);
     uint64_t k[200] = {0};
     for (int round = 0; round < 200; round++) {
         size_t n = (size_t)(rng() % 200);
@@ -172,7 +173,7 @@ static void test_lower_bound(void **unused)
         for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
             size_t want = 0;
             while (want < n && k[want] < bounds[b]) want++;
-            assert_int_equal(keys_lower_bound(k, n, bounds[b]), want);
+            assert_int_equal(sorted_lower_bound_u64(k, n, bounds[b]), want);
         }
     }
 }
