@@ -309,6 +309,32 @@ size_t app_lower_bound(const uint64_t *keys, size_t n, uint64_t k)
     return lo;
 }
 
+int64_t app_index_i64(const int64_t *ids, size_t n, int64_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && ids[lo] == id ? (int64_t)lo : -1;
+}
+
+size_t app_draw_cumulative(const double *cum, size_t n, double x)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cum[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 uint64_t app_splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);

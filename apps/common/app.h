@@ -328,6 +328,11 @@ int app_node_main(const char *prog, int (*worker)(loom_node *n, const void *arg)
 size_t app_sort_unique(uint64_t *keys, size_t n);
 /* Index of the first of n sorted keys that is >= k (n if none). */
 size_t app_lower_bound(const uint64_t *keys, size_t n, uint64_t k);
+/* Index of id in ids[0, n) (ascending, distinct), -1 if it is not there. */
+int64_t app_index_i64(const int64_t *ids, size_t n, int64_t id);
+/* A draw from cumulative weights cum[0, n) (ascending, n >= 1): the index
+ * of the first that is > x (n - 1 if none), for x uniform in [0, cum[n-1]). */
+size_t app_draw_cumulative(const double *cum, size_t n, double x);
 
 /* ---- random numbers ---- */
 

@@ -51,19 +51,6 @@ static void dirichlet_cdf(app_rng *r, double a, size_t n, double *cdf)
     for (size_t i = 0; i < n; i++) cdf[i] /= sum;
 }
 
-static size_t draw_cdf(const double *cdf, size_t n, double u)
-{
-    size_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cdf[mid] > u)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
-}
-
 static uint64_t block_start(const lda_gen_opts *o, uint32_t t)
 {
     return o->vocab * t / o->topics;
@@ -109,9 +96,9 @@ static size_t draw_doc(const lda_gen_opts *o, planted *p, uint64_t i)
     dirichlet_cdf(&r, o->alpha, o->topics, p->theta);
     size_t n = 0;
     for (uint32_t j = 0; j < len; j++) {
-        uint32_t t = (uint32_t)draw_cdf(p->theta, o->topics, app_rng_uniform(&r));
+        uint32_t t = (uint32_t)app_draw_cumulative(p->theta, o->topics, app_rng_uniform(&r));
         uint64_t lo = block_start(o, t), size = block_start(o, t + 1) - lo;
-        uint64_t w = lo + draw_cdf(p->phi + lo, size, app_rng_uniform(&r));
+        uint64_t w = lo + app_draw_cumulative(p->phi + lo, size, app_rng_uniform(&r));
         if (p->count[w]++ == 0) p->seen[n++] = w;
     }
     qsort(p->seen, n, sizeof *p->seen, cmp_u64);

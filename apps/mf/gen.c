@@ -87,20 +87,6 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Index of the weight interval holding x in cumulative weights cum[0..n). */
-static size_t pick(const double *cum, size_t n, double x)
-{
-    size_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cum[mid] <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 int mf_generate(const mf_gen_opts *o, FILE *out, mf_model *planted, int progress, char *err,
                 size_t errlen)
 {
@@ -159,7 +145,7 @@ int mf_generate(const mf_gen_opts *o, FILE *out, mf_model *planted, int progress
         size_t n = (size_t)count[u];
         for (size_t k = 0; k < n; k++) {
             size_t i;
-            do i = pick(cum, I, app_rng_uniform(&r) * cum[I - 1]);
+            do i = app_draw_cumulative(cum, I, app_rng_uniform(&r) * cum[I - 1]);
             while (stamp[i] == u + 1);
             stamp[i] = (uint32_t)(u + 1);
             row[k] = (uint32_t)i;

@@ -49,27 +49,14 @@ void mf_model_free(mf_model *m)
     *m = (mf_model){0};
 }
 
-static int64_t find_id(const int64_t *ids, size_t n, int64_t id)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && ids[lo] == id ? (int64_t)lo : -1;
-}
-
 int64_t mf_model_user(const mf_model *m, int64_t id)
 {
-    return find_id(m->user_id, m->users, id);
+    return app_index_i64(m->user_id, m->users, id);
 }
 
 int64_t mf_model_item(const mf_model *m, int64_t id)
 {
-    return find_id(m->item_id, m->items, id);
+    return app_index_i64(m->item_id, m->items, id);
 }
 
 double mf_model_predict(const mf_model *m, int64_t u, int64_t i)
