@@ -105,7 +105,7 @@ static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
  * replaced, as a pull reply would fill them (with its own later writes
  * re-added), with the row version the push reflects (b) for later
  * PULL_SINCE; others are ignored. The rows come plain, not through the pull
- * chain (see server.c). */
+ * chain (see server_comm.c). */
 static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
 {
     ps_client *c = ctx;

@@ -34,7 +34,8 @@
  * sequential reference bit for bit.
  *
  * This file holds the mechanisms (bucket, window, policies, magnitudes, a
- * server's set of changed rows); client.c and server.c decide what to send. */
+ * server's set of changed rows); client_comm.c and server_comm.c decide what
+ * to send. */
 #include "ps/comm.h"
 
 #include <math.h>

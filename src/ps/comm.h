@@ -1,5 +1,6 @@
 /* comm: managed communication (Bösen's communication manager), the parts
- * client.c and server.c share. See comm.c for the idea.
+ * workers (client_comm.c) and servers (server_comm.c) share. See comm.c for
+ * the idea.
  *
  *   comm_bucket  a token bucket: a budget in Mbit/s turned into "may send now"
  *                and "when next";

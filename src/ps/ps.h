@@ -1,10 +1,13 @@
 /* ps: the parameter-server layer's internal interface.
  *
- * Three roles, three files: client.c (workers: tables, cache, update buffer,
- * pull/push/clock), server.c (servers: partitions, updaters, clock-gated
- * pulls), registry.c (scheduler: table names to ids, worker clocks). This
- * header holds what they share: the table-options codec and the range
- * partitioning of keys over servers. */
+ * Three roles: the workers' side is client.c and the client_*.c beside it
+ * (tables, cache, update buffer, pull/push/clock; client_impl.h), the
+ * servers' side server.c and the server_*.c beside it (partitions, updaters,
+ * clock-gated pulls; server_impl.h), the scheduler's side registry.c (table
+ * names to ids, worker clocks). This header holds what they share and what
+ * the layers above call: the table-options codec, the even split of a key
+ * range over servers, the roles' entry points, the checkpoint hooks of
+ * src/ft, and the workers' flush, clock and barrier. */
 #ifndef LOOM_PS_PS_H
 #define LOOM_PS_PS_H
 
@@ -125,7 +128,8 @@ int ps_snapshot_read(const void *data, size_t len, ps_table_def *def,
                      size_t whylen);
 
 /* Role entry points, called by the API glue (src/loom.c). ps_attach picks
- * the role's part (registry.c, server.c or client.c) and registers its
+ * the role's part (ps_registry_attach in registry.c, ps_server_attach in
+ * server.c or ps_client_attach in client.c) and registers its
  * message handlers; it runs before the node's I/O thread starts. */
 int ps_attach(loom_node *n);
 /* The job's replicas per key range from LOOM_REPLICAS (unset: 0): 0, or

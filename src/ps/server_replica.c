@@ -34,7 +34,8 @@
  *
  * A round also carries, per range, the last push sequence of each worker
  * applied to it: after a failover the new master applies a push a worker
- * sends again only if its sequence is newer (ps_server_fail). When every
+ * sends again only if its sequence is newer (srv_apply_rows, after
+ * srv_failover). When every
  * REPL of a round (and of every earlier one) is acknowledged, the pushes
  * applied before its cut are held by the replicas: their held
  * acknowledgements go out, and `durable` (what acknowledgements report in
