@@ -52,7 +52,7 @@
 
 enum msg_type {
     /* membership and control (core) */
-    MSG_REGISTER = 1, /* node -> scheduler: blob (register_info) */
+    MSG_REGISTER = 1, /* node -> scheduler: blob (msg_register) */
     MSG_ROSTER,       /* scheduler -> node: blob (every node's id, role, rank, address) */
     MSG_ROSTER_ACK,   /* server -> scheduler: roster installed */
     MSG_REJECT,    /* scheduler -> node: registration refused; a = loom error code, blob = reason */
@@ -101,7 +101,9 @@ enum msg_type {
     MSG_ROWS_PUSH_ACK,  /* worker -> server: req echoed */
     /* ckpt (ft) */
     MSG_CKPT_PART = 64, /* server/worker -> scheduler: its part of checkpoint `clock` is on
-                           disk; a = 1 if it holds every row (full), blob (ft_part_info) */
+                           disk; a = 1 if it holds every row (full), b = the server deaths
+                           and req = the handbacks it knew of; blob (the part's kind, rank,
+                           full, path, size, CRC: src/ft/ft.c send_part) */
     /* rotation (src/sched/ring.c) */
     MSG_SCHED_BLOCK = 80, /* worker -> worker: table = engine, a = block, b = version; frame rows */
     /* dynamic scheduling engine (sched, src/sched/dynamic.c) */
@@ -121,7 +123,7 @@ enum msg_type {
                           frame SVs (none with a = 0: a clock mark) */
     MSG_SVB_REPLICA,   /* worker -> worker: clock = after which clock, a = 0 averaging,
                           1 rotation; frame the replica (rows x width f64) */
-    /* ps replication (src/ps/server.c, ring.h; docs/FAULTS.md) */
+    /* ps replication (src/ps/server_replica.c, ring.h; docs/FAULTS.md) */
     MSG_REPL = 120, /* server -> server (a range's master to its replicas): table = id,
                        req = replication round, a = ring range, b = rows; frames the
                        last push sequence applied per worker (u64 each), the rows
@@ -131,13 +133,13 @@ enum msg_type {
     MSG_WORKER_LOST = 136, /* scheduler -> servers, workers: a = node id of a dead worker
                               the job goes on without, b = its share of the data (the
                               "share" metric it reported, 0 = unknown) */
-    /* a replacement server rejoining (src/ps/registry.c, server.c; docs/FAULTS.md) */
+    /* a replacement server rejoining (src/ps/registry.c, server_replica.c; docs/FAULTS.md) */
     MSG_REJOIN_COPY = 144, /* scheduler -> servers: a = node id of a rejoining server,
                               req = generation; copy it the ranges you are master of */
     MSG_REJOIN_COPIED,     /* server -> scheduler: a, req echoed; the copies are acknowledged */
     MSG_REJOIN_READY,      /* scheduler -> servers, workers: a = node id of a rejoined
                               server, which now holds full copies of its ranges */
-    /* a replacement taking its ranges back (src/ps/handback.c; docs/FAULTS.md) */
+    /* a replacement taking its ranges back (src/ps/server_handback.c; docs/FAULTS.md) */
     MSG_HANDBACK = 152, /* scheduler -> servers (b = 0 fence, 2 abort), servers and workers
                            (b = 1 commit): a = node id of the server taking its ranges
                            back, req = generation */

@@ -3,12 +3,16 @@
  * nodes that died, came back or were lost; the status heartbeat the I/O
  * thread sends (node_tick). The scheduler's side is scheduler.c.
  *
- * Liveness: nodes send HEARTBEAT to the scheduler, the scheduler to every
- * node, every heartbeat_interval_ms; any message counts as a sign of life.
- * The scheduler declares a node dead after heartbeat_timeout_ms of silence and
- * broadcasts NODE_FAILED; a node that hears nothing from the scheduler for as
- * long declares the scheduler dead. Either way node_fail() prints which node
- * died and, by default, ends the process with LOOM_EXIT_PEER_FAILED. */
+ * Liveness travels apart, on each node's heartbeat thread and socket
+ * (heartbeat.c): only heartbeats there count as signs of life. At each tick
+ * the I/O thread reads that thread's verdict (heartbeat_silence): the
+ * scheduler declares a node dead after heartbeat_timeout_ms of silence
+ * (sched_tick) and broadcasts NODE_FAILED; a node that has heard nothing
+ * from the scheduler for as long declares the scheduler dead (node_tick).
+ * Unless a layer's failover hook lets the job go on (node_set_failover),
+ * node_fail() prints which node died and, by default, ends the process with
+ * LOOM_EXIT_PEER_FAILED. The HEARTBEAT the I/O thread sends here (node_tick)
+ * only carries the byte totals for the status page. */
 #include "core/node_priv.h"
 
 #include <inttypes.h>

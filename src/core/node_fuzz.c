@@ -290,7 +290,7 @@ void node_fuzz_job_rejoin(node_fuzz_job *j, uint32_t id, uint8_t *rid, size_t *l
     memcpy(rid, n->my_rid, MSG_RID_SIZE);
 }
 
-/* The sender receive_one() in node.c would see, or NODE_NO_ID: on a DEALER
+/* The sender receive_one() in node_recv.c would see, or NODE_NO_ID: on a DEALER
  * (a node's to the scheduler, a worker's to the servers once it has the roster)
  * the peer it connects to; on the ROUTER the node whose routing id rid is
  * (router_sender). */
@@ -332,7 +332,7 @@ void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *fm, const uint8_t *rid, 
         zmq_msg_move(&m.frames[i], &fm->frames[i]);
     }
     node_fuzz_msg_close(fm);
-    /* The same decisions, in the same order, as receive_one() in node.c. */
+    /* The same decisions, in the same order, as receive_one() in node_recv.c. */
     m.from = sender_of(n, fm->from, rid, rid_len);
     if (m.from == NODE_NO_ID && n->cfg.role == LOOM_SCHEDULER && m.h.type == MSG_REGISTER)
         sched_handle_unregistered(n, rid, rid_len, &m);

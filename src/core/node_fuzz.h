@@ -60,7 +60,7 @@ void node_fuzz_job_install(node_fuzz_job *j);
 /* Messages queued and not yet delivered. */
 size_t node_fuzz_job_queued(const node_fuzz_job *j);
 /* Take the oldest queued message (1), or 0 if none; the caller delivers it
- * (node_fuzz_deliver_msg) or closes it (node_fuzz_msg_close). */
+ * (node_fuzz_deliver) or closes it (node_fuzz_msg_close). */
 int node_fuzz_job_take(node_fuzz_job *j, node_fuzz_msg *m);
 /* Deliver the oldest queued message; 0 if none was left or the budget is spent. */
 int node_fuzz_job_step(node_fuzz_job *j);

@@ -1,11 +1,14 @@
-/* node_impl: what the layers above core (ps, later sched/p2p/ft) use of a node.
+/* node_impl: what the layers above core (ps, sched, p2p, ft) use of a node.
  *
- * A node owns one ZeroMQ context, its sockets and one I/O thread. Sockets: a
+ * A node owns one ZeroMQ context, its sockets, one I/O thread and a
+ * heartbeat thread (heartbeat.c, with a socket of its own). Sockets: a
  * ROUTER bound on this node's address (peers connect to it) and one DEALER per
  * peer this node sends requests to (workers -> scheduler and servers; servers
- * -> scheduler), plus, on a worker, one DEALER to each worker it has sent to
- * (connected on the first node_send to it: worker-to-worker messages arrive
- * on the receiver's ROUTER, their sender checked like any other's). Any
+ * -> scheduler), plus, on a worker or a server, one DEALER to each node of
+ * its own role it has sent to (connected on the first node_send to it: worker
+ * to worker for the p2p, svb and sched layers, server to server for
+ * replication; such messages arrive on the receiver's ROUTER, their sender
+ * checked like any other's). Any
  * thread sends on them directly, under the node's socket
  * mutex (node_send). Incoming messages are read, their header and sender
  * validated, and the handler a layer registered for the type called, by one
@@ -193,9 +196,9 @@ enum node_counter {
     NODE_TABLE_MESSAGES,
     NODE_TABLE_BYTES_RAW,
     NODE_TABLE_BYTES_WIRE,
-    NODE_MANAGED_ROWS_SENT,    /* comm.c: rows sent between clocks */
-    NODE_PUSHED_ROWS_RECEIVED, /* comm.c: rows servers pushed into this worker's cache */
-    NODE_REPLICATED_BYTES,     /* server.c: bytes a master sent its replicas (REPL) */
+    NODE_MANAGED_ROWS_SENT,    /* client_comm.c, server_comm.c: rows sent between clocks */
+    NODE_PUSHED_ROWS_RECEIVED, /* client_comm.c: rows servers pushed into this worker's cache */
+    NODE_REPLICATED_BYTES,     /* server_replica.c: bytes a master sent its replicas (REPL) */
 };
 void node_count(loom_node *n, enum node_counter c, uint64_t v);
 
