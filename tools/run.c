@@ -741,7 +741,7 @@ static void start_servers_and_workers(struct job *job)
 
 /* Start a replacement for child c, which died: the same role, rank and
  * environment. LOOM_REJOIN=1 lets it ask to join again until the scheduler
- * has declared the dead one dead (src/core/node.c). Its output streams are
+ * has declared the dead one dead (node_start, src/core/node.c). Its output streams are
  * new; the old ones were drained when it was reaped. */
 static int respawn(struct job *job, struct child *c)
 {

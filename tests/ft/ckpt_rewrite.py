@@ -6,7 +6,7 @@ reader that checks what the parts say can tell (tests/ft/test_ckpt_hostile.sh).
 Usage: ckpt_rewrite.py DIR TABLE KEY [KEY_END]
   the first row of TABLE in the newest checkpoint's last server part gets key
   KEY; with KEY_END, TABLE's definition in every server part of the
-  checkpoint gets that key_end. Formats: src/ft/ft.h, src/ps/server.c
+  checkpoint gets that key_end. Formats: src/ft/ft.h, src/ps/server_ckpt.c
   (sections), src/ps/tabledef.c (definitions)."""
 import glob
 import os

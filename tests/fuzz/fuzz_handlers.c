@@ -5,10 +5,10 @@
  * real node has them (layers_attach, src/layers.h), so the scheduler's handlers
  * (src/core/scheduler.c, src/ps/registry.c, the checkpoint parts of src/ft/ft.c, the
  * dynamic engine's coordinator src/sched/dynamic_coord.c), the servers' table handlers
- * (src/ps/server.c), the workers' reply checks (src/ps/client.c), their blocks of a
+ * (src/ps/server_*.c), the workers' reply checks (src/ps/client_*.c), their blocks of a
  * rotation (src/sched/ring.c), dynamic engine queue (src/sched/dynamic.c), models of a
  * reduce (src/p2p/reduce.c) and sufficient vectors (src/p2p/svb.c), and the core
- * handlers of node.c all run on what the script makes of their traffic.
+ * handlers of src/core/node_control.c all run on what the script makes of their traffic.
  *
  * Built two ways like fuzz_decode.c: a libFuzzer target (LOOM_FUZZ=ON, clang) and, in
  * every build, a plain replay driver (LOOM_FUZZ_DRIVER; corpus_handlers/).
@@ -177,7 +177,7 @@ static uint64_t dropped(loom_node *n)
     return st.malformed_dropped;
 }
 
-/* Whether the transport-level checks (node.c's receive_one) must drop m. */
+/* Whether the transport-level checks (node_recv.c's receive_one) must drop m. */
 static int bad_framing(const node_fuzz_job *j, const node_fuzz_msg *m, size_t hdr_len)
 {
     msg_header h;

@@ -1,9 +1,9 @@
-/* Liveness against the clock it is measured on (node_silence, node.c).
+/* Liveness against the clock it is measured on (node_silence, heartbeat.c).
  *
  * A node declares a peer dead when the peer has been silent for the
  * heartbeat timeout while this node listened on schedule. Time in which this
- * node's own heartbeat tick ran late (its I/O thread descheduled by an
- * overloaded machine, or busy) is not counted against the peer: the peer's
+ * node's own heartbeat tick ran late (its heartbeat thread descheduled by
+ * an overloaded machine) is not counted against the peer: the peer's
  * heartbeats of that time may still wait unread. These tests drive the ticks
  * with explicit times, so nothing depends on the machine: a stall of the
  * observer does not make a live peer look dead, and a dead peer is still
