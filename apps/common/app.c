@@ -362,6 +362,28 @@ double app_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int app_agree_max(loom_node *n, const char *table, uint32_t width, const int64_t *mine,
+                  int64_t *all)
+{
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_I64;
+    o.width = width;
+    o.storage = LOOM_DENSE;
+    o.key_end = 1;
+    o.consistency = LOOM_ASP;
+    o.updater = APP_MAX_UPDATER;
+    o.cache = 0;
+    loom_table *t;
+    uint64_t key = 0;
+    loom_ts ts;
+    int rc = loom_table_open(n, table, &o, &t);
+    if (!rc) rc = loom_push_async(t, &key, 1, mine, &ts);
+    if (!rc) rc = loom_wait(n, ts);
+    if (!rc) rc = loom_barrier(n);
+    if (!rc) rc = loom_pull(t, &key, 1, all);
+    return rc;
+}
+
 static int stats_open(loom_node *n, const char *name, uint32_t fields, loom_consistency consistency,
                       app_stats *s)
 {

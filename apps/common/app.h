@@ -322,6 +322,14 @@ void app_fail_together(loom_node *n, const char *fmt, ...) APP_PRINTF_LIKE(2, 3)
  * leave the job. Returns the process exit status. */
 int app_node_main(const char *prog, int (*worker)(loom_node *n, const void *arg), const void *arg);
 
+/* Agree on sizes: every worker's `width` int64 values, element by element
+ * the largest of all workers' (a one-row dense table `table` under the
+ * APP_MAX_UPDATER, ASP). Every worker pushes `mine`, meets the others at a
+ * barrier and pulls the maxima into `all`. Returns 0 or the loom error of the
+ * open, push, barrier or pull. */
+int app_agree_max(loom_node *n, const char *table, uint32_t width, const int64_t *mine,
+                  int64_t *all);
+
 /* ---- sorted key lists ---- */
 
 /* Sort keys ascending and drop repeats; returns how many remain. */

@@ -234,26 +234,12 @@ static size_t block_keys(const worker *w, const uint64_t *words, size_t n, uint6
  * all of them stop together. */
 static int agree_corpus(worker *w, const loom_corpus *corpus, uint64_t mine, uint64_t *vocab)
 {
-    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
-    o.type = LOOM_I64;
-    o.storage = LOOM_DENSE;
-    o.key_end = 1;
-    o.consistency = LOOM_ASP;
-    o.updater = APP_MAX_UPDATER;
-    o.cache = 0;
-    loom_table *t;
-    TRY("open the size table", loom_table_open(w->n, "lda.sizes", &o, &t));
     app_stats pairs;
     TRY("open the pair count", app_stats_open(w->n, "lda.pairs", 1, &pairs));
     double nnz = (double)corpus->nnz, total_nnz; /* exact below 2^53 pairs */
     TRY("push the pair count", app_stats_add(&pairs, 0, &nnz));
-    uint64_t key = 0;
     int64_t v = (int64_t)mine, all;
-    loom_ts ts;
-    TRY("push sizes", loom_push_async(t, &key, 1, &v, &ts));
-    TRY("push sizes", loom_wait(w->n, ts));
-    TRY("barrier", loom_barrier(w->n));
-    TRY("pull sizes", loom_pull(t, &key, 1, &all));
+    TRY("agree on the vocabulary", app_agree_max(w->n, "lda.sizes", 1, &v, &all));
     TRY("pull the pair count", app_stats_read(&pairs, 0, &total_nnz));
     /* With --skip-bad the skipped lines are pairs the header counts. */
     if (corpus->format == LOOM_BOW_UCI && !w->c->data.skip_bad &&

@@ -754,26 +754,11 @@ static int open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table *
 /* Agree on the model's dimension and the largest share (for aligned clocks). */
 static int agree_sizes(loom_node *n, const loom_dataset *d, uint64_t *dim, uint64_t *max_rows)
 {
-    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
-    o.type = LOOM_I64;
-    o.width = 2;
-    o.storage = LOOM_DENSE;
-    o.key_end = 1;
-    o.consistency = LOOM_ASP;
-    o.updater = APP_MAX_UPDATER;
-    o.cache = 0;
-    loom_table *t;
-    TRY("open the size table", loom_table_open(n, "lr.sizes", &o, &t));
-    uint64_t key = 0;
     /* Exact as int64: the reader refused ids beyond LR_MAX_DIM (run_worker). */
     int64_t mine[2] = {(int64_t)d->max_feature, (int64_t)d->rows}, all[2];
     /* What the job would lose with this worker (--on-worker-failure continue). */
     loom_report_metric(n, "share", (double)d->rows);
-    loom_ts ts;
-    TRY("push sizes", loom_push_async(t, &key, 1, mine, &ts));
-    TRY("push sizes", loom_wait(n, ts));
-    TRY("barrier", loom_barrier(n));
-    TRY("pull sizes", loom_pull(t, &key, 1, all));
+    TRY("agree on the sizes", app_agree_max(n, "lr.sizes", 2, mine, all));
     *dim = (uint64_t)all[0];
     *max_rows = (uint64_t)all[1];
     return 0;

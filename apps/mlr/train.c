@@ -267,23 +267,8 @@ static int save_model(worker *k)
 static int agree_sizes(loom_node *n, const loom_dataset *d, uint32_t classes, uint64_t *dim,
                        uint32_t *K, uint64_t *max_rows)
 {
-    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
-    o.type = LOOM_I64;
-    o.width = 3;
-    o.storage = LOOM_DENSE;
-    o.key_end = 1;
-    o.consistency = LOOM_ASP;
-    o.updater = APP_MAX_UPDATER;
-    o.cache = 0;
-    loom_table *t;
-    TRY("open the size table", loom_table_open(n, "mlr.sizes", &o, &t));
-    uint64_t key = 0;
     int64_t mine[3] = {(int64_t)d->max_feature, (int64_t)d->rows, (int64_t)classes}, all[3];
-    loom_ts ts;
-    TRY("push sizes", loom_push_async(t, &key, 1, mine, &ts));
-    TRY("push sizes", loom_wait(n, ts));
-    TRY("barrier", loom_barrier(n));
-    TRY("pull sizes", loom_pull(t, &key, 1, all));
+    TRY("agree on the sizes", app_agree_max(n, "mlr.sizes", 3, mine, all));
     *dim = (uint64_t)all[0];
     *max_rows = (uint64_t)all[1];
     *K = (uint32_t)all[2];
