@@ -3,7 +3,7 @@
  * Each input is a script run against a whole job in one thread (src/core/node_fuzz.h):
  * a scheduler, 2 servers and 2 workers without sockets, with every layer attached as a
  * real node has them (layers_attach, src/layers.h), so the scheduler's handlers
- * (src/core/scheduler.c, src/ps/registry.c, the checkpoint parts of src/ft/ft.c, the
+ * (src/core/scheduler.c, src/ps/registry.c, the checkpoint parts of src/ft/plan.c, the
  * dynamic engine's coordinator src/sched/dynamic_coord.c), the servers' table handlers
  * (src/ps/server_*.c), the workers' reply checks (src/ps/client_*.c), their blocks of a
  * rotation (src/sched/ring.c), dynamic engine queue (src/sched/dynamic.c), models of a
