@@ -3,11 +3,16 @@
  * error.h    error codes and loom_strerror()
  * node.h     processes, roles, start-up, clock, barrier, timestamps
  * table.h    shared tables: open, pull, push, consistency
+ * filter.h   what a table's filters saved on the wire
  * updater.h  server-side update rules, user updaters
  * delay.h    bounded-delay task ordering
  * secret.h   the job secret that encrypts and authenticates traffic (CURVE)
+ * checkpoint.h  checkpoints, resuming, reading a checkpoint directory
  * sched.h    scheduled model parallelism (STRADS): static and dynamic engines
- * p2p.h      serverless data parallelism: communication graphs, stochastic reduce */
+ * p2p.h      serverless data parallelism: communication graphs, stochastic reduce
+ *
+ * Two headers are included on their own: data.h (the LIBSVM, ratings and
+ * bag-of-words readers) and svb.h (sufficient-vector broadcasting). */
 #ifndef LOOM_LOOM_H
 #define LOOM_LOOM_H
 

@@ -1,7 +1,9 @@
 /* Tables: named, typed, partitioned maps from uint64 keys to fixed-width rows.
  *
  * A table lives on the servers, split by key range: server i of S holds the
- * i-th of S equal slices of [key_begin, key_end). A row is `width` values of
+ * i-th of S equal slices of [key_begin, key_end) (with replicas, LOOM_REPLICAS,
+ * the range is cut into more ranges on a ring of servers instead: docs/FAULTS.md,
+ * "Replicas and server failover"). A row is `width` values of
  * one type; width 1 is a (key, value) vector, width K a Bösen row (a user's
  * factor vector, a word's topic counts). Rows that were never written read as
  * their initial value (zero unless the table says otherwise).
