@@ -2,11 +2,13 @@
  * include/loom/sched.h "dynamic engine"; the protocol: docs/SCHED.md).
  *
  *   dynamic_shard.c  a scheduler shard: priorities of its parameter range,
- *                    sampling, the dependency check (pure computation, unit
- *                    tested in tests/sched)
+ *                    sampling, the dependency check (pure computation, tested
+ *                    through loom_dyn_run_local in
+ *                    tests/unit/test_sched_dynamic.c)
  *   dynamic_coord.c  the coordinator, in the scheduler process: interleaves
  *                    the shards' plans, adds the workers' partial sums,
  *                    keeps s rounds in flight
+ *   dynamic_local.c  the same rounds in one process (loom_dyn_run_local)
  *   dynamic.c        a worker's loop (loom_dyn_run) and the layer's attach */
 #ifndef LOOM_SCHED_DYNAMIC_INTERNAL_H
 #define LOOM_SCHED_DYNAMIC_INTERNAL_H

@@ -7,7 +7,8 @@
  * dynamic*.c the dynamic engine (its own internals: dynamic.h)
  *
  * The layer attaches to a node like src/ps does (handlers for its message
- * types, MSG_SCHED_* and MSG_DYN_*); it uses core and the public table API, never ZeroMQ. */
+ * types, MSG_SCHED_* and MSG_DYN_*); it uses core, the public table API and
+ * ps.h's ps_barrier (static.c), never ZeroMQ. */
 #ifndef LOOM_SCHED_SCHED_H
 #define LOOM_SCHED_SCHED_H
 
