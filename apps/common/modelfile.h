@@ -1,6 +1,7 @@
-/* modelfile: writing and reading the text model files of lr and lasso.
+/* modelfile: writing and reading the text model files of lr, lasso, mlr and
+ * svm.
  *
- * Both write "MAGIC VERSION dim=D nnz=K NAME=X", then one "id value" line per
+ * All write "MAGIC VERSION dim=D nnz=K NAME=X", then one "id value" line per
  * stored entry of a sparse vector, ids ascending, %.17g. The reader trusts
  * nothing: lines are bounded (so /dev/zero or a binary file fails on its first
  * line), must end in a newline (a truncated file can end in a line that still

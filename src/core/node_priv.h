@@ -1,8 +1,10 @@
 /* node_priv: the node structure, and what the files of a node share: node.c
  * (start-up and the end), node_send.c (sockets, sending), node_recv.c
  * (receiving, the I/O thread), node_control.c (control messages of servers
- * and workers) and scheduler.c (the scheduler's membership logic). Nothing
- * outside core/ includes this file; layers use node_impl.h. */
+ * and workers) and scheduler.c (the scheduler's membership logic); the rest
+ * of core that needs the node's inside includes it too (heartbeat.c,
+ * status.c, node_fuzz.c). Outside core/ only a unit test
+ * (tests/unit/test_liveness.c) includes this file; layers use node_impl.h. */
 #ifndef LOOM_CORE_NODE_PRIV_H
 #define LOOM_CORE_NODE_PRIV_H
 
