@@ -239,8 +239,8 @@ static int worker_may_be_lost(const struct job *job, const struct child *c, int 
 }
 
 /* With --on-worker-failure restart a worker killed by a signal makes the
- * launcher start the whole job again from its newest checkpoint (restart_job),
- * up to --max-restarts times. Only a death: a worker that exits with an error
+ * launcher start the whole job again from its newest checkpoint (prepare_restart and the loop in
+ * cmd_run, run.c), up to --max-restarts times. Only a death: a worker that exits with an error
  * status would fail again. */
 static int worker_died_under_restart(const struct job *job, const struct child *c, int status)
 {
