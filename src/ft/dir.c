@@ -14,7 +14,9 @@
  *   - cleanup removes only what Loom writes there (MANIFEST, server-R.part,
  *     worker-R.part, their .tmp names), only regular files, and a
  *     ckpt-<clock> directory only once that leaves it empty: anything else
- *     in it, a link included, stays, and the directory with it;
+ *     in it, a link included, stays, and the directory with it; a
+ *     directory is renamed out of sight before its files go, so a kill
+ *     mid-way never leaves a committed checkpoint missing parts;
  *   - a job holds a lock on the directory (flock on DIR/LOCK) for its whole
  *     run, so that a second job using it is refused, naming the holder. */
 #include <dirent.h>
@@ -32,6 +34,9 @@
 #include "core/log.h"
 #include "ft/ft.h"
 #include "loom/error.h"
+
+/* A checkpoint directory being removed is renamed to this prefix and its name. */
+#define GONE_PREFIX ".gone-"
 
 /* A directory this job may trust: not a link (the caller opened it
  * O_NOFOLLOW), this user's, and not writable by others. */
@@ -194,10 +199,11 @@ static int loom_file(const char *name)
     return 1;
 }
 
-int ft_dir_remove_ckpt(int dirfd, const char *path, int64_t clock)
+/* Remove DIR/<name>, a checkpoint directory under its own name or put out
+ * of sight (GONE_PREFIX): Loom's regular files in it, then the directory. */
+static int remove_named(int dirfd, const char *path, const char *name, const char *ckpt)
 {
-    char name[32], shown[4200];
-    snprintf(name, sizeof name, "ckpt-%012" PRId64, clock);
+    char shown[4200];
     snprintf(shown, sizeof shown, "%s/%s", path, name);
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
@@ -216,6 +222,15 @@ int ft_dir_remove_ckpt(int dirfd, const char *path, int64_t clock)
         close(fd);
         return -1;
     }
+    /* Out of sight first: renamed, the checkpoint is either whole under its
+     * name or not there at all, so a process killed while removing it never
+     * leaves a committed checkpoint without some of its parts, nor a later
+     * one that names them (plan.c removes the newest first). What a killed
+     * run left out of sight goes with ft_dir_remove_gone. */
+    char gone[48];
+    snprintf(gone, sizeof gone, GONE_PREFIX "%s", ckpt);
+    const char *now = name;
+    if (strcmp(name, gone) && !renameat(dirfd, name, dirfd, gone)) now = gone;
     /* A writer that had not heard the checkpoint was given up may add a
      * part while this runs: look again while that is what keeps it. */
     for (int pass = 0; pass < 3; pass++) {
@@ -227,7 +242,7 @@ int ft_dir_remove_ckpt(int dirfd, const char *path, int64_t clock)
                 S_ISREG(fs.st_mode) && !unlinkat(fd, e->d_name, 0))
                 removed++;
         }
-        if (!unlinkat(dirfd, name, AT_REMOVEDIR) || errno == ENOENT) {
+        if (!unlinkat(dirfd, now, AT_REMOVEDIR) || errno == ENOENT) {
             closedir(d);
             return 0;
         }
@@ -235,6 +250,33 @@ int ft_dir_remove_ckpt(int dirfd, const char *path, int64_t clock)
     }
     int e = errno;
     closedir(d); /* closes fd */
-    log_warn("%s left in place: it holds files Loom did not write (%s)", shown, strerror(e));
+    /* Files Loom did not write stay where their owner put them. */
+    const char *left = now;
+    if (now != name && !renameat(dirfd, now, dirfd, name)) left = name;
+    log_warn("%s/%s left in place: it holds files Loom did not write (%s)", path, left,
+             strerror(e));
     return -1;
+}
+
+int ft_dir_remove_ckpt(int dirfd, const char *path, int64_t clock)
+{
+    char name[32];
+    snprintf(name, sizeof name, "ckpt-%012" PRId64, clock);
+    return remove_named(dirfd, path, name, name);
+}
+
+void ft_dir_remove_gone(int dirfd, const char *path)
+{
+    int fd = dup(dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    int64_t clock;
+    for (struct dirent *e; (e = readdir(d));)
+        if (!strncmp(e->d_name, GONE_PREFIX, strlen(GONE_PREFIX)) &&
+            ft_ckpt_name(e->d_name + strlen(GONE_PREFIX), &clock))
+            remove_named(dirfd, path, e->d_name, e->d_name + strlen(GONE_PREFIX));
+    closedir(d);
 }

@@ -92,10 +92,13 @@ int ft_dir_open(const char *path, int create, int *out);
 int ft_dir_lock(int dirfd, const char *path, int *out);
 /* Open (create: make first) DIR/ckpt-<clock>, checked as ft_dir_open does. */
 int ft_dir_ckpt(int dirfd, const char *path, int64_t clock, int create, int *out);
-/* Remove DIR/ckpt-<clock>: the regular files of the names Loom writes there,
- * then the directory if that emptied it. 0 (removed or absent), -1 (left,
- * with a warning: a link, another user's, or holding other files). */
+/* Remove DIR/ckpt-<clock>: renamed out of sight, the regular files of the
+ * names Loom writes there, then the directory if that emptied it. 0
+ * (removed or absent), -1 (left, with a warning: a link, another user's, or
+ * holding other files). */
 int ft_dir_remove_ckpt(int dirfd, const char *path, int64_t clock);
+/* Finish the removals a killed run left (directories renamed out of sight). */
+void ft_dir_remove_gone(int dirfd, const char *path);
 /* 1 and *clock if name is "ckpt-<12 digits>", else 0. */
 int ft_ckpt_name(const char *name, int64_t *clock);
 

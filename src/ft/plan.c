@@ -189,12 +189,15 @@ static int64_t *list_ckpts(int dirfd, size_t *n)
 }
 
 /* Remove the checkpoint directories older than `before` (only Loom's files
- * in them; dir.c). */
+ * in them; dir.c), the newest first: a manifest names parts of its own
+ * clock or older, so whenever the committer is stopped, every manifest
+ * left names only directories still there. */
 static void remove_old(ft *f, int64_t before)
 {
     size_t n;
     int64_t *c = list_ckpts(f->dirfd, &n);
-    for (size_t i = 0; i < n && c[i] < before; i++) ft_dir_remove_ckpt(f->dirfd, f->dir, c[i]);
+    for (size_t i = n; i-- > 0;)
+        if (c[i] < before) ft_dir_remove_ckpt(f->dirfd, f->dir, c[i]);
     free(c);
 }
 
@@ -207,12 +210,13 @@ static int has_manifest(const ft *f, int64_t clock)
     return !fstatat(f->dirfd, manifest, &st, AT_SYMLINK_NOFOLLOW);
 }
 
-/* A new job in this directory: remove what a run before it left
- * uncommitted (a crash mid-checkpoint), except the directories the newest
- * committed checkpoint needs, so that the directory holds committed
- * checkpoints only. */
+/* A new job in this directory: finish the removals a run before it was
+ * killed in, and remove what it left uncommitted (a crash mid-checkpoint),
+ * except the directories the newest committed checkpoint needs, so that the
+ * directory holds committed checkpoints only. */
 static void tidy(ft *f, const ft_manifest *newest)
 {
+    ft_dir_remove_gone(f->dirfd, f->dir);
     size_t n;
     int64_t *c = list_ckpts(f->dirfd, &n);
     for (size_t i = 0; i < n; i++) {

@@ -11,7 +11,8 @@
 #     and the first's checkpoints stay whole;
 #   - a checkpoint every clock of a job killed mid-run: the directory holds
 #     committed checkpoints and at most the one being written, never a pile
-#     of partial ones;
+#     of partial ones, nor a committed one whose parts a removal cut short;
+#   - a removal a killed job left half done: finished by the next job;
 #   - --checkpoint-every in epochs and seconds, and spellings it refuses.
 #
 # Usage: test_ckpt_hostile.sh LOOM
@@ -113,6 +114,15 @@ partial=$(grep -c INVALID ls.out)
 [[ -n $(committed ck4) ]] || fail "no checkpoint committed every clock: $(head -5 ls.out)"
 run checkpoint verify ck4
 [[ $RC == 0 ]] || fail "the newest checkpoint of the busy job does not verify"
+
+# ---- a removal a killed job left half done ----
+# A checkpoint directory is renamed .gone-ckpt-<clock> before its files go;
+# the next job in the directory finishes what a killed one left so.
+mkdir -m 750 ck8 ck8/.gone-ckpt-000000000007
+echo x >ck8/.gone-ckpt-000000000007/server-0.part
+run "${LR[@]}" --checkpoint-dir ck8
+[[ $RC == 0 ]] || fail "a job in a directory with a half-removed checkpoint: exit status $RC"
+[[ -e ck8/.gone-ckpt-000000000007 ]] && fail "the half-removed checkpoint was left in place"
 
 # ---- intervals ----
 # Epochs: 1 worker, 20000 rows in minibatches of 100: 200 clocks an epoch;
