@@ -495,15 +495,32 @@ nomem:
     give_up(f, "(no memory for the manifest)", s->plan, 0, LOOM_SCHEDULER);
 }
 
+/* A dead server whose part the plan can never do without: it wrote none,
+ * and a live server's part came cut before it knew of that death (a part is
+ * sent once, so it never will hold the dead one's ranges); -1 if none. */
+static int dead_part_missing(const ft *f)
+{
+    const ft_sched *s = f->sched;
+    uint32_t known = UINT32_MAX;
+    for (uint32_t r = 0; r < f->servers; r++)
+        if (s->parts[r].kind && s->known[r] < known) known = s->known[r];
+    for (uint32_t r = 0; r < f->servers; r++)
+        if (!s->parts[r].kind && s->death_index[r] && s->death_index[r] > known) return (int)r;
+    return -1;
+}
+
 static void check_plan(ft *f)
 {
     ft_sched *s = f->sched;
-    int mixed;
+    int mixed, dead;
     if (s->plan < 0 || s->committing) return;
     if (complete(f, &mixed))
         commit(f);
     else if (mixed)
         give_up(f, "cut it on the other side of a handback", s->plan, 0, LOOM_SERVER);
+    else if ((dead = dead_part_missing(f)) >= 0)
+        give_up(f, "died before writing its part, which parts cut before its death do not hold",
+                s->plan, dead, LOOM_SERVER);
     if (s->plan < 0) node_timer_poke(f->node, NODE_LAYER_FT);
 }
 
