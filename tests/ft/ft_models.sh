@@ -76,25 +76,28 @@ replacement_part_after() {
     [[ $RC == 0 ]] || fail "loom checkpoint verify refused the newest checkpoint: $(cat err)"
 }
 
-# born PID: the process's start time (clock ticks since boot), empty if it is gone.
-born() { sed -n 's/.*) [A-Za-z] \([0-9-]* \)\{18\}\([0-9]*\) .*/\2/p' "/proc/$1/stat" 2>/dev/null; }
+# live_since PID: the start time (clock ticks since boot) of the process PID
+# if it is alive and not a zombie; nothing otherwise (no program run).
+live_since() {
+    local stat fields
+    read -r stat 2>/dev/null <"/proc/$1/stat" || return 0
+    read -ra fields <<<"${stat##*) }" # state ppid pgrp ... (field 22, starttime, is [19])
+    [[ ${fields[0]} == Z ]] || echo "${fields[19]}"
+}
 
 # kill_gone PID...: SIGKILL each process and wait until every one is gone:
 # exited, a zombie, or its pid taken by a later process. SIGKILL is
 # delivered asynchronously, and a process inside a sync (a checkpoint's
 # fsync) on a loaded disk dies only once that returns: 60 s bound.
 kill_gone() {
-    local pid t deadline
+    local pid deadline
     local -A start=()
-    for pid; do start[$pid]=$(born "$pid"); done
+    for pid; do start[$pid]=$(live_since "$pid"); done
     kill -KILL "$@" 2>/dev/null
     for pid; do
         [[ -n ${start[$pid]} ]] || continue
         deadline=$((SECONDS + 60))
-        while :; do
-            t=$(born "$pid")
-            [[ $t == "${start[$pid]}" ]] || break
-            grep -q '^[0-9]* ([^)]*) Z' "/proc/$pid/stat" 2>/dev/null && break
+        while [[ $(live_since "$pid") == "${start[$pid]}" ]]; do
             ((SECONDS < deadline)) ||
                 fail "process $pid of the killed job survived SIGKILL for 60 s ($(cat "/proc/$pid/stat" 2>/dev/null), in $(cat "/proc/$pid/wchan" 2>/dev/null))"
             sleep 0.01
