@@ -147,7 +147,10 @@ static int create_parts(server *s, srv_table *t, int rank)
     for (size_t rg = 0; rg < t->ring.nranges; rg++) {
         t->part_of[rg] = NO_PART;
         if (!ps_ring_holds(&t->ring, rg, rank)) continue;
-        srv_part *p = &t->parts[t->nparts];
+        /* Counted before its allocations, so that table_destroy frees a part
+         * that is only partly made when one of them fails. */
+        t->part_of[rg] = t->nparts;
+        srv_part *p = &t->parts[t->nparts++];
         p->range = rg;
         p->lo = (uint64_t)t->ring.start[rg];
         p->hi = t->ring.start[rg + 1];
@@ -168,7 +171,6 @@ static int create_parts(server *s, srv_table *t, int rank)
         /* Changed rows are what a checkpoint or a replication round sends. */
         if (!rc && (s->ckpt.cut || s->replicas)) rc = store_track_changes(p->store);
         if (rc) return rc;
-        t->part_of[rg] = t->nparts++;
         ps_u128 rows = p->hi - p->lo;
         t->held_rows = rows > SIZE_MAX - t->held_rows ? SIZE_MAX : t->held_rows + (size_t)rows;
     }
