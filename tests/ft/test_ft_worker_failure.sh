@@ -127,8 +127,13 @@ elif [[ $MODEL == lda ]]; then
     # clock to the two servers (one got it, the other not): then worker 0
     # says so and goes on.
     if [[ $(last_value m.continue counts_consistent) != true ]]; then
-        grep -q "warning: topic .* a lost worker's last clock reached only some servers" job.out ||
+        grep -q "warning: topic .* a lost worker's last clock reached only some servers" job.out || {
+            # What the job said of its counts, for whoever reads a failure (err and out
+            # are the fault-free run's by now).
+            echo "metrics' last line: $(tail -1 m.continue)" >&2
+            grep -E "warning|counts|died" job.out >&2
             fail "continue: lda's counts are not consistent after the loss"
+        }
         echo "the topic totals differ from the columns: worker 1's last clock was torn"
     fi
 else
