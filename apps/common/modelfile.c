@@ -16,11 +16,13 @@ static int stored(double v)
     return v != 0.0 || signbit(v);
 }
 
-int app_model_save(const char *path, const char *magic, unsigned version, const char *name,
-                   const char *the_name, double x, const double *vec, uint64_t dim,
+int app_model_save(const char *path, const char *magic, unsigned version,
+                   const app_model_field *fields, size_t nfields, const double *vec, uint64_t dim,
                    const char *noun, char *err, size_t errlen)
 {
-    if (!isfinite(x)) return app_error(err, errlen, "%s: %s is not finite", path, the_name);
+    for (size_t i = 0; i < nfields; i++)
+        if (!isfinite(fields[i].value))
+            return app_error(err, errlen, "%s: %s is not finite", path, fields[i].the_name);
     uint64_t nnz = 0;
     for (uint64_t j = 0; j < dim; j++) {
         if (!isfinite(vec[j]))
@@ -33,8 +35,11 @@ int app_model_save(const char *path, const char *magic, unsigned version, const 
     /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
     struct stat st;
     int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
-    fprintf(f, "%s %u dim=%llu nnz=%llu %s=%.17g\n", magic, version, (unsigned long long)dim,
-            (unsigned long long)nnz, name, x);
+    fprintf(f, "%s %u dim=%llu nnz=%llu", magic, version, (unsigned long long)dim,
+            (unsigned long long)nnz);
+    for (size_t i = 0; i < nfields; i++)
+        if (fields[i].since <= version) fprintf(f, " %s=%.17g", fields[i].name, fields[i].value);
+    fputc('\n', f);
     for (uint64_t j = 0; j < dim; j++)
         if (stored(vec[j])) fprintf(f, "%llu %.17g\n", (unsigned long long)j, vec[j]);
     /* A full disk shows up in ferror() or, for the last buffer, in fclose(). */
@@ -132,9 +137,8 @@ int app_model_next_line(app_model_reader *r)
     return 1;
 }
 
-int app_model_read_header(app_model_reader *r, const char *magic, unsigned version,
-                          const char *name, const char *the_name, uint64_t *dim, uint64_t *nnz,
-                          double *x)
+int app_model_read_header(app_model_reader *r, const char *magic, unsigned oldest, unsigned newest,
+                          app_model_field *fields, size_t nfields, uint64_t *dim, uint64_t *nnz)
 {
     int got = app_model_next_line(r);
     if (got < 0) return -1;
@@ -150,19 +154,33 @@ int app_model_read_header(app_model_reader *r, const char *magic, unsigned versi
     p += magic_len + 1;
     uint64_t v;
     if (parse_u64(p, &p, &v)) return app_model_bad_line(r, "bad header: no version");
-    if (v != version)
-        return app_model_bad_line(r, "unsupported model version %llu (this Loom reads %u)",
-                                  (unsigned long long)v, version);
+    if (v < oldest || v > newest) {
+        if (oldest == newest)
+            return app_model_bad_line(r, "unsupported model version %llu (this Loom reads %u)",
+                                      (unsigned long long)v, newest);
+        return app_model_bad_line(r, "unsupported model version %llu (this Loom reads %u to %u)",
+                                  (unsigned long long)v, oldest, newest);
+    }
     if (strncmp(p, " dim=", 5) != 0 || parse_u64(p + 5, &p, dim))
         return app_model_bad_line(r, "bad header: expected dim=<integer> after the version");
     if (strncmp(p, " nnz=", 5) != 0 || parse_u64(p + 5, &p, nnz))
         return app_model_bad_line(r, "bad header: expected nnz=<integer> after dim");
-    size_t name_len = strlen(name);
-    if (p[0] != ' ' || strncmp(p + 1, name, name_len) != 0 || p[1 + name_len] != '=' ||
-        parse_double(p + 2 + name_len, &p, x))
-        return app_model_bad_line(r, "bad header: expected %s=<number> after nnz", name);
-    if (*p != '\0') return app_model_bad_line(r, "bad header: unexpected text after %s", the_name);
-    if (!isfinite(*x)) return app_model_bad_line(r, "bad header: %s is not finite", the_name);
+    const char *after = "nnz", *last = "nnz";
+    for (size_t i = 0; i < nfields; i++) {
+        app_model_field *f = &fields[i];
+        if (f->since > v) continue;
+        size_t name_len = strlen(f->name);
+        if (p[0] != ' ' || strncmp(p + 1, f->name, name_len) != 0 || p[1 + name_len] != '=' ||
+            parse_double(p + 2 + name_len, &p, &f->value))
+            return app_model_bad_line(r, "bad header: expected %s=<number> after %s", f->name,
+                                      after);
+        after = f->name;
+        last = f->the_name;
+    }
+    if (*p != '\0') return app_model_bad_line(r, "bad header: unexpected text after %s", last);
+    for (size_t i = 0; i < nfields; i++)
+        if (fields[i].since <= v && !isfinite(fields[i].value))
+            return app_model_bad_line(r, "bad header: %s is not finite", fields[i].the_name);
     if (*nnz > *dim) return app_model_bad_line(r, "bad header: nnz is larger than dim");
     return 0;
 }

@@ -25,8 +25,9 @@
 
 int lr_model_save(const lr_model *m, const char *path, char *err, size_t errlen)
 {
-    return app_model_save(path, MODEL_MAGIC, MODEL_VERSION, "bias", "the bias", m->bias, m->w,
-                          m->dim, "weight", err, errlen);
+    const app_model_field bias = {"bias", "the bias", 1, m->bias};
+    return app_model_save(path, MODEL_MAGIC, MODEL_VERSION, &bias, 1, m->w, m->dim, "weight", err,
+                          errlen);
 }
 
 /* ---- loading ---- */
@@ -38,9 +39,9 @@ int lr_model_load(const char *path, lr_model *m, char *err, size_t errlen)
     if (app_model_open(&r, path, "LR", err, errlen)) return -1;
 
     uint64_t dim = 0, nnz = 0;
-    double bias = 0;
-    int rc = app_model_read_header(&r, MODEL_MAGIC, MODEL_VERSION, "bias", "the bias", &dim, &nnz,
-                                   &bias);
+    app_model_field bias = {"bias", "the bias", 1, 0};
+    int rc =
+        app_model_read_header(&r, MODEL_MAGIC, MODEL_VERSION, MODEL_VERSION, &bias, 1, &dim, &nnz);
     if (rc == 0) {
         /* calloc(0) may return NULL: keep one slot so w is never NULL. */
         if (dim > LR_MAX_DIM)
@@ -52,7 +53,7 @@ int lr_model_load(const char *path, lr_model *m, char *err, size_t errlen)
     }
     if (rc == 0) {
         m->dim = dim;
-        m->bias = bias;
+        m->bias = bias.value;
         rc = app_model_read_sparse(&r, nnz, dim, m->w, "weight", "weights");
     }
     app_model_close(&r);

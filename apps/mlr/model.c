@@ -17,9 +17,9 @@
 
 int mlr_model_save(const mlr_model *m, const char *path, char *err, size_t errlen)
 {
-    return app_model_save(path, MODEL_MAGIC, MODEL_VERSION, "classes", "the class count",
-                          (double)m->classes, m->w, (m->dim + 1) * m->classes, "weight", err,
-                          errlen);
+    const app_model_field classes = {"classes", "the class count", 1, (double)m->classes};
+    return app_model_save(path, MODEL_MAGIC, MODEL_VERSION, &classes, 1, m->w,
+                          (m->dim + 1) * m->classes, "weight", err, errlen);
 }
 
 int mlr_model_load(const char *path, mlr_model *m, char *err, size_t errlen)
@@ -28,9 +28,10 @@ int mlr_model_load(const char *path, mlr_model *m, char *err, size_t errlen)
     app_model_reader r;
     if (app_model_open(&r, path, "MLR", err, errlen)) return -1;
     uint64_t n = 0, nnz = 0;
-    double k = 0;
-    int rc = app_model_read_header(&r, MODEL_MAGIC, MODEL_VERSION, "classes", "the class count", &n,
-                                   &nnz, &k);
+    app_model_field classes = {"classes", "the class count", 1, 0};
+    int rc =
+        app_model_read_header(&r, MODEL_MAGIC, MODEL_VERSION, MODEL_VERSION, &classes, 1, &n, &nnz);
+    double k = classes.value;
     if (rc == 0) {
         if (!(k >= 1 && k <= MLR_MAX_CLASSES && k == floor(k)))
             rc = app_model_bad_line(&r, "classes=%g is not a whole number from 1 to %u", k,

@@ -17,8 +17,9 @@ int svm_model_save(const svm_replica *r, const char *path, char *err, size_t err
     double *w = malloc(((size_t)r->dim + 1) * sizeof *w);
     if (!w) return app_error(err, errlen, "out of memory saving %s", path);
     for (uint64_t k = 0; k <= r->dim; k++) w[k] = (double)r->v[k] * r->scale;
-    int rc = app_model_save(path, MODEL_MAGIC, MODEL_VERSION, "bias", "the bias", w[r->dim], w,
-                            r->dim, "weight", err, errlen);
+    const app_model_field bias = {"bias", "the bias", 1, w[r->dim]};
+    int rc = app_model_save(path, MODEL_MAGIC, MODEL_VERSION, &bias, 1, w, r->dim, "weight", err,
+                            errlen);
     free(w);
     return rc;
 }
@@ -29,9 +30,10 @@ int svm_model_load(const char *path, svm_replica *r, char *err, size_t errlen)
     app_model_reader rd;
     if (app_model_open(&rd, path, "SVM", err, errlen)) return -1;
     uint64_t dim = 0, nnz = 0;
-    double bias = 0, *w = NULL;
-    int rc = app_model_read_header(&rd, MODEL_MAGIC, MODEL_VERSION, "bias", "the bias", &dim, &nnz,
-                                   &bias);
+    double *w = NULL;
+    app_model_field bias = {"bias", "the bias", 1, 0};
+    int rc =
+        app_model_read_header(&rd, MODEL_MAGIC, MODEL_VERSION, MODEL_VERSION, &bias, 1, &dim, &nnz);
     if (!rc && dim > SVM_MAX_DIM)
         rc = app_error(err, errlen, "%s:1: dim=%llu is beyond the %llu features of an SVM model",
                        path, (unsigned long long)dim, (unsigned long long)SVM_MAX_DIM);
@@ -41,7 +43,7 @@ int svm_model_load(const char *path, svm_replica *r, char *err, size_t errlen)
     if (!rc) rc = app_model_read_sparse(&rd, nnz, dim, w, "weight", "weights");
     if (!rc) {
         for (uint64_t k = 0; k < dim; k++) r->v[k] = (float)w[k];
-        r->v[dim] = (float)bias;
+        r->v[dim] = (float)bias.value;
     } else {
         svm_replica_free(r);
     }
