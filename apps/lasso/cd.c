@@ -5,8 +5,10 @@
  * that costs one pass over column j twice (read x_j^T r, then r -= delta
  * x_j), so X is copied into compressed sparse columns once, up front.
  *
- * Along beta_j, F is a parabola with curvature a_j = ||x_j||^2 / n plus
- * lambda |beta_j|; its minimiser is the soft-threshold
+ * Along beta_j, F is a parabola with curvature a_j = ||x_j - mu_j||^2 / n
+ * plus lambda |beta_j| (the intercept moving with beta_j keeps the rows of r
+ * adding up to 0, which is what centring the column does); its minimiser is
+ * the soft-threshold
  *     beta_j' = S(x_j^T r / n + a_j beta_j, lambda) / a_j.
  * The update is split into the part that reads the residual
  * (lasso_coordinate_minimiser) and the part that writes it
@@ -18,9 +20,11 @@
 
 #include "lasso/lasso.h"
 
-int lasso_problem_from(const loom_dataset *d, lasso_problem *p, char *err, size_t errlen)
+int lasso_problem_from(const loom_dataset *d, int intercept, lasso_problem *p, char *err,
+                       size_t errlen)
 {
     memset(p, 0, sizeof *p);
+    p->intercept = intercept;
     if (d->rows > UINT32_MAX)
         return app_error(err, errlen, "%zu rows: at most %u rows fit a Lasso problem", d->rows,
                          (unsigned)UINT32_MAX);
@@ -40,17 +44,18 @@ int lasso_problem_from(const loom_dataset *d, lasso_problem *p, char *err, size_
                          d->nnz);
     }
     /* The columns are as many as the largest feature id, whatever the rows: a
-     * file of 2 rows with id 4000000000 needs 64 GB here. Name the id and the
+     * file of 2 rows with id 4000000000 needs 96 GB here. Name the id and the
      * size, since a stray large id is the likely cause, not the data's size. */
     p->col = calloc(dim + 1, sizeof *p->col);
     p->a = calloc(dim ? dim : 1, sizeof *p->a);
-    if (!p->col || !p->a) {
+    p->mu = calloc(dim ? dim : 1, sizeof *p->mu);
+    if (!p->col || !p->a || !p->mu) {
         lasso_problem_free(p);
         return app_error(err, errlen,
                          "out of memory for %llu columns (%.3g GB): the largest feature id is "
                          "%llu, and Lasso keeps a column for every id up to it",
                          (unsigned long long)d->max_feature,
-                         (double)(dim + 1) * (sizeof *p->col + sizeof *p->a) / 1e9,
+                         (double)(dim + 1) * (sizeof *p->col + 2 * sizeof *p->a) / 1e9,
                          (unsigned long long)d->max_feature);
     }
     /* Counting sort by column: rows are visited in order, so each column's
@@ -73,10 +78,24 @@ int lasso_problem_from(const loom_dataset *d, lasso_problem *p, char *err, size_
         }
     }
     free(next);
+    double n = (double)p->n;
+    if (intercept) {
+        double sum = 0;
+        for (size_t i = 0; i < p->n; i++) sum += p->y[i];
+        p->y_mean = sum / n;
+        for (size_t i = 0; i < p->n; i++) p->y[i] -= p->y_mean;
+    }
     for (size_t j = 0; j < dim; j++) {
-        double s = 0;
-        for (size_t k = p->col[j]; k < p->col[j + 1]; k++) s += p->val[k] * p->val[k];
-        p->a[j] = s / (double)p->n;
+        double sum = 0, ss = 0;
+        for (size_t k = p->col[j]; k < p->col[j + 1]; k++) sum += p->val[k];
+        double mu = intercept ? sum / n : 0;
+        /* Centred in two parts, the stored entries and the rows where x_j is
+         * 0, so a column of equal values has a curvature of exactly 0. */
+        for (size_t k = p->col[j]; k < p->col[j + 1]; k++)
+            ss += (p->val[k] - mu) * (p->val[k] - mu);
+        ss += (double)(p->n - (p->col[j + 1] - p->col[j])) * mu * mu;
+        p->mu[j] = mu;
+        p->a[j] = ss / n;
     }
     return 0;
 }
@@ -88,6 +107,7 @@ void lasso_problem_free(lasso_problem *p)
     free(p->val);
     free(p->y);
     free(p->a);
+    free(p->mu);
     memset(p, 0, sizeof *p);
 }
 
@@ -113,21 +133,52 @@ double lasso_soft_threshold(double z, double t)
     return 0;
 }
 
-double lasso_coordinate_minimiser(const lasso_problem *p, uint64_t j, const double *r,
+int lasso_residual_init(const lasso_problem *p, const double *beta, lasso_residual *r)
+{
+    r->shift = 0;
+    r->q = malloc((p->n ? p->n : 1) * sizeof *r->q);
+    if (!r->q) return -1;
+    memcpy(r->q, p->y, p->n * sizeof *r->q);
+    for (uint64_t j = 0; j < p->dim; j++)
+        if (beta[j] != 0) lasso_residual_apply(p, j, beta[j], r);
+    return 0;
+}
+
+void lasso_residual_free(lasso_residual *r)
+{
+    free(r->q);
+    r->q = NULL;
+}
+
+double lasso_residual_sq(const lasso_problem *p, const lasso_residual *r)
+{
+    double rr = 0;
+    for (size_t i = 0; i < p->n; i++) rr += (r->q[i] + r->shift) * (r->q[i] + r->shift);
+    return rr;
+}
+
+double lasso_intercept(const lasso_problem *p, const lasso_residual *r)
+{
+    return p->y_mean - r->shift;
+}
+
+double lasso_coordinate_minimiser(const lasso_problem *p, uint64_t j, const lasso_residual *r,
                                   double beta_j, double lambda)
 {
-    /* An empty column does not enter the loss: the L1 term alone puts it at 0. */
+    /* A column that does not vary does not enter the loss (the intercept
+     * absorbs a constant one): the L1 term alone puts it at 0. */
     if (p->a[j] == 0) return 0;
-    double z = column_dot(p, j, r) / (double)p->n + p->a[j] * beta_j;
-    return lasso_soft_threshold(z, lambda) / p->a[j];
+    double g = (column_dot(p, j, r->q) + r->shift * (double)p->n * p->mu[j]) / (double)p->n;
+    return lasso_soft_threshold(g + p->a[j] * beta_j, lambda) / p->a[j];
 }
 
-void lasso_residual_apply(const lasso_problem *p, uint64_t j, double delta, double *r)
+void lasso_residual_apply(const lasso_problem *p, uint64_t j, double delta, lasso_residual *r)
 {
-    for (size_t k = p->col[j]; k < p->col[j + 1]; k++) r[p->row[k]] -= delta * p->val[k];
+    for (size_t k = p->col[j]; k < p->col[j + 1]; k++) r->q[p->row[k]] -= delta * p->val[k];
+    r->shift += delta * p->mu[j];
 }
 
-double lasso_update_coordinate(const lasso_problem *p, uint64_t j, double *beta, double *r,
+double lasso_update_coordinate(const lasso_problem *p, uint64_t j, double *beta, lasso_residual *r,
                                double lambda)
 {
     double next = lasso_coordinate_minimiser(p, j, r, beta[j], lambda);
@@ -137,10 +188,9 @@ double lasso_update_coordinate(const lasso_problem *p, uint64_t j, double *beta,
     return delta;
 }
 
-double lasso_objective(const lasso_problem *p, const double *r, const double *beta, double lambda)
+double lasso_objective(const lasso_problem *p, double rr, const double *beta, double lambda)
 {
-    double rr = 0, l1 = 0;
-    for (size_t i = 0; i < p->n; i++) rr += r[i] * r[i];
+    double l1 = 0;
     for (uint64_t j = 0; j < p->dim; j++) l1 += fabs(beta[j]);
     return rr / (2 * (double)p->n) + lambda * l1;
 }

@@ -70,6 +70,13 @@ static const app_flag gen_flags[] = {
      .max = 1e6,
      .def = "0.1",
      .help = "standard deviation of the noise added to y"},
+    {.name = "--intercept",
+     .kind = APP_NUM,
+     .arg = "B",
+     .min = -1e6,
+     .max = 1e6,
+     .def = "0",
+     .help = "planted intercept, added to every y"},
     {.name = "--seed",
      .kind = APP_INT,
      .arg = "S",
@@ -89,8 +96,8 @@ void lasso_gen_help(FILE *out)
     fputs("loom gen lasso --out FILE [OPTIONS]\n"
           "\n"
           "Writes LIBSVM regression rows (\"y 3:0.52 4:-1.1 ...\"): features in correlated\n"
-          "groups, y = x.beta + noise for a planted sparse beta. The same options give the\n"
-          "same file. See docs/LASSO.md.\n"
+          "groups, y = b + x.beta + noise for a planted intercept b and sparse beta. The\n"
+          "same options give the same file. See docs/LASSO.md.\n"
           "\n"
           "Options (--name value or --name=value):\n",
           out);
@@ -121,6 +128,7 @@ int lasso_gen_main(int argc, char **argv)
     if (GIVEN("--density")) o.density = x->x;
     if (GIVEN("--nonzeros")) o.nonzeros = x->u;
     if (GIVEN("--noise")) o.noise = x->x;
+    if (GIVEN("--intercept")) o.intercept = x->x;
     if (GIVEN("--seed")) o.seed = x->u;
 #undef GIVEN
     if (!path) return app_command_usage(cmd, "--out FILE is required (- for standard output)");
@@ -199,7 +207,8 @@ static const app_flag train_flags[] = {
      .max = 1,
      .def = "0.1",
      .help = "dynamic: no two coordinates whose columns' |correlation|\n"
-             "|x_i.x_j| / (|x_i| |x_j|) exceeds R in one round (1: no check)"},
+             "|x_i.x_j| / (|x_i| |x_j|), x less its mean with an intercept,\n"
+             "exceeds R in one round (1: no check)"},
     {.name = "--priority-floor",
      .kind = APP_NUM,
      .arg = "F",
@@ -219,6 +228,10 @@ static const app_flag train_flags[] = {
      .def = "1",
      .help = "rounds in flight: a round sees the updates of all but the\n"
              "S - 1 rounds before it"},
+    {.name = "--no-intercept",
+     .kind = APP_SWITCH,
+     .help = "fit y ~ x.beta, without the unpenalised intercept b that is fitted\n"
+             "by default (as scikit-learn's fit_intercept=False)"},
     {.name = "--lambda",
      .kind = APP_NUM,
      .arg = "L",
@@ -233,7 +246,8 @@ static const app_flag train_flags[] = {
      .max = 1,
      .def = "0.1",
      .help = "lambda = R * lambda_max, the smallest lambda whose\n"
-             "solution is 0 (max_j |x_j.y| / n); 0 < R <= 1"},
+             "solution is 0 (max_j |x_j.(y - mean y)| / n; without an intercept\n"
+             "max_j |x_j.y| / n); 0 < R <= 1"},
     {.name = "--iterations",
      .kind = APP_INT,
      .arg = "N",
@@ -275,8 +289,9 @@ void lasso_train_help(FILE *out)
 {
     fputs("usage: loom train lasso --train FILE [--sequential | --schedule S] [options]\n"
           "\n"
-          "Fit min_beta 1/(2n) ||y - X beta||^2 + lambda ||beta||_1 (no intercept) by\n"
-          "coordinate descent with soft-thresholding (docs/LASSO.md): in a job whose\n"
+          "Fit min_{b,beta} 1/(2n) ||y - b - X beta||^2 + lambda ||beta||_1 (b, the\n"
+          "intercept, unpenalised; --no-intercept fixes it at 0) by coordinate descent\n"
+          "with soft-thresholding (docs/LASSO.md): in a job whose\n"
           "rounds of --parallel coordinates Loom's dynamic engine schedules\n"
           "(docs/SCHED.md), or with --sequential in this process.\n"
           "\n",
@@ -291,7 +306,8 @@ void lasso_train_help(FILE *out)
 
 int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t errlen)
 {
-    *cli = (lasso_cli){.train = {.iterations = 1000, .tol = 1e-6}, .lambda_ratio = 0.1};
+    *cli = (lasso_cli){
+        .train = {.iterations = 1000, .tol = 1e-6}, .lambda_ratio = 0.1, .intercept = 1};
     app_flag_value v[TRAIN_NFLAGS];
     int rc = app_train_flags(&cli->job, 0, train_flags, TRAIN_NFLAGS, argc, argv, v, err, errlen);
     if (rc) return rc;
@@ -299,6 +315,7 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
 #define GIVEN(name) (x = app_flag_get(train_flags, TRAIN_NFLAGS, v, name))
     cli->sequential = GIVEN("--sequential") != NULL;
     cli->in_process = GIVEN("--in-process") != NULL;
+    cli->intercept = GIVEN("--no-intercept") == NULL;
     if (cli->in_process && (GIVEN("--workers") || GIVEN("--servers")))
         return app_usage(err, errlen,
                          "--workers and --servers are for a job; --in-process starts none");
@@ -404,7 +421,7 @@ int lasso_train_here(const lasso_cli *cli)
         return 1;
     }
     lasso_problem p;
-    int rc = lasso_problem_from(d, &p, err, sizeof err);
+    int rc = lasso_problem_from(d, cli->intercept, &p, err, sizeof err);
     loom_dataset_free(d);
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", prog, cli->job.train_path, err);
@@ -437,7 +454,7 @@ int lasso_train_here(const lasso_cli *cli)
     if (!(m.beta = malloc((p.dim ? (size_t)p.dim : 1) * sizeof *m.beta))) {
         fprintf(stderr, "%s: out of memory for %llu coefficients\n", prog,
                 (unsigned long long)p.dim);
-    } else if (lasso_train_sequential(&o, &p, m.beta, report_pass, &r) < 0) {
+    } else if (lasso_train_sequential(&o, &p, m.beta, &m.intercept, report_pass, &r) < 0) {
         fprintf(stderr, "%s: out of memory for the residual of %zu rows\n", prog, p.n);
     } else if (cli->job.model_path && lasso_model_save(&m, cli->job.model_path, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", prog, err);
@@ -464,7 +481,7 @@ static const app_flag predict_flags[] = {
     {.name = "--out",
      .kind = APP_TEXT,
      .arg = "FILE",
-     .help = "also write the prediction beta.x of every row, one per line\n"
+     .help = "also write the prediction b + beta.x of every row, one per line\n"
              "(%.9g); - for standard output (the summary then goes to standard error)"},
 };
 #define PREDICT_NFLAGS (sizeof predict_flags / sizeof predict_flags[0])
@@ -473,8 +490,8 @@ void lasso_predict_help(FILE *out)
 {
     fputs("loom predict lasso --model M --data FILE [--out FILE]\n"
           "\n"
-          "Prints \"rows N  rmse E  mae A\" of the model's predictions beta.x against the\n"
-          "targets of FILE. See docs/LASSO.md.\n"
+          "Prints \"rows N  rmse E  mae A\" of the model's predictions b + beta.x against\n"
+          "the targets of FILE. See docs/LASSO.md.\n"
           "\n"
           "Options (--name value or --name=value):\n",
           out);

@@ -3,13 +3,16 @@
  * docs/SCHED.md), as SchMP-Lasso does (kim-thesis-strads.txt Algorithm 6).
  *
  * Every worker reads the whole file (the shard it schedules needs whole
- * columns for the coupling |x_i.x_j| / (|x_i| |x_j|), and every worker needs
+ * columns for the coupling, their |correlation|, and every worker needs
  * n and a_j) but owns only its rows [lo, hi) (app_team_split): it keeps the
  * residual of those rows, and for a round's coordinates it sends
  * x_j^T r over them (update()). The coordinator adds them; every worker then
  * sets each beta_j to S(x_j^T r / n + a_j beta_j, lambda) / a_j and folds the
  * change into its rows of the residual (aggregate()). Every worker applies the
- * same totals in the same order, so they hold the same beta.
+ * same totals in the same order, so they hold the same beta, and the same
+ * shift of the residual that carries the intercept (lasso_residual): each
+ * worker's x_j^T r over its rows is x_j^T q + shift sum(x_j) there, with the
+ * shift of the moment it is taken.
  *
  * The coordinates of one round are updated from the same residual, as
  * Shotgun does; the dependency check keeps strongly coupled columns out of
@@ -50,7 +53,7 @@ typedef struct dist {
     double lambda;
     int rank;
     size_t lo, hi;           /* this worker's rows */
-    double *r;               /* residual, rows [lo, hi) used */
+    lasso_residual r;        /* rows [lo, hi) of q used */
     double *beta;            /* every coefficient (the same on every worker) */
     const double *reference; /* --reference beta, or NULL */
     double reference_scale;
@@ -92,6 +95,7 @@ static void column_rows(const lasso_problem *p, uint64_t j, size_t lo, size_t hi
     *to = b;
 }
 
+/* |correlation| of columns i and j: centred with an intercept (a_j is). */
 static double coupling(void *arg, uint64_t i, uint64_t j)
 {
     const dist *d = arg;
@@ -107,7 +111,17 @@ static double coupling(void *arg, uint64_t i, uint64_t j)
         else
             dot += p->val[a++] * p->val[b++];
     }
-    return fabs(dot) / ((double)p->n * sqrt(p->a[i] * p->a[j]));
+    double n = (double)p->n;
+    return fabs(dot - n * p->mu[i] * p->mu[j]) / (n * sqrt(p->a[i] * p->a[j]));
+}
+
+/* ||r||^2 over this worker's rows. */
+static double rows_sq(const dist *d)
+{
+    double rr = 0;
+    for (size_t i = d->lo; i < d->hi; i++)
+        rr += (d->r.q[i] + d->r.shift) * (d->r.q[i] + d->r.shift);
+    return rr;
 }
 
 static void partial(void *arg, uint64_t round, const uint64_t *keys, size_t n, double *out)
@@ -117,15 +131,16 @@ static void partial(void *arg, uint64_t round, const uint64_t *keys, size_t n, d
     for (size_t k = 0; k < n; k++) {
         size_t from, to;
         column_rows(p, keys[k], d->lo, d->hi, &from, &to);
-        double s = 0;
-        for (size_t e = from; e < to; e++) s += p->val[e] * d->r[p->row[e]];
-        out[k] = s;
+        double s = 0, sum = 0;
+        for (size_t e = from; e < to; e++) {
+            s += p->val[e] * d->r.q[p->row[e]];
+            sum += p->val[e];
+        }
+        out[k] = s + d->r.shift * sum;
     }
     if (round == 0 || round % d->rounds_per_iteration) return;
     /* The first round of an iteration: the state the last one left. */
-    double rr = 0;
-    for (size_t i = d->lo; i < d->hi; i++) rr += d->r[i] * d->r[i];
-    out[n] = rr;
+    out[n] = rows_sq(d);
     snapshot *s = &d->snaps[round % d->depth];
     *s = (snapshot){.updates = d->updates, .converged = -1};
     uint64_t close = 0, support = 0, support_close = 0;
@@ -187,7 +202,8 @@ static int apply(void *arg, uint64_t round, const uint64_t *keys, size_t n, cons
         if (change[k] != 0) {
             size_t from, to;
             column_rows(p, j, d->lo, d->hi, &from, &to);
-            for (size_t e = from; e < to; e++) d->r[p->row[e]] -= change[k] * p->val[e];
+            for (size_t e = from; e < to; e++) d->r.q[p->row[e]] -= change[k] * p->val[e];
+            d->r.shift += change[k] * p->mu[j];
         }
         d->beta[j] = next;
         d->window_max = fmax(d->window_max, fabs(change[k]));
@@ -231,8 +247,7 @@ static const int schedule_of[] = {LOOM_DYN_PRIORITY, LOOM_DYN_RANDOM, LOOM_DYN_R
 static int final_objective(loom_node *n, dist *d, double *objective)
 {
     app_stats st;
-    double rr = 0, total = 0;
-    for (size_t i = d->lo; i < d->hi; i++) rr += d->r[i] * d->r[i];
+    double rr = rows_sq(d), total = 0;
     int rc = 0;
     if (!n) {
         total = rr;
@@ -242,9 +257,7 @@ static int final_objective(loom_node *n, dist *d, double *objective)
         if (!rc) rc = loom_barrier(n);
         if (!rc) rc = app_stats_read(&st, 0, &total);
     }
-    double l1 = 0;
-    for (uint64_t j = 0; j < d->p->dim; j++) l1 += fabs(d->beta[j]);
-    *objective = total / (2 * (double)d->p->n) + d->lambda * l1;
+    *objective = lasso_objective(d->p, total, d->beta, d->lambda);
     return rc;
 }
 
@@ -268,7 +281,7 @@ static int train(loom_node *n, const lasso_cli *cli)
         return 1;
     }
     lasso_problem p;
-    int rc = lasso_problem_from(data, &p, err, sizeof err);
+    int rc = lasso_problem_from(data, cli->intercept, &p, err, sizeof err);
     loom_dataset_free(data);
     if (rc) {
         fprintf(stderr, "%s: %s: %s\n", PROG, cli->job.train_path, err);
@@ -305,16 +318,14 @@ static int train(loom_node *n, const lasso_cli *cli)
         d.reference_scale = CONVERGED_TOL * fmax(1, m);
     }
     app_team_split(p.n, workers, rank, &d.lo, &d.hi);
-    d.r = malloc((p.n ? p.n : 1) * sizeof *d.r);
     d.beta = calloc(p.dim ? (size_t)p.dim : 1, sizeof *d.beta);
     d.snaps = calloc(cli->depth, sizeof *d.snaps);
     d.in_window = calloc(p.dim ? (size_t)p.dim : 1, 1);
-    if (!d.r || !d.beta || !d.snaps || !d.in_window) {
+    if (!d.beta || !d.snaps || !d.in_window || lasso_residual_init(&p, d.beta, &d.r)) {
         fprintf(stderr, "%s: out of memory for %llu coefficients\n", PROG,
                 (unsigned long long)p.dim);
         goto out;
     }
-    memcpy(d.r, p.y, p.n * sizeof *d.r);
     /* The default P suits a wide problem; on a narrow one (abalone's 8 features
      * are 4 a shard for 2 workers) it would be refused for exceeding a shard,
      * an error the user did not ask for. So the default shrinks to what the
@@ -389,7 +400,10 @@ static int train(loom_node *n, const lasso_cli *cli)
             fprintf(stderr, "done: %llu rounds, %llu updates, objective %.17g, nnz %llu\n",
                     (unsigned long long)rounds, (unsigned long long)d.updates, objective,
                     (unsigned long long)nnz);
-        lasso_model m = {.dim = p.dim, .lambda = d.lambda, .beta = d.beta};
+        lasso_model m = {.dim = p.dim,
+                         .lambda = d.lambda,
+                         .intercept = lasso_intercept(&p, &d.r),
+                         .beta = d.beta};
         if (cli->job.model_path && lasso_model_save(&m, cli->job.model_path, err, sizeof err)) {
             fprintf(stderr, "%s: %s\n", PROG, err);
             rc = 1;
@@ -404,7 +418,7 @@ out:
         fprintf(stderr, "%s: cannot write %s: %s\n", PROG, cli->schedule_log, strerror(errno));
         rc = 1;
     }
-    free(d.r);
+    lasso_residual_free(&d.r);
     free(d.beta);
     free(d.snaps);
     free(d.in_window);

@@ -15,7 +15,7 @@
  *            density, and features of different groups are independent;
  *   beta     `nonzeros` features, chosen uniformly without replacement, get
  *            +-U[1, 2] (a random sign), the others 0;
- *   y        x.beta + noise * N(0,1).
+ *   y        intercept + x.beta + noise * N(0,1).
  *
  * Values are printed with %.6g, so the file is what both Loom and another
  * tool (scikit-learn in tests/lasso) read. The rows come from one random
@@ -100,7 +100,7 @@ int lasso_generate(const lasso_gen_opts *o, FILE *out, lasso_model *planted, cha
             }
         }
         if (rc) break;
-        y += o->noise * app_rng_normal(&rr);
+        y += o->intercept + o->noise * app_rng_normal(&rr);
         if (fprintf(out, "%.9g", y) < 0 || fwrite(line, 1, len, out) != len ||
             fputc('\n', out) == EOF)
             rc = app_error(err, errlen, "write failed");
@@ -109,6 +109,7 @@ int lasso_generate(const lasso_gen_opts *o, FILE *out, lasso_model *planted, cha
     if (rc == 0 && planted) {
         planted->dim = o->features;
         planted->lambda = 0;
+        planted->intercept = o->intercept;
         planted->beta = beta;
     } else {
         free(beta);

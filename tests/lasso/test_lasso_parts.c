@@ -1,9 +1,10 @@
 /* The Lasso application's parts (apps/lasso), in one process:
  *   - soft-thresholding, and the coordinate minimiser really minimising F
- *     along its coordinate;
+ *     along its coordinate, with and without an intercept;
  *   - the sequential reference: F never increases from pass to pass, lambda
  *     >= lambda_max gives beta = 0, and at convergence on a generated
- *     problem with correlated groups the KKT conditions hold;
+ *     problem with correlated groups the KKT conditions hold (with an
+ *     intercept, also its own: the residuals add up to 0);
  *   - the generator: same seed same bytes, the stated within-group
  *     correlation, the planted beta explaining y up to the noise;
  *   - the model file: bit-exact round trip, malformed files refused with
@@ -24,8 +25,9 @@
 /* ---- helpers ---- */
 
 /* A generated problem, written to a temporary file and read back as
- * `loom train lasso` reads it. planted (if not NULL) receives beta. */
-static void generate(const lasso_gen_opts *o, lasso_problem *p, lasso_model *planted)
+ * `loom train lasso` reads it, centred if intercept. planted (if not NULL)
+ * receives the planted model. */
+static void generate(const lasso_gen_opts *o, int intercept, lasso_problem *p, lasso_model *planted)
 {
     char path[] = "/tmp/loom-lasso-parts-XXXXXX";
     int fd = mkstemp(path);
@@ -41,19 +43,35 @@ static void generate(const lasso_gen_opts *o, lasso_problem *p, lasso_model *pla
     int rc = loom_libsvm_read(path, 0, 1, &lo, &d, err, sizeof err);
     unlink(path);
     if (rc) fail_msg("%s", err);
-    assert_int_equal(lasso_problem_from(d, p, err, sizeof err), 0);
+    assert_int_equal(lasso_problem_from(d, intercept, p, err, sizeof err), 0);
     loom_dataset_free(d);
 }
 
-/* r = y - X beta, from scratch (not the trainer's running residual). */
-static double *residual(const lasso_problem *p, const double *beta)
+/* r = y - b - X beta with b = mean(y - X beta) when the problem has an
+ * intercept (its best value), else 0: from scratch, not with the trainer's
+ * running residual. *b (if not NULL) receives b. */
+static double *residual(const lasso_problem *p, const double *beta, double *b)
 {
     double *r = malloc(p->n * sizeof *r);
     assert_non_null(r);
-    memcpy(r, p->y, p->n * sizeof *r);
+    for (size_t i = 0; i < p->n; i++) r[i] = p->y[i] + p->y_mean; /* y as read */
     for (uint64_t j = 0; j < p->dim; j++)
-        if (beta[j] != 0) lasso_residual_apply(p, j, beta[j], r);
+        for (size_t k = p->col[j]; k < p->col[j + 1]; k++) r[p->row[k]] -= beta[j] * p->val[k];
+    double mean = 0;
+    if (p->intercept) {
+        for (size_t i = 0; i < p->n; i++) mean += r[i];
+        mean /= (double)p->n;
+        for (size_t i = 0; i < p->n; i++) r[i] -= mean;
+    }
+    if (b) *b = mean;
     return r;
+}
+
+static double sum_sq(const double *r, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += r[i] * r[i];
+    return s;
 }
 
 static double column_dot(const lasso_problem *p, uint64_t j, const double *v)
@@ -81,28 +99,28 @@ static double objective_at(const lasso_problem *p, double *beta, uint64_t j, dou
 {
     double keep = beta[j];
     beta[j] = b;
-    double *r = residual(p, beta);
-    double f = lasso_objective(p, r, beta, lambda);
+    double *r = residual(p, beta, NULL);
+    double f = lasso_objective(p, sum_sq(r, p->n), beta, lambda);
     free(r);
     beta[j] = keep;
     return f;
 }
 
-static void test_coordinate_minimiser(void **state)
+static void check_coordinate_minimiser(int intercept)
 {
-    (void)state;
     lasso_gen_opts o = LASSO_GEN_OPTS_DEFAULT;
-    o.rows = 200, o.features = 30, o.group = 5, o.nonzeros = 6;
+    o.rows = 200, o.features = 30, o.group = 5, o.nonzeros = 6, o.intercept = 4;
     lasso_problem p;
-    generate(&o, &p, NULL);
+    generate(&o, intercept, &p, NULL);
     double lambda = 0.2 * lasso_lambda_max(&p);
     double *beta = calloc(p.dim, sizeof *beta);
     assert_non_null(beta);
     for (uint64_t j = 0; j < p.dim; j++) beta[j] = 0.1 * (double)(j % 7) - 0.3;
     for (uint64_t j = 0; j < p.dim; j++) {
-        double *r = residual(&p, beta);
-        double b = lasso_coordinate_minimiser(&p, j, r, beta[j], lambda);
-        free(r);
+        lasso_residual r;
+        assert_int_equal(lasso_residual_init(&p, beta, &r), 0);
+        double b = lasso_coordinate_minimiser(&p, j, &r, beta[j], lambda);
+        lasso_residual_free(&r);
         double f = objective_at(&p, beta, j, b, lambda);
         /* A parabola plus |.|: any step away costs, both ways, at several scales. */
         for (double h = 1e-4; h < 10; h *= 10) {
@@ -112,6 +130,13 @@ static void test_coordinate_minimiser(void **state)
     }
     free(beta);
     lasso_problem_free(&p);
+}
+
+static void test_coordinate_minimiser(void **state)
+{
+    (void)state;
+    check_coordinate_minimiser(1);
+    check_coordinate_minimiser(0);
 }
 
 /* ---- the sequential reference ---- */
@@ -139,12 +164,12 @@ static void test_objective_never_increases(void **state)
     lasso_gen_opts o = LASSO_GEN_OPTS_DEFAULT;
     o.rows = 300, o.features = 400, o.corr = 0.95;
     lasso_problem p;
-    generate(&o, &p, NULL);
-    double *beta = malloc(p.dim * sizeof *beta);
+    generate(&o, 1, &p, NULL);
+    double *beta = malloc(p.dim * sizeof *beta), b;
     assert_non_null(beta);
     lasso_train_opts t = {.lambda = 0.01 * lasso_lambda_max(&p), .iterations = 50, .tol = 0};
     struct trace tr = {0};
-    assert_int_equal(lasso_train_sequential(&t, &p, beta, watch, &tr), 50);
+    assert_int_equal(lasso_train_sequential(&t, &p, beta, &b, watch, &tr), 50);
     assert_int_equal(tr.passes, 50);
     assert_false(tr.increased);
     free(beta);
@@ -155,17 +180,19 @@ static void test_lambda_max_gives_zero(void **state)
 {
     (void)state;
     lasso_gen_opts o = LASSO_GEN_OPTS_DEFAULT;
+    o.intercept = -2;
     lasso_problem p;
-    generate(&o, &p, NULL);
-    double *beta = malloc(p.dim * sizeof *beta);
+    generate(&o, 1, &p, NULL);
+    double *beta = malloc(p.dim * sizeof *beta), b;
     assert_non_null(beta);
     lasso_train_opts t = {.lambda = lasso_lambda_max(&p), .iterations = 10, .tol = 0};
-    /* One pass, in which nothing moved: converged. */
-    assert_int_equal(lasso_train_sequential(&t, &p, beta, NULL, NULL), 1);
+    /* One pass, in which nothing moved: converged, to the mean of y alone. */
+    assert_int_equal(lasso_train_sequential(&t, &p, beta, &b, NULL, NULL), 1);
     for (uint64_t j = 0; j < p.dim; j++) assert_true(beta[j] == 0);
+    assert_true(fabs(b - p.y_mean) <= 1e-12 * fmax(1, fabs(p.y_mean)));
     /* Just below, something enters. */
     t.lambda *= 0.99;
-    assert_true(lasso_train_sequential(&t, &p, beta, NULL, NULL) > 1);
+    assert_true(lasso_train_sequential(&t, &p, beta, &b, NULL, NULL) > 1);
     uint64_t nnz = 0;
     for (uint64_t j = 0; j < p.dim; j++) nnz += beta[j] != 0;
     assert_true(nnz > 0);
@@ -173,26 +200,34 @@ static void test_lambda_max_gives_zero(void **state)
     lasso_problem_free(&p);
 }
 
-/* KKT of the Lasso: with g_j = x_j^T r / n and r = y - X beta,
+/* KKT of the Lasso: with g_j = x_j^T r / n and r = y - b - X beta,
  *     |g_j| <= lambda               for every j,
- *     g_j = lambda sign(beta_j)     where beta_j != 0.
- * Checked within 1e-6 lambda, on the residual recomputed from scratch, after
- * training to --tol 1e-12: the last pass moved no coefficient by more than
- * 1e-12 max(1, |beta|), so g_j is off by at most about a_j times that. */
-static void check_kkt(double corr, double density, double ratio)
+ *     g_j = lambda sign(beta_j)     where beta_j != 0,
+ *     sum_i r_i = 0                 with an intercept (b is not penalised).
+ * Checked within 1e-6 lambda, on the residual recomputed from scratch with the
+ * trained b, after training to --tol 1e-12: the last pass moved no coefficient
+ * by more than 1e-12 max(1, |beta|), so g_j is off by at most about a_j times
+ * that. */
+static void check_kkt(double corr, double density, double ratio, int intercept)
 {
     lasso_gen_opts o = LASSO_GEN_OPTS_DEFAULT;
     o.rows = 400, o.features = 600, o.group = 20, o.corr = corr, o.density = density;
-    o.nonzeros = 30, o.noise = 0.5, o.seed = 11;
+    o.nonzeros = 30, o.noise = 0.5, o.seed = 11, o.intercept = 5;
     lasso_problem p;
-    generate(&o, &p, NULL);
+    generate(&o, intercept, &p, NULL);
     double lambda = ratio * lasso_lambda_max(&p);
-    double *beta = malloc(p.dim * sizeof *beta);
+    double *beta = malloc(p.dim * sizeof *beta), b;
     assert_non_null(beta);
     lasso_train_opts t = {.lambda = lambda, .iterations = 100000, .tol = 1e-12};
-    int passes = lasso_train_sequential(&t, &p, beta, NULL, NULL);
+    int passes = lasso_train_sequential(&t, &p, beta, &b, NULL, NULL);
     assert_true(passes > 0 && passes < t.iterations); /* converged, not stopped by the limit */
-    double *r = residual(&p, beta);
+    double best_b;
+    double *r = residual(&p, beta, &best_b);
+    /* The trained intercept is the best one for its beta (the residual from
+     * scratch then adds up to 0); without one it is 0. */
+    if (fabs(b - best_b) > 1e-9 * fmax(1, fabs(best_b)))
+        fail_msg("intercept %.17g, the best for beta %.17g", b, best_b);
+    if (intercept) assert_true(fabs(b - o.intercept) < 1); /* near the planted one */
     uint64_t nnz = 0;
     for (uint64_t j = 0; j < p.dim; j++) {
         double g = column_dot(&p, j, r) / (double)p.n;
@@ -217,13 +252,15 @@ static void check_kkt(double corr, double density, double ratio)
 static void test_kkt_correlated(void **state)
 {
     (void)state;
-    check_kkt(0.9, 1.0, 0.05);
+    check_kkt(0.9, 1.0, 0.05, 1);
+    check_kkt(0.9, 1.0, 0.05, 0);
 }
 
 static void test_kkt_sparse_rows(void **state)
 {
     (void)state;
-    check_kkt(0.7, 0.2, 0.02);
+    check_kkt(0.7, 0.2, 0.02, 1);
+    check_kkt(0.7, 0.2, 0.02, 0);
 }
 
 /* ---- the generator ---- */
@@ -302,10 +339,11 @@ static void test_gen_correlation_and_planted(void **state)
     (void)state;
     lasso_gen_opts o = LASSO_GEN_OPTS_DEFAULT;
     o.rows = 20000, o.features = 20, o.group = 4, o.corr = 0.6, o.density = 0.5, o.noise = 0.3;
-    o.nonzeros = 5;
+    o.nonzeros = 5, o.intercept = 1.5;
     lasso_problem p;
     lasso_model planted;
-    generate(&o, &p, &planted);
+    generate(&o, 0, &p, &planted);
+    assert_true(planted.intercept == 1.5);
     /* With 20000 rows the sample correlation's standard error is below 0.01. */
     assert_true(fabs(correlation(&p, 0, 1) - 0.6) < 0.04);
     assert_true(fabs(correlation(&p, 8, 11) - 0.6) < 0.04);
@@ -320,10 +358,10 @@ static void test_gen_correlation_and_planted(void **state)
         assert_true(fabs(planted.beta[j]) >= 1 && fabs(planted.beta[j]) <= 2);
     }
     assert_int_equal(nnz, 5);
-    double *r = residual(&p, planted.beta);
-    double rr = 0;
-    for (size_t i = 0; i < p.n; i++) rr += r[i] * r[i];
-    assert_true(fabs(sqrt(rr / (double)p.n) - 0.3) < 0.01);
+    /* y - b - X beta_planted is the noise. */
+    double *r = residual(&p, planted.beta, NULL);
+    for (size_t i = 0; i < p.n; i++) r[i] -= planted.intercept;
+    assert_true(fabs(sqrt(sum_sq(r, p.n) / (double)p.n) - 0.3) < 0.01);
     free(r);
     lasso_model_free(&planted);
     lasso_problem_free(&p);
@@ -335,7 +373,7 @@ static void test_model_round_trip(void **state)
 {
     (void)state;
     double beta[5] = {0, 1.0 / 3, -0.0, -2e-300, 0};
-    lasso_model m = {.dim = 5, .lambda = 0.125, .beta = beta}, back;
+    lasso_model m = {.dim = 5, .lambda = 0.125, .intercept = -7.0 / 3, .beta = beta}, back;
     char path[] = "/tmp/loom-lasso-model-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
@@ -345,9 +383,29 @@ static void test_model_round_trip(void **state)
     assert_int_equal(lasso_model_load(path, &back, err, sizeof err), 0);
     assert_int_equal(back.dim, 5);
     assert_true(back.lambda == 0.125);
+    assert_true(back.intercept == -7.0 / 3);
     assert_memory_equal(back.beta, beta, sizeof beta); /* bits, the sign of -0.0 too */
     lasso_model_free(&back);
     unlink(path);
+}
+
+/* A model of version 1 (no intercept) still loads, with b = 0. */
+static void test_model_version_1(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/loom-lasso-v1-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char text[] = "loom-lasso 1 dim=3 nnz=1 lambda=0.5\n2 -1.5\n";
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    lasso_model m;
+    char err[512];
+    assert_int_equal(lasso_model_load(path, &m, err, sizeof err), 0);
+    unlink(path);
+    assert_int_equal(m.dim, 3);
+    assert_true(m.lambda == 0.5 && m.intercept == 0 && m.beta[2] == -1.5 && m.beta[0] == 0);
+    lasso_model_free(&m);
 }
 
 static void check_bad_model(const char *text, const char *message)
@@ -369,7 +427,14 @@ static void test_model_bad_files(void **state)
     (void)state;
     check_bad_model("", "empty file");
     check_bad_model("loom-lr 1 dim=3 nnz=0 bias=0\n", ":1: not a Loom Lasso model");
-    check_bad_model("loom-lasso 2 dim=3 nnz=0 lambda=1\n", ":1: unsupported model version 2");
+    check_bad_model("loom-lasso 3 dim=3 nnz=0 lambda=1 intercept=0\n",
+                    ":1: unsupported model version 3 (this Loom reads 1 to 2)");
+    check_bad_model("loom-lasso 2 dim=3 nnz=0 lambda=1\n",
+                    ":1: bad header: expected intercept=<number> after lambda");
+    check_bad_model("loom-lasso 2 dim=3 nnz=0 lambda=1 intercept=1e999\n",
+                    ":1: bad header: the intercept is not finite");
+    check_bad_model("loom-lasso 2 dim=3 nnz=0 lambda=1 intercept=1 x\n",
+                    ":1: bad header: unexpected text after the intercept");
     check_bad_model("loom-lasso 1 dim=3 nnz=4 lambda=1\n", ":1: bad header: nnz is larger");
     check_bad_model("loom-lasso 1 dim=3 nnz=1 lambda=1\n", "ends after 0 coefficients");
     check_bad_model("loom-lasso 1 dim=3 nnz=1 lambda=1\n3 1.5\n", ":2: feature id 3 is not below");
@@ -393,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_gen_bad_options),
         cmocka_unit_test(test_gen_correlation_and_planted),
         cmocka_unit_test(test_model_round_trip),
+        cmocka_unit_test(test_model_version_1),
         cmocka_unit_test(test_model_bad_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
