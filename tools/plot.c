@@ -1,15 +1,15 @@
 /* loom plot: overlay the metrics of several runs in one PNG.
  *
- * `loom plot METRICS.jsonl... --x epoch|time_s|bytes --y KEY --out FILE.png`
+ * `loom plot METRICS.jsonl... --x epoch|time_s|bytes [--y KEY] --out FILE.png`
  * reads the JSON-lines files that `loom train --metrics` writes (one flat JSON
  * object per epoch or iteration), takes one point per line, and hands the
  * points to gnuplot (a Debian package, scripts/install-deps.sh) as inline data,
  * one line per file, named after the file (its path where two files share a name). The x axis is
  * the epoch (LDA's "iteration" where a line has no "epoch"), the run's time, or the bytes its
- * workers sent and received; the y axis any numeric key. Lines whose y is null
- * (a test metric without --test) are left out; a line without the key, a line
- * that is not a flat JSON object, or a file with no point stops the command
- * with the file and line named. */
+ * workers sent and received; the y axis any numeric key, by default the model's
+ * main metric (the first of main_metrics in the first line of the first file). Lines whose y is
+ * null (a test metric without --test) are left out; a line without the key, a line that is not a
+ * flat JSON object, or a file with no point stops the command with the file and line named. */
 #include "commands.h"
 
 #include "common/app.h"
@@ -35,7 +35,9 @@ static const app_flag plot_flags[] = {
     {.name = "--y",
      .kind = APP_TEXT,
      .arg = "KEY",
-     .help = "the metric to plot (objective, test_rmse, log_likelihood, ...); required"},
+     .help = "the metric to plot (objective, test_rmse, log_likelihood, ...); default:\n"
+             "the first of test_logloss, test_rmse, test_perplexity, test_accuracy,\n"
+             "log_likelihood, objective, train_logloss, train_rmse the first line has"},
     {.name = "--out", .kind = APP_TEXT, .arg = "FILE", .help = "the PNG to write; required"},
     {.name = "--title", .kind = APP_TEXT, .arg = "TEXT", .help = "a title above the plot"},
 };
@@ -45,7 +47,7 @@ enum { X_EPOCH, X_TIME, X_BYTES };
 
 static void print_help(FILE *out)
 {
-    fputs("Usage: loom plot METRICS.jsonl... --y KEY --out FILE.png [--x epoch|time_s|bytes]\n"
+    fputs("Usage: loom plot METRICS.jsonl... --out FILE.png [--y KEY] [--x epoch|time_s|bytes]\n"
           "\n"
           "Overlay the metrics files of several runs (loom train --metrics) in one PNG,\n"
           "one line per file, named after the file. Needs gnuplot (gnuplot-nox).\n"
@@ -236,6 +238,42 @@ static int read_run(run *r, int axis, const char *ykey)
     return rc;
 }
 
+/* A model's main metric, in the order a user judges a run by: held-out
+ * quality first (null without --test, so skipped), then the training
+ * objective. Every model's metrics line has one of them. */
+static const char *const main_metrics[] = {
+    "test_logloss",   "test_rmse", "test_perplexity", "test_accuracy",
+    "log_likelihood", "objective", "train_logloss",   "train_rmse",
+};
+
+/* The first of main_metrics that is a number in the first metrics line of
+ * path; NULL (said on stderr) if none is. */
+static const char *default_y(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "loom plot: cannot read %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    static char line[LINE_MAX_BYTES];
+    const char *key = NULL;
+    while (!key && fgets(line, sizeof line, f)) {
+        if (strspn(line, " \t\r\n") == strlen(line)) continue; /* a blank line */
+        for (size_t k = 0; !key && k < sizeof main_metrics / sizeof *main_metrics; k++) {
+            double v;
+            if (json_number(line, main_metrics[k], &v) == 1) key = main_metrics[k];
+        }
+        break;
+    }
+    fclose(f);
+    if (!key)
+        fprintf(stderr,
+                "loom plot: %s: its first line has none of the usual metrics (test_logloss, "
+                "objective, ...): name one with --y KEY\n",
+                path);
+    return key;
+}
+
 /* ---- gnuplot ---- */
 
 /* Whether an executable `name` is on PATH. */
@@ -381,9 +419,7 @@ int cmd_plot(int argc, char **argv)
         rc = usage("%s", err);
     } else if (nruns == 0) {
         rc = usage("%s", "no METRICS.jsonl file given");
-    } else if (!y || !*y->text) {
-        rc = usage("%s", "--y KEY is required (the metric to plot)");
-    } else if (strlen(y->text) > KEY_MAX) {
+    } else if (y && strlen(y->text) > KEY_MAX) {
         rc = usage("--y: '%s' is too long for a metric name", y->text);
     } else if (!out || !*out->text) {
         rc = usage("%s", "--out FILE.png is required");
@@ -394,8 +430,10 @@ int cmd_plot(int argc, char **argv)
         rc = 1;
     } else {
         int axis = x ? (int)x->choice : X_EPOCH;
-        for (int i = 0; i < nruns && rc == 0; i++) rc = read_run(&runs[i], axis, y->text);
-        if (rc == 0) rc = plot(runs, nruns, axis, y->text, out->text, title ? title->text : NULL);
+        const char *ykey = y ? y->text : default_y(runs[0].path);
+        if (!ykey) rc = 1;
+        for (int i = 0; i < nruns && rc == 0; i++) rc = read_run(&runs[i], axis, ykey);
+        if (rc == 0) rc = plot(runs, nruns, axis, ykey, out->text, title ? title->text : NULL);
     }
     for (int i = 0; i < nruns; i++) {
         free(runs[i].x);

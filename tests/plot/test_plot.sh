@@ -65,6 +65,12 @@ run plot d/run.jsonl d/other.jsonl --y objective --out other.png
 [[ $RC == 0 ]] || fail "plotting other data: exit status $RC"
 cmp -s one.png other.png && fail "other data gave the same image"
 
+# Without --y, the model's main metric: here objective (test_rmse is null), the same image.
+run plot a/run.jsonl a/other.jsonl --out default.png
+[[ $RC == 0 ]] && cmp -s one.png default.png || fail "without --y: not the objective's image"
+printf '{"epoch": 1, "loss": 2}\n' >nomain.jsonl
+expect_plot 1 "nomain.jsonl: its first line has none of the usual metrics" nomain.jsonl --out x.png
+
 # Files with the same name: the legend uses their paths, and both are drawn.
 run plot a/run.jsonl c/run.jsonl --y objective --out paths.png
 [[ $RC == 0 && $(png_size paths.png) == "900 560" ]] || fail "two run.jsonl: exit status $RC"
@@ -72,7 +78,7 @@ run plot a/run.jsonl c/run.jsonl --y objective --out paths.png
 # Usage errors: exit 2.
 expect_plot 2 "--x takes epoch, time_s or bytes, not 'steps'" a/run.jsonl --x steps --y objective --out x.png
 expect_plot 2 "no METRICS.jsonl file given" --y objective --out x.png
-expect_plot 2 "--y KEY is required" a/run.jsonl --out x.png
+expect_plot 2 "--y needs a non-empty KEY" a/run.jsonl --y '' --out x.png
 expect_plot 2 "--out FILE.png is required" a/run.jsonl --y objective
 expect_plot 2 "unknown flag '--z'" a/run.jsonl --y objective --out x.png --z 1
 expect_plot 2 "--out given twice" a/run.jsonl --y objective --out x.png --out y.png
