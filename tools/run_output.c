@@ -4,12 +4,14 @@
  * blocking. Complete lines are re-emitted on the launcher's stdout or stderr
  * with the child's label in front ("[worker 0] "), each in one write so that
  * the lines of different children never mix; a line longer than LINE_BUF is
- * relayed in pieces. The launcher's own messages (run_say) go to stderr the
- * same way. Some lines the launcher also reads: the address the scheduler
- * writes into its LOOM_ADDRESS_FD pipe, which lets the servers and workers
- * start; and on stderr the library's messages that name a node dead (whom the
- * report blames, run_report.c), that the scheduler gave up, which processes
- * never registered, and that a replacement server is back. */
+ * relayed in pieces. The library's own prefix naming the same process
+ * ("loom[worker 0] ", "loom[scheduler 0] ") is dropped from such a line, so
+ * that it reads "[worker 0] warning: ..." rather than naming it twice. The launcher's own messages
+ * (run_say) go to stderr the same way. Some lines the launcher also reads: the address the
+ * scheduler writes into its LOOM_ADDRESS_FD pipe, which lets the servers and workers start; and on
+ * stderr the library's messages that name a node dead (whom the report blames, run_report.c), that
+ * the scheduler gave up, which processes never registered, and that a replacement server is back.
+ */
 #include "run_impl.h"
 
 #include <errno.h>
@@ -74,17 +76,34 @@ static void note_named_dead(struct job *job, const char *text);
  * that server's death no longer counts against the replicas. */
 static void note_scheduler_line(struct job *job, const char *text);
 
+/* The length of the library's prefix "loom[TAG] " at the start of data when
+ * TAG names the process whose label is `label` (the scheduler's tag may carry
+ * its rank, "scheduler 0"); 0 if there is none. */
+static size_t own_log_prefix(const char *label, const char *data, size_t len)
+{
+    size_t n = strlen(label);
+    if (len < 5 + n + 2 || memcmp(data, "loom[", 5) || memcmp(data + 5, label, n)) return 0;
+    const char *p = data + 5 + n;
+    if (!strcmp(label, "scheduler") && len >= 5 + n + 4 && !memcmp(p, " 0] ", 4)) return 5 + n + 4;
+    return memcmp(p, "] ", 2) ? 0 : 5 + n + 2;
+}
+
 static void emit_line(const struct stream *s, const char *data, size_t len)
 {
     char line[LABEL_MAX + 4 + LINE_BUF + 1];
+    size_t skip = own_log_prefix(s->label, data, len);
     int n = snprintf(line, sizeof line, "[%s] ", s->label);
-    memcpy(line + n, data, len);
-    line[(size_t)n + len] = '\n';
-    run_write_all(s->dest, line, (size_t)n + len + 1);
+    memcpy(line + n, data + skip, len - skip);
+    line[(size_t)n + len - skip] = '\n';
+    run_write_all(s->dest, line, (size_t)n + len - skip + 1);
     if (s->dest == STDERR_FILENO) {
-        line[(size_t)n + len] = '\0';
-        note_named_dead(s->job, line + n);
-        if (s == &s->job->children[0].err) note_scheduler_line(s->job, line + n);
+        /* The notes read the line as the library wrote it, prefix and all
+         * (a library message starts with "loom"). */
+        char raw[LINE_BUF + 1];
+        memcpy(raw, data, len);
+        raw[len] = '\0';
+        note_named_dead(s->job, raw);
+        if (s == &s->job->children[0].err) note_scheduler_line(s->job, raw);
     }
 }
 
