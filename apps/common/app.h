@@ -251,6 +251,12 @@ typedef struct app_job {
     const char *filter_push, *filter_pull; /* --filter, --filter-pull (NULL: not given) */
 } app_job;
 
+/* The entry points of `loom train MODEL` have one signature for every model,
+ * so that tools/models.c calls them all from one table: cli points to the
+ * model's own MODEL_cli, which starts with its app_job. */
+typedef int app_parse_fn(int argc, char **argv, void *cli, char *err, size_t errlen);
+typedef int app_cli_fn(const void *cli);
+
 /* The job flags' values into j, over the defaults: 2 workers, 1 server, 1 thread, SSP
  * with staleness `staleness`, seed 1. 0, or 2 with a message in err. */
 int app_job_from_flags(app_job *j, int staleness, const app_flag *flags, size_t n,

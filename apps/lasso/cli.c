@@ -289,8 +289,9 @@ void lasso_train_help(FILE *out)
           out);
 }
 
-int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t errlen)
+int lasso_parse_flags(int argc, char **argv, void *out, char *err, size_t errlen)
 {
+    lasso_cli *cli = out;
     *cli = (lasso_cli){.train = {.iterations = 1000, .tol = 1e-6}, .lambda_ratio = 0.1};
     app_flag_value v[TRAIN_NFLAGS];
     int rc = app_train_flags(&cli->job, 0, train_flags, TRAIN_NFLAGS, argc, argv, v, err, errlen);
@@ -354,8 +355,9 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
     return 0;
 }
 
-int lasso_trains_here(const lasso_cli *cli)
+int lasso_trains_here(const void *out)
 {
+    const lasso_cli *cli = out;
     return cli->sequential || cli->in_process;
 }
 
@@ -386,8 +388,9 @@ static void report_pass(void *arg, const lasso_pass *s, const double *beta)
     }
 }
 
-int lasso_train_here(const lasso_cli *cli)
+int lasso_train_here(const void *out)
 {
+    const lasso_cli *cli = out;
     if (cli->in_process) return lasso_train_in_process(cli);
     static const char prog[] = "loom train lasso";
     char err[512];

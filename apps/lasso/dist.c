@@ -418,7 +418,7 @@ static int worker_main(loom_node *n, const void *cli)
     return train(n, cli);
 }
 
-int lasso_train_node(const lasso_cli *cli)
+int lasso_train_node(const void *cli)
 {
     return app_node_main(PROG, worker_main, cli);
 }

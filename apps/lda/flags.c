@@ -141,8 +141,9 @@ void lda_train_help(FILE *out)
     app_flags_help(out, flags, NFLAGS);
 }
 
-int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
+int lda_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
+    lda_cli *c = cli;
     static const lda_train_opts defaults = LDA_TRAIN_OPTS_DEFAULT;
     static const loom_bow_opts data_defaults = LOOM_BOW_OPTS_DEFAULT;
     *c = (lda_cli){.train = defaults, .data = data_defaults, .top_words = 10};

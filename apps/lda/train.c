@@ -949,8 +949,7 @@ static int worker_main(loom_node *n, const void *c)
     return run_worker(n, c);
 }
 
-int lda_train_node(const lda_cli *c)
+int lda_train_node(const void *cli)
 {
-
-    return app_node_main(PROG, worker_main, c);
+    return app_node_main(PROG, worker_main, cli);
 }

@@ -130,8 +130,9 @@ void lr_train_help(FILE *out)
     app_flags_help(out, flags, NFLAGS);
 }
 
-int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
+int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
+    lr_cli *c = cli;
     static const lr_train_opts defaults = LR_TRAIN_OPTS_DEFAULT;
     static const loom_libsvm_opts data_defaults = LOOM_LIBSVM_OPTS_DEFAULT;
     *c = (lr_cli){.train = defaults, .data = data_defaults};

@@ -1072,8 +1072,8 @@ static int worker_main(loom_node *n, const void *c)
     return run_worker(n, c);
 }
 
-int lr_train_node(const lr_cli *c)
+int lr_train_node(const void *cli)
 {
     loom_updater_register("lr.dbpg", 1, dbpg_updater, NULL);
-    return app_node_main(PROG, worker_main, c);
+    return app_node_main(PROG, worker_main, cli);
 }

@@ -156,8 +156,9 @@ void mf_train_help(FILE *out)
     app_flags_help(out, flags, NFLAGS);
 }
 
-int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
+int mf_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
+    mf_cli *c = cli;
     static const mf_train_opts defaults = MF_TRAIN_OPTS_DEFAULT;
     static const loom_ratings_opts data_defaults = LOOM_RATINGS_OPTS_DEFAULT;
     *c = (mf_cli){.train = defaults, .data = data_defaults};

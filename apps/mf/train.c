@@ -836,8 +836,8 @@ static int worker_main(loom_node *n, const void *c)
     return run_worker(n, c);
 }
 
-int mf_train_node(const mf_cli *c)
+int mf_train_node(const void *cli)
 {
     loom_updater_register("mf.range", 1, range_updater, NULL);
-    return app_node_main(PROG, worker_main, c);
+    return app_node_main(PROG, worker_main, cli);
 }

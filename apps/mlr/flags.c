@@ -140,8 +140,9 @@ void mlr_train_help(FILE *out)
     app_flags_help(out, flags, NFLAGS);
 }
 
-int mlr_parse_flags(int argc, char **argv, mlr_cli *c, char *err, size_t errlen)
+int mlr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
+    mlr_cli *c = cli;
     static const mlr_train_opts defaults = MLR_TRAIN_OPTS_DEFAULT;
     static const loom_libsvm_opts data_defaults = LOOM_LIBSVM_OPTS_DEFAULT;
     *c = (mlr_cli){.train = defaults, .data = data_defaults};

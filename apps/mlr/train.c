@@ -473,7 +473,7 @@ static int run_worker(loom_node *n, const void *arg)
     return rc;
 }
 
-int mlr_train_node(const mlr_cli *c)
+int mlr_train_node(const void *cli)
 {
-    return app_node_main(PROG, run_worker, c);
+    return app_node_main(PROG, run_worker, cli);
 }

@@ -105,8 +105,9 @@ void svm_train_help(FILE *out)
     app_flags_help(out, flags, NFLAGS);
 }
 
-int svm_parse_flags(int argc, char **argv, svm_cli *c, char *err, size_t errlen)
+int svm_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
+    svm_cli *c = cli;
     static const svm_opts defaults = SVM_OPTS_DEFAULT;
     static const loom_libsvm_opts data_defaults = LOOM_LIBSVM_OPTS_DEFAULT;
     *c = (svm_cli){.train = defaults, .data = data_defaults};

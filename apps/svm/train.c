@@ -226,7 +226,7 @@ static int svm_worker(loom_node *n, const void *arg)
     return rc;
 }
 
-int svm_train_node(const svm_cli *c)
+int svm_train_node(const void *cli)
 {
-    return app_node_main(PROG, svm_worker, c);
+    return app_node_main(PROG, svm_worker, cli);
 }
