@@ -13,6 +13,8 @@
  *   seq.c         the sequential reference (the same sweeps in one process)
  *   flags.c       the command line of `loom train lda`
  *   train.c       distributed training on every node of a job
+ *   checkpoint.c  a training worker's state in the job's checkpoints
+ *                 (train_impl.h: what train.c and checkpoint.c share)
  *   gen.c, cli.c  planted corpora and `loom gen lda`
  * docs/LDA.md describes the algorithm, the flags and the files. */
 #ifndef LOOM_APPS_LDA_H

@@ -5,7 +5,8 @@
  *   model.c  the model file (save, load) and prediction
  *   eval.c   metrics: logloss, accuracy, AUC
  *   gen.c    synthetic click-log-like data from a planted sparse model
- *   train.c  distributed training: minibatch SGD with a server-side updater, and DBPG
+ *   train.c  distributed training: the node, minibatch SGD with a server-side updater
+ *   dbpg.c   distributed DBPG's worker and server steps (train_impl.h: what the two share)
  *   seq.c    the sequential reference of the same algorithms (tests compare to it)
  * The `loom` command's train/predict/gen subcommands (tools/) call these. */
 #ifndef LOOM_APPS_LR_H
