@@ -17,10 +17,7 @@
 /* ---- loom gen lasso ---- */
 
 static const app_flag gen_flags[] = {
-    {.name = "--out",
-     .kind = APP_TEXT,
-     .arg = "FILE",
-     .help = "where to write the rows; - for standard output (required)"},
+    APP_FLAG_GEN_OUT("rows"),
     {.name = "--rows",
      .kind = APP_INT,
      .arg = "N",
@@ -70,13 +67,7 @@ static const app_flag gen_flags[] = {
      .max = 1e6,
      .def = "0.1",
      .help = "standard deviation of the noise added to y"},
-    {.name = "--seed",
-     .kind = APP_INT,
-     .arg = "S",
-     .lo = 0,
-     .hi = UINT64_MAX,
-     .def = "1",
-     .help = "random seed"},
+    APP_FLAG_GEN_SEED,
     {.name = "--planted-out",
      .kind = APP_TEXT,
      .arg = "FILE",
@@ -86,19 +77,16 @@ static const app_flag gen_flags[] = {
 
 void lasso_gen_help(FILE *out)
 {
-    fputs("loom gen lasso --out FILE [OPTIONS]\n"
-          "\n"
-          "Writes LIBSVM regression rows (\"y 3:0.52 4:-1.1 ...\"): features in correlated\n"
-          "groups, y = x.beta + noise for a planted sparse beta. The same options give the\n"
-          "same file. See docs/LASSO.md.\n"
-          "\n"
-          "Options (--name value or --name=value):\n",
-          out);
-    app_flags_help(out, gen_flags, GEN_NFLAGS);
-    fputs("  -h, --help              show this help\n"
-          "\n"
-          "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n",
-          out);
+    app_command_help(
+        out,
+        "loom gen lasso --out FILE [OPTIONS]\n"
+        "\n"
+        "Writes LIBSVM regression rows (\"y 3:0.52 4:-1.1 ...\"): features in correlated\n"
+        "groups, y = x.beta + noise for a planted sparse beta. The same options give the\n"
+        "same file. See docs/LASSO.md.\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        gen_flags, GEN_NFLAGS, 0);
 }
 
 int lasso_gen_main(int argc, char **argv)
@@ -273,20 +261,16 @@ static const app_flag train_flags[] = {
 
 void lasso_train_help(FILE *out)
 {
-    fputs("usage: loom train lasso --train FILE [--sequential | --schedule S] [options]\n"
-          "\n"
-          "Fit min_beta 1/(2n) ||y - X beta||^2 + lambda ||beta||_1 (no intercept) by\n"
-          "coordinate descent with soft-thresholding (docs/LASSO.md): in a job whose\n"
-          "rounds of --parallel coordinates Loom's dynamic engine schedules\n"
-          "(docs/SCHED.md), or with --sequential in this process.\n"
-          "\n",
-          out);
-    app_flags_help(out, train_flags, TRAIN_NFLAGS);
-    fputs("  -h, --help              show this help\n"
-          "\n"
-          "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
-          "usage error.\n",
-          out);
+    app_command_help(
+        out,
+        "usage: loom train lasso --train FILE [--sequential | --schedule S] [options]\n"
+        "\n"
+        "Fit min_beta 1/(2n) ||y - X beta||^2 + lambda ||beta||_1 (no intercept) by\n"
+        "coordinate descent with soft-thresholding (docs/LASSO.md): in a job whose\n"
+        "rounds of --parallel coordinates Loom's dynamic engine schedules\n"
+        "(docs/SCHED.md), or with --sequential in this process.\n"
+        "\n",
+        train_flags, TRAIN_NFLAGS, 1);
 }
 
 int lasso_parse_flags(int argc, char **argv, void *out, char *err, size_t errlen)
@@ -459,7 +443,7 @@ int lasso_train_here(const void *out)
 /* ---- loom predict lasso ---- */
 
 static const app_flag predict_flags[] = {
-    {.name = "--model", .kind = APP_TEXT, .arg = "M", .help = "the model file (required)"},
+    APP_FLAG_MODEL_IN,
     {.name = "--data",
      .kind = APP_TEXT,
      .arg = "FILE",
@@ -474,19 +458,15 @@ static const app_flag predict_flags[] = {
 
 void lasso_predict_help(FILE *out)
 {
-    fputs("loom predict lasso --model M --data FILE [--out FILE]\n"
-          "\n"
-          "Prints \"rows N  rmse E  mae A\" of the model's predictions beta.x against the\n"
-          "targets of FILE. See docs/LASSO.md.\n"
-          "\n"
-          "Options (--name value or --name=value):\n",
-          out);
-    app_flags_help(out, predict_flags, PREDICT_NFLAGS);
-    fputs("  -h, --help              show this help\n"
-          "\n"
-          "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
-          "usage error.\n",
-          out);
+    app_command_help(
+        out,
+        "loom predict lasso --model M --data FILE [--out FILE]\n"
+        "\n"
+        "Prints \"rows N  rmse E  mae A\" of the model's predictions beta.x against the\n"
+        "targets of FILE. See docs/LASSO.md.\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        predict_flags, PREDICT_NFLAGS, 1);
 }
 
 int lasso_predict_main(int argc, char **argv)
@@ -537,10 +517,7 @@ int lasso_predict_main(int argc, char **argv)
             FILE *summary = o.f == stdout ? stderr : stdout;
             fprintf(summary, "rows %zu  rmse %.6f  mae %.6f\n", d->rows,
                     sqrt(sse / (double)d->rows), sae / (double)d->rows);
-            if (fflush(summary) != 0) {
-                fprintf(stderr, "%s: writing the summary failed: %s\n", cmd, strerror(errno));
-                rc = 1;
-            }
+            rc = app_summary_flush(cmd, summary);
         }
     }
     loom_dataset_free(d);
