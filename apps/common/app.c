@@ -63,6 +63,13 @@ int app_summary_flush(const char *cmd, FILE *summary)
     return 1;
 }
 
+int app_metrics_flush(const char *prog, FILE *metrics, const char *path)
+{
+    if (fflush(metrics) == 0 && !ferror(metrics)) return 0;
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
+    return 1;
+}
+
 int app_error(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {

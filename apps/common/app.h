@@ -363,6 +363,10 @@ void app_command_help(FILE *out, const char *intro, const app_flag *flags, size_
 /* A `loom predict MODEL`'s summary line, printed on summary, flushed: 0, or 1
  * after saying on stderr that writing it failed. */
 int app_summary_flush(const char *cmd, FILE *summary);
+/* A metrics line written to metrics (the file of --metrics, `path`): flushed
+ * at once, so that a full disk stops the run rather than its end. 0, or 1
+ * after "PROG: cannot write PATH: ..." on stderr. */
+int app_metrics_flush(const char *prog, FILE *metrics, const char *path);
 /* printf-style message into err (if err is not NULL); returns -1 (a failed
  * load, save or check). */
 int app_error(char *err, size_t errlen, const char *fmt, ...) APP_PRINTF_LIKE(3, 4);

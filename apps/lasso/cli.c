@@ -365,11 +365,7 @@ static void report_pass(void *arg, const lasso_pass *s, const double *beta)
             s->iteration, s->seconds, (unsigned long long)s->updates, s->objective, s->train_rmse,
             (unsigned long long)s->nnz, s->max_change);
     /* Each line now, so that a full disk is reported when it happens. */
-    if (fflush(r->metrics) || ferror(r->metrics)) {
-        fprintf(stderr, "loom train lasso: cannot write %s: %s\n", r->cli->job.metrics_path,
-                strerror(errno));
-        r->failed = 1;
-    }
+    if (app_metrics_flush("loom train lasso", r->metrics, r->cli->job.metrics_path)) r->failed = 1;
 }
 
 int lasso_train_here(const void *out)

@@ -419,8 +419,7 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
     }
     int rc = 0;
     /* Each line now, so that a full disk stops the run rather than its end. */
-    if (r->metrics && (fflush(r->metrics) || ferror(r->metrics))) {
-        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
+    if (r->metrics && app_metrics_flush(PROG, r->metrics, c->job.metrics_path)) {
         rc = 1;
     } else if (!isfinite(objective)) {
         fprintf(stderr,

@@ -556,10 +556,7 @@ static int report(worker *w, const double *st)
                 st[ST_RECEIVED], st[ST_MESSAGES], st[ST_RAW], st[ST_WIRE], st[ST_MANAGED],
                 st[ST_PUSHED], lost_json);
         /* Each line now, so that a full disk stops the run rather than its end. */
-        if (fflush(w->metrics) || ferror(w->metrics)) {
-            fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
-            return 1;
-        }
+        if (app_metrics_flush(PROG, w->metrics, c->job.metrics_path)) return 1;
     }
     if (!isfinite(train_rmse)) {
         fprintf(stderr,

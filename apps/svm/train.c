@@ -78,10 +78,7 @@ static int epoch_report(const svm_cli *c, report *rep, int epoch, svm_replica *m
         else
             fprintf(rep->metrics, "\"test_accuracy\": null, ");
         fprintf(rep->metrics, "\"bytes_sent\": %" PRIu64 "}\n", bytes);
-        if (fflush(rep->metrics) || ferror(rep->metrics)) {
-            fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
-            return 1;
-        }
+        if (app_metrics_flush(PROG, rep->metrics, c->job.metrics_path)) return 1;
     }
     if (!isfinite(hinge)) {
         fprintf(stderr,
