@@ -1,4 +1,4 @@
-/* loom train: train a model (the table `trainers` below) with a whole Loom job.
+/* loom train: train a model (the table of models, tools/models.c) with a whole Loom job.
  *
  * The same command runs in two ways. Typed by a user, it checks the flags,
  * then starts a job on this machine: the local launcher runs this very
@@ -27,104 +27,7 @@
 
 #include "commands.h"
 #include "common/files.h"
-#include "lasso/lasso.h"
-#include "lda/lda.h"
-#include "lr/lr.h"
-#include "mf/mf.h"
-#include "mlr/mlr.h"
-#include "svm/svm.h"
-
-/* One row per model: its help, its flag parser and its node program. A
- * model's command-line struct starts with its app_job (apps/common/app.h),
- * which is all this file needs to know of it. */
-typedef struct trainer {
-    const char *name, *summary;
-    void (*help)(FILE *out); /* every flag, from the model's flag table */
-    size_t cli_size;
-    int (*parse)(int argc, char **argv, void *cli, char *err, size_t errlen);
-    int (*node)(const void *cli);
-    /* Not NULL: the model trains in this process instead of starting a job
-     * (its flags checked, its files too) when wants_here(cli) says so;
-     * returns the exit status. */
-    int (*here)(const void *cli);
-    int (*wants_here)(const void *cli);
-} trainer;
-
-static int lr_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
-{
-    return lr_parse_flags(argc, argv, cli, err, errlen);
-}
-static int lr_node(const void *cli)
-{
-    return lr_train_node(cli);
-}
-static int mf_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
-{
-    return mf_parse_flags(argc, argv, cli, err, errlen);
-}
-static int mf_node(const void *cli)
-{
-    return mf_train_node(cli);
-}
-static int lda_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
-{
-    return lda_parse_flags(argc, argv, cli, err, errlen);
-}
-static int lda_node(const void *cli)
-{
-    return lda_train_node(cli);
-}
-
-static int mlr_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
-{
-    return mlr_parse_flags(argc, argv, cli, err, errlen);
-}
-static int mlr_node(const void *cli)
-{
-    return mlr_train_node(cli);
-}
-
-static int lasso_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
-{
-    return lasso_parse_flags(argc, argv, cli, err, errlen);
-}
-static int lasso_node(const void *cli)
-{
-    return lasso_train_node(cli);
-}
-static int lasso_wants_here(const void *cli)
-{
-    return lasso_trains_here(cli);
-}
-static int lasso_here(const void *cli)
-{
-    return lasso_train_here(cli);
-}
-
-static int svm_parse(int argc, char **argv, void *cli, char *err, size_t errlen)
-{
-    return svm_parse_flags(argc, argv, cli, err, errlen);
-}
-static int svm_node(const void *cli)
-{
-    return svm_train_node(cli);
-}
-
-static const trainer trainers[] = {
-    {"lr", "sparse logistic regression", lr_train_help, sizeof(lr_cli), lr_parse, lr_node, NULL,
-     NULL},
-    {"mf", "matrix factorisation with biases (ratings)", mf_train_help, sizeof(mf_cli), mf_parse,
-     mf_node, NULL, NULL},
-    {"lda", "topic model (collapsed Gibbs, SparseLDA)", lda_train_help, sizeof(lda_cli), lda_parse,
-     lda_node, NULL, NULL},
-    {"lasso", "L1-regularised least squares (coordinate descent)", lasso_train_help,
-     sizeof(lasso_cli), lasso_parse, lasso_node, lasso_here, lasso_wants_here},
-    {"mlr", "multiclass softmax regression (parameter server or SV broadcasting)", mlr_train_help,
-     sizeof(mlr_cli), mlr_parse, mlr_node, NULL, NULL},
-    {"svm", "linear SVM on stochastic reduce (serverless)", svm_train_help, sizeof(svm_cli),
-     svm_parse, svm_node, NULL, NULL},
-};
-#define NUM_TRAINERS (sizeof trainers / sizeof trainers[0])
+#include "models.h"
 
 static const char cmd_train_help[] =
     "usage: loom train MODEL [options]   (loom train MODEL --help)\n";
@@ -133,8 +36,8 @@ static void list_models(FILE *out)
 {
     fputs(cmd_train_help, out);
     fputs("\nmodels:\n", out);
-    for (size_t i = 0; i < NUM_TRAINERS; i++)
-        fprintf(out, "  %-6s %s\n", trainers[i].name, trainers[i].summary);
+    for (size_t i = 0; i < num_models; i++)
+        fprintf(out, "  %-6s %s\n", models[i].name, models[i].train.summary);
 }
 
 static const char cluster_help[] =
@@ -142,9 +45,9 @@ static const char cluster_help[] =
     "  Under mpirun or srun (e.g. mpirun -np 6 loom train MODEL ... --servers 2), rank 0\n"
     "  is the scheduler, the next S ranks servers and the rest workers.\n";
 
-static void model_help(const trainer *t, FILE *out)
+static void model_help(const model_row *m, FILE *out)
 {
-    t->help(out);
+    m->train.help(out);
     fputs(cluster_help, out);
 }
 
@@ -242,12 +145,12 @@ static int export_count(const char *model, const char *flag, const char *var, in
 
 /* Under a launcher: the checkpoint and replica flags become the library's
  * variables (src/ft and src/ps read them in every process; docs/FAULTS.md). */
-static int export_checkpoint(const trainer *t, const app_job *j)
+static int export_checkpoint(const model_row *m, const app_job *j)
 {
     char full[24];
     const char *every = j->checkpoint_every;
     snprintf(full, sizeof full, "%llu", (unsigned long long)j->checkpoint_full_every);
-    if (setenv("LOOM_CHECKPOINT_MODEL", t->name, 1)) return 1;
+    if (setenv("LOOM_CHECKPOINT_MODEL", m->name, 1)) return 1;
     if (j->checkpoint_dir && (setenv("LOOM_CHECKPOINT_DIR", j->checkpoint_dir, 1) ||
                               setenv("LOOM_CHECKPOINT_EVERY", every, 1) ||
                               setenv("LOOM_CHECKPOINT_FULL_EVERY", full, 1)))
@@ -275,25 +178,25 @@ static int export_worker_failure(const app_job *j)
 
 /* Before a local job starts: the checkpoint to resume from verifies and fits
  * this job, or the user hears why once (not once per process). */
-static int check_resume(const trainer *t, const app_job *j)
+static int check_resume(const model_row *m, const app_job *j)
 {
     if (!j->resume_dir) return 0;
     loom_checkpoint *ck;
     if (loom_checkpoint_open(j->resume_dir, -1, &ck)) {
-        fprintf(stderr, "loom train %s: cannot resume: %s\n", t->name, loom_last_error());
+        fprintf(stderr, "loom train %s: cannot resume: %s\n", m->name, loom_last_error());
         return 2;
     }
     int rc = 0;
-    if (strcmp(loom_checkpoint_model(ck), t->name)) {
+    if (strcmp(loom_checkpoint_model(ck), m->name)) {
         fprintf(stderr, "loom train %s: cannot resume from %s: its checkpoint is of model %s\n",
-                t->name, j->resume_dir, loom_checkpoint_model(ck));
+                m->name, j->resume_dir, loom_checkpoint_model(ck));
         rc = 2;
     } else if (loom_checkpoint_num_servers(ck) != j->servers ||
                loom_checkpoint_num_workers(ck) != j->workers) {
         fprintf(stderr,
                 "loom train %s: cannot resume from %s: its checkpoint was made by %d servers and "
                 "%d workers, this job has %d and %d (give the same numbers)\n",
-                t->name, j->resume_dir, loom_checkpoint_num_servers(ck),
+                m->name, j->resume_dir, loom_checkpoint_num_servers(ck),
                 loom_checkpoint_num_workers(ck), j->servers, j->workers);
         rc = 2;
     }
@@ -301,44 +204,44 @@ static int check_resume(const trainer *t, const app_job *j)
     return rc;
 }
 
-static int train_with(const trainer *t, int argc, char **argv)
+static int train_with(const model_row *m, int argc, char **argv)
 {
     char err[512];
     int rc = 0;
-    void *cli = calloc(1, t->cli_size);
+    void *cli = calloc(1, m->train.cli_size);
     if (!cli) return 1;
     const app_job *j = cli; /* every model's cli starts with its app_job */
-    int parsed = t->parse(argc - 1, argv + 1, cli, err, sizeof err);
+    int parsed = m->train.parse(argc - 1, argv + 1, cli, err, sizeof err);
     if (parsed == APP_FLAGS_HELP) {
-        model_help(t, stdout);
+        model_help(m, stdout);
     } else if (parsed) {
-        fprintf(stderr, "loom train %s: %s\nTry 'loom train %s --help'.\n", t->name, err, t->name);
+        fprintf(stderr, "loom train %s: %s\nTry 'loom train %s --help'.\n", m->name, err, m->name);
         rc = 2;
-    } else if (t->here && t->wants_here(cli)) {
+    } else if (m->train.here && m->train.wants_here(cli)) {
         if (app_check_job_files(j, err, sizeof err)) {
-            fprintf(stderr, "loom train %s: %s\n", t->name, err);
+            fprintf(stderr, "loom train %s: %s\n", m->name, err);
             rc = 2;
         } else {
-            rc = t->here(cli);
+            rc = m->train.here(cli);
         }
     } else if (loom_launched()) {
-        rc = export_count(t->name, "--servers", "LOOM_NUM_SERVERS", j->servers_given, j->servers);
+        rc = export_count(m->name, "--servers", "LOOM_NUM_SERVERS", j->servers_given, j->servers);
         if (!rc)
-            rc = export_count(t->name, "--workers", "LOOM_NUM_WORKERS", j->workers_given,
+            rc = export_count(m->name, "--workers", "LOOM_NUM_WORKERS", j->workers_given,
                               j->workers);
         if (!rc && j->interface && setenv("LOOM_INTERFACE", j->interface, 1)) rc = 1;
         if (!rc && j->secret && setenv("LOOM_SECRET_FILE", j->secret, 1)) rc = 1;
         if (!rc && j->insecure && unsetenv("LOOM_SECRET_FILE")) rc = 1;
         if (!rc && j->no_status && setenv("LOOM_STATUS_PORT", "-1", 1)) rc = 1;
-        if (!rc) rc = export_checkpoint(t, j);
+        if (!rc) rc = export_checkpoint(m, j);
         if (!rc) rc = export_worker_failure(j);
-        if (!rc) rc = t->node(cli);
+        if (!rc) rc = m->train.node(cli);
     } else if (app_check_job_files(j, err, sizeof err)) {
         /* Before any process starts: a wrong --model-out must not wait for the last epoch. */
-        fprintf(stderr, "loom train %s: %s\n", t->name, err);
+        fprintf(stderr, "loom train %s: %s\n", m->name, err);
         rc = 2;
-    } else if (!(rc = check_resume(t, j)) && !(rc = export_worker_failure(j)) &&
-               !(rc = export_checkpoint(t, j))) {
+    } else if (!(rc = check_resume(m, j)) && !(rc = export_worker_failure(j)) &&
+               !(rc = export_checkpoint(m, j))) {
         /* The launcher, too, needs the checkpoint variables: it restarts the
          * job from the newest checkpoint (--on-worker-failure restart). */
         rc = launch_locally(j, argc, argv);
@@ -356,16 +259,16 @@ int cmd_train(int argc, char **argv)
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         /* `loom help train`: every model's flags, from their tables. */
         list_models(stdout);
-        for (size_t i = 0; i < NUM_TRAINERS; i++) {
+        for (size_t i = 0; i < num_models; i++) {
             fputs("\n", stdout);
-            trainers[i].help(stdout);
+            models[i].train.help(stdout);
         }
         fputs("\n", stdout);
         fputs(cluster_help, stdout);
         return 0;
     }
-    for (size_t i = 0; i < NUM_TRAINERS; i++)
-        if (!strcmp(argv[1], trainers[i].name)) return train_with(&trainers[i], argc, argv);
+    for (size_t i = 0; i < num_models; i++)
+        if (!strcmp(argv[1], models[i].name)) return train_with(&models[i], argc, argv);
     fprintf(stderr, "loom train: unknown model '%s'\n", argv[1]);
     list_models(stderr);
     return 2;

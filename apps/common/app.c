@@ -43,6 +43,33 @@ int app_command_flags(const char *cmd, const app_flag *flags, size_t n, app_flag
     return rc ? app_command_usage(cmd, "%s", err) : 0;
 }
 
+void app_command_help(FILE *out, const char *intro, const app_flag *flags, size_t n, int reads)
+{
+    fputs(intro, out);
+    app_flags_help(out, flags, n);
+    fputs("  -h, --help              show this help\n"
+          "\n",
+          out);
+    fputs(reads ? "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
+                  "usage error.\n"
+                : "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n",
+          out);
+}
+
+int app_summary_flush(const char *cmd, FILE *summary)
+{
+    if (fflush(summary) == 0) return 0;
+    fprintf(stderr, "%s: writing the summary failed: %s\n", cmd, strerror(errno));
+    return 1;
+}
+
+int app_metrics_flush(const char *prog, FILE *metrics, const char *path)
+{
+    if (fflush(metrics) == 0 && !ferror(metrics)) return 0;
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
+    return 1;
+}
+
 int app_error(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {

@@ -222,6 +222,70 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
                 "zstd[:L], sparse, dense"                                                          \
     }
 
+/* Rows that several commands' tables hold alike, spelled once. */
+/* Reading data (loom train lr|mf|lda|mlr): malformed lines skipped. */
+#define APP_FLAG_SKIP_BAD                                                                          \
+    {                                                                                              \
+        .name = "--skip-bad", .kind = APP_SWITCH,                                                  \
+        .help = "skip malformed lines (and report how many) instead of stopping"                   \
+    }
+/* LIBSVM feature ids of `loom train lr|mlr`'s files. */
+#define APP_FLAGS_IDS                                                                              \
+    {.name = "--zero-based",                                                                       \
+     .kind = APP_SWITCH,                                                                           \
+     .excludes = "--one-based",                                                                    \
+     .help = "feature ids start at 0 (default: 1, unless an id 0 appears)"},                       \
+    {                                                                                              \
+        .name = "--one-based", .kind = APP_SWITCH, .help = "feature ids start at 1"                \
+    }
+/* The same of `loom predict lr|mlr`'s FILE. */
+#define APP_FLAGS_FILE_IDS                                                                         \
+    {.name = "--one-based",                                                                        \
+     .kind = APP_SWITCH,                                                                           \
+     .excludes = "--zero-based",                                                                   \
+     .help = "feature ids in FILE start at 1 (LIBSVM's convention)"},                              \
+    {                                                                                              \
+        .name = "--zero-based", .kind = APP_SWITCH,                                                \
+        .help = "feature ids in FILE start at 0\n"                                                 \
+                "(default: 1-based, unless an id 0 appears in FILE)"                               \
+    }
+/* `loom train MODEL --seed`: what it seeds is the model's own. */
+#define APP_FLAG_SEED(what)                                                                        \
+    {                                                                                              \
+        .name = "--seed", .kind = APP_INT, .arg = "N", .lo = 0, .hi = 2147483647, .def = "1",      \
+        .help = what                                                                               \
+    }
+/* `loom train mf|lda --schedule data|rotation` (what each does: the model's
+ * own help) and the rotation's log. */
+#define APP_FLAG_ROTATION_SCHEDULE(what)                                                           \
+    {                                                                                              \
+        .name = "--schedule", .kind = APP_CHOICE, .arg = "data|rotation", .def = "data",           \
+        .help = what                                                                               \
+    }
+#define APP_FLAG_ROTATION_LOG                                                                      \
+    {                                                                                              \
+        .name = "--schedule-log", .kind = APP_TEXT, .arg = "FILE",                                 \
+        .help = "rotation: each worker writes a line per block it held\n"                          \
+                "(\"iteration sub block worker version\") to FILE, with %d\n"                      \
+                "replaced by its rank"                                                             \
+    }
+/* `loom gen MODEL`: where the data set goes (`what`: "rows", ...) and the seed. */
+#define APP_FLAG_GEN_OUT(what)                                                                     \
+    {                                                                                              \
+        .name = "--out", .kind = APP_TEXT, .arg = "FILE",                                          \
+        .help = "where to write the " what "; - for standard output (required)"                    \
+    }
+#define APP_FLAG_GEN_SEED                                                                          \
+    {                                                                                              \
+        .name = "--seed", .kind = APP_INT, .arg = "S", .lo = 0, .hi = UINT64_MAX, .def = "1",      \
+        .help = "random seed"                                                                      \
+    }
+/* `loom predict MODEL --model M`. */
+#define APP_FLAG_MODEL_IN                                                                          \
+    {                                                                                              \
+        .name = "--model", .kind = APP_TEXT, .arg = "M", .help = "the model file (required)"       \
+    }
+
 typedef struct app_job {
     const char *train_path, *test_path, *metrics_path, *model_path;
     const char *format;    /* --format NAME, checked by the application (NULL: detect) */
@@ -250,6 +314,12 @@ typedef struct app_job {
     int max_restarts;                      /* --max-restarts, with --on-worker-failure restart */
     const char *filter_push, *filter_pull; /* --filter, --filter-pull (NULL: not given) */
 } app_job;
+
+/* The entry points of `loom train MODEL` have one signature for every model,
+ * so that tools/models.c calls them all from one table: cli points to the
+ * model's own MODEL_cli, which starts with its app_job. */
+typedef int app_parse_fn(int argc, char **argv, void *cli, char *err, size_t errlen);
+typedef int app_cli_fn(const void *cli);
 
 /* The job flags' values into j, over the defaults: 2 workers, 1 server, 1 thread, SSP
  * with staleness `staleness`, seed 1. 0, or 2 with a message in err. */
@@ -285,6 +355,18 @@ int app_command_usage(const char *cmd, const char *fmt, ...) APP_PRINTF_LIKE(2, 
  * command's help (help(stdout)), after which the command exits 0. */
 int app_command_flags(const char *cmd, const app_flag *flags, size_t n, app_flag_value *values,
                       int argc, char **argv, void (*help)(FILE *));
+/* The help of command `cmd`: intro (its usage, what it does, up to the heading
+ * of its options), a line per flag, -h, and the exit status: "1 if writing
+ * failed" (a generator), or with reads "1 if a file could not be read or
+ * written". */
+void app_command_help(FILE *out, const char *intro, const app_flag *flags, size_t n, int reads);
+/* A `loom predict MODEL`'s summary line, printed on summary, flushed: 0, or 1
+ * after saying on stderr that writing it failed. */
+int app_summary_flush(const char *cmd, FILE *summary);
+/* A metrics line written to metrics (the file of --metrics, `path`): flushed
+ * at once, so that a full disk stops the run rather than its end. 0, or 1
+ * after "PROG: cannot write PATH: ..." on stderr. */
+int app_metrics_flush(const char *prog, FILE *metrics, const char *path);
 /* printf-style message into err (if err is not NULL); returns -1 (a failed
  * load, save or check). */
 int app_error(char *err, size_t errlen, const char *fmt, ...) APP_PRINTF_LIKE(3, 4);

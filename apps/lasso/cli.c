@@ -17,10 +17,7 @@
 /* ---- loom gen lasso ---- */
 
 static const app_flag gen_flags[] = {
-    {.name = "--out",
-     .kind = APP_TEXT,
-     .arg = "FILE",
-     .help = "where to write the rows; - for standard output (required)"},
+    APP_FLAG_GEN_OUT("rows"),
     {.name = "--rows",
      .kind = APP_INT,
      .arg = "N",
@@ -77,13 +74,7 @@ static const app_flag gen_flags[] = {
      .max = 1e6,
      .def = "0",
      .help = "planted intercept, added to every y"},
-    {.name = "--seed",
-     .kind = APP_INT,
-     .arg = "S",
-     .lo = 0,
-     .hi = UINT64_MAX,
-     .def = "1",
-     .help = "random seed"},
+    APP_FLAG_GEN_SEED,
     {.name = "--planted-out",
      .kind = APP_TEXT,
      .arg = "FILE",
@@ -93,19 +84,16 @@ static const app_flag gen_flags[] = {
 
 void lasso_gen_help(FILE *out)
 {
-    fputs("loom gen lasso --out FILE [OPTIONS]\n"
-          "\n"
-          "Writes LIBSVM regression rows (\"y 3:0.52 4:-1.1 ...\"): features in correlated\n"
-          "groups, y = b + x.beta + noise for a planted intercept b and sparse beta. The\n"
-          "same options give the same file. See docs/LASSO.md.\n"
-          "\n"
-          "Options (--name value or --name=value):\n",
-          out);
-    app_flags_help(out, gen_flags, GEN_NFLAGS);
-    fputs("  -h, --help              show this help\n"
-          "\n"
-          "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n",
-          out);
+    app_command_help(
+        out,
+        "loom gen lasso --out FILE [OPTIONS]\n"
+        "\n"
+        "Writes LIBSVM regression rows (\"y 3:0.52 4:-1.1 ...\"): features in correlated\n"
+        "groups, y = b + x.beta + noise for a planted intercept b and sparse beta. The\n"
+        "same options give the same file. See docs/LASSO.md.\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        gen_flags, GEN_NFLAGS, 0);
 }
 
 int lasso_gen_main(int argc, char **argv)
@@ -287,25 +275,22 @@ static const app_flag train_flags[] = {
 
 void lasso_train_help(FILE *out)
 {
-    fputs("usage: loom train lasso --train FILE [--sequential | --schedule S] [options]\n"
-          "\n"
-          "Fit min_{b,beta} 1/(2n) ||y - b - X beta||^2 + lambda ||beta||_1 (b, the\n"
-          "intercept, unpenalised; --no-intercept fixes it at 0) by coordinate descent\n"
-          "with soft-thresholding (docs/LASSO.md): in a job whose\n"
-          "rounds of --parallel coordinates Loom's dynamic engine schedules\n"
-          "(docs/SCHED.md), or with --sequential in this process.\n"
-          "\n",
-          out);
-    app_flags_help(out, train_flags, TRAIN_NFLAGS);
-    fputs("  -h, --help              show this help\n"
-          "\n"
-          "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
-          "usage error.\n",
-          out);
+    app_command_help(
+        out,
+        "usage: loom train lasso --train FILE [--sequential | --schedule S] [options]\n"
+        "\n"
+        "Fit min_{b,beta} 1/(2n) ||y - b - X beta||^2 + lambda ||beta||_1 (b, the\n"
+        "intercept, unpenalised; --no-intercept fixes it at 0) by coordinate descent\n"
+        "with soft-thresholding (docs/LASSO.md): in a job whose\n"
+        "rounds of --parallel coordinates Loom's dynamic engine schedules\n"
+        "(docs/SCHED.md), or with --sequential in this process.\n"
+        "\n",
+        train_flags, TRAIN_NFLAGS, 1);
 }
 
-int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t errlen)
+int lasso_parse_flags(int argc, char **argv, void *out, char *err, size_t errlen)
 {
+    lasso_cli *cli = out;
     *cli = (lasso_cli){
         .train = {.iterations = 1000, .tol = 1e-6}, .lambda_ratio = 0.1, .intercept = 1};
     app_flag_value v[TRAIN_NFLAGS];
@@ -371,8 +356,9 @@ int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t e
     return 0;
 }
 
-int lasso_trains_here(const lasso_cli *cli)
+int lasso_trains_here(const void *out)
 {
+    const lasso_cli *cli = out;
     return cli->sequential || cli->in_process;
 }
 
@@ -396,15 +382,12 @@ static void report_pass(void *arg, const lasso_pass *s, const double *beta)
             s->iteration, s->seconds, (unsigned long long)s->updates, s->objective, s->train_rmse,
             (unsigned long long)s->nnz, s->max_change);
     /* Each line now, so that a full disk is reported when it happens. */
-    if (fflush(r->metrics) || ferror(r->metrics)) {
-        fprintf(stderr, "loom train lasso: cannot write %s: %s\n", r->cli->job.metrics_path,
-                strerror(errno));
-        r->failed = 1;
-    }
+    if (app_metrics_flush("loom train lasso", r->metrics, r->cli->job.metrics_path)) r->failed = 1;
 }
 
-int lasso_train_here(const lasso_cli *cli)
+int lasso_train_here(const void *out)
 {
+    const lasso_cli *cli = out;
     if (cli->in_process) return lasso_train_in_process(cli);
     static const char prog[] = "loom train lasso";
     char err[512];
@@ -473,7 +456,7 @@ int lasso_train_here(const lasso_cli *cli)
 /* ---- loom predict lasso ---- */
 
 static const app_flag predict_flags[] = {
-    {.name = "--model", .kind = APP_TEXT, .arg = "M", .help = "the model file (required)"},
+    APP_FLAG_MODEL_IN,
     {.name = "--data",
      .kind = APP_TEXT,
      .arg = "FILE",
@@ -488,19 +471,15 @@ static const app_flag predict_flags[] = {
 
 void lasso_predict_help(FILE *out)
 {
-    fputs("loom predict lasso --model M --data FILE [--out FILE]\n"
-          "\n"
-          "Prints \"rows N  rmse E  mae A\" of the model's predictions b + beta.x against\n"
-          "the targets of FILE. See docs/LASSO.md.\n"
-          "\n"
-          "Options (--name value or --name=value):\n",
-          out);
-    app_flags_help(out, predict_flags, PREDICT_NFLAGS);
-    fputs("  -h, --help              show this help\n"
-          "\n"
-          "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
-          "usage error.\n",
-          out);
+    app_command_help(
+        out,
+        "loom predict lasso --model M --data FILE [--out FILE]\n"
+        "\n"
+        "Prints \"rows N  rmse E  mae A\" of the model's predictions b + beta.x against\n"
+        "the targets of FILE. See docs/LASSO.md.\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        predict_flags, PREDICT_NFLAGS, 1);
 }
 
 int lasso_predict_main(int argc, char **argv)
@@ -551,10 +530,7 @@ int lasso_predict_main(int argc, char **argv)
             FILE *summary = o.f == stdout ? stderr : stdout;
             fprintf(summary, "rows %zu  rmse %.6f  mae %.6f\n", d->rows,
                     sqrt(sse / (double)d->rows), sae / (double)d->rows);
-            if (fflush(summary) != 0) {
-                fprintf(stderr, "%s: writing the summary failed: %s\n", cmd, strerror(errno));
-                rc = 1;
-            }
+            rc = app_summary_flush(cmd, summary);
         }
     }
     loom_dataset_free(d);

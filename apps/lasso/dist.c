@@ -180,11 +180,7 @@ static void write_metrics(dist *d, const snapshot *s, double rr)
         fprintf(d->metrics, ", \"converged\": %.6f, \"converged_support\": %.6f", s->converged,
                 s->converged_support);
     fputs("}\n", d->metrics);
-    if (fflush(d->metrics) || ferror(d->metrics)) {
-        fprintf(stderr, "%s: cannot write %s: %s\n", PROG, d->cli->job.metrics_path,
-                strerror(errno));
-        d->failed = 1;
-    }
+    if (app_metrics_flush(PROG, d->metrics, d->cli->job.metrics_path)) d->failed = 1;
 }
 
 static int apply(void *arg, uint64_t round, const uint64_t *keys, size_t n, const double *sums,
@@ -432,7 +428,7 @@ static int worker_main(loom_node *n, const void *cli)
     return train(n, cli);
 }
 
-int lasso_train_node(const lasso_cli *cli)
+int lasso_train_node(const void *cli)
 {
     return app_node_main(PROG, worker_main, cli);
 }

@@ -211,15 +211,17 @@ typedef struct lasso_cli {
 
 enum { LASSO_SCHEDULE_DYNAMIC, LASSO_SCHEDULE_RANDOM, LASSO_SCHEDULE_ROTATION };
 
-int lasso_parse_flags(int argc, char **argv, lasso_cli *cli, char *err, size_t errlen);
+/* The entry points of `loom train lasso` (app_parse_fn, app_cli_fn): cli is a
+ * lasso_cli. */
+int lasso_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen);
 void lasso_train_help(FILE *out);
 /* Train in this process (the sequential reference); the exit status. */
-int lasso_train_here(const lasso_cli *cli);
+int lasso_train_here(const void *cli);
 /* Whether the command line trains in this process (--sequential,
  * --in-process). */
-int lasso_trains_here(const lasso_cli *cli);
+int lasso_trains_here(const void *cli);
 /* One node of a scheduled job (dist.c); the exit status. */
-int lasso_train_node(const lasso_cli *cli);
+int lasso_train_node(const void *cli);
 /* The scheduled engine's rounds in this process (dist.c); the exit status. */
 int lasso_train_in_process(const lasso_cli *cli);
 

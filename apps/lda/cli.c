@@ -9,10 +9,7 @@
 #include "lda/lda.h"
 
 static const app_flag flags[] = {
-    {.name = "--out",
-     .kind = APP_TEXT,
-     .arg = "FILE",
-     .help = "where to write the corpus; - for standard output (required)"},
+    APP_FLAG_GEN_OUT("corpus"),
     {.name = "--docs",
      .kind = APP_INT,
      .arg = "D",

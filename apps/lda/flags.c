@@ -26,9 +26,7 @@ static const app_flag flags[] = {
      .kind = APP_TEXT,
      .arg = "FILE",
      .help = "one word per line (line i names word id i): top words by name"},
-    {.name = "--skip-bad",
-     .kind = APP_SWITCH,
-     .help = "skip malformed lines (and report how many) instead of stopping"},
+    APP_FLAG_SKIP_BAD,
     {.name = "--test",
      .kind = APP_TEXT,
      .arg = "FILE",
@@ -42,13 +40,7 @@ static const app_flag flags[] = {
      .arg = "bsp|ssp:S|asp",
      .def = "ssp:1",
      .help = "staleness bound in clocks"},
-    {.name = "--seed",
-     .kind = APP_INT,
-     .arg = "N",
-     .lo = 0,
-     .hi = 2147483647,
-     .def = "1",
-     .help = "initial topics and sampling"},
+    APP_FLAG_SEED("initial topics and sampling"),
     {.section = "model:",
      .name = "--topics",
      .kind = APP_INT,
@@ -102,20 +94,11 @@ static const app_flag flags[] = {
      .hi = 1000000,
      .def = "1",
      .help = "log-likelihood every N iterations; 0: at the end"},
-    {.name = "--schedule",
-     .kind = APP_CHOICE,
-     .arg = "data|rotation",
-     .def = "data",
-     .help = "data: every worker samples its documents from counts a\n"
-             "clock old (AD-LDA); rotation: blocks of words rotate among\n"
-             "the workers, each token sampled with its word's exact counts\n"
-             "(docs/SCHED.md)"},
-    {.name = "--schedule-log",
-     .kind = APP_TEXT,
-     .arg = "FILE",
-     .help = "rotation: each worker writes a line per block it held\n"
-             "(\"iteration sub block worker version\") to FILE, with %d\n"
-             "replaced by its rank"},
+    APP_FLAG_ROTATION_SCHEDULE("data: every worker samples its documents from counts a\n"
+                               "clock old (AD-LDA); rotation: blocks of words rotate among\n"
+                               "the workers, each token sampled with its word's exact counts\n"
+                               "(docs/SCHED.md)"),
+    APP_FLAG_ROTATION_LOG,
     {.name = "--top-words",
      .kind = APP_INT,
      .arg = "N",
@@ -141,8 +124,9 @@ void lda_train_help(FILE *out)
     app_flags_help(out, flags, NFLAGS);
 }
 
-int lda_parse_flags(int argc, char **argv, lda_cli *c, char *err, size_t errlen)
+int lda_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
+    lda_cli *c = cli;
     static const lda_train_opts defaults = LDA_TRAIN_OPTS_DEFAULT;
     static const loom_bow_opts data_defaults = LOOM_BOW_OPTS_DEFAULT;
     *c = (lda_cli){.train = defaults, .data = data_defaults, .top_words = 10};

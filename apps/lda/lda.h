@@ -13,6 +13,8 @@
  *   seq.c         the sequential reference (the same sweeps in one process)
  *   flags.c       the command line of `loom train lda`
  *   train.c       distributed training on every node of a job
+ *   checkpoint.c  a training worker's state in the job's checkpoints
+ *                 (train_impl.h: what train.c and checkpoint.c share)
  *   gen.c, cli.c  planted corpora and `loom gen lda`
  * docs/LDA.md describes the algorithm, the flags and the files. */
 #ifndef LOOM_APPS_LDA_H
@@ -242,15 +244,16 @@ typedef struct lda_cli {
     int top_words;
 } lda_cli;
 
-/* Parse `loom train lda` flags (argv[0] is the command name). Returns 0, or
+/* Parse `loom train lda` flags into *cli, an lda_cli (app_parse_fn; argv[0]
+ * is the command name). Returns 0, or
  * 2 with a sentence naming the offending flag in err. */
-int lda_parse_flags(int argc, char **argv, lda_cli *cli, char *err, size_t errlen);
+int lda_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen);
 /* Its help: every flag, with its range and default (from the parser's table). */
 void lda_train_help(FILE *out);
 
-/* The distributed trainer, run by every node of a Loom job. Returns the
- * process exit status. */
-int lda_train_node(const lda_cli *cli);
+/* The distributed trainer, run by every node of a Loom job (cli: an
+ * lda_cli). Returns the process exit status. */
+int lda_train_node(const void *cli);
 
 /* ---- synthetic corpora ---- */
 

@@ -56,6 +56,7 @@
 #include "common/files.h"
 
 #include "lda/lda.h"
+#include "lda/train_impl.h"
 
 #define STAT_FIELDS 13
 enum {
@@ -73,74 +74,6 @@ enum {
     ST_MANAGED,    /* rows sent between clocks (--priority) */
     ST_PUSHED,     /* cached rows the servers' row pushes refreshed */
 };
-
-#define PROG            "loom train lda"
-#define TRY(what, expr) APP_TRY(PROG, what, expr)
-
-/* One compute thread's documents and sampler (see the top of the file). */
-typedef struct lane {
-    lda_docs d;
-    lda_sampler s;
-    uint64_t *words; /* changed words of a clock */
-    uint64_t *keys;  /* their table keys, nblocks per word */
-    int32_t *vals;   /* their deltas; pulled rows */
-    int64_t *tdelta; /* K */
-    size_t nkeys;    /* table rows of this clock's changes */
-    /* Words that other workers' documents contain too: only their rows can
-     * change behind the process's back, so only they are pulled each clock. */
-    uint64_t *shared_keys; /* nblocks table keys per word */
-    uint32_t *shared_idx;  /* their local indices */
-    size_t nshared;
-    /* Words only other lanes of this worker also have: their rows are the
-     * process's counts (what a pull would return), copied from w->prow. */
-    uint32_t *local_idx; /* their local indices */
-    uint32_t *uidx;      /* per local word: its index in w->vocab_all */
-    size_t nlocal;
-} lane;
-
-typedef struct worker {
-    loom_node *n;
-    const lda_cli *c;
-    int rank, nworkers;
-    lda_params p;
-    app_team *team;
-    int threads;
-    lane *lanes;
-    int it, sync, step; /* the clock, and its step (--steps), the lanes work on */
-    /* Several lanes: the words of all of them, and the process's counts of
-     * those words (its lanes' changes added as they are pushed). */
-    uint64_t *vocab_all;
-    size_t nall;
-    int32_t *prow;     /* nall x K */
-    uint64_t *own_all; /* per word of vocab_all: its tokens in this worker's documents */
-    loom_table *wt, *tt;
-    app_stats stats;
-    uint32_t block, nblocks; /* a word's row is nblocks table rows of block topics */
-    uint64_t *words;         /* this worker's evaluation words */
-    uint64_t *keys;          /* their table keys, nblocks per word */
-    int32_t *vals;           /* their rows */
-    int32_t *scratch;
-    /* --test: this worker's share of the test documents, the table keys of
-     * their words, and their rows and the totals as pulled at an evaluation */
-    lda_heldout h;
-    uint64_t *test_keys;
-    int32_t *test_rows;
-    int64_t *test_totals;
-    /* worker 0 */
-    lda_model m; /* the whole table, as of the last evaluation */
-    lda_vocab vocab;
-    FILE *metrics;
-    double start, train_s;
-    int iters_since_eval;
-    int torn_said; /* the warning of a lost worker's torn clock was printed */
-    /* Resumed from a checkpoint: the topics are the checkpoint's, the counts
-     * the servers'; training goes on at iteration first_it, clock first_sync. */
-    int resuming, first_it, first_sync;
-    /* --schedule rotation (rotate() below) */
-    loom_sched *engine;
-    app_rng *rng;     /* per document: its stream of the iteration, where it stopped */
-    int64_t *tloaded; /* K: the totals as a sub-iteration pulled them */
-} worker;
 
 /* Table rows of `block` topics: a clock's deltas then skip the blocks of a
  * word's row that did not change (most of them when K is large), and the
@@ -413,73 +346,6 @@ static int start_lane(void *arg, int t)
     return 0;
 }
 
-/* ---- checkpoints (docs/FAULTS.md) ----
- * A worker's state at a clock: where it is (iteration, next clock of it), the
- * evaluation bookkeeping and every token's topic; the counts are the
- * servers', the random streams depend only on (iteration, document). */
-#define LDA_STATE_MAGIC 0x3143444cu /* "LDC1" */
-#define LDA_STATE_HEAD  8           /* u64 words before the topics */
-
-static int save_state(worker *w, int it, int next_sync)
-{
-    uint64_t tokens = 0;
-    for (int t = 0; t < w->threads; t++) tokens += w->lanes[t].d.ntokens;
-    size_t len = LDA_STATE_HEAD * 8 + tokens * 4;
-    uint64_t *b = malloc(len);
-    if (!b) return app_fail(PROG, "checkpoint", LOOM_ENOMEM);
-    double train_s = w->train_s;
-    b[0] = LDA_STATE_MAGIC;
-    b[1] = (uint64_t)it;
-    b[2] = (uint64_t)next_sync;
-    b[3] = (uint64_t)w->iters_since_eval;
-    memcpy(&b[4], &train_s, 8);
-    b[5] = tokens;
-    memcpy(&b[6], &w->p.alpha, 8); /* for `loom checkpoint export`, and checked on resume */
-    memcpy(&b[7], &w->p.beta, 8);
-    uint8_t *z = (uint8_t *)(b + LDA_STATE_HEAD);
-    for (int t = 0; t < w->threads; t++) {
-        memcpy(z, w->lanes[t].d.z, w->lanes[t].d.ntokens * 4);
-        z += w->lanes[t].d.ntokens * 4;
-    }
-    int rc = loom_checkpoint_save(w->n, b, len);
-    free(b);
-    return rc ? app_fail(PROG, "checkpoint", rc) : 0;
-}
-
-static int load_state(worker *w)
-{
-    const void *data;
-    size_t len;
-    if (loom_checkpoint_resumed(w->n, &data, &len, NULL)) return 0;
-    uint64_t tokens = 0;
-    for (int t = 0; t < w->threads; t++) tokens += w->lanes[t].d.ntokens;
-    uint64_t b[LDA_STATE_HEAD] = {0};
-    if (len >= sizeof b) memcpy(b, data, sizeof b);
-    int ok = len == sizeof b + tokens * 4 && b[0] == LDA_STATE_MAGIC && b[5] == tokens &&
-             b[2] <= (uint64_t)w->c->train.syncs && !memcmp(&b[6], &w->p.alpha, 8) &&
-             !memcmp(&b[7], &w->p.beta, 8);
-    const uint8_t *z = (const uint8_t *)data + sizeof b;
-    for (int t = 0; ok && t < w->threads; t++) {
-        lda_docs *d = &w->lanes[t].d;
-        memcpy(d->z, z, d->ntokens * 4);
-        z += d->ntokens * 4;
-        for (uint64_t k = 0; ok && k < d->ntokens; k++) ok = d->z[k] < w->p.topics;
-    }
-    if (!ok) {
-        fprintf(stderr,
-                PROG ": worker %d: the checkpoint does not fit this job (other corpus, "
-                     "--topics, --alpha, --beta or --syncs?)\n",
-                w->rank);
-        return 1;
-    }
-    w->resuming = 1;
-    w->first_it = (int)b[1];
-    w->first_sync = (int)b[2];
-    w->iters_since_eval = (int)b[3];
-    memcpy(&w->train_s, &b[4], 8);
-    return 0;
-}
-
 /* Initial topics: push the counts they make, and read everyone's back (a
  * resumed job: its topics and the servers' counts). */
 static int initialise(worker *w)
@@ -494,7 +360,7 @@ static int initialise(worker *w)
         TRY("clock", loom_clock(w->n));
     else if (push_lanes(w, 1, 1))
         return 1;
-    if (!w->resuming && loom_checkpoint_due(w->n) && save_state(w, 0, 0)) return 1;
+    if (!w->resuming && loom_checkpoint_due(w->n) && lda_save_state(w, 0, 0)) return 1;
     /* Every worker starts from every worker's initial counts, whatever the staleness. */
     TRY("barrier", loom_barrier(w->n));
     if (!(w->own_all = calloc(w->nall ? w->nall : 1, sizeof *w->own_all)))
@@ -556,7 +422,7 @@ static int sync_clock(worker *w, int sync, int it)
     /* The last training clock is the final checkpoint's (ft.h). */
     int last = it == w->c->train.iterations - 1 && sync == w->c->train.syncs - 1;
     return (last ? loom_checkpoint_final(w->n) : loom_checkpoint_due(w->n))
-               ? save_state(w, it, sync + 1)
+               ? lda_save_state(w, it, sync + 1)
                : 0;
 }
 
@@ -856,7 +722,7 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
     w->threads = c->job.threads > 1 ? c->job.threads : 1;
     TRY("start the compute threads", app_team_start(&w->team, w->threads));
     TRY("prepare documents", lanes_init(w, corpus));
-    if (load_state(w)) return 1;
+    if (lda_load_state(w)) return 1;
     /* Buffers for this worker's evaluation rows (about V / W words). */
     size_t eval_rows = (size_t)((vocab + (uint64_t)w->nworkers - 1) / (uint64_t)w->nworkers);
     size_t nbuf = eval_rows ? eval_rows : 1;
@@ -949,8 +815,7 @@ static int worker_main(loom_node *n, const void *c)
     return run_worker(n, c);
 }
 
-int lda_train_node(const lda_cli *c)
+int lda_train_node(const void *cli)
 {
-
-    return app_node_main(PROG, worker_main, c);
+    return app_node_main(PROG, worker_main, cli);
 }

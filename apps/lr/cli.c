@@ -24,10 +24,7 @@
  * the help is printed from it. The defaults are those of LR_GEN_OPTS_DEFAULT
  * (apps/lr/lr.h). */
 static const app_flag gen_lr_flags[] = {
-    {.name = "--out",
-     .kind = APP_TEXT,
-     .arg = "FILE",
-     .help = "where to write the rows; - for standard output (required)"},
+    APP_FLAG_GEN_OUT("rows"),
     {.name = "--rows",
      .kind = APP_INT,
      .arg = "N",
@@ -49,13 +46,7 @@ static const app_flag gen_lr_flags[] = {
      .hi = UINT32_MAX,
      .def = "30",
      .help = "distinct features in every row, at most F"},
-    {.name = "--seed",
-     .kind = APP_INT,
-     .arg = "S",
-     .lo = 0,
-     .hi = UINT64_MAX,
-     .def = "1",
-     .help = "random seed"},
+    APP_FLAG_GEN_SEED,
     {.name = "--zipf",
      .kind = APP_NUM,
      .arg = "A",
@@ -83,20 +74,17 @@ static const app_flag gen_lr_flags[] = {
 
 void lr_gen_help(FILE *out)
 {
-    fputs("loom gen lr --out FILE [OPTIONS]\n"
-          "\n"
-          "Writes LIBSVM rows (\"+1 3:1 17:1 ...\", feature ids 1-based and ascending, every\n"
-          "value 1). Feature popularity follows a power law, as in click logs, and the labels\n"
-          "come from a planted sparse model, so the data is learnable. The same options give\n"
-          "the same file on every machine. See docs/LR.md.\n"
-          "\n"
-          "Options (--name value or --name=value):\n",
-          out);
-    app_flags_help(out, gen_lr_flags, GEN_LR_NFLAGS);
-    fputs("  -h, --help              show this help\n"
-          "\n"
-          "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n",
-          out);
+    app_command_help(
+        out,
+        "loom gen lr --out FILE [OPTIONS]\n"
+        "\n"
+        "Writes LIBSVM rows (\"+1 3:1 17:1 ...\", feature ids 1-based and ascending, every\n"
+        "value 1). Feature popularity follows a power law, as in click logs, and the labels\n"
+        "come from a planted sparse model, so the data is learnable. The same options give\n"
+        "the same file on every machine. See docs/LR.md.\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        gen_lr_flags, GEN_LR_NFLAGS, 0);
 }
 
 struct gen_lr_args {
@@ -177,7 +165,7 @@ int lr_gen_main(int argc, char **argv)
 /* predict lr's flags: the parser reads the command line against this table
  * and the help is printed from it. */
 static const app_flag predict_lr_flags[] = {
-    {.name = "--model", .kind = APP_TEXT, .arg = "M", .help = "the model file (required)"},
+    APP_FLAG_MODEL_IN,
     {.name = "--data",
      .kind = APP_TEXT,
      .arg = "FILE",
@@ -187,33 +175,22 @@ static const app_flag predict_lr_flags[] = {
      .arg = "FILE",
      .help = "also write p(label = +1) of every row, one per line (%.6f);\n"
              "- for standard output (the summary then goes to standard error)"},
-    {.name = "--one-based",
-     .kind = APP_SWITCH,
-     .excludes = "--zero-based",
-     .help = "feature ids in FILE start at 1 (LIBSVM's convention)"},
-    {.name = "--zero-based",
-     .kind = APP_SWITCH,
-     .help = "feature ids in FILE start at 0\n"
-             "(default: 1-based, unless an id 0 appears in FILE)"},
+    APP_FLAGS_FILE_IDS,
 };
 #define PREDICT_LR_NFLAGS (sizeof predict_lr_flags / sizeof predict_lr_flags[0])
 
 void lr_predict_help(FILE *out)
 {
-    fputs("loom predict lr --model M --data FILE [--out FILE] [--zero-based|--one-based]\n"
-          "\n"
-          "Prints \"rows N  accuracy A  auc U  logloss L\" for the LIBSVM file FILE: the\n"
-          "fraction of rows whose label has the sign of the margin, the ROC AUC and the\n"
-          "mean negative log-likelihood of the labels. See docs/LR.md.\n"
-          "\n"
-          "Options (--name value or --name=value):\n",
-          out);
-    app_flags_help(out, predict_lr_flags, PREDICT_LR_NFLAGS);
-    fputs("  -h, --help              show this help\n"
-          "\n"
-          "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
-          "usage error.\n",
-          out);
+    app_command_help(
+        out,
+        "loom predict lr --model M --data FILE [--out FILE] [--zero-based|--one-based]\n"
+        "\n"
+        "Prints \"rows N  accuracy A  auc U  logloss L\" for the LIBSVM file FILE: the\n"
+        "fraction of rows whose label has the sign of the margin, the ROC AUC and the\n"
+        "mean negative log-likelihood of the labels. See docs/LR.md.\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        predict_lr_flags, PREDICT_LR_NFLAGS, 1);
 }
 
 struct predict_args {
@@ -299,10 +276,7 @@ int lr_predict_main(int argc, char **argv)
         FILE *summary = a.out && strcmp(a.out, "-") == 0 ? stderr : stdout;
         fprintf(summary, "rows %zu  accuracy %.6f  auc %.6f  logloss %.6f\n", mt.n, mt.accuracy,
                 mt.auc, mt.logloss);
-        if (fflush(summary) != 0) {
-            fprintf(stderr, "loom predict lr: writing the summary failed: %s\n", strerror(errno));
-            rc = 1;
-        }
+        rc = app_summary_flush("loom predict lr", summary);
     }
     free(margin);
     loom_dataset_free(d);

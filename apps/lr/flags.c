@@ -28,14 +28,8 @@ static const app_flag flags[] = {
      .arg = "libsvm",
      .def = "libsvm",
      .help = "the only format lr reads (accepted for symmetry)"},
-    {.name = "--zero-based",
-     .kind = APP_SWITCH,
-     .excludes = "--one-based",
-     .help = "feature ids start at 0 (default: 1, unless an id 0 appears)"},
-    {.name = "--one-based", .kind = APP_SWITCH, .help = "feature ids start at 1"},
-    {.name = "--skip-bad",
-     .kind = APP_SWITCH,
-     .help = "skip malformed lines (and report how many) instead of stopping"},
+    APP_FLAGS_IDS,
+    APP_FLAG_SKIP_BAD,
     APP_FLAGS_JOB,
     APP_FLAGS_CHECKPOINT,
     APP_FLAGS_FILTER,
@@ -52,13 +46,7 @@ static const app_flag flags[] = {
      .hi = 100000,
      .def = "10",
      .help = "passes over the data"},
-    {.name = "--seed",
-     .kind = APP_INT,
-     .arg = "N",
-     .lo = 0,
-     .hi = 2147483647,
-     .def = "1",
-     .help = "order of the rows"},
+    APP_FLAG_SEED("order of the rows"),
     {.name = "--lr",
      .kind = APP_NUM,
      .arg = "X",
@@ -130,8 +118,9 @@ void lr_train_help(FILE *out)
     app_flags_help(out, flags, NFLAGS);
 }
 
-int lr_parse_flags(int argc, char **argv, lr_cli *c, char *err, size_t errlen)
+int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
+    lr_cli *c = cli;
     static const lr_train_opts defaults = LR_TRAIN_OPTS_DEFAULT;
     static const loom_libsvm_opts data_defaults = LOOM_LIBSVM_OPTS_DEFAULT;
     *c = (lr_cli){.train = defaults, .data = data_defaults};

@@ -5,7 +5,8 @@
  *   model.c  the model file (save, load) and prediction
  *   eval.c   metrics: logloss, accuracy, AUC
  *   gen.c    synthetic click-log-like data from a planted sparse model
- *   train.c  distributed training: minibatch SGD with a server-side updater, and DBPG
+ *   train.c  distributed training: the node, minibatch SGD with a server-side updater
+ *   dbpg.c   distributed DBPG's worker and server steps (train_impl.h: what the two share)
  *   seq.c    the sequential reference of the same algorithms (tests compare to it)
  * The `loom` command's train/predict/gen subcommands (tools/) call these. */
 #ifndef LOOM_APPS_LR_H
@@ -159,17 +160,19 @@ typedef struct lr_cli {
     loom_libsvm_opts data;
 } lr_cli;
 
-/* Parse `loom train lr` flags (argv[0] is the command name). Returns 0, or 2
+/* Parse `loom train lr` flags into *cli, an lr_cli (its signature is
+ * app_parse_fn: tools/models.c calls every model's alike; argv[0] is the
+ * command name). Returns 0, or 2
  * with a sentence naming the offending flag in err. Defaults: 2 workers,
  * 1 server, --algo sgd, --updater adagrad, --consistency ssp:2, --lr 0.1
  * (dbpg: 1), --minibatch 100, --epochs 10, --blocks 64, --delay 2, --seed 1. */
-int lr_parse_flags(int argc, char **argv, lr_cli *cli, char *err, size_t errlen);
+int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen);
 /* Its help: every flag, with its range and default (from the parser's table). */
 void lr_train_help(FILE *out);
 
 /* The distributed trainer, run by every node of a Loom job (the `loom train
- * lr` program under a launcher). Returns the process exit status. */
-int lr_train_node(const lr_cli *cli);
+ * lr` program under a launcher), cli an lr_cli. Returns the process exit status. */
+int lr_train_node(const void *cli);
 
 /* ---- `loom gen lr` and `loom predict lr` (cli.c) ---- */
 

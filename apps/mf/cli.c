@@ -19,10 +19,7 @@
 /* The flags of the two commands: the parser reads the command line against
  * these tables and the help is printed from them (apps/common). */
 static const app_flag gen_flags[] = {
-    {.name = "--out",
-     .kind = APP_TEXT,
-     .arg = "FILE",
-     .help = "where to write the ratings; - for standard output (required)"},
+    APP_FLAG_GEN_OUT("ratings"),
     {.name = "--users",
      .kind = APP_INT,
      .arg = "U",
@@ -59,13 +56,7 @@ static const app_flag gen_flags[] = {
      .max = 100,
      .def = "0.5",
      .help = "standard deviation of the noise"},
-    {.name = "--seed",
-     .kind = APP_INT,
-     .arg = "S",
-     .lo = 0,
-     .hi = UINT64_MAX,
-     .def = "1",
-     .help = "random seed"},
+    APP_FLAG_GEN_SEED,
     {.name = "--real",
      .kind = APP_SWITCH,
      .help = "real-valued ratings (no rounding, no clipping)"},

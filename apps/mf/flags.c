@@ -33,9 +33,7 @@ static const app_flag flags[] = {
      .arg = "tsv|csv|space",
      .def = "detect",
      .help = "field separator"},
-    {.name = "--skip-bad",
-     .kind = APP_SWITCH,
-     .help = "skip malformed lines (and report how many) instead of stopping"},
+    APP_FLAG_SKIP_BAD,
     APP_FLAGS_JOB,
     APP_FLAGS_CHECKPOINT,
     APP_FLAGS_FILTER,
@@ -119,27 +117,12 @@ static const app_flag flags[] = {
      .help = "how the workers' updates of a row combine on the servers:\n"
              "scaled so their sum moves a bias as far as one\n"
              "sequential pass would (damped), or added as they are"},
-    {.name = "--schedule",
-     .kind = APP_CHOICE,
-     .arg = "data|rotation",
-     .def = "data",
-     .help = "data: every worker trains its share of the ratings on all\n"
-             "rows (clocks, merge); rotation: model-parallel, each worker\n"
-             "owns a user block and item blocks rotate among the workers,\n"
-             "one writer per row (docs/SCHED.md)"},
-    {.name = "--schedule-log",
-     .kind = APP_TEXT,
-     .arg = "FILE",
-     .help = "rotation: each worker writes a line per block it held\n"
-             "(\"iteration sub block worker version\") to FILE, with %d\n"
-             "replaced by its rank"},
-    {.name = "--seed",
-     .kind = APP_INT,
-     .arg = "N",
-     .lo = 0,
-     .hi = 2147483647,
-     .def = "1",
-     .help = "split, initial factors and order"},
+    APP_FLAG_ROTATION_SCHEDULE("data: every worker trains its share of the ratings on all\n"
+                               "rows (clocks, merge); rotation: model-parallel, each worker\n"
+                               "owns a user block and item blocks rotate among the workers,\n"
+                               "one writer per row (docs/SCHED.md)"),
+    APP_FLAG_ROTATION_LOG,
+    APP_FLAG_SEED("split, initial factors and order"),
     APP_FLAGS_COMM,
     APP_FLAGS_OUTPUT("JSON line per evaluation", "save the model (format: docs/MF.md)"),
 };
@@ -156,8 +139,9 @@ void mf_train_help(FILE *out)
     app_flags_help(out, flags, NFLAGS);
 }
 
-int mf_parse_flags(int argc, char **argv, mf_cli *c, char *err, size_t errlen)
+int mf_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
+    mf_cli *c = cli;
     static const mf_train_opts defaults = MF_TRAIN_OPTS_DEFAULT;
     static const loom_ratings_opts data_defaults = LOOM_RATINGS_OPTS_DEFAULT;
     *c = (mf_cli){.train = defaults, .data = data_defaults};

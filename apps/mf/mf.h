@@ -228,9 +228,9 @@ typedef struct mf_cli {
     loom_ratings_opts data;
 } mf_cli;
 
-/* Parse `loom train mf` flags (argv[0] is the command name). 0, or 2 with a
- * sentence naming the flag in err. */
-int mf_parse_flags(int argc, char **argv, mf_cli *cli, char *err, size_t errlen);
+/* Parse `loom train mf` flags into *cli, an mf_cli (app_parse_fn; argv[0] is
+ * the command name). 0, or 2 with a sentence naming the flag in err. */
+int mf_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen);
 /* Its help: every flag, with its range and default (from the parser's table). */
 void mf_train_help(FILE *out);
 
@@ -246,8 +246,9 @@ typedef void (*mf_epoch_fn)(void *arg, int epoch, const mf_model *m);
 int mf_train_sequential(const mf_train_opts *o, const loom_ratings *r, mf_model *out,
                         mf_epoch_fn fn, void *arg);
 
-/* The distributed trainer, run by every node of a job. Returns the exit status. */
-int mf_train_node(const mf_cli *cli);
+/* The distributed trainer, run by every node of a job (cli: an mf_cli).
+ * Returns the exit status. */
+int mf_train_node(const void *cli);
 
 /* ---- --schedule rotation (rotation.c) ---- */
 

@@ -556,10 +556,7 @@ static int report(worker *w, const double *st)
                 st[ST_RECEIVED], st[ST_MESSAGES], st[ST_RAW], st[ST_WIRE], st[ST_MANAGED],
                 st[ST_PUSHED], lost_json);
         /* Each line now, so that a full disk stops the run rather than its end. */
-        if (fflush(w->metrics) || ferror(w->metrics)) {
-            fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
-            return 1;
-        }
+        if (app_metrics_flush(PROG, w->metrics, c->job.metrics_path)) return 1;
     }
     if (!isfinite(train_rmse)) {
         fprintf(stderr,
@@ -836,8 +833,8 @@ static int worker_main(loom_node *n, const void *c)
     return run_worker(n, c);
 }
 
-int mf_train_node(const mf_cli *c)
+int mf_train_node(const void *cli)
 {
     loom_updater_register("mf.range", 1, range_updater, NULL);
-    return app_node_main(PROG, worker_main, c);
+    return app_node_main(PROG, worker_main, cli);
 }

@@ -14,10 +14,7 @@
 /* ---- loom gen mlr ---- */
 
 static const app_flag gen_flags[] = {
-    {.name = "--out",
-     .kind = APP_TEXT,
-     .arg = "FILE",
-     .help = "where to write the rows; - for standard output (required)"},
+    APP_FLAG_GEN_OUT("rows"),
     {.name = "--rows",
      .kind = APP_INT,
      .arg = "N",
@@ -53,13 +50,7 @@ static const app_flag gen_flags[] = {
      .max = 1e3,
      .def = "3",
      .help = "scale of the planted weights: larger is easier"},
-    {.name = "--seed",
-     .kind = APP_INT,
-     .arg = "S",
-     .lo = 0,
-     .hi = UINT64_MAX,
-     .def = "1",
-     .help = "random seed"},
+    APP_FLAG_GEN_SEED,
     {.name = "--planted-out",
      .kind = APP_TEXT,
      .arg = "FILE",
@@ -69,19 +60,16 @@ static const app_flag gen_flags[] = {
 
 void mlr_gen_help(FILE *out)
 {
-    fputs("loom gen mlr --out FILE [OPTIONS]\n"
-          "\n"
-          "Writes LIBSVM rows (\"3 5:1 17:1 ...\": a class id 0..K-1, then feature ids 1-based\n"
-          "and ascending, every value 1) whose labels come from a planted softmax model.\n"
-          "The same options give the same file. See docs/MLR.md.\n"
-          "\n"
-          "Options (--name value or --name=value):\n",
-          out);
-    app_flags_help(out, gen_flags, GEN_NFLAGS);
-    fputs("  -h, --help              show this help\n"
-          "\n"
-          "Exit status: 0 on success, 1 if writing failed, 2 for a usage error.\n",
-          out);
+    app_command_help(
+        out,
+        "loom gen mlr --out FILE [OPTIONS]\n"
+        "\n"
+        "Writes LIBSVM rows (\"3 5:1 17:1 ...\": a class id 0..K-1, then feature ids 1-based\n"
+        "and ascending, every value 1) whose labels come from a planted softmax model.\n"
+        "The same options give the same file. See docs/MLR.md.\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        gen_flags, GEN_NFLAGS, 0);
 }
 
 int mlr_gen_main(int argc, char **argv)
@@ -133,7 +121,7 @@ int mlr_gen_main(int argc, char **argv)
 /* ---- loom predict mlr ---- */
 
 static const app_flag predict_flags[] = {
-    {.name = "--model", .kind = APP_TEXT, .arg = "M", .help = "the model file (required)"},
+    APP_FLAG_MODEL_IN,
     {.name = "--data",
      .kind = APP_TEXT,
      .arg = "FILE",
@@ -143,33 +131,22 @@ static const app_flag predict_flags[] = {
      .arg = "FILE",
      .help = "also write the predicted class of every row, one per line;\n"
              "- for standard output (the summary then goes to standard error)"},
-    {.name = "--one-based",
-     .kind = APP_SWITCH,
-     .excludes = "--zero-based",
-     .help = "feature ids in FILE start at 1 (LIBSVM's convention)"},
-    {.name = "--zero-based",
-     .kind = APP_SWITCH,
-     .help = "feature ids in FILE start at 0\n"
-             "(default: 1-based, unless an id 0 appears in FILE)"},
+    APP_FLAGS_FILE_IDS,
 };
 #define PREDICT_NFLAGS (sizeof predict_flags / sizeof predict_flags[0])
 
 void mlr_predict_help(FILE *out)
 {
-    fputs("loom predict mlr --model M --data FILE [--out FILE] [--zero-based|--one-based]\n"
-          "\n"
-          "Prints \"rows N  accuracy A  logloss L\" for the LIBSVM file FILE: the fraction of\n"
-          "rows whose label is the highest-scoring class, and the mean -log p(label).\n"
-          "See docs/MLR.md.\n"
-          "\n"
-          "Options (--name value or --name=value):\n",
-          out);
-    app_flags_help(out, predict_flags, PREDICT_NFLAGS);
-    fputs("  -h, --help              show this help\n"
-          "\n"
-          "Exit status: 0 on success, 1 if a file could not be read or written, 2 for a\n"
-          "usage error.\n",
-          out);
+    app_command_help(
+        out,
+        "loom predict mlr --model M --data FILE [--out FILE] [--zero-based|--one-based]\n"
+        "\n"
+        "Prints \"rows N  accuracy A  logloss L\" for the LIBSVM file FILE: the fraction of\n"
+        "rows whose label is the highest-scoring class, and the mean -log p(label).\n"
+        "See docs/MLR.md.\n"
+        "\n"
+        "Options (--name value or --name=value):\n",
+        predict_flags, PREDICT_NFLAGS, 1);
 }
 
 int mlr_predict_main(int argc, char **argv)
@@ -231,10 +208,7 @@ int mlr_predict_main(int argc, char **argv)
     if (rc == 0) {
         FILE *summary = outp && strcmp(outp, "-") == 0 ? stderr : stdout;
         fprintf(summary, "rows %zu  accuracy %.6f  logloss %.6f\n", mt.n, mt.accuracy, mt.logloss);
-        if (fflush(summary) != 0) {
-            fprintf(stderr, "%s: writing the summary failed: %s\n", cmd, strerror(errno));
-            rc = 1;
-        }
+        rc = app_summary_flush(cmd, summary);
     }
     loom_dataset_free(d);
     mlr_model_free(&m);

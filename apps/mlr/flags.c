@@ -25,14 +25,8 @@ static const app_flag flags[] = {
      .arg = "libsvm",
      .def = "libsvm",
      .help = "the only format mlr reads (accepted for symmetry)"},
-    {.name = "--zero-based",
-     .kind = APP_SWITCH,
-     .excludes = "--one-based",
-     .help = "feature ids start at 0 (default: 1, unless an id 0 appears)"},
-    {.name = "--one-based", .kind = APP_SWITCH, .help = "feature ids start at 1"},
-    {.name = "--skip-bad",
-     .kind = APP_SWITCH,
-     .help = "skip malformed lines (and report how many) instead of stopping"},
+    APP_FLAGS_IDS,
+    APP_FLAG_SKIP_BAD,
     APP_FLAGS_JOB,
     {.section = "algorithm:",
      .name = "--mode",
@@ -49,13 +43,7 @@ static const app_flag flags[] = {
      .hi = 100000,
      .def = "10",
      .help = "passes over the data"},
-    {.name = "--seed",
-     .kind = APP_INT,
-     .arg = "N",
-     .lo = 0,
-     .hi = 2147483647,
-     .def = "1",
-     .help = "order of the rows, SV selection, multicast peers"},
+    APP_FLAG_SEED("order of the rows, SV selection, multicast peers"),
     {.name = "--lr",
      .kind = APP_NUM,
      .arg = "X",
@@ -140,8 +128,9 @@ void mlr_train_help(FILE *out)
     app_flags_help(out, flags, NFLAGS);
 }
 
-int mlr_parse_flags(int argc, char **argv, mlr_cli *c, char *err, size_t errlen)
+int mlr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
+    mlr_cli *c = cli;
     static const mlr_train_opts defaults = MLR_TRAIN_OPTS_DEFAULT;
     static const loom_libsvm_opts data_defaults = LOOM_LIBSVM_OPTS_DEFAULT;
     *c = (mlr_cli){.train = defaults, .data = data_defaults};

@@ -175,11 +175,12 @@ typedef struct mlr_cli {
     loom_libsvm_opts data;
 } mlr_cli;
 
-/* Parse `loom train mlr` flags: 0, or 2 with a sentence in err. */
-int mlr_parse_flags(int argc, char **argv, mlr_cli *cli, char *err, size_t errlen);
+/* Parse `loom train mlr` flags into *cli, an mlr_cli (app_parse_fn): 0, or 2
+ * with a sentence in err. */
+int mlr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen);
 void mlr_train_help(FILE *out);
-/* The distributed trainer, run by every node of the job. */
-int mlr_train_node(const mlr_cli *cli);
+/* The distributed trainer, run by every node of the job (cli: an mlr_cli). */
+int mlr_train_node(const void *cli);
 
 /* ---- `loom gen mlr` and `loom predict mlr` (cli.c) ---- */
 

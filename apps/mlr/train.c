@@ -236,10 +236,7 @@ static int report(worker *k, int epoch, uint64_t clocks)
                 "\"replica_bytes_sent\": %.0f, \"svb_dropped\": %.0f}\n",
                 st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED], st[ST_SV_BYTES], st[ST_REPLICA_BYTES],
                 st[ST_DROPPED]);
-        if (fflush(k->metrics) || ferror(k->metrics)) {
-            fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
-            return 1;
-        }
+        if (app_metrics_flush(PROG, k->metrics, c->job.metrics_path)) return 1;
     }
     if (!isfinite(objective)) {
         fprintf(stderr,
@@ -473,7 +470,7 @@ static int run_worker(loom_node *n, const void *arg)
     return rc;
 }
 
-int mlr_train_node(const mlr_cli *c)
+int mlr_train_node(const void *cli)
 {
-    return app_node_main(PROG, run_worker, c);
+    return app_node_main(PROG, run_worker, cli);
 }

@@ -68,13 +68,7 @@ static const app_flag flags[] = {
      .max = 1e3,
      .def = "0.0001",
      .help = "L2 regularisation lambda"},
-    {.name = "--seed",
-     .kind = APP_INT,
-     .arg = "N",
-     .lo = 0,
-     .hi = 2147483647,
-     .def = "1",
-     .help = "order of the rows"},
+    APP_FLAG_SEED("order of the rows"),
     {.name = "--slow",
      .kind = APP_INT,
      .arg = "RANK",
@@ -105,8 +99,9 @@ void svm_train_help(FILE *out)
     app_flags_help(out, flags, NFLAGS);
 }
 
-int svm_parse_flags(int argc, char **argv, svm_cli *c, char *err, size_t errlen)
+int svm_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
 {
+    svm_cli *c = cli;
     static const svm_opts defaults = SVM_OPTS_DEFAULT;
     static const loom_libsvm_opts data_defaults = LOOM_LIBSVM_OPTS_DEFAULT;
     *c = (svm_cli){.train = defaults, .data = data_defaults};

@@ -90,9 +90,10 @@ typedef struct svm_cli {
 } svm_cli;
 
 void svm_train_help(FILE *out);
-int svm_parse_flags(int argc, char **argv, svm_cli *c, char *err, size_t errlen);
-/* A node of the job (tools/train.c); returns the exit status. */
-int svm_train_node(const svm_cli *c);
+/* Flags into *cli, an svm_cli (app_parse_fn). */
+int svm_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen);
+/* A node of the job (tools/train.c; cli: an svm_cli); returns the exit status. */
+int svm_train_node(const void *cli);
 
 void svm_predict_help(FILE *out);
 int svm_predict_main(int argc, char **argv);

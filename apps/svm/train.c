@@ -78,10 +78,7 @@ static int epoch_report(const svm_cli *c, report *rep, int epoch, svm_replica *m
         else
             fprintf(rep->metrics, "\"test_accuracy\": null, ");
         fprintf(rep->metrics, "\"bytes_sent\": %" PRIu64 "}\n", bytes);
-        if (fflush(rep->metrics) || ferror(rep->metrics)) {
-            fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
-            return 1;
-        }
+        if (app_metrics_flush(PROG, rep->metrics, c->job.metrics_path)) return 1;
     }
     if (!isfinite(hinge)) {
         fprintf(stderr,
@@ -226,7 +223,7 @@ static int svm_worker(loom_node *n, const void *arg)
     return rc;
 }
 
-int svm_train_node(const svm_cli *c)
+int svm_train_node(const void *cli)
 {
-    return app_node_main(PROG, svm_worker, c);
+    return app_node_main(PROG, svm_worker, cli);
 }

@@ -1,0 +1,91 @@
+/* What the distributed LDA trainer's files share (apps/lda/train.c, the node;
+ * apps/lda/checkpoint.c, a worker's checkpointed state): a compute thread's
+ * lane and the worker that holds them. */
+#ifndef LOOM_APPS_LDA_TRAIN_IMPL_H
+#define LOOM_APPS_LDA_TRAIN_IMPL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <loom/loom.h>
+
+#include "lda/lda.h"
+
+#define PROG            "loom train lda"
+#define TRY(what, expr) APP_TRY(PROG, what, expr)
+
+/* One compute thread's documents and sampler (see the top of train.c). */
+typedef struct lane {
+    lda_docs d;
+    lda_sampler s;
+    uint64_t *words; /* changed words of a clock */
+    uint64_t *keys;  /* their table keys, nblocks per word */
+    int32_t *vals;   /* their deltas; pulled rows */
+    int64_t *tdelta; /* K */
+    size_t nkeys;    /* table rows of this clock's changes */
+    /* Words that other workers' documents contain too: only their rows can
+     * change behind the process's back, so only they are pulled each clock. */
+    uint64_t *shared_keys; /* nblocks table keys per word */
+    uint32_t *shared_idx;  /* their local indices */
+    size_t nshared;
+    /* Words only other lanes of this worker also have: their rows are the
+     * process's counts (what a pull would return), copied from w->prow. */
+    uint32_t *local_idx; /* their local indices */
+    uint32_t *uidx;      /* per local word: its index in w->vocab_all */
+    size_t nlocal;
+} lane;
+
+typedef struct worker {
+    loom_node *n;
+    const lda_cli *c;
+    int rank, nworkers;
+    lda_params p;
+    app_team *team;
+    int threads;
+    lane *lanes;
+    int it, sync, step; /* the clock, and its step (--steps), the lanes work on */
+    /* Several lanes: the words of all of them, and the process's counts of
+     * those words (its lanes' changes added as they are pushed). */
+    uint64_t *vocab_all;
+    size_t nall;
+    int32_t *prow;     /* nall x K */
+    uint64_t *own_all; /* per word of vocab_all: its tokens in this worker's documents */
+    loom_table *wt, *tt;
+    app_stats stats;
+    uint32_t block, nblocks; /* a word's row is nblocks table rows of block topics */
+    uint64_t *words;         /* this worker's evaluation words */
+    uint64_t *keys;          /* their table keys, nblocks per word */
+    int32_t *vals;           /* their rows */
+    int32_t *scratch;
+    /* --test: this worker's share of the test documents, the table keys of
+     * their words, and their rows and the totals as pulled at an evaluation */
+    lda_heldout h;
+    uint64_t *test_keys;
+    int32_t *test_rows;
+    int64_t *test_totals;
+    /* worker 0 */
+    lda_model m; /* the whole table, as of the last evaluation */
+    lda_vocab vocab;
+    FILE *metrics;
+    double start, train_s;
+    int iters_since_eval;
+    int torn_said; /* the warning of a lost worker's torn clock was printed */
+    /* Resumed from a checkpoint: the topics are the checkpoint's, the counts
+     * the servers'; training goes on at iteration first_it, clock first_sync. */
+    int resuming, first_it, first_sync;
+    /* --schedule rotation (rotate() in train.c) */
+    loom_sched *engine;
+    app_rng *rng;     /* per document: its stream of the iteration, where it stopped */
+    int64_t *tloaded; /* K: the totals as a sub-iteration pulled them */
+} worker;
+
+/* ---- checkpoints (checkpoint.c) ---- */
+
+/* Save this worker's state at iteration it, whose clock next_sync comes next;
+ * 0, or 1 after saying why. */
+int lda_save_state(worker *w, int it, int next_sync);
+/* A resumed job: this worker's state from its checkpoint (w->resuming and where
+ * training goes on); 0, or 1 after saying why. Nothing resumed: 0. */
+int lda_load_state(worker *w);
+
+#endif

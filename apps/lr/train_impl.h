@@ -1,0 +1,90 @@
+/* What the distributed lr trainer's files share (apps/lr/train.c, the node
+ * and SGD; apps/lr/dbpg.c, DBPG's worker and server steps): a worker's view
+ * of its share of the data, and DBPG's per-step state and steps. */
+#ifndef LOOM_APPS_LR_TRAIN_IMPL_H
+#define LOOM_APPS_LR_TRAIN_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <loom/loom.h>
+
+#include "lr/lr.h"
+
+#define PROG            "loom train lr"
+#define TRY(what, expr) APP_TRY(PROG, what, expr)
+
+/* ---- a worker's view of its data ---- */
+
+typedef struct shard {
+    const loom_dataset *d;
+    uint64_t *keys; /* sorted distinct features of the share, then the bias key */
+    size_t nkeys;
+    double *w;     /* local copy of those weights (same order) */
+    uint32_t *col; /* per nnz: index into keys (for local weight lookups) */
+    double *y01;   /* labels as 0/1 */
+    /* Minibatch bookkeeping, per key: the last batch that used it and where. */
+    uint32_t *stamp, *slot;
+    uint32_t batch;
+    /* --l2 (see lr_l2_push): minibatches pushed so far, and per key the
+     * minibatch that last pushed it and W / (shares holding it). */
+    uint64_t step, *last_push;
+    double *share_weight;
+} shard;
+
+/* ---- DBPG (dbpg.c) ---- */
+
+/* What DBPG reads of a row for every non-zero it visits, in one place: the
+ * column walks below jump from row to row, and in perf the scattered loads
+ * of a value, a margin and a label per non-zero were the largest single item
+ * of a one-worker DBPG run (docs/BENCHMARKS.md); now one cache line. */
+typedef struct dbpg_row {
+    double margin;    /* x_i . (local weights) */
+    float y01;        /* label as 0/1 */
+    uint32_t overlap; /* non-zeros (the bias counts) in the window's blocks (lr_dbpg_window) */
+} dbpg_row;
+
+/* A worker's DBPG bookkeeping: a column index of its share (for every local
+ * feature, the rows containing it in ascending order and their values,
+ * copied in column order so that the walk reads them in sequence), and the
+ * per-row state. */
+typedef struct dbpg_index {
+    uint32_t *ptr, *row; /* column index */
+    float *val;
+    dbpg_row *rows;
+    int *in_window; /* per block: how many of the window's steps it is */
+} dbpg_index;
+
+/* DBPG's work in a step, shared by the compute threads (--threads): the
+ * block's local features [f0, f1), the share's index and rows, and the
+ * block's rows [w, g, u] (as pulled, or to push). Thread t of T takes the
+ * t-th part of the rows when margins change and the t-th part of the
+ * block's features when their gradients and curvature bounds are computed,
+ * so every number is computed by one thread in the order one thread would:
+ * the result does not depend on T. The window's overlaps change between the
+ * two, on the main thread (dbpg_slide). */
+typedef struct dbpg_step {
+    shard *s;
+    dbpg_index *x;
+    double *rows3;
+    size_t f0, f1;
+    uint64_t lo; /* the block's first key */
+    int threads;
+    double kkt; /* KKT threshold T (dbpg_kkt_threshold); < 0: off */
+} dbpg_step;
+
+/* DBPG's server step, the updater "lr.dbpg" (registered in every process
+ * before loom_init). */
+void lr_dbpg_updater(const loom_update *u, void *user);
+/* Bring the local weights of block [lo, hi) and the margins up to the servers' values. */
+int lr_dbpg_refresh(loom_table *wt, app_team *team, dbpg_step *st, uint64_t lo, uint64_t hi);
+/* The window of the curvature bound slides to step t. */
+void lr_dbpg_slide(const shard *s, dbpg_index *x, uint64_t dim, const lr_train_opts *o, int64_t t);
+/* The KKT threshold of the workers' gradients; -1: off. */
+double lr_dbpg_kkt_threshold(const char *filter_push, const lr_train_opts *o, int workers);
+/* Push block [lo, hi)'s gradient and curvature bound over every row of the share. */
+int lr_dbpg_push(loom_table *wt, app_team *team, dbpg_step *st, uint64_t lo, uint64_t hi);
+/* The column index of the share, and the curvature window, empty. */
+int lr_dbpg_index_init(const shard *s, const lr_train_opts *o, dbpg_index *x);
+
+#endif
