@@ -8,8 +8,8 @@
 # Usage: test_sched_kill.sh LOOM mf|lasso
 set -u
 LOOM=${1:?loom} APP=${2:?mf or lasso}
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 work_setup schedkill
 
 # Jobs long enough never to finish before the kill; READY is the line that shows the

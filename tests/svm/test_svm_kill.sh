@@ -11,8 +11,8 @@ if [[ ! -r $TRAIN ]]; then
     echo "SKIP: $TRAIN is missing (../shared/data, see docs/TESTING.md)"
     exit 77
 fi
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 work_setup svmkill
 
 kill_job_start 0 "epoch   1 " epoch train svm --train "$TRAIN" --graph ring --sync notify-ack \
