@@ -10,6 +10,7 @@
 # docs of the apps mention is in a help.
 # shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
 source "$(dirname "$0")/../lib/launcher.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
 DOCS="$HERE/../../docs"
 
 cd "$WORK" || exit 1
