@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kill -9 one worker of a serverless SVM job under NOTIFY-ACK (its neighbours wait for its
 # models and acknowledgements): every survivor must notice by heartbeat, say which worker
-# died and exit with status 3 within the bound of tests/cli_lib.sh's kill helpers, leaving
+# died and exit with status 3 within the bound of tests/lib/cli.sh's kill helpers, leaving
 # no process behind. Skips (77) without ../shared/data/a9a.
 # Usage: test_svm_kill.sh LOOM DATA_DIR
 set -u
