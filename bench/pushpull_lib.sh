@@ -15,6 +15,9 @@
 #       of field I (1 keys/s, 2 MB/s, 3 p50 us, 4 p99 us), med(SRC SUBSEP "rtt"
 #       SUBSEP OP SUBSEP "p50"|"p99") a round trip's; order[0..n-1] the cases
 #       in the order seen, samples the round trips' count; ratio(a, b).
+# Builds on bench/lib.sh (the header every run_*.sh shares), sourced here.
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 pushpull_setup() {
     local default_configs=$1 title=$2
@@ -53,16 +56,13 @@ pushpull_setup() {
         exit 2
     fi
     for exe in "${programs[@]}"; do
-        if [[ ! -x $build/bin/$exe ]]; then
-            echo "$0: $build/bin/$exe not found; build first (cmake --build $build)" >&2
-            exit 2
-        fi
+        bench_need_exe "$0" "; build first (cmake --build $build)" "$build/bin/$exe"
     done
-    logs=$(mktemp -d "${TMPDIR:-/tmp}/$(basename "$0" .sh).XXXXXX")
+    logs=$(bench_scratch "$(basename "$0" .sh)")
     trap pushpull_cleanup EXIT
     echo "# $title"
     echo
-    echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -sr)"
+    echo "machine: $(bench_machine)"
     echo "flags: ${flags[*]:-(defaults)}; each figure is the median of $repeat runs"
     echo "started: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 }

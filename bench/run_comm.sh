@@ -37,6 +37,8 @@
 #   LDA_ITERATIONS, KEEP, PLOTS  the managed-communication runs (see
 #                   bench/comm_managed.sh; PLOTS=DIR keeps their metrics and PNG plots)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 build=${1:-build}
 [[ $# -gt 0 ]] && shift
@@ -56,12 +58,10 @@ L1=${L1:-20}
 TIMEOUT=${TIMEOUT:-1800}
 LOOM=$build/bin/loom
 LDA_CHECK=$build/tests/lda/lda_check
-for f in "$LOOM" "$LDA_CHECK"; do
-    [[ -x $f ]] || { echo "run_comm.sh: $f not found (build first: cmake --build $build)" >&2; exit 2; }
-done
-work=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-comm.XXXXXX")
+bench_need_exe run_comm.sh " (build first: cmake --build $build)" "$LOOM" "$LDA_CHECK"
+work=$(bench_scratch loom-bench-comm)
 trap 'rm -rf "$work"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
+bench_clear_env
 # The machine is shared: a process starved of CPU for a few seconds must not
 # be declared dead.
 export LOOM_HEARTBEAT_TIMEOUT_MS=120000
@@ -167,7 +167,7 @@ filters_dbpg() {
     done
 }
 
-echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%d)"
+echo "$(nproc) cores, load $(bench_load); $(date -u +%Y-%m-%d)"
 for s in "${sections[@]}"; do
     declare -F "$s" >/dev/null || { echo "run_comm.sh: no section $s" >&2; exit 2; }
     "$s" "$build" # the comm_managed_* functions take the build directory

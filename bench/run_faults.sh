@@ -80,6 +80,8 @@
 #        (REPS=3, ROWS=2000000, AP_DIR=..., FAILOVER_REPS=10, FAILOVER_MODE=bsp,
 #         A9A=..., RESTART_ROWS=500000, HANDBACK_REPS=5)
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 build=${1:-build}
 shift $(($# > 0 ? 1 : 0))
@@ -102,8 +104,8 @@ HANDBACK_REPS=${HANDBACK_REPS:-5}
 LOOM=$build/bin/loom
 CHECK=$build/tests/ft/failover_check
 FAILED_LOG=${FAILED_LOG:-${TMPDIR:-/tmp}/run_faults-failover.log}
-[[ -x $LOOM ]] || { echo "run_faults.sh: $LOOM not found (build first)" >&2; exit 2; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-faults.XXXXXX")
+bench_need_exe run_faults.sh " (build first)" "$LOOM"
+work=$(bench_scratch loom-bench-faults)
 launcher=
 # Whatever way the bench ends: the failover job's launcher and every process
 # that wrote a pid file.
@@ -114,7 +116,7 @@ cleanup() {
     [[ -n ${KEEP:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
 }
 trap cleanup EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
+bench_clear_env
 
 last_time() { sed -n 's/.*"time_s": \([^,}]*\).*/\1/p' "$1" | tail -1; }
 # Seconds the training waited for checkpoints, from the parts' "written in X ms"
@@ -273,7 +275,7 @@ if wants failover; then
     [[ -x $CHECK ]] || { echo "run_faults.sh: $CHECK not found (build the tests)" >&2; exit 2; }
     echo
     echo "failover: $FAILOVER_MODE, 3 servers, 3 workers, --replicas 1, heartbeat 100 ms, timeout 500 ms;" \
-        "$(nproc) cores; $(date -u '+%Y-%m-%d %H:%M') UTC; FAILOVER_REPS=$FAILOVER_REPS; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+        "$(nproc) cores; $(date -u '+%Y-%m-%d %H:%M') UTC; FAILOVER_REPS=$FAILOVER_REPS; load before: $(bench_load)"
     echo
     runs=()
     false_deaths=0
@@ -295,7 +297,7 @@ if wants failover; then
         "first clock (resend to the clock's last worker)"
     echo
     echo "every run (total detected redirected first-clock): $(printf '%s; ' "${runs[@]}")"
-    echo "lost updates: none (every key exact in all $FAILOVER_REPS runs); runs repeated because a live process was declared dead: $false_deaths; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "lost updates: none (every key exact in all $FAILOVER_REPS runs); runs repeated because a live process was declared dead: $false_deaths; load after: $(bench_load)"
 fi
 
 # repl_bytes NAME ARGS...: one `loom train lr` with --replicas 1; prints a
@@ -395,7 +397,7 @@ if wants restart; then
     printf "| LR %s rows | %.2f | %.2f | %.2f | %d | %s | %s | %s |\n" "$RESTART_ROWS" "$p" "$q" \
         "$(echo "$q / $p" | bc -l)" "$kill_at" "${from[*]}" "${objectives[*]}" \
         "$(printf '%.2f ' "${plain[@]}")/ $(printf '%.2f ' "${restarted[@]}")"
-    echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "load after: $(bench_load)"
 fi
 
 # One handback run; prints "fence gate longest median" in ms, or
@@ -446,7 +448,7 @@ if wants handback; then
     echo
     echo "handback: $FAILOVER_MODE, 3 servers, 3 workers, --replicas 1 --on-server-failure restart," \
         "heartbeat 100 ms, timeout 500 ms; $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M') UTC;" \
-        "HANDBACK_REPS=$HANDBACK_REPS; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+        "HANDBACK_REPS=$HANDBACK_REPS; load before: $(bench_load)"
     echo
     runs=()
     for ((r = 0; r < HANDBACK_REPS; r++)); do
@@ -464,5 +466,5 @@ if wants handback; then
         "longest clock overlapping the handback (0: none did)" "median clock of the run"
     echo
     echo "every run (fence gate longest median): $(printf '%s; ' "${runs[@]}")"
-    echo "lost updates: none (every key exact in all $HANDBACK_REPS runs); load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "lost updates: none (every key exact in all $HANDBACK_REPS runs); load after: $(bench_load)"
 fi

@@ -24,6 +24,8 @@
 #   TOPICS ["50 1000"]
 #   TIMEOUT [300]    seconds allowed to each run
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 build=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,13 +35,11 @@ TOPICS=${TOPICS:-"50 1000"}
 TIMEOUT=${TIMEOUT:-300}
 LOOM=$build/bin/loom
 CHECK=$build/tests/lda/lda_check
-for f in "$LOOM" "$CHECK"; do
-    [[ -x $f ]] || { echo "run_lda.sh: $f not found (build first: cmake --build $build)" >&2; exit 2; }
-done
+bench_need_exe run_lda.sh " (build first: cmake --build $build)" "$LOOM" "$CHECK"
 [[ -r $AP_DIR/ap.dat ]] || { echo "run_lda.sh: $AP_DIR/ap.dat not found" >&2; exit 2; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-lda.XXXXXX")
+work=$(bench_scratch loom-bench-lda)
 trap 'rm -rf "$work"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
+bench_clear_env
 
 field() { sed -n "s/.*\"$1\": \\([^,}]*\\).*/\\1/p" "$2" | tail -1; }
 

@@ -60,6 +60,8 @@
 #
 # Takes 12-16 minutes on a 2-vCPU machine with the default sizes (--quick: about 1).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 usage() {
     cat >&2 <<'EOF'
@@ -140,7 +142,7 @@ done
 
 scratch_parent=${SCRATCH:-${TMPDIR:-/tmp}}
 mkdir -p "$scratch_parent"
-scratch=$(mktemp -d "$scratch_parent/run_lr.XXXXXX")
+scratch=$(bench_scratch run_lr "$scratch_parent")
 cleanup() {
     if [[ ${KEEP:-0} == 1 ]]; then
         echo "scratch files kept in $scratch" >&2
@@ -150,13 +152,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 # secs START END: END - START, 3 decimals.
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
 started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
-head_rev=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+head_rev=$(bench_head "$repo")
+load_start=$(bench_load)
 t_script=$EPOCHREALTIME
 
 gen_train=$scratch/gen.train
@@ -345,11 +346,11 @@ for name in $sets; do
     done
 done
 total_s=$(secs "$t_script" "$EPOCHREALTIME")
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+load_end=$(bench_load)
 
 # ---- tables ----
 
-machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo), $(uname -sr)"
+machine=$(bench_machine_mem)
 llver=$(dpkg-query -W -f '${Version}' liblinear-tools 2>/dev/null || echo unknown)
 
 echo "# Logistic regression: Loom vs liblinear, time to target"

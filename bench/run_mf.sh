@@ -35,6 +35,8 @@
 #
 # Takes about 5 minutes on a 2-vCPU machine (--quick: about 1).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 usage() {
     echo "usage: bench/run_mf.sh [--quick] [BUILD_DIR]   (see the comment at the top)" >&2
@@ -65,20 +67,19 @@ timeout_s=${TIMEOUT:-600}
 loom=$build/bin/loom
 seq=$build/bin/mf_seq
 for exe in "$loom" "$seq"; do
-    [[ -x $exe ]] || { echo "$0: $exe not found; build first (cmake --build $build)" >&2; exit 2; }
+    bench_need_exe "$0" "; build first (cmake --build $build)" "$exe"
 done
 [[ -r $ml_dir/ratings.csv ]] ||
     { echo "$0: $ml_dir/ratings.csv not found; set ML_DIR" >&2; exit 2; }
 
-scratch=$(mktemp -d "${SCRATCH:-${TMPDIR:-/tmp}}/run_mf.XXXXXX")
+scratch=$(bench_scratch run_mf "${SCRATCH:-${TMPDIR:-/tmp}}")
 cleanup() { if [[ ${KEEP:-0} == 1 ]]; then echo "kept $scratch" >&2; else rm -rf "$scratch"; fi; }
 trap cleanup EXIT
-log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
-head_rev=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+head_rev=$(bench_head "$repo")
+load_start=$(bench_load)
 t_script=$EPOCHREALTIME
 
 log "generating $gen_ratings ratings ($gen_users users x $gen_items items)"
@@ -147,9 +148,9 @@ one_set() {
 one_set ml 0.90 0.87 "1 10" --train "$ml_dir/ratings.csv" --test-fraction 0.1 --epochs "$ml_epochs"
 one_set gen 0.90 0.85 "1" --train "$scratch/gen.tsv" --test-fraction 0.1 --epochs 10 --reg 0.05
 total_s=$(secs "$t_script" "$EPOCHREALTIME")
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+load_end=$(bench_load)
 
-machine="$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(uname -sr)"
+machine=$(bench_machine)
 echo "# Matrix factorisation: Loom vs the sequential reference"
 echo
 echo "- machine: $machine; repository HEAD $head_rev; started $started"

@@ -18,6 +18,8 @@
 # TARGET [0.87; every run must reach it], LOOM_EXTRA (more flags for the two
 # Loom runs, e.g. --insecure).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 [[ $# -ge 2 ]] || { echo "usage: bench/run_mf_ab.sh BUILD_A BUILD_B [ROUNDS]" >&2; exit 2; }
 a=$1 b=$2 rounds=${3:-15}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,10 +27,8 @@ repo=$(dirname "$here")
 ml=${ML_DIR:-$(dirname "$repo")/shared/data/ml-latest-small}/ratings.csv
 target=${TARGET:-0.87}
 [[ -r $ml ]] || { echo "$0: $ml not found; set ML_DIR" >&2; exit 2; }
-for exe in "$a/bin/loom" "$b/bin/loom" "$b/bin/mf_seq"; do
-    [[ -x $exe ]] || { echo "$0: $exe not found" >&2; exit 2; }
-done
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/run_mf_ab.XXXXXX")
+bench_need_exe "$0" "" "$a/bin/loom" "$b/bin/loom" "$b/bin/mf_seq"
+scratch=$(bench_scratch run_mf_ab)
 trap 'rm -rf "$scratch"' EXIT
 flags=(--train "$ml" --test-fraction 0.1)
 read -ra loom_extra <<<"${LOOM_EXTRA:-}"
@@ -51,7 +51,7 @@ one() {
         "$scratch/$name.json"
 }
 
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+load_start=$(bench_load)
 for ((i = 0; i < rounds; i++)); do
     echo "seq $(one seq "$b/bin/mf_seq" "${flags[@]}")" \
         "A $(one a "$a/bin/loom" train mf "${flags[@]}" --workers 1 --consistency bsp --quiet "${loom_extra[@]}")" \
@@ -59,7 +59,7 @@ for ((i = 0; i < rounds; i++)); do
         >>"$scratch/rounds"
     echo "round $((i + 1))/$rounds: $(tail -n 1 "$scratch/rounds")" >&2
 done
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+load_end=$(bench_load)
 
 echo "# MF, one worker under BSP: A = $a, B = $b, $rounds interleaved rounds"
 echo

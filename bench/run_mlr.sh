@@ -34,15 +34,17 @@
 #   WORKERS [4] EPOCHS [6] LR [1] TIMEOUT [900] (seconds per run),
 #   LOOM_HEARTBEAT_TIMEOUT_MS_BENCH [30000] (the jobs' heartbeat timeout).
 set -u
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 BUILD=${1:-build}
 LOOM=$BUILD/bin/loom
-[[ -x $LOOM ]] || { echo "run_mlr.sh: $LOOM not found (build first)" >&2; exit 2; }
+bench_need_exe run_mlr.sh " (build first)" "$LOOM"
 CLASSES=${CLASSES:-20} FEATURES=${FEATURES:-100000} NNZ=${NNZ:-30}
 ROWS=${ROWS:-40000} TEST_ROWS=${TEST_ROWS:-10000} WORKERS=${WORKERS:-4}
 EPOCHS=${EPOCHS:-6} LR=${LR:-1} TIMEOUT=${TIMEOUT:-900}
-WORK=$(mktemp -d "${SCRATCH:-${TMPDIR:-/tmp}}/loom-bench-mlr.XXXXXX")
+WORK=$(bench_scratch loom-bench-mlr "${SCRATCH:-${TMPDIR:-/tmp}}")
 [[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
+bench_clear_env
 # A machine shared by many builds can starve a node's I/O thread for seconds:
 # a longer heartbeat timeout keeps such a stall from ending the run.
 export LOOM_HEARTBEAT_TIMEOUT_MS=${LOOM_HEARTBEAT_TIMEOUT_MS_BENCH:-30000}

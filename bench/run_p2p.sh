@@ -39,6 +39,8 @@
 # The machine is shared: only ratios within this run mean anything. Prints Markdown tables
 # (stdout); progress on stderr.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 BUILD=${1:-build}
 EPOCHS=${2:-12}
 SYNC_ROWS=${SYNC_ROWS:-1500000} # w8a-like training rows of part 2
@@ -51,7 +53,7 @@ DATA=${A9A_DIR:-$(dirname "$0")/../../shared/data/a9a}
 W=8
 [[ -x $LOOM ]] || { echo "no $LOOM: build first" >&2; exit 1; }
 [[ -r $DATA/a9a && -r $DATA/a9a.t ]] || { echo "a9a not found in $DATA (set A9A_DIR)" >&2; exit 1; }
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-p2p-bench.XXXXXX")
+WORK=$(bench_scratch loom-p2p-bench)
 trap 'rm -rf "$WORK"' EXIT
 
 # gen_w8a NAME ROWS: w8a-like data (w8a: 300 binary features, about 12 non-zeros a row,

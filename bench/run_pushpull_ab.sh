@@ -36,7 +36,7 @@ source "$(dirname "$0")/pushpull_lib.sh"
 pushpull_setup "1x1 2x2" "push/pull: after against before" loom bench_pushpull -- "$@"
 # shellcheck disable=SC2054 # the commas are bench_pushpull's list syntax
 [[ ${#flags[@]} -gt 0 ]] || flags=(--seconds 0.5 --batches 1,100,10000,1000000 --widths 1,64)
-echo "before: $before; after: $build; load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "before: $before; after: $build; load average at the start: $(bench_load)"
 
 # one SIDE DIR CFG REP: one run of bench_pushpull, its output in $logs/SIDE_CFG_REP.txt.
 one() {
@@ -57,7 +57,7 @@ for cfg in $configs; do
         files+=("$logs/before_${cfg}_$rep.txt" "$logs/after_${cfg}_$rep.txt")
     done
 done
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average at the end: $(bench_load)"
 
 for cfg in $configs; do
     echo

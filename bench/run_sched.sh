@@ -33,6 +33,8 @@
 # Lasso runs' cap, in rounds of dim / 8; about 1.2x the sequential updates
 # for the dynamic runs, which take one coordinate per group (2 per round)].
 set -uo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 build=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,26 +47,23 @@ TIMEOUT=${TIMEOUT:-900}
 PARTS=${PARTS:-"mf lda lasso"}
 LASSO_ITERATIONS=${LASSO_ITERATIONS:-2500}
 LOOM=$build/bin/loom MF_SEQ=$build/bin/mf_seq LDA_CHECK=$build/tests/lda/lda_check
-for f in "$LOOM" "$MF_SEQ" "$LDA_CHECK"; do
-    [[ -x $f ]] || { echo "run_sched.sh: $f not found (build first)" >&2; exit 2; }
-done
+bench_need_exe run_sched.sh " (build first)" "$LOOM" "$MF_SEQ" "$LDA_CHECK"
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 for f in "$ML_DIR/ratings.csv" "$AP_DIR/ap.dat"; do
     [[ $f == "$ML_DIR"* ]] && ! part mf && continue
     [[ $f == "$AP_DIR"* ]] && ! part lda && continue
     [[ -r $f ]] || { echo "run_sched.sh: $f not found" >&2; exit 2; }
 done
-work=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-sched.XXXXXX")
+work=$(bench_scratch loom-bench-sched)
 trap 'rm -rf "$work"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
+bench_clear_env
 # On a loaded 2-core machine a server busy with a K = 1000 table (40 MB pulls)
 # misses the default 5 s heartbeat deadline and the job is declared failed.
 export LOOM_HEARTBEAT_TIMEOUT_MS=${LOOM_HEARTBEAT_TIMEOUT_MS:-60000}
-log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 # values KEY FILE: KEY's value on every line of a metrics file.
 values() { sed -n "s/.*\"$1\": \\([^,}]*\\).*/\\1/p" "$2"; }
 
-echo "run_sched.sh on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at the start," \
+echo "run_sched.sh on $(nproc) cores, load $(bench_load) at the start," \
     "$(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
 if part mf; then
     echo

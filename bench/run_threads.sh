@@ -34,6 +34,8 @@
 # Needs bash, sed and awk. Takes about 2 minutes with 3 rounds on a 2-vCPU
 # machine.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 rounds=3
 build=build
@@ -54,7 +56,7 @@ loom=$(cd "$repo" && cd "$build" && pwd)/bin/loom
 for f in a9a/a9a ml-latest-small/ratings.csv ap/ap.dat; do
     [[ -r $data/$f ]] || { echo "$0: $data/$f not found (set DATA)" >&2; exit 2; }
 done
-work=$(mktemp -d "${SCRATCH:-${TMPDIR:-/tmp}}/loom-threads.XXXXXX")
+work=$(bench_scratch loom-threads "${SCRATCH:-${TMPDIR:-/tmp}}")
 [[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$work"' EXIT
 
 declare -A args rate quality

@@ -38,6 +38,8 @@
 # LAMBDA [0.01], ITERATIONS [80], SEQ_ITERATIONS [5000], TIMEOUT [900] s per
 # run, SCHEDULES [all six], JOB [1].
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 build=${1:-build}
 out=${2:-sched_lasso_out}
@@ -53,7 +55,7 @@ SCHEDULES=${SCHEDULES:-dynamic dynamic-nopri dynamic-nocheck random rotation dyn
 JOB=${JOB:-1}
 TIMEOUT=${TIMEOUT:-900}
 LOOM=$build/bin/loom
-[[ -x $LOOM ]] || { echo "sched_lasso.sh: $LOOM not found (build first)" >&2; exit 2; }
+bench_need_exe sched_lasso.sh " (build first)" "$LOOM"
 declare -A flags=(
     [dynamic]="--candidates 32 --rho 0.1"
     [dynamic-nopri]="--no-priority --candidates 32 --rho 0.1"

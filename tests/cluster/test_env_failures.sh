@@ -9,7 +9,8 @@
 #              step) and no LOOM_ROLE;
 #   two jobs   started interleaved on this host with different job ids, each
 #              assembles its own processes only.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster.sh
+source "$(dirname "$0")/../lib/cluster.sh"
 job=$((200000 + RANDOM))
 
 # shellcheck disable=SC2046

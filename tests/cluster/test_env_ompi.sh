@@ -17,7 +17,8 @@
 #              the one the local launcher's --workers 3 saves, byte for byte
 #              (the rotation gives each item block one writer at a time, in a
 #              fixed order, so the result does not depend on timing).
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster.sh
+source "$(dirname "$0")/../lib/cluster.sh"
 CASE=${3:?usage: $0 LOOM CLUSTER_CHECK launch|published}
 
 # ompi_vars RANK SIZE LOCAL_SIZE JOBID: what mpirun sets for one rank.

@@ -3,7 +3,8 @@
 # MPI_LOCALNRANKS, and no job id. On one host the ranks' common parent (Hydra's
 # per-host proxy; here this script) tells jobs apart. On several hosts a shared
 # directory needs LOOM_JOB_ID, and the error says so.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster.sh
+source "$(dirname "$0")/../lib/cluster.sh"
 
 # run_job PREFIX SIZE LOCAL [VAR=VALUE...]
 run_job() {

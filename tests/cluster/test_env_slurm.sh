@@ -6,7 +6,8 @@
 #   two hosts  (a node list, no shared directory) the others find the
 #              scheduler on the list's first host, at LOOM_PORT; the scheduler
 #              listens on every interface, the others on their route to it.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster.sh
+source "$(dirname "$0")/../lib/cluster.sh"
 
 # One host, default servers (1): 5 tasks = scheduler, server 0, workers 0-2.
 # Workers first; the scheduler only once each of them has said (LOOM_VERBOSE=1)

@@ -14,7 +14,8 @@
 # (skipped) with a message when mpirun is not Open MPI's or the a9a data is
 # absent (after the other parts passed). Every mpirun runs under `timeout` in
 # a process group of its own, which is killed when the test ends.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster.sh
+source "$(dirname "$0")/../lib/cluster.sh"
 PS_CHECK=${3:?} DATA=${4:?}
 
 if ! mpirun --version 2>/dev/null | grep -q "Open MPI"; then

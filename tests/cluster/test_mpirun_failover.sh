@@ -14,7 +14,8 @@
 # the same kill in `loom train lr --replicas 1` under mpirun (below).
 # Usage: test_mpirun_failover.sh LOOM CLUSTER_CHECK FAILOVER_CHECK. Skips
 # (exit 77) when mpirun is not Open MPI's.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster.sh
+source "$(dirname "$0")/../lib/cluster.sh"
 FAILOVER_CHECK=${3:?usage: $0 LOOM CLUSTER_CHECK FAILOVER_CHECK}
 
 if ! mpirun --version 2>/dev/null | grep -q "Open MPI"; then

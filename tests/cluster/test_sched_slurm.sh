@@ -10,7 +10,8 @@
 #             server, 1 worker): the model is --in-process's byte for byte
 #             (the rounds of a one-worker job; tests/lasso checks the local
 #             launcher's the same way).
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster.sh
+source "$(dirname "$0")/../lib/cluster.sh"
 
 # srun_job PREFIX TASKS ARGS...: one srun step of `loom ARGS...`, finished;
 # the last task says it joined the step's one job as its last worker.

@@ -5,7 +5,8 @@
 # add up floating-point updates differs from run to run, which moves the
 # accuracy by about 0.002). Also: --interface under both, and --workers that
 # contradicts the number of tasks.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster.sh
+source "$(dirname "$0")/../lib/cluster.sh"
 
 "$LOOM" gen lr --rows 6000 --features 500 --nnz 12 --seed 5 --out "$WORK/data.svm" --quiet ||
     fail "loom gen lr failed"

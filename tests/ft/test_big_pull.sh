@@ -10,7 +10,8 @@
 # sanitizer builds set BIG_PULL_LOG2_ROWS=18 (256 MiB messages), which still
 # hold the I/O thread longer than the timeout there. Usage:
 #   test_big_pull.sh LOOM BIG_PULL
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
 LOG2_ROWS=${BIG_PULL_LOG2_ROWS:-20}
 
 LOOM_HEARTBEAT_MS=100 LOOM_MAX_FRAME_MIB=2047 "$LOOM" run --servers 1 --workers 1 \

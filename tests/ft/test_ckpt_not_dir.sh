@@ -7,8 +7,8 @@
 # Usage: test_ckpt_not_dir.sh LOOM
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 
 LOOM=${1:?usage: $0 LOOM}
 work_setup ckpt-not-dir

@@ -7,7 +7,8 @@
 # the server died and the job went on. Heartbeats every 250 ms, a node is
 # declared dead after 2 s of silence (a loaded machine must not kill others). Usage:
 #   test_failover.sh LOOM FAILOVER_CHECK bsp|ssp|asp
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
 MODE=${3:?mode}
 
 LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=${VERBOSE:-0} "$LOOM" run --servers 3 --workers 3 --on-failure wait \

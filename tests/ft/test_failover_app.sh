@@ -26,8 +26,8 @@
 # Heartbeats every 250 ms, dead after 2 s of silence.
 # Usage: test_failover_app.sh LOOM MODEL
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 LOOM=${1:?usage: $0 LOOM MODEL}
 MODEL=${2:?usage: $0 LOOM MODEL}
 work_setup "ft-failover-$MODEL"

@@ -12,10 +12,10 @@
 # job with every key exact. Heartbeats every 250 ms, a node declared dead
 # after 2 s of silence. Usage:
 #   test_failover_ckpt.sh LOOM FAILOVER_CHECK bsp|ssp|asp
-# shellcheck source-path=SCRIPTDIR source=../mp/lib.sh
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
-# shellcheck source-path=SCRIPTDIR source=ft_models.sh
-source "$(dirname "$0")/ft_models.sh" # newest
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh" # newest
 MODE=${3:?mode}
 CLOCKS=600
 CK=$WORK/ck

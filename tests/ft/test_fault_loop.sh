@@ -28,7 +28,8 @@
 #
 # The seed and each job's choices are printed, so a failure can be replayed:
 #   test_fault_loop.sh LOOM FAILOVER_CHECK [SEED [KILLS]]
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
 SEED=${3:-1}
 KILLS=${4:-50}
 CLOCKS=150

@@ -76,10 +76,10 @@ fi
 SEED=${3:-${FAULT_MIX_SEED:-1}}
 EVENTS=${4:-${FAULT_MIX_EVENTS:-100}}
 FROM_JOB=${5:-0} # replay: skip the jobs before this one (their events still count)
-# shellcheck source-path=SCRIPTDIR source=../mp/lib.sh
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
-# shellcheck source-path=SCRIPTDIR source=ft_models.sh
-source "$(dirname "$0")/ft_models.sh" # newest
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh" # newest
 
 HB_TIMEOUT=2000 # ms; heartbeats every 250 ms
 EVERY=20        # clocks between checkpoints

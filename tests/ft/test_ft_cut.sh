@@ -9,8 +9,8 @@
 #
 # Usage: test_ft_cut.sh LOOM FT_CUT
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 LOOM=${1:?usage: $0 LOOM FT_CUT}
 FT_CUT=${2:?usage: $0 LOOM FT_CUT}
 work_setup ft-cut

@@ -15,10 +15,10 @@
 # Usage: test_ft_resume.sh LOOM MODEL SEED [REPLICAS]
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
-# shellcheck source-path=SCRIPTDIR source=ft_models.sh
-source "$(dirname "$0")/ft_models.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh"
 
 LOOM=${1:?usage: $0 LOOM MODEL SEED}
 MODEL=${2:?usage: $0 LOOM MODEL SEED}

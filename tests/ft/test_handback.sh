@@ -15,9 +15,10 @@
 # every worker (no acknowledged update lost, none applied twice) and exit 0,
 # and every handback must have moved ranges (the logs say how many).
 # Usage: test_handback.sh LOOM FAILOVER_CHECK bsp|ssp|asp
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
-# shellcheck source-path=SCRIPTDIR source=ps_check_job.sh
-source "$(dirname "$0")/ps_check_job.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh"
 MODE=${3:?mode}
 
 LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=1 "$LOOM" run --servers 3 --workers 3 \

@@ -10,9 +10,10 @@
 # exact on workers 1 and 2 (worker 0's part: its pushes of clocks 0..20) and
 # exit 0.
 # Usage: test_handback_finished.sh LOOM FAILOVER_CHECK
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
-# shellcheck source-path=SCRIPTDIR source=ps_check_job.sh
-source "$(dirname "$0")/ps_check_job.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh"
 
 LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=1 "$LOOM" run --servers 3 --workers 3 \
     --on-failure wait --on-server-failure restart --heartbeat-timeout 2000 --timeout 240 \

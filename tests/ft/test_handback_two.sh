@@ -10,9 +10,10 @@
 # started before the previous one's ranges opened left them closed for ever.
 # The job must end with every key exact on every worker and exit 0.
 # Usage: test_handback_two.sh LOOM FAILOVER_CHECK bsp|ssp|asp
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
-# shellcheck source-path=SCRIPTDIR source=ps_check_job.sh
-source "$(dirname "$0")/ps_check_job.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh"
 MODE=${3:?mode}
 
 LOOM_REPLICAS=2 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=1 "$LOOM" run --servers 3 --workers 3 \

@@ -35,10 +35,10 @@
 # another clock than its cut would make a checkpoint inexact. (Before, the
 # scheduler of a resumed job stopped committing once a server was replaced.)
 # Usage: test_rejoin_ckpt.sh LOOM FAILOVER_CHECK bsp|ssp|asp [moved|resumed]
-# shellcheck source-path=SCRIPTDIR source=../mp/lib.sh
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
-# shellcheck source-path=SCRIPTDIR source=ft_models.sh
-source "$(dirname "$0")/ft_models.sh" # newest
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh" # newest
 MODE=${3:?mode}
 SECOND=${4:-}
 CLOCKS=1200

@@ -12,10 +12,10 @@
 # the workers must start afresh with the replacement, now master of its
 # ranges again after its handback). Usage: test_rejoin_lr.sh LOOM [dbpg]
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
-# shellcheck source-path=SCRIPTDIR source=ft_models.sh
-source "$(dirname "$0")/ft_models.sh" # wait_for, within_1pct
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh" # wait_for, within_1pct
 LOOM=${1:?usage: $0 LOOM [dbpg]}
 work_setup ft-rejoin
 cd "$WORK" || exit 1

@@ -20,10 +20,10 @@
 # Heartbeats every 250 ms, dead after 2 s of silence.
 # Usage: test_rejoin_resumed_lr.sh LOOM [restart]
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
-# shellcheck source-path=SCRIPTDIR source=ft_models.sh
-source "$(dirname "$0")/ft_models.sh" # newest, wait_for, within_1pct, replacement_part_after
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh" # newest, wait_for, within_1pct, replacement_part_after
 LOOM=${1:?usage: $0 LOOM}
 MODE=${2:-resume}
 work_setup ft-rejoin-resumed

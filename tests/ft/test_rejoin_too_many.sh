@@ -11,10 +11,10 @@
 # is a failure), its summary must name both deaths and the replicas, and no
 # process of the job may outlive it. Usage: test_rejoin_too_many.sh LOOM
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
-# shellcheck source-path=SCRIPTDIR source=ft_models.sh
-source "$(dirname "$0")/ft_models.sh" # wait_for
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh" # wait_for
 LOOM=${1:?usage: $0 LOOM}
 work_setup ft-rejoin-too-many
 cd "$WORK" || exit 1

@@ -13,8 +13,8 @@
 # of the additions, so this holds with several workers under BSP, SSP and ASP
 # alike. Usage:
 #   test_restart_exact.sh LOOM FAILOVER_CHECK bsp|ssp|asp
-# shellcheck source-path=SCRIPTDIR source=../mp/lib.sh
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
 MODE=${3:?mode}
 CLOCKS=300
 CK=$WORK/ck

@@ -10,8 +10,8 @@
 # DATA_DIR/a9a/a9a (exit 77, skipped, without it); mf and lda on `loom gen` data.
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 
 LOOM=${1:?usage: $0 LOOM DATA_DIR MODEL} DATA=${2:?} MODEL=${3:?}
 case $MODEL in

@@ -10,7 +10,8 @@
 #      without it, the other workers end with every key exact (worker 1's
 #      part as far as it got) and `loom run` exits 0.
 # Usage: test_worker_error_exit.sh LOOM FAILOVER_CHECK
-source "$(dirname "$0")/../mp/lib.sh" "$1" "$2"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh" "$1" "$2"
 export LOOM_ON_WORKER_FAILURE=continue LOOM_HEARTBEAT_MS=250
 
 # start_job EXTRA...: the job in the background (launcher), its output in $WORK/job.out.

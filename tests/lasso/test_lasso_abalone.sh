@@ -12,9 +12,8 @@ set -u
 LOOM=${1:?usage: $0 LOOM lasso_sklearn.py SHARED_DATA_DIR}
 SCRIPT=${2:?usage: $0 LOOM lasso_sklearn.py SHARED_DATA_DIR}
 DATA=${3:?usage: $0 LOOM lasso_sklearn.py SHARED_DATA_DIR}/abalone
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
-source "$(dirname "$0")/../numeric_check.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 work_setup lasso-abalone
 cd "$WORK" || exit 1
 

@@ -6,13 +6,12 @@
 # the flag, malformed data and model files exit 1 naming FILE:LINE.
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
-source "$(dirname "$0")/../numeric_check.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 
 LOOM=${1:?usage: $0 PATH_TO_LOOM_BINARY}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lasso-cli.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+work_dir lasso-cli
+trap remove_work EXIT
 cd "$WORK" || exit 1
 
 GEN=(gen lasso --rows 400 --features 300 --group 10 --corr 0.9 --nonzeros 15 --noise 0.2)

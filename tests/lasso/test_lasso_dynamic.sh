@@ -13,14 +13,13 @@
 #     diverges on correlated columns says so and exits 1.
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
-source "$(dirname "$0")/../numeric_check.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 
 LOOM=${1:?usage: $0 PATH_TO_LOOM_BINARY PATH_TO_LASSO_CHECK}
 CHECK=${2:?usage: $0 PATH_TO_LOOM_BINARY PATH_TO_LASSO_CHECK}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lasso-dynamic.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+work_dir lasso-dynamic
+trap remove_work EXIT
 cd "$WORK" || exit 1
 
 # job ARGS...: `loom train lasso` as a job, bounded; output in ./out, ./err.

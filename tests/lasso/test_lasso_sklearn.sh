@@ -24,8 +24,10 @@ if [[ -z $PY ]]; then
     exit 77
 fi
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lasso-sklearn.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+work_dir lasso-sklearn
+trap remove_work EXIT
 cd "$WORK" || exit 1
 
 # check NAME LAMBDA_RATIO TRAIN_FLAG GEN_FLAGS...: generate, train to --tol 1e-12 (with

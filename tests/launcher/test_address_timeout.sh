@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A scheduler that neither publishes nor closes LOOM_ADDRESS_FD is stopped
 # after 30 s. (This test takes that long.)
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 run_loom run --servers 1 --workers 1 -- bash "$NODE" silent
 expect_rc 1

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # f) Usage errors exit 2 with a message naming the culprit, before anything
 # starts; the forms that are valid are accepted.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 # bad PATTERN ARGS...: `loom run ARGS...` is refused with PATTERN in the message.
 bad() {

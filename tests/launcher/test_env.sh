@@ -3,8 +3,8 @@
 # its role, rank, the job's size and the address the scheduler published; the
 # address fd reaches the scheduler only; flags and inherited LOOM_* pass through;
 # one random job token per job (the caller's, if set).
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 out=$WORK/out
 export FAKE_PORT=$((20000 + RANDOM % 40000))

@@ -3,8 +3,8 @@
 # worker 1 stops answering; its peers say it died and exit 3, and the
 # launcher, on the first of those exits, stops worker 1 with the rest. The one "failed:"
 # line names worker 1; the peers' exits follow as consequences.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 run_loom run --servers 1 --workers 2 -- bash "$NODE" frozen
 expect_rc 1

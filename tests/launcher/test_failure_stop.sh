@@ -2,8 +2,8 @@
 # c) --on-failure stop (the default): worker 1 exits 3; the launcher reports
 # it, stops the others (server 0 ignores SIGTERM, so it needs the SIGKILL
 # after the 3 s grace), exits 1 soon, and leaves no process behind.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 run_loom run --servers 2 --workers 3 -- bash "$NODE" fail
 expect_rc 1

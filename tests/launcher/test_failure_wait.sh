@@ -3,8 +3,8 @@
 # lets the others notice on their own (they exit 3, as Loom's heartbeat makes
 # them do) instead of killing them. The summary names worker 1 as the failure
 # and lists the others after it, as consequences.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 run_loom run --on-failure wait --servers 1 --workers 3 -- bash "$NODE" peer
 expect_rc 1

@@ -8,8 +8,9 @@
 # MODEL`, and all of them in `loom help train`) lists every flag with its
 # default, and every flag it lists is one the parser knows; every flag the
 # docs of the apps mention is in a help.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
 DOCS="$HERE/../../docs"
 
 cd "$WORK" || exit 1

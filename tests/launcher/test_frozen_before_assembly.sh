@@ -8,8 +8,8 @@
 # line must name worker 1 (before the fix: "failed: server 0 exited with
 # status 1"); the launcher kills the frozen worker after its grace, so no
 # process survives.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 "$LOOM" gen lr --out "$WORK/data" --rows 2000 --features 100 --nnz 8 --quiet ||
     fail "gen lr failed"

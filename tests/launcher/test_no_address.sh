@@ -3,8 +3,8 @@
 # says so with its status; if it closes the pipe and stays, or publishes
 # nonsense, the launcher stops it. Either way at once, and no server or
 # worker is started.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 run_loom run --servers 2 --workers 2 -- bash "$NODE" noaddr
 expect_rc 1

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # g) A PROGRAM that cannot be executed: the child says so and exits 127, which
 # ends the job with a failure at once.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 run_loom run -- /nonexistent/loom-test-program
 [[ $RC != 0 ]] || fail "expected a failure"

@@ -3,8 +3,8 @@
 # full disk (/dev/full), every process succeeds, yet loom run exits 1 and says
 # why, since the job's results were lost. A reader that goes away (EPIPE, as in
 # `loom run ... | head -1`) is not a failure: the job runs to its end.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 (exec_loom timeout -s KILL 45 "$LOOM" run --workers 1 -- bash "$NODE" env) >/dev/full 2>"$WORK/err"
 RC=$?

@@ -2,8 +2,8 @@
 # b) Output: every line on the right stream with the right prefix, none mixed
 # with another, none lost; a long line split into pieces; a last line
 # without newline kept.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 run_loom run --servers 2 --workers 2 -- bash "$NODE" output
 expect_rc 0

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # d) Signals to the launcher: SIGINT/SIGTERM/SIGHUP stop the whole job and the
 # launcher exits 128+N; a second signal kills at once, without the grace.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 for case in INT:130 TERM:143 HUP:129; do
     sig=${case%:*}

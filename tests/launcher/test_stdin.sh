@@ -3,8 +3,8 @@
 # does not eat the loop's remaining lines (a job started once per line runs
 # once per line), it never echoes them as a child's output ("[(null)] ..."),
 # and its processes read /dev/null.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 runs=0
 while read -r line; do

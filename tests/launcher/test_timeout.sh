@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e) --timeout: a job that never ends is stopped after the given time, exit 124.
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/launcher.sh
+source "$(dirname "$0")/../lib/launcher.sh"
 
 run_loom run --timeout 3 --servers 1 --workers 2 -- bash "$NODE" hang
 expect_rc 124

@@ -6,10 +6,12 @@
 # Usage: test_lda_cli.sh LOOM LDA_CHECK
 set -u
 LOOM=$1 LDA_CHECK=$2
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lda-cli.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-fail() { echo "FAIL: $*" >&2; cat "$WORK/out" >&2 2>/dev/null; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+work_dir lda-cli
+trap remove_work EXIT
+clear_env
+fail_show() { cat "$WORK/out" 2>/dev/null; }
 
 # expect_usage COMMAND "message" ARGS...: exit 2 and the message, before any process starts.
 expect_usage() {

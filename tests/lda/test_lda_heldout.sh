@@ -9,10 +9,12 @@
 # Usage: test_lda_heldout.sh LOOM LDA_CHECK
 set -u
 LOOM=$1 LDA_CHECK=$2
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lda-heldout.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-fail() { echo "FAIL: $*" >&2; cat "$WORK/out" >&2 2>/dev/null; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+work_dir lda-heldout
+trap remove_work EXIT
+clear_env
+fail_show() { cat "$WORK/out" 2>/dev/null; }
 
 # 1200 documents from one planted model: 1000 to train on, 200 held out.
 K=10 V=1000 GEN_ALPHA=0.1 GEN_BETA=0.1

@@ -13,12 +13,13 @@
 #     words, are refused with a message.
 # Usage: test_lda_rotation.sh LOOM LDA_CHECK
 set -u
-source "$(dirname "$0")/../numeric_check.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
 LOOM=$1 LDA_CHECK=$2
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lda-rot.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-fail() { echo "FAIL: $*" >&2; tail -n 30 "$WORK/out" >&2 2>/dev/null; exit 1; }
+work_dir lda-rot
+trap remove_work EXIT
+clear_env
+fail_show() { tail -n 30 "$WORK/out" 2>/dev/null; }
 
 for case in "ldac 8" "uci 8" "ldac 100"; do
     read -r fmt topics <<<"$case"

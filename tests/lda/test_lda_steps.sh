@@ -8,10 +8,12 @@
 # Usage: test_lda_steps.sh LOOM
 set -u
 LOOM=$1
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lda-steps.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-fail() { echo "FAIL: $*" >&2; cat "$WORK/out" >&2 2>/dev/null; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+work_dir lda-steps
+trap remove_work EXIT
+clear_env
+fail_show() { cat "$WORK/out" 2>/dev/null; }
 
 "$LOOM" gen lda --out "$WORK/g.dat" --docs 300 --vocab-size 500 --topics 8 --doc-length 60 \
     --seed 4 || fail "gen lda failed"

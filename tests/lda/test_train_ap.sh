@@ -9,17 +9,18 @@
 # Usage: test_train_ap.sh LOOM LDA_CHECK DATA_DIR CASE. Exits 77 (skipped) with
 # a message when the data is absent.
 set -u
-source "$(dirname "$0")/../numeric_check.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
 LOOM=$1 LDA_CHECK=$2 DATA=$3 CASE=$4
 TRAIN=$DATA/ap/ap.dat VOCAB=$DATA/ap/vocab.txt
 if [[ ! -r $TRAIN || ! -r $VOCAB ]]; then
     echo "skipped: $DATA/ap not found (the shared datasets are not part of a clone)"
     exit 77
 fi
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lda.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-fail() { echo "FAIL: $*" >&2; tail -n 30 "$WORK/job.out" >&2 2>/dev/null; exit 1; }
+work_dir lda
+trap remove_work EXIT
+clear_env
+fail_show() { tail -n 30 "$WORK/job.out" 2>/dev/null; }
 
 # lls METRICS: "ITERATION LL" per line, LL as printed (%.17g).
 lls() { sed -n 's/.*"iteration": \([0-9]*\),.*"log_likelihood": \([^,]*\),.*/\1 \2/p' "$1"; }

@@ -5,13 +5,12 @@
 # --out writes one probability per row; I/O errors exit 1.
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
-source "$(dirname "$0")/../numeric_check.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 
 LOOM=${1:?usage: $0 PATH_TO_LOOM_BINARY}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lr-cli.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+work_dir lr-cli
+trap remove_work EXIT
 cd "$WORK" || exit 1
 
 # bad PATTERN ARGS...: `loom gen lr ARGS...` exits 2, names PATTERN, writes nothing.

@@ -21,7 +21,8 @@
 # Usage: test_lr_train.sh LOOM LR_CHECK DATA_DIR CASE [LR_MINIMUM]. The a9a_* cases exit 77
 # (skipped) with a message when DATA_DIR/a9a is absent (a9a_ftrl also without python3).
 set -u
-source "$(dirname "$0")/../numeric_check.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
 LOOM=$1 LR_CHECK=$2 DATA=$3 CASE=$4 LR_MINIMUM=${5:-}
 TRAIN=$DATA/a9a/a9a TEST=$DATA/a9a/a9a.t
 need_a9a() {
@@ -30,10 +31,10 @@ need_a9a() {
         exit 77
     fi
 }
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lr.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-fail() { echo "FAIL: $*" >&2; tail -n 30 "$WORK/job.out" >&2 2>/dev/null; exit 1; }
+work_dir lr
+trap remove_work EXIT
+clear_env
+fail_show() { tail -n 30 "$WORK/job.out" 2>/dev/null; }
 
 # accuracy MODEL: the test accuracy loom predict reports.
 accuracy() {

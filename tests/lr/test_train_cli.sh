@@ -4,10 +4,12 @@
 # Usage: test_train_cli.sh LOOM
 set -u
 LOOM=$1
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lr-cli.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-fail() { echo "FAIL: $*" >&2; cat "$WORK/out" >&2 2>/dev/null; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+work_dir lr-cli
+trap remove_work EXIT
+clear_env
+fail_show() { cat "$WORK/out" 2>/dev/null; }
 
 # expect_usage "message" ARGS...: exit 2 and the message, before any process starts.
 expect_usage() {

@@ -6,10 +6,12 @@
 # Usage: test_train_stdin.sh LOOM
 set -u
 LOOM=$1
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-lr-stdin.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-fail() { echo "FAIL: $*" >&2; cat "$WORK/out" >&2 2>/dev/null; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+work_dir lr-stdin
+trap remove_work EXIT
+clear_env
+fail_show() { cat "$WORK/out" 2>/dev/null; }
 
 "$LOOM" gen lr --rows 200 --features 50 --nnz 5 --out "$WORK/train.svm" --quiet || fail "gen lr failed"
 runs=0

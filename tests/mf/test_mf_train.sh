@@ -30,13 +30,14 @@
 # Usage: test_mf_train.sh LOOM MF_CHECK DATA_DIR CASE. The *_ml cases exit 77
 # (skipped) with a message when DATA_DIR/ml-latest-small is absent.
 set -u
-source "$(dirname "$0")/../numeric_check.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
 LOOM=$1 MF_CHECK=$2 DATA=$3 CASE=$4
 ML=$DATA/ml-latest-small/ratings.csv
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-mf.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-fail() { echo "FAIL: $*" >&2; tail -n 30 "$WORK/out" >&2 2>/dev/null; exit 1; }
+work_dir mf
+trap remove_work EXIT
+clear_env
+fail_show() { tail -n 30 "$WORK/out" 2>/dev/null; }
 need_ml() {
     if [[ ! -r $ML ]]; then
         echo "skipped: $ML not found (the shared datasets are not part of a clone)"

@@ -18,12 +18,13 @@
 #              directory): svb on 3 workers likewise (ps: see docs/MLR.md)
 # Usage: test_mlr_train.sh LOOM MLR_CHECK DATA_DIR CASE.
 set -u
-source "$(dirname "$0")/../numeric_check.sh"
 LOOM=$1 MLR_CHECK=$2 DATA=$3 CASE=$4
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-mlr.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-fail() { echo "FAIL: $*" >&2; tail -n 30 "$WORK/job.out" >&2 2>/dev/null; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+work_dir mlr
+trap remove_work EXIT
+clear_env
+fail_show() { tail -n 30 "$WORK/job.out" 2>/dev/null; }
 
 # gen: a training and a test file from one planted model (one file, split).
 gen() {
@@ -127,7 +128,8 @@ rollback)
 cli)
     gen
     cd "$WORK" || exit 1
-    source "$(dirname "$0")/../cli_lib.sh"
+    # shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+    source "$(dirname "$0")/../lib/cli.sh"
     expect 2 "--select is for --mode svb" train mlr --train train --select 3
     expect 2 "--rollback needs --svlog" train mlr --train train --mode svb --rollback 3
     expect 2 "--mode takes ps, svb or reduce" train mlr --train train --mode xyz

@@ -2,7 +2,8 @@
 # Misconfigured jobs end with a clear message and non-zero status, never hang:
 # a worker started for another job size is refused; a job missing a worker
 # times out naming it; bad variables are named.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh"
 port=$("$PS_CHECK" free-port) || fail "no free port"
 export LOOM_SCHEDULER=127.0.0.1:$port LOOM_NUM_SERVERS=1 LOOM_NUM_WORKERS=2 LOOM_CONNECT_TIMEOUT_MS=3000
 LOOM_ROLE=scheduler "$PS_CHECK" bsp >"$WORK/sched.out" 2>&1 &

@@ -3,7 +3,8 @@
 # heartbeat (the launcher is told not to stop them), say which node died, and
 # exit with status 3 within the bound below. Usage:
 #   test_kill.sh LOOM PS_CHECK ROLE RANK     (ROLE: scheduler, server or worker)
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh"
 ROLE=${3:?role}
 RANK=${4:?rank}
 # The docs promise that the others notice within the heartbeat timeout and

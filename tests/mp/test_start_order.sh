@@ -5,7 +5,8 @@
 # process has said (LOOM_VERBOSE=1) that it asked the scheduler to join and is
 # waiting: a node that gave up on a missing scheduler, or whose request was
 # lost because nobody listened yet, fails the job (within the connect timeout).
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
+source "$(dirname "$0")/../lib/mp.sh"
 port=$("$PS_CHECK" free-port) || fail "no free port"
 export LOOM_SCHEDULER=127.0.0.1:$port LOOM_NUM_SERVERS=1 LOOM_NUM_WORKERS=2
 export LOOM_VERBOSE=1 LOOM_CONNECT_TIMEOUT_MS=20000

@@ -12,7 +12,8 @@
 #   worker     host 4, worker 1's;
 #   server     host 2, where both servers run;
 #   scheduler  host 1: everyone else loses the scheduler, which names one of them.
-source "$(dirname "$0")/lib.sh" || exit 1
+# shellcheck source-path=SCRIPTDIR source=../lib/netns.sh
+source "$(dirname "$0")/../lib/netns.sh" || exit 1
 VICTIM=${3:?usage: $0 LOOM DATA_DIR worker|server|scheduler}
 # As in tests/mp/test_kill.sh: the docs promise detection within the heartbeat
 # timeout; the code adds up to one heartbeat interval (silence is checked once

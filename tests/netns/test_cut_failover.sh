@@ -29,7 +29,8 @@
 #           the others know it dead is dropped.
 # Usage: test_cut_failover.sh LOOM DATA_DIR FAILOVER_CHECK cut|return|partition bsp|ssp|asp
 NEEDS_A9A=0
-source "$(dirname "$0")/lib.sh" || exit 1
+# shellcheck source-path=SCRIPTDIR source=../lib/netns.sh
+source "$(dirname "$0")/../lib/netns.sh" || exit 1
 CHECK=${3:?usage: $0 LOOM DATA_DIR FAILOVER_CHECK cut|return|partition bsp|ssp|asp}
 VARIANT=${4:?cut, return or partition}
 MODE=${5:?bsp, ssp or asp}

@@ -12,7 +12,8 @@
 # is what netem at the host's and the switch's end of its link would do.
 # Skipped (exit 77) when neither can be set up.
 # Usage: test_netem.sh LOOM DATA_DIR [NETIMPAIR]
-source "$(dirname "$0")/lib.sh" || exit 1
+# shellcheck source-path=SCRIPTDIR source=../lib/netns.sh
+source "$(dirname "$0")/../lib/netns.sh" || exit 1
 IMPAIRER=${3:-}
 BOUND_S=180
 DELAY_MS=20

@@ -8,7 +8,8 @@
 #        setups, within 0.003 of each other (two workers are not bit-exact:
 #        the servers apply their pushes in arrival order);
 # and the traffic went over the hosts' links. Usage: test_train.sh LOOM DATA_DIR
-source "$(dirname "$0")/lib.sh" || exit 1
+# shellcheck source-path=SCRIPTDIR source=../lib/netns.sh
+source "$(dirname "$0")/../lib/netns.sh" || exit 1
 # Each run takes about a second; four runs of at most BOUND_S seconds stay
 # within the CTest timeout (300 s), which kills without letting us clean up.
 BOUND_S=60

@@ -7,12 +7,12 @@
 # missing gnuplot, never an image on standard output.
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 
 LOOM=${1:?usage: $0 PATH_TO_LOOM_BINARY}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-plot.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+work_dir plot
+trap remove_work EXIT
 cd "$WORK" || exit 1
 
 # expect_plot STATUS PATTERN ARGS...: `loom plot ARGS...` exits STATUS, says PATTERN, prints nothing.

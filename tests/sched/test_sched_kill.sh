@@ -3,13 +3,13 @@
 # --schedule rotation`, item blocks passed from worker to worker on a ring) or dynamic
 # Lasso (`loom train lasso --schedule dynamic`, plans from scheduler shards). The
 # survivors wait for the dead worker's block or plan; each must notice by heartbeat,
-# say which worker died and exit with status 3 within the bound of tests/cli_lib.sh's
+# say which worker died and exit with status 3 within the bound of tests/lib/cli.sh's
 # kill helpers, leaving no process behind. Data are generated.
 # Usage: test_sched_kill.sh LOOM mf|lasso
 set -u
 LOOM=${1:?loom} APP=${2:?mf or lasso}
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
 work_setup schedkill
 
 # Jobs long enough never to finish before the kill; READY is the line that shows the

@@ -5,7 +5,8 @@
 # finish with exact results. Before the limit a server took the frame and grew
 # from 7 MB to over 200 MB. The attacker checks the connection was closed
 # before it had sent 128 MiB and that the target grew by less than 32 MiB.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/security.sh
+source "$(dirname "$0")/../lib/security.sh"
 start_held_job
 for who in server-0 scheduler-0; do
     "$ATTACKER" bigframe "$(<"$PIDS/$who.addr")" "$(<"$PIDS/$who.pid")" >"$WORK/attack-$who.log" 2>&1 ||

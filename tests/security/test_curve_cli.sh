@@ -15,28 +15,20 @@
 set -u
 LOOM=${1:?usage: $0 LOOM_BINARY DEMO_BINARY}
 DEMO=${2:?usage: $0 LOOM_BINARY DEMO_BINARY}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-curve.XXXXXX")
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+work_dir curve
 LAUNCHER_PID=""
-for var in $(compgen -e); do
-    [[ $var == LOOM_* ]] && unset "$var"
-done
+clear_env
 cleanup() {
     [[ -n $LAUNCHER_PID ]] && kill -KILL "$LAUNCHER_PID" 2>/dev/null
     # Children die with the launcher (PR_SET_PDEATHSIG); the sleeping worker's group too.
     [[ -s $WORK/worker.pid ]] && kill -KILL -- "-$(<"$WORK/worker.pid")" 2>/dev/null
     wait 2>/dev/null
-    [[ -n ${KEEP:-} ]] && echo "kept $WORK" || rm -rf "$WORK"
+    remove_work
 }
 trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    for f in "$WORK"/*.out; do
-        [[ -s $f ]] || continue
-        echo "--- $f (last 30 lines):" >&2
-        tail -n 30 "$f" >&2
-    done
-    exit 1
-}
+fail_show() { show_tails 30 "$WORK"/*.out; }
 # expect STATUS PATTERN COMMAND...: COMMAND exits with STATUS and its stderr matches PATTERN.
 expect() {
     local want=$1 pattern=$2

@@ -5,7 +5,8 @@
 # copies and the job go on unharmed. Before node identity it took over the
 # node's connection at the scheduler (same routing id, ROUTER handover) and
 # the real node was declared dead. Tried for a worker and for a server.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/security.sh
+source "$(dirname "$0")/../lib/security.sh"
 start_held_job
 for who in worker-0 server-0; do
     mapfile -d '' environment <"/proc/$(<"$PIDS/$who.pid")/environ" ||

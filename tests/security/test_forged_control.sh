@@ -5,7 +5,8 @@
 # node identity, one NODE_FAILED killed the job blaming a healthy node, SHUTDOWN
 # stopped a server and the DONEs ended the job. Now each is dropped, counted and
 # logged; the job finishes with exact results.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/security.sh
+source "$(dirname "$0")/../lib/security.sh"
 start_held_job
 # Worker node ids are 1 + servers + rank: 2 and 3.
 for who in server-0 worker-0; do

@@ -5,7 +5,8 @@
 # scheduler must refuse both (they exit non-zero saying why) and take the real
 # worker, and the job must finish with exact results. Before the token, the
 # intruder took the free rank and the real worker was turned away.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/security.sh
+source "$(dirname "$0")/../lib/security.sh"
 port=$("$PS_CHECK" free-port) || fail "no free port"
 export LOOM_SCHEDULER=127.0.0.1:$port LOOM_NUM_SERVERS=1 LOOM_NUM_WORKERS=2
 pids=()

@@ -5,7 +5,8 @@
 # non-zero, and not add that the scheduler "did not answer (is it running
 # ...?)" as they did before. The scheduler's deadline is short and the nodes'
 # long, so the refusal comes first.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/security.sh
+source "$(dirname "$0")/../lib/security.sh"
 port=$("$PS_CHECK" free-port) || fail "no free port"
 export LOOM_SCHEDULER=127.0.0.1:$port LOOM_NUM_SERVERS=1 LOOM_NUM_WORKERS=2
 pids=()

@@ -5,7 +5,8 @@
 # and worker reach the first job's scheduler, which must refuse them as nodes
 # of another job (they exit non-zero saying so) and go on unharmed. Before the
 # token they took over the first job's ranks and killed it.
-source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/security.sh
+source "$(dirname "$0")/../lib/security.sh"
 port=$("$PS_CHECK" free-port) || fail "no free port"
 export LOOM_SCHEDULER=127.0.0.1:$port LOOM_NUM_SERVERS=1 LOOM_NUM_WORKERS=1
 start() { # NAME TOKEN ROLE [RANK]: one process of a job, output in $WORK/NAME.out

@@ -5,10 +5,10 @@
 # Usage: test_svm_cli.sh LOOM
 set -u
 LOOM=${1:?loom}
-# shellcheck source-path=SCRIPTDIR source=../cli_lib.sh
-source "$(dirname "$0")/../cli_lib.sh"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-svm-cli.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
+work_dir svm-cli
+trap remove_work EXIT
 cd "$WORK" || exit 1
 printf '+1 1:1\n-1 2:1\n' >ok.svm
 printf '0 1\n1 7\n' >bad.graph

@@ -5,7 +5,8 @@
 # points. Skips (77) without ../shared/data/a9a.
 # Usage: test_svm_train.sh LOOM SVM_SEQ DATA_DIR bsp|async|notify-ack
 set -u
-source "$(dirname "$0")/../numeric_check.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
 LOOM=${1:?loom} SEQ=${2:?svm_seq} DATA=${3:?data dir} MODE=${4:?mode}
 EPOCHS=4 TOLERANCE=0.5
 TRAIN=$DATA/a9a/a9a TEST=$DATA/a9a/a9a.t
@@ -13,14 +14,10 @@ if [[ ! -r $TRAIN || ! -r $TEST ]]; then
     echo "SKIP: $TRAIN or $TEST is missing (../shared/data, see docs/TESTING.md)"
     exit 77
 fi
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-svm.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    tail -n 20 "$WORK/train.err" >&2
-    exit 1
-}
+clear_env
+work_dir svm
+trap remove_work EXIT
+fail_show() { tail -n 20 "$WORK/train.err"; }
 seq_acc=$("$SEQ" "$TRAIN" "$TEST" "$EPOCHS" 0.01 0.0001 1 | awk 'END { print $4 }')
 timeout 240 "$LOOM" train svm --train "$TRAIN" --test "$TEST" --workers 4 --servers 0 \
     --graph expander --sync "$MODE" --epochs "$EPOCHS" --model-out "$WORK/m.txt" \

@@ -12,9 +12,11 @@ if [[ ! -r $TRAIN ]]; then
     echo "SKIP: $TRAIN is missing (../shared/data, see docs/TESTING.md)"
     exit 77
 fi
-for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-svm-window.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+clear_env
+work_dir svm-window
+trap remove_work EXIT
 for sync in bsp notify-ack; do
     timeout 200 "$LOOM" train svm --train "$TRAIN" --workers 4 --servers 0 --graph expander \
         --sync $sync --window 3 --straggle 0.3 --epochs 2 --quiet --model-out "$WORK/$sync.txt" \

@@ -1,20 +1,24 @@
 # shellcheck shell=bash
-# Shared by the multi-process tests; sourced with the paths of the `loom`
-# binary and of ps_check as $1 and $2. Gives each test a scratch directory
-# ($WORK) and, whatever way the test ends, kills every process whose pid file
-# is in $WORK/pids (and its process group) and any launcher still running.
+# tests/lib/mp.sh: shared by the multi-process tests (tests/mp, and the ft and
+# security tests of ps_check or failover_check jobs); sourced with the paths of
+# the `loom` binary and of ps_check (or the test's checker) as $1 and $2. Gives
+# each test a scratch directory ($WORK) and, whatever way the test ends, kills
+# every process whose pid file is in $WORK/pids and any process in BG_PIDS.
+# Builds on common.sh.
 set -u
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+# shellcheck disable=SC2034 # LOOM and PS_CHECK are for the tests that source this
 LOOM=${1:?usage: $0 LOOM_BINARY PS_CHECK_BINARY}
+# shellcheck disable=SC2034
 PS_CHECK=${2:?usage: $0 LOOM_BINARY PS_CHECK_BINARY}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-mp.XXXXXX")
+work_dir mp
 PIDS="$WORK/pids"
 mkdir "$PIDS"
 BG_PIDS=()
 
-for var in $(compgen -e); do
-    [[ $var == LOOM_* ]] && unset "$var"
-done
+clear_env
 
 cleanup() {
     local f pid
@@ -25,23 +29,12 @@ cleanup() {
         kill -KILL "$pid" 2>/dev/null
     done
     wait 2>/dev/null
-    [[ -n ${KEEP:-} ]] && echo "kept $WORK" || rm -rf "$WORK"
+    remove_work
 }
 trap cleanup EXIT
 
-fail() {
-    echo "FAIL: $*" >&2
-    for f in "$WORK"/*.out; do
-        [[ -s $f ]] || continue
-        echo "--- $f (last 40 lines):" >&2
-        tail -n 40 "$f" >&2
-    done
-    exit 1
-}
-
-now_ms() {
-    echo $(($(date +%s%N) / 1000000))
-}
+# fail_show: what fail (common.sh) shows: the end of every process's output.
+fail_show() { show_tails 40 "$WORK"/*.out; }
 
 # wait_for_files N SECONDS: until $PIDS holds N pid files (the processes are up).
 wait_for_files() {

@@ -1,8 +1,11 @@
 # shellcheck shell=bash
-# The jobs of the tests that checkpoint, kill and resume (test_ft_resume.sh,
-# test_ft_restart.sh; sourced after cli_lib.sh, in the test's work directory),
-# `newest`, which every checkpointing test uses, `kill_gone`, and what the tests of
-# `loom train lr` with a replacement server share (test_rejoin*_lr.sh).
+# tests/lib/ft.sh: what the fault-tolerance tests (tests/ft) share, sourced
+# after cli.sh or mp.sh: the jobs of the tests that checkpoint, kill and resume
+# (test_ft_resume.sh, test_ft_restart.sh; in the test's work directory),
+# `newest`, which every checkpointing test uses, what the tests of `loom train
+# lr` with a replacement server share (test_rejoin*_lr.sh), and, at the end,
+# what the tests of failover_check jobs under `loom run` share. `kill_gone` is
+# in common.sh.
 
 # shellcheck disable=SC2034 # read by the scripts that source this file
 EVERY=5 # clocks between checkpoints
@@ -76,31 +79,47 @@ replacement_part_after() {
     [[ $RC == 0 ]] || fail "loom checkpoint verify refused the newest checkpoint: $(cat err)"
 }
 
-# live_since PID: the start time (clock ticks since boot) of the process PID
-# if it is alive and not a zombie; nothing otherwise (no program run).
-live_since() {
-    local stat fields
-    read -r stat 2>/dev/null <"/proc/$1/stat" || return 0
-    read -ra fields <<<"${stat##*) }" # state ppid pgrp ... (field 22, starttime, is [19])
-    [[ ${fields[0]} == Z ]] || echo "${fields[19]}"
+# ---- failover_check jobs under `loom run` with replacement servers
+# (test_rejoin.sh, test_handback*.sh; after mp.sh, with the job's output in
+# $WORK/job.out and its launcher's pid in $launcher) ----
+
+# last_clock W: the last clock worker W printed (every 10th), or nothing.
+last_clock() {
+    grep -oE "^\[worker $1\] worker $1 clock [0-9]+$" "$WORK/job.out" | tail -n 1 | grep -oE '[0-9]+$'
 }
 
-# kill_gone PID...: SIGKILL each process and wait until every one is gone:
-# exited, a zombie, or its pid taken by a later process. SIGKILL is
-# delivered asynchronously, and a process inside a sync (a checkpoint's
-# fsync) on a loaded disk dies only once that returns: 60 s bound.
-kill_gone() {
-    local pid deadline
-    local -A start=()
-    for pid; do start[$pid]=$(live_since "$pid"); done
-    kill -KILL "$@" 2>/dev/null
-    for pid; do
-        [[ -n ${start[$pid]} ]] || continue
-        deadline=$((SECONDS + 60))
-        while [[ $(live_since "$pid") == "${start[$pid]}" ]]; do
-            ((SECONDS < deadline)) ||
-                fail "process $pid of the killed job survived SIGKILL for 60 s ($(cat "/proc/$pid/stat" 2>/dev/null), in $(cat "/proc/$pid/wchan" 2>/dev/null))"
-            sleep 0.01
-        done
+# wait_past W C: until worker W has printed a clock of at least C (bounded).
+wait_past() {
+    local w=$1 want=$2 deadline=$(($(now_ms) + 120000)) c
+    while :; do
+        c=$(last_clock "$w")
+        ((${c:-0} >= want)) && return 0
+        kill -0 "$launcher" 2>/dev/null || fail "the job ended before worker $w reached clock $want"
+        (($(now_ms) > deadline)) && fail "worker $w did not reach clock $want within 120 s"
+        sleep 0.05 # a poll, not a synchronisation: the condition is the log
     done
+}
+
+# advance N: until every worker has printed N more clocks.
+advance() {
+    local w
+    for w in 0 1 2; do wait_past "$w" $(($(last_clock "$w") + $1)); done
+}
+
+# job_ended_exact CLOCKS WORKERS KILLED: wait for the job; every worker in
+# WORKERS (e.g. "0 1 2") must have ended CLOCKS clocks (a regex) with every
+# key exact, `loom run` exit 0, and no process have failed but those matching
+# the regex KILLED.
+job_ended_exact() {
+    local w status=0 others
+    wait "$launcher" || status=$?
+    echo "launcher exited with status $status"
+    for w in $2; do
+        grep -qE "^\[worker $w\] worker $w: $1 clocks, all 1000 keys exact" "$WORK/job.out" ||
+            fail "worker $w did not end with every key exact"
+    done
+    ((status == 0)) || fail "loom run exited with status $status"
+    others=$(grep -E "^loom run: .*(exited with status [1-9]|killed by)" "$WORK/job.out" |
+        grep -vE "$3")
+    [[ -z $others ]] || fail "other processes failed: $others"
 }

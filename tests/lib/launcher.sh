@@ -1,16 +1,18 @@
 # shellcheck shell=bash disable=SC2034 # NODE, ELAPSED_MS, ...: used by the tests
-# Shared by the launcher tests; sourced with the path of the `loom` binary as $1.
+# tests/lib/launcher.sh: shared by the launcher tests (tests/launcher; builds
+# on common.sh); sourced with the path of the `loom` binary as $1.
 #
 # Every test gets a scratch directory ($WORK) and a pid directory ($FAKE_DIR)
 # where fake_node.sh records each process it plays. On exit, whatever way the
 # test ends, everything recorded there and any launcher still running is
 # SIGKILLed and the scratch directory removed.
 set -u
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 LOOM=${1:?usage: $0 PATH_TO_LOOM_BINARY}
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-NODE="$HERE/fake_node.sh"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-launcher.XXXXXX")
+NODE="$TESTS_LIB/../launcher/fake_node.sh"
+work_dir launcher
 # loom run's throw-away secret goes here too: the test that SIGKILLs the launcher
 # leaves it behind (docs/SECURITY.md), and the cleanup removes it with $WORK.
 export TMPDIR=$WORK
@@ -19,9 +21,7 @@ mkdir "$FAKE_DIR"
 LAUNCHER_PID=""
 
 # Start from a clean contract: nothing LOOM_* leaks in from the caller.
-for var in $(compgen -e); do
-    [[ $var == LOOM_* ]] && unset "$var"
-done
+clear_env
 
 cleanup() {
     local f pid
@@ -35,18 +35,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() {
-    echo "FAIL: $*" >&2
+# fail_show: what fail (common.sh) shows: the end of the launcher's output.
+fail_show() {
+    local f
     for f in out err; do
         [[ -s $WORK/$f ]] || continue
-        echo "--- launcher $f (last 40 lines):" >&2
-        tail -n 40 "$WORK/$f" >&2
+        echo "--- launcher $f (last 40 lines):"
+        tail -n 40 "$WORK/$f"
     done
-    exit 1
-}
-
-now_ms() {
-    echo $(($(date +%s%N) / 1000000))
+    return 0
 }
 
 # elapsed_since START_MS: sets ELAPSED_MS, for expect_faster_than.
@@ -130,26 +127,6 @@ wait_for_line() {
 # clean_pid_dir: forget the previous run's processes (all checked already).
 clean_pid_dir() {
     rm -f "$FAKE_DIR"/*
-}
-
-# alive PID: a process that is not a zombie has this pid.
-alive() {
-    local stat
-    [[ $1 =~ ^[0-9]+$ ]] || fail "'$1' is not a pid"
-    read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
-    stat=${stat##*) }
-    [[ ${stat%% *} != Z ]]
-}
-
-# group_alive PGID: some process that is not a zombie is in this process group.
-group_alive() {
-    local f stat fields
-    for f in /proc/[0-9]*/stat; do
-        read -r stat 2>/dev/null <"$f" || continue
-        read -ra fields <<<"${stat##*) }" # state ppid pgrp ...
-        [[ ${fields[0]} != Z && ${fields[2]} == "$1" ]] && return 0
-    done
-    return 1
 }
 
 # expect_no_survivors N: exactly N processes recorded themselves, and neither

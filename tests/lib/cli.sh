@@ -1,18 +1,21 @@
 # shellcheck shell=bash
-# The helpers of the tests that run `loom` commands as a user does, each in its
-# own work directory ($WORK, the current directory): run a command with its
-# output in ./out and ./err, expect an exit status and a message, fail showing
-# both. Sourced after the script has set up $LOOM; work_setup gives it $WORK.
+# tests/lib/cli.sh: the helpers of the tests that run `loom` commands as a user
+# does, each in its own work directory ($WORK, the current directory): run a
+# command with its output in ./out and ./err, expect an exit status and a
+# message, fail showing both. Sourced after the script has set up $LOOM;
+# work_setup gives it $WORK. Builds on common.sh (fail, now_ms, ...).
 # At the end, the helpers of the tests that kill a worker of a running job
 # (kill_job_start, kill_worker1_and_check).
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # work_setup NAME: no LOOM_* variables of the caller's, a work directory $WORK
 # (loom-NAME.XXXXXX), and, whatever way the test ends, its removal, after the
 # job the test started in the background as $launcher (if any: empty when
 # none runs) and that job's children are killed.
 work_setup() {
-    for var in $(compgen -e); do [[ $var == LOOM_* ]] && unset "$var"; done
-    WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-$1.XXXXXX")
+    clear_env
+    work_dir "$1"
     launcher=
     trap work_cleanup EXIT
 }
@@ -26,16 +29,14 @@ work_cleanup() {
     rm -rf "$WORK"
 }
 
-# fail MESSAGE: report, show the start of ./out and ./err, exit 1.
-fail() {
-    echo "FAIL: $*" >&2
+# fail_show: what fail (common.sh) shows: the start of ./out and ./err.
+fail_show() {
+    local f
     for f in out err; do
-        [[ -s $f ]] && { echo "--- $f:" >&2; head -n 20 "$f" | head -c 2000 >&2; }
+        [[ -s $f ]] && { echo "--- $f:"; head -n 20 "$f" | head -c 2000; }
     done
-    exit 1
+    return 0
 }
-
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # run ARGS...: `loom ARGS...` with stdout in ./out, stderr in ./err; sets RC.
 run() {

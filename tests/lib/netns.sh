@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Multi-host tests on one machine: each "host" is a network namespace with one
+# tests/lib/netns.sh (builds on common.sh): multi-host tests on one machine: each "host" is a network namespace with one
 # interface, eth0, plugged by a veth pair into a bridge that lives in a
 # namespace of its own (the "switch"). Nothing is created in the namespace the
 # test runs in: the links and the test-only addresses 10.77.0.0/24 exist only
@@ -18,7 +18,8 @@
 # worker r on host 3 + r; host h has address 10.77.0.h. Each process's output
 # goes to $WORK/<name>.out, names being scheduler, server-R and worker-R.
 set -u
-source "$(dirname "${BASH_SOURCE[0]}")/../numeric_check.sh"
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 LOOM=${1:?usage: $0 LOOM_BINARY DATA_DIR}
 DATA=${2:?usage: $0 LOOM_BINARY DATA_DIR}
@@ -27,22 +28,15 @@ TEST=$DATA/a9a/a9a.t
 SUBNET=10.77.0
 SCHED_PORT=7070
 
-skip() {
-    echo "skipped: $*"
-    exit 77
-}
-
 # Nodes are started with LOOM_* variables only: nothing inherited from an
 # enclosing job (loom run, mpirun, srun) may make them think otherwise.
-for var in $(compgen -e); do
-    [[ $var =~ ^(LOOM|OMPI|PMI|PMIX|MPI|SLURM|SLURMD)_ ]] && unset "$var"
-done
+clear_env_matching '^(LOOM|OMPI|PMI|PMIX|MPI|SLURM|SLURMD)_'
 
 [[ ${NEEDS_A9A:-1} == 0 || (-r $TRAIN && -r $TEST) ]] || skip "$DATA/a9a not found (the shared datasets are not part of a clone)"
 ((EUID == 0)) || skip "network namespaces need root (CI runs these tests as root)"
 command -v ip >/dev/null || skip "no 'ip' command: install iproute2 (scripts/install-deps.sh)"
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-netns.XXXXXX")
+work_dir netns
 TAG=loomnet-$$-$RANDOM
 SWITCH=$TAG-sw
 HOSTS=()      # HOSTS[h] is host h's namespace (h from 1)
@@ -71,27 +65,22 @@ cleanup() {
         [[ -e /var/run/netns/$ns ]] || continue
         ip netns delete "$ns" || echo "warning: could not delete network namespace $ns" >&2
     done
-    if [[ -n ${KEEP:-} ]]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
+    remove_work
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-fail() {
+# fail_show: what fail (common.sh) shows: the end of every process's output.
+fail_show() {
     local f
-    echo "FAIL: $*" >&2
     for f in "$WORK"/*.out; do
         [[ -s $f ]] || continue
-        echo "--- $(basename "$f") (last 30 lines):" >&2
-        tail -n 30 "$f" >&2
+        echo "--- $(basename "$f") (last 30 lines):"
+        tail -n 30 "$f"
     done
-    exit 1
-}
-
-now_ms() {
-    local t=${EPOCHREALTIME//[!0-9]/}
-    echo $((10#$t / 1000))
+    return 0
 }
 
 # make_hosts N: the switch namespace with bridge br0, and hosts 1..N, host h

@@ -1,48 +1,39 @@
 # shellcheck shell=bash
-# Shared by the cluster tests; sourced with the paths of the `loom` binary and
-# of cluster_check as $1 and $2. Processes are started the way a launcher
+# tests/lib/cluster.sh: shared by the cluster tests (builds on common.sh);
+# sourced with the paths of the `loom` binary and of cluster_check as $1 and $2. Processes are started the way a launcher
 # starts them: with the launcher's variables only (every LOOM_, OMPI_, PMI_,
 # PMIX_ and SLURM variable inherited from the caller is removed first). Each
 # test gets a scratch directory $WORK, which is also TMPDIR, so the private
 # rendezvous directory of one-host jobs is the test's own. Whatever way the
 # test ends, every process it started is killed (with its process group).
 set -u
-source "$(dirname "${BASH_SOURCE[0]}")/../numeric_check.sh"
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # shellcheck disable=SC2034 # LOOM, CHECK and RDV are for the tests that source this
 LOOM=${1:?usage: $0 LOOM_BINARY CLUSTER_CHECK_BINARY ...}
 # shellcheck disable=SC2034
 CHECK=${2:?usage: $0 LOOM_BINARY CLUSTER_CHECK_BINARY ...}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/loom-cluster.XXXXXX")
+work_dir cluster
 export TMPDIR=$WORK
 # shellcheck disable=SC2034
 RDV="$WORK/loom-$(id -u)" # where one-host jobs rendezvous
 declare -A PID STATUS
 GROUPS_TO_KILL=()
 
-for var in $(compgen -e); do
-    case $var in LOOM_* | OMPI_* | PMI_* | PMIX_* | SLURM* | MPI_LOCAL*) unset "$var" ;; esac
-done
+clear_env_matching '^(LOOM_|OMPI_|PMI_|PMIX_|SLURM|MPI_LOCAL)'
 
 cleanup() {
     local p
     for p in "${PID[@]}"; do kill -KILL "$p" 2>/dev/null; done
     for p in "${GROUPS_TO_KILL[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
     wait 2>/dev/null
-    if [[ -n ${KEEP:-} ]]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
+    remove_work
 }
 trap cleanup EXIT
 
-fail() {
-    echo "FAIL: $*" >&2
-    local f
-    for f in "$WORK"/*.out; do
-        [[ -s $f ]] || continue
-        echo "--- $f (last 20 lines):" >&2
-        tail -n 20 "$f" >&2
-    done
-    exit 1
-}
+# fail_show: what fail (common.sh) shows: the end of every process's output.
+fail_show() { show_tails 20 "$WORK"/*.out; }
 
 # spawn NAME VAR=VALUE... -- COMMAND...: start one process in the background
 # with those variables added; its output goes to $WORK/NAME.out. Started
