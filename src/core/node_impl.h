@@ -28,50 +28,49 @@
 #ifndef LOOM_CORE_NODE_IMPL_H
 #define LOOM_CORE_NODE_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <zmq.h>
 
 #include "core/msg.h"
 #include "loom/node.h"
 
-/* A received message, as handed to a handler. Frames belong to the I/O
- * thread and are closed after the handler returns, unless the handler moved
- * them out (node_msg_keep) to keep the payload without a copy. */
+/* Room for one received frame: core keeps ZeroMQ's zmq_msg_t in it
+ * (node_priv.h checks that it fits), which nothing above core sees. */
+typedef struct node_frame_slot {
+    _Alignas(8) unsigned char opaque[64];
+} node_frame_slot;
+
+/* A received message, as handed to a handler: its header, its verified
+ * sender and its payload frames, read through node_frame_data/size. Frames
+ * belong to the I/O thread and are closed after the handler returns, unless
+ * the handler moved them out (node_msg_keep) to keep the payload without a
+ * copy. A node_msg is never copied by value: node_msg_keep moves it. */
 typedef struct node_msg {
     msg_header h;
     uint32_t from; /* verified sender node id */
     size_t nframes;
-    zmq_msg_t frames[MSG_MAX_FRAMES];
+    /* Core's: each frame's bytes and size (noted once, when the frames came
+     * or moved), and the frames themselves. */
+    const void *frame_data[MSG_MAX_FRAMES];
+    size_t frame_size[MSG_MAX_FRAMES];
+    node_frame_slot frames[MSG_MAX_FRAMES];
 } node_msg;
 
 /* Payload frame i of a received message: its bytes (at any alignment: ZeroMQ
- * receives large messages in place) and their number. The layers above reach
- * frames only through these, so that ZeroMQ stays inside src/core. */
-static inline const void *node_frame_data(node_msg *m, size_t i)
+ * receives large messages in place) and their number. */
+static inline const void *node_frame_data(const node_msg *m, size_t i)
 {
-    return zmq_msg_data(&m->frames[i]);
+    return m->frame_data[i];
 }
 static inline size_t node_frame_size(const node_msg *m, size_t i)
 {
-    return zmq_msg_size((zmq_msg_t *)&m->frames[i]);
+    return m->frame_size[i];
 }
 
 /* Move a message's frames into `to` (zero copy), to keep it past its
  * handler; a message so kept is freed with node_msg_release(). */
-static inline void node_msg_keep(node_msg *to, node_msg *from)
-{
-    to->h = from->h;
-    to->from = from->from;
-    to->nframes = from->nframes;
-    for (size_t i = 0; i < from->nframes; i++) {
-        zmq_msg_init(&to->frames[i]);
-        zmq_msg_move(&to->frames[i], &from->frames[i]);
-    }
-}
-static inline void node_msg_release(node_msg *m)
-{
-    for (size_t i = 0; i < m->nframes; i++) zmq_msg_close(&m->frames[i]);
-}
+void node_msg_keep(node_msg *to, node_msg *from);
+void node_msg_release(node_msg *m);
 
 typedef void (*node_handler)(loom_node *n, void *ctx, node_msg *m);
 

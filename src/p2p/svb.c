@@ -418,7 +418,7 @@ static int apply_received(loom_svb *s, int64_t upto)
         node_msg m;
         if (best >= 0) {
             svb_peer *p = &s->peers[best];
-            m = p->queue[p->head];
+            node_msg_keep(&m, &p->queue[p->head]);
             p->head = (p->head + 1) % p->cap;
             p->count--;
         }
