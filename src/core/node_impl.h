@@ -146,29 +146,40 @@ void node_broadcast(loom_node *n); /* call with the lock held */
 uint64_t node_now_ms(void);
 
 /* ---- layers ---- */
-/* The fault-tolerance layer keeps checkpoint state (NODE_LAYER_FT). The
- * scheduling layer's two engines keep their own state: the static engine's
- * ring of blocks (NODE_LAYER_SCHED) and the dynamic engine's coordinator or
- * worker queue (NODE_LAYER_SCHED_DYNAMIC). */
-enum {
-    NODE_LAYER_PS = 0,
-    NODE_LAYER_FT,
-    NODE_LAYER_SCHED,
-    NODE_LAYER_SCHED_DYNAMIC,
-    NODE_LAYER_P2P,
-    NODE_LAYER_SVB,
-    NODE_LAYER_COUNT
-};
-void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state));
-void *node_layer(const loom_node *n, int layer);
+/* A layer above core describes itself in one static descriptor: its name and
+ * the message types it handles, with who may send each and its frames. Its
+ * attach function registers it first (node_layer_register), on every node
+ * whatever the node's role, so that every node of the process knows its
+ * types; the first registration in the process gives the layer its slot on
+ * every node: its state (node_set_layer), its timer and its counters. Slots
+ * go in registration order, which is also the order in which timers run and
+ * states are destroyed. */
+#define NODE_MAX_LAYERS 8
+typedef struct node_layer_def {
+    const char *name;
+    const msg_type_info *types;
+    size_t ntypes;
+    _Atomic int slot; /* core's: 0, then 1 + the layer's slot */
+} node_layer_def;
+/* From any thread; registering again does nothing. 0, or LOOM_EINVAL if a type
+ * is taken by another layer or core, or NODE_MAX_LAYERS layers registered. */
+int node_layer_register(node_layer_def *l);
+void node_set_layer(loom_node *n, node_layer_def *l, void *state, void (*destroy)(void *state));
+/* The layer's state on n, NULL if none (or the layer never registered). */
+void *node_layer(const loom_node *n, node_layer_def *l);
 /* A layer's timer, run by the I/O thread like a handler (under the receive
  * lock, must not block): fn is called once node_now_ms() reaches the time it
  * last returned (UINT64_MAX: not until poked), and soon after
  * node_timer_poke() from any thread. Nodes without an I/O thread (the fuzz
  * seam) never run timers. Set before the node serves traffic. */
 typedef uint64_t (*node_timer_fn)(loom_node *n, void *ctx, uint64_t now_ms);
-void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx);
-void node_timer_poke(loom_node *n, int layer);
+void node_set_timer(loom_node *n, node_layer_def *l, node_timer_fn fn, void *ctx);
+void node_timer_poke(loom_node *n, node_layer_def *l);
+/* The layer's counters: fn writes them into the loom_stats that
+ * loom_node_stats fills (core's own first; the rest are 0 until a layer's fn
+ * writes them). Set before the node serves traffic. */
+typedef void (*node_stats_fn)(void *ctx, loom_stats *out);
+void node_set_stats(loom_node *n, node_layer_def *l, node_stats_fn fn, void *ctx);
 
 /* A layer that lets the job go on without a dead node (the ps layer with
  * replicas, for a server): fn(n, ctx, dead) runs on the I/O thread when the
@@ -186,20 +197,6 @@ void node_set_failover(loom_node *n, node_failover_fn fn, void *ctx);
  * itself). Layers bring the newcomer up to date from there. */
 typedef void (*node_rejoin_fn)(loom_node *n, void *ctx, uint32_t id);
 void node_set_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx);
-
-/* ---- counters ---- */
-/* Counters of loom_stats the layers above count (loom_stats says what each is). */
-enum node_counter {
-    NODE_PULLS_FROM_CACHE,
-    NODE_PULLS_FROM_SERVER,
-    NODE_TABLE_MESSAGES,
-    NODE_TABLE_BYTES_RAW,
-    NODE_TABLE_BYTES_WIRE,
-    NODE_MANAGED_ROWS_SENT,    /* client_comm.c, server_comm.c: rows sent between clocks */
-    NODE_PUSHED_ROWS_RECEIVED, /* client_comm.c: rows servers pushed into this worker's cache */
-    NODE_REPLICATED_BYTES,     /* server_replica.c: bytes a master sent its replicas (REPL) */
-};
-void node_count(loom_node *n, enum node_counter c, uint64_t v);
 
 /* ---- the scheduler's status page ---- */
 /* Scheduler: worker (a node id) has completed `clock` clocks (INT64_MAX: it

@@ -180,17 +180,16 @@ struct loom_node {
         node_timer_fn timer;
         void *timer_ctx;
         _Atomic uint64_t timer_due; /* node_now_ms() of its next run */
-    } layers[NODE_LAYER_COUNT];
+        node_stats_fn stats;
+        void *stats_ctx;
+    } layers[NODE_MAX_LAYERS];
     node_failover_fn failover; /* node_set_failover; NULL: every death ends the job */
     void *failover_ctx;
     node_rejoin_fn rejoin; /* node_set_rejoin; NULL: nobody reacts to a rejoin */
     void *rejoin_ctx;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
-    _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;
-    _Atomic uint64_t table_messages, table_bytes_raw, table_bytes_wire;
-    _Atomic uint64_t managed_rows_sent, pushed_rows_received;
-    _Atomic uint64_t replicated_bytes;
+    _Atomic uint64_t malformed;
     _Atomic uint64_t refused; /* handshakes refused for want of the secret (curve.c) */
 
     /* The scheduler's status page (status.c); NULL without one. I/O thread only. */
