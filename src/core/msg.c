@@ -4,89 +4,61 @@
 #include "core/msg.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Who may send each type (bits 1 << loom_role) and the payload frames it may
- * carry: [min, max]. Unknown types have max -1. */
-#define BY_SCHED  (1u << 0) /* LOOM_SCHEDULER */
-#define BY_SERVER (1u << 1) /* LOOM_SERVER */
-#define BY_WORKER (1u << 2) /* LOOM_WORKER */
-static const struct {
-    const char *name;
-    signed char min_frames, max_frames;
-    unsigned senders;
-} type_info[MSG_TYPE_END_] = {
-    [MSG_REGISTER] = {"REGISTER", 1, 1, BY_SERVER | BY_WORKER},
-    [MSG_ROSTER] = {"ROSTER", 1, 1, BY_SCHED},
-    [MSG_ROSTER_ACK] = {"ROSTER_ACK", 0, 0, BY_SERVER},
-    [MSG_REJECT] = {"REJECT", 1, 1, BY_SCHED},
-    [MSG_HEARTBEAT] = {"HEARTBEAT", 0, 0, BY_SCHED | BY_SERVER | BY_WORKER},
-    [MSG_BARRIER] = {"BARRIER", 0, 0, BY_WORKER},
-    [MSG_BARRIER_RELEASE] = {"BARRIER_RELEASE", 0, 0, BY_SCHED},
-    [MSG_DONE] = {"DONE", 0, 0, BY_WORKER},
-    [MSG_DONE_ACK] = {"DONE_ACK", 0, 0, BY_SCHED},
-    [MSG_SHUTDOWN] = {"SHUTDOWN", 0, 0, BY_SCHED},
-    [MSG_SHUTDOWN_ACK] = {"SHUTDOWN_ACK", 0, 0, BY_SERVER},
-    [MSG_NODE_FAILED] = {"NODE_FAILED", 0, 0, BY_SCHED},
-    [MSG_METRICS] = {"METRICS", 1, 1, BY_WORKER},
-    [MSG_NODE_REJOINED] = {"NODE_REJOINED", 1, 1, BY_SCHED},
-    [MSG_TABLE_OPEN] = {"TABLE_OPEN", 1, 1, BY_WORKER},
-    [MSG_TABLE_CREATE] = {"TABLE_CREATE", 1, 1, BY_SCHED},
-    [MSG_TABLE_CREATED] = {"TABLE_CREATED", 0, 0, BY_SERVER},
-    [MSG_TABLE_OPENED] = {"TABLE_OPENED", 0, 0, BY_SCHED},
-    [MSG_PUSH] = {"PUSH", 1, 2, BY_WORKER},
-    [MSG_PUSH_ACK] = {"PUSH_ACK", 0, 0, BY_SERVER},
-    [MSG_PULL] = {"PULL", 0, 1, BY_WORKER},
-    [MSG_PULL_REPLY] = {"PULL_REPLY", 0, 1, BY_SERVER},
-    [MSG_CLOCK] = {"CLOCK", 0, 0, BY_WORKER | BY_SCHED},
-    [MSG_MIN_CLOCK] = {"MIN_CLOCK", 0, 0, BY_SCHED},
-    [MSG_PUSH_ENC] = {"PUSH_ENC", 1, 1, BY_WORKER},
-    [MSG_PULL_SINCE] = {"PULL_SINCE", 2, 2, BY_WORKER},
-    [MSG_PULL_REPLY_ENC] = {"PULL_REPLY_ENC", 0, 2, BY_SERVER},
-    [MSG_ROWS_PUSH] = {"ROWS_PUSH", 2, 2, BY_SERVER},
-    [MSG_ROWS_PUSH_ACK] = {"ROWS_PUSH_ACK", 0, 0, BY_WORKER},
-    [MSG_CKPT_PART] = {"CKPT_PART", 1, 1, BY_SERVER | BY_WORKER},
-    [MSG_SCHED_BLOCK] = {"SCHED_BLOCK", 1, 1, BY_WORKER},
-    [MSG_DYN_START] = {"DYN_START", 0, 0, BY_WORKER},
-    [MSG_DYN_PLAN_REQ] = {"DYN_PLAN_REQ", 0, 0, BY_SCHED},
-    [MSG_DYN_PLAN] = {"DYN_PLAN", 1, 1, BY_SCHED | BY_WORKER},
-    [MSG_DYN_PSUM] = {"DYN_PSUM", 1, 1, BY_WORKER},
-    [MSG_DYN_SUM] = {"DYN_SUM", 1, 1, BY_SCHED},
-    [MSG_DYN_END] = {"DYN_END", 0, 0, BY_SCHED},
-    [MSG_P2P_MODEL] = {"P2P_MODEL", 1, 1, BY_WORKER},
-    [MSG_P2P_ACK] = {"P2P_ACK", 0, 0, BY_WORKER},
-    [MSG_SVB_SVS] = {"SVB_SVS", 0, 1, BY_WORKER},
-    [MSG_SVB_REPLICA] = {"SVB_REPLICA", 1, 1, BY_WORKER},
-    [MSG_REPL] = {"REPL", 2, 2, BY_SERVER},
-    [MSG_REPL_ACK] = {"REPL_ACK", 0, 0, BY_SERVER},
-    [MSG_WORKER_LOST] = {"WORKER_LOST", 0, 0, BY_SCHED},
-    [MSG_REJOIN_COPY] = {"REJOIN_COPY", 0, 0, BY_SCHED},
-    [MSG_REJOIN_COPIED] = {"REJOIN_COPIED", 0, 0, BY_SERVER},
-    [MSG_REJOIN_READY] = {"REJOIN_READY", 0, 0, BY_SCHED},
-    [MSG_HANDBACK] = {"HANDBACK", 0, 0, BY_SCHED},
-    [MSG_HANDBACK_ACK] = {"HANDBACK_ACK", 0, 0, BY_SERVER | BY_WORKER},
-    [MSG_PARKED] = {"PARKED", 0, 0, BY_SERVER},
-    [MSG_CKPT_BASE] = {"CKPT_BASE", 0, 0, BY_SCHED},
-    [MSG_CKPT_PLAN] = {"CKPT_PLAN", 0, 0, BY_SCHED},
-    [MSG_CKPT_SKIP] = {"CKPT_SKIP", 0, 0, BY_SERVER | BY_WORKER},
-    [MSG_CKPT_EPOCH] = {"CKPT_EPOCH", 0, 0, BY_WORKER},
-    [MSG_CKPT_FINAL] = {"CKPT_FINAL", 0, 0, BY_WORKER},
+/* Core's own types, by number; every other type is a layer's, known once the
+ * layer registered it (msg_register_types). */
+#define CORE(t, min, max, by) [MSG_##t] = {MSG_##t, #t, min, max, by}
+static const msg_type_info core_types[MSG_TYPE_END_] = {
+    CORE(REGISTER, 1, 1, MSG_BY_SERVER | MSG_BY_WORKER),
+    CORE(ROSTER, 1, 1, MSG_BY_SCHED),
+    CORE(ROSTER_ACK, 0, 0, MSG_BY_SERVER),
+    CORE(REJECT, 1, 1, MSG_BY_SCHED),
+    CORE(HEARTBEAT, 0, 0, MSG_BY_SCHED | MSG_BY_SERVER | MSG_BY_WORKER),
+    CORE(BARRIER, 0, 0, MSG_BY_WORKER),
+    CORE(BARRIER_RELEASE, 0, 0, MSG_BY_SCHED),
+    CORE(DONE, 0, 0, MSG_BY_WORKER),
+    CORE(DONE_ACK, 0, 0, MSG_BY_SCHED),
+    CORE(SHUTDOWN, 0, 0, MSG_BY_SCHED),
+    CORE(SHUTDOWN_ACK, 0, 0, MSG_BY_SERVER),
+    CORE(NODE_FAILED, 0, 0, MSG_BY_SCHED),
+    CORE(METRICS, 1, 1, MSG_BY_WORKER),
+    CORE(NODE_REJOINED, 1, 1, MSG_BY_SCHED),
+    CORE(WORKER_LOST, 0, 0, MSG_BY_SCHED),
 };
+#undef CORE
+static _Atomic(const msg_type_info *) layer_types[MSG_TYPE_END_];
 
-static int type_known(unsigned type)
+static const msg_type_info *type_info(unsigned type)
 {
-    return type < MSG_TYPE_END_ && type_info[type].name != NULL;
+    if (type >= MSG_TYPE_END_) return NULL;
+    if (core_types[type].name) return &core_types[type];
+    return atomic_load_explicit(&layer_types[type], memory_order_acquire);
+}
+
+int msg_register_types(const msg_type_info *types, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        const msg_type_info *t = &types[i], *none = NULL;
+        if (t->type >= MSG_TYPE_END_ || core_types[t->type].name || !t->name) return -1;
+        if (!atomic_compare_exchange_strong(&layer_types[t->type], &none, t) && none != t)
+            return -1; /* another registration has the number */
+    }
+    return 0;
 }
 
 const char *msg_type_name(unsigned type)
 {
-    return type_known(type) ? type_info[type].name : "UNKNOWN";
+    const msg_type_info *t = type_info(type);
+    return t ? t->name : "UNKNOWN";
 }
 
 int msg_sender_allowed(unsigned type, int role)
 {
-    return type_known(type) && role >= 0 && role <= 2 && (type_info[type].senders >> role & 1u);
+    const msg_type_info *t = type_info(type);
+    return t && role >= 0 && role <= 2 && (t->senders >> role & 1u);
 }
 
 int64_t msg_max_frame(uint32_t nnodes, uint64_t max_payload)
@@ -148,13 +120,13 @@ int msg_decode_header(const void *buf, size_t len, size_t arrived, msg_header *h
     if (len != MSG_HEADER_SIZE) return MSG_ERR_SIZE;
     if (get16(p) != MSG_MAGIC) return MSG_ERR_MAGIC;
     if (p[2] != MSG_VERSION) return MSG_ERR_VERSION;
-    if (!type_known(p[3])) return MSG_ERR_TYPE;
+    const msg_type_info *t = type_info(p[3]);
+    if (!t) return MSG_ERR_TYPE;
     h->type = p[3];
     h->flags = get16(p + 4);
     if (h->flags & ~MSG_F_KNOWN) return MSG_ERR_FLAGS;
     h->nframes = get16(p + 6);
-    if (h->nframes != arrived || (int)arrived < type_info[h->type].min_frames ||
-        (int)arrived > type_info[h->type].max_frames)
+    if (h->nframes != arrived || (int)arrived < t->min_frames || (int)arrived > t->max_frames)
         return MSG_ERR_FRAMES;
     h->sender = get32(p + 8);
     h->table = get32(p + 12);

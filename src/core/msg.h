@@ -19,9 +19,9 @@
  *
  * msg_decode_header() checks every field that does not need context (size,
  * magic, version, known type, frame count allowed for the type, reserved
- * flags); handlers check the rest (table exists, sizes match the table's row
- * size, keys in range) before touching payload. docs/PROTOCOL.md lists every
- * type with its fields and frames. */
+ * flags; a layer's type is known once the layer registered it); handlers check the rest (table
+ * exists, sizes match the table's row size, keys in range) before touching payload.
+ * docs/PROTOCOL.md lists every type with its fields and frames. */
 #ifndef LOOM_CORE_MSG_H
 #define LOOM_CORE_MSG_H
 
@@ -50,6 +50,12 @@
  * no frame of keys, values or replies exceeds it. */
 #define MSG_MAX_PAYLOAD_MIB 256
 
+/* The wire's type numbers: core's own (REGISTER to NODE_REJOINED, and
+ * WORKER_LOST), which msg.c knows, and those of the layers above, kept here
+ * so that no two layers take the same number. What a layer's type is (its
+ * name, who may send it, its payload frames) core learns only when the layer
+ * registers it (msg_register_types, from node_layer_register in the layer's
+ * attach); until then a message of that type is of an unknown type. */
 enum msg_type {
     /* membership and control (core) */
     MSG_REGISTER = 1, /* node -> scheduler: blob (msg_register) */
@@ -196,10 +202,31 @@ enum msg_error {
     MSG_ERR_COUNT_
 };
 
+/* Who may send a type: bits 1 << loom_role. */
+#define MSG_BY_SCHED  (1u << 0) /* LOOM_SCHEDULER */
+#define MSG_BY_SERVER (1u << 1) /* LOOM_SERVER */
+#define MSG_BY_WORKER (1u << 2) /* LOOM_WORKER */
+
+/* A message type: its number, name, the payload frames it may carry [min,
+ * max] and who may send it (MSG_BY_*). */
+typedef struct msg_type_info {
+    uint8_t type;
+    const char *name;
+    signed char min_frames, max_frames;
+    uint8_t senders;
+} msg_type_info;
+
+/* Make a layer's types known to every node of the process (from any thread;
+ * the entries must outlive the process's nodes). Registering the same entries
+ * again does nothing. 0, or -1 if a number is core's, out of range, or taken
+ * by another entry. */
+int msg_register_types(const msg_type_info *types, size_t count);
+/* A known type's name, else "UNKNOWN". */
 const char *msg_type_name(unsigned type);
 /* Whether a node of `role` (a loom_role) may send messages of `type`:
  * control messages come only from the scheduler, data requests only from
- * workers, and so on (the table in msg.c; docs/PROTOCOL.md). */
+ * workers, and so on (core's table in msg.c, the layers' in what they
+ * registered; docs/PROTOCOL.md). */
 int msg_sender_allowed(unsigned type, int role);
 /* The ZMQ_MAXMSGSIZE of every socket of a job of nnodes nodes whose payload
  * frames are at most max_payload bytes: max_payload, or the largest possible

@@ -358,24 +358,49 @@ int node_wait(loom_node *n, uint64_t deadline_ms)
 
 /* ---- layers and counters ---- */
 
-void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state))
+/* The layers registered in this process, by slot (node_layer_register). */
+static pthread_mutex_t layers_mu = PTHREAD_MUTEX_INITIALIZER;
+static int layers_registered;
+
+int node_layer_register(node_layer_def *l)
 {
-    n->layers[layer].state = state;
-    n->layers[layer].destroy = destroy;
+    int rc = 0;
+    pthread_mutex_lock(&layers_mu);
+    if (!atomic_load(&l->slot)) {
+        if (layers_registered == NODE_MAX_LAYERS || msg_register_types(l->types, l->ntypes))
+            rc = LOOM_EINVAL;
+        else
+            atomic_store(&l->slot, ++layers_registered);
+    }
+    pthread_mutex_unlock(&layers_mu);
+    if (rc) log_error("layer %s: its message types or its slot are taken", l->name);
+    return rc;
 }
 
-void *node_layer(const loom_node *n, int layer)
+/* The layer's slot, or -1 if it never registered. */
+static int slot_of(node_layer_def *l)
 {
-    return n->layers[layer].state;
+    return atomic_load_explicit(&l->slot, memory_order_relaxed) - 1;
 }
 
-void node_count(loom_node *n, enum node_counter c, uint64_t v)
+void node_set_layer(loom_node *n, node_layer_def *l, void *state, void (*destroy)(void *state))
 {
-    _Atomic uint64_t *counter[] = {&n->pulls_from_cache,     &n->pulls_from_server,
-                                   &n->table_messages,       &n->table_bytes_raw,
-                                   &n->table_bytes_wire,     &n->managed_rows_sent,
-                                   &n->pushed_rows_received, &n->replicated_bytes};
-    atomic_fetch_add(counter[c], v);
+    int i = slot_of(l);
+    n->layers[i].state = state;
+    n->layers[i].destroy = destroy;
+}
+
+void *node_layer(const loom_node *n, node_layer_def *l)
+{
+    int i = slot_of(l);
+    return i < 0 ? NULL : n->layers[i].state;
+}
+
+void node_set_stats(loom_node *n, node_layer_def *l, node_stats_fn fn, void *ctx)
+{
+    int i = slot_of(l);
+    n->layers[i].stats = fn;
+    n->layers[i].stats_ctx = ctx;
 }
 
 void node_set_failover(loom_node *n, node_failover_fn fn, void *ctx)
@@ -390,16 +415,18 @@ void node_set_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx)
     n->rejoin_ctx = ctx;
 }
 
-void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx)
+void node_set_timer(loom_node *n, node_layer_def *l, node_timer_fn fn, void *ctx)
 {
-    n->layers[layer].timer = fn;
-    n->layers[layer].timer_ctx = ctx;
-    atomic_store(&n->layers[layer].timer_due, UINT64_MAX);
+    int i = slot_of(l);
+    n->layers[i].timer = fn;
+    n->layers[i].timer_ctx = ctx;
+    atomic_store(&n->layers[i].timer_due, UINT64_MAX);
 }
 
-void node_timer_poke(loom_node *n, int layer)
+void node_timer_poke(loom_node *n, node_layer_def *l)
 {
-    if (atomic_exchange(&n->layers[layer].timer_due, 0) != 0 && !n->seam) node_wake_io_thread(n);
+    int i = slot_of(l);
+    if (atomic_exchange(&n->layers[i].timer_due, 0) != 0 && !n->seam) node_wake_io_thread(n);
 }
 
 /* Run the layers' timers that are due (I/O thread, receive lock held);
@@ -407,7 +434,7 @@ void node_timer_poke(loom_node *n, int layer)
 uint64_t node_run_timers(loom_node *n, uint64_t now)
 {
     uint64_t next = UINT64_MAX;
-    for (int i = 0; i < NODE_LAYER_COUNT; i++) {
+    for (int i = 0; i < NODE_MAX_LAYERS; i++) {
         if (!n->layers[i].timer) continue;
         if (atomic_load(&n->layers[i].timer_due) <= now) {
             /* A poke while fn runs turns UINT64_MAX into 0, which stays. */
@@ -431,15 +458,9 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .messages_received = atomic_load(&n->messages_received),
         .malformed_dropped = atomic_load(&n->malformed),
         .connections_refused = atomic_load(&n->refused),
-        .pulls_from_cache = atomic_load(&n->pulls_from_cache),
-        .pulls_from_server = atomic_load(&n->pulls_from_server),
-        .table_messages = atomic_load(&n->table_messages),
-        .table_bytes_raw = atomic_load(&n->table_bytes_raw),
-        .table_bytes_wire = atomic_load(&n->table_bytes_wire),
-        .managed_rows_sent = atomic_load(&n->managed_rows_sent),
-        .pushed_rows_received = atomic_load(&n->pushed_rows_received),
-        .replicated_bytes = atomic_load(&n->replicated_bytes),
     };
+    for (int i = 0; i < NODE_MAX_LAYERS; i++)
+        if (n->layers[i].stats) n->layers[i].stats(n->layers[i].stats_ctx, out);
 }
 
 /* ---- the end ---- */
@@ -518,7 +539,7 @@ void node_destroy(loom_node *n)
     /* Work that can no longer complete fails now, so that every completion
      * callback runs once and frees what it holds (found by fuzz_handlers). */
     tracker_fail_all(&n->ts, LOOM_ESHUTDOWN);
-    for (int i = 0; i < NODE_LAYER_COUNT; i++)
+    for (int i = 0; i < NODE_MAX_LAYERS; i++)
         if (n->layers[i].destroy) n->layers[i].destroy(n->layers[i].state);
     uint64_t bad = atomic_load(&n->malformed);
     if (bad) log_error("dropped %" PRIu64 " malformed message(s) in all", bad);

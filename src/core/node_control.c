@@ -99,7 +99,7 @@ static int install_roster(loom_node *n, node_msg *m)
     if (m->from != 0 || m->nframes != 1 || m->h.a >= n->nnodes || m->h.b > 1 || m->h.req == 0 ||
         m->h.req > 65535)
         return LOOM_EPROTO;
-    if (msg_roster_decode(zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), n->nnodes,
+    if (msg_roster_decode(node_frame_data(m, 0), node_frame_size(m, 0), n->nnodes,
                           (uint32_t)n->cfg.num_servers, n->peers[0].addr, n->peers[0].rid,
                           sizeof(peer)))
         return LOOM_EPROTO;
@@ -162,7 +162,7 @@ static void on_reject(loom_node *n, void *ctx, node_msg *m)
 {
     (void)ctx;
     char why[256] = "no reason given";
-    blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
+    blob_reader r = {node_frame_data(m, 0), node_frame_size(m, 0), 0};
     blob_get_str(&r, why, sizeof why);
     if (m->h.a == LOOM_ESTATE && node_rejoining()) /* asked again in node_start */
         log_info("the scheduler refused this node for now: %s", why);
@@ -230,7 +230,7 @@ static void on_node_rejoined(loom_node *n, void *ctx, node_msg *m)
     (void)ctx;
     char addr[NODE_ADDR_MAX] = "";
     uint8_t rid[MSG_RID_SIZE];
-    blob_reader r = {zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), 0};
+    blob_reader r = {node_frame_data(m, 0), node_frame_size(m, 0), 0};
     blob_get_bytes(&r, rid, sizeof rid);
     blob_get_str(&r, addr, sizeof addr);
     if (m->h.a == 0 || m->h.a >= n->nnodes || r.bad || r.left || rid[0] != MSG_RID_TAG) {

@@ -34,9 +34,20 @@ void node_fuzz_rid(uint32_t id, uint8_t *rid, size_t *len)
     *len = MSG_RID_SIZE;
 }
 
+int node_fuzz_msg_add_frame(node_fuzz_msg *m, const void *data, size_t len)
+{
+    if (m->nframes >= MSG_MAX_FRAMES) return LOOM_EINVAL;
+    uint8_t *copy = NULL;
+    if (len && !(copy = malloc(len))) return LOOM_ENOMEM;
+    if (len) memcpy(copy, data, len);
+    m->frames[m->nframes].data = copy;
+    m->frames[m->nframes++].len = len;
+    return 0;
+}
+
 void node_fuzz_msg_close(node_fuzz_msg *m)
 {
-    for (size_t i = 0; i < m->nframes; i++) zmq_msg_close(&m->frames[i]);
+    for (size_t i = 0; i < m->nframes; i++) free(m->frames[i].data);
     m->nframes = 0;
 }
 
@@ -60,12 +71,16 @@ static int seam_send(void *ctx, loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq
     /* The bytes are copied, as the wire would: a frame sent in place stays the
      * sender's memory, valid only until the answer (a repeated or delayed
      * delivery must not read it after that). */
-    q->m.nframes = nparts;
+    int rc = 0;
     for (size_t i = 0; i < nparts; i++) {
-        size_t len = zmq_msg_size(&parts[i]);
-        zmq_msg_init_size(&q->m.frames[i], len);
-        if (len) memcpy(zmq_msg_data(&q->m.frames[i]), zmq_msg_data(&parts[i]), len);
+        if (!rc)
+            rc = node_fuzz_msg_add_frame(&q->m, zmq_msg_data(&parts[i]), zmq_msg_size(&parts[i]));
         zmq_msg_close(&parts[i]);
+    }
+    if (rc) {
+        node_fuzz_msg_close(&q->m);
+        free(q);
+        return rc;
     }
     if (j->tail)
         j->tail->next = q;
@@ -252,11 +267,6 @@ int node_fuzz_job_take(node_fuzz_job *j, node_fuzz_msg *m)
     if (!j->head) j->tail = NULL;
     j->queued--;
     *m = q->m;
-    for (size_t i = 0; i < q->m.nframes; i++) {
-        zmq_msg_init(&m->frames[i]);
-        zmq_msg_move(&m->frames[i], &q->m.frames[i]);
-        zmq_msg_close(&q->m.frames[i]);
-    }
     free(q);
     return 1;
 }
@@ -308,6 +318,12 @@ static uint32_t sender_of(loom_node *n, uint32_t from, const uint8_t *rid, size_
     return id;
 }
 
+static void free_frame(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
 void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *fm, const uint8_t *rid, size_t rid_len,
                        size_t hdr_len)
 {
@@ -326,12 +342,18 @@ void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *fm, const uint8_t *rid, 
         node_fuzz_msg_close(fm);
         return;
     }
+    /* The frames' bytes are handed over, not copied. */
     m.nframes = fm->nframes;
     for (size_t i = 0; i < fm->nframes; i++) {
-        zmq_msg_init(&m.frames[i]);
-        zmq_msg_move(&m.frames[i], &fm->frames[i]);
+        zmq_msg_t *f = node_msg_frame(&m, i);
+        if (!fm->frames[i].len ||
+            zmq_msg_init_data(f, fm->frames[i].data, fm->frames[i].len, free_frame, NULL)) {
+            free(fm->frames[i].data);
+            zmq_msg_init(f);
+        }
     }
-    node_fuzz_msg_close(fm);
+    fm->nframes = 0;
+    node_msg_note_frames(&m);
     /* The same decisions, in the same order, as receive_one() in node_recv.c. */
     m.from = sender_of(n, fm->from, rid, rid_len);
     if (m.from == NODE_NO_ID && n->cfg.role == LOOM_SCHEDULER && m.h.type == MSG_REGISTER)
@@ -340,7 +362,7 @@ void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *fm, const uint8_t *rid, 
         node_drop_raw(n, msg_error_name(MSG_ERR_SENDER));
     else
         node_dispatch(n, &m);
-    for (size_t i = 0; i < m.nframes; i++) zmq_msg_close(&m.frames[i]);
+    node_msg_release(&m);
 }
 
 void node_fuzz_job_free(node_fuzz_job *j)

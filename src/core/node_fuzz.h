@@ -19,7 +19,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <zmq.h>
 
 #include "core/msg.h"
 #include "loom/node.h"
@@ -32,12 +31,17 @@ typedef struct node_fuzz_job node_fuzz_job;
  * keeps every check the same. */
 #define NODE_FUZZ_FRAME_MIB 1
 
-/* A message in flight: from, dest, the header frame and the payload frames. */
+/* A message in flight: from, dest, the header frame and the payload frames
+ * (each its own malloc'd bytes, which the message owns: node_fuzz_msg_close
+ * frees them, a delivery takes them). */
 typedef struct node_fuzz_msg {
     uint32_t from, dest;
     uint8_t hdr[MSG_HEADER_SIZE];
     size_t nframes;
-    zmq_msg_t frames[MSG_MAX_FRAMES];
+    struct {
+        uint8_t *data; /* NULL when len is 0 */
+        size_t len;
+    } frames[MSG_MAX_FRAMES];
 } node_fuzz_msg;
 
 /* A job of 1 scheduler, num_servers servers and num_workers workers, each
@@ -90,7 +94,10 @@ void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *m, const uint8_t *rid, s
 /* Node id's routing id in a fuzz job (MSG_RID_SIZE bytes into rid): MSG_RID_TAG,
  * then the id, then zeros; a stranger's differs in its last byte. */
 void node_fuzz_rid(uint32_t id, uint8_t *rid, size_t *len);
-/* Close m's frames. */
+/* Append a copy of len bytes at data to m's payload frames (at most
+ * MSG_MAX_FRAMES); 0, or LOOM_EINVAL / LOOM_ENOMEM. */
+int node_fuzz_msg_add_frame(node_fuzz_msg *m, const void *data, size_t len);
+/* Free m's frames. */
 void node_fuzz_msg_close(node_fuzz_msg *m);
 
 #endif

@@ -28,50 +28,49 @@
 #ifndef LOOM_CORE_NODE_IMPL_H
 #define LOOM_CORE_NODE_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <zmq.h>
 
 #include "core/msg.h"
 #include "loom/node.h"
 
-/* A received message, as handed to a handler. Frames belong to the I/O
- * thread and are closed after the handler returns, unless the handler moved
- * them out (node_msg_keep) to keep the payload without a copy. */
+/* Room for one received frame: core keeps ZeroMQ's zmq_msg_t in it
+ * (node_priv.h checks that it fits), which nothing above core sees. */
+typedef struct node_frame_slot {
+    _Alignas(8) unsigned char opaque[64];
+} node_frame_slot;
+
+/* A received message, as handed to a handler: its header, its verified
+ * sender and its payload frames, read through node_frame_data/size. Frames
+ * belong to the I/O thread and are closed after the handler returns, unless
+ * the handler moved them out (node_msg_keep) to keep the payload without a
+ * copy. A node_msg is never copied by value: node_msg_keep moves it. */
 typedef struct node_msg {
     msg_header h;
     uint32_t from; /* verified sender node id */
     size_t nframes;
-    zmq_msg_t frames[MSG_MAX_FRAMES];
+    /* Core's: each frame's bytes and size (noted once, when the frames came
+     * or moved), and the frames themselves. */
+    const void *frame_data[MSG_MAX_FRAMES];
+    size_t frame_size[MSG_MAX_FRAMES];
+    node_frame_slot frames[MSG_MAX_FRAMES];
 } node_msg;
 
 /* Payload frame i of a received message: its bytes (at any alignment: ZeroMQ
- * receives large messages in place) and their number. The layers above reach
- * frames only through these, so that ZeroMQ stays inside src/core. */
-static inline const void *node_frame_data(node_msg *m, size_t i)
+ * receives large messages in place) and their number. */
+static inline const void *node_frame_data(const node_msg *m, size_t i)
 {
-    return zmq_msg_data(&m->frames[i]);
+    return m->frame_data[i];
 }
 static inline size_t node_frame_size(const node_msg *m, size_t i)
 {
-    return zmq_msg_size((zmq_msg_t *)&m->frames[i]);
+    return m->frame_size[i];
 }
 
 /* Move a message's frames into `to` (zero copy), to keep it past its
  * handler; a message so kept is freed with node_msg_release(). */
-static inline void node_msg_keep(node_msg *to, node_msg *from)
-{
-    to->h = from->h;
-    to->from = from->from;
-    to->nframes = from->nframes;
-    for (size_t i = 0; i < from->nframes; i++) {
-        zmq_msg_init(&to->frames[i]);
-        zmq_msg_move(&to->frames[i], &from->frames[i]);
-    }
-}
-static inline void node_msg_release(node_msg *m)
-{
-    for (size_t i = 0; i < m->nframes; i++) zmq_msg_close(&m->frames[i]);
-}
+void node_msg_keep(node_msg *to, node_msg *from);
+void node_msg_release(node_msg *m);
 
 typedef void (*node_handler)(loom_node *n, void *ctx, node_msg *m);
 
@@ -147,29 +146,40 @@ void node_broadcast(loom_node *n); /* call with the lock held */
 uint64_t node_now_ms(void);
 
 /* ---- layers ---- */
-/* The fault-tolerance layer keeps checkpoint state (NODE_LAYER_FT). The
- * scheduling layer's two engines keep their own state: the static engine's
- * ring of blocks (NODE_LAYER_SCHED) and the dynamic engine's coordinator or
- * worker queue (NODE_LAYER_SCHED_DYNAMIC). */
-enum {
-    NODE_LAYER_PS = 0,
-    NODE_LAYER_FT,
-    NODE_LAYER_SCHED,
-    NODE_LAYER_SCHED_DYNAMIC,
-    NODE_LAYER_P2P,
-    NODE_LAYER_SVB,
-    NODE_LAYER_COUNT
-};
-void node_set_layer(loom_node *n, int layer, void *state, void (*destroy)(void *state));
-void *node_layer(const loom_node *n, int layer);
+/* A layer above core describes itself in one static descriptor: its name and
+ * the message types it handles, with who may send each and its frames. Its
+ * attach function registers it first (node_layer_register), on every node
+ * whatever the node's role, so that every node of the process knows its
+ * types; the first registration in the process gives the layer its slot on
+ * every node: its state (node_set_layer), its timer and its counters. Slots
+ * go in registration order, which is also the order in which timers run and
+ * states are destroyed. */
+#define NODE_MAX_LAYERS 8
+typedef struct node_layer_def {
+    const char *name;
+    const msg_type_info *types;
+    size_t ntypes;
+    _Atomic int slot; /* core's: 0, then 1 + the layer's slot */
+} node_layer_def;
+/* From any thread; registering again does nothing. 0, or LOOM_EINVAL if a type
+ * is taken by another layer or core, or NODE_MAX_LAYERS layers registered. */
+int node_layer_register(node_layer_def *l);
+void node_set_layer(loom_node *n, node_layer_def *l, void *state, void (*destroy)(void *state));
+/* The layer's state on n, NULL if none (or the layer never registered). */
+void *node_layer(const loom_node *n, node_layer_def *l);
 /* A layer's timer, run by the I/O thread like a handler (under the receive
  * lock, must not block): fn is called once node_now_ms() reaches the time it
  * last returned (UINT64_MAX: not until poked), and soon after
  * node_timer_poke() from any thread. Nodes without an I/O thread (the fuzz
  * seam) never run timers. Set before the node serves traffic. */
 typedef uint64_t (*node_timer_fn)(loom_node *n, void *ctx, uint64_t now_ms);
-void node_set_timer(loom_node *n, int layer, node_timer_fn fn, void *ctx);
-void node_timer_poke(loom_node *n, int layer);
+void node_set_timer(loom_node *n, node_layer_def *l, node_timer_fn fn, void *ctx);
+void node_timer_poke(loom_node *n, node_layer_def *l);
+/* The layer's counters: fn writes them into the loom_stats that
+ * loom_node_stats fills (core's own first; the rest are 0 until a layer's fn
+ * writes them). Set before the node serves traffic. */
+typedef void (*node_stats_fn)(void *ctx, loom_stats *out);
+void node_set_stats(loom_node *n, node_layer_def *l, node_stats_fn fn, void *ctx);
 
 /* A layer that lets the job go on without a dead node (the ps layer with
  * replicas, for a server): fn(n, ctx, dead) runs on the I/O thread when the
@@ -187,20 +197,6 @@ void node_set_failover(loom_node *n, node_failover_fn fn, void *ctx);
  * itself). Layers bring the newcomer up to date from there. */
 typedef void (*node_rejoin_fn)(loom_node *n, void *ctx, uint32_t id);
 void node_set_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx);
-
-/* ---- counters ---- */
-/* Counters of loom_stats the layers above count (loom_stats says what each is). */
-enum node_counter {
-    NODE_PULLS_FROM_CACHE,
-    NODE_PULLS_FROM_SERVER,
-    NODE_TABLE_MESSAGES,
-    NODE_TABLE_BYTES_RAW,
-    NODE_TABLE_BYTES_WIRE,
-    NODE_MANAGED_ROWS_SENT,    /* client_comm.c, server_comm.c: rows sent between clocks */
-    NODE_PUSHED_ROWS_RECEIVED, /* client_comm.c: rows servers pushed into this worker's cache */
-    NODE_REPLICATED_BYTES,     /* server_replica.c: bytes a master sent its replicas (REPL) */
-};
-void node_count(loom_node *n, enum node_counter c, uint64_t v);
 
 /* ---- the scheduler's status page ---- */
 /* Scheduler: worker (a node id) has completed `clock` clocks (INT64_MAX: it

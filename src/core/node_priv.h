@@ -10,11 +10,29 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <zmq.h>
 
 #include "core/curve.h"
 #include "core/node_impl.h"
 #include "core/tracker.h"
 #include "core/u64map.h"
+
+/* A received message's frames are ZeroMQ's, kept in node_msg's slots. */
+_Static_assert(sizeof(zmq_msg_t) == sizeof(node_frame_slot) &&
+                   _Alignof(zmq_msg_t) <= _Alignof(node_frame_slot),
+               "node_frame_slot holds a zmq_msg_t");
+static inline zmq_msg_t *node_msg_frame(node_msg *m, size_t i)
+{
+    return (zmq_msg_t *)(void *)m->frames[i].opaque;
+}
+/* Note where m's frames' bytes are (node_frame_data/size), once they came or moved. */
+static inline void node_msg_note_frames(node_msg *m)
+{
+    for (size_t i = 0; i < m->nframes; i++) {
+        m->frame_data[i] = zmq_msg_data(node_msg_frame(m, i));
+        m->frame_size[i] = zmq_msg_size(node_msg_frame(m, i));
+    }
+}
 
 #define NODE_ADDR_MAX  256
 #define NODE_RID_MAX   16 /* room for a routing id (MSG_RID_SIZE bytes) */
@@ -162,17 +180,16 @@ struct loom_node {
         node_timer_fn timer;
         void *timer_ctx;
         _Atomic uint64_t timer_due; /* node_now_ms() of its next run */
-    } layers[NODE_LAYER_COUNT];
+        node_stats_fn stats;
+        void *stats_ctx;
+    } layers[NODE_MAX_LAYERS];
     node_failover_fn failover; /* node_set_failover; NULL: every death ends the job */
     void *failover_ctx;
     node_rejoin_fn rejoin; /* node_set_rejoin; NULL: nobody reacts to a rejoin */
     void *rejoin_ctx;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
-    _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;
-    _Atomic uint64_t table_messages, table_bytes_raw, table_bytes_wire;
-    _Atomic uint64_t managed_rows_sent, pushed_rows_received;
-    _Atomic uint64_t replicated_bytes;
+    _Atomic uint64_t malformed;
     _Atomic uint64_t refused; /* handshakes refused for want of the secret (curve.c) */
 
     /* The scheduler's status page (status.c); NULL without one. I/O thread only. */
@@ -196,8 +213,8 @@ struct loom_node {
  * fuzzing ones, so that the replay drivers that ctest runs in every build test
  * the node code that ships, not a variant of it; what it costs the real node is
  * one pointer test on sending, waiting, starting and destroying. ZeroMQ stays
- * in core: the seam hands on zmq_msg_t frames, and only core/ and the fuzz
- * targets in tests/ see them. */
+ * in core: the seam hands on zmq_msg_t frames to node_fuzz.c, whose messages
+ * in flight carry plain bytes to the fuzz targets in tests/. */
 struct node_seam {
     /* Takes a message that n sends to dest (the encoded header and nparts
      * payload parts, which it owns from then on); returns 0 or a loom error. */

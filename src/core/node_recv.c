@@ -155,14 +155,27 @@ static void take_frames(node_msg *m, zmq_msg_t *parts, int first, int count)
 {
     m->nframes = 0;
     for (int i = first; i < count; i++) {
-        zmq_msg_init(&m->frames[m->nframes]);
-        zmq_msg_move(&m->frames[m->nframes++], &parts[i]);
+        zmq_msg_init(node_msg_frame(m, m->nframes));
+        zmq_msg_move(node_msg_frame(m, m->nframes++), &parts[i]);
     }
+    node_msg_note_frames(m);
 }
 
-static void close_frames(node_msg *m)
+void node_msg_keep(node_msg *to, node_msg *from)
 {
-    for (size_t i = 0; i < m->nframes; i++) zmq_msg_close(&m->frames[i]);
+    to->h = from->h;
+    to->from = from->from;
+    to->nframes = from->nframes;
+    for (size_t i = 0; i < from->nframes; i++) {
+        zmq_msg_init(node_msg_frame(to, i));
+        zmq_msg_move(node_msg_frame(to, i), node_msg_frame(from, i));
+    }
+    node_msg_note_frames(to);
+}
+
+void node_msg_release(node_msg *m)
+{
+    for (size_t i = 0; i < m->nframes; i++) zmq_msg_close(node_msg_frame(m, i));
 }
 
 /* One message from a socket: the ROUTER if from_peer is NODE_NO_ID, else the
@@ -194,7 +207,7 @@ static int receive_one(loom_node *n, uint32_t from_peer)
         if (m.from == NODE_NO_ID && n->cfg.role == LOOM_SCHEDULER && m.h.type == MSG_REGISTER) {
             take_frames(&m, parts, first + 1, kept);
             sched_handle_unregistered(n, zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]), &m);
-            close_frames(&m);
+            node_msg_release(&m);
             node_close_parts(parts, (size_t)first + 1);
             return 1;
         }
@@ -218,7 +231,7 @@ static int receive_one(loom_node *n, uint32_t from_peer)
     take_frames(&m, parts, first + 1, kept);
     node_close_parts(parts, (size_t)first + 1);
     node_dispatch(n, &m);
-    close_frames(&m);
+    node_msg_release(&m);
     return 1;
 }
 

@@ -170,7 +170,7 @@ void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len,
         return;
     }
     msg_register reg;
-    if (msg_register_decode(zmq_msg_data(&m->frames[0]), zmq_msg_size(&m->frames[0]), &reg)) {
+    if (msg_register_decode(node_frame_data(m, 0), node_frame_size(m, 0), &reg)) {
         node_drop_raw(n, "invalid REGISTER");
         return;
     }

@@ -58,7 +58,7 @@
 
 static ft *ft_of(loom_node *n)
 {
-    return node_layer(n, NODE_LAYER_FT);
+    return node_layer(n, &ft_layer_def);
 }
 
 static void ft_destroy(void *state)
@@ -484,8 +484,21 @@ static int load_resume(ft *f)
     return 0;
 }
 
+static const msg_type_info ft_types[] = {
+    {MSG_CKPT_PART, "CKPT_PART", 1, 1, MSG_BY_SERVER | MSG_BY_WORKER},
+    {MSG_CKPT_BASE, "CKPT_BASE", 0, 0, MSG_BY_SCHED},
+    {MSG_CKPT_PLAN, "CKPT_PLAN", 0, 0, MSG_BY_SCHED},
+    {MSG_CKPT_SKIP, "CKPT_SKIP", 0, 0, MSG_BY_SERVER | MSG_BY_WORKER},
+    {MSG_CKPT_EPOCH, "CKPT_EPOCH", 0, 0, MSG_BY_WORKER},
+    {MSG_CKPT_FINAL, "CKPT_FINAL", 0, 0, MSG_BY_WORKER},
+};
+
+node_layer_def ft_layer_def = {"ft", ft_types, sizeof ft_types / sizeof *ft_types, 0};
+
 int ft_attach(loom_node *n)
 {
+    int rc = node_layer_register(&ft_layer_def);
+    if (rc) return rc;
     ft *f = calloc(1, sizeof *f);
     if (!f) return LOOM_ENOMEM;
     f->node = n;
@@ -497,8 +510,8 @@ int ft_attach(loom_node *n)
     f->last_saved = -1;
     atomic_init(&f->plan, -1);
     atomic_init(&f->final_refused, -1);
-    node_set_layer(n, NODE_LAYER_FT, f, ft_destroy);
-    int rc = env_path("LOOM_CHECKPOINT_DIR", f->dir, sizeof f->dir);
+    node_set_layer(n, &ft_layer_def, f, ft_destroy);
+    rc = env_path("LOOM_CHECKPOINT_DIR", f->dir, sizeof f->dir);
     if (!rc) rc = env_path("LOOM_RESUME", f->resume, sizeof f->resume);
     /* A server started as a replacement (LOOM_REJOIN=1: loom run, or by
      * hand) leaves the directory alone: it takes nothing from it (on_base,

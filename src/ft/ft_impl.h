@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "core/node_impl.h"
 #include "ft/ft.h"
 #include "loom/node.h"
 
@@ -75,5 +76,8 @@ int ft_sched_attach(ft *f, const ft_manifest *resumed);
 /* Finish the commits queued, remove an uncommitted checkpoint's files,
  * release the lock. */
 void ft_sched_destroy(ft *f);
+
+/* The layer (ft.c): its message types, its slot on a node. */
+extern node_layer_def ft_layer_def;
 
 #endif

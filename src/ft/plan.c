@@ -311,7 +311,7 @@ static void *committer_main(void *arg)
         pthread_mutex_lock(&s->mu);
         s->job = NULL;
         atomic_store(&s->done, rc ? 2 : 1);
-        if (!s->stopping) node_timer_poke(f->node, NODE_LAYER_FT);
+        if (!s->stopping) node_timer_poke(f->node, &ft_layer_def);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -521,7 +521,7 @@ static void check_plan(ft *f)
     else if ((dead = dead_part_missing(f)) >= 0)
         give_up(f, "died before writing its part, which parts cut before its death do not hold",
                 s->plan, dead, LOOM_SERVER);
-    if (s->plan < 0) node_timer_poke(f->node, NODE_LAYER_FT);
+    if (s->plan < 0) node_timer_poke(f->node, &ft_layer_def);
 }
 
 /* The layer's timer: a commit finished, or an interval in seconds ran out. */
@@ -633,7 +633,7 @@ static void on_skip(loom_node *n, void *ctx, node_msg *m)
     }
     if (m->h.b == FT_SKIP_FAILED) s->not_before = now + 1000;
     give_up(f, why[m->h.b], m->h.clock, rank, role);
-    node_timer_poke(n, NODE_LAYER_FT);
+    node_timer_poke(n, &ft_layer_def);
 }
 
 static void on_epoch(loom_node *n, void *ctx, node_msg *m)
@@ -650,7 +650,7 @@ static void on_epoch(loom_node *n, void *ctx, node_msg *m)
     int first = !s->epoch_len;
     s->epoch_end = m->h.clock;
     s->epoch_len = (int64_t)m->h.a;
-    if (first) node_timer_poke(n, NODE_LAYER_FT);
+    if (first) node_timer_poke(n, &ft_layer_def);
 }
 
 /* A worker's last clock: made the final checkpoint, ahead of any other.
@@ -678,7 +678,7 @@ static void on_final(loom_node *n, void *ctx, node_msg *m)
     s->final_clock = c; /* give_up() of another clock leaves it */
     s->final_wanted = c;
     s->finished = 0;
-    node_timer_poke(n, NODE_LAYER_FT);
+    node_timer_poke(n, &ft_layer_def);
 }
 
 /* The job went on without server `rank` (ps_registry_on_failover). */
@@ -710,7 +710,7 @@ static void on_server_rejoin(void *ctx, int rank)
                   rank, loom_strerror(rc));
     if (s->plan >= 0 && !s->committing) {
         give_up(f, "was replaced", s->plan, rank, LOOM_SERVER);
-        node_timer_poke(f->node, NODE_LAYER_FT);
+        node_timer_poke(f->node, &ft_layer_def);
     }
 }
 
@@ -776,8 +776,8 @@ int ft_sched_attach(ft *f, const ft_manifest *resumed)
         s->force_full = 0;
         s->plans = 1;
     }
-    node_set_timer(n, NODE_LAYER_FT, on_timer, f);
-    node_timer_poke(n, NODE_LAYER_FT);
+    node_set_timer(n, &ft_layer_def, on_timer, f);
+    node_timer_poke(n, &ft_layer_def);
     return 0;
 }
 

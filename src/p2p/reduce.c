@@ -159,9 +159,17 @@ static void layer_destroy(void *state)
     free(l);
 }
 
+static const msg_type_info p2p_types[] = {
+    {MSG_P2P_MODEL, "P2P_MODEL", 1, 1, MSG_BY_WORKER},
+    {MSG_P2P_ACK, "P2P_ACK", 0, 0, MSG_BY_WORKER},
+};
+
+static node_layer_def p2p_layer_def = {"p2p", p2p_types, 2, 0};
+
 int p2p_attach(loom_node *n)
 {
-    if (!loom_is_worker(n)) return 0;
+    int rc = node_layer_register(&p2p_layer_def);
+    if (rc || !loom_is_worker(n)) return rc;
     p2p_layer *l = calloc(1, sizeof *l);
     if (!l) return LOOM_ENOMEM;
     l->node = n;
@@ -172,7 +180,7 @@ int p2p_attach(loom_node *n)
         free(l);
         return LOOM_ENOMEM;
     }
-    node_set_layer(n, NODE_LAYER_P2P, l, layer_destroy);
+    node_set_layer(n, &p2p_layer_def, l, layer_destroy);
     node_set_handler(n, MSG_P2P_MODEL, on_model, l);
     node_set_handler(n, MSG_P2P_ACK, on_ack, l);
     return 0;
@@ -202,7 +210,7 @@ int loom_reducer_open(loom_node *n, const loom_graph *g, loom_sync sync, int win
         return LOOM_EINVAL;
     *out = NULL;
     if (!loom_is_worker(n)) return LOOM_EROLE;
-    p2p_layer *l = node_layer(n, NODE_LAYER_P2P);
+    p2p_layer *l = node_layer(n, &p2p_layer_def);
     if (loom_graph_nodes(g) != l->workers) {
         log_error("the graph has %d nodes but the job %d workers", loom_graph_nodes(g), l->workers);
         return LOOM_EINVAL;

@@ -258,12 +258,20 @@ static void layer_free(void *state)
     free(state);
 }
 
+static const msg_type_info svb_types[] = {
+    {MSG_SVB_SVS, "SVB_SVS", 0, 1, MSG_BY_WORKER},
+    {MSG_SVB_REPLICA, "SVB_REPLICA", 1, 1, MSG_BY_WORKER},
+};
+
+static node_layer_def svb_layer_def = {"svb", svb_types, 2, 0};
+
 int svb_attach(loom_node *n)
 {
-    if (!loom_is_worker(n)) return 0;
+    int rc = node_layer_register(&svb_layer_def);
+    if (rc || !loom_is_worker(n)) return rc;
     svb_layer *l = calloc(1, sizeof *l);
     if (!l) return LOOM_ENOMEM;
-    node_set_layer(n, NODE_LAYER_SVB, l, layer_free);
+    node_set_layer(n, &svb_layer_def, l, layer_free);
     node_set_handler(n, MSG_SVB_SVS, on_svs, l);
     node_set_handler(n, MSG_SVB_REPLICA, on_replica, l);
     return 0;
@@ -279,7 +287,7 @@ int loom_svb_open(loom_node *n, const loom_svb_opts *o, loom_svb **out)
         (o->consistency != LOOM_BSP && o->consistency != LOOM_SSP) || o->staleness < 0 ||
         o->rows * o->width > node_max_payload(n) / 8)
         return LOOM_EINVAL;
-    svb_layer *l = node_layer(n, NODE_LAYER_SVB);
+    svb_layer *l = node_layer(n, &svb_layer_def);
     if (!l || l->open) return LOOM_ESTATE;
     loom_svb *s = calloc(1, sizeof *s);
     if (!s) return LOOM_ENOMEM;
@@ -418,7 +426,7 @@ static int apply_received(loom_svb *s, int64_t upto)
         node_msg m;
         if (best >= 0) {
             svb_peer *p = &s->peers[best];
-            m = p->queue[p->head];
+            node_msg_keep(&m, &p->queue[p->head]);
             p->head = (p->head + 1) % p->cap;
             p->count--;
         }
@@ -613,7 +621,7 @@ void loom_svb_get_stats(const loom_svb *s, loom_svb_stats *out)
 void loom_svb_close(loom_svb *s)
 {
     if (!s) return;
-    svb_layer *l = node_layer(s->node, NODE_LAYER_SVB);
+    svb_layer *l = node_layer(s->node, &svb_layer_def);
     node_lock(s->node);
     if (l && l->open == s) l->open = NULL;
     for (int r = 0; s->peers && r < s->workers; r++) {

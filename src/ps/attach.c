@@ -46,8 +46,23 @@ int ps_survives(loom_node *n, int replicas, uint8_t *dead, uint32_t id)
     return 1;
 }
 
+void ps_counters_stats(void *ctx, loom_stats *out)
+{
+    ps_counters *c = ctx;
+    out->pulls_from_cache = atomic_load(&c->pulls_from_cache);
+    out->pulls_from_server = atomic_load(&c->pulls_from_server);
+    out->table_messages = atomic_load(&c->table_messages);
+    out->table_bytes_raw = atomic_load(&c->table_bytes_raw);
+    out->table_bytes_wire = atomic_load(&c->table_bytes_wire);
+    out->managed_rows_sent = atomic_load(&c->managed_rows_sent);
+    out->pushed_rows_received = atomic_load(&c->pushed_rows_received);
+    out->replicated_bytes = atomic_load(&c->replicated_bytes);
+}
+
 int ps_attach(loom_node *n)
 {
+    int rc = node_layer_register(&ps_layer_def);
+    if (rc) return rc;
     switch (loom_node_role(n)) {
     case LOOM_SCHEDULER:
         return ps_registry_attach(n);

@@ -473,7 +473,8 @@ int ps_client_attach(loom_node *n)
     c->gate = -1;
     pthread_mutex_init(&c->mu, NULL);
     comm_mgr_init(&c->cm);
-    node_set_layer(n, NODE_LAYER_PS, c, client_destroy);
+    node_set_layer(n, &ps_layer_def, c, client_destroy);
+    node_set_stats(n, &ps_layer_def, ps_counters_stats, &c->counters);
     client_comm_attach(n, c);
     node_set_handler(n, MSG_TABLE_OPENED, on_table_opened, c);
     client_push_attach(n, c);

@@ -80,6 +80,7 @@ static size_t send_early(loom_table *t)
  * the budget and the ack window allow; returns when to run next. */
 static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
 {
+    (void)n;
     ps_client *c = ctx;
     uint64_t wait = comm_mgr_wait(&c->cm, now);
     if (wait) return wait;
@@ -97,7 +98,7 @@ static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
     }
     free(list);
     if (!sent) return UINT64_MAX; /* a push into an empty buffer pokes the timer */
-    node_count(n, NODE_MANAGED_ROWS_SENT, sent);
+    atomic_fetch_add(&c->counters.managed_rows_sent, sent);
     return comm_mgr_next(&c->cm, now);
 }
 
@@ -151,7 +152,7 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
     client_prune_applied(t, rank, m->h.a);
     pthread_mutex_unlock(&t->mu);
     free(row);
-    node_count(n, NODE_PUSHED_ROWS_RECEIVED, refreshed);
+    atomic_fetch_add(&c->counters.pushed_rows_received, refreshed);
     msg_header h = {.type = MSG_ROWS_PUSH_ACK, .table = m->h.table, .req = m->h.req};
     node_send(n, m->from, &h, NULL, 0);
 }
@@ -159,6 +160,6 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
 /* The I/O thread's timer, and the rows servers push. */
 void client_comm_attach(loom_node *n, ps_client *c)
 {
-    node_set_timer(n, NODE_LAYER_PS, comm_tick, c);
+    node_set_timer(n, &ps_layer_def, comm_tick, c);
     node_set_handler(n, MSG_ROWS_PUSH, on_rows_push, c);
 }

@@ -169,6 +169,7 @@ typedef struct open_wait {
 
 typedef struct ps_client {
     loom_node *node;
+    ps_counters counters; /* loom_node_stats' */
     int num_servers;
     int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
     uint8_t *dead;      /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
@@ -203,7 +204,7 @@ typedef struct ps_client {
 
 static inline ps_client *client_of(loom_node *n)
 {
-    return node_layer(n, NODE_LAYER_PS);
+    return node_layer(n, &ps_layer_def);
 }
 
 static inline int key_in_table(const loom_table *t, uint64_t k)
@@ -358,9 +359,10 @@ static inline void count_wire(loom_table *t, loom_direction dir, uint64_t raw, u
     ws->messages++;
     ws->bytes_raw += raw;
     ws->bytes_wire += wire;
-    node_count(t->node, NODE_TABLE_MESSAGES, 1);
-    node_count(t->node, NODE_TABLE_BYTES_RAW, raw);
-    node_count(t->node, NODE_TABLE_BYTES_WIRE, wire);
+    ps_counters *k = &t->client->counters;
+    atomic_fetch_add(&k->table_messages, 1);
+    atomic_fetch_add(&k->table_bytes_raw, raw);
+    atomic_fetch_add(&k->table_bytes_wire, wire);
 }
 
 /* The clock a pull's answer must reflect (ASP: any). */

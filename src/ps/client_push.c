@@ -378,7 +378,7 @@ int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
         if (t->local_rmw) cache_add(t, keys[i], delta);
         if (t->managed) buffer_magnitude(t, keys[i], slot);
     }
-    if (t->managed && t->b_n && was_empty) node_timer_poke(t->node, NODE_LAYER_PS);
+    if (t->managed && t->b_n && was_empty) node_timer_poke(t->node, &ps_layer_def);
     if (!rc && t->flush_rows && t->b_n >= t->flush_rows) rc = flush_locked(t, NULL, 0);
     pthread_mutex_unlock(&t->mu);
     return rc;
@@ -486,7 +486,7 @@ static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
     if (f->seq > forget_upto && keep_own_rows(t, f) && !status) status = LOOM_ENOMEM;
     client_prune_applied(t, rank, m->h.b);
     pthread_mutex_unlock(&t->mu);
-    if (managed && !ts_done && comm_mgr_acked(&c->cm)) node_timer_poke(n, NODE_LAYER_PS);
+    if (managed && !ts_done && comm_mgr_acked(&c->cm)) node_timer_poke(n, &ps_layer_def);
     if (!ts_done) node_ts_done(n, ts, status);
 }
 

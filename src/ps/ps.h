@@ -11,6 +11,7 @@
 #ifndef LOOM_PS_PS_H
 #define LOOM_PS_PS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -132,6 +133,18 @@ int ps_snapshot_read(const void *data, size_t len, ps_table_def *def,
  * server.c or ps_client_attach in client.c) and registers its
  * message handlers; it runs before the node's I/O thread starts. */
 int ps_attach(loom_node *n);
+/* The layer (attach.c): its message types, its slot on a node. */
+extern node_layer_def ps_layer_def;
+/* The counters of loom_stats that the ps layer counts (loom_stats says what
+ * each is), one set per node: its client's or its server's. */
+typedef struct ps_counters {
+    _Atomic uint64_t pulls_from_cache, pulls_from_server;
+    _Atomic uint64_t table_messages, table_bytes_raw, table_bytes_wire;
+    _Atomic uint64_t managed_rows_sent, pushed_rows_received;
+    _Atomic uint64_t replicated_bytes;
+} ps_counters;
+/* node_set_stats's function of the ps layer; ctx is the node's ps_counters. */
+void ps_counters_stats(void *ctx, loom_stats *out);
 /* The job's replicas per key range from LOOM_REPLICAS (unset: 0): 0, or
  * LOOM_ECONFIG (logged) when it is not a number below num_servers. */
 int ps_replicas_from_env(int num_servers, int *replicas);

@@ -124,7 +124,7 @@ static int registry_failover(loom_node *n, void *ctx, uint32_t id)
     r->deaths++;
     hb_abort(n, r);
     r->hb_due = 1; /* after NODE_FAILED, which every node must handle first */
-    node_timer_poke(n, NODE_LAYER_PS);
+    node_timer_poke(n, &ps_layer_def);
     if (r->on_failover) r->on_failover(r->on_failover_ctx, rank);
     r->tables_left[rank] = 0; /* a replacement that died while joining stops here */
     r->copies_left[rank] = 0;
@@ -133,7 +133,7 @@ static int registry_failover(loom_node *n, void *ctx, uint32_t id)
         /* Not at once: every server must hear NODE_FAILED, which the scheduler
          * sends after this returns, before its new ranges are asked of it. */
         r->recopy = 1;
-        node_timer_poke(n, NODE_LAYER_PS);
+        node_timer_poke(n, &ps_layer_def);
     }
     return 1;
 }
@@ -316,7 +316,7 @@ static void on_rejoin_copied(loom_node *n, void *ctx, node_msg *m)
 void ps_registry_on_failover(loom_node *n, void (*fn)(void *ctx, int rank),
                              void (*rejoin)(void *ctx, int rank), void *ctx)
 {
-    registry *r = node_layer(n, NODE_LAYER_PS);
+    registry *r = node_layer(n, &ps_layer_def);
     r->on_failover = fn;
     r->on_rejoin = rejoin;
     r->on_failover_ctx = ctx;
@@ -525,8 +525,8 @@ int ps_registry_attach(loom_node *n)
     }
     node_set_failover(n, registry_failover, r);
     node_set_rejoin(n, registry_rejoin, r);
-    node_set_layer(n, NODE_LAYER_PS, r, registry_destroy);
-    node_set_timer(n, NODE_LAYER_PS, registry_tick, r);
+    node_set_layer(n, &ps_layer_def, r, registry_destroy);
+    node_set_timer(n, &ps_layer_def, registry_tick, r);
     node_set_handler(n, MSG_REJOIN_COPIED, on_rejoin_copied, r);
     node_set_handler(n, MSG_HANDBACK_ACK, on_handback_ack, r);
     node_set_handler(n, MSG_TABLE_OPEN, on_table_open, r);

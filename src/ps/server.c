@@ -376,8 +376,9 @@ int ps_server_attach(loom_node *n)
         server_destroy(s);
         return LOOM_ENOMEM;
     }
-    node_set_layer(n, NODE_LAYER_PS, s, server_destroy);
-    node_set_timer(n, NODE_LAYER_PS, srv_comm_tick, s);
+    node_set_layer(n, &ps_layer_def, s, server_destroy);
+    node_set_stats(n, &ps_layer_def, ps_counters_stats, &s->counters);
+    node_set_timer(n, &ps_layer_def, srv_comm_tick, s);
     node_set_handler(n, MSG_ROWS_PUSH_ACK, srv_on_rows_push_ack, s);
     node_set_handler(n, MSG_TABLE_CREATE, on_create, s);
     node_set_handler(n, MSG_PUSH, srv_on_push, s);

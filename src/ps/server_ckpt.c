@@ -74,14 +74,14 @@ int srv_put_row(void *ctx, uint64_t key, const void *row, const void *state)
 
 void ps_server_set_ckpt(loom_node *n, const ps_ckpt_hooks *hooks)
 {
-    server *s = node_layer(n, NODE_LAYER_PS);
+    server *s = node_layer(n, &ps_layer_def);
     s->ckpt = *hooks;
     s->cut_at = -1;
 }
 
 int64_t ps_server_plan_cut(loom_node *n, int64_t clock, int full)
 {
-    server *s = node_layer(n, NODE_LAYER_PS);
+    server *s = node_layer(n, &ps_layer_def);
     if (!s->ckpt.cut) return INT64_MAX;
     /* Where the job is for this server: its min clock, or the last one it
      * had if every worker finished (nothing is pushed after that), or past
@@ -107,7 +107,7 @@ int64_t ps_server_plan_cut(loom_node *n, int64_t clock, int full)
 
 int ps_server_encode(loom_node *n, int full, ps_section_fn emit, void *ctx)
 {
-    server *s = node_layer(n, NODE_LAYER_PS);
+    server *s = node_layer(n, &ps_layer_def);
     int rc = 0;
     for (uint32_t i = 0; i < s->cap && !rc; i++) {
         srv_table *t = s->tables[i];

@@ -34,7 +34,7 @@ void srv_note_changes(server *s, srv_table *t, srv_part *p, const uint64_t *keys
         comm_rowset_changed(t->rows, key, abs, rel);
     }
     free(value);
-    if (!before && t->rows->ndirty) node_timer_poke(s->node, NODE_LAYER_PS);
+    if (!before && t->rows->ndirty) node_timer_poke(s->node, &ps_layer_def);
 }
 
 /* ---- pushing changed rows (managed communication, comm.c) ---- */
@@ -108,6 +108,7 @@ static size_t push_changed(server *s, uint32_t id, srv_table *t, uint64_t now)
  * budget and the ack window allow; returns when to run next. */
 uint64_t srv_comm_tick(loom_node *n, void *ctx, uint64_t now)
 {
+    (void)n;
     server *s = ctx;
     if (s->repl_due) srv_replicate(s);
     uint64_t wait = comm_mgr_wait(&s->cm, now);
@@ -122,7 +123,7 @@ uint64_t srv_comm_tick(loom_node *n, void *ctx, uint64_t now)
         sent = push_changed(s, id, t, now);
         s->next_table = id + 1;
     }
-    if (sent) node_count(n, NODE_MANAGED_ROWS_SENT, sent);
+    if (sent) atomic_fetch_add(&s->counters.managed_rows_sent, sent);
     if (!pending) return UINT64_MAX; /* a change pokes the timer */
     return comm_mgr_next(&s->cm, now);
 }
@@ -134,5 +135,5 @@ void srv_on_rows_push_ack(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "acknowledgement of no row push");
         return;
     }
-    if (comm_mgr_acked(&s->cm)) node_timer_poke(n, NODE_LAYER_PS);
+    if (comm_mgr_acked(&s->cm)) node_timer_poke(n, &ps_layer_def);
 }

@@ -82,7 +82,7 @@ int srv_repl_hold_ack(server *s, const node_msg *m, uint64_t applied, int status
         s->acks = a;
     s->acks_tail = a;
     s->repl_due = 1;
-    node_timer_poke(s->node, NODE_LAYER_PS);
+    node_timer_poke(s->node, &ps_layer_def);
     return 1;
 }
 
@@ -173,7 +173,7 @@ static int replicate_part(server *s, uint32_t id, srv_table *t, srv_part *p, rep
                            {rows, w.len, srv_free_data, NULL, 0}};
         r->waiting[h]++;
         r->nwaiting++;
-        node_count(s->node, NODE_REPLICATED_BYTES, MSG_HEADER_SIZE + alen + w.len);
+        atomic_fetch_add(&s->counters.replicated_bytes, MSG_HEADER_SIZE + alen + w.len);
         s->repl_bytes += MSG_HEADER_SIZE + alen + w.len;
         s->repl_rows += rw.rows;
         s->repl_msgs++;
@@ -383,7 +383,7 @@ void srv_on_rejoin_copy(loom_node *n, void *ctx, node_msg *m)
     s->copy[d] = 1;
     s->copy_gen[d] = m->h.req;
     s->repl_due = 1;
-    node_timer_poke(n, NODE_LAYER_PS);
+    node_timer_poke(n, &ps_layer_def);
 }
 
 /* REJOIN_READY: server d is BACK. A replacement also hears it, after its

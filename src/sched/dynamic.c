@@ -71,13 +71,27 @@ static queued *next_message(loom_node *n, worker_queue *q, int *rc)
     return e;
 }
 
+static const msg_type_info dyn_types[] = {
+    {MSG_DYN_START, "DYN_START", 0, 0, MSG_BY_WORKER},
+    {MSG_DYN_PLAN_REQ, "DYN_PLAN_REQ", 0, 0, MSG_BY_SCHED},
+    {MSG_DYN_PLAN, "DYN_PLAN", 1, 1, MSG_BY_SCHED | MSG_BY_WORKER},
+    {MSG_DYN_PSUM, "DYN_PSUM", 1, 1, MSG_BY_WORKER},
+    {MSG_DYN_SUM, "DYN_SUM", 1, 1, MSG_BY_SCHED},
+    {MSG_DYN_END, "DYN_END", 0, 0, MSG_BY_SCHED},
+};
+
+node_layer_def dyn_layer_def = {"sched-dynamic", dyn_types, sizeof dyn_types / sizeof *dyn_types,
+                                0};
+
 int sched_dynamic_attach(loom_node *n)
 {
+    int rc = node_layer_register(&dyn_layer_def);
+    if (rc) return rc;
     if (loom_node_role(n) == LOOM_SCHEDULER) return dyn_coord_attach(n);
     if (loom_node_role(n) != LOOM_WORKER) return 0;
     worker_queue *q = calloc(1, sizeof *q);
     if (!q) return LOOM_ENOMEM;
-    node_set_layer(n, NODE_LAYER_SCHED_DYNAMIC, q, queue_destroy);
+    node_set_layer(n, &dyn_layer_def, q, queue_destroy);
     node_set_handler(n, MSG_DYN_PLAN_REQ, on_coordinator_message, q);
     node_set_handler(n, MSG_DYN_PLAN, on_coordinator_message, q);
     node_set_handler(n, MSG_DYN_SUM, on_coordinator_message, q);
@@ -234,7 +248,7 @@ int loom_dyn_run(loom_node *node, const loom_dyn_opts *opts, const loom_dyn_app 
     if (err && errlen) err[0] = '\0';
     if (!node || !opts || !app || !app->partial || !app->apply) return LOOM_EINVAL;
     if (loom_node_role(node) != LOOM_WORKER) return LOOM_EROLE;
-    worker_queue *q = node_layer(node, NODE_LAYER_SCHED_DYNAMIC);
+    worker_queue *q = node_layer(node, &dyn_layer_def);
     if (!q) return LOOM_ESTATE;
     run r = {.node = node, .o = opts, .app = app};
     r.rank = loom_rank(node);

@@ -62,6 +62,8 @@ void dyn_shard_done(dyn_shard *s, const uint64_t *keys, size_t n, const double *
 /* ---- the coordinator (dynamic_coord.c) ---- */
 
 int dyn_coord_attach(loom_node *n);
+/* The layer (dynamic.c): its message types, its slot on a node. */
+extern node_layer_def dyn_layer_def;
 
 /* ---- options ---- */
 

@@ -291,7 +291,7 @@ int dyn_coord_attach(loom_node *n)
     if (!c) return LOOM_ENOMEM;
     c->workers = loom_num_workers(n);
     c->num_servers = loom_num_servers(n);
-    node_set_layer(n, NODE_LAYER_SCHED_DYNAMIC, c, coord_destroy);
+    node_set_layer(n, &dyn_layer_def, c, coord_destroy);
     node_set_handler(n, MSG_DYN_START, on_start, c);
     node_set_handler(n, MSG_DYN_PLAN, on_plan, c);
     node_set_handler(n, MSG_DYN_PSUM, on_psum, c);

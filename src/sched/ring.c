@@ -20,6 +20,12 @@
 #include "loom/error.h"
 #include "sched/sched.h"
 
+static const msg_type_info sched_types[] = {
+    {MSG_SCHED_BLOCK, "SCHED_BLOCK", 1, 1, MSG_BY_WORKER},
+};
+
+static node_layer_def sched_layer_def = {"sched", sched_types, 1, 0};
+
 /* Blocks a worker keeps waiting to be taken: a neighbour runs at most one
  * rotation ahead per engine, so this bounds M x engines; beyond it a block is
  * dropped and counted (a job sending that many is broken). */
@@ -79,7 +85,7 @@ static void worker_destroy(void *state)
 
 uint32_t sched_next_engine(loom_node *n)
 {
-    sched_worker *w = node_layer(n, NODE_LAYER_SCHED);
+    sched_worker *w = node_layer(n, &sched_layer_def);
     node_lock(n);
     uint32_t id = w->next_engine++;
     node_unlock(n);
@@ -97,7 +103,7 @@ int sched_send_block(loom_node *n, uint32_t engine, int to, uint32_t block, uint
 int sched_take_block(loom_node *n, uint32_t engine, int from, uint32_t block, uint64_t version,
                      void *rows, size_t bytes)
 {
-    sched_worker *w = node_layer(n, NODE_LAYER_SCHED);
+    sched_worker *w = node_layer(n, &sched_layer_def);
     uint32_t sender = node_worker_id(loom_num_servers(n), from);
     arrived *e = NULL;
     int rc = 0;
@@ -129,10 +135,11 @@ int sched_take_block(loom_node *n, uint32_t engine, int from, uint32_t block, ui
 
 int sched_attach(loom_node *n)
 {
-    if (loom_node_role(n) != LOOM_WORKER) return 0;
+    int rc = node_layer_register(&sched_layer_def);
+    if (rc || loom_node_role(n) != LOOM_WORKER) return rc;
     sched_worker *w = calloc(1, sizeof *w);
     if (!w) return LOOM_ENOMEM;
-    node_set_layer(n, NODE_LAYER_SCHED, w, worker_destroy);
+    node_set_layer(n, &sched_layer_def, w, worker_destroy);
     node_set_handler(n, MSG_SCHED_BLOCK, on_block, w);
     return 0;
 }

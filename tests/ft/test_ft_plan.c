@@ -42,11 +42,7 @@ static void deliver(node_fuzz_job *j, uint32_t from, const msg_header *h0, const
     h.sender = from;
     h.nframes = frame ? 1 : 0;
     msg_encode_header(&h, m.hdr);
-    m.nframes = h.nframes;
-    if (frame) {
-        zmq_msg_init_size(&m.frames[0], len);
-        memcpy(zmq_msg_data(&m.frames[0]), frame, len);
-    }
+    if (frame) assert_int_equal(node_fuzz_msg_add_frame(&m, frame, len), 0);
     uint8_t rid[MSG_RID_SIZE];
     size_t rid_len;
     node_fuzz_rid(from, rid, &rid_len);

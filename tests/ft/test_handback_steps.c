@@ -112,8 +112,8 @@ static int has(const uint64_t *seqs, size_t n, uint64_t seq)
 static uint64_t first_key(const msg_header *h, const node_fuzz_msg *m)
 {
     if (h->flags & MSG_F_RANGE) return h->a;
-    assert_true(m->nframes >= 1 && zmq_msg_size((zmq_msg_t *)&m->frames[0]) >= 8);
-    return msg_load_u64(zmq_msg_data((zmq_msg_t *)&m->frames[0]));
+    assert_true(m->nframes >= 1 && m->frames[0].len >= 8);
+    return msg_load_u64(m->frames[0].data);
 }
 
 /* Look at a message about to be delivered (or held); whether to hold it. */
@@ -242,11 +242,7 @@ static void inject(job *J, uint32_t dest, uint8_t type, uint64_t a, uint64_t b, 
                     .clock = clock,
                     .nframes = frame ? 1 : 0};
     msg_encode_header(&h, m.hdr);
-    if (frame) {
-        m.nframes = 1;
-        zmq_msg_init_size(&m.frames[0], len);
-        memcpy(zmq_msg_data(&m.frames[0]), frame, len);
-    }
+    if (frame) assert_int_equal(node_fuzz_msg_add_frame(&m, frame, len), 0);
     deliver(J, &m);
 }
 

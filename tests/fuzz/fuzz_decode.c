@@ -279,6 +279,13 @@ static void walk_reader(const uint8_t *p, size_t len, const uint8_t *ops, size_t
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    /* The header's types: core's, and those of the ps layer, as a node of a job knows
+     * them once its layers registered theirs. */
+    static int registered;
+    if (!registered) {
+        FUZZ_CHECK(msg_register_types(ps_layer_def.types, ps_layer_def.ntypes) == 0);
+        registered = 1;
+    }
     frames f;
     split_frames(data, size, &f);
     if (f.count == 0) return 0;

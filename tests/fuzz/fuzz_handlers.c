@@ -139,12 +139,11 @@ static uint64_t next_num(script *s)
 
 static void next_frames(script *s, node_fuzz_msg *m)
 {
-    m->nframes = next_u8(s) % (MSG_MAX_FRAMES + 1);
-    for (size_t i = 0; i < m->nframes; i++) {
+    size_t count = next_u8(s) % (MSG_MAX_FRAMES + 1);
+    for (size_t i = 0; i < count; i++) {
         size_t len = next_u8(s);
         if (len > s->left) len = s->left;
-        zmq_msg_init_size(&m->frames[i], len);
-        if (len) memcpy(zmq_msg_data(&m->frames[i]), s->p, len);
+        node_fuzz_msg_add_frame(m, s->p, len);
         s->p += len;
         s->left -= len;
     }
@@ -435,10 +434,9 @@ static void inject(run *r, script *s, int raw)
 static void copy_msg(const node_fuzz_msg *m, node_fuzz_msg *out)
 {
     *out = *m;
-    for (size_t i = 0; i < m->nframes; i++) {
-        zmq_msg_init(&out->frames[i]);
-        zmq_msg_copy(&out->frames[i], (zmq_msg_t *)&m->frames[i]);
-    }
+    out->nframes = 0;
+    for (size_t i = 0; i < m->nframes; i++)
+        node_fuzz_msg_add_frame(out, m->frames[i].data, m->frames[i].len);
 }
 
 static void in_flight(run *r, script *s, int op)
@@ -448,7 +446,7 @@ static void in_flight(run *r, script *s, int op)
     switch (op) {
     case 4: {
         size_t pos = next_u8(s), bytes = MSG_HEADER_SIZE;
-        for (size_t i = 0; i < m.nframes; i++) bytes += zmq_msg_size(&m.frames[i]);
+        for (size_t i = 0; i < m.nframes; i++) bytes += m.frames[i].len;
         pos %= bytes;
         uint8_t x = next_u8(s);
         if (pos < MSG_HEADER_SIZE) {
@@ -456,16 +454,9 @@ static void in_flight(run *r, script *s, int op)
         } else {
             pos -= MSG_HEADER_SIZE;
             for (size_t i = 0; i < m.nframes; i++) {
-                size_t len = zmq_msg_size(&m.frames[i]);
+                size_t len = m.frames[i].len;
                 if (pos < len) {
-                    /* A frame may share its buffer with the sender: change a copy. */
-                    zmq_msg_t c;
-                    zmq_msg_init_size(&c, len);
-                    memcpy(zmq_msg_data(&c), zmq_msg_data(&m.frames[i]), len);
-                    ((uint8_t *)zmq_msg_data(&c))[pos] ^= x;
-                    zmq_msg_close(&m.frames[i]);
-                    zmq_msg_move(&m.frames[i], &c);
-                    zmq_msg_close(&c);
+                    m.frames[i].data[pos] ^= x; /* the message's own copy */
                     break;
                 }
                 pos -= len;

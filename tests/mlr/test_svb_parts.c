@@ -110,11 +110,7 @@ static void send_svs(node_fuzz_job *j, int64_t clock, uint64_t count, uint64_t w
                     .b = width,
                     .nframes = frame ? 1 : 0};
     msg_encode_header(&h, m.hdr);
-    m.nframes = frame ? 1 : 0;
-    if (frame) {
-        zmq_msg_init_size(&m.frames[0], len);
-        memcpy(zmq_msg_data(&m.frames[0]), frame, len);
-    }
+    if (frame) assert_int_equal(node_fuzz_msg_add_frame(&m, frame, len), 0);
     uint8_t rid[MSG_RID_SIZE];
     size_t rid_len;
     node_fuzz_rid(3, rid, &rid_len);
