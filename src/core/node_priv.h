@@ -163,10 +163,16 @@ struct loom_node {
         void *timer_ctx;
         _Atomic uint64_t timer_due; /* node_now_ms() of its next run */
     } layers[NODE_LAYER_COUNT];
-    node_failover_fn failover; /* node_set_failover; NULL: every death ends the job */
-    void *failover_ctx;
-    node_rejoin_fn rejoin; /* node_set_rejoin; NULL: nobody reacts to a rejoin */
-    void *rejoin_ctx;
+    struct { /* node_add_failover, in order; none: every death ends the job */
+        node_failover_fn fn;
+        void *ctx;
+    } failover[NODE_HOOKS_MAX];
+    int nfailover;
+    struct { /* node_add_rejoin, in order */
+        node_rejoin_fn fn;
+        void *ctx;
+    } rejoin[NODE_HOOKS_MAX];
+    int nrejoin;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed, pulls_from_cache, pulls_from_server;
@@ -217,6 +223,11 @@ extern int (*node_start_seam)(const loom_config *cfg, int (*attach)(loom_node *n
  * node_fuzz_job_tick() runs them instead (a server's replication rounds: without
  * them an SSP or ASP push with replicas is never acknowledged). */
 uint64_t node_run_timers(loom_node *n, uint64_t now);
+/* Run the failover subscribers for node `dead` (node_add_failover): 1 if
+ * the node survives the death. */
+int node_run_failover(loom_node *n, uint32_t dead);
+/* Run the rejoin subscribers for node `id` (node_add_rejoin). */
+void node_run_rejoin(loom_node *n, uint32_t id);
 
 /* node.c */
 const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len);

@@ -385,12 +385,11 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_CLOCK, srv_on_clock, s);
     node_set_handler(n, MSG_REPL, srv_on_repl, s);
     node_set_handler(n, MSG_REPL_ACK, srv_on_repl_ack, s);
-    node_set_failover(n, srv_failover, s);
-    node_set_rejoin(n, srv_rejoin, s);
     node_set_handler(n, MSG_REJOIN_COPY, srv_on_rejoin_copy, s);
     node_set_handler(n, MSG_REJOIN_READY, srv_on_rejoin_ready, s);
     node_set_handler(n, MSG_HANDBACK, srv_on_handback, s);
     node_set_handler(n, MSG_HANDBACK_ACK, srv_on_handback_ack, s);
     node_set_handler(n, MSG_WORKER_LOST, srv_on_worker_lost, s);
-    return 0;
+    rc = node_add_failover(n, srv_failover, s);
+    return rc ? rc : node_add_rejoin(n, srv_rejoin, s);
 }

@@ -287,7 +287,7 @@ void srv_on_repl_ack(loom_node *n, void *ctx, node_msg *m)
     rounds_done(s);
 }
 
-/* The node's failover hook (node_set_failover): server `id` died. The ranges
+/* The node's failover subscriber (node_add_failover): server `id` died. The ranges
  * it was master of now have the first live replica as master (ring.h); this
  * server takes pushes and pulls for every range it holds, so nothing changes
  * here but the rounds, which no longer wait for the dead server. */
