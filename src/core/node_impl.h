@@ -207,7 +207,7 @@ enum node_counter {
     NODE_TABLE_BYTES_WIRE,
     NODE_MANAGED_ROWS_SENT,    /* client_comm.c, server_comm.c: rows sent between clocks */
     NODE_PUSHED_ROWS_RECEIVED, /* client_comm.c: rows servers pushed into this worker's cache */
-    NODE_REPLICATED_BYTES,     /* server_replica.c: bytes a master sent its replicas (REPL) */
+    NODE_REPLICATED_BYTES,     /* ft/replica.c: bytes a master sent its replicas (REPL) */
 };
 void node_count(loom_node *n, enum node_counter c, uint64_t v);
 
