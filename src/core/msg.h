@@ -129,7 +129,7 @@ enum msg_type {
                           frame SVs (none with a = 0: a clock mark) */
     MSG_SVB_REPLICA,   /* worker -> worker: clock = after which clock, a = 0 averaging,
                           1 rotation; frame the replica (rows x width f64) */
-    /* ps replication (src/ps/server_replica.c, ring.h; docs/FAULTS.md) */
+    /* replication (src/ft/replica.c, src/ps/ring.h; docs/FAULTS.md) */
     MSG_REPL = 120, /* server -> server (a range's master to its replicas): table = id,
                        req = replication round, a = ring range, b = rows; frames the
                        last push sequence applied per worker (u64 each), the rows
@@ -139,7 +139,7 @@ enum msg_type {
     MSG_WORKER_LOST = 136, /* scheduler -> servers, workers: a = node id of a dead worker
                               the job goes on without, b = its share of the data (the
                               "share" metric it reported, 0 = unknown) */
-    /* a replacement server rejoining (src/ps/registry.c, server_replica.c; docs/FAULTS.md) */
+    /* a replacement server rejoining (src/ps/registry.c, src/ft/rejoin.c; docs/FAULTS.md) */
     MSG_REJOIN_COPY = 144, /* scheduler -> servers: a = node id of a rejoining server,
                               req = generation; copy it the ranges you are master of */
     MSG_REJOIN_COPIED,     /* server -> scheduler: a, req echoed; the copies are acknowledged */

@@ -403,16 +403,32 @@ void node_set_stats(loom_node *n, node_layer_def *l, node_stats_fn fn, void *ctx
     n->layers[i].stats_ctx = ctx;
 }
 
-void node_set_failover(loom_node *n, node_failover_fn fn, void *ctx)
+int node_add_failover(loom_node *n, node_failover_fn fn, void *ctx)
 {
-    n->failover = fn;
-    n->failover_ctx = ctx;
+    if (n->nfailover == NODE_HOOKS_MAX) return LOOM_ELIMIT;
+    n->failover[n->nfailover].fn = fn;
+    n->failover[n->nfailover++].ctx = ctx;
+    return 0;
 }
 
-void node_set_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx)
+int node_add_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx)
 {
-    n->rejoin = fn;
-    n->rejoin_ctx = ctx;
+    if (n->nrejoin == NODE_HOOKS_MAX) return LOOM_ELIMIT;
+    n->rejoin[n->nrejoin].fn = fn;
+    n->rejoin[n->nrejoin++].ctx = ctx;
+    return 0;
+}
+
+int node_run_failover(loom_node *n, uint32_t dead)
+{
+    for (int i = 0; i < n->nfailover; i++)
+        if (!n->failover[i].fn(n, n->failover[i].ctx, dead)) return 0;
+    return n->nfailover > 0;
+}
+
+void node_run_rejoin(loom_node *n, uint32_t id)
+{
+    for (int i = 0; i < n->nrejoin; i++) n->rejoin[i].fn(n, n->rejoin[i].ctx, id);
 }
 
 void node_set_timer(loom_node *n, node_layer_def *l, node_timer_fn fn, void *ctx)

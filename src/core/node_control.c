@@ -9,7 +9,7 @@
  * scheduler declares a node dead after heartbeat_timeout_ms of silence
  * (sched_tick) and broadcasts NODE_FAILED; a node that has heard nothing
  * from the scheduler for as long declares the scheduler dead (node_tick).
- * Unless a layer's failover hook lets the job go on (node_set_failover),
+ * Unless the layers' failover subscribers let the job go on (node_add_failover),
  * node_fail() prints which node died and, by default, ends the process with
  * LOOM_EXIT_PEER_FAILED. The HEARTBEAT the I/O thread sends here (node_tick)
  * only carries the byte totals for the status page. */
@@ -215,7 +215,7 @@ static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     node_describe(n, (uint32_t)m->h.a, who, sizeof who);
-    if (n->failover && n->failover(n, n->failover_ctx, (uint32_t)m->h.a)) {
+    if (node_run_failover(n, (uint32_t)m->h.a)) {
         n->peers[m->h.a].failed = 1;
         log_warn("%s died (reported by the scheduler); the job goes on without it", who);
         return;
@@ -248,7 +248,7 @@ static void on_node_rejoined(loom_node *n, void *ctx, node_msg *m)
         }
         log_warn("%s rejoined from %s", who, addr);
     }
-    if (n->rejoin) n->rejoin(n, n->rejoin_ctx, id);
+    node_run_rejoin(n, id);
 }
 
 void node_note_lost(loom_node *n, uint32_t id, double share)

@@ -181,22 +181,31 @@ void node_timer_poke(loom_node *n, node_layer_def *l);
 typedef void (*node_stats_fn)(void *ctx, loom_stats *out);
 void node_set_stats(loom_node *n, node_layer_def *l, node_stats_fn fn, void *ctx);
 
-/* A layer that lets the job go on without a dead node (the ps layer with
- * replicas, for a server): fn(n, ctx, dead) runs on the I/O thread when the
+/* Failover and rejoin subscribers: each layer that reacts to deaths and
+ * returns subscribes for itself, up to NODE_HOOKS_MAX of each; they run in
+ * the order they subscribed (the layers' order: ps, then ft). Subscribe
+ * before the node serves traffic; LOOM_ELIMIT when the list is full.
+ *
+ * A failover subscriber fn(n, ctx, dead) runs on the I/O thread when the
  * scheduler finds node `dead` silent (on the scheduler) or reports it dead
- * (NODE_FAILED, elsewhere), and says 1 if the job goes on. The scheduler then
- * counts the node as ended; nobody exits. Without it, or when fn says 0, a
- * death ends the job (node_fail). Set before the node serves traffic. */
+ * (NODE_FAILED, elsewhere), and says 1 if, as far as its layer is concerned,
+ * the job goes on without it (the ps layer with replicas, for a server). The
+ * node survives the death when at least one subscriber ran and every one said
+ * 1; the first to say 0 ends the round (those after it never hear of the
+ * death). The scheduler then counts the node as ended; nobody exits. With no
+ * subscriber, or a 0, a death ends the job (node_fail). */
+#define NODE_HOOKS_MAX 4
 typedef int (*node_failover_fn)(loom_node *n, void *ctx, uint32_t dead);
-void node_set_failover(loom_node *n, node_failover_fn fn, void *ctx);
+int node_add_failover(loom_node *n, node_failover_fn fn, void *ctx);
 /* A node whose death the job survived (failover) is back: a replacement
  * process registered for it with a new routing id. The core has rebound the
  * id (and, where it had one, reconnected its socket to the new address) when
- * fn(n, ctx, id) runs, on the I/O thread: on the scheduler once the newcomer
- * has its roster, elsewhere on NODE_REJOINED (the newcomer gets it too, for
- * itself). Layers bring the newcomer up to date from there. */
+ * each rejoin subscriber fn(n, ctx, id) runs, on the I/O thread: on the
+ * scheduler once the newcomer has its roster, elsewhere on NODE_REJOINED (the
+ * newcomer gets it too, for itself). Layers bring the newcomer up to date
+ * from there. */
 typedef void (*node_rejoin_fn)(loom_node *n, void *ctx, uint32_t id);
-void node_set_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx);
+int node_add_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx);
 
 /* ---- the scheduler's status page ---- */
 /* Scheduler: worker (a node id) has completed `clock` clocks (INT64_MAX: it

@@ -183,10 +183,16 @@ struct loom_node {
         node_stats_fn stats;
         void *stats_ctx;
     } layers[NODE_MAX_LAYERS];
-    node_failover_fn failover; /* node_set_failover; NULL: every death ends the job */
-    void *failover_ctx;
-    node_rejoin_fn rejoin; /* node_set_rejoin; NULL: nobody reacts to a rejoin */
-    void *rejoin_ctx;
+    struct { /* node_add_failover, in order; none: every death ends the job */
+        node_failover_fn fn;
+        void *ctx;
+    } failover[NODE_HOOKS_MAX];
+    int nfailover;
+    struct { /* node_add_rejoin, in order */
+        node_rejoin_fn fn;
+        void *ctx;
+    } rejoin[NODE_HOOKS_MAX];
+    int nrejoin;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed;
@@ -234,6 +240,11 @@ extern int (*node_start_seam)(const loom_config *cfg, int (*attach)(loom_node *n
  * node_fuzz_job_tick() runs them instead (a server's replication rounds: without
  * them an SSP or ASP push with replicas is never acknowledged). */
 uint64_t node_run_timers(loom_node *n, uint64_t now);
+/* Run the failover subscribers for node `dead` (node_add_failover): 1 if
+ * the node survives the death. */
+int node_run_failover(loom_node *n, uint32_t dead);
+/* Run the rejoin subscribers for node `id` (node_add_rejoin). */
+void node_run_rejoin(loom_node *n, uint32_t id);
 
 /* node.c */
 const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len);

@@ -111,7 +111,7 @@ static int tokens_equal(const char *a, const char *b)
  * roster, then what it missed of the job (which servers died, which workers
  * were lost); once it has acknowledged the roster (announce_rejoin),
  * everyone, the newcomer included, hears NODE_REJOINED, and the layers bring
- * the newcomer up to date from there (node_set_rejoin). Not before: the
+ * the newcomer up to date from there (node_add_rejoin). Not before: the
  * others start sending it at once (a worker its clock), and a message that
  * reached it before its roster would come from no node it knows, and be
  * dropped. */
@@ -159,7 +159,7 @@ static void announce_rejoin(loom_node *n, uint32_t id)
         node_send(n, i, &h, &f, 1);
     }
     free(w.buf);
-    if (n->rejoin) n->rejoin(n, n->rejoin_ctx, id);
+    node_run_rejoin(n, id);
 }
 
 void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len, node_msg *m)
@@ -409,12 +409,12 @@ static void rendezvous_failed(loom_node *n)
     pthread_mutex_unlock(&n->mu);
 }
 
-/* A layer lets the job go on without dead node `dead` (node_set_failover):
+/* The layers let the job go on without dead node `dead` (node_add_failover):
  * it counts as ended (a server as one that acknowledged the shutdown), and
  * every other node hears NODE_FAILED. 1 if so. */
 static int survive(loom_node *n, uint32_t dead, const char *why)
 {
-    if (!n->failover || !n->failover(n, n->failover_ctx, dead)) return 0;
+    if (!node_run_failover(n, dead)) return 0;
     log_warn("%s; the job goes on without it", why);
     status_note_failure(n, dead, why);
     heartbeat_forget(n, dead);

@@ -52,6 +52,7 @@
 #include "core/node_impl.h"
 #include "ft/ft.h"
 #include "ft/ft_impl.h"
+#include "ft/replica.h"
 #include "loom/checkpoint.h"
 #include "loom/error.h"
 #include "ps/ps.h"
@@ -65,6 +66,7 @@ static void ft_destroy(void *state)
 {
     ft *f = state;
     if (f->sched) ft_sched_destroy(f);
+    if (f->repl) ft_repl_destroy(f->repl);
     ft_manifest_free(&f->resumed);
     free(f->resumed_part);
     if (f->dirfd >= 0) close(f->dirfd);
@@ -531,6 +533,7 @@ int ft_attach(loom_node *n)
         return rc;
     if (f->role != LOOM_SCHEDULER) node_set_handler(n, MSG_CKPT_PLAN, on_plan, f);
     if (f->role == LOOM_SERVER) node_set_handler(n, MSG_CKPT_BASE, on_base, f);
+    if (f->role == LOOM_SERVER && (rc = ft_repl_attach(n, &f->repl))) return rc;
     if (f->role == LOOM_SERVER && (f->dir[0] || f->resume[0])) set_server_hooks(f);
     /* The first plan, as the scheduler makes it (ft_sched_attach); not a
      * replacement's: the job is past it, and the scheduler plans anew when

@@ -28,6 +28,7 @@ typedef struct ft_every {
 } ft_every;
 
 typedef struct ft_sched ft_sched; /* plan.c */
+typedef struct ft_repl ft_repl;   /* replica.h */
 
 typedef struct ft {
     loom_node *node;
@@ -54,6 +55,8 @@ typedef struct ft {
     int64_t last_saved;   /* the job clock of this worker's last part (-1: none) */
     int64_t epoch_end;    /* the job clock the previous epoch ended at */
     _Atomic int64_t final_refused; /* the final clock the scheduler gave up (-1: none) */
+    /* server: replication, failover, a replacement (replica.h) */
+    ft_repl *repl;
     /* scheduler */
     ft_sched *sched;
 } ft;

@@ -681,29 +681,38 @@ static void on_final(loom_node *n, void *ctx, node_msg *m)
     node_timer_poke(n, &ft_layer_def);
 }
 
-/* The job went on without server `rank` (ps_registry_on_failover). */
-static void on_server_death(void *ctx, int rank)
+/* The node's failover subscriber (node_add_failover, after the ps layer's,
+ * which decides): the job went on without node `id`; a server's death
+ * counts in the plan. It has no say in whether the job goes on. */
+static int on_server_death(loom_node *n, void *ctx, uint32_t id)
 {
     ft *f = ctx;
+    int rank;
+    if (node_peer_role(n, id, &rank) != LOOM_SERVER) return 1;
     f->sched->death_index[rank] = ++f->sched->ndeaths;
     check_plan(f);
+    return 1;
 }
 
-/* A replacement registered for dead server `rank` (ps_registry_on_failover).
+/* The node's rejoin subscriber (node_add_rejoin, after the ps layer's,
+ * which has sent the replacement its tables): a replacement registered for
+ * dead server node `id`.
  * From now on a checkpoint needs its part: it is master of nothing until it
  * is back, but then of a range whose other holders die, and its part says
  * how many deaths it knew of like any other. A plan made before it joined
  * is given up: the replacement never heard of it. It names its parts by the
- * job's clocks, which it learns here (CKPT_BASE, once it has its roster): in
+ * job's clocks, which it learns here (CKPT_BASE, before any plan): in
  * a resumed job, the clock this job resumed at, which LOOM_RESUME cannot tell
  * it (the directory's newest checkpoint may be one this job committed since). */
-static void on_server_rejoin(void *ctx, int rank)
+static void on_server_rejoin(loom_node *n, void *ctx, uint32_t id)
 {
     ft *f = ctx;
     ft_sched *s = f->sched;
+    int rank;
+    if (node_peer_role(n, id, &rank) != LOOM_SERVER) return;
     s->death_index[rank] = 0;
     msg_header h = {.type = MSG_CKPT_BASE, .clock = f->base};
-    int rc = node_send(f->node, node_server_id((int)f->servers, rank), &h, NULL, 0);
+    int rc = node_send(n, id, &h, NULL, 0);
     if (rc)
         log_error("cannot tell server %d's replacement the job's clock (%s): it will write no "
                   "checkpoint part, and no checkpoint will be committed",
@@ -762,7 +771,9 @@ int ft_sched_attach(ft *f, const ft_manifest *resumed)
     node_set_handler(n, MSG_CKPT_SKIP, on_skip, f);
     node_set_handler(n, MSG_CKPT_EPOCH, on_epoch, f);
     node_set_handler(n, MSG_CKPT_FINAL, on_final, f);
-    ps_registry_on_failover(n, on_server_death, on_server_rejoin, f);
+    rc = node_add_failover(n, on_server_death, f);
+    if (!rc) rc = node_add_rejoin(n, on_server_rejoin, f);
+    if (rc) return rc;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (pthread_create(&s->committer, NULL, committer_main, f)) return LOOM_ENOMEM;

@@ -56,7 +56,6 @@ void ps_counters_stats(void *ctx, loom_stats *out)
     out->table_bytes_wire = atomic_load(&c->table_bytes_wire);
     out->managed_rows_sent = atomic_load(&c->managed_rows_sent);
     out->pushed_rows_received = atomic_load(&c->pushed_rows_received);
-    out->replicated_bytes = atomic_load(&c->replicated_bytes);
 }
 
 int ps_attach(loom_node *n)

@@ -480,6 +480,5 @@ int ps_client_attach(loom_node *n)
     client_push_attach(n, c);
     client_pull_attach(n, c);
     node_set_handler(n, MSG_MIN_CLOCK, on_min_clock, c);
-    client_failover_attach(n, c);
-    return 0;
+    return client_failover_attach(n, c);
 }

@@ -17,7 +17,7 @@
  * (in-flight pushes with their clocks, pull slots by server, the servers
  * whose pulls were redirected) and accept what it causes (acknowledgements
  * and replies from an old master after a handback, refused pulls). It is
- * attached as the node's failover and rejoin hooks and the handlers of its
+ * attached as the node's failover and rejoin subscribers and the handlers of its
  * own messages (client_failover_attach). */
 #include "core/log.h"
 #include "ps/client_impl.h"
@@ -126,7 +126,7 @@ static size_t failover_table(loom_table *t, int d)
     return resent;
 }
 
-/* The node's failover hook (node_set_failover): server `id` died. */
+/* The node's failover subscriber (node_add_failover): server `id` died. */
 static int client_failover(loom_node *n, void *ctx, uint32_t id)
 {
     ps_client *c = ctx;
@@ -168,7 +168,7 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
     return 1;
 }
 
-/* A replacement took server `id`'s place (node_set_rejoin): the node has
+/* A replacement took server `id`'s place (node_add_rejoin): the node has
  * connected to it; it gets this worker's clock now and every later one (its
  * clock rule needs them once it is master), and its acknowledgements start
  * from nothing. It is master of nothing until it is BACK and a range's UP
@@ -330,13 +330,13 @@ static void on_handback(loom_node *n, void *ctx, node_msg *m)
     node_send(n, (uint32_t)m->h.a, &h, NULL, 0);
 }
 
-/* The node's hooks for a dead server and its replacement, and the messages
+/* The node's subscribers for a dead server and its replacement, and the messages
  * of a server's return: its readiness, parked requests, the handback. */
-void client_failover_attach(loom_node *n, ps_client *c)
+int client_failover_attach(loom_node *n, ps_client *c)
 {
-    node_set_failover(n, client_failover, c);
-    node_set_rejoin(n, client_rejoin, c);
     node_set_handler(n, MSG_REJOIN_READY, on_rejoin_ready, c);
     node_set_handler(n, MSG_PARKED, on_parked, c);
     node_set_handler(n, MSG_HANDBACK, on_handback, c);
+    int rc = node_add_failover(n, client_failover, c);
+    return rc ? rc : node_add_rejoin(n, client_rejoin, c);
 }

@@ -403,6 +403,6 @@ void client_comm_attach(loom_node *n, ps_client *c);
 
 /* client_failover.c: the node's failover and rejoin hooks, and the
  * messages of a server's return. */
-void client_failover_attach(loom_node *n, ps_client *c);
+int client_failover_attach(loom_node *n, ps_client *c);
 
 #endif

@@ -141,7 +141,6 @@ typedef struct ps_counters {
     _Atomic uint64_t pulls_from_cache, pulls_from_server;
     _Atomic uint64_t table_messages, table_bytes_raw, table_bytes_wire;
     _Atomic uint64_t managed_rows_sent, pushed_rows_received;
-    _Atomic uint64_t replicated_bytes;
 } ps_counters;
 /* node_set_stats's function of the ps layer; ctx is the node's ps_counters. */
 void ps_counters_stats(void *ctx, loom_stats *out);
@@ -153,12 +152,6 @@ int ps_replicas_from_env(int num_servers, int *replicas);
  * Every role decides the same way, so all agree on which ranges moved. */
 int ps_survives(loom_node *n, int replicas, uint8_t *dead, uint32_t id);
 int ps_registry_attach(loom_node *n);
-/* The scheduler: fn(ctx, rank) runs on the I/O thread each time the job goes
- * on without a dead server (in the order every node learns of them), and
- * rejoin(ctx, rank) each time a replacement registers for a dead server's
- * rank (before it has any table). */
-void ps_registry_on_failover(loom_node *n, void (*fn)(void *ctx, int rank),
-                             void (*rejoin)(void *ctx, int rank), void *ctx);
 int ps_server_attach(loom_node *n);
 int ps_client_attach(loom_node *n);
 int ps_clock(loom_node *n);

@@ -75,9 +75,6 @@ typedef struct registry {
     int hb_left;
     uint32_t handbacks;
     int hb_due;
-    void (*on_failover)(void *ctx, int rank); /* ps_registry_on_failover (checkpoints) */
-    void (*on_rejoin)(void *ctx, int rank);   /* ps_registry_on_failover too */
-    void *on_failover_ctx;
 } registry;
 
 static void start_copy(loom_node *n, registry *r, int d);
@@ -108,7 +105,7 @@ static void explain_lost(loom_node *n, const registry *r, uint32_t id)
               rank, others, r->replicas);
 }
 
-/* The node's failover hook: the scheduler lets the job go on without a dead
+/* The node's failover subscriber (the first): the scheduler lets the job go on without a dead
  * server while its ranges have live replicas (docs/FAULTS.md). */
 static int registry_failover(loom_node *n, void *ctx, uint32_t id)
 {
@@ -125,7 +122,6 @@ static int registry_failover(loom_node *n, void *ctx, uint32_t id)
     hb_abort(n, r);
     r->hb_due = 1; /* after NODE_FAILED, which every node must handle first */
     node_timer_poke(n, &ps_layer_def);
-    if (r->on_failover) r->on_failover(r->on_failover_ctx, rank);
     r->tables_left[rank] = 0; /* a replacement that died while joining stops here */
     r->copies_left[rank] = 0;
     r->copy_gen[rank]++; /* its copies' late REJOIN_COPIED are of an older generation */
@@ -154,7 +150,7 @@ static uint64_t registry_tick(loom_node *n, void *ctx, uint64_t now)
     return UINT64_MAX;
 }
 
-/* A replacement registered for server node `id` (node_set_rejoin): it gets
+/* A replacement registered for server node `id` (node_add_rejoin): it gets
  * every table (ready or still being created: its answer is the one the dead
  * server owed), then its copies. */
 static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
@@ -164,7 +160,6 @@ static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
     if (node_peer_role(n, id, &d) != LOOM_SERVER) return;
     hb_abort(n, r); /* its copies come from the masters of now */
     r->dead[d] = PS_JOINING;
-    if (r->on_rejoin) r->on_rejoin(r->on_failover_ctx, d);
     r->tables_left[d] = r->ntables;
     r->copies_left[d] = 0;
     for (uint32_t i = 0; i < r->ntables; i++) {
@@ -311,15 +306,6 @@ static void on_rejoin_copied(loom_node *n, void *ctx, node_msg *m)
     if (m->h.req != r->copy_gen[d] || !*from) return; /* of an older generation */
     *from = 0;
     if (--r->copies_left[d] == 0) rejoin_ready(n, r, d);
-}
-
-void ps_registry_on_failover(loom_node *n, void (*fn)(void *ctx, int rank),
-                             void (*rejoin)(void *ctx, int rank), void *ctx)
-{
-    registry *r = node_layer(n, &ps_layer_def);
-    r->on_failover = fn;
-    r->on_rejoin = rejoin;
-    r->on_failover_ctx = ctx;
 }
 
 static void answer(loom_node *n, uint32_t worker, uint64_t req, uint32_t table, int status)
@@ -523,8 +509,6 @@ int ps_registry_attach(loom_node *n)
         registry_destroy(r);
         return rc;
     }
-    node_set_failover(n, registry_failover, r);
-    node_set_rejoin(n, registry_rejoin, r);
     node_set_layer(n, &ps_layer_def, r, registry_destroy);
     node_set_timer(n, &ps_layer_def, registry_tick, r);
     node_set_handler(n, MSG_REJOIN_COPIED, on_rejoin_copied, r);
@@ -533,5 +517,6 @@ int ps_registry_attach(loom_node *n)
     node_set_handler(n, MSG_TABLE_CREATED, on_table_created, r);
     node_set_handler(n, MSG_CLOCK, on_clock, r);
     node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, r);
-    return 0;
+    rc = node_add_failover(n, registry_failover, r);
+    return rc ? rc : node_add_rejoin(n, registry_rejoin, r);
 }

@@ -23,12 +23,15 @@
  *                      checkpoint's cut, a lost worker
  *   server_comm.c      managed communication: changed rows pushed to readers
  *   server_ckpt.c      checkpoints: the cut, sections written and restored
- *   server_replica.c   replication rounds, failover, a replacement server
+ *   server_part.c      the parts as src/ft sees them (part.h)
  *   server_handback.c  a replacement taking its ranges back
  *
- * Replication, a replacement and handbacks are fault tolerance beside the
- * push and pull path, which calls them through a few functions
- * (srv_repl_note_push, srv_repl_hold_ack, srv_must_park, srv_park_push,
+ * Replication rounds, failover and a replacement are fault tolerance, in
+ * src/ft (replica.c, failover.c, rejoin.c): the push path tells it of an
+ * applied push and hands it acknowledgements to hold through the hooks ft
+ * registers (ps_repl_hooks, part.h), and ft reads and writes the parts
+ * through server_part.c. Handbacks are beside the push and pull path, which
+ * calls them through a few functions (srv_must_park, srv_park_push,
  * srv_refuse_handed_back, srv_gate_check).
  *
  * Everything runs on the I/O thread (a server's main thread only waits in
@@ -198,6 +201,7 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
     }
     loom_table_opts *o = &t->def.opts;
     ps_def_fix_pointers(&t->def);
+    t->id = id;
     int rank = loom_rank(n);
     t->row_bytes = (size_t)o->width * loom_type_size(o->type);
     t->applied = calloc((size_t)s->num_workers, sizeof *t->applied);
@@ -315,13 +319,11 @@ static void server_destroy(void *state)
         s->parked = d->next;
         srv_free_deferred(d);
     }
-    srv_repl_destroy(s);
+    if (s->duplicates)
+        log_info("failover: %" PRIu64 " pushes sent again were already held, not applied twice",
+                 s->duplicates);
     free(s->dead);
     free(s->returned);
-    free(s->fed);
-    free(s->copy);
-    free(s->copy_round);
-    free(s->copy_gen);
     free(s->handled);
     free(s->handled_since);
     free(s->parked_from);
@@ -358,10 +360,6 @@ int ps_server_attach(loom_node *n)
     size_t S = (size_t)s->num_servers;
     s->dead = calloc(S, 1);
     s->returned = calloc(S, sizeof *s->returned);
-    s->fed = calloc(S, 1);
-    s->copy = calloc(S, 1);
-    s->copy_round = calloc(S, sizeof *s->copy_round);
-    s->copy_gen = calloc(S, sizeof *s->copy_gen);
     s->lost = calloc((size_t)s->num_workers, sizeof *s->lost);
     s->handled = calloc((size_t)s->num_workers, sizeof *s->handled);
     s->handled_since = calloc((size_t)s->num_workers, sizeof *s->handled_since);
@@ -369,10 +367,8 @@ int ps_server_attach(loom_node *n)
     s->hb_acked = calloc((size_t)s->num_workers, sizeof *s->hb_acked);
     s->hb_owed = calloc((size_t)s->num_workers, sizeof *s->hb_owed);
     s->wparked = calloc((size_t)s->num_workers, sizeof *s->wparked);
-    if (!s->clock || !s->dead || !s->returned || !s->lost || !s->fed || !s->copy ||
-        !s->copy_round || !s->copy_gen || !s->handled || !s->handled_since || !s->parked_from ||
-        !s->hb_acked || !s->hb_owed || !s->wparked) {
-        s->replicas = 0; /* nothing to report */
+    if (!s->clock || !s->dead || !s->returned || !s->lost || !s->handled || !s->handled_since ||
+        !s->parked_from || !s->hb_acked || !s->hb_owed || !s->wparked) {
         server_destroy(s);
         return LOOM_ENOMEM;
     }
@@ -386,12 +382,6 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_PUSH_ENC, srv_on_push_enc, s);
     node_set_handler(n, MSG_PULL_SINCE, srv_on_pull, s);
     node_set_handler(n, MSG_CLOCK, srv_on_clock, s);
-    node_set_handler(n, MSG_REPL, srv_on_repl, s);
-    node_set_handler(n, MSG_REPL_ACK, srv_on_repl_ack, s);
-    node_set_failover(n, srv_failover, s);
-    node_set_rejoin(n, srv_rejoin, s);
-    node_set_handler(n, MSG_REJOIN_COPY, srv_on_rejoin_copy, s);
-    node_set_handler(n, MSG_REJOIN_READY, srv_on_rejoin_ready, s);
     node_set_handler(n, MSG_HANDBACK, srv_on_handback, s);
     node_set_handler(n, MSG_HANDBACK_ACK, srv_on_handback_ack, s);
     node_set_handler(n, MSG_WORKER_LOST, srv_on_worker_lost, s);

@@ -195,7 +195,6 @@ static void advance(server *s)
         if (min != PS_CLOCK_DONE) s->last_min = min;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->tables[i] && s->tables[i]->staged_head) apply_staged(s, s->tables[i]);
-        if (s->repl_due) node_timer_poke(s->node, &ps_layer_def); /* a clock's rows to replicate */
         if (cut != INT64_MAX && min == cut) {
             srv_cut_now(s);
         } else if (cut != INT64_MAX && min > cut) {

@@ -9,9 +9,7 @@
  * (srv_note_changes) and advances the row versions. Pushed rows travel plain,
  * not through the pull chain: a chain's filters (kkt, sigmod, keycache)
  * adapt to the rows a reader asked for, and ROWS_PUSH is an extra copy the
- * reader did not ask for; the budget is charged what is sent either way.
- *
- * The same timer cuts replication rounds (srv_replicate) when one is due. */
+ * reader did not ask for; the budget is charged what is sent either way. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +108,6 @@ uint64_t srv_comm_tick(loom_node *n, void *ctx, uint64_t now)
 {
     (void)n;
     server *s = ctx;
-    if (s->repl_due) srv_replicate(s);
     uint64_t wait = comm_mgr_wait(&s->cm, now);
     if (wait) return wait;
     size_t sent = 0;

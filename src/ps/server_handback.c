@@ -1,7 +1,7 @@
 /* server_handback: a replacement server taking its ranges back
  * (docs/FAULTS.md).
  *
- * A replacement that holds full copies again (server_replica.c) gets back
+ * A replacement that holds full copies again (src/ft/rejoin.c) gets back
  * the ranges it was master of: their masters fence them, a replication round
  * carries their last changes, and then every node takes the replacement for
  * their master again; meanwhile pushes to them are parked (sent again by
@@ -228,10 +228,8 @@ static void hb_fence(server *s, int d, uint64_t gen)
     }
     log_info("fenced %zu ranges to hand back to server %d", froze, d);
     s->fencing = 1;
-    s->hb_round =
-        s->rounds_cut + 1; /* the next round: srv_replicate() cuts it now or on the timer */
-    s->repl_due = 1;
-    srv_replicate(s);
+    s->hb_round = s->repl.next_round(s->repl.ctx); /* cut now, or on src/ft's timer */
+    s->repl.cut(s->repl.ctx, 1);
 }
 
 /* Go through the held pulls: answer or defer those of open ranges; send
@@ -306,7 +304,7 @@ void srv_on_handback(loom_node *n, void *ctx, node_msg *m)
 {
     server *s = ctx;
     int d;
-    if (m->from != 0 || !srv_server_rank_of(n, m->h.a, &d) || m->h.b > 2 ||
+    if (m->from != 0 || !ps_server_rank_of(n, m->h.a, &d) || m->h.b > 2 ||
         (m->h.b < 2 && s->dead[d] != PS_BACK) || (m->h.b > 0 && m->h.req != s->hb_gen) ||
         (m->h.b == 1 && (m->h.clock <= 0 || m->h.clock > UINT32_MAX))) {
         node_drop(n, m, "HANDBACK naming no server back, or of another generation");

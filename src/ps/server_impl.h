@@ -3,7 +3,7 @@
  *
  * The state of a server: its tables and the parts of their ranges it holds,
  * the pushes and pulls it keeps for later, the bookkeeping of replication
- * and of handbacks. Then the lookups that loops over keys call, inline as
+ * hooks and of handbacks. Then the lookups that loops over keys call, inline as
  * they were when the server was one file, the row versions among them. Then,
  * file by file, the functions that one file of the server calls in another
  * (named srv_*; each is explained where it is defined). Nothing outside the
@@ -20,6 +20,7 @@
 #include "loom/error.h"
 #include "ps/comm.h"
 #include "ps/filter.h"
+#include "ps/part.h"
 #include "ps/ps.h"
 #include "ps/ring.h"
 #include "ps/storage.h"
@@ -58,6 +59,7 @@ typedef struct srv_part {
 enum { PART_OPEN, PART_FENCED, PART_INCOMING, PART_GATED };
 
 typedef struct srv_table {
+    uint32_t id; /* its table id */
     ps_table_def def;
     ps_updater upd;
     ps_ring ring;
@@ -107,25 +109,6 @@ typedef struct deferred {
     struct deferred *next;
 } deferred;
 
-/* A replication round (server_replica.c): REPL messages still to be
- * acknowledged per server, and what t->applied was when the round was cut. */
-typedef struct repl_round {
-    uint64_t round;
-    uint32_t *waiting; /* per server rank */
-    size_t nwaiting;
-    uint64_t *applied; /* per table id < cap, per worker */
-    uint32_t cap;
-    struct repl_round *next;
-} repl_round;
-
-/* A push acknowledgement held until the replicas hold the push. */
-typedef struct held_ack {
-    uint32_t to, table;
-    uint64_t req, applied, round;
-    int status;
-    struct held_ack *next;
-} held_ack;
-
 /* A push of a worker parked here and not seen again (server_handback.c):
  * its table, the part it is for, its sequence, and the number of
  * the PARKED req 0 that has the worker send it again. */
@@ -169,23 +152,11 @@ typedef struct server {
     comm_mgr cm;           /* the budget and the ack window */
     uint64_t push_id;      /* ROWS_PUSH messages sent */
     uint32_t next_table;   /* srv_comm_tick: the managed table to serve next */
-    /* replication */
-    int repl_due;        /* rows changed since the last round */
-    uint64_t rounds_cut; /* the last round's number */
-    repl_round *rounds, *rounds_tail;
-    held_ack *acks, *acks_tail; /* in the order the pushes arrived */
-    uint8_t *dead;              /* per server rank: PS_UP, PS_DOWN ... (ring.h) */
-    uint32_t *returned;         /* per BACK server: the order it came back in (ring.h) */
-    /* per server rank, a replacement's copies (server_replica.c):
-     * fed: it gets this server's rounds; copy: 1 its full copies are due in
-     * the next round, 2 they went in round copy_round; gen: the registry's */
-    uint8_t *fed, *copy;
-    uint64_t *copy_round, *copy_gen;
-    uint64_t repl_bytes;  /* REPL bytes sent (also in loom_stats) */
-    uint64_t repl_rows;   /* rows among them (logged at the end) */
-    uint64_t repl_msgs;   /* REPL messages sent (logged at the end) */
-    uint64_t naive_bytes; /* what forwarding every push would have sent */
-    uint64_t duplicates;  /* pushes sent again after a failover, not applied twice */
+    /* replication: src/ft's hooks (part.h; set when there are replicas) */
+    ps_repl_hooks repl;
+    uint8_t *dead;       /* per server rank: PS_UP, PS_DOWN ... (ring.h) */
+    uint32_t *returned;  /* per BACK server: the order it came back in (ring.h) */
+    uint64_t duplicates; /* pushes sent again after a failover, not applied twice */
     /* checkpoints with replicas (ps.h): deaths, the server deaths of the
      * job so far (every node counts them the same way: ps_survives); per
      * worker, the most deaths a CLOCK of it said it had handled, and the clock
@@ -356,20 +327,6 @@ void srv_on_rows_push_ack(loom_node *n, void *ctx, node_msg *m);
 
 void srv_cut_now(server *s);
 int srv_put_row(void *ctx, uint64_t key, const void *row, const void *state);
-
-/* ---- server_replica.c: replication, failover, a replacement ---- */
-
-void srv_repl_note_push(server *s, srv_table *t, srv_part *p, uint64_t count);
-int srv_repl_hold_ack(server *s, const node_msg *m, uint64_t applied, int status);
-void srv_replicate(server *s);
-void srv_repl_destroy(server *s);
-int srv_server_rank_of(loom_node *n, uint64_t id, int *rank);
-void srv_on_repl(loom_node *n, void *ctx, node_msg *m);
-void srv_on_repl_ack(loom_node *n, void *ctx, node_msg *m);
-int srv_failover(loom_node *n, void *ctx, uint32_t id);
-void srv_rejoin(loom_node *n, void *ctx, uint32_t id);
-void srv_on_rejoin_copy(loom_node *n, void *ctx, node_msg *m);
-void srv_on_rejoin_ready(loom_node *n, void *ctx, node_msg *m);
 
 /* ---- server_handback.c: a replacement taking its ranges back ---- */
 

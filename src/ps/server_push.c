@@ -8,7 +8,7 @@
  * written: server_clock.c) or its range is being handed back (parked:
  * server_handback.c). The acknowledgement echoes the push's sequence number
  * and says the last one applied from that worker; with replicas it waits for
- * the replication round that carries the push's rows (server_replica.c).
+ * the replication round that carries the push's rows (src/ft/replica.c).
  *
  * Rows on the wire (docs/FILTERS.md). A keyed push may come encoded by the
  * table's push filter chain (PUSH_ENC: filters, sparse rows); the server
@@ -37,7 +37,8 @@ int srv_apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys, u
     t->version++;
     if (!count) return 0; /* an empty push (a flush releasing what a filter held) */
     p->applied[w] = seq;
-    if (s->replicas) srv_repl_note_push(s, t, p, count);
+    if (s->replicas) /* a round is due (src/ft) */
+        s->repl.pushed(s->repl.ctx, t->id, (size_t)(p - t->parts), count * (8 + t->row_bytes));
     if (t->rows) srv_note_changes(s, t, p, keys, begin, vals, (size_t)count);
     int status = 0;
     for (uint64_t i = 0; i < count && !status && (p->dense_ver || t->ver_tracked); i++)
@@ -125,7 +126,9 @@ void srv_ack_now(server *s, srv_table *t, uint32_t to, uint32_t table, uint64_t 
 void srv_send_push_ack(server *s, srv_table *t, node_msg *m, int w, int status)
 {
     if (s->replicas && t->def.opts.consistency != LOOM_BSP) {
-        if (srv_repl_hold_ack(s, m, applied_upto(s, t, w, m->h.req), status)) return;
+        if (s->repl.hold_ack(s->repl.ctx, m->from, m->h.table, m->h.req,
+                             applied_upto(s, t, w, m->h.req), status))
+            return;
         status = status ? status : LOOM_ENOMEM; /* said at once rather than never */
     }
     srv_ack_now(s, t, m->from, m->h.table, m->h.req, status, applied_upto(s, t, w, m->h.req));

@@ -1,0 +1,208 @@
+/* server_part: a server's parts as src/ft sees them (part.h).
+ *
+ * Fault tolerance (replication rounds, failover, a replacement) lives in
+ * src/ft, above ps: it reaches a server's tables, parts and server states
+ * only through these functions, which name a part by table id and index,
+ * so that the server's state (server_impl.h) stays ps's own. */
+#include <stdint.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "loom/error.h"
+#include "ps/part.h"
+#include "ps/server_impl.h"
+
+static server *server_of(loom_node *n)
+{
+    return node_layer(n, &ps_layer_def);
+}
+
+static srv_part *part_at(loom_node *n, uint32_t table, size_t part, srv_table **t)
+{
+    *t = srv_table_of(server_of(n), table);
+    return *t && part < (*t)->nparts ? &(*t)->parts[part] : NULL;
+}
+
+void ps_server_set_repl(loom_node *n, const ps_repl_hooks *hooks)
+{
+    server_of(n)->repl = *hooks;
+}
+
+int ps_part_replicas(loom_node *n)
+{
+    return server_of(n)->replicas;
+}
+
+uint32_t ps_part_tables(loom_node *n)
+{
+    return server_of(n)->cap;
+}
+
+size_t ps_part_count(loom_node *n, uint32_t table)
+{
+    srv_table *t = srv_table_of(server_of(n), table);
+    return t ? t->nparts : 0;
+}
+
+size_t ps_part_range(loom_node *n, uint32_t table, size_t part)
+{
+    srv_table *t;
+    srv_part *p = part_at(n, table, part, &t);
+    return p ? p->range : 0;
+}
+
+int ps_part_holder(loom_node *n, uint32_t table, size_t part, int i)
+{
+    srv_table *t;
+    srv_part *p = part_at(n, table, part, &t);
+    return p ? ps_ring_holder(&t->ring, p->range, i) : -1;
+}
+
+int ps_part_is_master(loom_node *n, uint32_t table, size_t part)
+{
+    srv_table *t;
+    srv_part *p = part_at(n, table, part, &t);
+    return p && srv_is_master(server_of(n), t, p);
+}
+
+const uint64_t *ps_part_applied(loom_node *n, uint32_t table, size_t part)
+{
+    srv_table *t;
+    srv_part *p = part_at(n, table, part, &t);
+    return p ? p->applied : NULL;
+}
+
+const uint64_t *ps_table_applied(loom_node *n, uint32_t table)
+{
+    srv_table *t = srv_table_of(server_of(n), table);
+    return t ? t->applied : NULL;
+}
+
+int ps_part_rows(loom_node *n, uint32_t table, size_t part, int changed, blob_writer *w,
+                 uint64_t *rows)
+{
+    srv_table *t;
+    srv_part *p = part_at(n, table, part, &t);
+    *rows = 0;
+    if (!p) return 0;
+    row_writer rw = {w, t->row_bytes, store_state_bytes(p->store), 0};
+    int rc = store_for_each(p->store, changed, srv_put_row, &rw);
+    *rows = rw.rows;
+    return rc;
+}
+
+int ps_part_replicated(loom_node *n, uint32_t table, uint64_t range, int from,
+                       const uint8_t *applied, size_t alen, const uint8_t *rows, size_t len,
+                       uint64_t nrows, const char **why)
+{
+    server *s = server_of(n);
+    srv_table *t = srv_table_of(s, table);
+    if (!t || range >= t->ring.nranges || t->part_of[range] == NO_PART ||
+        !ps_ring_holds(&t->ring, (size_t)range, from) || alen != (size_t)s->num_workers * 8) {
+        *why = "replication of a range this server does not replicate";
+        return LOOM_EPROTO;
+    }
+    srv_part *p = &t->parts[t->part_of[range]];
+    size_t state_bytes = store_state_bytes(p->store), per = 8 + t->row_bytes + state_bytes;
+    if (nrows == 0 || len / per != nrows || len % per) {
+        *why = "replicated rows do not match the table's rows";
+        return LOOM_EPROTO;
+    }
+    for (uint64_t i = 0; i < nrows; i++) {
+        uint64_t key = msg_load_u64(rows + i * per);
+        if (key < p->lo || (ps_u128)key >= p->hi) {
+            *why = "replicated row outside its range";
+            return LOOM_EPROTO;
+        }
+    }
+    t->version++;
+    for (uint64_t i = 0; i < nrows; i++) {
+        const uint8_t *r = rows + i * per;
+        uint64_t key = msg_load_u64(r);
+        void *state;
+        void *row = store_row(p->store, key, &state);
+        if (!row || srv_mark_changed(t, p, key)) {
+            log_error("out of memory holding a replica of table \"%s\"", t->def.name);
+            return LOOM_ENOMEM;
+        }
+        memcpy(row, r + 8, t->row_bytes);
+        if (state_bytes) memcpy(state, r + 8 + t->row_bytes, state_bytes);
+    }
+    for (int w = 0; w < s->num_workers; w++) {
+        uint64_t a = msg_load_u64(applied + 8 * w);
+        if (a > p->applied[w]) p->applied[w] = a;
+    }
+    store_forget_changes(p->store); /* a copy: nothing of it to replicate on */
+    return 0;
+}
+
+void ps_table_durable(loom_node *n, uint32_t table, const uint64_t *applied)
+{
+    server *s = server_of(n);
+    srv_table *t = srv_table_of(s, table);
+    for (int w = 0; t && w < s->num_workers; w++)
+        if (applied[w] > t->durable[w]) t->durable[w] = applied[w];
+}
+
+void ps_part_ack(loom_node *n, uint32_t to, uint32_t table, uint64_t req, int status,
+                 uint64_t applied)
+{
+    server *s = server_of(n);
+    srv_table *t = srv_table_of(s, table);
+    if (t) srv_ack_now(s, t, to, table, req, status, applied);
+}
+
+int ps_server_rank_of(loom_node *n, uint64_t id, int *rank)
+{
+    return id <= UINT32_MAX && node_peer_role(n, (uint32_t)id, rank) == LOOM_SERVER;
+}
+
+int ps_server_state(loom_node *n, int rank)
+{
+    return server_of(n)->dead[rank];
+}
+
+void ps_server_set_state(loom_node *n, int rank, int state, uint32_t returned)
+{
+    server *s = server_of(n);
+    s->dead[rank] = (uint8_t)state;
+    if (state == PS_BACK) s->returned[rank] = returned;
+}
+
+int ps_part_survives(loom_node *n, uint32_t id)
+{
+    server *s = server_of(n);
+    return ps_survives(n, s->replicas, s->dead, id);
+}
+
+void ps_part_death(loom_node *n, int took_over)
+{
+    server *s = server_of(n);
+    s->deaths++;
+    if (took_over) s->took_over = 1;
+}
+
+void ps_part_set_counts(loom_node *n, uint32_t deaths, uint32_t handbacks)
+{
+    server *s = server_of(n);
+    s->deaths = deaths;
+    s->handbacks = handbacks;
+}
+
+void ps_part_reopen(loom_node *n)
+{
+    server *s = server_of(n);
+    s->fencing = 0;
+    s->hb_round = 0;
+    srv_reopen(s);
+}
+
+void ps_part_rounds_done(loom_node *n, uint64_t done)
+{
+    server *s = server_of(n);
+    if (s->hb_round && done >= s->hb_round) { /* the fenced ranges' last round is held */
+        s->hb_round = 0;
+        msg_header h = {.type = MSG_HANDBACK_ACK, .req = s->hb_gen};
+        node_send(s->node, 0, &h, NULL, 0);
+    }
+}
