@@ -10,9 +10,12 @@
  *                   on the I/O thread or on a thread in loom_wait()
  *   node_control.c  control messages of servers and workers (roster,
  *                   barriers, failure and the end of the job), the status
- *                   heartbeat
+ *                   heartbeat, a worker's metrics
  *
- * and the scheduler's membership logic is scheduler.c.
+ * What only one role does attaches at start-up through the node's hooks
+ * (node_hooks, node_priv.h): the scheduler's membership (scheduler.c) and
+ * status page (status.c), a server's or worker's side of membership
+ * (node_control.c). Outside start-up no file of the node asks its role.
  *
  * Start-up: the scheduler binds the well-known address; every other node
  * binds a ROUTER on an ephemeral port, connects a DEALER to the scheduler and
@@ -94,11 +97,6 @@ int node_peer_role(const loom_node *n, uint32_t id, int *rank)
 int node_is_replacement(const loom_node *n)
 {
     return n->replacement;
-}
-
-int node_assembled(const loom_node *n)
-{
-    return n->sched.roster_phase == 2;
 }
 
 uint64_t node_heartbeat_timeout_ms(const loom_node *n)
@@ -230,17 +228,18 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     else
         snprintf(n->tag, sizeof n->tag, "%s ?", node_role_name(cfg->role));
     log_set_tag(n->tag);
-    node_set_core_handlers(n);
-    if (cfg->secret[0]) rc = curve_start(n->zctx, cfg->secret, n->tag, &n->refused, &n->curve);
+    if (cfg->role != LOOM_SCHEDULER) rc = node_member_attach(n);
+    if (!rc && cfg->secret[0])
+        rc = curve_start(n->zctx, cfg->secret, n->tag, &n->refused, &n->curve);
     if (!rc) rc = node_bind_router(n);
-    if (!rc && cfg->role == LOOM_SCHEDULER) rc = status_open(n);
+    if (!rc && cfg->role == LOOM_SCHEDULER) rc = status_attach(n);
     if (!rc && attach) rc = attach(n);
     if (!rc) {
         n->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (n->wake_fd < 0) rc = LOOM_ENOMEM;
     }
     if (!rc && cfg->role == LOOM_SCHEDULER) {
-        rc = sched_init(n);
+        rc = membership_attach(n);
         if (!rc) rc = heartbeat_start(n, 0);
         n->roster_installed = 1;
         n->state = NODE_RUNNING;
@@ -354,6 +353,23 @@ int node_wait(loom_node *n, uint64_t deadline_ms)
         pthread_cond_timedwait(&n->cv, &n->mu, &ts);
     }
     return n->state == NODE_FAILED ? LOOM_EPEERFAIL : 0;
+}
+
+/* ---- core's parts ---- */
+
+int node_add_hooks(loom_node *n, const node_hooks *h, void *ctx)
+{
+    if (n->nhooks == NODE_MAX_HOOKS) return LOOM_EINVAL;
+    n->hooks[n->nhooks].h = h;
+    n->hooks[n->nhooks++].ctx = ctx;
+    return 0;
+}
+
+void *node_hooks_ctx(const loom_node *n, const node_hooks *h)
+{
+    for (int i = 0; i < n->nhooks; i++)
+        if (n->hooks[i].h == h) return n->hooks[i].ctx;
+    return NULL;
 }
 
 /* ---- layers and counters ---- */
@@ -559,8 +575,8 @@ void node_destroy(loom_node *n)
         if (n->layers[i].destroy) n->layers[i].destroy(n->layers[i].state);
     uint64_t bad = atomic_load(&n->malformed);
     if (bad) log_error("dropped %" PRIu64 " malformed message(s) in all", bad);
-    if (n->cfg.role == LOOM_SCHEDULER) sched_free(n);
-    status_close(n);
+    for (int i = 0; i < n->nhooks; i++)
+        if (n->hooks[i].h->destroy) n->hooks[i].h->destroy(n->hooks[i].ctx);
     u64map_free(&n->rid_index);
     tracker_destroy(&n->ts);
     pthread_mutex_destroy(&n->mu);

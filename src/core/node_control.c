@@ -1,7 +1,10 @@
 /* node_control: what the scheduler tells servers and workers, and how a node
  * ends: the roster, refusals, barriers, the end of a worker and of the job,
- * nodes that died, came back or were lost; the status heartbeat the I/O
- * thread sends (node_tick). The scheduler's side is scheduler.c.
+ * nodes that died, came back or were lost; the I/O thread's tick (node_tick:
+ * core's parts' tick hooks), and a server's or worker's part of membership
+ * (node_member_attach): the status heartbeat, a worker's metrics
+ * (loom_report_metric). The scheduler's side is scheduler.c, the status page
+ * it shows them on status.c.
  *
  * Liveness travels apart, on each node's heartbeat thread and socket
  * (heartbeat.c): only heartbeats there count as signs of life. At each tick
@@ -11,11 +14,12 @@
  * from the scheduler for as long declares the scheduler dead (node_tick).
  * Unless the layers' failover subscribers let the job go on (node_add_failover),
  * node_fail() prints which node died and, by default, ends the process with
- * LOOM_EXIT_PEER_FAILED. The HEARTBEAT the I/O thread sends here (node_tick)
+ * LOOM_EXIT_PEER_FAILED. The HEARTBEAT the I/O thread sends here (member_tick)
  * only carries the byte totals for the status page. */
 #include "core/node_priv.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +28,6 @@
 
 #include "core/heartbeat.h"
 #include "core/log.h"
-#include "core/status.h"
 #include "loom/error.h"
 
 /* ---- failure and the end of the job ---- */
@@ -38,6 +41,12 @@ void node_finish(loom_node *n, int status)
     }
     pthread_cond_broadcast(&n->cv);
     pthread_mutex_unlock(&n->mu);
+}
+
+void node_note_death(loom_node *n, uint32_t dead, const char *why, int fatal)
+{
+    for (int i = 0; i < n->nhooks; i++)
+        if (n->hooks[i].h->death) n->hooks[i].h->death(n, n->hooks[i].ctx, dead, why, fatal);
 }
 
 void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
@@ -60,12 +69,7 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
     log_error("%s; stopping", why);
     tracker_fail_all(&n->ts, LOOM_EPEERFAIL);
 
-    if (n->cfg.role == LOOM_SCHEDULER) {
-        status_note_failure(n, dead, why);
-        for (uint32_t i = 1; i < n->nnodes; i++)
-            if (i != dead && n->peers[i].registered && !n->peers[i].done)
-                node_send_control(n, i, MSG_NODE_FAILED, 0, dead);
-    }
+    node_note_death(n, dead, why, 1); /* the scheduler's: the page notes it, every node hears it */
     if (n->cfg.on_failure == LOOM_ON_FAILURE_EXIT) {
         /* Closing with linger, then terminating the context, gives the
          * NODE_FAILED broadcast its chance to leave before the process ends. */
@@ -84,14 +88,6 @@ int node_rejoining(void)
 {
     const char *v = getenv("LOOM_REJOIN");
     return v && !strcmp(v, "1");
-}
-
-/* The scheduler: a node's status heartbeat, sent by its I/O thread with its
- * byte totals for the status page. Liveness travels apart (heartbeat.c). */
-static void on_heartbeat(loom_node *n, void *ctx, node_msg *m)
-{
-    (void)ctx;
-    status_note_heartbeat(n, m->from, m->h.a, m->h.b, node_now_ms());
 }
 
 static int install_roster(loom_node *n, node_msg *m)
@@ -300,29 +296,80 @@ int node_still_running(loom_node *n)
 
 void node_tick(loom_node *n, uint64_t now)
 {
-    if (n->cfg.role == LOOM_SCHEDULER) {
-        sched_tick(n, now);
-        return;
+    for (int i = 0; i < n->nhooks; i++)
+        if (n->hooks[i].h->tick) n->hooks[i].h->tick(n, n->hooks[i].ctx, now);
+}
+
+/* ---- a worker's metrics ---- */
+
+int loom_report_metric(loom_node *n, const char *name, double value)
+{
+    if (!n || !name || !msg_metric_name_ok(name) || !isfinite(value)) return LOOM_EINVAL;
+    if (n->cfg.role != LOOM_WORKER) return LOOM_EROLE;
+    int rc = 0, fresh = 0;
+    pthread_mutex_lock(&n->mu);
+    msg_metrics *mm = &n->metrics;
+    uint32_t k = 0;
+    while (k < mm->count && strcmp(mm->name[k], name)) k++;
+    if (k == MSG_METRICS_MAX) {
+        rc = LOOM_ELIMIT;
+    } else {
+        fresh = k == mm->count;
+        if (fresh) snprintf(mm->name[mm->count++], sizeof mm->name[0], "%s", name);
+        mm->value[k] = value;
+        n->metrics_dirty = 1;
     }
-    if (!n->roster_installed || !node_still_running(n)) return;
-    if (n->cfg.role == LOOM_WORKER && n->done_acked) return;
-    /* With this node's byte totals, which the scheduler's status page shows. */
+    pthread_mutex_unlock(&n->mu);
+    /* A metric's first value goes at once, not with the next heartbeat: the
+     * scheduler names a dead worker's share of the data from it (a "share"
+     * reported at the start), however early the worker dies. */
+    if (fresh) node_send_metrics(n);
+    return rc;
+}
+
+void node_send_metrics(loom_node *n)
+{
+    msg_metrics mm;
+    pthread_mutex_lock(&n->mu);
+    int dirty = n->metrics_dirty;
+    n->metrics_dirty = 0;
+    mm = n->metrics;
+    pthread_mutex_unlock(&n->mu);
+    if (!dirty) return;
+    blob_writer w = {0};
+    msg_metrics_encode(&mm, &w);
+    if (!w.bad) {
+        msg_header h = {.type = MSG_METRICS};
+        node_frame f = {w.buf, w.len, NULL, NULL, 1};
+        node_send(n, 0, &h, &f, 1);
+    }
+    free(w.buf);
+}
+
+/* ---- a server's or worker's part ---- */
+
+/* Its tick: the status heartbeat with this node's byte totals, which the
+ * scheduler's status page shows, and a worker's new metrics (only a worker's
+ * can be new: loom_report_metric), until a worker's DONE is acknowledged;
+ * then the scheduler's silence judged. */
+static void member_tick(loom_node *n, void *ctx, uint64_t now)
+{
+    (void)ctx;
+    if (!n->roster_installed || !node_still_running(n) || n->done_acked) return;
     msg_header h = {.type = MSG_HEARTBEAT,
                     .a = atomic_load(&n->bytes_sent),
                     .b = atomic_load(&n->bytes_received)};
     node_send_zmq(n, 0, &h, NULL, 0);
-    if (n->cfg.role == LOOM_WORKER) node_send_metrics(n);
+    node_send_metrics(n);
     uint64_t silent = heartbeat_silence(n, 0, now, NULL);
     if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms)
         node_fail(n, 0, "lost the scheduler: nothing heard from it for %" PRIu64 " ms", silent);
 }
 
-void node_set_core_handlers(loom_node *n)
+static const node_hooks member_hooks = {.tick = member_tick};
+
+int node_member_attach(loom_node *n)
 {
-    if (n->cfg.role == LOOM_SCHEDULER) { /* sched_init sets the rest of the scheduler's */
-        node_set_handler(n, MSG_HEARTBEAT, on_heartbeat, NULL);
-        return;
-    }
     node_set_handler(n, MSG_ROSTER, on_roster, NULL);
     node_set_handler(n, MSG_REJECT, on_reject, NULL);
     node_set_handler(n, MSG_NODE_FAILED, on_node_failed, NULL);
@@ -334,4 +381,5 @@ void node_set_core_handlers(loom_node *n)
     } else {
         node_set_handler(n, MSG_SHUTDOWN, on_shutdown, NULL);
     }
+    return node_add_hooks(n, &member_hooks, NULL);
 }

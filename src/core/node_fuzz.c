@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/node_priv.h"
+#include "core/status.h"
 #include "loom/error.h"
 
 typedef struct queued {
@@ -116,6 +117,7 @@ static int make_node(node_fuzz_job *j, const loom_config *cfg, int (*attach)(loo
     if (!n) return LOOM_ENOMEM;
     n->cfg = *cfg;
     n->cfg.on_failure = LOOM_ON_FAILURE_RETURN; /* the fuzzer's process must go on */
+    n->cfg.status_port = -1;                    /* no sockets: no status page */
     if (!n->cfg.max_frame_mib) n->cfg.max_frame_mib = MSG_MAX_PAYLOAD_MIB; /* as node_start */
     n->nnodes = j->nnodes;
     n->id = cfg->role == LOOM_SCHEDULER ? 0
@@ -138,11 +140,11 @@ static int make_node(node_fuzz_job *j, const loom_config *cfg, int (*attach)(loo
     snprintf(n->address, sizeof n->address, "fuzz:%u", n->id);
     node_fuzz_rid(n->id, n->my_rid, &n->my_rid_len);
     snprintf(n->peers[0].addr, sizeof n->peers[0].addr, "%s", cfg->scheduler);
-    node_set_core_handlers(n);
     j->nodes[n->id] = n;
-    int rc = attach ? attach(n) : 0;
+    int rc = cfg->role == LOOM_SCHEDULER ? status_attach(n) : node_member_attach(n);
+    if (!rc && attach) rc = attach(n);
     if (!rc && cfg->role == LOOM_SCHEDULER) {
-        rc = sched_init(n);
+        rc = membership_attach(n);
         n->roster_installed = 1;
         n->state = NODE_RUNNING;
     }
@@ -356,8 +358,11 @@ void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *fm, const uint8_t *rid, 
     node_msg_note_frames(&m);
     /* The same decisions, in the same order, as receive_one() in node_recv.c. */
     m.from = sender_of(n, fm->from, rid, rid_len);
-    if (m.from == NODE_NO_ID && n->cfg.role == LOOM_SCHEDULER && m.h.type == MSG_REGISTER)
-        sched_handle_unregistered(n, rid, rid_len, &m);
+    void *ctx;
+    const node_hooks *h =
+        m.from == NODE_NO_ID && m.h.type == MSG_REGISTER ? node_stranger_hooks(n, &ctx) : NULL;
+    if (h)
+        h->stranger(n, ctx, rid, rid_len, &m);
     else if (m.from == NODE_NO_ID || (m.h.sender != m.from && m.h.type != MSG_REGISTER))
         node_drop_raw(n, msg_error_name(MSG_ERR_SENDER));
     else

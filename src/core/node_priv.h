@@ -1,13 +1,15 @@
 /* node_priv: the node structure, and what the files of a node share: node.c
  * (start-up and the end), node_send.c (sockets, sending), node_recv.c
- * (receiving, the I/O thread), node_control.c (control messages of servers
- * and workers) and scheduler.c (the scheduler's membership logic); the rest
- * of core that needs the node's inside includes it too (heartbeat.c,
- * status.c, node_fuzz.c). Outside core/ only a unit test
+ * (receiving, the I/O thread) and node_control.c (control messages of servers
+ * and workers); core's parts that attach to a node through its hooks
+ * (node_hooks: the scheduler's membership in scheduler.c, its status page in
+ * status.c) and the rest of core that needs the node's inside include it too
+ * (heartbeat.c, node_fuzz.c). Outside core/ only a unit test
  * (tests/unit/test_liveness.c) includes this file; layers use node_impl.h. */
 #ifndef LOOM_CORE_NODE_PRIV_H
 #define LOOM_CORE_NODE_PRIV_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <zmq.h>
@@ -74,7 +76,7 @@ typedef struct peer {
 /* Note that the job goes on without worker node `id`, whose share was `share`. */
 void node_note_lost(loom_node *n, uint32_t id, double share);
 
-/* Scheduler-only bookkeeping (scheduler.c). */
+/* The scheduler's membership (scheduler.c); the status page shows its counters. */
 typedef struct sched_state {
     uint32_t registered;
     int roster_phase; /* 0 collecting, 1 servers installing, 2 job running */
@@ -95,6 +97,38 @@ typedef struct handler_entry {
     node_handler fn;
     void *ctx;
 } handler_entry;
+
+/* ---- core's parts: the node's hooks ----
+ * What the node does for one role only is a part of core that attaches at
+ * start-up, the way a layer does, with the hooks below: the scheduler's
+ * membership (scheduler.c: membership_attach) and its status page (status.c:
+ * status_attach), a server's or worker's side of membership (node_control.c:
+ * node_member_attach). The node's files call them only through these hooks,
+ * in attachment order, and never ask the node's role outside start-up. A
+ * node without a part that sets a hook pays one test of an empty list. Every
+ * hook may be NULL; each runs on the thread that holds the receive lock
+ * (the I/O thread), but destroy (node_destroy). */
+#define NODE_MAX_HOOKS     2  /* the scheduler's two parts */
+#define NODE_HOOK_POLL_MAX 65 /* descriptors one part may add to the I/O thread's poll */
+typedef struct node_hooks {
+    /* The I/O thread's tick, every heartbeat interval. */
+    void (*tick)(loom_node *n, void *ctx, uint64_t now);
+    /* Each round of the I/O thread: descriptors of the part's own to poll
+     * with the sockets' (at most NODE_HOOK_POLL_MAX); returns how many. */
+    int (*poll)(loom_node *n, void *ctx, struct pollfd *fds);
+    /* After the poll: what it found on them (their revents). */
+    void (*serve)(loom_node *n, void *ctx, const struct pollfd *fds, int count, uint64_t now);
+    /* A REGISTER on the ROUTER from routing id `rid`, which no node owns
+     * yet: m is the message, its routing id frame left out. */
+    void (*stranger)(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_len, node_msg *m);
+    /* A message from a node the job went on without (dropped after this). */
+    void (*from_dead)(loom_node *n, void *ctx, const node_msg *m);
+    /* Node `dead` died (`why`): the job fails (fatal, node_fail) or goes on
+     * without it (the membership's failover). */
+    void (*death)(loom_node *n, void *ctx, uint32_t dead, const char *why, int fatal);
+    /* The node's end, after the layers' states are destroyed. */
+    void (*destroy)(void *ctx);
+} node_hooks;
 
 struct loom_node {
     loom_config cfg;
@@ -173,6 +207,12 @@ struct loom_node {
 
     tracker ts;
     sched_state sched;
+    /* Core's parts (node_add_hooks), in attachment order. */
+    struct {
+        const node_hooks *h;
+        void *ctx;
+    } hooks[NODE_MAX_HOOKS];
+    int nhooks;
 
     struct {
         void *state;
@@ -198,8 +238,6 @@ struct loom_node {
     _Atomic uint64_t malformed;
     _Atomic uint64_t refused; /* handshakes refused for want of the secret (curve.c) */
 
-    /* The scheduler's status page (status.c); NULL without one. I/O thread only. */
-    struct status_page *status;
     /* Worker: the application's latest metrics (loom_report_metric), under
      * mu; the I/O thread sends them with the next heartbeat when dirty. */
     msg_metrics metrics;
@@ -247,6 +285,11 @@ int node_run_failover(loom_node *n, uint32_t dead);
 void node_run_rejoin(loom_node *n, uint32_t id);
 
 /* node.c */
+/* Attach a part of core (at start-up): the node calls h's hooks with ctx
+ * from now on. 0, or LOOM_EINVAL when NODE_MAX_HOOKS parts attached. */
+int node_add_hooks(loom_node *n, const node_hooks *h, void *ctx);
+/* The ctx the part of hooks h attached with, NULL if it did not attach. */
+void *node_hooks_ctx(const loom_node *n, const node_hooks *h);
 const char *node_describe(const loom_node *n, uint32_t id, char *buf, size_t len);
 /* "scheduler", "server", "worker" or "unknown", for a loom_role. */
 const char *node_role_name(int role);
@@ -284,6 +327,9 @@ void node_drop_raw(loom_node *n, const char *why);
  * accepts messages from that routing id as coming from that node. Returns 0,
  * LOOM_EINVAL if the id is malformed or already bound, LOOM_ENOMEM. */
 int node_bind_rid(loom_node *n, uint32_t id, const uint8_t *rid, size_t len);
+/* The part of core that takes REGISTERs from strangers (its stranger hook:
+ * the scheduler's membership) and in *ctx its ctx; NULL if none. */
+const node_hooks *node_stranger_hooks(const loom_node *n, void **ctx);
 /* Run the handler of a received message whose header and sender were checked. */
 void node_dispatch(loom_node *n, node_msg *m);
 /* The I/O thread (pthread_create's start routine, arg the node). */
@@ -296,22 +342,23 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
 #endif
     ;
 void node_finish(loom_node *n, int status);
-/* Install the handlers of the core messages of the node's role. */
-void node_set_core_handlers(loom_node *n);
+/* Tell core's parts that node `dead` died (their death hooks). */
+void node_note_death(loom_node *n, uint32_t dead, const char *why, int fatal);
+/* A server's or worker's side of membership (start-up): the handlers of the
+ * scheduler's control messages of its role, and its tick (the status
+ * heartbeat, a worker's metrics, the scheduler's silence judged). */
+int node_member_attach(loom_node *n);
 /* Whether this process replaces a dead one (LOOM_REJOIN=1). */
 int node_rejoining(void);
 /* Whether the node is RUNNING (takes n->mu). */
 int node_still_running(loom_node *n);
-/* The I/O thread's periodic turn: the scheduler's sched_tick, or a node's
- * status heartbeat to the scheduler and its judgement of the scheduler's silence. */
+/* The I/O thread's periodic turn: its parts' tick hooks. */
 void node_tick(loom_node *n, uint64_t now);
+/* Worker: send the metrics its application reported since the last call, if any. */
+void node_send_metrics(loom_node *n);
 
-/* scheduler.c */
-int sched_init(loom_node *n);
-void sched_free(loom_node *n);
-void sched_tick(loom_node *n, uint64_t now);
-
-/* A message on the scheduler's ROUTER from an identity that has not registered. */
-void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len, node_msg *m);
+/* scheduler.c: the scheduler's membership (start-up, after the layers):
+ * registration, the roster, barriers, liveness, the end of the job. */
+int membership_attach(loom_node *n);
 
 #endif

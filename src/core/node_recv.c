@@ -5,9 +5,9 @@
  * (recv_mu): the I/O thread, which polls the sockets' file descriptors all
  * the time, or an application thread blocked in loom_wait(), which polls them
  * too and so handles the reply it waits for without being woken by the I/O
- * thread (node_impl.h). The I/O thread also runs the status heartbeat
- * (node_tick, node_control.c), the layers' timers and the scheduler's status
- * page.
+ * thread (node_impl.h). The I/O thread also runs its tick (node_tick,
+ * node_control.c: core's parts' tick hooks), the layers' timers and the
+ * descriptors core's parts poll (the scheduler's status page).
  *
  * Every received message is decoded and checked
  * (msg_decode_header, then the sender: a DEALER connection is trusted to be
@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/status.h"
 #include "loom/error.h"
 
 #define IO_BATCH 128 /* messages read from one socket before looking at the others */
@@ -87,8 +86,9 @@ static int recv_message(loom_node *n, void *sock, zmq_msg_t *parts, int max)
  * alive: cut off by the network, paused, or slow to notice it lost the
  * scheduler, it comes back with stale rows and answers what the network held
  * for it. Nothing it sends may count (its REPL would overwrite the new
- * masters' rows), so all of it is dropped, said once; the scheduler answers
- * its heartbeats by telling it that it was declared dead, so it stops. */
+ * masters' rows), so all of it is dropped, said once; core's parts see it
+ * first (the scheduler's membership answers its status heartbeats by telling
+ * it that it was declared dead, so it stops). */
 static void drop_from_dead(loom_node *n, const node_msg *m)
 {
     peer *p = &n->peers[m->from];
@@ -98,8 +98,8 @@ static void drop_from_dead(loom_node *n, const node_msg *m)
                  msg_type_name(m->h.type), node_describe(n, m->from, who, sizeof who));
         p->failed = 2;
     }
-    if (n->cfg.role == LOOM_SCHEDULER && m->h.type == MSG_HEARTBEAT)
-        node_send_control(n, m->from, MSG_NODE_FAILED, 0, m->from);
+    for (int i = 0; i < n->nhooks; i++)
+        if (n->hooks[i].h->from_dead) n->hooks[i].h->from_dead(n, n->hooks[i].ctx, m);
 }
 
 void node_dispatch(loom_node *n, node_msg *m)
@@ -161,6 +161,16 @@ static void take_frames(node_msg *m, zmq_msg_t *parts, int first, int count)
     node_msg_note_frames(m);
 }
 
+const node_hooks *node_stranger_hooks(const loom_node *n, void **ctx)
+{
+    for (int i = 0; i < n->nhooks; i++) {
+        if (!n->hooks[i].h->stranger) continue;
+        *ctx = n->hooks[i].ctx;
+        return n->hooks[i].h;
+    }
+    return NULL;
+}
+
 void node_msg_keep(node_msg *to, node_msg *from)
 {
     to->h = from->h;
@@ -204,9 +214,12 @@ static int receive_one(loom_node *n, uint32_t from_peer)
     }
     if (err == MSG_OK) {
         m.from = from_peer == NODE_NO_ID ? router_sender(n, &parts[0]) : from_peer;
-        if (m.from == NODE_NO_ID && n->cfg.role == LOOM_SCHEDULER && m.h.type == MSG_REGISTER) {
+        void *ctx;
+        const node_hooks *h =
+            m.from == NODE_NO_ID && m.h.type == MSG_REGISTER ? node_stranger_hooks(n, &ctx) : NULL;
+        if (h) {
             take_frames(&m, parts, first + 1, kept);
-            sched_handle_unregistered(n, zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]), &m);
+            h->stranger(n, ctx, zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]), &m);
             node_msg_release(&m);
             node_close_parts(parts, (size_t)first + 1);
             return 1;
@@ -296,26 +309,33 @@ static void clear_eventfd(int fd)
 
 /* ---- the I/O thread ---- */
 
-/* The status page hands over zmq_pollitem_t items of plain descriptors;
- * translate their event bits to poll()'s and back, as zmq_poll() would. */
-static short poll_events(short zmq_ev)
+/* The descriptors of core's parts (their poll hooks) into fds, after the
+ * sockets'; parts[i] counts the i-th part's. Returns their total. */
+static int poll_parts(loom_node *n, struct pollfd *fds, int parts[NODE_MAX_HOOKS])
 {
-    return (short)((zmq_ev & ZMQ_POLLIN ? POLLIN : 0) | (zmq_ev & ZMQ_POLLOUT ? POLLOUT : 0));
+    int k = 0;
+    for (int i = 0; i < n->nhooks; i++) {
+        parts[i] = n->hooks[i].h->poll ? n->hooks[i].h->poll(n, n->hooks[i].ctx, fds + k) : 0;
+        k += parts[i];
+    }
+    return k;
 }
 
-static short zmq_events(short revents)
+/* What the poll found on the parts' descriptors, to their serve hooks. */
+static void serve_parts(loom_node *n, const struct pollfd *fds, const int parts[NODE_MAX_HOOKS])
 {
-    return (short)((revents & POLLIN ? ZMQ_POLLIN : 0) | (revents & POLLOUT ? ZMQ_POLLOUT : 0) |
-                   (revents & ~(POLLIN | POLLOUT) ? ZMQ_POLLERR : 0));
+    uint64_t now = node_now_ms();
+    for (int i = 0, k = 0; i < n->nhooks; k += parts[i++])
+        if (parts[i]) n->hooks[i].h->serve(n, n->hooks[i].ctx, fds + k, parts[i], now);
 }
 
 void *node_io_main(void *arg)
 {
     loom_node *n = arg;
     log_set_tag(n->tag);
-    struct pollfd fds[POLL_MAX + STATUS_POLL_ITEMS];
+    struct pollfd fds[POLL_MAX + NODE_MAX_HOOKS * NODE_HOOK_POLL_MAX];
     atomic_int *flags[POLL_MAX];
-    zmq_pollitem_t page[STATUS_POLL_ITEMS];
+    int parts[NODE_MAX_HOOKS];
     while (!atomic_load(&n->io_exit)) {
         pthread_mutex_lock(&n->recv_mu);
         int more = drain_sockets(n);
@@ -328,31 +348,28 @@ void *node_io_main(void *arg)
         uint64_t timer_due = node_still_running(n) ? node_run_timers(n, now) : UINT64_MAX;
         /* The set of DEALERs changes only when the roster arrives; building
          * it each round is a few stores and keeps the loop simple. Then the
-         * scheduler's status page (status.c), whose items are plain fds.
+         * descriptors of core's parts (the scheduler's status page).
          * While application threads wait reading the sockets (n->readers),
-         * only the eventfd and the page. */
+         * only the eventfd and the parts'. */
         int readers = atomic_load(&n->readers) > 0;
         int nfds = readers ? 1 : poll_set(n, n->wake_fd, fds, flags);
         if (readers) fds[0] = (struct pollfd){n->wake_fd, POLLIN, 0};
-        int npage = status_poll_items(n, page);
-        for (int i = 0; i < npage; i++)
-            fds[nfds + i] = (struct pollfd){page[i].fd, poll_events(page[i].events), 0};
+        int nparts = poll_parts(n, fds + nfds, parts);
         pthread_mutex_unlock(&n->recv_mu);
         uint64_t wake = timer_due < n->next_heartbeat_ms ? timer_due : n->next_heartbeat_ms;
         int timeout = more || wake <= now ? 0 : (int)(wake - now);
         if (readers && timeout > READERS_POLL_MS) timeout = READERS_POLL_MS;
         atomic_store(&n->io_gated, readers);
-        if (poll(fds, (nfds_t)(nfds + npage), timeout) < 0 && errno != EINTR) {
+        if (poll(fds, (nfds_t)(nfds + nparts), timeout) < 0 && errno != EINTR) {
             log_error("poll failed: %s", strerror(errno));
             break;
         }
         atomic_store(&n->io_gated, 0);
         if (fds[0].revents & POLLIN) clear_eventfd(n->wake_fd);
         mark_pending(fds, flags, nfds);
-        if (npage) {
-            for (int i = 0; i < npage; i++) page[i].revents = zmq_events(fds[nfds + i].revents);
+        if (nparts) {
             pthread_mutex_lock(&n->recv_mu);
-            status_serve(n, page, npage, node_now_ms());
+            serve_parts(n, fds + nfds, parts);
             pthread_mutex_unlock(&n->recv_mu);
         }
     }

@@ -15,7 +15,13 @@
  * once its heartbeat thread (heartbeat.c) has heard nothing from it for
  * heartbeat_timeout_ms.
  * When every worker has reported DONE it tells the servers to shut down and
- * ends once they all acknowledged. */
+ * ends once they all acknowledged.
+ *
+ * It attaches to the scheduler's node at start-up (membership_attach) like any
+ * part of core, through the node's hooks (node_priv.h): its tick, the
+ * REGISTERs of strangers, what a dead node still sends, a death that ends
+ * the job; the status page (status.c) learns what it shows through the
+ * node's hooks too (node_note_death). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +30,6 @@
 #include "core/heartbeat.h"
 #include "core/log.h"
 #include "core/node_priv.h"
-#include "core/status.h"
 #include "loom/error.h"
 
 static void send_control_ab(loom_node *n, uint32_t dest, uint8_t type, uint64_t a, uint64_t b)
@@ -162,9 +167,10 @@ static void announce_rejoin(loom_node *n, uint32_t id)
     node_run_rejoin(n, id);
 }
 
-void sched_handle_unregistered(loom_node *n, const uint8_t *rid, size_t rid_len, node_msg *m)
+/* A REGISTER on the ROUTER from a routing id no node owns yet (the stranger hook). */
+static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_len, node_msg *m)
 {
-    sched_state *s = &n->sched;
+    sched_state *s = ctx;
     if (rid_len != MSG_RID_SIZE || rid[0] != MSG_RID_TAG || m->nframes != 1) {
         node_drop_raw(n, "REGISTER with a foreign routing id or a bad frame count");
         return;
@@ -357,27 +363,9 @@ static void on_shutdown_ack(loom_node *n, void *ctx, node_msg *m)
     if (++s->servers_acked_shutdown == num_servers(n)) node_finish(n, 0);
 }
 
-int sched_init(loom_node *n)
+int node_assembled(const loom_node *n)
 {
-    sched_state *s = &n->sched;
-    *s = (sched_state){0};
-    s->barrier_seen = calloc(n->nnodes, 1);
-    if (!s->barrier_seen) return LOOM_ENOMEM;
-    s->rendezvous_deadline_ms = node_now_ms() + (uint64_t)n->cfg.connect_timeout_ms;
-    memcpy(n->peers[0].addr, n->address, sizeof n->address); /* the roster lists us too */
-    memcpy(n->peers[0].rid, n->my_rid, MSG_RID_SIZE);
-    node_set_handler(n, MSG_REGISTER, on_register_again, NULL);
-    node_set_handler(n, MSG_ROSTER_ACK, on_roster_ack, NULL);
-    node_set_handler(n, MSG_BARRIER, on_barrier, NULL);
-    node_set_handler(n, MSG_DONE, on_done, NULL);
-    node_set_handler(n, MSG_SHUTDOWN_ACK, on_shutdown_ack, NULL);
-    node_set_handler(n, MSG_METRICS, status_on_metrics, NULL);
-    return 0;
-}
-
-void sched_free(loom_node *n)
-{
-    free(n->sched.barrier_seen);
+    return n->sched.roster_phase == 2;
 }
 
 /* The job did not assemble in time: say who is missing, release those who came. */
@@ -416,7 +404,7 @@ static int survive(loom_node *n, uint32_t dead, const char *why)
 {
     if (!node_run_failover(n, dead)) return 0;
     log_warn("%s; the job goes on without it", why);
-    status_note_failure(n, dead, why);
+    node_note_death(n, dead, why, 0);
     heartbeat_forget(n, dead);
     n->peers[dead].done = n->peers[dead].failed = 1;
     for (uint32_t i = 1; i < n->nnodes; i++)
@@ -465,9 +453,10 @@ static void lose_worker(loom_node *n, uint32_t id, const char *who, uint64_t sil
     end_if_workers_done(n);
 }
 
-void sched_tick(loom_node *n, uint64_t now)
+/* The I/O thread's tick: a node silent for too long is declared dead. */
+static void sched_tick(loom_node *n, void *ctx, uint64_t now)
 {
-    sched_state *s = &n->sched;
+    sched_state *s = ctx;
     if (n->state != NODE_RUNNING) return;
     if (s->roster_phase == 0) {
         if (now > s->rendezvous_deadline_ms) rendezvous_failed(n);
@@ -518,4 +507,56 @@ void sched_tick(loom_node *n, uint64_t now)
             return;
         }
     }
+}
+
+/* A node the job went on without still sends: its status heartbeat is
+ * answered with NODE_FAILED naming it, so that it stops. */
+static void answer_dead(loom_node *n, void *ctx, const node_msg *m)
+{
+    (void)ctx;
+    if (m->h.type == MSG_HEARTBEAT) node_send_control(n, m->from, MSG_NODE_FAILED, 0, m->from);
+}
+
+/* The job fails (node_fail): every node still in it hears who died. */
+static void on_death(loom_node *n, void *ctx, uint32_t dead, const char *why, int fatal)
+{
+    (void)ctx, (void)why;
+    if (!fatal) return; /* survive() tells the others itself */
+    for (uint32_t i = 1; i < n->nnodes; i++)
+        if (i != dead && n->peers[i].registered && !n->peers[i].done)
+            node_send_control(n, i, MSG_NODE_FAILED, 0, dead);
+}
+
+static void sched_destroy(void *ctx)
+{
+    sched_state *s = ctx;
+    free(s->barrier_seen);
+}
+
+static const node_hooks sched_hooks = {.tick = sched_tick,
+                                       .stranger = on_stranger,
+                                       .from_dead = answer_dead,
+                                       .death = on_death,
+                                       .destroy = sched_destroy};
+
+int membership_attach(loom_node *n)
+{
+    sched_state *s = &n->sched;
+    *s = (sched_state){0};
+    s->barrier_seen = calloc(n->nnodes, 1);
+    if (!s->barrier_seen) return LOOM_ENOMEM;
+    int rc = node_add_hooks(n, &sched_hooks, s);
+    if (rc) {
+        free(s->barrier_seen);
+        return rc;
+    }
+    s->rendezvous_deadline_ms = node_now_ms() + (uint64_t)n->cfg.connect_timeout_ms;
+    memcpy(n->peers[0].addr, n->address, sizeof n->address); /* the roster lists us too */
+    memcpy(n->peers[0].rid, n->my_rid, MSG_RID_SIZE);
+    node_set_handler(n, MSG_REGISTER, on_register_again, NULL);
+    node_set_handler(n, MSG_ROSTER_ACK, on_roster_ack, NULL);
+    node_set_handler(n, MSG_BARRIER, on_barrier, NULL);
+    node_set_handler(n, MSG_DONE, on_done, NULL);
+    node_set_handler(n, MSG_SHUTDOWN_ACK, on_shutdown_ack, NULL);
+    return 0;
 }

@@ -1,4 +1,5 @@
-/* status: the scheduler's read-only status page.
+/* status: the scheduler's read-only status page (HTTP: HTML and
+ * /status.json), served from the I/O thread's poll loop.
  *
  * What it shows is what the scheduler's I/O thread already knows or is told
  * on the way: every node's role, address and last sign of life (heartbeats),
@@ -20,7 +21,15 @@
  * keep others out. A response is built at
  * once into memory (bounded: at most STATUS_MAX_LISTED nodes are listed) and
  * sent as fast as the client reads it. Bad requests get 400, 405, 413 or 431
- * and the connection is closed. */
+ * and the connection is closed.
+ *
+ * The page attaches to the scheduler's node at start-up (status_attach) like
+ * any part of core, through the node's hooks (node_priv.h): its listening
+ * socket and connections are descriptors its poll hook adds to the I/O
+ * thread's poll set, its serve hook handles what the poll found on them, and
+ * its death hook notes failures; HEARTBEAT and METRICS are its handlers. With
+ * status_port -1 there is no page, and only the handlers attach (METRICS
+ * also gives the membership each worker's "share"). */
 #define _GNU_SOURCE /* accept4 */
 #include "core/status.h"
 
@@ -41,6 +50,8 @@
 #include "core/node_priv.h"
 #include "core/sha256.h"
 #include "loom/error.h"
+
+_Static_assert(STATUS_POLL_ITEMS <= NODE_HOOK_POLL_MAX, "the page's descriptors fit the poll set");
 
 #define STATUS_MAX_REQUEST     4096 /* request line and headers */
 #define STATUS_CONN_MS         5000 /* a whole exchange, from accept to the last byte sent */
@@ -77,7 +88,7 @@ typedef struct node_record {
     uint64_t metrics_ms; /* when they arrived; 0 = none yet */
 } node_record;
 
-struct status_page {
+typedef struct status_page {
     int listen_fd;
     char address[NODE_ADDR_MAX + 32]; /* "[host]:port" */
     char url[NODE_ADDR_MAX + 96];     /* "http://[host]:port/", and "?token=T" with a secret */
@@ -97,7 +108,15 @@ struct status_page {
     /* accept() failed for want of file descriptors: the listener is left out
      * of the poll set until then, or the loop would spin on it. */
     uint64_t accept_paused_until_ms;
-};
+} status_page;
+
+static const node_hooks page_hooks; /* defined at the end */
+
+/* n's page, NULL without one. */
+static status_page *page_of(const loom_node *n)
+{
+    return node_hooks_ctx(n, &page_hooks);
+}
 
 /* ---- opening ---- */
 
@@ -115,9 +134,9 @@ static void derive_token(const loom_config *cfg, char *out)
     for (int i = 0; i < STATUS_TOKEN_BYTES; i++) snprintf(out + 2 * i, 3, "%02x", mac[i]);
 }
 
-int status_open(loom_node *n)
+/* Open n's page into *out; on an error *out, if set, is to be closed (page_close). */
+static int page_open(loom_node *n, status_page **out)
 {
-    if (n->cfg.status_port < 0) return 0;
     status_page *s = calloc(1, sizeof *s);
     node_record *nodes = calloc(n->nnodes, sizeof *nodes);
     if (!s || !nodes) {
@@ -129,7 +148,7 @@ int status_open(loom_node *n)
     s->listen_fd = -1;
     s->started_ms = node_now_ms();
     for (int i = 0; i < STATUS_MAX_CONNS; i++) s->conns[i].fd = -1;
-    n->status = s;
+    *out = s;
     if (n->cfg.secret[0]) derive_token(&n->cfg, s->token);
     if (gethostname(s->hostname, sizeof s->hostname)) s->hostname[0] = '\0';
     s->hostname[sizeof s->hostname - 1] = '\0';
@@ -189,35 +208,25 @@ static void conn_close(conn *c)
     *c = (conn){.state = CONN_FREE, .fd = -1};
 }
 
-void status_close(loom_node *n)
+static void page_close(void *ctx)
 {
-    status_page *s = n->status;
-    if (!s) return;
+    status_page *s = ctx;
     for (int i = 0; i < STATUS_MAX_CONNS; i++) conn_close(&s->conns[i]);
     if (s->listen_fd >= 0) close(s->listen_fd);
     free(s->nodes);
     free(s);
-    n->status = NULL;
-}
-
-const char *status_address(const loom_node *n)
-{
-    return n->status ? n->status->address : "";
 }
 
 const char *loom_status_address(const loom_node *n)
 {
-    return n ? status_address(n) : "";
-}
-
-const char *status_url(const loom_node *n)
-{
-    return n->status ? n->status->url : "";
+    const status_page *s = n ? page_of(n) : NULL;
+    return s ? s->address : "";
 }
 
 const char *loom_status_url(const loom_node *n)
 {
-    return n ? status_url(n) : "";
+    const status_page *s = n ? page_of(n) : NULL;
+    return s ? s->url : "";
 }
 
 /* ---- what the scheduler learns ---- */
@@ -244,24 +253,20 @@ static void rate_update(node_record *r, uint64_t sent, uint64_t received, uint64
     r->rate_base_received = received;
 }
 
-void status_note_heartbeat(loom_node *n, uint32_t from, uint64_t bytes_sent,
-                           uint64_t bytes_received, uint64_t now)
+/* A node's status heartbeat, sent by its I/O thread with its byte totals
+ * (h.a sent, h.b received). Liveness travels apart (heartbeat.c). */
+static void on_heartbeat(loom_node *n, void *ctx, node_msg *m)
 {
-    if (n->status && from < n->nnodes)
-        rate_update(&n->status->nodes[from], bytes_sent, bytes_received, now);
+    status_page *s = ctx;
+    if (s && m->from < n->nnodes) rate_update(&s->nodes[m->from], m->h.a, m->h.b, node_now_ms());
 }
 
-void status_note_metrics(loom_node *n, uint32_t from, const msg_metrics *m, uint64_t now)
+/* The death hook: the first failure is the one the page shows. */
+static void note_death(loom_node *n, void *ctx, uint32_t dead, const char *why, int fatal)
 {
-    if (!n->status || from >= n->nnodes) return;
-    n->status->nodes[from].metrics = *m;
-    n->status->nodes[from].metrics_ms = now;
-}
-
-void status_note_failure(loom_node *n, uint32_t dead, const char *why)
-{
-    status_page *s = n->status;
-    if (!s || s->failed) return;
+    (void)n, (void)fatal;
+    status_page *s = ctx;
+    if (s->failed) return;
     s->failed = 1;
     s->dead = dead;
     snprintf(s->failure, sizeof s->failure, "%s", why);
@@ -269,7 +274,7 @@ void status_note_failure(loom_node *n, uint32_t dead, const char *why)
 
 void node_note_clock(loom_node *n, uint32_t worker, int64_t clock, int64_t min_clock)
 {
-    status_page *s = n->status;
+    status_page *s = page_of(n);
     if (!s || worker >= n->nnodes) return;
     /* INT64_MAX is a worker's "done": the page keeps its last real clock. */
     if (clock != INT64_MAX) {
@@ -279,9 +284,10 @@ void node_note_clock(loom_node *n, uint32_t worker, int64_t clock, int64_t min_c
     if (min_clock != INT64_MAX) s->min_clock = min_clock;
 }
 
-void status_on_metrics(loom_node *n, void *ctx, node_msg *m)
+/* A worker's METRICS: validated, hostile payloads dropped and counted. */
+static void on_metrics(loom_node *n, void *ctx, node_msg *m)
 {
-    (void)ctx;
+    status_page *s = ctx;
     msg_metrics mm;
     if (node_peer_role(n, m->from, NULL) != LOOM_WORKER ||
         msg_metrics_decode(node_frame_data(m, 0), node_frame_size(m, 0), &mm)) {
@@ -291,53 +297,9 @@ void status_on_metrics(loom_node *n, void *ctx, node_msg *m)
     /* The size of the worker's share of the data, should the job go on without it. */
     for (uint32_t k = 0; k < mm.count; k++)
         if (!strcmp(mm.name[k], "share")) n->peers[m->from].share = mm.value[k];
-    status_note_metrics(n, m->from, &mm, node_now_ms());
-}
-
-/* ---- a worker's side: the metrics its application reports ---- */
-
-int loom_report_metric(loom_node *n, const char *name, double value)
-{
-    if (!n || !name || !msg_metric_name_ok(name) || !isfinite(value)) return LOOM_EINVAL;
-    if (n->cfg.role != LOOM_WORKER) return LOOM_EROLE;
-    int rc = 0, fresh = 0;
-    pthread_mutex_lock(&n->mu);
-    msg_metrics *mm = &n->metrics;
-    uint32_t k = 0;
-    while (k < mm->count && strcmp(mm->name[k], name)) k++;
-    if (k == MSG_METRICS_MAX) {
-        rc = LOOM_ELIMIT;
-    } else {
-        fresh = k == mm->count;
-        if (fresh) snprintf(mm->name[mm->count++], sizeof mm->name[0], "%s", name);
-        mm->value[k] = value;
-        n->metrics_dirty = 1;
-    }
-    pthread_mutex_unlock(&n->mu);
-    /* A metric's first value goes at once, not with the next heartbeat: the
-     * scheduler names a dead worker's share of the data from it (a "share"
-     * reported at the start), however early the worker dies. */
-    if (fresh) node_send_metrics(n);
-    return rc;
-}
-
-void node_send_metrics(loom_node *n)
-{
-    msg_metrics mm;
-    pthread_mutex_lock(&n->mu);
-    int dirty = n->metrics_dirty;
-    n->metrics_dirty = 0;
-    mm = n->metrics;
-    pthread_mutex_unlock(&n->mu);
-    if (!dirty) return;
-    blob_writer w = {0};
-    msg_metrics_encode(&mm, &w);
-    if (!w.bad) {
-        msg_header h = {.type = MSG_METRICS};
-        node_frame f = {w.buf, w.len, NULL, NULL, 1};
-        node_send(n, 0, &h, &f, 1);
-    }
-    free(w.buf);
+    if (!s || m->from >= n->nnodes) return;
+    s->nodes[m->from].metrics = mm;
+    s->nodes[m->from].metrics_ms = node_now_ms();
 }
 
 /* ---- the data, as JSON and as HTML ---- */
@@ -387,7 +349,7 @@ static void html_str(FILE *f, const char *s)
 /* One node's state word. */
 static const char *node_state(const loom_node *n, uint32_t id)
 {
-    const status_page *s = n->status;
+    const status_page *s = page_of(n);
     const peer *p = &n->peers[id];
     if (s->failed && s->dead == id) return "dead";
     if (id == 0) return s->failed ? "failed" : "running";
@@ -398,7 +360,7 @@ static const char *node_state(const loom_node *n, uint32_t id)
 
 static const char *job_state(const loom_node *n)
 {
-    if (n->status->failed) return "failed";
+    if (page_of(n)->failed) return "failed";
     if (n->sched.shutting_down) return "shutting down";
     if (n->sched.roster_phase < 2) return "assembling";
     return "running";
@@ -424,7 +386,7 @@ static uint32_t listed(const loom_node *n)
 
 static void write_json(loom_node *n, FILE *f, uint64_t now)
 {
-    status_page *s = n->status;
+    status_page *s = page_of(n);
     loom_stats st;
     loom_node_stats(n, &st);
     fprintf(f, "{\"job\": {\"state\": ");
@@ -498,7 +460,7 @@ static void html_rate(FILE *f, double bytes_per_s)
 
 static void write_html(loom_node *n, FILE *f, uint64_t now)
 {
-    status_page *s = n->status;
+    status_page *s = page_of(n);
     loom_stats st;
     loom_node_stats(n, &st);
     fprintf(f,
@@ -608,7 +570,7 @@ static void respond(loom_node *n, conn *c, int code, const char *path, int head_
         }
         if (fclose(f)) body_len = 0;
     }
-    if (code != 200) n->status->bad_requests++;
+    if (code != 200) page_of(n)->bad_requests++;
     char *resp = NULL;
     size_t resp_len = 0;
     f = open_memstream(&resp, &resp_len);
@@ -756,8 +718,8 @@ static void on_readable(loom_node *n, conn *c, uint64_t now)
     if (memchr(c->req, '\0', c->got)) {
         respond(n, c, 400, path, 0, now);
     } else if (strstr(c->req, "\r\n\r\n")) {
-        n->status->requests++;
-        int code = parse_request(n->status, c, path, sizeof path, &head_only);
+        page_of(n)->requests++;
+        int code = parse_request(page_of(n), c, path, sizeof path, &head_only);
         respond(n, c, code, path, head_only, now);
     } else if (strstr(c->req, "\n\n")) { /* lines must end in CRLF */
         respond(n, c, 400, path, 0, now);
@@ -811,7 +773,7 @@ static conn *slot_for_new(status_page *s, uint64_t now)
 
 static void accept_all(loom_node *n, uint64_t now)
 {
-    status_page *s = n->status;
+    status_page *s = page_of(n);
     for (int k = 0; k < STATUS_MAX_CONNS; k++) {
         conn *slot = slot_for_new(s, now);
         if (!slot) return;
@@ -839,21 +801,22 @@ static void accept_all(loom_node *n, uint64_t now)
     }
 }
 
-int status_poll_items(loom_node *n, zmq_pollitem_t *items)
+/* The poll hook: the listener, then the open connections. */
+static int page_poll(loom_node *n, void *ctx, struct pollfd *fds)
 {
-    status_page *s = n->status;
-    if (!s) return 0;
+    (void)n;
+    status_page *s = ctx;
     int ni = 0;
     /* The listener only while a new connection could be taken: a readable
      * listener that accept_all() leaves alone would make poll return at once. */
     uint64_t now = node_now_ms();
-    short listen_events = now < s->accept_paused_until_ms || !slot_for_new(s, now) ? 0 : ZMQ_POLLIN;
-    items[ni++] = (zmq_pollitem_t){NULL, s->listen_fd, listen_events, 0};
+    short listen_events = now < s->accept_paused_until_ms || !slot_for_new(s, now) ? 0 : POLLIN;
+    fds[ni++] = (struct pollfd){s->listen_fd, listen_events, 0};
     for (int i = 0; i < STATUS_MAX_CONNS; i++) {
         conn *c = &s->conns[i];
         if (c->state == CONN_FREE) continue;
-        short events = c->state == CONN_WRITING ? ZMQ_POLLOUT : ZMQ_POLLIN;
-        items[ni++] = (zmq_pollitem_t){NULL, c->fd, events, 0};
+        short events = c->state == CONN_WRITING ? POLLOUT : POLLIN;
+        fds[ni++] = (struct pollfd){c->fd, events, 0};
     }
     return ni;
 }
@@ -865,28 +828,47 @@ static conn *conn_of_fd(status_page *s, int fd)
     return NULL;
 }
 
-void status_serve(loom_node *n, const zmq_pollitem_t *items, int count, uint64_t now)
+/* The serve hook: what the poll found on page_poll's descriptors. */
+static void page_serve(loom_node *n, void *ctx, const struct pollfd *fds, int count, uint64_t now)
 {
-    status_page *s = n->status;
-    if (!s) return;
+    status_page *s = ctx;
     /* The scheduler's own rates, from its counters. */
     rate_update(&s->nodes[0], atomic_load(&n->bytes_sent), atomic_load(&n->bytes_received), now);
     /* Connections first: accepting may close (evict) one whose item is in this round. */
     for (int i = 1; i < count; i++) {
-        conn *c = conn_of_fd(s, items[i].fd);
+        conn *c = conn_of_fd(s, fds[i].fd);
         if (!c) continue;
-        if (items[i].revents & ZMQ_POLLERR) {
+        if (fds[i].revents & ~(POLLIN | POLLOUT)) { /* an error, a hang-up */
             conn_close(c);
-        } else if (c->state == CONN_WRITING && (items[i].revents & ZMQ_POLLOUT)) {
+        } else if (c->state == CONN_WRITING && (fds[i].revents & POLLOUT)) {
             on_writable(c, now);
-        } else if (c->state != CONN_WRITING && (items[i].revents & ZMQ_POLLIN)) {
+        } else if (c->state != CONN_WRITING && (fds[i].revents & POLLIN)) {
             on_readable(n, c, now);
             if (c->state == CONN_WRITING) on_writable(c, now); /* usually all of it at once */
         }
     }
-    if (count > 0 && (items[0].revents & ZMQ_POLLIN)) accept_all(n, now);
+    if (count > 0 && (fds[0].revents & POLLIN)) accept_all(n, now);
     for (int i = 0; i < STATUS_MAX_CONNS; i++) {
         conn *c = &s->conns[i];
         if (c->state != CONN_FREE && now >= c->deadline_ms) conn_close(c);
     }
+}
+
+static const node_hooks page_hooks = {
+    .poll = page_poll, .serve = page_serve, .death = note_death, .destroy = page_close};
+
+int status_attach(loom_node *n)
+{
+    status_page *s = NULL;
+    if (n->cfg.status_port >= 0) {
+        int rc = page_open(n, &s);
+        if (!rc) rc = node_add_hooks(n, &page_hooks, s);
+        if (rc) {
+            if (s) page_close(s);
+            return rc;
+        }
+    }
+    node_set_handler(n, MSG_HEARTBEAT, on_heartbeat, s);
+    node_set_handler(n, MSG_METRICS, on_metrics, s);
+    return 0;
 }
