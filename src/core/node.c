@@ -419,6 +419,13 @@ void node_set_stats(loom_node *n, node_layer_def *l, node_stats_fn fn, void *ctx
     n->layers[i].stats_ctx = ctx;
 }
 
+void *node_stats_area(loom_node *n, node_layer_def *l, size_t size)
+{
+    int i = slot_of(l);
+    if (!n->layers[i].stats_area) n->layers[i].stats_area = calloc(1, size);
+    return n->layers[i].stats_area;
+}
+
 int node_add_failover(loom_node *n, node_failover_fn fn, void *ctx)
 {
     if (n->nfailover == NODE_HOOKS_MAX) return LOOM_ELIMIT;
@@ -491,8 +498,13 @@ void loom_node_stats(loom_node *n, loom_stats *out)
         .malformed_dropped = atomic_load(&n->malformed),
         .connections_refused = atomic_load(&n->refused),
     };
+    /* Under the node's mutex, as their areas are freed at the node's end: an
+     * in-process job's threads read each other's nodes (tests do), and the
+     * mutex is what makes a read before the end visibly so. */
+    pthread_mutex_lock(&n->mu);
     for (int i = 0; i < NODE_MAX_LAYERS; i++)
         if (n->layers[i].stats) n->layers[i].stats(n->layers[i].stats_ctx, out);
+    pthread_mutex_unlock(&n->mu);
 }
 
 /* ---- the end ---- */
@@ -579,6 +591,9 @@ void node_destroy(loom_node *n)
         if (n->hooks[i].h->destroy) n->hooks[i].h->destroy(n->hooks[i].ctx);
     u64map_free(&n->rid_index);
     tracker_destroy(&n->ts);
+    pthread_mutex_lock(&n->mu); /* see loom_node_stats */
+    for (int i = 0; i < NODE_MAX_LAYERS; i++) free(n->layers[i].stats_area);
+    pthread_mutex_unlock(&n->mu);
     pthread_mutex_destroy(&n->mu);
     pthread_cond_destroy(&n->cv);
     pthread_mutex_destroy(&n->sock_mu);

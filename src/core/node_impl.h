@@ -177,9 +177,16 @@ void node_set_timer(loom_node *n, node_layer_def *l, node_timer_fn fn, void *ctx
 void node_timer_poke(loom_node *n, node_layer_def *l);
 /* The layer's counters: fn writes them into the loom_stats that
  * loom_node_stats fills (core's own first; the rest are 0 until a layer's fn
- * writes them). Set before the node serves traffic. */
+ * writes them). Set before the node serves traffic. ctx must outlive the
+ * layer's state: another thread may read a node's stats while the node ends
+ * (an in-process job's nodes read each other's), so a layer keeps its
+ * counters in node_stats_area, not in its state. */
 typedef void (*node_stats_fn)(void *ctx, loom_stats *out);
 void node_set_stats(loom_node *n, node_layer_def *l, node_stats_fn fn, void *ctx);
+/* Zeroed memory of `size` bytes for a layer's counters, the node's and freed
+ * with the node, after every layer's destroy; the same area on a second call.
+ * NULL if memory runs out. */
+void *node_stats_area(loom_node *n, node_layer_def *l, size_t size);
 
 /* Failover and rejoin subscribers: each layer that reacts to deaths and
  * returns subscribes for itself, up to NODE_HOOKS_MAX of each; they run in

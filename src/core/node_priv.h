@@ -222,6 +222,7 @@ struct loom_node {
         _Atomic uint64_t timer_due; /* node_now_ms() of its next run */
         node_stats_fn stats;
         void *stats_ctx;
+        void *stats_area; /* node_stats_area */
     } layers[NODE_MAX_LAYERS];
     struct { /* node_add_failover, in order; none: every death ends the job */
         node_failover_fn fn;

@@ -165,7 +165,7 @@ static int replicate_part(ft_repl *r, uint32_t id, size_t part, repl_round *rd)
                            {rows, w.len, free_frame, NULL, 0}};
         rd->waiting[h]++;
         rd->nwaiting++;
-        atomic_fetch_add(&r->bytes, MSG_HEADER_SIZE + alen + w.len);
+        atomic_fetch_add(r->bytes, MSG_HEADER_SIZE + alen + w.len);
         r->rows += nrows;
         r->msgs++;
         node_send(r->node, node_server_id(r->num_servers, h), &hd, f, 2);
@@ -234,8 +234,8 @@ static void on_cut(void *ctx, int force)
 /* loom_stats' replicated_bytes, read by any thread. */
 static void replica_stats(void *ctx, loom_stats *out)
 {
-    ft_repl *r = ctx;
-    out->replicated_bytes = atomic_load(&r->bytes);
+    _Atomic uint64_t *bytes = ctx;
+    out->replicated_bytes = atomic_load(bytes);
 }
 
 static uint64_t on_timer(loom_node *n, void *ctx, uint64_t now)
@@ -285,7 +285,7 @@ void ft_repl_destroy(ft_repl *r)
     if (r->replicas)
         log_info("replicas: sent %" PRIu64 " bytes of changed rows (forwarding every push would "
                  "have sent %" PRIu64 "): %" PRIu64 " rows in %" PRIu64 " messages",
-                 atomic_load(&r->bytes), r->naive_bytes, r->rows, r->msgs);
+                 atomic_load(r->bytes), r->naive_bytes, r->rows, r->msgs);
     while (r->rounds) {
         repl_round *rd = r->rounds;
         r->rounds = rd->next;
@@ -317,7 +317,8 @@ int ft_repl_attach(loom_node *n, ft_repl **out)
     r->copy = calloc(S, 1);
     r->copy_round = calloc(S, sizeof *r->copy_round);
     r->copy_gen = calloc(S, sizeof *r->copy_gen);
-    if (!r->fed || !r->copy || !r->copy_round || !r->copy_gen) {
+    r->bytes = node_stats_area(n, &ft_layer_def, sizeof *r->bytes);
+    if (!r->fed || !r->copy || !r->copy_round || !r->copy_gen || !r->bytes) {
         free(r->fed);
         free(r->copy);
         free(r->copy_round);
@@ -333,7 +334,7 @@ int ft_repl_attach(loom_node *n, ft_repl **out)
                        .cut = on_cut};
     ps_server_set_repl(n, &h);
     node_set_timer(n, &ft_layer_def, on_timer, r);
-    node_set_stats(n, &ft_layer_def, replica_stats, r);
+    node_set_stats(n, &ft_layer_def, replica_stats, r->bytes);
     node_set_handler(n, MSG_REPL, on_repl, r);
     node_set_handler(n, MSG_REPL_ACK, on_repl_ack, r);
     node_set_handler(n, MSG_REJOIN_COPY, ft_on_rejoin_copy, r);

@@ -42,10 +42,10 @@ typedef struct ft_repl {
      * round, 2 they went in round copy_round; gen: the registry's */
     uint8_t *fed, *copy;
     uint64_t *copy_round, *copy_gen;
-    _Atomic uint64_t bytes; /* REPL bytes sent: loom_stats' replicated_bytes */
-    uint64_t rows;          /* rows among them (logged at the end) */
-    uint64_t msgs;          /* REPL messages sent (logged at the end) */
-    uint64_t naive_bytes;   /* what forwarding every push would have sent */
+    _Atomic uint64_t *bytes; /* REPL bytes sent: loom_stats' replicated_bytes (node_stats_area) */
+    uint64_t rows;           /* rows among them (logged at the end) */
+    uint64_t msgs;           /* REPL messages sent (logged at the end) */
+    uint64_t naive_bytes;    /* what forwarding every push would have sent */
 } ft_repl;
 
 /* ---- replica.c ---- */

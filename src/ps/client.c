@@ -462,7 +462,8 @@ int ps_client_attach(loom_node *n)
     c->dead = calloc((size_t)(c->num_servers ? c->num_servers : 1), 1);
     c->redirected = calloc((size_t)(c->num_servers ? c->num_servers : 1), 1);
     c->returned = calloc((size_t)(c->num_servers ? c->num_servers : 1), sizeof *c->returned);
-    if (!c->dead || !c->redirected || !c->returned) {
+    c->counters = node_stats_area(n, &ps_layer_def, sizeof *c->counters);
+    if (!c->dead || !c->redirected || !c->returned || !c->counters) {
         free(c->dead);
         free(c->redirected);
         free(c->returned);
@@ -474,7 +475,7 @@ int ps_client_attach(loom_node *n)
     pthread_mutex_init(&c->mu, NULL);
     comm_mgr_init(&c->cm);
     node_set_layer(n, &ps_layer_def, c, client_destroy);
-    node_set_stats(n, &ps_layer_def, ps_counters_stats, &c->counters);
+    node_set_stats(n, &ps_layer_def, ps_counters_stats, c->counters);
     client_comm_attach(n, c);
     node_set_handler(n, MSG_TABLE_OPENED, on_table_opened, c);
     client_push_attach(n, c);

@@ -98,7 +98,7 @@ static uint64_t comm_tick(loom_node *n, void *ctx, uint64_t now)
     }
     free(list);
     if (!sent) return UINT64_MAX; /* a push into an empty buffer pokes the timer */
-    atomic_fetch_add(&c->counters.managed_rows_sent, sent);
+    atomic_fetch_add(&c->counters->managed_rows_sent, sent);
     return comm_mgr_next(&c->cm, now);
 }
 
@@ -152,7 +152,7 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
     client_prune_applied(t, rank, m->h.a);
     pthread_mutex_unlock(&t->mu);
     free(row);
-    atomic_fetch_add(&c->counters.pushed_rows_received, refreshed);
+    atomic_fetch_add(&c->counters->pushed_rows_received, refreshed);
     msg_header h = {.type = MSG_ROWS_PUSH_ACK, .table = m->h.table, .req = m->h.req};
     node_send(n, m->from, &h, NULL, 0);
 }

@@ -169,7 +169,7 @@ typedef struct open_wait {
 
 typedef struct ps_client {
     loom_node *node;
-    ps_counters counters; /* loom_node_stats' */
+    ps_counters *counters; /* loom_node_stats', in node_stats_area */
     int num_servers;
     int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
     uint8_t *dead;      /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
@@ -359,7 +359,7 @@ static inline void count_wire(loom_table *t, loom_direction dir, uint64_t raw, u
     ws->messages++;
     ws->bytes_raw += raw;
     ws->bytes_wire += wire;
-    ps_counters *k = &t->client->counters;
+    ps_counters *k = t->client->counters;
     atomic_fetch_add(&k->table_messages, 1);
     atomic_fetch_add(&k->table_bytes_raw, raw);
     atomic_fetch_add(&k->table_bytes_wire, wire);

@@ -225,7 +225,7 @@ static void on_pull_reply(loom_node *n, void *ctx, node_msg *m)
         count_wire(t, LOOM_DIR_PULL, s.count * rb, s.count * rb);
         deliver_rows(t, op, &s, rank, m->h.a, m->h.clock, 0);
         pthread_mutex_unlock(&t->mu);
-        atomic_fetch_add(&((ps_client *)ctx)->counters.pulls_from_server, s.count);
+        atomic_fetch_add(&((ps_client *)ctx)->counters->pulls_from_server, s.count);
     }
     pull_part_done(op, status);
 }
@@ -293,7 +293,7 @@ static void on_pull_reply_enc(loom_node *n, void *ctx, node_msg *m)
             node_drop(n, m, "pull reply refused: malformed, or not what was asked");
             status = rc == LOOM_ENOMEM ? rc : LOOM_EPROTO;
         } else {
-            atomic_fetch_add(&((ps_client *)ctx)->counters.pulls_from_server, s.count);
+            atomic_fetch_add(&((ps_client *)ctx)->counters->pulls_from_server, s.count);
         }
     }
     pull_part_done(op, status);
@@ -458,7 +458,7 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
         op->miss[op->nmiss++] = (uint32_t)i;
     }
     pthread_mutex_unlock(&t->mu);
-    if (hits) atomic_fetch_add(&t->client->counters.pulls_from_cache, hits);
+    if (hits) atomic_fetch_add(&t->client->counters->pulls_from_cache, hits);
 
     if (!t->cache_on) op->nmiss = op->nuniq;
     if (op->nmiss == op->nuniq) {

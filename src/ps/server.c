@@ -368,12 +368,13 @@ int ps_server_attach(loom_node *n)
     s->hb_owed = calloc((size_t)s->num_workers, sizeof *s->hb_owed);
     s->wparked = calloc((size_t)s->num_workers, sizeof *s->wparked);
     if (!s->clock || !s->dead || !s->returned || !s->lost || !s->handled || !s->handled_since ||
-        !s->parked_from || !s->hb_acked || !s->hb_owed || !s->wparked) {
+        !s->parked_from || !s->hb_acked || !s->hb_owed || !s->wparked ||
+        !(s->counters = node_stats_area(n, &ps_layer_def, sizeof *s->counters))) {
         server_destroy(s);
         return LOOM_ENOMEM;
     }
     node_set_layer(n, &ps_layer_def, s, server_destroy);
-    node_set_stats(n, &ps_layer_def, ps_counters_stats, &s->counters);
+    node_set_stats(n, &ps_layer_def, ps_counters_stats, s->counters);
     node_set_timer(n, &ps_layer_def, srv_comm_tick, s);
     node_set_handler(n, MSG_ROWS_PUSH_ACK, srv_on_rows_push_ack, s);
     node_set_handler(n, MSG_TABLE_CREATE, on_create, s);

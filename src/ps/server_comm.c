@@ -120,7 +120,7 @@ uint64_t srv_comm_tick(loom_node *n, void *ctx, uint64_t now)
         sent = push_changed(s, id, t, now);
         s->next_table = id + 1;
     }
-    if (sent) atomic_fetch_add(&s->counters.managed_rows_sent, sent);
+    if (sent) atomic_fetch_add(&s->counters->managed_rows_sent, sent);
     if (!pending) return UINT64_MAX; /* a change pokes the timer */
     return comm_mgr_next(&s->cm, now);
 }

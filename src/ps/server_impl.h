@@ -129,7 +129,7 @@ typedef struct worker_parked {
 
 typedef struct server {
     loom_node *node;
-    ps_counters counters; /* loom_node_stats' */
+    ps_counters *counters; /* loom_node_stats', in node_stats_area */
     int num_servers, num_workers;
     int replicas; /* copies of each range on other servers (LOOM_REPLICAS) */
     srv_table **tables;
