@@ -517,6 +517,7 @@ static int done_acked(const loom_node *n)
 int node_worker_done(loom_node *n)
 {
     node_send_metrics(n); /* the last ones reported, which no heartbeat will carry now */
+    atomic_store(&n->done_sent, 1);
     msg_header h = {.type = MSG_DONE};
     int rc = node_send(n, 0, &h, NULL, 0);
     pthread_mutex_lock(&n->mu);

@@ -350,17 +350,28 @@ void node_send_metrics(loom_node *n)
 
 /* Its tick: the status heartbeat with this node's byte totals, which the
  * scheduler's status page shows, and a worker's new metrics (only a worker's
- * can be new: loom_report_metric), until a worker's DONE is acknowledged;
- * then the scheduler's silence judged. */
+ * can be new: loom_report_metric), until a worker has sent its DONE; then the
+ * scheduler's silence judged, until that DONE is acknowledged.
+ *
+ * Why nothing is sent after DONE: the scheduler may end the job as soon as it
+ * has it, and when its process closes a connection while our data is still
+ * arriving, its kernel resets that connection (Linux aborts an orphaned socket
+ * on new data), discarding what it had not yet delivered: on a lossy link,
+ * the DONE_ACK. The worker then waited for an acknowledgement that could not
+ * come and, after the heartbeat timeout, ended with "lost the scheduler" a job
+ * that had finished well. With the data path quiet, the scheduler's kernel
+ * keeps retransmitting the DONE_ACK after its process has ended. */
 static void member_tick(loom_node *n, void *ctx, uint64_t now)
 {
     (void)ctx;
     if (!n->roster_installed || !node_still_running(n) || n->done_acked) return;
-    msg_header h = {.type = MSG_HEARTBEAT,
-                    .a = atomic_load(&n->bytes_sent),
-                    .b = atomic_load(&n->bytes_received)};
-    node_send_zmq(n, 0, &h, NULL, 0);
-    node_send_metrics(n);
+    if (!atomic_load(&n->done_sent)) {
+        msg_header h = {.type = MSG_HEARTBEAT,
+                        .a = atomic_load(&n->bytes_sent),
+                        .b = atomic_load(&n->bytes_received)};
+        node_send_zmq(n, 0, &h, NULL, 0);
+        node_send_metrics(n);
+    }
     uint64_t silent = heartbeat_silence(n, 0, now, NULL);
     if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms)
         node_fail(n, 0, "lost the scheduler: nothing heard from it for %" PRIu64 " ms", silent);

@@ -183,6 +183,8 @@ struct loom_node {
     int replacement; /* the roster said: this process took a dead node's place */
     uint64_t barrier_gen_entered, barrier_gen_released;
     int done_acked;
+    /* A worker sent DONE: it sends the scheduler nothing more (member_tick). */
+    atomic_int done_sent;
 
     uint64_t next_heartbeat_ms; /* the I/O thread's next tick (status heartbeat, judging) */
     /* Liveness (heartbeat.c): the heartbeat thread, its socket (the

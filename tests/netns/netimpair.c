@@ -9,13 +9,19 @@
  * every other one --delay-ms after it arrived. The delay is the same for
  * every packet, so packets leave in the order they came, as on a real link.
  *
+ * --drop-once HEX drops, besides, the first TCP segment whose payload holds
+ * those bytes: one message lost at a chosen moment, which a test of what
+ * happens then needs, where random loss would only make it likely.
+ *
  * Usage, inside the host's network namespace:
- *   netimpair --queue N --delay-ms D --loss P --seed S --ready FILE
+ *   netimpair --queue N --delay-ms D --loss P --seed S [--drop-once HEX] --ready FILE
  *   iptables -A OUTPUT -o eth0 -j NFQUEUE --queue-num N
  * --ready FILE is created once the queue is bound, so a script knows when it
  * may add the rule. On SIGTERM or SIGINT the packets still held are accepted
- * and one line "netimpair: queue N: P packets, D dropped" goes to stdout. */
+ * and one line "netimpair: queue N: P packets, D dropped" goes to stdout
+ * (with ", T targeted" when --drop-once was given: 1 if its segment came). */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netfilter.h>
@@ -47,6 +53,9 @@ typedef struct impairer {
     held ring[HELD_MAX];
     uint32_t head, count;
     uint64_t packets, dropped;
+    uint8_t target[256]; /* --drop-once: the bytes, and whether still to come */
+    size_t target_len;
+    int target_pending;
 } impairer;
 
 static volatile sig_atomic_t stop;
@@ -72,6 +81,18 @@ static double uniform(uint64_t *state) /* splitmix64 */
     return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
 }
 
+/* Whether an IPv4 packet is a TCP segment whose payload holds the target. */
+static int holds_target(const impairer *im, const uint8_t *ip, int len)
+{
+    if (len < 20 || (ip[0] >> 4) != 4 || ip[9] != 6) return 0;
+    int ihl = (ip[0] & 15) * 4;
+    if (len < ihl + 20) return 0;
+    int payload = ihl + (ip[ihl + 12] >> 4) * 4;
+    for (int i = payload; i + (int)im->target_len <= len; i++)
+        if (!memcmp(ip + i, im->target, im->target_len)) return 1;
+    return 0;
+}
+
 static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_data *nfa, void *arg)
 {
     (void)msg;
@@ -80,6 +101,12 @@ static int on_packet(struct nfq_q_handle *q, struct nfgenmsg *msg, struct nfq_da
     if (!ph) return 0;
     uint32_t id = ntohl(ph->packet_id);
     im->packets++;
+    unsigned char *ip;
+    int len;
+    if (im->target_pending && (len = nfq_get_payload(nfa, &ip)) > 0 && holds_target(im, ip, len)) {
+        im->target_pending = 0;
+        return nfq_set_verdict(q, id, NF_DROP, 0, NULL);
+    }
     if (uniform(&im->rng) < im->loss) {
         im->dropped++;
         return nfq_set_verdict(q, id, NF_DROP, 0, NULL);
@@ -103,9 +130,25 @@ static int release(impairer *im, int64_t until)
     return -1;
 }
 
+/* --drop-once's bytes; returns where parsing stopped (at the end if all were hex). */
+static char *parse_hex(char *hex, impairer *im)
+{
+    size_t n = 0;
+    unsigned byte;
+    while (hex[0] && hex[1] && n < sizeof im->target && sscanf(hex, "%2x", &byte) == 1 &&
+           isxdigit((unsigned char)hex[0]) && isxdigit((unsigned char)hex[1])) {
+        im->target[n++] = (uint8_t)byte;
+        hex += 2;
+    }
+    im->target_len = n;
+    im->target_pending = n > 0;
+    return n ? hex : hex + (*hex == 0); /* nothing parsed: not at the end, so a usage error */
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: netimpair --queue N --delay-ms D --loss P [--seed S] [--ready FILE]\n");
+    fprintf(stderr, "usage: netimpair --queue N --delay-ms D --loss P [--seed S] [--drop-once HEX]"
+                    " [--ready FILE]\n");
     return 2;
 }
 
@@ -126,6 +169,8 @@ int main(int argc, char **argv)
             im.loss = strtod(argv[i + 1], &end);
         else if (!strcmp(argv[i], "--seed"))
             im.rng = strtoull(argv[i + 1], &end, 10);
+        else if (!strcmp(argv[i], "--drop-once"))
+            end = parse_hex(argv[i + 1], &im);
         else if (!strcmp(argv[i], "--ready"))
             ready = argv[i + 1], end = argv[i + 1] + strlen(argv[i + 1]);
         else
@@ -142,7 +187,9 @@ int main(int argc, char **argv)
         return 1;
     }
     im.q = nfq_create_queue(h, (uint16_t)queue, on_packet, &im);
-    if (!im.q || nfq_set_mode(im.q, NFQNL_COPY_META, 0) < 0) {
+    /* The payload comes up only when a segment is to be looked for. */
+    int mode = im.target_len ? NFQNL_COPY_PACKET : NFQNL_COPY_META;
+    if (!im.q || nfq_set_mode(im.q, (uint8_t)mode, 0xffff) < 0) {
         fprintf(stderr, "netimpair: cannot bind queue %ld (is NFQUEUE in this kernel?)\n", queue);
         return 1;
     }
@@ -179,8 +226,10 @@ int main(int argc, char **argv)
         }
     }
     release(&im, INT64_MAX);
-    printf("netimpair: queue %ld: %llu packets, %llu dropped\n", queue,
+    printf("netimpair: queue %ld: %llu packets, %llu dropped", queue,
            (unsigned long long)im.packets, (unsigned long long)im.dropped);
+    if (im.target_len) printf(", %d targeted", !im.target_pending);
+    printf("\n");
     nfq_destroy_queue(im.q);
     nfq_close(h);
     return 0;
