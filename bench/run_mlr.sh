@@ -8,8 +8,9 @@
 # (defaults 20 and 100,000; NNZ 30 per row), ROWS + TEST_ROWS rows written
 # once and split (one planted model), in a scratch directory.
 #
-# Runs, all with WORKERS workers (default 4), --minibatch 100, --lr LR, BSP
-# unless said, EPOCHS epochs, one after the other in one invocation:
+# Runs, all with WORKERS workers (default 4), --minibatch 100, plain SGD at
+# --lr LR without L2 (the arithmetic of its recorded figures), BSP unless
+# said, EPOCHS epochs, one after the other in one invocation:
 #   ps           --mode ps (the model on 1 server, "sum" updater)
 #   svb          --mode svb, every SV to every worker
 #   svb-sel      + SV selection: --select 25 of the 100 SVs of a minibatch
@@ -68,7 +69,8 @@ for run in $RUNS; do
     echo "run $run: ${FLAGS[$run]}" >&2
     # shellcheck disable=SC2086 # the flags are split into words on purpose
     timeout "$TIMEOUT" "$LOOM" train mlr --train "$WORK/train" --test "$WORK/test" \
-        --workers "$WORKERS" --epochs "$EPOCHS" --minibatch 100 --lr "$LR" --quiet --insecure \
+        --workers "$WORKERS" --epochs "$EPOCHS" --minibatch 100 --updater sgd --l2 0 --lr "$LR" \
+        --quiet --insecure \
         --no-status ${FLAGS[$run]} --metrics "$WORK/$run.json" >"$WORK/$run.out" 2>&1 ||
         { echo "run $run failed:" >&2; tail "$WORK/$run.out" >&2; exit 1; }
 done

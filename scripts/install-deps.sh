@@ -15,8 +15,9 @@ set -eu
 # (tests/lr/ftrl_reference.py, standard library only).
 # python3-numpy: the Python package (python/, docs/PYTHON.md) and its tests, under Debian's
 # /usr/bin/python3. python3-sklearn: the reference Lasso the lasso.sklearn test
-# compares `loom train lasso` with (tests/lasso; skipped without it).
-packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev liblz4-dev libzstd-dev gnuplot-nox libjson-c-dev chromium python3 python3-numpy python3-sklearn"
+# compares `loom train lasso` with (tests/lasso; skipped without it). liblinear-tools:
+# the reference mlr.letter compares `loom train mlr` with (else scikit-learn's liblinear).
+packages="build-essential cmake pkg-config libzmq3-dev libcmocka-dev clang libclang-rt-14-dev iproute2 procps openmpi-bin iptables libnetfilter-queue-dev liblz4-dev libzstd-dev gnuplot-nox libjson-c-dev chromium python3 python3-numpy python3-sklearn liblinear-tools"
 
 missing=""
 for p in $packages; do

@@ -44,13 +44,27 @@ static const app_flag flags[] = {
      .def = "10",
      .help = "passes over the data"},
     APP_FLAG_SEED("order of the rows, SV selection, multicast peers"),
+    {.name = "--updater",
+     .kind = APP_CHOICE,
+     .arg = "adagrad|sgd",
+     .def = "adagrad",
+     .help = "how a gradient moves the model: AdaGrad (ps: on the servers;\n"
+             "svb and reduce: on every replica) or plain SGD"},
     {.name = "--lr",
      .kind = APP_NUM,
      .arg = "X",
      .min = 1e-12,
      .max = 1e6,
-     .def = "0.5",
-     .help = "learning rate of minibatch SGD"},
+     .help = "learning rate (default: " MLR_LR_ADAGRAD_TEXT " with adagrad, " MLR_LR_SGD_TEXT
+             " with sgd)"},
+    {.name = "--l2",
+     .kind = APP_NUM,
+     .arg = "X",
+     .min = 0,
+     .max = 1e6,
+     .help = "L2 regularisation: the objective is the mean log loss + X/2 |W|^2,\n"
+             "the bias excluded (default: 1 / rows, liblinear's C = 1; ps and\n"
+             "reduce)"},
     {.name = "--minibatch",
      .kind = APP_INT,
      .arg = "N",
@@ -149,7 +163,12 @@ int mlr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
     if (GIVEN("--graph")) c->train.graph = x->text;
     if (GIVEN("--sync")) c->train.sync = (int)x->choice; /* in loom_sync's order */
     if (GIVEN("--epochs")) c->train.epochs = (int)x->u;
+    if (GIVEN("--updater")) c->train.updater = x->choice == 0 ? MLR_ADAGRAD : MLR_SGD;
+    if (c->train.mode == MLR_MODE_SVB && GIVEN("--l2") && x->x != 0)
+        return app_usage(err, errlen, "--l2 is for --mode ps and reduce (svb has none)");
+    c->train.lr = c->train.updater == MLR_ADAGRAD ? MLR_LR_ADAGRAD : MLR_LR_SGD;
     if (GIVEN("--lr")) c->train.lr = x->x;
+    if (GIVEN("--l2")) c->train.l2 = x->x;
     if (GIVEN("--minibatch")) c->train.minibatch = (uint32_t)x->u;
     if (GIVEN("--select")) c->train.select = (uint32_t)x->u;
     if (GIVEN("--peers")) c->train.peers = (uint32_t)x->u;

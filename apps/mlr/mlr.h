@@ -97,10 +97,27 @@ int mlr_generate(const mlr_gen_opts *o, FILE *out, mlr_model *planted, char *err
 
 typedef enum { MLR_MODE_PS = 0, MLR_MODE_SVB = 1, MLR_MODE_REDUCE = 2 } mlr_mode;
 
+/* How a minibatch's gradient G moves W. sgd: W -= lr G. adagrad: per weight,
+ * n += g^2, w -= lr g / (sqrt(n) + MLR_ADAGRAD_EPS): in --mode ps the
+ * servers' "adagrad" updater, in --mode reduce each worker on its replica, in
+ * --mode svb every replica per worker's clock (loom_svb_adagrad_step). Plain SGD needs a
+ * learning rate tuned to the data set (sector wants some 50, letter 2);
+ * AdaGrad's steps follow each weight's own gradients, so one default serves
+ * both (docs/MLR.md). */
+typedef enum { MLR_SGD = 0, MLR_ADAGRAD = 1 } mlr_updater;
+#define MLR_ADAGRAD_EPS 1e-8 /* the table's default eps (include/loom/table.h) */
+/* The default learning rates, chosen on sector and letter (docs/MLR.md). */
+#define MLR_LR_ADAGRAD      0.5
+#define MLR_LR_ADAGRAD_TEXT "0.5"
+#define MLR_LR_SGD          0.5
+#define MLR_LR_SGD_TEXT     "0.5"
+
 typedef struct mlr_train_opts {
     mlr_mode mode;
     int consistency, staleness; /* loom_consistency; SSP's bound, in clocks (minibatches) */
+    mlr_updater updater;
     double lr;
+    double l2;          /* ps, reduce: L2 weight of the mean loss's objective; < 0: 1 / rows */
     uint32_t minibatch; /* rows per minibatch per worker; one minibatch per clock */
     int epochs;
     uint64_t seed;
@@ -118,7 +135,8 @@ typedef struct mlr_train_opts {
 
 #define MLR_TRAIN_OPTS_DEFAULT                                                                     \
     {                                                                                              \
-        MLR_MODE_PS, 2 /* LOOM_BSP */, 0, 0.5, 100, 10, 1, 0, 0, 0, 0, NULL, -1, "allreduce", 0    \
+        MLR_MODE_PS, 2 /* LOOM_BSP */, 0, MLR_ADAGRAD, 0.5, -1, 100, 10, 1, 0, 0, 0, 0, NULL, -1,  \
+            "allreduce", 0                                                                         \
     }
 
 /* The order a worker visits its rows in an epoch (a seeded permutation). */
@@ -152,6 +170,17 @@ size_t mlr_svs_keys(const mlr_svs *v, size_t n, uint8_t *seen, uint64_t *keys);
 /* --mode ps: g += sum_q (scale r_q) v_q^T over a dense (dim + 1) x K g. */
 void mlr_ps_accumulate(double *g, uint32_t classes, const mlr_svs *v, size_t n, const double *r,
                        double scale);
+/* L2 regularisation of a minibatch's rows keys[0..nk) (not the bias, row
+ * dim): g_j += coef w_j, with coef = l2 for a gradient, -lr l2 for an SGD
+ * step. Lazy, as in sparse SGD: a minibatch decays only the rows it touches. */
+void mlr_l2_rows(double *g, const double *w, uint32_t classes, const uint64_t *keys, size_t nk,
+                 uint64_t dim, double coef);
+/* AdaGrad on rows keys[0..nk) of w: the K-wide gradient rows of g (dense,
+ * (dim + 1) x K, left zero again) and accumulators n, with learning rate lr:
+ * the arithmetic of the table's "adagrad" updater (src/ps/updater.c), so a
+ * one-worker ps job and the reference end with the same bits. */
+void mlr_adagrad_rows(double *w, double *n, double *g, uint32_t classes, const uint64_t *keys,
+                      size_t nk, double lr);
 
 /* Which of the n SVs (residuals r, n x K) a worker applies and sends at a
  * clock: all, or with --select C the C that loom_svb_select picks (seeded
@@ -160,7 +189,8 @@ void mlr_ps_accumulate(double *g, uint32_t classes, const mlr_svs *v, size_t n, 
 size_t mlr_svs_choose(const mlr_train_opts *o, int rank, uint64_t clock, const double *r,
                       uint32_t classes, const mlr_svs *s, size_t n, size_t *chosen);
 
-/* u of SV q: -(lr / c) (p - t) rounded to float, c the SVs chosen. */
+/* u of SV q: -(lr / c) (p - t) rounded to float, c the SVs chosen; with
+ * AdaGrad the gradient (p - t) / c, which the replicas apply at rate lr. */
 void mlr_sv_u(const mlr_train_opts *o, size_t c, const double *r, uint32_t classes, float *u);
 
 /* The sequential reference: one worker's run of the same mode, in this

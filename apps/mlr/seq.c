@@ -9,13 +9,18 @@
  *
  *   ps   a minibatch's update G = sum_i c_i x_i^T is summed first (rows in
  *        order, each row's features in order, the bias last), then W += G:
- *        what the worker pushes and the server's "sum" updater adds;
+ *        what the worker pushes and the server's "sum" updater adds; with
+ *        --updater adagrad, c_i = (p_i - t_i) / n, the gradient, which the
+ *        servers' "adagrad" updater applies (mlr_adagrad_rows);
  *   svb  each example's sufficient vectors (u_i = c_i rounded to float, as
- *        they travel, and x_i with the bias) are added one after the other,
- *        W += u_i x_i^T (loom_svb_apply), as every replica does.
+ *        they travel, and x_i with the bias) are applied one after the other,
+ *        W += u_i x_i^T (loom_svb_apply), as every replica does; with
+ *        --updater adagrad (u_i = (p_i - t_i) / n) they are summed first and
+ *        W takes one AdaGrad step with the sum (loom_svb_adagrad_step).
  *
  * c_i = -(lr / n) (p_i - t_i), n the rows of the minibatch, or under SV
  * selection (--select C) the C rows loom_svb_select chose. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,7 +107,9 @@ size_t mlr_svs_choose(const mlr_train_opts *o, int rank, uint64_t clock, const d
 
 void mlr_sv_u(const mlr_train_opts *o, size_t c, const double *r, uint32_t classes, float *u)
 {
-    for (uint32_t k = 0; k < classes; k++) u[k] = (float)(-o->lr / (double)c * r[k]);
+    /* AdaGrad's SVs carry the gradient; the replicas apply the rate. */
+    double scale = o->updater == MLR_ADAGRAD ? 1.0 / (double)c : -o->lr / (double)c;
+    for (uint32_t k = 0; k < classes; k++) u[k] = (float)(scale * r[k]);
 }
 
 size_t mlr_svs_keys(const mlr_svs *v, size_t n, uint8_t *seen, uint64_t *keys)
@@ -124,13 +131,42 @@ void mlr_ps_accumulate(double *g, uint32_t K, const mlr_svs *v, size_t n, const 
         }
 }
 
+void mlr_l2_rows(double *g, const double *w, uint32_t K, const uint64_t *keys, size_t nk,
+                 uint64_t dim, double coef)
+{
+    if (coef == 0) return;
+    for (size_t t = 0; t < nk; t++)
+        if (keys[t] != dim)
+            for (size_t e = keys[t] * K; e < (keys[t] + 1) * K; e++) g[e] += coef * w[e];
+}
+
+void mlr_adagrad_rows(double *w, double *n, double *g, uint32_t K, const uint64_t *keys, size_t nk,
+                      double lr)
+{
+    for (size_t t = 0; t < nk; t++)
+        for (size_t e = keys[t] * K; e < (keys[t] + 1) * K; e++) {
+            n[e] += g[e] * g[e];
+            w[e] = w[e] - lr * g[e] / (sqrt(n[e]) + MLR_ADAGRAD_EPS);
+            g[e] = 0;
+        }
+}
+
 /* ps: the minibatch's G summed into g (a dense scratch of zeros, left zero
- * again), then added to w, as the server's "sum" updater does. */
-static void step_ps(double *w, uint32_t K, const mlr_svs *v, size_t n, const double *r,
-                    double scale, double *g, uint64_t *keys, uint8_t *seen)
+ * again), then applied to w as the servers' updater does: added ("sum"), or
+ * by AdaGrad with accumulators acc. */
+static void step_ps(const mlr_train_opts *o, double l2, double *w, double *acc, uint32_t K,
+                    uint64_t dim, const mlr_svs *v, size_t n, const double *r, double *g,
+                    uint64_t *keys, uint8_t *seen)
 {
     size_t nk = mlr_svs_keys(v, n, seen, keys);
-    mlr_ps_accumulate(g, K, v, n, r, scale);
+    if (o->updater == MLR_ADAGRAD) {
+        mlr_ps_accumulate(g, K, v, n, r, 1.0 / (double)n);
+        mlr_l2_rows(g, w, K, keys, nk, dim, l2);
+        mlr_adagrad_rows(w, acc, g, K, keys, nk, o->lr);
+        return;
+    }
+    mlr_ps_accumulate(g, K, v, n, r, -o->lr / (double)n);
+    mlr_l2_rows(g, w, K, keys, nk, dim, -o->lr * l2);
     for (size_t t = 0; t < nk; t++)
         for (uint32_t k = 0; k < K; k++) {
             w[keys[t] * K + k] += g[keys[t] * K + k];
@@ -145,14 +181,18 @@ int mlr_train_sequential(const mlr_train_opts *o, const loom_dataset *d, uint32_
     *out = (mlr_model){.classes = K, .dim = dim, .w = calloc(nw, sizeof(double))};
     size_t *order = malloc((d->rows ? d->rows : 1) * sizeof *order);
     double *r = malloc(B * K * sizeof *r), *g = calloc(nw, sizeof *g);
+    double *acc = o->updater == MLR_ADAGRAD ? calloc(nw, sizeof *acc) : NULL;
     uint64_t *touched = malloc((dim + 1) * sizeof *touched);
     uint8_t *seen = calloc(dim + 1, 1);
     size_t *chosen = malloc(B * sizeof *chosen);
     float *u = malloc(K * sizeof *u);
     mlr_svs v = {0};
     int rc = 0;
-    if (!out->w || !order || !r || !g || !touched || !seen || !chosen || !u) rc = LOOM_ENOMEM;
+    if (!out->w || !order || !r || !g || !touched || !seen || !chosen || !u ||
+        (o->updater == MLR_ADAGRAD && !acc))
+        rc = LOOM_ENOMEM;
     size_t nbatches = d->rows ? (d->rows + B - 1) / B : 0;
+    double l2 = o->l2 >= 0 ? o->l2 : d->rows ? 1.0 / (double)d->rows : 0;
     uint64_t clock = 0;
     for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
         mlr_epoch_order(o->seed, 0, epoch, d->rows, order);
@@ -164,7 +204,7 @@ int mlr_train_sequential(const mlr_train_opts *o, const loom_dataset *d, uint32_
             mlr_batch_residuals(out->w, K, dim, d, order + lo, n, r, &loss);
             if ((rc = mlr_svs_build(&v, d, order + lo, n, dim))) break;
             if (o->mode == MLR_MODE_PS) {
-                step_ps(out->w, K, &v, n, r, -o->lr / (double)n, g, touched, seen);
+                step_ps(o, l2, out->w, acc, K, dim, &v, n, r, g, touched, seen);
                 continue;
             }
             size_t c = mlr_svs_choose(o, 0, clock, r, K, &v, n, chosen);
@@ -172,12 +212,17 @@ int mlr_train_sequential(const mlr_train_opts *o, const loom_dataset *d, uint32_
             for (size_t i = 0; i < c; i++) {
                 size_t q = chosen[i];
                 mlr_sv_u(o, c, r + q * K, K, u);
-                loom_svb_apply(out->w, K, u, v.idx + v.off[q], v.val + v.off[q],
+                /* AdaGrad: the SVs summed into g first, then one step. */
+                loom_svb_apply(acc ? g : out->w, K, u, v.idx + v.off[q], v.val + v.off[q],
                                (uint32_t)(v.off[q + 1] - v.off[q]));
+            }
+            if (acc) {
+                size_t nk = mlr_svs_keys(&v, n, seen, touched);
+                loom_svb_adagrad_step(out->w, acc, g, K, touched, nk, o->lr);
             }
         }
     }
-    free(order), free(r), free(g), free(touched), free(seen), free(chosen), free(u);
+    free(order), free(r), free(g), free(acc), free(touched), free(seen), free(chosen), free(u);
     mlr_svs_free(&v);
     if (rc) mlr_model_free(out);
     return rc;

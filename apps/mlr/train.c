@@ -6,20 +6,23 @@
  * per clock, in a seeded order of their rows.
  *
  * --mode ps: W is a dense table of D + 1 rows of K f64 (row D: the bias)
- * with the "sum" updater. Per clock a worker pulls the rows of its
- * minibatch's features into its local copy, computes p - t for each row,
- * sums the minibatch's update -(lr/n) sum_i (p_i - t_i) x_i^T (seq.c,
- * mlr_ps_accumulate) and pushes it for those rows; the table's consistency
- * (BSP, SSP(s), ASP) bounds staleness in minibatches.
+ * with the "adagrad" updater ("sum" with --updater sgd). Per clock a worker
+ * pulls the rows of its minibatch's features into its local copy, computes
+ * p - t for each row, sums the minibatch's gradient (1/n) sum_i (p_i - t_i)
+ * x_i^T (seq.c, mlr_ps_accumulate) with L2 on the rows it touched, and
+ * pushes it for those rows (SGD: the step, -lr times it); the table's
+ * consistency (BSP, SSP(s), ASP) bounds staleness in minibatches.
  *
  * --mode svb: no table holds W. Every worker keeps a whole replica
  * (include/loom/svb.h) and, per clock, hands its minibatch's sufficient
- * vectors (u = -(lr/c)(p - t), v = x with the bias), or the c of them SV
- * selection keeps, to loom_svb_add; loom_svb_clock sends them to its peers
- * and applies its own and theirs.
+ * vectors (u = (p - t)/c, v = x with the bias; SGD: u = -(lr/c)(p - t)), or
+ * the c of them SV selection keeps, to loom_svb_add; loom_svb_clock sends
+ * them to its peers and applies its own and theirs (AdaGrad: one step with
+ * their sum).
  *
  * --mode reduce: every worker keeps a replica and takes its own minibatch's
- * step on it, scaled by W (the svb arithmetic, all SVs), then averages the whole replica
+ * step on it, scaled by W (AdaGrad with accumulators of its own, or the svb
+ * arithmetic of SGD, all SVs), then averages the whole replica
  * (as floats) with its in-neighbours in the --graph by loom_reduce
  * (stochastic reduce, include/loom/p2p.h), synchronised by --sync.
  *
@@ -64,9 +67,11 @@ typedef struct worker {
     const loom_dataset *d, *test;
     uint32_t K;
     uint64_t dim;
+    double l2; /* the L2 weight in force (opts' l2, or 1 / rows) */
     int rank;
     double *w;        /* ps: local copy of the pulled rows; svb: the replica */
-    double *g;        /* ps: the minibatch's update, dense (left zero) */
+    double *g;        /* ps, reduce with adagrad: the minibatch's update, dense (left zero) */
+    double *acc;      /* reduce with adagrad: the replica's accumulators (local to the worker) */
     double *r, *rows; /* residuals (B x K); ps: pulled or pushed rows */
     uint64_t *keys;   /* ps: the minibatch's rows */
     uint8_t *seen;
@@ -95,7 +100,10 @@ static int step_ps(worker *k, const size_t *rows, size_t n)
         memcpy(k->w + k->keys[t] * K, k->rows + t * K, K * sizeof(double));
     double loss;
     mlr_batch_residuals(k->w, K, k->dim, k->d, rows, n, k->r, &loss);
-    mlr_ps_accumulate(k->g, K, &k->v, n, k->r, -o->lr / (double)n);
+    /* The gradient, which the servers' "adagrad" applies, or the SGD step. */
+    int adagrad = o->updater == MLR_ADAGRAD;
+    mlr_ps_accumulate(k->g, K, &k->v, n, k->r, adagrad ? 1.0 / (double)n : -o->lr / (double)n);
+    mlr_l2_rows(k->g, k->w, K, k->keys, nk, k->dim, adagrad ? k->l2 : -o->lr * k->l2);
     for (size_t t = 0; t < nk; t++) {
         double *g = k->g + k->keys[t] * K;
         memcpy(k->rows + t * K, g, K * sizeof(double));
@@ -117,7 +125,13 @@ static int step_reduce(worker *k, const size_t *rows, size_t n)
     uint32_t K = k->K;
     double loss;
     mlr_batch_residuals(k->w, K, k->dim, k->d, rows, n, k->r, &loss);
-    for (size_t q = 0; q < n; q++) {
+    if (o->updater == MLR_ADAGRAD) {
+        size_t nk = mlr_svs_keys(&k->v, n, k->seen, k->keys);
+        mlr_ps_accumulate(k->g, K, &k->v, n, k->r, 1.0 / (double)n);
+        mlr_l2_rows(k->g, k->w, K, k->keys, nk, k->dim, k->l2);
+        mlr_adagrad_rows(k->w, k->acc, k->g, K, k->keys, nk, o->lr);
+    }
+    for (size_t q = 0; o->updater == MLR_SGD && q < n; q++) {
         mlr_sv_u(o, n, k->r + q * K, K, k->u);
         loom_svb_apply(k->w, K, k->u, k->v.idx + k->v.off[q], k->v.val + k->v.off[q],
                        (uint32_t)(k->v.off[q + 1] - k->v.off[q]));
@@ -281,7 +295,9 @@ static int open_model(worker *k)
         wo.width = k->K;
         wo.storage = LOOM_DENSE;
         wo.key_end = k->dim + 1;
-        wo.updater = "sum";
+        wo.updater = o->updater == MLR_ADAGRAD ? "adagrad" : "sum";
+        wo.lr = o->lr;
+        wo.eps = MLR_ADAGRAD_EPS;
         wo.consistency = (loom_consistency)o->consistency;
         wo.staleness = o->staleness;
         TRY("open the model table", loom_table_open(k->node, "mlr.w", &wo, &k->table));
@@ -312,6 +328,7 @@ static int open_model(worker *k)
     so.average_every = o->average;
     so.rotate_every = o->rotate;
     so.seed = o->seed;
+    so.adagrad = o->updater == MLR_ADAGRAD ? o->lr : 0;
     char path[4096];
     if (o->svlog) {
         snprintf(path, sizeof path, "%s.%d", o->svlog, k->rank);
@@ -345,22 +362,27 @@ static int train(worker *k)
                           MLR_MAX_DIM);
         return 1;
     }
+    /* 1 / rows: liblinear's C = 1 (its objective over C n), the shares
+     * taken as equal (they are, to a row, for one worker). */
+    k->l2 = o->l2 >= 0 ? o->l2 : 1.0 / ((double)max_rows * loom_num_workers(k->node));
     if (app_stats_open(k->node, "mlr.stats", STAT_FIELDS, &k->stats)) return 1;
     if (open_model(k)) return 1;
-    size_t B = o->minibatch, K = k->K;
-    k->g = o->mode == MLR_MODE_PS ? calloc((size_t)(k->dim + 1) * K, sizeof *k->g) : NULL;
+    size_t B = o->minibatch, K = k->K, nw = (size_t)(k->dim + 1) * K;
+    int ps = o->mode == MLR_MODE_PS,
+        reduce_adagrad = o->mode == MLR_MODE_REDUCE && o->updater == MLR_ADAGRAD;
+    k->g = ps || reduce_adagrad ? calloc(nw, sizeof *k->g) : NULL;
+    k->acc = reduce_adagrad ? calloc(nw, sizeof *k->acc) : NULL;
     k->r = malloc(B * K * sizeof *k->r);
     /* ps: a minibatch's rows, at most all of them. */
-    if (o->mode == MLR_MODE_PS) {
-        k->rows = malloc((size_t)(k->dim + 1) * K * sizeof *k->rows);
-        k->keys = malloc((size_t)(k->dim + 1) * sizeof *k->keys);
-    }
+    if (ps) k->rows = malloc(nw * sizeof *k->rows);
+    if (ps || reduce_adagrad) k->keys = malloc((size_t)(k->dim + 1) * sizeof *k->keys);
     k->seen = calloc(k->dim + 1, 1);
     k->order = malloc((k->d->rows ? k->d->rows : 1) * sizeof *k->order);
     k->chosen = malloc(B * sizeof *k->chosen);
     k->u = malloc(K * sizeof *k->u);
-    if ((o->mode == MLR_MODE_PS && (!k->g || !k->rows || !k->keys)) || !k->r || !k->seen ||
-        !k->order || !k->chosen || !k->u)
+    if ((ps && (!k->g || !k->rows || !k->keys)) ||
+        (reduce_adagrad && (!k->g || !k->acc || !k->keys)) || !k->r || !k->seen || !k->order ||
+        !k->chosen || !k->u)
         return app_fail(PROG, "prepare data", LOOM_ENOMEM);
     if (k->rank == 0 && c->job.metrics_path && !(k->metrics = fopen(c->job.metrics_path, "w"))) {
         fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
@@ -462,8 +484,8 @@ static int run_worker(loom_node *n, const void *arg)
     else
         free(k.w);
     free(k.fw);
-    free(k.g), free(k.r), free(k.rows), free(k.keys), free(k.seen), free(k.order), free(k.chosen),
-        free(k.u);
+    free(k.g), free(k.acc), free(k.r), free(k.rows), free(k.keys), free(k.seen), free(k.order),
+        free(k.chosen), free(k.u);
     mlr_svs_free(&k.v);
     loom_dataset_free(d);
     loom_dataset_free(test);

@@ -54,11 +54,13 @@ typedef struct loom_svb_opts {
     uint32_t rotate_every;        /* replica rotation every S clocks; 0: never */
     const char *log_path;         /* incremental SV checkpoint (NULL: none); truncated at open */
     uint64_t seed;                /* the multicast draws */
+    double adagrad;               /* > 0: apply SVs by AdaGrad with this learning rate
+                                     (below); 0: W += u v^T */
 } loom_svb_opts;
 
 #define LOOM_SVB_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        1, 1, LOOM_BSP, 0, 0, 0, 0, NULL, 1                                                        \
+        1, 1, LOOM_BSP, 0, 0, 0, 0, NULL, 1, 0.0                                                   \
     }
 
 /* Open this worker's SVB (every worker of the job, same options): the
@@ -115,6 +117,22 @@ void loom_svb_close(loom_svb *s);
 void loom_svb_apply(double *w, uint32_t width, const float *u, const uint64_t *idx,
                     const float *val, uint32_t nnz);
 
+/* With opts.adagrad = lr > 0 each SV is a gradient u v^T: every replica
+ * sums those it applies in a clock (its own and its peers'; under BSP every
+ * worker's of that clock) and takes one AdaGrad step with the sum, as a
+ * parameter server under BSP applies a clock's pushes: per weight the sum G
+ * touches, n += g^2, w -= lr g / (sqrt(n) + 1e-8), n (rows x width, zero at
+ * the start) the accumulators of the worker the replica is on. A rate that
+ * follows each weight's own gradients needs no tuning to the data's scale,
+ * which plain SGD does. Accumulators stay with their worker when replicas are
+ * averaged or rotated (every replica sees the same gradients under
+ * broadcast); a log replays them too.
+ *
+ * loom_svb_adagrad_step is that step: G summed into g (rows x width, by
+ * loom_svb_apply on zeros), the `n` rows it touches listed in rows; g is left
+ * zero again. A sequential reference calls it too. */
+void loom_svb_adagrad_step(double *w, double *acc, double *g, uint32_t width, const uint64_t *rows,
+                           size_t n, double lr);
 /* SV selection: choose c of the n SVs (u_i = u + i width, v_i = idx/val
  * [off[i], off[i + 1])) that best represent them all, by joint column subset
  * selection (Orpheus Algorithm 2): c times, draw one with probability

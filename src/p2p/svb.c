@@ -27,10 +27,14 @@
  * through, in order: each frame applied ('S'), each replica installed whole
  * ('R') and each clock's end ('E'), each record a kind byte and the clock
  * (u64), 'S' then the SV count, the frame's length and the frame, 'R' the
- * replica. The replica after clock T is rebuilt by replaying the records up to
- * T's end from zero ('R' replaces the matrix) with the same arithmetic in the
- * same order: exactly the replica the worker had. The log is written with stdio and flushed every
- * clock, on the application thread (Orpheus writes it from an I/O thread). */
+ * replica; with AdaGrad (opts.adagrad), a first record 'A' holds its learning
+ * rate (f64 bits) where the clock goes, and 'G' marks each step taken with
+ * the frames applied since the previous one, so replaying rebuilds the
+ * accumulators along with the replica (installed replicas leave them be). The replica after clock T
+ * is rebuilt by replaying the records up to T's end from zero ('R' replaces the matrix) with the
+ * same arithmetic in the same order: exactly the replica the worker had. The log is written with
+ * stdio and flushed every clock, on the application thread (Orpheus writes it from an I/O thread).
+ */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,6 +66,7 @@ struct loom_svb {
     loom_svb_opts o;
     int rank, workers, servers;
     double *w;
+    svb_adagrad ag; /* opts.adagrad: this worker's AdaGrad state */
     uint8_t *frame; /* this clock's SVs */
     size_t len, cap;
     uint64_t count;
@@ -155,6 +160,20 @@ static int log_replica(loom_svb *s)
     if (!rc && fwrite(buf, 1, 8 * n, s->log) != 8 * n) rc = log_write_failed(s);
     free(buf);
     return rc;
+}
+
+static int log_adagrad(loom_svb *s)
+{
+    uint64_t bits;
+    memcpy(&bits, &s->o.adagrad, sizeof bits);
+    return fputc('A', s->log) == EOF ? log_write_failed(s) : log_u64(s, bits);
+}
+
+/* AdaGrad: the step with the clock's summed SVs, and its 'G' record. */
+static int adagrad_step(loom_svb *s)
+{
+    if (!s->ag.acc || !svb_adagrad_step(s->w, &s->ag, s->o.width) || !s->log) return 0;
+    return fputc('G', s->log) == EOF ? log_write_failed(s) : log_u64(s, (uint64_t)s->clock);
 }
 
 static int log_end(loom_svb *s)
@@ -285,7 +304,7 @@ int loom_svb_open(loom_node *n, const loom_svb_opts *o, loom_svb **out)
     *out = NULL;
     if (o->width == 0 || o->rows == 0 || o->rows > UINT32_MAX ||
         (o->consistency != LOOM_BSP && o->consistency != LOOM_SSP) || o->staleness < 0 ||
-        o->rows * o->width > node_max_payload(n) / 8)
+        o->rows * o->width > node_max_payload(n) / 8 || !(o->adagrad >= 0) || isinf(o->adagrad))
         return LOOM_EINVAL;
     svb_layer *l = node_layer(n, &svb_layer_def);
     if (!l || l->open) return LOOM_ESTATE;
@@ -301,12 +320,15 @@ int loom_svb_open(loom_node *n, const loom_svb_opts *o, loom_svb **out)
     s->peers = calloc((size_t)s->workers, sizeof *s->peers);
     s->order = malloc((size_t)s->workers * sizeof *s->order);
     int rc = s->w && s->peers && s->order ? 0 : LOOM_ENOMEM;
+    if (!rc && o->adagrad > 0) rc = svb_adagrad_init(&s->ag, o->rows, o->width, o->adagrad);
     if (!rc && o->log_path) {
         s->log_path = strdup(o->log_path);
         if (!s->log_path)
             rc = LOOM_ENOMEM;
         else if (!(s->log = fopen(o->log_path, "w+b")))
             rc = LOOM_ECONFIG;
+        else if (o->adagrad > 0)
+            rc = log_adagrad(s);
     }
     if (rc) {
         loom_svb_close(s);
@@ -434,7 +456,8 @@ static int apply_received(loom_svb *s, int64_t upto)
         if (best < 0) return 0;
         const uint8_t *d = node_frame_data(&m, 0);
         size_t len = node_frame_size(&m, 0);
-        int rc = svb_frame_apply(s->w, s->o.width, d, m.h.a, &s->scratch);
+        int rc =
+            svb_frame_apply(s->w, s->ag.acc ? &s->ag : NULL, s->o.width, d, m.h.a, &s->scratch);
         if (!rc) rc = log_frame(s, m.h.clock, d, len, m.h.a);
         s->stats.svs_applied += m.h.a;
         node_msg_release(&m);
@@ -532,7 +555,9 @@ int loom_svb_clock(loom_svb *s)
     int avg = s->o.average_every && (c + 1) % s->o.average_every == 0 && s->workers > 1;
     int rot = !avg && s->o.rotate_every && (c + 1) % s->o.rotate_every == 0 && s->workers > 1;
     int rc = send_svs(s);
-    if (!rc) rc = svb_frame_apply(s->w, s->o.width, s->frame, s->count, &s->scratch);
+    if (!rc)
+        rc = svb_frame_apply(s->w, s->ag.acc ? &s->ag : NULL, s->o.width, s->frame, s->count,
+                             &s->scratch);
     if (!rc) rc = log_frame(s, c, s->frame, s->len, s->count);
     s->stats.svs_applied += s->count;
     s->len = 0, s->count = 0;
@@ -540,6 +565,7 @@ int loom_svb_clock(loom_svb *s)
     int bound = s->o.consistency == LOOM_BSP || avg || rot ? 0 : s->o.staleness;
     if (!rc) rc = wait_clocks(s, c + 1 - bound);
     if (!rc) rc = apply_received(s, c);
+    if (!rc) rc = adagrad_step(s);
     if (!rc && avg) rc = average(s);
     if (!rc && rot) rc = rotate(s);
     if (!rc) rc = log_end(s);
@@ -550,7 +576,8 @@ int loom_svb_clock(loom_svb *s)
 int loom_svb_sync(loom_svb *s)
 {
     int rc = wait_clocks(s, s->clock);
-    return rc ? rc : apply_received(s, s->clock - 1);
+    if (!rc) rc = apply_received(s, s->clock - 1);
+    return rc ? rc : adagrad_step(s);
 }
 
 int loom_svb_replay(const char *log_path, uint32_t width, uint64_t rows, int64_t clock, double *w,
@@ -560,6 +587,7 @@ int loom_svb_replay(const char *log_path, uint32_t width, uint64_t rows, int64_t
     if (!f) return LOOM_ENOTFOUND;
     size_t n = (size_t)rows * width;
     uint8_t *buf = NULL, head[24];
+    svb_adagrad ag = {0}; /* from an 'A' record */
     uint64_t applied = 0;
     svb_scratch scratch = {0};
     int rc = 0, kind;
@@ -571,6 +599,13 @@ int loom_svb_replay(const char *log_path, uint32_t width, uint64_t rows, int64_t
             rc = LOOM_EPROTO;
         } else if (kind == 'E') {
             ended++;
+        } else if (kind == 'G' && ag.acc) {
+            svb_adagrad_step(w, &ag, width);
+        } else if (kind == 'A' && !ag.acc && !applied) {
+            uint64_t bits = msg_load_u64(head);
+            double lr;
+            memcpy(&lr, &bits, sizeof lr);
+            rc = lr > 0 && !isinf(lr) ? svb_adagrad_init(&ag, rows, width, lr) : LOOM_EPROTO;
         } else if (kind == 'R') {
             uint8_t *r = realloc(buf, 8 * n);
             if (!(buf = r ? r : buf) || !r)
@@ -589,7 +624,7 @@ int loom_svb_replay(const char *log_path, uint32_t width, uint64_t rows, int64_t
                 rc = LOOM_EPROTO;
             else if (svb_frame_check(buf, len, count, width, rows, &why))
                 rc = LOOM_EPROTO;
-            else if (!(rc = svb_frame_apply(w, width, buf, count, &scratch)))
+            else if (!(rc = svb_frame_apply(w, ag.acc ? &ag : NULL, width, buf, count, &scratch)))
                 applied += count;
         } else {
             rc = LOOM_EPROTO;
@@ -597,6 +632,7 @@ int loom_svb_replay(const char *log_path, uint32_t width, uint64_t rows, int64_t
     }
     if (!rc && clock >= 0 && ended < clock) rc = LOOM_EINVAL;
     free(buf);
+    svb_adagrad_free(&ag);
     svb_scratch_free(&scratch);
     fclose(f);
     if (svs) *svs = applied;
@@ -633,6 +669,7 @@ void loom_svb_close(loom_svb *s)
     node_unlock(s->node);
     if (s->log) fclose(s->log);
     svb_scratch_free(&s->scratch);
+    svb_adagrad_free(&s->ag);
     free(s->peers), free(s->order), free(s->w), free(s->frame), free(s->log_path);
     free(s);
 }

@@ -17,14 +17,32 @@
  * reason in *why. */
 int svb_frame_check(const uint8_t *p, size_t len, uint64_t count, uint32_t width, uint64_t rows,
                     const char **why);
-/* Apply `count` SVs of a checked frame to w (loom_svb_apply, in order);
- * scratch holds width floats and (nnz) ids and values: grown as needed. */
+/* AdaGrad's state on a replica (opts.adagrad): the rate, the accumulators,
+ * and a frame's gradient being summed with the rows it touches. */
+typedef struct svb_adagrad {
+    double lr;
+    double *acc, *grad; /* rows x width */
+    uint8_t *mark;      /* rows: touched by the gradient being summed */
+    uint64_t *touched;  /* the rows marked, ntouched of them */
+    size_t ntouched;
+} svb_adagrad;
+int svb_adagrad_init(svb_adagrad *a, uint64_t rows, uint32_t width, double lr);
+void svb_adagrad_free(svb_adagrad *a);
+/* The step with the gradient summed so far (loom_svb_adagrad_step); 1 if
+ * there was one to take. */
+int svb_adagrad_step(double *w, svb_adagrad *a, uint32_t width);
+
+/* Apply `count` SVs of a checked frame to w: each as W += u v^T, in order,
+ * or, with AdaGrad state `ag`, add them to its gradient for the next
+ * svb_adagrad_step; scratch holds width floats and (nnz) ids and values:
+ * grown as needed. */
 typedef struct svb_scratch {
     float *u, *val;
     uint64_t *idx;
     size_t cap;
 } svb_scratch;
-int svb_frame_apply(double *w, uint32_t width, const uint8_t *p, uint64_t count, svb_scratch *s);
+int svb_frame_apply(double *w, svb_adagrad *ag, uint32_t width, const uint8_t *p, uint64_t count,
+                    svb_scratch *s);
 void svb_scratch_free(svb_scratch *s);
 
 /* Registers the SVB message handlers of a worker (called at node start). */

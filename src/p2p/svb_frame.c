@@ -35,6 +35,44 @@ void loom_svb_apply(double *w, uint32_t width, const float *u, const uint64_t *i
     }
 }
 
+void loom_svb_adagrad_step(double *w, double *acc, double *g, uint32_t width, const uint64_t *rows,
+                           size_t n, double lr)
+{
+    for (size_t t = 0; t < n; t++)
+        for (size_t e = rows[t] * width; e < (rows[t] + 1) * width; e++) {
+            acc[e] += g[e] * g[e];
+            w[e] = w[e] - lr * g[e] / (sqrt(acc[e]) + 1e-8);
+            g[e] = 0;
+        }
+}
+
+int svb_adagrad_init(svb_adagrad *a, uint64_t rows, uint32_t width, double lr)
+{
+    *a = (svb_adagrad){.lr = lr,
+                       .acc = calloc((size_t)rows * width, sizeof(double)),
+                       .grad = calloc((size_t)rows * width, sizeof(double)),
+                       .mark = calloc((size_t)rows, 1),
+                       .touched = malloc((size_t)rows * sizeof(uint64_t))};
+    if (a->acc && a->grad && a->mark && a->touched) return 0;
+    svb_adagrad_free(a);
+    return LOOM_ENOMEM;
+}
+
+int svb_adagrad_step(double *w, svb_adagrad *a, uint32_t width)
+{
+    if (!a->ntouched) return 0;
+    loom_svb_adagrad_step(w, a->acc, a->grad, width, a->touched, a->ntouched, a->lr);
+    for (size_t t = 0; t < a->ntouched; t++) a->mark[a->touched[t]] = 0;
+    a->ntouched = 0;
+    return 1;
+}
+
+void svb_adagrad_free(svb_adagrad *a)
+{
+    free(a->acc), free(a->grad), free(a->mark), free(a->touched);
+    *a = (svb_adagrad){0};
+}
+
 int svb_frame_check(const uint8_t *p, size_t len, uint64_t count, uint32_t width, uint64_t rows,
                     const char **why)
 {
@@ -56,7 +94,8 @@ int svb_frame_check(const uint8_t *p, size_t len, uint64_t count, uint32_t width
     return 0;
 }
 
-int svb_frame_apply(double *w, uint32_t width, const uint8_t *p, uint64_t count, svb_scratch *s)
+int svb_frame_apply(double *w, svb_adagrad *ag, uint32_t width, const uint8_t *p, uint64_t count,
+                    svb_scratch *s)
 {
     size_t off = 0;
     for (uint64_t i = 0; i < count; i++) {
@@ -75,7 +114,14 @@ int svb_frame_apply(double *w, uint32_t width, const uint8_t *p, uint64_t count,
         for (uint32_t k = 0; k < width; k++, off += 4) s->u[k] = loadf(p + off);
         for (uint32_t e = 0; e < nnz; e++, off += 4) s->idx[e] = load32(p + off);
         for (uint32_t e = 0; e < nnz; e++, off += 4) s->val[e] = loadf(p + off);
-        loom_svb_apply(w, width, s->u, s->idx, s->val, nnz);
+        if (!ag) {
+            loom_svb_apply(w, width, s->u, s->idx, s->val, nnz);
+            continue;
+        }
+        loom_svb_apply(ag->grad, width, s->u, s->idx, s->val, nnz);
+        for (uint32_t e = 0; e < nnz; e++)
+            if (!ag->mark[s->idx[e]])
+                ag->mark[s->idx[e]] = 1, ag->touched[ag->ntouched++] = s->idx[e];
     }
     return 0;
 }

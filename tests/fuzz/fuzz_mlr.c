@@ -126,7 +126,7 @@ static int frame(uint8_t option, const uint8_t *p, size_t n)
     }
     double w[16 * 8] = {0};
     svb_scratch s = {0};
-    FUZZ_CHECK(svb_frame_apply(w, width, p, count, &s) == 0);
+    FUZZ_CHECK(svb_frame_apply(w, NULL, width, p, count, &s) == 0);
     svb_scratch_free(&s);
     return 1;
 }
