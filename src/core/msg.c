@@ -11,7 +11,7 @@
 /* Core's own types, by number; every other type is a layer's, known once the
  * layer registered it (msg_register_types). */
 #define CORE(t, min, max, by) [MSG_##t] = {MSG_##t, #t, min, max, by}
-static const msg_type_info core_types[MSG_TYPE_END_] = {
+static const msg_type_info core_types[MSG_TYPE_LIMIT] = {
     CORE(REGISTER, 1, 1, MSG_BY_SERVER | MSG_BY_WORKER),
     CORE(ROSTER, 1, 1, MSG_BY_SCHED),
     CORE(ROSTER_ACK, 0, 0, MSG_BY_SERVER),
@@ -29,11 +29,11 @@ static const msg_type_info core_types[MSG_TYPE_END_] = {
     CORE(WORKER_LOST, 0, 0, MSG_BY_SCHED),
 };
 #undef CORE
-static _Atomic(const msg_type_info *) layer_types[MSG_TYPE_END_];
+static _Atomic(const msg_type_info *) layer_types[MSG_TYPE_LIMIT];
 
 static const msg_type_info *type_info(unsigned type)
 {
-    if (type >= MSG_TYPE_END_) return NULL;
+    if (type >= MSG_TYPE_LIMIT) return NULL;
     if (core_types[type].name) return &core_types[type];
     return atomic_load_explicit(&layer_types[type], memory_order_acquire);
 }
@@ -42,7 +42,7 @@ int msg_register_types(const msg_type_info *types, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         const msg_type_info *t = &types[i], *none = NULL;
-        if (t->type >= MSG_TYPE_END_ || core_types[t->type].name || !t->name) return -1;
+        if (core_types[t->type].name || !t->name) return -1;
         if (!atomic_compare_exchange_strong(&layer_types[t->type], &none, t) && none != t)
             return -1; /* another registration has the number */
     }

@@ -298,7 +298,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
 
 void node_set_handler(loom_node *n, unsigned type, node_handler fn, void *ctx)
 {
-    if (type < MSG_TYPE_END_) n->handlers[type] = (handler_entry){fn, ctx};
+    if (type < MSG_TYPE_LIMIT) n->handlers[type] = (handler_entry){fn, ctx};
 }
 
 /* ---- waiting ---- */

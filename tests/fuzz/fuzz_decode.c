@@ -37,6 +37,7 @@
 #include "core/msg.h"
 #include "fuzz_driver.h"
 #include "loom/error.h"
+#include "ps/msg_types.h"
 #include "ps/ps.h"
 
 #define FUZZ_MAX_FRAMES 7
