@@ -84,9 +84,12 @@ enum msg_type {
                               "share" metric it reported, 0 = unknown) */
 };
 
-/* A type is one byte on the wire: MSG_TYPE_LIMIT bounds every table indexed
- * by type (core's, the layers' registry, a node's handlers). */
-#define MSG_TYPE_LIMIT 256
+/* A layer's numbers start at MSG_LAYER_TYPE_MIN: those below are kept for
+ * core (WORKER_LOST, core's too, is older than the rule). A type is one byte
+ * on the wire: MSG_TYPE_LIMIT bounds every table indexed by type (core's, the
+ * layers' registry, a node's handlers). */
+#define MSG_LAYER_TYPE_MIN 32
+#define MSG_TYPE_LIMIT     256
 
 #define MSG_F_RANGE 0x0001u
 /* PULL, PULL_SINCE: the keys frame is the table's key-list chain's encoding
@@ -135,9 +138,11 @@ typedef struct msg_type_info {
 
 /* Make a layer's types known to every node of the process (from any thread;
  * the entries must outlive the process's nodes). Registering the same entries
- * again does nothing. 0, or -1 if a number is core's or taken by another
- * entry. */
-int msg_register_types(const msg_type_info *types, size_t count);
+ * again does nothing. 0; or -1, registering none of them, if an entry has no
+ * name, a number below MSG_LAYER_TYPE_MIN, or a number that core, an entry
+ * registered before or an earlier entry of `types` has: then *refused (unless
+ * NULL) is the index of the first such entry. */
+int msg_register_types(const msg_type_info *types, size_t count, size_t *refused);
 /* A known type's name, else "UNKNOWN". */
 const char *msg_type_name(unsigned type);
 /* Whether a node of `role` (a loom_role) may send messages of `type`:

@@ -284,7 +284,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * them once its layers registered theirs. */
     static int registered;
     if (!registered) {
-        FUZZ_CHECK(msg_register_types(ps_layer_def.types, ps_layer_def.ntypes) == 0);
+        FUZZ_CHECK(msg_register_types(ps_layer_def.types, ps_layer_def.ntypes, NULL) == 0);
         registered = 1;
     }
     frames f;
