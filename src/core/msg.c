@@ -4,6 +4,7 @@
 #include "core/msg.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,7 @@
 /* Core's own types, by number; every other type is a layer's, known once the
  * layer registered it (msg_register_types). */
 #define CORE(t, min, max, by) [MSG_##t] = {MSG_##t, #t, min, max, by}
-static const msg_type_info core_types[MSG_TYPE_END_] = {
+static const msg_type_info core_types[MSG_TYPE_LIMIT] = {
     CORE(REGISTER, 1, 1, MSG_BY_SERVER | MSG_BY_WORKER),
     CORE(ROSTER, 1, 1, MSG_BY_SCHED),
     CORE(ROSTER_ACK, 0, 0, MSG_BY_SERVER),
@@ -29,24 +30,44 @@ static const msg_type_info core_types[MSG_TYPE_END_] = {
     CORE(WORKER_LOST, 0, 0, MSG_BY_SCHED),
 };
 #undef CORE
-static _Atomic(const msg_type_info *) layer_types[MSG_TYPE_END_];
+static _Atomic(const msg_type_info *) layer_types[MSG_TYPE_LIMIT];
 
 static const msg_type_info *type_info(unsigned type)
 {
-    if (type >= MSG_TYPE_END_) return NULL;
+    if (type >= MSG_TYPE_LIMIT) return NULL;
     if (core_types[type].name) return &core_types[type];
     return atomic_load_explicit(&layer_types[type], memory_order_acquire);
 }
 
-int msg_register_types(const msg_type_info *types, size_t count)
+/* A registration is checked whole before any of it is stored, under this
+ * lock, so that a refused one leaves none of its types known; readers take no
+ * lock (type_info). */
+static pthread_mutex_t register_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Whether types[i] may be registered (msg_register_types' rule). */
+static int may_register(const msg_type_info *types, size_t i)
 {
-    for (size_t i = 0; i < count; i++) {
-        const msg_type_info *t = &types[i], *none = NULL;
-        if (t->type >= MSG_TYPE_END_ || core_types[t->type].name || !t->name) return -1;
-        if (!atomic_compare_exchange_strong(&layer_types[t->type], &none, t) && none != t)
-            return -1; /* another registration has the number */
-    }
-    return 0;
+    const msg_type_info *t = &types[i];
+    if (!t->name || t->type < MSG_LAYER_TYPE_MIN || core_types[t->type].name) return 0;
+    const msg_type_info *now = atomic_load_explicit(&layer_types[t->type], memory_order_relaxed);
+    if (now && now != t) return 0;
+    for (size_t j = 0; j < i; j++)
+        if (types[j].type == t->type) return 0;
+    return 1;
+}
+
+int msg_register_types(const msg_type_info *types, size_t count, size_t *refused)
+{
+    pthread_mutex_lock(&register_mu);
+    size_t i = 0;
+    while (i < count && may_register(types, i)) i++;
+    if (i == count)
+        for (size_t j = 0; j < count; j++)
+            atomic_store_explicit(&layer_types[types[j].type], &types[j], memory_order_release);
+    pthread_mutex_unlock(&register_mu);
+    if (i == count) return 0;
+    if (refused) *refused = i;
+    return -1;
 }
 
 const char *msg_type_name(unsigned type)

@@ -50,12 +50,16 @@
  * no frame of keys, values or replies exceeds it. */
 #define MSG_MAX_PAYLOAD_MIB 256
 
-/* The wire's type numbers: core's own (REGISTER to NODE_REJOINED, and
- * WORKER_LOST), which msg.c knows, and those of the layers above, kept here
- * so that no two layers take the same number. What a layer's type is (its
- * name, who may send it, its payload frames) core learns only when the layer
- * registers it (msg_register_types, from node_layer_register in the layer's
- * attach); until then a message of that type is of an unknown type. */
+/* The wire's type numbers. Here are only core's own: membership and control,
+ * and WORKER_LOST. Each layer above declares its own numbers in a header of
+ * its own (<layer>/msg_types.h), so that core names no layer's type; what a
+ * layer's type is (its name, who may send it, its payload frames) core learns
+ * only when the layer registers it (msg_register_types, from
+ * node_layer_register in the layer's attach), and until then a message of
+ * that type is of an unknown type. docs/PROTOCOL.md is the one table of every
+ * number, core's and the layers', where a new type takes a free one;
+ * registering a number that core or another layer has already fails, so two
+ * layers that took the same number cannot both attach. */
 enum msg_type {
     /* membership and control (core) */
     MSG_REGISTER = 1, /* node -> scheduler: blob (msg_register) */
@@ -74,102 +78,18 @@ enum msg_type {
     MSG_METRICS,         /* worker -> scheduler: blob (the application's latest metrics) */
     MSG_NODE_REJOINED,   /* scheduler -> all: a = id of a dead node a replacement took over;
                             frame its routing id (MSG_RID_SIZE bytes), then its address (str) */
-    /* parameter server (ps) */
-    MSG_TABLE_OPEN = 32, /* worker -> scheduler: blob (table name and options) */
-    MSG_TABLE_CREATE,    /* scheduler -> server: table = id, blob as above */
-    MSG_TABLE_CREATED,   /* server -> scheduler: table = id, a = status */
-    MSG_TABLE_OPENED,    /* scheduler -> worker: table = id, a = status, req echoed */
-    MSG_PUSH,            /* worker -> server: req = sequence, clock = the pusher's clock;
-                            frames keys, values; or MSG_F_RANGE with a = begin, b = end
-                            and one values frame */
-    MSG_PUSH_ACK,        /* server -> worker: req = sequence, a = status, b = last
-                            sequence applied from this worker (BSP applies later);
-                            with replicas, clock = last sequence the replicas hold */
-    MSG_PULL,            /* worker -> server: req = request id, clock = oldest clock the
-                            answer may reflect; frame keys, or MSG_F_RANGE with a, b */
-    MSG_PULL_REPLY,      /* server -> worker: req echoed, clock = server's min clock,
-                            a = last push sequence applied from this worker, b = status;
-                            frame values */
-    MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
-    MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
-    /* ps: filtered and sparse rows (src/ps/filter.c's encoding) */
-    MSG_PUSH_ENC = 48,  /* worker -> server: as PUSH (keyed), one frame: the table's push
-                           chain's encoding of the keys and delta rows */
-    MSG_PULL_SINCE,     /* worker -> server: as PULL (keyed), a = the oldest row version the
-                           reader holds; frames keys, a bitmap of the keys it holds */
-    MSG_PULL_REPLY_ENC, /* server -> worker: as PULL_REPLY; frames u64 row version of the
-                           answer, the pull chain's encoding of the rows that changed */
-    /* managed communication (ps/comm.h) */
-    MSG_ROWS_PUSH = 56, /* server -> worker: rows that changed, for the worker's cache;
-                           req = push id, clock = server's min clock, a = last push
-                           sequence applied from this worker, b = the row version
-                           the rows reflect (as PULL_REPLY_ENC's); frames keys, values */
-    MSG_ROWS_PUSH_ACK,  /* worker -> server: req echoed */
-    /* ckpt (ft) */
-    MSG_CKPT_PART = 64, /* server/worker -> scheduler: its part of checkpoint `clock` is on
-                           disk; a = 1 if it holds every row (full), b = the server deaths
-                           and req = the handbacks it knew of; blob (the part's kind, rank,
-                           full, path, size, CRC: src/ft/ft.c send_part) */
-    /* rotation (src/sched/ring.c) */
-    MSG_SCHED_BLOCK = 80, /* worker -> worker: table = engine, a = block, b = version; frame rows */
-    /* dynamic scheduling engine (sched, src/sched/dynamic.c) */
-    MSG_DYN_START = 88, /* worker -> scheduler: a = dim, b = max rounds, req = depth,
-                           table = parallel updates, clock = extra values */
-    MSG_DYN_PLAN_REQ,   /* scheduler -> shard's worker: req = round */
-    MSG_DYN_PLAN,       /* shard -> scheduler, scheduler -> workers: req = round,
-                           frame keys (u64) */
-    MSG_DYN_PSUM,       /* worker -> scheduler: req = round, a = stop; frame f64 values */
-    MSG_DYN_SUM,        /* scheduler -> workers: req = round; frame f64 sums */
-    MSG_DYN_END,        /* scheduler -> workers: req = rounds run, a = loom error or 0 */
-    /* p2p */
-    MSG_P2P_MODEL = 96, /* worker -> worker: req = round, a = model length (floats); frame values */
-    MSG_P2P_ACK = 97,   /* worker -> worker: req = round consumed */
-    /* mlr (sufficient-vector broadcasting, src/p2p/svb.c) */
-    MSG_SVB_SVS = 112, /* worker -> worker: clock = the sender's clock, a = SVs, b = width;
-                          frame SVs (none with a = 0: a clock mark) */
-    MSG_SVB_REPLICA,   /* worker -> worker: clock = after which clock, a = 0 averaging,
-                          1 rotation; frame the replica (rows x width f64) */
-    /* replication (src/ft/replica.c, src/ps/ring.h; docs/FAULTS.md) */
-    MSG_REPL = 120, /* server -> server (a range's master to its replicas): table = id,
-                       req = replication round, a = ring range, b = rows; frames the
-                       last push sequence applied per worker (u64 each), the rows
-                       changed since the last round ([u64 key][values][updater state]) */
-    MSG_REPL_ACK,   /* server -> server (replica to master): table = id, req = round */
     /* worker failure (core, --on-worker-failure continue) */
     MSG_WORKER_LOST = 136, /* scheduler -> servers, workers: a = node id of a dead worker
                               the job goes on without, b = its share of the data (the
                               "share" metric it reported, 0 = unknown) */
-    /* a replacement server rejoining (src/ps/registry.c, src/ft/rejoin.c; docs/FAULTS.md) */
-    MSG_REJOIN_COPY = 144, /* scheduler -> servers: a = node id of a rejoining server,
-                              req = generation; copy it the ranges you are master of */
-    MSG_REJOIN_COPIED,     /* server -> scheduler: a, req echoed; the copies are acknowledged */
-    MSG_REJOIN_READY,      /* scheduler -> servers, workers: a = node id of a rejoined
-                              server, which now holds full copies of its ranges */
-    /* a replacement taking its ranges back (src/ps/server_handback.c; docs/FAULTS.md) */
-    MSG_HANDBACK = 152, /* scheduler -> servers (b = 0 fence, 2 abort), servers and workers
-                           (b = 1 commit): a = node id of the server taking its ranges
-                           back, req = generation */
-    MSG_HANDBACK_ACK,   /* server -> scheduler: fenced, its last round acknowledged;
-                           worker -> that server: switched, its pushes sent again; req
-                           (and, answering PARKED, b) echoed */
-    MSG_PARKED,         /* server -> worker: table = id, req = the sequence of a push not
-                           applied (its range is fenced, or an older push to it is): hold
-                           it; req = 0: send again every push parked here (and ask again
-                           every pull refused here), a = generation, b = the number of
-                           such PARKED so far */
-    /* a replacement server in a resumed job (ft, src/ft/ft.c; docs/FAULTS.md) */
-    MSG_CKPT_BASE = 160, /* scheduler -> a replacement server: clock = the job's clock at
-                            this run's clock 0 (the resumed checkpoint's; 0 if not resumed) */
-    MSG_CKPT_PLAN,       /* scheduler -> servers, workers: clock = the job clock of the next
-                            checkpoint, a = 1 if servers write every row; b = 1 (to
-                            workers): the final checkpoint at `clock` was given up */
-    MSG_CKPT_SKIP,       /* server/worker -> scheduler: no part of checkpoint `clock`;
-                            a = the sender's job clock now + 1 (0: finished), b = why (FT_SKIP_*) */
-    MSG_CKPT_EPOCH,      /* worker 0 -> scheduler: an epoch ended at job clock `clock`,
-                            a = its length in clocks */
-    MSG_CKPT_FINAL,      /* worker -> scheduler: `clock` is its last: checkpoint it */
-    MSG_TYPE_END_
 };
+
+/* A layer's numbers start at MSG_LAYER_TYPE_MIN: those below are kept for
+ * core (WORKER_LOST, core's too, is older than the rule). A type is one byte
+ * on the wire: MSG_TYPE_LIMIT bounds every table indexed by type (core's, the
+ * layers' registry, a node's handlers). */
+#define MSG_LAYER_TYPE_MIN 32
+#define MSG_TYPE_LIMIT     256
 
 #define MSG_F_RANGE 0x0001u
 /* PULL, PULL_SINCE: the keys frame is the table's key-list chain's encoding
@@ -218,9 +138,11 @@ typedef struct msg_type_info {
 
 /* Make a layer's types known to every node of the process (from any thread;
  * the entries must outlive the process's nodes). Registering the same entries
- * again does nothing. 0, or -1 if a number is core's, out of range, or taken
- * by another entry. */
-int msg_register_types(const msg_type_info *types, size_t count);
+ * again does nothing. 0; or -1, registering none of them, if an entry has no
+ * name, a number below MSG_LAYER_TYPE_MIN, or a number that core, an entry
+ * registered before or an earlier entry of `types` has: then *refused (unless
+ * NULL) is the index of the first such entry. */
+int msg_register_types(const msg_type_info *types, size_t count, size_t *refused);
 /* A known type's name, else "UNKNOWN". */
 const char *msg_type_name(unsigned type);
 /* Whether a node of `role` (a loom_role) may send messages of `type`:

@@ -298,7 +298,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
 
 void node_set_handler(loom_node *n, unsigned type, node_handler fn, void *ctx)
 {
-    if (type < MSG_TYPE_END_) n->handlers[type] = (handler_entry){fn, ctx};
+    if (type < MSG_TYPE_LIMIT) n->handlers[type] = (handler_entry){fn, ctx};
 }
 
 /* ---- waiting ---- */
@@ -378,18 +378,47 @@ void *node_hooks_ctx(const loom_node *n, const node_hooks *h)
 static pthread_mutex_t layers_mu = PTHREAD_MUTEX_INITIALIZER;
 static int layers_registered;
 
+/* Why msg_register_types refused l's type i: its number, and who has it
+ * (docs/PROTOCOL.md lists every number). */
+static void log_refused(const node_layer_def *l, size_t i)
+{
+    const msg_type_info *t = &l->types[i];
+    const char *name = t->name ? t->name : "with no name";
+    int twice = 0;
+    for (size_t j = 0; j < i; j++) twice |= l->types[j].type == t->type;
+    if (!t->name || t->type < MSG_LAYER_TYPE_MIN)
+        log_error("layer %s: message type %u (%s) refused: a layer's type needs a name and a "
+                  "number of at least %d",
+                  l->name, t->type, name, MSG_LAYER_TYPE_MIN);
+    else if (twice)
+        log_error("layer %s: message type %u (%s) refused: the layer lists the number twice",
+                  l->name, t->type, name);
+    else
+        log_error("layer %s: message type %u (%s) refused: the number is taken by %s "
+                  "(docs/PROTOCOL.md lists every number)",
+                  l->name, t->type, name, msg_type_name(t->type));
+}
+
 int node_layer_register(node_layer_def *l)
 {
-    int rc = 0;
+    int rc = 0, full = 0;
+    size_t refused = 0;
     pthread_mutex_lock(&layers_mu);
     if (!atomic_load(&l->slot)) {
-        if (layers_registered == NODE_MAX_LAYERS || msg_register_types(l->types, l->ntypes))
+        if (layers_registered == NODE_MAX_LAYERS) {
             rc = LOOM_EINVAL;
-        else
+            full = 1;
+        } else if (msg_register_types(l->types, l->ntypes, &refused)) {
+            rc = LOOM_EINVAL;
+        } else {
             atomic_store(&l->slot, ++layers_registered);
+        }
     }
     pthread_mutex_unlock(&layers_mu);
-    if (rc) log_error("layer %s: its message types or its slot are taken", l->name);
+    if (full)
+        log_error("layer %s: no slot left (%d layers registered)", l->name, NODE_MAX_LAYERS);
+    else if (rc)
+        log_refused(l, refused);
     return rc;
 }
 

@@ -172,7 +172,7 @@ struct loom_node {
     atomic_int readers;
     atomic_int io_gated; /* the I/O thread sleeps without the sockets */
 
-    handler_entry handlers[MSG_TYPE_END_];
+    handler_entry handlers[MSG_TYPE_LIMIT];
 
     /* State others wait on, guarded by mu and signalled on cv. */
     pthread_mutex_t mu;

@@ -52,6 +52,7 @@
 #include "core/node_impl.h"
 #include "ft/ft.h"
 #include "ft/ft_impl.h"
+#include "ft/msg_types.h"
 #include "ft/replica.h"
 #include "loom/checkpoint.h"
 #include "loom/error.h"

@@ -47,6 +47,7 @@
 #include "core/node_impl.h"
 #include "ft/ft.h"
 #include "ft/ft_impl.h"
+#include "ft/msg_types.h"
 #include "loom/error.h"
 #include "ps/ps.h"
 

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/msg.h"
 #include "ft/replica.h"
+#include "ps/msg_types.h"
 #include "ps/part.h"
 #include "ps/ring.h"
 

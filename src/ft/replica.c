@@ -36,6 +36,7 @@
 #include "ft/ft_impl.h"
 #include "ft/replica.h"
 #include "loom/error.h"
+#include "ps/msg_types.h"
 #include "ps/part.h"
 #include "ps/ring.h"
 

@@ -31,6 +31,7 @@
 #include "core/node_impl.h"
 #include "loom/error.h"
 #include "loom/p2p.h"
+#include "p2p/msg_types.h"
 #include "p2p/p2p.h"
 
 #define MAX_EDGE_STATS 64

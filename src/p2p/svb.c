@@ -46,6 +46,7 @@
 #include "core/rand.h"
 #include "loom/error.h"
 #include "loom/svb.h"
+#include "p2p/msg_types.h"
 #include "p2p/svb.h"
 
 typedef struct svb_peer {

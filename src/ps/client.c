@@ -32,6 +32,7 @@
 
 #include "core/log.h"
 #include "ps/client_impl.h"
+#include "ps/msg_types.h"
 
 /* ---- opening tables ---- */
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ps/client_impl.h"
+#include "ps/msg_types.h"
 
 typedef struct picked {
     uint64_t key;

@@ -21,6 +21,7 @@
  * own messages (client_failover_attach). */
 #include "core/log.h"
 #include "ps/client_impl.h"
+#include "ps/msg_types.h"
 
 /* ---- failover (ring.h; docs/FAULTS.md) ---- */
 

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "ps/client_impl.h"
+#include "ps/msg_types.h"
 
 void client_pull_op_free(pull_op *op)
 {

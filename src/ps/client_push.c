@@ -25,6 +25,7 @@
 
 #include "core/log.h"
 #include "ps/client_impl.h"
+#include "ps/msg_types.h"
 
 /* kkt's view of the weights of n keys: their cached rows, and NaN (never 0,
  * so kkt keeps the row) for a row not in the cache. NULL on ENOMEM: kkt then

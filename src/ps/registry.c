@@ -27,6 +27,7 @@
 
 #include "core/log.h"
 #include "loom/error.h"
+#include "ps/msg_types.h"
 #include "ps/ps.h"
 #include "ps/ring.h"
 

@@ -46,6 +46,7 @@
 
 #include "core/log.h"
 #include "loom/error.h"
+#include "ps/msg_types.h"
 #include "ps/server_impl.h"
 
 /* ---- table creation ---- */

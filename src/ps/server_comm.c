@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ps/msg_types.h"
 #include "ps/server_impl.h"
 
 /* Managed tables: rows a push is about to change, with the magnitudes of

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "core/log.h"
+#include "ps/msg_types.h"
 #include "ps/server_impl.h"
 
 /* ---- handback (docs/FAULTS.md, "Taking the ranges back") ----

@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "loom/error.h"
+#include "ps/msg_types.h"
 #include "ps/part.h"
 #include "ps/server_impl.h"
 

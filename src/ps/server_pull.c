@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "loom/error.h"
+#include "ps/msg_types.h"
 #include "ps/server_impl.h"
 
 /* A buffer for a reply of `bytes`: the spare one if it fits without

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "loom/error.h"
+#include "ps/msg_types.h"
 #include "ps/rowops.h"
 #include "ps/server_impl.h"
 

@@ -4,6 +4,7 @@
  * knows them without the rest of the layer. */
 #include "core/msg.h"
 #include "core/node_impl.h"
+#include "ps/msg_types.h"
 #include "ps/ps.h"
 
 static const msg_type_info ps_types[] = {

@@ -14,6 +14,7 @@
 
 #include "loom/error.h"
 #include "sched/dynamic.h"
+#include "sched/msg_types.h"
 
 /* ---- the worker's queue of coordinator messages ---- */
 

@@ -28,6 +28,7 @@
 #include "core/log.h"
 #include "loom/error.h"
 #include "sched/dynamic.h"
+#include "sched/msg_types.h"
 
 typedef struct round_slot {
     uint64_t round;

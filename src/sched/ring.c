@@ -18,6 +18,7 @@
 
 #include "core/log.h"
 #include "loom/error.h"
+#include "sched/msg_types.h"
 #include "sched/sched.h"
 
 static const msg_type_info sched_types[] = {

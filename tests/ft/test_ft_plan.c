@@ -25,6 +25,7 @@
 #include "core/msg.h"
 #include "core/node_fuzz.h"
 #include "ft/ft.h"
+#include "ft/msg_types.h"
 #include "layers.h"
 #include "loom/loom.h"
 

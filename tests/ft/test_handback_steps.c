@@ -48,6 +48,7 @@
 #include "core/node_fuzz.h"
 #include "layers.h"
 #include "loom/loom.h"
+#include "ps/msg_types.h"
 #include "ps/ring.h"
 
 #define SERVERS   3

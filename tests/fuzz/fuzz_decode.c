@@ -37,6 +37,7 @@
 #include "core/msg.h"
 #include "fuzz_driver.h"
 #include "loom/error.h"
+#include "ps/msg_types.h"
 #include "ps/ps.h"
 
 #define FUZZ_MAX_FRAMES 7
@@ -283,7 +284,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * them once its layers registered theirs. */
     static int registered;
     if (!registered) {
-        FUZZ_CHECK(msg_register_types(ps_layer_def.types, ps_layer_def.ntypes) == 0);
+        FUZZ_CHECK(msg_register_types(ps_layer_def.types, ps_layer_def.ntypes, NULL) == 0);
         registered = 1;
     }
     frames f;

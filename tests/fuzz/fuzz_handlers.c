@@ -60,6 +60,7 @@
 
 #include "core/node_fuzz.h"
 #include "ft/ft.h"
+#include "ft/msg_types.h"
 #include "fuzz_driver.h"
 #include "layers.h"
 #include "loom/error.h"
@@ -67,8 +68,11 @@
 #include "loom/sched.h"
 #include "loom/svb.h"
 #include "loom/table.h"
+#include "p2p/msg_types.h"
 #include "ps/filter.h"
+#include "ps/msg_types.h"
 #include "ps/ps.h"
+#include "sched/msg_types.h"
 #include "sched/sched.h"
 
 #define SERVERS         2

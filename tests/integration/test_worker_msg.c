@@ -28,6 +28,7 @@
 #include "core/node_impl.h"
 #include "harness.h"
 #include "loom/error.h"
+#include "p2p/msg_types.h"
 
 #define SERVERS 1
 #define WORKERS 4

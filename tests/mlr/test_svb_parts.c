@@ -22,6 +22,7 @@
 #include "core/node_impl.h"
 #include "loom/loom.h"
 #include "loom/svb.h"
+#include "p2p/msg_types.h"
 #include "p2p/svb.h"
 #include "ps/ps.h"
 
