@@ -7,8 +7,8 @@
  * master (src/ps/ring.h); this server already holds a copy of every range it
  * may become master of, and src/ps routes by the server states, so nothing
  * moves here: the replication rounds stop waiting for the dead server, a
- * handback in progress is off (src/ps reopens what it fenced), and the death
- * is counted for checkpoints. It is fault tolerance's decision, not the
+ * handback in progress is off (handback.c reopens what it fenced), and the
+ * death is counted for checkpoints. It is fault tolerance's decision, not the
  * parameter server's, so it lives here and calls down into ps. */
 #include <stddef.h>
 #include <stdint.h>
@@ -37,9 +37,10 @@ int ft_failover(loom_node *n, void *ctx, uint32_t id)
     r->fed[d] = r->copy[d] = 0;
     log_warn("server %d died: this server is now master of %zu of its ranges", d, took);
     ps_part_death(n, took != 0);
-    /* A fence in progress is off (the registry aborts it); a range handed
-     * back to the dead server comes back here if this is its master again. */
-    ps_part_reopen(n);
+    /* A fence in progress is off (the scheduler aborts it:
+     * handback_coord.c); a range handed back to the dead server comes back
+     * here if this is its master again. */
+    ft_handback_reopen(r);
     ft_repl_rounds_done(r);
     return 1;
 }

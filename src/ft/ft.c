@@ -67,6 +67,7 @@ static void ft_destroy(void *state)
 {
     ft *f = state;
     if (f->sched) ft_sched_destroy(f);
+    if (f->coord) ft_coord_destroy(f->coord);
     if (f->repl) ft_repl_destroy(f->repl);
     ft_manifest_free(&f->resumed);
     free(f->resumed_part);
@@ -439,6 +440,16 @@ static void on_base(loom_node *n, void *ctx, node_msg *m)
 
 /* ---- attach ---- */
 
+/* The scheduler's timer: a handback to try again (handback_coord.c), then
+ * the checkpoint plans (plan.c). */
+static uint64_t sched_timer(loom_node *n, void *ctx, uint64_t now)
+{
+    (void)n;
+    ft *f = ctx;
+    ft_coord_tick(f->coord);
+    return f->sched ? ft_sched_tick(f, now) : UINT64_MAX;
+}
+
 /* The newest checkpoint of f->resume, checked against this job. */
 static int load_resume(ft *f)
 {
@@ -529,6 +540,10 @@ int ft_attach(loom_node *n)
     if (rc) return rc;
     if (f->resume[0] && (rc = load_resume(f))) return rc;
     f->epoch_end = f->base;
+    if (f->role == LOOM_SCHEDULER) {
+        node_set_timer(n, &ft_layer_def, sched_timer, f);
+        if ((rc = ft_coord_attach(f))) return rc;
+    }
     if (f->role == LOOM_SCHEDULER && f->dir[0] &&
         (rc = ft_sched_attach(f, f->resume[0] ? &f->resumed : NULL)))
         return rc;

@@ -1,6 +1,9 @@
-/* ft_impl: the state the fault-tolerance layer's files share: ft.c (every
- * role: configuration, parts, resume) and plan.c (the scheduler: which
- * clock to checkpoint next, commits, cleanup). */
+/* ft_impl: the fault-tolerance layer's state on a node (struct ft), which
+ * its files share: ft.c (every role: configuration, parts, resume, attach),
+ * plan.c (the scheduler: which clock to checkpoint next, commits, cleanup)
+ * and handback_coord.c (the scheduler: handbacks); replica.c, failover.c,
+ * rejoin.c and handback.c (a server's replication) keep theirs in
+ * replica.h, and read this one for the layer's descriptor. */
 #ifndef LOOM_FT_IMPL_H
 #define LOOM_FT_IMPL_H
 
@@ -28,6 +31,7 @@ typedef struct ft_every {
 } ft_every;
 
 typedef struct ft_sched ft_sched; /* plan.c */
+typedef struct ft_coord ft_coord; /* handback_coord.c */
 typedef struct ft_repl ft_repl;   /* replica.h */
 
 typedef struct ft {
@@ -57,8 +61,9 @@ typedef struct ft {
     _Atomic int64_t final_refused; /* the final clock the scheduler gave up (-1: none) */
     /* server: replication, failover, a replacement (replica.h) */
     ft_repl *repl;
-    /* scheduler */
+    /* scheduler: checkpoint plans (NULL without checkpoints), handbacks */
     ft_sched *sched;
+    ft_coord *coord;
 } ft;
 
 /* Open f->dir once (checked; dir.c) into f->dirfd. 0 or LOOM_ECONFIG. */
@@ -79,6 +84,18 @@ int ft_sched_attach(ft *f, const ft_manifest *resumed);
 /* Finish the commits queued, remove an uncommitted checkpoint's files,
  * release the lock. */
 void ft_sched_destroy(ft *f);
+/* The layer's timer, its checkpoint part: a commit finished, or an interval
+ * in seconds ran out; returns when to run again. */
+uint64_t ft_sched_tick(ft *f, uint64_t now);
+
+/* ---- the scheduler's handbacks (handback_coord.c) ---- */
+
+/* Register the registry's hooks, HANDBACK_ACK's handler and the failover
+ * subscriber (before plan.c's: an abort goes out before a new plan). */
+int ft_coord_attach(ft *f);
+void ft_coord_destroy(ft_coord *c);
+/* The layer's timer, its handback part: one to try again after a death. */
+void ft_coord_tick(ft_coord *c);
 
 /* The layer (ft.c): its message types, its slot on a node. */
 extern node_layer_def ft_layer_def;

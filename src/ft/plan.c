@@ -525,11 +525,8 @@ static void check_plan(ft *f)
     if (s->plan < 0) node_timer_poke(f->node, &ft_layer_def);
 }
 
-/* The layer's timer: a commit finished, or an interval in seconds ran out. */
-static uint64_t on_timer(loom_node *n, void *ctx, uint64_t now)
+uint64_t ft_sched_tick(ft *f, uint64_t now)
 {
-    (void)n;
-    ft *f = ctx;
     ft_sched *s = f->sched;
     int done = atomic_exchange(&s->done, 0);
     if (done && s->committing) {
@@ -788,8 +785,7 @@ int ft_sched_attach(ft *f, const ft_manifest *resumed)
         s->force_full = 0;
         s->plans = 1;
     }
-    node_set_timer(n, &ft_layer_def, on_timer, f);
-    node_timer_poke(n, &ft_layer_def);
+    node_timer_poke(n, &ft_layer_def); /* ft.c's timer */
     return 0;
 }
 

@@ -120,7 +120,7 @@ void ft_repl_rounds_done(ft_repl *r)
         free(a);
     }
     ft_copies_done(r, done);
-    ps_part_rounds_done(r->node, done);
+    ft_fence_done(r, done);
 }
 
 static void free_frame(void *data, void *hint)
@@ -175,9 +175,7 @@ static int replicate_part(ft_repl *r, uint32_t id, size_t part, repl_round *rd)
     return rc;
 }
 
-/* Cut a replication round: every changed row of every range this server is
- * master of goes to the range's live replicas. */
-static void replicate(ft_repl *r)
+void ft_repl_cut(ft_repl *r)
 {
     r->due = 0;
     uint32_t cap = ps_part_tables(r->node);
@@ -217,17 +215,12 @@ static void replicate(ft_repl *r)
     ft_repl_rounds_done(r);
 }
 
-/* ps's hooks: the next round's number; cut a round now if one is due (or
- * always, force; if it cannot be cut, it stays due). */
-static uint64_t on_next_round(void *ctx)
-{
-    return ((ft_repl *)ctx)->rounds_cut + 1;
-}
-
-static void on_cut(void *ctx, int force)
+/* ps's hook: cut a round now if one is due (if it cannot be cut, it stays
+ * due). */
+static void on_cut(void *ctx)
 {
     ft_repl *r = ctx;
-    if (force || r->due) replicate(r);
+    if (r->due) ft_repl_cut(r);
 }
 
 /* The I/O thread's timer: a round when one is due. Poked when one becomes
@@ -243,7 +236,7 @@ static uint64_t on_timer(loom_node *n, void *ctx, uint64_t now)
 {
     (void)n;
     ft_repl *r = ctx;
-    if (r->due) replicate(r);
+    if (r->due) ft_repl_cut(r);
     return r->due ? now + 10 : UINT64_MAX;
 }
 
@@ -328,11 +321,7 @@ int ft_repl_attach(loom_node *n, ft_repl **out)
         return LOOM_ENOMEM;
     }
     *out = r;
-    ps_repl_hooks h = {.ctx = r,
-                       .pushed = on_pushed,
-                       .hold_ack = on_hold_ack,
-                       .next_round = on_next_round,
-                       .cut = on_cut};
+    ps_repl_hooks h = {.ctx = r, .pushed = on_pushed, .hold_ack = on_hold_ack, .cut = on_cut};
     ps_server_set_repl(n, &h);
     node_set_timer(n, &ft_layer_def, on_timer, r);
     node_set_stats(n, &ft_layer_def, replica_stats, r->bytes);
@@ -340,6 +329,8 @@ int ft_repl_attach(loom_node *n, ft_repl **out)
     node_set_handler(n, MSG_REPL_ACK, on_repl_ack, r);
     node_set_handler(n, MSG_REJOIN_COPY, ft_on_rejoin_copy, r);
     node_set_handler(n, MSG_REJOIN_READY, ft_on_rejoin_ready, r);
+    node_set_handler(n, MSG_HANDBACK, ft_on_handback, r);
+    node_set_handler(n, MSG_HANDBACK_ACK, ft_on_handback_ack, r);
     int rc = node_add_failover(n, ft_failover, r);
     return rc ? rc : node_add_rejoin(n, ft_rejoin, r);
 }

@@ -1,7 +1,8 @@
 /* replica.h: a server's replication state, which the files of src/ft that
  * keep ranges alive share: replica.c (the rounds), failover.c (a server
- * died) and rejoin.c (a replacement took a dead server's rank). They reach
- * the server's parts through src/ps/part.h. */
+ * died), rejoin.c (a replacement took a dead server's rank) and handback.c
+ * (it takes its ranges back). They reach the server's parts through
+ * src/ps/part.h. */
 #ifndef LOOM_FT_REPLICA_H
 #define LOOM_FT_REPLICA_H
 
@@ -42,6 +43,9 @@ typedef struct ft_repl {
      * round, 2 they went in round copy_round; gen: the registry's */
     uint8_t *fed, *copy;
     uint64_t *copy_round, *copy_gen;
+    /* handback.c: the generation of the last fence (HANDBACK b = 0), and
+     * the round whose acknowledgement answers it (0: none due) */
+    uint64_t hb_gen, hb_round;
     _Atomic uint64_t *bytes; /* REPL bytes sent: loom_stats' replicated_bytes (node_stats_area) */
     uint64_t rows;           /* rows among them (logged at the end) */
     uint64_t msgs;           /* REPL messages sent (logged at the end) */
@@ -60,6 +64,10 @@ void ft_repl_destroy(ft_repl *r);
 void ft_repl_rounds_done(ft_repl *r);
 /* A round is due (now, or soon on the timer). */
 void ft_repl_due(ft_repl *r);
+/* Cut a replication round now: every changed row of every range this
+ * server is master of goes to the range's live replicas (if it cannot be
+ * cut, it stays due). */
+void ft_repl_cut(ft_repl *r);
 
 /* ---- failover.c: the node's failover subscriber ---- */
 
@@ -72,5 +80,17 @@ void ft_on_rejoin_copy(loom_node *n, void *ctx, node_msg *m);
 void ft_on_rejoin_ready(loom_node *n, void *ctx, node_msg *m);
 /* The replacements whose full copies went in a round up to `done`. */
 void ft_copies_done(ft_repl *r, uint64_t done);
+
+/* ---- handback.c: a replacement taking its ranges back, on a server ---- */
+
+void ft_on_handback(loom_node *n, void *ctx, node_msg *m);
+void ft_on_handback_ack(loom_node *n, void *ctx, node_msg *m);
+/* The masters changed (a handback's commit or abort, a failover): a fence
+ * in progress is off, and fenced or incoming ranges this server is master
+ * of now open, gated. */
+void ft_handback_reopen(ft_repl *r);
+/* Every round up to `done` is acknowledged: a fence's last one among them,
+ * the fence is answered. */
+void ft_fence_done(ft_repl *r, uint64_t done);
 
 #endif

@@ -213,7 +213,7 @@ static void on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
     c->dead[d] = PS_BACK; /* no range moves (ring.h) */
 }
 
-/* ---- handback (server_handback.c; docs/FAULTS.md) ---- */
+/* ---- handback (src/ft/handback.c; docs/FAULTS.md) ---- */
 
 /* PARKED from a server: req names a push of ours it did not apply (its
  * range is fenced, or an older push of ours to it is parked there), which

@@ -52,7 +52,7 @@ enum ps_msg_type {
     MSG_REJOIN_COPIED,     /* server -> scheduler: a, req echoed; the copies are acknowledged */
     MSG_REJOIN_READY,      /* scheduler -> servers, workers: a = node id of a rejoined
                               server, which now holds full copies of its ranges */
-    /* a replacement taking its ranges back (src/ps/server_handback.c; docs/FAULTS.md) */
+    /* a replacement taking its ranges back (src/ft/handback.c; docs/FAULTS.md) */
     MSG_HANDBACK = 152, /* scheduler -> servers (b = 0 fence, 2 abort), servers and workers
                            (b = 1 commit): a = node id of the server taking its ranges
                            back, req = generation */

@@ -1,12 +1,13 @@
-/* part: what a server's parts offer the fault-tolerance layer (src/ft).
+/* part: what ps offers the fault-tolerance layer (src/ft).
  *
  * A server holds its tables' ranges as parts (server_impl.h); src/ft keeps
  * them replicated and moves them between servers when one dies or comes back
- * (src/ft/replica.c, failover.c, rejoin.c). ps never calls ft by name: ft
- * registers hooks here (ps_server_set_repl, as ps_server_set_ckpt for
- * checkpoints) and calls down through the functions below, which name a part
- * by its table id and its index among the parts this server holds. All of
- * it runs on the server's I/O thread. */
+ * (src/ft/replica.c, failover.c, rejoin.c, handback.c). ps never calls ft by
+ * name: ft registers hooks here (ps_server_set_repl, as ps_server_set_ckpt
+ * for checkpoints; ps_registry_set_hooks on the scheduler) and calls down
+ * through the functions below, which name a part by its table id and its
+ * index among the parts this server holds. All of it runs on the node's I/O
+ * thread. */
 #ifndef LOOM_PS_PART_H
 #define LOOM_PS_PART_H
 
@@ -21,17 +22,14 @@
  * pushed: a push put rows into part `part` of table `table`; `bytes` is what
  * forwarding it would cost per replica (keys and rows). hold_ack: keep the
  * acknowledgement of push `req` of node `to` until the replicas hold it (then
- * ps_part_ack); 0 when it cannot be held (no memory). next_round: the
- * number the next replication round will have. cut: cut a round now if rows
- * changed since the last one, or always when `force` (its completion may
- * call ps_part_rounds_done before cut returns). */
+ * ps_part_ack); 0 when it cannot be held (no memory). cut: cut a round now
+ * if rows changed since the last one. */
 typedef struct ps_repl_hooks {
     void *ctx;
     void (*pushed)(void *ctx, uint32_t table, size_t part, uint64_t bytes);
     int (*hold_ack)(void *ctx, uint32_t to, uint32_t table, uint64_t req, uint64_t applied,
                     int status);
-    uint64_t (*next_round)(void *ctx);
-    void (*cut)(void *ctx, int force);
+    void (*cut)(void *ctx);
 } ps_repl_hooks;
 void ps_server_set_repl(loom_node *n, const ps_repl_hooks *hooks);
 
@@ -84,18 +82,74 @@ void ps_server_set_state(loom_node *n, int rank, int state, uint32_t returned);
 /* Whether the job goes on without node `id` (ps_survives; marks it DOWN). */
 int ps_part_survives(loom_node *n, uint32_t id);
 
-/* ---- failover and handback ---- */
+/* ---- failover ---- */
 
 /* A death: counted for checkpoints (ps_ckpt_hooks' deaths), and with
  * took_over, this server is master of ranges of a dead server. */
 void ps_part_death(loom_node *n, int took_over);
 /* A replacement learns the job's counts of deaths and handbacks. */
 void ps_part_set_counts(loom_node *n, uint32_t deaths, uint32_t handbacks);
-/* The masters changed after a death: a fence in progress is off, and ranges
- * whose master this server is again reopen (server_handback.c). */
-void ps_part_reopen(loom_node *n);
-/* Every replication round up to `done` is acknowledged (a fence's last
- * round among them: the handback goes on). */
-void ps_part_rounds_done(loom_node *n, uint64_t done);
+
+/* ---- handback: what the push and pull path does while ranges move
+ * (src/ft/handback.c drives it; server_park.c) ----
+ *
+ * A part is open; fenced (being handed back by this server, or handed back:
+ * its pushes are parked, its pulls held, or refused once another server is
+ * its master); incoming (to be taken back by this server: pushes parked,
+ * pulls held); or gated (pushes applied, pulls held until no running worker
+ * owes an acknowledgement). A parked push is neither applied nor
+ * acknowledged: its worker keeps it (PARKED) until told to send it again. */
+enum { PS_PART_OPEN, PS_PART_FENCED, PS_PART_INCOMING, PS_PART_GATED };
+int ps_part_state(loom_node *n, uint32_t table, size_t part);
+void ps_part_set_state(loom_node *n, uint32_t table, size_t part, int state);
+/* The rank of a part's master, or of the one it would have if server `up`
+ * were UP (up < 0: as the servers are). */
+int ps_part_master(loom_node *n, uint32_t table, size_t part, int up);
+/* Handback `gen` fenced or marked parts incoming (ps_part_set_state): the
+ * pushes staged or held for fenced parts are parked (PARKED to their
+ * workers), the pulls waiting for parts not open are held, and PARKED req 0
+ * carry gen from now on. froze: this server fenced parts it is master of,
+ * so it cuts no checkpoint until ps_part_unpark. */
+void ps_part_fenced(loom_node *n, uint64_t gen, int froze);
+/* The masters changed (a handback committed or aborted, a failover): the
+ * fence is off, and every worker whose pushes were parked or pulls refused
+ * here is told to send them again (PARKED req 0), which it then owes an
+ * acknowledgement of. */
+void ps_part_unpark(loom_node *n);
+/* Open the gated parts if no running worker owes an acknowledgement, and go
+ * through the held pulls: answered or deferred if their part is open,
+ * refused (LOOM_ESTATE) if another server is its master now, else kept. */
+void ps_part_release(loom_node *n);
+/* Handback `gen` committed, the job's `handbacks`-th (checkpoints count
+ * them: ps_ckpt_hooks). took_back: this server took ranges back, so its
+ * checkpoint cuts wait for the workers' CLOCKs after it, and its gated
+ * parts' pulls for every worker's acknowledgement of gen. */
+void ps_part_committed(loom_node *n, uint64_t gen, uint32_t handbacks, int took_back);
+/* HANDBACK_ACK from node `from`: the worker sent again what it held for
+ * this server's ranges, up to handback `gen` and PARKED req 0 number
+ * `unparked`. 0, or LOOM_EPROTO if `from` is no running worker. */
+int ps_part_acked(loom_node *n, uint32_t from, uint64_t gen, uint64_t unparked);
+
+/* ---- the registry (the scheduler): what handbacks need of it ----
+ *
+ * joining: a replacement registered, before the registry asks anything of
+ * it or of the servers for it; back: a replacement is BACK (REJOIN_READY is
+ * out); handbacks: the job's handbacks so far, which REJOIN_READY tells.
+ * Without hooks (ps alone) nothing is handed back. */
+typedef struct ps_registry_hooks {
+    void *ctx;
+    void (*joining)(void *ctx);
+    void (*back)(void *ctx);
+    uint32_t (*handbacks)(void *ctx);
+} ps_registry_hooks;
+void ps_registry_set_hooks(loom_node *n, const ps_registry_hooks *hooks);
+/* Server rank's state as the registry keeps it (ring.h), and for a BACK
+ * one the order it came back in (*returned). */
+int ps_registry_state(loom_node *n, int rank, uint32_t *returned);
+/* Server rank took its ranges back: it is UP. */
+void ps_registry_set_up(loom_node *n, int rank);
+/* Whether worker rank finished; whether every worker did (the job ends). */
+int ps_registry_worker_done(loom_node *n, int rank);
+int ps_registry_ending(loom_node *n);
 
 #endif

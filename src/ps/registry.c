@@ -17,17 +17,16 @@
  * dies meanwhile may leave ranges with new masters, so the copies are asked
  * again, of the live servers, in a new generation.
  *
- * Then the registry hands it back its ranges (server_handback.c), one
- * server at a time and never while another is joining: it asks every live
- * server to fence (HANDBACK b = 0); when all answered (HANDBACK_ACK), it tells
- * every node that the server is UP (b = 1, the commit). A death or a join
- * before the commit aborts it (b = 2), and it is tried again. */
+ * Then src/ft hands it back its ranges (src/ft/handback_coord.c), which
+ * learns through hooks (ps_registry_set_hooks, part.h) that a replacement
+ * joins or is back, and reads and sets the server states kept here. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "loom/error.h"
 #include "ps/msg_types.h"
+#include "ps/part.h"
 #include "ps/ps.h"
 #include "ps/ring.h"
 
@@ -67,21 +66,11 @@ typedef struct registry {
     uint32_t deaths;    /* server deaths the job went on after (REJOIN_READY tells a replacement) */
     uint32_t returns;   /* replacements that came back so far */
     uint32_t *returned; /* per BACK server: the how-manieth return it was (REJOIN_READY's req) */
-    /* the handback in progress: to which server (-1: none), its generation,
-     * the servers yet to answer its fence; handbacks committed so far; a
-     * handback to try on the timer (after a death) */
-    int hb_rank;
-    uint64_t hb_gen;
-    uint8_t *hb_from;
-    int hb_left;
-    uint32_t handbacks;
-    int hb_due;
+    ps_registry_hooks hooks; /* src/ft's handbacks (part.h; ctx NULL: ps alone, none) */
 } registry;
 
 static void start_copy(loom_node *n, registry *r, int d);
 static void rejoin_ready(loom_node *n, registry *r, int d);
-static void hb_abort(loom_node *n, registry *r);
-static void hb_start(loom_node *n, registry *r);
 
 /* Node id of server rank s. */
 static uint32_t server_node(const registry *r, int s)
@@ -120,9 +109,6 @@ static int registry_failover(loom_node *n, void *ctx, uint32_t id)
     }
     node_peer_role(n, id, &rank);
     r->deaths++;
-    hb_abort(n, r);
-    r->hb_due = 1; /* after NODE_FAILED, which every node must handle first */
-    node_timer_poke(n, &ps_layer_def);
     r->tables_left[rank] = 0; /* a replacement that died while joining stops here */
     r->copies_left[rank] = 0;
     r->copy_gen[rank]++; /* its copies' late REJOIN_COPIED are of an older generation */
@@ -144,10 +130,6 @@ static uint64_t registry_tick(loom_node *n, void *ctx, uint64_t now)
         for (int d = 0; d < r->num_servers; d++)
             if (r->copies_left[d] > 0) start_copy(n, r, d);
     }
-    if (r->hb_due) {
-        r->hb_due = 0;
-        hb_start(n, r);
-    }
     return UINT64_MAX;
 }
 
@@ -159,7 +141,7 @@ static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
     registry *r = ctx;
     int d;
     if (node_peer_role(n, id, &d) != LOOM_SERVER) return;
-    hb_abort(n, r); /* its copies come from the masters of now */
+    if (r->hooks.ctx) r->hooks.joining(r->hooks.ctx); /* its copies come from the masters of now */
     r->dead[d] = PS_JOINING;
     r->tables_left[d] = r->ntables;
     r->copies_left[d] = 0;
@@ -215,83 +197,13 @@ static void rejoin_ready(loom_node *n, registry *r, int d)
                     .a = server_node(r, d),
                     .b = r->deaths,
                     .req = r->returned[d],
-                    .clock = r->handbacks};
+                    .clock = r->hooks.ctx ? r->hooks.handbacks(r->hooks.ctx) : 0};
     for (int s = 0; s < r->num_servers; s++) /* another replacement joining too */
         if (r->dead[s] != PS_DOWN) node_send(n, server_node(r, s), &h, NULL, 0);
     for (int w = 0; w < r->num_workers; w++)
         if (r->clock[w] != PS_CLOCK_DONE)
             node_send(n, node_worker_id(r->num_servers, w), &h, NULL, 0);
-    hb_start(n, r);
-}
-
-/* ---- handback (server_handback.c) ---- */
-
-/* Send HANDBACK phase b of the handback in progress to every live server
- * and, for the commit, to every worker still running. */
-static void hb_send(loom_node *n, registry *r, uint64_t phase)
-{
-    msg_header h = {.type = MSG_HANDBACK,
-                    .a = server_node(r, r->hb_rank),
-                    .b = phase,
-                    .req = r->hb_gen,
-                    .clock = r->handbacks};
-    for (int s = 0; s < r->num_servers; s++)
-        if (r->dead[s] == PS_UP || r->dead[s] == PS_BACK) {
-            node_send(n, server_node(r, s), &h, NULL, 0);
-            if (phase == 0) r->hb_left += r->hb_from[s] = 1;
-        }
-    for (int w = 0; phase == 1 && w < r->num_workers; w++)
-        if (r->clock[w] != PS_CLOCK_DONE)
-            node_send(n, node_worker_id(r->num_servers, w), &h, NULL, 0);
-}
-
-/* Start handing its ranges back to the server that came back first, if
- * none is being handed back, none is joining and the job is not ending. */
-static void hb_start(loom_node *n, registry *r)
-{
-    int d = -1;
-    for (int s = 0; s < r->num_servers; s++) {
-        if (r->dead[s] == PS_JOINING) return;
-        if (r->dead[s] == PS_BACK && (d < 0 || r->returned[s] < r->returned[d])) d = s;
-    }
-    if (d < 0 || r->hb_rank >= 0 || r->min_clock == PS_CLOCK_DONE) return;
-    r->hb_rank = d;
-    r->hb_gen++;
-    r->hb_left = 0;
-    memset(r->hb_from, 0, (size_t)r->num_servers);
-    log_info("server %d: handing its ranges back", d);
-    hb_send(n, r, 0);
-}
-
-static void hb_abort(loom_node *n, registry *r)
-{
-    if (r->hb_rank < 0) return;
-    log_info("server %d: handback aborted (a server died or joined); tried again later",
-             r->hb_rank);
-    hb_send(n, r, 2);
-    r->hb_rank = -1;
-}
-
-/* A server fenced what it hands back, and its last round is acknowledged. */
-static void on_handback_ack(loom_node *n, void *ctx, node_msg *m)
-{
-    registry *r = ctx;
-    int s;
-    if (node_peer_role(n, m->from, &s) != LOOM_SERVER) {
-        node_drop(n, m, "HANDBACK_ACK from a non-server");
-        return;
-    }
-    if (r->hb_rank < 0 || m->h.req != r->hb_gen || !r->hb_from[s]) return; /* an aborted one */
-    r->hb_from[s] = 0;
-    if (--r->hb_left) return;
-    int d = r->hb_rank;
-    r->handbacks++;
-    hb_send(n, r, 1);
-    r->dead[d] = PS_UP;
-    r->returned[d] = 0;
-    r->hb_rank = -1;
-    log_warn("server %d took its ranges back", d);
-    hb_start(n, r);
+    if (r->hooks.ctx) r->hooks.back(r->hooks.ctx);
 }
 
 static void on_rejoin_copied(loom_node *n, void *ctx, node_msg *m)
@@ -460,6 +372,40 @@ static void advance(loom_node *n, registry *r, uint32_t from)
     }
 }
 
+/* ---- what src/ft's handbacks read and set (part.h) ---- */
+
+void ps_registry_set_hooks(loom_node *n, const ps_registry_hooks *hooks)
+{
+    registry *r = node_layer(n, &ps_layer_def);
+    r->hooks = *hooks;
+}
+
+int ps_registry_state(loom_node *n, int rank, uint32_t *returned)
+{
+    registry *r = node_layer(n, &ps_layer_def);
+    *returned = r->returned[rank];
+    return r->dead[rank];
+}
+
+void ps_registry_set_up(loom_node *n, int rank)
+{
+    registry *r = node_layer(n, &ps_layer_def);
+    r->dead[rank] = PS_UP;
+    r->returned[rank] = 0;
+}
+
+int ps_registry_worker_done(loom_node *n, int rank)
+{
+    registry *r = node_layer(n, &ps_layer_def);
+    return r->clock[rank] == PS_CLOCK_DONE;
+}
+
+int ps_registry_ending(loom_node *n)
+{
+    registry *r = node_layer(n, &ps_layer_def);
+    return r->min_clock == PS_CLOCK_DONE;
+}
+
 static void registry_destroy(void *state)
 {
     registry *r = state;
@@ -480,7 +426,6 @@ static void registry_destroy(void *state)
     free(r->copy_gen);
     free(r->copies_left);
     free(r->copy_from);
-    free(r->hb_from);
     free(r);
 }
 
@@ -499,10 +444,8 @@ int ps_registry_attach(loom_node *n)
     r->copy_gen = calloc(S, sizeof *r->copy_gen);
     r->copies_left = calloc(S, sizeof *r->copies_left);
     r->copy_from = calloc(S * S, 1);
-    r->hb_from = calloc(S, 1);
-    r->hb_rank = -1;
     int rc = r->clock && r->dead && r->returned && r->tables_left && r->copy_gen &&
-                     r->copies_left && r->copy_from && r->hb_from
+                     r->copies_left && r->copy_from
                  ? 0
                  : LOOM_ENOMEM;
     if (!rc && r->num_servers) rc = ps_replicas_from_env(r->num_servers, &r->replicas);
@@ -513,7 +456,6 @@ int ps_registry_attach(loom_node *n)
     node_set_layer(n, &ps_layer_def, r, registry_destroy);
     node_set_timer(n, &ps_layer_def, registry_tick, r);
     node_set_handler(n, MSG_REJOIN_COPIED, on_rejoin_copied, r);
-    node_set_handler(n, MSG_HANDBACK_ACK, on_handback_ack, r);
     node_set_handler(n, MSG_TABLE_OPEN, on_table_open, r);
     node_set_handler(n, MSG_TABLE_CREATED, on_table_created, r);
     node_set_handler(n, MSG_CLOCK, on_clock, r);

@@ -24,15 +24,17 @@
  *   server_comm.c      managed communication: changed rows pushed to readers
  *   server_ckpt.c      checkpoints: the cut, sections written and restored
  *   server_part.c      the parts as src/ft sees them (part.h)
- *   server_handback.c  a replacement taking its ranges back
+ *   server_park.c      the push and pull path while ranges move: parked
+ *                      pushes, held pulls, gated parts
  *
- * Replication rounds, failover and a replacement are fault tolerance, in
- * src/ft (replica.c, failover.c, rejoin.c): the push path tells it of an
- * applied push and hands it acknowledgements to hold through the hooks ft
- * registers (ps_repl_hooks, part.h), and ft reads and writes the parts
- * through server_part.c. Handbacks are beside the push and pull path, which
- * calls them through a few functions (srv_must_park, srv_park_push,
- * srv_refuse_handed_back, srv_gate_check).
+ * Replication rounds, failover, a replacement and its handback are fault
+ * tolerance, in src/ft (replica.c, failover.c, rejoin.c, handback.c): the
+ * push path tells it of an applied push and hands it acknowledgements to
+ * hold through the hooks ft registers (ps_repl_hooks, part.h), and ft reads
+ * and writes the parts through server_part.c and moves them through
+ * server_park.c, which the push and pull path calls to park a push or
+ * refuse a pull (srv_must_park, srv_park_push, srv_refuse_handed_back) and
+ * to open gated parts (srv_gate_check).
  *
  * Everything runs on the I/O thread (a server's main thread only waits in
  * loom_serve, so no other thread reads its sockets); there is no locking. The
@@ -384,8 +386,6 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_PUSH_ENC, srv_on_push_enc, s);
     node_set_handler(n, MSG_PULL_SINCE, srv_on_pull, s);
     node_set_handler(n, MSG_CLOCK, srv_on_clock, s);
-    node_set_handler(n, MSG_HANDBACK, srv_on_handback, s);
-    node_set_handler(n, MSG_HANDBACK_ACK, srv_on_handback_ack, s);
     node_set_handler(n, MSG_WORKER_LOST, srv_on_worker_lost, s);
     return 0;
 }

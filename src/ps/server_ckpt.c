@@ -48,7 +48,7 @@ void srv_cut_now(server *s)
     /* Rows' change marks are the replication rounds' too, and a cut reads
      * (and clears) them: the changes go to the replicas first, then the
      * part is written whole. */
-    if (s->replicas) s->repl.cut(s->repl.ctx, 0);
+    if (s->replicas) s->repl.cut(s->repl.ctx);
     if (s->fencing)
         s->ckpt.skip(s->ckpt.ctx, job, job, "ranges of this server are being handed back");
     else if (cut_settled(s, job - s->ckpt.base))

@@ -48,15 +48,8 @@ typedef struct srv_part {
     ps_store *store;
     uint64_t *dense_ver; /* dense storage: each row's version (see "row versions" below) */
     uint64_t *applied;   /* per worker rank: last push sequence applied to this range */
-    uint8_t fence;       /* PART_OPEN ... (server_handback.c) */
+    uint8_t fence;       /* PS_PART_OPEN ... (part.h, server_park.c) */
 } srv_part;
-
-/* A range and handbacks (server_handback.c): open; fenced (being handed
- * back by this server, or handed back: pushes parked, pulls held or sent to
- * the new master); incoming (to be taken back by this server: pushes
- * parked, pulls held); or gated (pushes applied, pulls held until the
- * workers sent again what they held for it). */
-enum { PART_OPEN, PART_FENCED, PART_INCOMING, PART_GATED };
 
 typedef struct srv_table {
     uint32_t id; /* its table id */
@@ -109,7 +102,7 @@ typedef struct deferred {
     struct deferred *next;
 } deferred;
 
-/* A push of a worker parked here and not seen again (server_handback.c):
+/* A push of a worker parked here and not seen again (server_park.c):
  * its table, the part it is for, its sequence, and the number of
  * the PARKED req 0 that has the worker send it again. */
 typedef struct parked_seq {
@@ -166,22 +159,22 @@ typedef struct server {
     uint32_t *handled;
     int64_t *handled_since;
     int took_over;
-    /* a replacement taking its ranges back (server_handback.c): pulls
-     * held for fenced, incoming or gated ranges; per worker rank, whether a
-     * push of it was parked or a pull of it refused here, the newest handback generation it
-     * acknowledged (HANDBACK_ACK), and the one whose acknowledgement it owes
-     * (0: none; gated ranges wait for it: a worker acknowledges in order, so
-     * a newer generation's acknowledgement settles an older one); the
-     * generation of the last fence; the replication round whose
-     * acknowledgement answers it (0: none due); fencing: ranges this server
-     * is master of are frozen; handbacks: the job's, as the registry counts
-     * them (a CLOCK's h.b counts them with the deaths) */
+    /* a replacement taking its ranges back (server_park.c; src/ft drives
+     * it): pulls held for fenced, incoming or gated ranges; per worker rank,
+     * whether a push of it was parked or a pull of it refused here, the
+     * newest handback generation it acknowledged (HANDBACK_ACK), and the one
+     * whose acknowledgement it owes (0: none; gated ranges wait for it: a
+     * worker acknowledges in order, so a newer generation's acknowledgement
+     * settles an older one); the generation of the last fence, which
+     * PARKED req 0 carry; fencing: ranges this server is master of are
+     * frozen; handbacks: the job's, as the registry counts them (a CLOCK's
+     * h.b counts them with the deaths) */
     deferred *parked;
     size_t nparked;
     uint8_t *parked_from;
     worker_parked *wparked;
     uint64_t *hb_acked, *hb_owed;
-    uint64_t hb_gen, hb_round;
+    uint64_t hb_gen;
     int fencing;
     uint32_t handbacks;
 } server;
@@ -189,6 +182,11 @@ typedef struct server {
 #define NO_PART SIZE_MAX
 
 /* ---- lookups ---- */
+
+static inline server *srv_of(loom_node *n)
+{
+    return node_layer(n, &ps_layer_def);
+}
 
 static inline srv_table *srv_table_of(server *s, uint32_t id)
 {
@@ -328,14 +326,11 @@ void srv_on_rows_push_ack(loom_node *n, void *ctx, node_msg *m);
 void srv_cut_now(server *s);
 int srv_put_row(void *ctx, uint64_t key, const void *row, const void *state);
 
-/* ---- server_handback.c: a replacement taking its ranges back ---- */
+/* ---- server_park.c: the push and pull path while ranges move ---- */
 
 int srv_must_park(server *s, srv_part *p, int w, uint32_t table, size_t part, uint64_t seq);
 void srv_park_push(server *s, uint32_t to, int w, uint32_t table, size_t part, uint64_t seq);
 void srv_refuse_handed_back(server *s, srv_table *t, node_msg *m, int w);
-void srv_reopen(server *s);
 void srv_gate_check(server *s);
-void srv_on_handback(loom_node *n, void *ctx, node_msg *m);
-void srv_on_handback_ack(loom_node *n, void *ctx, node_msg *m);
 
 #endif

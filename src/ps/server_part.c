@@ -1,9 +1,10 @@
 /* server_part: a server's parts as src/ft sees them (part.h).
  *
- * Fault tolerance (replication rounds, failover, a replacement) lives in
- * src/ft, above ps: it reaches a server's tables, parts and server states
- * only through these functions, which name a part by table id and index,
- * so that the server's state (server_impl.h) stays ps's own. */
+ * Fault tolerance (replication rounds, failover, a replacement, a handback)
+ * lives in src/ft, above ps: it reaches a server's tables, parts and server
+ * states only through these functions (and those of server_park.c), which
+ * name a part by table id and index, so that the server's state
+ * (server_impl.h) stays ps's own. */
 #include <stdint.h>
 #include <string.h>
 
@@ -13,35 +14,30 @@
 #include "ps/part.h"
 #include "ps/server_impl.h"
 
-static server *server_of(loom_node *n)
-{
-    return node_layer(n, &ps_layer_def);
-}
-
 static srv_part *part_at(loom_node *n, uint32_t table, size_t part, srv_table **t)
 {
-    *t = srv_table_of(server_of(n), table);
+    *t = srv_table_of(srv_of(n), table);
     return *t && part < (*t)->nparts ? &(*t)->parts[part] : NULL;
 }
 
 void ps_server_set_repl(loom_node *n, const ps_repl_hooks *hooks)
 {
-    server_of(n)->repl = *hooks;
+    srv_of(n)->repl = *hooks;
 }
 
 int ps_part_replicas(loom_node *n)
 {
-    return server_of(n)->replicas;
+    return srv_of(n)->replicas;
 }
 
 uint32_t ps_part_tables(loom_node *n)
 {
-    return server_of(n)->cap;
+    return srv_of(n)->cap;
 }
 
 size_t ps_part_count(loom_node *n, uint32_t table)
 {
-    srv_table *t = srv_table_of(server_of(n), table);
+    srv_table *t = srv_table_of(srv_of(n), table);
     return t ? t->nparts : 0;
 }
 
@@ -63,7 +59,35 @@ int ps_part_is_master(loom_node *n, uint32_t table, size_t part)
 {
     srv_table *t;
     srv_part *p = part_at(n, table, part, &t);
-    return p && srv_is_master(server_of(n), t, p);
+    return p && srv_is_master(srv_of(n), t, p);
+}
+
+int ps_part_state(loom_node *n, uint32_t table, size_t part)
+{
+    srv_table *t;
+    srv_part *p = part_at(n, table, part, &t);
+    return p ? p->fence : PS_PART_OPEN;
+}
+
+void ps_part_set_state(loom_node *n, uint32_t table, size_t part, int state)
+{
+    srv_table *t;
+    srv_part *p = part_at(n, table, part, &t);
+    if (p) p->fence = (uint8_t)state;
+}
+
+int ps_part_master(loom_node *n, uint32_t table, size_t part, int up)
+{
+    server *s = srv_of(n);
+    srv_table *t;
+    srv_part *p = part_at(n, table, part, &t);
+    if (!p) return -1;
+    if (up < 0) return ps_ring_master(&t->ring, p->range, s->dead, s->returned);
+    uint8_t was = s->dead[up];
+    s->dead[up] = PS_UP;
+    int m = ps_ring_master(&t->ring, p->range, s->dead, s->returned);
+    s->dead[up] = was;
+    return m;
 }
 
 const uint64_t *ps_part_applied(loom_node *n, uint32_t table, size_t part)
@@ -75,7 +99,7 @@ const uint64_t *ps_part_applied(loom_node *n, uint32_t table, size_t part)
 
 const uint64_t *ps_table_applied(loom_node *n, uint32_t table)
 {
-    srv_table *t = srv_table_of(server_of(n), table);
+    srv_table *t = srv_table_of(srv_of(n), table);
     return t ? t->applied : NULL;
 }
 
@@ -96,7 +120,7 @@ int ps_part_replicated(loom_node *n, uint32_t table, uint64_t range, int from,
                        const uint8_t *applied, size_t alen, const uint8_t *rows, size_t len,
                        uint64_t nrows, const char **why)
 {
-    server *s = server_of(n);
+    server *s = srv_of(n);
     srv_table *t = srv_table_of(s, table);
     if (!t || range >= t->ring.nranges || t->part_of[range] == NO_PART ||
         !ps_ring_holds(&t->ring, (size_t)range, from) || alen != (size_t)s->num_workers * 8) {
@@ -139,7 +163,7 @@ int ps_part_replicated(loom_node *n, uint32_t table, uint64_t range, int from,
 
 void ps_table_durable(loom_node *n, uint32_t table, const uint64_t *applied)
 {
-    server *s = server_of(n);
+    server *s = srv_of(n);
     srv_table *t = srv_table_of(s, table);
     for (int w = 0; t && w < s->num_workers; w++)
         if (applied[w] > t->durable[w]) t->durable[w] = applied[w];
@@ -148,7 +172,7 @@ void ps_table_durable(loom_node *n, uint32_t table, const uint64_t *applied)
 void ps_part_ack(loom_node *n, uint32_t to, uint32_t table, uint64_t req, int status,
                  uint64_t applied)
 {
-    server *s = server_of(n);
+    server *s = srv_of(n);
     srv_table *t = srv_table_of(s, table);
     if (t) srv_ack_now(s, t, to, table, req, status, applied);
 }
@@ -160,50 +184,32 @@ int ps_server_rank_of(loom_node *n, uint64_t id, int *rank)
 
 int ps_server_state(loom_node *n, int rank)
 {
-    return server_of(n)->dead[rank];
+    return srv_of(n)->dead[rank];
 }
 
 void ps_server_set_state(loom_node *n, int rank, int state, uint32_t returned)
 {
-    server *s = server_of(n);
+    server *s = srv_of(n);
     s->dead[rank] = (uint8_t)state;
     if (state == PS_BACK) s->returned[rank] = returned;
 }
 
 int ps_part_survives(loom_node *n, uint32_t id)
 {
-    server *s = server_of(n);
+    server *s = srv_of(n);
     return ps_survives(n, s->replicas, s->dead, id);
 }
 
 void ps_part_death(loom_node *n, int took_over)
 {
-    server *s = server_of(n);
+    server *s = srv_of(n);
     s->deaths++;
     if (took_over) s->took_over = 1;
 }
 
 void ps_part_set_counts(loom_node *n, uint32_t deaths, uint32_t handbacks)
 {
-    server *s = server_of(n);
+    server *s = srv_of(n);
     s->deaths = deaths;
     s->handbacks = handbacks;
-}
-
-void ps_part_reopen(loom_node *n)
-{
-    server *s = server_of(n);
-    s->fencing = 0;
-    s->hb_round = 0;
-    srv_reopen(s);
-}
-
-void ps_part_rounds_done(loom_node *n, uint64_t done)
-{
-    server *s = server_of(n);
-    if (s->hb_round && done >= s->hb_round) { /* the fenced ranges' last round is held */
-        s->hb_round = 0;
-        msg_header h = {.type = MSG_HANDBACK_ACK, .req = s->hb_gen};
-        node_send(s->node, 0, &h, NULL, 0);
-    }
 }

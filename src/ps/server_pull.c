@@ -21,7 +21,7 @@
  * the last one is kept for the next reply. Replies are charged to the
  * process's budget of managed communication (server_comm.c). A pull of a
  * range being handed back is held, or refused once another server is its
- * master (server_handback.c). */
+ * master (server_park.c). */
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -232,7 +232,7 @@ void srv_on_pull(loom_node *n, void *ctx, node_msg *m)
     uint64_t count;
     srv_part *p;
     const char *bad = srv_check_pull(s, t, m, &dk, &keys, &count, &p);
-    if (!bad && p->fence == PART_FENCED && !srv_is_master(s, t, p)) { /* handed back */
+    if (!bad && p->fence == PS_PART_FENCED && !srv_is_master(s, t, p)) { /* handed back */
         srv_refuse_handed_back(s, t, m, w);
         free(dk.keys);
         return;

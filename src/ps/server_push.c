@@ -6,7 +6,7 @@
  * notes what changed), unless its clock says to wait (a BSP push until its
  * clock ends everywhere, any other past a checkpoint's cut until the cut is
  * written: server_clock.c) or its range is being handed back (parked:
- * server_handback.c). The acknowledgement echoes the push's sequence number
+ * server_park.c). The acknowledgement echoes the push's sequence number
  * and says the last one applied from that worker; with replicas it waits for
  * the replication round that carries the push's rows (src/ft/replica.c).
  *

@@ -1,4 +1,4 @@
-/* test_handback_steps: the handback's steps (src/ps/server_handback.c;
+/* test_handback_steps: the handback's steps (src/ft/handback.c;
  * docs/FAULTS.md, "Taking the ranges back") that the multi-process tests
  * cannot hit on purpose, driven one message at a time in a one-thread job
  * (core/node_fuzz) of 3 servers and 2 workers with LOOM_REPLICAS=1 and an

@@ -1,61 +1,30 @@
-/* server_handback: a replacement server taking its ranges back
- * (docs/FAULTS.md).
+/* server_park: the push and pull path while ranges move (part.h;
+ * docs/FAULTS.md, "Taking the ranges back").
  *
- * A replacement that holds full copies again (src/ft/rejoin.c) gets back
- * the ranges it was master of: their masters fence them, a replication round
- * carries their last changes, and then every node takes the replacement for
- * their master again; meanwhile pushes to them are parked (sent again by
- * their workers later) and pulls held. The section below says how. The push
- * and pull path calls it only to park a push (srv_must_park, srv_park_push),
- * to refuse a pull of a range handed back (srv_refuse_handed_back) and, at a
- * worker's last clock, to open gated ranges (srv_gate_check). */
+ * A replacement that holds full copies again takes back the ranges it was
+ * master of: a handback, whose protocol is fault tolerance's
+ * (src/ft/handback.c says how it goes). While a range moves, its pushes are
+ * parked (sent again by their workers later) and its pulls held; once it
+ * has moved, it is gated where it is master until the workers sent again
+ * what they held for it. This file is how: ft sets the parts' states and
+ * calls the part.h functions here; the push and pull path calls the srv_*
+ * ones to park a push (srv_must_park, srv_park_push), to refuse a pull of a
+ * range handed back (srv_refuse_handed_back) and, at a worker's last clock,
+ * to open gated ranges (srv_gate_check).
+ *
+ * Nothing acknowledged is lost: a parked push was not acknowledged, or, if
+ * staged under BSP, its worker learns that it was parked before any later
+ * acknowledgement could let it forget it; and a parked push is never taken
+ * for a duplicate when it comes back, since no later push of its worker to
+ * its range is applied here before (behind_parked). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "core/log.h"
 #include "ps/msg_types.h"
+#include "ps/part.h"
 #include "ps/server_impl.h"
-
-/* ---- handback (docs/FAULTS.md, "Taking the ranges back") ----
- *
- * Once a replacement is BACK, the registry hands it back the ranges it
- * would be master of if it were UP (ring.h: the ranges whose holders before
- * it on the ring are all dead). In two steps:
- *
- * 1. Fence (HANDBACK b = 0, to every live server). Each such range's master
- *    freezes it: it applies nothing more to it, parks the pushes it staged
- *    or held for it and every later one (PARKED to their workers, which keep
- *    them), and holds its pulls; then it cuts a replication round, which
- *    carries the range's last changes to the replacement, and answers
- *    (HANDBACK_ACK) once that round is acknowledged. The replacement marks
- *    the ranges incoming: it parks their pushes and holds their pulls.
- * 2. Commit (HANDBACK b = 1, to every node, once every live server
- *    answered). The replacement is UP, and every node computes the new
- *    masters the same way. Each worker sends the replacement every push it
- *    holds for a range that moved, parked or not, with its sequence number
- *    (the replacement holds the rows and each worker's last applied
- *    sequence, so a push it already holds is not applied twice), asks it
- *    again every pull waiting at the old master, and acknowledges
- *    (HANDBACK_ACK). The ranges are gated at the replacement: pushes are
- *    applied, but pulls are held until every worker has acknowledged, when
- *    it holds every push of theirs, so a BSP or SSP read is exact. The old
- *    master parks what still comes for the ranges, and answers their pulls
- *    with LOOM_ESTATE, on which the worker asks the new master.
- *
- * A server death, or a replacement joining, before the commit aborts the
- * handback (HANDBACK b = 2; a failover does it too): a fenced range opens
- * where this server is its master, gated until the workers whose pushes
- * were parked here have sent them again (PARKED with req 0, answered by
- * HANDBACK_ACK); the registry tries again later. A range taken back comes
- * back the same way if the replacement dies.
- *
- * Nothing acknowledged is lost: a parked push was not acknowledged, or, if
- * staged under BSP, its worker learns that it was parked before any later
- * acknowledgement could let it forget it; a range's rows move only
- * through an acknowledged replication round; and a parked push is never
- * taken for a duplicate when it comes back, since no later push of its
- * worker to its range is applied here before (behind_parked). */
 
 /* Tell worker w to send again every push parked here (PARKED req 0); it
  * owes an acknowledgement (gated ranges wait for it). */
@@ -100,9 +69,10 @@ void srv_park_push(server *s, uint32_t to, int w, uint32_t table, size_t part, u
     msg_header h = {.type = MSG_PARKED, .table = table, .req = seq};
     node_send(s->node, to, &h, NULL, 0);
     /* Parked behind an older one in a part open here: sent again at the
-     * next PARKED req 0, now unless one is unanswered (srv_on_handback_ack). */
+     * next PARKED req 0, now unless one is unanswered (ps_part_acked). */
     uint8_t fence = srv_table_of(s, table)->parts[part].fence;
-    if (fence != PART_FENCED && fence != PART_INCOMING && wp->told == wp->acked) tell_parked(s, w);
+    if (fence != PS_PART_FENCED && fence != PS_PART_INCOMING && wp->told == wp->acked)
+        tell_parked(s, w);
 }
 
 /* Whether push seq of worker w to an open or gated part must be parked too:
@@ -130,7 +100,7 @@ static int behind_parked(server *s, int w, uint32_t table, size_t part, uint64_t
  * to the part is parked before it. */
 int srv_must_park(server *s, srv_part *p, int w, uint32_t table, size_t part, uint64_t seq)
 {
-    return p->fence == PART_FENCED || p->fence == PART_INCOMING ||
+    return p->fence == PS_PART_FENCED || p->fence == PS_PART_INCOMING ||
            behind_parked(s, w, table, part, seq);
 }
 
@@ -139,22 +109,12 @@ int srv_must_park(server *s, srv_part *p, int w, uint32_t table, size_t part, ui
  * (it heard of a death that makes this server master again before this
  * server did) keeps the pull until told to ask again: so the worker is
  * told, as one whose push was parked here, when this server reopens the
- * range (srv_reopen(), PARKED with req 0). Without that, the pull would wait
+ * range (ps_part_unpark, PARKED with req 0). Without that, the pull would wait
  * for a handback that may never come. */
 void srv_refuse_handed_back(server *s, srv_table *t, node_msg *m, int w)
 {
     s->parked_from[w] = 1;
     srv_refuse_pull(s, t, m, w, LOOM_ESTATE);
-}
-
-/* Which server would be master of part p if server d were UP. */
-static int master_if_up(server *s, srv_table *t, srv_part *p, int d)
-{
-    uint8_t was = s->dead[d];
-    s->dead[d] = PS_UP;
-    int m = ps_ring_master(&t->ring, p->range, s->dead, s->returned);
-    s->dead[d] = was;
-    return m;
 }
 
 /* Park the staged or held pushes of fenced parts (table id). */
@@ -163,7 +123,7 @@ static void park_entries(server *s, uint32_t id, srv_table *t, staged **head, st
     staged **pp = head, *last = NULL;
     while (*pp) {
         staged *st = *pp;
-        if (t->parts[st->part].fence != PART_FENCED) {
+        if (t->parts[st->part].fence != PS_PART_FENCED) {
             last = st;
             pp = &st->next;
             continue;
@@ -185,26 +145,14 @@ static srv_part *pull_part(server *s, deferred *d, srv_table **table)
     return t && !srv_check_pull(s, t, &d->m, &d->dk, &keys, &count, &p) ? p : NULL;
 }
 
-/* Fence the ranges that move to server d when it is UP. */
-static void hb_fence(server *s, int d, uint64_t gen)
+void ps_part_fenced(loom_node *n, uint64_t gen, int froze)
 {
-    int me = loom_rank(s->node);
-    size_t froze = 0;
+    server *s = srv_of(n);
     s->hb_gen = gen;
+    if (froze) s->fencing = 1;
     for (uint32_t id = 0; id < s->cap; id++) {
         srv_table *t = s->tables[id];
         if (!t) continue;
-        for (size_t i = 0; i < t->nparts; i++) {
-            srv_part *p = &t->parts[i];
-            int now = ps_ring_master(&t->ring, p->range, s->dead, s->returned);
-            if (now == d || master_if_up(s, t, p, d) != d) continue;
-            if (now == me) {
-                p->fence = PART_FENCED;
-                froze++;
-            } else if (d == me) {
-                p->fence = PART_INCOMING;
-            }
-        }
         park_entries(s, id, t, &t->staged_head, &t->staged_tail);
         park_entries(s, id, t, &t->held_head, &t->held_tail);
     }
@@ -222,15 +170,6 @@ static void hb_fence(server *s, int d, uint64_t gen)
         s->parked = dp;
         s->nparked++;
     }
-    if (!froze) {
-        msg_header h = {.type = MSG_HANDBACK_ACK, .req = gen};
-        node_send(s->node, 0, &h, NULL, 0);
-        return;
-    }
-    log_info("fenced %zu ranges to hand back to server %d", froze, d);
-    s->fencing = 1;
-    s->hb_round = s->repl.next_round(s->repl.ctx); /* cut now, or on src/ft's timer */
-    s->repl.cut(s->repl.ctx, 1);
 }
 
 /* Go through the held pulls: answer or defer those of open ranges; send
@@ -243,7 +182,7 @@ static void release_parked(server *s)
         srv_table *t;
         srv_part *p = pull_part(s, d, &t);
         int w = srv_worker_rank(s, d->m.from);
-        if (p && w >= 0 && p->fence && (p->fence != PART_FENCED || srv_is_master(s, t, p))) {
+        if (p && w >= 0 && p->fence && (p->fence != PS_PART_FENCED || srv_is_master(s, t, p))) {
             pp = &d->next;
             continue;
         }
@@ -263,23 +202,17 @@ static void release_parked(server *s)
     }
 }
 
-/* The masters changed (a handback's commit or abort, a failover): the
- * fenced or incoming ranges this server is master of now open, gated while
- * workers owe an acknowledgement; the workers whose pushes were parked or
- * pulls refused here send them again, and owe one; the held pulls are gone
- * through. */
-void srv_reopen(server *s)
+void ps_part_unpark(loom_node *n)
 {
+    server *s = srv_of(n);
+    s->fencing = 0;
     for (int w = 0; w < s->num_workers; w++)
         if (s->parked_from[w] && !s->lost[w]) tell_parked(s, w);
-    for (uint32_t id = 0; id < s->cap; id++) {
-        srv_table *t = s->tables[id];
-        for (size_t i = 0; t && i < t->nparts; i++) {
-            srv_part *p = &t->parts[i];
-            if ((p->fence == PART_FENCED || p->fence == PART_INCOMING) && srv_is_master(s, t, p))
-                p->fence = PART_GATED;
-        }
-    }
+}
+
+void ps_part_release(loom_node *n)
+{
+    server *s = srv_of(n);
     srv_gate_check(s);
     release_parked(s);
 }
@@ -292,8 +225,8 @@ void srv_gate_check(server *s)
     size_t opened = 0;
     for (uint32_t id = 0; id < s->cap; id++)
         for (size_t i = 0; s->tables[id] && i < s->tables[id]->nparts; i++)
-            if (s->tables[id]->parts[i].fence == PART_GATED) {
-                s->tables[id]->parts[i].fence = PART_OPEN;
+            if (s->tables[id]->parts[i].fence == PS_PART_GATED) {
+                s->tables[id]->parts[i].fence = PS_PART_OPEN;
                 opened++;
             }
     if (!opened) return;
@@ -301,72 +234,45 @@ void srv_gate_check(server *s)
     log_info("%zu ranges open: every worker sent again what they held for them", opened);
 }
 
-void srv_on_handback(loom_node *n, void *ctx, node_msg *m)
+void ps_part_committed(loom_node *n, uint64_t gen, uint32_t handbacks, int took_back)
 {
-    server *s = ctx;
-    int d;
-    if (m->from != 0 || !ps_server_rank_of(n, m->h.a, &d) || m->h.b > 2 ||
-        (m->h.b < 2 && s->dead[d] != PS_BACK) || (m->h.b > 0 && m->h.req != s->hb_gen) ||
-        (m->h.b == 1 && (m->h.clock <= 0 || m->h.clock > UINT32_MAX))) {
-        node_drop(n, m, "HANDBACK naming no server back, or of another generation");
-        return;
-    }
-    if (m->h.b == 0) {
-        hb_fence(s, d, m->h.req);
-        return;
-    }
-    s->fencing = 0;
-    s->hb_round = 0;
-    if (m->h.b == 1) {
-        s->dead[d] = PS_UP;
-        s->returned[d] = 0;
-        s->handbacks = (uint32_t)m->h.clock;
-        if (d == loom_rank(n)) {
-            /* Its cuts wait for the workers' CLOCKs after the handback, its
-             * pulls for every worker's acknowledgement. */
-            s->took_over = 1;
-            for (int w = 0; w < s->num_workers; w++)
-                if (s->hb_acked[w] < m->h.req && s->hb_owed[w] < m->h.req) s->hb_owed[w] = m->h.req;
-        }
-    }
-    /* An abort: the ranges incoming here stay another server's. */
-    for (uint32_t id = 0; m->h.b == 2 && id < s->cap; id++)
-        for (size_t i = 0; s->tables[id] && i < s->tables[id]->nparts; i++)
-            if (s->tables[id]->parts[i].fence == PART_INCOMING &&
-                !srv_is_master(s, s->tables[id], &s->tables[id]->parts[i]))
-                s->tables[id]->parts[i].fence = PART_OPEN;
-    srv_reopen(s);
+    server *s = srv_of(n);
+    s->handbacks = handbacks;
+    if (!took_back) return;
+    /* Its cuts wait for the workers' CLOCKs after the handback, its pulls
+     * for every worker's acknowledgement. */
+    s->took_over = 1;
+    for (int w = 0; w < s->num_workers; w++)
+        if (s->hb_acked[w] < gen && s->hb_owed[w] < gen) s->hb_owed[w] = gen;
 }
 
 /* A worker sent again what it held for this server's ranges (after a
  * handback's commit, or PARKED with req 0) and asked again its pulls. */
-void srv_on_handback_ack(loom_node *n, void *ctx, node_msg *m)
+int ps_part_acked(loom_node *n, uint32_t from, uint64_t gen, uint64_t unparked)
 {
-    server *s = ctx;
-    int w = srv_worker_rank(s, m->from);
-    if (w < 0) {
-        node_drop(n, m, "HANDBACK_ACK from a non-worker");
-        return;
-    }
-    if (m->h.req > s->hb_acked[w]) s->hb_acked[w] = m->h.req;
-    if (s->hb_owed[w] && m->h.req >= s->hb_owed[w]) s->hb_owed[w] = 0;
+    server *s = srv_of(n);
+    int w = srv_worker_rank(s, from);
+    if (w < 0) return LOOM_EPROTO;
+    if (gen > s->hb_acked[w]) s->hb_acked[w] = gen;
+    if (s->hb_owed[w] && gen >= s->hb_owed[w]) s->hb_owed[w] = 0;
     worker_parked *wp = &s->wparked[w];
-    if (m->h.b > wp->acked && m->h.b <= wp->told) {
+    if (unparked > wp->acked && unparked <= wp->told) {
         /* What it parked before that PARKED req 0 came back before this, or
          * went to another master: forgotten. What it parked since waits for
          * the next one, now if it is a part this server applies pushes to
-         * again (behind_parked parked it), else at the next srv_reopen(). */
-        wp->acked = (uint32_t)m->h.b;
+         * again (behind_parked parked it), else at the next ps_part_unpark. */
+        wp->acked = (uint32_t)unparked;
         size_t kept = 0, behind = 0;
         for (size_t i = 0; i < wp->n; i++) {
             if (wp->v[i].round <= wp->acked) continue;
             const srv_table *t = srv_table_of(s, wp->v[i].table);
-            uint8_t fence = t ? t->parts[wp->v[i].part].fence : PART_FENCED;
-            behind += fence != PART_FENCED && fence != PART_INCOMING;
+            uint8_t fence = t ? t->parts[wp->v[i].part].fence : PS_PART_FENCED;
+            behind += fence != PS_PART_FENCED && fence != PS_PART_INCOMING;
             wp->v[kept++] = wp->v[i];
         }
         wp->n = kept;
         if (behind && wp->told == wp->acked && !s->lost[w]) tell_parked(s, w);
     }
     srv_gate_check(s);
+    return 0;
 }
