@@ -223,8 +223,6 @@ static void on_cut(void *ctx)
     if (r->due) ft_repl_cut(r);
 }
 
-/* The I/O thread's timer: a round when one is due. Poked when one becomes
- * due; a round that could not be cut (no memory) is tried again soon. */
 /* loom_stats' replicated_bytes, read by any thread. */
 static void replica_stats(void *ctx, loom_stats *out)
 {
@@ -232,6 +230,8 @@ static void replica_stats(void *ctx, loom_stats *out)
     out->replicated_bytes = atomic_load(bytes);
 }
 
+/* The I/O thread's timer: a round when one is due. Poked when one becomes
+ * due; a round that could not be cut (no memory) is tried again soon. */
 static uint64_t on_timer(loom_node *n, void *ctx, uint64_t now)
 {
     (void)n;
