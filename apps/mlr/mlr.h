@@ -105,7 +105,9 @@ typedef enum { MLR_MODE_PS = 0, MLR_MODE_SVB = 1, MLR_MODE_REDUCE = 2 } mlr_mode
  * AdaGrad's steps follow each weight's own gradients, so one default serves
  * both (docs/MLR.md). */
 typedef enum { MLR_SGD = 0, MLR_ADAGRAD = 1 } mlr_updater;
-#define MLR_ADAGRAD_EPS 1e-8 /* the table's default eps (include/loom/table.h) */
+/* The table's default eps (include/loom/table.h), which loom_svb_adagrad_step
+ * (include/loom/svb.h) also adds: the step every mode and the reference take. */
+#define MLR_ADAGRAD_EPS 1e-8
 /* The default learning rates, chosen on sector and letter (docs/MLR.md). */
 #define MLR_LR_ADAGRAD      0.5
 #define MLR_LR_ADAGRAD_TEXT "0.5"
@@ -175,12 +177,6 @@ void mlr_ps_accumulate(double *g, uint32_t classes, const mlr_svs *v, size_t n, 
  * step. Lazy, as in sparse SGD: a minibatch decays only the rows it touches. */
 void mlr_l2_rows(double *g, const double *w, uint32_t classes, const uint64_t *keys, size_t nk,
                  uint64_t dim, double coef);
-/* AdaGrad on rows keys[0..nk) of w: the K-wide gradient rows of g (dense,
- * (dim + 1) x K, left zero again) and accumulators n, with learning rate lr:
- * the arithmetic of the table's "adagrad" updater (src/ps/updater.c), so a
- * one-worker ps job and the reference end with the same bits. */
-void mlr_adagrad_rows(double *w, double *n, double *g, uint32_t classes, const uint64_t *keys,
-                      size_t nk, double lr);
 
 /* Which of the n SVs (residuals r, n x K) a worker applies and sends at a
  * clock: all, or with --select C the C that loom_svb_select picks (seeded

@@ -11,7 +11,8 @@
  *        order, each row's features in order, the bias last), then W += G:
  *        what the worker pushes and the server's "sum" updater adds; with
  *        --updater adagrad, c_i = (p_i - t_i) / n, the gradient, which the
- *        servers' "adagrad" updater applies (mlr_adagrad_rows);
+ *        servers' "adagrad" updater applies (loom_svb_adagrad_step, the same
+ *        arithmetic);
  *   svb  each example's sufficient vectors (u_i = c_i rounded to float, as
  *        they travel, and x_i with the bias) are applied one after the other,
  *        W += u_i x_i^T (loom_svb_apply), as every replica does; with
@@ -140,17 +141,6 @@ void mlr_l2_rows(double *g, const double *w, uint32_t K, const uint64_t *keys, s
             for (size_t e = keys[t] * K; e < (keys[t] + 1) * K; e++) g[e] += coef * w[e];
 }
 
-void mlr_adagrad_rows(double *w, double *n, double *g, uint32_t K, const uint64_t *keys, size_t nk,
-                      double lr)
-{
-    for (size_t t = 0; t < nk; t++)
-        for (size_t e = keys[t] * K; e < (keys[t] + 1) * K; e++) {
-            n[e] += g[e] * g[e];
-            w[e] = w[e] - lr * g[e] / (sqrt(n[e]) + MLR_ADAGRAD_EPS);
-            g[e] = 0;
-        }
-}
-
 /* ps: the minibatch's G summed into g (a dense scratch of zeros, left zero
  * again), then applied to w as the servers' updater does: added ("sum"), or
  * by AdaGrad with accumulators acc. */
@@ -162,7 +152,7 @@ static void step_ps(const mlr_train_opts *o, double l2, double *w, double *acc, 
     if (o->updater == MLR_ADAGRAD) {
         mlr_ps_accumulate(g, K, v, n, r, 1.0 / (double)n);
         mlr_l2_rows(g, w, K, keys, nk, dim, l2);
-        mlr_adagrad_rows(w, acc, g, K, keys, nk, o->lr);
+        loom_svb_adagrad_step(w, acc, g, K, keys, nk, o->lr);
         return;
     }
     mlr_ps_accumulate(g, K, v, n, r, -o->lr / (double)n);

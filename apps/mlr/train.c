@@ -129,7 +129,7 @@ static int step_reduce(worker *k, const size_t *rows, size_t n)
         size_t nk = mlr_svs_keys(&k->v, n, k->seen, k->keys);
         mlr_ps_accumulate(k->g, K, &k->v, n, k->r, 1.0 / (double)n);
         mlr_l2_rows(k->g, k->w, K, k->keys, nk, k->dim, k->l2);
-        mlr_adagrad_rows(k->w, k->acc, k->g, K, k->keys, nk, o->lr);
+        loom_svb_adagrad_step(k->w, k->acc, k->g, K, k->keys, nk, o->lr);
     }
     for (size_t q = 0; o->updater == MLR_SGD && q < n; q++) {
         mlr_sv_u(o, n, k->r + q * K, K, k->u);
