@@ -125,16 +125,19 @@ static int step_reduce(worker *k, const size_t *rows, size_t n)
     uint32_t K = k->K;
     double loss;
     mlr_batch_residuals(k->w, K, k->dim, k->d, rows, n, k->r, &loss);
+    size_t nk = mlr_svs_keys(&k->v, n, k->seen, k->keys);
     if (o->updater == MLR_ADAGRAD) {
-        size_t nk = mlr_svs_keys(&k->v, n, k->seen, k->keys);
         mlr_ps_accumulate(k->g, K, &k->v, n, k->r, 1.0 / (double)n);
         mlr_l2_rows(k->g, k->w, K, k->keys, nk, k->dim, k->l2);
         loom_svb_adagrad_step(k->w, k->acc, k->g, K, k->keys, nk, o->lr);
-    }
-    for (size_t q = 0; o->updater == MLR_SGD && q < n; q++) {
-        mlr_sv_u(o, n, k->r + q * K, K, k->u);
-        loom_svb_apply(k->w, K, k->u, k->v.idx + k->v.off[q], k->v.val + k->v.off[q],
-                       (uint32_t)(k->v.off[q + 1] - k->v.off[q]));
+    } else {
+        /* The L2 step on the rows as they were, then the SVs (the svb arithmetic). */
+        mlr_l2_rows(k->w, k->w, K, k->keys, nk, k->dim, -o->lr * k->l2);
+        for (size_t q = 0; q < n; q++) {
+            mlr_sv_u(o, n, k->r + q * K, K, k->u);
+            loom_svb_apply(k->w, K, k->u, k->v.idx + k->v.off[q], k->v.val + k->v.off[q],
+                           (uint32_t)(k->v.off[q + 1] - k->v.off[q]));
+        }
     }
     size_t nw = (size_t)(k->dim + 1) * K;
     for (size_t e = 0; e < nw; e++) k->fw[e] = (float)k->w[e];
@@ -370,19 +373,19 @@ static int train(worker *k)
     size_t B = o->minibatch, K = k->K, nw = (size_t)(k->dim + 1) * K;
     int ps = o->mode == MLR_MODE_PS,
         reduce_adagrad = o->mode == MLR_MODE_REDUCE && o->updater == MLR_ADAGRAD;
+    int reduce = o->mode == MLR_MODE_REDUCE;
     k->g = ps || reduce_adagrad ? calloc(nw, sizeof *k->g) : NULL;
     k->acc = reduce_adagrad ? calloc(nw, sizeof *k->acc) : NULL;
     k->r = malloc(B * K * sizeof *k->r);
     /* ps: a minibatch's rows, at most all of them. */
     if (ps) k->rows = malloc(nw * sizeof *k->rows);
-    if (ps || reduce_adagrad) k->keys = malloc((size_t)(k->dim + 1) * sizeof *k->keys);
+    if (ps || reduce) k->keys = malloc((size_t)(k->dim + 1) * sizeof *k->keys);
     k->seen = calloc(k->dim + 1, 1);
     k->order = malloc((k->d->rows ? k->d->rows : 1) * sizeof *k->order);
     k->chosen = malloc(B * sizeof *k->chosen);
     k->u = malloc(K * sizeof *k->u);
-    if ((ps && (!k->g || !k->rows || !k->keys)) ||
-        (reduce_adagrad && (!k->g || !k->acc || !k->keys)) || !k->r || !k->seen || !k->order ||
-        !k->chosen || !k->u)
+    if ((ps && (!k->g || !k->rows || !k->keys)) || (reduce_adagrad && (!k->g || !k->acc)) ||
+        (reduce && !k->keys) || !k->r || !k->seen || !k->order || !k->chosen || !k->u)
         return app_fail(PROG, "prepare data", LOOM_ENOMEM);
     if (k->rank == 0 && c->job.metrics_path && !(k->metrics = fopen(c->job.metrics_path, "w"))) {
         fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
