@@ -117,10 +117,16 @@ static const app_flag flags[] = {
      .help = "how the workers' updates of a row combine on the servers:\n"
              "scaled so their sum moves a bias as far as one\n"
              "sequential pass would (damped), or added as they are"},
-    APP_FLAG_ROTATION_SCHEDULE("data: every worker trains its share of the ratings on all\n"
-                               "rows (clocks, merge); rotation: model-parallel, each worker\n"
-                               "owns a user block and item blocks rotate among the workers,\n"
-                               "one writer per row (docs/SCHED.md)"),
+    {.name = "--schedule",
+     .kind = APP_CHOICE,
+     .arg = "auto|data|rotation",
+     .def = "auto",
+     .help = "rotation: model-parallel, each worker owns a block of users\n"
+             "and blocks of items rotate among the workers, one writer per\n"
+             "row, as sequential SGD (docs/SCHED.md); data: every worker\n"
+             "trains its share of the ratings on all rows (clocks, merge);\n"
+             "auto: rotation with more than one worker, unless a flag only\n"
+             "data takes is given"},
     APP_FLAG_ROTATION_LOG,
     APP_FLAG_SEED("split, initial factors and order"),
     APP_FLAGS_COMM,
@@ -171,12 +177,24 @@ int mf_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
                              x->text);
         o->test_fraction = x->x;
     }
-    if (GIVEN("--schedule")) o->schedule = x->choice ? MF_SCHEDULE_ROTATION : MF_SCHEDULE_DATA;
+    static const mf_schedule schedules[] = {MF_SCHEDULE_AUTO, MF_SCHEDULE_DATA,
+                                            MF_SCHEDULE_ROTATION}; /* the choices' order */
+    if (GIVEN("--schedule")) o->schedule = schedules[x->choice];
     if (GIVEN("--schedule-log")) o->schedule_log = x->text;
+    /* The rotation hands rows over itself: nothing to merge, no clocks, one writer. */
+    static const char *const data_only[] = {"--consistency", "--merge", "--steps", "--priority"};
+    if (o->schedule == MF_SCHEDULE_AUTO) {
+        /* A flag only data parallelism takes chooses it (train.c says so). */
+        for (size_t k = 0; k < sizeof data_only / sizeof *data_only && !o->data_because; k++)
+            if (GIVEN(data_only[k])) o->data_because = data_only[k];
+        if (!o->data_because && c->job.threads > 1) o->data_because = "--threads";
+        if (!o->data_because && c->job.checkpoint_dir) o->data_because = "--checkpoint-dir";
+        if (!o->data_because && c->job.resume_dir) o->data_because = "--resume";
+        if (!o->data_because && c->job.on_worker_failure == LOOM_WORKER_FAILURE_CONTINUE)
+            o->data_because = "--on-worker-failure continue";
+        if (o->data_because) o->schedule = MF_SCHEDULE_DATA;
+    }
     if (o->schedule == MF_SCHEDULE_ROTATION) {
-        /* The rotation hands rows over itself: nothing to merge, no clocks, one writer. */
-        static const char *const data_only[] = {"--consistency", "--merge", "--steps",
-                                                "--priority"};
         for (size_t k = 0; k < sizeof data_only / sizeof *data_only; k++)
             if (GIVEN(data_only[k]))
                 return app_usage(err, errlen, "%s is for --schedule data, not rotation",

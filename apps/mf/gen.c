@@ -41,14 +41,7 @@ static int popularity(double *w, size_t n, double a, uint64_t seed, uint64_t str
 {
     size_t *perm = malloc((n ? n : 1) * sizeof *perm);
     if (!perm) return -1;
-    app_rng r;
-    app_rng_seed(&r, seed, stream);
-    for (size_t i = 0; i < n; i++) perm[i] = i;
-    for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)(app_rng_next(&r) % i), t = perm[i - 1];
-        perm[i - 1] = perm[j];
-        perm[j] = t;
-    }
+    mf_permutation(seed, stream, n, perm);
     for (size_t i = 0; i < n; i++) w[perm[i]] = pow((double)i + 1, -a);
     free(perm);
     return 0;

@@ -110,6 +110,12 @@ int mf_is_test(uint64_t seed, uint64_t line, double p);
 /* The order in which worker `rank` visits its n ratings in `epoch`: a
  * permutation seeded by (seed, rank, epoch). */
 void mf_epoch_order(uint64_t seed, int rank, int epoch, size_t n, size_t *order);
+/* order[0..n) = a permutation of 0..n-1 drawn from the random stream
+ * (seed, stream) (Fisher-Yates). */
+void mf_permutation(uint64_t seed, uint64_t stream, size_t n, size_t *order);
+/* The streams of the rotation's numbering of users (+ 0) and items (+ 1):
+ * apart from mf_epoch_order's (below 2^40) and mf_init_row's. */
+#define MF_STREAM_BLOCKS (3ull << 40)
 
 /* The learning rate of epoch e (0-based): lr * decay^e. */
 double mf_epoch_lr(double lr, double decay, int epoch);
@@ -195,8 +201,10 @@ double mf_batch_sse(const mf_batch *b, size_t first, const mf_data *d, const siz
  * With one worker both are the same. */
 typedef enum { MF_MERGE_DAMPED = 0, MF_MERGE_SUM = 1 } mf_merge;
 
-/* --schedule: data-parallel clocks (train.c) or model-parallel rotation (rotation.c). */
-typedef enum { MF_SCHEDULE_DATA = 0, MF_SCHEDULE_ROTATION = 1 } mf_schedule;
+/* --schedule: data-parallel clocks (train.c) or model-parallel rotation
+ * (rotation.c). AUTO, the default, is rotation with more than one worker and
+ * data otherwise; the workers resolve it once they know their number. */
+typedef enum { MF_SCHEDULE_DATA = 0, MF_SCHEDULE_ROTATION = 1, MF_SCHEDULE_AUTO = 2 } mf_schedule;
 
 typedef struct mf_train_opts {
     uint32_t rank;
@@ -210,11 +218,13 @@ typedef struct mf_train_opts {
     int steps;      /* pull, train and push this many times a clock (train.c only) */
     mf_schedule schedule;
     const char *schedule_log; /* --schedule-log: the rotation engine's per-task log */
+    const char *data_because; /* the flag that made --schedule auto data parallel, or NULL */
 } mf_train_opts;
 
 #define MF_TRAIN_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1, 1, 1, MF_SCHEDULE_DATA, NULL    \
+        16, 0.03, 0.95, 0.1, 0.1, 0, 40, 1, 1, MF_MERGE_DAMPED, 1, 1, 1, MF_SCHEDULE_AUTO, NULL,   \
+            NULL                                                                                   \
     }
 
 /* 1 if the model after epoch e (0-based) is evaluated: every --eval-every

@@ -51,9 +51,14 @@ int mf_is_test(uint64_t seed, uint64_t line, double p)
 
 void mf_epoch_order(uint64_t seed, int rank, int epoch, size_t n, size_t *order)
 {
-    app_rng r;
     /* Stream numbers below 2^40, apart from mf_init_row's. */
-    app_rng_seed(&r, seed, (uint64_t)rank * 1000003u + (uint64_t)epoch);
+    mf_permutation(seed, (uint64_t)rank * 1000003u + (uint64_t)epoch, n, order);
+}
+
+void mf_permutation(uint64_t seed, uint64_t stream, size_t n, size_t *order)
+{
+    app_rng r;
+    app_rng_seed(&r, seed, stream);
     for (size_t i = 0; i < n; i++) order[i] = i;
     for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
         size_t j = (size_t)(app_rng_next(&r) % i);

@@ -23,7 +23,12 @@
 #                and the model reaches the reference's test RMSE within 0.02;
 #                bad combinations of flags and too few items are refused
 #   rotation_ml  ml-latest-small, 90/10 split: 1 worker bitwise the reference;
-#                4 workers, 8 rotations per epoch: test RMSE <= 0.87 after 16 epochs
+#                4 workers, 8 rotations per epoch: test RMSE <= 0.87 after 16
+#                epochs; 4 workers with the defaults (the rotation, one an
+#                epoch): test RMSE 0.87 within 16 epochs, and the line saying
+#                which schedule the defaults chose and why
+#   (gen_predict also trains 3 workers with the default schedule, the
+#   rotation, and checks that predict agrees with the trainer's evaluation)
 #   equiv_ml     ml-latest-small, 90/10 split, 1 worker BSP: bitwise the reference
 #   ssp_ml       ml-latest-small, 90/10 split, 2 workers, 2 servers, SSP(2):
 #                test RMSE <= 0.87 after the default 40 epochs
@@ -48,6 +53,18 @@ need_ml() {
 field() { tail -n 1 "$2" | sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p"; }
 # rmse PREDICT_OUTPUT: the rmse `loom predict mf` printed.
 rmse() { sed -n 's/.*rmse \([0-9.]*\).*/\1/p' "$1"; }
+
+# predict_agrees RUN: `loom predict mf` with the saved model $WORK/m on
+# $WORK/test.tsv gets the test RMSE of the trainer's last evaluation.
+predict_agrees() {
+    "$LOOM" predict mf --model "$WORK/m" --data "$WORK/test.tsv" >"$WORK/pred" ||
+        fail "$1: predict failed"
+    local got last
+    got=$(rmse "$WORK/pred") last=$(field test_rmse "$WORK/metrics")
+    echo "$1: predict $got, the trainer's evaluation $last"
+    numeric_check 'g - l < 1e-5 && g - l > -1e-5' g="$got" l="$last" ||
+        fail "$1: predict's rmse $got differs from the trainer's $last"
+}
 
 # equivalent ARGS...: a one-worker BSP job and the reference agree bit for bit,
 # and so do the job's evaluations and the reference's full ones.
@@ -141,6 +158,21 @@ rotation_ml)
     got=$(field test_rmse "$WORK/metrics")
     echo "4 workers, 8 rotations per epoch: test rmse $got after 16 epochs"
     numeric_check 'g <= 0.87' g="$got" || fail "test rmse $got above 0.87 after 16 epochs"
+    # The defaults with 4 workers: the rotation (shuffled blocks, one rotation
+    # an epoch) within the sequential reference's 15 epochs to 0.87, and a
+    # flag only data parallelism takes chooses data parallelism, saying so.
+    "$LOOM" train mf --train "$ML" --test-fraction 0.1 --epochs 16 --workers 4 --servers 2 \
+        --metrics "$WORK/metrics" >"$WORK/out" 2>&1 || fail "the defaults on 4 workers failed"
+    grep -qF "4 workers: item blocks rotate among them" "$WORK/out" ||
+        fail "no line saying the default schedule is the rotation"
+    first=$(sed -n 's/.*"epoch": \([0-9]*\),.*"test_rmse": \([0-9.]*\).*/\1 \2/p' "$WORK/metrics" |
+        awk '$2 <= 0.87 { print $1; exit }')
+    echo "4 workers, the defaults: test rmse 0.87 after epoch ${first:-none} of 16"
+    [[ -n $first ]] || fail "the defaults on 4 workers never reached test rmse 0.87 in 16 epochs"
+    "$LOOM" train mf --train "$ML" --test-fraction 0.1 --epochs 1 --workers 2 \
+        --consistency bsp >"$WORK/out" 2>&1 || fail "--consistency bsp on 2 workers failed"
+    grep -qF "2 workers: data parallel, since --consistency needs --schedule data" "$WORK/out" ||
+        fail "no line saying why the schedule is data parallel"
     ;;
 equiv_gen)
     "$LOOM" gen mf --users 300 --items 500 --ratings 20000 --rank 4 --seed 5 --quiet \
@@ -205,12 +237,15 @@ gen_predict)
         --eval-every 0 --metrics "$WORK/metrics" --model-out "$WORK/m" >"$WORK/out" 2>&1 ||
         fail "training under BSP failed"
     [[ $(wc -l <"$WORK/metrics") -eq 1 ]] || fail "--eval-every 0: expected one metrics line"
-    "$LOOM" predict mf --model "$WORK/m" --data "$WORK/test.tsv" >"$WORK/pred" ||
-        fail "predict failed"
-    got=$(rmse "$WORK/pred") last=$(field test_rmse "$WORK/metrics")
-    echo "2 workers, BSP: predict $got, the trainer's evaluation $last"
-    numeric_check 'g - l < 1e-5 && g - l > -1e-5' g="$got" l="$last" ||
-        fail "under BSP predict's rmse $got differs from the trainer's $last"
+    predict_agrees "2 workers, BSP"
+    # The default schedule with 3 workers is the rotation, on rows numbered
+    # in a shuffled order: the saved model maps every id to its own row again.
+    "$LOOM" train mf --train "$WORK/train.tsv" --test "$WORK/test.tsv" --workers 3 --servers 2 \
+        --rank 4 --epochs 4 --reg 0.05 --init-std 0.5 --eval-every 0 --metrics "$WORK/metrics" \
+        --model-out "$WORK/m" >"$WORK/out" 2>&1 || fail "training with the default schedule failed"
+    grep -qF "3 workers: item blocks rotate among them" "$WORK/out" ||
+        fail "no line saying the default schedule is the rotation"
+    predict_agrees "3 workers, the default schedule"
     ;;
 errors)
     expect() { # expect CODE "message" COMMAND...
