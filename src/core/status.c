@@ -1,5 +1,5 @@
-/* status: the scheduler's read-only status page (HTTP: HTML and
- * /status.json), served from the I/O thread's poll loop.
+/* status: the scheduler's read-only status page (HTTP: HTML, /status.json
+ * and /metrics), served from the I/O thread's poll loop.
  *
  * What it shows is what the scheduler's I/O thread already knows or is told
  * on the way: every node's role, address and last sign of life (heartbeats),
@@ -8,7 +8,8 @@
  * min clock, the latest metrics a worker's application reported (METRICS
  * messages), and failures. GET / is an HTML page that reloads itself every
  * STATUS_REFRESH_S seconds, GET /status.json the same data as JSON (what
- * `loom status` reads); docs/USAGE.md describes both.
+ * `loom status` reads), GET /metrics in Prometheus's text format
+ * (status_view.c writes the three); docs/USAGE.md describes them.
  *
  * Why it cannot stall the scheduler: everything runs on the I/O thread, but
  * only as non-blocking socket calls made when poll says they will not wait.
@@ -53,62 +54,7 @@
 
 _Static_assert(STATUS_POLL_ITEMS <= NODE_HOOK_POLL_MAX, "the page's descriptors fit the poll set");
 
-#define STATUS_MAX_REQUEST     4096 /* request line and headers */
-#define STATUS_CONN_MS         5000 /* a whole exchange, from accept to the last byte sent */
-#define STATUS_DRAIN_MS        1000 /* reading what a client still sends after our answer */
-#define STATUS_MAX_LISTED      1024 /* nodes listed on the page; the rest are counted */
-#define STATUS_REFRESH_S       2
-#define STATUS_BACKLOG         1024 /* connections the kernel queues until accepted */
-#define STATUS_EVICT_MS        1000 /* how long a connection keeps its slot against newcomers */
-#define STATUS_RATE_MS         1000 /* bytes per second over at least this long */
-#define STATUS_ACCEPT_PAUSE_MS 100
-#define STATUS_TOKEN_BYTES     16 /* of the HMAC: 128 bits, 32 hex digits in the URL */
-
-enum conn_state { CONN_FREE, CONN_READING, CONN_WRITING, CONN_DRAINING };
-
-typedef struct conn {
-    enum conn_state state;
-    int fd;
-    char local[NI_MAXHOST]; /* the address the client reached, numeric: a Host it may name */
-    uint64_t started_ms, deadline_ms;
-    size_t got;
-    char req[STATUS_MAX_REQUEST + 1];
-    char *resp;
-    size_t resp_len, sent;
-} conn;
-
-/* What the page knows of one node besides its peer record. */
-typedef struct node_record {
-    int64_t clock;
-    int has_clock;
-    uint64_t sent, received; /* totals it reported */
-    uint64_t rate_base_ms, rate_base_sent, rate_base_received;
-    double send_rate, recv_rate; /* bytes per second */
-    msg_metrics metrics;
-    uint64_t metrics_ms; /* when they arrived; 0 = none yet */
-} node_record;
-
-typedef struct status_page {
-    int listen_fd;
-    char address[NODE_ADDR_MAX + 32]; /* "[host]:port" */
-    char url[NODE_ADDR_MAX + 96];     /* "http://[host]:port/", and "?token=T" with a secret */
-    char bind_host[NODE_ADDR_MAX];    /* what it was asked to bind, brackets stripped */
-    char hostname[256];               /* this machine's name, another Host it may be called */
-    char port[16];
-    /* With a job secret, what a request's "token" parameter must be (hex); "" = none needed. */
-    char token[2 * STATUS_TOKEN_BYTES + 1];
-    uint64_t started_ms;
-    conn conns[STATUS_MAX_CONNS];
-    node_record *nodes; /* indexed by node id */
-    int64_t min_clock;
-    int failed;
-    uint32_t dead;
-    char failure[512];
-    uint64_t requests, bad_requests, evicted;
-    /* accept() failed for want of file descriptors: the listener is left out
-     * of the poll set until then, or the loop would spin on it. */
-    uint64_t accept_paused_until_ms;
-} status_page;
+#include "core/status_impl.h"
 
 static const node_hooks page_hooks; /* defined at the end */
 
@@ -302,231 +248,6 @@ static void on_metrics(loom_node *n, void *ctx, node_msg *m)
     s->nodes[m->from].metrics_ms = node_now_ms();
 }
 
-/* ---- the data, as JSON and as HTML ---- */
-
-static const char *role_text(int role)
-{
-    return role == LOOM_SCHEDULER ? "scheduler" : role == LOOM_SERVER ? "server" : "worker";
-}
-
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-static void html_str(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            fputc((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f ? *s : '?', f);
-        }
-    }
-}
-
-/* One node's state word. */
-static const char *node_state(const loom_node *n, uint32_t id)
-{
-    const status_page *s = page_of(n);
-    const peer *p = &n->peers[id];
-    if (s->failed && s->dead == id) return "dead";
-    if (id == 0) return s->failed ? "failed" : "running";
-    if (!p->registered) return "not registered";
-    if (p->done) return "done";
-    return "running";
-}
-
-static const char *job_state(const loom_node *n)
-{
-    if (page_of(n)->failed) return "failed";
-    if (n->sched.shutting_down) return "shutting down";
-    if (n->sched.roster_phase < 2) return "assembling";
-    return "running";
-}
-
-/* Heartbeat age, and the time left before the scheduler would declare the
- * node dead (0 for a node it no longer watches). */
-static void heartbeat(loom_node *n, uint32_t id, uint64_t now, uint64_t *age, uint64_t *left)
-{
-    const peer *p = &n->peers[id];
-    *age = 0;
-    *left = 0;
-    if (id == 0 || !p->registered) return;
-    uint64_t timeout = (uint64_t)n->cfg.heartbeat_timeout_ms;
-    uint64_t silent = heartbeat_silence(n, id, now, age);
-    if (!p->done) *left = silent < timeout ? timeout - silent : 0;
-}
-
-static uint32_t listed(const loom_node *n)
-{
-    return n->nnodes < STATUS_MAX_LISTED ? n->nnodes : STATUS_MAX_LISTED;
-}
-
-static void write_json(loom_node *n, FILE *f, uint64_t now)
-{
-    status_page *s = page_of(n);
-    loom_stats st;
-    loom_node_stats(n, &st);
-    fprintf(f, "{\"job\": {\"state\": ");
-    json_str(f, job_state(n));
-    fprintf(f, ", \"scheduler\": ");
-    json_str(f, n->address);
-    fprintf(f,
-            ", \"servers\": %d, \"workers\": %d, \"registered\": %" PRIu32
-            ", \"workers_done\": %" PRIu32 ", \"uptime_ms\": %" PRIu64
-            ", \"heartbeat_interval_ms\": %d, \"heartbeat_timeout_ms\": %d, \"min_clock\": %" PRId64
-            "},\n",
-            n->cfg.num_servers, n->cfg.num_workers, n->sched.registered, n->sched.workers_done,
-            now - s->started_ms, n->cfg.heartbeat_interval_ms, n->cfg.heartbeat_timeout_ms,
-            s->min_clock);
-    fprintf(f, "\"nodes\": [");
-    for (uint32_t id = 0; id < listed(n); id++) {
-        const peer *p = &n->peers[id];
-        const node_record *r = &s->nodes[id];
-        int rank;
-        int role = node_peer_role(n, id, &rank);
-        uint64_t age, left;
-        heartbeat(n, id, now, &age, &left);
-        fprintf(f, "%s\n {\"id\": %" PRIu32 ", \"role\": ", id ? "," : "", id);
-        json_str(f, role_text(role));
-        fprintf(f, ", \"rank\": %d, \"address\": ", rank);
-        json_str(f, id == 0 ? n->address : p->addr);
-        fprintf(f, ", \"state\": ");
-        json_str(f, node_state(n, id));
-        fprintf(f,
-                ", \"bytes_sent\": %" PRIu64 ", \"bytes_received\": %" PRIu64
-                ", \"send_bytes_per_s\": %.0f, \"recv_bytes_per_s\": %.0f"
-                ", \"heartbeat_age_ms\": %" PRIu64 ", \"dead_in_ms\": %" PRIu64,
-                r->sent, r->received, r->send_rate, r->recv_rate, age, left);
-        if (role == LOOM_WORKER && r->has_clock)
-            fprintf(f, ", \"clock\": %" PRId64 ", \"staleness\": %" PRId64, r->clock,
-                    r->clock - s->min_clock);
-        else if (role == LOOM_WORKER)
-            fprintf(f, ", \"clock\": null, \"staleness\": null");
-        fprintf(f, ", \"metrics\": {");
-        for (uint32_t k = 0; k < r->metrics.count; k++) {
-            fprintf(f, "%s", k ? ", " : "");
-            json_str(f, r->metrics.name[k]);
-            fprintf(f, ": %.9g", r->metrics.value[k]);
-        }
-        fprintf(f, "}}");
-    }
-    fprintf(f, "],\n\"nodes_not_listed\": %" PRIu32 ",\n", n->nnodes - listed(n));
-    fprintf(f, "\"failures\": {\"failed_node\": ");
-    if (s->failed)
-        fprintf(f, "%" PRIu32 ", \"reason\": ", s->dead);
-    else
-        fprintf(f, "null, \"reason\": ");
-    json_str(f, s->failure);
-    fprintf(f,
-            ", \"malformed_dropped\": %" PRIu64 ", \"registrations_refused\": %" PRIu64
-            ", \"connections_refused\": %" PRIu64 "},\n",
-            st.malformed_dropped, n->sched.refused, st.connections_refused);
-    fprintf(f,
-            "\"http\": {\"requests\": %" PRIu64 ", \"bad_requests\": %" PRIu64
-            ", \"connections_evicted\": %" PRIu64 "}}\n",
-            s->requests, s->bad_requests, s->evicted);
-}
-
-static void html_rate(FILE *f, double bytes_per_s)
-{
-    if (bytes_per_s >= 1e6)
-        fprintf(f, "%.1f MB/s", bytes_per_s / 1e6);
-    else
-        fprintf(f, "%.1f kB/s", bytes_per_s / 1e3);
-}
-
-static void write_html(loom_node *n, FILE *f, uint64_t now)
-{
-    status_page *s = page_of(n);
-    loom_stats st;
-    loom_node_stats(n, &st);
-    fprintf(f,
-            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-            "<meta http-equiv=\"refresh\" content=\"%d\"><title>Loom job</title><style>"
-            "body{font-family:sans-serif;margin:0;background:#fff;color:#111}"
-            "#bar{background:#1f5fa8;color:#fff;padding:12px 16px;font-size:20px}"
-            "#failure{background:#c0262d;color:#fff;padding:8px 16px}"
-            "table{border-collapse:collapse;margin:12px 16px}"
-            "td,th{border:1px solid #bbb;padding:3px 8px;text-align:right;white-space:nowrap}"
-            "th{background:#e8eef6}p{margin:8px 16px}"
-            "</style></head><body>\n",
-            STATUS_REFRESH_S);
-    fprintf(f, "<div id=\"bar\">Loom job: ");
-    html_str(f, job_state(n));
-    fprintf(f, "</div>\n");
-    if (s->failed) {
-        fprintf(f, "<div id=\"failure\">Failure: ");
-        html_str(f, s->failure);
-        fprintf(f, "</div>\n");
-    }
-    fprintf(f, "<p id=\"summary\">scheduler ");
-    html_str(f, n->address);
-    fprintf(f,
-            " &middot; %d server(s), %d worker(s), %" PRIu32 " done &middot; min clock %" PRId64
-            " &middot; heartbeat every %d ms, dead after %d ms &middot; up %.0f s</p>\n",
-            n->cfg.num_servers, n->cfg.num_workers, n->sched.workers_done, s->min_clock,
-            n->cfg.heartbeat_interval_ms, n->cfg.heartbeat_timeout_ms,
-            (double)(now - s->started_ms) / 1000.0);
-    fprintf(f, "<table id=\"nodes\"><tr><th>node</th><th>role</th><th>address</th><th>state</th>"
-               "<th>clock</th><th>staleness</th><th>sent</th><th>received</th>"
-               "<th>heartbeat age</th><th>dead in</th><th>metrics</th></tr>\n");
-    for (uint32_t id = 0; id < listed(n); id++) {
-        const node_record *r = &s->nodes[id];
-        int rank;
-        int role = node_peer_role(n, id, &rank);
-        uint64_t age, left;
-        heartbeat(n, id, now, &age, &left);
-        fprintf(f, "<tr><td>%" PRIu32 "</td><td>%s %d</td><td>", id, role_text(role), rank);
-        html_str(f, id == 0 ? n->address : n->peers[id].addr);
-        fprintf(f, "</td><td>%s</td>", node_state(n, id));
-        if (r->has_clock)
-            fprintf(f, "<td>%" PRId64 "</td><td>%" PRId64 "</td>", r->clock,
-                    r->clock - s->min_clock);
-        else
-            fprintf(f, "<td></td><td></td>");
-        fprintf(f, "<td>");
-        html_rate(f, r->send_rate);
-        fprintf(f, "</td><td>");
-        html_rate(f, r->recv_rate);
-        fprintf(f, "</td><td>%" PRIu64 " ms</td><td>%" PRIu64 " ms</td><td>", age, left);
-        for (uint32_t k = 0; k < r->metrics.count; k++)
-            fprintf(f, "%s%s %.6g", k ? ", " : "", r->metrics.name[k], r->metrics.value[k]);
-        fprintf(f, "</td></tr>\n");
-    }
-    fprintf(f, "</table>\n");
-    if (n->nnodes > listed(n))
-        fprintf(f, "<p>%" PRIu32 " more nodes not listed</p>\n", n->nnodes - listed(n));
-    fprintf(f,
-            "<p id=\"failures\">malformed messages dropped: %" PRIu64
-            " &middot; registrations refused: %" PRIu64 " &middot; connections refused: %" PRIu64
-            "</p>\n<p>JSON: <a href=\"/status.json%s%s\">/status.json</a></p>\n</body></html>\n",
-            st.malformed_dropped, n->sched.refused, st.connections_refused,
-            s->token[0] ? "?token=" : "", s->token);
-}
-
 /* ---- HTTP ---- */
 
 static const char *reason_phrase(int code)
@@ -561,10 +282,13 @@ static void respond(loom_node *n, conn *c, int code, const char *path, int head_
     if (f) {
         if (code == 200 && !strcmp(path, "/status.json")) {
             type = "application/json";
-            write_json(n, f, now);
+            status_write_json(n, page_of(n), f, now);
+        } else if (code == 200 && !strcmp(path, "/metrics")) {
+            type = "text/plain; version=0.0.4; charset=utf-8";
+            status_write_prometheus(n, page_of(n), f, now);
         } else if (code == 200) {
             type = "text/html; charset=utf-8";
-            write_html(n, f, now);
+            status_write_html(n, page_of(n), f, now);
         } else {
             fprintf(f, "%d %s\n", code, reason_phrase(code));
         }
@@ -692,7 +416,8 @@ static int parse_request(const status_page *s, conn *c, char *path, size_t pathl
     char *query = strchr(target, '?');
     if (query) *query++ = '\0';
     snprintf(path, pathlen, "%s", target);
-    if (strcmp(path, "/") && strcmp(path, "/status.json") && strcmp(path, "/index.html"))
+    if (strcmp(path, "/") && strcmp(path, "/status.json") && strcmp(path, "/index.html") &&
+        strcmp(path, "/metrics"))
         return 404;
     return token_ok(s, query) ? 200 : 403;
 }

@@ -9,6 +9,9 @@ address files and waits for the test's go-file. Meanwhile:
 
   - the JSON endpoint must say exactly that: roles, the addresses the nodes wrote, every
     worker's clock and the min clock, staleness 0, the metrics, live heartbeats;
+  - /metrics must follow Prometheus's text format (parse_prometheus checks its rules)
+    and say the same (job size, min clock, each node's state and traffic, each worker's
+    clock, staleness and metrics), and answer only with the token;
   - `loom status ADDRESS` must print one line per node that agrees with the JSON, and fail
     with a clear message for an address nobody listens on, for an answer that is not HTTP
     and for an HTTP answer that is not the page's JSON;
@@ -161,6 +164,107 @@ def check_json(doc, addrs):
                 fail("worker %d metrics %r" % (rank, n["metrics"]))
     if doc["failures"]["failed_node"] is not None or doc["failures"]["malformed_dropped"]:
         fail("failures: %r" % doc["failures"])
+
+
+PROM_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*$")
+PROM_SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)( -?[0-9]+)?$")
+PROM_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
+
+
+def parse_prometheus(text):
+    """Prometheus's text exposition format (0.0.4), checked by its rules: every line a
+    HELP or TYPE comment or a sample; a family's HELP and TYPE at most once each, before
+    its samples, its samples together; valid metric and label names, label values with
+    only \\, \" and \n escaped, no label twice in a sample and no sample twice, a float
+    value; counters' names end in _total. Returns {(name, frozenset(labels)): value}."""
+    if not text.endswith("\n"):
+        fail("/metrics does not end with a newline")
+    types, helps, samples, done, current = {}, set(), {}, set(), None
+    for number, line in enumerate(text[:-1].split("\n"), 1):
+        where = "/metrics line %d %r" % (number, line)
+        if line.startswith("# "):
+            parts = line.split(" ", 3)
+            if len(parts) < 4 or parts[1] not in ("HELP", "TYPE") or \
+                    not PROM_NAME.match(parts[2]):
+                fail(where + ": not a HELP or TYPE line")
+            name = parts[2]
+            if name in done or (parts[1] == "HELP" and name in helps) or \
+                    (parts[1] == "TYPE" and name in types):
+                fail(where + ": family %s described again or after its samples" % name)
+            if parts[1] == "TYPE":
+                if parts[3] not in ("counter", "gauge", "histogram", "summary", "untyped"):
+                    fail(where + ": unknown type")
+                if parts[3] == "counter" and not name.endswith("_total"):
+                    fail(where + ": a counter's name must end in _total")
+                types[name] = parts[3]
+            else:
+                helps.add(name)
+            if current and current != name:
+                done.add(current)
+            current = name
+            continue
+        m = PROM_SAMPLE.match(line)
+        if not m:
+            fail(where + ": not a sample")
+        name, labels_text, value = m.group(1), m.group(3), m.group(4)
+        if name not in types:
+            fail(where + ": a sample before its family's TYPE")
+        if name in done or (current and current != name):
+            fail(where + ": family %s's samples are not together" % name)
+        current = name
+        labels = {}
+        rest = labels_text or ""
+        while rest:
+            lm = PROM_LABEL.match(rest)
+            if not lm or lm.group(1) in labels:
+                fail(where + ": bad or repeated label at %r" % rest)
+            labels[lm.group(1)] = lm.group(2).replace("\\n", "\n").replace('\\"', '"') \
+                .replace("\\\\", "\\")
+            rest = rest[lm.end():]
+        try:
+            number_value = float(value)
+        except ValueError:
+            fail(where + ": value %r is not a float" % value)
+        key = (name, frozenset(labels.items()))
+        if key in samples:
+            fail(where + ": the same sample twice")
+        samples[key] = number_value
+    return samples
+
+
+def check_prometheus(address, token, doc):
+    """GET /metrics: the format's rules, and the facts of the JSON document."""
+    status, ctype, body = get("http://%s/metrics?token=%s" % (address, token))
+    if status != 200 or not ctype.startswith("text/plain; version=0.0.4"):
+        fail("GET /metrics: %d %s" % (status, ctype))
+    samples = parse_prometheus(body.decode("utf-8"))
+
+    def value(name, **labels):
+        key = (name, frozenset((k, str(v)) for k, v in labels.items()))
+        if key not in samples:
+            fail("/metrics has no %s%r" % (name, labels))
+        return samples[key]
+
+    job = doc["job"]
+    for name, want in (("loom_job_servers", 1), ("loom_job_workers", 2),
+                       ("loom_job_min_clock", CLOCKS), ("loom_job_failed", 0)):
+        if value(name) != want:
+            fail("/metrics %s = %r, the job has %r" % (name, value(name), want))
+    value("loom_job_info", state=job["state"], scheduler=job["scheduler"])
+    for n in doc["nodes"]:
+        who = dict(node=n["id"], role=n["role"], rank=n["rank"])
+        value("loom_node_state", state=n["state"], **who)
+        if value("loom_node_sent_bytes_total", **who) < (n["bytes_sent"] if n["id"] else 0):
+            fail("/metrics: node %d sent fewer bytes than the JSON said before" % n["id"])
+        if n["role"] == "worker":
+            if value("loom_worker_clock", **who) != CLOCKS or \
+                    value("loom_worker_staleness", **who) != 0:
+                fail("/metrics: worker %d clock or staleness" % n["rank"])
+            for metric, v in n["metrics"].items():
+                if value("loom_worker_metric", metric=metric, **who) != v:
+                    fail("/metrics: worker %d %s" % (n["rank"], metric))
+    if raw_get(address, "/metrics", address) != 403:
+        fail("/metrics answered without the token")
 
 
 def check_loom_status(loom, address, doc):
@@ -348,6 +452,7 @@ def main():
         doc = wait_for("the workers' metrics and every node's traffic on the page",
                        metrics_arrived)
         check_json(doc, addrs)
+        check_prometheus(address, token, doc)
         check_access(loom, address, token)
         check_loom_status(loom, "http://%s/?token=%s" % (address, token), doc)
         check_loom_status_errors(loom)
