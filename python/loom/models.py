@@ -14,6 +14,12 @@ forks a scheduler, servers and workers on this machine), streams each epoch's me
 notebook), and loads the trained model from the job's model file. A job that fails raises
 loom.JobError with the job's own last lines (the node's message).
 
+In a program started by mpirun or srun (every rank runs it: `mpirun -np 6 python3 prog.py`),
+fit joins that job instead: each rank's fit runs `loom train` as that rank (the scheduler,
+a server or a worker; `servers` says how many ranks serve), and on the rank of worker 0,
+which saves the model, the estimator is fitted (`fitted_` is True); on the others fit
+returns with `fitted_` False.
+
 The classes follow scikit-learn's conventions (get_params/set_params, fit returning self,
 attributes ending in "_" set by fit), and inherit from its BaseEstimator and mixins when
 scikit-learn is installed, so clone(), pipelines and model selection work; without it the
@@ -31,6 +37,7 @@ import time
 import numpy as np
 
 from ._launch import JobError, loom_command
+from ._node import launched
 
 try:  # scikit-learn's base classes when present: clone(), repr, pipelines
     from sklearn.base import BaseEstimator as _Base
@@ -155,7 +162,10 @@ class _LoomModel(_Base):
         return flags + self._job_flags() + [str(f) for f in (self.extra_flags or ())]
 
     def _job_flags(self):
-        flags = ["--workers", str(self.workers), "--servers", str(self.servers)]
+        # Under mpirun or srun the job's size is the launcher's: every rank's fit runs
+        # `loom train`, which takes its role from the rank (docs/CLUSTER.md).
+        flags = [] if launched() else ["--workers", str(self.workers)]
+        flags += ["--servers", str(self.servers)]
         return flags + (["--threads", str(self.threads)] if self.threads and self.threads > 1 else [])
 
     def _run(self, train_path, tmp, callback, extra=()):
@@ -188,7 +198,9 @@ class _LoomModel(_Base):
             sys.stderr.write("\n")
         if job.returncode:
             raise JobError(job.returncode, argv, stderr=output)
-        return model_path
+        # Under mpirun or srun only the rank of worker 0 saves the model.
+        self.fitted_ = os.path.exists(model_path)
+        return model_path if self.fitted_ else None
 
     def _stream(self, path, seen, callback):
         """Hand every complete metrics line after the first `seen` to callback."""
@@ -230,7 +242,8 @@ class _LoomModel(_Base):
                 path = os.path.join(tmp, "train.svm")
                 _write_libsvm(path, X, labels, label_format)
             model = self._run(path, tmp, callback)
-            self._load(model)
+            if model:
+                self._load(model)
         return self
 
 
@@ -419,7 +432,9 @@ class MatrixFactorization(_Regressor, _LoomModel):
                 with open(path, "w", encoding="ascii") as f:
                     for u, i, r in R:
                         f.write(f"{int(u)}\t{int(i)}\t{float(r):.9g}\n")
-            self._load(self._run(path, tmp, callback))
+            model = self._run(path, tmp, callback)
+            if model:
+                self._load(model)
         return self
 
     def _load(self, path):
@@ -490,7 +505,9 @@ class LDA(_LoomModel):
                             raise ValueError(f"document {d}: counts must be whole numbers")
                         f.write(f"{len(pairs)} " + " ".join(f"{w}:{c}" for w, c in sorted(pairs))
                                 + "\n")
-            self._load(self._run(path, tmp, callback))
+            model = self._run(path, tmp, callback)
+            if model:
+                self._load(model)
         return self
 
     def _load(self, path):
