@@ -21,8 +21,12 @@ _EXIT_MEANINGS = {1: "a process of the job failed", 2: "usage error",
                   124: "--timeout expired"}
 
 
-class JobError(Exception):
-    """A job started by loom.run() ended with a non-zero status."""
+class JobError(LoomError):
+    """A job started by loom.run() or a loom.models estimator ended with a non-zero status.
+
+    A LoomError, so `except loom.LoomError` catches what fails in a job too; it has no
+    LOOM_E* code (code is None): returncode is the launcher's exit status, detail the
+    job's last lines (the node's message), call the command that ran."""
 
     def __init__(self, returncode, argv, stdout=None, stderr=None):
         self.returncode = returncode
@@ -30,11 +34,19 @@ class JobError(Exception):
         self.stdout = stdout
         self.stderr = stderr
         meaning = _EXIT_MEANINGS.get(returncode, "")
-        text = f"loom run exited with status {returncode}" + (f" ({meaning})" if meaning else "")
+        words = [os.path.basename(str(argv[0]))] + [str(a) for a in argv[1:2]]
+        if words[1:] == ["train"] and len(argv) > 2:
+            words.append(str(argv[2]))  # `loom train lr`
+        command = " ".join(words)
+        text = f"{command} exited with status {returncode}" + (f" ({meaning})" if meaning else "")
+        tail = ""
         if stderr:
             tail = stderr if isinstance(stderr, str) else stderr.decode(errors="replace")
-            text += ":\n" + "\n".join(tail.rstrip("\n").splitlines()[-10:])
-        super().__init__(text)
+            tail = "\n".join(tail.rstrip("\n").splitlines()[-10:])
+            text += ":\n" + tail
+        self.code, self.name, self.strerror = None, "job failed", text
+        self.detail, self.call = tail, command
+        Exception.__init__(self, text)
 
 
 def loom_command():

@@ -15,7 +15,7 @@
   multinomial LogisticRegression.
 - LDA on a generated corpus (count matrix): the counts sum to the corpus's tokens, every
   topic's components_ row and every transform row sum to 1.
-- A job that fails raises loom.JobError carrying the job's message.
+- A job that fails raises loom.JobError, a loom.LoomError, carrying the job's message.
 Skipped without scikit-learn or ../shared/data."""
 
 import os
@@ -158,7 +158,7 @@ if not (np.allclose(lda.components_.sum(axis=1), 1) and np.allclose(theta.sum(ax
 try:
     LogisticRegression(extra_flags=["--minibatch", "0"]).fit(X[:100], y[:100])
     harness.fail("a job with --minibatch 0 did not fail")
-except loom.JobError as e:
-    if "--minibatch" not in str(e):
+except loom.LoomError as e:
+    if not isinstance(e, loom.JobError) or "--minibatch" not in e.detail:
         harness.fail(f"the JobError does not carry the job's message: {e}")
 print("ok")
