@@ -10,6 +10,7 @@
  * checkpoint.h  checkpoints, resuming, reading a checkpoint directory
  * sched.h    scheduled model parallelism (STRADS): static and dynamic engines
  * p2p.h      serverless data parallelism: communication graphs, stochastic reduce
+ * sketch.h   Count-Min sketches: approximate counts of a huge key space on the servers
  *
  * Two headers are included on their own: data.h (the LIBSVM, ratings and
  * bag-of-words readers) and svb.h (sufficient-vector broadcasting). */
@@ -26,6 +27,7 @@
 #include "checkpoint.h"
 #include "sched.h"
 #include "p2p.h"
+#include "sketch.h"
 
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1
