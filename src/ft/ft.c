@@ -68,6 +68,7 @@ static void ft_destroy(void *state)
     ft *f = state;
     if (f->sched) ft_sched_destroy(f);
     if (f->coord) ft_coord_destroy(f->coord);
+    if (f->rejoin_coord) ft_rejoin_coord_destroy(f->rejoin_coord);
     if (f->repl) ft_repl_destroy(f->repl);
     ft_manifest_free(&f->resumed);
     free(f->resumed_part);
@@ -446,6 +447,7 @@ static uint64_t sched_timer(loom_node *n, void *ctx, uint64_t now)
 {
     (void)n;
     ft *f = ctx;
+    ft_rejoin_coord_tick(f->rejoin_coord);
     ft_coord_tick(f->coord);
     return f->sched ? ft_sched_tick(f, now) : UINT64_MAX;
 }
@@ -542,7 +544,7 @@ int ft_attach(loom_node *n)
     f->epoch_end = f->base;
     if (f->role == LOOM_SCHEDULER) {
         node_set_timer(n, &ft_layer_def, sched_timer, f);
-        if ((rc = ft_coord_attach(f))) return rc;
+        if ((rc = ft_rejoin_coord_attach(f)) || (rc = ft_coord_attach(f))) return rc;
     }
     if (f->role == LOOM_SCHEDULER && f->dir[0] &&
         (rc = ft_sched_attach(f, f->resume[0] ? &f->resumed : NULL)))
