@@ -551,6 +551,7 @@ int ft_attach(loom_node *n)
         return rc;
     if (f->role != LOOM_SCHEDULER) node_set_handler(n, MSG_CKPT_PLAN, on_plan, f);
     if (f->role == LOOM_SERVER) node_set_handler(n, MSG_CKPT_BASE, on_base, f);
+    if (f->role == LOOM_WORKER && (rc = ft_client_attach(n))) return rc;
     if (f->role == LOOM_SERVER && (rc = ft_repl_attach(n, &f->repl))) return rc;
     if (f->role == LOOM_SERVER && (f->dir[0] || f->resume[0])) set_server_hooks(f);
     /* The first plan, as the scheduler makes it (ft_sched_attach); not a

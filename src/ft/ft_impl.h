@@ -4,7 +4,9 @@
  * rejoin_coord.c (the scheduler: a replacement's copies) and
  * handback_coord.c (the scheduler: handbacks); replica.c, failover.c,
  * rejoin.c and handback.c (a server's replication) keep theirs in
- * replica.h, and read this one for the layer's descriptor. */
+ * replica.h, and read this one for the layer's descriptor; a worker's
+ * failover policy (client_failover.c) keeps none, its requests being ps's
+ * (ps/client_ft.h). */
 #ifndef LOOM_FT_IMPL_H
 #define LOOM_FT_IMPL_H
 
@@ -120,6 +122,12 @@ void ft_coord_tick(ft_coord *c);
 void ft_coord_start(ft_coord *c);
 void ft_coord_abort(ft_coord *c);
 uint32_t ft_coord_handbacks(const ft_coord *c);
+
+/* ---- a worker (client_failover.c) ---- */
+
+/* The worker's failover and rejoin subscribers and the handlers of
+ * REJOIN_READY, PARKED and HANDBACK: requests moved through ps/client_ft.h. */
+int ft_client_attach(loom_node *n);
 
 /* The layer (ft.c): its message types, its slot on a node. */
 extern node_layer_def ft_layer_def;
