@@ -360,9 +360,11 @@ static const char *node_state(const loom_node *n, uint32_t id)
 
 static const char *job_state(const loom_node *n)
 {
+    sched_summary m;
+    sched_summary_of(n, &m);
     if (page_of(n)->failed) return "failed";
-    if (n->sched.shutting_down) return "shutting down";
-    if (n->sched.roster_phase < 2) return "assembling";
+    if (m.shutting_down) return "shutting down";
+    if (m.assembling) return "assembling";
     return "running";
 }
 
@@ -389,6 +391,8 @@ static void write_json(loom_node *n, FILE *f, uint64_t now)
     status_page *s = page_of(n);
     loom_stats st;
     loom_node_stats(n, &st);
+    sched_summary m;
+    sched_summary_of(n, &m);
     fprintf(f, "{\"job\": {\"state\": ");
     json_str(f, job_state(n));
     fprintf(f, ", \"scheduler\": ");
@@ -398,7 +402,7 @@ static void write_json(loom_node *n, FILE *f, uint64_t now)
             ", \"workers_done\": %" PRIu32 ", \"uptime_ms\": %" PRIu64
             ", \"heartbeat_interval_ms\": %d, \"heartbeat_timeout_ms\": %d, \"min_clock\": %" PRId64
             "},\n",
-            n->cfg.num_servers, n->cfg.num_workers, n->sched.registered, n->sched.workers_done,
+            n->cfg.num_servers, n->cfg.num_workers, m.registered, m.workers_done,
             now - s->started_ms, n->cfg.heartbeat_interval_ms, n->cfg.heartbeat_timeout_ms,
             s->min_clock);
     fprintf(f, "\"nodes\": [");
@@ -443,7 +447,7 @@ static void write_json(loom_node *n, FILE *f, uint64_t now)
     fprintf(f,
             ", \"malformed_dropped\": %" PRIu64 ", \"registrations_refused\": %" PRIu64
             ", \"connections_refused\": %" PRIu64 "},\n",
-            st.malformed_dropped, n->sched.refused, st.connections_refused);
+            st.malformed_dropped, m.refused, st.connections_refused);
     fprintf(f,
             "\"http\": {\"requests\": %" PRIu64 ", \"bad_requests\": %" PRIu64
             ", \"connections_evicted\": %" PRIu64 "}}\n",
@@ -463,6 +467,8 @@ static void write_html(loom_node *n, FILE *f, uint64_t now)
     status_page *s = page_of(n);
     loom_stats st;
     loom_node_stats(n, &st);
+    sched_summary m;
+    sched_summary_of(n, &m);
     fprintf(f,
             "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"refresh\" content=\"%d\"><title>Loom job</title><style>"
@@ -487,7 +493,7 @@ static void write_html(loom_node *n, FILE *f, uint64_t now)
     fprintf(f,
             " &middot; %d server(s), %d worker(s), %" PRIu32 " done &middot; min clock %" PRId64
             " &middot; heartbeat every %d ms, dead after %d ms &middot; up %.0f s</p>\n",
-            n->cfg.num_servers, n->cfg.num_workers, n->sched.workers_done, s->min_clock,
+            n->cfg.num_servers, n->cfg.num_workers, m.workers_done, s->min_clock,
             n->cfg.heartbeat_interval_ms, n->cfg.heartbeat_timeout_ms,
             (double)(now - s->started_ms) / 1000.0);
     fprintf(f, "<table id=\"nodes\"><tr><th>node</th><th>role</th><th>address</th><th>state</th>"
@@ -523,8 +529,8 @@ static void write_html(loom_node *n, FILE *f, uint64_t now)
             "<p id=\"failures\">malformed messages dropped: %" PRIu64
             " &middot; registrations refused: %" PRIu64 " &middot; connections refused: %" PRIu64
             "</p>\n<p>JSON: <a href=\"/status.json%s%s\">/status.json</a></p>\n</body></html>\n",
-            st.malformed_dropped, n->sched.refused, st.connections_refused,
-            s->token[0] ? "?token=" : "", s->token);
+            st.malformed_dropped, m.refused, st.connections_refused, s->token[0] ? "?token=" : "",
+            s->token);
 }
 
 /* ---- HTTP ---- */
