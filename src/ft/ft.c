@@ -500,17 +500,6 @@ static int load_resume(ft *f)
     return 0;
 }
 
-static const msg_type_info ft_types[] = {
-    {MSG_CKPT_PART, "CKPT_PART", 1, 1, MSG_BY_SERVER | MSG_BY_WORKER},
-    {MSG_CKPT_BASE, "CKPT_BASE", 0, 0, MSG_BY_SCHED},
-    {MSG_CKPT_PLAN, "CKPT_PLAN", 0, 0, MSG_BY_SCHED},
-    {MSG_CKPT_SKIP, "CKPT_SKIP", 0, 0, MSG_BY_SERVER | MSG_BY_WORKER},
-    {MSG_CKPT_EPOCH, "CKPT_EPOCH", 0, 0, MSG_BY_WORKER},
-    {MSG_CKPT_FINAL, "CKPT_FINAL", 0, 0, MSG_BY_WORKER},
-};
-
-node_layer_def ft_layer_def = {"ft", ft_types, sizeof ft_types / sizeof *ft_types, 0};
-
 int ft_attach(loom_node *n)
 {
     int rc = node_layer_register(&ft_layer_def);

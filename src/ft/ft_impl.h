@@ -129,7 +129,7 @@ uint32_t ft_coord_handbacks(const ft_coord *c);
  * REJOIN_READY, PARKED and HANDBACK: requests moved through ps/client_ft.h. */
 int ft_client_attach(loom_node *n);
 
-/* The layer (ft.c): its message types, its slot on a node. */
+/* The layer (types.c): its message types, its slot on a node. */
 extern node_layer_def ft_layer_def;
 
 #endif
