@@ -166,8 +166,7 @@ static int make_node(node_fuzz_job *j, const loom_config *cfg, int (*attach)(loo
         n->roster_installed = 1;
         n->state = NODE_RUNNING;
         if (cfg->role == LOOM_SCHEDULER) {
-            n->sched.registered = n->nnodes - 1;
-            n->sched.roster_phase = 2;
+            sched_set_assembled(n, n->nnodes - 1);
         }
     }
     if (rc) {

@@ -76,7 +76,8 @@ typedef struct peer {
 /* Note that the job goes on without worker node `id`, whose share was `share`. */
 void node_note_lost(loom_node *n, uint32_t id, double share);
 
-/* The scheduler's membership (scheduler.c); the status page shows its counters. */
+/* The scheduler's membership: scheduler.c's alone (the status page and the
+ * fuzz seam go through sched_summary_of and sched_set_assembled). */
 typedef struct sched_state {
     uint32_t registered;
     int roster_phase; /* 0 collecting, 1 servers installing, 2 job running */
@@ -363,5 +364,19 @@ void node_send_metrics(loom_node *n);
 /* scheduler.c: the scheduler's membership (start-up, after the layers):
  * registration, the roster, barriers, liveness, the end of the job. */
 int membership_attach(loom_node *n);
+/* What the status page shows of it: nodes registered, workers finished or
+ * lost, REGISTERs refused, whether the job is still assembling (its roster
+ * not installed everywhere) or shutting down. */
+typedef struct sched_summary {
+    uint32_t registered;
+    uint32_t workers_done;
+    uint64_t refused;
+    int assembling;
+    int shutting_down;
+} sched_summary;
+void sched_summary_of(const loom_node *n, sched_summary *out);
+/* The fuzz seam (node_fuzz.c): a job assembled without REGISTERs, its
+ * `registered` other nodes in the roster and the roster installed. */
+void sched_set_assembled(loom_node *n, uint32_t registered);
 
 #endif

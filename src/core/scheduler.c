@@ -368,6 +368,22 @@ int node_assembled(const loom_node *n)
     return n->sched.roster_phase == 2;
 }
 
+void sched_summary_of(const loom_node *n, sched_summary *out)
+{
+    const sched_state *s = &n->sched;
+    *out = (sched_summary){.registered = s->registered,
+                           .workers_done = s->workers_done,
+                           .refused = s->refused,
+                           .assembling = s->roster_phase < 2,
+                           .shutting_down = s->shutting_down};
+}
+
+void sched_set_assembled(loom_node *n, uint32_t registered)
+{
+    n->sched.registered = registered;
+    n->sched.roster_phase = 2;
+}
+
 /* The job did not assemble in time: say who is missing, release those who came. */
 static void rendezvous_failed(loom_node *n)
 {

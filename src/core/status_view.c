@@ -71,9 +71,11 @@ static const char *node_state(const loom_node *n, const status_page *s, uint32_t
 
 static const char *job_state(const loom_node *n, const status_page *s)
 {
+    sched_summary m;
+    sched_summary_of(n, &m);
     if (s->failed) return "failed";
-    if (n->sched.shutting_down) return "shutting down";
-    if (n->sched.roster_phase < 2) return "assembling";
+    if (m.shutting_down) return "shutting down";
+    if (m.assembling) return "assembling";
     return "running";
 }
 
@@ -99,6 +101,8 @@ void status_write_json(loom_node *n, status_page *s, FILE *f, uint64_t now)
 {
     loom_stats st;
     loom_node_stats(n, &st);
+    sched_summary m;
+    sched_summary_of(n, &m);
     fprintf(f, "{\"job\": {\"state\": ");
     json_str(f, job_state(n, s));
     fprintf(f, ", \"scheduler\": ");
@@ -108,7 +112,7 @@ void status_write_json(loom_node *n, status_page *s, FILE *f, uint64_t now)
             ", \"workers_done\": %" PRIu32 ", \"uptime_ms\": %" PRIu64
             ", \"heartbeat_interval_ms\": %d, \"heartbeat_timeout_ms\": %d, \"min_clock\": %" PRId64
             "},\n",
-            n->cfg.num_servers, n->cfg.num_workers, n->sched.registered, n->sched.workers_done,
+            n->cfg.num_servers, n->cfg.num_workers, m.registered, m.workers_done,
             now - s->started_ms, n->cfg.heartbeat_interval_ms, n->cfg.heartbeat_timeout_ms,
             s->min_clock);
     fprintf(f, "\"nodes\": [");
@@ -153,7 +157,7 @@ void status_write_json(loom_node *n, status_page *s, FILE *f, uint64_t now)
     fprintf(f,
             ", \"malformed_dropped\": %" PRIu64 ", \"registrations_refused\": %" PRIu64
             ", \"connections_refused\": %" PRIu64 "},\n",
-            st.malformed_dropped, n->sched.refused, st.connections_refused);
+            st.malformed_dropped, m.refused, st.connections_refused);
     fprintf(f,
             "\"http\": {\"requests\": %" PRIu64 ", \"bad_requests\": %" PRIu64
             ", \"connections_evicted\": %" PRIu64 "}}\n",
@@ -172,6 +176,8 @@ void status_write_html(loom_node *n, status_page *s, FILE *f, uint64_t now)
 {
     loom_stats st;
     loom_node_stats(n, &st);
+    sched_summary m;
+    sched_summary_of(n, &m);
     fprintf(f,
             "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"refresh\" content=\"%d\"><title>Loom job</title><style>"
@@ -196,7 +202,7 @@ void status_write_html(loom_node *n, status_page *s, FILE *f, uint64_t now)
     fprintf(f,
             " &middot; %d server(s), %d worker(s), %" PRIu32 " done &middot; min clock %" PRId64
             " &middot; heartbeat every %d ms, dead after %d ms &middot; up %.0f s</p>\n",
-            n->cfg.num_servers, n->cfg.num_workers, n->sched.workers_done, s->min_clock,
+            n->cfg.num_servers, n->cfg.num_workers, m.workers_done, s->min_clock,
             n->cfg.heartbeat_interval_ms, n->cfg.heartbeat_timeout_ms,
             (double)(now - s->started_ms) / 1000.0);
     fprintf(f, "<table id=\"nodes\"><tr><th>node</th><th>role</th><th>address</th><th>state</th>"
@@ -232,8 +238,8 @@ void status_write_html(loom_node *n, status_page *s, FILE *f, uint64_t now)
             "<p id=\"failures\">malformed messages dropped: %" PRIu64
             " &middot; registrations refused: %" PRIu64 " &middot; connections refused: %" PRIu64
             "</p>\n<p>JSON: <a href=\"/status.json%s%s\">/status.json</a></p>\n</body></html>\n",
-            st.malformed_dropped, n->sched.refused, st.connections_refused,
-            s->token[0] ? "?token=" : "", s->token);
+            st.malformed_dropped, m.refused, st.connections_refused, s->token[0] ? "?token=" : "",
+            s->token);
 }
 
 /* ---- Prometheus's text exposition format (version 0.0.4) ---- */
@@ -315,6 +321,8 @@ void status_write_prometheus(loom_node *n, status_page *s, FILE *f, uint64_t now
     };
     loom_stats st;
     loom_node_stats(n, &st);
+    sched_summary m;
+    sched_summary_of(n, &m);
     prom_family(f, "loom_job_info", "gauge", "The job: its state and scheduler (always 1).");
     fputs("loom_job_info{state=\"", f);
     prom_label(f, job_state(n, s));
@@ -326,9 +334,9 @@ void status_write_prometheus(loom_node *n, status_page *s, FILE *f, uint64_t now
     prom_family(f, "loom_job_workers", "gauge", "Workers the job was started with.");
     fprintf(f, "loom_job_workers %d\n", n->cfg.num_workers);
     prom_family(f, "loom_job_registered_nodes", "gauge", "Nodes registered with the scheduler.");
-    fprintf(f, "loom_job_registered_nodes %" PRIu32 "\n", n->sched.registered);
+    fprintf(f, "loom_job_registered_nodes %" PRIu32 "\n", m.registered);
     prom_family(f, "loom_job_workers_done", "gauge", "Workers that have finished.");
-    fprintf(f, "loom_job_workers_done %" PRIu32 "\n", n->sched.workers_done);
+    fprintf(f, "loom_job_workers_done %" PRIu32 "\n", m.workers_done);
     prom_family(f, "loom_job_min_clock", "gauge", "The slowest worker's clock.");
     fprintf(f, "loom_job_min_clock %" PRId64 "\n", s->min_clock);
     prom_family(f, "loom_job_uptime_seconds", "gauge", "Time since the status page started.");
@@ -343,7 +351,7 @@ void status_write_prometheus(loom_node *n, status_page *s, FILE *f, uint64_t now
     fprintf(f, "loom_malformed_messages_dropped_total %" PRIu64 "\n", st.malformed_dropped);
     prom_family(f, "loom_registrations_refused_total", "counter",
                 "Registrations the scheduler refused.");
-    fprintf(f, "loom_registrations_refused_total %" PRIu64 "\n", n->sched.refused);
+    fprintf(f, "loom_registrations_refused_total %" PRIu64 "\n", m.refused);
     prom_family(f, "loom_connections_refused_total", "counter",
                 "Connections the scheduler refused.");
     fprintf(f, "loom_connections_refused_total %" PRIu64 "\n", st.connections_refused);
@@ -381,8 +389,8 @@ void status_write_prometheus(loom_node *n, status_page *s, FILE *f, uint64_t now
     prom_family(f, "loom_worker_metric", "gauge",
                 "The latest value of each metric a worker's application reported.");
     for (uint32_t id = 0; id < listed(n); id++) {
-        const msg_metrics *m = &s->nodes[id].metrics;
-        for (uint32_t k = 0; k < m->count; k++)
-            prom_node(f, n, "loom_worker_metric", id, "metric", m->name[k], m->value[k]);
+        const msg_metrics *mm = &s->nodes[id].metrics;
+        for (uint32_t k = 0; k < mm->count; k++)
+            prom_node(f, n, "loom_worker_metric", id, "metric", mm->name[k], mm->value[k]);
     }
 }

@@ -68,6 +68,7 @@ static void ft_destroy(void *state)
     ft *f = state;
     if (f->sched) ft_sched_destroy(f);
     if (f->coord) ft_coord_destroy(f->coord);
+    if (f->rejoin_coord) ft_rejoin_coord_destroy(f->rejoin_coord);
     if (f->repl) ft_repl_destroy(f->repl);
     ft_manifest_free(&f->resumed);
     free(f->resumed_part);
@@ -446,6 +447,7 @@ static uint64_t sched_timer(loom_node *n, void *ctx, uint64_t now)
 {
     (void)n;
     ft *f = ctx;
+    ft_rejoin_coord_tick(f->rejoin_coord);
     ft_coord_tick(f->coord);
     return f->sched ? ft_sched_tick(f, now) : UINT64_MAX;
 }
@@ -498,17 +500,6 @@ static int load_resume(ft *f)
     return 0;
 }
 
-static const msg_type_info ft_types[] = {
-    {MSG_CKPT_PART, "CKPT_PART", 1, 1, MSG_BY_SERVER | MSG_BY_WORKER},
-    {MSG_CKPT_BASE, "CKPT_BASE", 0, 0, MSG_BY_SCHED},
-    {MSG_CKPT_PLAN, "CKPT_PLAN", 0, 0, MSG_BY_SCHED},
-    {MSG_CKPT_SKIP, "CKPT_SKIP", 0, 0, MSG_BY_SERVER | MSG_BY_WORKER},
-    {MSG_CKPT_EPOCH, "CKPT_EPOCH", 0, 0, MSG_BY_WORKER},
-    {MSG_CKPT_FINAL, "CKPT_FINAL", 0, 0, MSG_BY_WORKER},
-};
-
-node_layer_def ft_layer_def = {"ft", ft_types, sizeof ft_types / sizeof *ft_types, 0};
-
 int ft_attach(loom_node *n)
 {
     int rc = node_layer_register(&ft_layer_def);
@@ -542,13 +533,14 @@ int ft_attach(loom_node *n)
     f->epoch_end = f->base;
     if (f->role == LOOM_SCHEDULER) {
         node_set_timer(n, &ft_layer_def, sched_timer, f);
-        if ((rc = ft_coord_attach(f))) return rc;
+        if ((rc = ft_rejoin_coord_attach(f)) || (rc = ft_coord_attach(f))) return rc;
     }
     if (f->role == LOOM_SCHEDULER && f->dir[0] &&
         (rc = ft_sched_attach(f, f->resume[0] ? &f->resumed : NULL)))
         return rc;
     if (f->role != LOOM_SCHEDULER) node_set_handler(n, MSG_CKPT_PLAN, on_plan, f);
     if (f->role == LOOM_SERVER) node_set_handler(n, MSG_CKPT_BASE, on_base, f);
+    if (f->role == LOOM_WORKER && (rc = ft_client_attach(n))) return rc;
     if (f->role == LOOM_SERVER && (rc = ft_repl_attach(n, &f->repl))) return rc;
     if (f->role == LOOM_SERVER && (f->dir[0] || f->resume[0])) set_server_hooks(f);
     /* The first plan, as the scheduler makes it (ft_sched_attach); not a

@@ -1,9 +1,12 @@
 /* ft_impl: the fault-tolerance layer's state on a node (struct ft), which
  * its files share: ft.c (every role: configuration, parts, resume, attach),
- * plan.c (the scheduler: which clock to checkpoint next, commits, cleanup)
- * and handback_coord.c (the scheduler: handbacks); replica.c, failover.c,
+ * plan.c (the scheduler: which clock to checkpoint next, commits, cleanup),
+ * rejoin_coord.c (the scheduler: a replacement's copies) and
+ * handback_coord.c (the scheduler: handbacks); replica.c, failover.c,
  * rejoin.c and handback.c (a server's replication) keep theirs in
- * replica.h, and read this one for the layer's descriptor. */
+ * replica.h, and read this one for the layer's descriptor; a worker's
+ * failover policy (client_failover.c) keeps none, its requests being ps's
+ * (ps/client_ft.h). */
 #ifndef LOOM_FT_IMPL_H
 #define LOOM_FT_IMPL_H
 
@@ -30,9 +33,10 @@ typedef struct ft_every {
     int64_t n; /* clocks, seconds or epochs */
 } ft_every;
 
-typedef struct ft_sched ft_sched; /* plan.c */
-typedef struct ft_coord ft_coord; /* handback_coord.c */
-typedef struct ft_repl ft_repl;   /* replica.h */
+typedef struct ft_sched ft_sched;               /* plan.c */
+typedef struct ft_coord ft_coord;               /* handback_coord.c */
+typedef struct ft_rejoin_coord ft_rejoin_coord; /* rejoin_coord.c */
+typedef struct ft_repl ft_repl;                 /* replica.h */
 
 typedef struct ft {
     loom_node *node;
@@ -61,8 +65,10 @@ typedef struct ft {
     _Atomic int64_t final_refused; /* the final clock the scheduler gave up (-1: none) */
     /* server: replication, failover, a replacement (replica.h) */
     ft_repl *repl;
-    /* scheduler: checkpoint plans (NULL without checkpoints), handbacks */
+    /* scheduler: checkpoint plans (NULL without checkpoints), a
+     * replacement's copies, handbacks */
     ft_sched *sched;
+    ft_rejoin_coord *rejoin_coord;
     ft_coord *coord;
 } ft;
 
@@ -88,16 +94,42 @@ void ft_sched_destroy(ft *f);
  * in seconds ran out; returns when to run again. */
 uint64_t ft_sched_tick(ft *f, uint64_t now);
 
+/* A replacement server registered for server rank `rank`: send it the
+ * job's clock its parts are named by (CKPT_BASE), before anything else. */
+void ft_sched_base(ft *f, int rank);
+
+/* ---- the scheduler's copies to a replacement (rejoin_coord.c) ---- */
+
+/* Register the registry's hooks, REJOIN_COPIED's handler and the failover
+ * subscriber (before handback_coord.c's, as the registry's copies were
+ * reset before a handback was aborted). */
+int ft_rejoin_coord_attach(ft *f);
+void ft_rejoin_coord_destroy(ft_rejoin_coord *c);
+/* The layer's timer, its copies part: copies to ask again after a death. */
+void ft_rejoin_coord_tick(ft_rejoin_coord *c);
+
 /* ---- the scheduler's handbacks (handback_coord.c) ---- */
 
-/* Register the registry's hooks, HANDBACK_ACK's handler and the failover
- * subscriber (before plan.c's: an abort goes out before a new plan). */
+/* Register HANDBACK_ACK's handler and the failover subscriber (before
+ * plan.c's: an abort goes out before a new plan). */
 int ft_coord_attach(ft *f);
 void ft_coord_destroy(ft_coord *c);
 /* The layer's timer, its handback part: one to try again after a death. */
 void ft_coord_tick(ft_coord *c);
+/* Start handing back the ranges of the server that came back first, if
+ * none is being handed back or joining; abort the handback in progress (a
+ * replacement joins); the job's handbacks so far (REJOIN_READY tells them). */
+void ft_coord_start(ft_coord *c);
+void ft_coord_abort(ft_coord *c);
+uint32_t ft_coord_handbacks(const ft_coord *c);
 
-/* The layer (ft.c): its message types, its slot on a node. */
+/* ---- a worker (client_failover.c) ---- */
+
+/* The worker's failover and rejoin subscribers and the handlers of
+ * REJOIN_READY, PARKED and HANDBACK: requests moved through ps/client_ft.h. */
+int ft_client_attach(loom_node *n);
+
+/* The layer (types.c): its message types, its slot on a node. */
 extern node_layer_def ft_layer_def;
 
 #endif

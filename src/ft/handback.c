@@ -1,5 +1,5 @@
 /* handback: a replacement server taking its ranges back (docs/FAULTS.md,
- * "Taking the ranges back"), as the servers see it; the registry's side,
+ * "Taking the ranges back"), as the servers see it; the scheduler's side,
  * which drives it, is handback_coord.c.
  *
  * A replacement that holds full copies again (rejoin.c) gets back the ranges

@@ -1,16 +1,16 @@
 /* handback_coord: the scheduler's side of a handback (docs/FAULTS.md,
  * "Taking the ranges back"; handback.c says what the servers do).
  *
- * Once a replacement is BACK (the registry says so through its hooks,
- * ps_registry_set_hooks), its ranges are handed back, one server at a time
- * (the one that came back first) and never while another is joining: every
- * live server is asked to fence (HANDBACK b = 0); when all answered
- * (HANDBACK_ACK), every node is told that the server is UP (b = 1, the
- * commit). A death or a join before the commit aborts it (b = 2), and it is
- * tried again: after a join once the joining server is back, after a death
- * on this layer's timer, since every node must hear NODE_FAILED, which the
- * scheduler sends after the failover subscribers, first. The server states
- * are the registry's (src/ps/registry.c), read and set through part.h. */
+ * Once a replacement is BACK (rejoin_coord.c, REJOIN_READY), its ranges
+ * are handed back, one server at a time (the one that came back first) and
+ * never while another is joining: every live server is asked to fence
+ * (HANDBACK b = 0); when all answered (HANDBACK_ACK), every node is told
+ * that the server is UP (b = 1, the commit). A death or a join before the
+ * commit aborts it (b = 2), and it is tried again: after a join once the
+ * joining server is back, after a death on this layer's timer, since every
+ * node must hear NODE_FAILED, which the scheduler sends after the failover
+ * subscribers, first. The server states are the registry's
+ * (src/ps/registry.c), read and set through part.h. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,10 +62,9 @@ static void send_phase(ft_coord *c, uint64_t phase)
 
 /* Start handing its ranges back to the server that came back first, if
  * none is being handed back, none is joining and the job is not ending
- * (the registry's hook `back`). */
-static void start(void *ctx)
+ * (rejoin_coord.c: a replacement is back). */
+void ft_coord_start(ft_coord *c)
 {
-    ft_coord *c = ctx;
     int d = -1;
     uint32_t first = 0;
     for (int s = 0; s < c->num_servers; s++) {
@@ -86,29 +85,28 @@ static void start(void *ctx)
     send_phase(c, 0);
 }
 
-/* Abort the handback in progress, if any (the registry's hook `joining`). */
-static void abort_handback(void *ctx)
+/* Abort the handback in progress, if any (rejoin_coord.c: a replacement
+ * joins). */
+void ft_coord_abort(ft_coord *c)
 {
-    ft_coord *c = ctx;
     if (c->rank < 0) return;
     log_info("server %d: handback aborted (a server died or joined); tried again later", c->rank);
     send_phase(c, 2);
     c->rank = -1;
 }
 
-/* The registry's hook: the job's handbacks so far. */
-static uint32_t handbacks(void *ctx)
+uint32_t ft_coord_handbacks(const ft_coord *c)
 {
-    return ((ft_coord *)ctx)->handbacks;
+    return c->handbacks;
 }
 
 /* The node's failover subscriber (node_add_failover, after the registry's,
- * which decides): the job went on without a server. */
+ * which decides, and rejoin_coord.c's): the job went on without a server. */
 static int on_death(loom_node *n, void *ctx, uint32_t id)
 {
     (void)id;
     ft_coord *c = ctx;
-    abort_handback(c);
+    ft_coord_abort(c);
     c->due = 1; /* after NODE_FAILED, which every node must handle first */
     node_timer_poke(n, &ft_layer_def);
     return 1;
@@ -118,7 +116,7 @@ void ft_coord_tick(ft_coord *c)
 {
     if (!c->due) return;
     c->due = 0;
-    start(c);
+    ft_coord_start(c);
 }
 
 /* A server fenced what it hands back, and its last round is acknowledged. */
@@ -136,10 +134,10 @@ static void on_handback_ack(loom_node *n, void *ctx, node_msg *m)
     int d = c->rank;
     c->handbacks++;
     send_phase(c, 1);
-    ps_registry_set_up(n, d);
+    ps_registry_set_state(n, d, PS_UP, 0);
     c->rank = -1;
     log_warn("server %d took its ranges back", d);
-    start(c);
+    ft_coord_start(c);
 }
 
 void ft_coord_destroy(ft_coord *c)
@@ -160,9 +158,6 @@ int ft_coord_attach(ft *f)
     c->rank = -1;
     c->from = calloc(f->servers ? f->servers : 1, 1);
     if (!c->from) return LOOM_ENOMEM;
-    ps_registry_hooks h = {
-        .ctx = c, .joining = abort_handback, .back = start, .handbacks = handbacks};
-    ps_registry_set_hooks(n, &h);
     node_set_handler(n, MSG_HANDBACK_ACK, on_handback_ack, c);
     return node_add_failover(n, on_death, c);
 }

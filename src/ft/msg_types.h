@@ -5,8 +5,10 @@
  * refuses a number it or another layer has already. docs/PROTOCOL.md is the
  * one table of every layer's numbers, where a new type takes a free one; a
  * number never changes without a new MSG_VERSION (core/msg.h). The types of
- * replication and of a replacement's return that ft handles are the ps
- * layer's (ps/msg_types.h), which registers them. */
+ * replication, of a replacement's return and of handbacks (REPL to PARKED)
+ * are ft's too, and src/ft/types.c registers them, but their numbers are
+ * declared in ps/msg_types.h: ps's parking sends PARKED, and ps/part.h's
+ * mechanisms make and take what the others carry. */
 #ifndef LOOM_FT_MSG_TYPES_H
 #define LOOM_FT_MSG_TYPES_H
 

@@ -692,16 +692,29 @@ static int on_server_death(loom_node *n, void *ctx, uint32_t id)
     return 1;
 }
 
+/* A replacement registered for dead server rank `rank` (rejoin_coord.c,
+ * the registry's hook `joining`, before the registry sends it its tables).
+ * It names its parts by the job's clocks, which it learns here (CKPT_BASE,
+ * before any plan): in a resumed job, the clock this job resumed at, which
+ * LOOM_RESUME cannot tell it (the directory's newest checkpoint may be one
+ * this job committed since). */
+void ft_sched_base(ft *f, int rank)
+{
+    msg_header h = {.type = MSG_CKPT_BASE, .clock = f->base};
+    int rc = node_send(f->node, node_server_id((int)f->servers, rank), &h, NULL, 0);
+    if (rc)
+        log_error("cannot tell server %d's replacement the job's clock (%s): it will write no "
+                  "checkpoint part, and no checkpoint will be committed",
+                  rank, loom_strerror(rc));
+}
+
 /* The node's rejoin subscriber (node_add_rejoin, after the ps layer's,
  * which has sent the replacement its tables): a replacement registered for
- * dead server node `id`.
+ * dead server node `id`, and has been told the job's clock (ft_sched_base).
  * From now on a checkpoint needs its part: it is master of nothing until it
  * is back, but then of a range whose other holders die, and its part says
  * how many deaths it knew of like any other. A plan made before it joined
- * is given up: the replacement never heard of it. It names its parts by the
- * job's clocks, which it learns here (CKPT_BASE, before any plan): in
- * a resumed job, the clock this job resumed at, which LOOM_RESUME cannot tell
- * it (the directory's newest checkpoint may be one this job committed since). */
+ * is given up: the replacement never heard of it. */
 static void on_server_rejoin(loom_node *n, void *ctx, uint32_t id)
 {
     ft *f = ctx;
@@ -709,12 +722,6 @@ static void on_server_rejoin(loom_node *n, void *ctx, uint32_t id)
     int rank;
     if (node_peer_role(n, id, &rank) != LOOM_SERVER) return;
     s->death_index[rank] = 0;
-    msg_header h = {.type = MSG_CKPT_BASE, .clock = f->base};
-    int rc = node_send(n, id, &h, NULL, 0);
-    if (rc)
-        log_error("cannot tell server %d's replacement the job's clock (%s): it will write no "
-                  "checkpoint part, and no checkpoint will be committed",
-                  rank, loom_strerror(rc));
     if (s->plan >= 0 && !s->committing) {
         give_up(f, "was replaced", s->plan, rank, LOOM_SERVER);
         node_timer_poke(f->node, &ft_layer_def);

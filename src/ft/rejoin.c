@@ -3,11 +3,12 @@
  *
  * A process that takes a dead server's rank (NODE_REJOINED, to everyone and
  * to itself) is JOINING: it creates the tables (TABLE_CREATE from the
- * registry), then every live server, asked by REJOIN_COPY, sends it in its
- * next replication round (replica.c) all rows of every range it is master
- * of that the newcomer holds, and its later rounds as to any replica; once
- * that round is acknowledged it says so (REJOIN_COPIED). When all have, the
- * registry tells everyone (REJOIN_READY): the newcomer is BACK, a full
+ * registry), then every live server, asked by REJOIN_COPY (the scheduler's
+ * rejoin_coord.c), sends it in its next replication round (replica.c) all
+ * rows of every range it is master of that the newcomer holds, and its
+ * later rounds as to any replica; once that round is acknowledged it says so
+ * (REJOIN_COPIED). When all have, the scheduler tells everyone
+ * (REJOIN_READY): the newcomer is BACK, a full
  * replica, and the master of a range once the range's UP holders are dead.
  * No range moves when it comes back, so no push is redirected. Copies travel
  * in the rounds, so this is fault tolerance's too; src/ps only keeps the

@@ -40,7 +40,8 @@ typedef struct ft_repl {
     held_ack *acks, *acks_tail; /* in the order the pushes arrived */
     /* per server rank, a replacement's copies (rejoin.c): fed: it gets
      * this server's rounds; copy: 1 its full copies are due in the next
-     * round, 2 they went in round copy_round; gen: the registry's */
+     * round, 2 they went in round copy_round; gen: the scheduler's
+     * (rejoin_coord.c) */
     uint8_t *fed, *copy;
     uint64_t *copy_round, *copy_gen;
     /* handback.c: the generation of the last fence (HANDBACK b = 0), and

@@ -174,7 +174,7 @@ typedef struct ps_client {
     int replicas;       /* LOOM_REPLICAS: the ring's points per server follow from it */
     uint8_t *dead;      /* per server: PS_UP, PS_DOWN ... (ring.h); I/O thread */
     uint32_t *returned; /* per BACK server: the order it came back in (ring.h); I/O thread */
-    /* per server: its pulls were moved to the new masters (client_failover),
+    /* per server: its pulls were moved to the new masters (ps_client_repull),
      * so a pull routed to it before the move goes there too; under mu */
     uint8_t *redirected;
     /* Server deaths whose pushes and pulls went again to the new masters: a
@@ -400,9 +400,5 @@ void client_pull_attach(loom_node *n, ps_client *c);
 
 /* client_comm.c: the I/O thread's timer and the rows servers push. */
 void client_comm_attach(loom_node *n, ps_client *c);
-
-/* client_failover.c: the node's failover and rejoin hooks, and the
- * messages of a server's return. */
-int client_failover_attach(loom_node *n, ps_client *c);
 
 #endif

@@ -306,7 +306,7 @@ void client_send_pull(pull_op *op, int s, size_t first, size_t count, int64_t re
 {
     loom_table *t = op->t;
     uint64_t req = slot_alloc(t->client, op, first, count, s, resent, 0);
-    /* Routed before a failover moved the dead server's pulls (client_failover
+    /* Routed before a failover moved the dead server's pulls (ps_client_resend
      * switched the masters first): ask the range's master now. */
     for (int tries = 0; req == SLOT_REDIRECTED && tries < server_count(t); tries++)
         req = slot_alloc(t->client, op, first, count, client_pull_master(op, first), resent, 0);

@@ -4,7 +4,11 @@
  * what each is (name, who may send it, frames) when the layer attaches, and
  * core refuses a number it or another layer has already. docs/PROTOCOL.md is
  * the one table of every layer's numbers, where a new type takes a free one;
- * a number never changes without a new MSG_VERSION (core/msg.h). */
+ * a number never changes without a new MSG_VERSION (core/msg.h). The
+ * replication, rejoin and handback types (REPL to PARKED) are declared here,
+ * where ps's parking (server_park.c sends PARKED) and part.h's mechanisms
+ * name them, but they are the ft layer's, which handles them and registers
+ * them (src/ft/types.c). */
 #ifndef LOOM_PS_MSG_TYPES_H
 #define LOOM_PS_MSG_TYPES_H
 
@@ -46,7 +50,7 @@ enum ps_msg_type {
                        last push sequence applied per worker (u64 each), the rows
                        changed since the last round ([u64 key][values][updater state]) */
     MSG_REPL_ACK,   /* server -> server (replica to master): table = id, req = round */
-    /* a replacement server rejoining (src/ps/registry.c, src/ft/rejoin.c; docs/FAULTS.md) */
+    /* a replacement server rejoining (src/ft/rejoin_coord.c, src/ft/rejoin.c; docs/FAULTS.md) */
     MSG_REJOIN_COPY = 144, /* scheduler -> servers: a = node id of a rejoining server,
                               req = generation; copy it the ranges you are master of */
     MSG_REJOIN_COPIED,     /* server -> scheduler: a, req echoed; the copies are acknowledged */

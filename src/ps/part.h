@@ -130,24 +130,27 @@ void ps_part_committed(loom_node *n, uint64_t gen, uint32_t handbacks, int took_
  * `unparked`. 0, or LOOM_EPROTO if `from` is no running worker. */
 int ps_part_acked(loom_node *n, uint32_t from, uint64_t gen, uint64_t unparked);
 
-/* ---- the registry (the scheduler): what handbacks need of it ----
+/* ---- the registry (the scheduler): what a replacement's copies and the
+ * handbacks need of it (src/ft/rejoin_coord.c, handback_coord.c) ----
  *
- * joining: a replacement registered, before the registry asks anything of
- * it or of the servers for it; back: a replacement is BACK (REJOIN_READY is
- * out); handbacks: the job's handbacks so far, which REJOIN_READY tells.
- * Without hooks (ps alone) nothing is handed back. */
+ * A replacement registered for server rank `rank`: joining, before the
+ * registry sends it anything (or marks it JOINING); joined, once it was
+ * sent every table (TABLE_CREATE); created, once it created them all (at
+ * once if there are none): its copies may start. Without hooks (ps alone)
+ * nothing is copied to it or handed back. */
 typedef struct ps_registry_hooks {
     void *ctx;
-    void (*joining)(void *ctx);
-    void (*back)(void *ctx);
-    uint32_t (*handbacks)(void *ctx);
+    void (*joining)(void *ctx, int rank);
+    void (*joined)(void *ctx, int rank);
+    void (*created)(void *ctx, int rank);
 } ps_registry_hooks;
 void ps_registry_set_hooks(loom_node *n, const ps_registry_hooks *hooks);
 /* Server rank's state as the registry keeps it (ring.h), and for a BACK
  * one the order it came back in (*returned). */
 int ps_registry_state(loom_node *n, int rank, uint32_t *returned);
-/* Server rank took its ranges back: it is UP. */
-void ps_registry_set_up(loom_node *n, int rank);
+/* Set server rank's state; `returned`: the order it came back in, when
+ * BACK (else unused). */
+void ps_registry_set_state(loom_node *n, int rank, int state, uint32_t returned);
 /* Whether worker rank finished; whether every worker did (the job ends). */
 int ps_registry_worker_done(loom_node *n, int rank);
 int ps_registry_ending(loom_node *n);

@@ -10,16 +10,11 @@
  * what loom_clock() waits on to keep workers within the staleness bound.
  *
  * A replacement server (with replicas; docs/FAULTS.md): when one registers
- * for a dead server's rank, the registry has it create every table, then asks
- * every live server to copy it the ranges they are master of (REJOIN_COPY);
- * once all say their copies are acknowledged (REJOIN_COPIED) it tells every
- * node that the newcomer holds its ranges again (REJOIN_READY). A server that
- * dies meanwhile may leave ranges with new masters, so the copies are asked
- * again, of the live servers, in a new generation.
- *
- * Then src/ft hands it back its ranges (src/ft/handback_coord.c), which
- * learns through hooks (ps_registry_set_hooks, part.h) that a replacement
- * joins or is back, and reads and sets the server states kept here. */
+ * for a dead server's rank, the registry has it create every table. Its
+ * copies and its return are src/ft's (src/ft/rejoin_coord.c, then
+ * handback_coord.c), which learns through hooks (ps_registry_set_hooks,
+ * part.h) that a replacement joins, was sent its tables and created them,
+ * and reads and sets the server states kept here. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,29 +49,12 @@ typedef struct registry {
     uint32_t ntables;
     int64_t *clock; /* per worker rank */
     int64_t min_clock;
-    int replicas;  /* LOOM_REPLICAS */
-    uint8_t *dead; /* per server rank: PS_UP, PS_DOWN ... (ring.h, ps_survives) */
-    /* per rejoining server rank: tables it has still to create; the generation
-     * of copies asked; copies still to be acknowledged, and from which servers */
-    uint32_t *tables_left;
-    uint64_t *copy_gen;
-    int *copies_left;
-    uint8_t *copy_from; /* rank * num_servers + server */
-    int recopy;         /* a server died during a copy: ask again (on the timer) */
-    uint32_t deaths;    /* server deaths the job went on after (REJOIN_READY tells a replacement) */
-    uint32_t returns;   /* replacements that came back so far */
-    uint32_t *returned; /* per BACK server: the how-manieth return it was (REJOIN_READY's req) */
-    ps_registry_hooks hooks; /* src/ft's handbacks (part.h; ctx NULL: ps alone, none) */
+    int replicas;          /* LOOM_REPLICAS */
+    uint8_t *dead;         /* per server rank: PS_UP, PS_DOWN ... (ring.h, ps_survives) */
+    uint32_t *tables_left; /* per rejoining server rank: tables it has still to create */
+    uint32_t *returned;    /* per BACK server: the how-manieth return it was (REJOIN_READY's req) */
+    ps_registry_hooks hooks; /* src/ft's copies and handbacks (part.h; ctx NULL: ps alone, none) */
 } registry;
-
-static void start_copy(loom_node *n, registry *r, int d);
-static void rejoin_ready(loom_node *n, registry *r, int d);
-
-/* Node id of server rank s. */
-static uint32_t server_node(const registry *r, int s)
-{
-    return node_server_id(r->num_servers, s);
-}
 
 /* Server `id` died and the job cannot go on without it: say that it is one
  * death too many for the replicas, and how many others are down, since the
@@ -100,65 +78,33 @@ static void explain_lost(loom_node *n, const registry *r, uint32_t id)
 static int registry_failover(loom_node *n, void *ctx, uint32_t id)
 {
     registry *r = ctx;
-    int was_copying = 0;
-    for (int d = 0; d < r->num_servers; d++) was_copying |= r->copies_left[d] > 0;
     int rank;
     if (!ps_survives(n, r->replicas, r->dead, id)) {
         explain_lost(n, r, id);
         return 0;
     }
     node_peer_role(n, id, &rank);
-    r->deaths++;
     r->tables_left[rank] = 0; /* a replacement that died while joining stops here */
-    r->copies_left[rank] = 0;
-    r->copy_gen[rank]++; /* its copies' late REJOIN_COPIED are of an older generation */
-    if (was_copying) {
-        /* Not at once: every server must hear NODE_FAILED, which the scheduler
-         * sends after this returns, before its new ranges are asked of it. */
-        r->recopy = 1;
-        node_timer_poke(n, &ps_layer_def);
-    }
     return 1;
-}
-
-static uint64_t registry_tick(loom_node *n, void *ctx, uint64_t now)
-{
-    registry *r = ctx;
-    (void)now;
-    if (r->recopy) {
-        r->recopy = 0;
-        for (int d = 0; d < r->num_servers; d++)
-            if (r->copies_left[d] > 0) start_copy(n, r, d);
-    }
-    return UINT64_MAX;
 }
 
 /* A replacement registered for server node `id` (node_add_rejoin): it gets
  * every table (ready or still being created: its answer is the one the dead
- * server owed), then its copies. */
+ * server owed), then src/ft's copies (the hooks, around the tables). */
 static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
 {
     registry *r = ctx;
     int d;
     if (node_peer_role(n, id, &d) != LOOM_SERVER) return;
-    if (r->hooks.ctx) r->hooks.joining(r->hooks.ctx); /* its copies come from the masters of now */
+    if (r->hooks.ctx) r->hooks.joining(r->hooks.ctx, d);
     r->dead[d] = PS_JOINING;
     r->tables_left[d] = r->ntables;
-    r->copies_left[d] = 0;
     for (uint32_t i = 0; i < r->ntables; i++) {
         msg_header h = {.type = MSG_TABLE_CREATE, .table = i};
         node_frame f = {r->tables[i]->blob, r->tables[i]->blob_len, NULL, NULL, 1};
         node_send(n, id, &h, &f, 1);
     }
-    /* What it could not learn from the core: the servers back before it. */
-    for (int s = 0; s < r->num_servers; s++)
-        if (r->dead[s] == PS_BACK) {
-            msg_header h = {.type = MSG_REJOIN_READY,
-                            .a = server_node(r, s),
-                            .b = r->deaths,
-                            .req = r->returned[s]};
-            node_send(n, id, &h, NULL, 0);
-        }
+    if (r->hooks.ctx) r->hooks.joined(r->hooks.ctx, d);
     /* Workers that finished before it joined will never send it their last
      * CLOCK: its min clock would wait for them. */
     for (int w = 0; w < r->num_workers; w++)
@@ -168,57 +114,7 @@ static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
             node_send(n, id, &h, NULL, 0);
         }
     log_info("server %d rejoined: creating its %u table(s)", d, r->ntables);
-    if (!r->ntables) start_copy(n, r, d);
-}
-
-/* Ask every live server to copy rejoining server d the ranges it is master of. */
-static void start_copy(loom_node *n, registry *r, int d)
-{
-    uint64_t gen = ++r->copy_gen[d];
-    r->copies_left[d] = 0;
-    for (int s = 0; s < r->num_servers; s++) {
-        uint8_t *from = &r->copy_from[(size_t)d * (size_t)r->num_servers + (size_t)s];
-        *from = s != d && (r->dead[s] == PS_UP || r->dead[s] == PS_BACK);
-        if (!*from) continue;
-        r->copies_left[d]++;
-        msg_header h = {.type = MSG_REJOIN_COPY, .req = gen, .a = server_node(r, d)};
-        node_send(n, server_node(r, s), &h, NULL, 0);
-    }
-    if (!r->copies_left[d]) rejoin_ready(n, r, d); /* nobody to copy from */
-}
-
-/* Rejoining server d holds every range whole again: tell everyone. */
-static void rejoin_ready(loom_node *n, registry *r, int d)
-{
-    r->dead[d] = PS_BACK;
-    r->returned[d] = ++r->returns;
-    log_warn("server %d rejoined: it holds full copies of its ranges again", d);
-    msg_header h = {.type = MSG_REJOIN_READY,
-                    .a = server_node(r, d),
-                    .b = r->deaths,
-                    .req = r->returned[d],
-                    .clock = r->hooks.ctx ? r->hooks.handbacks(r->hooks.ctx) : 0};
-    for (int s = 0; s < r->num_servers; s++) /* another replacement joining too */
-        if (r->dead[s] != PS_DOWN) node_send(n, server_node(r, s), &h, NULL, 0);
-    for (int w = 0; w < r->num_workers; w++)
-        if (r->clock[w] != PS_CLOCK_DONE)
-            node_send(n, node_worker_id(r->num_servers, w), &h, NULL, 0);
-    if (r->hooks.ctx) r->hooks.back(r->hooks.ctx);
-}
-
-static void on_rejoin_copied(loom_node *n, void *ctx, node_msg *m)
-{
-    registry *r = ctx;
-    int s, d;
-    if (node_peer_role(n, m->from, &s) != LOOM_SERVER || m->h.a > UINT32_MAX ||
-        node_peer_role(n, (uint32_t)m->h.a, &d) != LOOM_SERVER) {
-        node_drop(n, m, "REJOIN_COPIED naming no server");
-        return;
-    }
-    uint8_t *from = &r->copy_from[(size_t)d * (size_t)r->num_servers + (size_t)s];
-    if (m->h.req != r->copy_gen[d] || !*from) return; /* of an older generation */
-    *from = 0;
-    if (--r->copies_left[d] == 0) rejoin_ready(n, r, d);
+    if (!r->ntables && r->hooks.ctx) r->hooks.created(r->hooks.ctx, d);
 }
 
 static void answer(loom_node *n, uint32_t worker, uint64_t req, uint32_t table, int status)
@@ -310,8 +206,8 @@ static void on_table_created(loom_node *n, void *ctx, node_msg *m)
         if (status)
             log_error("server %d rejoined but cannot create table \"%s\": %s", rank, t->def.name,
                       loom_strerror(status));
-        else if (--r->tables_left[rank] == 0)
-            start_copy(n, r, rank);
+        else if (--r->tables_left[rank] == 0 && r->hooks.ctx)
+            r->hooks.created(r->hooks.ctx, rank);
     }
     if (t->ready || t->acked[rank]) return;
     t->acked[rank] = 1;
@@ -372,7 +268,7 @@ static void advance(loom_node *n, registry *r, uint32_t from)
     }
 }
 
-/* ---- what src/ft's handbacks read and set (part.h) ---- */
+/* ---- what src/ft's copies and handbacks read and set (part.h) ---- */
 
 void ps_registry_set_hooks(loom_node *n, const ps_registry_hooks *hooks)
 {
@@ -387,11 +283,11 @@ int ps_registry_state(loom_node *n, int rank, uint32_t *returned)
     return r->dead[rank];
 }
 
-void ps_registry_set_up(loom_node *n, int rank)
+void ps_registry_set_state(loom_node *n, int rank, int state, uint32_t returned)
 {
     registry *r = node_layer(n, &ps_layer_def);
-    r->dead[rank] = PS_UP;
-    r->returned[rank] = 0;
+    r->dead[rank] = (uint8_t)state;
+    r->returned[rank] = state == PS_BACK ? returned : 0;
 }
 
 int ps_registry_worker_done(loom_node *n, int rank)
@@ -423,9 +319,6 @@ static void registry_destroy(void *state)
     free(r->dead);
     free(r->returned);
     free(r->tables_left);
-    free(r->copy_gen);
-    free(r->copies_left);
-    free(r->copy_from);
     free(r);
 }
 
@@ -441,21 +334,13 @@ int ps_registry_attach(loom_node *n)
     r->dead = calloc(S, 1);
     r->returned = calloc(S, sizeof *r->returned);
     r->tables_left = calloc(S, sizeof *r->tables_left);
-    r->copy_gen = calloc(S, sizeof *r->copy_gen);
-    r->copies_left = calloc(S, sizeof *r->copies_left);
-    r->copy_from = calloc(S * S, 1);
-    int rc = r->clock && r->dead && r->returned && r->tables_left && r->copy_gen &&
-                     r->copies_left && r->copy_from
-                 ? 0
-                 : LOOM_ENOMEM;
+    int rc = r->clock && r->dead && r->returned && r->tables_left ? 0 : LOOM_ENOMEM;
     if (!rc && r->num_servers) rc = ps_replicas_from_env(r->num_servers, &r->replicas);
     if (rc) {
         registry_destroy(r);
         return rc;
     }
     node_set_layer(n, &ps_layer_def, r, registry_destroy);
-    node_set_timer(n, &ps_layer_def, registry_tick, r);
-    node_set_handler(n, MSG_REJOIN_COPIED, on_rejoin_copied, r);
     node_set_handler(n, MSG_TABLE_OPEN, on_table_open, r);
     node_set_handler(n, MSG_TABLE_CREATED, on_table_created, r);
     node_set_handler(n, MSG_CLOCK, on_clock, r);

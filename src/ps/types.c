@@ -1,7 +1,8 @@
-/* types: the ps layer's message types (docs/PROTOCOL.md), the replication,
- * rejoin and handback ones included, and the layer's descriptor; alone in
- * this file so that the decoders' fuzz target (tests/fuzz/fuzz_decode.c)
- * knows them without the rest of the layer. */
+/* types: the ps layer's message types (docs/PROTOCOL.md) and the layer's
+ * descriptor; alone in this file so that the decoders' fuzz target
+ * (tests/fuzz/fuzz_decode.c) knows them without the rest of the layer. The
+ * replication, rejoin and handback types that ps/msg_types.h declares are
+ * the ft layer's to register (src/ft/types.c). */
 #include "core/msg.h"
 #include "core/node_impl.h"
 #include "ps/msg_types.h"
@@ -23,14 +24,6 @@ static const msg_type_info ps_types[] = {
     {MSG_PULL_REPLY_ENC, "PULL_REPLY_ENC", 0, 2, MSG_BY_SERVER},
     {MSG_ROWS_PUSH, "ROWS_PUSH", 2, 2, MSG_BY_SERVER},
     {MSG_ROWS_PUSH_ACK, "ROWS_PUSH_ACK", 0, 0, MSG_BY_WORKER},
-    {MSG_REPL, "REPL", 2, 2, MSG_BY_SERVER},
-    {MSG_REPL_ACK, "REPL_ACK", 0, 0, MSG_BY_SERVER},
-    {MSG_REJOIN_COPY, "REJOIN_COPY", 0, 0, MSG_BY_SCHED},
-    {MSG_REJOIN_COPIED, "REJOIN_COPIED", 0, 0, MSG_BY_SERVER},
-    {MSG_REJOIN_READY, "REJOIN_READY", 0, 0, MSG_BY_SCHED},
-    {MSG_HANDBACK, "HANDBACK", 0, 0, MSG_BY_SCHED},
-    {MSG_HANDBACK_ACK, "HANDBACK_ACK", 0, 0, MSG_BY_SERVER | MSG_BY_WORKER},
-    {MSG_PARKED, "PARKED", 0, 0, MSG_BY_SERVER},
 };
 
 node_layer_def ps_layer_def = {"ps", ps_types, sizeof ps_types / sizeof *ps_types, 0};

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "core/msg.h"
+#include "ft/ft_impl.h"
 #include "fuzz_driver.h"
 #include "loom/error.h"
 #include "ps/msg_types.h"
@@ -280,11 +281,13 @@ static void walk_reader(const uint8_t *p, size_t len, const uint8_t *ops, size_t
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* The header's types: core's, and those of the ps layer, as a node of a job knows
-     * them once its layers registered theirs. */
+    /* The header's types: core's, and those of the ps and ft layers (replication, a
+     * replacement's return and handbacks are ft's), as a node of a job knows them once
+     * its layers registered theirs. */
     static int registered;
     if (!registered) {
         FUZZ_CHECK(msg_register_types(ps_layer_def.types, ps_layer_def.ntypes, NULL) == 0);
+        FUZZ_CHECK(msg_register_types(ft_layer_def.types, ft_layer_def.ntypes, NULL) == 0);
         registered = 1;
     }
     frames f;
