@@ -81,6 +81,13 @@ typedef struct inflight {
     int managed;    /* sent early: counts in the ack window (comm.h) */
     int parked;     /* its server parked it (PARKED): kept, and sent again when told */
     int64_t clock;  /* the clock it was pushed in (sent again after a failover) */
+    /* A sparse push kept for read-my-writes only (loom_push_sparse_async
+     * without replicas; vals is NULL): row i's values are entries
+     * [sp_off[i], sp_off[i + 1]) of sp_cols and sp_vals, all in hold. With
+     * replicas a push is kept as dense rows, which a failover sends again. */
+    const uint64_t *sp_off;
+    const uint32_t *sp_cols;
+    const uint8_t *sp_vals;
     struct inflight *next;
 } inflight;
 
@@ -280,6 +287,24 @@ static inline void cache_add(loom_table *t, uint64_t key, const void *delta)
     if (t->cache_on && u64map_get(&t->cache_idx, key, &slot))
         rows_add(t->def.opts.type, t->c_rows + (size_t)slot * t->row_bytes, delta,
                  t->def.opts.width);
+}
+
+/* Add a row given sparse (count values at columns cols) to row. */
+static inline void row_add_sparse(const loom_table *t, uint8_t *row, const uint32_t *cols,
+                                  const uint8_t *vals, size_t count)
+{
+    size_t vs = t->row_bytes / t->def.opts.width;
+    for (size_t e = 0; e < count; e++)
+        rows_add(t->def.opts.type, row + cols[e] * vs, vals + e * vs, 1);
+}
+
+/* cache_add of a delta row given sparse (lock held). */
+static inline void cache_add_sparse(loom_table *t, uint64_t key, const uint32_t *cols,
+                                    const uint8_t *vals, size_t count)
+{
+    uint32_t slot;
+    if (t->cache_on && u64map_get(&t->cache_idx, key, &slot))
+        row_add_sparse(t, t->c_rows + (size_t)slot * t->row_bytes, cols, vals, count);
 }
 
 /* Managed tables: the magnitudes of the buffered row in slot, against the
