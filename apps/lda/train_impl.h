@@ -19,7 +19,7 @@ typedef struct lane {
     lda_docs d;
     lda_sampler s;
     uint64_t *keys;  /* table keys of a clock's changed blocks; of all blocks at the start */
-    int32_t *vals;   /* pulled rows; the initial counts */
+    int32_t *vals;   /* pulled rows */
     int64_t *tdelta; /* K */
     size_t nkeys;    /* table rows of this clock's changes */
     /* A clock's changes as sparse rows of keys (loom_push_sparse): row i has
