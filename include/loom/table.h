@@ -155,8 +155,9 @@ int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const voi
  * the width) and the values next in vals (of the table's type). The same as
  * loom_push() of the dense rows they stand for (zero in every other column),
  * under every updater and consistency model, with read-my-writes as there;
- * a row with no values is a row of zeros. Rows given sparse are added into
- * the update buffer's rows without a dense copy of them being made. Returns
+ * a row with no values is a row of zeros. The update buffer keeps dense
+ * rows: the values are added into them one by one, and the rows are scanned
+ * when sent (loom_push_sparse_async() never makes them dense). Returns
  * LOOM_EINVAL for a column >= width, columns not ascending, more values than
  * the width or NULL arrays that have values to give, LOOM_EKEYRANGE for a key
  * outside the table; nothing is pushed then. */
