@@ -86,7 +86,16 @@ typedef struct lda_sampler {
     uint64_t *packed;
     size_t *off;    /* nwords + 1: word i's entries start at off[i] (capacity off[i+1]-off[i]) */
     uint32_t *len;  /* non-zero topics of each word */
-    uint8_t *dirty; /* word changed since the last load */
+    uint8_t *dirty; /* word changed since the last load or store */
+    /* Per word, kw words of bits: the topics whose count a move changed
+     * since then (a move from old to k sets both; the count may be back). */
+    uint64_t *touched;
+    size_t kw;
+    int32_t *scratch; /* K, all zero between calls */
+    /* lda_sampler_changes' result: (word, topic, delta) triples */
+    uint32_t *chg_word, *chg_topic;
+    int32_t *chg_delta;
+    size_t chg_cap;
     /* per-document state */
     int32_t *ndk;      /* K */
     uint32_t *dtopics; /* the document's non-zero topics */
@@ -121,9 +130,22 @@ void lda_sweep_words(lda_sampler *s, lda_docs *d, app_rng *rng, size_t lo, size_
  * totals_delta gets the change of the totals. Returns the number of words. */
 size_t lda_sampler_deltas(lda_sampler *s, const uint64_t *vocab, uint64_t *keys, int32_t *vals,
                           int64_t *totals_delta);
+/* The same changes, sparse, at a cost that follows the words and topics
+ * changed rather than nwords x K: *n triples (chg_word[i], chg_topic[i],
+ * chg_delta[i]) of local word, topic and current - loaded count, every
+ * delta non-zero, ascending by word then topic; totals_delta as above.
+ * 0 or LOOM_ENOMEM. */
+int lda_sampler_changes(lda_sampler *s, size_t *n, int64_t *totals_delta);
 /* Write the current counts into rows and totals (what a one-worker push and
- * pull would bring back). */
+ * pull would bring back): only the counts changed since the last load or
+ * store are written. */
 void lda_sampler_store(lda_sampler *s);
+/* After lda_sampler_store, rows of the n local words in `words` were
+ * replaced (a pull brought other workers' changes): rebuild those words and
+ * the totals, what lda_sampler_load would give at a cost that follows n
+ * (it falls back to lda_sampler_load when a row's total outgrew the room its
+ * word was given). The other words' rows must be as stored. 0 or LOOM_ENOMEM. */
+int lda_sampler_reload(lda_sampler *s, const uint32_t *words, size_t n);
 /* The current count of topic k for local word w (tests). */
 int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k);
 

@@ -51,8 +51,11 @@ int lda_sampler_init(lda_sampler *s, const lda_params *p, size_t nwords)
     s->dpos = calloc(K, sizeof *s->dpos);
     s->coef = calloc(K, sizeof *s->coef);
     s->qval = calloc(K, sizeof *s->qval);
+    s->kw = (K + 63) / 64;
+    s->touched = calloc(nwords && K ? nwords * s->kw : 1, sizeof *s->touched);
+    s->scratch = calloc(K ? K : 1, sizeof *s->scratch);
     if (!s->rows || !s->totals || !s->nk || !s->off || !s->len || !s->dirty || !s->ndk ||
-        !s->dtopics || !s->dpos || !s->coef || !s->qval) {
+        !s->dtopics || !s->dpos || !s->coef || !s->qval || !s->touched || !s->scratch) {
         lda_sampler_free(s);
         return LOOM_ENOMEM;
     }
@@ -63,6 +66,7 @@ void lda_sampler_free(lda_sampler *s)
 {
     free(s->rows), free(s->totals), free(s->nk), free(s->packed), free(s->off), free(s->len);
     free(s->dirty), free(s->ndk), free(s->dtopics), free(s->dpos), free(s->coef), free(s->qval);
+    free(s->touched), free(s->scratch), free(s->chg_word), free(s->chg_topic), free(s->chg_delta);
     *s = (lda_sampler){0};
 }
 
@@ -84,6 +88,7 @@ static void pack_word(lda_sampler *s, size_t w)
     qsort(e, n, sizeof *e, cmp_desc);
     s->len[w] = n;
     s->dirty[w] = 0;
+    memset(s->touched + w * s->kw, 0, s->kw * sizeof *s->touched);
 }
 
 /* The totals, the smoothing bucket and the coefficients of a document with no tokens. */
@@ -116,6 +121,22 @@ int lda_sampler_load(lda_sampler *s)
     s->packed = malloc((total ? total : 1) * sizeof *s->packed);
     if (!s->packed) return LOOM_ENOMEM;
     for (size_t w = 0; w < s->nwords; w++) pack_word(s, w);
+    load_totals(s);
+    return 0;
+}
+
+int lda_sampler_reload(lda_sampler *s, const uint32_t *words, size_t n)
+{
+    size_t K = s->p.topics;
+    for (size_t i = 0; i < n; i++) {
+        /* The entries were sized by the row's total at the last full load. */
+        const int32_t *row = s->rows + (size_t)words[i] * K;
+        uint64_t sum = 0;
+        for (size_t k = 0; k < K; k++) sum += (uint64_t)row[k];
+        if ((sum < K ? (size_t)sum : K) > s->off[words[i] + 1] - s->off[words[i]])
+            return lda_sampler_load(s);
+    }
+    for (size_t i = 0; i < n; i++) pack_word(s, words[i]);
     load_totals(s);
     return 0;
 }
@@ -260,7 +281,12 @@ static void sweep_doc(lda_sampler *s, lda_docs *d, size_t i, app_rng *rng, uint3
         if (s->ndk[k] == 0) doc_add_topic(s, k);
         change(s, k, +1, vb, ab);
         d->z[t] = k;
-        if (k != old) s->dirty[w] = 1;
+        if (k != old) {
+            uint64_t *bits = s->touched + (size_t)w * s->kw;
+            bits[old / 64] |= 1ull << (old % 64);
+            bits[k / 64] |= 1ull << (k % 64);
+            s->dirty[w] = 1;
+        }
     }
     /* Back to the coefficients of a document without tokens. */
     for (uint32_t j = 0; j < s->ndtopics; j++) {
@@ -311,9 +337,80 @@ size_t lda_sampler_deltas(lda_sampler *s, const uint64_t *vocab, uint64_t *keys,
     return n;
 }
 
+/* Word w's current counts into s->scratch (all zero before), and back. */
+static void scratch_fill(lda_sampler *s, size_t w)
+{
+    const uint64_t *e = s->packed + s->off[w];
+    for (uint32_t j = 0; j < s->len[w]; j++) s->scratch[TOPIC(e[j])] = (int32_t)COUNT(e[j]);
+}
+
+static void scratch_clear(lda_sampler *s, size_t w)
+{
+    const uint64_t *e = s->packed + s->off[w];
+    for (uint32_t j = 0; j < s->len[w]; j++) s->scratch[TOPIC(e[j])] = 0;
+}
+
+/* The next topic touched in word w's bits from topic k on, or K. */
+static size_t next_touched(const lda_sampler *s, size_t w, size_t k)
+{
+    const uint64_t *bits = s->touched + w * s->kw;
+    size_t i = k / 64;
+    if (i >= s->kw) return s->p.topics;
+    uint64_t b = bits[i] & (~0ull << (k % 64));
+    while (!b) {
+        if (++i == s->kw) return s->p.topics;
+        b = bits[i];
+    }
+    return i * 64 + (size_t)__builtin_ctzll(b);
+}
+
+int lda_sampler_changes(lda_sampler *s, size_t *n, int64_t *totals_delta)
+{
+    size_t K = s->p.topics, m = 0;
+    for (size_t w = 0; w < s->nwords; w++) {
+        if (!s->dirty[w]) continue;
+        scratch_fill(s, w);
+        const int32_t *base = s->rows + w * K;
+        for (size_t k = next_touched(s, w, 0); k < K; k = next_touched(s, w, k + 1)) {
+            int32_t d = s->scratch[k] - base[k];
+            if (!d) continue;
+            if (m == s->chg_cap) {
+                size_t cap = s->chg_cap ? 2 * s->chg_cap : 4096;
+                uint32_t *cw = realloc(s->chg_word, cap * sizeof *cw);
+                if (cw) s->chg_word = cw;
+                uint32_t *ck = realloc(s->chg_topic, cap * sizeof *ck);
+                if (ck) s->chg_topic = ck;
+                int32_t *cd = realloc(s->chg_delta, cap * sizeof *cd);
+                if (cd) s->chg_delta = cd;
+                if (!cw || !ck || !cd) {
+                    scratch_clear(s, w);
+                    return LOOM_ENOMEM;
+                }
+                s->chg_cap = cap;
+            }
+            s->chg_word[m] = (uint32_t)w;
+            s->chg_topic[m] = (uint32_t)k;
+            s->chg_delta[m++] = d;
+        }
+        scratch_clear(s, w);
+    }
+    for (size_t k = 0; k < K; k++) totals_delta[k] = s->nk[k] - s->totals[k];
+    *n = m;
+    return 0;
+}
+
 void lda_sampler_store(lda_sampler *s)
 {
-    for (size_t w = 0; w < s->nwords; w++)
-        if (s->dirty[w]) expand(s, w, s->rows + w * s->p.topics);
-    memcpy(s->totals, s->nk, s->p.topics * sizeof *s->totals);
+    size_t K = s->p.topics;
+    for (size_t w = 0; w < s->nwords; w++) {
+        if (!s->dirty[w]) continue;
+        scratch_fill(s, w);
+        int32_t *row = s->rows + w * K;
+        for (size_t k = next_touched(s, w, 0); k < K; k = next_touched(s, w, k + 1))
+            row[k] = s->scratch[k];
+        scratch_clear(s, w);
+        memset(s->touched + w * s->kw, 0, s->kw * sizeof *s->touched);
+        s->dirty[w] = 0;
+    }
+    memcpy(s->totals, s->nk, K * sizeof *s->totals);
 }

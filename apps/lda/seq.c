@@ -28,6 +28,27 @@ static int load_lane(lda_sampler *s, const lda_docs *d, const lda_model *m)
     return lda_sampler_load(s);
 }
 
+/* The same after a clock, at a cost that follows the changes: the lane's
+ * own changes are written back, and only the words whose counts another
+ * lane changed are rebuilt (with one lane, none). reload: room for the
+ * lane's words. */
+static int reload_lane(lda_sampler *s, const lda_docs *d, const lda_model *m, int lanes,
+                       uint32_t *reload)
+{
+    const size_t K = m->p.topics;
+    size_t n = 0;
+    lda_sampler_store(s);
+    for (size_t w = 0; lanes > 1 && w < d->nwords; w++) {
+        int32_t *row = s->rows + w * K;
+        const int32_t *counts = m->counts + d->vocab[w] * K;
+        if (!memcmp(row, counts, K * sizeof *row)) continue;
+        memcpy(row, counts, K * sizeof *row);
+        reload[n++] = (uint32_t)w;
+    }
+    memcpy(s->totals, m->totals, K * sizeof *s->totals);
+    return lda_sampler_reload(s, reload, n);
+}
+
 int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t vocab,
                          lda_report_fn report, void *arg, lda_model *out)
 {
@@ -37,8 +58,8 @@ int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t
     lda_docs *d = calloc((size_t)lanes, sizeof *d);
     lda_sampler *s = calloc((size_t)lanes, sizeof *s);
     *out = (lda_model){.p = p};
-    int32_t *scratch = malloc(K * sizeof *scratch), *vals = NULL;
-    uint64_t *keys = NULL;
+    int32_t *scratch = malloc(K * sizeof *scratch);
+    uint32_t *reload = NULL;
     int64_t *tdelta = malloc(K * sizeof *tdelta);
     out->counts = calloc(vocab > 0 ? vocab * K : 1, sizeof *out->counts);
     out->totals = calloc(K, sizeof *out->totals);
@@ -55,8 +76,7 @@ int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t
                 out->counts[d[t].vocab[w] * K + k] += s[t].rows[w * K + k];
         for (size_t k = 0; k < K; k++) out->totals[k] += s[t].totals[k];
     }
-    if (!rc && (!(keys = malloc(most * sizeof *keys)) || !(vals = malloc(most * K * sizeof *vals))))
-        rc = LOOM_ENOMEM;
+    if (!rc && !(reload = malloc(most * sizeof *reload))) rc = LOOM_ENOMEM;
     for (int t = 0; t < lanes && !rc; t++) rc = load_lane(&s[t], &d[t], out);
     double sample_s = 0;
     for (int it = 0; it < o->iterations && !rc; it++) {
@@ -70,13 +90,16 @@ int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t
             }
             /* ... then their changes meet in the shared counts, which every
              * lane reloads (a one-worker job: push, clock, pull back). */
-            for (int t = 0; t < lanes; t++) {
-                size_t n = lda_sampler_deltas(&s[t], d[t].vocab, keys, vals, tdelta);
+            for (int t = 0; t < lanes && !rc; t++) {
+                size_t n;
+                if ((rc = lda_sampler_changes(&s[t], &n, tdelta))) break;
                 for (size_t i = 0; i < n; i++)
-                    for (size_t k = 0; k < K; k++) out->counts[keys[i] * K + k] += vals[i * K + k];
+                    out->counts[d[t].vocab[s[t].chg_word[i]] * K + s[t].chg_topic[i]] +=
+                        s[t].chg_delta[i];
                 for (size_t k = 0; k < K; k++) out->totals[k] += tdelta[k];
             }
-            for (int t = 0; t < lanes && !rc; t++) rc = load_lane(&s[t], &d[t], out);
+            for (int t = 0; t < lanes && !rc; t++)
+                rc = reload_lane(&s[t], &d[t], out, lanes, reload);
         }
         sample_s += app_now_s() - t0;
         if (!rc && lda_eval_due(o, it)) {
@@ -97,6 +120,6 @@ int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t
         if (s) lda_sampler_free(&s[t]);
         if (d) lda_docs_free(&d[t]);
     }
-    free(s), free(d), free(scratch), free(tdelta), free(keys), free(vals);
+    free(s), free(d), free(scratch), free(tdelta), free(reload);
     return rc;
 }

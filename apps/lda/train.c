@@ -102,7 +102,6 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
         if (!rc) rc = lda_sampler_init(&l->s, &w->p, l->d.nwords);
         if (rc) return rc;
         size_t n = l->d.nwords ? l->d.nwords : 1;
-        l->words = malloc(n * sizeof *l->words);
         l->keys = malloc(n * w->nblocks * sizeof *l->keys);
         l->vals = malloc(n * K * sizeof *l->vals);
         l->tdelta = calloc(K, sizeof *l->tdelta);
@@ -110,8 +109,10 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
         l->shared_idx = malloc(n * sizeof *l->shared_idx);
         l->local_idx = malloc(n * sizeof *l->local_idx);
         l->uidx = malloc(n * sizeof *l->uidx);
-        if (!l->words || !l->keys || !l->vals || !l->tdelta || !l->shared_keys || !l->shared_idx ||
-            !l->local_idx || !l->uidx)
+        l->nnz = malloc(n * w->nblocks * sizeof *l->nnz);
+        l->reload = malloc(n * sizeof *l->reload);
+        if (!l->keys || !l->vals || !l->tdelta || !l->shared_keys || !l->shared_idx ||
+            !l->local_idx || !l->uidx || !l->nnz || !l->reload)
             return LOOM_ENOMEM;
         w->nall += l->d.nwords;
     }
@@ -142,8 +143,9 @@ static void lanes_free(worker *w)
 {
     for (int t = 0; w->lanes && t < w->threads; t++) {
         lane *l = &w->lanes[t];
-        free(l->words), free(l->keys), free(l->vals), free(l->tdelta);
+        free(l->keys), free(l->vals), free(l->tdelta);
         free(l->shared_keys), free(l->shared_idx), free(l->local_idx), free(l->uidx);
+        free(l->nnz), free(l->cols), free(l->reload);
         lda_sampler_free(&l->s);
         lda_docs_free(&l->d);
     }
@@ -261,31 +263,46 @@ static int prepare_test(worker *w, const loom_corpus *test)
 static int push_lanes(worker *w, int initial, int clock_end)
 {
     static const uint64_t zero = 0;
-    const size_t B = w->block;
     for (int t = 0; t < w->threads; t++) {
         lane *l = &w->lanes[t];
-        const int32_t *rows = initial ? l->s.rows : l->vals;
         const int64_t *totals = initial ? l->s.totals : l->tdelta;
-        for (size_t m = 0; w->prow && !initial && m < l->nkeys; m++) {
-            uint64_t word = l->keys[m] / w->nblocks, b = l->keys[m] % w->nblocks;
-            int32_t *row = w->prow + app_lower_bound(w->vocab_all, w->nall, word) * w->p.topics;
-            for (size_t j = 0; j < B; j++) row[b * B + j] += l->vals[m * B + j];
-        }
+        const int32_t *delta = l->s.chg_delta;
+        for (size_t i = 0; w->prow && !initial && i < l->nchanges; i++)
+            w->prow[(size_t)l->uidx[l->s.chg_word[i]] * w->p.topics + l->s.chg_topic[i]] +=
+                delta[i];
         if (w->threads > 1 || !clock_end) {
-            if (l->nkeys) TRY("push word-topic counts", loom_push(w->wt, l->keys, l->nkeys, rows));
+            if (l->nkeys && initial)
+                TRY("push word-topic counts", loom_push(w->wt, l->keys, l->nkeys, l->s.rows));
+            else if (l->nkeys)
+                TRY("push word-topic counts",
+                    loom_push_sparse(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta));
             TRY("push topic totals", loom_push(w->tt, &zero, 1, totals));
             continue;
         }
         loom_ts ts[2];
         int n = 0;
-        if (l->nkeys)
+        if (l->nkeys && initial)
             TRY("push word-topic counts",
-                loom_push_async(w->wt, l->keys, l->nkeys, rows, &ts[n++]));
+                loom_push_async(w->wt, l->keys, l->nkeys, l->s.rows, &ts[n++]));
+        else if (l->nkeys)
+            TRY("push word-topic counts",
+                loom_push_sparse_async(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta, &ts[n++]));
         TRY("push topic totals", loom_push_async(w->tt, &zero, 1, totals, &ts[n++]));
         for (int i = 0; i < n; i++) TRY("push", loom_wait(w->n, ts[i]));
     }
     if (clock_end) TRY("clock", loom_clock(w->n));
     return 0;
+}
+
+/* Local word i's row becomes row; whether it changed (then listed at
+ * l->reload[at]). */
+static int replace_row(lane *l, size_t K, uint32_t i, const int32_t *row, size_t at)
+{
+    int32_t *mine = l->s.rows + (size_t)i * K;
+    if (!memcmp(mine, row, K * sizeof *row)) return 0;
+    memcpy(mine, row, K * sizeof *row);
+    l->reload[at] = i;
+    return 1;
 }
 
 /* After a clock, lane t: the rows other workers change and the totals, then
@@ -303,13 +320,15 @@ static int refresh(void *arg, int t)
     if (l->nshared)
         TRY("pull word-topic rows",
             loom_pull(w->wt, l->shared_keys, l->nshared * w->nblocks, l->vals));
+    /* Only the words whose rows differ from the sampler's are rebuilt. */
+    size_t nreload = 0;
     for (size_t i = 0; i < l->nshared; i++)
-        memcpy(l->s.rows + (size_t)l->shared_idx[i] * K, l->vals + i * K, K * sizeof *l->vals);
+        nreload += replace_row(l, K, l->shared_idx[i], l->vals + i * K, nreload);
     for (size_t i = 0; i < l->nlocal; i++)
-        memcpy(l->s.rows + (size_t)l->local_idx[i] * K,
-               w->prow + (size_t)l->uidx[l->local_idx[i]] * K, K * sizeof *l->vals);
+        nreload += replace_row(l, K, l->local_idx[i],
+                               w->prow + (size_t)l->uidx[l->local_idx[i]] * K, nreload);
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
-    TRY("rebuild the sampler", lda_sampler_load(&l->s));
+    TRY("rebuild the sampler", lda_sampler_reload(&l->s, l->reload, nreload));
     return 0;
 }
 
@@ -390,19 +409,28 @@ static int sweep(void *arg, int t)
     int steps = w->c->train.steps;
     lda_segment(l->d.ndocs, w->c->train.syncs * steps, w->sync * steps + w->step, &lo, &hi);
     lda_sweep(&l->s, &l->d, lo, hi, w->c->train.seed, w->it);
-    size_t n = lda_sampler_deltas(&l->s, l->d.vocab, l->words, l->vals, l->tdelta);
-    /* Only the blocks that changed, moved to the front in place. */
+    size_t n;
+    TRY("list the changes", lda_sampler_changes(&l->s, &n, l->tdelta));
+    if (n > l->ncols_cap) {
+        uint32_t *cols = realloc(l->cols, n * sizeof *cols);
+        if (!cols) return app_fail(PROG, "list the changes", LOOM_ENOMEM);
+        l->cols = cols;
+        l->ncols_cap = n;
+    }
+    /* Sparse rows of the blocks that changed: the changes come by word and
+     * topic, so by block key and column. */
     size_t m = 0, B = w->block;
-    for (size_t i = 0; i < n; i++)
-        for (uint32_t b = 0; b < w->nblocks; b++) {
-            const int32_t *v = l->vals + (i * w->nblocks + b) * B;
-            size_t j = 0;
-            while (j < B && !v[j]) j++;
-            if (j == B) continue;
-            memmove(l->vals + m * B, v, B * sizeof *v);
-            l->keys[m++] = l->words[i] * w->nblocks + b;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t key = l->d.vocab[l->s.chg_word[i]] * w->nblocks + l->s.chg_topic[i] / B;
+        if (!m || l->keys[m - 1] != key) {
+            l->keys[m] = key;
+            l->nnz[m++] = 0;
         }
+        l->nnz[m - 1]++;
+        l->cols[i] = (uint32_t)(l->s.chg_topic[i] % B);
+    }
     l->nkeys = m;
+    l->nchanges = n;
     return 0;
 }
 

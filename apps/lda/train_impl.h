@@ -18,11 +18,17 @@
 typedef struct lane {
     lda_docs d;
     lda_sampler s;
-    uint64_t *words; /* changed words of a clock */
-    uint64_t *keys;  /* their table keys, nblocks per word */
-    int32_t *vals;   /* their deltas; pulled rows */
+    uint64_t *keys;  /* table keys of a clock's changed blocks; of all blocks at the start */
+    int32_t *vals;   /* pulled rows */
     int64_t *tdelta; /* K */
     size_t nkeys;    /* table rows of this clock's changes */
+    /* A clock's changes as sparse rows of keys (loom_push_sparse): row i has
+     * nnz[i] changed counts, at columns cols (topic mod block) of the deltas
+     * in the sampler's chg_delta. */
+    uint32_t *nnz;  /* nwords * nblocks */
+    uint32_t *cols; /* ncols_cap */
+    size_t ncols_cap, nchanges;
+    uint32_t *reload; /* local words whose rows a refresh replaced */
     /* Words that other workers' documents contain too: only their rows can
      * change behind the process's back, so only they are pulled each clock. */
     uint64_t *shared_keys; /* nblocks table keys per word */

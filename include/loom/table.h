@@ -150,6 +150,27 @@ int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *v
 /* Push one delta row for every key in [begin, end); vals as for loom_push_async(). */
 int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const void *vals,
                           loom_ts *ts);
+/* Write deltas given sparse (CSR): row i, for keys[i], has row_nnz[i] values,
+ * their columns next in cols (strictly ascending within a row, each below
+ * the width) and the values next in vals (of the table's type). The same as
+ * loom_push() of the dense rows they stand for (zero in every other column),
+ * under every updater and consistency model, with read-my-writes as there;
+ * a row with no values is a row of zeros. The update buffer keeps dense
+ * rows: the values are added into them one by one, and the rows are scanned
+ * when sent (loom_push_sparse_async() never makes them dense). Returns
+ * LOOM_EINVAL for a column >= width, columns not ascending, more values than
+ * the width or NULL arrays that have values to give, LOOM_EKEYRANGE for a key
+ * outside the table; nothing is pushed then. */
+int loom_push_sparse(loom_table *t, const uint64_t *keys, size_t n, const uint32_t *row_nnz,
+                     const uint32_t *cols, const void *vals);
+/* The same, sent now like loom_push_async(), but the arrays are copied: the
+ * caller may reuse them as soon as it returns. With keys strictly ascending
+ * the rows go on the wire in the sparse row encoding (docs/FILTERS.md)
+ * straight from what was given, never as dense rows (unless the table's push
+ * filters work on values, its spec says dense, or dense is smaller); other
+ * keys are combined as loom_push_async() combines them. */
+int loom_push_sparse_async(loom_table *t, const uint64_t *keys, size_t n, const uint32_t *row_nnz,
+                           const uint32_t *cols, const void *vals, loom_ts *ts);
 /* Send the update buffer now; ts completes once the servers have it and
  * every push of this table sent before it (by loom_clock() too), as for
  * loom_push_async(). */

@@ -81,7 +81,12 @@ void client_add_own_writes(loom_table *t, int s, uint64_t applied, uint64_t key,
             if (key < f->begin || key - f->begin >= f->n) continue;
             i = (size_t)(key - f->begin);
         }
-        rows_add(type, row, f->vals + i * t->row_bytes, width);
+        if (f->vals)
+            rows_add(type, row, f->vals + i * t->row_bytes, width);
+        else if (f->sp_off)
+            row_add_sparse(t, row, f->sp_cols + f->sp_off[i],
+                           f->sp_vals + f->sp_off[i] * (t->row_bytes / width),
+                           (size_t)(f->sp_off[i + 1] - f->sp_off[i]));
     }
     uint32_t slot;
     if (u64map_get(&t->buf_idx, key, &slot))

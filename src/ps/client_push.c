@@ -110,6 +110,38 @@ static int keep_own_rows(loom_table *t, inflight *f)
     return 0;
 }
 
+/* The in-flight record of a push of `plain` bytes as rows, `wire` bytes as
+ * sent, to server s: counted, its sequence number taken, at the tail of the
+ * server's FIFO; NULL on ENOMEM. Lock held. */
+static inflight *track_push(loom_table *t, int s, loom_ts ts, int managed, size_t plain,
+                            size_t wire)
+{
+    inflight *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    count_wire(t, LOOM_DIR_PUSH, plain, wire);
+    /* The budget pays for the bytes on the wire, after the filters. */
+    comm_mgr_sent(&t->client->cm, node_now_ms(), wire, managed);
+    f->seq = ++t->next_seq;
+    f->ts = ts;
+    f->managed = managed;
+    f->clock = atomic_load(&t->client->clock);
+    if (t->ifl_tail[s])
+        t->ifl_tail[s]->next = f;
+    else
+        t->ifl_head[s] = f;
+    t->ifl_tail[s] = f;
+    return f;
+}
+
+/* A push the chain encoded (PUSH_ENC) to server s; takes enc. Lock held. */
+static void send_encoded(loom_table *t, int s, uint64_t seq, uint8_t *enc, size_t len)
+{
+    msg_header h = {
+        .type = MSG_PUSH_ENC, .table = t->id, .req = seq, .clock = atomic_load(&t->client->clock)};
+    node_frame frame = {enc, len, free_data, NULL, 0};
+    node_send(t->node, node_server_id(server_count(t), s), &h, &frame, 1);
+}
+
 /* One PUSH of rows [lo, lo + cnt) of a client_send_push() to server s (table lock held). */
 static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begin,
                        const uint8_t *vals, size_t lo, size_t cnt, sbuf *hold, loom_ts ts,
@@ -120,20 +152,13 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
     size_t enc_len = 0;
     int rc = encode_push(t, s, keys ? keys + lo : NULL, begin + lo, vals + lo * t->row_bytes, cnt,
                          flush, &enc, &enc_len);
-    inflight *f = rc ? NULL : calloc(1, sizeof *f);
+    size_t plain = (keys ? cnt * 8 : 0) + cnt * t->row_bytes;
+    inflight *f = rc ? NULL : track_push(t, s, ts, managed, plain, enc ? enc_len : plain);
     if (!f) {
         free(enc);
         node_ts_done(t->node, ts, rc ? rc : LOOM_ENOMEM);
         return;
     }
-    size_t plain = (keys ? cnt * 8 : 0) + cnt * t->row_bytes;
-    count_wire(t, LOOM_DIR_PUSH, plain, enc ? enc_len : plain);
-    /* The budget pays for the bytes on the wire, after the filters. */
-    comm_mgr_sent(&t->client->cm, node_now_ms(), enc ? enc_len : plain, managed);
-    f->seq = ++t->next_seq;
-    f->ts = ts;
-    f->managed = managed;
-    f->clock = atomic_load(&t->client->clock);
     if (t->local_rmw || t->client->replicas) {
         f->keys = keys ? keys + lo : NULL;
         f->vals = vals + lo * t->row_bytes;
@@ -146,21 +171,14 @@ static void push_chunk(loom_table *t, int s, const uint64_t *keys, uint64_t begi
             log_error("out of memory: a push of table %u will not be sent again if its server dies",
                       t->id);
     }
-    if (t->ifl_tail[s])
-        t->ifl_tail[s]->next = f;
-    else
-        t->ifl_head[s] = f;
-    t->ifl_tail[s] = f;
+    if (enc) {
+        send_encoded(t, s, f->seq, enc, enc_len);
+        return;
+    }
     msg_header h = {
         .type = MSG_PUSH, .table = t->id, .req = f->seq, .clock = atomic_load(&t->client->clock)};
     node_frame frames[2];
     size_t nf = 0;
-    if (enc) {
-        h.type = MSG_PUSH_ENC;
-        frames[nf++] = (node_frame){enc, enc_len, free_data, NULL, 0};
-        node_send(t->node, node_server_id(S, s), &h, frames, nf);
-        return;
-    }
     if (keys)
         frames[nf++] =
             (node_frame){keys + lo, cnt * 8, hold ? sbuf_free_frame : NULL, sbuf_ref(hold), 0};
@@ -338,6 +356,38 @@ static int pace_to_budget(ps_client *c)
     return rc == LOOM_ETIMEDOUT ? 0 : rc;
 }
 
+/* The update buffer's slot of key (*inserted: a new one, its row to be
+ * set); 0 or LOOM_ENOMEM. Lock held. */
+static int buffer_slot(loom_table *t, uint64_t key, uint32_t *slot, int *inserted)
+{
+    if (t->b_n == t->b_cap) {
+        size_t cap = t->b_cap ? 2 * t->b_cap : 1024;
+        if (grow((void **)&t->b_keys, 8, cap) || grow((void **)&t->b_rows, t->row_bytes, cap) ||
+            (t->managed && (grow((void **)&t->b_abs, sizeof(double), cap) ||
+                            grow((void **)&t->b_rel, sizeof(double), cap))))
+            return LOOM_ENOMEM;
+        t->b_cap = cap;
+    }
+    *slot = u64map_put(&t->buf_idx, key, (uint32_t)t->b_n, inserted);
+    if (*slot == UINT32_MAX) return LOOM_ENOMEM;
+    if (*inserted) {
+        t->b_keys[*slot] = key;
+        t->b_n++;
+    }
+    return 0;
+}
+
+/* After rows went into the update buffer (rc: how that went; was_empty: it
+ * was empty before): wake managed communication, flush at flush_rows, and
+ * release the lock. */
+static int buffered(loom_table *t, int rc, int was_empty)
+{
+    if (t->managed && t->b_n && was_empty) node_timer_poke(t->node, &ps_layer_def);
+    if (!rc && t->flush_rows && t->b_n >= t->flush_rows) rc = flush_locked(t, NULL, 0);
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
 int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
 {
     if (!t || (n && (!keys || !vals))) return LOOM_EINVAL;
@@ -350,47 +400,36 @@ int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
     int was_empty = t->b_n == 0;
     for (size_t i = 0; i < n && !rc; i++) {
         const uint8_t *delta = v + i * t->row_bytes;
-        if (t->b_n == t->b_cap) {
-            size_t cap = t->b_cap ? 2 * t->b_cap : 1024;
-            if (grow((void **)&t->b_keys, 8, cap) || grow((void **)&t->b_rows, t->row_bytes, cap) ||
-                (t->managed && (grow((void **)&t->b_abs, sizeof(double), cap) ||
-                                grow((void **)&t->b_rel, sizeof(double), cap)))) {
-                rc = LOOM_ENOMEM;
-                break;
-            }
-            t->b_cap = cap;
-        }
         int inserted;
-        uint32_t slot = u64map_put(&t->buf_idx, keys[i], (uint32_t)t->b_n, &inserted);
-        if (slot == UINT32_MAX) {
-            rc = LOOM_ENOMEM;
-            break;
-        }
+        uint32_t slot;
+        if ((rc = buffer_slot(t, keys[i], &slot, &inserted))) break;
         uint8_t *row = t->b_rows + (size_t)slot * t->row_bytes;
-        if (inserted) {
-            t->b_keys[slot] = keys[i];
-            memcpy(row, delta, t->row_bytes);
-            t->b_n++;
-        } else if (updater_coalesces_by_sum(&t->upd)) {
+        if (!inserted && updater_coalesces_by_sum(&t->upd))
             rows_add(type, row, delta, width);
-        } else {
+        else
             memcpy(row, delta, t->row_bytes);
-        }
         if (t->local_rmw) cache_add(t, keys[i], delta);
         if (t->managed) buffer_magnitude(t, keys[i], slot);
     }
-    if (t->managed && t->b_n && was_empty) node_timer_poke(t->node, &ps_layer_def);
-    if (!rc && t->flush_rows && t->b_n >= t->flush_rows) rc = flush_locked(t, NULL, 0);
-    pthread_mutex_unlock(&t->mu);
-    return rc;
+    return buffered(t, rc, was_empty);
 }
+
+static int push_rows_async(loom_table *t, const uint64_t *keys, size_t n, const void *vals,
+                           loom_ts *ts);
 
 int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *vals, loom_ts *ts)
 {
     if (!t || !ts || (n && (!keys || !vals))) return LOOM_EINVAL;
     int rc = check_keys(t, keys, n);
     if (!rc) rc = pace_to_budget(t->client);
-    if (rc) return rc;
+    return rc ? rc : push_rows_async(t, keys, n, vals, ts);
+}
+
+/* loom_push_async once its arguments were checked and the budget paid. */
+static int push_rows_async(loom_table *t, const uint64_t *keys, size_t n, const void *vals,
+                           loom_ts *ts)
+{
+    int rc;
     sbuf *hold = NULL;
     const uint64_t *send_keys = keys;
     const uint8_t *send_vals = vals;
@@ -438,6 +477,217 @@ int loom_push_range_async(loom_table *t, uint64_t begin, uint64_t end, const voi
             cache_add(t, begin + i, (const uint8_t *)vals + i * t->row_bytes);
     rc = client_send_push(t, NULL, begin, vals, n, NULL, ts, 0, 0);
     pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+/* ---- rows given sparse (loom_push_sparse, loom_push_sparse_async) ---- */
+
+/* Check a sparse push's arguments; *nnz: its values. */
+static int check_sparse(const loom_table *t, const uint64_t *keys, size_t n,
+                        const uint32_t *row_nnz, const uint32_t *cols, const void *vals,
+                        size_t *nnz)
+{
+    if (n && (!keys || !row_nnz)) return LOOM_EINVAL;
+    int rc = check_keys(t, keys, n);
+    if (rc) return rc;
+    uint32_t width = t->def.opts.width;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (row_nnz[i] > width) return LOOM_EINVAL;
+        if (total > SIZE_MAX / t->row_bytes - row_nnz[i]) return LOOM_EINVAL;
+        total += row_nnz[i];
+    }
+    if (total && (!cols || !vals)) return LOOM_EINVAL;
+    const uint32_t *c = cols;
+    for (size_t i = 0; i < n; c += row_nnz[i], i++)
+        for (uint32_t e = 0; e < row_nnz[i]; e++)
+            if (c[e] >= width || (e && c[e] <= c[e - 1])) return LOOM_EINVAL;
+    *nnz = total;
+    return 0;
+}
+
+/* Rows given sparse with ascending keys, in one buffer (loom_push_sparse_async):
+ * row i's values are entries [off[i], off[i + 1]) of cols and vals. */
+typedef struct sparse_rows {
+    const uint64_t *keys, *off;
+    const uint32_t *cols;
+    const uint8_t *vals;
+} sparse_rows;
+
+/* Rows [lo, lo + cnt) of sp made dense, after their keys, in a new buffer. */
+static sbuf *densify(const loom_table *t, const sparse_rows *sp, size_t lo, size_t cnt)
+{
+    size_t vs = loom_type_size(t->def.opts.type);
+    sbuf *b = sbuf_new(cnt * 8 + cnt * t->row_bytes);
+    if (!b) return NULL;
+    memcpy(b->data, sp->keys + lo, cnt * 8);
+    uint8_t *rows = b->data + cnt * 8;
+    memset(rows, 0, cnt * t->row_bytes);
+    for (size_t i = 0; i < cnt; i++)
+        for (uint64_t e = sp->off[lo + i]; e < sp->off[lo + i + 1]; e++)
+            memcpy(rows + i * t->row_bytes + sp->cols[e] * vs, sp->vals + e * vs, vs);
+    return b;
+}
+
+/* One push of rows [lo, lo + cnt) of sp to server s: encoded from the sparse
+ * rows as they are when the push chain takes them (no filter on values) and
+ * it pays (as encode_push decides for dense rows), else made dense and sent as
+ * push_chunk sends dense rows. hold owns sp. Lock held. */
+static void push_chunk_sparse(loom_table *t, int s, const sparse_rows *sp, size_t lo, size_t cnt,
+                              sbuf *hold, loom_ts ts)
+{
+    loom_type type = t->def.opts.type;
+    size_t vs = loom_type_size(type), plain = cnt * 8 + cnt * t->row_bytes;
+    int direct = filter_chain_takes_sparse(t->push_enc[s]);
+    if (direct && !t->push_filtered) {
+        size_t nnz = filter_sparse_nonzero(type, sp->vals + sp->off[lo] * vs,
+                                           (size_t)(sp->off[lo + cnt] - sp->off[lo]));
+        direct = t->push_spec.rows != FILTER_ROWS_DENSE &&
+                 filter_sparse_pays_nnz(type, t->def.opts.width, cnt, nnz, plain);
+    }
+    if (!direct) {
+        sbuf *b = densify(t, sp, lo, cnt);
+        if (!b) {
+            node_ts_done(t->node, ts, LOOM_ENOMEM);
+            return;
+        }
+        push_chunk(t, s, (const uint64_t *)b->data, 0, b->data + cnt * 8, 0, cnt, b, ts, 0, 0);
+        sbuf_unref(b);
+        return;
+    }
+    filter_sparse rows = {sp->off + lo, sp->cols, sp->vals};
+    uint8_t *enc;
+    size_t enc_len = 0;
+    int rc = filter_chain_encode_sparse(t->push_enc[s], sp->keys + lo, cnt, &rows, &enc, &enc_len);
+    inflight *f = rc ? NULL : track_push(t, s, ts, 0, plain, enc_len);
+    if (!f) {
+        free(enc);
+        node_ts_done(t->node, ts, rc ? rc : LOOM_ENOMEM);
+        return;
+    }
+    if (t->client->replicas) {
+        /* Sent again if its server dies (client_failover.c): as dense rows. */
+        sbuf *b = densify(t, sp, lo, cnt);
+        if (b) {
+            f->keys = (const uint64_t *)b->data;
+            f->vals = b->data + cnt * 8;
+            f->n = cnt;
+            f->hold = b;
+        } else {
+            log_error("out of memory: a push of table %u will not be sent again if its server dies",
+                      t->id);
+        }
+    } else if (t->local_rmw) {
+        f->keys = sp->keys + lo;
+        f->n = cnt;
+        f->sp_off = sp->off + lo;
+        f->sp_cols = sp->cols;
+        f->sp_vals = sp->vals;
+        f->hold = sbuf_ref(hold);
+    }
+    send_encoded(t, s, f->seq, enc, enc_len);
+}
+
+/* client_send_push of n rows given sparse, keys ascending. Lock held. */
+static int send_push_sparse(loom_table *t, const sparse_rows *sp, size_t n, sbuf *hold,
+                            loom_ts *ts_out)
+{
+    size_t R = t->ring.nranges;
+    size_t *bound = malloc((R + 1) * sizeof *bound);
+    if (!bound) return LOOM_ENOMEM;
+    range_bounds(t, sp->keys, 0, n, bound);
+    unsigned nslices = 0;
+    for (size_t rg = 0; rg < R; rg++) nslices += chunks(t, bound[rg + 1] - bound[rg]);
+    loom_ts ts = node_ts_new(t->node, nslices ? nslices : 1);
+    if (!ts) {
+        free(bound);
+        return LOOM_ENOMEM;
+    }
+    if (!nslices) node_ts_done(t->node, ts, 0);
+    size_t max_rows = chunk_rows(t);
+    for (size_t rg = 0; rg < R; rg++)
+        for (size_t lo = bound[rg]; lo < bound[rg + 1]; lo += max_rows) {
+            size_t cnt = bound[rg + 1] - lo < max_rows ? bound[rg + 1] - lo : max_rows;
+            push_chunk_sparse(t, t->master[rg], sp, lo, cnt, hold, ts);
+        }
+    free(bound);
+    *ts_out = ts;
+    return 0;
+}
+
+int loom_push_sparse(loom_table *t, const uint64_t *keys, size_t n, const uint32_t *row_nnz,
+                     const uint32_t *cols, const void *vals)
+{
+    if (!t) return LOOM_EINVAL;
+    size_t nnz;
+    int rc = check_sparse(t, keys, n, row_nnz, cols, vals, &nnz);
+    if (rc) return rc;
+    size_t vs = loom_type_size(t->def.opts.type);
+    const uint8_t *v = vals;
+    int sum = updater_coalesces_by_sum(&t->upd);
+    pthread_mutex_lock(&t->mu);
+    int was_empty = t->b_n == 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        int inserted;
+        uint32_t slot;
+        if ((rc = buffer_slot(t, keys[i], &slot, &inserted))) break;
+        uint8_t *row = t->b_rows + (size_t)slot * t->row_bytes;
+        if (inserted || !sum) {
+            memset(row, 0, t->row_bytes);
+            for (uint32_t e = 0; e < row_nnz[i]; e++) memcpy(row + cols[e] * vs, v + e * vs, vs);
+        } else {
+            row_add_sparse(t, row, cols, v, row_nnz[i]);
+        }
+        if (t->local_rmw) cache_add_sparse(t, keys[i], cols, v, row_nnz[i]);
+        if (t->managed) buffer_magnitude(t, keys[i], slot);
+        cols += row_nnz[i];
+        v += row_nnz[i] * vs;
+    }
+    return buffered(t, rc, was_empty);
+}
+
+int loom_push_sparse_async(loom_table *t, const uint64_t *keys, size_t n, const uint32_t *row_nnz,
+                           const uint32_t *cols, const void *vals, loom_ts *ts)
+{
+    if (!t || !ts) return LOOM_EINVAL;
+    size_t nnz;
+    int rc = check_sparse(t, keys, n, row_nnz, cols, vals, &nnz);
+    if (!rc) rc = pace_to_budget(t->client);
+    if (rc) return rc;
+    size_t vs = loom_type_size(t->def.opts.type);
+    if (!keys_sorted_unique(keys, n)) {
+        /* Combined as loom_push_async combines rows, through dense ones. */
+        uint8_t *dense = calloc(n, t->row_bytes);
+        if (!dense) return LOOM_ENOMEM;
+        const uint8_t *v = vals;
+        for (size_t i = 0; i < n; cols += row_nnz[i], v += row_nnz[i] * vs, i++)
+            for (uint32_t e = 0; e < row_nnz[i]; e++)
+                memcpy(dense + i * t->row_bytes + cols[e] * vs, v + e * vs, vs);
+        rc = push_rows_async(t, keys, n, dense, ts); /* copies: keys are not sorted */
+        free(dense);
+        return rc;
+    }
+    /* One buffer: keys, offsets, values, columns (8-byte aligned first). */
+    sbuf *hold = sbuf_new(n * 8 + (n + 1) * 8 + nnz * vs + nnz * 4);
+    if (!hold) return LOOM_ENOMEM;
+    uint64_t *k = (uint64_t *)hold->data, *off = k + n;
+    uint8_t *v = (uint8_t *)(off + n + 1);
+    uint32_t *c = (uint32_t *)(v + nnz * vs);
+    if (n) memcpy(k, keys, n * 8);
+    off[0] = 0;
+    for (size_t i = 0; i < n; i++) off[i + 1] = off[i] + row_nnz[i];
+    if (nnz) {
+        memcpy(v, vals, nnz * vs);
+        memcpy(c, cols, nnz * 4);
+    }
+    sparse_rows sp = {k, off, c, v};
+    pthread_mutex_lock(&t->mu);
+    if (t->local_rmw && t->cache_on)
+        for (size_t i = 0; i < n; i++)
+            cache_add_sparse(t, k[i], c + off[i], v + off[i] * vs, row_nnz[i]);
+    rc = send_push_sparse(t, &sp, n, hold, ts);
+    pthread_mutex_unlock(&t->mu);
+    sbuf_unref(hold);
     return rc;
 }
 

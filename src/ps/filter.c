@@ -229,10 +229,27 @@ int filter_sparse_pays(loom_type t, size_t width, const void *vals, size_t n, si
     size_t vsize = loom_type_size(t);
     /* A row costs at least its key and count (12 bytes) more than its values. */
     if (width * vsize <= 12) return 0;
-    size_t nnz = count_nonzero(vals, n * width, vsize);
+    return filter_sparse_pays_nnz(t, width, n, count_nonzero(vals, n * width, vsize), dense_bytes);
+}
+
+int filter_sparse_pays_nnz(loom_type t, size_t width, size_t n, size_t nnz, size_t dense_bytes)
+{
+    size_t vsize = loom_type_size(t);
+    if (width * vsize <= 12) return 0;
     /* The chain's own headers and keys: a sparse message carries its keys (8
      * bytes a row) even where a plain reply would not. */
     return FRAME_HEADER + BODY_HEADER + n * 8 + sparse_bytes(n, width, vsize, nnz) < dense_bytes;
+}
+
+/* A sparse row's column j in cb bytes. */
+static void store_column(uint8_t *p, uint32_t j, size_t cb)
+{
+    if (cb == 2) {
+        p[0] = (uint8_t)j;
+        p[1] = (uint8_t)(j >> 8);
+    } else {
+        store_u32(p, j);
+    }
 }
 
 /* Write n rows of dense values as sparse rows to out. */
@@ -246,12 +263,7 @@ static void sparse_write(const uint8_t *vals, size_t n, size_t width, size_t vsi
         for (size_t j = 0; j < width; j++) {
             const uint8_t *v = vals + (i * width + j) * vsize;
             if (is_zero(v, vsize)) continue;
-            if (cb == 2) {
-                cols[0] = (uint8_t)j;
-                cols[1] = (uint8_t)(j >> 8);
-            } else {
-                store_u32(cols, (uint32_t)j);
-            }
+            store_column(cols, (uint32_t)j, cb);
             cols += cb;
             memcpy(nz, v, vsize);
             nz += vsize;
@@ -422,6 +434,118 @@ static int any_select(const filter_chain *c)
     return any_select_spec(&c->spec);
 }
 
+/* How a message's values are written into its body (encode_frame). */
+typedef int (*write_vals_fn)(filter_chain *c, const void *ctx, uint8_t *p, size_t vals_bytes);
+
+typedef struct quant_ctx {
+    const double *vals;
+    size_t count;
+    int bits;
+} quant_ctx;
+
+static int write_quant(filter_chain *c, const void *ctx, uint8_t *p, size_t vals_bytes)
+{
+    const quant_ctx *q = ctx;
+    int rc = filter_quant_encode(c, q->vals, q->count, q->bits, p);
+    if (!rc) count(c, FILTER_QUANT, q->count * c->value_size, vals_bytes);
+    return rc;
+}
+
+/* Dense rows as the table stores them, and their non-zero values. */
+typedef struct dense_ctx {
+    const uint8_t *typed;
+    size_t n, nnz;
+} dense_ctx;
+
+static int write_dense(filter_chain *c, const void *ctx, uint8_t *p, size_t vals_bytes)
+{
+    (void)c;
+    if (vals_bytes) memcpy(p, ((const dense_ctx *)ctx)->typed, vals_bytes);
+    return 0;
+}
+
+static int write_dense_sparse(filter_chain *c, const void *ctx, uint8_t *p, size_t vals_bytes)
+{
+    (void)vals_bytes;
+    const dense_ctx *d = ctx;
+    sparse_write(d->typed, d->n, c->width, c->value_size, d->nnz, p);
+    return 0;
+}
+
+/* The frame of n rows with keys: the body's header, the keys (or their
+ * digest), vals_bytes of values written by write, then compressed when that
+ * makes it smaller. Frees `owned` (the caller's converted values) either way. */
+static int encode_frame(filter_chain *c, const uint64_t *keys, size_t n, int bits, int sparse,
+                        size_t vals_bytes, write_vals_fn write, const void *ctx, void *owned,
+                        uint8_t **out, size_t *outlen)
+{
+    int key_form = KEYS_LIST;
+    uint64_t digest = 0;
+    if (c->spec.on[FILTER_KEYCACHE] && n >= KEYCACHE_MIN_KEYS) {
+        digest = filter_keys_digest(keys, n);
+        key_form = cache_find(c, digest) ? KEYS_DIGEST : KEYS_LIST_KEEP;
+    }
+    size_t keys_bytes = key_form == KEYS_DIGEST ? 8 : n * 8;
+    size_t body_len = BODY_HEADER + keys_bytes + vals_bytes;
+    uint8_t *frame = body_len > FILTER_MAX_BYTES ? NULL : malloc(FRAME_HEADER + body_len);
+    if (!frame) {
+        free(owned);
+        return body_len > FILTER_MAX_BYTES ? LOOM_ELIMIT : LOOM_ENOMEM;
+    }
+    uint8_t *body = frame + FRAME_HEADER, *p = body;
+    p[0] = (uint8_t)c->type;
+    p[1] = (uint8_t)key_form;
+    p[2] = (uint8_t)bits;
+    p[3] = sparse ? ROWS_SPARSE : ROWS_DENSE;
+    store_u32(p + 4, (uint32_t)c->width);
+    msg_store_u64(p + 8, n);
+    p += BODY_HEADER;
+    if (key_form == KEYS_DIGEST) {
+        msg_store_u64(p, digest);
+        p += 8;
+    } else {
+        for (size_t i = 0; i < n; i++, p += 8) msg_store_u64(p, keys[i]);
+    }
+    int rc = write(c, ctx, p, vals_bytes);
+    free(owned);
+    if (rc) {
+        free(frame);
+        return rc;
+    }
+    if (c->spec.on[FILTER_KEYCACHE]) {
+        count(c, FILTER_KEYCACHE, n * 8, keys_bytes);
+        if (key_form == KEYS_LIST_KEEP) cache_add(c, digest, NULL, n);
+    }
+
+    /* The frame, compressed when that makes it smaller. */
+    int codec = c->spec.on[FILTER_LZ4] ? 1 : c->spec.on[FILTER_ZSTD] ? 2 : 0;
+    size_t payload_len = body_len;
+    if (codec) {
+        uint8_t *z = NULL;
+        size_t zlen = 0;
+        rc = filter_compress(codec, (int)c->spec.arg[FILTER_ZSTD], body, body_len, &z, &zlen);
+        if (rc) {
+            free(frame);
+            return rc;
+        }
+        if (zlen) {
+            memcpy(body, z, zlen);
+            payload_len = zlen;
+        } else {
+            codec = 0;
+        }
+        free(z);
+        count(c, c->spec.on[FILTER_LZ4] ? FILTER_LZ4 : FILTER_ZSTD, body_len, payload_len);
+    }
+    frame[0] = 1;
+    frame[1] = (uint8_t)codec;
+    store_u32(frame + 2, (uint32_t)body_len);
+    *out = frame;
+    *outlen = FRAME_HEADER + payload_len;
+    c->wire_bytes += *outlen;
+    return 0;
+}
+
 int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, size_t *outlen)
 {
     *out = NULL;
@@ -468,12 +592,6 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
     size_t count_vals = n * c->width;
     int bits = c->spec.on[FILTER_QUANT] ? (int)c->spec.arg[FILTER_QUANT] : 0;
     size_t vals_bytes = bits ? filter_quant_size(count_vals, bits) : count_vals * c->value_size;
-    int key_form = KEYS_LIST;
-    uint64_t digest = 0;
-    if (c->spec.on[FILTER_KEYCACHE] && n >= KEYCACHE_MIN_KEYS) {
-        digest = filter_keys_digest(keys, n);
-        key_form = cache_find(c, digest) ? KEYS_DIGEST : KEYS_LIST_KEEP;
-    }
     /* Unquantised values as the table stores them (the select filters worked
      * on doubles), then dense or sparse rows, whichever the spec asks or is smaller. */
     const uint8_t *typed = raw_vals;
@@ -501,72 +619,87 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
             if (sparse) vals_bytes = sb;
         }
     }
-    size_t keys_bytes = key_form == KEYS_DIGEST ? 8 : n * 8;
-    size_t body_len = BODY_HEADER + keys_bytes + vals_bytes;
-    uint8_t *frame = body_len > FILTER_MAX_BYTES ? NULL : malloc(FRAME_HEADER + body_len);
-    if (!frame) {
-        free(converted);
-        return body_len > FILTER_MAX_BYTES ? LOOM_ELIMIT : LOOM_ENOMEM;
-    }
-    uint8_t *body = frame + FRAME_HEADER, *p = body;
-    p[0] = (uint8_t)c->type;
-    p[1] = (uint8_t)key_form;
-    p[2] = (uint8_t)bits;
-    p[3] = sparse ? ROWS_SPARSE : ROWS_DENSE;
-    store_u32(p + 4, (uint32_t)c->width);
-    msg_store_u64(p + 8, n);
-    p += BODY_HEADER;
-    if (key_form == KEYS_DIGEST) {
-        msg_store_u64(p, digest);
-        p += 8;
-    } else {
-        for (size_t i = 0; i < n; i++, p += 8) msg_store_u64(p, keys[i]);
-    }
     if (bits) {
-        int rc = filter_quant_encode(c, c->work.vals, count_vals, bits, p);
-        if (rc) {
-            free(frame);
-            return rc;
-        }
-        count(c, FILTER_QUANT, count_vals * c->value_size, vals_bytes);
-    } else if (sparse) {
-        sparse_write(typed, n, c->width, c->value_size, nnz, p);
-    } else if (vals_bytes) {
-        memcpy(p, typed, vals_bytes);
+        quant_ctx q = {c->work.vals, count_vals, bits};
+        return encode_frame(c, keys, n, bits, 0, vals_bytes, write_quant, &q, converted, out,
+                            outlen);
     }
-    free(converted);
-    if (c->spec.on[FILTER_KEYCACHE]) {
-        count(c, FILTER_KEYCACHE, n * 8, keys_bytes);
-        if (key_form == KEYS_LIST_KEEP) cache_add(c, digest, NULL, n);
-    }
+    dense_ctx dc = {typed, n, nnz};
+    return encode_frame(c, keys, n, 0, sparse, vals_bytes,
+                        sparse ? write_dense_sparse : write_dense, &dc, converted, out, outlen);
+}
 
-    /* The frame, compressed when that makes it smaller. */
-    int codec = c->spec.on[FILTER_LZ4] ? 1 : c->spec.on[FILTER_ZSTD] ? 2 : 0;
-    size_t payload_len = body_len;
-    if (codec) {
-        uint8_t *z = NULL;
-        size_t zlen = 0;
-        int rc = filter_compress(codec, (int)c->spec.arg[FILTER_ZSTD], body, body_len, &z, &zlen);
-        if (rc) {
-            free(frame);
-            return rc;
+/* Rows given sparse (filter_chain_encode_sparse), and their values whose bits
+ * are not all 0 (nnz): written sparse, or scattered into dense rows. */
+typedef struct given_ctx {
+    const filter_sparse *rows;
+    size_t n, nnz;
+} given_ctx;
+
+static int write_given_sparse(filter_chain *c, const void *ctx, uint8_t *p, size_t vals_bytes)
+{
+    (void)vals_bytes;
+    const given_ctx *g = ctx;
+    const uint8_t *vals = g->rows->vals;
+    size_t cb = column_bytes(c->width), vs = c->value_size;
+    uint8_t *cols = p + g->n * 4, *nz = cols + g->nnz * cb;
+    for (size_t i = 0; i < g->n; i++) {
+        uint32_t row_nnz = 0;
+        for (uint64_t e = g->rows->off[i]; e < g->rows->off[i + 1]; e++) {
+            const uint8_t *v = vals + e * vs;
+            if (is_zero(v, vs)) continue;
+            uint32_t j = g->rows->cols[e];
+            store_column(cols, j, cb);
+            cols += cb;
+            memcpy(nz, v, vs);
+            nz += vs;
+            row_nnz++;
         }
-        if (zlen) {
-            memcpy(body, z, zlen);
-            payload_len = zlen;
-        } else {
-            codec = 0;
-        }
-        free(z);
-        count(c, c->spec.on[FILTER_LZ4] ? FILTER_LZ4 : FILTER_ZSTD, body_len, payload_len);
+        store_u32(p + 4 * i, row_nnz);
     }
-    frame[0] = 1;
-    frame[1] = (uint8_t)codec;
-    store_u32(frame + 2, (uint32_t)body_len);
-    *out = frame;
-    *outlen = FRAME_HEADER + payload_len;
-    c->wire_bytes += *outlen;
     return 0;
+}
+
+static int write_given_dense(filter_chain *c, const void *ctx, uint8_t *p, size_t vals_bytes)
+{
+    const given_ctx *g = ctx;
+    const uint8_t *vals = g->rows->vals;
+    size_t vs = c->value_size;
+    memset(p, 0, vals_bytes);
+    for (size_t i = 0; i < g->n; i++)
+        for (uint64_t e = g->rows->off[i]; e < g->rows->off[i + 1]; e++)
+            memcpy(p + (i * c->width + g->rows->cols[e]) * vs, vals + e * vs, vs);
+    return 0;
+}
+
+int filter_chain_takes_sparse(const filter_chain *c)
+{
+    return !any_select(c) && !c->spec.on[FILTER_QUANT];
+}
+
+size_t filter_sparse_nonzero(loom_type t, const void *vals, size_t count)
+{
+    return count_nonzero(vals, count, loom_type_size(t));
+}
+
+int filter_chain_encode_sparse(filter_chain *c, const uint64_t *keys, size_t n,
+                               const filter_sparse *rows, uint8_t **out, size_t *outlen)
+{
+    *out = NULL;
+    *outlen = 0;
+    if (!filter_chain_takes_sparse(c) || !c->width) return LOOM_EINVAL;
+    for (size_t i = 1; i < n; i++)
+        if (keys[i] <= keys[i - 1]) return LOOM_EINVAL;
+    if (n > FILTER_MAX_BYTES / (8 + c->width * c->value_size)) return LOOM_ELIMIT;
+    c->raw_bytes += filter_row_bytes(c, n);
+    size_t nnz = count_nonzero((const uint8_t *)rows->vals + rows->off[0] * c->value_size,
+                               (size_t)(rows->off[n] - rows->off[0]), c->value_size);
+    size_t dense = n * c->width * c->value_size, sb = sparse_bytes(n, c->width, c->value_size, nnz);
+    int sparse =
+        c->spec.rows == FILTER_ROWS_SPARSE || (c->spec.rows != FILTER_ROWS_DENSE && sb < dense);
+    given_ctx g = {rows, n, nnz};
+    return encode_frame(c, keys, n, 0, sparse, sparse ? sb : dense,
+                        sparse ? write_given_sparse : write_given_dense, &g, NULL, out, outlen);
 }
 
 /* ---- decode ---- */

@@ -107,6 +107,31 @@ int filter_spec_any(const filter_spec *spec);
  * as sparse rows than `dense_bytes`, the size of sending them as they are. */
 int filter_sparse_pays(loom_type t, size_t width, const void *vals, size_t n, size_t dense_bytes);
 
+/* Rows given sparse: row i's values are entries [off[i], off[i + 1]) of cols
+ * (their columns: strictly ascending within a row, below the width) and of
+ * vals (values of the chain's type); off[0] need not be 0. */
+typedef struct filter_sparse {
+    const uint64_t *off; /* n + 1 */
+    const uint32_t *cols;
+    const void *vals;
+} filter_sparse;
+
+/* Whether the chain encodes rows given sparse as they are: it has no filter
+ * that works on values (kkt, sigmod, skip, quant). */
+int filter_chain_takes_sparse(const filter_chain *c);
+/* filter_chain_encode of n rows given sparse, keys strictly ascending, never
+ * made dense (unless the spec or the size says dense rows): the same message
+ * filter_chain_encode makes of the equivalent dense rows (values whose bits
+ * are all 0 are left out, as there). The columns are the caller's to check.
+ * LOOM_EINVAL for a chain that does not take sparse rows or unsorted keys,
+ * LOOM_ELIMIT, LOOM_ENOMEM. */
+int filter_chain_encode_sparse(filter_chain *c, const uint64_t *keys, size_t n,
+                               const filter_sparse *rows, uint8_t **out, size_t *outlen);
+/* filter_sparse_pays for n rows whose values number nnz not counting those
+ * whose bits are all 0 (filter_sparse_nonzero counts them in count values). */
+int filter_sparse_pays_nnz(loom_type t, size_t width, size_t n, size_t nnz, size_t dense_bytes);
+size_t filter_sparse_nonzero(loom_type t, const void *vals, size_t count);
+
 /* A message: n rows with strictly ascending keys, rows of width values. */
 typedef struct filter_msg {
     const uint64_t *keys;

@@ -161,6 +161,85 @@ static void test_sampler_counts(void **state)
     free_corpus(c);
 }
 
+/* lda_sampler_changes lists exactly the non-zero deltas of
+ * lda_sampler_deltas, ascending; a sampler rebuilt with lda_sampler_reload
+ * (only the rows that changed behind its back) samples exactly as one
+ * rebuilt whole by lda_sampler_load. */
+static void test_sampler_changes_and_reload(void **state)
+{
+    (void)state;
+    const uint32_t K = 70; /* more than 64: two words of bits per word */
+    loom_corpus *c = make_corpus(7, 150, 200, 30);
+    lda_params p = {K, 200, 0.1, 0.01};
+    lda_docs da, db;
+    lda_sampler sa, sb;
+    assert_int_equal(lda_docs_build(c, &da), 0);
+    assert_int_equal(lda_docs_build(c, &db), 0);
+    assert_int_equal(lda_sampler_init(&sa, &p, da.nwords), 0);
+    assert_int_equal(lda_sampler_init(&sb, &p, db.nwords), 0);
+    lda_docs_init_topics(&da, K, 3);
+    lda_docs_init_topics(&db, K, 3);
+    lda_count(&da, K, sa.rows, sa.totals);
+    lda_count(&db, K, sb.rows, sb.totals);
+    assert_int_equal(lda_sampler_load(&sa), 0);
+    assert_int_equal(lda_sampler_load(&sb), 0);
+    int32_t *vals = malloc(db.nwords * K * sizeof *vals), *dense = malloc(K * sizeof *dense);
+    uint64_t *keys = malloc(db.nwords * sizeof *keys);
+    int64_t ta[70], tb[70];
+    int32_t other[200]; /* per word: the topic of another worker's token, or -1 */
+    for (size_t w = 0; w < 200; w++) other[w] = -1;
+    for (int it = 0; it < 8; it++) {
+        size_t lo, hi;
+        lda_segment(da.ndocs, 2, it % 2, &lo, &hi);
+        lda_sweep(&sa, &da, lo, hi, 5, it);
+        lda_sweep(&sb, &db, lo, hi, 5, it);
+        assert_memory_equal(da.z, db.z, da.ntokens * sizeof *da.z);
+        size_t n, m = lda_sampler_deltas(&sb, db.vocab, keys, vals, tb);
+        assert_int_equal(lda_sampler_changes(&sa, &n, ta), 0);
+        assert_memory_equal(ta, tb, sizeof ta);
+        size_t j = 0, nonzero = 0;
+        for (size_t i = 0; i < m; i++) {
+            size_t w = 0;
+            while (da.vocab[w] != keys[i]) w++;
+            memset(dense, 0, K * sizeof *dense);
+            for (; j < n && sa.chg_word[j] == w; j++) {
+                assert_true(j == 0 || sa.chg_word[j - 1] < w ||
+                            sa.chg_topic[j - 1] < sa.chg_topic[j]);
+                assert_int_not_equal(sa.chg_delta[j], 0);
+                dense[sa.chg_topic[j]] = sa.chg_delta[j];
+            }
+            assert_memory_equal(dense, vals + i * K, K * sizeof *dense);
+            for (uint32_t k = 0; k < K; k++) nonzero += vals[i * K + k] != 0;
+        }
+        assert_int_equal(j, n);
+        assert_int_equal(nonzero, n);
+        lda_sampler_store(&sa);
+        lda_sampler_store(&sb);
+        assert_memory_equal(sa.rows, sb.rows, da.nwords * K * sizeof *sa.rows);
+        /* Another worker's tokens: after even sweeps every third word gets
+         * one (a row whose total outgrew its room: lda_sampler_reload loads
+         * all), after odd ones they are gone again (rebuilt in place). */
+        uint32_t changed[200];
+        size_t nchanged = 0;
+        for (size_t w = 0; w < da.nwords; w++) {
+            int32_t *ra = sa.rows + w * K, *rb = sb.rows + w * K;
+            int add = it % 2 == 0 && w % 3 == (size_t)it % 3, drop = other[w] >= 0;
+            if (drop) ra[other[w]]--, rb[other[w]]--, other[w] = -1;
+            if (add) {
+                other[w] = (int32_t)((w + (size_t)it) % K);
+                ra[other[w]]++, rb[other[w]]++;
+            }
+            if (add || drop) changed[nchanged++] = (uint32_t)w;
+        }
+        assert_int_equal(lda_sampler_reload(&sa, changed, nchanged), 0);
+        assert_int_equal(lda_sampler_load(&sb), 0);
+    }
+    free(vals), free(dense), free(keys);
+    lda_sampler_free(&sa), lda_sampler_free(&sb);
+    lda_docs_free(&da), lda_docs_free(&db);
+    free_corpus(c);
+}
+
 /* The regrouped log-likelihood equals the textbook formula. */
 static void test_log_likelihood(void **state)
 {
@@ -425,6 +504,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sampler_distribution),
         cmocka_unit_test(test_sampler_counts),
+        cmocka_unit_test(test_sampler_changes_and_reload),
         cmocka_unit_test(test_log_likelihood),
         cmocka_unit_test(test_model_file),
         cmocka_unit_test(test_vocab_file),
