@@ -368,12 +368,15 @@ static inline int own_writes_pending(const loom_table *t, int s, uint64_t applie
  * job's frame limit (node_max_payload, which every socket enforces), whatever
  * the form they travel in: as they are, or encoded by a filter chain with
  * their keys, forced sparse (a row count and a column per value) and headers;
- * and a message carries at most PS_MESSAGE_BYTES of rows if a row fits. */
+ * and a message carries at most PS_MESSAGE_BYTES of row values if a row fits.
+ * Values, not the worst case above: narrow rows cut by the worst case (24
+ * bytes a row of one f32) made a 1M-key push or pull six messages and ran at
+ * a third of the speed of one (bench_pushpull, 1 server, 1 worker). */
 static inline size_t chunk_rows(const loom_table *t)
 {
     size_t per_row = t->row_bytes + 16 + 4 * (size_t)t->def.opts.width;
     size_t limit = (size_t)((node_max_payload(t->node) - 1024) / per_row);
-    size_t soft = PS_MESSAGE_BYTES / per_row;
+    size_t soft = PS_MESSAGE_BYTES / t->row_bytes;
     return soft && soft < limit ? soft : limit;
 }
 
