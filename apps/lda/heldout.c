@@ -106,6 +106,8 @@ double lda_heldout_ll(const lda_params *p, lda_heldout *h, const int32_t *rows,
             const double *f = phi + (size_t)d->word[t] * K;
             double pw = 0;
             for (size_t k = 0; k < K; k++) pw += theta[k] / avg * f[k];
+            /* pw > 0: every phi and theta term is positive (smoothed by beta, alpha). */
+            // cppcheck-suppress invalidFunctionArg
             ll += log(pw);
         }
     }

@@ -170,7 +170,7 @@ static int read_hb(loom_node *n)
     if (!count) return 0;
     int want = router ? 2 : 1;
     const char *bad = NULL;
-    msg_header h;
+    msg_header h = {0};
     if (count != want)
         bad = "a heartbeat of the wrong number of frames";
     else if (msg_decode_header(zmq_msg_data(&f[want - 1]), zmq_msg_size(&f[want - 1]), 0, &h) ||
