@@ -260,7 +260,29 @@ def _binary_labels(y):
     return classes, np.where(y == classes[1], 1, -1)
 
 
-class LogisticRegression(_Classifier, _LoomModel):
+class _BinaryLinear(_Classifier, _LoomModel):
+    """A linear model of two classes whose model file is a weight vector and a bias
+    (lr's and svm's): fit, decision_function, predict."""
+
+    def fit(self, X, y=None, *, callback=None):
+        if isinstance(X, (str, os.PathLike)):
+            self.classes_ = np.array([-1, 1])
+            return self._fit_libsvm(X, None, None, None, callback)
+        self.classes_, labels = _binary_labels(y)
+        return self._fit_libsvm(X, y, labels, lambda v: "+1" if v > 0 else "-1", callback)
+
+    def _load(self, path):
+        header, self.coef_ = _sparse_vector(path, "loom-" + self._model)
+        self.intercept_ = float(header["bias"])
+
+    def decision_function(self, X):
+        return _scores(X, self.coef_, self.intercept_)
+
+    def predict(self, X):
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+class LogisticRegression(_BinaryLinear):
     """Sparse logistic regression (`loom train lr`, docs/LR.md). Two classes; fit sets
     classes_, coef_ (the weights) and intercept_."""
 
@@ -273,29 +295,12 @@ class LogisticRegression(_Classifier, _LoomModel):
         self.minibatch, self.algo, self.consistency, self.seed = minibatch, algo, consistency, seed
         _job_init(self, workers, servers, threads, extra_flags, verbose)
 
-    def fit(self, X, y=None, *, callback=None):
-        if isinstance(X, (str, os.PathLike)):
-            self.classes_ = np.array([-1, 1])
-            return self._fit_libsvm(X, None, None, None, callback)
-        self.classes_, labels = _binary_labels(y)
-        return self._fit_libsvm(X, y, labels, lambda v: "+1" if v > 0 else "-1", callback)
-
-    def _load(self, path):
-        header, self.coef_ = _sparse_vector(path, "loom-lr")
-        self.intercept_ = float(header["bias"])
-
-    def decision_function(self, X):
-        return _scores(X, self.coef_, self.intercept_)
-
     def predict_proba(self, X):
         p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
         return np.column_stack([1.0 - p, p])
 
-    def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
 
-
-class SVM(_Classifier, _LoomModel):
+class SVM(_BinaryLinear):
     """Linear SVM trained serverless by stochastic reduce (`loom train svm`, docs/SVM.md)."""
 
     _model = "svm"
@@ -305,23 +310,6 @@ class SVM(_Classifier, _LoomModel):
         self.epochs, self.lr, self.l2, self.batch = epochs, lr, l2, batch
         self.graph, self.sync, self.seed = graph, sync, seed
         _job_init(self, workers, servers, threads, extra_flags, verbose)
-
-    def fit(self, X, y=None, *, callback=None):
-        if isinstance(X, (str, os.PathLike)):
-            self.classes_ = np.array([-1, 1])
-            return self._fit_libsvm(X, None, None, None, callback)
-        self.classes_, labels = _binary_labels(y)
-        return self._fit_libsvm(X, y, labels, lambda v: "+1" if v > 0 else "-1", callback)
-
-    def _load(self, path):
-        header, self.coef_ = _sparse_vector(path, "loom-svm")
-        self.intercept_ = float(header["bias"])
-
-    def decision_function(self, X):
-        return _scores(X, self.coef_, self.intercept_)
-
-    def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
 
 
 class MultinomialLR(_Classifier, _LoomModel):

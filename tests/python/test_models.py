@@ -4,7 +4,7 @@
   accuracy equals `loom predict lr` on the model `loom train lr` saves with the same flags,
   within 0.005 (the same job), and scikit-learn's LogisticRegression(C=1) within 0.005;
   the callback gets every epoch's metrics line, in order; a path as X gives the same model
-  as the arrays; 2 workers also within 0.005 of scikit-learn.
+  as the arrays; 2 workers also within 0.005 of scikit-learn; the serverless SVM within 0.01.
 - get_params/set_params/clone and scikit-learn's check_parameters_default_constructible and
   check_get_params_invariance.
 - Lasso on abalone: sequential=True and a 2-worker job, both to a tight tolerance, reach
@@ -36,7 +36,7 @@ except ImportError:
     harness.skip("scikit-learn is missing (Debian: apt-get install python3-sklearn)")
 
 import loom
-from loom.models import LDA, Lasso, LogisticRegression, MatrixFactorization, MultinomialLR
+from loom.models import SVM, LDA, Lasso, LogisticRegression, MatrixFactorization, MultinomialLR
 
 CLI = os.environ["LOOM_CLI"]
 data = harness.shared_data()
@@ -81,13 +81,17 @@ two = LogisticRegression(epochs=8, workers=2, servers=2).fit(X, y)
 if abs(two.score(Xt, yt) - sk_acc) > 0.005:
     harness.fail(f"2 workers: accuracy {two.score(Xt, yt)} not within 0.005 of {sk_acc}")
 
+svm = SVM(epochs=3).fit(X, y)  # serverless, 2 workers
+if abs(svm.score(Xt, yt) - sk_acc) > 0.01:
+    harness.fail(f"SVM: accuracy {svm.score(Xt, yt)} not within 0.01 of {sk_acc}")
+
 # ---- scikit-learn's conventions ----
 copy = clone(LogisticRegression(epochs=3, l1=0.5, workers=2))
 if copy.get_params()["l1"] != 0.5 or copy.get_params()["workers"] != 2:
     harness.fail(f"clone lost parameters: {copy.get_params()}")
 if copy.set_params(epochs=5).epochs != 5:
     harness.fail("set_params did not set epochs")
-for Estimator in (LogisticRegression, Lasso, MatrixFactorization, MultinomialLR, LDA):
+for Estimator in (LogisticRegression, SVM, Lasso, MatrixFactorization, MultinomialLR, LDA):
     check_parameters_default_constructible(Estimator.__name__, Estimator())
     check_get_params_invariance(Estimator.__name__, Estimator())
 
