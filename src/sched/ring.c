@@ -12,7 +12,16 @@
  * a time and each holder continues from its predecessor's complete block.
  *
  * The list is guarded by the node's lock (node_lock), which the handler takes
- * on whatever thread reads the message. */
+ * on whatever thread reads the message.
+ *
+ * A block travels in the smaller of two forms: dense (req = 0), its rows as
+ * they are; or sparse (req = the size of one value, 4 or 8): a u64 count of
+ * the values that are not zero, their u32 positions among the block's values
+ * (ascending), then those values. Rotated models are often mostly zeros (LDA's
+ * word-topic counts at K = 1000 on AP: about one value in twenty), and every
+ * block moves M - 1 times an iteration, so a dense hand-over made rotation
+ * move ten times data parallelism's bytes. A value is zero when all its bits
+ * are: -0.0 and NaNs arrive as they were. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,16 +102,100 @@ uint32_t sched_next_engine(loom_node *n)
     return id;
 }
 
+/* Is value i (of `size` bytes) of p not zero? */
+static int nonzero(const uint8_t *p, size_t i, size_t size)
+{
+    if (size == 4) {
+        uint32_t v;
+        memcpy(&v, p + i * 4, 4);
+        return v != 0;
+    }
+    uint64_t v;
+    memcpy(&v, p + i * 8, 8);
+    return v != 0;
+}
+
+/* The sparse form of n values of `size` bytes with nnz of them non-zero:
+ * a buffer of *len bytes, or NULL when out of memory. */
+static uint8_t *encode_sparse(const uint8_t *vals, size_t n, size_t size, uint64_t nnz, size_t *len)
+{
+    *len = 8 + (size_t)nnz * (4 + size);
+    uint8_t *buf = malloc(*len);
+    if (!buf) return NULL;
+    memcpy(buf, &nnz, 8);
+    uint8_t *pos = buf + 8, *val = pos + (size_t)nnz * 4;
+    for (size_t i = 0; i < n; i++)
+        if (nonzero(vals, i, size)) {
+            uint32_t p = (uint32_t)i;
+            memcpy(pos, &p, 4);
+            memcpy(val, vals + i * size, size);
+            pos += 4;
+            val += size;
+        }
+    return buf;
+}
+
+static void free_encoded(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
 int sched_send_block(loom_node *n, uint32_t engine, int to, uint32_t block, uint64_t version,
-                     const void *rows, size_t bytes)
+                     const void *rows, size_t bytes, size_t value_size)
 {
     msg_header h = {.type = MSG_SCHED_BLOCK, .table = engine, .a = block, .b = version};
     node_frame f = {.data = rows, .len = bytes, .copy = 1};
+    size_t nvals = (value_size == 4 || value_size == 8) ? bytes / value_size : 0;
+    if (nvals && nvals <= UINT32_MAX && bytes % value_size == 0) {
+        uint64_t nnz = 0;
+        for (size_t i = 0; i < nvals; i++) nnz += (uint64_t)nonzero(rows, i, value_size);
+        size_t len;
+        uint8_t *enc = 8 + nnz * (4 + value_size) < bytes
+                           ? encode_sparse(rows, nvals, value_size, nnz, &len)
+                           : NULL;
+        if (enc) { /* else dense, which is also right */
+            h.req = value_size;
+            f = (node_frame){.data = enc, .len = len, .free_fn = free_encoded};
+        }
+    }
     return node_send(n, node_worker_id(loom_num_servers(n), to), &h, &f, 1);
 }
 
+/* A block's frame into rows (bytes of them): 0, or a sentence saying why it
+ * cannot be this block. */
+static const char *decode_block(const node_msg *m, void *rows, size_t bytes, size_t value_size)
+{
+    if (m->nframes != 1) return "not one frame";
+    const uint8_t *p = node_frame_data(m, 0);
+    size_t len = node_frame_size(m, 0);
+    if (m->h.req == 0) {
+        if (len != bytes) return "dense, of another size";
+        memcpy(rows, p, bytes);
+        return NULL;
+    }
+    if (m->h.req != value_size || bytes % value_size) return "sparse, of another value size";
+    uint64_t nnz;
+    if (len < 8) return "sparse, shorter than its count";
+    memcpy(&nnz, p, 8);
+    if (nnz > (len - 8) / (4 + value_size) || 8 + nnz * (4 + value_size) != len)
+        return "sparse, its count and its size disagree";
+    memset(rows, 0, bytes);
+    const uint8_t *pos = p + 8, *val = pos + nnz * 4;
+    uint64_t next = 0; /* positions ascend: each at least this */
+    for (uint64_t i = 0; i < nnz; i++) {
+        uint32_t at;
+        memcpy(&at, pos + i * 4, 4);
+        if (at < next || (uint64_t)at >= bytes / value_size)
+            return "sparse, positions out of order or past its end";
+        memcpy((uint8_t *)rows + (size_t)at * value_size, val + i * value_size, value_size);
+        next = (uint64_t)at + 1;
+    }
+    return NULL;
+}
+
 int sched_take_block(loom_node *n, uint32_t engine, int from, uint32_t block, uint64_t version,
-                     void *rows, size_t bytes)
+                     void *rows, size_t bytes, size_t value_size)
 {
     sched_worker *w = node_layer(n, &sched_layer_def);
     uint32_t sender = node_worker_id(loom_num_servers(n), from);
@@ -122,11 +215,11 @@ int sched_take_block(loom_node *n, uint32_t engine, int from, uint32_t block, ui
     }
     node_unlock(n);
     if (rc) return rc;
-    if (e->m.nframes == 1 && node_frame_size(&e->m, 0) == bytes) {
-        memcpy(rows, node_frame_data(&e->m, 0), bytes);
-    } else {
-        log_error("block %u of engine %u from worker %d: %zu bytes, expected %zu", block, engine,
-                  from, e->m.nframes == 1 ? node_frame_size(&e->m, 0) : 0, bytes);
+    const char *bad = decode_block(&e->m, rows, bytes, value_size);
+    if (bad) {
+        log_error("block %u of engine %u from worker %d: %s (%zu bytes; expected %zu of rows)",
+                  block, engine, from, bad, e->m.nframes == 1 ? node_frame_size(&e->m, 0) : 0,
+                  bytes);
         rc = LOOM_EPROTO;
     }
     node_msg_release(&e->m);

@@ -28,14 +28,17 @@ int sched_dynamic_attach(loom_node *n);
  * every worker, so an id names the same engine everywhere. */
 uint32_t sched_next_engine(loom_node *n);
 
-/* Workers: send the rows of block `block` of engine `engine` (bytes of them)
- * to worker rank `to`, which holds it next, at `version`. Copies the rows. */
+/* Workers: send the rows of block `block` of engine `engine` (bytes of them,
+ * values of value_size bytes) to worker rank `to`, which holds it next, at
+ * `version`: sparse when that is smaller (value_size 4 or 8; ring.c says
+ * how). Copies the rows. */
 int sched_send_block(loom_node *n, uint32_t engine, int to, uint32_t block, uint64_t version,
-                     const void *rows, size_t bytes);
+                     const void *rows, size_t bytes, size_t value_size);
 /* Workers: wait for that block from worker rank `from` at `version` and copy
- * its rows (bytes of them) out. LOOM_EPROTO if it came with another size,
- * LOOM_EPEERFAIL if the job failed meanwhile. */
+ * its rows (bytes of them, values of value_size bytes) out. LOOM_EPROTO if it
+ * came with another size or a malformed sparse form, LOOM_EPEERFAIL if the
+ * job failed meanwhile. */
 int sched_take_block(loom_node *n, uint32_t engine, int from, uint32_t block, uint64_t version,
-                     void *rows, size_t bytes);
+                     void *rows, size_t bytes, size_t value_size);
 
 #endif

@@ -7,7 +7,8 @@
  * application's update() on its copy of it. Between iterations the blocks
  * rest in the parameter-server table. In the first sub-iteration each worker
  * pulls its block from the table; after update() it sends the rows straight
- * to the worker that holds the block next (ring.c), which takes them from
+ * to the worker that holds the block next (ring.c: sparse when that is
+ * smaller), which takes them from
  * that sender at that version only; the last holder of the iteration pushes
  * the block's change to the table (its rows minus the table's, which nobody
  * wrote since the first pull) and waits for the acknowledgement. Every block
@@ -61,7 +62,8 @@ static int fetch_block(loom_sched *s, int64_t iteration, uint32_t sub)
     uint32_t M = s->workers, b = (uint32_t)s->plan[sub * M + s->rank];
     if (sub == 0) return loom_pull_range(s->t, s->bounds[b], s->bounds[b + 1], s->buf);
     return sched_take_block(s->node, s->engine, (int)s->holder[(sub - 1) * M + b], b,
-                            (uint64_t)iteration * M + sub, s->buf, block_rows(s, b) * s->row_bytes);
+                            (uint64_t)iteration * M + sub, s->buf, block_rows(s, b) * s->row_bytes,
+                            loom_type_size(s->type));
 }
 
 /* new - old of n values of the table's type, into old. */
@@ -141,7 +143,7 @@ static int run_task(loom_sched *s, int64_t iteration, uint32_t sub)
     if (rc) return rc;
     if (sub + 1 < M) {
         rc = sched_send_block(s->node, s->engine, (int)s->holder[(sub + 1) * M + b], b,
-                              task.version + 1, rows, bytes);
+                              task.version + 1, rows, bytes, loom_type_size(s->type));
     } else {
         loom_ts ts;
         if (!(rc = loom_pull_range(s->t, task.block.begin, task.block.end, s->old))) {

@@ -309,7 +309,7 @@ static void layer_api(run *r, script *s, int w, int call, const uint64_t *keys, 
         uint8_t rows[64];
         size_t bytes = next_u8(s) % (sizeof rows + 1);
         if (!sched_take_block(n, nkeys > 1 ? (uint32_t)keys[1] : 0, 1 - w, (uint32_t)key0,
-                              nkeys > 2 ? keys[2] : 0, rows, bytes))
+                              nkeys > 2 ? keys[2] : 0, rows, bytes, next_u8(s) & 1 ? 4 : 8))
             stats.blocks_taken++;
         break;
     }

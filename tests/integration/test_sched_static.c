@@ -9,12 +9,14 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "sched/msg_types.h"
 #include "sched/sched.h"
 
 #define ROT_W     3
@@ -160,19 +162,19 @@ static int ring_worker(loom_node *n, int rank, void *arg)
     (void)arg;
     const uint32_t engine = 77; /* no engine of this job: the ring alone */
     int64_t mine[2] = {rank, 10 * rank};
-    if (rank == 1) CHECK_OK(sched_send_block(n, engine, 0, 3, 5, mine, sizeof mine));
+    if (rank == 1) CHECK_OK(sched_send_block(n, engine, 0, 3, 5, mine, sizeof mine, 8));
     CHECK_OK(loom_barrier(n)); /* the stranger's copy is there first */
     if (rank == 2) {
-        CHECK_OK(sched_send_block(n, engine, 0, 3, 4, mine, sizeof mine)); /* another version */
-        CHECK_OK(sched_send_block(n, engine, 0, 3, 5, mine, sizeof mine));
-        CHECK_OK(sched_send_block(n, engine, 0, 4, 5, mine, 1)); /* a short one */
+        CHECK_OK(sched_send_block(n, engine, 0, 3, 4, mine, sizeof mine, 8)); /* another version */
+        CHECK_OK(sched_send_block(n, engine, 0, 3, 5, mine, sizeof mine, 8));
+        CHECK_OK(sched_send_block(n, engine, 0, 4, 5, mine, 1, 8)); /* a short one */
     }
     if (rank == 0) {
         int64_t got[2];
-        CHECK_OK(sched_take_block(n, engine, 2, 3, 5, got, sizeof got));
+        CHECK_OK(sched_take_block(n, engine, 2, 3, 5, got, sizeof got, 8));
         CHECK(got[0] == 2 && got[1] == 20);
-        CHECK_OK(sched_take_block(n, engine, 2, 3, 4, got, sizeof got));
-        CHECK(sched_take_block(n, engine, 2, 4, 5, got, sizeof got) == LOOM_EPROTO);
+        CHECK_OK(sched_take_block(n, engine, 2, 3, 4, got, sizeof got, 8));
+        CHECK(sched_take_block(n, engine, 2, 4, 5, got, sizeof got, 8) == LOOM_EPROTO);
     }
     return 0;
 }
@@ -182,6 +184,73 @@ static void test_ring_takes_from_the_predecessor(void **state)
     (void)state;
     harness_result r;
     assert_int_equal(harness_run(1, 3, ring_worker, NULL, &r), 0);
+}
+
+/* A mostly-zero block travels sparse: it arrives bit for bit (a -0.0 and a NaN
+ * included) in a small fraction of its dense size, and a dense one arrives as
+ * it was; sparse forms that lie about their count, their positions or their
+ * value size are refused with LOOM_EPROTO. */
+#define SPARSE_VALS 100000
+static int sparse_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    const uint32_t engine = 78;
+    double *mine = calloc(SPARSE_VALS, sizeof *mine), *got = malloc(SPARSE_VALS * sizeof *got);
+    float dense[4] = {1, 2, 3, 4}, fgot[4];
+    CHECK(mine && got);
+    mine[0] = 1.5, mine[777] = -0.0, mine[SPARSE_VALS - 1] = NAN;
+    loom_stats before, after;
+    loom_node_stats(n, &before);
+    CHECK_OK(loom_barrier(n));
+    if (rank == 1) {
+        CHECK_OK(sched_send_block(n, engine, 0, 1, 1, mine, SPARSE_VALS * sizeof *mine, 8));
+        CHECK_OK(sched_send_block(n, engine, 0, 2, 1, dense, sizeof dense, 4));
+        /* hostile sparse forms of block 3, versions 1-4 (req = value size) */
+        uint8_t bad[8 + 2 * 12] = {0};
+        uint64_t nnz = 2;
+        uint32_t pos[2] = {5, 3}; /* descending */
+        memcpy(bad, &nnz, 8);
+        memcpy(bad + 8, pos, 8);
+        msg_header h = {.type = MSG_SCHED_BLOCK, .table = engine, .a = 3, .b = 1, .req = 8};
+        node_frame f = {.data = bad, .len = sizeof bad, .copy = 1};
+        uint32_t to = node_worker_id(loom_num_servers(n), 0);
+        CHECK_OK(node_send(n, to, &h, &f, 1));
+        pos[0] = 1, pos[1] = 16; /* past the end of 16 values */
+        memcpy(bad + 8, pos, 8);
+        h.b = 2;
+        CHECK_OK(node_send(n, to, &h, &f, 1));
+        nnz = 3; /* more than the frame holds */
+        memcpy(bad, &nnz, 8);
+        h.b = 3;
+        CHECK_OK(node_send(n, to, &h, &f, 1));
+        nnz = 2;
+        memcpy(bad, &nnz, 8);
+        h.b = 4;
+        h.req = 4; /* another value size */
+        CHECK_OK(node_send(n, to, &h, &f, 1));
+    }
+    if (rank == 0) {
+        CHECK_OK(sched_take_block(n, engine, 1, 1, 1, got, SPARSE_VALS * sizeof *got, 8));
+        CHECK(memcmp(got, mine, SPARSE_VALS * sizeof *got) == 0);
+        loom_node_stats(n, &after);
+        /* dense: 800,000 bytes; sparse: 44, beside a barrier's messages */
+        CHECK(after.bytes_received - before.bytes_received < 20000);
+        CHECK_OK(sched_take_block(n, engine, 1, 2, 1, fgot, sizeof fgot, 4));
+        CHECK(memcmp(fgot, dense, sizeof dense) == 0);
+        int64_t sixteen[16];
+        for (uint64_t v = 1; v <= 4; v++)
+            CHECK(sched_take_block(n, engine, 1, 3, v, sixteen, sizeof sixteen, 8) == LOOM_EPROTO);
+    }
+    free(mine);
+    free(got);
+    return 0;
+}
+
+static void test_ring_sparse_blocks(void **state)
+{
+    (void)state;
+    harness_result r;
+    assert_int_equal(harness_run(1, 2, sparse_worker, NULL, &r), 0);
 }
 
 /* A schedule that gives every worker block 0. */
@@ -270,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_rotation_one_writer),
         cmocka_unit_test(test_single_worker),
         cmocka_unit_test(test_ring_takes_from_the_predecessor),
+        cmocka_unit_test(test_ring_sparse_blocks),
         cmocka_unit_test(test_bad_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
