@@ -1,0 +1,143 @@
+/* Parallel for-loops with declared accesses: the plan (Orion,
+ * wei-thesis-bosen-orion.txt chapter 3; docs/LOOPS.md).
+ *
+ * The user writes a serial loop over an iteration space of up to
+ * LOOM_LOOP_MAX_DIMS indices (p0, p1, ...) and declares every array access its
+ * body makes, each subscript a loop index plus a constant, a constant, or the
+ * whole dimension:
+ *
+ *     MF:      {ratings, (p0, p1)} read, {W, (p0, *)} written, {H, (p1, *)} written
+ *     stencil: {x, (p0, p1)} written, {x, (p0 - 1, p1)} read, {x, (p0, p1 - 1)} read
+ *
+ * the C stand-in for Orion's static analysis of a Julia loop body. From the
+ * declarations the planner computes the loop's dependence vectors (the
+ * distance between two iterations that touch one element, at least one of
+ * them writing it; LOOM_DEP_ANY where the distance can be anything) and
+ * chooses a schedule that never runs two dependent iterations at once and,
+ * for an ordered loop, runs them in their serial order:
+ *
+ *   LOOM_LOOP_1D         an index no dependence crosses (its distance is 0 in
+ *                        every vector): its range is cut among the workers,
+ *                        and each runs its part to the end, alone;
+ *   LOOM_LOOP_2D         (unordered loops) two indices such that every
+ *                        dependence keeps one of them fixed: the space index
+ *                        is cut into W ranges and the time index into W; in
+ *                        step s worker w runs block (w, (w + s) mod W), W
+ *                        steps in all (Orion's relaxed ordering: the ring
+ *                        rotation of loom/sched.h);
+ *   LOOM_LOOP_WAVEFRONT  two indices whose distances are known and, after a
+ *                        skew time' = time + f * space (f >= 0: the unimodular
+ *                        transform of Wolf and Lam), never negative: block
+ *                        (w, t) runs in step w + t, 2W - 1 steps, a block after
+ *                        every block it depends on;
+ *   LOOM_LOOP_SERIAL     none of these: one worker runs the loop in order.
+ *
+ * Inside a block the iterations run in the loop's lexicographic order.
+ * This header is the planner and the block schedule; they need no job.
+ * Errors are int codes (loom/error.h); err, when given, gets a sentence. */
+#ifndef LOOM_LOOP_H
+#define LOOM_LOOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_LOOP_MAX_DIMS     4
+#define LOOM_LOOP_MAX_ACCESSES 64
+
+typedef enum {
+    LOOM_SUB_INDEX = 0, /* loop index `index` plus `offset` */
+    LOOM_SUB_ALL = 1,   /* the whole dimension ('*') */
+    LOOM_SUB_CONST = 2  /* the constant `offset` */
+} loom_sub_kind;
+
+typedef struct loom_subscript {
+    loom_sub_kind kind;
+    uint32_t index;
+    int64_t offset;
+} loom_subscript;
+
+#define LOOM_SUB(index, offset) ((loom_subscript){LOOM_SUB_INDEX, (index), (offset)})
+#define LOOM_SUB_EVERY          ((loom_subscript){LOOM_SUB_ALL, 0, 0})
+#define LOOM_SUB_AT(c)          ((loom_subscript){LOOM_SUB_CONST, 0, (c)})
+
+/* One access of the loop body: array `array` (the user's number for it; two
+ * accesses name one array by one number, and must then agree on its ndims),
+ * read or written (a read-modify-write is a write). */
+typedef struct loom_access {
+    uint32_t array;
+    int write;
+    uint32_t ndims; /* 1 .. LOOM_LOOP_MAX_DIMS */
+    loom_subscript sub[LOOM_LOOP_MAX_DIMS];
+} loom_access;
+
+typedef enum {
+    LOOM_LOOP_1D = 1,
+    LOOM_LOOP_2D = 2,
+    LOOM_LOOP_WAVEFRONT = 3,
+    LOOM_LOOP_SERIAL = 4
+} loom_loop_kind;
+
+/* Components of a dependence vector that are not one known number: any
+ * value, and any value from 1 up (the leading component of a vector whose
+ * pairs all have the source first in serial order). */
+#define LOOM_DEP_ANY INT64_MIN
+#define LOOM_DEP_POS (INT64_MIN + 1)
+
+typedef struct loom_loop_plan loom_loop_plan;
+
+/* Plan a loop of `dims` indices (1 .. LOOM_LOOP_MAX_DIMS) whose body makes
+ * the nacc accesses (at most LOOM_LOOP_MAX_ACCESSES); ordered: keep the
+ * serial order of dependent iterations, not only their mutual exclusion.
+ * extents (dims values, or NULL) break ties between candidate indices
+ * towards the longer ones. LOOM_EINVAL with a sentence in err for a
+ * declaration that does not fit (an index the loop does not have, arrays
+ * of one number with different ndims). */
+int loom_loop_plan_make(uint32_t dims, const loom_access *acc, size_t nacc, int ordered,
+                        const uint64_t *extents, loom_loop_plan **out, char *err, size_t errlen);
+void loom_loop_plan_free(loom_loop_plan *p);
+
+loom_loop_kind loom_loop_plan_kind(const loom_loop_plan *p);
+/* The space index (1D, 2D, wavefront), the time index (2D, wavefront; the
+ * space index otherwise) and the skew f (wavefront; 0 otherwise). */
+void loom_loop_plan_axes(const loom_loop_plan *p, uint32_t *space, uint32_t *time, int64_t *skew);
+/* Why the planner chose what it did, in a sentence. */
+const char *loom_loop_plan_explain(const loom_loop_plan *p);
+/* The dependence vectors: how many, and vector i (dims values, oriented so
+ * that the first non-zero component is positive, the source of the
+ * dependence first in serial order: a vector whose first non-zero component
+ * could have either sign comes as its forms with that component
+ * LOOM_DEP_POS, forwards and backwards, and with it 0). LOOM_EINVAL for i
+ * out of range. */
+size_t loom_loop_plan_deps(const loom_loop_plan *p);
+int loom_loop_plan_dep(const loom_loop_plan *p, size_t i, int64_t *out);
+
+/* ---- the block schedule ---- */
+
+/* Steps of the schedule with `workers` workers: 1 (1D, serial), workers
+ * (2D) or 2 * workers - 1 (wavefront). */
+uint32_t loom_loop_steps(const loom_loop_plan *p, uint32_t workers);
+/* The block worker `worker` runs in step `step`: 1 and its space and time
+ * block numbers (each 0 .. workers - 1; time 0 for 1D; both 0 for serial,
+ * which only worker 0 runs), or 0 when the worker has none in that step. */
+int loom_loop_task(const loom_loop_plan *p, uint32_t workers, uint32_t step, uint32_t worker,
+                   uint32_t *space_block, uint32_t *time_block);
+/* The space and time coordinates of iteration `index` (dims values): the
+ * space index's value, and the time index's plus skew times the space
+ * index's. Blocks are ranges of these coordinates. */
+void loom_loop_coords(const loom_loop_plan *p, const int64_t *index, int64_t *space, int64_t *time);
+/* Histogram balancing (Orion 3.7): bounds[0..parts] over coordinates
+ * 0 .. n - 1 with hist[c] iterations at coordinate c, cutting them into
+ * `parts` ranges [bounds[b], bounds[b + 1]) of as equal a count as whole
+ * coordinates allow (bounds[0] = 0, bounds[parts] = n; a range may be
+ * empty). LOOM_EINVAL for parts 0 or NULL arrays. */
+int loom_loop_balance(const uint64_t *hist, size_t n, uint32_t parts, size_t *bounds);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
