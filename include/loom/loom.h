@@ -11,6 +11,7 @@
  * sched.h    scheduled model parallelism (STRADS): static and dynamic engines
  * p2p.h      serverless data parallelism: communication graphs, stochastic reduce
  * sketch.h   Count-Min sketches: approximate counts of a huge key space on the servers
+ * loop.h     parallel loops with declared accesses (Orion): plans and their runs
  *
  * Two headers are included on their own: data.h (the LIBSVM, ratings and
  * bag-of-words readers) and svb.h (sufficient-vector broadcasting). */
@@ -28,6 +29,7 @@
 #include "sched.h"
 #include "p2p.h"
 #include "sketch.h"
+#include "loop.h"
 
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1

@@ -33,13 +33,18 @@
  *   LOOM_LOOP_SERIAL     none of these: one worker runs the loop in order.
  *
  * Inside a block the iterations run in the loop's lexicographic order.
- * This header is the planner and the block schedule; they need no job.
- * Errors are int codes (loom/error.h); err, when given, gets a sentence. */
+ * This header is the planner and the block schedule, which need no job, and
+ * loom_loop_open()/loom_loop_run(), which run a planned loop on the workers
+ * of one. Errors are int codes (loom/error.h); err, when given, gets a
+ * sentence. */
 #ifndef LOOM_LOOP_H
 #define LOOM_LOOP_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "node.h"
+#include "table.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -135,6 +140,77 @@ void loom_loop_coords(const loom_loop_plan *p, const int64_t *index, int64_t *sp
  * coordinates allow (bounds[0] = 0, bounds[parts] = n; a range may be
  * empty). LOOM_EINVAL for parts 0 or NULL arrays. */
 int loom_loop_balance(const uint64_t *hist, size_t n, uint32_t parts, size_t *bounds);
+
+/* ---- running a loop on the workers of a job ---- */
+
+/* An array of rows the body reads or writes: row r is `width` values of
+ * `type` (LOOM_F32 or LOOM_F64), and every access of it subscripts its first
+ * dimension by a loop index (offset 0) and any others by '*': W(i, *),
+ * H(j, *), g(i). It lives in the dense table `table` (created by
+ * loom_loop_open, which every worker calls alike), where it can be read after
+ * a run. */
+typedef struct loom_loop_array {
+    uint32_t array; /* the number its accesses use */
+    const char *table;
+    uint64_t rows;
+    uint32_t width;
+    loom_type type;
+    /* Row r's first values (width of them), called once per row by the worker
+     * that first holds it; NULL: zeros. */
+    void (*init)(void *user, uint32_t array, uint64_t row, void *values);
+} loom_loop_array;
+
+/* One iteration: its indices, its element's value, and rows[k] the row
+ * access k of the declaration touches (NULL for accesses of the iteration
+ * space itself), which the body may write where the access says it writes. */
+typedef void (*loom_loop_body_fn)(void *user, const int64_t *index, double value,
+                                  void *const *rows);
+
+typedef struct loom_loop_opts {
+    uint32_t dims;
+    const uint64_t *extents; /* dims values: indices are 0 .. extent - 1 */
+    const loom_access *acc;
+    size_t nacc;
+    int ordered;
+    /* The arrays of rows (each access names one of them, or the iteration
+     * space: an array number not in this list, only read). */
+    const loom_loop_array *arrays;
+    size_t narrays;
+    /* The iteration space: the n elements (indices, n x dims; values) this
+     * worker was given, e.g. its share of a file. Every element of the loop
+     * must be given to exactly one worker; the workers exchange them so that
+     * each holds those of its blocks. */
+    const int64_t *index;
+    const double *value;
+    size_t n;
+    loom_loop_body_fn body;
+    void *user;
+} loom_loop_opts;
+
+typedef struct loom_loop loom_loop;
+
+/* Plan the loop and prepare it on this worker: every worker calls it with the
+ * same options (but its own elements), in the same order as its other
+ * loom_loop_open and loom_table_open calls. Runs 1D and 2D plans whose
+ * arrays are each keyed by the space index (kept on the worker that holds
+ * those rows) or, for 2D, one array keyed by the time index (rotated between
+ * the workers, loom/sched.h); anything else is refused with LOOM_EINVAL and a
+ * sentence saying what is not supported yet. */
+int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, char *err,
+                   size_t errlen);
+/* Run `passes` passes over the iteration space (every worker), then write
+ * every array's rows to its table and meet the other workers at a barrier.
+ * 0 or the first error. */
+int loom_loop_run(loom_loop *l, int64_t passes);
+const loom_loop_plan *loom_loop_get_plan(const loom_loop *l);
+/* The table of array `array`, or NULL. */
+loom_table *loom_loop_table(loom_loop *l, uint32_t array);
+/* Elements this worker holds after the exchange. */
+size_t loom_loop_elements(const loom_loop *l);
+/* The blocks: workers + 1 bounds of the space coordinates and of the time
+ * coordinates (the rotated array's rows), the same on every worker. */
+void loom_loop_bounds(const loom_loop *l, size_t *space, size_t *time);
+void loom_loop_close(loom_loop *l);
 
 #ifdef __cplusplus
 }

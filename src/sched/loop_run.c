@@ -1,0 +1,533 @@
+/* loop_run: a planned loop on the workers of a job (loom/loop.h,
+ * docs/LOOPS.md; Orion, wei-thesis-bosen-orion.txt 3.6-3.7).
+ *
+ * Opening a loop, every worker:
+ *   1. plans it (loop_plan.c) and refuses what cannot run yet: plans other
+ *      than 1D and 2D, arrays keyed by neither the space index nor (2D) the
+ *      time index, more than one rotated array;
+ *   2. agrees on the blocks: each pushes the histogram of its elements'
+ *      space and time coordinates into a sum table, and after a barrier all
+ *      read the same totals and cut them alike (loom_loop_balance);
+ *   3. exchanges elements: each sends every other worker the elements of
+ *      that worker's space block (first their count, then them: two
+ *      SCHED_BLOCK messages on an engine number of the loop's own), and keeps
+ *      its own; then sorts them by time block and, inside one, in the loop's
+ *      lexicographic order, so the order never depends on who was given what;
+ *   4. opens a dense sum table per array and initialises its rows: those
+ *      keyed by the space index (local) in memory, for the rows of its
+ *      space block; the rotated array's rows of its time block pushed into
+ *      the table, which the rotation engine reads at its first step.
+ *
+ * Running: 1D, every worker calls the body on its elements in order, pass
+ * after pass; 2D, the static engine of loom/sched.h rotates the time-keyed
+ * array's blocks (worker w holds time block (w + s) mod W in step s, as the
+ * plan says) and its update() calls the body on the elements of (w, that
+ * block). At the end of a run each worker pushes the change of its local
+ * rows since the last run, and a barrier makes every table whole. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom/error.h"
+#include "loom/loop.h"
+#include "loom/sched.h"
+#include "sched/sched.h"
+
+enum { ROLE_SPACE = 1, ROLE_ROTATED = 2 };
+
+typedef struct loop_array {
+    loom_loop_array a;
+    uint32_t key; /* the loop index its rows are keyed by */
+    int role;
+    loom_table *t;
+    size_t row_bytes;
+    uint64_t lo, hi; /* ROLE_SPACE: the rows this worker keeps */
+    uint8_t *rows, *pushed;
+} loop_array;
+
+/* An element of the iteration space as a worker keeps and sends it: its
+ * time block (0 for 1D) and indices (unused ones 0), compared as one key,
+ * then its value's bits. */
+typedef struct elem {
+    int64_t key[1 + LOOM_LOOP_MAX_DIMS];
+    int64_t bits;
+} elem;
+
+struct loom_loop {
+    loom_node *node;
+    loom_loop_opts o;
+    loom_access *acc;
+    loom_loop_plan *plan;
+    uint32_t id, rank, W, space, time, dims;
+    loop_array *arr;
+    size_t narr;
+    int *acc_arr; /* per access: its array's slot, -1 for the iteration space */
+    int rotated;  /* slot of the rotated array, -1 if none */
+    size_t *sb, *tb;
+    size_t n;
+    elem *el;
+    size_t *bucket; /* W + 1 offsets of the time blocks' elements */
+    loom_sched *engine;
+    void **rowptr;
+};
+
+static int refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static int slot_of(const loom_loop *l, uint32_t array)
+{
+    for (size_t i = 0; i < l->narr; i++)
+        if (l->arr[i].a.array == array) return (int)i;
+    return -1;
+}
+
+/* Check the options and each array's accesses; set acc_arr and keys. */
+static int check_opts(loom_loop *l, char *err, size_t errlen)
+{
+    const loom_loop_opts *o = &l->o;
+    if (!o->body || (o->n && (!o->index || !o->value)) || !o->extents || (o->narrays && !o->arrays))
+        return refuse(err, errlen, LOOM_EINVAL, "a loop needs a body, extents and its elements");
+    for (uint32_t v = 0; v < o->dims && v < LOOM_LOOP_MAX_DIMS; v++)
+        if (!o->extents[v]) return refuse(err, errlen, LOOM_EINVAL, "index %u has extent 0", v);
+    for (size_t i = 0; i < l->narr; i++) {
+        const loom_loop_array *a = &l->arr[i].a;
+        if (!a->table || !a->rows || !a->width || (a->type != LOOM_F32 && a->type != LOOM_F64))
+            return refuse(err, errlen, LOOM_EINVAL,
+                          "array %u: a table name, rows, a width and type f32 or f64 are needed",
+                          a->array);
+        l->arr[i].key = UINT32_MAX;
+        l->arr[i].row_bytes = a->width * loom_type_size(a->type);
+    }
+    for (size_t k = 0; k < o->nacc; k++) {
+        const loom_access *x = &l->acc[k];
+        int s = slot_of(l, x->array);
+        l->acc_arr[k] = s;
+        if (s < 0) {
+            if (x->write)
+                return refuse(err, errlen, LOOM_EINVAL,
+                              "access %zu writes array %u, which is not among the loop's arrays "
+                              "(only the iteration space may be left out, and it is read)",
+                              k, x->array);
+            continue;
+        }
+        loop_array *a = &l->arr[s];
+        int rowwise = x->sub[0].kind == LOOM_SUB_INDEX && x->sub[0].offset == 0;
+        for (uint32_t d = 1; d < x->ndims; d++) rowwise &= x->sub[d].kind == LOOM_SUB_ALL;
+        if (!rowwise)
+            return refuse(err, errlen, LOOM_EINVAL,
+                          "access %zu of array %u: an array of rows is reached as A(index, *), "
+                          "its first subscript a loop index with offset 0",
+                          k, x->array);
+        if (a->key != UINT32_MAX && a->key != x->sub[0].index)
+            return refuse(err, errlen, LOOM_EINVAL,
+                          "array %u is reached by loop indices %u and %u: its rows follow one",
+                          x->array, a->key, x->sub[0].index);
+        a->key = x->sub[0].index;
+        if (o->extents[a->key] > a->a.rows)
+            return refuse(err, errlen, LOOM_EINVAL,
+                          "array %u has %llu rows, but index %u goes up to %llu", x->array,
+                          (unsigned long long)a->a.rows, a->key,
+                          (unsigned long long)o->extents[a->key] - 1);
+    }
+    for (size_t i = 0; i < l->narr; i++)
+        if (l->arr[i].key == UINT32_MAX)
+            return refuse(err, errlen, LOOM_EINVAL, "array %u is never accessed",
+                          l->arr[i].a.array);
+    return 0;
+}
+
+/* Roles by the plan (see the top). */
+static int assign_roles(loom_loop *l, char *err, size_t errlen)
+{
+    loom_loop_kind kind = loom_loop_plan_kind(l->plan);
+    if (kind != LOOM_LOOP_1D && kind != LOOM_LOOP_2D)
+        return refuse(err, errlen, LOOM_EINVAL, "the loop's plan cannot run yet (%s)",
+                      loom_loop_plan_explain(l->plan));
+    l->rotated = -1;
+    for (size_t i = 0; i < l->narr; i++) {
+        loop_array *a = &l->arr[i];
+        if (a->key == l->space) {
+            a->role = ROLE_SPACE;
+        } else if (kind == LOOM_LOOP_2D && a->key == l->time && l->rotated < 0) {
+            a->role = ROLE_ROTATED;
+            l->rotated = (int)i;
+            if (a->a.rows < l->W)
+                return refuse(err, errlen, LOOM_EINVAL,
+                              "array %u has %llu rows, fewer than the %u workers it rotates among",
+                              a->a.array, (unsigned long long)a->a.rows, l->W);
+        } else {
+            return refuse(err, errlen, LOOM_EINVAL,
+                          "array %u is keyed by loop index %u, which is neither the space index "
+                          "%u nor the time index of a 2D loop with one rotated array; arrays "
+                          "hosted on the servers come later (%s)",
+                          a->a.array, a->key, l->space, loom_loop_plan_explain(l->plan));
+        }
+    }
+    return 0;
+}
+
+static uint32_t block_of(const size_t *bounds, uint32_t parts, int64_t c)
+{
+    uint32_t lo = 0, hi = parts; /* the last b with bounds[b] <= c */
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if ((int64_t)bounds[mid] <= c)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Every worker's histograms added in a table, then cut alike. */
+static int agree_bounds(loom_loop *l)
+{
+    uint64_t es = l->o.extents[l->space], et = l->o.extents[l->time];
+    char name[64];
+    snprintf(name, sizeof name, "loom.loop.%u.histogram", l->id);
+    loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
+    to.type = LOOM_I64;
+    to.storage = LOOM_DENSE;
+    to.key_end = es + et;
+    to.consistency = LOOM_ASP;
+    to.cache = 0;
+    loom_table *t;
+    int rc = loom_table_open(l->node, name, &to, &t);
+    int64_t *h = calloc(es + et, sizeof *h);
+    if (!rc && !h) rc = LOOM_ENOMEM;
+    for (size_t i = 0; !rc && i < l->o.n; i++)
+        for (uint32_t v = 0; v < l->dims && !rc; v++)
+            if (l->o.index[i * l->dims + v] < 0 ||
+                (uint64_t)l->o.index[i * l->dims + v] >= l->o.extents[v])
+                rc = LOOM_EKEYRANGE;
+    for (size_t i = 0; !rc && i < l->o.n; i++) {
+        const int64_t *x = &l->o.index[i * l->dims];
+        h[x[l->space]]++;
+        h[es + (uint64_t)x[l->time]]++;
+    }
+    loom_ts ts;
+    if (!rc && !(rc = loom_push_range_async(t, 0, es + et, h, &ts))) rc = loom_wait(l->node, ts);
+    if (!rc) rc = loom_barrier(l->node);
+    if (!rc) rc = loom_pull_range(t, 0, es + et, h);
+    if (!rc) rc = loom_loop_balance((const uint64_t *)h, es, l->W, l->sb);
+    if (!rc) rc = loom_loop_balance((const uint64_t *)h + es, et, l->W, l->tb);
+    free(h);
+    if (rc || l->rotated < 0) return rc;
+    /* The rotation engine wants every block to hold a row: nudge empty ranges
+     * (rows >= W), and let the last one reach the array's last row. */
+    size_t rows = l->arr[l->rotated].a.rows;
+    l->tb[l->W] = rows;
+    for (uint32_t b = 1; b < l->W; b++)
+        if (l->tb[b] <= l->tb[b - 1]) l->tb[b] = l->tb[b - 1] + 1;
+    for (uint32_t b = l->W - 1; b > 0; b--)
+        if (l->tb[b] >= l->tb[b + 1]) l->tb[b] = l->tb[b + 1] - 1;
+    return 0;
+}
+
+static int cmp_elem(const void *pa, const void *pb)
+{
+    const elem *a = pa, *b = pb;
+    for (int v = 0; v <= LOOM_LOOP_MAX_DIMS; v++)
+        if (a->key[v] != b->key[v]) return a->key[v] < b->key[v] ? -1 : 1;
+    return a->bits < b->bits ? -1 : a->bits > b->bits;
+}
+
+/* Step 3 at the top: this worker ends with the elements of its space block,
+ * sorted, and the offsets of their time blocks. */
+static int exchange(loom_loop *l)
+{
+    uint32_t W = l->W, me = l->rank;
+    size_t *count = calloc(W, sizeof *count), *fill = calloc(W, sizeof *fill);
+    elem **out = calloc(W, sizeof *out);
+    uint64_t *in = calloc(W, sizeof *in);
+    int rc = count && fill && out && in ? 0 : LOOM_ENOMEM;
+    for (size_t i = 0; !rc && i < l->o.n; i++)
+        count[block_of(l->sb, W, l->o.index[i * l->dims + l->space])]++;
+    for (uint32_t w = 0; !rc && w < W; w++)
+        if (!(out[w] = calloc(count[w] + 1, sizeof *out[w]))) rc = LOOM_ENOMEM;
+    for (size_t i = 0; !rc && i < l->o.n; i++) {
+        const int64_t *x = &l->o.index[i * l->dims];
+        uint32_t w = block_of(l->sb, W, x[l->space]);
+        elem *e = &out[w][fill[w]++];
+        e->key[0] = l->rotated < 0 ? 0 : (int64_t)block_of(l->tb, W, x[l->time]);
+        memcpy(&e->key[1], x, l->dims * sizeof *x);
+        memcpy(&e->bits, &l->o.value[i], 8);
+    }
+    /* to each other worker: the count (version 0), then the elements (1) */
+    for (uint32_t w = 0; !rc && w < W; w++) {
+        uint64_t c = count[w];
+        if (w == me) continue;
+        rc = sched_send_block(l->node, l->id, (int)w, me, 0, &c, 8, 0);
+        if (!rc && c)
+            rc = sched_send_block(l->node, l->id, (int)w, me, 1, out[w], c * sizeof(elem), 0);
+    }
+    size_t total = count[me];
+    for (uint32_t w = 0; !rc && w < W; w++) {
+        if (w == me) continue;
+        rc = sched_take_block(l->node, l->id, (int)w, w, 0, &in[w], 8, 0);
+        if (!rc && in[w] > SIZE_MAX / sizeof(elem) - total - 1) rc = LOOM_EPROTO;
+        if (!rc) total += in[w];
+    }
+    if (!rc && !(l->el = malloc((total + 1) * sizeof *l->el))) rc = LOOM_ENOMEM;
+    if (!rc) memcpy(l->el, out[me], count[me] * sizeof *l->el);
+    size_t at = count[me];
+    for (uint32_t w = 0; !rc && w < W; w++) {
+        if (w == me || !in[w]) continue;
+        rc = sched_take_block(l->node, l->id, (int)w, w, 1, l->el + at, in[w] * sizeof(elem), 0);
+        at += in[w];
+    }
+    for (uint32_t w = 0; out && w < W; w++) free(out[w]);
+    free(out);
+    free(count);
+    free(fill);
+    free(in);
+    if (rc) return rc;
+    l->n = total;
+    qsort(l->el, l->n, sizeof *l->el, cmp_elem);
+    for (uint32_t b = 0, i = 0; b <= W; b++) {
+        while (i < l->n && l->el[i].key[0] < (int64_t)b) i++;
+        l->bucket[b] = i;
+    }
+    l->bucket[W] = l->n;
+    return 0;
+}
+
+/* d = now - d, n values of type t. */
+static void subtract(loom_type t, const uint8_t *now, uint8_t *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t == LOOM_F32)
+            ((float *)(void *)d)[i] =
+                ((const float *)(const void *)now)[i] - ((float *)(void *)d)[i];
+        else
+            ((double *)(void *)d)[i] =
+                ((const double *)(const void *)now)[i] - ((double *)(void *)d)[i];
+}
+
+static void init_rows(loom_loop *l, const loop_array *a, uint64_t lo, uint64_t hi, uint8_t *rows)
+{
+    for (uint64_t r = lo; a->a.init && r < hi; r++)
+        a->a.init(l->o.user, a->a.array, r, rows + (r - lo) * a->row_bytes);
+}
+
+/* Step 4 at the top. */
+static int open_arrays(loom_loop *l)
+{
+    int rc = 0;
+    for (size_t i = 0; i < l->narr && !rc; i++) {
+        loop_array *a = &l->arr[i];
+        loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
+        to.type = a->a.type;
+        to.width = a->a.width;
+        to.storage = LOOM_DENSE;
+        to.key_end = a->a.rows;
+        to.consistency = LOOM_ASP; /* what the rotation engine needs */
+        to.cache = 0;
+        rc = loom_table_open(l->node, a->a.table, &to, &a->t);
+        uint64_t lo, hi;
+        if (a->role == ROLE_SPACE) {
+            lo = l->sb[l->rank];
+            hi = l->rank + 1 == l->W ? a->a.rows : l->sb[l->rank + 1];
+        } else {
+            lo = l->tb[l->rank];
+            hi = l->tb[l->rank + 1];
+        }
+        size_t bytes = (size_t)(hi - lo) * a->row_bytes + 1;
+        uint8_t *rows = rc ? NULL : calloc(1, bytes);
+        if (!rc && !rows) rc = LOOM_ENOMEM;
+        if (rc) break;
+        init_rows(l, a, lo, hi, rows);
+        if (a->role == ROLE_SPACE) {
+            a->lo = lo, a->hi = hi, a->rows = rows;
+            if (!(a->pushed = calloc(1, bytes))) rc = LOOM_ENOMEM;
+        } else { /* the rotated rows start in the table */
+            loom_ts ts;
+            if (hi > lo && !(rc = loom_push_range_async(a->t, lo, hi, rows, &ts)))
+                rc = loom_wait(l->node, ts);
+            free(rows);
+        }
+    }
+    return rc ? rc : loom_barrier(l->node);
+}
+
+/* One iteration: the rows its accesses touch, then the body. task: the
+ * rotated block held (2D), or NULL. */
+static void run_one(loom_loop *l, const elem *e, const loom_sched_task *task)
+{
+    const int64_t *x = &e->key[1];
+    for (size_t k = 0; k < l->o.nacc; k++) {
+        int s = l->acc_arr[k];
+        if (s < 0) {
+            l->rowptr[k] = NULL;
+            continue;
+        }
+        const loop_array *a = &l->arr[s];
+        uint64_t r = (uint64_t)x[a->key];
+        l->rowptr[k] = a->role == ROLE_SPACE
+                           ? a->rows + (r - a->lo) * a->row_bytes
+                           : (uint8_t *)task->block.rows + (r - task->block.begin) * a->row_bytes;
+    }
+    double v;
+    memcpy(&v, &e->bits, 8);
+    l->o.body(l->o.user, x, v, l->rowptr);
+}
+
+static int update(void *user, const loom_sched_task *task)
+{
+    loom_loop *l = user;
+    for (size_t i = l->bucket[task->block.index]; i < l->bucket[task->block.index + 1]; i++)
+        run_one(l, &l->el[i], task);
+    return 0;
+}
+
+static int open_engine(loom_loop *l)
+{
+    uint64_t *bounds = malloc((l->W + 1) * sizeof *bounds);
+    if (!bounds) return LOOM_ENOMEM;
+    for (uint32_t b = 0; b <= l->W; b++) bounds[b] = l->tb[b];
+    loom_sched_static_opts so = LOOM_SCHED_STATIC_OPTS_DEFAULT;
+    so.bounds = bounds;
+    so.update = update;
+    so.user = l;
+    int rc = loom_sched_static_open(l->arr[l->rotated].t, &so, &l->engine);
+    free(bounds);
+    return rc;
+}
+
+int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, char *err,
+                   size_t errlen)
+{
+    if (!node || !o || !out)
+        return refuse(err, errlen, LOOM_EINVAL, "no node, options or place for the loop");
+    *out = NULL;
+    if (!loom_is_worker(node)) return refuse(err, errlen, LOOM_EROLE, "loops run on workers");
+    loom_loop *l = calloc(1, sizeof *l);
+    if (!l) return LOOM_ENOMEM;
+    l->node = node;
+    l->o = *o;
+    l->dims = o->dims;
+    l->rank = (uint32_t)loom_rank(node);
+    l->W = (uint32_t)loom_num_workers(node);
+    l->narr = o->narrays;
+    int rc = loom_loop_plan_make(o->dims, o->acc, o->nacc, o->ordered, o->extents, &l->plan, err,
+                                 errlen);
+    if (!rc) {
+        l->acc = malloc((o->nacc + 1) * sizeof *l->acc);
+        l->arr = calloc(l->narr + 1, sizeof *l->arr);
+        l->acc_arr = malloc((o->nacc + 1) * sizeof *l->acc_arr);
+        l->rowptr = calloc(o->nacc + 1, sizeof *l->rowptr);
+        l->sb = calloc(l->W + 1, sizeof *l->sb);
+        l->tb = calloc(l->W + 1, sizeof *l->tb);
+        l->bucket = calloc(l->W + 1, sizeof *l->bucket);
+        if (!l->acc || !l->arr || !l->acc_arr || !l->rowptr || !l->sb || !l->tb || !l->bucket)
+            rc = LOOM_ENOMEM;
+    }
+    if (!rc) {
+        memcpy(l->acc, o->acc, o->nacc * sizeof *l->acc);
+        for (size_t i = 0; i < l->narr; i++) l->arr[i].a = o->arrays[i];
+        loom_loop_plan_axes(l->plan, &l->space, &l->time, NULL);
+        rc = check_opts(l, err, errlen);
+    }
+    if (!rc) rc = assign_roles(l, err, errlen);
+    /* From here every worker takes part in collective steps: a failure stops
+     * this worker, and the others fail with the job. */
+    if (!rc) {
+        l->id = sched_next_engine(node);
+        rc = agree_bounds(l);
+        if (rc == LOOM_EKEYRANGE)
+            refuse(err, errlen, rc, "an element's index is outside the loop's extents");
+    }
+    if (!rc) rc = exchange(l);
+    if (!rc) rc = open_arrays(l);
+    if (!rc && l->rotated >= 0) rc = open_engine(l);
+    if (rc) {
+        if (err && errlen && !err[0]) snprintf(err, errlen, "%s", loom_strerror(rc));
+        loom_loop_close(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+/* Each local array's change since the last run, into its table. */
+static int push_local(loom_loop *l)
+{
+    for (size_t i = 0; i < l->narr; i++) {
+        loop_array *a = &l->arr[i];
+        if (a->role != ROLE_SPACE || a->hi == a->lo) continue;
+        size_t n = (size_t)(a->hi - a->lo) * a->a.width, bytes = n * loom_type_size(a->a.type);
+        subtract(a->a.type, a->rows, a->pushed, n);
+        loom_ts ts;
+        int rc = loom_push_range_async(a->t, a->lo, a->hi, a->pushed, &ts);
+        if (!rc) rc = loom_wait(l->node, ts);
+        memcpy(a->pushed, a->rows, bytes);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int loom_loop_run(loom_loop *l, int64_t passes)
+{
+    if (!l || passes < 0) return LOOM_EINVAL;
+    int rc = 0;
+    if (l->engine)
+        rc = loom_sched_run(l->engine, passes);
+    else
+        for (int64_t p = 0; p < passes; p++)
+            for (size_t i = 0; i < l->n; i++) run_one(l, &l->el[i], NULL);
+    if (!rc) rc = push_local(l);
+    return rc ? rc : loom_barrier(l->node);
+}
+
+const loom_loop_plan *loom_loop_get_plan(const loom_loop *l)
+{
+    return l->plan;
+}
+
+loom_table *loom_loop_table(loom_loop *l, uint32_t array)
+{
+    int s = l ? slot_of(l, array) : -1;
+    return s < 0 ? NULL : l->arr[s].t;
+}
+
+size_t loom_loop_elements(const loom_loop *l)
+{
+    return l->n;
+}
+
+void loom_loop_bounds(const loom_loop *l, size_t *space, size_t *time)
+{
+    if (space) memcpy(space, l->sb, (l->W + 1) * sizeof *space);
+    if (time) memcpy(time, l->tb, (l->W + 1) * sizeof *time);
+}
+
+void loom_loop_close(loom_loop *l)
+{
+    if (!l) return;
+    if (l->engine) loom_sched_close(l->engine);
+    for (size_t i = 0; l->arr && i < l->narr; i++) {
+        free(l->arr[i].rows);
+        free(l->arr[i].pushed);
+    }
+    loom_loop_plan_free(l->plan);
+    free(l->acc);
+    free(l->arr);
+    free(l->acc_arr);
+    free(l->rowptr);
+    free(l->sb);
+    free(l->tb);
+    free(l->bucket);
+    free(l->el);
+    free(l);
+}
