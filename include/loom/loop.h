@@ -176,12 +176,12 @@ typedef struct loom_loop_opts {
      * space: an array number not in this list, only read). */
     const loom_loop_array *arrays;
     size_t narrays;
-    /* The iteration space: the n elements (indices, n x dims; values) this
+    /* The iteration space: the n elements (indices: n x dims; values) this
      * worker was given, e.g. its share of a file. Every element of the loop
      * must be given to exactly one worker; the workers exchange them so that
      * each holds those of its blocks. */
-    const int64_t *index;
-    const double *value;
+    const int64_t *indices;
+    const double *values;
     size_t n;
     loom_loop_body_fn body;
     void *user;

@@ -96,7 +96,8 @@ static int slot_of(const loom_loop *l, uint32_t array)
 static int check_opts(loom_loop *l, char *err, size_t errlen)
 {
     const loom_loop_opts *o = &l->o;
-    if (!o->body || (o->n && (!o->index || !o->value)) || !o->extents || (o->narrays && !o->arrays))
+    if (!o->body || (o->n && (!o->indices || !o->values)) || !o->extents ||
+        (o->narrays && !o->arrays))
         return refuse(err, errlen, LOOM_EINVAL, "a loop needs a body, extents and its elements");
     for (uint32_t v = 0; v < o->dims && v < LOOM_LOOP_MAX_DIMS; v++)
         if (!o->extents[v]) return refuse(err, errlen, LOOM_EINVAL, "index %u has extent 0", v);
@@ -208,13 +209,12 @@ static int agree_bounds(loom_loop *l)
     if (!rc && !h) rc = LOOM_ENOMEM;
     for (size_t i = 0; !rc && i < l->o.n; i++)
         for (uint32_t v = 0; v < l->dims && !rc; v++)
-            if (l->o.index[i * l->dims + v] < 0 ||
-                (uint64_t)l->o.index[i * l->dims + v] >= l->o.extents[v])
+            if (l->o.indices[i * l->dims + v] < 0 ||
+                (uint64_t)l->o.indices[i * l->dims + v] >= l->o.extents[v])
                 rc = LOOM_EKEYRANGE;
     for (size_t i = 0; !rc && i < l->o.n; i++) {
-        const int64_t *x = &l->o.index[i * l->dims];
-        h[x[l->space]]++;
-        h[es + (uint64_t)x[l->time]]++;
+        h[l->o.indices[i * l->dims + l->space]]++;
+        h[es + (uint64_t)l->o.indices[i * l->dims + l->time]]++;
     }
     loom_ts ts;
     if (!rc && !(rc = loom_push_range_async(t, 0, es + et, h, &ts))) rc = loom_wait(l->node, ts);
@@ -253,16 +253,16 @@ static int exchange(loom_loop *l)
     uint64_t *in = calloc(W, sizeof *in);
     int rc = count && fill && out && in ? 0 : LOOM_ENOMEM;
     for (size_t i = 0; !rc && i < l->o.n; i++)
-        count[block_of(l->sb, W, l->o.index[i * l->dims + l->space])]++;
+        count[block_of(l->sb, W, l->o.indices[i * l->dims + l->space])]++;
     for (uint32_t w = 0; !rc && w < W; w++)
         if (!(out[w] = calloc(count[w] + 1, sizeof *out[w]))) rc = LOOM_ENOMEM;
     for (size_t i = 0; !rc && i < l->o.n; i++) {
-        const int64_t *x = &l->o.index[i * l->dims];
-        uint32_t w = block_of(l->sb, W, x[l->space]);
+        size_t at = i * l->dims;
+        uint32_t w = block_of(l->sb, W, l->o.indices[at + l->space]);
         elem *e = &out[w][fill[w]++];
-        e->key[0] = l->rotated < 0 ? 0 : (int64_t)block_of(l->tb, W, x[l->time]);
-        memcpy(&e->key[1], x, l->dims * sizeof *x);
-        memcpy(&e->bits, &l->o.value[i], 8);
+        e->key[0] = l->rotated < 0 ? 0 : (int64_t)block_of(l->tb, W, l->o.indices[at + l->time]);
+        memcpy(&e->key[1], l->o.indices + at, l->dims * sizeof *l->o.indices);
+        memcpy(&e->bits, &l->o.values[i], 8);
     }
     /* to each other worker: the count (version 0), then the elements (1) */
     for (uint32_t w = 0; !rc && w < W; w++) {

@@ -143,8 +143,8 @@ static int mf_worker(loom_node *n, int rank, void *arg)
                         .nacc = 3,
                         .arrays = mf_arrays,
                         .narrays = 2,
-                        .index = &idx[0][0],
-                        .value = val,
+                        .indices = &idx[0][0],
+                        .values = val,
                         .n = mine,
                         .body = mf_body};
     loom_loop *l;
@@ -212,8 +212,8 @@ static int sum_worker(loom_node *n, int rank, void *arg)
                         .nacc = 2,
                         .arrays = arrays,
                         .narrays = 1,
-                        .index = &idx[0][0],
-                        .value = val,
+                        .indices = &idx[0][0],
+                        .values = val,
                         .n = mine,
                         .body = sum_body};
     loom_loop *l;
