@@ -73,7 +73,7 @@ typedef struct fm_train_opts {
 
 #define FM_TRAIN_OPTS_DEFAULT                                                                      \
     {                                                                                              \
-        16, 10, 0.1, 1, 0, 0, 0.01, 1e-4, 0.01, 100, 10, 1, 1 /* LOOM_SSP */, 2, 4, 1u << 20       \
+        16, 50, 0.1, 1, 0, 0, 0.03, 1e-3, 0.01, 100, 10, 1, 1 /* LOOM_SSP */, 2, 4, 1u << 20       \
     }
 
 /* Everything `loom train fm` takes on its command line. */
