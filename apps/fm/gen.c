@@ -122,7 +122,8 @@ int fm_gen_main(int argc, char **argv)
     setvbuf(out.f, buf, _IOFBF, sizeof buf);
     char err[512];
     int quiet = app_flag_get(gen_flags, NFLAGS, v, "--quiet") != NULL;
-    rc = lr_generate_extra(&o, extra.std > 0 ? &extra : NULL, out.f, NULL, !quiet, err, sizeof err);
+    rc = lr_generate_extra(&o, extra.std > 0 ? &extra : NULL, out.f, NULL, quiet ? NULL : CMD, err,
+                           sizeof err);
     if (rc) fprintf(stderr, CMD ": %s: %s\n", app_out_name(&out), err);
     free(p.u);
     return app_out_close(&out, CMD, rc != 0) || rc ? 1 : 0;

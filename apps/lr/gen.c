@@ -477,11 +477,11 @@ static int check_opts(const lr_gen_opts *o, char *err, size_t errlen)
 int lr_generate(const lr_gen_opts *o, FILE *out, lr_model *planted, int progress, char *err,
                 size_t errlen)
 {
-    return lr_generate_extra(o, NULL, out, planted, progress, err, errlen);
+    return lr_generate_extra(o, NULL, out, planted, progress ? "loom gen lr" : NULL, err, errlen);
 }
 
 int lr_generate_extra(const lr_gen_opts *o, const lr_gen_extra *x, FILE *out, lr_model *planted,
-                      int progress, char *err, size_t errlen)
+                      const char *progress, char *err, size_t errlen)
 {
     if (check_opts(o, err, errlen)) return -1;
     struct sampler s;
@@ -517,7 +517,7 @@ int lr_generate_extra(const lr_gen_opts *o, const lr_gen_extra *x, FILE *out, lr
         unsigned tenths = (unsigned)(10.0 * (double)(i + 1) / (double)o->rows);
         if (progress && tenths > reported) {
             reported = tenths;
-            fprintf(stderr, "loom gen lr: %u%% (%llu of %llu rows)\n", tenths * 10,
+            fprintf(stderr, "%s: %u%% (%llu of %llu rows)\n", progress, tenths * 10,
                     (unsigned long long)(i + 1), (unsigned long long)o->rows);
         }
     }

@@ -98,9 +98,10 @@ typedef struct lr_gen_extra {
     double std;
 } lr_gen_extra;
 
-/* lr_generate with an extra term (NULL: none, lr_generate itself). */
+/* lr_generate with an extra term (NULL: none, lr_generate itself); progress:
+ * the command that reports progress on stderr ("loom gen fm"), NULL for none. */
 int lr_generate_extra(const lr_gen_opts *o, const lr_gen_extra *extra, FILE *out, lr_model *planted,
-                      int progress, char *err, size_t errlen);
+                      const char *progress, char *err, size_t errlen);
 
 /* ---- training ---- */
 
