@@ -45,7 +45,8 @@ void fm_model_free(fm_model *m)
 
 double fm_margin(const fm_model *m, const loom_dataset *d, size_t i)
 {
-    double lin = m->bias, sq = 0, s[FM_MAX_FACTORS] = {0};
+    double lin = m->bias, sq = 0, s[FM_MAX_FACTORS];
+    memset(s, 0, m->k * sizeof *s); /* the k in use, not the 8 KB of the largest k */
     for (size_t e = d->row[i]; e < d->row[i + 1]; e++) {
         uint64_t f = d->idx[e];
         if (f >= m->dim) continue;
