@@ -11,11 +11,14 @@
  *             (seed, key, column), so V does not depend on how many workers
  *             or servers there are.
  *   fm.count  the Count-Min sketch (include/loom/sketch.h) of how many rows
- *             hold each feature: workers add each minibatch's counts and
- *             query them. Counts only grow, so once a worker saw a feature
- *             past --threshold it stops adding and asking for it: the
- *             sketch's traffic is that of the rare features. Not opened with
- *             --threshold 0.
+ *             of the training data hold each feature. In the first epoch
+ *             workers add each minibatch's counts and query them (so V_i
+ *             starts as soon as feature i passes --threshold); counts only
+ *             grow, so a feature a worker saw past the threshold is neither
+ *             added nor asked for again. After the first epoch every row was
+ *             counted once: one query settles the rest and the sketch is
+ *             not used again (counting again would count rows twice). Not
+ *             opened with --threshold 0.
  *   fm.vrows  1 per feature whose V_i some worker pushed: the allocated rows,
  *             which the report counts (the servers' V non-zeros are these x k)
  *             and pulls.
@@ -125,6 +128,25 @@ static int count_features(loom_sketch *sk, fm_share *s, fm_batch *b, uint64_t th
     return 0;
 }
 
+/* After the first epoch (and its barrier) the sketch holds every feature's
+ * count of rows: one query settles which of the share's features are frequent,
+ * and the sketch is not used again. */
+static int final_counts(loom_sketch *sk, fm_share *s, uint64_t threshold)
+{
+    uint64_t *keys = malloc((s->nkeys ? s->nkeys : 1) * sizeof *keys);
+    int64_t *est = malloc((s->nkeys ? s->nkeys : 1) * sizeof *est);
+    size_t q = 0;
+    for (size_t c = 0; keys && c < s->nkeys; c++)
+        if (!s->frequent[c]) keys[q++] = s->keys[c];
+    int rc = keys && est ? (q ? loom_sketch_query(sk, keys, q, est) : 0) : LOOM_ENOMEM;
+    for (size_t i = 0, c = 0; !rc && i < q; i++) {
+        while (s->keys[c] != keys[i]) c++;
+        if ((uint64_t)est[i] > threshold) s->frequent[c] = 1;
+    }
+    free(keys), free(est);
+    return rc ? app_fail(PROG, "query the sketch", rc) : 0;
+}
+
 /* Mark V rows this worker pushes for the first time in fm.vrows. */
 static int count_rows(loom_table *vrows, fm_share *s, fm_batch *b, uint64_t *keys, double *ones)
 {
@@ -148,6 +170,7 @@ typedef struct worker {
     uint64_t *newk; /* and new V rows */
     double *ones;
     size_t scratch;
+    int counting; /* the first epoch: the sketch counts the rows (docs/FM.md) */
 } worker;
 
 static int minibatch(worker *wk, const size_t *order, size_t n, double *loss)
@@ -164,7 +187,7 @@ static int minibatch(worker *wk, const size_t *order, size_t n, double *loss)
         wk->ones = malloc(wk->scratch * sizeof *wk->ones);
         if (!wk->est || !wk->newk || !wk->ones) return app_fail(PROG, "minibatch", LOOM_ENOMEM);
     }
-    if (wk->t->sketch && count_features(wk->t->sketch, s, b, o->threshold, wk->est)) return 1;
+    if (wk->counting && count_features(wk->t->sketch, s, b, o->threshold, wk->est)) return 1;
     TRY("pull w", loom_pull(wk->t->w, b->keys, b->nj, b->w));
     fm_batch_active(s, b, o->threshold);
     if (b->na) TRY("pull V", loom_pull(wk->t->v, b->vkeys, b->na, b->v));
@@ -317,7 +340,7 @@ static int train_share(loom_node *n, const fm_cli *c, const loom_dataset *d,
     }
     tables t = {0};
     if (open_tables(n, c, dim, &t)) return 1;
-    worker wk = {.c = c, .t = &t};
+    worker wk = {.c = c, .t = &t, .counting = t.sketch != NULL};
     reporter rep = {.node = n, .cli = c, .test = test, .start = app_now_s(), .dim = dim};
     size_t *order = malloc((d->rows ? d->rows : 1) * sizeof *order);
     int rc = order && !fm_share_init(&wk.s, d, dim, o->k) ? 0 : LOOM_ENOMEM;
@@ -350,6 +373,8 @@ static int train_share(loom_node *n, const fm_cli *c, const loom_dataset *d,
         double epoch_s = app_now_s() - t0;
         if (!rc) rc = add_stats(n, &t, epoch, loss, d->rows);
         if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
+        if (!rc && wk.counting) rc = final_counts(t.sketch, &wk.s, o->threshold);
+        wk.counting = 0;
         if (!rc && rank == 0) rc = report(&rep, &t, epoch, epoch_s);
     }
 out:

@@ -10,10 +10,12 @@ from the thesis in NumPy, independent of Loom's C code, to check a one-worker
 Runs the algorithm of docs/FM.md sequentially:
   - rows in the order one Loom worker visits them (lr's seeded Fisher-Yates
     shuffle, tests/lr/ftrl_reference.py), cut into ceil(rows / M) equal runs;
-  - per minibatch, the features' row counts are added to exact counters
-    (Loom's Count-Min sketch, wide enough here to have no collisions) until a
-    feature's count passes T; V_i takes part while its count is past T (any
-    count with T = 0) and w_i != 0 at the start of the minibatch;
+  - in the first epoch, per minibatch, the features' row counts are added to
+    exact counters (Loom's Count-Min sketch, wide enough here to have no
+    collisions); a feature is frequent once its count passes T, and after the
+    first epoch once its count of rows in the data does; V_i takes part while
+    feature i is frequent (always with T = 0) and w_i != 0 at the start of
+    the minibatch;
   - a new V_i is uniform in [-I, I), from (seed, feature, column) as Loom's
     sparse tables draw it (src/ps/storage.c, re-derived below);
   - gradients: the batch's mean logistic-loss gradient, e x_i for w_i and
@@ -68,15 +70,17 @@ def train(rows, dim, o):
     per = -(-len(rows) // batches)
     for epoch in range(o.epochs):
         order = epoch_order(o.seed, 0, epoch, len(rows))
+        if epoch == 1:
+            frequent = count > o.threshold
         for b in range(0, len(rows), per):
             batch = [rows[r] for r in order[b:b + per]]
             feats = {i for _, x in batch for i, _ in x}
-            for _, x in batch:
-                for i, _ in x:
-                    if not frequent[i]:
+            if epoch == 0:
+                for _, x in batch:
+                    for i, _ in x:
                         count[i] += 1
-            for i in feats:
-                frequent[i] = frequent[i] or count[i] > o.threshold
+                for i in feats:
+                    frequent[i] = frequent[i] or count[i] > o.threshold
             on = {i for i in feats if (o.threshold == 0 or frequent[i]) and w[i] != 0}
             vb = {i: v[i] if i in v else
                   np.array([initial(o.seed, i, c, o.init) for c in range(k)]) for i in on}
