@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "fm/fm.h"
 #include "lasso/lasso.h"
 #include "lda/lda.h"
 #include "lr/lr.h"
@@ -27,6 +28,15 @@ const model_row models[] = {
                lr_gen_main},
           [MODEL_PREDICT] = {"logistic regression (the model file of `loom train lr --model-out`)",
                              lr_predict_main}}},
+    {.name = "fm",
+     .train = {.summary = "factorization machine for click logs (DiFacto)",
+               .help = fm_train_help,
+               .cli_size = sizeof(fm_cli),
+               .parse = fm_parse_flags,
+               .node = fm_train_node},
+     .tools = {[MODEL_GEN] = {"click-log rows with planted pairwise interactions", fm_gen_main},
+               [MODEL_PREDICT] = {"factorization machine (`loom train fm --model-out`)",
+                                  fm_predict_main}}},
     {.name = "mf",
      .train = {.summary = "matrix factorisation with biases (ratings)",
                .help = mf_train_help,

@@ -364,12 +364,26 @@ static void plant_unit_weights(const lr_gen_opts *o, double *w)
     }
 }
 
-/* Scale the unit weights and pick the bias on a pilot sample of rows: margin
- * standard deviation MARGIN_STD, mean probability of +1 POSITIVE_RATE. */
-static int calibrate(struct sampler *s, const lr_gen_opts *o, double *w, double *bias,
-                     uint64_t *ids, char *err, size_t errlen)
+/* The standard deviation of the pilot rows' values x; 1 when they have no
+ * spread, so that dividing by it leaves a constant term as it is. */
+static double pilot_sd(const double *x)
 {
-    double *m = malloc(PILOT_ROWS * sizeof *m);
+    double mean = 0, var = 0;
+    for (int i = 0; i < PILOT_ROWS; i++) mean += x[i];
+    mean /= PILOT_ROWS;
+    for (int i = 0; i < PILOT_ROWS; i++) var += (x[i] - mean) * (x[i] - mean);
+    double sd = sqrt(var / PILOT_ROWS);
+    return sd > 1e-9 * (1 + fabs(mean)) ? sd : 1;
+}
+
+/* Scale the unit weights and pick the bias on a pilot sample of rows: margin
+ * standard deviation MARGIN_STD, mean probability of +1 POSITIVE_RATE. The
+ * extra term (lr_gen_extra) gets the scale that makes its standard deviation
+ * its std, and is part of the margins the bias is chosen for. */
+static int calibrate(struct sampler *s, const lr_gen_opts *o, const lr_gen_extra *x, double *w,
+                     double *bias, double *extra_scale, uint64_t *ids, char *err, size_t errlen)
+{
+    double *m = malloc(2 * PILOT_ROWS * sizeof *m), *e = m + PILOT_ROWS;
     if (!m) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -379,8 +393,10 @@ static int calibrate(struct sampler *s, const lr_gen_opts *o, double *w, double 
     for (int i = 0; i < PILOT_ROWS; i++) {
         draw_row(s, o->nnz, &st, ids);
         m[i] = row_margin(w, ids, o->nnz, 0);
+        e[i] = x ? x->term(ids, o->nnz, x->user) : 0;
         mean += m[i];
     }
+    *extra_scale = x ? x->std / pilot_sd(e) : 0;
     mean /= PILOT_ROWS;
     for (int i = 0; i < PILOT_ROWS; i++) var += (m[i] - mean) * (m[i] - mean);
     /* No spread (say nnz = features: every row is the same; the mean may
@@ -389,16 +405,17 @@ static int calibrate(struct sampler *s, const lr_gen_opts *o, double *w, double 
     double sd = sqrt(var / PILOT_ROWS);
     double sigma = sd > 1e-9 * (1 + fabs(mean)) ? MARGIN_STD / sd : 1;
     for (uint64_t j = 0; j < o->features; j++) w[j] *= sigma;
+    for (int i = 0; i < PILOT_ROWS; i++) m[i] = sigma * m[i] + *extra_scale * e[i];
 
     /* The mean probability grows with the bias: bisect. */
     double hi = 40; /* sigmoid(+-40) is 0 or 1 to 1e-17 */
     for (int i = 0; i < PILOT_ROWS; i++)
-        if (fabs(sigma * m[i]) + 40 > hi) hi = fabs(sigma * m[i]) + 40;
+        if (fabs(m[i]) + 40 > hi) hi = fabs(m[i]) + 40;
     double lo = -hi;
     for (int it = 0; it < 200 && lo < hi; it++) {
         double mid = lo + (hi - lo) / 2, p = 0;
         if (mid == lo || mid == hi) break;
-        for (int i = 0; i < PILOT_ROWS; i++) p += det_sigmoid(sigma * m[i] + mid);
+        for (int i = 0; i < PILOT_ROWS; i++) p += det_sigmoid(m[i] + mid);
         if (p / PILOT_ROWS < POSITIVE_RATE)
             lo = mid;
         else
@@ -460,13 +477,19 @@ static int check_opts(const lr_gen_opts *o, char *err, size_t errlen)
 int lr_generate(const lr_gen_opts *o, FILE *out, lr_model *planted, int progress, char *err,
                 size_t errlen)
 {
+    return lr_generate_extra(o, NULL, out, planted, progress ? "loom gen lr" : NULL, err, errlen);
+}
+
+int lr_generate_extra(const lr_gen_opts *o, const lr_gen_extra *x, FILE *out, lr_model *planted,
+                      const char *progress, char *err, size_t errlen)
+{
     if (check_opts(o, err, errlen)) return -1;
     struct sampler s;
     int rc = sampler_init(&s, o, err, errlen);
     double *w = NULL;
     uint64_t *ids = NULL;
     char *line = NULL;
-    double bias = 0;
+    double bias = 0, extra_scale = 0;
     if (rc == 0 &&
         (!(w = calloc(o->features, sizeof *w)) || !(ids = malloc(o->nnz * sizeof *ids)) ||
          /* per id: a blank, up to 20 digits, ":1" */
@@ -476,14 +499,16 @@ int lr_generate(const lr_gen_opts *o, FILE *out, lr_model *planted, int progress
     }
     if (rc == 0) {
         plant_unit_weights(o, w);
-        rc = calibrate(&s, o, w, &bias, ids, err, errlen);
+        rc = calibrate(&s, o, x, w, &bias, &extra_scale, ids, err, errlen);
     }
 
     uint64_t st = stream_state(o->seed, STREAM_ROWS);
     unsigned reported = 0; /* tenths */
     for (uint64_t i = 0; rc == 0 && i < o->rows; i++) {
         draw_row(&s, o->nnz, &st, ids);
-        int positive = uniform01(&st) < det_sigmoid(row_margin(w, ids, o->nnz, bias));
+        double margin = row_margin(w, ids, o->nnz, bias);
+        if (x) margin += extra_scale * x->term(ids, o->nnz, x->user);
+        int positive = uniform01(&st) < det_sigmoid(margin);
         size_t len = format_row(line, positive, ids, o->nnz);
         if (fwrite(line, 1, len, out) != len) {
             snprintf(err, errlen, "write failed: %s", strerror(errno));
@@ -492,7 +517,7 @@ int lr_generate(const lr_gen_opts *o, FILE *out, lr_model *planted, int progress
         unsigned tenths = (unsigned)(10.0 * (double)(i + 1) / (double)o->rows);
         if (progress && tenths > reported) {
             reported = tenths;
-            fprintf(stderr, "loom gen lr: %u%% (%llu of %llu rows)\n", tenths * 10,
+            fprintf(stderr, "%s: %u%% (%llu of %llu rows)\n", progress, tenths * 10,
                     (unsigned long long)(i + 1), (unsigned long long)o->rows);
         }
     }

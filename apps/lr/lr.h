@@ -87,6 +87,22 @@ typedef struct lr_gen_opts {
 int lr_generate(const lr_gen_opts *o, FILE *out, lr_model *planted, int progress, char *err,
                 size_t errlen);
 
+/* A planted term beyond the linear model (apps/fm: pairwise interactions):
+ * term(ids, nnz, user) of a row's ids (ascending), scaled so that its
+ * standard deviation over the calibration's pilot rows is std, is added to
+ * the row's margin before its label is drawn (the bias is calibrated with
+ * it). It must compute with +, -, * and / only, for gen.c's determinism. */
+typedef struct lr_gen_extra {
+    double (*term)(const uint64_t *ids, uint32_t nnz, void *user);
+    void *user;
+    double std;
+} lr_gen_extra;
+
+/* lr_generate with an extra term (NULL: none, lr_generate itself); progress:
+ * the command that reports progress on stderr ("loom gen fm"), NULL for none. */
+int lr_generate_extra(const lr_gen_opts *o, const lr_gen_extra *extra, FILE *out, lr_model *planted,
+                      const char *progress, char *err, size_t errlen);
+
 /* ---- training ---- */
 
 typedef enum { LR_ALGO_SGD = 0, LR_ALGO_DBPG = 1 } lr_algo;
@@ -181,5 +197,61 @@ int lr_predict_main(int argc, char **argv);
 /* The lr part of `loom help gen` and `loom help predict`. */
 void lr_gen_help(FILE *out);
 void lr_predict_help(FILE *out);
+
+/* The rows of `loom gen lr`'s flag table that shape the data (LR_GEN_OPTS_DEFAULT's
+ * defaults), shared with `loom gen fm`; lr_gen_read_flags reads them. */
+#define LR_GEN_FLAGS                                                                               \
+    {.name = "--rows",                                                                             \
+     .kind = APP_INT,                                                                              \
+     .arg = "N",                                                                                   \
+     .lo = 1,                                                                                      \
+     .hi = UINT64_MAX,                                                                             \
+     .def = "100000",                                                                              \
+     .help = "number of rows"},                                                                    \
+        {.name = "--features",                                                                     \
+         .kind = APP_INT,                                                                          \
+         .arg = "F",                                                                               \
+         .lo = 1,                                                                                  \
+         .hi = UINT64_MAX,                                                                         \
+         .def = "100000",                                                                          \
+         .help = "number of features, ids 1 to F"},                                                \
+        {.name = "--nnz",                                                                          \
+         .kind = APP_INT,                                                                          \
+         .arg = "K",                                                                               \
+         .lo = 1,                                                                                  \
+         .hi = UINT32_MAX,                                                                         \
+         .def = "30",                                                                              \
+         .help = "distinct features in every row, at most F"},                                     \
+        APP_FLAG_GEN_SEED,                                                                         \
+        {.name = "--zipf",                                                                         \
+         .kind = APP_NUM,                                                                          \
+         .arg = "A",                                                                               \
+         .min = 0,                                                                                 \
+         .max = 1e6,                                                                               \
+         .def = "1.1",                                                                             \
+         .help = "power-law exponent of feature popularity; 0 makes all\n"                         \
+                 "features equally common"},                                                       \
+    {                                                                                              \
+        .name = "--density", .kind = APP_NUM, .arg = "P", .min = 0, .max = 1, .def = "0.1",        \
+        .help = "fraction of the features with a non-zero planted weight,\n"                       \
+                "above 0"                                                                          \
+    }                                                                                              \
+/* Those flags' values into o, over its defaults: 0, or 2 after a usage error of cmd. */
+int lr_gen_read_flags(const char *cmd, const app_flag *flags, size_t n, const app_flag_value *v,
+                      lr_gen_opts *o);
+
+/* `loom predict MODEL` for any binary classifier with a margin (lr, fm): its
+ * flags, summary line and --out are lr's; the model is the scorer's. */
+typedef struct lr_scorer {
+    const char *cmd; /* "loom predict lr": the prefix of its messages */
+    /* 0 with *model set, or -1 with "FILE:LINE: what is wrong" in err */
+    int (*load)(const char *path, void **model, char *err, size_t errlen);
+    double (*margin)(const void *model, const loom_dataset *d, size_t i);
+    void (*free)(void *model);
+    void (*help)(FILE *out);
+} lr_scorer;
+int lr_predict_run(const lr_scorer *s, int argc, char **argv);
+/* The help of such a command: intro (usage, what it prints), then lr's predict flags. */
+void lr_predict_help_with(FILE *out, const char *intro);
 
 #endif
