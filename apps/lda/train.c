@@ -99,7 +99,7 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
     for (int t = 0; t < w->threads; t++) {
         lane *l = &w->lanes[t];
         int rc = lda_docs_build_part(corpus, w->threads, t, &l->d);
-        if (!rc) rc = lda_sampler_init(&l->s, &w->p, l->d.nwords);
+        if (!rc) rc = lda_sampler_init_kind(&l->s, &w->p, l->d.nwords, w->c->train.sampler);
         if (rc) return rc;
         size_t n = l->d.nwords ? l->d.nwords : 1;
         l->keys = malloc(n * w->nblocks * sizeof *l->keys);
