@@ -15,6 +15,8 @@
  *   seq.c         the sequential reference (the same sweeps in one process)
  *   flags.c       the command line of `loom train lda`
  *   train.c       distributed training on every node of a job
+ *   eval.c        its evaluations (log-likelihood, count checks) and the
+ *                 model at the end
  *   checkpoint.c  a training worker's state in the job's checkpoints
  *                 (train_impl.h: what train.c and checkpoint.c share)
  *   gen.c, cli.c  planted corpora and `loom gen lda`
@@ -195,6 +197,9 @@ int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k);
  * documents and words, so workers compute them on their own share. */
 double lda_ll_docs(const lda_params *p, const lda_docs *d, int32_t *scratch);
 double lda_ll_words(const lda_params *p, const int32_t *rows, size_t nrows);
+/* sum plus the word part of rows, added in the order lda_ll_words adds them:
+ * rows given a chunk at a time sum to lda_ll_words' result bit for bit. */
+double lda_ll_words_add(const lda_params *p, const int32_t *rows, size_t nrows, double sum);
 double lda_ll_topics(const lda_params *p, const int64_t *totals);
 
 /* ---- held-out perplexity (document completion) ---- */
@@ -235,6 +240,21 @@ typedef struct lda_model {
  *   "<word id> <topic>:<count> <topic>:<count> ..." (topics ascending).
  * lda_model_load checks everything and reports "FILE:LINE: what is wrong". */
 int lda_model_save(const lda_model *m, const char *path, char *err, size_t errlen);
+/* The same file written a word at a time, ascending, without the whole
+ * V x K counts in memory (a trainer streams the servers' rows into it):
+ * lda_model_open writes the header, lda_model_write_row a word's line (none
+ * for a zero row), lda_model_close reports a failed write (and removes the
+ * partial file). */
+typedef struct lda_model_writer {
+    FILE *f;
+    const char *path;
+    uint32_t topics;
+    int regular;
+} lda_model_writer;
+int lda_model_open(lda_model_writer *mw, const lda_params *p, uint64_t tokens, const char *path,
+                   char *err, size_t errlen);
+void lda_model_write_row(lda_model_writer *mw, uint64_t w, const int32_t *row);
+int lda_model_close(lda_model_writer *mw, char *err, size_t errlen);
 int lda_model_load(const char *path, lda_model *m, char *err, size_t errlen);
 void lda_model_free(lda_model *m);
 
@@ -254,6 +274,19 @@ void lda_vocab_free(lda_vocab *v);
 size_t lda_top_words(const lda_model *m, uint32_t k, size_t n, uint64_t *out);
 /* "topic   k  word word ..." for every topic, words from vocab (ids if NULL). */
 int lda_print_top_words(FILE *f, const lda_model *m, const lda_vocab *vocab, size_t n);
+/* The same from rows given a word at a time, ascending (K x n words kept,
+ * not the counts): lda_top_add each word's row, then lda_top_print. */
+typedef struct lda_top {
+    uint32_t topics;
+    size_t n;
+    uint64_t *word; /* topics x n: each topic's best words so far */
+    int32_t *count;
+    size_t *have;
+} lda_top;
+int lda_top_init(lda_top *t, uint32_t topics, size_t n);
+void lda_top_free(lda_top *t);
+void lda_top_add(lda_top *t, uint64_t w, const int32_t *row);
+void lda_top_print(FILE *f, const lda_top *t, const int64_t *totals, const lda_vocab *vocab);
 
 /* ---- training ---- */
 
