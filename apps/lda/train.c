@@ -56,6 +56,9 @@
  * pull, so the pulled values have the layout of whole rows of K. Blocks of
  * 16 to 64 topics keep the 8-byte keys a small part of a pull; K without
  * such a divisor (or K <= 64) keeps whole rows. */
+/* From this many topics the word-topic table is sparse on the servers. */
+#define LDA_SPARSE_TABLE_TOPICS 1000
+
 static uint32_t block_width(uint32_t topics)
 {
     if (topics <= 64) return topics;
@@ -168,7 +171,13 @@ static int open_tables(worker *w)
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_I32;
     o.width = w->block;
-    o.storage = LOOM_DENSE;
+    /* Many topics: a word's tokens touch few of its blocks (at K = 100,000 on
+     * AP a word has 2000 blocks and 42 tokens on average), so the servers
+     * keep only the rows written (src/ps/storage.c); the rotation's engine
+     * hands blocks over explicitly and needs them dense. */
+    o.storage = w->p.topics >= LDA_SPARSE_TABLE_TOPICS && w->c->train.schedule == LDA_SCHEDULE_DATA
+                    ? LOOM_SPARSE
+                    : LOOM_DENSE;
     o.key_end = w->p.vocab * w->nblocks;
     o.consistency = (loom_consistency)j->consistency;
     o.staleness = j->staleness;
@@ -182,6 +191,7 @@ static int open_tables(worker *w)
     TRY("open the word-topic table", loom_table_open(w->n, "lda.word_topic", &o, &w->wt));
     o.type = LOOM_I64;
     o.width = w->p.topics;
+    o.storage = LOOM_DENSE;
     o.key_end = 1;
     TRY("open the topic table", loom_table_open(w->n, "lda.topics", &o, &w->tt));
     TRY("open the statistics table", app_stats_open(w->n, "lda.stats", STAT_FIELDS, &w->stats));
