@@ -79,9 +79,12 @@ uint64_t lda_stream(int iteration, uint64_t doc);
  * setup per document) or Metropolis-Hastings (mh.c, O(1) a token).
  * LDA_SAMPLER_AUTO is resolved by lda_sampler_choose before training. */
 typedef enum { LDA_SAMPLER_SPARSE = 0, LDA_SAMPLER_MH = 1, LDA_SAMPLER_AUTO = 2 } lda_sampler_kind;
-/* --sampler auto takes mh from this many topics on (measured on AP: docs/BENCHMARKS.md). */
-#define LDA_MH_AUTO_TOPICS      2000
-#define LDA_MH_AUTO_TOPICS_TEXT "2000" /* the same, for the help */
+/* --sampler auto takes mh from this many topics on: on AP SparseLDA reaches
+ * a given log-likelihood first up to K = 10,000, and its cost per iteration
+ * grows about linearly with K where mh's does not (docs/BENCHMARKS.md, "LDA
+ * with 100,000 topics"); the crossover is extrapolated, not measured. */
+#define LDA_MH_AUTO_TOPICS      20000
+#define LDA_MH_AUTO_TOPICS_TEXT "20000" /* the same, for the help */
 /* mh: cycles of a document proposal and a word proposal per token (LightLDA's default). */
 #define LDA_MH_STEPS 2
 lda_sampler_kind lda_sampler_choose(lda_sampler_kind kind, uint32_t topics);

@@ -3,18 +3,18 @@
 # generated corpus, or on AP:
 #   gen  a bad --sampler is refused; one worker under BSP with 2 lanes
 #        (--threads 2, --syncs 2), one under --schedule rotation and one at
-#        K = 1000 (a sparse table on the servers) save the counts and print the log-likelihoods of the sequential
-#        reference with --sampler mh, bit for bit; 2 workers under SSP(1)
+#        K = 1000 (a sparse table on the servers) save the counts and print
+#        the log-likelihoods of the sequential reference with --sampler mh,
+#        bit for bit; 2 workers under SSP(1)
 #        keep the counts consistent (totals = column sums, sum = tokens) at
-#        every evaluation; and the sequential mh chain ends within 0.5% of
+#        every evaluation; --sampler auto takes sparse at K = 19,999 and mh
+#        at 20,000; and the sequential mh chain ends within 0.5% of
 #        the SparseLDA chain's log-likelihood after 150 iterations (measured:
-#        0.05-0.1%; a sampler that does not sample stays about 30% below, at
-#        its random start);
+#        0.2%, mh above);
 #   ap   K = 1000 on AP: after 60 iterations mh is within 4% of SparseLDA
 #        after 60 (measured 2.8%: mh needs about 3 times the iterations of
 #        SparseLDA to reach a log-likelihood, docs/LDA.md; one iteration
-#        is 38% below), and --sampler auto picks mh at K = 2000 (the model
-#        equals --sampler mh's). Exits 77 (skipped) without the data.
+#        is 38% below). Exits 77 (skipped) without the data.
 # Usage: test_lda_mh.sh LOOM LDA_CHECK DATA_DIR CASE
 set -u
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
@@ -67,6 +67,16 @@ gen)
         >"$WORK/out" 2>&1 || fail "2 workers with --sampler mh failed"
     [[ $(grep -c '"counts_consistent": true' "$WORK/job.json") -eq 5 ]] ||
         fail "2 workers with --sampler mh: counts inconsistent"
+    # --sampler auto: sparse below LDA_MH_AUTO_TOPICS (apps/lda/lda.h), mh from it on.
+    for case in "19999 sparse" "20000 mh"; do
+        read -r topics want <<<"$case"
+        for s in $want auto; do
+            "$LDA_CHECK" --model-out "$WORK/$s.model" -- --train "$WORK/g.ldac" --topics "$topics" \
+                --iterations 1 --seed 2 --sampler "$s" >/dev/null || fail "lda_check --sampler $s failed"
+        done
+        cmp -s "$WORK/$want.model" "$WORK/auto.model" ||
+            fail "--sampler auto did not take $want at K = $topics"
+    done
     for s in sparse mh; do
         "$LDA_CHECK" --ll-out "$WORK/$s.ll" -- --train "$WORK/g.ldac" --topics 10 --iterations 150 \
             --eval-every 50 --seed 8 --sampler $s >/dev/null || fail "lda_check --sampler $s failed"
@@ -88,11 +98,6 @@ ap)
     done
     within "$(last_ll "$WORK/mh.ll")" "$(last_ll "$WORK/sparse.ll")" 0.04 ||
         fail "AP: mh ends at $(last_ll "$WORK/mh.ll"), not within 4% of sparse's $(last_ll "$WORK/sparse.ll")"
-    for s in mh auto; do
-        "$LDA_CHECK" --model-out "$WORK/$s.model" -- --train "$TRAIN" --topics 2000 --iterations 1 \
-            --seed 2 --sampler $s >"$WORK/out" || fail "lda_check --sampler $s failed"
-    done
-    cmp -s "$WORK/mh.model" "$WORK/auto.model" || fail "--sampler auto did not take mh at K = 2000"
     echo "AP, K = 1000, 60 iterations: mh $(last_ll "$WORK/mh.ll"), sparse $(last_ll "$WORK/sparse.ll")"
     ;;
 *) fail "unknown case $CASE" ;;
