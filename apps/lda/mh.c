@@ -6,7 +6,7 @@
  * (counts without the token) at O(K_d + K_w) a token, plus an O(K_d)
  * setup per document; with K = 100,000 topics a frequent word has
  * thousands of non-zero topics, and that walk dominates. Here a token
- * instead runs a short Metropolis-Hastings chain whose stationary law is
+ * instead runs a short Metropolis-Hastings chain aimed at the law
  * p, alternating two cheap proposals (LightLDA's cycle proposal):
  *
  *   document proposal q_d(k) ∝ n_dk + α, with the token counted at its old
@@ -27,8 +27,11 @@
  * a load (the dense one at the first document after it) and then go stale
  * as sampling moves counts; as in LightLDA the acceptance evaluates q_w with
  * the current counts, which makes the chain's law approximate while a table
- * is stale. A word's table is therefore rebuilt after a quarter as many of
- * its tokens as it has entries: a rebuild costs O(slots), at most 4 entries'
+ * is stale (and a reused table, built while the token sat at its old
+ * topic, makes the proposal depend on where the chain starts: a bias of a
+ * few percent of log-likelihood on small corpora, docs/LDA.md "Known
+ * bias"). A word's table is therefore rebuilt after a quarter as many of its
+ * tokens as it has entries: a rebuild costs O(slots), at most 4 entries'
  * worth, so about 16 steps a token amortised, O(1); on AP with K = 1000 this
  * brought the log-likelihood after 10 iterations from 17% to 10% below
  * SparseLDA's (rebuilding at loads only, once an iteration with one clock)

@@ -10,7 +10,8 @@
 #        every evaluation; --sampler auto takes sparse at K = 19,999 and mh
 #        at 20,000; and the sequential mh chain ends within 0.5% of
 #        the SparseLDA chain's log-likelihood after 150 iterations (measured:
-#        0.2%, mh above);
+#        0.2%, mh above; later mh settles 3.4% above, a known bias of its
+#        reused word tables, docs/LDA.md);
 #   ap   K = 1000 on AP: after 60 iterations mh is within 4% of SparseLDA
 #        after 60 (measured 2.8%: mh needs about 3 times the iterations of
 #        SparseLDA to reach a log-likelihood, docs/LDA.md; one iteration
