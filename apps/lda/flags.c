@@ -87,6 +87,14 @@ static const app_flag flags[] = {
      .help = "sweep, push and refresh the counts N times a clock, so\n"
              "that --priority has changes to send while the clock runs\n"
              "(docs/LDA.md)"},
+    {.name = "--sampler",
+     .kind = APP_CHOICE,
+     .arg = "sparse|mh|auto",
+     .def = "auto",
+     .help = "sparse: SparseLDA, exact Gibbs, a token costs its\n"
+             "document's and word's non-zero topics; mh: Metropolis-\n"
+             "Hastings with alias tables (LightLDA), O(1) a token;\n"
+             "auto: mh from " LDA_MH_AUTO_TOPICS_TEXT " topics on"},
     {.name = "--eval-every",
      .kind = APP_INT,
      .arg = "N",
@@ -116,9 +124,10 @@ void lda_train_help(FILE *out)
 {
     fputs("usage: loom train lda --train FILE [options]\n"
           "\n"
-          "Train an LDA topic model by collapsed Gibbs sampling (SparseLDA) on this machine\n"
-          "(a scheduler, S servers and W workers under the local launcher), or on a cluster\n"
-          "when started by mpirun/srun. See docs/LDA.md.\n"
+          "Train an LDA topic model by collapsed Gibbs sampling (SparseLDA, or Metropolis-\n"
+          "Hastings for many topics) on this machine (a scheduler, S servers and W workers\n"
+          "under the local launcher), or on a cluster when started by mpirun/srun.\n"
+          "See docs/LDA.md.\n"
           "\n",
           out);
     app_flags_help(out, flags, NFLAGS);
@@ -146,6 +155,8 @@ int lda_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
     if (GIVEN("--syncs")) c->train.syncs = (int)x->u;
     if (GIVEN("--steps")) c->train.steps = (int)x->u;
     if (GIVEN("--eval-every")) c->train.eval_every = (int)x->u;
+    if (GIVEN("--sampler")) c->train.sampler = (lda_sampler_kind)x->choice;
+    c->train.sampler = lda_sampler_choose(c->train.sampler, c->train.topics);
     if (GIVEN("--top-words")) c->top_words = (int)x->u;
     if (GIVEN("--schedule"))
         c->train.schedule = x->choice ? LDA_SCHEDULE_ROTATION : LDA_SCHEDULE_DATA;

@@ -7,12 +7,16 @@
  *                 seeded initial topics
  *   sampler.c     the SparseLDA sampler (Yao, Mimno & McCallum 2009) over a
  *                 local copy of the word-topic counts
+ *   mh.c          the Metropolis-Hastings sampler (LightLDA, Yuan et al.
+ *                 2015): O(1) a token, for many topics (--sampler mh)
  *   likelihood.c  the collapsed joint log-likelihood log p(w, z)
  *   heldout.c     held-out perplexity by document completion
  *   model.c       the model file, top words, the vocabulary file
  *   seq.c         the sequential reference (the same sweeps in one process)
  *   flags.c       the command line of `loom train lda`
  *   train.c       distributed training on every node of a job
+ *   eval.c        its evaluations (log-likelihood, count checks) and the
+ *                 model at the end
  *   checkpoint.c  a training worker's state in the job's checkpoints
  *                 (train_impl.h: what train.c and checkpoint.c share)
  *   gen.c, cli.c  planted corpora and `loom gen lda`
@@ -71,6 +75,20 @@ uint64_t lda_stream(int iteration, uint64_t doc);
 
 /* ---- the sampler ---- */
 
+/* --sampler: SparseLDA (exact Gibbs, O(K_d + K_w) a token after an O(K_d)
+ * setup per document) or Metropolis-Hastings (mh.c, O(1) a token).
+ * LDA_SAMPLER_AUTO is resolved by lda_sampler_choose before training. */
+typedef enum { LDA_SAMPLER_SPARSE = 0, LDA_SAMPLER_MH = 1, LDA_SAMPLER_AUTO = 2 } lda_sampler_kind;
+/* --sampler auto takes mh from this many topics on: on AP SparseLDA reaches
+ * a given log-likelihood first up to K = 10,000, and its cost per iteration
+ * grows about linearly with K where mh's does not (docs/BENCHMARKS.md, "LDA
+ * with 100,000 topics"); the crossover is extrapolated, not measured. */
+#define LDA_MH_AUTO_TOPICS      20000
+#define LDA_MH_AUTO_TOPICS_TEXT "20000" /* the same, for the help */
+/* mh: cycles of a document proposal and a word proposal per token (LightLDA's default). */
+#define LDA_MH_STEPS 2
+lda_sampler_kind lda_sampler_choose(lda_sampler_kind kind, uint32_t topics);
+
 /* The SparseLDA sampler over a worker's copy of the counts. `rows` (nwords x
  * K) and `totals` (K) hold the counts as last synchronised; lda_sampler_load
  * builds the sampler's own structures from them (per word, its non-zero
@@ -85,7 +103,7 @@ typedef struct lda_sampler {
     int64_t *nk;     /* K, current topic totals */
     uint64_t *packed;
     size_t *off;    /* nwords + 1: word i's entries start at off[i] (capacity off[i+1]-off[i]) */
-    uint32_t *len;  /* non-zero topics of each word */
+    uint32_t *len;  /* non-zero topics of each word (sparse: mh keeps hash tables) */
     uint8_t *dirty; /* word changed since the last load or store */
     /* Per word, kw words of bits: the topics whose count a move changed
      * since then (a move from old to k sets both; the count may be back). */
@@ -104,9 +122,31 @@ typedef struct lda_sampler {
     double *coef; /* K: (alpha + n_dk) / (V beta + n_k) */
     double *qval; /* K: scratch for the q bucket */
     double s_sum, r_sum;
+    /* --sampler mh (mh.c): each word's entries are an open-addressing hash
+     * table of off[w+1] - off[w] slots (a power of two, at most half full;
+     * 0 marks an empty slot), and proposals come from alias tables built
+     * from the counts at most one load old. */
+    lda_sampler_kind kind;
+    uint64_t gen;    /* loads so far: an alias table built before the last is stale */
+    uint64_t *agen;  /* per word: the load its alias table was built after */
+    uint32_t *aleft; /* per word: draws its alias table has left before a rebuild */
+    uint32_t *alen;  /* per word: its alias table's entries, at off[w] in the arrays below */
+    double *amass;   /* per word: Σ_k n_wk / (n_k + Vβ) when its table was built */
+    double *aprob;   /* off[nwords]: the words' alias tables (probability, topic, alias) */
+    uint32_t *atopic, *aalias;
+    uint64_t dgen; /* the dense table's load */
+    double dmass;  /* Σ_k β / (n_k + Vβ) */
+    double *dprob; /* K: the dense table: alias table of β / (n_k + Vβ) */
+    uint32_t *dalias;
+    double *bweight, *bscaled; /* K: scratch of a table's build */
+    uint32_t *bsmall, *blarge;
 } lda_sampler;
 
+/* A SparseLDA sampler (lda_sampler_init_kind with LDA_SAMPLER_SPARSE). */
 int lda_sampler_init(lda_sampler *s, const lda_params *p, size_t nwords);
+/* A sampler of the given kind (not AUTO); the rest of the interface is the same. */
+int lda_sampler_init_kind(lda_sampler *s, const lda_params *p, size_t nwords,
+                          lda_sampler_kind kind);
 void lda_sampler_free(lda_sampler *s);
 /* Add the counts of d's current topics into rows and totals (zero them first
  * for a fresh start): the initial counts. */
@@ -116,9 +156,10 @@ int lda_sampler_load(lda_sampler *s);
 /* Sample new topics for the tokens of documents [lo, hi) of d, in order,
  * document i with the stream lda_stream(iteration + 1, first_doc + i). */
 void lda_sweep(lda_sampler *s, lda_docs *d, size_t lo, size_t hi, uint64_t seed, int iteration);
-/* --schedule rotation: rebuild only local words [lo, hi) from s->rows, and
- * the totals (after a full lda_sampler_load: a word's total count, which
- * sizes its entries, never changes). */
+/* --schedule rotation: rebuild only local words [lo, hi) from s->rows (those
+ * whose rows differ from the sampler's counts), and the totals (after a full
+ * lda_sampler_load: a word's total count, which sizes its entries, never
+ * changes). */
 void lda_sampler_load_words(lda_sampler *s, size_t lo, size_t hi);
 /* --schedule rotation: sample the tokens of local words [lo, hi) in every
  * document of d, in order, document i drawing from rng[i] where it stopped
@@ -159,6 +200,9 @@ int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k);
  * documents and words, so workers compute them on their own share. */
 double lda_ll_docs(const lda_params *p, const lda_docs *d, int32_t *scratch);
 double lda_ll_words(const lda_params *p, const int32_t *rows, size_t nrows);
+/* sum plus the word part of rows, added in the order lda_ll_words adds them:
+ * rows given a chunk at a time sum to lda_ll_words' result bit for bit. */
+double lda_ll_words_add(const lda_params *p, const int32_t *rows, size_t nrows, double sum);
 double lda_ll_topics(const lda_params *p, const int64_t *totals);
 
 /* ---- held-out perplexity (document completion) ---- */
@@ -199,6 +243,21 @@ typedef struct lda_model {
  *   "<word id> <topic>:<count> <topic>:<count> ..." (topics ascending).
  * lda_model_load checks everything and reports "FILE:LINE: what is wrong". */
 int lda_model_save(const lda_model *m, const char *path, char *err, size_t errlen);
+/* The same file written a word at a time, ascending, without the whole
+ * V x K counts in memory (a trainer streams the servers' rows into it):
+ * lda_model_open writes the header, lda_model_write_row a word's line (none
+ * for a zero row), lda_model_close reports a failed write (and removes the
+ * partial file). */
+typedef struct lda_model_writer {
+    FILE *f;
+    const char *path;
+    uint32_t topics;
+    int regular;
+} lda_model_writer;
+int lda_model_open(lda_model_writer *mw, const lda_params *p, uint64_t tokens, const char *path,
+                   char *err, size_t errlen);
+void lda_model_write_row(lda_model_writer *mw, uint64_t w, const int32_t *row);
+int lda_model_close(lda_model_writer *mw, char *err, size_t errlen);
 int lda_model_load(const char *path, lda_model *m, char *err, size_t errlen);
 void lda_model_free(lda_model *m);
 
@@ -218,6 +277,19 @@ void lda_vocab_free(lda_vocab *v);
 size_t lda_top_words(const lda_model *m, uint32_t k, size_t n, uint64_t *out);
 /* "topic   k  word word ..." for every topic, words from vocab (ids if NULL). */
 int lda_print_top_words(FILE *f, const lda_model *m, const lda_vocab *vocab, size_t n);
+/* The same from rows given a word at a time, ascending (K x n words kept,
+ * not the counts): lda_top_add each word's row, then lda_top_print. */
+typedef struct lda_top {
+    uint32_t topics;
+    size_t n;
+    uint64_t *word; /* topics x n: each topic's best words so far */
+    int32_t *count;
+    size_t *have;
+} lda_top;
+int lda_top_init(lda_top *t, uint32_t topics, size_t n);
+void lda_top_free(lda_top *t);
+void lda_top_add(lda_top *t, uint64_t w, const int32_t *row);
+void lda_top_print(FILE *f, const lda_top *t, const int64_t *totals, const lda_vocab *vocab);
 
 /* ---- training ---- */
 
@@ -235,12 +307,13 @@ typedef struct lda_train_opts {
     lda_schedule schedule;
     const char *schedule_log; /* --schedule-log: the rotation engine's per-task log */
     int steps;                /* sweep, push and refresh this many times a clock (train.c only) */
+    lda_sampler_kind sampler; /* --sampler (AUTO until lda_parse_flags resolves it) */
 } lda_train_opts;
 
 #define LDA_DEFAULT_STALENESS 1
 #define LDA_TRAIN_OPTS_DEFAULT                                                                     \
     {                                                                                              \
-        50, 0.1, 0.01, 100, 1, 1, 1, 1, LDA_SCHEDULE_DATA, NULL, 1                                 \
+        50, 0.1, 0.01, 100, 1, 1, 1, 1, LDA_SCHEDULE_DATA, NULL, 1, LDA_SAMPLER_AUTO               \
     }
 
 /* Is iteration it (0-based) one whose log-likelihood is reported? */

@@ -38,8 +38,12 @@ double lda_ll_docs(const lda_params *p, const lda_docs *d, int32_t *scratch)
 
 double lda_ll_words(const lda_params *p, const int32_t *rows, size_t nrows)
 {
+    return lda_ll_words_add(p, rows, nrows, 0);
+}
+
+double lda_ll_words_add(const lda_params *p, const int32_t *rows, size_t nrows, double sum)
+{
     const double lg_b = lgamma(p->beta);
-    double sum = 0;
     for (size_t i = 0; i < nrows * p->topics; i++)
         if (rows[i]) sum += lgamma(rows[i] + p->beta) - lg_b;
     return sum;

@@ -27,7 +27,8 @@ void lda_model_free(lda_model *m)
     *m = (lda_model){0};
 }
 
-int lda_model_save(const lda_model *m, const char *path, char *err, size_t errlen)
+int lda_model_open(lda_model_writer *mw, const lda_params *p, uint64_t tokens, const char *path,
+                   char *err, size_t errlen)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -36,30 +37,45 @@ int lda_model_save(const lda_model *m, const char *path, char *err, size_t errle
     }
     /* Only a regular file is removed after a failure: never /dev/full or a FIFO. */
     struct stat st;
-    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
-    const size_t K = m->p.topics;
+    *mw = (lda_model_writer){.f = f, .path = path, .topics = p->topics};
+    mw->regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
     fprintf(f, "loom-lda 1 topics=%u vocab=%" PRIu64 " alpha=%.17g beta=%.17g tokens=%" PRIu64 "\n",
-            m->p.topics, m->p.vocab, m->p.alpha, m->p.beta, m->tokens);
-    for (uint64_t w = 0; w < m->p.vocab; w++) {
-        const int32_t *row = m->counts + w * K;
-        int started = 0;
-        for (size_t k = 0; k < K; k++) {
-            if (!row[k]) continue;
-            if (!started) fprintf(f, "%" PRIu64, w);
-            started = 1;
-            fprintf(f, " %zu:%" PRId32, k, row[k]);
-        }
-        if (started) fputc('\n', f);
+            p->topics, p->vocab, p->alpha, p->beta, tokens);
+    return 0;
+}
+
+void lda_model_write_row(lda_model_writer *mw, uint64_t w, const int32_t *row)
+{
+    int started = 0;
+    for (size_t k = 0; k < mw->topics; k++) {
+        if (!row[k]) continue;
+        if (!started) fprintf(mw->f, "%" PRIu64, w);
+        started = 1;
+        fprintf(mw->f, " %zu:%" PRId32, k, row[k]);
     }
+    if (started) fputc('\n', mw->f);
+}
+
+int lda_model_close(lda_model_writer *mw, char *err, size_t errlen)
+{
     /* A full disk shows up in ferror() or, for the last buffer, in fclose(). */
-    int bad = ferror(f), saved_errno = errno;
-    if (fclose(f) && !bad) bad = 1, saved_errno = errno;
+    int bad = ferror(mw->f), saved_errno = errno;
+    if (fclose(mw->f) && !bad) bad = 1, saved_errno = errno;
     if (bad) {
-        if (regular) remove(path);
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved_errno));
+        if (mw->regular) remove(mw->path);
+        snprintf(err, errlen, "cannot write %s: %s", mw->path, strerror(saved_errno));
         return 1;
     }
     return 0;
+}
+
+int lda_model_save(const lda_model *m, const char *path, char *err, size_t errlen)
+{
+    lda_model_writer mw;
+    if (lda_model_open(&mw, &m->p, m->tokens, path, err, errlen)) return 1;
+    for (uint64_t w = 0; w < m->p.vocab; w++)
+        lda_model_write_row(&mw, w, m->counts + w * m->p.topics);
+    return lda_model_close(&mw, err, errlen);
 }
 
 /* An open model file, its current line and where to say what is wrong. */
@@ -259,21 +275,63 @@ size_t lda_top_words(const lda_model *m, uint32_t k, size_t n, uint64_t *out)
     return have;
 }
 
-int lda_print_top_words(FILE *f, const lda_model *m, const lda_vocab *vocab, size_t n)
+int lda_top_init(lda_top *t, uint32_t topics, size_t n)
 {
-    uint64_t *top = malloc((n ? n : 1) * sizeof *top);
-    if (!top) return LOOM_ENOMEM;
-    for (uint32_t k = 0; k < m->p.topics; k++) {
-        size_t got = lda_top_words(m, k, n, top);
-        fprintf(f, "topic %3u (%" PRId64 " tokens):", k, m->totals[k]);
-        for (size_t i = 0; i < got; i++) {
-            if (vocab && top[i] < vocab->n)
-                fprintf(f, " %s", vocab->word[top[i]]);
+    *t = (lda_top){.topics = topics, .n = n};
+    size_t cells = (size_t)topics * (n ? n : 1);
+    t->word = malloc(cells * sizeof *t->word);
+    t->count = malloc(cells * sizeof *t->count);
+    t->have = calloc(topics ? topics : 1, sizeof *t->have);
+    if (t->word && t->count && t->have) return 0;
+    lda_top_free(t);
+    return LOOM_ENOMEM;
+}
+
+void lda_top_free(lda_top *t)
+{
+    free(t->word), free(t->count), free(t->have);
+    *t = (lda_top){0};
+}
+
+void lda_top_add(lda_top *t, uint64_t w, const int32_t *row)
+{
+    const size_t n = t->n;
+    for (uint32_t k = 0; k < t->topics; k++) {
+        int32_t c = row[k];
+        if (c <= 0 || !n) continue;
+        uint64_t *word = t->word + (size_t)k * n;
+        int32_t *count = t->count + (size_t)k * n;
+        /* As lda_top_words: insertion into the n best, ties keep the earlier word. */
+        size_t j = t->have[k] < n ? t->have[k]++ : n;
+        while (j > 0 && count[j - 1] < c) {
+            if (j < n) word[j] = word[j - 1], count[j] = count[j - 1];
+            j--;
+        }
+        if (j < n) word[j] = w, count[j] = c;
+    }
+}
+
+void lda_top_print(FILE *f, const lda_top *t, const int64_t *totals, const lda_vocab *vocab)
+{
+    for (uint32_t k = 0; k < t->topics; k++) {
+        fprintf(f, "topic %3u (%" PRId64 " tokens):", k, totals[k]);
+        for (size_t i = 0; i < t->have[k]; i++) {
+            uint64_t w = t->word[(size_t)k * t->n + i];
+            if (vocab && w < vocab->n)
+                fprintf(f, " %s", vocab->word[w]);
             else
-                fprintf(f, " %" PRIu64, top[i]);
+                fprintf(f, " %" PRIu64, w);
         }
         fputc('\n', f);
     }
-    free(top);
+}
+
+int lda_print_top_words(FILE *f, const lda_model *m, const lda_vocab *vocab, size_t n)
+{
+    lda_top t;
+    if (lda_top_init(&t, m->p.topics, n)) return LOOM_ENOMEM;
+    for (uint64_t w = 0; w < m->p.vocab; w++) lda_top_add(&t, w, m->counts + w * m->p.topics);
+    lda_top_print(f, &t, m->totals, vocab);
+    lda_top_free(&t);
     return 0;
 }

@@ -24,22 +24,38 @@
  *
  * A word's number of non-zero topics never exceeds its total count, which
  * sampling does not change (a token leaves a topic of its own word and joins
- * another), so each word's list is allocated once per load with that bound. */
+ * another), so each word's list is allocated once per load with that bound.
+ *
+ * --sampler mh (mh.c) keeps the same counts in the same room, as a hash table
+ * per word instead of a sorted list, and samples them its own way; loading,
+ * changes and stores below serve both. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <loom/loom.h>
 
 #include "lda/lda.h"
+#include "lda/mh.h"
 
 #define ONE      (1ull << 32)
 #define TOPIC(e) ((uint32_t)(e))
 #define COUNT(e) ((uint32_t)((e) >> 32))
 
+lda_sampler_kind lda_sampler_choose(lda_sampler_kind kind, uint32_t topics)
+{
+    if (kind != LDA_SAMPLER_AUTO) return kind;
+    return topics >= LDA_MH_AUTO_TOPICS ? LDA_SAMPLER_MH : LDA_SAMPLER_SPARSE;
+}
+
 int lda_sampler_init(lda_sampler *s, const lda_params *p, size_t nwords)
 {
+    return lda_sampler_init_kind(s, p, nwords, LDA_SAMPLER_SPARSE);
+}
+
+int lda_sampler_init_kind(lda_sampler *s, const lda_params *p, size_t nwords, lda_sampler_kind kind)
+{
     size_t K = p->topics;
-    *s = (lda_sampler){.p = *p, .nwords = nwords};
+    *s = (lda_sampler){.p = *p, .nwords = nwords, .kind = kind};
     s->rows = calloc(nwords > 0 && K > 0 ? nwords * K : 1, sizeof *s->rows);
     s->totals = calloc(K, sizeof *s->totals);
     s->nk = calloc(K, sizeof *s->nk);
@@ -55,7 +71,8 @@ int lda_sampler_init(lda_sampler *s, const lda_params *p, size_t nwords)
     s->touched = calloc(nwords && K ? nwords * s->kw : 1, sizeof *s->touched);
     s->scratch = calloc(K ? K : 1, sizeof *s->scratch);
     if (!s->rows || !s->totals || !s->nk || !s->off || !s->len || !s->dirty || !s->ndk ||
-        !s->dtopics || !s->dpos || !s->coef || !s->qval || !s->touched || !s->scratch) {
+        !s->dtopics || !s->dpos || !s->coef || !s->qval || !s->touched || !s->scratch ||
+        (kind == LDA_SAMPLER_MH && lda_mh_init(s))) {
         lda_sampler_free(s);
         return LOOM_ENOMEM;
     }
@@ -67,6 +84,7 @@ void lda_sampler_free(lda_sampler *s)
     free(s->rows), free(s->totals), free(s->nk), free(s->packed), free(s->off), free(s->len);
     free(s->dirty), free(s->ndk), free(s->dtopics), free(s->dpos), free(s->coef), free(s->qval);
     free(s->touched), free(s->scratch), free(s->chg_word), free(s->chg_topic), free(s->chg_delta);
+    lda_mh_free(s);
     *s = (lda_sampler){0};
 }
 
@@ -76,11 +94,30 @@ static int cmp_desc(const void *a, const void *b)
     return x > y ? -1 : x < y;
 }
 
+/* The room of a word of `sum` tokens: its largest number of non-zero topics,
+ * and for mh twice that, rounded up to a power of two. */
+static size_t room(const lda_sampler *s, uint64_t sum)
+{
+    size_t n = sum < s->p.topics ? (size_t)sum : s->p.topics;
+    return s->kind == LDA_SAMPLER_MH ? lda_mh_room(n) : n;
+}
+
+/* The entries to look at for word w's counts: for mh the whole table,
+ * whose empty slots have count 0. */
+static inline size_t span(const lda_sampler *s, size_t w)
+{
+    return s->kind == LDA_SAMPLER_MH ? s->off[w + 1] - s->off[w] : s->len[w];
+}
+
 /* Word w's entries from its row: non-zero topics, sorted. */
 static void pack_word(lda_sampler *s, size_t w)
 {
     size_t K = s->p.topics;
     const int32_t *row = s->rows + w * K;
+    if (s->kind == LDA_SAMPLER_MH) {
+        lda_mh_pack(s, w, row);
+        return;
+    }
     uint64_t *e = s->packed + s->off[w];
     uint32_t n = 0;
     for (size_t k = 0; k < K; k++)
@@ -96,6 +133,7 @@ static void load_totals(lda_sampler *s)
 {
     size_t K = s->p.topics;
     memcpy(s->nk, s->totals, K * sizeof *s->nk);
+    s->gen++; /* mh's alias tables are stale */
     double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
     s->s_sum = 0;
     for (size_t k = 0; k < K; k++) {
@@ -114,12 +152,12 @@ int lda_sampler_load(lda_sampler *s)
         uint64_t sum = 0;
         for (size_t k = 0; k < K; k++) sum += (uint64_t)row[k];
         s->off[w] = total;
-        total += sum < K ? (size_t)sum : K;
+        total += room(s, sum);
     }
     s->off[s->nwords] = total;
     free(s->packed);
     s->packed = malloc((total ? total : 1) * sizeof *s->packed);
-    if (!s->packed) return LOOM_ENOMEM;
+    if (!s->packed || (s->kind == LDA_SAMPLER_MH && lda_mh_alloc(s))) return LOOM_ENOMEM;
     for (size_t w = 0; w < s->nwords; w++) pack_word(s, w);
     load_totals(s);
     return 0;
@@ -133,22 +171,42 @@ int lda_sampler_reload(lda_sampler *s, const uint32_t *words, size_t n)
         const int32_t *row = s->rows + (size_t)words[i] * K;
         uint64_t sum = 0;
         for (size_t k = 0; k < K; k++) sum += (uint64_t)row[k];
-        if ((sum < K ? (size_t)sum : K) > s->off[words[i] + 1] - s->off[words[i]])
-            return lda_sampler_load(s);
+        if (room(s, sum) > s->off[words[i] + 1] - s->off[words[i]]) return lda_sampler_load(s);
     }
     for (size_t i = 0; i < n; i++) pack_word(s, words[i]);
     load_totals(s);
     return 0;
 }
 
+/* Word w's row holds exactly its current counts (stored and not changed
+ * since): rebuilding it would give the same sorted list, but not the same
+ * hash table (its layout follows the order of the moves), so it is kept. */
+static int row_held(lda_sampler *s, size_t w)
+{
+    size_t K = s->p.topics;
+    if (s->dirty[w]) return 0;
+    const int32_t *row = s->rows + w * K;
+    const uint64_t *e = s->packed + s->off[w];
+    int64_t sum = 0, held = 0;
+    for (size_t k = 0; k < K; k++) sum += row[k];
+    for (size_t j = 0, n = span(s, w); j < n; j++) {
+        if (!e[j]) continue;
+        if (row[TOPIC(e[j])] != (int32_t)COUNT(e[j])) return 0;
+        held += COUNT(e[j]);
+    }
+    return sum == held;
+}
+
 void lda_sampler_load_words(lda_sampler *s, size_t lo, size_t hi)
 {
-    for (size_t w = lo; w < hi; w++) pack_word(s, w);
+    for (size_t w = lo; w < hi; w++)
+        if (!row_held(s, w)) pack_word(s, w);
     load_totals(s);
 }
 
 int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k)
 {
+    if (s->kind == LDA_SAMPLER_MH) return lda_mh_count(s, w, k);
     const uint64_t *e = s->packed + s->off[w];
     for (uint32_t j = 0; j < s->len[w]; j++)
         if (TOPIC(e[j]) == k) return (int32_t)COUNT(e[j]);
@@ -302,13 +360,20 @@ void lda_sweep(lda_sampler *s, lda_docs *d, size_t lo, size_t hi, uint64_t seed,
     for (size_t i = lo; i < hi; i++) {
         app_rng rng;
         app_rng_seed(&rng, seed, lda_stream(iteration + 1, d->first_doc + i));
-        sweep_doc(s, d, i, &rng, 0, UINT32_MAX);
+        if (s->kind == LDA_SAMPLER_MH)
+            lda_mh_sweep_doc(s, d, i, &rng, 0, UINT32_MAX);
+        else
+            sweep_doc(s, d, i, &rng, 0, UINT32_MAX);
     }
 }
 
 void lda_sweep_words(lda_sampler *s, lda_docs *d, app_rng *rng, size_t wlo, size_t whi)
 {
-    for (size_t i = 0; i < d->ndocs; i++) sweep_doc(s, d, i, &rng[i], (uint32_t)wlo, (uint32_t)whi);
+    for (size_t i = 0; i < d->ndocs; i++)
+        if (s->kind == LDA_SAMPLER_MH)
+            lda_mh_sweep_doc(s, d, i, &rng[i], (uint32_t)wlo, (uint32_t)whi);
+        else
+            sweep_doc(s, d, i, &rng[i], (uint32_t)wlo, (uint32_t)whi);
 }
 
 /* ---- synchronisation ---- */
@@ -318,7 +383,8 @@ static void expand(const lda_sampler *s, size_t w, int32_t *row)
 {
     memset(row, 0, s->p.topics * sizeof *row);
     const uint64_t *e = s->packed + s->off[w];
-    for (uint32_t j = 0; j < s->len[w]; j++) row[TOPIC(e[j])] = (int32_t)COUNT(e[j]);
+    for (size_t j = 0, n = span(s, w); j < n; j++)
+        if (e[j]) row[TOPIC(e[j])] = (int32_t)COUNT(e[j]);
 }
 
 size_t lda_sampler_deltas(lda_sampler *s, const uint64_t *vocab, uint64_t *keys, int32_t *vals,
@@ -341,13 +407,14 @@ size_t lda_sampler_deltas(lda_sampler *s, const uint64_t *vocab, uint64_t *keys,
 static void scratch_fill(lda_sampler *s, size_t w)
 {
     const uint64_t *e = s->packed + s->off[w];
-    for (uint32_t j = 0; j < s->len[w]; j++) s->scratch[TOPIC(e[j])] = (int32_t)COUNT(e[j]);
+    for (size_t j = 0, n = span(s, w); j < n; j++)
+        if (e[j]) s->scratch[TOPIC(e[j])] = (int32_t)COUNT(e[j]);
 }
 
 static void scratch_clear(lda_sampler *s, size_t w)
 {
     const uint64_t *e = s->packed + s->off[w];
-    for (uint32_t j = 0; j < s->len[w]; j++) s->scratch[TOPIC(e[j])] = 0;
+    for (size_t j = 0, n = span(s, w); j < n; j++) s->scratch[TOPIC(e[j])] = 0;
 }
 
 /* The next topic touched in word w's bits from topic k on, or K. */

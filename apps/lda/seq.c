@@ -55,6 +55,7 @@ int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t
     const lda_params p = {o->topics, vocab, o->alpha, o->beta};
     const size_t K = o->topics;
     const int lanes = o->threads > 1 ? o->threads : 1;
+    const lda_sampler_kind kind = lda_sampler_choose(o->sampler, o->topics);
     lda_docs *d = calloc((size_t)lanes, sizeof *d);
     lda_sampler *s = calloc((size_t)lanes, sizeof *s);
     *out = (lda_model){.p = p};
@@ -67,7 +68,7 @@ int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t
     size_t most = 1;
     for (int t = 0; t < lanes && !rc; t++) {
         if ((rc = lda_docs_build_part(c, lanes, t, &d[t]))) break;
-        if ((rc = lda_sampler_init(&s[t], &p, d[t].nwords))) break;
+        if ((rc = lda_sampler_init_kind(&s[t], &p, d[t].nwords, kind))) break;
         if (d[t].nwords > most) most = d[t].nwords;
         lda_docs_init_topics(&d[t], o->topics, o->seed);
         lda_count(&d[t], o->topics, s[t].rows, s[t].totals);

@@ -33,20 +33,12 @@
  * have, and copies those only other lanes have from the process's counts
  * (what a pull would return). seq.c computes the same with T lanes.
  *
- * Every --eval-every iterations the workers meet at a barrier and add their
- * part of the log-likelihood into a statistics table: the document part of
- * their documents and the word part of the words w ≡ rank (mod W), pulled
- * fresh. Worker 0 adds the topic part, pulls the whole table and checks it
- * (counts add up to the number of tokens, every total is its column's sum, no
- * count is negative; a failure stops the job with status 1), and reports.
- * With --test, each worker also scores its share of the test documents
- * against rows pulled fresh (heldout.c) and adds the log-likelihood and the
- * number of scored tokens to the same table: worker 0 reports the held-out
- * perplexity. At
- * the end it prints the top words of each topic and saves the model. */
+ * Every --eval-every iterations the workers meet at a barrier and add up
+ * the log-likelihood and the count checks, each over its own documents and
+ * words; at the end worker 0 prints the top words of each topic and saves
+ * the model (eval.c). */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,29 +50,15 @@
 #include "lda/lda.h"
 #include "lda/train_impl.h"
 
-#define STAT_FIELDS 13
-enum {
-    ST_LL_DOCS,
-    ST_LL_WORDS,
-    ST_TOKENS,
-    ST_BYTES_SENT,
-    ST_BYTES_RECEIVED,
-    ST_TEST_LL,
-    ST_TEST_SCORED,
-    ST_TEST_SKIPPED,
-    ST_MESSAGES,   /* table messages (loom_stats.table_messages) */
-    ST_BYTES_RAW,  /* their payload as plain rows */
-    ST_BYTES_WIRE, /* and as sent (docs/FILTERS.md) */
-    ST_MANAGED,    /* rows sent between clocks (--priority) */
-    ST_PUSHED,     /* cached rows the servers' row pushes refreshed */
-};
-
 /* Table rows of `block` topics: a clock's deltas then skip the blocks of a
  * word's row that did not change (most of them when K is large), and the
  * nblocks rows of word v, keys v * nblocks + b, sit next to each other in a
  * pull, so the pulled values have the layout of whole rows of K. Blocks of
  * 16 to 64 topics keep the 8-byte keys a small part of a pull; K without
  * such a divisor (or K <= 64) keeps whole rows. */
+/* From this many topics the word-topic table is sparse on the servers. */
+#define LDA_SPARSE_TABLE_TOPICS 1000
+
 static uint32_t block_width(uint32_t topics)
 {
     if (topics <= 64) return topics;
@@ -99,7 +77,7 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
     for (int t = 0; t < w->threads; t++) {
         lane *l = &w->lanes[t];
         int rc = lda_docs_build_part(corpus, w->threads, t, &l->d);
-        if (!rc) rc = lda_sampler_init(&l->s, &w->p, l->d.nwords);
+        if (!rc) rc = lda_sampler_init_kind(&l->s, &w->p, l->d.nwords, w->c->train.sampler);
         if (rc) return rc;
         size_t n = l->d.nwords ? l->d.nwords : 1;
         l->keys = malloc(n * w->nblocks * sizeof *l->keys);
@@ -153,8 +131,7 @@ static void lanes_free(worker *w)
     free(w->vocab_all), free(w->prow), free(w->own_all);
 }
 
-/* The table keys of n words' rows, nblocks per word. */
-static size_t block_keys(const worker *w, const uint64_t *words, size_t n, uint64_t *keys)
+size_t lda_block_keys(const worker *w, const uint64_t *words, size_t n, uint64_t *keys)
 {
     for (size_t i = 0; i < n; i++)
         for (uint32_t b = 0; b < w->nblocks; b++)
@@ -194,7 +171,13 @@ static int open_tables(worker *w)
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_I32;
     o.width = w->block;
-    o.storage = LOOM_DENSE;
+    /* Many topics: a word's tokens touch few of its blocks (at K = 100,000 on
+     * AP a word has 2000 blocks and 42 tokens on average), so the servers
+     * keep only the rows written (src/ps/storage.c); the rotation's engine
+     * hands blocks over explicitly and needs them dense. */
+    o.storage = w->p.topics >= LDA_SPARSE_TABLE_TOPICS && w->c->train.schedule == LDA_SCHEDULE_DATA
+                    ? LOOM_SPARSE
+                    : LOOM_DENSE;
     o.key_end = w->p.vocab * w->nblocks;
     o.consistency = (loom_consistency)j->consistency;
     o.staleness = j->staleness;
@@ -208,10 +191,11 @@ static int open_tables(worker *w)
     TRY("open the word-topic table", loom_table_open(w->n, "lda.word_topic", &o, &w->wt));
     o.type = LOOM_I64;
     o.width = w->p.topics;
+    o.storage = LOOM_DENSE;
     o.key_end = 1;
     TRY("open the topic table", loom_table_open(w->n, "lda.topics", &o, &w->tt));
     TRY("open the statistics table", app_stats_open(w->n, "lda.stats", STAT_FIELDS, &w->stats));
-    return 0;
+    return lda_open_check(w);
 }
 
 /* --test: this worker's share of the test documents against the agreed
@@ -228,7 +212,7 @@ static int prepare_test(worker *w, const loom_corpus *test)
     w->test_totals = malloc(w->p.topics * sizeof *w->test_totals);
     if (!w->test_keys || !w->test_rows || !w->test_totals)
         return app_fail(PROG, "test buffers", LOOM_ENOMEM);
-    block_keys(w, w->h.d.vocab, w->h.d.nwords, w->test_keys);
+    lda_block_keys(w, w->h.d.vocab, w->h.d.nwords, w->test_keys);
     app_stats counts;
     TRY("open the test counts", app_stats_open(w->n, "lda.test", 2, &counts));
     double mine[2] = {(double)w->h.scored, (double)w->h.skipped}, all[2];
@@ -343,7 +327,7 @@ static int start_lane(void *arg, int t)
     worker *w = arg;
     lane *l = &w->lanes[t];
     const size_t K = w->p.topics;
-    size_t nkeys = block_keys(w, l->d.vocab, l->d.nwords, l->keys);
+    size_t nkeys = lda_block_keys(w, l->d.vocab, l->d.nwords, l->keys);
     TRY("pull word-topic rows", loom_pull(w->wt, l->keys, nkeys, l->s.rows));
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     TRY("rebuild the sampler", lda_sampler_load(&l->s));
@@ -358,7 +342,7 @@ static int start_lane(void *arg, int t)
             l->local_idx[l->nlocal++] = (uint32_t)i;
             continue;
         }
-        block_keys(w, &l->d.vocab[i], 1, l->shared_keys + l->nshared * w->nblocks);
+        lda_block_keys(w, &l->d.vocab[i], 1, l->shared_keys + l->nshared * w->nblocks);
         l->shared_idx[l->nshared++] = (uint32_t)i;
     }
     free(own);
@@ -373,7 +357,7 @@ static int initialise(worker *w)
         lane *l = &w->lanes[t];
         if (!w->resuming) lda_docs_init_topics(&l->d, w->p.topics, w->c->train.seed);
         lda_count(&l->d, w->p.topics, l->s.rows, l->s.totals);
-        l->nkeys = block_keys(w, l->d.vocab, l->d.nwords, l->keys);
+        l->nkeys = lda_block_keys(w, l->d.vocab, l->d.nwords, l->keys);
     }
     if (w->resuming)
         TRY("clock", loom_clock(w->n));
@@ -543,186 +527,6 @@ static int rotation_iteration(worker *w, int it)
     return 0;
 }
 
-/* Worker 0: the whole table is consistent with the number of tokens: 1; 0
- * when it is not; -1 when only the topic totals differ from the word-topic
- * columns, which a worker lost while sending its last clock can cause
- * (its pushes reached one server and not another: docs/FAULTS.md). */
-static int check_counts(const worker *w, uint64_t tokens, char *why, size_t len)
-{
-    const size_t K = w->p.topics;
-    const lda_model *m = &w->m;
-    int64_t *col = calloc(K, sizeof *col);
-    if (!col) return snprintf(why, len, "out of memory"), 0;
-    uint64_t sum = 0;
-    int ok = 1;
-    for (uint64_t v = 0; v < w->p.vocab && ok; v++)
-        for (size_t k = 0; k < K; k++) {
-            int32_t c = m->counts[v * K + k];
-            if (c < 0) {
-                snprintf(why, len, "word %" PRIu64 " topic %zu has count %" PRId32, v, k, c);
-                ok = 0;
-                break;
-            }
-            col[k] += c;
-            sum += (uint64_t)c;
-        }
-    /* A lost worker's documents keep their last assignments in the counts
-     * (--on-worker-failure continue) but no longer report their tokens. */
-    if (ok && (loom_workers_lost(w->n, NULL) ? sum < tokens : sum != tokens))
-        snprintf(why, len, "word-topic counts add up to %" PRIu64 ", not %" PRIu64 " tokens", sum,
-                 tokens),
-            ok = 0;
-    for (size_t k = 0; k < K && ok == 1; k++)
-        if (col[k] != m->totals[k])
-            snprintf(why, len, "topic %zu: total %" PRId64 ", column sum %" PRId64, k, m->totals[k],
-                     col[k]),
-                ok = -1;
-    free(col);
-    return ok;
-}
-
-/* --test: this worker's part of the held-out log-likelihood, from rows and
- * totals pulled after the evaluation's barrier. */
-static int test_ll(worker *w, int it, double *v)
-{
-    static const uint64_t zero = 0;
-    const lda_heldout *h = &w->h;
-    if (h->d.nwords)
-        TRY("pull the test words' rows",
-            loom_pull(w->wt, w->test_keys, h->d.nwords * w->nblocks, w->test_rows));
-    TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->test_totals));
-    v[ST_TEST_LL] =
-        lda_heldout_ll(&w->p, &w->h, w->test_rows, w->test_totals, w->c->train.seed, it);
-    if (v[ST_TEST_LL] != v[ST_TEST_LL]) return app_fail(PROG, "held-out evaluation", LOOM_ENOMEM);
-    v[ST_TEST_SCORED] = (double)h->scored;
-    v[ST_TEST_SKIPPED] = (double)h->skipped;
-    return 0;
-}
-
-static int evaluate(worker *w, int it)
-{
-    static const uint64_t zero = 0;
-    const size_t K = w->p.topics;
-    TRY("barrier", loom_barrier(w->n));
-    /* This worker's rows of the word part: w ≡ rank (mod W). */
-    size_t nrows = 0;
-    if (w->rank == 0) {
-        /* Both now: once past the next barrier the others sample on. */
-        TRY("pull the word-topic table",
-            loom_pull_range(w->wt, 0, w->p.vocab * w->nblocks, w->m.counts));
-        TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->m.totals));
-        for (uint64_t v = 0; v < w->p.vocab; v += (uint64_t)w->nworkers, nrows++)
-            memcpy(w->vals + nrows * K, w->m.counts + v * K, K * sizeof *w->vals);
-    } else {
-        for (uint64_t v = (uint64_t)w->rank; v < w->p.vocab; v += (uint64_t)w->nworkers)
-            w->words[nrows++] = v;
-        size_t nkeys = block_keys(w, w->words, nrows, w->keys);
-        if (nrows) TRY("pull word-topic rows", loom_pull(w->wt, w->keys, nkeys, w->vals));
-    }
-    double v[STAT_FIELDS] = {0};
-    if (w->c->job.test_path && test_ll(w, it, v)) return 1;
-    loom_stats ns;
-    loom_node_stats(w->n, &ns);
-    uint64_t mine = 0;
-    for (int t = 0; t < w->threads; t++) {
-        v[ST_LL_DOCS] += lda_ll_docs(&w->p, &w->lanes[t].d, w->scratch);
-        mine += w->lanes[t].d.ntokens;
-    }
-    v[ST_LL_WORDS] = lda_ll_words(&w->p, w->vals, nrows);
-    v[ST_TOKENS] = (double)mine;
-    v[ST_BYTES_SENT] = (double)ns.bytes_sent;
-    v[ST_BYTES_RECEIVED] = (double)ns.bytes_received;
-    v[ST_MESSAGES] = (double)ns.table_messages;
-    v[ST_BYTES_RAW] = (double)ns.table_bytes_raw;
-    v[ST_BYTES_WIRE] = (double)ns.table_bytes_wire;
-    v[ST_MANAGED] = (double)ns.managed_rows_sent;
-    v[ST_PUSHED] = (double)ns.pushed_rows_received;
-    TRY("push statistics", app_stats_add(&w->stats, it, v));
-    TRY("barrier", loom_barrier(w->n));
-    if (w->rank != 0) return 0;
-
-    double st[STAT_FIELDS];
-    TRY("pull statistics", app_stats_read(&w->stats, it, st));
-    double ll = st[ST_LL_DOCS] + st[ST_LL_WORDS] + lda_ll_topics(&w->p, w->m.totals);
-    loom_report_metric(w->n, "iteration", it + 1); /* for the status page */
-    loom_report_metric(w->n, "log_likelihood", ll);
-    uint64_t tokens = (uint64_t)st[ST_TOKENS];
-    w->m.tokens = tokens;
-    char why[256] = "";
-    int counts = check_counts(w, tokens, why, sizeof why), ok = counts == 1;
-    /* A lost worker's torn last clock is said, not fatal: the sampler only
-     * needs the totals close to the columns. */
-    int tolerated = counts == -1 && loom_workers_lost(w->n, NULL) > 0;
-    if (tolerated && !w->torn_said++)
-        fprintf(stderr,
-                PROG ": warning: %s after iteration %d (a lost worker's last clock reached only "
-                     "some servers)\n",
-                why, it + 1);
-    double time_s = app_now_s() - w->start;
-    double tps = w->train_s > 0 ? (double)tokens * w->iters_since_eval / w->train_s : 0;
-    /* Held-out perplexity; empty strings without --test. */
-    char test_line[64] = "", test_json[160] = "";
-    if (w->c->job.test_path) {
-        double perplexity = exp(-st[ST_TEST_LL] / st[ST_TEST_SCORED]);
-        snprintf(test_line, sizeof test_line, "  test perplexity %.2f", perplexity);
-        loom_report_metric(w->n, "test_perplexity", perplexity);
-        snprintf(test_json, sizeof test_json,
-                 ", \"test_perplexity\": %.17g, \"test_tokens\": %.0f, "
-                 "\"test_skipped_tokens\": %.0f",
-                 perplexity, st[ST_TEST_SCORED], st[ST_TEST_SKIPPED]);
-    }
-    char lost_json[96], lost_text[128];
-    app_lost_note(w->n, "documents", lost_json, sizeof lost_json, lost_text, sizeof lost_text);
-    if (!w->c->job.quiet)
-        fprintf(stderr,
-                "iteration %4d  log-likelihood %.6e%s  %.0f tokens/s  sent %.1f MB  recv %.1f MB  "
-                "%.1f s%s\n",
-                it + 1, ll, test_line, tps, st[ST_BYTES_SENT] / 1e6, st[ST_BYTES_RECEIVED] / 1e6,
-                time_s, lost_text);
-    if (w->metrics) {
-        fprintf(
-            w->metrics,
-            "{\"iteration\": %d, \"time_s\": %.3f, \"log_likelihood\": %.17g%s, "
-            "\"tokens_per_s\": %.1f, \"tokens\": %" PRIu64 ", \"bytes_sent\": %.0f, "
-            "\"bytes_received\": %.0f, \"messages\": %.0f, \"bytes_raw\": %.0f, "
-            "\"bytes_wire\": %.0f, \"managed_rows_sent\": %.0f, \"pushed_rows_received\": %.0f, "
-            "\"counts_consistent\": %s%s}\n",
-            it + 1, time_s, ll, test_json, tps, tokens, st[ST_BYTES_SENT], st[ST_BYTES_RECEIVED],
-            st[ST_MESSAGES], st[ST_BYTES_RAW], st[ST_BYTES_WIRE], st[ST_MANAGED], st[ST_PUSHED],
-            ok ? "true" : "false", lost_json);
-        /* Each line now, so that a full disk stops the run rather than its end. */
-        if (fflush(w->metrics) || ferror(w->metrics)) {
-            fprintf(stderr, PROG ": cannot write %s: %s\n", w->c->job.metrics_path,
-                    strerror(errno));
-            return 1;
-        }
-    }
-    w->train_s = 0;
-    w->iters_since_eval = 0;
-    if (!ok && !tolerated) {
-        fprintf(stderr, "loom train lda: counts inconsistent after iteration %d: %s\n", it + 1,
-                why);
-        return 1;
-    }
-    return 0;
-}
-
-/* Worker 0, at the end: top words and the model file. */
-static int finish(worker *w)
-{
-    const lda_cli *c = w->c;
-    if (c->top_words > 0 &&
-        lda_print_top_words(stdout, &w->m, c->vocab_path ? &w->vocab : NULL, (size_t)c->top_words))
-        return app_fail(PROG, "top words", LOOM_ENOMEM);
-    fflush(stdout);
-    char err[512];
-    if (c->job.model_path && lda_model_save(&w->m, c->job.model_path, err, sizeof err)) {
-        fprintf(stderr, "loom train lda: %s\n", err);
-        return 1;
-    }
-    return 0;
-}
-
 static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *test)
 {
     const lda_cli *c = w->c;
@@ -751,20 +555,18 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
     TRY("start the compute threads", app_team_start(&w->team, w->threads));
     TRY("prepare documents", lanes_init(w, corpus));
     if (lda_load_state(w)) return 1;
-    /* Buffers for this worker's evaluation rows (about V / W words). */
-    size_t eval_rows = (size_t)((vocab + (uint64_t)w->nworkers - 1) / (uint64_t)w->nworkers);
-    size_t nbuf = eval_rows ? eval_rows : 1;
-    w->words = malloc(nbuf * sizeof *w->words);
-    w->keys = malloc(nbuf * w->nblocks * sizeof *w->keys);
-    w->vals = malloc(nbuf * K * sizeof *w->vals);
+    /* Buffers for the evaluation's chunks of rows (eval.c). */
+    w->chunk = (size_t)(LDA_EVAL_VALUES / K) ? (size_t)(LDA_EVAL_VALUES / K) : 1;
+    w->words = malloc(w->chunk * sizeof *w->words);
+    w->keys = malloc(w->chunk * w->nblocks * sizeof *w->keys);
+    w->vals = malloc(w->chunk * K * sizeof *w->vals);
     w->scratch = calloc(K, sizeof *w->scratch);
-    if (!w->words || !w->keys || !w->vals || !w->scratch)
+    w->cols = malloc((K + 2) * sizeof *w->cols);
+    if (!w->words || !w->keys || !w->vals || !w->scratch || !w->cols)
         return app_fail(PROG, "buffers", LOOM_ENOMEM);
     if (w->rank == 0) {
-        w->m = (lda_model){.p = w->p};
-        w->m.counts = malloc(vocab * K * sizeof *w->m.counts);
-        w->m.totals = calloc(K, sizeof *w->m.totals);
-        if (!w->m.counts || !w->m.totals) return app_fail(PROG, "model", LOOM_ENOMEM);
+        if (!(w->totals = calloc(K, sizeof *w->totals)))
+            return app_fail(PROG, "model", LOOM_ENOMEM);
         if (c->job.metrics_path &&
             !(w->metrics = fopen(c->job.metrics_path, w->resuming ? "a" : "w"))) {
             fprintf(stderr, "loom train lda: cannot write %s: %s\n", c->job.metrics_path,
@@ -784,9 +586,9 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
         TRY("epoch end", loom_checkpoint_epoch_end(w->n)); /* --checkpoint-every Ne */
         w->train_s += app_now_s() - t0;
         w->iters_since_eval++;
-        if (lda_eval_due(o, it) && evaluate(w, it)) return 1;
+        if (lda_eval_due(o, it) && lda_evaluate(w, it)) return 1;
     }
-    return w->rank == 0 ? finish(w) : 0;
+    return w->rank == 0 ? lda_finish(w) : 0;
 }
 
 static int run_worker(loom_node *n, const lda_cli *c)
@@ -828,11 +630,10 @@ static int run_worker(loom_node *n, const lda_cli *c)
     loom_sched_close(w.engine);
     free(w.rng), free(w.tloaded);
     lanes_free(&w);
-    free(w.words), free(w.keys), free(w.vals), free(w.scratch);
+    free(w.words), free(w.keys), free(w.vals), free(w.scratch), free(w.cols), free(w.totals);
     free(w.test_keys), free(w.test_rows), free(w.test_totals);
     lda_heldout_free(&w.h);
     loom_corpus_free(test);
-    lda_model_free(&w.m);
     lda_vocab_free(&w.vocab);
     loom_corpus_free(corpus);
     return rc;

@@ -14,6 +14,29 @@
 #define PROG            "loom train lda"
 #define TRY(what, expr) APP_TRY(PROG, what, expr)
 
+/* The fields of the statistics table "lda.stats", summed over the workers
+ * at each evaluation (eval.c). */
+#define STAT_FIELDS 13
+enum {
+    ST_LL_DOCS,
+    ST_LL_WORDS,
+    ST_TOKENS,
+    ST_BYTES_SENT,
+    ST_BYTES_RECEIVED,
+    ST_TEST_LL,
+    ST_TEST_SCORED,
+    ST_TEST_SKIPPED,
+    ST_MESSAGES,   /* table messages (loom_stats.table_messages) */
+    ST_BYTES_RAW,  /* their payload as plain rows */
+    ST_BYTES_WIRE, /* and as sent (docs/FILTERS.md) */
+    ST_MANAGED,    /* rows sent between clocks (--priority) */
+    ST_PUSHED,     /* cached rows the servers' row pushes refreshed */
+};
+
+/* Counts of an evaluation's pull of rows (eval.c): a chunk of words is
+ * about this many counts, so its buffer does not grow with V x K. */
+#define LDA_EVAL_VALUES (1u << 22)
+
 /* One compute thread's documents and sampler (see the top of train.c). */
 typedef struct lane {
     lda_docs d;
@@ -59,9 +82,13 @@ typedef struct worker {
     loom_table *wt, *tt;
     app_stats stats;
     uint32_t block, nblocks; /* a word's row is nblocks table rows of block topics */
-    uint64_t *words;         /* this worker's evaluation words */
-    uint64_t *keys;          /* their table keys, nblocks per word */
-    int32_t *vals;           /* their rows */
+    /* The evaluation (eval.c) reads rows `chunk` words at a time. */
+    size_t chunk;
+    uint64_t *words;   /* a chunk's words */
+    uint64_t *keys;    /* their table keys, nblocks per word */
+    int32_t *vals;     /* their rows */
+    double *cols;      /* K + 2: this worker's column sums, sum and negative counts */
+    loom_table *check; /* "lda.check": those, summed over the workers, per evaluation */
     int32_t *scratch;
     /* --test: this worker's share of the test documents, the table keys of
      * their words, and their rows and the totals as pulled at an evaluation */
@@ -70,7 +97,8 @@ typedef struct worker {
     int32_t *test_rows;
     int64_t *test_totals;
     /* worker 0 */
-    lda_model m; /* the whole table, as of the last evaluation */
+    int64_t *totals; /* the topic totals, as of the last evaluation */
+    uint64_t tokens; /* the tokens counted at it */
     lda_vocab vocab;
     FILE *metrics;
     double start, train_s;
@@ -84,6 +112,19 @@ typedef struct worker {
     app_rng *rng;     /* per document: its stream of the iteration, where it stopped */
     int64_t *tloaded; /* K: the totals as a sub-iteration pulled them */
 } worker;
+
+/* The table keys of n words' rows, nblocks per word (train.c). */
+size_t lda_block_keys(const worker *w, const uint64_t *words, size_t n, uint64_t *keys);
+
+/* ---- evaluation (eval.c) ---- */
+
+/* Open the table of the count checks (with the other tables). */
+int lda_open_check(worker *w);
+/* The log-likelihood and the count checks after iteration it, every worker
+ * together; worker 0 reports. 0, or 1 after saying why. */
+int lda_evaluate(worker *w, int it);
+/* Worker 0, at the end: the top words and the model file. */
+int lda_finish(worker *w);
 
 /* ---- checkpoints (checkpoint.c) ---- */
 
