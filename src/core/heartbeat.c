@@ -89,6 +89,8 @@ static void *hb_socket(loom_node *n, int type)
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max_frame, sizeof max_frame);
+    int backlog = node_backlog(n->nnodes); /* every node connects at once */
+    if (type == ZMQ_ROUTER) zmq_setsockopt(s, ZMQ_BACKLOG, &backlog, sizeof backlog);
     if (n->curve && (type == ZMQ_ROUTER ? curve_listen(n->curve, s) : curve_client(n->curve, s))) {
         zmq_close(s);
         return NULL;

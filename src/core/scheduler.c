@@ -70,22 +70,42 @@ static uint32_t num_servers(const loom_node *n)
     return (uint32_t)n->cfg.num_servers;
 }
 
+/* The roster's payload is the same for every node (only the header names
+ * the node it is for): it is encoded once into a ZeroMQ message that every
+ * send shares by reference (zmq_msg_copy). Encoding and copying it once per
+ * node would be O(N^2) on the scheduler as the job assembles: 1,100 rosters
+ * of 1,100 entries, about 50 MB. A replacement changes its entry, so
+ * rejoin() drops the encoded one (forget_roster). */
+static void forget_roster(sched_state *s)
+{
+    if (s->roster_cached) zmq_msg_close(&s->roster);
+    s->roster_cached = 0;
+}
+
 /* The roster to node `dest`; `replaces`: dest is a replacement for a dead
  * node (b = 1), which its layers need to know before anyone's traffic can
  * reach it (the roster is what makes that traffic attributable). */
 static int send_roster(loom_node *n, uint32_t dest, int replaces)
 {
-    blob_writer w = {0};
-    msg_roster_encode(n->nnodes, num_servers(n), n->peers[0].addr, n->peers[0].rid, sizeof(peer),
-                      &w);
-    if (w.bad) {
+    sched_state *s = &n->sched;
+    if (!s->roster_cached) {
+        blob_writer w = {0};
+        msg_roster_encode(n->nnodes, num_servers(n), n->peers[0].addr, n->peers[0].rid,
+                          sizeof(peer), &w);
+        if (w.bad || zmq_msg_init_size(&s->roster, w.len)) {
+            free(w.buf);
+            return LOOM_ENOMEM;
+        }
+        memcpy(zmq_msg_data(&s->roster), w.buf, w.len);
         free(w.buf);
-        return LOOM_ENOMEM;
+        s->roster_cached = 1;
     }
     zmq_msg_t part;
-    zmq_msg_init_size(&part, w.len);
-    memcpy(zmq_msg_data(&part), w.buf, w.len);
-    free(w.buf);
+    zmq_msg_init(&part);
+    if (zmq_msg_copy(&part, &s->roster)) {
+        zmq_msg_close(&part);
+        return LOOM_ENOMEM;
+    }
     msg_header h = {
         .type = MSG_ROSTER, .req = (uint64_t)heartbeat_port(n), .a = dest, .b = replaces ? 1 : 0};
     return node_send_zmq(n, dest, &h, &part, 1);
@@ -136,6 +156,7 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
     heartbeat_watch(n, id);
     snprintf(p->addr, sizeof p->addr, "%s", addr);
     s->servers_acked_shutdown--; /* survive() counted it as ended */
+    forget_roster(s);            /* it lists the dead node's routing id and address */
     char who[64];
     log_warn("%s rejoined from %s (a replacement for the dead one)",
              node_describe(n, id, who, sizeof who), addr);
@@ -547,6 +568,7 @@ static void sched_destroy(void *ctx)
 {
     sched_state *s = ctx;
     free(s->barrier_seen);
+    forget_roster(s);
 }
 
 static const node_hooks sched_hooks = {.tick = sched_tick,
