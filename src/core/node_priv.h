@@ -72,6 +72,8 @@ typedef struct peer {
     uint64_t last_heard_ms;
     uint64_t deaf_at_heard_ms;
     int hb_watched;
+    int hb_first; /* nothing heard on the heartbeat path since it was watched or restarted
+                   * (heartbeat_limit) */
     uint8_t hb_rid[NODE_RID_MAX];
     size_t hb_rid_len;
     int registered; /* scheduler: REGISTER received */

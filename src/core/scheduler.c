@@ -502,9 +502,8 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
     for (uint32_t i = 1; i < n->nnodes; i++) {
         peer *p = &n->peers[i];
         if (p->done || (s->roster_phase == 1 && i > num_servers(n))) continue;
-        uint64_t silent = heartbeat_silence(n, i, now, NULL);
-        if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms && s->shutting_down &&
-            i <= num_servers(n)) {
+        uint64_t silent = heartbeat_silence(n, i, now, NULL), limit = heartbeat_limit(n, i);
+        if (silent > limit && s->shutting_down && i <= num_servers(n)) {
             /* A server acknowledges the shutdown and exits at once; on a lossy
              * link its closing socket can reset the connection before the
              * acknowledgement is through. Every worker is done by now, so
@@ -517,7 +516,7 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
             if (++s->servers_acked_shutdown == num_servers(n)) node_finish(n, 0);
             continue;
         }
-        if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms && p->rejoining) {
+        if (silent > limit && p->rejoining) {
             /* A replacement that died before it acknowledged its roster: nobody
              * else heard of it, and its rank stays dead. */
             char who[64];
@@ -529,7 +528,7 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
             ++s->servers_acked_shutdown; /* as survive() counted it */
             continue;
         }
-        if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms) {
+        if (silent > limit) {
             char who[64], why[160];
             node_describe(n, i, who, sizeof who);
             if (i > num_servers(n) && s->roster_phase == 2 &&
