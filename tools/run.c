@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,10 +52,12 @@
 #include <loom/error.h>
 #include <loom/node.h>
 
-/* Limits for the flags: generous for one machine, and small enough that
- * the two pipes kept per child stay far below the usual 1024-fd limit. */
-#define MAX_SERVERS      128
-#define MAX_WORKERS      128
+/* Limits for the flags: generous for one machine (a job of 256 workers is
+ * tested, tests/mp/test_many.sh). The two pipes kept per child outgrow the
+ * usual soft limit of 1024 open files at about 500 processes: the launcher
+ * raises its own (raise_fd_limit), and its children inherit it. */
+#define MAX_SERVERS      LOOM_MAX_SERVERS
+#define MAX_WORKERS      4096
 #define MAX_TIMEOUT_S    (366L * 24 * 3600)
 #define MAX_RESTARTS     1000
 #define MAX_HEARTBEAT_MS 3600000L
@@ -481,6 +484,24 @@ static int prepare_restart(struct job *job)
     return 0;
 }
 
+/* Open files for `children` processes: the two pipes kept per child, a few
+ * of the launcher's own, and the pipe of the child being started. The soft
+ * limit is raised to the hard one when short (any process may); a hard
+ * limit that is short too ends the launcher before it starts anything. */
+static int raise_fd_limit(int children)
+{
+    rlim_t need = 2 * (rlim_t)children + 32;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= need) return 0;
+    struct rlimit raised = {rl.rlim_max == RLIM_INFINITY ? need : rl.rlim_max, rl.rlim_max};
+    if (raised.rlim_cur >= need && !setrlimit(RLIMIT_NOFILE, &raised)) return 0;
+    run_say("failed: a job of %d processes needs %llu open files in the launcher, but the hard "
+            "limit is %llu (ulimit -Hn): raise it (ulimit -Hn as root, nofile in "
+            "/etc/security/limits.conf) or start fewer processes",
+            children, (unsigned long long)need, (unsigned long long)rl.rlim_max);
+    return 1;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct options opt;
@@ -491,6 +512,7 @@ int cmd_run(int argc, char **argv)
     struct job job = {.opt = &opt, .addr_fd = -1, .launcher_pid = getpid(), .named_dead = -1};
     struct temp_secret temp_secret = {{0}, {0}};
     job.nchildren = 1 + (int)opt.servers + (int)opt.workers;
+    if (raise_fd_limit(job.nchildren)) return 1;
     job.children = calloc((size_t)job.nchildren, sizeof *job.children);
     job.pfds = calloc(2 + 2 * (size_t)job.nchildren, sizeof *job.pfds);
     job.pstreams = calloc(2 + 2 * (size_t)job.nchildren, sizeof *job.pstreams);

@@ -16,10 +16,10 @@
 
 #include <json-c/json.h>
 
-/* Far more than the page ever sends (at most 1024 nodes, a few MB); more is refused. */
+/* Far more than the page ever sends (at most 2048 nodes, a few MB); more is refused. */
 #define STATUS_PAGE_MAX_BODY (16u << 20)
 /* What is printed of a page at most: nodes, metrics per node, characters of a string. */
-#define STATUS_PAGE_MAX_NODES   1024
+#define STATUS_PAGE_MAX_NODES   2048
 #define STATUS_PAGE_MAX_METRICS 16
 #define STATUS_PAGE_MAX_TEXT    64
 

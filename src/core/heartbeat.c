@@ -44,7 +44,7 @@
  * (docs/FAULTS.md, "Liveness and long operations").
  *
  * Locking: hb_mu guards what the thread shares with the I/O thread: every
- * peer's last_heard_ms, deaf_at_heard_ms, hb_watched and hb_rid, and the
+ * peer's last_heard_ms, deaf_at_heard_ms, hb_watched, hb_first and hb_rid, and the
  * node's last_tick_ms and deaf_ms. It is a leaf lock. The socket belongs to
  * the thread alone; heartbeat_start creates it before the thread starts. */
 #include "core/heartbeat.h"
@@ -89,6 +89,8 @@ static void *hb_socket(loom_node *n, int type)
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max_frame, sizeof max_frame);
+    int backlog = node_backlog(n->nnodes); /* every node connects at once */
+    if (type == ZMQ_ROUTER) zmq_setsockopt(s, ZMQ_BACKLOG, &backlog, sizeof backlog);
     if (n->curve && (type == ZMQ_ROUTER ? curve_listen(n->curve, s) : curve_client(n->curve, s))) {
         zmq_close(s);
         return NULL;
@@ -215,6 +217,7 @@ static int wedged(loom_node *n, uint64_t now, uint64_t *last_rounds, uint64_t *l
 
 void node_heard(loom_node *n, uint32_t id)
 {
+    n->peers[id].hb_first = 0;
     n->peers[id].last_heard_ms = node_now_ms();
     n->peers[id].deaf_at_heard_ms = n->deaf_ms;
 }
@@ -285,6 +288,7 @@ int heartbeat_start(loom_node *n, int port)
     if (!rc && port) {
         pthread_mutex_lock(&n->hb_mu);
         node_heard(n, 0);
+        n->peers[0].hb_first = 1;
         pthread_mutex_unlock(&n->hb_mu);
     }
     if (!rc && pthread_create(&n->hb_thread, NULL, hb_main, n)) rc = LOOM_ETRANSPORT;
@@ -324,6 +328,7 @@ void heartbeat_watch(loom_node *n, uint32_t id)
     p->hb_rid_len = p->rid_len;
     p->hb_watched = 1;
     node_heard(n, id);
+    p->hb_first = 1;
     pthread_mutex_unlock(&n->hb_mu);
 }
 
@@ -331,7 +336,25 @@ void heartbeat_restart(loom_node *n, uint32_t id)
 {
     pthread_mutex_lock(&n->hb_mu);
     node_heard(n, id);
+    n->peers[id].hb_first = 1;
     pthread_mutex_unlock(&n->hb_mu);
+}
+
+/* The first heartbeat over a new connection waits for it to be made: on a
+ * job of hundreds of processes sharing a few cores, every node connects to
+ * the scheduler's heartbeat socket at once as the job assembles (and, with a
+ * job secret, makes a CURVE handshake), which took longer than the default
+ * heartbeat timeout of 5 s for a 256-worker job on 2 cores. Until a first
+ * heartbeat came, the job's connect timeout bounds the silence instead, as
+ * it bounds the rest of assembling; after it, the heartbeat timeout. */
+uint64_t heartbeat_limit(loom_node *n, uint32_t id)
+{
+    uint64_t limit = (uint64_t)n->cfg.heartbeat_timeout_ms;
+    pthread_mutex_lock(&n->hb_mu);
+    if (n->peers[id].hb_first && (uint64_t)n->cfg.connect_timeout_ms > limit)
+        limit = (uint64_t)n->cfg.connect_timeout_ms;
+    pthread_mutex_unlock(&n->hb_mu);
+    return limit;
 }
 
 void heartbeat_forget(loom_node *n, uint32_t id)

@@ -44,5 +44,9 @@ void heartbeat_forget(loom_node *n, uint32_t id);
  * latest tick (node_silence at that tick); and in *age, the time from its last
  * heartbeat to `now`, for the status page. */
 uint64_t heartbeat_silence(loom_node *n, uint32_t id, uint64_t now, uint64_t *age);
+/* The silence after which node id counts as dead: the heartbeat timeout, or
+ * the connect timeout if longer while no heartbeat of it came since it was
+ * watched or restarted (on a node: since its heartbeat connection started). */
+uint64_t heartbeat_limit(loom_node *n, uint32_t id);
 
 #endif

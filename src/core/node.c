@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,6 +178,38 @@ static int roster_ready(const loom_node *n)
     return n->roster_installed;
 }
 
+/* File descriptors a node may need: ZeroMQ holds one per TCP connection and
+ * one per socket (its mailbox), so up to three per other node of the job (a
+ * worker of a p2p job: its DEALER to a peer, that DEALER's connection and
+ * the peer's connection to its ROUTER; the scheduler two: each node's
+ * connections to its ROUTER and its heartbeat socket), and a few of its own. */
+static rlim_t fds_needed(uint32_t nnodes)
+{
+    return 3 * (rlim_t)nnodes + 64;
+}
+
+/* Many systems start processes with a soft limit of 1024 descriptors, which
+ * a job of a few hundred nodes exceeds: ZeroMQ then cannot accept or open
+ * connections (EMFILE), which shows only as nodes that fall silent. So a
+ * node whose soft limit is short raises it to the hard limit, which any
+ * process may, and says so, with how to raise it, when even that is short. */
+static void raise_fd_limit(const loom_node *n)
+{
+    rlim_t need = fds_needed(n->nnodes);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= need) return;
+    rlim_t soft = rl.rlim_max == RLIM_INFINITY ? need : rl.rlim_max;
+    struct rlimit raised = {soft, rl.rlim_max};
+    if (!setrlimit(RLIMIT_NOFILE, &raised)) rl.rlim_cur = soft;
+    if (rl.rlim_cur >= need) return;
+    log_warn("a job of %" PRIu32 " nodes may need up to %llu open files in this process, but "
+             "its limit is %llu (ulimit -n; hard limit %llu): raise the hard limit (ulimit -Hn "
+             "as root, LimitNOFILE= of a systemd unit, nofile in /etc/security/limits.conf) or "
+             "connections will fail with \"Too many open files\"",
+             n->nnodes, (unsigned long long)need, (unsigned long long)rl.rlim_cur,
+             (unsigned long long)rl.rlim_max);
+}
+
 int (*node_start_seam)(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **out);
 
 int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **out)
@@ -205,6 +238,11 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
      * one for the heartbeat socket alone (heartbeat.c), whose heartbeats
      * would otherwise wait behind a large message's encryption and copy. */
     if (n->zctx) zmq_ctx_set(n->zctx, ZMQ_IO_THREADS, 2);
+    /* ZeroMQ's default of 1023 sockets per context is short of a DEALER to
+     * every other node (a worker of a p2p job of 1,100 nodes), plus the
+     * ROUTER, the heartbeat socket and CURVE's two. */
+    if (n->zctx && n->nnodes + 16 > 1023)
+        zmq_ctx_set(n->zctx, ZMQ_MAX_SOCKETS, (int)n->nnodes + 16);
     if (!n->peers || !n->zctx || tracker_init(&n->ts)) {
         free(n->peers);
         free(n);
@@ -228,6 +266,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
     else
         snprintf(n->tag, sizeof n->tag, "%s ?", node_role_name(cfg->role));
     log_set_tag(n->tag);
+    raise_fd_limit(n);
     if (cfg->role != LOOM_SCHEDULER) rc = node_member_attach(n);
     if (!rc && cfg->secret[0])
         rc = curve_start(n->zctx, cfg->secret, n->tag, &n->refused, &n->curve);

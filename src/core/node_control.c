@@ -373,7 +373,7 @@ static void member_tick(loom_node *n, void *ctx, uint64_t now)
         node_send_metrics(n);
     }
     uint64_t silent = heartbeat_silence(n, 0, now, NULL);
-    if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms)
+    if (silent > heartbeat_limit(n, 0))
         node_fail(n, 0, "lost the scheduler: nothing heard from it for %" PRIu64 " ms", silent);
 }
 

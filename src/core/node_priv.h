@@ -45,6 +45,16 @@ static inline void node_msg_note_frames(node_msg *m)
 #define NODE_WORK_IO_THREAD      1u
 #define NODE_HEARTBEAT_IO_THREAD 2u
 
+/* The listen backlog of a ROUTER that every node of the job may connect to
+ * at once (the scheduler's two, every server's): ZeroMQ's default of 100
+ * drops the SYNs of a larger job's simultaneous connects, which TCP retries
+ * only after 1, 3, 7 s: long enough for a job of a few hundred nodes to miss
+ * its heartbeat timeout while it assembles. The kernel caps it at somaxconn. */
+static inline int node_backlog(uint32_t nnodes)
+{
+    return nnodes + 16 > 100 ? (int)nnodes + 16 : 100;
+}
+
 enum node_state { NODE_STARTING, NODE_RUNNING, NODE_DONE, NODE_FAILED };
 
 typedef struct peer {
@@ -62,6 +72,8 @@ typedef struct peer {
     uint64_t last_heard_ms;
     uint64_t deaf_at_heard_ms;
     int hb_watched;
+    int hb_first; /* nothing heard on the heartbeat path since it was watched or restarted
+                   * (heartbeat_limit) */
     uint8_t hb_rid[NODE_RID_MAX];
     size_t hb_rid_len;
     int registered; /* scheduler: REGISTER received */
@@ -92,6 +104,8 @@ typedef struct sched_state {
     uint64_t rendezvous_deadline_ms;
     uint64_t refused; /* REGISTERs refused (the first few are logged) */
     uint64_t shutdown_deadline_ms;
+    zmq_msg_t roster; /* the roster as encoded for every node (send_roster), if roster_cached */
+    int roster_cached;
 } sched_state;
 
 typedef struct handler_entry {

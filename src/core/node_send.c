@@ -131,6 +131,8 @@ int node_bind_router(loom_node *n)
      * cannot take over a live node's connection (docs/SECURITY.md). */
     zmq_setsockopt(n->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(n->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    int backlog = node_backlog(n->nnodes);
+    zmq_setsockopt(n->router, ZMQ_BACKLOG, &backlog, sizeof backlog);
     if (n->curve && curve_server(n->curve, n->router)) return LOOM_ETRANSPORT;
     char ep[NODE_ADDR_MAX + 16];
     if (n->cfg.role == LOOM_SCHEDULER) {

@@ -70,22 +70,42 @@ static uint32_t num_servers(const loom_node *n)
     return (uint32_t)n->cfg.num_servers;
 }
 
+/* The roster's payload is the same for every node (only the header names
+ * the node it is for): it is encoded once into a ZeroMQ message that every
+ * send shares by reference (zmq_msg_copy). Encoding and copying it once per
+ * node would be O(N^2) on the scheduler as the job assembles: 1,100 rosters
+ * of 1,100 entries, about 50 MB. A replacement changes its entry, so
+ * rejoin() drops the encoded one (forget_roster). */
+static void forget_roster(sched_state *s)
+{
+    if (s->roster_cached) zmq_msg_close(&s->roster);
+    s->roster_cached = 0;
+}
+
 /* The roster to node `dest`; `replaces`: dest is a replacement for a dead
  * node (b = 1), which its layers need to know before anyone's traffic can
  * reach it (the roster is what makes that traffic attributable). */
 static int send_roster(loom_node *n, uint32_t dest, int replaces)
 {
-    blob_writer w = {0};
-    msg_roster_encode(n->nnodes, num_servers(n), n->peers[0].addr, n->peers[0].rid, sizeof(peer),
-                      &w);
-    if (w.bad) {
+    sched_state *s = &n->sched;
+    if (!s->roster_cached) {
+        blob_writer w = {0};
+        msg_roster_encode(n->nnodes, num_servers(n), n->peers[0].addr, n->peers[0].rid,
+                          sizeof(peer), &w);
+        if (w.bad || zmq_msg_init_size(&s->roster, w.len)) {
+            free(w.buf);
+            return LOOM_ENOMEM;
+        }
+        memcpy(zmq_msg_data(&s->roster), w.buf, w.len);
         free(w.buf);
-        return LOOM_ENOMEM;
+        s->roster_cached = 1;
     }
     zmq_msg_t part;
-    zmq_msg_init_size(&part, w.len);
-    memcpy(zmq_msg_data(&part), w.buf, w.len);
-    free(w.buf);
+    zmq_msg_init(&part);
+    if (zmq_msg_copy(&part, &s->roster)) {
+        zmq_msg_close(&part);
+        return LOOM_ENOMEM;
+    }
     msg_header h = {
         .type = MSG_ROSTER, .req = (uint64_t)heartbeat_port(n), .a = dest, .b = replaces ? 1 : 0};
     return node_send_zmq(n, dest, &h, &part, 1);
@@ -136,6 +156,7 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
     heartbeat_watch(n, id);
     snprintf(p->addr, sizeof p->addr, "%s", addr);
     s->servers_acked_shutdown--; /* survive() counted it as ended */
+    forget_roster(s);            /* it lists the dead node's routing id and address */
     char who[64];
     log_warn("%s rejoined from %s (a replacement for the dead one)",
              node_describe(n, id, who, sizeof who), addr);
@@ -481,9 +502,8 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
     for (uint32_t i = 1; i < n->nnodes; i++) {
         peer *p = &n->peers[i];
         if (p->done || (s->roster_phase == 1 && i > num_servers(n))) continue;
-        uint64_t silent = heartbeat_silence(n, i, now, NULL);
-        if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms && s->shutting_down &&
-            i <= num_servers(n)) {
+        uint64_t silent = heartbeat_silence(n, i, now, NULL), limit = heartbeat_limit(n, i);
+        if (silent > limit && s->shutting_down && i <= num_servers(n)) {
             /* A server acknowledges the shutdown and exits at once; on a lossy
              * link its closing socket can reset the connection before the
              * acknowledgement is through. Every worker is done by now, so
@@ -496,7 +516,7 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
             if (++s->servers_acked_shutdown == num_servers(n)) node_finish(n, 0);
             continue;
         }
-        if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms && p->rejoining) {
+        if (silent > limit && p->rejoining) {
             /* A replacement that died before it acknowledged its roster: nobody
              * else heard of it, and its rank stays dead. */
             char who[64];
@@ -508,7 +528,7 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
             ++s->servers_acked_shutdown; /* as survive() counted it */
             continue;
         }
-        if (silent > (uint64_t)n->cfg.heartbeat_timeout_ms) {
+        if (silent > limit) {
             char who[64], why[160];
             node_describe(n, i, who, sizeof who);
             if (i > num_servers(n) && s->roster_phase == 2 &&
@@ -547,6 +567,7 @@ static void sched_destroy(void *ctx)
 {
     sched_state *s = ctx;
     free(s->barrier_seen);
+    forget_roster(s);
 }
 
 static const node_hooks sched_hooks = {.tick = sched_tick,

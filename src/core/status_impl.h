@@ -15,7 +15,7 @@
 #define STATUS_MAX_REQUEST     4096 /* request line and headers */
 #define STATUS_CONN_MS         5000 /* a whole exchange, from accept to the last byte sent */
 #define STATUS_DRAIN_MS        1000 /* reading what a client still sends after our answer */
-#define STATUS_MAX_LISTED      1024 /* nodes listed on the page; the rest are counted */
+#define STATUS_MAX_LISTED      2048 /* nodes listed on the page (1,100 fit); the rest are counted */
 #define STATUS_REFRESH_S       2
 #define STATUS_BACKLOG         1024 /* connections the kernel queues until accepted */
 #define STATUS_EVICT_MS        1000 /* how long a connection keeps its slot against newcomers */

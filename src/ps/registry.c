@@ -20,6 +20,7 @@
 
 #include "core/log.h"
 #include "loom/error.h"
+#include "ps/minclock.h"
 #include "ps/msg_types.h"
 #include "ps/part.h"
 #include "ps/ps.h"
@@ -47,8 +48,8 @@ typedef struct registry {
     int num_servers, num_workers;
     reg_table *tables[PS_MAX_TABLES];
     uint32_t ntables;
-    int64_t *clock; /* per worker rank */
-    int64_t min_clock;
+    ps_minclock clocks;    /* per worker rank, and the slowest (minclock.h) */
+    int64_t min_clock;     /* the min clock the workers were last told */
     int replicas;          /* LOOM_REPLICAS */
     uint8_t *dead;         /* per server rank: PS_UP, PS_DOWN ... (ring.h, ps_survives) */
     uint32_t *tables_left; /* per rejoining server rank: tables it has still to create */
@@ -108,7 +109,7 @@ static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
     /* Workers that finished before it joined will never send it their last
      * CLOCK: its min clock would wait for them. */
     for (int w = 0; w < r->num_workers; w++)
-        if (r->clock[w] == PS_CLOCK_DONE) {
+        if (r->clocks.of[w] == PS_CLOCK_DONE) {
             msg_header h = {
                 .type = MSG_CLOCK, .clock = PS_CLOCK_DONE, .a = node_worker_id(r->num_servers, w)};
             node_send(n, id, &h, NULL, 0);
@@ -230,11 +231,11 @@ static void on_clock(loom_node *n, void *ctx, node_msg *m)
 {
     registry *r = ctx;
     int rank;
-    if (node_peer_role(n, m->from, &rank) != LOOM_WORKER || m->h.clock < r->clock[rank]) {
+    if (node_peer_role(n, m->from, &rank) != LOOM_WORKER || m->h.clock < r->clocks.of[rank]) {
         node_drop(n, m, "clock from a non-worker or going backwards");
         return;
     }
-    r->clock[rank] = m->h.clock;
+    ps_minclock_set(&r->clocks, rank, m->h.clock);
     advance(n, r, m->from);
 }
 
@@ -245,7 +246,7 @@ static void on_worker_lost(loom_node *n, void *ctx, node_msg *m)
     registry *r = ctx;
     int rank;
     if (node_peer_role(n, (uint32_t)m->h.a, &rank) != LOOM_WORKER) return;
-    r->clock[rank] = PS_CLOCK_DONE;
+    ps_minclock_set(&r->clocks, rank, PS_CLOCK_DONE);
     advance(n, r, (uint32_t)m->h.a);
 }
 
@@ -254,15 +255,13 @@ static void advance(loom_node *n, registry *r, uint32_t from)
 {
     int rank;
     node_peer_role(n, from, &rank);
-    int64_t min = PS_CLOCK_DONE;
-    for (int w = 0; w < r->num_workers; w++)
-        if (r->clock[w] < min) min = r->clock[w];
-    node_note_clock(n, from, r->clock[rank], min > r->min_clock ? min : r->min_clock);
+    int64_t min = r->clocks.min; /* not a scan of every worker's: minclock.h */
+    node_note_clock(n, from, r->clocks.of[rank], min > r->min_clock ? min : r->min_clock);
     if (min <= r->min_clock) return;
     r->min_clock = min;
     if (min == PS_CLOCK_DONE) return; /* every worker finished: nobody is waiting */
     for (int w = 0; w < r->num_workers; w++) {
-        if (r->clock[w] == PS_CLOCK_DONE) continue;
+        if (r->clocks.of[w] == PS_CLOCK_DONE) continue;
         msg_header h = {.type = MSG_MIN_CLOCK, .clock = min};
         node_send(n, node_worker_id(r->num_servers, w), &h, NULL, 0);
     }
@@ -293,7 +292,7 @@ void ps_registry_set_state(loom_node *n, int rank, int state, uint32_t returned)
 int ps_registry_worker_done(loom_node *n, int rank)
 {
     registry *r = node_layer(n, &ps_layer_def);
-    return r->clock[rank] == PS_CLOCK_DONE;
+    return r->clocks.of[rank] == PS_CLOCK_DONE;
 }
 
 int ps_registry_ending(loom_node *n)
@@ -315,7 +314,7 @@ static void registry_destroy(void *state)
         free(r->tables[i]->acked);
         free(r->tables[i]);
     }
-    free(r->clock);
+    ps_minclock_free(&r->clocks);
     free(r->dead);
     free(r->returned);
     free(r->tables_left);
@@ -329,12 +328,12 @@ int ps_registry_attach(loom_node *n)
     r->node = n;
     r->num_servers = loom_num_servers(n);
     r->num_workers = loom_num_workers(n);
-    r->clock = calloc((size_t)r->num_workers, sizeof *r->clock);
+    int no_clocks = ps_minclock_init(&r->clocks, r->num_workers);
     size_t S = (size_t)(r->num_servers ? r->num_servers : 1);
     r->dead = calloc(S, 1);
     r->returned = calloc(S, sizeof *r->returned);
     r->tables_left = calloc(S, sizeof *r->tables_left);
-    int rc = r->clock && r->dead && r->returned && r->tables_left ? 0 : LOOM_ENOMEM;
+    int rc = !no_clocks && r->dead && r->returned && r->tables_left ? 0 : LOOM_ENOMEM;
     if (!rc && r->num_servers) rc = ps_replicas_from_env(r->num_servers, &r->replicas);
     if (rc) {
         registry_destroy(r);

@@ -335,7 +335,7 @@ static void server_destroy(void *state)
     for (int w = 0; s->wparked && w < s->num_workers; w++) free(s->wparked[w].v);
     free(s->wparked);
     free(s->tables);
-    free(s->clock);
+    ps_minclock_free(&s->clocks);
     free(s->lost);
     free(s->scratch[0]);
     free(s->scratch[1]);
@@ -358,7 +358,7 @@ int ps_server_attach(loom_node *n)
         return rc;
     }
     s->num_workers = loom_num_workers(n);
-    s->clock = calloc((size_t)s->num_workers, sizeof *s->clock);
+    int no_clocks = ps_minclock_init(&s->clocks, s->num_workers);
     comm_mgr_init(&s->cm);
     size_t S = (size_t)s->num_servers;
     s->dead = calloc(S, 1);
@@ -370,7 +370,7 @@ int ps_server_attach(loom_node *n)
     s->hb_acked = calloc((size_t)s->num_workers, sizeof *s->hb_acked);
     s->hb_owed = calloc((size_t)s->num_workers, sizeof *s->hb_owed);
     s->wparked = calloc((size_t)s->num_workers, sizeof *s->wparked);
-    if (!s->clock || !s->dead || !s->returned || !s->lost || !s->handled || !s->handled_since ||
+    if (no_clocks || !s->dead || !s->returned || !s->lost || !s->handled || !s->handled_since ||
         !s->parked_from || !s->hb_acked || !s->hb_owed || !s->wparked ||
         !(s->counters = node_stats_area(n, &ps_layer_def, sizeof *s->counters))) {
         server_destroy(s);

@@ -113,17 +113,17 @@ void srv_on_clock(loom_node *n, void *ctx, node_msg *m)
         if (s->lost[rank]) return;
         w = rank;
     }
-    if (w < 0 || m->h.clock < s->clock[w]) {
+    if (w < 0 || m->h.clock < s->clocks.of[w]) {
         node_drop(n, m, "clock from a non-worker or going backwards");
         return;
     }
-    s->clock[w] = m->h.clock;
+    ps_minclock_set(&s->clocks, w, m->h.clock);
     if (m->h.b > s->handled[w] && m->h.b <= UINT32_MAX) {
         s->handled[w] = (uint32_t)m->h.b;
         s->handled_since[w] = m->h.clock;
     }
     advance(s);
-    if (s->clock[w] == PS_CLOCK_DONE) srv_gate_check(s);
+    if (s->clocks.of[w] == PS_CLOCK_DONE) srv_gate_check(s);
 }
 
 /* Drop worker w's entries of a staged or held list whose clock is `from` or
@@ -162,8 +162,8 @@ void srv_on_worker_lost(loom_node *n, void *ctx, node_msg *m)
     for (uint32_t i = 0; i < s->cap; i++) {
         srv_table *t = s->tables[i];
         if (!t) continue;
-        drop_unfinished(&t->staged_head, &t->staged_tail, w, s->clock[w]);
-        drop_unfinished(&t->held_head, &t->held_tail, w, s->clock[w]);
+        drop_unfinished(&t->staged_head, &t->staged_tail, w, s->clocks.of[w]);
+        drop_unfinished(&t->held_head, &t->held_tail, w, s->clocks.of[w]);
     }
     for (deferred **pp = &s->waiting; *pp;) {
         deferred *d = *pp;
@@ -176,8 +176,8 @@ void srv_on_worker_lost(loom_node *n, void *ctx, node_msg *m)
         srv_free_deferred(d);
     }
     log_warn("worker %d is lost: the job goes on without it after its clock %" PRId64, w,
-             s->clock[w]);
-    s->clock[w] = PS_CLOCK_DONE;
+             s->clocks.of[w]);
+    ps_minclock_set(&s->clocks, w, PS_CLOCK_DONE);
     advance(s);
     srv_gate_check(s);
 }
@@ -185,9 +185,7 @@ void srv_on_worker_lost(loom_node *n, void *ctx, node_msg *m)
 /* A worker's clock moved: apply, cut and answer what the new min clock allows. */
 static void advance(server *s)
 {
-    int64_t min = PS_CLOCK_DONE;
-    for (int i = 0; i < s->num_workers; i++)
-        if (s->clock[i] < min) min = s->clock[i];
+    int64_t min = s->clocks.min; /* not a scan of every worker's: minclock.h */
     if (min > s->min_clock) {
         int64_t cut = next_cut(s);
         if (s->min_clock != PS_CLOCK_DONE) s->last_min = s->min_clock;

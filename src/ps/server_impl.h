@@ -20,6 +20,7 @@
 #include "loom/error.h"
 #include "ps/comm.h"
 #include "ps/filter.h"
+#include "ps/minclock.h"
 #include "ps/part.h"
 #include "ps/ps.h"
 #include "ps/ring.h"
@@ -127,8 +128,8 @@ typedef struct server {
     int replicas; /* copies of each range on other servers (LOOM_REPLICAS) */
     srv_table **tables;
     uint32_t cap;
-    int64_t *clock; /* per worker rank */
-    uint8_t *lost;  /* per worker rank: the job went on without it (WORKER_LOST) */
+    ps_minclock clocks; /* per worker rank, and the slowest (minclock.h) */
+    uint8_t *lost;      /* per worker rank: the job went on without it (WORKER_LOST) */
     int64_t min_clock;
     deferred *waiting;
     size_t nwaiting;

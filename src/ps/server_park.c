@@ -221,7 +221,7 @@ void ps_part_release(loom_node *n)
 void srv_gate_check(server *s)
 {
     for (int w = 0; w < s->num_workers; w++)
-        if (s->hb_owed[w] && !s->lost[w] && s->clock[w] != PS_CLOCK_DONE) return;
+        if (s->hb_owed[w] && !s->lost[w] && s->clocks.of[w] != PS_CLOCK_DONE) return;
     size_t opened = 0;
     for (uint32_t id = 0; id < s->cap; id++)
         for (size_t i = 0; s->tables[id] && i < s->tables[id]->nparts; i++)

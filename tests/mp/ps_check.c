@@ -21,6 +21,11 @@
  *       0.25 * (rank + 1) and accuracy = 0.5 + 0.125 * rank, writes its pid
  *       file and waits for FILE before it finishes (the status page tests
  *       look at the job meanwhile). Scheduler and servers write theirs at once.
+ *   ps_check sum [--clocks N]
+ *       A job of many workers (tests/mp/test_many.sh): at every BSP clock c
+ *       each worker adds rank + 1 + c to key c % SUM_KEYS of an int64 sum
+ *       table; after its last clock each worker pulls the table, which must
+ *       hold exactly the sum of every worker's additions.
  *   ps_check free-port
  *       Print a TCP port on 127.0.0.1 that is free right now.
  * Exit 0 when every check held. */
@@ -38,7 +43,7 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: ps_check bsp|ssp|run|status|free-port [--clocks N] [--staleness S] "
+    fprintf(stderr, "usage: ps_check bsp|ssp|run|status|sum|free-port [--clocks N] [--staleness S] "
                     "[--log DIR] [--pid-dir DIR] [--hold FILE]\n");
     return 2;
 }
@@ -109,6 +114,41 @@ static int run_bsp(loom_node *n, int clocks)
         TRY("clock", loom_clock(n));
     }
     printf("bsp: %d clocks, every pull exact\n", clocks);
+    return 0;
+}
+
+/* ---- sum ---- */
+
+#define SUM_KEYS 16
+
+static int run_sum(loom_node *n, int clocks)
+{
+    int rank = loom_rank(n), W = loom_num_workers(n);
+    loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
+    o.type = LOOM_I64;
+    o.consistency = LOOM_BSP;
+    loom_table *t;
+    TRY("open", loom_table_open(n, "sum", &o, &t));
+    for (int c = 0; c < clocks; c++) {
+        uint64_t key = (uint64_t)(c % SUM_KEYS);
+        int64_t add = rank + 1 + c;
+        TRY("push", loom_push(t, &key, 1, &add));
+        TRY("clock", loom_clock(n));
+    }
+    uint64_t keys[SUM_KEYS];
+    int64_t got[SUM_KEYS], want[SUM_KEYS] = {0};
+    for (int k = 0; k < SUM_KEYS; k++) keys[k] = (uint64_t)k;
+    for (int c = 0; c < clocks; c++) /* sum over w of (w + 1 + c) */
+        want[c % SUM_KEYS] += (int64_t)W * (W + 1) / 2 + (int64_t)W * c;
+    TRY("pull", loom_pull(t, keys, SUM_KEYS, got));
+    for (int k = 0; k < SUM_KEYS; k++) {
+        if (got[k] != want[k]) {
+            fprintf(stderr, "ps_check: key %d holds %lld after %d clocks of %d workers, not %lld\n",
+                    k, (long long)got[k], clocks, W, (long long)want[k]);
+            return 1;
+        }
+    }
+    if (rank == 0) printf("sum: %d workers, %d clocks, the table exact\n", W, clocks);
     return 0;
 }
 
@@ -325,9 +365,11 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "free-port")) return free_port();
     int status = !strcmp(mode, "status");
-    if (strcmp(mode, "bsp") && strcmp(mode, "ssp") && strcmp(mode, "run") && !status)
+    int sum = !strcmp(mode, "sum");
+    if (strcmp(mode, "bsp") && strcmp(mode, "ssp") && strcmp(mode, "run") && !status && !sum)
         return usage();
-    if (strcmp(mode, "bsp") && !dir) return usage();
+    if (strcmp(mode, "bsp") && !sum && !dir) return usage();
+    if (sum && (dir || hold)) return usage();
     if (hold ? (strcmp(mode, "bsp") && !status) || !dir : status) return usage();
     int pid_files = dir && (!strcmp(mode, "run") || !strcmp(mode, "bsp") || status);
 
@@ -340,7 +382,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "bsp") && pid_files && write_pid(dir, n)) return die("pid file", LOOM_EINVAL);
     if (hold && !status && wait_for_file(hold)) return 1;
-    int rc = status                 ? run_status(n, clocks, dir, hold)
+    int rc = sum                    ? run_sum(n, clocks)
+             : status               ? run_status(n, clocks, dir, hold)
              : !strcmp(mode, "bsp") ? run_bsp(n, clocks)
              : !strcmp(mode, "ssp") ? run_ssp(n, clocks, staleness, dir)
                                     : run_forever(n, dir);
