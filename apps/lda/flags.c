@@ -93,8 +93,8 @@ static const app_flag flags[] = {
      .def = "auto",
      .help = "sparse: SparseLDA, exact Gibbs, a token costs its\n"
              "document's and word's non-zero topics; mh: Metropolis-\n"
-             "Hastings with alias tables (LightLDA), O(1) a token;\n"
-             "auto: mh from " LDA_MH_AUTO_TOPICS_TEXT " topics on"},
+             "Hastings with alias tables (LightLDA), O(1) a token,\n"
+             "biased (docs/LDA.md); auto: sparse, at every K for now"},
     {.name = "--eval-every",
      .kind = APP_INT,
      .arg = "N",

@@ -7,11 +7,12 @@
 #        the log-likelihoods of the sequential reference with --sampler mh,
 #        bit for bit; 2 workers under SSP(1)
 #        keep the counts consistent (totals = column sums, sum = tokens) at
-#        every evaluation; --sampler auto takes sparse at K = 19,999 and mh
-#        at 20,000; and the sequential mh chain ends within 0.5% of
-#        the SparseLDA chain's log-likelihood after 150 iterations (measured:
-#        0.2%, mh above; later mh settles 3.4% above, a known bias of its
-#        reused word tables, docs/LDA.md);
+#        every evaluation; --sampler auto takes sparse (at K = 20,000 too:
+#        mh is biased, docs/LDA.md); and the sequential mh chain reaches
+#        the SparseLDA chain's log-likelihood within 0.5% after 150
+#        iterations (measured: 0.2%, mh above). This checks that mh mixes
+#        towards the same region, not that it is exact: later mh settles
+#        3.4% above, the known bias of its reused word tables (docs/LDA.md);
 #   ap   K = 1000 on AP: after 60 iterations mh is within 4% of SparseLDA
 #        after 60 (measured 2.8%: mh needs about 3 times the iterations of
 #        SparseLDA to reach a log-likelihood, docs/LDA.md; one iteration
@@ -68,8 +69,8 @@ gen)
         >"$WORK/out" 2>&1 || fail "2 workers with --sampler mh failed"
     [[ $(grep -c '"counts_consistent": true' "$WORK/job.json") -eq 5 ]] ||
         fail "2 workers with --sampler mh: counts inconsistent"
-    # --sampler auto: sparse below LDA_MH_AUTO_TOPICS (apps/lda/lda.h), mh from it on.
-    for case in "19999 sparse" "20000 mh"; do
+    # --sampler auto: sparse at every K (apps/lda/lda.h), large ones too.
+    for case in "50 sparse" "20000 sparse"; do
         read -r topics want <<<"$case"
         for s in $want auto; do
             "$LDA_CHECK" --model-out "$WORK/$s.model" -- --train "$WORK/g.ldac" --topics "$topics" \
