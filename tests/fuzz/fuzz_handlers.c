@@ -305,11 +305,13 @@ static void layer_api(run *r, script *s, int w, int call, const uint64_t *keys, 
     case 1:
         if (svb) loom_svb_sync(svb);
         break;
-    case 2: { /* the block key0 of engine key1 from the other worker at version key2 */
+    case 2: { /* the block key0 of engine key1 from the other worker at version key2, of
+               * values of 4 or 8 bytes (from bytes: no script byte of its own, so the
+               * corpus's scripts still reach the blocks they took) */
         uint8_t rows[64];
         size_t bytes = next_u8(s) % (sizeof rows + 1);
         if (!sched_take_block(n, nkeys > 1 ? (uint32_t)keys[1] : 0, 1 - w, (uint32_t)key0,
-                              nkeys > 2 ? keys[2] : 0, rows, bytes, next_u8(s) & 1 ? 4 : 8))
+                              nkeys > 2 ? keys[2] : 0, rows, bytes, bytes & 4 ? 4 : 8))
             stats.blocks_taken++;
         break;
     }
