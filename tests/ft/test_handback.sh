@@ -11,7 +11,7 @@
 # server 2's handback (before it, during its fence, which it then aborts, or
 # after it), and both replacements must still take their ranges back.
 #
-# The job must end with every key exactly equal to the sum of all pushes on
+# The job ends 100 clocks after the last handback (at most 3000), and must end with every key exactly equal to the sum of all pushes on
 # every worker (no acknowledged update lost, none applied twice) and exit 0,
 # and every handback must have moved ranges (the logs say how many).
 # Usage: test_handback.sh LOOM FAILOVER_CHECK bsp|ssp|asp
@@ -24,7 +24,7 @@ MODE=${3:?mode}
 LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=1 "$LOOM" run --servers 3 --workers 3 \
     --on-failure wait --on-server-failure restart --heartbeat-timeout 2000 --timeout 300 \
     --insecure --no-status \
-    -- "$PS_CHECK" "$MODE" --pid-dir "$PIDS" --clocks "${CLOCKS:-3000}" --pace-ms 10 >"$WORK/job.out" 2>&1 &
+    -- "$PS_CHECK" "$MODE" --pid-dir "$PIDS" --clocks "${CLOCKS:-3000}" --pace-ms 10 --end-file "$WORK/end" >"$WORK/job.out" 2>&1 &
 launcher=$!
 BG_PIDS+=("$launcher")
 wait_for_files 7 30
@@ -52,6 +52,7 @@ kill -KILL "$(<"$PIDS/server-0.pid")"
 kills=$((kills + 2))
 wait_for_lines "$WORK/job.out" "\[scheduler\] .*server 2 took its ranges back\$" $((before2 + 1)) 120 "$launcher"
 wait_for_lines "$WORK/job.out" "\[scheduler\] .*server 0 took its ranges back\$" $((before0 + 1)) 120 "$launcher"
+end_job_after 100
 job_ended_exact "[0-9]+" "0 1 2" "server [012] was killed by signal 9"
 handbacks=$(grep -cE "^\[scheduler\] .*server [012] took its ranges back$" "$WORK/job.out")
 ((handbacks == kills)) || fail "$handbacks handbacks for $kills kills"

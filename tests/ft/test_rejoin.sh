@@ -7,7 +7,7 @@
 # them. Once every worker has passed 20 more clocks after that, server 2 is
 # killed too. With one replica, the ranges held by servers 1 and 2 alone
 # survive that second death only through the replacement's copies, so the
-# job must still end with every key exactly equal to the sum of all pushes on
+# job, ended 60 clocks after that death was seen, must still end with every key exactly equal to the sum of all pushes on
 # every worker (no acknowledged update lost, none applied twice) and exit 0.
 # Usage: test_rejoin.sh LOOM FAILOVER_CHECK bsp|ssp|asp
 # shellcheck source-path=SCRIPTDIR source=../lib/mp.sh
@@ -19,7 +19,7 @@ MODE=${3:?mode}
 LOOM_REPLICAS=1 LOOM_HEARTBEAT_MS=250 LOOM_VERBOSE=${VERBOSE:-0} "$LOOM" run --servers 3 --workers 3 \
     --on-failure wait --on-server-failure restart --heartbeat-timeout 2000 --timeout 240 \
     --insecure --no-status \
-    -- "$PS_CHECK" "$MODE" --pid-dir "$PIDS" --clocks "${CLOCKS:-1200}" --pace-ms 20 >"$WORK/job.out" 2>&1 &
+    -- "$PS_CHECK" "$MODE" --pid-dir "$PIDS" --clocks "${CLOCKS:-1200}" --pace-ms 20 --end-file "$WORK/end" >"$WORK/job.out" 2>&1 &
 launcher=$!
 BG_PIDS+=("$launcher")
 wait_for_files 7 30
@@ -32,6 +32,7 @@ wait_for_lines "$WORK/job.out" "server 1 rejoined: it holds full copies of its r
 advance 20
 kill -KILL "$(<"$PIDS/server-2.pid")"
 wait_for_lines "$WORK/job.out" "server 2 \(node [0-9]*\) died: no heartbeat.*the job goes on without it" 1 60 "$launcher"
+end_job_after 60
 job_ended_exact "[0-9]+" "0 1 2" "server [12] was killed by signal 9"
 grep -E "rejoined|sent again|now master|copies" "$WORK/job.out" | head -12
 echo "PASS"

@@ -106,6 +106,19 @@ advance() {
     for w in 0 1 2; do wait_past "$w" $(($(last_clock "$w") + $1)); done
 }
 
+# end_job_after N: end the job N clocks after the furthest worker's last
+# printed clock (the job runs failover_check --end-file "$WORK/end"), so that
+# it lasts as long as its faults took on this machine and no longer. N covers
+# the clocks a worker ends between two printed ones and while this runs.
+end_job_after() {
+    local w c end=0
+    for w in 0 1 2; do
+        c=$(last_clock "$w")
+        ((${c:-0} > end)) && end=$c
+    done
+    echo $((end + $1)) >"$WORK/end.tmp" && mv "$WORK/end.tmp" "$WORK/end"
+}
+
 # job_ended_exact CLOCKS WORKERS KILLED: wait for the job; every worker in
 # WORKERS (e.g. "0 1 2") must have ended CLOCKS clocks (a regex) with every
 # key exact, `loom run` exit 0, and no process have failed but those matching
