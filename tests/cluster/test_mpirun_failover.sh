@@ -40,7 +40,7 @@ wait_for() {
     until grep -qE -- "$1" "$WORK/job.out"; do
         kill -0 "$job" 2>/dev/null || fail "mpirun exited before printing '$1'"
         (($(date +%s) < deadline)) || fail "no line '$1' within $2 s"
-        sleep 0.05
+        poll_pause 0.05
     done
 }
 
@@ -56,7 +56,7 @@ echo "every worker passed clock 30; killed server 1 (rank 2, pid ${PID[server-1]
 deadline=$(($(date +%s) + 150))
 while kill -0 "$job" 2>/dev/null; do
     (($(date +%s) < deadline)) || fail "mpirun still running 150 s after the kill"
-    sleep 0.1
+    poll_pause 0.1
 done
 wait "$job"
 status=$?
@@ -97,7 +97,7 @@ deadline=$(($(date +%s) + 90))
 until grep -q "epoch   1 " "$WORK/lr.out"; do
     kill -0 "$job" 2>/dev/null || fail "mpirun exited before epoch 1 of lr"
     (($(date +%s) < deadline)) || fail "no epoch 1 of lr within 90 s"
-    sleep 0.05
+    poll_pause 0.05
 done
 # The ranks are mpirun's children (mpirun is timeout's); rank 2 is server 1.
 victim=
@@ -110,7 +110,7 @@ echo "lr: epoch 1 done; killed server 1 (rank 2, pid $victim)"
 deadline=$(($(date +%s) + 150))
 while kill -0 "$job" 2>/dev/null; do
     (($(date +%s) < deadline)) || fail "the lr job still running 150 s after the kill"
-    sleep 0.1
+    poll_pause 0.1
 done
 wait "$job"
 echo "mpirun exited with status $?"

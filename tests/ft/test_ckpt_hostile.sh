@@ -82,7 +82,7 @@ launcher=$!
 for ((i = 0; i < 600; i++)); do # up to 60 s for its first commit
     [[ -n $(committed ck3) ]] && break
     kill -0 "$launcher" 2>/dev/null || fail "the first job ended: $(tail -3 first.out)"
-    sleep 0.1
+    poll_pause 0.1
 done
 [[ -n $(committed ck3) ]] || fail "the first job committed nothing in 60 s"
 expect 1 "is in use by another job (pid" "${LR[@]}" --checkpoint-dir ck3
@@ -103,7 +103,7 @@ for ((i = 0; i < 600; i++)); do # until a checkpoint past clock 200 is committed
     newest=$(committed ck4 | tail -n 1)
     [[ -n $newest ]] && ((newest > 200)) && break
     kill -0 "$launcher" 2>/dev/null || fail "the busy job ended: $(tail -3 busy.out)"
-    sleep 0.1
+    poll_pause 0.1
 done
 kill -KILL -- -"$launcher" 2>/dev/null
 wait "$launcher" 2>/dev/null

@@ -73,7 +73,7 @@ kill_server_1() {
     until grep -qs "$READY" "$1"; do
         ((SECONDS < deadline)) || fail "no '$READY' within 60 s"
         kill -0 "$launcher" 2>/dev/null || fail "the job ended before '$READY'"
-        sleep 0.05
+        poll_pause 0.05
     done
     kill_server 1
 }

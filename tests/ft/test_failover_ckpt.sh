@@ -43,7 +43,7 @@ deadline=$((SECONDS + 120))
 moved=0
 while ((moved < 2)) && kill -0 "$launcher" 2>/dev/null && ((SECONDS < deadline)); do
     moved=$(grep -lx "moved 1" "$CK"/ckpt-*/MANIFEST 2>/dev/null | wc -l)
-    sleep 0.05 # a poll, not a synchronisation: the condition is the manifests
+    poll_pause 0.05 # a poll, not a synchronisation: the condition is the manifests
 done
 # The newest checkpoint is known once every process is gone.
 # shellcheck disable=SC2046 # one pid a word

@@ -106,11 +106,33 @@ job_failed() {
 
 pid_of() { cat "$PIDS/$1-$2.pid" 2>/dev/null; }
 
-# last_done W: the last clock worker W recorded as acknowledged and ended (-1: none).
-last_done() {
-    local c
-    c=$(tail -n 1 "$PIDS/worker-$1.clocks" 2>/dev/null)
-    echo "${c:--1}"
+# done_clock W: sets DONE to the last clock worker W recorded as acknowledged
+# and ended (-1: none). progress() asks 50 times a second for minutes, so
+# this starts no process: it keeps each worker's clocks file open and reads
+# only the lines appended since its last call (a line still being written is
+# kept until its newline comes). forget_clocks closes the files between jobs.
+declare -A CLOCKS_FD=() CLOCKS_LAST=() CLOCKS_PART=()
+done_clock() {
+    local w=$1 f=$PIDS/worker-$1.clocks line fd
+    if [[ -z ${CLOCKS_FD[$w]:-} ]]; then
+        DONE=-1
+        [[ -e $f ]] || return 0
+        exec {fd}<"$f"
+        CLOCKS_FD[$w]=$fd CLOCKS_LAST[$w]=-1 CLOCKS_PART[$w]=""
+    fi
+    while IFS= read -r -u "${CLOCKS_FD[$w]}" line; do
+        line=${CLOCKS_PART[$w]}$line
+        CLOCKS_PART[$w]=""
+        [[ -n $line ]] && CLOCKS_LAST[$w]=$line
+    done
+    CLOCKS_PART[$w]+=$line # what read returned without its newline
+    DONE=${CLOCKS_LAST[$w]}
+}
+
+forget_clocks() {
+    local fd
+    for fd in "${CLOCKS_FD[@]}"; do exec {fd}<&-; done
+    CLOCKS_FD=() CLOCKS_LAST=() CLOCKS_PART=()
 }
 
 # stacks: with gdb, every thread's stack of every process of a stuck job, in
@@ -130,14 +152,15 @@ stacks() {
 progress() {
     local w want deadline=$((SECONDS + 60))
     for w in "${live[@]}"; do
-        want=$(($(last_done "$w") + $1))
-        while (($(last_done "$w") < want)); do
-            kill -0 "$launcher" 2>/dev/null || job_failed "the job ended while worker $w was at clock $(last_done "$w")"
+        done_clock "$w"
+        want=$((DONE + $1))
+        while done_clock "$w" && ((DONE < want)); do
+            kill -0 "$launcher" 2>/dev/null || job_failed "the job ended while worker $w was at clock $DONE"
             ((SECONDS < deadline)) || {
                 stacks
                 job_failed "worker $w did not get past clock $want within 60 s after $what"
             }
-            sleep 0.02 # a poll, not a synchronisation: the condition is the clocks file
+            poll_pause 0.02 # a poll, not a synchronisation: the condition is the clocks file
         done
     done
 }
@@ -155,7 +178,7 @@ new_pid() {
         [[ -n $p && $p != "$3" ]] && kill -0 "$p" 2>/dev/null && return 0
         kill -0 "$launcher" 2>/dev/null || job_failed "the job ended before $1 $2's replacement came up"
         ((SECONDS < deadline)) || job_failed "no replacement for $1 $2 wrote its pid file within 60 s"
-        sleep 0.02 # a poll: the condition is the pid file
+        poll_pause 0.02 # a poll: the condition is the pid file
     done
 }
 
@@ -186,7 +209,7 @@ snapshotter() {
                 : >"$SNAP.missed.$name"
             fi
         done
-        sleep 0.02 # the polling period of the copier, no synchronisation
+        poll_pause 0.02 # the polling period of the copier, no synchronisation
     done
 }
 
@@ -194,7 +217,7 @@ snapshotter() {
 filler() {
     while [[ -e $DISK/fill ]]; do
         cat /dev/zero >>"$DISK/junk" 2>/dev/null
-        sleep 0.02
+        poll_pause 0.02
     done
 }
 
@@ -253,6 +276,7 @@ for ((job = 0; events < EVENTS; job++)); do
         events=$((events + n))
         continue
     fi
+    forget_clocks
     rm -rf "${PIDS:?}"/* "${CK:?}" "$DISK/junk" "$WORK/end"
     SNAP=$WORK/snap$job
     mkdir "$SNAP"
@@ -340,7 +364,7 @@ for ((job = 0; events < EVENTS; job++)); do
             while (($(newest "$CK") <= freed)); do
                 kill -0 "$launcher" 2>/dev/null || job_failed "the job ended before a checkpoint committed after the disk had room again"
                 ((SECONDS < deadline)) || job_failed "no checkpoint committed within 60 s after the disk had room again (newest: clock $freed)"
-                sleep 0.02 # a poll: the condition is the manifests
+                poll_pause 0.02 # a poll: the condition is the manifests
             done
             ;;
         esac
@@ -349,7 +373,7 @@ for ((job = 0; events < EVENTS; job++)); do
     done
     # End the job a margin of clocks after the furthest worker (failover_check --end-file).
     end=0
-    for w in "${live[@]}"; do (($(last_done "$w") > end)) && end=$(last_done "$w"); done
+    for w in "${live[@]}"; do done_clock "$w" && ((DONE > end)) && end=$DONE; done
     end=$((end + 60))
     echo "$end" >"$WORK/end.tmp" && mv "$WORK/end.tmp" "$WORK/end"
     status=0

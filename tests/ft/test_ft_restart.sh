@@ -55,7 +55,7 @@ until_true() {
     until "$@"; do
         kill -0 "$launcher" 2>/dev/null || fail "the job ended before $what"
         ((SECONDS < deadline)) || fail "no $what within the time limit"
-        sleep 0.005
+        poll_pause 0.005
     done
 }
 committed() { (($(newest ck) >= $1)); }
@@ -66,7 +66,7 @@ worker_up() { role_pid worker 0 >/dev/null; }
 finish() {
     local kids
     kids=$(pgrep -P "$launcher")
-    while kill -0 "$launcher" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.01; done
+    while kill -0 "$launcher" 2>/dev/null && ((SECONDS < deadline)); do poll_pause 0.01; done
     kill -0 "$launcher" 2>/dev/null && fail "the job did not end within the time limit"
     wait "$launcher"
     RC=$?

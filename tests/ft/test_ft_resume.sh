@@ -44,7 +44,7 @@ launcher=$!
 deadline=$((SECONDS + 120))
 # Wait for the condition (a committed checkpoint), bounded; the poll interval is not a synchronisation.
 while (($(newest ck) < K * EVERY)) && kill -0 "$launcher" 2>/dev/null && ((SECONDS < deadline)); do
-    sleep 0.005
+    poll_pause 0.005
 done
 # shellcheck disable=SC2046 # one pid a word
 kill_gone $(pgrep -P "$launcher") "$launcher"

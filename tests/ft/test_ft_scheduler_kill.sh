@@ -40,7 +40,7 @@ deadline=$(($(now_ms) + 60000))
 until compgen -G "ck/ckpt-*/MANIFEST" >/dev/null; do
     kill -0 "$launcher" 2>/dev/null || { cp job.out err; fail "the job ended before its first checkpoint"; }
     (($(now_ms) < deadline)) || { cp job.out err; fail "no checkpoint within 60 s"; }
-    sleep 0.01
+    poll_pause 0.01
 done
 victim='' survivors=()
 for pid in $(pgrep -P "$launcher"); do

@@ -64,7 +64,7 @@ start_and_kill() {
     until grep -q "$READY" job.out; do
         kill -0 "$launcher" 2>/dev/null || { cp job.out err; fail "$1: the job ended before epoch 3"; }
         (($(now_ms) < deadline)) || { cp job.out err; fail "$1: no epoch 3 within 90 s"; }
-        sleep 0.02
+        poll_pause 0.02
     done
     KIDS=$(pgrep -P "$launcher")
     for pid in $KIDS; do

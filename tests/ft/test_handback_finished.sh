@@ -28,7 +28,7 @@ worker0=$(<"$PIDS/worker-0.pid")
 deadline=$(($(now_ms) + 30000))
 while kill -0 "$worker0" 2>/dev/null; do
     (($(now_ms) < deadline)) || fail "worker 0 did not exit within 30 s of finishing"
-    sleep 0.05
+    poll_pause 0.05
 done
 kill -KILL "$(<"$PIDS/server-1.pid")"
 wait_for_lines "$WORK/job.out" "\[scheduler\] .*server 1 took its ranges back\$" 1 120 "$launcher"

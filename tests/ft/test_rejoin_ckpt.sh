@@ -81,7 +81,7 @@ wait_commits() {
     while (($(commits_after "$1") < 2)); do
         kill -0 "$launcher" 2>/dev/null || fail "the job ended with fewer than 2 checkpoints committed $2"
         ((SECONDS < deadline)) || fail "fewer than 2 checkpoints committed $2 within 120 s (newest: $(newest "$CK"))"
-        sleep 0.05 # a poll, not a synchronisation: the condition is the manifests
+        poll_pause 0.05 # a poll, not a synchronisation: the condition is the manifests
     done
 }
 RESUMED=()
@@ -91,7 +91,7 @@ if [[ $SECOND == resumed ]]; then
     while (($(newest "$CK") < 30)); do
         kill -0 "$launcher" 2>/dev/null || fail "the first run ended before a checkpoint at clock 30"
         ((SECONDS < deadline)) || fail "no checkpoint at clock 30 or later within 120 s"
-        sleep 0.05 # a poll, not a synchronisation: the condition is the manifests
+        poll_pause 0.05 # a poll, not a synchronisation: the condition is the manifests
     done
     kill_job
     rm "$PIDS"/*.pid

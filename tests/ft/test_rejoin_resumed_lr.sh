@@ -52,7 +52,7 @@ wait_newer() {
     while (($(newest ck) <= $1)); do
         ((SECONDS < deadline)) || fail "no checkpoint committed $2 within 120 s"
         kill -0 "$launcher" 2>/dev/null || fail "the job ended before a checkpoint $2"
-        sleep 0.05 # a poll, not a synchronisation: the condition is the manifests
+        poll_pause 0.05 # a poll, not a synchronisation: the condition is the manifests
     done
 }
 

@@ -30,7 +30,7 @@ bounded=$!
 # `loom train` is timeout's child; its children are the job (role_pid).
 until launcher=$(pgrep -P "$bounded"); do
     kill -0 "$bounded" 2>/dev/null || fail "the job ended before it started: $(tail -5 job.err)"
-    sleep 0.05 # a poll, not a synchronisation: the condition is the process
+    poll_pause 0.05 # a poll, not a synchronisation: the condition is the process
 done
 wait_for job.err "epoch   1 " "epoch 1"
 s1=$(role_pid server 1) || fail "server 1 of the job not found"

@@ -37,7 +37,7 @@ deadline=$((SECONDS + 60))
 until pid=$(<"$PIDS/worker-2.pid") && [[ $pid != "$old2" ]] && kill -0 "$pid" 2>/dev/null; do
     kill -0 "$launcher" 2>/dev/null || fail "the job ended before its restarted worker 2 was up"
     ((SECONDS < deadline)) || fail "the restarted job's worker 2 did not come up within 60 s"
-    sleep 0.01 # a poll, not a synchronisation: the condition is the pid file
+    poll_pause 0.01 # a poll, not a synchronisation: the condition is the pid file
 done
 kill -KILL "$pid"
 wait_for_lines "$OUT" "restart 2 of 3: the job starts again from" 1 60 "$launcher"

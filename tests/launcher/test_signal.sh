@@ -62,7 +62,7 @@ for f in "$FAKE_DIR"/*.pid; do
     pid=$(<"$f")
     for ((i = 0; i < 40; i++)); do
         alive "$pid" || continue 2
-        sleep 0.05
+        poll_pause 0.05
     done
     fail "$(basename "$f" .pid) outlived the SIGKILLed launcher"
 done

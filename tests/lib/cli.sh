@@ -109,7 +109,7 @@ kill_job_start() {
     until grep -q "$ready" "$WORK/job.out"; do
         kill -0 "$launcher" 2>/dev/null || job_fail "the job ended before its first $what"
         (($(now_ms) < deadline)) || job_fail "no $what within 60 s"
-        sleep 0.05
+        poll_pause 0.05
     done
 }
 

@@ -57,7 +57,7 @@ finish() {
     for name in "$@"; do
         while kill -0 "${PID[$name]}" 2>/dev/null; do
             (($(date +%s) < deadline)) || fail "$name still running after the time allowed"
-            sleep 0.05
+            poll_pause 0.05
         done
         wait "${PID[$name]}"
         STATUS[$name]=$?
@@ -86,7 +86,7 @@ wait_for_line() {
     until grep -qF -- "$2" "$WORK/$1.out"; do
         kill -0 "${PID[$1]}" 2>/dev/null || fail "$1 exited before printing '$2'"
         (($(date +%s) < deadline)) || fail "$1 did not print '$2' within $3 s"
-        sleep 0.05
+        poll_pause 0.05
     done
 }
 

@@ -9,11 +9,13 @@
 #   fail MESSAGE           "FAIL: MESSAGE", then what fail_show shows, exit 1
 #   show_tails N FILE...   the last N lines of each non-empty FILE, headed
 #   skip REASON            "skipped: REASON", exit 77 (CTest's SKIP_RETURN_CODE)
-#   now_ms                 milliseconds since the epoch
+#   now_ms                 milliseconds since the epoch (set_now_ms: into NOW_MS)
 #   numeric_check EXPR NAME=VALUE...
 #   alive PID, group_alive PGID, live_since PID, kill_gone PID...
-# Nothing here starts a process or sets a trap: the script or its topical
-# file does (work_dir's caller decides how the work directory goes).
+#   poll_pause SECONDS     the pause of a polling loop, without a process
+# Nothing here starts a process (but mkfifo, once) or sets a trap: the script
+# or its topical file does (work_dir's caller decides how the work directory
+# goes).
 
 # shellcheck disable=SC2034 # for the scripts that source this file
 TESTS_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -71,8 +73,15 @@ skip() {
 
 # now_ms: milliseconds since the epoch (no program run).
 now_ms() {
+    set_now_ms
+    echo "$NOW_MS"
+}
+
+# set_now_ms: sets NOW_MS to now_ms's value without the subshell that
+# $(now_ms) costs (for polling loops).
+set_now_ms() {
     local t=${EPOCHREALTIME//[!0-9]/}
-    echo $((10#$t / 1000))
+    NOW_MS=$((10#$t / 1000))
 }
 
 # numeric_check EXPR NAME=VALUE...: whether the awk expression EXPR holds for
@@ -124,6 +133,24 @@ live_since() {
     [[ ${fields[0]} == Z ]] || echo "${fields[19]}"
 }
 
+# poll_pause SECONDS: wait SECONDS (a fraction) between two looks of a polling
+# loop, without starting a process. `sleep 0.02` forks and execs sleep(1) 50
+# times a second in each loop: in ft.fault_mix, whose loops watch a job for
+# minutes, those sleeps and their forks took a third of the test's CPU time,
+# which the suite's other tests then waited for. This is `read -t` on a FIFO
+# the shell holds open for reading and writing, to which nothing is ever
+# written: the read always times out. (A subshell inherits the descriptor.)
+poll_pause() {
+    if [[ -z ${POLL_FD:-} ]]; then
+        local fifo
+        fifo=$(mktemp -u "${TMPDIR:-/tmp}/loom-poll.XXXXXX")
+        mkfifo -m 600 "$fifo" || fail "poll_pause: cannot make a FIFO at $fifo"
+        exec {POLL_FD}<>"$fifo"
+        rm -f "$fifo"
+    fi
+    read -r -t "$1" -u "$POLL_FD" _ || true
+}
+
 # kill_gone PID...: SIGKILL each process and wait until every one is gone:
 # exited, a zombie, or its pid taken by a later process. SIGKILL is
 # delivered asynchronously, and a process inside a sync (a checkpoint's
@@ -139,7 +166,7 @@ kill_gone() {
         while [[ $(live_since "$pid") == "${start[$pid]}" ]]; do
             ((SECONDS < deadline)) ||
                 fail "process $pid of the killed job survived SIGKILL for 60 s ($(cat "/proc/$pid/stat" 2>/dev/null), in $(cat "/proc/$pid/wchan" 2>/dev/null))"
-            sleep 0.01
+            poll_pause 0.01
         done
     done
 }

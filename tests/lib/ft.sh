@@ -56,7 +56,7 @@ wait_for() {
     until grep -qE "$2" "$1"; do
         ((SECONDS < deadline)) || fail "no $3 within 120 s"
         kill -0 "$launcher" 2>/dev/null || fail "the job ended before $3: $(tail -5 "$1")"
-        sleep 0.05 # a poll, not a synchronisation: the condition is the log
+        poll_pause 0.05 # a poll, not a synchronisation: the condition is the log
     done
 }
 
@@ -96,7 +96,7 @@ wait_past() {
         ((${c:-0} >= want)) && return 0
         kill -0 "$launcher" 2>/dev/null || fail "the job ended before worker $w reached clock $want"
         (($(now_ms) > deadline)) && fail "worker $w did not reach clock $want within 120 s"
-        sleep 0.05 # a poll, not a synchronisation: the condition is the log
+        poll_pause 0.05 # a poll, not a synchronisation: the condition is the log
     done
 }
 

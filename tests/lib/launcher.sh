@@ -94,7 +94,7 @@ wait_loom() {
     local i
     for ((i = 0; i < 400; i++)); do
         kill -0 "$LAUNCHER_PID" 2>/dev/null || break
-        sleep 0.05
+        poll_pause 0.05
     done
     kill -0 "$LAUNCHER_PID" 2>/dev/null && fail "the launcher did not end"
     wait "$LAUNCHER_PID"
@@ -108,7 +108,7 @@ wait_for_pid_files() {
     for ((i = 0; i < 200; i++)); do
         files=("$FAKE_DIR"/*.pid)
         [[ -e ${files[0]} ]] && ((${#files[@]} >= $1)) && return 0
-        sleep 0.05
+        poll_pause 0.05
     done
     fail "only ${#files[@]} of $1 processes started"
 }
@@ -119,7 +119,7 @@ wait_for_line() {
     local i
     for ((i = 0; i < 200; i++)); do
         grep -qxF -- "$2" "$1" && return 0
-        sleep 0.05
+        poll_pause 0.05
     done
     fail "no line '$2' in $(basename "$1") within 10 s"
 }
@@ -149,7 +149,7 @@ expect_no_survivors() {
             if alive "$pid"; then left+=" helper of $(basename "$f" .sleep)($pid)"; fi
         done
         [[ -z $left ]] && return 0
-        sleep 0.1
+        poll_pause 0.1
     done
     fail "processes survived the launcher:$left"
 }

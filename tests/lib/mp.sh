@@ -43,7 +43,7 @@ wait_for_files() {
         n=$(find "$PIDS" -name '*.pid' | wc -l)
         ((n >= want)) && return 0
         (($(now_ms) > deadline)) && fail "only $n of $want processes came up within $2 s"
-        sleep 0.05
+        poll_pause 0.05
     done
 }
 
@@ -55,11 +55,16 @@ wait_for_lines() {
     local file=$1 pattern=$2 want=$3 deadline=$(($(now_ms) + $4 * 1000)) pid=${5:-} n
     local from=${6:-1}
     while :; do
-        n=$(tail -n +"$from" "$file" 2>/dev/null | grep -cE -- "$pattern")
+        if ((from == 1)); then # one process a look, not three: tests poll for minutes
+            n=$(grep -cE -- "$pattern" "$file" 2>/dev/null)
+        else
+            n=$(tail -n +"$from" "$file" 2>/dev/null | grep -cE -- "$pattern")
+        fi
         ((${n:-0} >= want)) && return 0
         [[ -z $pid ]] || kill -0 "$pid" 2>/dev/null ||
             fail "process $pid exited with ${n:-0} of $want lines matching '$pattern' in $file"
-        (($(now_ms) > deadline)) && fail "$file: ${n:-0} of $want lines matching '$pattern' within $4 s"
-        sleep 0.05
+        set_now_ms
+        ((NOW_MS > deadline)) && fail "$file: ${n:-0} of $want lines matching '$pattern' within $4 s"
+        poll_pause 0.05
     done
 }

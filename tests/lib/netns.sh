@@ -119,7 +119,7 @@ make_hosts() {
         until ip -n "$SWITCH" -d -o link show p"$h" | grep -q 'state forwarding' &&
             ip -n "${HOSTS[h]}" -o link show eth0 | grep -q LOWER_UP; do
             (($(now_ms) < deadline)) || fail "the link of host $h did not come up within 10 s"
-            sleep 0.05
+            poll_pause 0.05
         done
     done
     echo "hosts: ${HOSTS[*]} (10.77.0.1-$n), switch $SWITCH"
@@ -189,7 +189,7 @@ wait_job() {
         left=$(running)
         [[ -z $left ]] && return 0
         (($(now_ms) < deadline)) || fail "still running after $1 s: $left"
-        sleep 0.05
+        poll_pause 0.05
     done
 }
 

@@ -47,7 +47,7 @@ until [[ -s $WORK/metrics.json ]]; do
     reap
     [[ -z ${ENDED[*]} ]] || fail "a process ended before training got underway: ${!ENDED[*]}"
     (($(now_ms) < deadline)) || fail "no epoch finished within 60 s"
-    sleep 0.05
+    poll_pause 0.05
 done
 echo "training is underway (epoch $(wc -l <"$WORK/metrics.json") done); cutting host $cut_host's link"
 

@@ -91,7 +91,7 @@ wait_for() {
         reap
         [[ -z ${ENDED[*]} ]] || fail "a process ended before $1 printed '$2': ${!ENDED[*]}"
         (($(now_ms) < deadline)) || fail "$1 did not print '$2' within $3 s"
-        sleep 0.05
+        poll_pause 0.05
     done
 }
 

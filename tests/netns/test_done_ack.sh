@@ -32,7 +32,7 @@ for h in 3 4; do
         kill -0 "${IMPAIR_PID[h]}" 2>/dev/null ||
             skip "netimpair cannot run: $(cat "$WORK/impair-$h.log")"
         (($(now_ms) < deadline)) || fail "netimpair on host $h did not start within 5 s"
-        sleep 0.02
+        poll_pause 0.02
     done
     if ! err=$(ip netns exec "${HOSTS[h]}" iptables -A INPUT -i eth0 -j NFQUEUE --queue-num 1 2>&1); then
         skip "iptables cannot add an NFQUEUE rule ($err)"

@@ -52,7 +52,7 @@ else
                 kill -0 "${IMPAIR_PID[h * 2 + q]}" 2>/dev/null ||
                     skip "$why, and netimpair cannot run: $(cat "$WORK/impair-$h-$q.log")"
                 (($(now_ms) < deadline)) || fail "netimpair on host $h did not start within 5 s"
-                sleep 0.02
+                poll_pause 0.02
             done
         done
         if ! err=$(ip netns exec "${HOSTS[h]}" iptables -A OUTPUT -o eth0 -j NFQUEUE \

@@ -37,7 +37,7 @@ train_loopback() {
     PGROUPS+=("$pid")
     while kill -0 "$pid" 2>/dev/null; do
         (($(now_ms) - start < BOUND_S * 1000)) || fail "the loopback run took over $BOUND_S s"
-        sleep 0.05
+        poll_pause 0.05
     done
     wait "$pid" || fail "the loopback run of: loom train lr ${JOB_ARGS[*]} failed"
     PGROUPS=()

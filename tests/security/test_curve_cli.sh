@@ -150,7 +150,7 @@ LAUNCHER_PID=$!
 # recorded their secret (the server may record it after the worker started).
 for ((i = 0; i < 600; i++)); do
     [[ -s $WORK/worker.pid && -s $SEEN && $(wc -l <"$SEEN") -ge 3 ]] && break
-    sleep 0.05
+    poll_pause 0.05
 done
 [[ -s $WORK/worker.pid ]] || fail "the worker did not start"
 kill -TERM "$LAUNCHER_PID"
