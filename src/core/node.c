@@ -445,7 +445,7 @@ int node_layer_register(node_layer_def *l)
     pthread_mutex_lock(&layers_mu);
     if (!atomic_load(&l->slot)) {
         if (layers_registered == NODE_MAX_LAYERS) {
-            rc = LOOM_EINVAL;
+            rc = LOOM_ELIMIT;
             full = 1;
         } else if (msg_register_types(l->types, l->ntypes, &refused)) {
             rc = LOOM_EINVAL;

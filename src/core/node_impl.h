@@ -161,10 +161,10 @@ typedef struct node_layer_def {
     size_t ntypes;
     _Atomic int slot; /* core's: 0, then 1 + the layer's slot */
 } node_layer_def;
-/* From any thread; registering again does nothing. 0, or LOOM_EINVAL (logged:
- * which type, and what has its number) if msg_register_types refuses the
- * layer's types, which then registers none of them, or NODE_MAX_LAYERS layers
- * registered. */
+/* From any thread; registering again does nothing. 0, or (logged) LOOM_EINVAL
+ * if msg_register_types refuses the layer's types (which type, and what has
+ * its number), which then registers none of them, or LOOM_ELIMIT if
+ * NODE_MAX_LAYERS layers are registered already. */
 int node_layer_register(node_layer_def *l);
 void node_set_layer(loom_node *n, node_layer_def *l, void *state, void (*destroy)(void *state));
 /* The layer's state on n, NULL if none (or the layer never registered). */
