@@ -171,10 +171,345 @@ static void test_accumulators(void **state)
     }
 }
 
+/* ---- buffers ---- */
+
+enum { E_SPACE, X_ARRAY, C_ARRAY };
+enum { B_NEXT, B_COUNT };
+
+typedef struct buf_user {
+    loom_loop_buffer *b;
+    uint64_t since, most, flushes; /* body calls since the last merge, the most seen */
+} buf_user;
+
+/* x(i) is written, and x(i + 1) through the buffer: a loop 1D over i whose
+ * buffered writes cross its blocks. The merge is not a sum, so its order
+ * shows. */
+static void next_body(void *user, const int64_t *index, double value, void *const *rows)
+{
+    buf_user *u = user;
+    double *x = rows[1];
+    x[0] += value * 0.1;
+    x[1] = x[1] * 0.75 + x[0];
+    double *b = loom_loop_buffer_row(u->b, (uint64_t)(index[0] + 1) % ROWS);
+    b[0] += x[0] * 0.3;
+    b[1] += value;
+}
+
+static void next_merge(void *user, uint64_t row, void *value, const void *update)
+{
+    (void)user, (void)row;
+    double *v = value;
+    const double *d = update;
+    v[0] = v[0] * 0.5 + d[0];
+    v[1] += d[1];
+}
+
+static const loom_access next_acc[] = {
+    {E_SPACE, 0, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},
+    {X_ARRAY, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB_EVERY}},
+};
+static const uint64_t grid[2] = {ROWS, COLS};
+
+static int cmp_el(const void *pa, const void *pb)
+{
+    const int *a = pa, *b = pb;
+    for (int v = 0; v < 2; v++)
+        if (el_idx[*a][v] != el_idx[*b][v]) return el_idx[*a][v] < el_idx[*b][v] ? -1 : 1;
+    return el_val[*a] < el_val[*b] ? -1 : el_val[*a] > el_val[*b];
+}
+
+/* The serial loop: elements in lexicographic order, each buffered write
+ * merged at once. */
+static void serial_next(int passes, double *x)
+{
+    int order[ELEMS];
+    for (int k = 0; k < ELEMS; k++) order[k] = k;
+    qsort(order, ELEMS, sizeof *order, cmp_el);
+    memset(x, 0, ROWS * 2 * sizeof *x);
+    for (int p = 0; p < passes; p++)
+        for (int k = 0; k < ELEMS; k++) {
+            int e = order[k];
+            double *r = x + 2 * el_idx[e][0], v = el_val[e];
+            r[0] += v * 0.1;
+            r[1] = r[1] * 0.75 + r[0];
+            double u[2] = {r[0] * 0.3, v};
+            next_merge(NULL, 0, x + 2 * ((el_idx[e][0] + 1) % ROWS), u);
+        }
+}
+
+static int next_worker(loom_node *n, int rank, void *arg)
+{
+    (void)rank, (void)arg;
+    static const loom_loop_array arrays[] = {{X_ARRAY, "write.x", ROWS, 2, LOOM_F64, NULL}};
+    static const loom_loop_buffer_decl buffers[] = {{B_NEXT, X_ARRAY, 1, next_merge}};
+    buf_user u = {0};
+    loom_loop_opts o = {.dims = 2,
+                        .extents = grid,
+                        .acc = next_acc,
+                        .nacc = 2,
+                        .arrays = arrays,
+                        .narrays = 1,
+                        .indices = &el_idx[0][0],
+                        .values = el_val,
+                        .n = ELEMS,
+                        .body = next_body,
+                        .user = &u,
+                        .buffers = buffers,
+                        .nbuffers = 1};
+    loom_loop *l;
+    char err[256] = "";
+    int rc = loom_loop_open(n, &o, &l, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "%s\n", err);
+        return rc;
+    }
+    if (loom_loop_plan_kind(loom_loop_get_plan(l)) != LOOM_LOOP_1D) return 1;
+    u.b = loom_loop_buffer_of(l, B_NEXT);
+    if (!u.b || loom_loop_buffer_of(l, 99) || (rc = loom_loop_run(l, 2))) return rc ? rc : 1;
+    double got[ROWS * 2], want[ROWS * 2];
+    if ((rc = loom_pull_range(loom_loop_table(l, X_ARRAY), 0, ROWS, got))) return rc;
+    serial_next(2, want);
+    if (memcmp(got, want, sizeof got)) {
+        fprintf(stderr, "the buffered loop differs from the serial one\n");
+        return 1;
+    }
+    loom_loop_close(l);
+    return 0;
+}
+
+static void test_buffer_delay1_serial(void **state)
+{
+    (void)state;
+    make_elements();
+    harness_result r;
+    assert_int_equal(harness_run(1, 1, next_worker, NULL, &r), 0);
+}
+
+/* c(j) += (value, 1) through a buffer on the whole array c, which the loop
+ * also reads whole: data-parallel, merged on the servers. */
+static void count_body(void *user, const int64_t *index, double value, void *const *rows)
+{
+    buf_user *u = user;
+    (void)rows;
+    double *b = loom_loop_buffer_row(u->b, (uint64_t)index[1]);
+    b[0] += value;
+    b[1] += 1;
+    u->since++;
+}
+
+static void count_merge(void *user, uint64_t row, void *value, const void *update)
+{
+    buf_user *u = user;
+    (void)row;
+    if (u->since) u->flushes++;
+    if (u->since > u->most) u->most = u->since;
+    u->since = 0;
+    double *v = value;
+    const double *d = update;
+    v[0] += d[0];
+    v[1] += d[1];
+}
+
+#define COUNT_DELAY 7
+
+static int count_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    int W = loom_num_workers(n);
+    int64_t idx[ELEMS][2];
+    double val[ELEMS];
+    size_t mine = share(W, rank, idx, val);
+    static const loom_access acc[] = {
+        {E_SPACE, 0, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},
+        {C_ARRAY, 0, 1, {LOOM_SUB_EVERY}},
+    };
+    static const loom_loop_array arrays[] = {{C_ARRAY, "write.c", COLS, 2, LOOM_F64, NULL}};
+    static const loom_loop_buffer_decl buffers[] = {{B_COUNT, C_ARRAY, COUNT_DELAY, count_merge}};
+    buf_user u = {0};
+    loom_loop_opts o = {.dims = 2,
+                        .extents = grid,
+                        .acc = acc,
+                        .nacc = 2,
+                        .arrays = arrays,
+                        .narrays = 1,
+                        .indices = &idx[0][0],
+                        .values = val,
+                        .n = mine,
+                        .body = count_body,
+                        .user = &u,
+                        .buffers = buffers,
+                        .nbuffers = 1};
+    loom_loop *l;
+    char err[256] = "";
+    int rc = loom_loop_open(n, &o, &l, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "%s\n", err);
+        return rc;
+    }
+    /* data-parallel: every worker keeps its own elements */
+    if (loom_loop_elements(l) != mine) return 1;
+    u.b = loom_loop_buffer_of(l, B_COUNT);
+    if ((rc = loom_loop_run(l, 3))) return rc;
+    double got[COLS * 2], want[COLS * 2] = {0};
+    for (int k = 0; k < ELEMS; k++) {
+        want[2 * el_idx[k][1]] += 3 * el_val[k];
+        want[2 * el_idx[k][1] + 1] += 3;
+    }
+    if ((rc = loom_pull_range(loom_loop_table(l, C_ARRAY), 0, COLS, got))) return rc;
+    if (memcmp(got, want, sizeof got)) {
+        fprintf(stderr, "worker %d: the merged counts differ from the sums of the writes\n", rank);
+        return 1;
+    }
+    /* the delay bound held, and flushes came no later than needed: at least
+     * one per delay body calls */
+    if (u.most > COUNT_DELAY || u.flushes < 3 * mine / COUNT_DELAY) {
+        fprintf(stderr, "worker %d: %llu body calls between flushes (delay %d), %llu flushes\n",
+                rank, (unsigned long long)u.most, COUNT_DELAY, (unsigned long long)u.flushes);
+        return 1;
+    }
+    loom_loop_close(l);
+    return 0;
+}
+
+static void test_buffer_sums_across_workers(void **state)
+{
+    (void)state;
+    make_elements();
+    for (int W = 1; W <= 3; W++) {
+        harness_result r;
+        assert_int_equal(harness_run(1, W, count_worker, NULL, &r), 0);
+    }
+}
+
+/* A buffered write outside the target fails the run. */
+static void out_body(void *user, const int64_t *index, double value, void *const *rows)
+{
+    buf_user *u = user;
+    (void)value, (void)rows;
+    double *b = loom_loop_buffer_row(u->b, (uint64_t)index[0] + ROWS);
+    b[0] = 1;
+}
+
+static int out_worker(loom_node *n, int rank, void *arg)
+{
+    (void)rank, (void)arg;
+    static const loom_loop_array arrays[] = {{X_ARRAY, "write.out", ROWS, 2, LOOM_F64, NULL}};
+    static const loom_loop_buffer_decl buffers[] = {{B_NEXT, X_ARRAY, 4, next_merge}};
+    buf_user u = {0};
+    loom_loop_opts o = {.dims = 2,
+                        .extents = grid,
+                        .acc = next_acc,
+                        .nacc = 2,
+                        .arrays = arrays,
+                        .narrays = 1,
+                        .indices = &el_idx[0][0],
+                        .values = el_val,
+                        .n = ELEMS,
+                        .body = out_body,
+                        .user = &u,
+                        .buffers = buffers,
+                        .nbuffers = 1};
+    loom_loop *l;
+    int rc = loom_loop_open(n, &o, &l, NULL, 0);
+    if (rc) return rc;
+    u.b = loom_loop_buffer_of(l, B_NEXT);
+    rc = loom_loop_run(l, 1) == LOOM_EKEYRANGE ? 0 : 1;
+    loom_loop_close(l);
+    return rc;
+}
+
+static void test_buffer_out_of_range(void **state)
+{
+    (void)state;
+    make_elements();
+    harness_result r;
+    assert_int_equal(harness_run(1, 1, out_worker, NULL, &r), 0);
+}
+
+/* ---- refusals, before any collective step, on every worker alike ---- */
+
+static int refused(loom_node *n, const loom_loop_opts *o, const char *want)
+{
+    char err[256] = "";
+    loom_loop *l = NULL;
+    int rc = loom_loop_open(n, o, &l, err, sizeof err);
+    if (rc == LOOM_EINVAL && strstr(err, want) && !l) return 0;
+    fprintf(stderr, "wanted a refusal with \"%s\", got %d: %s\n", want, rc, err);
+    return 1;
+}
+
+static int refuse_worker(loom_node *n, int rank, void *arg)
+{
+    (void)rank, (void)arg;
+    static const loom_loop_array x[] = {{X_ARRAY, "write.r", ROWS, 2, LOOM_F64, NULL}};
+    loom_loop_buffer_decl b = {B_NEXT, X_ARRAY, 0, next_merge};
+    loom_loop_opts o = {.dims = 2,
+                        .extents = grid,
+                        .acc = next_acc,
+                        .nacc = 2,
+                        .arrays = x,
+                        .narrays = 1,
+                        .body = next_body,
+                        .buffers = &b,
+                        .nbuffers = 1};
+    int bad = refused(n, &o, "delay 0");
+    b.delay = 1, b.target = C_ARRAY; /* an array this loop does not have */
+    bad |= refused(n, &o, "not among this loop's arrays");
+    b.target = X_ARRAY, b.merge = NULL;
+    bad |= refused(n, &o, "no merge function");
+    loom_loop_buffer_decl two[2] = {{B_NEXT, X_ARRAY, 1, next_merge},
+                                    {B_NEXT, X_ARRAY, 2, next_merge}};
+    o.buffers = two, o.nbuffers = 2;
+    bad |= refused(n, &o, "two buffers have the number");
+    /* a buffer on an array that rotates: MF's H */
+    static const loom_access mf[] = {
+        {E_SPACE, 0, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},
+        {X_ARRAY, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB_EVERY}},
+        {C_ARRAY, 1, 2, {LOOM_SUB(1, 0), LOOM_SUB_EVERY}},
+    };
+    static const loom_loop_array xc[] = {{X_ARRAY, "write.r", ROWS, 2, LOOM_F64, NULL},
+                                         {C_ARRAY, "write.h", COLS, 2, LOOM_F64, NULL}};
+    loom_loop_buffer_decl on_h = {B_NEXT, C_ARRAY, 1, next_merge};
+    o.acc = mf, o.nacc = 3, o.arrays = xc, o.narrays = 2, o.buffers = &on_h, o.nbuffers = 1;
+    bad |= refused(n, &o, "rotates among the workers");
+    /* a whole array written other than through a buffer */
+    static const loom_access whole_w[] = {{E_SPACE, 0, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},
+                                          {X_ARRAY, 1, 1, {LOOM_SUB_EVERY}}};
+    o = (loom_loop_opts){.dims = 2,
+                         .extents = grid,
+                         .acc = whole_w,
+                         .nacc = 2,
+                         .arrays = x,
+                         .narrays = 1,
+                         .body = next_body};
+    bad |= refused(n, &o, "write it through a buffer");
+    /* accumulators */
+    loom_loop_accum_decl a[2] = {{A_SUM, LOOM_REDUCE_FN, LOOM_I64, 8, NULL, NULL},
+                                 {A_MIN, LOOM_REDUCE_MIN, LOOM_F64, 1, NULL, NULL}};
+    o.acc = next_acc, o.accums = a, o.naccums = 1;
+    bad |= refused(n, &o, "none is given");
+    a[0] = (loom_loop_accum_decl){A_SUM, LOOM_REDUCE_SUM, LOOM_F64, 0, NULL, NULL};
+    bad |= refused(n, &o, "width 0");
+    a[0].width = 1, a[1].id = A_SUM, o.naccums = 2;
+    bad |= refused(n, &o, "two accumulators have the number");
+    return bad;
+}
+
+static void test_refused(void **state)
+{
+    (void)state;
+    harness_result r;
+    assert_int_equal(harness_run(1, 2, refuse_worker, NULL, &r), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accumulators),
+        cmocka_unit_test(test_buffer_delay1_serial),
+        cmocka_unit_test(test_buffer_sums_across_workers),
+        cmocka_unit_test(test_buffer_out_of_range),
+        cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
