@@ -145,8 +145,10 @@ int loom_loop_balance(const uint64_t *hist, size_t n, uint32_t parts, size_t *bo
 
 /* An array of rows the body reads or writes: row r is `width` values of
  * `type` (LOOM_F32 or LOOM_F64), and every access of it subscripts its first
- * dimension by a loop index (offset 0) and any others by '*': W(i, *),
- * H(j, *), g(i); or every access reaches it whole, by '*' alone: w(*), read
+ * dimension by a loop index (offset 0; a wavefront may also read rows up to
+ * 8 before, x(i - 1, j)), its second by '*', a loop index plus a constant or
+ * a constant (a column of the row), and any others by '*': W(i, *), H(j, *),
+ * g(i), x(i, j - 1); or every access reaches it whole, by '*' alone: w(*), read
  * only (it is written through a buffer), each worker reading all of it at a
  * run's start and after each flush of a buffer on it. It lives in the dense
  * table `table` (created by loom_loop_open, which every worker calls alike),
@@ -208,8 +210,10 @@ typedef struct loom_loop_buffer_decl {
 typedef struct loom_loop_buffer loom_loop_buffer;
 
 /* One iteration: its indices, its element's value, and rows[k] the row
- * access k of the declaration touches (NULL for accesses of the iteration
- * space itself), which the body may write where the access says it writes. */
+ * access k of the declaration touches, or the element where the access names
+ * a column (NULL for accesses of the iteration space itself, and for a row
+ * before the first or a column outside the row: the loop's boundary), which
+ * the body may write where the access says it writes. */
 typedef void (*loom_loop_body_fn)(void *user, const int64_t *index, double value,
                                   void *const *rows);
 
@@ -242,10 +246,11 @@ typedef struct loom_loop loom_loop;
 
 /* Plan the loop and prepare it on this worker: every worker calls it with the
  * same options (but its own elements), in the same order as its other
- * loom_loop_open and loom_table_open calls. Runs 1D and 2D plans whose
- * arrays are each keyed by the space index (kept on the worker that holds
- * those rows) or, for 2D, one array keyed by the time index (rotated between
- * the workers, loom/sched.h) or reached whole (on the servers); anything
+ * loom_loop_open and loom_table_open calls. Runs 1D, 2D and wavefront plans
+ * whose arrays are each keyed by the space index (kept on the worker that
+ * holds those rows; a wavefront's worker passes its last rows to the next
+ * after each step) or, for 2D, one array keyed by the time index (rotated
+ * between the workers, loom/sched.h) or reached whole (on the servers); anything
  * else is refused with LOOM_EINVAL and a sentence saying what is not
  * supported yet, and so are malformed accumulators and buffers. A loop
  * without dependences whose arrays are all reached whole runs each worker's

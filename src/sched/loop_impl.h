@@ -17,6 +17,8 @@ enum { ROLE_SPACE = 1, ROLE_ROTATED = 2, ROLE_WHOLE = 3 };
 
 /* key of an array reached whole */
 #define LOOP_KEY_WHOLE (UINT32_MAX - 1)
+/* the most rows before its own a wavefront's access may read: A(i - 8, ...) */
+#define LOOP_MAX_HALO 8
 
 typedef struct loop_array {
     loom_loop_array a;
@@ -26,6 +28,8 @@ typedef struct loop_array {
     size_t row_bytes;
     uint64_t lo, hi; /* ROLE_SPACE: the rows this worker keeps; ROLE_WHOLE: all */
     uint8_t *rows, *pushed;
+    uint32_t halo;      /* rows before its own an access reads (wavefront) */
+    uint8_t *halo_rows; /* ROLE_SPACE in a wavefront: the loop's halo rows before lo */
 } loop_array;
 
 /* An element of the iteration space as a worker keeps and sends it: its
@@ -67,6 +71,12 @@ struct loom_loop {
     int *acc_arr; /* per access: its array's slot, -1 for the iteration space */
     int rotated;  /* slot of the rotated array, -1 if none */
     int stay;     /* the elements stay where they were given (no exchange) */
+    int wave;     /* a wavefront plan */
+    int64_t skew;
+    uint32_t halo;     /* the most rows any access reads before its own */
+    uint8_t *halo_msg; /* the halo rows as sent */
+    size_t halo_bytes;
+    uint64_t wave_steps; /* steps run so far: the halo messages' version */
     size_t *sb, *tb;
     size_t n;
     elem *el;
@@ -98,5 +108,15 @@ int loop_accum_reduce(loom_loop *l);
 /* Read whole arrays into the workers' copies. */
 int loop_read_whole(loom_loop *l, loop_array *a);
 void loop_write_close(loom_loop *l);
+
+/* One element: the rows its accesses touch, the body, the buffers' count
+ * (loop_run.c). */
+int loop_run_one(loom_loop *l, const elem *e, const loom_sched_task *task);
+/* loop_wave.c: give every space block but the last the halo's rows
+ * (LOOM_EINVAL if the space index is too short), allocate the halos, run
+ * passes of the wavefront's steps. */
+int loop_wave_bounds(loom_loop *l);
+int loop_wave_open(loom_loop *l);
+int loop_wave_run(loom_loop *l, int64_t passes);
 
 #endif

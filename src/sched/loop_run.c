@@ -2,12 +2,14 @@
  * docs/LOOPS.md; Orion, wei-thesis-bosen-orion.txt 3.6-3.7).
  *
  * Opening a loop, every worker:
- *   1. plans it (loop_plan.c) and refuses what cannot run yet: plans other
- *      than 1D and 2D, arrays keyed by neither the space index nor (2D) the
- *      time index or reached whole (A(*)), more than one rotated array, and
- *      malformed accumulators and buffers (loop_write.c);
+ *   1. plans it (loop_plan.c) and refuses what cannot run yet: serial
+ *      plans, arrays keyed by neither the space index nor (2D) the time
+ *      index or reached whole (A(*)), more than one rotated array, rows
+ *      read before the iteration's own but in a wavefront, and malformed
+ *      accumulators and buffers (loop_write.c);
  *   2. agrees on the blocks: each pushes the histogram of its elements'
- *      space and time coordinates into a sum table, and after a barrier all
+ *      space and time coordinates (the time index skewed for a wavefront)
+ *      into a sum table, and after a barrier all
  *      read the same totals and cut them alike (loom_loop_balance);
  *   3. exchanges elements: each sends every other worker the elements of
  *      that worker's space block (first their count, then them: two
@@ -24,14 +26,13 @@
  *      rows of whole arrays pushed into their tables in shares by rank.
  *
  * Running: 1D, every worker calls the body on its elements in order, pass
- * after pass; 2D, the static engine of loom/sched.h rotates the time-keyed
- * array's blocks (worker w holds time block (w + s) mod W in step s, as the
- * plan says) and its update() calls the body on the elements of (w, that
- * block). Whole arrays are read into each worker's copy at a run's start
- * (and after each flush of a buffer on them); the buffers are flushed at the
- * end of every block (a 1D pass is one) and of the run. At the end of a run
- * each worker pushes the change of its local rows since the last run, the
- * accumulators are reduced, and a barrier makes every table whole. */
+ * after pass; a wavefront, loop_wave.c; 2D, the static engine of loom/sched.h rotates the
+ * time-keyed array's blocks (worker w holds time block (w + s) mod W in step s, as the plan says)
+ * and its update() calls the body on the elements of (w, that block). Whole arrays are read into
+ * each worker's copy at a run's start (and after each flush of a buffer on them); the buffers are
+ * flushed at the end of every block (a 1D pass is one) and of the run. At the end of a run each
+ * worker pushes the change of its local rows since the last run, the accumulators are reduced, and
+ * a barrier makes every table whole. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,7 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
         (o->narrays && !o->arrays))
         return loop_refuse(err, errlen, LOOM_EINVAL,
                            "a loop needs a body, extents and its elements");
+    int wave = loom_loop_plan_kind(l->plan) == LOOM_LOOP_WAVEFRONT;
     for (uint32_t v = 0; v < o->dims && v < LOOM_LOOP_MAX_DIMS; v++)
         if (!o->extents[v])
             return loop_refuse(err, errlen, LOOM_EINVAL, "index %u has extent 0", v);
@@ -80,6 +82,7 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
                 "array %u: a table name, rows, a width and type f32 or f64 are needed", a->array);
         l->arr[i].key = UINT32_MAX;
         l->arr[i].row_bytes = a->width * loom_type_size(a->type);
+        l->arr[i].halo = 0;
     }
     for (size_t k = 0; k < o->nacc; k++) {
         const loom_access *x = &l->acc[k];
@@ -110,14 +113,19 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
             a->key = LOOP_KEY_WHOLE;
             continue;
         }
-        int rowwise = x->sub[0].kind == LOOM_SUB_INDEX && x->sub[0].offset == 0;
-        for (uint32_t d = 1; d < x->ndims; d++) rowwise &= x->sub[d].kind == LOOM_SUB_ALL;
+        /* A(i, *), A(i, j + c), A(i, c); a wavefront also reads rows before
+         * its own, A(i - k, ...), which the worker before sends (loop_wave.c) */
+        int64_t off = x->sub[0].offset;
+        int rowwise = x->sub[0].kind == LOOM_SUB_INDEX &&
+                      (off == 0 || (wave && !x->write && off < 0 && off >= -LOOP_MAX_HALO));
+        for (uint32_t d = 2; d < x->ndims; d++) rowwise &= x->sub[d].kind == LOOM_SUB_ALL;
         if (!rowwise)
-            return loop_refuse(
-                err, errlen, LOOM_EINVAL,
-                "access %zu of array %u: an array of rows is reached as A(index, *), "
-                "its first subscript a loop index with offset 0, or whole as A(*)",
-                k, x->array);
+            return loop_refuse(err, errlen, LOOM_EINVAL,
+                               "access %zu of array %u: an array of rows is reached as A(index, "
+                               "column, *...), its first subscript a loop index with offset 0 "
+                               "(a wavefront also reads rows up to %d before), or whole as A(*)",
+                               k, x->array, LOOP_MAX_HALO);
+        if (-off > (int64_t)a->halo) a->halo = (uint32_t)-off;
         if (a->key != UINT32_MAX && a->key != x->sub[0].index)
             return loop_refuse(err, errlen, LOOM_EINVAL,
                                "array %u is reached by loop indices %u and %u: its rows follow one",
@@ -145,7 +153,7 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
 static int assign_roles(loom_loop *l, char *err, size_t errlen)
 {
     loom_loop_kind kind = loom_loop_plan_kind(l->plan);
-    if (kind != LOOM_LOOP_1D && kind != LOOM_LOOP_2D)
+    if (kind != LOOM_LOOP_1D && kind != LOOM_LOOP_2D && kind != LOOM_LOOP_WAVEFRONT)
         return loop_refuse(err, errlen, LOOM_EINVAL, "the loop's plan cannot run yet (%s)",
                            loom_loop_plan_explain(l->plan));
     l->rotated = -1;
@@ -167,11 +175,14 @@ static int assign_roles(loom_loop *l, char *err, size_t errlen)
             return loop_refuse(
                 err, errlen, LOOM_EINVAL,
                 "array %u is keyed by loop index %u, which is neither the space index "
-                "%u nor the time index of a 2D loop with one rotated array; arrays "
-                "hosted on the servers come later (%s)",
+                "%u nor the time index of a 2D loop with one rotated array (a "
+                "wavefront keeps all by the space index); arrays hosted on the servers "
+                "by such keys come later (%s)",
                 a->a.array, a->key, l->space, loom_loop_plan_explain(l->plan));
         }
     }
+    for (size_t i = 0; i < l->narr; i++)
+        if (l->arr[i].halo > l->halo) l->halo = l->arr[i].halo;
     /* Iterations that share no element, and no array kept by blocks: each
      * worker runs the elements it was given (Orion's data parallelism). */
     l->stay = !loom_loop_plan_deps(l->plan);
@@ -195,7 +206,8 @@ static uint32_t block_of(const size_t *bounds, uint32_t parts, int64_t c)
 /* Every worker's histograms added in a table, then cut alike. */
 static int agree_bounds(loom_loop *l)
 {
-    uint64_t es = l->o.extents[l->space], et = l->o.extents[l->time];
+    /* time coordinates: the time index plus skew times the space index */
+    uint64_t es = l->o.extents[l->space], et = l->o.extents[l->time] + (uint64_t)l->skew * (es - 1);
     char name[64];
     snprintf(name, sizeof name, "loom.loop.%u.histogram", l->id);
     loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
@@ -214,8 +226,10 @@ static int agree_bounds(loom_loop *l)
                 (uint64_t)l->o.indices[i * l->dims + v] >= l->o.extents[v])
                 rc = LOOM_EKEYRANGE;
     for (size_t i = 0; !rc && i < l->o.n; i++) {
-        h[l->o.indices[i * l->dims + l->space]]++;
-        h[es + (uint64_t)l->o.indices[i * l->dims + l->time]]++;
+        int64_t sc, tc;
+        loom_loop_coords(l->plan, l->o.indices + i * l->dims, &sc, &tc);
+        h[sc]++;
+        h[es + (uint64_t)tc]++;
     }
     loom_ts ts;
     if (!rc && !(rc = loom_push_range_async(t, 0, es + et, h, &ts))) rc = loom_wait(l->node, ts);
@@ -224,6 +238,7 @@ static int agree_bounds(loom_loop *l)
     if (!rc) rc = loom_loop_balance((const uint64_t *)h, es, l->W, l->sb);
     if (!rc) rc = loom_loop_balance((const uint64_t *)h + es, et, l->W, l->tb);
     free(h);
+    if (!rc && l->halo) rc = loop_wave_bounds(l);
     if (rc || l->rotated < 0) return rc;
     /* The rotation engine wants every block to hold a row: nudge empty ranges
      * (rows >= W), and let the last one reach the array's last row. */
@@ -261,7 +276,9 @@ static int exchange(loom_loop *l)
         size_t at = i * l->dims;
         uint32_t w = l->stay ? me : block_of(l->sb, W, l->o.indices[at + l->space]);
         elem *e = &out[w][fill[w]++];
-        e->key[0] = l->rotated < 0 ? 0 : (int64_t)block_of(l->tb, W, l->o.indices[at + l->time]);
+        int64_t sc, tc;
+        loom_loop_coords(l->plan, l->o.indices + at, &sc, &tc);
+        e->key[0] = l->rotated < 0 && !l->wave ? 0 : (int64_t)block_of(l->tb, W, tc);
         memcpy(&e->key[1], l->o.indices + at, l->dims * sizeof *l->o.indices);
         memcpy(&e->bits, &l->o.values[i], 8);
     }
@@ -371,7 +388,7 @@ static int open_arrays(loom_loop *l)
 
 /* One iteration: the rows its accesses touch, then the body, then the
  * buffers' count. task: the rotated block held (2D), or NULL. */
-static int run_one(loom_loop *l, const elem *e, const loom_sched_task *task)
+int loop_run_one(loom_loop *l, const elem *e, const loom_sched_task *task)
 {
     const int64_t *x = &e->key[1];
     for (size_t k = 0; k < l->o.nacc; k++) {
@@ -385,10 +402,24 @@ static int run_one(loom_loop *l, const elem *e, const loom_sched_task *task)
             l->rowptr[k] = a->rows;
             continue;
         }
-        uint64_t r = (uint64_t)x[a->key];
-        l->rowptr[k] = a->role == ROLE_SPACE
-                           ? a->rows + (r - a->lo) * a->row_bytes
-                           : (uint8_t *)task->block.rows + (r - task->block.begin) * a->row_bytes;
+        const loom_access *ac = &l->acc[k];
+        int64_t r = x[a->key] + ac->sub[0].offset;
+        uint8_t *row;
+        if (r < 0)
+            row = NULL; /* before the array's first row: the body sees NULL */
+        else if (a->role == ROLE_ROTATED)
+            row = (uint8_t *)task->block.rows + ((uint64_t)r - task->block.begin) * a->row_bytes;
+        else if ((uint64_t)r < a->lo) /* a row of the worker before (wavefront) */
+            row = a->halo_rows + ((uint64_t)r - (a->lo - l->halo)) * a->row_bytes;
+        else
+            row = a->rows + ((uint64_t)r - a->lo) * a->row_bytes;
+        if (row && ac->ndims > 1 && ac->sub[1].kind != LOOM_SUB_ALL) { /* one column */
+            int64_t c =
+                ac->sub[1].offset + (ac->sub[1].kind == LOOM_SUB_INDEX ? x[ac->sub[1].index] : 0);
+            size_t esize = a->row_bytes / a->a.width;
+            row = c < 0 || (uint64_t)c >= a->a.width ? NULL : row + (size_t)c * esize;
+        }
+        l->rowptr[k] = row;
     }
     double v;
     memcpy(&v, &e->bits, 8);
@@ -403,7 +434,7 @@ static int update(void *user, const loom_sched_task *task)
     loom_loop *l = user;
     int rc = 0;
     for (size_t i = l->bucket[task->block.index]; !rc && i < l->bucket[task->block.index + 1]; i++)
-        rc = run_one(l, &l->el[i], task);
+        rc = loop_run_one(l, &l->el[i], task);
     return rc ? rc : loop_flush_all(l);
 }
 
@@ -452,7 +483,8 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
     if (!rc) {
         memcpy(l->acc, o->acc, o->nacc * sizeof *l->acc);
         for (size_t i = 0; i < l->narr; i++) l->arr[i].a = o->arrays[i];
-        loom_loop_plan_axes(l->plan, &l->space, &l->time, NULL);
+        loom_loop_plan_axes(l->plan, &l->space, &l->time, &l->skew);
+        l->wave = loom_loop_plan_kind(l->plan) == LOOM_LOOP_WAVEFRONT;
         rc = check_opts(l, err, errlen);
     }
     if (!rc) rc = assign_roles(l, err, errlen);
@@ -464,10 +496,16 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
         rc = agree_bounds(l);
         if (rc == LOOM_EKEYRANGE)
             loop_refuse(err, errlen, rc, "an element's index is outside the loop's extents");
+        else if (rc == LOOM_EINVAL)
+            loop_refuse(err, errlen, rc,
+                        "the wavefront's %u workers but the last each pass on %u rows of the "
+                        "space index, more than its extent %llu",
+                        l->W, l->halo, (unsigned long long)o->extents[l->space]);
     }
     if (!rc) rc = exchange(l);
     if (!rc) rc = open_arrays(l);
     if (!rc) rc = loop_buffers_ready(l);
+    if (!rc && l->halo) rc = loop_wave_open(l);
     if (!rc && l->rotated >= 0) rc = open_engine(l);
     if (rc) {
         if (err && errlen && !err[0]) snprintf(err, errlen, "%s", loom_strerror(rc));
@@ -504,9 +542,11 @@ int loom_loop_run(loom_loop *l, int64_t passes)
         if (l->arr[i].role == ROLE_WHOLE) rc = loop_read_whole(l, &l->arr[i]);
     if (!rc && l->engine) {
         rc = loom_sched_run(l->engine, passes);
+    } else if (!rc && l->wave) {
+        rc = loop_wave_run(l, passes);
     } else if (!rc) { /* 1D: a pass is the worker's one block */
         for (int64_t p = 0; p < passes && !rc; p++) {
-            for (size_t i = 0; i < l->n && !rc; i++) rc = run_one(l, &l->el[i], NULL);
+            for (size_t i = 0; i < l->n && !rc; i++) rc = loop_run_one(l, &l->el[i], NULL);
             if (!rc) rc = loop_flush_all(l);
         }
     }
@@ -548,6 +588,8 @@ void loom_loop_close(loom_loop *l)
         free(l->arr[i].pushed);
     }
     loop_write_close(l);
+    for (size_t i = 0; l->arr && i < l->narr; i++) free(l->arr[i].halo_rows);
+    free(l->halo_msg);
     loom_loop_plan_free(l->plan);
     free(l->acc);
     free(l->arr);
