@@ -10,8 +10,9 @@
  *     cross its rows and whose merge is not a sum equals the serial loop bit
  *     for bit; on 1 to 3 workers, merges into a server-hosted array add up to
  *     the exact sum of all buffered writes, with never more body calls
- *     between flushes than the delay (the body and the merge count them); a
- *     write outside the target fails the run;
+ *     between flushes than the delay (the body and the merge count them),
+ *     also from a 2D loop, whose blocks flush inside the rotation; a write
+ *     outside the target fails the run;
  *   - sparse logistic regression with its gradient in a buffer (Orion's SLR,
  *     bench/loop_slr.c's loop) learns: on one worker equal bit for bit to
  *     serial minibatch SGD, on three within 5% of its loss;
@@ -392,6 +393,86 @@ static void test_buffer_sums_across_workers(void **state)
     }
 }
 
+/* The same counts from a 2D loop (a(i) and b(j) written: the rotation),
+ * flushed inside the rotation engine's blocks. */
+static void count2d_body(void *user, const int64_t *index, double value, void *const *rows)
+{
+    *(double *)rows[1] += value;
+    *(double *)rows[2] += 1;
+    count_body(user, index, value, rows);
+}
+
+static int count2d_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    int W = loom_num_workers(n);
+    int64_t idx[ELEMS][2];
+    double val[ELEMS];
+    size_t mine = share(W, rank, idx, val);
+    enum { A_ROWS = 3, B_COLS = 4 };
+    static const loom_access acc[] = {
+        {E_SPACE, 0, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},
+        {A_ROWS, 1, 1, {LOOM_SUB(0, 0)}},
+        {B_COLS, 1, 1, {LOOM_SUB(1, 0)}},
+    };
+    static const loom_loop_array arrays[] = {{A_ROWS, "write2d.a", ROWS, 1, LOOM_F64, NULL},
+                                             {B_COLS, "write2d.b", COLS, 1, LOOM_F64, NULL},
+                                             {C_ARRAY, "write2d.c", COLS, 2, LOOM_F64, NULL}};
+    static const loom_loop_buffer_decl buffers[] = {{B_COUNT, C_ARRAY, COUNT_DELAY, count_merge}};
+    buf_user u = {0};
+    loom_loop_opts o = {.dims = 2,
+                        .extents = grid,
+                        .acc = acc,
+                        .nacc = 3,
+                        .arrays = arrays,
+                        .narrays = 3,
+                        .indices = &idx[0][0],
+                        .values = val,
+                        .n = mine,
+                        .body = count2d_body,
+                        .user = &u,
+                        .buffers = buffers,
+                        .nbuffers = 1};
+    loom_loop *l;
+    char err[256] = "";
+    int rc = loom_loop_open(n, &o, &l, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "%s\n", err);
+        return rc;
+    }
+    if (loom_loop_plan_kind(loom_loop_get_plan(l)) != LOOM_LOOP_2D) return 1;
+    u.b = loom_loop_buffer_of(l, B_COUNT);
+    if ((rc = loom_loop_run(l, 2))) return rc;
+    double a[ROWS], b[COLS], c[COLS * 2], wa[ROWS] = {0}, wb[COLS] = {0}, wc[COLS * 2] = {0};
+    for (int k = 0; k < ELEMS; k++) {
+        wa[el_idx[k][0]] += 2 * el_val[k];
+        wb[el_idx[k][1]] += 2;
+        wc[2 * el_idx[k][1]] += 2 * el_val[k];
+        wc[2 * el_idx[k][1] + 1] += 2;
+    }
+    if ((rc = loom_pull_range(loom_loop_table(l, A_ROWS), 0, ROWS, a)) ||
+        (rc = loom_pull_range(loom_loop_table(l, B_COLS), 0, COLS, b)) ||
+        (rc = loom_pull_range(loom_loop_table(l, C_ARRAY), 0, COLS, c)))
+        return rc;
+    if (memcmp(a, wa, sizeof a) || memcmp(b, wb, sizeof b) || memcmp(c, wc, sizeof c) ||
+        u.most > COUNT_DELAY) {
+        fprintf(stderr, "worker %d: the 2D loop's sums or its buffer's differ\n", rank);
+        return 1;
+    }
+    loom_loop_close(l);
+    return 0;
+}
+
+static void test_buffer_in_2d(void **state)
+{
+    (void)state;
+    make_elements();
+    for (int W = 1; W <= 3; W++) {
+        harness_result r;
+        assert_int_equal(harness_run(1, W, count2d_worker, NULL, &r), 0);
+    }
+}
+
 /* A buffered write outside the target fails the run. */
 static void out_body(void *user, const int64_t *index, double value, void *const *rows)
 {
@@ -664,6 +745,7 @@ int main(void)
         cmocka_unit_test(test_accumulators),
         cmocka_unit_test(test_buffer_delay1_serial),
         cmocka_unit_test(test_buffer_sums_across_workers),
+        cmocka_unit_test(test_buffer_in_2d),
         cmocka_unit_test(test_buffer_out_of_range),
         cmocka_unit_test(test_slr_learns),
         cmocka_unit_test(test_refused),
