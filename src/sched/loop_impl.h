@@ -106,7 +106,7 @@ int loop_after_body(loom_loop *l);
 int loop_flush_all(loom_loop *l);
 int loop_accum_reduce(loom_loop *l);
 /* Read whole arrays into the workers' copies. */
-int loop_read_whole(loom_loop *l, loop_array *a);
+int loop_read_whole(loop_array *a);
 void loop_write_close(loom_loop *l);
 
 /* One element: the rows its accesses touch, the body, the buffers' count

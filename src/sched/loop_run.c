@@ -539,7 +539,7 @@ int loom_loop_run(loom_loop *l, int64_t passes)
     int rc = 0;
     loop_accum_reset(l);
     for (size_t i = 0; i < l->narr && !rc; i++)
-        if (l->arr[i].role == ROLE_WHOLE) rc = loop_read_whole(l, &l->arr[i]);
+        if (l->arr[i].role == ROLE_WHOLE) rc = loop_read_whole(&l->arr[i]);
     if (!rc && l->engine) {
         rc = loom_sched_run(l->engine, passes);
     } else if (!rc && l->wave) {

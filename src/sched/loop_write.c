@@ -198,9 +198,8 @@ static void minus(loom_type t, uint8_t *d, const uint8_t *old, size_t n)
             ((double *)(void *)d)[i] -= ((const double *)(const void *)old)[i];
 }
 
-int loop_read_whole(loom_loop *l, loop_array *a)
+int loop_read_whole(loop_array *a)
 {
-    (void)l;
     return loom_pull_range(a->t, 0, a->a.rows, a->rows);
 }
 
@@ -231,7 +230,7 @@ static int flush(loom_loop *l, struct loom_loop_buffer *b)
     loom_ts ts;
     int rc = loom_push_async(t->t, b->list, n, b->delta, &ts);
     if (!rc) rc = loom_wait(l->node, ts);
-    return rc ? rc : loop_read_whole(l, t);
+    return rc ? rc : loop_read_whole(t);
 }
 
 int loop_after_body(loom_loop *l)
