@@ -145,10 +145,14 @@ int loom_loop_balance(const uint64_t *hist, size_t n, uint32_t parts, size_t *bo
 
 /* An array of rows the body reads or writes: row r is `width` values of
  * `type` (LOOM_F32 or LOOM_F64), and every access of it subscripts its first
- * dimension by a loop index (offset 0) and any others by '*': W(i, *),
- * H(j, *), g(i). It lives in the dense table `table` (created by
- * loom_loop_open, which every worker calls alike), where it can be read after
- * a run. */
+ * dimension by a loop index (offset 0; a wavefront may also read rows up to
+ * 8 before, x(i - 1, j)), its second by '*', a loop index plus a constant or
+ * a constant (a column of the row), and any others by '*': W(i, *), H(j, *),
+ * g(i), x(i, j - 1); or every access reaches it whole, by '*' alone: w(*), read
+ * only (it is written through a buffer), each worker reading all of it at a
+ * run's start and after each flush of a buffer on it. It lives in the dense
+ * table `table` (created by loom_loop_open, which every worker calls alike),
+ * where it can be read after a run. */
 typedef struct loom_loop_array {
     uint32_t array; /* the number its accesses use */
     const char *table;
@@ -160,9 +164,56 @@ typedef struct loom_loop_array {
     void (*init)(void *user, uint32_t array, uint64_t row, void *values);
 } loom_loop_array;
 
+/* A per-worker value the body adds to (Orion's accumulator): `width` values
+ * of `type` (LOOM_F32, LOOM_F64, LOOM_I32, LOOM_I64) reduced by sum, min or
+ * max, or `width` bytes reduced by the user's `reduce`. Every run starts each
+ * worker's value at the identity (0, the type's largest value, its smallest;
+ * for LOOM_REDUCE_FN the `identity` bytes, zeros without them), and ends by
+ * reducing the workers' values in rank order, so every worker reads the same
+ * result. */
+typedef enum {
+    LOOM_REDUCE_SUM = 0,
+    LOOM_REDUCE_MIN = 1,
+    LOOM_REDUCE_MAX = 2,
+    LOOM_REDUCE_FN = 3
+} loom_reduce_op;
+
+typedef struct loom_loop_accum_decl {
+    uint32_t id; /* the number loom_loop_accum() takes */
+    loom_reduce_op op;
+    loom_type type; /* SUM, MIN, MAX */
+    uint32_t width; /* values (SUM, MIN, MAX) or bytes (FN) */
+    /* FN: into = into (+) from, an associative operation on width bytes. */
+    void (*reduce)(void *user, void *into, const void *from);
+    const void *identity; /* FN: width bytes, or NULL for zeros */
+} loom_loop_accum_decl;
+
+/* A write buffer (Orion's DistArray Buffer): writes the body makes through
+ * it are exempt from dependence analysis (they are not among the loop's
+ * accesses). Each worker collects them in rows shaped like the target's
+ * (zeros when first written after a flush; the body adds to them), and
+ * flushes at the latest every `delay` body calls, at the end of every block
+ * and at the end of a run: merge(user, row, value, update) is called for each
+ * written row with the target's row as this worker sees it, which it
+ * changes. The target is an array of the loop: one kept local (keyed by the
+ * space index; only rows this worker holds may be written), or one reached
+ * whole, as A(*), which lives on the servers: there the change the merge
+ * made is added into the table, and the worker's copy of the array is read
+ * again, so merges of several workers add up. */
+typedef struct loom_loop_buffer_decl {
+    uint32_t id;     /* the number loom_loop_buffer() takes */
+    uint32_t target; /* the array its writes merge into */
+    uint64_t delay;  /* the delay bound, in body calls on one worker (>= 1) */
+    void (*merge)(void *user, uint64_t row, void *value, const void *update);
+} loom_loop_buffer_decl;
+
+typedef struct loom_loop_buffer loom_loop_buffer;
+
 /* One iteration: its indices, its element's value, and rows[k] the row
- * access k of the declaration touches (NULL for accesses of the iteration
- * space itself), which the body may write where the access says it writes. */
+ * access k of the declaration touches, or the element where the access names
+ * a column (NULL for accesses of the iteration space itself, and for a row
+ * before the first or a column outside the row: the loop's boundary), which
+ * the body may write where the access says it writes. */
 typedef void (*loom_loop_body_fn)(void *user, const int64_t *index, double value,
                                   void *const *rows);
 
@@ -185,21 +236,30 @@ typedef struct loom_loop_opts {
     size_t n;
     loom_loop_body_fn body;
     void *user;
+    const loom_loop_accum_decl *accums;
+    size_t naccums;
+    const loom_loop_buffer_decl *buffers;
+    size_t nbuffers;
 } loom_loop_opts;
 
 typedef struct loom_loop loom_loop;
 
 /* Plan the loop and prepare it on this worker: every worker calls it with the
  * same options (but its own elements), in the same order as its other
- * loom_loop_open and loom_table_open calls. Runs 1D and 2D plans whose
- * arrays are each keyed by the space index (kept on the worker that holds
- * those rows) or, for 2D, one array keyed by the time index (rotated between
- * the workers, loom/sched.h); anything else is refused with LOOM_EINVAL and a
- * sentence saying what is not supported yet. */
+ * loom_loop_open and loom_table_open calls. Runs 1D, 2D and wavefront plans
+ * whose arrays are each keyed by the space index (kept on the worker that
+ * holds those rows; a wavefront's worker passes its last rows to the next
+ * after each step) or, for 2D, one array keyed by the time index (rotated
+ * between the workers, loom/sched.h) or reached whole (on the servers); anything
+ * else is refused with LOOM_EINVAL and a sentence saying what is not
+ * supported yet, and so are malformed accumulators and buffers. A loop
+ * without dependences whose arrays are all reached whole runs each worker's
+ * elements where they were given (data parallelism). */
 int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, char *err,
                    size_t errlen);
-/* Run `passes` passes over the iteration space (every worker), then write
- * every array's rows to its table and meet the other workers at a barrier.
+/* Run `passes` passes over the iteration space (every worker), flush the
+ * buffers, write every array's rows to its table, reduce the accumulators
+ * and meet the other workers at a barrier.
  * 0 or the first error. */
 int loom_loop_run(loom_loop *l, int64_t passes);
 const loom_loop_plan *loom_loop_get_plan(const loom_loop *l);
@@ -211,6 +271,21 @@ size_t loom_loop_elements(const loom_loop *l);
  * coordinates (the rotated array's rows), the same on every worker. */
 void loom_loop_bounds(const loom_loop *l, size_t *space, size_t *time);
 void loom_loop_close(loom_loop *l);
+
+/* This worker's value of accumulator `id` (width values or bytes), for the
+ * body to add to; it stays at one place from open to close. NULL for an
+ * unknown id. */
+void *loom_loop_accum(loom_loop *l, uint32_t id);
+/* The reduced value of accumulator `id` over all workers after the last run
+ * (the same on every worker; the identity before any). LOOM_EINVAL for an
+ * unknown id. */
+int loom_loop_accum_result(const loom_loop *l, uint32_t id, void *out);
+/* Buffer `id`, for the body (NULL for an unknown id), and the row of it for
+ * target row `row`, which the body adds its update to. A row outside the
+ * target, or of a local target outside this worker's rows, gets a scratch
+ * row that is never merged, and the run returns LOOM_EKEYRANGE. */
+loom_loop_buffer *loom_loop_buffer_of(loom_loop *l, uint32_t id);
+void *loom_loop_buffer_row(loom_loop_buffer *b, uint64_t row);
 
 #ifdef __cplusplus
 }

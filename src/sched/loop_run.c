@@ -2,28 +2,37 @@
  * docs/LOOPS.md; Orion, wei-thesis-bosen-orion.txt 3.6-3.7).
  *
  * Opening a loop, every worker:
- *   1. plans it (loop_plan.c) and refuses what cannot run yet: plans other
- *      than 1D and 2D, arrays keyed by neither the space index nor (2D) the
- *      time index, more than one rotated array;
+ *   1. plans it (loop_plan.c) and refuses what cannot run yet: serial
+ *      plans, arrays keyed by neither the space index nor (2D) the time
+ *      index or reached whole (A(*)), more than one rotated array, rows
+ *      read before the iteration's own but in a wavefront, and malformed
+ *      accumulators and buffers (loop_write.c);
  *   2. agrees on the blocks: each pushes the histogram of its elements'
- *      space and time coordinates into a sum table, and after a barrier all
+ *      space and time coordinates (the time index skewed for a wavefront)
+ *      into a sum table, and after a barrier all
  *      read the same totals and cut them alike (loom_loop_balance);
  *   3. exchanges elements: each sends every other worker the elements of
  *      that worker's space block (first their count, then them: two
  *      SCHED_BLOCK messages on an engine number of the loop's own), and keeps
  *      its own; then sorts them by time block and, inside one, in the loop's
- *      lexicographic order, so the order never depends on who was given what;
+ *      lexicographic order, so the order never depends on who was given what.
+ *      A loop without dependences whose arrays are all reached whole keeps
+ *      the elements where they were given (data parallelism: no block needs
+ *      them) and only sorts them;
  *   4. opens a dense sum table per array and initialises its rows: those
  *      keyed by the space index (local) in memory, for the rows of its
  *      space block; the rotated array's rows of its time block pushed into
- *      the table, which the rotation engine reads at its first step.
+ *      the table, which the rotation engine reads at its first step; the
+ *      rows of whole arrays pushed into their tables in shares by rank.
  *
  * Running: 1D, every worker calls the body on its elements in order, pass
- * after pass; 2D, the static engine of loom/sched.h rotates the time-keyed
- * array's blocks (worker w holds time block (w + s) mod W in step s, as the
- * plan says) and its update() calls the body on the elements of (w, that
- * block). At the end of a run each worker pushes the change of its local
- * rows since the last run, and a barrier makes every table whole. */
+ * after pass; a wavefront, loop_wave.c; 2D, the static engine of loom/sched.h rotates the
+ * time-keyed array's blocks (worker w holds time block (w + s) mod W in step s, as the plan says)
+ * and its update() calls the body on the elements of (w, that block). Whole arrays are read into
+ * each worker's copy at a run's start (and after each flush of a buffer on them); the buffers are
+ * flushed at the end of every block (a 1D pass is one) and of the run. At the end of a run each
+ * worker pushes the change of its local rows since the last run, the accumulators are reduced, and
+ * a barrier makes every table whole. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,49 +41,10 @@
 #include "loom/error.h"
 #include "loom/loop.h"
 #include "loom/sched.h"
+#include "sched/loop_impl.h"
 #include "sched/sched.h"
 
-enum { ROLE_SPACE = 1, ROLE_ROTATED = 2 };
-
-typedef struct loop_array {
-    loom_loop_array a;
-    uint32_t key; /* the loop index its rows are keyed by */
-    int role;
-    loom_table *t;
-    size_t row_bytes;
-    uint64_t lo, hi; /* ROLE_SPACE: the rows this worker keeps */
-    uint8_t *rows, *pushed;
-} loop_array;
-
-/* An element of the iteration space as a worker keeps and sends it: its
- * time block (0 for 1D) and indices (unused ones 0), compared as one key,
- * then its value's bits. */
-typedef struct elem {
-    int64_t key[1 + LOOM_LOOP_MAX_DIMS];
-    int64_t bits;
-} elem;
-
-struct loom_loop {
-    loom_node *node;
-    loom_loop_opts o;
-    loom_access *acc;
-    loom_loop_plan *plan;
-    uint32_t id, rank, W, space, time, dims;
-    loop_array *arr;
-    size_t narr;
-    int *acc_arr; /* per access: its array's slot, -1 for the iteration space */
-    int rotated;  /* slot of the rotated array, -1 if none */
-    size_t *sb, *tb;
-    size_t n;
-    elem *el;
-    size_t *bucket; /* W + 1 offsets of the time blocks' elements */
-    loom_sched *engine;
-    void **rowptr;
-};
-
-static int refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
+int loop_refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
     if (err && errlen) {
         va_list ap;
@@ -85,7 +55,7 @@ static int refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
     return rc;
 }
 
-static int slot_of(const loom_loop *l, uint32_t array)
+int loop_slot_of(const loom_loop *l, uint32_t array)
 {
     for (size_t i = 0; i < l->narr; i++)
         if (l->arr[i].a.array == array) return (int)i;
@@ -98,53 +68,84 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
     const loom_loop_opts *o = &l->o;
     if (!o->body || (o->n && (!o->indices || !o->values)) || !o->extents ||
         (o->narrays && !o->arrays))
-        return refuse(err, errlen, LOOM_EINVAL, "a loop needs a body, extents and its elements");
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "a loop needs a body, extents and its elements");
+    int wave = loom_loop_plan_kind(l->plan) == LOOM_LOOP_WAVEFRONT;
     for (uint32_t v = 0; v < o->dims && v < LOOM_LOOP_MAX_DIMS; v++)
-        if (!o->extents[v]) return refuse(err, errlen, LOOM_EINVAL, "index %u has extent 0", v);
+        if (!o->extents[v])
+            return loop_refuse(err, errlen, LOOM_EINVAL, "index %u has extent 0", v);
     for (size_t i = 0; i < l->narr; i++) {
         const loom_loop_array *a = &l->arr[i].a;
         if (!a->table || !a->rows || !a->width || (a->type != LOOM_F32 && a->type != LOOM_F64))
-            return refuse(err, errlen, LOOM_EINVAL,
-                          "array %u: a table name, rows, a width and type f32 or f64 are needed",
-                          a->array);
+            return loop_refuse(
+                err, errlen, LOOM_EINVAL,
+                "array %u: a table name, rows, a width and type f32 or f64 are needed", a->array);
         l->arr[i].key = UINT32_MAX;
         l->arr[i].row_bytes = a->width * loom_type_size(a->type);
+        l->arr[i].halo = 0;
     }
     for (size_t k = 0; k < o->nacc; k++) {
         const loom_access *x = &l->acc[k];
-        int s = slot_of(l, x->array);
+        int s = loop_slot_of(l, x->array);
         l->acc_arr[k] = s;
         if (s < 0) {
             if (x->write)
-                return refuse(err, errlen, LOOM_EINVAL,
-                              "access %zu writes array %u, which is not among the loop's arrays "
-                              "(only the iteration space may be left out, and it is read)",
-                              k, x->array);
+                return loop_refuse(
+                    err, errlen, LOOM_EINVAL,
+                    "access %zu writes array %u, which is not among the loop's arrays "
+                    "(only the iteration space may be left out, and it is read)",
+                    k, x->array);
             continue;
         }
         loop_array *a = &l->arr[s];
-        int rowwise = x->sub[0].kind == LOOM_SUB_INDEX && x->sub[0].offset == 0;
-        for (uint32_t d = 1; d < x->ndims; d++) rowwise &= x->sub[d].kind == LOOM_SUB_ALL;
+        int whole = 1;
+        for (uint32_t d = 0; d < x->ndims; d++) whole &= x->sub[d].kind == LOOM_SUB_ALL;
+        if (whole) {
+            if (x->write)
+                return loop_refuse(err, errlen, LOOM_EINVAL,
+                                   "access %zu writes all of array %u: every iteration would "
+                                   "depend on every other; write it through a buffer",
+                                   k, x->array);
+            if (a->key != UINT32_MAX && a->key != LOOP_KEY_WHOLE)
+                return loop_refuse(err, errlen, LOOM_EINVAL,
+                                   "array %u is reached both whole and by loop index %u", x->array,
+                                   a->key);
+            a->key = LOOP_KEY_WHOLE;
+            continue;
+        }
+        /* A(i, *), A(i, j + c), A(i, c); a wavefront also reads rows before
+         * its own, A(i - k, ...), which the worker before sends (loop_wave.c) */
+        int64_t off = x->sub[0].offset;
+        int rowwise = x->sub[0].kind == LOOM_SUB_INDEX &&
+                      (off == 0 || (wave && !x->write && off < 0 && off >= -LOOP_MAX_HALO));
+        for (uint32_t d = 2; d < x->ndims; d++) rowwise &= x->sub[d].kind == LOOM_SUB_ALL;
         if (!rowwise)
-            return refuse(err, errlen, LOOM_EINVAL,
-                          "access %zu of array %u: an array of rows is reached as A(index, *), "
-                          "its first subscript a loop index with offset 0",
-                          k, x->array);
+            return loop_refuse(err, errlen, LOOM_EINVAL,
+                               "access %zu of array %u: an array of rows is reached as A(index, "
+                               "column, *...), its first subscript a loop index with offset 0 "
+                               "(a wavefront also reads rows up to %d before), or whole as A(*)",
+                               k, x->array, LOOP_MAX_HALO);
+        if (-off > (int64_t)a->halo) a->halo = (uint32_t)-off;
         if (a->key != UINT32_MAX && a->key != x->sub[0].index)
-            return refuse(err, errlen, LOOM_EINVAL,
-                          "array %u is reached by loop indices %u and %u: its rows follow one",
-                          x->array, a->key, x->sub[0].index);
+            return loop_refuse(err, errlen, LOOM_EINVAL,
+                               "array %u is reached by loop indices %u and %u: its rows follow one",
+                               x->array, a->key, x->sub[0].index);
         a->key = x->sub[0].index;
         if (o->extents[a->key] > a->a.rows)
-            return refuse(err, errlen, LOOM_EINVAL,
-                          "array %u has %llu rows, but index %u goes up to %llu", x->array,
-                          (unsigned long long)a->a.rows, a->key,
-                          (unsigned long long)o->extents[a->key] - 1);
+            return loop_refuse(err, errlen, LOOM_EINVAL,
+                               "array %u has %llu rows, but index %u goes up to %llu", x->array,
+                               (unsigned long long)a->a.rows, a->key,
+                               (unsigned long long)o->extents[a->key] - 1);
+    }
+    /* an array only a buffer writes is reached whole */
+    for (size_t b = 0; b < o->nbuffers && o->buffers; b++) {
+        int s = loop_slot_of(l, o->buffers[b].target);
+        if (s >= 0 && l->arr[s].key == UINT32_MAX) l->arr[s].key = LOOP_KEY_WHOLE;
     }
     for (size_t i = 0; i < l->narr; i++)
         if (l->arr[i].key == UINT32_MAX)
-            return refuse(err, errlen, LOOM_EINVAL, "array %u is never accessed",
-                          l->arr[i].a.array);
+            return loop_refuse(err, errlen, LOOM_EINVAL, "array %u is never accessed",
+                               l->arr[i].a.array);
     return 0;
 }
 
@@ -152,29 +153,40 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
 static int assign_roles(loom_loop *l, char *err, size_t errlen)
 {
     loom_loop_kind kind = loom_loop_plan_kind(l->plan);
-    if (kind != LOOM_LOOP_1D && kind != LOOM_LOOP_2D)
-        return refuse(err, errlen, LOOM_EINVAL, "the loop's plan cannot run yet (%s)",
-                      loom_loop_plan_explain(l->plan));
+    if (kind != LOOM_LOOP_1D && kind != LOOM_LOOP_2D && kind != LOOM_LOOP_WAVEFRONT)
+        return loop_refuse(err, errlen, LOOM_EINVAL, "the loop's plan cannot run yet (%s)",
+                           loom_loop_plan_explain(l->plan));
     l->rotated = -1;
     for (size_t i = 0; i < l->narr; i++) {
         loop_array *a = &l->arr[i];
-        if (a->key == l->space) {
+        if (a->key == LOOP_KEY_WHOLE) {
+            a->role = ROLE_WHOLE;
+        } else if (a->key == l->space) {
             a->role = ROLE_SPACE;
         } else if (kind == LOOM_LOOP_2D && a->key == l->time && l->rotated < 0) {
             a->role = ROLE_ROTATED;
             l->rotated = (int)i;
             if (a->a.rows < l->W)
-                return refuse(err, errlen, LOOM_EINVAL,
-                              "array %u has %llu rows, fewer than the %u workers it rotates among",
-                              a->a.array, (unsigned long long)a->a.rows, l->W);
+                return loop_refuse(
+                    err, errlen, LOOM_EINVAL,
+                    "array %u has %llu rows, fewer than the %u workers it rotates among",
+                    a->a.array, (unsigned long long)a->a.rows, l->W);
         } else {
-            return refuse(err, errlen, LOOM_EINVAL,
-                          "array %u is keyed by loop index %u, which is neither the space index "
-                          "%u nor the time index of a 2D loop with one rotated array; arrays "
-                          "hosted on the servers come later (%s)",
-                          a->a.array, a->key, l->space, loom_loop_plan_explain(l->plan));
+            return loop_refuse(
+                err, errlen, LOOM_EINVAL,
+                "array %u is keyed by loop index %u, which is neither the space index "
+                "%u nor the time index of a 2D loop with one rotated array (a "
+                "wavefront keeps all by the space index); arrays hosted on the servers "
+                "by such keys come later (%s)",
+                a->a.array, a->key, l->space, loom_loop_plan_explain(l->plan));
         }
     }
+    for (size_t i = 0; i < l->narr; i++)
+        if (l->arr[i].halo > l->halo) l->halo = l->arr[i].halo;
+    /* Iterations that share no element, and no array kept by blocks: each
+     * worker runs the elements it was given (Orion's data parallelism). */
+    l->stay = !loom_loop_plan_deps(l->plan);
+    for (size_t i = 0; i < l->narr; i++) l->stay &= l->arr[i].role == ROLE_WHOLE;
     return 0;
 }
 
@@ -194,7 +206,8 @@ static uint32_t block_of(const size_t *bounds, uint32_t parts, int64_t c)
 /* Every worker's histograms added in a table, then cut alike. */
 static int agree_bounds(loom_loop *l)
 {
-    uint64_t es = l->o.extents[l->space], et = l->o.extents[l->time];
+    /* time coordinates: the time index plus skew times the space index */
+    uint64_t es = l->o.extents[l->space], et = l->o.extents[l->time] + (uint64_t)l->skew * (es - 1);
     char name[64];
     snprintf(name, sizeof name, "loom.loop.%u.histogram", l->id);
     loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
@@ -213,8 +226,10 @@ static int agree_bounds(loom_loop *l)
                 (uint64_t)l->o.indices[i * l->dims + v] >= l->o.extents[v])
                 rc = LOOM_EKEYRANGE;
     for (size_t i = 0; !rc && i < l->o.n; i++) {
-        h[l->o.indices[i * l->dims + l->space]]++;
-        h[es + (uint64_t)l->o.indices[i * l->dims + l->time]]++;
+        int64_t sc, tc;
+        loom_loop_coords(l->plan, l->o.indices + i * l->dims, &sc, &tc);
+        h[sc]++;
+        h[es + (uint64_t)tc]++;
     }
     loom_ts ts;
     if (!rc && !(rc = loom_push_range_async(t, 0, es + et, h, &ts))) rc = loom_wait(l->node, ts);
@@ -223,6 +238,7 @@ static int agree_bounds(loom_loop *l)
     if (!rc) rc = loom_loop_balance((const uint64_t *)h, es, l->W, l->sb);
     if (!rc) rc = loom_loop_balance((const uint64_t *)h + es, et, l->W, l->tb);
     free(h);
+    if (!rc && l->halo) rc = loop_wave_bounds(l);
     if (rc || l->rotated < 0) return rc;
     /* The rotation engine wants every block to hold a row: nudge empty ranges
      * (rows >= W), and let the last one reach the array's last row. */
@@ -253,14 +269,16 @@ static int exchange(loom_loop *l)
     uint64_t *in = calloc(W, sizeof *in);
     int rc = count && fill && out && in ? 0 : LOOM_ENOMEM;
     for (size_t i = 0; !rc && i < l->o.n; i++)
-        count[block_of(l->sb, W, l->o.indices[i * l->dims + l->space])]++;
+        count[l->stay ? me : block_of(l->sb, W, l->o.indices[i * l->dims + l->space])]++;
     for (uint32_t w = 0; !rc && w < W; w++)
         if (!(out[w] = calloc(count[w] + 1, sizeof *out[w]))) rc = LOOM_ENOMEM;
     for (size_t i = 0; !rc && i < l->o.n; i++) {
         size_t at = i * l->dims;
-        uint32_t w = block_of(l->sb, W, l->o.indices[at + l->space]);
+        uint32_t w = l->stay ? me : block_of(l->sb, W, l->o.indices[at + l->space]);
         elem *e = &out[w][fill[w]++];
-        e->key[0] = l->rotated < 0 ? 0 : (int64_t)block_of(l->tb, W, l->o.indices[at + l->time]);
+        int64_t sc, tc;
+        loom_loop_coords(l->plan, l->o.indices + at, &sc, &tc);
+        e->key[0] = l->rotated < 0 && !l->wave ? 0 : (int64_t)block_of(l->tb, W, tc);
         memcpy(&e->key[1], l->o.indices + at, l->dims * sizeof *l->o.indices);
         memcpy(&e->bits, &l->o.values[i], 8);
     }
@@ -339,6 +357,9 @@ static int open_arrays(loom_loop *l)
         if (a->role == ROLE_SPACE) {
             lo = l->sb[l->rank];
             hi = l->rank + 1 == l->W ? a->a.rows : l->sb[l->rank + 1];
+        } else if (a->role == ROLE_WHOLE) { /* each worker starts a share of the rows */
+            lo = a->a.rows * l->rank / l->W;
+            hi = a->a.rows * (l->rank + 1) / l->W;
         } else {
             lo = l->tb[l->rank];
             hi = l->tb[l->rank + 1];
@@ -351,19 +372,23 @@ static int open_arrays(loom_loop *l)
         if (a->role == ROLE_SPACE) {
             a->lo = lo, a->hi = hi, a->rows = rows;
             if (!(a->pushed = calloc(1, bytes))) rc = LOOM_ENOMEM;
-        } else { /* the rotated rows start in the table */
+        } else { /* the rotated and whole arrays' rows start in the table */
             loom_ts ts;
             if (hi > lo && !(rc = loom_push_range_async(a->t, lo, hi, rows, &ts)))
                 rc = loom_wait(l->node, ts);
             free(rows);
+            if (!rc && a->role == ROLE_WHOLE) { /* the worker's copy */
+                a->lo = 0, a->hi = a->a.rows;
+                if (!(a->rows = malloc(a->a.rows * a->row_bytes))) rc = LOOM_ENOMEM;
+            }
         }
     }
     return rc ? rc : loom_barrier(l->node);
 }
 
-/* One iteration: the rows its accesses touch, then the body. task: the
- * rotated block held (2D), or NULL. */
-static void run_one(loom_loop *l, const elem *e, const loom_sched_task *task)
+/* One iteration: the rows its accesses touch, then the body, then the
+ * buffers' count. task: the rotated block held (2D), or NULL. */
+int loop_run_one(loom_loop *l, const elem *e, const loom_sched_task *task)
 {
     const int64_t *x = &e->key[1];
     for (size_t k = 0; k < l->o.nacc; k++) {
@@ -373,22 +398,44 @@ static void run_one(loom_loop *l, const elem *e, const loom_sched_task *task)
             continue;
         }
         const loop_array *a = &l->arr[s];
-        uint64_t r = (uint64_t)x[a->key];
-        l->rowptr[k] = a->role == ROLE_SPACE
-                           ? a->rows + (r - a->lo) * a->row_bytes
-                           : (uint8_t *)task->block.rows + (r - task->block.begin) * a->row_bytes;
+        if (a->role == ROLE_WHOLE) {
+            l->rowptr[k] = a->rows;
+            continue;
+        }
+        const loom_access *ac = &l->acc[k];
+        int64_t r = x[a->key] + ac->sub[0].offset;
+        uint8_t *row;
+        if (r < 0)
+            row = NULL; /* before the array's first row: the body sees NULL */
+        else if (a->role == ROLE_ROTATED)
+            row = (uint8_t *)task->block.rows + ((uint64_t)r - task->block.begin) * a->row_bytes;
+        else if ((uint64_t)r < a->lo) /* a row of the worker before (wavefront) */
+            row = a->halo_rows + ((uint64_t)r - (a->lo - l->halo)) * a->row_bytes;
+        else
+            row = a->rows + ((uint64_t)r - a->lo) * a->row_bytes;
+        if (row && ac->ndims > 1 && ac->sub[1].kind != LOOM_SUB_ALL) { /* one column */
+            int64_t c =
+                ac->sub[1].offset + (ac->sub[1].kind == LOOM_SUB_INDEX ? x[ac->sub[1].index] : 0);
+            size_t esize = a->row_bytes / a->a.width;
+            row = c < 0 || (uint64_t)c >= a->a.width ? NULL : row + (size_t)c * esize;
+        }
+        l->rowptr[k] = row;
     }
     double v;
     memcpy(&v, &e->bits, 8);
     l->o.body(l->o.user, x, v, l->rowptr);
+    return loop_after_body(l);
 }
 
+/* A block of a 2D step; its end flushes the buffers (Orion: the end of an
+ * iteration-space partition). */
 static int update(void *user, const loom_sched_task *task)
 {
     loom_loop *l = user;
-    for (size_t i = l->bucket[task->block.index]; i < l->bucket[task->block.index + 1]; i++)
-        run_one(l, &l->el[i], task);
-    return 0;
+    int rc = 0;
+    for (size_t i = l->bucket[task->block.index]; !rc && i < l->bucket[task->block.index + 1]; i++)
+        rc = loop_run_one(l, &l->el[i], task);
+    return rc ? rc : loop_flush_all(l);
 }
 
 static int open_engine(loom_loop *l)
@@ -409,9 +456,9 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
                    size_t errlen)
 {
     if (!node || !o || !out)
-        return refuse(err, errlen, LOOM_EINVAL, "no node, options or place for the loop");
+        return loop_refuse(err, errlen, LOOM_EINVAL, "no node, options or place for the loop");
     *out = NULL;
-    if (!loom_is_worker(node)) return refuse(err, errlen, LOOM_EROLE, "loops run on workers");
+    if (!loom_is_worker(node)) return loop_refuse(err, errlen, LOOM_EROLE, "loops run on workers");
     loom_loop *l = calloc(1, sizeof *l);
     if (!l) return LOOM_ENOMEM;
     l->node = node;
@@ -436,20 +483,29 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
     if (!rc) {
         memcpy(l->acc, o->acc, o->nacc * sizeof *l->acc);
         for (size_t i = 0; i < l->narr; i++) l->arr[i].a = o->arrays[i];
-        loom_loop_plan_axes(l->plan, &l->space, &l->time, NULL);
+        loom_loop_plan_axes(l->plan, &l->space, &l->time, &l->skew);
+        l->wave = loom_loop_plan_kind(l->plan) == LOOM_LOOP_WAVEFRONT;
         rc = check_opts(l, err, errlen);
     }
     if (!rc) rc = assign_roles(l, err, errlen);
+    if (!rc) rc = loop_write_open(l, err, errlen);
     /* From here every worker takes part in collective steps: a failure stops
      * this worker, and the others fail with the job. */
     if (!rc) {
         l->id = sched_next_engine(node);
         rc = agree_bounds(l);
         if (rc == LOOM_EKEYRANGE)
-            refuse(err, errlen, rc, "an element's index is outside the loop's extents");
+            loop_refuse(err, errlen, rc, "an element's index is outside the loop's extents");
+        else if (rc == LOOM_EINVAL)
+            loop_refuse(err, errlen, rc,
+                        "the wavefront's %u workers but the last each pass on %u rows of the "
+                        "space index, more than its extent %llu",
+                        l->W, l->halo, (unsigned long long)o->extents[l->space]);
     }
     if (!rc) rc = exchange(l);
     if (!rc) rc = open_arrays(l);
+    if (!rc) rc = loop_buffers_ready(l);
+    if (!rc && l->halo) rc = loop_wave_open(l);
     if (!rc && l->rotated >= 0) rc = open_engine(l);
     if (rc) {
         if (err && errlen && !err[0]) snprintf(err, errlen, "%s", loom_strerror(rc));
@@ -481,12 +537,23 @@ int loom_loop_run(loom_loop *l, int64_t passes)
 {
     if (!l || passes < 0) return LOOM_EINVAL;
     int rc = 0;
-    if (l->engine)
+    loop_accum_reset(l);
+    for (size_t i = 0; i < l->narr && !rc; i++)
+        if (l->arr[i].role == ROLE_WHOLE) rc = loop_read_whole(&l->arr[i]);
+    if (!rc && l->engine) {
         rc = loom_sched_run(l->engine, passes);
-    else
-        for (int64_t p = 0; p < passes; p++)
-            for (size_t i = 0; i < l->n; i++) run_one(l, &l->el[i], NULL);
+    } else if (!rc && l->wave) {
+        rc = loop_wave_run(l, passes);
+    } else if (!rc) { /* 1D: a pass is the worker's one block */
+        for (int64_t p = 0; p < passes && !rc; p++) {
+            for (size_t i = 0; i < l->n && !rc; i++) rc = loop_run_one(l, &l->el[i], NULL);
+            if (!rc) rc = loop_flush_all(l);
+        }
+    }
+    if (!rc) rc = loop_flush_all(l);
     if (!rc) rc = push_local(l);
+    if (!rc) rc = loop_accum_reduce(l);
+    l->runs++;
     return rc ? rc : loom_barrier(l->node);
 }
 
@@ -497,7 +564,7 @@ const loom_loop_plan *loom_loop_get_plan(const loom_loop *l)
 
 loom_table *loom_loop_table(loom_loop *l, uint32_t array)
 {
-    int s = l ? slot_of(l, array) : -1;
+    int s = l ? loop_slot_of(l, array) : -1;
     return s < 0 ? NULL : l->arr[s].t;
 }
 
@@ -520,6 +587,9 @@ void loom_loop_close(loom_loop *l)
         free(l->arr[i].rows);
         free(l->arr[i].pushed);
     }
+    loop_write_close(l);
+    for (size_t i = 0; l->arr && i < l->narr; i++) free(l->arr[i].halo_rows);
+    free(l->halo_msg);
     loom_loop_plan_free(l->plan);
     free(l->acc);
     free(l->arr);

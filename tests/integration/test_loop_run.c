@@ -7,9 +7,9 @@
  *     for bit to a serial run of the same updates in the schedule's block
  *     order (computed here, from the loop's block bounds);
  *   - a 1D loop adding every element into its row's sum: exact totals;
- *   - loops that cannot run yet (a wavefront, an array keyed by another
- *     index, a shifted subscript) and writes to the iteration space are
- *     refused with a sentence. */
+ *   - loops that cannot run yet (a wavefront with an array keyed by its time
+ *     index, an array keyed by another index, a shifted subscript in 1D) and writes to the
+ * iteration space are refused with a sentence. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,7 +254,8 @@ static int refuse_worker(loom_node *n, int rank, void *arg)
     char err[256];
     loom_loop *l = NULL;
     static const uint64_t ext[2] = {4, 4};
-    /* MF with its order kept: a wavefront, which cannot run yet */
+    /* MF with its order kept: a wavefront, whose arrays must all follow the
+     * space index; H follows the time index */
     loom_loop_opts o = {.dims = 2,
                         .extents = mf_ext,
                         .acc = mf_acc,
@@ -263,7 +264,8 @@ static int refuse_worker(loom_node *n, int rank, void *arg)
                         .arrays = mf_arrays,
                         .narrays = 2,
                         .body = mf_body};
-    if (loom_loop_open(n, &o, &l, err, sizeof err) != LOOM_EINVAL || !strstr(err, "cannot run yet"))
+    if (loom_loop_open(n, &o, &l, err, sizeof err) != LOOM_EINVAL ||
+        !strstr(err, "neither the space index"))
         return said(err);
     /* an x(i - 1) */
     static const loom_access stencil[] = {
@@ -296,7 +298,7 @@ static int refuse_worker(loom_node *n, int rank, void *arg)
                          .narrays = 2,
                          .body = sum_body};
     if (loom_loop_open(n, &o, &l, err, sizeof err) != LOOM_EINVAL ||
-        !strstr(err, "hosted on the servers come later"))
+        !strstr(err, "hosted on the servers by such keys come later"))
         return said(err);
     /* writing the iteration space */
     static const loom_access writes_space[] = {{0, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},

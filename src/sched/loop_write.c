@@ -1,0 +1,332 @@
+/* loop_write: what a loop body writes outside its declared accesses
+ * (loom/loop.h; Orion, wei-thesis-bosen-orion.txt 3.8).
+ *
+ * Accumulators: each worker's value lives here; a run starts it at the
+ * identity, and ends by sending it to every other worker (one SCHED_BLOCK
+ * message per peer on the loop's engine number, all accumulators packed, at
+ * a version of the run's own) and reducing the W values in rank order, so
+ * every worker computes the same bytes without a coordinator.
+ *
+ * Buffers (DistArray Buffers): rows shaped like the target's, one per row the
+ * worker may write (the local rows of a space-keyed target, all rows of a
+ * whole one), with the list of those written since the last flush. A flush
+ * calls the user's merge on each written row: a local target's row in place;
+ * a whole target's row in the worker's copy, whose change (merged - copy) is
+ * pushed into the table, after which the copy is read again (the other
+ * workers' flushes included: their changes add up in the sum table). The
+ * count of body calls since the last flush triggers one at the delay bound;
+ * loop_run.c flushes at the end of every block and run as well. */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom/error.h"
+#include "sched/loop_impl.h"
+#include "sched/sched.h"
+
+/* the accumulators' messages: versions past the element exchange's 0 and 1 */
+#define ACCUM_VERSION 2
+
+static void identity(const loop_accum *x, void *out)
+{
+    const loom_loop_accum_decl *a = &x->a;
+    if (a->op == LOOM_REDUCE_FN) {
+        if (a->identity)
+            memcpy(out, a->identity, x->bytes);
+        else
+            memset(out, 0, x->bytes);
+        return;
+    }
+    int lo = a->op == LOOM_REDUCE_MAX;
+    for (uint32_t i = 0; i < a->width; i++) switch (a->type) {
+        case LOOM_F32:
+            ((float *)out)[i] = a->op == LOOM_REDUCE_SUM ? 0.0f : lo ? -INFINITY : INFINITY;
+            break;
+        case LOOM_F64:
+            ((double *)out)[i] = a->op == LOOM_REDUCE_SUM ? 0.0 : lo ? -INFINITY : INFINITY;
+            break;
+        case LOOM_I32:
+            ((int32_t *)out)[i] = a->op == LOOM_REDUCE_SUM ? 0 : lo ? INT32_MIN : INT32_MAX;
+            break;
+        case LOOM_I64:
+            ((int64_t *)out)[i] = a->op == LOOM_REDUCE_SUM ? 0 : lo ? INT64_MIN : INT64_MAX;
+            break;
+        }
+}
+
+#define COMBINE(T)                                                                                 \
+    do {                                                                                           \
+        T *d = into;                                                                               \
+        const T *s = from;                                                                         \
+        for (uint32_t i = 0; i < a->width; i++)                                                    \
+            d[i] = a->op == LOOM_REDUCE_SUM   ? d[i] + s[i]                                        \
+                   : a->op == LOOM_REDUCE_MIN ? (s[i] < d[i] ? s[i] : d[i])                        \
+                                              : (s[i] > d[i] ? s[i] : d[i]);                       \
+    } while (0)
+
+static void combine(const loom_loop *l, const loop_accum *x, void *into, const void *from)
+{
+    const loom_loop_accum_decl *a = &x->a;
+    if (a->op == LOOM_REDUCE_FN) {
+        a->reduce(l->o.user, into, from);
+        return;
+    }
+    switch (a->type) {
+    case LOOM_F32:
+        COMBINE(float);
+        break;
+    case LOOM_F64:
+        COMBINE(double);
+        break;
+    case LOOM_I32:
+        COMBINE(int32_t);
+        break;
+    case LOOM_I64:
+        COMBINE(int64_t);
+        break;
+    }
+}
+
+static int check_accum(const loom_loop *l, size_t k, char *err, size_t errlen)
+{
+    const loom_loop_accum_decl *a = &l->o.accums[k];
+    for (size_t j = 0; j < k; j++)
+        if (l->o.accums[j].id == a->id)
+            return loop_refuse(err, errlen, LOOM_EINVAL, "two accumulators have the number %u",
+                               a->id);
+    if (!a->width)
+        return loop_refuse(err, errlen, LOOM_EINVAL, "accumulator %u has width 0", a->id);
+    if (a->op == LOOM_REDUCE_FN && !a->reduce)
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "accumulator %u is reduced by a function, but none is given", a->id);
+    if (a->op != LOOM_REDUCE_FN &&
+        ((unsigned)a->op > LOOM_REDUCE_MAX || (unsigned)a->type > LOOM_I64))
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "accumulator %u: sum, min or max of f32, f64, i32 or i64 values", a->id);
+    return 0;
+}
+
+static int check_buffer(const loom_loop *l, size_t k, char *err, size_t errlen)
+{
+    const loom_loop_buffer_decl *b = &l->o.buffers[k];
+    for (size_t j = 0; j < k; j++)
+        if (l->o.buffers[j].id == b->id)
+            return loop_refuse(err, errlen, LOOM_EINVAL, "two buffers have the number %u", b->id);
+    if (!b->delay)
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "buffer %u has delay 0: its writes must be merged within a number "
+                           "of body calls, at least 1",
+                           b->id);
+    if (!b->merge)
+        return loop_refuse(err, errlen, LOOM_EINVAL, "buffer %u has no merge function", b->id);
+    int s = loop_slot_of(l, b->target);
+    if (s < 0)
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "buffer %u targets array %u, which is not among this loop's arrays",
+                           b->id, b->target);
+    if (l->arr[s].role != ROLE_SPACE && l->arr[s].role != ROLE_WHOLE)
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "buffer %u targets array %u, which rotates among the workers: a "
+                           "buffer merges into an array kept local or reached whole (A(*))",
+                           b->id, b->target);
+    return 0;
+}
+
+int loop_write_open(loom_loop *l, char *err, size_t errlen)
+{
+    const loom_loop_opts *o = &l->o;
+    if ((o->naccums && !o->accums) || (o->nbuffers && !o->buffers))
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "accumulators or buffers counted but not given");
+    int rc = 0;
+    for (size_t k = 0; k < o->naccums && !rc; k++) rc = check_accum(l, k, err, errlen);
+    for (size_t k = 0; k < o->nbuffers && !rc; k++) rc = check_buffer(l, k, err, errlen);
+    if (rc) return rc;
+    l->accum = calloc(o->naccums + 1, sizeof *l->accum);
+    l->buf = calloc(o->nbuffers + 1, sizeof *l->buf);
+    if (!l->accum || !l->buf) return LOOM_ENOMEM;
+    for (size_t k = 0; k < o->naccums; k++) {
+        loop_accum *x = &l->accum[k];
+        x->a = o->accums[k];
+        x->bytes =
+            x->a.op == LOOM_REDUCE_FN ? x->a.width : (size_t)x->a.width * loom_type_size(x->a.type);
+        x->mine = malloc(x->bytes);
+        x->result = malloc(x->bytes);
+        if (!x->mine || !x->result) return LOOM_ENOMEM;
+        identity(x, x->mine);
+        identity(x, x->result);
+    }
+    for (size_t k = 0; k < o->nbuffers; k++) {
+        l->buf[k].l = l;
+        l->buf[k].d = o->buffers[k];
+        l->buf[k].target = &l->arr[loop_slot_of(l, o->buffers[k].target)];
+    }
+    return 0;
+}
+
+int loop_buffers_ready(loom_loop *l)
+{
+    for (size_t k = 0; k < l->o.nbuffers; k++) {
+        struct loom_loop_buffer *b = &l->buf[k];
+        size_t rows = (size_t)(b->target->hi - b->target->lo), rb = b->target->row_bytes;
+        b->rows = calloc(rows + 1, rb);
+        b->written = calloc(rows + 1, 1);
+        b->list = malloc((rows + 1) * sizeof *b->list);
+        b->scratch = malloc(rb);
+        b->delta = b->target->role == ROLE_WHOLE ? malloc((rows + 1) * rb) : NULL;
+        if (!b->rows || !b->written || !b->list || !b->scratch ||
+            (b->target->role == ROLE_WHOLE && !b->delta))
+            return LOOM_ENOMEM;
+    }
+    return 0;
+}
+
+void loop_accum_reset(loom_loop *l)
+{
+    for (size_t k = 0; k < l->o.naccums; k++) identity(&l->accum[k], l->accum[k].mine);
+}
+
+/* d -= old, n values of type t */
+static void minus(loom_type t, uint8_t *d, const uint8_t *old, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t == LOOM_F32)
+            ((float *)(void *)d)[i] -= ((const float *)(const void *)old)[i];
+        else
+            ((double *)(void *)d)[i] -= ((const double *)(const void *)old)[i];
+}
+
+int loop_read_whole(loop_array *a)
+{
+    return loom_pull_range(a->t, 0, a->a.rows, a->rows);
+}
+
+static int flush(loom_loop *l, struct loom_loop_buffer *b)
+{
+    b->calls = 0;
+    if (b->bad) return LOOM_EKEYRANGE;
+    if (!b->nlist) return 0;
+    loop_array *t = b->target;
+    size_t rb = t->row_bytes;
+    for (size_t k = 0; k < b->nlist; k++) {
+        uint64_t r = b->list[k];
+        uint8_t *upd = b->rows + (r - t->lo) * rb;
+        if (t->role == ROLE_SPACE) {
+            b->d.merge(l->o.user, r, t->rows + (r - t->lo) * rb, upd);
+        } else {
+            uint8_t *d = b->delta + k * rb;
+            memcpy(d, t->rows + r * rb, rb);
+            b->d.merge(l->o.user, r, d, upd);
+            minus(t->a.type, d, t->rows + r * rb, t->a.width);
+        }
+        memset(upd, 0, rb);
+        b->written[r - t->lo] = 0;
+    }
+    size_t n = b->nlist;
+    b->nlist = 0;
+    if (t->role == ROLE_SPACE) return 0;
+    loom_ts ts;
+    int rc = loom_push_async(t->t, b->list, n, b->delta, &ts);
+    if (!rc) rc = loom_wait(l->node, ts);
+    return rc ? rc : loop_read_whole(t);
+}
+
+int loop_after_body(loom_loop *l)
+{
+    int rc = 0;
+    for (size_t k = 0; k < l->o.nbuffers && !rc; k++)
+        if (++l->buf[k].calls >= l->buf[k].d.delay) rc = flush(l, &l->buf[k]);
+    return rc;
+}
+
+int loop_flush_all(loom_loop *l)
+{
+    int rc = 0;
+    for (size_t k = 0; k < l->o.nbuffers && !rc; k++) rc = flush(l, &l->buf[k]);
+    return rc;
+}
+
+int loop_accum_reduce(loom_loop *l)
+{
+    size_t total = 0;
+    for (size_t k = 0; k < l->o.naccums; k++) total += l->accum[k].bytes;
+    if (!total) return 0;
+    uint8_t *msg = malloc(total * l->W);
+    if (!msg) return LOOM_ENOMEM;
+    uint8_t *mine = msg + total * l->rank;
+    for (size_t k = 0, at = 0; k < l->o.naccums; at += l->accum[k++].bytes)
+        memcpy(mine + at, l->accum[k].mine, l->accum[k].bytes);
+    uint64_t version = ACCUM_VERSION + l->runs;
+    int rc = 0;
+    for (uint32_t w = 0; w < l->W && !rc; w++)
+        if (w != l->rank)
+            rc = sched_send_block(l->node, l->id, (int)w, l->rank, version, mine, total, 0);
+    for (uint32_t w = 0; w < l->W && !rc; w++)
+        if (w != l->rank)
+            rc = sched_take_block(l->node, l->id, (int)w, w, version, msg + total * w, total, 0);
+    for (size_t k = 0, at = 0; k < l->o.naccums && !rc; at += l->accum[k++].bytes) {
+        loop_accum *x = &l->accum[k];
+        identity(x, x->result);
+        for (uint32_t w = 0; w < l->W; w++) combine(l, x, x->result, msg + total * w + at);
+    }
+    free(msg);
+    return rc;
+}
+
+void *loom_loop_accum(loom_loop *l, uint32_t id)
+{
+    for (size_t k = 0; l && k < l->o.naccums; k++)
+        if (l->accum[k].a.id == id) return l->accum[k].mine;
+    return NULL;
+}
+
+int loom_loop_accum_result(const loom_loop *l, uint32_t id, void *out)
+{
+    for (size_t k = 0; l && out && k < l->o.naccums; k++)
+        if (l->accum[k].a.id == id) {
+            memcpy(out, l->accum[k].result, l->accum[k].bytes);
+            return 0;
+        }
+    return LOOM_EINVAL;
+}
+
+loom_loop_buffer *loom_loop_buffer_of(loom_loop *l, uint32_t id)
+{
+    for (size_t k = 0; l && k < l->o.nbuffers; k++)
+        if (l->buf[k].d.id == id) return &l->buf[k];
+    return NULL;
+}
+
+void *loom_loop_buffer_row(loom_loop_buffer *b, uint64_t row)
+{
+    const loop_array *t = b->target;
+    if (row < t->lo || row >= t->hi) {
+        b->bad = 1;
+        return b->scratch;
+    }
+    size_t i = (size_t)(row - t->lo);
+    if (!b->written[i]) {
+        b->written[i] = 1;
+        b->list[b->nlist++] = row;
+    }
+    return b->rows + i * t->row_bytes;
+}
+
+void loop_write_close(loom_loop *l)
+{
+    for (size_t k = 0; l->accum && k < l->o.naccums; k++) {
+        free(l->accum[k].mine);
+        free(l->accum[k].result);
+    }
+    for (size_t k = 0; l->buf && k < l->o.nbuffers; k++) {
+        free(l->buf[k].rows);
+        free(l->buf[k].written);
+        free(l->buf[k].list);
+        free(l->buf[k].scratch);
+        free(l->buf[k].delta);
+    }
+    free(l->accum);
+    free(l->buf);
+}
