@@ -42,7 +42,7 @@ typedef struct lane {
     lda_docs d;
     lda_sampler s;
     uint64_t *keys;  /* table keys of a clock's changed blocks; of all blocks at the start */
-    int32_t *vals;   /* pulled rows */
+    int32_t *vals;   /* pulled rows, w->chunk words of K */
     int64_t *tdelta; /* K */
     size_t nkeys;    /* table rows of this clock's changes */
     /* A clock's changes as sparse rows of keys (loom_push_sparse): row i has
@@ -77,7 +77,7 @@ typedef struct worker {
      * those words (its lanes' changes added as they are pushed). */
     uint64_t *vocab_all;
     size_t nall;
-    int32_t *prow;     /* nall x K */
+    lda_rows prow;     /* nall rows */
     uint64_t *own_all; /* per word of vocab_all: its tokens in this worker's documents */
     loom_table *wt, *tt;
     app_stats stats;
