@@ -13,6 +13,7 @@
  *   heldout.c     held-out perplexity by document completion
  *   model.c       the model file, top words, the vocabulary file
  *   seq.c         the sequential reference (the same sweeps in one process)
+ *   rows.c        word-topic rows, dense or sparse per word (hybrid storage)
  *   flags.c       the command line of `loom train lda`
  *   train.c       distributed training on every node of a job
  *   eval.c        its evaluations (log-likelihood, count checks) and the
@@ -33,7 +34,9 @@
 #include "common/app.h"
 
 /* Largest --topics: topic ids live in the low 32 bits of the sampler's packed
- * entries, but memory (vocabulary x topics counts) is the real limit. */
+ * entries; memory follows the non-zero counts (rows.c), but K-sized arrays,
+ * the changed-count bits (vocabulary x topics / 8) and the pulls' dense
+ * buffers still grow with K. */
 #define LDA_MAX_TOPICS 100000
 
 typedef struct lda_params {

@@ -58,6 +58,8 @@
  * such a divisor (or K <= 64) keeps whole rows. */
 /* From this many topics the word-topic table is sparse on the servers. */
 #define LDA_SPARSE_TABLE_TOPICS 1000
+/* Beyond this many bytes of V x K counts the word-topic table is not cached. */
+#define LDA_CACHE_BYTES (1ull << 30)
 
 static uint32_t block_width(uint32_t topics)
 {
@@ -183,6 +185,13 @@ static int open_tables(worker *w)
     o.filter_push = j->filter_push;
     o.filter_pull = j->filter_pull;
     app_job_comm(j, &o);
+    /* The process cache keeps every row pulled, dense: past LDA_CACHE_BYTES
+     * of V x K counts it alone would hold more than a process should (4.2 GB
+     * at K = 100,000 on AP), so the rows then come from the servers at every
+     * pull, unless managed communication (--priority) pushes rows into it. */
+    if ((double)w->p.vocab * w->p.topics * sizeof(int32_t) > LDA_CACHE_BYTES &&
+        j->priority == LOOM_PRIORITY_NONE)
+        o.cache = 0;
     if (w->c->train.schedule == LDA_SCHEDULE_ROTATION) { /* what the static engine needs */
         o.consistency = LOOM_ASP;
         o.cache = 0;
