@@ -82,17 +82,15 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
         if (!rc) rc = lda_sampler_init_kind(&l->s, &w->p, l->d.nwords, w->c->train.sampler);
         if (rc) return rc;
         size_t n = l->d.nwords ? l->d.nwords : 1;
-        l->keys = malloc(n * w->nblocks * sizeof *l->keys);
+        l->ckeys = malloc(w->chunk * w->nblocks * sizeof *l->ckeys);
         l->vals = malloc(w->chunk * K * sizeof *l->vals);
         l->tdelta = calloc(K, sizeof *l->tdelta);
-        l->shared_keys = malloc(n * w->nblocks * sizeof *l->shared_keys);
         l->shared_idx = malloc(n * sizeof *l->shared_idx);
         l->local_idx = malloc(n * sizeof *l->local_idx);
         l->uidx = malloc(n * sizeof *l->uidx);
-        l->nnz = malloc(n * w->nblocks * sizeof *l->nnz);
         l->reload = malloc(n * sizeof *l->reload);
-        if (!l->keys || !l->vals || !l->tdelta || !l->shared_keys || !l->shared_idx ||
-            !l->local_idx || !l->uidx || !l->nnz || !l->reload)
+        if (!l->ckeys || !l->vals || !l->tdelta || !l->shared_idx || !l->local_idx || !l->uidx ||
+            !l->reload)
             return LOOM_ENOMEM;
         w->nall += l->d.nwords;
     }
@@ -121,8 +119,8 @@ static void lanes_free(worker *w)
 {
     for (int t = 0; w->lanes && t < w->threads; t++) {
         lane *l = &w->lanes[t];
-        free(l->keys), free(l->vals), free(l->tdelta);
-        free(l->shared_keys), free(l->shared_idx), free(l->local_idx), free(l->uidx);
+        free(l->keys), free(l->ckeys), free(l->vals), free(l->tdelta);
+        free(l->shared_idx), free(l->local_idx), free(l->uidx);
         free(l->nnz), free(l->cols), free(l->reload);
         lda_sampler_free(&l->s);
         lda_docs_free(&l->d);
@@ -247,10 +245,14 @@ static int prepare_test(worker *w, const loom_corpus *test)
  * they come by word and topic, so by block key and column. */
 static int encode_changes(worker *w, lane *l, size_t n)
 {
-    if (n > l->ncols_cap) {
+    if (n > l->ncols_cap) { /* n changes fall in at most n rows */
         uint32_t *cols = realloc(l->cols, n * sizeof *cols);
-        if (!cols) return app_fail(PROG, "list the changes", LOOM_ENOMEM);
-        l->cols = cols;
+        if (cols) l->cols = cols;
+        uint32_t *nnz = realloc(l->nnz, n * sizeof *nnz);
+        if (nnz) l->nnz = nnz;
+        uint64_t *keys = realloc(l->keys, n * sizeof *keys);
+        if (keys) l->keys = keys;
+        if (!cols || !nnz || !keys) return app_fail(PROG, "list the changes", LOOM_ENOMEM);
         l->ncols_cap = n;
     }
     size_t m = 0, B = w->block;
@@ -306,19 +308,20 @@ static int push_lanes(worker *w, int initial, int clock_end)
     return 0;
 }
 
-/* Pull the rows of lane l's n words `idx` (their table keys: `keys`, nblocks
- * a word) a chunk of words at a time, into the lane's rows; the words whose
- * rows changed are added to l->reload (from *nreload on) when reload is set.
- * The pulled values are dense, K a word: the chunks keep the buffer at
+/* Pull the rows of lane l's n local words `idx` (NULL: words 0..n-1) a chunk
+ * of words at a time into the lane's rows; the words whose rows changed are
+ * added to l->reload (from *nreload on) when reload is set. The pulled
+ * values are dense, K a word: the chunks keep the buffer and its keys at
  * w->chunk words whatever the vocabulary. */
-static int pull_rows(worker *w, lane *l, const uint32_t *idx, const uint64_t *keys, size_t n,
-                     int reload, size_t *nreload)
+static int pull_rows(worker *w, lane *l, const uint32_t *idx, size_t n, int reload, size_t *nreload)
 {
     const size_t K = w->p.topics;
     for (size_t i0 = 0; i0 < n; i0 += w->chunk) {
         size_t m = n - i0 < w->chunk ? n - i0 : w->chunk;
-        TRY("pull word-topic rows",
-            loom_pull(w->wt, keys + i0 * w->nblocks, m * w->nblocks, l->vals));
+        for (size_t i = 0; i < m; i++)
+            lda_block_keys(w, &l->d.vocab[idx ? idx[i0 + i] : i0 + i], 1,
+                           l->ckeys + i * w->nblocks);
+        TRY("pull word-topic rows", loom_pull(w->wt, l->ckeys, m * w->nblocks, l->vals));
         for (size_t i = 0; i < m; i++) {
             uint32_t word = idx ? idx[i0 + i] : (uint32_t)(i0 + i);
             int changed;
@@ -343,7 +346,7 @@ static int refresh(void *arg, int t)
     TRY("store the counts", lda_sampler_store(&l->s));
     /* Only the words whose rows differ from the sampler's are rebuilt. */
     size_t nreload = 0;
-    if (pull_rows(w, l, l->shared_idx, l->shared_keys, l->nshared, 1, &nreload)) return 1;
+    if (pull_rows(w, l, l->shared_idx, l->nshared, 1, &nreload)) return 1;
     for (size_t i = 0; i < l->nlocal; i++) {
         int changed;
         TRY("copy the process's counts", lda_rows_copy(&l->s.rows, l->local_idx[i], &w->prow,
@@ -365,8 +368,7 @@ static int start_lane(void *arg, int t)
     static const uint64_t zero = 0;
     worker *w = arg;
     lane *l = &w->lanes[t];
-    lda_block_keys(w, l->d.vocab, l->d.nwords, l->keys);
-    if (pull_rows(w, l, NULL, l->keys, l->d.nwords, 0, NULL)) return 1;
+    if (pull_rows(w, l, NULL, l->d.nwords, 0, NULL)) return 1;
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     TRY("rebuild the sampler", lda_sampler_load(&l->s));
     uint64_t *own = calloc(l->d.nwords ? l->d.nwords : 1, sizeof *own);
@@ -379,7 +381,6 @@ static int start_lane(void *arg, int t)
             l->local_idx[l->nlocal++] = (uint32_t)i;
             continue;
         }
-        lda_block_keys(w, &l->d.vocab[i], 1, l->shared_keys + l->nshared * w->nblocks);
         l->shared_idx[l->nshared++] = (uint32_t)i;
     }
     free(own);
