@@ -123,18 +123,20 @@ static int export_lr(const loom_checkpoint *ck, const char *out, char *err, size
     return rc;
 }
 
-typedef struct lda_rows {
+typedef struct lda_export {
     lda_model *m;
     uint32_t block, nblocks;
-} lda_rows;
+} lda_export;
 
+/* A (word, block) row's counts into the model's rows (kept sparse where that is smaller). */
 static int lda_word_row(void *ctx, uint64_t key, const void *row)
 {
-    lda_rows *r = ctx;
+    lda_export *r = ctx;
     uint64_t word = key / r->nblocks, b = key % r->nblocks;
-    if (word < r->m->p.vocab)
-        memcpy(r->m->counts + word * r->m->p.topics + b * r->block, row,
-               r->block * sizeof *r->m->counts);
+    const int32_t *v = row;
+    for (uint32_t i = 0; word < r->m->p.vocab && i < r->block; i++)
+        if (v[i] && lda_rows_add(&r->m->counts, word, (uint32_t)(b * r->block + i), v[i]))
+            return LOOM_ENOMEM;
     return 0;
 }
 
@@ -163,17 +165,16 @@ static int export_lda(const loom_checkpoint *ck, const char *out, char *err, siz
     m.p.vocab = (keys + nblocks - 1) / nblocks;
     memcpy(&m.p.alpha, (const uint8_t *)state + 48, 8);
     memcpy(&m.p.beta, (const uint8_t *)state + 56, 8);
-    m.counts = calloc(m.p.vocab ? m.p.vocab * topics : 1, sizeof *m.counts);
+    int rows_rc = lda_rows_init(&m.counts, topics, (size_t)m.p.vocab);
     m.totals = calloc(topics, sizeof *m.totals);
-    int rc = m.counts && m.totals ? 0 : app_error(err, errlen, "out of memory");
-    lda_rows r = {&m, block, nblocks};
+    int rc = !rows_rc && m.totals ? 0 : app_error(err, errlen, "out of memory");
+    lda_export r = {&m, block, nblocks};
     if (!rc && (loom_checkpoint_rows(ck, "lda.word_topic", NULL, NULL, lda_word_row, &r) ||
                 loom_checkpoint_rows(ck, "lda.topics", NULL, NULL, lda_totals_row, &m)))
         rc = app_error(err, errlen, "%s", loom_last_error());
     for (uint32_t k = 0; !rc && k < topics; k++) m.tokens += (uint64_t)m.totals[k];
     if (!rc) rc = lda_model_save(&m, out, err, errlen);
-    free(m.counts);
-    free(m.totals);
+    lda_model_free(&m);
     return rc;
 }
 

@@ -85,12 +85,13 @@ void lda_docs_init_topics(lda_docs *d, uint32_t topics, uint64_t seed)
     }
 }
 
-void lda_count(const lda_docs *d, uint32_t topics, int32_t *rows, int64_t *totals)
+int lda_count(const lda_docs *d, lda_rows *rows, int64_t *totals)
 {
     for (size_t t = 0; t < d->ntokens; t++) {
-        rows[(size_t)d->word[t] * topics + d->z[t]]++;
+        if (lda_rows_add(rows, d->word[t], d->z[t], 1)) return LOOM_ENOMEM;
         totals[d->z[t]]++;
     }
+    return 0;
 }
 
 int lda_eval_due(const lda_train_opts *o, int it)

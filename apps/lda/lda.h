@@ -13,6 +13,7 @@
  *   heldout.c     held-out perplexity by document completion
  *   model.c       the model file, top words, the vocabulary file
  *   seq.c         the sequential reference (the same sweeps in one process)
+ *   rows.c        word-topic rows, dense or sparse per word (hybrid storage)
  *   flags.c       the command line of `loom train lda`
  *   train.c       distributed training on every node of a job
  *   eval.c        its evaluations (log-likelihood, count checks) and the
@@ -33,7 +34,9 @@
 #include "common/app.h"
 
 /* Largest --topics: topic ids live in the low 32 bits of the sampler's packed
- * entries, but memory (vocabulary x topics counts) is the real limit. */
+ * entries; memory follows the non-zero counts (rows.c), but K-sized arrays,
+ * the changed-count bits (vocabulary x topics / 8) and the pulls' dense
+ * buffers still grow with K. */
 #define LDA_MAX_TOPICS 100000
 
 typedef struct lda_params {
@@ -42,6 +45,49 @@ typedef struct lda_params {
     double alpha;    /* symmetric document-topic prior */
     double beta;     /* symmetric topic-word prior */
 } lda_params;
+
+/* ---- word-topic rows (rows.c) ---- */
+
+/* Counts of words over K topics, each word's row in the smaller form: dense
+ * (K int32) once its sum reaches K/2, else its non-zero counts as (topic,
+ * count) pairs sorted by topic (LightLDA's hybrid storage). Memory follows
+ * the non-zeros: at K = 100,000 on AP a few MB instead of 4.2 GB. */
+typedef struct lda_row {
+    void *v;      /* int32_t[K] when dense, else uint64_t[cap]: topic << 32 | count */
+    int64_t sum;  /* the row's total */
+    uint32_t nnz; /* sparse: pairs in use */
+    uint32_t cap; /* sparse: room for pairs; UINT32_MAX when dense */
+} lda_row;
+typedef struct lda_rows {
+    uint32_t topics;
+    size_t n;
+    lda_row *row;
+} lda_rows;
+
+/* n empty rows. 0 or LOOM_ENOMEM. */
+int lda_rows_init(lda_rows *r, uint32_t topics, size_t n);
+void lda_rows_free(lda_rows *r);
+int32_t lda_rows_get(const lda_rows *r, size_t w, uint32_t k);
+int64_t lda_rows_sum(const lda_rows *r, size_t w);
+int lda_rows_dense(const lda_rows *r, size_t w);
+/* Bytes the rows take (their arrays and the per-word headers). */
+size_t lda_rows_bytes(const lda_rows *r);
+/* Count (w, k) += by; a sparse row turns dense when its sum reaches K/2.
+ * 0 or LOOM_ENOMEM. */
+int lda_rows_add(lda_rows *r, size_t w, uint32_t k, int32_t by);
+/* Word w's row becomes the K counts d, in the form its sum asks for;
+ * *changed (if not NULL) says whether it differed. 0 or LOOM_ENOMEM. */
+int lda_rows_assign(lda_rows *r, size_t w, const int32_t *d, int *changed);
+/* Word w's row as K dense counts. */
+void lda_rows_expand(const lda_rows *r, size_t w, int32_t *out);
+/* The next non-zero count of word w from *pos (start at 0), by ascending
+ * topic in either form: 1 with *k and *c, or 0 at the end. */
+int lda_rows_next(const lda_rows *r, size_t w, size_t *pos, uint32_t *k, int32_t *c);
+/* Word dw of dst becomes word sw of src (its counts and form); *changed
+ * (if not NULL) says whether the counts differed. 0 or LOOM_ENOMEM. */
+int lda_rows_copy(lda_rows *dst, size_t dw, const lda_rows *src, size_t sw, int *changed);
+/* The same counts (forms may differ). */
+int lda_rows_equal(const lda_rows *a, const lda_rows *b);
 
 /* ---- documents ---- */
 
@@ -88,8 +134,9 @@ typedef enum { LDA_SAMPLER_SPARSE = 0, LDA_SAMPLER_MH = 1, LDA_SAMPLER_AUTO = 2 
 #define LDA_MH_STEPS 2
 lda_sampler_kind lda_sampler_choose(lda_sampler_kind kind, uint32_t topics);
 
-/* The SparseLDA sampler over a worker's copy of the counts. `rows` (nwords x
- * K) and `totals` (K) hold the counts as last synchronised; lda_sampler_load
+/* The SparseLDA sampler over a worker's copy of the counts. `rows` (nwords
+ * hybrid rows: dense or sparse, whichever is smaller) and `totals` (K) hold
+ * the counts as last synchronised; lda_sampler_load
  * builds the sampler's own structures from them (per word, its non-zero
  * topics packed as count << 32 | topic and sorted by count, descending).
  * Sampling changes only the sampler's structures; lda_sampler_deltas gives
@@ -97,7 +144,7 @@ lda_sampler_kind lda_sampler_choose(lda_sampler_kind kind, uint32_t topics);
 typedef struct lda_sampler {
     lda_params p;
     size_t nwords;
-    int32_t *rows;   /* nwords * K, as last loaded */
+    lda_rows rows;   /* nwords rows, as last loaded */
     int64_t *totals; /* K, as last loaded */
     int64_t *nk;     /* K, current topic totals */
     uint64_t *packed;
@@ -147,9 +194,10 @@ int lda_sampler_init(lda_sampler *s, const lda_params *p, size_t nwords);
 int lda_sampler_init_kind(lda_sampler *s, const lda_params *p, size_t nwords,
                           lda_sampler_kind kind);
 void lda_sampler_free(lda_sampler *s);
-/* Add the counts of d's current topics into rows and totals (zero them first
- * for a fresh start): the initial counts. */
-void lda_count(const lda_docs *d, uint32_t topics, int32_t *rows, int64_t *totals);
+/* Add the counts of d's current topics into rows (d's local words) and
+ * totals (zero them first for a fresh start): the initial counts.
+ * 0 or LOOM_ENOMEM. */
+int lda_count(const lda_docs *d, lda_rows *rows, int64_t *totals);
 /* Rebuild the sampler from s->rows and s->totals. Returns 0 or LOOM_ENOMEM. */
 int lda_sampler_load(lda_sampler *s);
 /* Sample new topics for the tokens of documents [lo, hi) of d, in order,
@@ -176,10 +224,13 @@ size_t lda_sampler_deltas(lda_sampler *s, const uint64_t *vocab, uint64_t *keys,
  * delta non-zero, ascending by word then topic; totals_delta as above.
  * 0 or LOOM_ENOMEM. */
 int lda_sampler_changes(lda_sampler *s, size_t *n, int64_t *totals_delta);
+/* The rows' non-zero counts in the same triples (as changes from zero: the
+ * initial push), ascending by word then topic. 0 or LOOM_ENOMEM. */
+int lda_sampler_counts(lda_sampler *s, size_t *n);
 /* Write the current counts into rows and totals (what a one-worker push and
  * pull would bring back): only the counts changed since the last load or
- * store are written. */
-void lda_sampler_store(lda_sampler *s);
+ * store are written. 0 or LOOM_ENOMEM. */
+int lda_sampler_store(lda_sampler *s);
 /* After lda_sampler_store, rows of the n local words in `words` were
  * replaced (a pull brought other workers' changes): rebuild those words and
  * the totals, what lda_sampler_load would give at a cost that follows n
@@ -202,6 +253,8 @@ double lda_ll_words(const lda_params *p, const int32_t *rows, size_t nrows);
 /* sum plus the word part of rows, added in the order lda_ll_words adds them:
  * rows given a chunk at a time sum to lda_ll_words' result bit for bit. */
 double lda_ll_words_add(const lda_params *p, const int32_t *rows, size_t nrows, double sum);
+/* The same over hybrid rows, in the same order (ascending words, then topics). */
+double lda_ll_words_rows(const lda_params *p, const lda_rows *rows, double sum);
 double lda_ll_topics(const lda_params *p, const int64_t *totals);
 
 /* ---- held-out perplexity (document completion) ---- */
@@ -228,11 +281,11 @@ double lda_heldout_ll(const lda_params *p, lda_heldout *h, const int32_t *rows,
 
 /* ---- model, vocabulary, top words ---- */
 
-/* The trained counts: dense V x K word-topic counts and the K totals. */
+/* The trained counts: V hybrid word-topic rows and the K totals. */
 typedef struct lda_model {
     lda_params p;
     uint64_t tokens;
-    int32_t *counts; /* V * K */
+    lda_rows counts; /* V rows */
     int64_t *totals; /* K */
 } lda_model;
 

@@ -49,6 +49,17 @@ double lda_ll_words_add(const lda_params *p, const int32_t *rows, size_t nrows, 
     return sum;
 }
 
+double lda_ll_words_rows(const lda_params *p, const lda_rows *rows, double sum)
+{
+    const double lg_b = lgamma(p->beta);
+    uint32_t k;
+    int32_t c;
+    for (size_t w = 0; w < rows->n; w++)
+        for (size_t pos = 0; lda_rows_next(rows, w, &pos, &k, &c);)
+            sum += lgamma(c + p->beta) - lg_b;
+    return sum;
+}
+
 double lda_ll_topics(const lda_params *p, const int64_t *totals)
 {
     const double vb = (double)p->vocab * p->beta, lg_vb = lgamma(vb);

@@ -143,13 +143,15 @@ static inline uint32_t dec(uint64_t *e, size_t mask, uint32_t k)
     return 0;
 }
 
-void lda_mh_pack(lda_sampler *s, size_t w, const int32_t *row)
+void lda_mh_pack(lda_sampler *s, size_t w)
 {
-    size_t K = s->p.topics, cap = s->off[w + 1] - s->off[w];
+    size_t cap = s->off[w + 1] - s->off[w];
     uint64_t *e = s->packed + s->off[w];
     memset(e, 0, cap * sizeof *e);
-    for (size_t k = 0; k < K; k++)
-        if (row[k] > 0) e[find(e, cap - 1, (uint32_t)k)] = (uint64_t)row[k] << 32 | k;
+    uint32_t k;
+    int32_t c;
+    for (size_t pos = 0; lda_rows_next(&s->rows, w, &pos, &k, &c);)
+        if (c > 0) e[find(e, cap - 1, k)] = (uint64_t)c << 32 | k;
     s->dirty[w] = 0;
     memset(s->touched + w * s->kw, 0, s->kw * sizeof *s->touched);
 }

@@ -16,8 +16,8 @@ void lda_mh_free(lda_sampler *s);
 /* After a load sized the words' slots (s->off): alias tables of as many
  * entries, all stale. 0 or LOOM_ENOMEM. */
 int lda_mh_alloc(lda_sampler *s);
-/* Word w's hash table from its dense row. */
-void lda_mh_pack(lda_sampler *s, size_t w, const int32_t *row);
+/* Word w's hash table from its row (s->rows). */
+void lda_mh_pack(lda_sampler *s, size_t w);
 /* Word w's count of topic k. */
 int32_t lda_mh_count(const lda_sampler *s, size_t w, uint32_t k);
 /* Sample the tokens of words [wlo, whi) of document i of d. */

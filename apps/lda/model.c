@@ -22,7 +22,7 @@
 
 void lda_model_free(lda_model *m)
 {
-    free(m->counts);
+    lda_rows_free(&m->counts);
     free(m->totals);
     *m = (lda_model){0};
 }
@@ -73,8 +73,17 @@ int lda_model_save(const lda_model *m, const char *path, char *err, size_t errle
 {
     lda_model_writer mw;
     if (lda_model_open(&mw, &m->p, m->tokens, path, err, errlen)) return 1;
-    for (uint64_t w = 0; w < m->p.vocab; w++)
-        lda_model_write_row(&mw, w, m->counts + w * m->p.topics);
+    uint32_t k;
+    int32_t c;
+    for (uint64_t w = 0; w < m->p.vocab; w++) {
+        /* As lda_model_write_row: no line for a zero row. */
+        size_t pos = 0;
+        if (!lda_rows_next(&m->counts, w, &pos, &k, &c)) continue;
+        fprintf(mw.f, "%" PRIu64, w);
+        do fprintf(mw.f, " %" PRIu32 ":%" PRId32, k, c);
+        while (lda_rows_next(&m->counts, w, &pos, &k, &c));
+        fputc('\n', mw.f);
+    }
     return lda_model_close(&mw, err, errlen);
 }
 
@@ -143,9 +152,9 @@ int lda_model_load(const char *path, lda_model *m, char *err, size_t errlen)
     const size_t K = topics;
     m->p = (lda_params){topics, vocab, alpha, beta};
     m->tokens = tokens;
-    m->counts = calloc(vocab * K, sizeof *m->counts);
+    int rows_rc = lda_rows_init(&m->counts, topics, (size_t)vocab);
     m->totals = calloc(K, sizeof *m->totals);
-    if (!m->counts || !m->totals) return load_fail(&r, m, "out of memory");
+    if (rows_rc || !m->totals) return load_fail(&r, m, "out of memory");
     /* "<word> <topic>:<count>..." with each topic at most once. */
     size_t row_max = 32 + K * 24;
     int64_t last = -1;
@@ -165,11 +174,13 @@ int lda_model_load(const char *path, lda_model *m, char *err, size_t errlen)
             uint64_t k = strtoull(p, &end, 10);
             long long c = 0;
             if (end == p || *p == '-' || *end != ':' || k >= K ||
-                (c = strtoll(end + 1, &p, 10)) <= 0 || c > INT32_MAX || m->counts[w * K + k])
+                (c = strtoll(end + 1, &p, 10)) <= 0 || c > INT32_MAX ||
+                lda_rows_get(&m->counts, w, (uint32_t)k))
                 return load_fail(&r, m,
                                  "expected topic:count pairs (topic below topics, count >= 1, "
                                  "each topic once)");
-            m->counts[w * K + k] = (int32_t)c;
+            if (lda_rows_add(&m->counts, w, (uint32_t)k, (int32_t)c))
+                return load_fail(&r, m, "out of memory");
             m->totals[k] += c;
             sum += (uint64_t)c;
             pairs++;
@@ -259,14 +270,13 @@ int lda_vocab_load(const char *path, lda_vocab *v, char *err, size_t errlen)
 
 size_t lda_top_words(const lda_model *m, uint32_t k, size_t n, uint64_t *out)
 {
-    const size_t K = m->p.topics;
     size_t have = 0;
     for (uint64_t w = 0; w < m->p.vocab; w++) {
-        int32_t c = m->counts[w * K + k];
+        int32_t c = lda_rows_get(&m->counts, w, k);
         if (c <= 0) continue;
         /* Insertion into the n best so far; ties keep the smaller id first. */
         size_t j = have < n ? have++ : n;
-        while (j > 0 && m->counts[out[j - 1] * K + k] < c) {
+        while (j > 0 && lda_rows_get(&m->counts, out[j - 1], k) < c) {
             if (j < n) out[j] = out[j - 1];
             j--;
         }
@@ -293,22 +303,25 @@ void lda_top_free(lda_top *t)
     *t = (lda_top){0};
 }
 
-void lda_top_add(lda_top *t, uint64_t w, const int32_t *row)
+/* Word w's count c of topic k among topic k's best words. */
+static void top_add_one(lda_top *t, uint64_t w, uint32_t k, int32_t c)
 {
     const size_t n = t->n;
-    for (uint32_t k = 0; k < t->topics; k++) {
-        int32_t c = row[k];
-        if (c <= 0 || !n) continue;
-        uint64_t *word = t->word + (size_t)k * n;
-        int32_t *count = t->count + (size_t)k * n;
-        /* As lda_top_words: insertion into the n best, ties keep the earlier word. */
-        size_t j = t->have[k] < n ? t->have[k]++ : n;
-        while (j > 0 && count[j - 1] < c) {
-            if (j < n) word[j] = word[j - 1], count[j] = count[j - 1];
-            j--;
-        }
-        if (j < n) word[j] = w, count[j] = c;
+    if (c <= 0 || !n) return;
+    uint64_t *word = t->word + (size_t)k * n;
+    int32_t *count = t->count + (size_t)k * n;
+    /* As lda_top_words: insertion into the n best, ties keep the earlier word. */
+    size_t j = t->have[k] < n ? t->have[k]++ : n;
+    while (j > 0 && count[j - 1] < c) {
+        if (j < n) word[j] = word[j - 1], count[j] = count[j - 1];
+        j--;
     }
+    if (j < n) word[j] = w, count[j] = c;
+}
+
+void lda_top_add(lda_top *t, uint64_t w, const int32_t *row)
+{
+    for (uint32_t k = 0; k < t->topics; k++) top_add_one(t, w, k, row[k]);
 }
 
 void lda_top_print(FILE *f, const lda_top *t, const int64_t *totals, const lda_vocab *vocab)
@@ -330,7 +343,10 @@ int lda_print_top_words(FILE *f, const lda_model *m, const lda_vocab *vocab, siz
 {
     lda_top t;
     if (lda_top_init(&t, m->p.topics, n)) return LOOM_ENOMEM;
-    for (uint64_t w = 0; w < m->p.vocab; w++) lda_top_add(&t, w, m->counts + w * m->p.topics);
+    uint32_t k;
+    int32_t c;
+    for (uint64_t w = 0; w < m->p.vocab; w++)
+        for (size_t pos = 0; lda_rows_next(&m->counts, w, &pos, &k, &c);) top_add_one(&t, w, k, c);
     lda_top_print(f, &t, m->totals, vocab);
     lda_top_free(&t);
     return 0;

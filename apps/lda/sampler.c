@@ -56,7 +56,7 @@ int lda_sampler_init_kind(lda_sampler *s, const lda_params *p, size_t nwords, ld
 {
     size_t K = p->topics;
     *s = (lda_sampler){.p = *p, .nwords = nwords, .kind = kind};
-    s->rows = calloc(nwords > 0 && K > 0 ? nwords * K : 1, sizeof *s->rows);
+    int rows_rc = lda_rows_init(&s->rows, p->topics, nwords);
     s->totals = calloc(K, sizeof *s->totals);
     s->nk = calloc(K, sizeof *s->nk);
     s->off = calloc(nwords + 1, sizeof *s->off);
@@ -70,7 +70,7 @@ int lda_sampler_init_kind(lda_sampler *s, const lda_params *p, size_t nwords, ld
     s->kw = (K + 63) / 64;
     s->touched = calloc(nwords && K ? nwords * s->kw : 1, sizeof *s->touched);
     s->scratch = calloc(K ? K : 1, sizeof *s->scratch);
-    if (!s->rows || !s->totals || !s->nk || !s->off || !s->len || !s->dirty || !s->ndk ||
+    if (rows_rc || !s->totals || !s->nk || !s->off || !s->len || !s->dirty || !s->ndk ||
         !s->dtopics || !s->dpos || !s->coef || !s->qval || !s->touched || !s->scratch ||
         (kind == LDA_SAMPLER_MH && lda_mh_init(s))) {
         lda_sampler_free(s);
@@ -81,7 +81,8 @@ int lda_sampler_init_kind(lda_sampler *s, const lda_params *p, size_t nwords, ld
 
 void lda_sampler_free(lda_sampler *s)
 {
-    free(s->rows), free(s->totals), free(s->nk), free(s->packed), free(s->off), free(s->len);
+    lda_rows_free(&s->rows);
+    free(s->totals), free(s->nk), free(s->packed), free(s->off), free(s->len);
     free(s->dirty), free(s->ndk), free(s->dtopics), free(s->dpos), free(s->coef), free(s->qval);
     free(s->touched), free(s->scratch), free(s->chg_word), free(s->chg_topic), free(s->chg_delta);
     lda_mh_free(s);
@@ -112,16 +113,15 @@ static inline size_t span(const lda_sampler *s, size_t w)
 /* Word w's entries from its row: non-zero topics, sorted. */
 static void pack_word(lda_sampler *s, size_t w)
 {
-    size_t K = s->p.topics;
-    const int32_t *row = s->rows + w * K;
     if (s->kind == LDA_SAMPLER_MH) {
-        lda_mh_pack(s, w, row);
+        lda_mh_pack(s, w);
         return;
     }
     uint64_t *e = s->packed + s->off[w];
-    uint32_t n = 0;
-    for (size_t k = 0; k < K; k++)
-        if (row[k] > 0) e[n++] = (uint64_t)row[k] << 32 | k;
+    uint32_t n = 0, k;
+    int32_t c;
+    for (size_t pos = 0; lda_rows_next(&s->rows, w, &pos, &k, &c);)
+        if (c > 0) e[n++] = (uint64_t)c << 32 | k;
     qsort(e, n, sizeof *e, cmp_desc);
     s->len[w] = n;
     s->dirty[w] = 0;
@@ -145,14 +145,10 @@ static void load_totals(lda_sampler *s)
 
 int lda_sampler_load(lda_sampler *s)
 {
-    size_t K = s->p.topics;
     size_t total = 0;
     for (size_t w = 0; w < s->nwords; w++) {
-        const int32_t *row = s->rows + w * K;
-        uint64_t sum = 0;
-        for (size_t k = 0; k < K; k++) sum += (uint64_t)row[k];
         s->off[w] = total;
-        total += room(s, sum);
+        total += room(s, (uint64_t)lda_rows_sum(&s->rows, w));
     }
     s->off[s->nwords] = total;
     free(s->packed);
@@ -165,12 +161,9 @@ int lda_sampler_load(lda_sampler *s)
 
 int lda_sampler_reload(lda_sampler *s, const uint32_t *words, size_t n)
 {
-    size_t K = s->p.topics;
     for (size_t i = 0; i < n; i++) {
         /* The entries were sized by the row's total at the last full load. */
-        const int32_t *row = s->rows + (size_t)words[i] * K;
-        uint64_t sum = 0;
-        for (size_t k = 0; k < K; k++) sum += (uint64_t)row[k];
+        uint64_t sum = (uint64_t)lda_rows_sum(&s->rows, words[i]);
         if (room(s, sum) > s->off[words[i] + 1] - s->off[words[i]]) return lda_sampler_load(s);
     }
     for (size_t i = 0; i < n; i++) pack_word(s, words[i]);
@@ -183,18 +176,16 @@ int lda_sampler_reload(lda_sampler *s, const uint32_t *words, size_t n)
  * hash table (its layout follows the order of the moves), so it is kept. */
 static int row_held(lda_sampler *s, size_t w)
 {
-    size_t K = s->p.topics;
     if (s->dirty[w]) return 0;
-    const int32_t *row = s->rows + w * K;
     const uint64_t *e = s->packed + s->off[w];
-    int64_t sum = 0, held = 0;
-    for (size_t k = 0; k < K; k++) sum += row[k];
+    int64_t held = 0;
     for (size_t j = 0, n = span(s, w); j < n; j++) {
         if (!e[j]) continue;
-        if (row[TOPIC(e[j])] != (int32_t)COUNT(e[j])) return 0;
+        if (lda_rows_get(&s->rows, w, TOPIC(e[j])) != (int32_t)COUNT(e[j])) return 0;
         held += COUNT(e[j]);
     }
-    return sum == held;
+    /* The row has no other non-zero counts: all of them are positive. */
+    return lda_rows_sum(&s->rows, w) == held;
 }
 
 void lda_sampler_load_words(lda_sampler *s, size_t lo, size_t hi)
@@ -394,9 +385,10 @@ size_t lda_sampler_deltas(lda_sampler *s, const uint64_t *vocab, uint64_t *keys,
     for (size_t w = 0; w < s->nwords; w++) {
         if (!s->dirty[w]) continue;
         int32_t *v = vals + n * K;
-        const int32_t *base = s->rows + w * K;
         expand(s, w, v);
-        for (size_t k = 0; k < K; k++) v[k] -= base[k];
+        uint32_t k;
+        int32_t c;
+        for (size_t pos = 0; lda_rows_next(&s->rows, w, &pos, &k, &c);) v[k] -= c;
         keys[n++] = vocab[w];
     }
     for (size_t k = 0; k < K; k++) totals_delta[k] = s->nk[k] - s->totals[k];
@@ -431,29 +423,50 @@ static size_t next_touched(const lda_sampler *s, size_t w, size_t k)
     return i * 64 + (size_t)__builtin_ctzll(b);
 }
 
+/* Room for m + 1 triples in the change lists. 0 or LOOM_ENOMEM. */
+static int chg_room(lda_sampler *s, size_t m)
+{
+    if (m < s->chg_cap) return 0;
+    size_t cap = s->chg_cap ? 2 * s->chg_cap : 4096;
+    uint32_t *cw = realloc(s->chg_word, cap * sizeof *cw);
+    if (cw) s->chg_word = cw;
+    uint32_t *ck = realloc(s->chg_topic, cap * sizeof *ck);
+    if (ck) s->chg_topic = ck;
+    int32_t *cd = realloc(s->chg_delta, cap * sizeof *cd);
+    if (cd) s->chg_delta = cd;
+    if (!cw || !ck || !cd) return LOOM_ENOMEM;
+    s->chg_cap = cap;
+    return 0;
+}
+
+int lda_sampler_counts(lda_sampler *s, size_t *n)
+{
+    size_t m = 0;
+    uint32_t k;
+    int32_t c;
+    for (size_t w = 0; w < s->nwords; w++)
+        for (size_t pos = 0; lda_rows_next(&s->rows, w, &pos, &k, &c); m++) {
+            if (chg_room(s, m)) return LOOM_ENOMEM;
+            s->chg_word[m] = (uint32_t)w;
+            s->chg_topic[m] = k;
+            s->chg_delta[m] = c;
+        }
+    *n = m;
+    return 0;
+}
+
 int lda_sampler_changes(lda_sampler *s, size_t *n, int64_t *totals_delta)
 {
     size_t K = s->p.topics, m = 0;
     for (size_t w = 0; w < s->nwords; w++) {
         if (!s->dirty[w]) continue;
         scratch_fill(s, w);
-        const int32_t *base = s->rows + w * K;
         for (size_t k = next_touched(s, w, 0); k < K; k = next_touched(s, w, k + 1)) {
-            int32_t d = s->scratch[k] - base[k];
+            int32_t d = s->scratch[k] - lda_rows_get(&s->rows, w, (uint32_t)k);
             if (!d) continue;
-            if (m == s->chg_cap) {
-                size_t cap = s->chg_cap ? 2 * s->chg_cap : 4096;
-                uint32_t *cw = realloc(s->chg_word, cap * sizeof *cw);
-                if (cw) s->chg_word = cw;
-                uint32_t *ck = realloc(s->chg_topic, cap * sizeof *ck);
-                if (ck) s->chg_topic = ck;
-                int32_t *cd = realloc(s->chg_delta, cap * sizeof *cd);
-                if (cd) s->chg_delta = cd;
-                if (!cw || !ck || !cd) {
-                    scratch_clear(s, w);
-                    return LOOM_ENOMEM;
-                }
-                s->chg_cap = cap;
+            if (chg_room(s, m)) {
+                scratch_clear(s, w);
+                return LOOM_ENOMEM;
             }
             s->chg_word[m] = (uint32_t)w;
             s->chg_topic[m] = (uint32_t)k;
@@ -466,18 +479,23 @@ int lda_sampler_changes(lda_sampler *s, size_t *n, int64_t *totals_delta)
     return 0;
 }
 
-void lda_sampler_store(lda_sampler *s)
+int lda_sampler_store(lda_sampler *s)
 {
     size_t K = s->p.topics;
     for (size_t w = 0; w < s->nwords; w++) {
         if (!s->dirty[w]) continue;
         scratch_fill(s, w);
-        int32_t *row = s->rows + w * K;
-        for (size_t k = next_touched(s, w, 0); k < K; k = next_touched(s, w, k + 1))
-            row[k] = s->scratch[k];
+        for (size_t k = next_touched(s, w, 0); k < K; k = next_touched(s, w, k + 1)) {
+            int32_t d = s->scratch[k] - lda_rows_get(&s->rows, w, (uint32_t)k);
+            if (d && lda_rows_add(&s->rows, w, (uint32_t)k, d)) {
+                scratch_clear(s, w);
+                return LOOM_ENOMEM;
+            }
+        }
         scratch_clear(s, w);
         memset(s->touched + w * s->kw, 0, s->kw * sizeof *s->touched);
         s->dirty[w] = 0;
     }
     memcpy(s->totals, s->nk, K * sizeof *s->totals);
+    return 0;
 }

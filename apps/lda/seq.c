@@ -23,7 +23,7 @@ static int load_lane(lda_sampler *s, const lda_docs *d, const lda_model *m)
 {
     const size_t K = m->p.topics;
     for (size_t w = 0; w < d->nwords; w++)
-        memcpy(s->rows + w * K, m->counts + d->vocab[w] * K, K * sizeof *s->rows);
+        if (lda_rows_copy(&s->rows, w, &m->counts, d->vocab[w], NULL)) return LOOM_ENOMEM;
     memcpy(s->totals, m->totals, K * sizeof *s->totals);
     return lda_sampler_load(s);
 }
@@ -37,13 +37,11 @@ static int reload_lane(lda_sampler *s, const lda_docs *d, const lda_model *m, in
 {
     const size_t K = m->p.topics;
     size_t n = 0;
-    lda_sampler_store(s);
+    if (lda_sampler_store(s)) return LOOM_ENOMEM;
     for (size_t w = 0; lanes > 1 && w < d->nwords; w++) {
-        int32_t *row = s->rows + w * K;
-        const int32_t *counts = m->counts + d->vocab[w] * K;
-        if (!memcmp(row, counts, K * sizeof *row)) continue;
-        memcpy(row, counts, K * sizeof *row);
-        reload[n++] = (uint32_t)w;
+        int changed;
+        if (lda_rows_copy(&s->rows, w, &m->counts, d->vocab[w], &changed)) return LOOM_ENOMEM;
+        if (changed) reload[n++] = (uint32_t)w;
     }
     memcpy(s->totals, m->totals, K * sizeof *s->totals);
     return lda_sampler_reload(s, reload, n);
@@ -62,19 +60,21 @@ int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t
     int32_t *scratch = malloc(K * sizeof *scratch);
     uint32_t *reload = NULL;
     int64_t *tdelta = malloc(K * sizeof *tdelta);
-    out->counts = calloc(vocab > 0 ? vocab * K : 1, sizeof *out->counts);
+    int rows_rc = lda_rows_init(&out->counts, o->topics, (size_t)vocab);
     out->totals = calloc(K, sizeof *out->totals);
-    int rc = d && s && scratch && tdelta && out->counts && out->totals ? 0 : LOOM_ENOMEM;
+    int rc = d && s && scratch && tdelta && !rows_rc && out->totals ? 0 : LOOM_ENOMEM;
     size_t most = 1;
     for (int t = 0; t < lanes && !rc; t++) {
         if ((rc = lda_docs_build_part(c, lanes, t, &d[t]))) break;
         if ((rc = lda_sampler_init_kind(&s[t], &p, d[t].nwords, kind))) break;
         if (d[t].nwords > most) most = d[t].nwords;
         lda_docs_init_topics(&d[t], o->topics, o->seed);
-        lda_count(&d[t], o->topics, s[t].rows, s[t].totals);
-        for (size_t w = 0; w < d[t].nwords; w++)
-            for (size_t k = 0; k < K; k++)
-                out->counts[d[t].vocab[w] * K + k] += s[t].rows[w * K + k];
+        if ((rc = lda_count(&d[t], &s[t].rows, s[t].totals))) break;
+        uint32_t topic;
+        int32_t n;
+        for (size_t w = 0; w < d[t].nwords && !rc; w++)
+            for (size_t pos = 0; !rc && lda_rows_next(&s[t].rows, w, &pos, &topic, &n);)
+                rc = lda_rows_add(&out->counts, d[t].vocab[w], topic, n);
         for (size_t k = 0; k < K; k++) out->totals[k] += s[t].totals[k];
     }
     if (!rc && !(reload = malloc(most * sizeof *reload))) rc = LOOM_ENOMEM;
@@ -94,9 +94,9 @@ int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t
             for (int t = 0; t < lanes && !rc; t++) {
                 size_t n;
                 if ((rc = lda_sampler_changes(&s[t], &n, tdelta))) break;
-                for (size_t i = 0; i < n; i++)
-                    out->counts[d[t].vocab[s[t].chg_word[i]] * K + s[t].chg_topic[i]] +=
-                        s[t].chg_delta[i];
+                for (size_t i = 0; i < n && !rc; i++)
+                    rc = lda_rows_add(&out->counts, d[t].vocab[s[t].chg_word[i]], s[t].chg_topic[i],
+                                      s[t].chg_delta[i]);
                 for (size_t k = 0; k < K; k++) out->totals[k] += tdelta[k];
             }
             for (int t = 0; t < lanes && !rc; t++)
@@ -106,7 +106,7 @@ int lda_train_sequential(const lda_train_opts *o, const loom_corpus *c, uint64_t
         if (!rc && lda_eval_due(o, it)) {
             double docs = 0;
             for (int t = 0; t < lanes; t++) docs += lda_ll_docs(&p, &d[t], scratch);
-            double words = lda_ll_words(&p, out->counts, vocab);
+            double words = lda_ll_words_rows(&p, &out->counts, 0);
             double ll = docs + words + lda_ll_topics(&p, out->totals);
             if (report) report(arg, it, ll, sample_s);
             sample_s = 0;

@@ -58,6 +58,8 @@
  * such a divisor (or K <= 64) keeps whole rows. */
 /* From this many topics the word-topic table is sparse on the servers. */
 #define LDA_SPARSE_TABLE_TOPICS 1000
+/* Beyond this many bytes of V x K counts the word-topic table is not cached. */
+#define LDA_CACHE_BYTES (1ull << 30)
 
 static uint32_t block_width(uint32_t topics)
 {
@@ -80,17 +82,15 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
         if (!rc) rc = lda_sampler_init_kind(&l->s, &w->p, l->d.nwords, w->c->train.sampler);
         if (rc) return rc;
         size_t n = l->d.nwords ? l->d.nwords : 1;
-        l->keys = malloc(n * w->nblocks * sizeof *l->keys);
-        l->vals = malloc(n * K * sizeof *l->vals);
+        l->ckeys = malloc(w->chunk * w->nblocks * sizeof *l->ckeys);
+        l->vals = malloc(w->chunk * K * sizeof *l->vals);
         l->tdelta = calloc(K, sizeof *l->tdelta);
-        l->shared_keys = malloc(n * w->nblocks * sizeof *l->shared_keys);
         l->shared_idx = malloc(n * sizeof *l->shared_idx);
         l->local_idx = malloc(n * sizeof *l->local_idx);
         l->uidx = malloc(n * sizeof *l->uidx);
-        l->nnz = malloc(n * w->nblocks * sizeof *l->nnz);
         l->reload = malloc(n * sizeof *l->reload);
-        if (!l->keys || !l->vals || !l->tdelta || !l->shared_keys || !l->shared_idx ||
-            !l->local_idx || !l->uidx || !l->nnz || !l->reload)
+        if (!l->ckeys || !l->vals || !l->tdelta || !l->shared_idx || !l->local_idx || !l->uidx ||
+            !l->reload)
             return LOOM_ENOMEM;
         w->nall += l->d.nwords;
     }
@@ -112,23 +112,22 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
         for (size_t i = 0; i < l->d.nwords; i++)
             l->uidx[i] = (uint32_t)app_lower_bound(w->vocab_all, w->nall, l->d.vocab[i]);
     }
-    if (w->threads > 1 && !(w->prow = malloc((w->nall ? w->nall : 1) * K * sizeof *w->prow)))
-        return LOOM_ENOMEM;
-    return 0;
+    return w->threads > 1 ? lda_rows_init(&w->prow, (uint32_t)K, w->nall) : 0;
 }
 
 static void lanes_free(worker *w)
 {
     for (int t = 0; w->lanes && t < w->threads; t++) {
         lane *l = &w->lanes[t];
-        free(l->keys), free(l->vals), free(l->tdelta);
-        free(l->shared_keys), free(l->shared_idx), free(l->local_idx), free(l->uidx);
+        free(l->keys), free(l->ckeys), free(l->vals), free(l->tdelta);
+        free(l->shared_idx), free(l->local_idx), free(l->uidx);
         free(l->nnz), free(l->cols), free(l->reload);
         lda_sampler_free(&l->s);
         lda_docs_free(&l->d);
     }
     free(w->lanes);
-    free(w->vocab_all), free(w->prow), free(w->own_all);
+    free(w->vocab_all), free(w->own_all);
+    lda_rows_free(&w->prow);
 }
 
 size_t lda_block_keys(const worker *w, const uint64_t *words, size_t n, uint64_t *keys)
@@ -184,6 +183,13 @@ static int open_tables(worker *w)
     o.filter_push = j->filter_push;
     o.filter_pull = j->filter_pull;
     app_job_comm(j, &o);
+    /* The process cache keeps every row pulled, dense: past LDA_CACHE_BYTES
+     * of V x K counts it alone would hold more than a process should (4.2 GB
+     * at K = 100,000 on AP), so the rows then come from the servers at every
+     * pull, unless managed communication (--priority) pushes rows into it. */
+    if ((double)w->p.vocab * w->p.topics * sizeof(int32_t) > LDA_CACHE_BYTES &&
+        j->priority == LOOM_PRIORITY_NONE)
+        o.cache = 0;
     if (w->c->train.schedule == LDA_SCHEDULE_ROTATION) { /* what the static engine needs */
         o.consistency = LOOM_ASP;
         o.cache = 0;
@@ -235,6 +241,35 @@ static int prepare_test(worker *w, const loom_corpus *test)
     return 0;
 }
 
+/* The sampler's n change triples as sparse rows of the blocks they fall in:
+ * they come by word and topic, so by block key and column. */
+static int encode_changes(worker *w, lane *l, size_t n)
+{
+    if (n > l->ncols_cap) { /* n changes fall in at most n rows */
+        uint32_t *cols = realloc(l->cols, n * sizeof *cols);
+        if (cols) l->cols = cols;
+        uint32_t *nnz = realloc(l->nnz, n * sizeof *nnz);
+        if (nnz) l->nnz = nnz;
+        uint64_t *keys = realloc(l->keys, n * sizeof *keys);
+        if (keys) l->keys = keys;
+        if (!cols || !nnz || !keys) return app_fail(PROG, "list the changes", LOOM_ENOMEM);
+        l->ncols_cap = n;
+    }
+    size_t m = 0, B = w->block;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t key = l->d.vocab[l->s.chg_word[i]] * w->nblocks + l->s.chg_topic[i] / B;
+        if (!m || l->keys[m - 1] != key) {
+            l->keys[m] = key;
+            l->nnz[m++] = 0;
+        }
+        l->nnz[m - 1]++;
+        l->cols[i] = (uint32_t)(l->s.chg_topic[i] % B);
+    }
+    l->nkeys = m;
+    l->nchanges = n;
+    return 0;
+}
+
 /* Send a step's changes (initial: the initial counts), lane after lane,
  * and at the clock's end (clock_end) the process's clock. At the clock's end
  * one lane sends its rows at once (they are whole blocks of rows: buffering
@@ -251,13 +286,11 @@ static int push_lanes(worker *w, int initial, int clock_end)
         lane *l = &w->lanes[t];
         const int64_t *totals = initial ? l->s.totals : l->tdelta;
         const int32_t *delta = l->s.chg_delta;
-        for (size_t i = 0; w->prow && !initial && i < l->nchanges; i++)
-            w->prow[(size_t)l->uidx[l->s.chg_word[i]] * w->p.topics + l->s.chg_topic[i]] +=
-                delta[i];
+        for (size_t i = 0; w->prow.row && !initial && i < l->nchanges; i++)
+            TRY("count the process's changes",
+                lda_rows_add(&w->prow, l->uidx[l->s.chg_word[i]], l->s.chg_topic[i], delta[i]));
         if (w->threads > 1 || !clock_end) {
-            if (l->nkeys && initial)
-                TRY("push word-topic counts", loom_push(w->wt, l->keys, l->nkeys, l->s.rows));
-            else if (l->nkeys)
+            if (l->nkeys)
                 TRY("push word-topic counts",
                     loom_push_sparse(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta));
             TRY("push topic totals", loom_push(w->tt, &zero, 1, totals));
@@ -265,10 +298,7 @@ static int push_lanes(worker *w, int initial, int clock_end)
         }
         loom_ts ts[2];
         int n = 0;
-        if (l->nkeys && initial)
-            TRY("push word-topic counts",
-                loom_push_async(w->wt, l->keys, l->nkeys, l->s.rows, &ts[n++]));
-        else if (l->nkeys)
+        if (l->nkeys)
             TRY("push word-topic counts",
                 loom_push_sparse_async(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta, &ts[n++]));
         TRY("push topic totals", loom_push_async(w->tt, &zero, 1, totals, &ts[n++]));
@@ -278,15 +308,29 @@ static int push_lanes(worker *w, int initial, int clock_end)
     return 0;
 }
 
-/* Local word i's row becomes row; whether it changed (then listed at
- * l->reload[at]). */
-static int replace_row(lane *l, size_t K, uint32_t i, const int32_t *row, size_t at)
+/* Pull the rows of lane l's n local words `idx` (NULL: words 0..n-1) a chunk
+ * of words at a time into the lane's rows; the words whose rows changed are
+ * added to l->reload (from *nreload on) when reload is set. The pulled
+ * values are dense, K a word: the chunks keep the buffer and its keys at
+ * w->chunk words whatever the vocabulary. */
+static int pull_rows(worker *w, lane *l, const uint32_t *idx, size_t n, int reload, size_t *nreload)
 {
-    int32_t *mine = l->s.rows + (size_t)i * K;
-    if (!memcmp(mine, row, K * sizeof *row)) return 0;
-    memcpy(mine, row, K * sizeof *row);
-    l->reload[at] = i;
-    return 1;
+    const size_t K = w->p.topics;
+    for (size_t i0 = 0; i0 < n; i0 += w->chunk) {
+        size_t m = n - i0 < w->chunk ? n - i0 : w->chunk;
+        for (size_t i = 0; i < m; i++)
+            lda_block_keys(w, &l->d.vocab[idx ? idx[i0 + i] : i0 + i], 1,
+                           l->ckeys + i * w->nblocks);
+        TRY("pull word-topic rows", loom_pull(w->wt, l->ckeys, m * w->nblocks, l->vals));
+        for (size_t i = 0; i < m; i++) {
+            uint32_t word = idx ? idx[i0 + i] : (uint32_t)(i0 + i);
+            int changed;
+            TRY("pull word-topic rows",
+                lda_rows_assign(&l->s.rows, word, l->vals + i * K, &changed));
+            if (reload && changed) l->reload[(*nreload)++] = word;
+        }
+    }
+    return 0;
 }
 
 /* After a clock, lane t: the rows other workers change and the totals, then
@@ -299,18 +343,16 @@ static int refresh(void *arg, int t)
     static const uint64_t zero = 0;
     worker *w = arg;
     lane *l = &w->lanes[t];
-    const size_t K = w->p.topics;
-    lda_sampler_store(&l->s);
-    if (l->nshared)
-        TRY("pull word-topic rows",
-            loom_pull(w->wt, l->shared_keys, l->nshared * w->nblocks, l->vals));
+    TRY("store the counts", lda_sampler_store(&l->s));
     /* Only the words whose rows differ from the sampler's are rebuilt. */
     size_t nreload = 0;
-    for (size_t i = 0; i < l->nshared; i++)
-        nreload += replace_row(l, K, l->shared_idx[i], l->vals + i * K, nreload);
-    for (size_t i = 0; i < l->nlocal; i++)
-        nreload += replace_row(l, K, l->local_idx[i],
-                               w->prow + (size_t)l->uidx[l->local_idx[i]] * K, nreload);
+    if (pull_rows(w, l, l->shared_idx, l->nshared, 1, &nreload)) return 1;
+    for (size_t i = 0; i < l->nlocal; i++) {
+        int changed;
+        TRY("copy the process's counts", lda_rows_copy(&l->s.rows, l->local_idx[i], &w->prow,
+                                                       l->uidx[l->local_idx[i]], &changed));
+        if (changed) l->reload[nreload++] = l->local_idx[i];
+    }
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     TRY("rebuild the sampler", lda_sampler_reload(&l->s, l->reload, nreload));
     return 0;
@@ -326,23 +368,19 @@ static int start_lane(void *arg, int t)
     static const uint64_t zero = 0;
     worker *w = arg;
     lane *l = &w->lanes[t];
-    const size_t K = w->p.topics;
-    size_t nkeys = lda_block_keys(w, l->d.vocab, l->d.nwords, l->keys);
-    TRY("pull word-topic rows", loom_pull(w->wt, l->keys, nkeys, l->s.rows));
+    if (pull_rows(w, l, NULL, l->d.nwords, 0, NULL)) return 1;
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     TRY("rebuild the sampler", lda_sampler_load(&l->s));
     uint64_t *own = calloc(l->d.nwords ? l->d.nwords : 1, sizeof *own);
     if (!own) return app_fail(PROG, "shared words", LOOM_ENOMEM);
     for (uint64_t k = 0; k < l->d.ntokens; k++) own[l->d.word[k]]++;
     for (size_t i = 0; i < l->d.nwords; i++) {
-        uint64_t total = 0;
-        for (size_t k = 0; k < K; k++) total += (uint64_t)l->s.rows[i * K + k];
+        uint64_t total = (uint64_t)lda_rows_sum(&l->s.rows, i);
         if (total == own[i]) continue;
         if (total == w->own_all[l->uidx[i]]) {
             l->local_idx[l->nlocal++] = (uint32_t)i;
             continue;
         }
-        lda_block_keys(w, &l->d.vocab[i], 1, l->shared_keys + l->nshared * w->nblocks);
         l->shared_idx[l->nshared++] = (uint32_t)i;
     }
     free(own);
@@ -356,8 +394,11 @@ static int initialise(worker *w)
     for (int t = 0; t < w->threads; t++) {
         lane *l = &w->lanes[t];
         if (!w->resuming) lda_docs_init_topics(&l->d, w->p.topics, w->c->train.seed);
-        lda_count(&l->d, w->p.topics, l->s.rows, l->s.totals);
-        l->nkeys = lda_block_keys(w, l->d.vocab, l->d.nwords, l->keys);
+        TRY("count the initial topics", lda_count(&l->d, &l->s.rows, l->s.totals));
+        /* The initial counts go out as sparse rows, like a clock's changes. */
+        size_t n;
+        TRY("list the initial counts", lda_sampler_counts(&l->s, &n));
+        if (encode_changes(w, l, n)) return 1;
     }
     if (w->resuming)
         TRY("clock", loom_clock(w->n));
@@ -374,11 +415,10 @@ static int initialise(worker *w)
     }
     if (app_team_run(w->team, start_lane, w)) return 1;
     /* The process's counts start as pulled (every lane pulled all its rows). */
-    const size_t K = w->p.topics;
-    for (int t = 0; w->prow && t < w->threads; t++) {
+    for (int t = 0; w->prow.row && t < w->threads; t++) {
         const lane *l = &w->lanes[t];
         for (size_t i = 0; i < l->d.nwords; i++)
-            memcpy(w->prow + (size_t)l->uidx[i] * K, l->s.rows + i * K, K * sizeof *w->prow);
+            TRY("copy the counts", lda_rows_copy(&w->prow, l->uidx[i], &l->s.rows, i, NULL));
     }
     return 0;
 }
@@ -395,27 +435,7 @@ static int sweep(void *arg, int t)
     lda_sweep(&l->s, &l->d, lo, hi, w->c->train.seed, w->it);
     size_t n;
     TRY("list the changes", lda_sampler_changes(&l->s, &n, l->tdelta));
-    if (n > l->ncols_cap) {
-        uint32_t *cols = realloc(l->cols, n * sizeof *cols);
-        if (!cols) return app_fail(PROG, "list the changes", LOOM_ENOMEM);
-        l->cols = cols;
-        l->ncols_cap = n;
-    }
-    /* Sparse rows of the blocks that changed: the changes come by word and
-     * topic, so by block key and column. */
-    size_t m = 0, B = w->block;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t key = l->d.vocab[l->s.chg_word[i]] * w->nblocks + l->s.chg_topic[i] / B;
-        if (!m || l->keys[m - 1] != key) {
-            l->keys[m] = key;
-            l->nnz[m++] = 0;
-        }
-        l->nnz[m - 1]++;
-        l->cols[i] = (uint32_t)(l->s.chg_topic[i] % B);
-    }
-    l->nkeys = m;
-    l->nchanges = n;
-    return 0;
+    return encode_changes(w, l, n);
 }
 
 /* One clock of --steps steps: in each the lanes sweep the step's documents,
@@ -473,12 +493,13 @@ static int rotate(void *arg, const loom_sched_task *task)
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     memcpy(w->tloaded, l->s.totals, K * sizeof *w->tloaded);
     for (size_t i = lo; i < hi; i++)
-        memcpy(l->s.rows + i * K, rows + (l->d.vocab[i] - v0) * K, K * sizeof *rows);
+        TRY("take the block",
+            lda_rows_assign(&l->s.rows, i, rows + (l->d.vocab[i] - v0) * K, NULL));
     lda_sampler_load_words(&l->s, lo, hi);
     lda_sweep_words(&l->s, &l->d, w->rng, lo, hi);
-    lda_sampler_store(&l->s);
+    TRY("store the counts", lda_sampler_store(&l->s));
     for (size_t i = lo; i < hi; i++)
-        memcpy(rows + (l->d.vocab[i] - v0) * K, l->s.rows + i * K, K * sizeof *rows);
+        lda_rows_expand(&l->s.rows, i, rows + (l->d.vocab[i] - v0) * K);
     for (size_t k = 0; k < K; k++) l->tdelta[k] = l->s.totals[k] - w->tloaded[k];
     loom_ts ts;
     TRY("push topic totals", loom_push_async(w->tt, &zero, 1, l->tdelta, &ts));
@@ -552,11 +573,12 @@ static int train_share(worker *w, const loom_corpus *corpus, const loom_corpus *
     w->block = block_width(o->topics);
     w->nblocks = o->topics / w->block;
     w->threads = c->job.threads > 1 ? c->job.threads : 1;
+    /* Rows are pulled a chunk of words at a time (the evaluation's, eval.c,
+     * and the lanes'). */
+    w->chunk = (size_t)(LDA_EVAL_VALUES / K) ? (size_t)(LDA_EVAL_VALUES / K) : 1;
     TRY("start the compute threads", app_team_start(&w->team, w->threads));
     TRY("prepare documents", lanes_init(w, corpus));
     if (lda_load_state(w)) return 1;
-    /* Buffers for the evaluation's chunks of rows (eval.c). */
-    w->chunk = (size_t)(LDA_EVAL_VALUES / K) ? (size_t)(LDA_EVAL_VALUES / K) : 1;
     w->words = malloc(w->chunk * sizeof *w->words);
     w->keys = malloc(w->chunk * w->nblocks * sizeof *w->keys);
     w->vals = malloc(w->chunk * K * sizeof *w->vals);

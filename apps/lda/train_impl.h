@@ -41,21 +41,21 @@ enum {
 typedef struct lane {
     lda_docs d;
     lda_sampler s;
-    uint64_t *keys;  /* table keys of a clock's changed blocks; of all blocks at the start */
-    int32_t *vals;   /* pulled rows */
+    uint64_t *keys;  /* table keys of a clock's changed blocks (ncols_cap) */
+    uint64_t *ckeys; /* table keys of a chunk of pulled words (w->chunk x nblocks) */
+    int32_t *vals;   /* pulled rows, w->chunk words of K */
     int64_t *tdelta; /* K */
     size_t nkeys;    /* table rows of this clock's changes */
     /* A clock's changes as sparse rows of keys (loom_push_sparse): row i has
      * nnz[i] changed counts, at columns cols (topic mod block) of the deltas
      * in the sampler's chg_delta. */
-    uint32_t *nnz;  /* nwords * nblocks */
+    uint32_t *nnz;  /* ncols_cap: a change at most per row */
     uint32_t *cols; /* ncols_cap */
     size_t ncols_cap, nchanges;
     uint32_t *reload; /* local words whose rows a refresh replaced */
     /* Words that other workers' documents contain too: only their rows can
      * change behind the process's back, so only they are pulled each clock. */
-    uint64_t *shared_keys; /* nblocks table keys per word */
-    uint32_t *shared_idx;  /* their local indices */
+    uint32_t *shared_idx; /* their local indices */
     size_t nshared;
     /* Words only other lanes of this worker also have: their rows are the
      * process's counts (what a pull would return), copied from w->prow. */
@@ -77,7 +77,7 @@ typedef struct worker {
      * those words (its lanes' changes added as they are pushed). */
     uint64_t *vocab_all;
     size_t nall;
-    int32_t *prow;     /* nall x K */
+    lda_rows prow;     /* nall rows */
     uint64_t *own_all; /* per word of vocab_all: its tokens in this worker's documents */
     loom_table *wt, *tt;
     app_stats stats;

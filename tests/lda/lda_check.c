@@ -54,8 +54,7 @@ static int test_perplexity(const lda_cli *cli, const lda_model *m)
         fprintf(stderr, "lda_check: out of memory\n");
         return 1;
     }
-    for (size_t w = 0; w < h.d.nwords; w++)
-        memcpy(rows + w * K, m->counts + h.d.vocab[w] * K, K * sizeof *rows);
+    for (size_t w = 0; w < h.d.nwords; w++) lda_rows_expand(&m->counts, h.d.vocab[w], rows + w * K);
     double ll =
         lda_heldout_ll(&m->p, &h, rows, m->totals, cli->train.seed, cli->train.iterations - 1);
     printf("lda_check: test perplexity %.17g\n", exp(-ll / (double)h.scored));

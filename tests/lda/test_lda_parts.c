@@ -69,7 +69,7 @@ static void check_distribution(double alpha, double beta, uint32_t K)
     assert_int_equal(lda_docs_build(c, &d), 0);
     assert_int_equal(lda_sampler_init(&s, &p, d.nwords), 0);
     lda_docs_init_topics(&d, K, 3);
-    lda_count(&d, K, s.rows, s.totals);
+    assert_int_equal(lda_count(&d, &s.rows, s.totals), 0);
     /* Expected: the first token of document 0, removed from the counts. */
     uint32_t w = d.word[0], old = d.z[0];
     double prob[64], sum = 0;
@@ -77,7 +77,8 @@ static void check_distribution(double alpha, double beta, uint32_t K)
     for (size_t t = d.doc[0]; t < d.doc[1]; t++) ndk[d.z[t]]++;
     ndk[old]--;
     for (uint32_t k = 0; k < K; k++) {
-        double nwk = s.rows[w * K + k] - (k == old), nk = (double)s.totals[k] - (k == old);
+        double nwk = lda_rows_get(&s.rows, w, k) - (k == old),
+               nk = (double)s.totals[k] - (k == old);
         prob[k] = (alpha + ndk[k]) * (beta + nwk) / (20 * beta + nk);
         sum += prob[k];
     }
@@ -126,36 +127,39 @@ static void test_sampler_counts(void **state)
     assert_int_equal(lda_docs_build(c, &d), 0);
     assert_int_equal(lda_sampler_init(&s, &p, d.nwords), 0);
     lda_docs_init_topics(&d, K, 1);
-    lda_count(&d, K, s.rows, s.totals);
+    assert_int_equal(lda_count(&d, &s.rows, s.totals), 0);
     assert_int_equal(lda_sampler_load(&s), 0);
-    int32_t *rows = calloc(d.nwords * K, sizeof *rows), *vals = malloc(d.nwords * K * sizeof *vals);
+    int32_t *vals = malloc(d.nwords * K * sizeof *vals);
     int64_t totals[10], tdelta[10];
     uint64_t *keys = malloc(d.nwords * sizeof *keys);
     for (int it = 0; it < 6; it++) {
         size_t lo, hi;
         lda_segment(d.ndocs, 3, it % 3, &lo, &hi);
         lda_sweep(&s, &d, lo, hi, 9, it);
-        memset(rows, 0, d.nwords * K * sizeof *rows);
+        lda_rows rows; /* a recount */
+        assert_int_equal(lda_rows_init(&rows, K, d.nwords), 0);
         memset(totals, 0, sizeof totals);
-        lda_count(&d, K, rows, totals);
+        assert_int_equal(lda_count(&d, &rows, totals), 0);
         for (size_t w = 0; w < d.nwords; w++)
             for (uint32_t k = 0; k < K; k++)
-                assert_int_equal(lda_sampler_count(&s, w, k), rows[w * K + k]);
+                assert_int_equal(lda_sampler_count(&s, w, k), lda_rows_get(&rows, w, k));
         size_t n = lda_sampler_deltas(&s, d.vocab, keys, vals, tdelta);
         assert_true(n > 0);
         for (size_t i = 0; i < n; i++) {
             size_t w = 0;
             while (d.vocab[w] != keys[i]) w++;
             for (uint32_t k = 0; k < K; k++)
-                assert_int_equal(s.rows[w * K + k] + vals[i * K + k], rows[w * K + k]);
+                assert_int_equal(lda_rows_get(&s.rows, w, k) + vals[i * K + k],
+                                 lda_rows_get(&rows, w, k));
         }
         for (uint32_t k = 0; k < K; k++) assert_int_equal(s.totals[k] + tdelta[k], totals[k]);
-        lda_sampler_store(&s);
-        assert_memory_equal(s.rows, rows, d.nwords * K * sizeof *rows);
+        assert_int_equal(lda_sampler_store(&s), 0);
+        assert_true(lda_rows_equal(&s.rows, &rows));
+        lda_rows_free(&rows);
         assert_memory_equal(s.totals, totals, sizeof totals);
         assert_int_equal(lda_sampler_load(&s), 0);
     }
-    free(rows), free(vals), free(keys);
+    free(vals), free(keys);
     lda_sampler_free(&s);
     lda_docs_free(&d);
     free_corpus(c);
@@ -179,8 +183,8 @@ static void test_sampler_changes_and_reload(void **state)
     assert_int_equal(lda_sampler_init(&sb, &p, db.nwords), 0);
     lda_docs_init_topics(&da, K, 3);
     lda_docs_init_topics(&db, K, 3);
-    lda_count(&da, K, sa.rows, sa.totals);
-    lda_count(&db, K, sb.rows, sb.totals);
+    assert_int_equal(lda_count(&da, &sa.rows, sa.totals), 0);
+    assert_int_equal(lda_count(&db, &sb.rows, sb.totals), 0);
     assert_int_equal(lda_sampler_load(&sa), 0);
     assert_int_equal(lda_sampler_load(&sb), 0);
     int32_t *vals = malloc(db.nwords * K * sizeof *vals), *dense = malloc(K * sizeof *dense);
@@ -213,21 +217,25 @@ static void test_sampler_changes_and_reload(void **state)
         }
         assert_int_equal(j, n);
         assert_int_equal(nonzero, n);
-        lda_sampler_store(&sa);
-        lda_sampler_store(&sb);
-        assert_memory_equal(sa.rows, sb.rows, da.nwords * K * sizeof *sa.rows);
+        assert_int_equal(lda_sampler_store(&sa), 0);
+        assert_int_equal(lda_sampler_store(&sb), 0);
+        assert_true(lda_rows_equal(&sa.rows, &sb.rows));
         /* Another worker's tokens: after even sweeps every third word gets
          * one (a row whose total outgrew its room: lda_sampler_reload loads
          * all), after odd ones they are gone again (rebuilt in place). */
         uint32_t changed[200];
         size_t nchanged = 0;
         for (size_t w = 0; w < da.nwords; w++) {
-            int32_t *ra = sa.rows + w * K, *rb = sb.rows + w * K;
             int add = it % 2 == 0 && w % 3 == (size_t)it % 3, drop = other[w] >= 0;
-            if (drop) ra[other[w]]--, rb[other[w]]--, other[w] = -1;
+            if (drop) {
+                assert_int_equal(lda_rows_add(&sa.rows, w, (uint32_t)other[w], -1), 0);
+                assert_int_equal(lda_rows_add(&sb.rows, w, (uint32_t)other[w], -1), 0);
+                other[w] = -1;
+            }
             if (add) {
                 other[w] = (int32_t)((w + (size_t)it) % K);
-                ra[other[w]]++, rb[other[w]]++;
+                assert_int_equal(lda_rows_add(&sa.rows, w, (uint32_t)other[w], 1), 0);
+                assert_int_equal(lda_rows_add(&sb.rows, w, (uint32_t)other[w], 1), 0);
             }
             if (add || drop) changed[nchanged++] = (uint32_t)w;
         }
@@ -250,11 +258,18 @@ static void test_log_likelihood(void **state)
     lda_docs d;
     assert_int_equal(lda_docs_build(c, &d), 0);
     lda_docs_init_topics(&d, K, 2);
-    int32_t local[9 * 4] = {0}, nwk[9 * 4] = {0}, scratch[4];
+    int32_t nwk[9 * 4] = {0}, scratch[4];
     int64_t nk[4] = {0};
-    lda_count(&d, K, local, nk);
-    for (size_t w = 0; w < d.nwords; w++)
-        memcpy(nwk + d.vocab[w] * K, local + w * K, sizeof(int32_t) * K);
+    lda_rows local, global;
+    assert_int_equal(lda_rows_init(&local, K, d.nwords), 0);
+    assert_int_equal(lda_rows_init(&global, K, V), 0);
+    assert_int_equal(lda_count(&d, &local, nk), 0);
+    for (size_t w = 0; w < d.nwords; w++) lda_rows_expand(&local, w, nwk + d.vocab[w] * K);
+    for (size_t w = 0; w < V; w++)
+        assert_int_equal(lda_rows_assign(&global, w, nwk + w * K, NULL), 0);
+    /* The hybrid rows' word part adds the same terms in the same order. */
+    assert_true(lda_ll_words_rows(&p, &global, 0) == lda_ll_words(&p, nwk, V));
+    lda_rows_free(&local), lda_rows_free(&global);
     double direct = K * (lgamma(V * p.beta) - V * lgamma(p.beta));
     for (uint32_t k = 0; k < K; k++) {
         for (uint32_t w = 0; w < V; w++) direct += lgamma(nwk[w * K + k] + p.beta);
@@ -338,6 +353,79 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+/* Hybrid rows: a row is dense from a sum of K/2 and sparse below, walks
+ * give the non-zero counts by ascending topic in either form, and the
+ * memory of sparse rows follows their non-zeros. */
+static void test_rows(void **state)
+{
+    (void)state;
+    const uint32_t K = 10;
+    lda_rows r, q;
+    assert_int_equal(lda_rows_init(&r, K, 3), 0);
+    assert_int_equal(lda_rows_init(&q, K, 3), 0);
+    /* Word 0: topics 7, 2, 9, 2 (out of order, one twice): sparse, sorted. */
+    static const uint32_t topics[] = {7, 2, 9, 2};
+    for (size_t i = 0; i < 4; i++) assert_int_equal(lda_rows_add(&r, 0, topics[i], 1), 0);
+    assert_false(lda_rows_dense(&r, 0));
+    uint32_t k, want_k[] = {2, 7, 9};
+    int32_t c, want_c[] = {2, 1, 1};
+    size_t pos = 0, i = 0;
+    while (lda_rows_next(&r, 0, &pos, &k, &c)) {
+        assert_true(i < 3 && k == want_k[i] && c == want_c[i]);
+        i++;
+    }
+    assert_int_equal(i, 3);
+    /* Back to zero: the pair leaves the row. */
+    assert_int_equal(lda_rows_add(&r, 0, 7, -1), 0);
+    assert_int_equal(lda_rows_get(&r, 0, 7), 0);
+    assert_int_equal(lda_rows_sum(&r, 0), 3);
+    /* A fifth token: sum 5 = K/2, dense, same counts. */
+    assert_int_equal(lda_rows_add(&r, 0, 4, 2), 0);
+    assert_true(lda_rows_dense(&r, 0));
+    int32_t d[10], e[10] = {0, 0, 2, 0, 2, 0, 0, 0, 0, 1};
+    lda_rows_expand(&r, 0, d);
+    assert_memory_equal(d, e, sizeof e);
+    pos = 0, i = 0;
+    while (lda_rows_next(&r, 0, &pos, &k, &c)) i++;
+    assert_int_equal(i, 3);
+    /* assign picks the form from the sum; copy and equal compare counts. */
+    int changed;
+    assert_int_equal(lda_rows_assign(&q, 0, e, &changed), 0);
+    assert_true(changed && lda_rows_dense(&q, 0));
+    assert_int_equal(lda_rows_assign(&q, 0, e, &changed), 0);
+    assert_false(changed);
+    int32_t f[10] = {0, 3, 0, 0, 0, 0, 0, 0, 0, 1};
+    assert_int_equal(lda_rows_assign(&q, 1, f, &changed), 0);
+    assert_true(changed && !lda_rows_dense(&q, 1));
+    assert_int_equal(lda_rows_get(&q, 1, 1), 3);
+    assert_int_equal(lda_rows_get(&q, 1, 2), 0);
+    assert_false(lda_rows_equal(&r, &q));
+    assert_int_equal(lda_rows_copy(&r, 1, &q, 1, &changed), 0);
+    assert_true(changed);
+    assert_true(lda_rows_equal(&r, &q));
+    assert_int_equal(lda_rows_copy(&r, 1, &q, 1, &changed), 0);
+    assert_false(changed);
+    /* A dense row copied onto a sparse one, and the reverse. */
+    assert_int_equal(lda_rows_copy(&r, 2, &q, 0, NULL), 0);
+    assert_true(lda_rows_dense(&r, 2) && lda_rows_get(&r, 2, 4) == 2);
+    assert_int_equal(lda_rows_copy(&r, 2, &q, 1, NULL), 0);
+    assert_true(!lda_rows_dense(&r, 2) && lda_rows_get(&r, 2, 1) == 3);
+    lda_rows_free(&r), lda_rows_free(&q);
+
+    /* 100,000 topics, 1000 words of 1 to 20 tokens: a few hundred KB, not
+     * the 400 MB of dense rows. */
+    const uint32_t big = 100000;
+    assert_int_equal(lda_rows_init(&r, big, 1000), 0);
+    size_t tokens = 0;
+    for (size_t w = 0; w < 1000; w++)
+        for (size_t t = 0; t <= w % 20; t++, tokens++)
+            assert_int_equal(lda_rows_add(&r, w, (uint32_t)((w * 7919 + t * 104729) % big), 1), 0);
+    size_t header = 1000 * sizeof(lda_row);
+    assert_true(lda_rows_bytes(&r) <= header + 2 * tokens * sizeof(uint64_t) + 1000 * 32);
+    for (size_t w = 0; w < 1000; w++) assert_false(lda_rows_dense(&r, w));
+    lda_rows_free(&r);
+}
+
 static void test_model_file(void **state)
 {
     (void)state;
@@ -346,14 +434,20 @@ static void test_model_file(void **state)
     lda_model m = {.p = {3, 5, 0.1 / 3, 0.01}, .tokens = 0};
     int32_t counts[15] = {0, 0, 4, 1, 0, 0, 0, 0, 0, 7, 7, 1, 0, 0, 0};
     int64_t totals[3] = {8, 7, 5};
-    m.counts = counts, m.totals = totals, m.tokens = 20;
+    m.totals = totals, m.tokens = 20;
+    assert_int_equal(lda_rows_init(&m.counts, 3, 5), 0);
+    for (size_t w = 0; w < 5; w++)
+        assert_int_equal(lda_rows_assign(&m.counts, w, counts + 3 * w, NULL), 0);
     assert_int_equal(lda_model_save(&m, path, err, sizeof err), 0);
+    lda_rows_free(&m.counts);
     lda_model got;
     if (lda_model_load(path, &got, err, sizeof err)) fail_msg("%s", err);
     assert_int_equal(got.p.topics, 3);
     assert_true(got.p.vocab == 5 && got.tokens == 20);
     assert_true(got.p.alpha == m.p.alpha && got.p.beta == m.p.beta); /* %.17g: exact */
-    assert_memory_equal(got.counts, counts, sizeof counts);
+    int32_t loaded[15];
+    for (size_t w = 0; w < 5; w++) lda_rows_expand(&got.counts, w, loaded + 3 * w);
+    assert_memory_equal(loaded, counts, sizeof counts);
     assert_memory_equal(got.totals, totals, sizeof totals);
     uint64_t top[3];
     assert_int_equal(lda_top_words(&got, 0, 3, top), 2);
@@ -506,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_sampler_counts),
         cmocka_unit_test(test_sampler_changes_and_reload),
         cmocka_unit_test(test_log_likelihood),
+        cmocka_unit_test(test_rows),
         cmocka_unit_test(test_model_file),
         cmocka_unit_test(test_vocab_file),
         cmocka_unit_test(test_generator),
