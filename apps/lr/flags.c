@@ -28,6 +28,19 @@ static const app_flag flags[] = {
      .arg = "libsvm",
      .def = "libsvm",
      .help = "the only format lr reads (accepted for symmetry)"},
+    {.name = "--data-parts",
+     .kind = APP_TEXT,
+     .arg = "N|auto",
+     .help = "cut the data into N parts the scheduler hands to idle workers,\n"
+             "a dead worker's back to the pool (auto: 4 per worker; sgd only;\n"
+             "default: each worker reads a fixed share)"},
+    {.name = "--part-timeout",
+     .kind = APP_NUM,
+     .arg = "S",
+     .min = 0,
+     .max = 1e6,
+     .def = "0 (never)",
+     .help = "with --data-parts: a part held longer goes back to the pool"},
     APP_FLAGS_IDS,
     APP_FLAG_SKIP_BAD,
     APP_FLAGS_JOB,
@@ -143,6 +156,23 @@ int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
     if (GIVEN("--minibatch")) c->train.minibatch = (uint32_t)x->u;
     if (GIVEN("--blocks")) c->train.blocks = (int)x->u;
     if (GIVEN("--delay")) c->train.delay = (int)x->u;
+    if (GIVEN("--data-parts")) {
+        char *end;
+        unsigned long long p = strtoull(x->text, &end, 10);
+        if (!strcmp(x->text, "auto"))
+            c->data_parts = -1;
+        else if (x->text[0] < '0' || x->text[0] > '9' || *end || p < 1 || p > LOOM_PARTS_MAX)
+            return app_usage(err, errlen,
+                             "--data-parts %s: give auto or a number of parts from "
+                             "1 to %u",
+                             x->text, LOOM_PARTS_MAX);
+        else
+            c->data_parts = (int)p;
+    }
+    if (GIVEN("--part-timeout")) {
+        if (!c->data_parts) return app_usage(err, errlen, "--part-timeout needs --data-parts");
+        c->part_timeout = x->x;
+    }
     if (GIVEN("--lr"))
         c->train.lr = x->x;
     else if (c->train.algo == LR_ALGO_DBPG)
@@ -176,6 +206,17 @@ int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
             return app_usage(err, errlen, "%s is for --algo dbpg", dbpg_only[k]);
     if (c->train.algo == LR_ALGO_SGD && c->train.l1 > 0 && c->train.updater != LR_UPD_FTRL)
         return app_usage(err, errlen, "--l1 needs --updater ftrl or --algo dbpg");
+    if (c->data_parts) {
+        /* Each of these keeps per-share state that parts handed out in
+         * turn do not have yet (docs/LR.md, "Data parts on demand"). */
+        const char *no = c->train.algo == LR_ALGO_DBPG ? "--algo dbpg"
+                         : c->train.l2 > 0             ? "--l2"
+                         : c->job.threads > 1          ? "--threads"
+                         : c->job.checkpoint_dir       ? "--checkpoint-dir"
+                         : c->job.resume_dir           ? "--resume"
+                                                       : NULL;
+        if (no) return app_usage(err, errlen, "--data-parts does not work with %s yet", no);
+    }
 #undef GIVEN
     return 0;
 }
