@@ -22,8 +22,10 @@
  * the epoch (loom/parts.h, "Clocks"): the highest clock a request of the
  * epoch reported, plus one after a PARTS_WAIT (the empty clock that follows).
  *
- * The accounting is logged: each part finished, each part back in the pool
- * (LOOM_VERBOSE=1), and each epoch's end with how many parts went back. */
+ * The accounting is logged (LOOM_VERBOSE=1): each part handed out, each
+ * finished, each back in the pool (a lost worker's and a timed-out one's
+ * always, as warnings), and each epoch's end with how many parts went back;
+ * tests/sched/test_parts.sh checks it. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +101,7 @@ static void hand_out(loom_node *n, parts_coord *c, int rank)
     uint32_t part = c->pool[--c->npool];
     c->parts[part] = (coord_part){PART_HELD, (uint32_t)rank, node_now_ms()};
     c->worker[rank].held = part;
+    log_info("parts: epoch %d: part %" PRIu32 " to worker %d", c->epoch, part, rank);
     answer(n, c, rank, c->epoch, PARTS_PART, part, 0);
 }
 

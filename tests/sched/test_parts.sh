@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Data parts handed out on demand (loom/parts.h, src/sched/parts*.c) under
+# `loom train lr --data-parts N`, checked by the scheduler's accounting
+# (LOOM_VERBOSE=1: "part P to worker W", "part P finished by worker W",
+# "part P back in the pool (worker W lost)", "epoch E over").
+#
+#   exact  3 workers, 2 servers, 7 parts, 3 epochs, under BSP, SSP(1) and ASP:
+#          every part of every epoch finished exactly once, none back in the
+#          pool, each epoch's end said once, a metrics line per epoch (status 0). Workers handed different numbers of minibatches
+#          would deadlock at an epoch's end if idle workers did not keep pace
+#          (loom/parts.h, "Clocks"); a deadlock fails the run's time bound.
+#   kill   3 workers, 2 servers, 6 parts, BSP, --on-worker-failure continue:
+#          worker 1 is stopped (SIGSTOP) until the scheduler's accounting says
+#          it holds a part, then SIGKILLed. The scheduler puts that part back
+#          in the pool, a survivor finishes it in the same epoch, every part of
+#          every epoch is finished exactly once, the metrics say no rows were
+#          lost, and the job ends with status 0.
+#   a9a    lr on ../shared/data's a9a with 2 workers, a fixed share each and
+#          --data-parts auto (8 parts): the test accuracies within 0.005 of
+#          each other, both at least 0.84 (exit 77 without the data).
+#
+# Usage: test_parts.sh LOOM CASE [DATA_DIR]
+# shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
+set -u
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
+
+LOOM=${1:?usage: $0 LOOM CASE [DATA_DIR]}
+CASE=${2:?usage: $0 LOOM CASE [DATA_DIR]}
+DATA=${3:-}
+work_setup parts
+cd "$WORK" || exit 1
+
+# exactly_once FILE PARTS EPOCHS: the scheduler's "finished" lines of FILE
+# name every part of every epoch once, and nothing else.
+exactly_once() {
+    local want got
+    want=$(for ((e = 0; e < $3; e++)); do for ((p = 0; p < $2; p++)); do echo "$e $p"; done; done)
+    got=$(sed -n 's/^\[scheduler\] info: parts: epoch \([0-9]*\): part \([0-9]*\) finished by worker [0-9]*$/\1 \2/p' "$1" | sort -n -k1,1 -k2,2)
+    [[ $got == "$want" ]] || {
+        diff <(echo "$want") <(echo "$got") | head -20 >&2
+        fail "$1: the parts finished are not every part of every epoch once"
+    }
+    grep -q "not counted" "$1" && fail "$1: a finish was not counted (no part timed out)"
+    [[ $(grep -c "^\[scheduler\] info: parts: epoch [0-9]* over: $2 parts finished" "$1") == "$3" ]] ||
+        fail "$1: not $3 epoch ends of $2 parts"
+}
+
+case $CASE in
+exact)
+    run gen lr --out data --rows 20000 --features 2000 --nnz 10 --quiet
+    [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
+    for cons in bsp ssp:1 asp; do
+        LOOM_VERBOSE=1 timeout 60 "$LOOM" train lr --train data --epochs 3 --workers 3 \
+            --servers 2 --data-parts 7 --consistency $cons --insecure --no-status \
+            --metrics m.$cons >job.$cons 2>&1
+        rc=$?
+        ((rc == 0)) || { cp job.$cons err; fail "$cons: exit status $rc"; }
+        exactly_once job.$cons 7 3
+        grep -q "back in the pool (worker" job.$cons && fail "$cons: a part went back to the pool"
+        [[ $(wc -l <m.$cons) == 3 ]] || fail "$cons: not 3 metrics lines"
+        echo "$cons: 21 parts finished once each over 3 epochs"
+    done
+    ;;
+kill)
+    run gen lr --out data --rows 20000 --features 2000 --nnz 10 --quiet
+    [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
+    export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000 LOOM_VERBOSE=1
+    "$LOOM" train lr --train data --epochs 8 --workers 3 --servers 2 --data-parts 6 \
+        --consistency bsp --on-worker-failure continue --insecure --no-status --metrics m \
+        >job.out 2>&1 &
+    launcher=$!
+    deadline=$(($(now_ms) + 60000))
+    # Wait for epoch 2 (the poll interval is not a synchronisation).
+    until grep -q "^\[worker 0\] epoch   2 " job.out; do
+        kill -0 "$launcher" 2>/dev/null || { cp job.out err; fail "the job ended before epoch 2"; }
+        (($(now_ms) < deadline)) || { cp job.out err; fail "no epoch 2 within 60 s"; }
+        sleep 0.02
+    done
+    victim=$(role_pid worker 1) || fail "cannot find worker 1's process"
+    # Stopped, worker 1 can neither finish nor ask: what the scheduler last
+    # handed it and has not heard finished is what it holds.
+    held=''
+    while [[ -z $held ]]; do
+        kill -STOP "$victim"
+        held=$(awk '/^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* to worker 1$/ { h = $5 " " $7 }
+                    /^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker 1$/ { h = "" }
+                    /^\[scheduler\] info: parts: epoch [0-9]* over/ { h = "" }
+                    END { print h }' job.out)
+        [[ -n $held ]] && break
+        kill -CONT "$victim"
+        (($(now_ms) < deadline)) || { cp job.out err; fail "worker 1 never held a part"; }
+        sleep 0.01
+    done
+    epoch=${held%%:*} part=${held##* }
+    echo "worker 1 holds part $part of epoch $epoch; killing it"
+    kill -KILL "$victim"
+    wait "$launcher"
+    status=$?
+    launcher=
+    cp job.out err
+    ((status == 0)) || fail "exit status $status"
+    grep -q "^\[scheduler\] warning: parts: epoch $epoch: part $part back in the pool (worker 1 lost)" job.out ||
+        fail "the scheduler did not put part $part of epoch $epoch back in the pool"
+    by=$(sed -n "s/^\[scheduler\] info: parts: epoch $epoch: part $part finished by worker \([0-9]*\)$/\1/p" job.out)
+    [[ $by == 0 || $by == 2 ]] || fail "part $part of epoch $epoch finished by '$by', not a survivor"
+    exactly_once job.out 6 8
+    [[ $(last_value m workers_lost) == 1 ]] || fail "metrics without workers_lost 1"
+    [[ $(last_value m rows_lost) == 0 ]] || fail "metrics say $(last_value m rows_lost) rows lost"
+    echo "part $part of epoch $epoch went back to the pool and worker $by finished it; every part once per epoch"
+    ;;
+a9a)
+    [[ -n $DATA && -f $DATA/a9a/a9a ]] || skip "$DATA/a9a not found (the shared datasets are not part of a clone)"
+    acc=()
+    for mode in share parts; do
+        extra=()
+        [[ $mode == parts ]] && extra=(--data-parts auto)
+        timeout 60 "$LOOM" train lr --train "$DATA/a9a/a9a" --test "$DATA/a9a/a9a.t" --epochs 5 \
+            --workers 2 --servers 1 --insecure --no-status --metrics m.$mode "${extra[@]}" \
+            >job.$mode 2>&1
+        rc=$?
+        ((rc == 0)) || { cp job.$mode err; fail "$mode: exit status $rc"; }
+        acc+=("$(last_value m.$mode test_accuracy)")
+    done
+    echo "a9a test accuracy after 5 epochs: fixed shares ${acc[0]}, data parts on demand ${acc[1]}"
+    numeric_check 'a >= 0.84 && b >= 0.84 && a - b < 0.005 && b - a < 0.005' a="${acc[0]}" b="${acc[1]}" ||
+        fail "accuracies ${acc[0]} (shares) and ${acc[1]} (parts) differ by 0.005 or more, or are below 0.84"
+    ;;
+*) fail "unknown case $CASE" ;;
+esac
+echo PASS
