@@ -98,8 +98,8 @@ int loom_parts_next(loom_parts *p, loom_parts_event *ev, uint32_t *part, int *ep
 
 /* The part the last loom_parts_next() handed out is trained on; the
  * scheduler hears it with the next request. LOOM_EINVAL if it is not that
- * part. A part the scheduler took back meanwhile (timeout) was handed to
- * another worker; its finish is then ignored. */
+ * part. A part that timed out meanwhile may have gone to another worker:
+ * the first of the two finishes counts, the other is ignored. */
 int loom_parts_done(loom_parts *p, uint32_t part);
 
 /* Parts this worker was handed and finished so far (all epochs). */

@@ -10,7 +10,9 @@
  *                                         empty clock and asks again), or, for a
  *                                         worker without clocks to keep, the
  *                                         request waits here
- *   the part a request reports finished   finished, if that worker still held it
+ *   the part a request reports finished   finished, unless it was already (the
+ *                                         first finish counts, also from a worker
+ *                                         whose part timed out)
  *   a worker lost, a part held too long   back to the pool (a waiting request
  *                                         gets it at once)
  *   every part finished                   PARTS_EPOCH_END to whoever asks for that
@@ -140,15 +142,25 @@ static void back_to_pool(parts_coord *c, uint32_t part, int rank, const char *wh
 static void finish(loom_node *n, parts_coord *c, int rank, uint32_t part)
 {
     coord_part *p = &c->parts[part];
-    if (p->state != PART_HELD || p->holder != (uint32_t)rank) {
-        /* Taken back after a timeout and handed to another worker, or
-         * finished by it already: this finish does not count. */
+    if (c->worker[rank].held == part) c->worker[rank].held = NO_PART;
+    if (p->state == PART_FINISHED) {
+        /* Its part timed out and another worker finished it first. */
         log_info("parts: epoch %d: part %" PRIu32 " finished late by worker %d; not counted",
                  c->epoch, part, rank);
         return;
     }
+    /* The first finish counts, even of a part that timed out at this worker:
+     * so a part slower than the timeout everywhere still ends. Whoever holds
+     * it now finishes late; in the pool, it leaves the pool. */
+    if (p->state == PART_HELD && p->holder != (uint32_t)rank) c->worker[p->holder].held = NO_PART;
+    if (p->state == PART_POOL)
+        for (uint32_t i = 0; i < c->npool; i++)
+            if (c->pool[i] == part) {
+                memmove(c->pool + i, c->pool + i + 1, (c->npool - i - 1) * sizeof *c->pool);
+                c->npool--;
+                break;
+            }
     p->state = PART_FINISHED;
-    c->worker[rank].held = NO_PART;
     c->finished++;
     log_info("parts: epoch %d: part %" PRIu32 " finished by worker %d", c->epoch, part, rank);
     if (c->finished < c->o.parts) return;
@@ -161,7 +173,7 @@ static void finish(loom_node *n, parts_coord *c, int rank, uint32_t part)
 }
 
 /* The options of a request: the first configures the pool, the others must agree. */
-static int configure(parts_coord *c, const parts_wire_opts *o)
+static int configure(loom_node *n, parts_coord *c, const parts_wire_opts *o)
 {
     if (c->configured) return memcmp(o, &c->o, sizeof *o) ? LOOM_EMISMATCH : 0;
     if (o->parts < 1 || o->parts > LOOM_PARTS_MAX || o->epochs < 1 || o->epochs > INT32_MAX ||
@@ -178,6 +190,7 @@ static int configure(parts_coord *c, const parts_wire_opts *o)
     c->o = *o;
     c->configured = 1;
     fill_pool(c);
+    if (o->timeout_ms) node_timer_poke(n, &parts_layer_def); /* its first run: now */
     log_info("parts: %" PRIu64 " parts, %" PRIu64 " epochs, timeout %" PRIu64 " ms", o->parts,
              o->epochs, o->timeout_ms);
     return 0;
@@ -195,17 +208,21 @@ static void on_request(loom_node *n, void *ctx, node_msg *m)
         return node_drop(n, m, "PARTS_REQ whose options are not 24 bytes");
     parts_wire_opts o;
     memcpy(&o, node_frame_data(m, 0), sizeof o);
-    int rc = configure(c, &o);
+    int rc = configure(n, c, &o);
     if (rc) return answer(n, c, rank, 0, PARTS_ERROR, (uint64_t)rc, 0);
     uint64_t e = m->h.req;
-    /* A worker is in the pool's epoch or behind it, never ahead; it holds at
-     * most one part, and reports only that one. */
-    if (e > (uint64_t)c->epoch || w->waiting ||
-        (m->h.a && (m->h.a > c->o.parts || e != (uint64_t)c->epoch))) {
+    /* A worker is in the pool's epoch or behind it, never ahead, and has one
+     * request out at a time. */
+    if (e > (uint64_t)c->epoch || w->waiting || m->h.a > c->o.parts) {
         node_drop(n, m, "PARTS_REQ out of turn");
         return answer(n, c, rank, (int)e, PARTS_ERROR, LOOM_EPROTO, 0);
     }
-    if (m->h.a) finish(n, c, rank, (uint32_t)(m->h.a - 1));
+    if (m->h.a && e == (uint64_t)c->epoch)
+        finish(n, c, rank, (uint32_t)(m->h.a - 1));
+    else if (m->h.a) /* its part timed out and the epoch ended without it */
+        log_info("parts: epoch %" PRIu64 ": part %" PRIu64
+                 " finished late by worker %d; not counted",
+                 e, m->h.a - 1, rank);
     if (w->held != NO_PART) { /* it asks for another: the one it held is not finished */
         back_to_pool(c, w->held, rank, "asked again without finishing it", 0);
     }
@@ -236,12 +253,13 @@ static void on_lost(loom_node *n, void *ctx, uint32_t id)
     serve_waiting(n, c);
 }
 
-/* Parts held longer than the timeout go back to the pool. */
+/* Parts held longer than the timeout go back to the pool; a quarter of the
+ * timeout later it looks again (first poked when the options come). */
 static uint64_t on_timer(loom_node *n, void *ctx, uint64_t now)
 {
     parts_coord *c = ctx;
     uint64_t t = c->o.timeout_ms;
-    if (!c->configured || !t) return now + 1000;
+    if (!c->configured || !t) return UINT64_MAX;
     for (int r = 0; r < c->workers; r++) {
         coord_worker *w = &c->worker[r];
         if (w->held != NO_PART && now - c->parts[w->held].since_ms > t)
