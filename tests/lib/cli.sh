@@ -26,7 +26,7 @@ work_cleanup() {
         kill -KILL "$launcher" 2>/dev/null
     fi
     wait 2>/dev/null
-    [[ -n ${KEEP_WORK:-} ]] || rm -rf "$WORK"
+    rm -rf "$WORK"
 }
 
 # fail_show: what fail (common.sh) shows: the start of ./out and ./err.
