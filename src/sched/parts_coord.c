@@ -62,10 +62,13 @@ typedef struct parts_coord {
     int epoch;         /* the epoch whose pool this is; o.epochs once every one is over */
     coord_part *parts; /* o.parts */
     uint32_t *pool, npool;
-    uint32_t finished;    /* parts of this epoch */
-    uint32_t returned;    /* parts of this epoch back in the pool */
-    int64_t hi;           /* the clock every worker must reach before it leaves this epoch */
-    int64_t *target;      /* per epoch over: its hi */
+    uint32_t finished; /* parts of this epoch */
+    uint32_t returned; /* parts of this epoch back in the pool */
+    int64_t hi;        /* the clock every worker must reach before it leaves this epoch */
+    /* hi when the last epoch ended: what a worker leaving any epoch over
+     * clocks up to. hi only grows, so a worker an epoch or more behind (ASP
+     * alone lets one fall that far) reaches at least its own epoch's. */
+    int64_t target;
     coord_worker *worker; /* by rank */
 } parts_coord;
 
@@ -74,16 +77,14 @@ static void coord_destroy(void *state)
     parts_coord *c = state;
     free(c->parts);
     free(c->pool);
-    free(c->target);
     free(c->worker);
     free(c);
 }
 
-static void answer(loom_node *n, parts_coord *c, int rank, int epoch, enum parts_answer kind,
+static void answer(loom_node *n, parts_coord *c, int rank, uint64_t epoch, enum parts_answer kind,
                    uint64_t b, int64_t clock)
 {
-    msg_header h = {
-        .type = MSG_PARTS_GIVE, .req = (uint64_t)epoch, .a = kind, .b = b, .clock = clock};
+    msg_header h = {.type = MSG_PARTS_GIVE, .req = epoch, .a = kind, .b = b, .clock = clock};
     node_send(n, node_worker_id(c->num_servers, rank), &h, NULL, 0);
 }
 
@@ -104,7 +105,7 @@ static void hand_out(loom_node *n, parts_coord *c, int rank)
     c->parts[part] = (coord_part){PART_HELD, (uint32_t)rank, node_now_ms()};
     c->worker[rank].held = part;
     log_info("parts: epoch %d: part %" PRIu32 " to worker %d", c->epoch, part, rank);
-    answer(n, c, rank, c->epoch, PARTS_PART, part, 0);
+    answer(n, c, rank, (uint64_t)c->epoch, PARTS_PART, part, 0);
 }
 
 /* Requests held here (workers without clocks to keep) that can be answered now. */
@@ -115,7 +116,7 @@ static void serve_waiting(loom_node *n, parts_coord *c)
         if (!w->waiting || w->gone) continue;
         if (w->wait_epoch < c->epoch) {
             w->waiting = 0;
-            answer(n, c, r, w->wait_epoch, PARTS_EPOCH_END, 0, c->target[w->wait_epoch]);
+            answer(n, c, r, (uint64_t)w->wait_epoch, PARTS_EPOCH_END, 0, c->target);
         } else if (c->npool) {
             w->waiting = 0;
             hand_out(n, c, r);
@@ -167,7 +168,7 @@ static void finish(loom_node *n, parts_coord *c, int rank, uint32_t part)
     log_info("parts: epoch %d over: %" PRIu32 " parts finished, %" PRIu32
              " back in the pool on the way",
              c->epoch, c->finished, c->returned);
-    c->target[c->epoch] = c->hi;
+    c->target = c->hi;
     if (++c->epoch < (int)c->o.epochs) fill_pool(c);
     serve_waiting(n, c);
 }
@@ -181,10 +182,9 @@ static int configure(loom_node *n, parts_coord *c, const parts_wire_opts *o)
         return LOOM_EPROTO;
     c->parts = calloc(o->parts, sizeof *c->parts);
     c->pool = malloc(o->parts * sizeof *c->pool);
-    c->target = calloc(o->epochs, sizeof *c->target);
-    if (!c->parts || !c->pool || !c->target) {
-        free(c->parts), free(c->pool), free(c->target);
-        c->parts = NULL, c->pool = NULL, c->target = NULL;
+    if (!c->parts || !c->pool) {
+        free(c->parts), free(c->pool);
+        c->parts = NULL, c->pool = NULL;
         return LOOM_ENOMEM;
     }
     c->o = *o;
@@ -215,7 +215,7 @@ static void on_request(loom_node *n, void *ctx, node_msg *m)
      * request out at a time. */
     if (e > (uint64_t)c->epoch || w->waiting || m->h.a > c->o.parts) {
         node_drop(n, m, "PARTS_REQ out of turn");
-        return answer(n, c, rank, (int)e, PARTS_ERROR, LOOM_EPROTO, 0);
+        return answer(n, c, rank, e, PARTS_ERROR, LOOM_EPROTO, 0);
     }
     if (m->h.a && e == (uint64_t)c->epoch)
         finish(n, c, rank, (uint32_t)(m->h.a - 1));
@@ -226,8 +226,8 @@ static void on_request(loom_node *n, void *ctx, node_msg *m)
     if (w->held != NO_PART) { /* it asks for another: the one it held is not finished */
         back_to_pool(c, w->held, rank, "asked again without finishing it", 0);
     }
-    if (e < (uint64_t)c->epoch) return answer(n, c, rank, (int)e, PARTS_EPOCH_END, 0, c->target[e]);
-    if (c->epoch >= (int)c->o.epochs) return answer(n, c, rank, (int)e, PARTS_JOB_END, 0, 0);
+    if (e < (uint64_t)c->epoch) return answer(n, c, rank, e, PARTS_EPOCH_END, 0, c->target);
+    if (c->epoch >= (int)c->o.epochs) return answer(n, c, rank, e, PARTS_JOB_END, 0, 0);
     if (m->h.clock > c->hi) c->hi = m->h.clock;
     if (c->npool) return hand_out(n, c, rank);
     if (m->h.b) { /* no clocks to keep: wait here for a part or the end */
@@ -236,7 +236,7 @@ static void on_request(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     if (m->h.clock + 1 > c->hi) c->hi = m->h.clock + 1;
-    answer(n, c, rank, (int)e, PARTS_WAIT, 0, 0);
+    answer(n, c, rank, e, PARTS_WAIT, 0, 0);
 }
 
 /* The job goes on without worker node `id`: its part goes back to the pool. */

@@ -92,6 +92,17 @@ wait_part_of_epoch1() {
     done
 }
 
+# job_end: wait for the job; it must end with status 0 (its output in err
+# for fail to show).
+job_end() {
+    local status
+    wait "$launcher"
+    status=$?
+    launcher=
+    cp job.out err
+    ((status == 0)) || fail "exit status $status"
+}
+
 case $CASE in
 exact)
     run gen lr --out data --rows 20000 --features 2000 --nnz 10 --quiet
@@ -120,11 +131,7 @@ kill)
     stop_holding
     echo "worker 1 holds part $part of epoch $epoch; killing it"
     kill -KILL "$victim"
-    wait "$launcher"
-    status=$?
-    launcher=
-    cp job.out err
-    ((status == 0)) || fail "exit status $status"
+    job_end
     grep -q "^\[scheduler\] warning: parts: epoch $epoch: part $part back in the pool (worker 1 lost)" job.out ||
         fail "the scheduler did not put part $part of epoch $epoch back in the pool"
     by=$(sed -n "s/^\[scheduler\] info: parts: epoch $epoch: part $part finished by worker \([0-9]*\)$/\1/p" job.out)
@@ -154,11 +161,7 @@ timeout)
         sleep 0.05
     done
     kill -CONT "$victim"
-    wait "$launcher"
-    status=$?
-    launcher=
-    cp job.out err
-    ((status == 0)) || fail "exit status $status"
+    job_end
     grep -q "part $part finished late by worker 1; not counted" job.out ||
         fail "worker 1's late finish of part $part was not logged as not counted"
     exactly_once job.out 6 3 late
