@@ -248,7 +248,12 @@ static void on_lost(loom_node *n, void *ctx, uint32_t id)
     coord_worker *w = &c->worker[rank];
     w->gone = 1;
     w->waiting = 0;
-    if (!c->configured || w->held == NO_PART) return;
+    if (!c->configured) return;
+    if (w->held == NO_PART) {
+        /* Core's line says its share is lost: with parts it had none. */
+        log_warn("parts: worker %d lost holding no part: no data lost", rank);
+        return;
+    }
     back_to_pool(c, w->held, rank, "lost", 1);
     serve_waiting(n, c);
 }
