@@ -28,19 +28,7 @@ static const app_flag flags[] = {
      .arg = "libsvm",
      .def = "libsvm",
      .help = "the only format lr reads (accepted for symmetry)"},
-    {.name = "--data-parts",
-     .kind = APP_TEXT,
-     .arg = "N|auto",
-     .help = "cut the data into N parts the scheduler hands to idle workers,\n"
-             "a dead worker's back to the pool (auto: 4 per worker; sgd only;\n"
-             "default: each worker reads a fixed share)"},
-    {.name = "--part-timeout",
-     .kind = APP_NUM,
-     .arg = "S",
-     .min = 0,
-     .max = 1e6,
-     .def = "0 (never)",
-     .help = "with --data-parts: a part held longer goes back to the pool"},
+    APP_FLAGS_PARTS,
     APP_FLAGS_IDS,
     APP_FLAG_SKIP_BAD,
     APP_FLAGS_JOB,
@@ -156,23 +144,8 @@ int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
     if (GIVEN("--minibatch")) c->train.minibatch = (uint32_t)x->u;
     if (GIVEN("--blocks")) c->train.blocks = (int)x->u;
     if (GIVEN("--delay")) c->train.delay = (int)x->u;
-    if (GIVEN("--data-parts")) {
-        char *end;
-        unsigned long long p = strtoull(x->text, &end, 10);
-        if (!strcmp(x->text, "auto"))
-            c->data_parts = -1;
-        else if (x->text[0] < '0' || x->text[0] > '9' || *end || p < 1 || p > LOOM_PARTS_MAX)
-            return app_usage(err, errlen,
-                             "--data-parts %s: give auto or a number of parts from "
-                             "1 to %u",
-                             x->text, LOOM_PARTS_MAX);
-        else
-            c->data_parts = (int)p;
-    }
-    if (GIVEN("--part-timeout")) {
-        if (!c->data_parts) return app_usage(err, errlen, "--part-timeout needs --data-parts");
-        c->part_timeout = x->x;
-    }
+    if ((rc = app_parts_flags(flags, NFLAGS, v, &c->data_parts, &c->part_timeout, err, errlen)))
+        return rc;
     if (GIVEN("--lr"))
         c->train.lr = x->x;
     else if (c->train.algo == LR_ALGO_DBPG)

@@ -143,7 +143,7 @@ int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test)
 {
     const lr_train_opts *o = &c->train;
     part_cache pc = {.c = c};
-    pc.nparts = c->data_parts > 0 ? (uint32_t)c->data_parts : 4 * (uint32_t)loom_num_workers(n);
+    pc.nparts = app_parts_count(c->data_parts, loom_num_workers(n));
     if (!(pc.slot = calloc(pc.nparts, sizeof *pc.slot)))
         return app_fail(PROG, "parts", LOOM_ENOMEM);
     loom_table *w, *stats;
