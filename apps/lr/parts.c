@@ -175,7 +175,7 @@ int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test)
         } else if (ev == LOOM_PARTS_PART) {
             rc = ready_part(&pc, part);
             if (!rc) rc = train_part(n, w, &pc, part, epoch, &b);
-            if (!rc) rc = loom_parts_done(parts, part);
+            if (!rc && (rc = loom_parts_done(parts, part))) rc = app_fail(PROG, "part done", rc);
         } else if (ev == LOOM_PARTS_EPOCH_END) {
             double epoch_s = app_now_s() - t0;
             rc = epoch_stats(n, w, stats, &pc, epoch);
