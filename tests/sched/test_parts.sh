@@ -6,7 +6,8 @@
 #
 #   exact  3 workers, 2 servers, 7 parts, 3 epochs, under BSP, SSP(1) and ASP:
 #          every part of every epoch finished exactly once, none back in the
-#          pool, each epoch's end said once, a metrics line per epoch (status 0). Workers handed different numbers of minibatches
+#          pool, each epoch's end said once, a metrics line per epoch (status 0);
+#          and bad --data-parts and --part-timeout flags refused (status 2). Workers handed different numbers of minibatches
 #          would deadlock at an epoch's end if idle workers did not keep pace
 #          (loom/parts.h, "Clocks"); a deadlock fails the run's time bound.
 #   kill   3 workers, 2 servers, 6 parts, 3 epochs, BSP, --on-worker-failure
@@ -107,6 +108,13 @@ case $CASE in
 exact)
     run gen lr --out data --rows 20000 --features 2000 --nnz 10 --quiet
     [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
+    # Refused before anything starts, naming the flag.
+    expect 2 "--data-parts 0: give auto or a number of parts from 1 to 1048576" train lr \
+        --train data --data-parts 0
+    expect 2 "--part-timeout needs --data-parts" train lr --train data --part-timeout 5
+    expect 2 "--data-parts does not work with --algo dbpg yet" train lr --train data \
+        --data-parts auto --algo dbpg
+    expect 2 "--data-parts x: give auto" train fm --train data --data-parts x
     for cons in bsp ssp:1 asp; do
         LOOM_VERBOSE=1 timeout 60 "$LOOM" train lr --train data --epochs 3 --workers 3 \
             --servers 2 --data-parts 7 --consistency $cons --insecure --no-status \
