@@ -173,6 +173,10 @@ int fm_train_parts(loom_node *n, const fm_cli *c, const loom_dataset *test)
             break;
         }
     }
+    /* This worker's side of the accounting (the scheduler logs its own). */
+    if (!rc && !c->job.quiet)
+        fprintf(stderr, "trained %llu parts of %u in %d epochs\n",
+                (unsigned long long)loom_parts_finished(parts), po.parts, o->epochs);
     if (rep.metrics && fclose(rep.metrics) && !rc) {
         fprintf(stderr, PROG ": cannot write %s\n", c->job.metrics_path);
         rc = 1;

@@ -187,6 +187,10 @@ int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test)
             break;
         }
     }
+    /* This worker's side of the accounting (the scheduler logs its own). */
+    if (!rc && !c->job.quiet)
+        fprintf(stderr, "trained %llu parts of %u in %d epochs\n",
+                (unsigned long long)loom_parts_finished(parts), po.parts, o->epochs);
     if (rep.metrics && fclose(rep.metrics) && !rc) {
         fprintf(stderr, PROG ": cannot write %s\n", c->job.metrics_path);
         rc = 1;

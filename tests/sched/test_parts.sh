@@ -41,7 +41,8 @@ cd "$WORK" || exit 1
 
 # exactly_once FILE PARTS EPOCHS [LATE]: the scheduler's "finished" lines of
 # FILE name every part of every epoch once, and nothing else; no finish went
-# uncounted (LATE given: some did).
+# uncounted (LATE given: some did); and the workers that ended say they
+# trained as many parts as the scheduler counted finished by them.
 exactly_once() {
     local want got
     want=$(for ((e = 0; e < $3; e++)); do for ((p = 0; p < $2; p++)); do echo "$e $p"; done; done)
@@ -55,6 +56,15 @@ exactly_once() {
     fi
     [[ $(grep -c "^\[scheduler\] info: parts: epoch [0-9]* over: $2 parts finished" "$1") == "$3" ]] ||
         fail "$1: not $3 epoch ends of $2 parts"
+    local w said counted late
+    for w in 0 1 2; do
+        said=$(sed -n "s/^\[worker $w\] trained \([0-9]*\) parts of $2 in $3 epochs$/\1/p" "$1")
+        [[ -z $said ]] && continue # it did not end (killed)
+        counted=$(grep -c "^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker $w$" "$1")
+        late=$(grep -c "^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished late by worker $w; not counted$" "$1")
+        ((said == counted + late)) ||
+            fail "$1: worker $w says it trained $said parts, the scheduler counted $counted (+$late late)"
+    done
 }
 
 # stop_holding: stop worker 1 (SIGSTOP) at a moment it holds a part. Stopped,
