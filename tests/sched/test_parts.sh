@@ -56,7 +56,7 @@ exactly_once() {
     fi
     [[ $(grep -c "^\[scheduler\] info: parts: epoch [0-9]* over: $2 parts finished" "$1") == "$3" ]] ||
         fail "$1: not $3 epoch ends of $2 parts"
-    local w said counted late
+    local w said counted late ended=0
     for w in 0 1 2; do
         said=$(sed -n "s/^\[worker $w\] trained \([0-9]*\) parts of $2 in $3 epochs$/\1/p" "$1")
         [[ -z $said ]] && continue # it did not end (killed)
@@ -64,7 +64,9 @@ exactly_once() {
         late=$(grep -c "^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished late by worker $w; not counted$" "$1")
         ((said == counted + late)) ||
             fail "$1: worker $w says it trained $said parts, the scheduler counted $counted (+$late late)"
+        ended=$((ended + 1))
     done
+    ((ended >= 2)) || fail "$1: only $ended workers said how many parts they trained"
 }
 
 # stop_holding: stop worker 1 (SIGSTOP) at a moment it holds a part. Stopped,
