@@ -2,7 +2,8 @@
 # Data parts handed out on demand (loom/parts.h, src/sched/parts*.c) under
 # `loom train lr --data-parts N`, checked by the scheduler's accounting
 # (LOOM_VERBOSE=1: "part P to worker W", "part P finished by worker W",
-# "part P back in the pool (worker W lost)", "epoch E over").
+# "part P back in the pool (worker W lost)", "epoch E over") and against each
+# worker's own count ("trained N parts of P in E epochs").
 #
 #   exact  3 workers, 2 servers, 7 parts, 3 epochs, under BSP, SSP(1) and ASP:
 #          every part of every epoch finished exactly once, none back in the
