@@ -10,7 +10,7 @@
 #include "loom/node.h"
 
 /* Attach every layer's handlers to n (before any message can arrive), in layer
- * order: ps, ft, sched (rotation, dynamic engine), p2p (reduce, svb). 0 or a loom
+ * order: ps, ft, sched (rotation, dynamic engine, data parts), p2p (reduce, svb). 0 or a loom
  * error code. */
 int layers_attach(loom_node *n);
 

@@ -78,6 +78,7 @@ int layers_attach(loom_node *n)
     if (!rc) rc = ft_attach(n);
     if (!rc) rc = sched_attach(n);
     if (!rc) rc = sched_dynamic_attach(n);
+    if (!rc) rc = sched_parts_attach(n);
     if (!rc) rc = p2p_attach(n);
     return rc ? rc : svb_attach(n);
 }

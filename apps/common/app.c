@@ -106,6 +106,36 @@ void app_lost_note(loom_node *n, const char *unit, char *json, size_t jlen, char
              lost == 1 ? "" : "s", share, unit);
 }
 
+int app_parts_flags(const app_flag *flags, size_t n, const app_flag_value *values, int *parts,
+                    double *timeout_s, char *err, size_t errlen)
+{
+    const app_flag_value *x = app_flag_get(flags, n, values, "--data-parts");
+    *parts = 0;
+    *timeout_s = 0;
+    if (x) {
+        char *end;
+        unsigned long long p = strtoull(x->text, &end, 10);
+        if (!strcmp(x->text, "auto"))
+            *parts = -1;
+        else if (x->text[0] < '0' || x->text[0] > '9' || *end || p < 1 || p > LOOM_PARTS_MAX)
+            return app_usage(err, errlen,
+                             "--data-parts %s: give auto or a number of parts from 1 to %u",
+                             x->text, LOOM_PARTS_MAX);
+        else
+            *parts = (int)p;
+    }
+    if ((x = app_flag_get(flags, n, values, "--part-timeout"))) {
+        if (!*parts) return app_usage(err, errlen, "--part-timeout needs --data-parts");
+        *timeout_s = x->x;
+    }
+    return 0;
+}
+
+uint32_t app_parts_count(int parts, int workers)
+{
+    return parts > 0 ? (uint32_t)parts : 4 * (uint32_t)(workers > 0 ? workers : 1);
+}
+
 /* "bsp", "asp" or "ssp:S" into a loom_consistency and staleness. */
 static int parse_consistency(const char *v, int *consistency, int *staleness, char *err,
                              size_t errlen)

@@ -229,6 +229,25 @@ void app_flags_help(FILE *out, const app_flag *flags, size_t n);
         .name = "--skip-bad", .kind = APP_SWITCH,                                                  \
         .help = "skip malformed lines (and report how many) instead of stopping"                   \
     }
+/* Data parts handed out on demand (loom/parts.h; lr and fm): --data-parts
+ * N|auto, --part-timeout S. */
+#define APP_FLAGS_PARTS                                                                            \
+    {.name = "--data-parts",                                                                       \
+     .kind = APP_TEXT,                                                                             \
+     .arg = "N|auto",                                                                              \
+     .help = "cut the data into N parts the scheduler hands to idle workers,\n"                    \
+             "a dead worker's back to the pool (auto: 4 per worker;\n"                             \
+             "default: each worker reads a fixed share)"},                                         \
+    {                                                                                              \
+        .name = "--part-timeout", .kind = APP_NUM, .arg = "S", .min = 0, .max = 1e6,               \
+        .def = "0 (never)", .help = "with --data-parts: a part held longer goes back to the pool"  \
+    }
+/* APP_FLAGS_PARTS' values: *parts 0 (not given: fixed shares), -1 (auto) or
+ * N, and *timeout_s (0: never). 0, or 2 with the flag named in err. */
+int app_parts_flags(const app_flag *flags, size_t n, const app_flag_value *values, int *parts,
+                    double *timeout_s, char *err, size_t errlen);
+/* How many parts: N, or for auto 4 per worker. */
+uint32_t app_parts_count(int parts, int workers);
 /* LIBSVM feature ids of `loom train lr|mlr`'s files. */
 #define APP_FLAGS_IDS                                                                              \
     {.name = "--zero-based",                                                                       \

@@ -21,6 +21,7 @@ static const app_flag flags[] = {
      .arg = "libsvm",
      .def = "libsvm",
      .help = "the only format fm reads (accepted for symmetry)"},
+    APP_FLAGS_PARTS,
     APP_FLAGS_IDS,
     APP_FLAG_SKIP_BAD,
     APP_FLAGS_JOB,
@@ -173,6 +174,8 @@ int fm_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
     if (GIVEN("--l2-v")) o->l2_v = x->x;
     int sketch_given = GIVEN("--sketch-width") || GIVEN("--sketch-depth");
 #undef GIVEN
+    if ((rc = app_parts_flags(flags, NFLAGS, v, &c->data_parts, &c->part_timeout, err, errlen)))
+        return rc;
     o->consistency = c->job.consistency;
     o->staleness = c->job.staleness;
     o->seed = c->job.seed;

@@ -81,6 +81,8 @@ typedef struct fm_cli {
     app_job job;
     fm_train_opts train;
     loom_libsvm_opts data;
+    int data_parts;      /* --data-parts: 0 a fixed share per worker, -1 auto (4 per worker) */
+    double part_timeout; /* --part-timeout, seconds; 0 never */
 } fm_cli;
 
 void fm_train_help(FILE *out);

@@ -22,10 +22,11 @@
  *   fm.vrows  1 per feature whose V_i some worker pushed: the allocated rows,
  *             which the report counts (the servers' V non-zeros are these x k)
  *             and pulls.
- * Every worker runs the same number of minibatches an epoch (set by the
- * largest share, as lr) and clocks after each, so --consistency bounds the
- * staleness in minibatches; under BSP with one worker the run is the
- * sequential algorithm, which tests/fm checks against NumPy.
+ * With --data-parts the workers train on parts the scheduler hands out
+ * instead of fixed shares (parts.c). Every worker runs the same number of
+ * minibatches an epoch (set by the largest share, as lr) and clocks after each, so --consistency
+ * bounds the staleness in minibatches; under BSP with one worker the run is the sequential
+ * algorithm, which tests/fm checks against NumPy.
  *
  * After every epoch the workers add their progressive loss (each minibatch's
  * loss at the model it pulled) and traffic into fm.stats; worker 0 pulls the
@@ -43,19 +44,9 @@
 
 #include "common/files.h"
 #include "fm/fm.h"
+#include "fm/train_impl.h"
 
-#define PROG            "loom train fm"
-#define TRY(what, expr) APP_TRY(PROG, what, expr)
-
-enum { ST_LOSS, ST_ROWS, ST_BYTES_SENT, ST_BYTES_RECEIVED, ST_BYTES_RAW, ST_BYTES_WIRE, ST_FIELDS };
-
-typedef struct tables {
-    loom_table *w, *v, *vrows;
-    loom_sketch *sketch; /* NULL with --threshold 0 */
-    app_stats stats;
-} tables;
-
-static int open_tables(loom_node *n, const fm_cli *c, uint64_t dim, tables *t)
+int fm_open_tables(loom_node *n, const fm_cli *c, uint64_t dim, tables *t)
 {
     const fm_train_opts *o = &c->train;
     loom_table_opts wo = LOOM_TABLE_OPTS_DEFAULT;
@@ -131,7 +122,7 @@ static int count_features(loom_sketch *sk, fm_share *s, fm_batch *b, uint64_t th
 /* After the first epoch (and its barrier) the sketch holds every feature's
  * count of rows: one query settles which of the share's features are frequent,
  * and the sketch is not used again. */
-static int final_counts(loom_sketch *sk, fm_share *s, uint64_t threshold)
+int fm_final_counts(loom_sketch *sk, fm_share *s, uint64_t threshold)
 {
     uint64_t *keys = malloc((s->nkeys ? s->nkeys : 1) * sizeof *keys);
     int64_t *est = malloc((s->nkeys ? s->nkeys : 1) * sizeof *est);
@@ -161,22 +152,10 @@ static int count_rows(loom_table *vrows, fm_share *s, fm_batch *b, uint64_t *key
     return 0;
 }
 
-typedef struct worker {
-    const fm_cli *c;
-    tables *t;
-    fm_share s;
-    fm_batch b;
-    int64_t *est;   /* per key of the largest batch: sketch estimates */
-    uint64_t *newk; /* and new V rows */
-    double *ones;
-    size_t scratch;
-    int counting; /* the first epoch: the sketch counts the rows (docs/FM.md) */
-} worker;
-
-static int minibatch(worker *wk, const size_t *order, size_t n, double *loss)
+int fm_minibatch(fm_worker_state *wk, const size_t *order, size_t n, double *loss)
 {
     const fm_train_opts *o = &wk->c->train;
-    fm_share *s = &wk->s;
+    fm_share *s = wk->s;
     fm_batch *b = &wk->b;
     if (fm_batch_keys(s, order, n, b)) return app_fail(PROG, "minibatch", LOOM_ENOMEM);
     if (b->cap > wk->scratch) {
@@ -202,19 +181,8 @@ static int minibatch(worker *wk, const size_t *order, size_t n, double *loss)
 
 /* ---- the report ---- */
 
-typedef struct reporter {
-    loom_node *node;
-    const fm_cli *cli;
-    const loom_dataset *test;
-    FILE *metrics;
-    double start;
-    uint64_t dim;
-    double *vrows; /* dim */
-    uint64_t *keys;
-} reporter;
-
 /* The model as the servers hold it: w, the bias and the allocated V rows. */
-static int pull_model(reporter *r, tables *t, fm_model *m)
+static int pull_model(fm_reporter *r, tables *t, fm_model *m)
 {
     TRY("pull w", loom_pull_range(t->w, 0, r->dim, m->w));
     TRY("pull the bias", loom_pull(t->w, &r->dim, 1, &m->bias));
@@ -235,7 +203,7 @@ static int pull_model(reporter *r, tables *t, fm_model *m)
     return rc ? app_fail(PROG, "pull V", rc) : 0;
 }
 
-static int report(reporter *r, tables *t, int epoch, double epoch_s)
+int fm_report(fm_reporter *r, tables *t, int epoch, double epoch_s)
 {
     const fm_cli *c = r->cli;
     double st[ST_FIELDS];
@@ -308,7 +276,7 @@ static int report(reporter *r, tables *t, int epoch, double epoch_s)
     return rc;
 }
 
-static int add_stats(loom_node *n, tables *t, int epoch, double loss, size_t rows)
+int fm_add_stats(loom_node *n, tables *t, int epoch, double loss, size_t rows)
 {
     loom_stats ns;
     loom_node_stats(n, &ns);
@@ -339,11 +307,12 @@ static int train_share(loom_node *n, const fm_cli *c, const loom_dataset *d,
         return 1;
     }
     tables t = {0};
-    if (open_tables(n, c, dim, &t)) return 1;
-    worker wk = {.c = c, .t = &t, .counting = t.sketch != NULL};
-    reporter rep = {.node = n, .cli = c, .test = test, .start = app_now_s(), .dim = dim};
+    if (fm_open_tables(n, c, dim, &t)) return 1;
+    fm_share share = {0};
+    fm_worker_state wk = {.c = c, .t = &t, .s = &share, .counting = t.sketch != NULL};
+    fm_reporter rep = {.node = n, .cli = c, .test = test, .start = app_now_s(), .dim = dim};
     size_t *order = malloc((d->rows ? d->rows : 1) * sizeof *order);
-    int rc = order && !fm_share_init(&wk.s, d, dim, o->k) ? 0 : LOOM_ENOMEM;
+    int rc = order && !fm_share_init(&share, d, dim, o->k) ? 0 : LOOM_ENOMEM;
     if (!rc && rank == 0) {
         rep.vrows = malloc((dim ? dim : 1) * sizeof *rep.vrows);
         rep.keys = malloc((dim ? dim : 1) * sizeof *rep.keys);
@@ -367,15 +336,15 @@ static int train_share(loom_node *n, const fm_cli *c, const loom_dataset *d,
         for (size_t k = 0; k < nbatches && !rc; k++) {
             size_t lo = k * per < d->rows ? k * per : d->rows;
             size_t hi = lo + per < d->rows ? lo + per : d->rows;
-            if (hi > lo) rc = minibatch(&wk, order + lo, hi - lo, &loss);
+            if (hi > lo) rc = fm_minibatch(&wk, order + lo, hi - lo, &loss);
             if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
         }
         double epoch_s = app_now_s() - t0;
-        if (!rc) rc = add_stats(n, &t, epoch, loss, d->rows);
+        if (!rc) rc = fm_add_stats(n, &t, epoch, loss, d->rows);
         if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
-        if (!rc && wk.counting) rc = final_counts(t.sketch, &wk.s, o->threshold);
+        if (!rc && wk.counting) rc = fm_final_counts(t.sketch, &share, o->threshold);
         wk.counting = 0;
-        if (!rc && rank == 0) rc = report(&rep, &t, epoch, epoch_s);
+        if (!rc && rank == 0) rc = fm_report(&rep, &t, epoch, epoch_s);
     }
 out:
     if (rep.metrics && fclose(rep.metrics) && !rc) {
@@ -385,7 +354,7 @@ out:
     free(rep.vrows), free(rep.keys);
     free(wk.est), free(wk.newk), free(wk.ones);
     fm_batch_free(&wk.b);
-    fm_share_free(&wk.s);
+    fm_share_free(&share);
     free(order);
     if (t.sketch) loom_sketch_close(t.sketch);
     return rc;
@@ -402,13 +371,14 @@ static int fm_worker(loom_node *n, const void *arg)
     loom_libsvm_opts train_opts = c->data;
     if (!train_opts.max_features || train_opts.max_features > FM_MAX_DIM)
         train_opts.max_features = FM_MAX_DIM;
-    loom_dataset *d, *test = NULL;
-    if (loom_libsvm_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &train_opts, &d, err,
+    loom_dataset *d = NULL, *test = NULL;
+    if (!c->data_parts && /* with --data-parts, parts.c reads the parts it is handed */
+        loom_libsvm_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &train_opts, &d, err,
                          sizeof err)) {
         fprintf(stderr, PROG ": %s\n", err);
         return 1;
     }
-    if (d->skipped)
+    if (d && d->skipped)
         fprintf(stderr, PROG ": skipped %zu malformed line(s) in %s\n", d->skipped,
                 c->job.train_path);
     int rc = 0;
@@ -421,7 +391,7 @@ static int fm_worker(loom_node *n, const void *arg)
             rc = 1;
         }
     }
-    if (!rc) rc = train_share(n, c, d, test);
+    if (!rc) rc = d ? train_share(n, c, d, test) : fm_train_parts(n, c, test);
     loom_dataset_free(d);
     loom_dataset_free(test);
     return rc;

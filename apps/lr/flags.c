@@ -28,6 +28,7 @@ static const app_flag flags[] = {
      .arg = "libsvm",
      .def = "libsvm",
      .help = "the only format lr reads (accepted for symmetry)"},
+    APP_FLAGS_PARTS,
     APP_FLAGS_IDS,
     APP_FLAG_SKIP_BAD,
     APP_FLAGS_JOB,
@@ -143,6 +144,8 @@ int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
     if (GIVEN("--minibatch")) c->train.minibatch = (uint32_t)x->u;
     if (GIVEN("--blocks")) c->train.blocks = (int)x->u;
     if (GIVEN("--delay")) c->train.delay = (int)x->u;
+    if ((rc = app_parts_flags(flags, NFLAGS, v, &c->data_parts, &c->part_timeout, err, errlen)))
+        return rc;
     if (GIVEN("--lr"))
         c->train.lr = x->x;
     else if (c->train.algo == LR_ALGO_DBPG)
@@ -176,6 +179,17 @@ int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
             return app_usage(err, errlen, "%s is for --algo dbpg", dbpg_only[k]);
     if (c->train.algo == LR_ALGO_SGD && c->train.l1 > 0 && c->train.updater != LR_UPD_FTRL)
         return app_usage(err, errlen, "--l1 needs --updater ftrl or --algo dbpg");
+    if (c->data_parts) {
+        /* Each of these keeps per-share state that parts handed out in
+         * turn do not have yet (docs/LR.md, "Data parts on demand"). */
+        const char *no = c->train.algo == LR_ALGO_DBPG ? "--algo dbpg"
+                         : c->train.l2 > 0             ? "--l2"
+                         : c->job.threads > 1          ? "--threads"
+                         : c->job.checkpoint_dir       ? "--checkpoint-dir"
+                         : c->job.resume_dir           ? "--resume"
+                                                       : NULL;
+        if (no) return app_usage(err, errlen, "--data-parts does not work with %s yet", no);
+    }
 #undef GIVEN
     return 0;
 }

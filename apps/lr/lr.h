@@ -174,6 +174,8 @@ typedef struct lr_cli {
     app_job job;
     lr_train_opts train;
     loom_libsvm_opts data;
+    int data_parts;      /* --data-parts: 0 a fixed share per worker, -1 auto (4 per worker) */
+    double part_timeout; /* --part-timeout, seconds; 0 never */
 } lr_cli;
 
 /* Parse `loom train lr` flags into *cli, an lr_cli (its signature is

@@ -1,6 +1,7 @@
 /* train: distributed logistic regression on Loom, run on every node of a job.
  *
- * Data: worker r of W reads share r of the training file (byte ranges), and
+ * Data: worker r of W reads share r of the training file (byte ranges), or,
+ * with --data-parts, the parts the scheduler hands it (parts.c), and
  * only ever pulls the weights of the features its rows contain. The model is
  * one dense f64 table over [0, dim]: features 0..dim-1 and, at key dim, the
  * bias. dim is agreed at start: every worker pushes its share's largest
@@ -54,22 +55,6 @@
 #include "lr/lr.h"
 #include "lr/train_impl.h"
 
-#define STAT_FIELDS 9
-/* ST_STEPS: minibatches pushed since the start (FTRL's l1 scale, see report).
- * ST_MESSAGES, ST_BYTES_RAW, ST_BYTES_WIRE: table traffic as plain rows and
- * as sent (docs/FILTERS.md). */
-enum {
-    ST_LOSS,
-    ST_ROWS,
-    ST_EXAMPLES,
-    ST_BYTES_SENT,
-    ST_BYTES_RECEIVED,
-    ST_STEPS,
-    ST_MESSAGES,
-    ST_BYTES_RAW,
-    ST_BYTES_WIRE
-};
-
 /* ---- a worker's view of its data (the shard, train_impl.h) ---- */
 
 /* Index of each value's feature in the share's sorted key list. With a
@@ -107,7 +92,7 @@ static int map_features(shard *s, const loom_dataset *d, uint64_t dim)
     return 0;
 }
 
-static int shard_init(shard *s, const loom_dataset *d, uint64_t dim)
+int lr_shard_init(shard *s, const loom_dataset *d, uint64_t dim)
 {
     *s = (shard){.d = d};
     s->col = malloc((d->nnz ? d->nnz : 1) * sizeof *s->col);
@@ -124,7 +109,7 @@ static int shard_init(shard *s, const loom_dataset *d, uint64_t dim)
     return 0;
 }
 
-static void shard_free(shard *s)
+void lr_shard_free(shard *s)
 {
     free(s->keys);
     free(s->w);
@@ -146,7 +131,7 @@ static double local_margin(const shard *s, size_t i)
 }
 
 /* Loss of the share with the current model: pull every weight it needs once. */
-static int share_loss(loom_table *w, shard *s, double *loss)
+int lr_share_loss(loom_table *w, shard *s, double *loss)
 {
     TRY("pull weights", loom_pull(w, s->keys, s->nkeys, s->w));
     double sum = 0;
@@ -158,19 +143,12 @@ static int share_loss(loom_table *w, shard *s, double *loss)
 
 /* ---- SGD ---- */
 
-typedef struct batch_buf {
-    uint64_t *keys; /* distinct features of the batch + bias */
-    uint32_t *cols; /* their indices in the share's keys */
-    double *w, *g;
-    size_t cap;
-} batch_buf;
-
 /* One minibatch: rows order[0..n) of the share, into the gradient b->g of
  * the *nk keys b->keys, which the caller pushes. The batch's keys are listed
  * in order of first use (the library takes unsorted keys); slot[] finds a
  * value's place in the batch without a search. */
-static int sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uint64_t dim,
-                    const lr_train_opts *o, batch_buf *b, size_t *nk_out)
+int lr_sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uint64_t dim,
+                const lr_train_opts *o, batch_buf *b, size_t *nk_out)
 {
     const loom_dataset *d = s->d;
     size_t nnz = 0;
@@ -259,14 +237,14 @@ static int lane_init(lane *l, const loom_dataset *d, uint64_t dim, int threads, 
     l->order = malloc((hi > lo ? hi - lo : 1) * sizeof *l->order);
     if (!l->part.row || !l->order) return LOOM_ENOMEM;
     for (size_t i = lo; i <= hi; i++) l->part.row[i - lo] = d->row[i] - base;
-    return shard_init(&l->s, &l->part, dim);
+    return lr_shard_init(&l->s, &l->part, dim);
 }
 
 static void lane_free(lane *l)
 {
     free(l->b.keys), free(l->b.cols), free(l->b.w), free(l->b.g);
     free(l->order);
-    shard_free(&l->s);
+    lr_shard_free(&l->s);
     free(l->part.row);
 }
 
@@ -287,13 +265,14 @@ static int lane_step(void *arg, int t)
     size_t lo = c->batch * per < rows ? c->batch * per : rows;
     size_t hi = lo + per < rows ? lo + per : rows;
     l->nk = 0;
-    return hi > lo ? sgd_step(c->w, &l->s, l->order + lo, hi - lo, c->dim, c->o, &l->b, &l->nk) : 0;
+    return hi > lo ? lr_sgd_step(c->w, &l->s, l->order + lo, hi - lo, c->dim, c->o, &l->b, &l->nk)
+                   : 0;
 }
 
 static int lane_loss(void *arg, int t)
 {
     sgd_clock *c = arg;
-    return share_loss(c->w, &c->lanes[t].s, &c->lanes[t].loss);
+    return lr_share_loss(c->w, &c->lanes[t].s, &c->lanes[t].loss);
 }
 
 /* ---- the epoch order ---- */
@@ -321,19 +300,8 @@ void lr_epoch_order(uint64_t seed, int rank, int epoch, size_t rows, size_t *ord
 
 /* ---- one epoch's report ---- */
 
-typedef struct reporter {
-    loom_node *node;
-    const lr_cli *cli;
-    FILE *metrics;
-    const loom_dataset *test;
-    double start;
-    uint64_t dim;
-    double *model;  /* dim + 1 rows of the model table, as pulled */
-    uint32_t width; /* values per row: 1 (sgd) or 3 (dbpg) */
-} reporter;
-
 /* Worker 0, after the epoch's barrier: aggregate, evaluate, print. */
-static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, double epoch_s)
+int lr_report(lr_reporter *r, loom_table *w, loom_table *stats, int epoch, double epoch_s)
 {
     const lr_cli *c = r->cli;
     double st[STAT_FIELDS];
@@ -440,8 +408,7 @@ static int report(reporter *r, loom_table *w, loom_table *stats, int epoch, doub
 
 /* ---- the node ---- */
 
-static int open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table **w,
-                       loom_table **stats)
+int lr_open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table **w, loom_table **stats)
 {
     const lr_train_opts *o = &c->train;
     loom_table_opts wo = LOOM_TABLE_OPTS_DEFAULT;
@@ -500,8 +467,8 @@ static int agree_sizes(loom_node *n, const loom_dataset *d, uint64_t *dim, uint6
     return 0;
 }
 
-static int push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_t rows,
-                      uint64_t steps)
+int lr_push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_t rows,
+                  uint64_t steps)
 {
     loom_stats ns;
     loom_node_stats(n, &ns);
@@ -634,7 +601,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         app_fail_together(n, "loom train lr: %s: no training examples", c->job.train_path);
         return 1;
     }
-    if (open_tables(n, c, dim, &w, &stats)) return 1;
+    if (lr_open_tables(n, c, dim, &w, &stats)) return 1;
     const int threads = c->job.threads > 1 ? c->job.threads : 1;
     app_team *team = NULL;
     shard s = {0};      /* DBPG: the whole share */
@@ -644,12 +611,12 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
                     .x = &dx,
                     .threads = threads,
                     .kkt = lr_dbpg_kkt_threshold(c->job.filter_push, o, loom_num_workers(n))};
-    reporter rep = {.node = n,
-                    .cli = c,
-                    .test = test,
-                    .start = app_now_s(),
-                    .dim = dim,
-                    .width = o->algo == LR_ALGO_DBPG ? 3 : 1};
+    lr_reporter rep = {.node = n,
+                       .cli = c,
+                       .test = test,
+                       .start = app_now_s(),
+                       .dim = dim,
+                       .width = o->algo == LR_ALGO_DBPG ? 3 : 1};
     int rc = app_team_start(&team, threads);
     if (rc) {
         rc = app_fail(PROG, "start the compute threads", rc);
@@ -660,7 +627,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         rc = lanes ? 0 : LOOM_ENOMEM;
         for (int t = 0; t < threads && !rc; t++) rc = lane_init(&lanes[t], d, dim, threads, t);
     } else {
-        rc = shard_init(&s, d, dim);
+        rc = lr_shard_init(&s, d, dim);
         /* Rows [w, g, u] for up to every key: a block, or all of them at epoch end. */
         st.rows3 = malloc(3 * (dim + 1) * sizeof *st.rows3);
         if (!rc && st.rows3) rc = lr_dbpg_index_init(&s, o, &dx);
@@ -745,9 +712,9 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
             for (size_t i = 0; i < d->rows; i++)
                 loss += lr_logistic_loss(dx.rows[i].margin, d->label[i]);
         }
-        if (!rc) rc = push_stats(n, stats, epoch, loss, d->rows, steps);
+        if (!rc) rc = lr_push_stats(n, stats, epoch, loss, d->rows, steps);
         if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
-        if (!rc && rank == 0) rc = report(&rep, w, stats, epoch, epoch_s);
+        if (!rc && rank == 0) rc = lr_report(&rep, w, stats, epoch, epoch_s);
     }
 out:
     if (rep.metrics && fclose(rep.metrics) && !rc) {
@@ -760,7 +727,7 @@ out:
     free(st.rows3);
     free(dx.ptr), free(dx.row), free(dx.val), free(dx.rows), free(dx.in_window);
     free(rep.model);
-    shard_free(&s);
+    lr_shard_free(&s);
     return rc;
 }
 
@@ -779,12 +746,14 @@ static int run_worker(loom_node *n, const lr_cli *c)
     loom_libsvm_opts train_opts = c->data;
     if (!train_opts.max_features || train_opts.max_features > LR_MAX_DIM)
         train_opts.max_features = LR_MAX_DIM;
-    if (loom_libsvm_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &train_opts, &d, err,
-                         sizeof err)) {
+    if (c->data_parts) /* parts.c reads the parts it is handed */
+        d = NULL;
+    else if (loom_libsvm_read(c->job.train_path, loom_rank(n), loom_num_workers(n), &train_opts, &d,
+                              err, sizeof err)) {
         fprintf(stderr, "loom train lr: %s\n", err);
         return 1;
     }
-    if (d->skipped)
+    if (d && d->skipped)
         fprintf(stderr, "loom train lr: skipped %zu malformed line(s) in %s\n", d->skipped,
                 c->job.train_path);
     int rc = 0;
@@ -797,7 +766,7 @@ static int run_worker(loom_node *n, const lr_cli *c)
             rc = 1;
         }
     }
-    if (!rc) rc = train_share(n, c, d, test);
+    if (!rc) rc = d ? train_share(n, c, d, test) : lr_train_parts(n, c, test);
     loom_dataset_free(d);
     loom_dataset_free(test);
     return rc;

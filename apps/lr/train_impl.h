@@ -1,11 +1,14 @@
 /* What the distributed lr trainer's files share (apps/lr/train.c, the node
- * and SGD; apps/lr/dbpg.c, DBPG's worker and server steps): a worker's view
- * of its share of the data, and DBPG's per-step state and steps. */
+ * and SGD; apps/lr/dbpg.c, DBPG's worker and server steps; apps/lr/parts.c,
+ * SGD over data parts handed out on demand): a worker's view of its share of
+ * the data, SGD's minibatch step and the epoch's report, and DBPG's per-step
+ * state and steps. */
 #ifndef LOOM_APPS_LR_TRAIN_IMPL_H
 #define LOOM_APPS_LR_TRAIN_IMPL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <loom/loom.h>
 
@@ -31,6 +34,67 @@ typedef struct shard {
     uint64_t step, *last_push;
     double *share_weight;
 } shard;
+
+/* ---- what train.c's SGD and report offer parts.c ---- */
+
+/* The per-epoch statistics table's fields (ST_*, STAT_FIELDS per epoch). */
+#define STAT_FIELDS 9
+/* ST_STEPS: minibatches pushed since the start (FTRL's l1 scale, see report).
+ * ST_MESSAGES, ST_BYTES_RAW, ST_BYTES_WIRE: table traffic as plain rows and
+ * as sent (docs/FILTERS.md). */
+enum {
+    ST_LOSS,
+    ST_ROWS,
+    ST_EXAMPLES,
+    ST_BYTES_SENT,
+    ST_BYTES_RECEIVED,
+    ST_STEPS,
+    ST_MESSAGES,
+    ST_BYTES_RAW,
+    ST_BYTES_WIRE
+};
+
+/* A minibatch's keys, weights and gradient (lr_sgd_step), grown as needed. */
+typedef struct batch_buf {
+    uint64_t *keys; /* distinct features of the batch + bias */
+    uint32_t *cols; /* their indices in the share's keys */
+    double *w, *g;
+    size_t cap;
+} batch_buf;
+
+/* Worker 0's report of an epoch (lr_report). */
+typedef struct lr_reporter {
+    loom_node *node;
+    const lr_cli *cli;
+    FILE *metrics;
+    const loom_dataset *test;
+    double start;
+    uint64_t dim;
+    double *model;  /* dim + 1 rows of the model table, as pulled */
+    uint32_t width; /* values per row: 1 (sgd) or 3 (dbpg) */
+} lr_reporter;
+
+/* A share's (or a part's) view: features, local weights, labels. */
+int lr_shard_init(shard *s, const loom_dataset *d, uint64_t dim);
+void lr_shard_free(shard *s);
+/* The share's loss with the current model (one pull of every weight it needs). */
+int lr_share_loss(loom_table *w, shard *s, double *loss);
+/* One minibatch, rows order[0..n) of the share: its gradient into b, *nk_out keys. */
+int lr_sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uint64_t dim,
+                const lr_train_opts *o, batch_buf *b, size_t *nk_out);
+/* The model and statistics tables. */
+int lr_open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table **w, loom_table **stats);
+/* This worker's part of epoch `epoch`'s statistics. */
+int lr_push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_t rows,
+                  uint64_t steps);
+/* Worker 0, after the epoch's barrier: aggregate, evaluate, print, save. */
+int lr_report(lr_reporter *r, loom_table *w, loom_table *stats, int epoch, double epoch_s);
+
+/* ---- data parts on demand (--data-parts, parts.c) ---- */
+
+/* Train with the data handed out in parts by the scheduler (loom/parts.h)
+ * instead of a static share; worker 0 reports with test. */
+int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test);
 
 /* ---- DBPG (dbpg.c) ---- */
 

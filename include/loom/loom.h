@@ -12,6 +12,7 @@
  * p2p.h      serverless data parallelism: communication graphs, stochastic reduce
  * sketch.h   Count-Min sketches: approximate counts of a huge key space on the servers
  * loop.h     parallel loops with declared accesses (Orion): plans and their runs
+ * parts.h    training data handed out to the workers in parts, on demand
  *
  * Two headers are included on their own: data.h (the LIBSVM, ratings and
  * bag-of-words readers) and svb.h (sufficient-vector broadcasting). */
@@ -30,6 +31,7 @@
 #include "p2p.h"
 #include "sketch.h"
 #include "loop.h"
+#include "parts.h"
 
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1

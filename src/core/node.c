@@ -510,6 +510,19 @@ int node_add_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx)
     return 0;
 }
 
+int node_add_lost(loom_node *n, node_lost_fn fn, void *ctx)
+{
+    if (n->nlost == NODE_HOOKS_MAX) return LOOM_ELIMIT;
+    n->lost[n->nlost].fn = fn;
+    n->lost[n->nlost++].ctx = ctx;
+    return 0;
+}
+
+void node_run_lost(loom_node *n, uint32_t worker)
+{
+    for (int i = 0; i < n->nlost; i++) n->lost[i].fn(n, n->lost[i].ctx, worker);
+}
+
 int node_run_failover(loom_node *n, uint32_t dead)
 {
     for (int i = 0; i < n->nfailover; i++)

@@ -215,6 +215,14 @@ int node_add_failover(loom_node *n, node_failover_fn fn, void *ctx);
  * from there. */
 typedef void (*node_rejoin_fn)(loom_node *n, void *ctx, uint32_t id);
 int node_add_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx);
+/* Scheduler: the job goes on without worker node `worker`
+ * (--on-worker-failure continue, core/scheduler.c's lose_worker). Each lost
+ * subscriber fn(n, ctx, worker) runs on the I/O thread after the membership
+ * counted the worker done and before the barriers and the end are judged
+ * again, so a layer that gave the worker work (src/sched/parts_coord.c: its
+ * data parts) takes it back first. */
+typedef void (*node_lost_fn)(loom_node *n, void *ctx, uint32_t worker);
+int node_add_lost(loom_node *n, node_lost_fn fn, void *ctx);
 
 /* ---- the scheduler's status page ---- */
 /* Scheduler: worker (a node id) has completed `clock` clocks (INT64_MAX: it

@@ -251,6 +251,11 @@ struct loom_node {
         void *ctx;
     } rejoin[NODE_HOOKS_MAX];
     int nrejoin;
+    struct { /* node_add_lost, in order */
+        node_lost_fn fn;
+        void *ctx;
+    } lost[NODE_HOOKS_MAX];
+    int nlost;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed;
@@ -299,6 +304,8 @@ uint64_t node_run_timers(loom_node *n, uint64_t now);
 /* Run the failover subscribers for node `dead` (node_add_failover): 1 if
  * the node survives the death. */
 int node_run_failover(loom_node *n, uint32_t dead);
+/* Run the lost subscribers for worker node `worker` (node_add_lost). */
+void node_run_lost(loom_node *n, uint32_t worker);
 /* Run the rejoin subscribers for node `id` (node_add_rejoin). */
 void node_run_rejoin(loom_node *n, uint32_t id);
 

@@ -486,6 +486,7 @@ static void lose_worker(loom_node *n, uint32_t id, const char *who, uint64_t sil
         node_msg m = {.from = 0, .h = {.type = MSG_WORKER_LOST, .a = id, .b = b}};
         h->fn(n, h->ctx, &m);
     }
+    node_run_lost(n, id);
     maybe_release_barrier(n);
     end_if_workers_done(n);
 }

@@ -400,6 +400,16 @@ int64_t ps_current_clock(loom_node *n)
     return loom_is_worker(n) ? atomic_load(&client_of(n)->clock) : 0;
 }
 
+int ps_clock_gated(loom_node *n)
+{
+    if (!loom_is_worker(n)) return 0;
+    ps_client *c = client_of(n);
+    node_lock(n);
+    int gated = c->gate >= 0;
+    node_unlock(n);
+    return gated;
+}
+
 int ps_flush_all(loom_node *n)
 {
     ps_client *c = client_of(n);

@@ -156,6 +156,10 @@ int ps_server_attach(loom_node *n);
 int ps_client_attach(loom_node *n);
 int ps_clock(loom_node *n);
 int64_t ps_current_clock(loom_node *n);
+/* Workers: 1 if this worker's loom_clock() waits for the slowest worker (it
+ * has opened an SSP or BSP table), else 0 (src/sched/parts.c: whether an
+ * idle worker must do empty clocks). */
+int ps_clock_gated(loom_node *n);
 /* Workers: send every table's buffered updates and wait until servers applied them. */
 int ps_flush_all(loom_node *n);
 /* Workers: drop every cached row (after a barrier). */

@@ -1,7 +1,7 @@
-/* msg_types: the sched layer's message type numbers: the rotation's blocks
- * and the dynamic engine's rounds.
+/* msg_types: the sched layer's message type numbers: the rotation's blocks,
+ * the data parts handed out on demand and the dynamic engine's rounds.
  *
- * Core names none of a layer's types: src/sched/ring.c and src/sched/dynamic.c
+ * Core names none of a layer's types: src/sched/ring.c, parts.c and dynamic.c
  * register these with what each is (name, who may send it, frames) when they
  * attach, and core refuses a number it or another layer has already.
  * docs/PROTOCOL.md is the one table of every layer's numbers, where a new type
@@ -13,6 +13,13 @@
 enum sched_msg_type {
     /* rotation (src/sched/ring.c) */
     MSG_SCHED_BLOCK = 80, /* worker -> worker: table = engine, a = block, b = version; frame rows */
+    /* data parts on demand (src/sched/parts.c, parts_coord.c) */
+    MSG_PARTS_REQ = 84, /* worker -> scheduler: req = epoch, clock = the worker's clock,
+                           a = finished part + 1 (0: none), b = 1: hold the answer (no
+                           empty clocks); frame: u64 parts, u64 epochs, u64 timeout (ms) */
+    MSG_PARTS_GIVE,     /* scheduler -> worker: req = epoch, a = parts_answer, b = the part
+                           (PARTS_PART) or a loom error (PARTS_ERROR), clock = the clock to
+                           reach (PARTS_EPOCH_END) */
     /* dynamic scheduling engine (src/sched/dynamic.c, dynamic_coord.c) */
     MSG_DYN_START = 88, /* worker -> scheduler: a = dim, b = max rounds, req = depth,
                            table = parallel updates, clock = extra values */

@@ -5,9 +5,10 @@
  * static.c   the static (rotation) engine on top of the ring and the
  *            parameter-server table that stores the blocks between rotations
  * dynamic*.c the dynamic engine (its own internals: dynamic.h)
+ * parts*.c   data parts handed out on demand (loom/parts.h; internals: parts.h)
  *
  * The layer attaches to a node like src/ps does (handlers for its message
- * types, MSG_SCHED_* and MSG_DYN_*); it uses core, the public table API and
+ * types, MSG_SCHED_*, MSG_PARTS_* and MSG_DYN_*); it uses core, the public table API and
  * ps.h's ps_barrier (static.c), never ZeroMQ. */
 #ifndef LOOM_SCHED_SCHED_H
 #define LOOM_SCHED_SCHED_H
@@ -22,6 +23,9 @@ int sched_attach(loom_node *n);
 /* The dynamic engine's part: the scheduler gets the coordinator, workers the
  * queue of its messages (dynamic.c). */
 int sched_dynamic_attach(loom_node *n);
+/* The data parts' part: the scheduler gets the pool, workers the slot of its
+ * answers (parts.c). */
+int sched_parts_attach(loom_node *n);
 
 /* Workers: the id of the next engine this worker opens. Engines are numbered
  * in the order each worker opens them, which the API asks to be the same on

@@ -85,6 +85,8 @@ static const char *const declared[MSG_TYPE_LIMIT] = {
     T(CKPT_FINAL),
     /* sched */
     T(SCHED_BLOCK),
+    T(PARTS_REQ),
+    T(PARTS_GIVE),
     T(DYN_START),
     T(DYN_PLAN_REQ),
     T(DYN_PLAN),

@@ -1,0 +1,203 @@
+/* parts: `loom train lr --data-parts N`, minibatch SGD over data parts the
+ * scheduler hands out on demand (loom/parts.h, li-thesis Algorithm 14).
+ *
+ * The training file is cut into N parts, byte ranges split at line
+ * boundaries (part i of N is what loom_libsvm_read reads as share i of N).
+ * A worker asks for a part when it is idle, trains on it (its rows in an
+ * order seeded by the part and the epoch, so the order does not depend on
+ * which worker got it), reports it finished and asks again; an epoch is every
+ * part finished once, by whichever workers. The parts a lost worker held
+ * (--on-worker-failure continue) go back to the pool and another worker trains
+ * on them: the job loses no data.
+ *
+ * Clocks: one loom_clock() per minibatch, as with fixed shares; workers now
+ * run different numbers of minibatches per epoch, and loom_parts_next() keeps
+ * an idle worker's clock in step with the busy ones (empty clocks) so that
+ * SSP and BSP never wait on a worker with nothing left to do (loom/parts.h,
+ * "Clocks"). After each epoch every worker adds the loss of the parts it
+ * trained on to the statistics, and worker 0 reports as with fixed shares.
+ *
+ * The model's dimension is agreed before training: worker r reads parts r,
+ * r + W, r + 2W, ... (what it would most likely be handed first) and the
+ * workers take the largest feature id. A worker keeps every part it read,
+ * with its feature map, for the epochs after: a part is parsed at most once
+ * per worker. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom.h>
+
+#include "lr/lr.h"
+#include "lr/train_impl.h"
+
+/* A part this worker has read: its rows, their view and the epoch order. */
+typedef struct part_slot {
+    loom_dataset *d;
+    shard s;
+    size_t *order;
+    int trained; /* in the current epoch */
+} part_slot;
+
+typedef struct part_cache {
+    const lr_cli *c;
+    uint32_t nparts;
+    part_slot *slot; /* by part; d NULL until read */
+    uint64_t dim;    /* 0 until agreed: the shards are made once it is */
+} part_cache;
+
+static int read_part(part_cache *pc, uint32_t i)
+{
+    part_slot *p = &pc->slot[i];
+    if (p->d) return 0;
+    char err[1024];
+    loom_libsvm_opts o = pc->c->data;
+    if (!o.max_features || o.max_features > LR_MAX_DIM) o.max_features = LR_MAX_DIM;
+    if (loom_libsvm_read(pc->c->job.train_path, (int)i, (int)pc->nparts, &o, &p->d, err,
+                         sizeof err)) {
+        fprintf(stderr, PROG ": %s\n", err);
+        return 1;
+    }
+    if (p->d->skipped)
+        fprintf(stderr, PROG ": skipped %zu malformed line(s) in part %u of %s\n", p->d->skipped, i,
+                pc->c->job.train_path);
+    return 0;
+}
+
+/* The part, read and with its feature map, ready to train on. */
+static int ready_part(part_cache *pc, uint32_t i)
+{
+    part_slot *p = &pc->slot[i];
+    if (read_part(pc, i)) return 1;
+    if (p->order) return 0;
+    p->order = malloc((p->d->rows ? p->d->rows : 1) * sizeof *p->order);
+    if (!p->order || lr_shard_init(&p->s, p->d, pc->dim))
+        return app_fail(PROG, "prepare a part", LOOM_ENOMEM);
+    return 0;
+}
+
+static void cache_free(part_cache *pc)
+{
+    for (uint32_t i = 0; pc->slot && i < pc->nparts; i++) {
+        part_slot *p = &pc->slot[i];
+        if (p->order) lr_shard_free(&p->s);
+        free(p->order);
+        loom_dataset_free(p->d);
+    }
+    free(pc->slot);
+}
+
+/* The model's dimension: the largest feature id of the parts r, r + W, ... */
+static int agree_dim(loom_node *n, part_cache *pc, uint64_t *dim)
+{
+    int64_t mine = 0, all;
+    int w = loom_num_workers(n);
+    for (uint32_t i = (uint32_t)loom_rank(n); i < pc->nparts; i += (uint32_t)w) {
+        if (read_part(pc, i)) return 1;
+        if ((int64_t)pc->slot[i].d->max_feature > mine) mine = (int64_t)pc->slot[i].d->max_feature;
+    }
+    TRY("agree on the dimension", app_agree_max(n, "lr.sizes", 1, &mine, &all));
+    *dim = (uint64_t)all;
+    return 0;
+}
+
+/* One part: its minibatches, one clock each. */
+static int train_part(loom_node *n, loom_table *w, part_cache *pc, uint32_t i, int epoch,
+                      batch_buf *b)
+{
+    const lr_train_opts *o = &pc->c->train;
+    part_slot *p = &pc->slot[i];
+    size_t rows = p->d->rows;
+    lr_epoch_order(o->seed, (int)i, epoch, rows, p->order);
+    for (size_t lo = 0; lo < rows; lo += o->minibatch) {
+        size_t hi = lo + o->minibatch < rows ? lo + o->minibatch : rows, nk;
+        if (lr_sgd_step(w, &p->s, p->order + lo, hi - lo, pc->dim, o, b, &nk)) return 1;
+        TRY("push", loom_push(w, b->keys, nk, b->g));
+        TRY("clock", loom_clock(n));
+    }
+    p->trained = 1;
+    return 0;
+}
+
+/* After an epoch: this worker's parts' loss, rows and minibatches into the
+ * statistics (and the parts marked untrained for the next epoch). */
+static int epoch_stats(loom_node *n, loom_table *w, loom_table *stats, part_cache *pc, int epoch)
+{
+    double loss = 0;
+    size_t rows = 0;
+    uint64_t steps = 0;
+    for (uint32_t i = 0; i < pc->nparts; i++) {
+        part_slot *p = &pc->slot[i];
+        if (p->order) steps += p->s.step;
+        if (!p->trained) continue;
+        double l;
+        TRY("loss", lr_share_loss(w, &p->s, &l));
+        loss += l;
+        rows += p->d->rows;
+        p->trained = 0;
+    }
+    return lr_push_stats(n, stats, epoch, loss, rows, steps);
+}
+
+int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test)
+{
+    const lr_train_opts *o = &c->train;
+    part_cache pc = {.c = c};
+    pc.nparts = app_parts_count(c->data_parts, loom_num_workers(n));
+    if (!(pc.slot = calloc(pc.nparts, sizeof *pc.slot)))
+        return app_fail(PROG, "parts", LOOM_ENOMEM);
+    loom_table *w, *stats;
+    loom_parts *parts = NULL;
+    batch_buf b = {0};
+    lr_reporter rep = {.node = n, .cli = c, .test = test, .start = app_now_s(), .width = 1};
+    int rc = agree_dim(n, &pc, &pc.dim);
+    if (!rc) rc = lr_open_tables(n, c, pc.dim, &w, &stats);
+    rep.dim = pc.dim;
+    if (!rc && loom_rank(n) == 0 && !(rep.model = malloc((pc.dim + 1) * sizeof *rep.model)))
+        rc = app_fail(PROG, "report", LOOM_ENOMEM);
+    if (!rc && loom_rank(n) == 0 && c->job.metrics_path &&
+        !(rep.metrics = fopen(c->job.metrics_path, "w"))) {
+        fprintf(stderr, PROG ": cannot write %s\n", c->job.metrics_path);
+        rc = 1;
+    }
+    loom_parts_opts po = LOOM_PARTS_OPTS_DEFAULT;
+    po.parts = pc.nparts;
+    po.epochs = o->epochs;
+    po.timeout_s = c->part_timeout;
+    if (!rc && (rc = loom_parts_open(n, &po, &parts))) rc = app_fail(PROG, "open the parts", rc);
+    double t0 = app_now_s();
+    while (!rc) {
+        loom_parts_event ev;
+        uint32_t part;
+        int epoch;
+        if ((rc = loom_parts_next(parts, &ev, &part, &epoch))) {
+            rc = app_fail(PROG, "ask for a part", rc);
+        } else if (ev == LOOM_PARTS_PART) {
+            rc = ready_part(&pc, part);
+            if (!rc) rc = train_part(n, w, &pc, part, epoch, &b);
+            if (!rc && (rc = loom_parts_done(parts, part))) rc = app_fail(PROG, "part done", rc);
+        } else if (ev == LOOM_PARTS_EPOCH_END) {
+            double epoch_s = app_now_s() - t0;
+            rc = epoch_stats(n, w, stats, &pc, epoch);
+            if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
+            if (!rc && loom_rank(n) == 0) rc = lr_report(&rep, w, stats, epoch, epoch_s);
+            if (epoch == o->epochs - 1) break;
+            t0 = app_now_s();
+        } else {
+            break;
+        }
+    }
+    /* This worker's side of the accounting (the scheduler logs its own). */
+    if (!rc && !c->job.quiet)
+        fprintf(stderr, "trained %llu parts of %u in %d epochs\n",
+                (unsigned long long)loom_parts_finished(parts), po.parts, o->epochs);
+    if (rep.metrics && fclose(rep.metrics) && !rc) {
+        fprintf(stderr, PROG ": cannot write %s\n", c->job.metrics_path);
+        rc = 1;
+    }
+    loom_parts_close(parts);
+    free(b.keys), free(b.cols), free(b.w), free(b.g);
+    free(rep.model);
+    cache_free(&pc);
+    return rc;
+}

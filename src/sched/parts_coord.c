@@ -1,0 +1,293 @@
+/* parts_coord: the scheduler's pool of data parts (loom/parts.h; the
+ * Parameter Server thesis's task scheduler, Algorithm 14).
+ *
+ * It runs entirely in the scheduler's I/O thread: PARTS_REQ's handler, the
+ * lost subscriber and the timer. Per epoch every part is in the pool, held by
+ * one worker, or finished:
+ *
+ *   a request (the worker is idle)        the next part of the pool, held by it;
+ *                                         none free: PARTS_WAIT (the worker does an
+ *                                         empty clock and asks again), or, for a
+ *                                         worker without clocks to keep, the
+ *                                         request waits here
+ *   the part a request reports finished   finished, unless it was already (the
+ *                                         first finish counts, also from a worker
+ *                                         whose part timed out)
+ *   a worker lost, a part held too long   back to the pool (a waiting request
+ *                                         gets it at once)
+ *   every part finished                   PARTS_EPOCH_END to whoever asks for that
+ *                                         epoch; the next epoch's pool is every part
+ *
+ * The pool is a stack: parts given back are handed out first (they are the
+ * ones holding the epoch up), then the epoch's parts in ascending order.
+ * PARTS_EPOCH_END carries the clock every worker must reach before it leaves
+ * the epoch (loom/parts.h, "Clocks"): the highest clock a request of the
+ * epoch reported, plus one after a PARTS_WAIT (the empty clock that follows).
+ *
+ * The accounting is logged (LOOM_VERBOSE=1): each part handed out, each
+ * finished, each back in the pool (a lost worker's and a timed-out one's
+ * always, as warnings), and each epoch's end with how many parts went back;
+ * tests/sched/test_parts.sh checks it. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "loom/error.h"
+#include "loom/parts.h"
+#include "sched/msg_types.h"
+#include "sched/parts.h"
+
+#define NO_PART UINT32_MAX
+
+enum { PART_POOL, PART_HELD, PART_FINISHED };
+
+typedef struct coord_part {
+    uint8_t state;
+    uint32_t holder; /* worker rank, PART_HELD */
+    uint64_t since_ms;
+} coord_part;
+
+typedef struct coord_worker {
+    uint32_t held; /* NO_PART if none */
+    int gone;      /* the job went on without it */
+    int waiting;   /* a request held here (no empty clocks), for epoch `wait_epoch` */
+    int wait_epoch;
+} coord_worker;
+
+typedef struct parts_coord {
+    int workers, num_servers;
+    int configured;
+    parts_wire_opts o;
+    int epoch;         /* the epoch whose pool this is; o.epochs once every one is over */
+    coord_part *parts; /* o.parts */
+    uint32_t *pool, npool;
+    uint32_t finished; /* parts of this epoch */
+    uint32_t returned; /* parts of this epoch back in the pool */
+    int64_t hi;        /* the clock every worker must reach before it leaves this epoch */
+    /* hi when the last epoch ended: what a worker leaving any epoch over
+     * clocks up to. hi only grows, so a worker an epoch or more behind (ASP
+     * alone lets one fall that far) reaches at least its own epoch's. */
+    int64_t target;
+    coord_worker *worker; /* by rank */
+} parts_coord;
+
+static void coord_destroy(void *state)
+{
+    parts_coord *c = state;
+    free(c->parts);
+    free(c->pool);
+    free(c->worker);
+    free(c);
+}
+
+static void answer(loom_node *n, parts_coord *c, int rank, uint64_t epoch, enum parts_answer kind,
+                   uint64_t b, int64_t clock)
+{
+    msg_header h = {.type = MSG_PARTS_GIVE, .req = epoch, .a = kind, .b = b, .clock = clock};
+    node_send(n, node_worker_id(c->num_servers, rank), &h, NULL, 0);
+}
+
+/* A new epoch's pool: every part, the lowest on top. */
+static void fill_pool(parts_coord *c)
+{
+    for (uint32_t i = 0; i < c->o.parts; i++) {
+        c->parts[i].state = PART_POOL;
+        c->pool[i] = c->o.parts - 1 - i;
+    }
+    c->npool = c->o.parts;
+    c->finished = c->returned = 0;
+}
+
+static void hand_out(loom_node *n, parts_coord *c, int rank)
+{
+    uint32_t part = c->pool[--c->npool];
+    c->parts[part] = (coord_part){PART_HELD, (uint32_t)rank, node_now_ms()};
+    c->worker[rank].held = part;
+    log_info("parts: epoch %d: part %" PRIu32 " to worker %d", c->epoch, part, rank);
+    answer(n, c, rank, (uint64_t)c->epoch, PARTS_PART, part, 0);
+}
+
+/* Requests held here (workers without clocks to keep) that can be answered now. */
+static void serve_waiting(loom_node *n, parts_coord *c)
+{
+    for (int r = 0; r < c->workers; r++) {
+        coord_worker *w = &c->worker[r];
+        if (!w->waiting || w->gone) continue;
+        if (w->wait_epoch < c->epoch) {
+            w->waiting = 0;
+            answer(n, c, r, (uint64_t)w->wait_epoch, PARTS_EPOCH_END, 0, c->target);
+        } else if (c->npool) {
+            w->waiting = 0;
+            hand_out(n, c, r);
+        }
+    }
+}
+
+/* A lost worker's part going back is said even without LOOM_VERBOSE: it is
+ * what --on-worker-failure continue no longer loses. */
+static void back_to_pool(parts_coord *c, uint32_t part, int rank, const char *why, int loud)
+{
+    c->parts[part].state = PART_POOL;
+    c->worker[rank].held = NO_PART;
+    c->pool[c->npool++] = part;
+    c->returned++;
+    if (loud)
+        log_warn("parts: epoch %d: part %" PRIu32 " back in the pool (worker %d %s)", c->epoch,
+                 part, rank, why);
+    else
+        log_info("parts: epoch %d: part %" PRIu32 " back in the pool (worker %d %s)", c->epoch,
+                 part, rank, why);
+}
+
+static void finish(loom_node *n, parts_coord *c, int rank, uint32_t part)
+{
+    coord_part *p = &c->parts[part];
+    if (c->worker[rank].held == part) c->worker[rank].held = NO_PART;
+    if (p->state == PART_FINISHED) {
+        /* Its part timed out and another worker finished it first. */
+        log_info("parts: epoch %d: part %" PRIu32 " finished late by worker %d; not counted",
+                 c->epoch, part, rank);
+        return;
+    }
+    /* The first finish counts, even of a part that timed out at this worker:
+     * so a part slower than the timeout everywhere still ends. Whoever holds
+     * it now finishes late; in the pool, it leaves the pool. */
+    if (p->state == PART_HELD && p->holder != (uint32_t)rank) c->worker[p->holder].held = NO_PART;
+    if (p->state == PART_POOL)
+        for (uint32_t i = 0; i < c->npool; i++)
+            if (c->pool[i] == part) {
+                memmove(c->pool + i, c->pool + i + 1, (c->npool - i - 1) * sizeof *c->pool);
+                c->npool--;
+                break;
+            }
+    p->state = PART_FINISHED;
+    c->finished++;
+    log_info("parts: epoch %d: part %" PRIu32 " finished by worker %d", c->epoch, part, rank);
+    if (c->finished < c->o.parts) return;
+    log_info("parts: epoch %d over: %" PRIu32 " parts finished, %" PRIu32
+             " back in the pool on the way",
+             c->epoch, c->finished, c->returned);
+    c->target = c->hi;
+    if (++c->epoch < (int)c->o.epochs) fill_pool(c);
+    serve_waiting(n, c);
+}
+
+/* The options of a request: the first configures the pool, the others must agree. */
+static int configure(loom_node *n, parts_coord *c, const parts_wire_opts *o)
+{
+    if (c->configured) return memcmp(o, &c->o, sizeof *o) ? LOOM_EMISMATCH : 0;
+    if (o->parts < 1 || o->parts > LOOM_PARTS_MAX || o->epochs < 1 || o->epochs > INT32_MAX ||
+        o->timeout_ms > (uint64_t)1e12)
+        return LOOM_EPROTO;
+    c->parts = calloc(o->parts, sizeof *c->parts);
+    c->pool = malloc(o->parts * sizeof *c->pool);
+    if (!c->parts || !c->pool) {
+        free(c->parts), free(c->pool);
+        c->parts = NULL, c->pool = NULL;
+        return LOOM_ENOMEM;
+    }
+    c->o = *o;
+    c->configured = 1;
+    fill_pool(c);
+    if (o->timeout_ms) node_timer_poke(n, &parts_layer_def); /* its first run: now */
+    log_info("parts: %" PRIu64 " parts, %" PRIu64 " epochs, timeout %" PRIu64 " ms", o->parts,
+             o->epochs, o->timeout_ms);
+    return 0;
+}
+
+static void on_request(loom_node *n, void *ctx, node_msg *m)
+{
+    parts_coord *c = ctx;
+    int rank;
+    if (node_peer_role(n, m->from, &rank) != LOOM_WORKER || rank >= c->workers)
+        return node_drop(n, m, "PARTS_REQ from a node that is no worker");
+    coord_worker *w = &c->worker[rank];
+    if (w->gone) return node_drop(n, m, "PARTS_REQ from a worker the job went on without");
+    if (node_frame_size(m, 0) != sizeof(parts_wire_opts))
+        return node_drop(n, m, "PARTS_REQ whose options are not 24 bytes");
+    parts_wire_opts o;
+    memcpy(&o, node_frame_data(m, 0), sizeof o);
+    int rc = configure(n, c, &o);
+    if (rc) return answer(n, c, rank, 0, PARTS_ERROR, (uint64_t)rc, 0);
+    uint64_t e = m->h.req;
+    /* A worker is in the pool's epoch or behind it, never ahead, and has one
+     * request out at a time. */
+    if (e > (uint64_t)c->epoch || w->waiting || m->h.a > c->o.parts) {
+        node_drop(n, m, "PARTS_REQ out of turn");
+        return answer(n, c, rank, e, PARTS_ERROR, LOOM_EPROTO, 0);
+    }
+    if (m->h.a && e == (uint64_t)c->epoch)
+        finish(n, c, rank, (uint32_t)(m->h.a - 1));
+    else if (m->h.a) /* its part timed out and the epoch ended without it */
+        log_info("parts: epoch %" PRIu64 ": part %" PRIu64
+                 " finished late by worker %d; not counted",
+                 e, m->h.a - 1, rank);
+    if (w->held != NO_PART) { /* it asks for another: the one it held is not finished */
+        back_to_pool(c, w->held, rank, "asked again without finishing it", 0);
+    }
+    if (e < (uint64_t)c->epoch) return answer(n, c, rank, e, PARTS_EPOCH_END, 0, c->target);
+    if (c->epoch >= (int)c->o.epochs) return answer(n, c, rank, e, PARTS_JOB_END, 0, 0);
+    if (m->h.clock > c->hi) c->hi = m->h.clock;
+    if (c->npool) return hand_out(n, c, rank);
+    if (m->h.b) { /* no clocks to keep: wait here for a part or the end */
+        w->waiting = 1;
+        w->wait_epoch = (int)e;
+        return;
+    }
+    if (m->h.clock + 1 > c->hi) c->hi = m->h.clock + 1;
+    answer(n, c, rank, e, PARTS_WAIT, 0, 0);
+}
+
+/* The job goes on without worker node `id`: its part goes back to the pool. */
+static void on_lost(loom_node *n, void *ctx, uint32_t id)
+{
+    parts_coord *c = ctx;
+    int rank;
+    if (node_peer_role(n, id, &rank) != LOOM_WORKER || rank >= c->workers) return;
+    coord_worker *w = &c->worker[rank];
+    w->gone = 1;
+    w->waiting = 0;
+    if (!c->configured) return;
+    if (w->held == NO_PART) {
+        /* Core's line says its share is lost: with parts it had none. */
+        log_warn("parts: worker %d lost holding no part: no data lost", rank);
+        return;
+    }
+    back_to_pool(c, w->held, rank, "lost", 1);
+    serve_waiting(n, c);
+}
+
+/* Parts held longer than the timeout go back to the pool; a quarter of the
+ * timeout later it looks again (first poked when the options come). */
+static uint64_t on_timer(loom_node *n, void *ctx, uint64_t now)
+{
+    parts_coord *c = ctx;
+    uint64_t t = c->o.timeout_ms;
+    if (!c->configured || !t) return UINT64_MAX;
+    for (int r = 0; r < c->workers; r++) {
+        coord_worker *w = &c->worker[r];
+        if (w->held != NO_PART && now - c->parts[w->held].since_ms > t)
+            back_to_pool(c, w->held, r, "timed out", 1);
+    }
+    serve_waiting(n, c);
+    return now + (t / 4 ? t / 4 : 1);
+}
+
+int parts_coord_attach(loom_node *n)
+{
+    parts_coord *c = calloc(1, sizeof *c);
+    if (!c) return LOOM_ENOMEM;
+    c->workers = loom_num_workers(n);
+    c->num_servers = loom_num_servers(n);
+    c->worker = calloc(c->workers > 0 ? (size_t)c->workers : 1, sizeof *c->worker);
+    if (!c->worker) {
+        free(c);
+        return LOOM_ENOMEM;
+    }
+    for (int r = 0; r < c->workers; r++) c->worker[r].held = NO_PART;
+    node_set_layer(n, &parts_layer_def, c, coord_destroy);
+    node_set_handler(n, MSG_PARTS_REQ, on_request, c);
+    node_set_timer(n, &parts_layer_def, on_timer, c);
+    return node_add_lost(n, on_lost, c);
+}
