@@ -171,11 +171,11 @@ int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
     static const char *const sgd_only[] = {"--updater", "--minibatch", "--consistency"};
     static const char *const dbpg_only[] = {"--blocks", "--delay"};
     for (size_t k = 0; k < sizeof sgd_only / sizeof sgd_only[0]; k++)
-        if (c->train.algo == LR_ALGO_DBPG && GIVEN(sgd_only[k]))
+        if (c->train.algo == LR_ALGO_DBPG && app_flag_get(flags, NFLAGS, v, sgd_only[k]))
             return app_usage(err, errlen, "%s is for --algo sgd; dbpg uses --blocks and --delay",
                              sgd_only[k]);
     for (size_t k = 0; k < sizeof dbpg_only / sizeof dbpg_only[0]; k++)
-        if (c->train.algo == LR_ALGO_SGD && GIVEN(dbpg_only[k]))
+        if (c->train.algo == LR_ALGO_SGD && app_flag_get(flags, NFLAGS, v, dbpg_only[k]))
             return app_usage(err, errlen, "%s is for --algo dbpg", dbpg_only[k]);
     if (c->train.algo == LR_ALGO_SGD && c->train.l1 > 0 && c->train.updater != LR_UPD_FTRL)
         return app_usage(err, errlen, "--l1 needs --updater ftrl or --algo dbpg");

@@ -367,8 +367,10 @@ static void test_rows(void **state)
     static const uint32_t topics[] = {7, 2, 9, 2};
     for (size_t i = 0; i < 4; i++) assert_int_equal(lda_rows_add(&r, 0, topics[i], 1), 0);
     assert_false(lda_rows_dense(&r, 0));
-    uint32_t k, want_k[] = {2, 7, 9};
-    int32_t c, want_c[] = {2, 1, 1};
+    static const uint32_t want_k[] = {2, 7, 9};
+    static const int32_t want_c[] = {2, 1, 1};
+    uint32_t k;
+    int32_t c;
     size_t pos = 0, i = 0;
     while (lda_rows_next(&r, 0, &pos, &k, &c)) {
         assert_true(i < 3 && k == want_k[i] && c == want_c[i]);
