@@ -28,6 +28,7 @@
 #include "loom/loop.h"
 #include "loom/strads.h"
 #include "loom/table.h"
+#include "sched/loop_impl.h"
 
 enum { SPACE = 0, X0 = 1, X1 = 2 };
 enum { BUF0 = 0, BUF1 = 1 };
@@ -67,23 +68,20 @@ static void body(void *user, const int64_t *index, double value, void *const *ro
     loom_loop_buffer_row(f->buf[from], i); /* stays 0: the merge clears x[i] */
 }
 
-static int refuse(char *err, size_t errlen, const char *what)
-{
-    if (err && errlen) snprintf(err, errlen, "%s", what);
-    return LOOM_EINVAL;
-}
-
 static int open_for(loom_node *node, const loom_for_opts *o, int sync, loom_for **out, char *err,
                     size_t errlen)
 {
-    if (!node || !o || !out) return refuse(err, errlen, "no node, options or place for the loop");
+    if (!node || !o || !out)
+        return loop_refuse(err, errlen, LOOM_EINVAL, "no node, options or place for the loop");
     *out = NULL;
-    if (!o->n) return refuse(err, errlen, "the vector is empty (n is 0)");
-    if (!o->fn) return refuse(err, errlen, "no function for an iteration");
+    if (!o->n) return loop_refuse(err, errlen, LOOM_EINVAL, "the vector is empty (n is 0)");
+    if (!o->fn) return loop_refuse(err, errlen, LOOM_EINVAL, "no function for an iteration");
     if (!o->name || !*o->name || strlen(o->name) + 2 > LOOM_MAX_NAME)
-        return refuse(err, errlen, "the vector needs a name of 1 to 61 characters");
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "the vector needs a name of 1 to 61 characters");
     if (!sync && !o->delay)
-        return refuse(err, errlen, "AsyncFor needs a delay of at least 1 iteration");
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "AsyncFor needs a delay of at least 1 iteration");
     loom_for *f = calloc(1, sizeof *f);
     int W = loom_num_workers(node), rank = loom_rank(node);
     uint64_t lo = o->n * (uint64_t)rank / (uint64_t)W,
