@@ -31,6 +31,7 @@
 #include "p2p.h"
 #include "sketch.h"
 #include "loop.h"
+#include "strads.h"
 #include "parts.h"
 
 #define LOOM_VERSION_MAJOR 0

@@ -259,7 +259,10 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
                    size_t errlen);
 /* Run `passes` passes over the iteration space (every worker), flush the
  * buffers, write every array's rows to its table, reduce the accumulators
- * and meet the other workers at a barrier.
+ * and meet the other workers at a barrier. A loop with a buffer on a whole
+ * array also meets them after reading the whole arrays at the start: no
+ * worker's merge reaches the table before every worker has read the values
+ * the run starts from.
  * 0 or the first error. */
 int loom_loop_run(loom_loop *l, int64_t passes);
 const loom_loop_plan *loom_loop_get_plan(const loom_loop *l);

@@ -540,6 +540,12 @@ int loom_loop_run(loom_loop *l, int64_t passes)
     loop_accum_reset(l);
     for (size_t i = 0; i < l->narr && !rc; i++)
         if (l->arr[i].role == ROLE_WHOLE) rc = loop_read_whole(&l->arr[i]);
+    /* Merges into a whole array change it on the servers: no worker may
+     * flush before every worker has read the values the run starts from
+     * (SyncFor, loom/strads.h, depends on it). */
+    int merges_whole = 0;
+    for (size_t k = 0; k < l->o.nbuffers; k++) merges_whole |= l->buf[k].target->role == ROLE_WHOLE;
+    if (!rc && merges_whole) rc = loom_barrier(l->node);
     if (!rc && l->engine) {
         rc = loom_sched_run(l->engine, passes);
     } else if (!rc && l->wave) {

@@ -1,0 +1,71 @@
+/* STRADS-AP's loop operators over a distributed vector (kim-thesis-strads.txt,
+ * chapter 7; docs/LOOPS.md, "SyncFor and AsyncFor").
+ *
+ * A vector x of n doubles lives on the servers; the user writes what one
+ * iteration i computes from x, the new x[i]:
+ *
+ *     double jacobi(void *user, uint64_t i, const double *x);
+ *
+ * and runs it over i = 0 .. n - 1, pass after pass, on every worker of a job:
+ *
+ *   loom_sync_for_open   SyncFor (BSP): every iteration of a pass reads the
+ *                        values of the pass before, and the new values replace
+ *                        them at the pass's end. The result equals the serial
+ *                        loop that reads old values and writes new ones (a
+ *                        Jacobi sweep) bit for bit, on any number of workers.
+ *   loom_async_for_open  AsyncFor: an iteration's new value reaches x as the
+ *                        loop goes, at the latest `delay` iterations later on
+ *                        its worker, and the other workers' values as they
+ *                        flush theirs. With one worker and delay 1 it is the
+ *                        serial loop that writes in place (Gauss-Seidel), each
+ *                        write made as a sum table makes it: x[i] + (new -
+ *                        x[i]).
+ *
+ * Both are thin forms over loom/loop.h: a 1D loop over i, data-parallel (each
+ * worker runs the range n * rank / W .. n * (rank + 1) / W), whose writes go
+ * through a write buffer on a whole array. Errors are int codes
+ * (loom/error.h); err, when given, gets a sentence. */
+#ifndef LOOM_STRADS_H
+#define LOOM_STRADS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "node.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The new value of x[i]; x is this worker's view of the whole vector. */
+typedef double (*loom_for_fn)(void *user, uint64_t i, const double *x);
+
+typedef struct loom_for_opts {
+    const char *name;   /* the vector's name (its tables are name.0 and name.1) */
+    uint64_t n;         /* its length (>= 1) */
+    const double *init; /* its first values (n of them), or NULL: zeros */
+    loom_for_fn fn;
+    void *user;
+    uint64_t delay; /* AsyncFor: the delay bound in iterations (>= 1) */
+} loom_for_opts;
+
+typedef struct loom_for loom_for;
+
+/* Every worker calls these alike (in the same order as its other table and
+ * loop opens). LOOM_EINVAL with a sentence for n 0, no function or name, a
+ * name too long for a table, an AsyncFor with delay 0. */
+int loom_sync_for_open(loom_node *node, const loom_for_opts *o, loom_for **out, char *err,
+                       size_t errlen);
+int loom_async_for_open(loom_node *node, const loom_for_opts *o, loom_for **out, char *err,
+                        size_t errlen);
+/* Run `passes` passes (every worker); ends at a barrier. 0 or the first error. */
+int loom_for_run(loom_for *f, int64_t passes);
+/* The vector after the last run: n values into out. */
+int loom_for_values(loom_for *f, double *out);
+void loom_for_close(loom_for *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
