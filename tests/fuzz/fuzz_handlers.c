@@ -27,8 +27,8 @@
  *   0 inject   from, dest, type, flags, table, req, clock, a, b, frames: a message
  *              encoded by msg_encode_header, the sender field set to `from` unless the
  *              flags byte's bit 7 says otherwise; from >= 5 is an identity that is no
- *              node. Type bytes below 0xE0 are the core's and ps's types, 0xE0..0xFB
- *              the other layers' and later ones (other_types), from 0xFC the byte itself
+ *              node. Type bytes below 0xE0 are the core's and ps's types, 0xE0..0xFD
+ *              the other layers' and later ones (other_types), from 0xFE the byte itself
  *   1 raw      dest, from, header length (0..48) and that many bytes, frames
  *   2 api      worker, call, table, keys, arguments: call bytes below 0xF0 are the
  *              tables' (% 6: pull, push, clock, flush, range pull, wait), from 0xF0 the
@@ -87,7 +87,7 @@
 #define SVB_ROWS        8
 
 /* The message types beyond inject's numbering of the core's and ps's first ones (the
- * other layers', replication's, rejoining's), for its type bytes 0xE0..0xFB. New types go
+ * other layers', replication's, rejoining's), for its type bytes 0xE0..0xFD. New types go
  * at the end, so that the corpus's inputs keep their meaning. */
 static const uint8_t other_types[] = {
     MSG_ROWS_PUSH,    MSG_ROWS_PUSH_ACK, MSG_CKPT_PART,     MSG_SCHED_BLOCK, MSG_DYN_START,
@@ -95,11 +95,11 @@ static const uint8_t other_types[] = {
     MSG_P2P_MODEL,    MSG_P2P_ACK,       MSG_SVB_SVS,       MSG_SVB_REPLICA, MSG_WORKER_LOST,
     MSG_REPL,         MSG_REPL_ACK,      MSG_NODE_REJOINED, MSG_REJOIN_COPY, MSG_REJOIN_COPIED,
     MSG_REJOIN_READY, MSG_HANDBACK,      MSG_HANDBACK_ACK,  MSG_PARKED,      MSG_CKPT_BASE,
-    MSG_CKPT_PLAN,    MSG_CKPT_SKIP,     MSG_CKPT_FINAL};
+    MSG_CKPT_PLAN,    MSG_CKPT_SKIP,     MSG_CKPT_FINAL,    MSG_PARTS_REQ,   MSG_PARTS_GIVE};
 #define OTHER_TYPES     (sizeof other_types / sizeof *other_types)
-#define OTHER_TYPES_END 0xFC /* type bytes from here on are the type itself */
-_Static_assert(OTHER_TYPES <= OTHER_TYPES_END - 0xE0, "inject's type bytes 0xE0..0xFB name at "
-                                                      "most 28 types");
+#define OTHER_TYPES_END 0xFE /* type bytes from here on are the type itself */
+_Static_assert(OTHER_TYPES <= OTHER_TYPES_END - 0xE0, "inject's type bytes 0xE0..0xFD name at "
+                                                      "most 30 types");
 
 /* What the inputs reached, so the driver can tell that its seeds reach the handlers. */
 static struct {
