@@ -7,7 +7,8 @@
  * the changed-only replies (the second pull of a clock, rows held), with
  * keys in any order and repeated, under BSP (and SSP with one worker,
  * where the two pulls of a clock see the same clocks), integer and float
- * tables, with and without sparse rows on the wire. Then too small a
+ * tables, with and without sparse rows on the wire. Then room for the
+ * pairs only (no room to pull in place: the same pairs), too small a
  * capacity (LOOM_ELIMIT with the count) and bad arguments. */
 #include "ps_inproc.h"
 
@@ -131,6 +132,12 @@ static int ps_worker(loom_node *n, int rank, void *arg)
     size_t total, small;
     CHECK_OK(loom_pull_sparse(t, all, PS_KEYS, nnz, acols, vals, PS_KEYS * PS_WIDTH, &total));
     CHECK(total > 0);
+    /* Room for the pairs only (not for the rows dense): the same pairs. */
+    static _Thread_local uint8_t vals2[PS_KEYS * PS_WIDTH * 8];
+    static _Thread_local uint32_t cols2[PS_KEYS * PS_WIDTH], nnz2[PS_KEYS];
+    CHECK_OK(loom_pull_sparse(t, all, PS_KEYS, nnz2, cols2, vals2, total, &small));
+    CHECK(small == total && !memcmp(nnz, nnz2, sizeof nnz));
+    CHECK(!memcmp(acols, cols2, total * 4) && !memcmp(vals, vals2, total * vs));
     CHECK(loom_pull_sparse(t, all, PS_KEYS, nnz, acols, vals, total - 1, &small) == LOOM_ELIMIT);
     CHECK(small == total);
     CHECK_OK(loom_pull_sparse(t, all, 0, NULL, NULL, NULL, 0, &small));
