@@ -11,17 +11,43 @@
  * cache keeps rows dense, so it is done once, in the library, instead of in
  * every caller. In place, the pairs are written from the front of vals
  * while the dense rows are read further on: pair e comes from value
- * i * width + j >= e, so nothing is overwritten before it is read. */
+ * i * width + j >= e, and is loaded before it is stored, so nothing is
+ * overwritten before it is read. */
 #include <string.h>
 
 #include "ps/client_impl.h"
 
-/* Whether a value's bits are all 0. */
-static int zero_bits(const uint8_t *v, size_t vs)
+/* The pairs of n rows of width values of C type T (uint32_t or uint64_t: a
+ * value is left out when its bits are all 0) from dense into cols and vals,
+ * at most cap of them; row_nnz per row. Returns the number of pairs. */
+#define COMPACT(T)                                                                                 \
+    do {                                                                                           \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            const uint8_t *row = dense + i * width * sizeof(T);                                    \
+            uint32_t c = 0;                                                                        \
+            for (size_t j = 0; j < width; j++) {                                                   \
+                T v;                                                                               \
+                memcpy(&v, row + j * sizeof(T), sizeof v);                                         \
+                if (!v) continue;                                                                  \
+                if (total < cap) {                                                                 \
+                    cols[total] = (uint32_t)j;                                                     \
+                    memcpy((uint8_t *)vals + total * sizeof(T), &v, sizeof v);                     \
+                }                                                                                  \
+                total++, c++;                                                                      \
+            }                                                                                      \
+            row_nnz[i] = c;                                                                        \
+        }                                                                                          \
+    } while (0)
+
+static size_t compact(const uint8_t *dense, size_t n, size_t width, size_t vs, uint32_t *row_nnz,
+                      uint32_t *cols, void *vals, size_t cap)
 {
-    for (size_t b = 0; b < vs; b++)
-        if (v[b]) return 0;
-    return 1;
+    size_t total = 0;
+    if (vs == 4)
+        COMPACT(uint32_t);
+    else
+        COMPACT(uint64_t);
+    return total;
 }
 
 int loom_pull_sparse(loom_table *t, const uint64_t *keys, size_t n, uint32_t *row_nnz,
@@ -35,20 +61,7 @@ int loom_pull_sparse(loom_table *t, const uint64_t *keys, size_t n, uint32_t *ro
     uint8_t *dense = own ? malloc(n * t->row_bytes) : vals;
     if (!dense) return LOOM_ENOMEM;
     int rc = loom_pull(t, keys, n, dense);
-    size_t total = 0;
-    for (size_t i = 0; !rc && i < n; i++) {
-        const uint8_t *row = dense + i * t->row_bytes;
-        uint32_t c = 0;
-        for (size_t j = 0; j < width; j++) {
-            if (zero_bits(row + j * vs, vs)) continue;
-            if (total < cap) {
-                cols[total] = (uint32_t)j;
-                memmove((uint8_t *)vals + total * vs, row + j * vs, vs);
-            }
-            total++, c++;
-        }
-        row_nnz[i] = c;
-    }
+    size_t total = rc ? 0 : compact(dense, n, width, vs, row_nnz, cols, vals, cap);
     if (own) free(dense);
     if (rc) return rc;
     *nnz = total;
