@@ -78,6 +78,10 @@ int lda_rows_add(lda_rows *r, size_t w, uint32_t k, int32_t by);
 /* Word w's row becomes the K counts d, in the form its sum asks for;
  * *changed (if not NULL) says whether it differed. 0 or LOOM_ENOMEM. */
 int lda_rows_assign(lda_rows *r, size_t w, const int32_t *d, int *changed);
+/* The same from its non-zero counts only: nnz counts c at topics k
+ * (strictly ascending, below K, none zero), as loom_pull_sparse() gives them. */
+int lda_rows_assign_sparse(lda_rows *r, size_t w, const uint32_t *k, const int32_t *c, uint32_t nnz,
+                           int *changed);
 /* Word w's row as K dense counts. */
 void lda_rows_expand(const lda_rows *r, size_t w, int32_t *out);
 /* The next non-zero count of word w from *pos (start at 0), by ascending

@@ -184,27 +184,22 @@ static int same(const lda_rows *r, size_t w, const int32_t *d)
     return j == row->nnz;
 }
 
-int lda_rows_assign(lda_rows *r, size_t w, const int32_t *d, int *changed)
+/* Word w's row takes the form a row of `sum` tokens and nnz non-zero counts
+ * is kept in, with room for them; a sparse row is left empty, a dense one
+ * holds counts to be overwritten. 0 or LOOM_ENOMEM. */
+static int reshape(lda_rows *r, size_t w, int64_t sum, uint32_t nnz)
 {
-    const size_t K = r->topics;
-    if (changed) *changed = 0;
-    if (same(r, w, d)) return 0;
-    if (changed) *changed = 1;
-    int64_t sum = 0;
-    uint32_t nnz = 0;
-    for (size_t k = 0; k < K; k++) sum += d[k], nnz += d[k] != 0;
     lda_row *row = &r->row[w];
     row->sum = sum;
     if (dense_for(r, sum)) {
         if (row->cap != DENSE) {
-            int32_t *g = malloc(K * sizeof *g);
+            int32_t *g = malloc(r->topics * sizeof *g);
             if (!g) return LOOM_ENOMEM;
             free(row->v);
             row->v = g;
             row->cap = DENSE;
             row->nnz = 0;
         }
-        memcpy(row->v, d, K * sizeof *d);
         return 0;
     }
     if (row->cap == DENSE || row->cap < nnz) {
@@ -214,10 +209,72 @@ int lda_rows_assign(lda_rows *r, size_t w, const int32_t *d, int *changed)
         row->v = g;
         row->cap = nnz ? nnz : 1;
     }
-    uint64_t *e = row->v;
     row->nnz = 0;
+    return 0;
+}
+
+int lda_rows_assign(lda_rows *r, size_t w, const int32_t *d, int *changed)
+{
+    const size_t K = r->topics;
+    if (changed) *changed = 0;
+    if (same(r, w, d)) return 0;
+    if (changed) *changed = 1;
+    int64_t sum = 0;
+    uint32_t nnz = 0;
+    for (size_t k = 0; k < K; k++) sum += d[k], nnz += d[k] != 0;
+    if (reshape(r, w, sum, nnz)) return LOOM_ENOMEM;
+    lda_row *row = &r->row[w];
+    if (row->cap == DENSE) {
+        memcpy(row->v, d, K * sizeof *d);
+        return 0;
+    }
+    uint64_t *e = row->v;
     for (size_t k = 0; k < K; k++)
         if (d[k]) e[row->nnz++] = PAIR(k, d[k]);
+    return 0;
+}
+
+/* Does word w's row hold exactly the nnz counts c at topics k (ascending,
+ * none zero)? A sparse row compares its pairs, a dense one its K counts. */
+static int same_sparse(const lda_rows *r, size_t w, const uint32_t *k, const int32_t *c,
+                       uint32_t nnz)
+{
+    const lda_row *row = &r->row[w];
+    if (row->cap != DENSE) {
+        if (row->nnz != nnz) return 0;
+        const uint64_t *e = row->v;
+        for (uint32_t j = 0; j < nnz; j++)
+            if (e[j] != PAIR(k[j], c[j])) return 0;
+        return 1;
+    }
+    const int32_t *d = row->v;
+    uint32_t j = 0;
+    for (uint32_t t = 0; t < r->topics; t++) {
+        if (!d[t]) continue;
+        if (j == nnz || k[j] != t || c[j] != d[t]) return 0;
+        j++;
+    }
+    return j == nnz;
+}
+
+int lda_rows_assign_sparse(lda_rows *r, size_t w, const uint32_t *k, const int32_t *c, uint32_t nnz,
+                           int *changed)
+{
+    if (changed) *changed = 0;
+    if (same_sparse(r, w, k, c, nnz)) return 0;
+    if (changed) *changed = 1;
+    int64_t sum = 0;
+    for (uint32_t j = 0; j < nnz; j++) sum += c[j];
+    if (reshape(r, w, sum, nnz)) return LOOM_ENOMEM;
+    lda_row *row = &r->row[w];
+    if (row->cap == DENSE) {
+        memset(row->v, 0, r->topics * sizeof(int32_t));
+        for (uint32_t j = 0; j < nnz; j++) ((int32_t *)row->v)[k[j]] = c[j];
+        return 0;
+    }
+    uint64_t *e = row->v;
+    for (uint32_t j = 0; j < nnz; j++) e[j] = PAIR(k[j], c[j]);
+    row->nnz = nnz;
     return 0;
 }
 

@@ -84,13 +84,15 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
         size_t n = l->d.nwords ? l->d.nwords : 1;
         l->ckeys = malloc(w->chunk * w->nblocks * sizeof *l->ckeys);
         l->vals = malloc(w->chunk * K * sizeof *l->vals);
+        l->pcols = malloc(w->chunk * K * sizeof *l->pcols);
+        l->pnnz = malloc(w->chunk * w->nblocks * sizeof *l->pnnz);
         l->tdelta = calloc(K, sizeof *l->tdelta);
         l->shared_idx = malloc(n * sizeof *l->shared_idx);
         l->local_idx = malloc(n * sizeof *l->local_idx);
         l->uidx = malloc(n * sizeof *l->uidx);
         l->reload = malloc(n * sizeof *l->reload);
-        if (!l->ckeys || !l->vals || !l->tdelta || !l->shared_idx || !l->local_idx || !l->uidx ||
-            !l->reload)
+        if (!l->ckeys || !l->vals || !l->pcols || !l->pnnz || !l->tdelta || !l->shared_idx ||
+            !l->local_idx || !l->uidx || !l->reload)
             return LOOM_ENOMEM;
         w->nall += l->d.nwords;
     }
@@ -119,7 +121,8 @@ static void lanes_free(worker *w)
 {
     for (int t = 0; w->lanes && t < w->threads; t++) {
         lane *l = &w->lanes[t];
-        free(l->keys), free(l->ckeys), free(l->vals), free(l->tdelta);
+        free(l->keys), free(l->ckeys), free(l->vals), free(l->pcols), free(l->pnnz);
+        free(l->tdelta);
         free(l->shared_idx), free(l->local_idx), free(l->uidx);
         free(l->nnz), free(l->cols), free(l->reload);
         lda_sampler_free(&l->s);
@@ -310,24 +313,32 @@ static int push_lanes(worker *w, int initial, int clock_end)
 
 /* Pull the rows of lane l's n local words `idx` (NULL: words 0..n-1) a chunk
  * of words at a time into the lane's rows; the words whose rows changed are
- * added to l->reload (from *nreload on) when reload is set. The pulled
- * values are dense, K a word: the chunks keep the buffer and its keys at
- * w->chunk words whatever the vocabulary. */
+ * added to l->reload (from *nreload on) when reload is set. The rows come
+ * sparse (loom_pull_sparse: a word's non-zero counts, by block and column,
+ * so by topic), and a word's row is compared with and rebuilt from its
+ * pairs; the buffers hold w->chunk words of K (room to pull in place), so
+ * they and the keys stay the same size whatever the vocabulary. */
 static int pull_rows(worker *w, lane *l, const uint32_t *idx, size_t n, int reload, size_t *nreload)
 {
     const size_t K = w->p.topics;
     for (size_t i0 = 0; i0 < n; i0 += w->chunk) {
-        size_t m = n - i0 < w->chunk ? n - i0 : w->chunk;
+        size_t m = n - i0 < w->chunk ? n - i0 : w->chunk, total;
         for (size_t i = 0; i < m; i++)
             lda_block_keys(w, &l->d.vocab[idx ? idx[i0 + i] : i0 + i], 1,
                            l->ckeys + i * w->nblocks);
-        TRY("pull word-topic rows", loom_pull(w->wt, l->ckeys, m * w->nblocks, l->vals));
+        TRY("pull word-topic rows", loom_pull_sparse(w->wt, l->ckeys, m * w->nblocks, l->pnnz,
+                                                     l->pcols, l->vals, w->chunk * K, &total));
+        size_t e = 0;
         for (size_t i = 0; i < m; i++) {
-            uint32_t word = idx ? idx[i0 + i] : (uint32_t)(i0 + i);
+            uint32_t word = idx ? idx[i0 + i] : (uint32_t)(i0 + i), nnz = 0;
+            for (uint32_t b = 0; b < w->nblocks; b++)
+                for (uint32_t j = 0; j < l->pnnz[i * w->nblocks + b]; j++, nnz++)
+                    l->pcols[e + nnz] += b * w->block;
             int changed;
             TRY("pull word-topic rows",
-                lda_rows_assign(&l->s.rows, word, l->vals + i * K, &changed));
+                lda_rows_assign_sparse(&l->s.rows, word, l->pcols + e, l->vals + e, nnz, &changed));
             if (reload && changed) l->reload[(*nreload)++] = word;
+            e += nnz;
         }
     }
     return 0;

@@ -43,7 +43,12 @@ typedef struct lane {
     lda_sampler s;
     uint64_t *keys;  /* table keys of a clock's changed blocks (ncols_cap) */
     uint64_t *ckeys; /* table keys of a chunk of pulled words (w->chunk x nblocks) */
-    int32_t *vals;   /* pulled rows, w->chunk words of K */
+    /* A chunk's pulled rows, sparse (loom_pull_sparse): per table row its
+     * number of non-zero counts, their columns (then topics) and counts;
+     * room for w->chunk words of K, so the pull is done in place. */
+    uint32_t *pnnz;  /* w->chunk x nblocks */
+    uint32_t *pcols; /* w->chunk x K */
+    int32_t *vals;   /* w->chunk x K */
     int64_t *tdelta; /* K */
     size_t nkeys;    /* table rows of this clock's changes */
     /* A clock's changes as sparse rows of keys (loom_push_sparse): row i has

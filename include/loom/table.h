@@ -134,6 +134,17 @@ int loom_pull_async(loom_table *t, const uint64_t *keys, size_t n, void *out, lo
 int loom_pull_range(loom_table *t, uint64_t begin, uint64_t end, void *out);
 int loom_pull_range_async(loom_table *t, uint64_t begin, uint64_t end, void *out, loom_ts *ts);
 
+/* Read rows sparse, as CSR (the layout loom_push_sparse() takes): row i, for
+ * keys[i], comes back as row_nnz[i] (column, value) pairs, its values whose
+ * bits are not all 0 by ascending column, the columns next in cols and the
+ * values next in vals (of the table's type). The same values as loom_pull()
+ * of the same keys (keys as there); a row of zeros has no pairs. cols and
+ * vals have room for cap pairs (n * width always suffices); *nnz receives
+ * the number of pairs. LOOM_ELIMIT if there are more than cap (*nnz and
+ * row_nnz are then set, cols and vals hold the first cap pairs). */
+int loom_pull_sparse(loom_table *t, const uint64_t *keys, size_t n, uint32_t *row_nnz,
+                     uint32_t *cols, void *vals, size_t cap, size_t *nnz);
+
 /* Write deltas: vals holds n * width values, row i for keys[i]; duplicate keys
  * are combined. Buffered and coalesced per row in the update buffer, which is
  * sent at loom_clock(), loom_flush(), loom_barrier() or when it holds
