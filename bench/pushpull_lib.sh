@@ -1,7 +1,8 @@
 # pushpull_lib.sh: what the scripts that compare push/pull runs share
 # (run_pushpull.sh: Loom vs raw ZeroMQ; run_curve.sh: Loom with and without
-# CURVE). Sourced after `set -euo pipefail`; the script's own usage line is in
-# its header. Provides:
+# CURVE; run_pushpull_cpu.sh: CPU per operation, which uses only the setup).
+# Sourced after `set -euo pipefail`; the script's own usage line is in its
+# header. Provides:
 #   pushpull_setup DEFAULT_CONFIGS TITLE PROGRAM... -- ARGS...
 #       reads [BUILD_DIR] [-- FLAGS...] from ARGS into $build and flags[],
 #       CONFIGS, REPEAT, TIMEOUT into $configs, $repeat, $timeout_s; checks
