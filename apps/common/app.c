@@ -136,6 +136,23 @@ uint32_t app_parts_count(int parts, int workers)
     return parts > 0 ? (uint32_t)parts : 4 * (uint32_t)(workers > 0 ? workers : 1);
 }
 
+int app_part_read(const char *prog, const char *path, const loom_libsvm_opts *o, uint64_t max_dim,
+                  uint32_t i, uint32_t nparts, loom_dataset **d)
+{
+    if (*d) return 0;
+    char err[1024];
+    loom_libsvm_opts lo = *o;
+    if (!lo.max_features || lo.max_features > max_dim) lo.max_features = max_dim;
+    if (loom_libsvm_read(path, (int)i, (int)nparts, &lo, d, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 1;
+    }
+    if ((*d)->skipped)
+        fprintf(stderr, "%s: skipped %zu malformed line(s) in part %u of %s\n", prog, (*d)->skipped,
+                i, path);
+    return 0;
+}
+
 /* "bsp", "asp" or "ssp:S" into a loom_consistency and staleness. */
 static int parse_consistency(const char *v, int *consistency, int *staleness, char *err,
                              size_t errlen)

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <loom/data.h>
 #include <loom/loom.h>
 
 #include "common/team.h"
@@ -248,6 +249,12 @@ int app_parts_flags(const app_flag *flags, size_t n, const app_flag_value *value
                     double *timeout_s, char *err, size_t errlen);
 /* How many parts: N, or for auto 4 per worker. */
 uint32_t app_parts_count(int parts, int workers);
+/* Data part i of nparts of the LIBSVM file path (share i of nparts: a byte
+ * range split at line boundaries) into *d, unless *d holds it already, with
+ * o's settings and at most max_dim features (o's own bound when it is
+ * smaller); skipped lines said. 0, or 1 having said why, prefixed "prog: ". */
+int app_part_read(const char *prog, const char *path, const loom_libsvm_opts *o, uint64_t max_dim,
+                  uint32_t i, uint32_t nparts, loom_dataset **d);
 /* LIBSVM feature ids of `loom train lr|mlr`'s files. */
 #define APP_FLAGS_IDS                                                                              \
     {.name = "--zero-based",                                                                       \

@@ -38,19 +38,8 @@ typedef struct fm_parts {
 
 static int read_part(fm_parts *ps, uint32_t i)
 {
-    fm_part *p = &ps->p[i];
-    if (p->d) return 0;
-    char err[1024];
-    loom_libsvm_opts o = ps->c->data;
-    if (!o.max_features || o.max_features > FM_MAX_DIM) o.max_features = FM_MAX_DIM;
-    if (loom_libsvm_read(ps->c->job.train_path, (int)i, (int)ps->n, &o, &p->d, err, sizeof err)) {
-        fprintf(stderr, PROG ": %s\n", err);
-        return 1;
-    }
-    if (p->d->skipped)
-        fprintf(stderr, PROG ": skipped %zu malformed line(s) in part %u of %s\n", p->d->skipped, i,
-                ps->c->job.train_path);
-    return 0;
+    return app_part_read(PROG, ps->c->job.train_path, &ps->c->data, FM_MAX_DIM, i, ps->n,
+                         &ps->p[i].d);
 }
 
 /* The part, read, with its share, and settled if the first epoch is over. */

@@ -48,20 +48,8 @@ typedef struct part_cache {
 
 static int read_part(part_cache *pc, uint32_t i)
 {
-    part_slot *p = &pc->slot[i];
-    if (p->d) return 0;
-    char err[1024];
-    loom_libsvm_opts o = pc->c->data;
-    if (!o.max_features || o.max_features > LR_MAX_DIM) o.max_features = LR_MAX_DIM;
-    if (loom_libsvm_read(pc->c->job.train_path, (int)i, (int)pc->nparts, &o, &p->d, err,
-                         sizeof err)) {
-        fprintf(stderr, PROG ": %s\n", err);
-        return 1;
-    }
-    if (p->d->skipped)
-        fprintf(stderr, PROG ": skipped %zu malformed line(s) in part %u of %s\n", p->d->skipped, i,
-                pc->c->job.train_path);
-    return 0;
+    return app_part_read(PROG, pc->c->job.train_path, &pc->c->data, LR_MAX_DIM, i, pc->nparts,
+                         &pc->slot[i].d);
 }
 
 /* The part, read and with its feature map, ready to train on. */
