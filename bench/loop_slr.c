@@ -84,7 +84,7 @@ int main(int argc, char **argv)
     const char *train = NULL, *test = NULL;
     int passes = 10;
     slr s = {.lr = 0.1, .minibatch = 100};
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
         if (!strcmp(a, "--train"))
@@ -99,7 +99,6 @@ int main(int argc, char **argv)
             s.minibatch = atof(v);
         else
             return usage();
-        i++;
     }
     if (!train || passes < 1 || !(s.lr > 0) || s.minibatch < 1) return usage();
     int W = loom_num_workers(n), me = loom_rank(n);
