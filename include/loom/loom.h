@@ -12,6 +12,7 @@
  * p2p.h      serverless data parallelism: communication graphs, stochastic reduce
  * sketch.h   Count-Min sketches: approximate counts of a huge key space on the servers
  * loop.h     parallel loops with declared accesses (Orion): plans and their runs
+ * darray.h   distributed arrays (Orion's DistArrays): what a loop runs over
  * parts.h    training data handed out to the workers in parts, on demand
  *
  * Two headers are included on their own: data.h (the LIBSVM, ratings and
@@ -31,6 +32,7 @@
 #include "p2p.h"
 #include "sketch.h"
 #include "loop.h"
+#include "darray.h"
 #include "strads.h"
 #include "parts.h"
 

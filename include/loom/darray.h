@@ -1,0 +1,143 @@
+/* Distributed arrays: the data a parallel loop runs over (Orion's DistArrays,
+ * wei-thesis-bosen-orion.txt 3.4; docs/LOOPS.md, "Distributed arrays").
+ *
+ * A darray is an n-dimensional array of doubles (up to LOOM_DARRAY_MAX_DIMS
+ * dimensions) spread over the workers of a job. It is
+ *
+ *   sparse  a set of elements, each an index tuple and a value, e.g. the
+ *           ratings (user, item) -> rating of matrix factorisation or the
+ *           tokens (document, position) -> word of a corpus; the elements are
+ *           kept as given, several at one index included;
+ *   dense   every index of its box [0, e0) x [0, e1) x ... has a value.
+ *
+ * The workers split it by ranges of one dimension, `part_dim`: worker w holds
+ * every element whose coordinate in that dimension lies in
+ * [bounds[w], bounds[w + 1]). A sparse array's ranges are balanced by a
+ * histogram of the elements' coordinates (Orion 3.7: ratings files are far
+ * from uniform), a dense array's cut its rows evenly (part_dim 0). A worker's
+ * elements are sorted by index (lexicographic; elements at one index by
+ * value, NaNs last), so what it holds never depends on which worker read or
+ * made which element.
+ *
+ * Making one is collective: every worker of the job calls the same
+ * constructor with the same options, in the same order as its other darrays,
+ * loops (loom/loop.h) and engines (loom/sched.h); so is every call below
+ * marked "collective". The workers meet through small tables on the servers
+ * and worker-to-worker messages, so the job needs at least one server. When
+ * one worker fails (an unreadable part, an index outside the extents, a
+ * parser's refusal) every worker returns an error: the failing one says why
+ * in err, the others that worker R failed.
+ *
+ * Arrays of rows that a loop body reads and writes (W(i, *), H(j, *)) are
+ * loom/loop.h's loom_loop_array, kept in tables; a darray is what a loop
+ * iterates over: loom_darray_local() gives a worker's elements in the form
+ * loom_loop_opts wants (indices, values, n).
+ *
+ * Errors are int codes (loom/error.h); err, when given, gets a sentence. */
+#ifndef LOOM_DARRAY_H
+#define LOOM_DARRAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "node.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_DARRAY_MAX_DIMS 4
+
+typedef struct loom_darray loom_darray;
+
+typedef struct loom_darray_opts {
+    uint32_t dims;
+    /* The box: extents[v] for v < dims. 0 (sparse arrays only): one more than
+     * the largest index any worker has in that dimension. An element outside
+     * a given extent is an error. */
+    uint64_t extents[LOOM_DARRAY_MAX_DIMS];
+    /* The dimension cut into the workers' ranges (dense arrays: 0). */
+    uint32_t part_dim;
+} loom_darray_opts;
+
+/* ---- making one (collective) ---- */
+
+/* What a parser adds elements through. */
+typedef struct loom_darray_sink loom_darray_sink;
+/* Adds one element (index: dims values). LOOM_ENOMEM. */
+int loom_darray_emit(loom_darray_sink *s, const int64_t *index, double value);
+/* Turns one line of the file (len bytes, without its "\n" or "\r\n") into
+ * zero or more elements. Returns 0, or non-zero to refuse the line (the
+ * construction then fails with "PATH:LINE: " and the message given to
+ * loom_darray_refuse, else "the parser refused the line"). */
+typedef int (*loom_darray_parse_fn)(void *user, const char *line, size_t len, loom_darray_sink *s);
+/* For a parser: the reason its line is refused (printf-style). Returns
+ * LOOM_EINVAL, for `return loom_darray_refuse(s, "...")`. */
+int loom_darray_refuse(loom_darray_sink *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A sparse array from a text file: each worker parses its share of the lines
+ * (the file is cut on line boundaries, as the LIBSVM reader does), then the
+ * elements go to the workers whose ranges hold them. */
+int loom_darray_from_file(loom_node *node, const char *path, const loom_darray_opts *o,
+                          loom_darray_parse_fn parse, void *user, loom_darray **out, char *err,
+                          size_t errlen);
+/* A sparse array from elements each worker was given or generated (n of them:
+ * indices n x dims, values n; copied), sent where they belong. */
+int loom_darray_from_elements(loom_node *node, const loom_darray_opts *o, const int64_t *indices,
+                              const double *values, size_t n, loom_darray **out, char *err,
+                              size_t errlen);
+/* A dense array whose element at `index` is gen(user, index), each worker
+ * making its own rows (every extent given, part_dim 0). gen NULL: zeros. */
+int loom_darray_generate(loom_node *node, const loom_darray_opts *o,
+                         double (*gen)(void *user, const int64_t *index), void *user,
+                         loom_darray **out, char *err, size_t errlen);
+
+/* ---- this worker's part ---- */
+
+/* Replaces each of this worker's values v at `index` by fn(user, index, v).
+ * Runs on one worker's elements: call it on every worker to map the array. */
+void loom_darray_map(loom_darray *d, double (*fn)(void *user, const int64_t *index, double v),
+                     void *user);
+/* Sets every value, on this worker, to a draw uniform in [lo, hi) that
+ * depends only on the seed and the element's index (and, for elements at one
+ * index, their order there): the same array on any number of workers. */
+void loom_darray_fill_random(loom_darray *d, uint64_t seed, double lo, double hi);
+/* This worker's elements, sorted by index: *indices (n x dims) and *values
+ * point into the array (valid until the next call that changes it or
+ * loom_darray_free; a dense array's indices are made on the first call).
+ * Returns n, or 0 with both NULL when it holds none. LOOM_ENOMEM is reported
+ * as 0 with *indices NULL and *values not NULL. */
+size_t loom_darray_local(loom_darray *d, const int64_t **indices, const double **values);
+uint32_t loom_darray_dims(const loom_darray *d);
+/* The box (dims values, the extents agreed at construction). */
+void loom_darray_extents(const loom_darray *d, uint64_t *extents);
+/* Every worker's elements together (agreed at construction). */
+uint64_t loom_darray_size(const loom_darray *d);
+/* Worker w's range of part_dim: [*lo, *hi). */
+void loom_darray_range(const loom_darray *d, uint32_t w, uint64_t *lo, uint64_t *hi);
+
+/* ---- the whole array (collective) ---- */
+
+/* Every element, on worker `root`, sorted by index: *indices (n x dims) and
+ * *values, freed with free(); the other workers get n = 0 and NULLs. */
+int loom_darray_gather(loom_darray *d, uint32_t root, int64_t **indices, double **values,
+                       size_t *n);
+/* Saves the array into directory `dir` (made if missing): one file per worker
+ * (part-W-of-N.bin) and, once every part is complete, a manifest written by
+ * worker 0. Each file is written under a temporary name and renamed; files
+ * of the directory that are not these are left alone. */
+int loom_darray_save(loom_darray *d, const char *dir, char *err, size_t errlen);
+/* Loads an array saved by loom_darray_save on any number of workers: each
+ * worker reads some of the parts, then the elements are spread over this
+ * job's workers as at construction. Malformed or truncated files, and
+ * elements outside the manifest's box, are refused with a sentence. */
+int loom_darray_load(loom_node *node, const char *dir, loom_darray **out, char *err, size_t errlen);
+
+void loom_darray_free(loom_darray *d);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

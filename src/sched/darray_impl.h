@@ -1,0 +1,72 @@
+/* darray_impl: what darray.c (making, spreading, gathering) and
+ * darray_file.c (reading text, saving, loading) share (loom/darray.h). */
+#ifndef LOOM_SCHED_DARRAY_IMPL_H
+#define LOOM_SCHED_DARRAY_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/darray.h"
+
+struct loom_darray {
+    loom_node *node;
+    uint32_t engine; /* the engine number its worker-to-worker messages carry */
+    uint32_t seq;    /* collective exchanges made: each uses versions of its own */
+    uint32_t W, rank;
+    uint32_t dims, part_dim;
+    int dense;
+    uint64_t ext[LOOM_DARRAY_MAX_DIMS];
+    uint64_t *bounds; /* W + 1: worker w holds part_dim coordinates [bounds[w], bounds[w + 1]) */
+    uint64_t total;   /* every worker's elements */
+    size_t n;         /* this worker's */
+    int64_t *idx;     /* n x dims, sorted; a dense array's made on demand */
+    double *val;
+};
+
+/* One element with its index padded to the largest rank: what is sorted and,
+ * packed to dims + 1 words, sent. Indices compare lexicographically, then the
+ * values (NaNs last, ties by their bits), so that the order of elements at
+ * one index never depends on who held them. */
+typedef struct darray_elem {
+    int64_t key[LOOM_DARRAY_MAX_DIMS];
+    uint64_t bits;
+} darray_elem;
+
+/* A growing list of elements, with the box they must lie in (0: any). */
+typedef struct darray_elems {
+    darray_elem *e;
+    size_t n, cap;
+    uint32_t dims;
+    const uint64_t *ext;
+} darray_elems;
+
+/* What a parser's loom_darray_emit adds to. */
+struct loom_darray_sink {
+    darray_elems *list;
+    char why[160]; /* loom_darray_refuse's message, or the emit's own */
+};
+
+/* Appends an element; LOOM_EKEYRANGE (with why) for an index outside the box
+ * or negative, LOOM_ENOMEM. */
+int darray_elems_add(darray_elems *l, const int64_t *index, double v, char *why, size_t whylen);
+void darray_elems_free(darray_elems *l);
+
+/* A new array of this worker (collective: the engine number), its options
+ * checked alike on every worker. */
+int darray_new(loom_node *node, const loom_darray_opts *o, int dense, loom_darray **out, char *err,
+               size_t errlen);
+/* Collective: every worker's `failed` (0 or an error code, its sentence in
+ * err) are compared, then the box and the count agreed, the ranges cut and
+ * each element sent to the worker holding it; the list is consumed. A dense
+ * array must then hold every index of its box exactly once. */
+int darray_settle(loom_darray *d, darray_elems *l, int failed, char *err, size_t errlen);
+/* Collective: every worker's `mine` (words values) into all (W x words), in
+ * rank order. */
+int darray_allgather(loom_darray *d, const int64_t *mine, size_t words, int64_t *all);
+/* Collective: 0 if every worker's rc is 0, else the first failing worker's
+ * code, with a sentence naming it in err on the others. */
+int darray_agree_rc(loom_darray *d, int rc, char *err, size_t errlen);
+/* Index of element i of this worker (dims values), for either kind. */
+void darray_index_of(const loom_darray *d, size_t i, int64_t *index);
+
+#endif
