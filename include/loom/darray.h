@@ -66,11 +66,13 @@ typedef struct loom_darray_opts {
 typedef struct loom_darray_sink loom_darray_sink;
 /* Adds one element (index: dims values). LOOM_ENOMEM. */
 int loom_darray_emit(loom_darray_sink *s, const int64_t *index, double value);
-/* Turns one line of the file (len bytes, without its "\n" or "\r\n") into
- * zero or more elements. Returns 0, or non-zero to refuse the line (the
- * construction then fails with "PATH:LINE: " and the message given to
- * loom_darray_refuse, else "the parser refused the line"). */
-typedef int (*loom_darray_parse_fn)(void *user, const char *line, size_t len, loom_darray_sink *s);
+/* Turns one line of the file (len bytes, without its "\n" or "\r\n"; `line`
+ * its number in the file, from 0, e.g. a row index for a matrix stored a row
+ * a line) into zero or more elements. Returns 0, or non-zero to refuse the
+ * line (the construction then fails with "PATH:LINE: " and the message
+ * given to loom_darray_refuse, else "the parser refused the line"). */
+typedef int (*loom_darray_parse_fn)(void *user, uint64_t line, const char *text, size_t len,
+                                    loom_darray_sink *s);
 /* For a parser: the reason its line is refused (printf-style). Returns
  * LOOM_EINVAL, for `return loom_darray_refuse(s, "...")`. */
 int loom_darray_refuse(loom_darray_sink *s, const char *fmt, ...)

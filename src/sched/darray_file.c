@@ -75,7 +75,7 @@ static int parse_lines(void *arg, const char *p, const char *stop, const char *e
         size_t len = (size_t)((const char *)memchr(p, '\n', (size_t)(end - p)) - p);
         if (len && p[len - 1] == '\r') len--;
         c->sink.why[0] = '\0';
-        int rc = c->parse(c->user, p, len, &c->sink);
+        int rc = c->parse(c->user, (uint64_t)c->line - 1, p, len, &c->sink);
         if (rc) return rc;
     }
     return 0;

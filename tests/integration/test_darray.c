@@ -10,7 +10,8 @@
  *     changes each value as asked;
  *   - dense arrays from a generator, among them one with fewer rows than
  *     workers: every index once, the generator's values;
- *   - from a text file: every line parsed once whoever reads it; a line the
+ *   - from a text file: every line parsed once whoever reads it, with its
+ *     number in the file; a line the
  *     parser refuses fails every worker, the reader naming file and line;
  *   - saved on 3 workers, loaded on 1 and 2: the same array; a file of the
  *     directory that is not Loom's left alone; a truncated part, a missing
@@ -22,6 +23,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,13 +280,13 @@ static void test_dense_generate(void **state)
 
 /* "i j value" lines; '#' comments and blank lines give nothing; "bad"
  * lines are refused. */
-static int parse_line(void *user, const char *line, size_t len, loom_darray_sink *s)
+static int parse_line(void *user, uint64_t line, const char *text, size_t len, loom_darray_sink *s)
 {
-    (void)user;
     char buf[128];
-    if (!len || line[0] == '#') return 0;
+    _Atomic uint64_t *lines = user; /* the sum of the numbers of the lines giving elements */
+    if (!len || text[0] == '#') return 0;
     if (len >= sizeof buf) return loom_darray_refuse(s, "line too long");
-    memcpy(buf, line, len);
+    memcpy(buf, text, len);
     buf[len] = '\0';
     long long i, j;
     double v;
@@ -292,21 +294,24 @@ static int parse_line(void *user, const char *line, size_t len, loom_darray_sink
     if (sscanf(buf, "%lld %lld %lf%n", &i, &j, &v, &used) != 3 || buf[used])
         return loom_darray_refuse(s, "not \"i j value\": %s", buf);
     int64_t index[2] = {i, j};
+    atomic_fetch_add(lines, line);
     return loom_darray_emit(s, index, v);
 }
 
 typedef struct text_case {
     const char *path;
     int bad_line; /* 0: none */
+    _Atomic uint64_t line_sum;
 } text_case;
 
 static int text_worker(loom_node *node, int rank, void *arg)
 {
-    const text_case *c = arg;
+    text_case *c = arg;
     loom_darray_opts o = {.dims = 2, .extents = {ROWS, COLS}};
     loom_darray *d = NULL;
     char err[256] = "";
-    int rc = loom_darray_from_file(node, c->path, &o, parse_line, NULL, &d, err, sizeof err);
+    int rc =
+        loom_darray_from_file(node, c->path, &o, parse_line, &c->line_sum, &d, err, sizeof err);
     if (!c->bad_line) {
         if (rc) fprintf(stderr, "worker %d: %s\n", rank, err);
         CHECK_OK(rc);
@@ -340,10 +345,14 @@ static void test_from_text(void **state)
 {
     (void)state;
     make_elements();
-    text_case good = {write_text(0), 0}, bad = {write_text(1234), 1234};
+    text_case good = {.path = write_text(0)}, bad = {.path = write_text(1234), .bad_line = 1234};
+    /* element i is on line 2 + i (from 0: a comment, a blank line, then them) */
+    uint64_t lines = 2 * (uint64_t)N + (uint64_t)N * (N - 1) / 2;
     for (int W = 1; W <= MAXW; W++) {
         harness_result r;
+        atomic_store(&good.line_sum, 0);
         assert_int_equal(harness_run(1, W, text_worker, &good, &r), 0);
+        assert_int_equal(atomic_load(&good.line_sum), lines);
         assert_int_equal(harness_run(1, W, text_worker, &bad, &r), 0);
     }
     unlink(good.path);
