@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "node.h"
+#include "table.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -120,6 +121,19 @@ uint64_t loom_darray_size(const loom_darray *d);
 void loom_darray_range(const loom_darray *d, uint32_t w, uint64_t *lo, uint64_t *hi);
 
 /* ---- the whole array (collective) ---- */
+
+/* Hosts the array on the servers: table `name`, f64 values keyed by each
+ * index's row-major position in the box (loom_darray_key), summing the
+ * elements at one index, a key without one reading 0; every worker's elements
+ * are in it when the call returns (ASP, no process cache: each pull reads the
+ * servers, and any worker may pull or push any index, as Orion's
+ * server-hosted DistArrays are read and written by every worker). Dense
+ * storage when the box has at most 2^24 positions, else sparse. LOOM_EINVAL
+ * for an empty box or one of 2^64 - 1 positions or more. */
+int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *err, size_t errlen);
+/* The row-major position of `index` in the array's box (the key of
+ * loom_darray_host's table), or UINT64_MAX for an index outside it. */
+uint64_t loom_darray_key(const loom_darray *d, const int64_t *index);
 
 /* Every element, on worker `root`, sorted by index: *indices (n x dims) and
  * *values, freed with free(); the other workers get n = 0 and NULLs. */

@@ -659,6 +659,83 @@ int loom_darray_gather(loom_darray *d, uint32_t root, int64_t **indices, double 
     return rc;
 }
 
+uint64_t loom_darray_key(const loom_darray *d, const int64_t *index)
+{
+    if (!d || !index) return UINT64_MAX;
+    uint64_t key = 0;
+    for (uint32_t k = 0; k < d->dims; k++) {
+        if (index[k] < 0 || (uint64_t)index[k] >= d->ext[k]) return UINT64_MAX;
+        key = key * d->ext[k] + (uint64_t)index[k]; /* no overflow: host checked the box */
+    }
+    return key;
+}
+
+/* The box's positions, or 0 when it is empty or has 2^64 - 1 or more. */
+static uint64_t box_positions(const loom_darray *d)
+{
+    uint64_t p = 1;
+    for (uint32_t k = 0; k < d->dims; k++) {
+        if (!d->ext[k] || p >= UINT64_MAX / d->ext[k]) return 0;
+        p *= d->ext[k];
+    }
+    return p;
+}
+
+int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *err, size_t errlen)
+{
+    if (!d || !name || !out) {
+        set_err(err, errlen, "darray: no array, name or result");
+        return LOOM_EINVAL;
+    }
+    *out = NULL;
+    uint64_t positions = box_positions(d);
+    if (!positions) {
+        set_err(err, errlen,
+                "darray: an empty box, or one of 2^64 - 1 positions or more, has "
+                "no table keys");
+        return LOOM_EINVAL;
+    }
+    loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
+    to.type = LOOM_F64;
+    to.storage = positions <= (1u << 24) ? LOOM_DENSE : LOOM_SPARSE;
+    to.key_end = positions;
+    to.consistency = LOOM_ASP;
+    to.cache = 0;
+    loom_table *t;
+    int rc = loom_table_open(d->node, name, &to, &t);
+    if (rc) {
+        set_err(err, errlen, "darray: cannot open table %s (%s)", name, loom_strerror(rc));
+        return rc;
+    }
+    /* Sorted by index is sorted by key: elements at one index are adjacent,
+     * added here into one row before they go. */
+    uint64_t *keys = malloc((d->n + 1) * sizeof *keys);
+    double *vals = malloc((d->n + 1) * sizeof *vals);
+    size_t n = 0;
+    int64_t index[LOOM_DARRAY_MAX_DIMS];
+    int local = keys && vals ? 0 : LOOM_ENOMEM;
+    for (size_t i = 0; !local && i < d->n; i++) {
+        darray_index_of(d, i, index);
+        uint64_t key = loom_darray_key(d, index);
+        if (n && keys[n - 1] == key) {
+            vals[n - 1] += d->val[i];
+        } else {
+            keys[n] = key;
+            vals[n++] = d->val[i];
+        }
+    }
+    loom_ts ts;
+    if (!local && n && !(local = loom_push_async(t, keys, n, vals, &ts)))
+        local = loom_wait(d->node, ts);
+    free(keys);
+    free(vals);
+    if (local) set_err(err, errlen, "darray: hosting the array failed (%s)", loom_strerror(local));
+    /* every worker's elements in the table before any returns */
+    if ((rc = darray_agree_rc(d, local, err, errlen))) return rc;
+    *out = t;
+    return 0;
+}
+
 void loom_darray_free(loom_darray *d)
 {
     if (!d) return;

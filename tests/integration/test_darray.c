@@ -6,6 +6,8 @@
  *     the largest part is within one coordinate's elements of an equal share
  *     (histogram balancing); the box is one past the largest index; gathered,
  *     it is the list the test made, sorted;
+ *   - hosted on the servers, every worker reads each index's elements summed
+ *     (and 0 elsewhere), a dense array every position's value;
  *   - fill_random gives the same values bit for bit on 1 and 3 workers, map
  *     changes each value as asked;
  *   - dense arrays from a generator, among them one with fewer rows than
@@ -23,6 +25,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +86,13 @@ static double *sorted_elements(void)
     return r;
 }
 
+static uint64_t COLS_OF(const loom_darray *d)
+{
+    uint64_t ext[2];
+    loom_darray_extents(d, ext);
+    return ext[1];
+}
+
 static double doubled(void *user, const int64_t *index, double v)
 {
     (void)user, (void)index;
@@ -140,6 +150,43 @@ static int check_gathered(loom_darray *d, int rank, double scale)
     return 0;
 }
 
+/* Hosted on the servers, every worker reads each index's elements summed
+ * (the test adds them in another order: 1e-12 of the largest sum apart at
+ * most), and 0 where there is none. */
+static int check_hosted(loom_darray *d)
+{
+    loom_table *t;
+    char err[256] = "";
+    CHECK_OK(loom_darray_host(d, "darray.hosted", &t, err, sizeof err));
+    uint64_t *keys = malloc((N + 1) * sizeof *keys);
+    double *want = calloc(N + 1, sizeof *want), *got = malloc((N + 1) * sizeof *got);
+    CHECK(keys && want && got);
+    for (int i = 0; i < N; i++) {
+        keys[i] = loom_darray_key(d, gidx[i]);
+        CHECK(keys[i] == (uint64_t)gidx[i][0] * COLS_OF(d) + (uint64_t)gidx[i][1]);
+        for (int k = 0; k <= i; k++)
+            if (gidx[k][0] == gidx[i][0] && gidx[k][1] == gidx[i][1]) want[i] += gval[k];
+    }
+    for (int i = 0; i < N; i++)
+        for (int k = i + 1; k < N; k++)
+            if (keys[k] == keys[i]) want[i] = want[k]; /* the whole sum at every copy */
+    /* the first position without an element, read as 0 */
+    uint64_t empty = 0;
+    for (int found = 1; found;) {
+        found = 0;
+        for (int i = 0; i < N && !found; i++) found = keys[i] == empty;
+        if (found) empty++;
+    }
+    keys[N] = empty;
+    size_t n = N + 1;
+    CHECK_OK(loom_pull(t, keys, n, got));
+    for (size_t i = 0; i < n; i++) CHECK(fabs(got[i] - want[i]) <= 1e-12 * 1e4);
+    int64_t outside[2] = {0, (int64_t)COLS_OF(d)};
+    CHECK(loom_darray_key(d, outside) == UINT64_MAX);
+    free(keys), free(want), free(got);
+    return 0;
+}
+
 static int sparse_worker(loom_node *node, int rank, void *arg)
 {
     job *j = arg;
@@ -174,6 +221,7 @@ static int sparse_worker(loom_node *node, int rank, void *arg)
         CHECK(count <= (N + W - 1) / W + largest);
     }
     if (check_gathered(d, rank, 1)) return 1;
+    if (check_hosted(d)) return 1;
     loom_darray_map(d, doubled, NULL);
     if (check_gathered(d, rank, 2)) return 1;
     /* random values that depend on the index only */
@@ -257,6 +305,19 @@ static int dense_worker(loom_node *node, int rank, void *arg)
     }
     free(gi);
     free(gv);
+    /* hosted: every position of the box, the generator's value */
+    loom_table *t;
+    CHECK_OK(loom_darray_host(d, "darray.dense", &t, err, sizeof err));
+    uint64_t total = c->ext[0] * inner;
+    double *all = malloc(total * sizeof *all);
+    CHECK(all);
+    CHECK_OK(loom_pull_range(t, 0, total, all));
+    for (uint64_t p = 0; p < total; p++) {
+        int64_t at[3] = {(int64_t)(p / inner), (int64_t)(p / c->ext[2] % c->ext[1]),
+                         (int64_t)(p % c->ext[2])};
+        CHECK(all[p] == gen(NULL, at) && loom_darray_key(d, at) == p);
+    }
+    free(all);
     loom_darray_free(d);
     /* refused alike on every worker: a dense array needs its box */
     o.extents[1] = 0;
