@@ -1,10 +1,12 @@
 /* STRADS-AP's loop operators over a distributed vector (kim-thesis-strads.txt,
  * chapter 7; docs/LOOPS.md, "SyncFor and AsyncFor").
  *
- * A vector x of n doubles lives on the servers; the user writes what one
- * iteration i computes from x, the new x[i]:
+ * A vector x of n doubles (or of n rows of `width` doubles) lives on the
+ * servers; the user writes what one iteration i computes from x, the new
+ * x[i]:
  *
  *     double jacobi(void *user, uint64_t i, const double *x);
+ *     void jacobi_rows(void *user, uint64_t i, const double *x, double *row);
  *
  * and runs it over i = 0 .. n - 1, pass after pass, on every worker of a job:
  *
@@ -39,28 +41,35 @@ extern "C" {
 
 /* The new value of x[i]; x is this worker's view of the whole vector. */
 typedef double (*loom_for_fn)(void *user, uint64_t i, const double *x);
+/* A vector of rows (width > 1): the new row x[i] into row (width values);
+ * x is this worker's view of every row, n x width values, row i at
+ * x + i * width. */
+typedef void (*loom_for_row_fn)(void *user, uint64_t i, const double *x, double *row);
 
 typedef struct loom_for_opts {
     const char *name;   /* the vector's name (its tables are name.0 and name.1) */
     uint64_t n;         /* its length (>= 1) */
-    const double *init; /* its first values (n of them), or NULL: zeros */
-    loom_for_fn fn;
+    const double *init; /* its first values (n x width of them), or NULL: zeros */
+    loom_for_fn fn;     /* for a vector of doubles (width 0 or 1) */
     void *user;
     uint64_t delay; /* AsyncFor: the delay bound in iterations (>= 1) */
+    uint32_t width; /* values a row: 0 or 1 for a vector of doubles (fn), more for rows (row_fn) */
+    loom_for_row_fn row_fn;
 } loom_for_opts;
 
 typedef struct loom_for loom_for;
 
 /* Every worker calls these alike (in the same order as its other table and
  * loop opens). LOOM_EINVAL with a sentence for n 0, no function or name, a
- * name too long for a table, an AsyncFor with delay 0. */
+ * name too long for a table, an AsyncFor with delay 0, fn given for rows or
+ * row_fn for doubles. */
 int loom_sync_for_open(loom_node *node, const loom_for_opts *o, loom_for **out, char *err,
                        size_t errlen);
 int loom_async_for_open(loom_node *node, const loom_for_opts *o, loom_for **out, char *err,
                         size_t errlen);
 /* Run `passes` passes (every worker); ends at a barrier. 0 or the first error. */
 int loom_for_run(loom_for *f, int64_t passes);
-/* The vector after the last run: n values into out. */
+/* The vector after the last run: n x width values into out. */
 int loom_for_values(loom_for *f, double *out);
 void loom_for_close(loom_for *f);
 

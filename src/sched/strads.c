@@ -36,6 +36,7 @@ enum { BUF0 = 0, BUF1 = 1 };
 struct loom_for {
     loom_loop *loop;
     loom_for_opts o;
+    uint32_t width; /* values a row (1 for a vector of doubles) */
     int sync;
     int64_t passes;           /* run so far: SyncFor's values are in X(passes % 2) */
     loom_loop_buffer *buf[2]; /* SyncFor: the buffers on X0 and X1; AsyncFor: buf[0] */
@@ -43,15 +44,28 @@ struct loom_for {
 
 static void set_row(void *user, uint64_t row, void *value, const void *update)
 {
-    (void)user, (void)row;
-    memcpy(value, update, sizeof(double));
+    const loom_for *f = user;
+    (void)row;
+    memcpy(value, update, f->width * sizeof(double));
 }
 
 static void init_row(void *user, uint32_t array, uint64_t row, void *values)
 {
-    loom_for *f = user;
-    double v = array == X0 && f->o.init ? f->o.init[row] : 0;
-    memcpy(values, &v, sizeof v);
+    const loom_for *f = user;
+    if (array == X0 && f->o.init)
+        memcpy(values, f->o.init + row * f->width, f->width * sizeof(double));
+    else
+        memset(values, 0, f->width * sizeof(double));
+}
+
+/* The new x[i] from x into the buffer's row for it. */
+static void compute(loom_for *f, uint64_t i, const double *x, loom_loop_buffer *b)
+{
+    double *row = loom_loop_buffer_row(b, i);
+    if (f->o.row_fn)
+        f->o.row_fn(f->o.user, i, x, row);
+    else
+        *row = f->o.fn(f->o.user, i, x);
 }
 
 static void body(void *user, const int64_t *index, double value, void *const *rows)
@@ -60,11 +74,11 @@ static void body(void *user, const int64_t *index, double value, void *const *ro
     (void)value;
     uint64_t i = (uint64_t)index[0];
     if (!f->sync) {
-        *(double *)loom_loop_buffer_row(f->buf[0], i) = f->o.fn(f->o.user, i, rows[1]);
+        compute(f, i, rows[1], f->buf[0]);
         return;
     }
     int from = (int)(f->passes % 2); /* read X(from), set X(1 - from), clear X(from) */
-    *(double *)loom_loop_buffer_row(f->buf[1 - from], i) = f->o.fn(f->o.user, i, rows[1 + from]);
+    compute(f, i, rows[1 + from], f->buf[1 - from]);
     loom_loop_buffer_row(f->buf[from], i); /* stays 0: the merge clears x[i] */
 }
 
@@ -75,7 +89,13 @@ static int open_for(loom_node *node, const loom_for_opts *o, int sync, loom_for 
         return loop_refuse(err, errlen, LOOM_EINVAL, "no node, options or place for the loop");
     *out = NULL;
     if (!o->n) return loop_refuse(err, errlen, LOOM_EINVAL, "the vector is empty (n is 0)");
-    if (!o->fn) return loop_refuse(err, errlen, LOOM_EINVAL, "no function for an iteration");
+    uint32_t width = o->width ? o->width : 1;
+    if (width == 1 && (!o->fn || o->row_fn))
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "no function for an iteration (fn, for a vector of doubles)");
+    if (width > 1 && (!o->row_fn || o->fn))
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "no function for an iteration (row_fn, for rows of %u values)", width);
     if (!o->name || !*o->name || strlen(o->name) + 2 > LOOM_MAX_NAME)
         return loop_refuse(err, errlen, LOOM_EINVAL,
                            "the vector needs a name of 1 to 61 characters");
@@ -93,15 +113,15 @@ static int open_for(loom_node *node, const loom_for_opts *o, int sync, loom_for 
         return LOOM_ENOMEM;
     }
     for (uint64_t i = lo; i < hi; i++) idx[i - lo] = (int64_t)i;
-    f->o = *o, f->sync = sync;
+    f->o = *o, f->sync = sync, f->width = width;
     char names[2][LOOM_MAX_NAME + 1];
     snprintf(names[0], sizeof names[0], "%s.0", o->name);
     snprintf(names[1], sizeof names[1], "%s.1", o->name);
     const loom_access acc[] = {{SPACE, 0, 1, {LOOM_SUB(0, 0)}},
                                {X0, 0, 1, {LOOM_SUB_EVERY}},
                                {X1, 0, 1, {LOOM_SUB_EVERY}}};
-    const loom_loop_array arrays[] = {{X0, names[0], o->n, 1, LOOM_F64, init_row},
-                                      {X1, names[1], o->n, 1, LOOM_F64, init_row}};
+    const loom_loop_array arrays[] = {{X0, names[0], o->n, width, LOOM_F64, init_row},
+                                      {X1, names[1], o->n, width, LOOM_F64, init_row}};
     const loom_loop_buffer_decl buffers[] = {{BUF0, X0, sync ? UINT64_MAX : o->delay, set_row},
                                              {BUF1, X1, UINT64_MAX, set_row}};
     size_t narr = sync ? 2 : 1;
