@@ -300,8 +300,8 @@ static int refuse_worker(loom_node *n, int rank, void *arg)
     if (loom_loop_open(n, &o, &l, err, sizeof err) != LOOM_EINVAL ||
         !strstr(err, "hosted on the servers by such keys come later"))
         return said(err);
-    /* writing the iteration space */
-    static const loom_access writes_space[] = {{0, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},
+    /* writing the iteration space other than the iteration's own element */
+    static const loom_access writes_space[] = {{0, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 1)}},
                                                {1, 1, 1, {LOOM_SUB(0, 0)}}};
     o.acc = writes_space;
     o.nacc = 2;
