@@ -24,15 +24,26 @@
  * block). The first run, in counting mode, adds every token's initial topic
  * to the counts (the same loop, the serial program's initialisation).
  *
+ * The draw is the app's SparseLDA (apps/lda/sampler.c: the s, r and q
+ * buckets, O(K_d + K_w) a token), so the comparison is of the runtimes, not
+ * of two samplers. Its per-word list of non-zero topics sorted by count is
+ * the word's row itself: W(w, *) is K + 1 i64, the list's length and then
+ * its entries count << 32 | topic, kept sorted by the app's own
+ * lda_word_dec/lda_word_inc, so the list travels with the row around the
+ * ring. D(d, *) is K i32 counts. The document's state (its topics, the r
+ * bucket, the coefficients (α + n_dk) / (Vβ + n_k)) and the totals it uses
+ * are set up from D(d, *) and T(*) when a run of the document's tokens
+ * starts (its tokens come together inside a block), O(K), and kept up to
+ * date by its own moves.
+ *
  * Reused from apps/lda: the corpus reader and the initial topics (so the
  * chains start where the app's does), the per-document random streams of an
- * iteration, and the log-likelihood (likelihood.c). The sampler is the plain
- * O(K) rule over dense rows, not the app's SparseLDA (O(K_d + K_w)): its
- * per-word sorted lists would have to live in the rotated rows. Worker 0
- * prints one line per pass: tokens per second of the pass, seconds, and
- * every --eval-every passes (0: after the last only) the log-likelihood,
- * which reads the tables (outside the pass's time). --check: at the end, the counts against those
- * recomputed from the tokens' topics (loom_loop_element), exactly. */
+ * iteration, the sorted lists' updates and the log-likelihood
+ * (likelihood.c). Worker 0 prints one line per pass: tokens per second of
+ * the pass, seconds, and every --eval-every passes (0: after the last only)
+ * the log-likelihood, which reads the tables (outside the pass's time).
+ * --check: at the end, the counts against those recomputed from the
+ * tokens' topics (loom_loop_element), exactly. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -47,41 +58,115 @@
 enum { Z, DOCS, WORDS, TOTALS };
 enum { TOTALS_BUF };
 
+#define TOPIC(e) ((uint32_t)(e))
+#define COUNT(e) ((uint32_t)((e) >> 32))
+
 typedef struct lda_loop {
     lda_params p;
     int counting;        /* the first run: add each token's topic */
     uint64_t doc_lo;     /* the first document of this worker's space block */
     app_rng *rng;        /* per document of the block: its stream of the pass */
-    double *cum;         /* K: the running sum of p(k) */
     loom_loop_buffer *t; /* the totals' write buffer */
+    /* SparseLDA's state of the document whose tokens run (sampler.c) */
+    int64_t doc;                        /* that document, -1 at a run's start */
+    int64_t *nk;                        /* K: the totals this worker sees, with its own moves */
+    double *coef, *qval;                /* K: (α + n_dk) / (Vβ + n_k); the q bucket's terms */
+    uint32_t *dtopics, *dpos, ndtopics; /* the document's non-zero topics */
+    double s_sum, r_sum;
 } lda_loop;
+
+/* A run of document d's tokens starts: its state from D(d, *) and the totals
+ * (T(*) as last read, and this worker's moves since, in the buffer's row). */
+static void start_doc(lda_loop *s, int64_t d, const int32_t *nd, const int64_t *t,
+                      const int64_t *mine)
+{
+    const double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
+    s->doc = d;
+    s->s_sum = s->r_sum = 0;
+    s->ndtopics = 0;
+    for (uint32_t k = 0; k < s->p.topics; k++) {
+        s->nk[k] = t[k] + mine[k];
+        double denom = vb + (double)s->nk[k];
+        s->s_sum += ab / denom;
+        s->coef[k] = (s->p.alpha + nd[k]) / denom;
+        if (!nd[k]) continue;
+        s->r_sum += s->p.beta * nd[k] / denom;
+        s->dpos[k] = s->ndtopics;
+        s->dtopics[s->ndtopics++] = k;
+    }
+}
+
+/* Topic k's count of the document and the totals by `by`, with the buckets
+ * and the document's topics (sampler.c's change()). */
+static void change(lda_loop *s, int32_t *nd, int64_t *mine, uint32_t k, int by)
+{
+    const double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
+    double denom = vb + (double)s->nk[k];
+    s->s_sum -= ab / denom;
+    s->r_sum -= s->p.beta * nd[k] / denom;
+    if (by > 0 && !nd[k]) {
+        s->dpos[k] = s->ndtopics;
+        s->dtopics[s->ndtopics++] = k;
+    }
+    nd[k] += by, s->nk[k] += by, mine[k] += by;
+    if (by < 0 && !nd[k]) {
+        uint32_t last = s->dtopics[--s->ndtopics], at = s->dpos[k];
+        s->dtopics[at] = last;
+        s->dpos[last] = at;
+    }
+    denom = vb + (double)s->nk[k];
+    s->s_sum += ab / denom;
+    s->r_sum += s->p.beta * nd[k] / denom;
+    s->coef[k] = (s->p.alpha + nd[k]) / denom;
+}
 
 static void body(void *user, const int64_t *index, double value, void *const *rows)
 {
     lda_loop *s = user;
-    int32_t *nd = rows[1], *nw = rows[2];
-    const int64_t *nt = rows[3];
-    int64_t *mine = loom_loop_buffer_row(s->t, 0); /* this worker's moves since its flush */
-    uint32_t k = (uint32_t)value, K = s->p.topics;
-    if (!s->counting) {
-        nd[k]--, nw[k]--, mine[k]--;
-        const double a = s->p.alpha, b = s->p.beta, vb = (double)s->p.vocab * b;
-        double sum = 0;
-        for (uint32_t j = 0; j < K; j++)
-            s->cum[j] = sum += (a + nd[j]) * (b + nw[j]) / (vb + (double)(nt[j] + mine[j]));
-        double u = app_rng_uniform(&s->rng[(uint64_t)index[0] - s->doc_lo]) * sum;
-        uint32_t lo = 0, hi = K - 1; /* the first topic whose running sum exceeds u */
-        while (lo < hi) {
-            uint32_t mid = (lo + hi) / 2;
-            if (s->cum[mid] > u)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        k = lo;
-        *(double *)rows[0] = k;
+    int32_t *nd = rows[1];
+    int64_t *wrow = rows[2], *mine = loom_loop_buffer_row(s->t, 0);
+    uint64_t *e = (uint64_t *)(wrow + 1); /* the word's sorted list */
+    uint32_t len = (uint32_t)wrow[0], old = (uint32_t)value, k;
+    if (s->counting) {
+        nd[old]++, mine[old]++;
+        lda_word_inc(e, &len, old);
+        wrow[0] = len;
+        return;
     }
-    nd[k]++, nw[k]++, mine[k]++;
+    if (index[0] != s->doc) start_doc(s, index[0], nd, rows[3], mine);
+    const double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
+    const uint32_t K = s->p.topics;
+    change(s, nd, mine, old, -1);
+    lda_word_dec(e, &len, old);
+    if (len < wrow[0]) e[len] = 0; /* a topic that left the list leaves no trace in the row */
+    double q_sum = 0;
+    for (uint32_t j = 0; j < len; j++) q_sum += s->qval[j] = s->coef[TOPIC(e[j])] * COUNT(e[j]);
+    double u =
+        app_rng_uniform(&s->rng[(uint64_t)index[0] - s->doc_lo]) * (s->s_sum + s->r_sum + q_sum);
+    if (u < q_sum) { /* the word's topics */
+        uint32_t j = 0;
+        while (j + 1 < len && (u -= s->qval[j]) >= 0) j++;
+        k = TOPIC(e[j]);
+        lda_word_inc_at(e, j);
+    } else {
+        u -= q_sum;
+        if (u < s->r_sum && s->ndtopics > 0) { /* the document's topics */
+            uint32_t j = 0;
+            for (; j + 1 < s->ndtopics; j++) {
+                uint32_t c = s->dtopics[j];
+                if ((u -= s->p.beta * nd[c] / (vb + (double)s->nk[c])) < 0) break;
+            }
+            k = s->dtopics[j];
+        } else { /* smoothing: every topic */
+            u -= s->r_sum;
+            for (k = 0; k + 1 < K; k++)
+                if ((u -= ab / (vb + (double)s->nk[k])) < 0) break;
+        }
+        lda_word_inc(e, &len, k);
+    }
+    change(s, nd, mine, k, +1);
+    wrow[0] = len;
+    *(double *)rows[0] = k;
 }
 
 static void merge(void *user, uint64_t row, void *value, const void *update)
@@ -95,6 +180,32 @@ static void merge(void *user, uint64_t row, void *value, const void *update)
 
 /* ---- the loop ends here: the rest reads the corpus and evaluates ---- */
 
+/* Word rows [lo, hi) of the table as K dense counts each (packed: room for
+ * them as the table holds them, K + 1 values a row); the rows that are not a
+ * well-formed list (its length, then entries sorted descending, topics below
+ * K, zeros after) are counted into *bad. */
+static int pull_words(loom_loop *l, size_t K, uint64_t lo, uint64_t hi, int64_t *packed,
+                      int32_t *dense, double *bad)
+{
+    int rc = hi > lo ? loom_pull_range(loom_loop_table(l, WORDS), lo, hi, packed) : 0;
+    memset(dense, 0, (size_t)(hi - lo) * K * sizeof *dense);
+    for (size_t r = 0; !rc && r < hi - lo; r++) {
+        const int64_t *row = packed + r * (K + 1);
+        const uint64_t *e = (const uint64_t *)(row + 1);
+        int ok = row[0] >= 0 && (uint64_t)row[0] <= K;
+        for (size_t j = 0; ok && j < K; j++) {
+            if (j >= (uint64_t)row[0]) {
+                ok = !e[j];
+                continue;
+            }
+            ok = TOPIC(e[j]) < K && COUNT(e[j]) > 0 && (!j || e[j] < e[j - 1]);
+            if (ok) dense[r * K + TOPIC(e[j])] = (int32_t)COUNT(e[j]);
+        }
+        if (!ok && bad) *bad += 1;
+    }
+    return rc;
+}
+
 /* This worker's part of log p(w, z) (likelihood.c's terms): the documents
  * and words of its share of the rows, and (worker 0) the topics. */
 static int log_likelihood(loom_loop *l, const lda_params *p, uint64_t docs, int rank, int W,
@@ -102,9 +213,10 @@ static int log_likelihood(loom_loop *l, const lda_params *p, uint64_t docs, int 
 {
     const size_t K = p->topics, chunk = 4096;
     int32_t *rows = malloc(chunk * K * sizeof *rows);
-    int64_t *totals = malloc(K * sizeof *totals);
-    if (!rows || !totals) {
-        free(rows), free(totals);
+    int64_t *totals = malloc(K * sizeof *totals),
+            *packed = malloc(chunk * (K + 1) * sizeof *packed);
+    if (!rows || !totals || !packed) {
+        free(rows), free(totals), free(packed);
         return LOOM_ENOMEM;
     }
     lda_params pd = *p;
@@ -117,12 +229,12 @@ static int log_likelihood(loom_loop *l, const lda_params *p, uint64_t docs, int 
                  hi = n * (uint64_t)(rank + 1) / (uint64_t)W;
         for (uint64_t r = lo; r < hi && !rc; r += chunk) {
             size_t m = hi - r < chunk ? (size_t)(hi - r) : chunk;
-            if ((rc = loom_pull_range(loom_loop_table(l, part ? WORDS : DOCS), r, r + m, rows)))
-                break;
             if (part) {
-                ll = lda_ll_words_add(p, rows, m, ll);
+                if (!(rc = pull_words(l, K, r, r + m, packed, rows, NULL)))
+                    ll = lda_ll_words_add(p, rows, m, ll);
                 continue;
             }
+            if ((rc = loom_pull_range(loom_loop_table(l, DOCS), r, r + m, rows))) break;
             ll = lda_ll_words_add(&pd, rows, m, ll);
             for (size_t i = 0; i < m; i++) {
                 int64_t nd = 0;
@@ -133,7 +245,7 @@ static int log_likelihood(loom_loop *l, const lda_params *p, uint64_t docs, int 
     }
     if (!rc && rank == 0 && !(rc = loom_pull_range(loom_loop_table(l, TOTALS), 0, 1, totals)))
         ll += lda_ll_topics(p, totals);
-    free(rows), free(totals);
+    free(rows), free(totals), free(packed);
     *out = ll;
     return rc;
 }
@@ -158,9 +270,11 @@ static int check_counts(loom_node *n, loom_loop *l, const lda_params *p, uint64_
     int32_t *dc = calloc(nd * K + 1, sizeof *dc), *dg = malloc((nd * K + 1) * sizeof *dg);
     int32_t *wc = calloc(p->vocab * K, sizeof *wc), *wg = malloc((nw * K + 1) * sizeof *wg),
             *wr = malloc((nw * K + 1) * sizeof *wr);
+    int64_t *packed = malloc((nw * (K + 1) + 1) * sizeof *packed);
+    double mism = 0;
     int64_t *tc = calloc(K, sizeof *tc), *tg = malloc(K * sizeof *tg), *tr = malloc(K * sizeof *tr);
     uint64_t *keys = malloc((p->vocab + 1) * sizeof *keys);
-    int rc = dc && dg && wc && wg && wr && tc && tg && tr && keys ? 0 : LOOM_ENOMEM;
+    int rc = dc && dg && wc && wg && wr && packed && tc && tg && tr && keys ? 0 : LOOM_ENOMEM;
     for (size_t e = 0; e < ne && !rc; e++) {
         int64_t at[2];
         double z;
@@ -187,11 +301,10 @@ static int check_counts(loom_node *n, loom_loop *l, const lda_params *p, uint64_
     if (!rc) rc = loom_push(ct, &zero, 1, tc);
     if (!rc) rc = loom_barrier(n);
     if (!rc && nd) rc = loom_pull_range(loom_loop_table(l, DOCS), d0, d1, dg);
-    if (!rc && nw) rc = loom_pull_range(loom_loop_table(l, WORDS), w0, w1, wg);
+    if (!rc) rc = pull_words(l, K, w0, w1, packed, wg, &mism);
     if (!rc && nw) rc = loom_pull_range(cw, w0, w1, wr);
     if (!rc) rc = loom_pull_range(loom_loop_table(l, TOTALS), 0, 1, tg);
     if (!rc) rc = loom_pull_range(ct, 0, 1, tr);
-    double mism = 0;
     for (size_t i = 0; !rc && i < nd * K; i++) mism += dc[i] != dg[i];
     for (size_t i = 0; !rc && i < nw * K; i++) mism += wr[i] != wg[i];
     for (size_t k = 0; !rc && rank == 0 && k < K; k++) mism += tr[k] != tg[k];
@@ -200,7 +313,8 @@ static int check_counts(loom_node *n, loom_loop *l, const lda_params *p, uint64_
     if (!rc) rc = app_stats_add(&st, 0, &mism);
     if (!rc) rc = loom_barrier(n);
     if (!rc) rc = app_stats_read(&st, 0, bad);
-    free(dc), free(dg), free(wc), free(wg), free(wr), free(tc), free(tg), free(tr), free(keys);
+    free(dc), free(dg), free(wc), free(wg), free(wr), free(packed), free(tc), free(tg), free(tr);
+    free(keys);
     return rc;
 }
 
@@ -306,7 +420,7 @@ int main(int argc, char **argv)
     const uint64_t ext[2] = {docs, s.p.vocab};
     const loom_loop_array arrays[] = {
         {DOCS, "loop_lda.doc_topic", docs, s.p.topics, LOOM_I32, NULL},
-        {WORDS, "loop_lda.word_topic", s.p.vocab, s.p.topics, LOOM_I32, NULL},
+        {WORDS, "loop_lda.word_topic", s.p.vocab, s.p.topics + 1, LOOM_I64, NULL},
         {TOTALS, "loop_lda.topics", 1, s.p.topics, LOOM_I64, NULL},
     };
     const loom_loop_buffer_decl buffers[] = {{TOTALS_BUF, TOTALS, delay, merge}};
@@ -338,8 +452,12 @@ int main(int argc, char **argv)
     free(sb);
     s.t = loom_loop_buffer_of(l, TOTALS_BUF);
     s.rng = malloc((ndocs + 1) * sizeof *s.rng);
-    s.cum = malloc(s.p.topics * sizeof *s.cum);
-    if (!s.rng || !s.cum) return 1;
+    s.nk = malloc(s.p.topics * sizeof *s.nk);
+    s.coef = malloc(s.p.topics * sizeof *s.coef);
+    s.qval = malloc(s.p.topics * sizeof *s.qval);
+    s.dtopics = malloc(s.p.topics * sizeof *s.dtopics);
+    s.dpos = malloc(s.p.topics * sizeof *s.dpos);
+    if (!s.rng || !s.nk || !s.coef || !s.qval || !s.dtopics || !s.dpos) return 1;
     s.counting = 1; /* the initial counts */
     if ((rc = loom_loop_run(l, 1))) {
         fprintf(stderr, "loop_lda: %s\n", loom_strerror(rc));
@@ -361,6 +479,7 @@ int main(int argc, char **argv)
     for (int p = 0; p < passes && !rc; p++) {
         for (size_t i = 0; i < ndocs; i++)
             app_rng_seed(&s.rng[i], seed, lda_stream(p + 1, s.doc_lo + i));
+        s.doc = -1;
         double ts = app_now_s();
         if ((rc = loom_loop_run(l, 1))) break;
         double pass_s = app_now_s() - ts, ll = 0;
@@ -389,6 +508,7 @@ int main(int argc, char **argv)
     loom_loop_close(l);
     lda_docs_free(&d);
     loom_corpus_free(corpus);
-    free(idx), free(z), free(s.rng), free(s.cum);
+    free(idx), free(z), free(s.rng), free(s.nk), free(s.coef), free(s.qval), free(s.dtopics);
+    free(s.dpos);
     return rc || bad ? 1 : loom_finalize(n) ? 1 : 0;
 }
