@@ -26,15 +26,15 @@
  *
  * The draw is the app's SparseLDA (apps/lda/sampler.c: the s, r and q
  * buckets, O(K_d + K_w) a token), so the comparison is of the runtimes, not
- * of two samplers. Its per-word list of non-zero topics sorted by count is
- * the word's row itself: W(w, *) is K + 1 i64, the list's length and then
- * its entries count << 32 | topic, kept sorted by the app's own
- * lda_word_dec/lda_word_inc, so the list travels with the row around the
- * ring. D(d, *) is K i32 counts. The document's state (its topics, the r
- * bucket, the coefficients (α + n_dk) / (Vβ + n_k)) and the totals it uses
- * are set up from D(d, *) and T(*) when a run of the document's tokens
- * starts (its tokens come together inside a block), O(K), and kept up to
- * date by its own moves.
+ * of two samplers. W(w, *) and D(d, *) are K i32 counts, as the app keeps
+ * them. A word's list of non-zero topics sorted by count is built from its
+ * row the first time a block's tokens reach it (the app: for the rows that
+ * changed, when a block arrives), then kept with the row by the app's own
+ * lda_word_dec/lda_word_inc as the tokens move; a new block (or run) makes
+ * every list stale. The document's state (its topics, the r bucket, the
+ * coefficients (α + n_dk) / (Vβ + n_k)) and the totals it uses are set up
+ * from D(d, *) and T(*) when a run of the document's tokens starts (they
+ * come together inside a block), O(K), and kept up to date by its moves.
  *
  * Reused from apps/lda: the corpus reader and the initial topics (so the
  * chains start where the app's does), the per-document random streams of an
@@ -45,6 +45,7 @@
  * --check: at the end, the counts against those recomputed from the
  * tokens' topics (loom_loop_element), exactly. */
 #include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,9 +62,16 @@ enum { TOTALS_BUF };
 #define TOPIC(e) ((uint32_t)(e))
 #define COUNT(e) ((uint32_t)((e) >> 32))
 
+static int cmp_desc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
 typedef struct lda_loop {
     lda_params p;
     int counting;        /* the first run: add each token's topic */
+    int failed;          /* a word's list found no memory */
     uint64_t doc_lo;     /* the first document of this worker's space block */
     app_rng *rng;        /* per document of the block: its stream of the pass */
     loom_loop_buffer *t; /* the totals' write buffer */
@@ -73,7 +81,53 @@ typedef struct lda_loop {
     double *coef, *qval;                /* K: (α + n_dk) / (Vβ + n_k); the q bucket's terms */
     uint32_t *dtopics, *dpos, ndtopics; /* the document's non-zero topics */
     double s_sum, r_sum;
+    /* the words' sorted lists, valid while their block is held */
+    size_t *tb;          /* W + 1: the time blocks' bounds (word ids) */
+    uint32_t W, block;   /* the block of the last token; UINT32_MAX at a run's start */
+    uint64_t gen, *wgen; /* lists built since the last block change; per word: its list's */
+    size_t *woff;        /* per word: its list's place in the pool */
+    uint32_t *wlen;      /* per word: its list's length */
+    uint64_t *pool;      /* the lists: room for min(count, K) entries a word */
+    size_t pool_used, pool_cap;
 } lda_loop;
+
+/* Word w's list, built from its row if this block has not yet: NULL when
+ * out of memory. */
+static uint64_t *word_list(lda_loop *s, uint64_t w, const int32_t *nw)
+{
+    uint32_t b = 0, hi = s->W; /* the block of w: the last b with tb[b] <= w */
+    while (hi - b > 1) {
+        uint32_t mid = (b + hi) / 2;
+        if (s->tb[mid] <= w)
+            b = mid;
+        else
+            hi = mid;
+    }
+    if (b != s->block) { /* a block arrived: every list is stale */
+        s->block = b;
+        s->gen++;
+        s->pool_used = 0;
+    }
+    if (s->wgen[w] == s->gen) return s->pool + s->woff[w];
+    const uint32_t K = s->p.topics;
+    uint64_t sum = 0;
+    for (uint32_t k = 0; k < K; k++) sum += (uint32_t)nw[k];
+    size_t room = sum < K ? (size_t)sum : K;
+    if (s->pool_used + room > s->pool_cap) {
+        size_t cap = 2 * (s->pool_used + room);
+        uint64_t *g = realloc(s->pool, cap * sizeof *g);
+        if (!g) return NULL;
+        s->pool = g, s->pool_cap = cap;
+    }
+    uint64_t *e = s->pool + s->pool_used;
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < K; k++)
+        if (nw[k]) e[n++] = (uint64_t)(uint32_t)nw[k] << 32 | k;
+    qsort(e, n, sizeof *e, cmp_desc);
+    s->woff[w] = s->pool_used, s->wlen[w] = n, s->wgen[w] = s->gen;
+    s->pool_used += room;
+    return e;
+}
 
 /* A run of document d's tokens starts: its state from D(d, *) and the totals
  * (T(*) as last read, and this worker's moves since, in the buffer's row). */
@@ -123,29 +177,32 @@ static void change(lda_loop *s, int32_t *nd, int64_t *mine, uint32_t k, int by)
 static void body(void *user, const int64_t *index, double value, void *const *rows)
 {
     lda_loop *s = user;
-    int32_t *nd = rows[1];
-    int64_t *wrow = rows[2], *mine = loom_loop_buffer_row(s->t, 0);
-    uint64_t *e = (uint64_t *)(wrow + 1); /* the word's sorted list */
-    uint32_t len = (uint32_t)wrow[0], old = (uint32_t)value, k;
+    int32_t *nd = rows[1], *nw = rows[2];
+    int64_t *mine = loom_loop_buffer_row(s->t, 0);
+    uint32_t old = (uint32_t)value, k;
     if (s->counting) {
-        nd[old]++, mine[old]++;
-        lda_word_inc(e, &len, old);
-        wrow[0] = len;
+        nd[old]++, nw[old]++, mine[old]++;
         return;
     }
+    uint64_t *e = word_list(s, (uint64_t)index[1], nw);
+    if (!e) { /* out of memory: the token keeps its topic, the run is reported failed */
+        s->failed = 1;
+        return;
+    }
+    uint32_t *len = &s->wlen[index[1]];
     if (index[0] != s->doc) start_doc(s, index[0], nd, rows[3], mine);
     const double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
     const uint32_t K = s->p.topics;
     change(s, nd, mine, old, -1);
-    lda_word_dec(e, &len, old);
-    if (len < wrow[0]) e[len] = 0; /* a topic that left the list leaves no trace in the row */
+    nw[old]--;
+    lda_word_dec(e, len, old);
     double q_sum = 0;
-    for (uint32_t j = 0; j < len; j++) q_sum += s->qval[j] = s->coef[TOPIC(e[j])] * COUNT(e[j]);
+    for (uint32_t j = 0; j < *len; j++) q_sum += s->qval[j] = s->coef[TOPIC(e[j])] * COUNT(e[j]);
     double u =
         app_rng_uniform(&s->rng[(uint64_t)index[0] - s->doc_lo]) * (s->s_sum + s->r_sum + q_sum);
     if (u < q_sum) { /* the word's topics */
         uint32_t j = 0;
-        while (j + 1 < len && (u -= s->qval[j]) >= 0) j++;
+        while (j + 1 < *len && (u -= s->qval[j]) >= 0) j++;
         k = TOPIC(e[j]);
         lda_word_inc_at(e, j);
     } else {
@@ -162,10 +219,10 @@ static void body(void *user, const int64_t *index, double value, void *const *ro
             for (k = 0; k + 1 < K; k++)
                 if ((u -= ab / (vb + (double)s->nk[k])) < 0) break;
         }
-        lda_word_inc(e, &len, k);
+        lda_word_inc(e, len, k);
     }
     change(s, nd, mine, k, +1);
-    wrow[0] = len;
+    nw[k]++;
     *(double *)rows[0] = k;
 }
 
@@ -179,32 +236,6 @@ static void merge(void *user, uint64_t row, void *value, const void *update)
 }
 
 /* ---- the loop ends here: the rest reads the corpus and evaluates ---- */
-
-/* Word rows [lo, hi) of the table as K dense counts each (packed: room for
- * them as the table holds them, K + 1 values a row); the rows that are not a
- * well-formed list (its length, then entries sorted descending, topics below
- * K, zeros after) are counted into *bad. */
-static int pull_words(loom_loop *l, size_t K, uint64_t lo, uint64_t hi, int64_t *packed,
-                      int32_t *dense, double *bad)
-{
-    int rc = hi > lo ? loom_pull_range(loom_loop_table(l, WORDS), lo, hi, packed) : 0;
-    memset(dense, 0, (size_t)(hi - lo) * K * sizeof *dense);
-    for (size_t r = 0; !rc && r < hi - lo; r++) {
-        const int64_t *row = packed + r * (K + 1);
-        const uint64_t *e = (const uint64_t *)(row + 1);
-        int ok = row[0] >= 0 && (uint64_t)row[0] <= K;
-        for (size_t j = 0; ok && j < K; j++) {
-            if (j >= (uint64_t)row[0]) {
-                ok = !e[j];
-                continue;
-            }
-            ok = TOPIC(e[j]) < K && COUNT(e[j]) > 0 && (!j || e[j] < e[j - 1]);
-            if (ok) dense[r * K + TOPIC(e[j])] = (int32_t)COUNT(e[j]);
-        }
-        if (!ok && bad) *bad += 1;
-    }
-    return rc;
-}
 
 /* This worker's part of log p(w, z) (likelihood.c's terms): the documents
  * and words of its share of the rows, and (worker 0) the topics. */
@@ -229,12 +260,12 @@ static int log_likelihood(loom_loop *l, const lda_params *p, uint64_t docs, int 
                  hi = n * (uint64_t)(rank + 1) / (uint64_t)W;
         for (uint64_t r = lo; r < hi && !rc; r += chunk) {
             size_t m = hi - r < chunk ? (size_t)(hi - r) : chunk;
+            if ((rc = loom_pull_range(loom_loop_table(l, part ? WORDS : DOCS), r, r + m, rows)))
+                break;
             if (part) {
-                if (!(rc = pull_words(l, K, r, r + m, packed, rows, NULL)))
-                    ll = lda_ll_words_add(p, rows, m, ll);
+                ll = lda_ll_words_add(p, rows, m, ll);
                 continue;
             }
-            if ((rc = loom_pull_range(loom_loop_table(l, DOCS), r, r + m, rows))) break;
             ll = lda_ll_words_add(&pd, rows, m, ll);
             for (size_t i = 0; i < m; i++) {
                 int64_t nd = 0;
@@ -245,7 +276,7 @@ static int log_likelihood(loom_loop *l, const lda_params *p, uint64_t docs, int 
     }
     if (!rc && rank == 0 && !(rc = loom_pull_range(loom_loop_table(l, TOTALS), 0, 1, totals)))
         ll += lda_ll_topics(p, totals);
-    free(rows), free(totals), free(packed);
+    free(rows), free(totals);
     *out = ll;
     return rc;
 }
@@ -270,11 +301,10 @@ static int check_counts(loom_node *n, loom_loop *l, const lda_params *p, uint64_
     int32_t *dc = calloc(nd * K + 1, sizeof *dc), *dg = malloc((nd * K + 1) * sizeof *dg);
     int32_t *wc = calloc(p->vocab * K, sizeof *wc), *wg = malloc((nw * K + 1) * sizeof *wg),
             *wr = malloc((nw * K + 1) * sizeof *wr);
-    int64_t *packed = malloc((nw * (K + 1) + 1) * sizeof *packed);
     double mism = 0;
     int64_t *tc = calloc(K, sizeof *tc), *tg = malloc(K * sizeof *tg), *tr = malloc(K * sizeof *tr);
     uint64_t *keys = malloc((p->vocab + 1) * sizeof *keys);
-    int rc = dc && dg && wc && wg && wr && packed && tc && tg && tr && keys ? 0 : LOOM_ENOMEM;
+    int rc = dc && dg && wc && wg && wr && tc && tg && tr && keys ? 0 : LOOM_ENOMEM;
     for (size_t e = 0; e < ne && !rc; e++) {
         int64_t at[2];
         double z;
@@ -301,7 +331,7 @@ static int check_counts(loom_node *n, loom_loop *l, const lda_params *p, uint64_
     if (!rc) rc = loom_push(ct, &zero, 1, tc);
     if (!rc) rc = loom_barrier(n);
     if (!rc && nd) rc = loom_pull_range(loom_loop_table(l, DOCS), d0, d1, dg);
-    if (!rc) rc = pull_words(l, K, w0, w1, packed, wg, &mism);
+    if (!rc && nw) rc = loom_pull_range(loom_loop_table(l, WORDS), w0, w1, wg);
     if (!rc && nw) rc = loom_pull_range(cw, w0, w1, wr);
     if (!rc) rc = loom_pull_range(loom_loop_table(l, TOTALS), 0, 1, tg);
     if (!rc) rc = loom_pull_range(ct, 0, 1, tr);
@@ -313,8 +343,7 @@ static int check_counts(loom_node *n, loom_loop *l, const lda_params *p, uint64_
     if (!rc) rc = app_stats_add(&st, 0, &mism);
     if (!rc) rc = loom_barrier(n);
     if (!rc) rc = app_stats_read(&st, 0, bad);
-    free(dc), free(dg), free(wc), free(wg), free(wr), free(packed), free(tc), free(tg), free(tr);
-    free(keys);
+    free(dc), free(dg), free(wc), free(wg), free(wr), free(tc), free(tg), free(tr), free(keys);
     return rc;
 }
 
@@ -328,6 +357,13 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
+#ifdef M_MMAP_THRESHOLD
+    /* As app_node_main does for `loom train lda` (apps/common/app.c): keep
+     * freed blocks for the next message of the same size instead of a fresh
+     * page fault for every page of it. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
     loom_node *n;
     int rc = loom_init(&n, &argc, &argv);
     if (rc) {
@@ -420,7 +456,7 @@ int main(int argc, char **argv)
     const uint64_t ext[2] = {docs, s.p.vocab};
     const loom_loop_array arrays[] = {
         {DOCS, "loop_lda.doc_topic", docs, s.p.topics, LOOM_I32, NULL},
-        {WORDS, "loop_lda.word_topic", s.p.vocab, s.p.topics + 1, LOOM_I64, NULL},
+        {WORDS, "loop_lda.word_topic", s.p.vocab, s.p.topics, LOOM_I32, NULL},
         {TOTALS, "loop_lda.topics", 1, s.p.topics, LOOM_I64, NULL},
     };
     const loom_loop_buffer_decl buffers[] = {{TOTALS_BUF, TOTALS, delay, merge}};
@@ -445,11 +481,17 @@ int main(int argc, char **argv)
         return 1;
     }
     size_t *sb = malloc(((size_t)W + 1) * sizeof *sb);
-    if (!sb) return 1;
-    loom_loop_bounds(l, sb, NULL);
+    s.tb = malloc(((size_t)W + 1) * sizeof *s.tb);
+    if (!sb || !s.tb) return 1;
+    loom_loop_bounds(l, sb, s.tb);
+    s.W = (uint32_t)W;
     s.doc_lo = sb[me];
     size_t ndocs = (size_t)((me + 1 == W ? docs : sb[me + 1]) - s.doc_lo);
     free(sb);
+    s.wgen = calloc(s.p.vocab, sizeof *s.wgen);
+    s.woff = malloc(s.p.vocab * sizeof *s.woff);
+    s.wlen = malloc(s.p.vocab * sizeof *s.wlen);
+    if (!s.wgen || !s.woff || !s.wlen) return 1;
     s.t = loom_loop_buffer_of(l, TOTALS_BUF);
     s.rng = malloc((ndocs + 1) * sizeof *s.rng);
     s.nk = malloc(s.p.topics * sizeof *s.nk);
@@ -480,8 +522,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < ndocs; i++)
             app_rng_seed(&s.rng[i], seed, lda_stream(p + 1, s.doc_lo + i));
         s.doc = -1;
+        s.block = UINT32_MAX; /* the other workers changed every block since */
         double ts = app_now_s();
-        if ((rc = loom_loop_run(l, 1))) break;
+        if ((rc = loom_loop_run(l, 1)) || (rc = s.failed ? LOOM_ENOMEM : 0)) break;
         double pass_s = app_now_s() - ts, ll = 0;
         char llpart[48] = "";
         if (p + 1 == passes || (eval_every && (p + 1) % eval_every == 0)) {
@@ -509,6 +552,6 @@ int main(int argc, char **argv)
     lda_docs_free(&d);
     loom_corpus_free(corpus);
     free(idx), free(z), free(s.rng), free(s.nk), free(s.coef), free(s.qval), free(s.dtopics);
-    free(s.dpos);
+    free(s.dpos), free(s.tb), free(s.wgen), free(s.woff), free(s.wlen), free(s.pool);
     return rc || bad ? 1 : loom_finalize(n) ? 1 : 0;
 }
