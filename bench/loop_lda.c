@@ -480,33 +480,32 @@ int main(int argc, char **argv)
         fprintf(stderr, "loop_lda: %s\n", err);
         return 1;
     }
-    size_t *sb = malloc(((size_t)W + 1) * sizeof *sb);
+    size_t *sb = malloc(((size_t)W + 1) * sizeof *sb), ndocs = 0;
     s.tb = malloc(((size_t)W + 1) * sizeof *s.tb);
-    if (!sb || !s.tb) return 1;
-    loom_loop_bounds(l, sb, s.tb);
-    s.W = (uint32_t)W;
-    s.doc_lo = sb[me];
-    size_t ndocs = (size_t)((me + 1 == W ? docs : sb[me + 1]) - s.doc_lo);
+    if (sb && s.tb) {
+        loom_loop_bounds(l, sb, s.tb);
+        s.doc_lo = sb[me];
+        ndocs = (size_t)((me + 1 == W ? docs : sb[me + 1]) - s.doc_lo);
+    }
     free(sb);
+    s.W = (uint32_t)W;
+    s.t = loom_loop_buffer_of(l, TOTALS_BUF);
     s.wgen = calloc(s.p.vocab, sizeof *s.wgen);
     s.woff = malloc(s.p.vocab * sizeof *s.woff);
     s.wlen = malloc(s.p.vocab * sizeof *s.wlen);
-    if (!s.wgen || !s.woff || !s.wlen) return 1;
-    s.t = loom_loop_buffer_of(l, TOTALS_BUF);
     s.rng = malloc((ndocs + 1) * sizeof *s.rng);
     s.nk = malloc(s.p.topics * sizeof *s.nk);
     s.coef = malloc(s.p.topics * sizeof *s.coef);
     s.qval = malloc(s.p.topics * sizeof *s.qval);
     s.dtopics = malloc(s.p.topics * sizeof *s.dtopics);
     s.dpos = malloc(s.p.topics * sizeof *s.dpos);
-    if (!s.rng || !s.nk || !s.coef || !s.qval || !s.dtopics || !s.dpos) return 1;
+    if (!s.tb || !s.wgen || !s.woff || !s.wlen || !s.rng || !s.nk || !s.coef || !s.qval ||
+        !s.dtopics || !s.dpos)
+        rc = LOOM_ENOMEM;
     s.counting = 1; /* the initial counts */
-    if ((rc = loom_loop_run(l, 1))) {
-        fprintf(stderr, "loop_lda: %s\n", loom_strerror(rc));
-        return 1;
-    }
+    if (!rc) rc = loom_loop_run(l, 1);
     s.counting = 0;
-    if (me == 0)
+    if (!rc && me == 0)
         fprintf(stderr, "loop_lda: %s; %zu tokens here, %.2f s to open and count\n",
                 loom_loop_plan_explain(loom_loop_get_plan(l)), loom_loop_elements(l),
                 app_now_s() - t0);
@@ -514,10 +513,9 @@ int main(int argc, char **argv)
 
     app_stats ll_t;
     double tokens = (double)loom_loop_elements(l);
-    if ((rc = app_stats_open(n, "loop_lda.ll", 1, &ll_t)) ||
-        (rc = app_stats_add(&ll_t, 0, &tokens)) || (rc = loom_barrier(n)) ||
-        (rc = app_stats_read(&ll_t, 0, &tokens)))
-        return 1;
+    if (!rc && !(rc = app_stats_open(n, "loop_lda.ll", 1, &ll_t)) &&
+        !(rc = app_stats_add(&ll_t, 0, &tokens)) && !(rc = loom_barrier(n)))
+        rc = app_stats_read(&ll_t, 0, &tokens);
     for (int p = 0; p < passes && !rc; p++) {
         for (size_t i = 0; i < ndocs; i++)
             app_rng_seed(&s.rng[i], seed, lda_stream(p + 1, s.doc_lo + i));
