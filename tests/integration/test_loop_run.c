@@ -9,7 +9,8 @@
  *   - a 1D loop adding every element into its row's sum: exact totals;
  *   - loops that cannot run yet (a wavefront with an array keyed by its time
  *     index, an array keyed by another index, a shifted subscript in 1D) and writes to the
- * iteration space are refused with a sentence. */
+ * iteration space other than to the iteration's own element (which
+ * inproc.loop_elements runs) are refused with a sentence. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
