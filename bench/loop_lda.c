@@ -244,10 +244,9 @@ static int log_likelihood(loom_loop *l, const lda_params *p, uint64_t docs, int 
 {
     const size_t K = p->topics, chunk = 4096;
     int32_t *rows = malloc(chunk * K * sizeof *rows);
-    int64_t *totals = malloc(K * sizeof *totals),
-            *packed = malloc(chunk * (K + 1) * sizeof *packed);
-    if (!rows || !totals || !packed) {
-        free(rows), free(totals), free(packed);
+    int64_t *totals = malloc(K * sizeof *totals);
+    if (!rows || !totals) {
+        free(rows), free(totals);
         return LOOM_ENOMEM;
     }
     lda_params pd = *p;
