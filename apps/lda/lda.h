@@ -241,6 +241,16 @@ int lda_sampler_store(lda_sampler *s);
  * (it falls back to lda_sampler_load when a row's total outgrew the room its
  * word was given). The other words' rows must be as stored. 0 or LOOM_ENOMEM. */
 int lda_sampler_reload(lda_sampler *s, const uint32_t *words, size_t n);
+/* A word's non-zero topics as the SparseLDA sampler keeps them: *len
+ * entries count << 32 | topic, sorted descending (room for one more after
+ * them). Topic k's count down by one (it must be there; an entry whose count
+ * reaches 0 leaves the list, its value k left at e[*len]); the count of the
+ * entry at j up by one; topic k's count up by one (added when absent). Each
+ * keeps the order by local swaps (bench/loop_lda.c keeps such a list in a
+ * word's row). */
+void lda_word_dec(uint64_t *e, uint32_t *len, uint32_t k);
+void lda_word_inc_at(uint64_t *e, uint32_t j);
+void lda_word_inc(uint64_t *e, uint32_t *len, uint32_t k);
 /* The current count of topic k for local word w (tests). */
 int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k);
 

@@ -206,7 +206,7 @@ int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k)
 
 /* ---- a word's sorted topic list ---- */
 
-static void word_dec(uint64_t *e, uint32_t *len, uint32_t k)
+void lda_word_dec(uint64_t *e, uint32_t *len, uint32_t k)
 {
     uint32_t j = 0;
     while (TOPIC(e[j]) != k) j++;
@@ -220,7 +220,7 @@ static void word_dec(uint64_t *e, uint32_t *len, uint32_t k)
     if (COUNT(v) == 0) *len = n - 1; /* a zero count sorts last */
 }
 
-static void word_inc_at(uint64_t *e, uint32_t j)
+void lda_word_inc_at(uint64_t *e, uint32_t j)
 {
     uint64_t v = e[j] + ONE;
     while (j > 0 && e[j - 1] < v) {
@@ -230,7 +230,7 @@ static void word_inc_at(uint64_t *e, uint32_t j)
     e[j] = v;
 }
 
-static void word_inc(uint64_t *e, uint32_t *len, uint32_t k)
+void lda_word_inc(uint64_t *e, uint32_t *len, uint32_t k)
 {
     uint32_t j = 0, n = *len;
     while (j < n && TOPIC(e[j]) != k) j++;
@@ -238,7 +238,7 @@ static void word_inc(uint64_t *e, uint32_t *len, uint32_t k)
         e[j] = k; /* count 0, then incremented into place */
         *len = n + 1;
     }
-    word_inc_at(e, j);
+    lda_word_inc_at(e, j);
 }
 
 /* ---- sampling ---- */
@@ -295,7 +295,7 @@ static void sweep_doc(lda_sampler *s, lda_docs *d, size_t i, app_rng *rng, uint3
         uint64_t *e = s->packed + s->off[w];
         change(s, old, -1, vb, ab);
         if (s->ndk[old] == 0) doc_remove_topic(s, old);
-        word_dec(e, &s->len[w], old);
+        lda_word_dec(e, &s->len[w], old);
         uint32_t n = s->len[w];
         double q_sum = 0;
         for (uint32_t j = 0; j < n; j++) {
@@ -309,7 +309,7 @@ static void sweep_doc(lda_sampler *s, lda_docs *d, size_t i, app_rng *rng, uint3
             uint32_t j = 0;
             while (j + 1 < n && (u -= s->qval[j]) >= 0) j++;
             k = TOPIC(e[j]);
-            word_inc_at(e, j);
+            lda_word_inc_at(e, j);
         } else {
             u -= q_sum;
             if (u < s->r_sum && s->ndtopics > 0) {
@@ -325,7 +325,7 @@ static void sweep_doc(lda_sampler *s, lda_docs *d, size_t i, app_rng *rng, uint3
                 for (; k + 1 < K; k++)
                     if ((u -= ab / (vb + (double)s->nk[k])) < 0) break;
             }
-            word_inc(e, &s->len[w], k);
+            lda_word_inc(e, &s->len[w], k);
         }
         if (s->ndk[k] == 0) doc_add_topic(s, k);
         change(s, k, +1, vb, ab);

@@ -109,6 +109,14 @@ loom_loop_kind loom_loop_plan_kind(const loom_loop_plan *p);
 /* The space index (1D, 2D, wavefront), the time index (2D, wavefront; the
  * space index otherwise) and the skew f (wavefront; 0 otherwise). */
 void loom_loop_plan_axes(const loom_loop_plan *p, uint32_t *space, uint32_t *time, int64_t *skew);
+/* Make `index` the space index if the plan's kind allows it: a 2D plan
+ * whose time index it is (every dependence keeps one of the two fixed either
+ * way: they trade places), or a 1D plan with no dependence crossing it
+ * either. 1 if the plan now has that space index, 0 if it cannot (wavefront
+ * and serial plans keep theirs). For a user who knows which arrays are
+ * cheaper to keep local than the planner's tie-breaks (accesses, extents)
+ * can tell. */
+int loom_loop_plan_prefer_space(loom_loop_plan *p, uint32_t index);
 /* Why the planner chose what it did, in a sentence. */
 const char *loom_loop_plan_explain(const loom_loop_plan *p);
 /* The dependence vectors: how many, and vector i (dims values, oriented so
@@ -144,7 +152,8 @@ int loom_loop_balance(const uint64_t *hist, size_t n, uint32_t parts, size_t *bo
 /* ---- running a loop on the workers of a job ---- */
 
 /* An array of rows the body reads or writes: row r is `width` values of
- * `type` (LOOM_F32 or LOOM_F64), and every access of it subscripts its first
+ * `type` (LOOM_F32, LOOM_F64, or LOOM_I32 and LOOM_I64 for counts, which
+ * every table and merge adds exactly), and every access of it subscripts its first
  * dimension by a loop index (offset 0; a wavefront may also read rows up to
  * 8 before, x(i - 1, j)), its second by '*', a loop index plus a constant or
  * a constant (a column of the row), and any others by '*': W(i, *), H(j, *),
@@ -211,9 +220,15 @@ typedef struct loom_loop_buffer loom_loop_buffer;
 
 /* One iteration: its indices, its element's value, and rows[k] the row
  * access k of the declaration touches, or the element where the access names
- * a column (NULL for accesses of the iteration space itself, and for a row
- * before the first or a column outside the row: the loop's boundary), which
- * the body may write where the access says it writes. */
+ * a column (NULL for a row before the first or a column outside the row: the
+ * loop's boundary), which the body may write where the access says it
+ * writes. An access of the iteration space itself gets NULL when it reads;
+ * one that writes names the iteration's own element, S(p0, p1, ...) (each
+ * subscript the loop index of its dimension, offset 0), and gets a double
+ * holding the element's value, which the body may change: the element keeps
+ * the new value for the passes after (an LDA token's topic; Orion's loops
+ * over a DistArray that write its elements). Elements may share their
+ * indices (a word twice in one document): each keeps its own value. */
 typedef void (*loom_loop_body_fn)(void *user, const int64_t *index, double value,
                                   void *const *rows);
 
@@ -236,6 +251,11 @@ typedef struct loom_loop_opts {
     size_t n;
     loom_loop_body_fn body;
     void *user;
+    /* 1 + the loop index to make the space index where the plan allows it
+     * (a 2D plan whose time index it is: the two trade places; a 1D plan:
+     * another index no dependence crosses), so that the arrays it keys stay
+     * local; 0: the planner's choice (loom_loop_plan_prefer_space). */
+    uint32_t prefer_space;
     const loom_loop_accum_decl *accums;
     size_t naccums;
     const loom_loop_buffer_decl *buffers;
@@ -270,6 +290,11 @@ const loom_loop_plan *loom_loop_get_plan(const loom_loop *l);
 loom_table *loom_loop_table(loom_loop *l, uint32_t array);
 /* Elements this worker holds after the exchange. */
 size_t loom_loop_elements(const loom_loop *l);
+/* Element i (0 .. loom_loop_elements() - 1) of this worker, in the order its
+ * blocks run them: its indices (dims values) and its value as the last run
+ * left it (see loom_loop_body_fn: a body may write its element). Either
+ * output may be NULL. LOOM_EINVAL for i out of range. */
+int loom_loop_element(const loom_loop *l, size_t i, int64_t *index, double *value);
 /* The blocks: workers + 1 bounds of the space coordinates and of the time
  * coordinates (the rotated array's rows), the same on every worker. */
 void loom_loop_bounds(const loom_loop *l, size_t *space, size_t *time);

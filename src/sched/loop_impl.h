@@ -15,6 +15,11 @@
  * (reached as A(*): on the servers, each worker holding a copy). */
 enum { ROLE_SPACE = 1, ROLE_ROTATED = 2, ROLE_WHOLE = 3 };
 
+/* acc_arr of an access of the iteration space: read (the body gets NULL),
+ * or writing the iteration's own element (the body gets its value) */
+#define LOOP_ACC_SPACE   (-1)
+#define LOOP_ACC_ELEMENT (-2)
+
 /* key of an array reached whole */
 #define LOOP_KEY_WHOLE (UINT32_MAX - 1)
 /* the most rows before its own a wavefront's access may read: A(i - 8, ...) */
@@ -68,7 +73,7 @@ struct loom_loop {
     uint32_t id, rank, W, space, time, dims;
     loop_array *arr;
     size_t narr;
-    int *acc_arr; /* per access: its array's slot, -1 for the iteration space */
+    int *acc_arr; /* per access: its array's slot, or LOOP_ACC_SPACE or LOOP_ACC_ELEMENT */
     int rotated;  /* slot of the rotated array, -1 if none */
     int stay;     /* the elements stay where they were given (no exchange) */
     int wave;     /* a wavefront plan */
@@ -105,13 +110,15 @@ void loop_accum_reset(loom_loop *l);
 int loop_after_body(loom_loop *l);
 int loop_flush_all(loom_loop *l);
 int loop_accum_reduce(loom_loop *l);
+/* d = a - b, n values of type t (d may be a or b). */
+void loop_diff(loom_type t, uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n);
 /* Read whole arrays into the workers' copies. */
 int loop_read_whole(loop_array *a);
 void loop_write_close(loom_loop *l);
 
 /* One element: the rows its accesses touch, the body, the buffers' count
  * (loop_run.c). */
-int loop_run_one(loom_loop *l, const elem *e, const loom_sched_task *task);
+int loop_run_one(loom_loop *l, elem *e, const loom_sched_task *task);
 /* loop_wave.c: give every space block but the last the halo's rows
  * (LOOM_EINVAL if the space index is too short), allocate the halos, run
  * passes of the wavefront's steps. */

@@ -357,6 +357,29 @@ void loom_loop_plan_axes(const loom_loop_plan *p, uint32_t *space, uint32_t *tim
     if (skew) *skew = p->skew;
 }
 
+int loom_loop_plan_prefer_space(loom_loop_plan *p, uint32_t index)
+{
+    if (!p || index >= p->dims) return 0;
+    if (p->space == index) return 1;
+    if (p->kind == LOOM_LOOP_2D && p->time == index) {
+        p->time = p->space;
+        p->space = index;
+        snprintf(p->why, sizeof p->why,
+                 "2D: space index %u (as asked), time index %u; every dependence keeps one of "
+                 "them fixed",
+                 p->space, p->time);
+        return 1;
+    }
+    if (p->kind != LOOM_LOOP_1D) return 0;
+    for (size_t i = 0; i < p->ndeps; i++)
+        if (!zero_at(p->deps[i], index)) return 0;
+    p->space = p->time = index;
+    snprintf(p->why, sizeof p->why,
+             "1D over index %u (as asked): no dependence crosses it (%zu dependence vectors)",
+             index, p->ndeps);
+    return 1;
+}
+
 const char *loom_loop_plan_explain(const loom_loop_plan *p)
 {
     return p->why;

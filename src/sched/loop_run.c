@@ -5,8 +5,11 @@
  *   1. plans it (loop_plan.c) and refuses what cannot run yet: serial
  *      plans, arrays keyed by neither the space index nor (2D) the time
  *      index or reached whole (A(*)), more than one rotated array, rows
- *      read before the iteration's own but in a wavefront, and malformed
- *      accumulators and buffers (loop_write.c);
+ *      read before the iteration's own but in a wavefront, writes to the
+ *      iteration space but to the iteration's own element (whose value the
+ *      body may change: loop_run_one keeps it with the element), and
+ *      malformed accumulators and buffers (loop_write.c); a preferred space
+ *      index (loom_loop_opts.prefer_space) is taken where the plan allows;
  *   2. agrees on the blocks: each pushes the histogram of its elements'
  *      space and time coordinates (the time index skewed for a wavefront)
  *      into a sum table, and after a barrier all
@@ -76,10 +79,11 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
             return loop_refuse(err, errlen, LOOM_EINVAL, "index %u has extent 0", v);
     for (size_t i = 0; i < l->narr; i++) {
         const loom_loop_array *a = &l->arr[i].a;
-        if (!a->table || !a->rows || !a->width || (a->type != LOOM_F32 && a->type != LOOM_F64))
-            return loop_refuse(
-                err, errlen, LOOM_EINVAL,
-                "array %u: a table name, rows, a width and type f32 or f64 are needed", a->array);
+        if (!a->table || !a->rows || !a->width || (unsigned)a->type > LOOM_I64)
+            return loop_refuse(err, errlen, LOOM_EINVAL,
+                               "array %u: a table name, rows, a width and type f32, f64, i32 or "
+                               "i64 are needed",
+                               a->array);
         l->arr[i].key = UINT32_MAX;
         l->arr[i].row_bytes = a->width * loom_type_size(a->type);
         l->arr[i].halo = 0;
@@ -88,13 +92,19 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
         const loom_access *x = &l->acc[k];
         int s = loop_slot_of(l, x->array);
         l->acc_arr[k] = s;
-        if (s < 0) {
-            if (x->write)
+        if (s < 0) { /* the iteration space: read, or its own element written */
+            int own = x->ndims == o->dims;
+            for (uint32_t d = 0; d < x->ndims && own; d++)
+                own = x->sub[d].kind == LOOM_SUB_INDEX && x->sub[d].index == d &&
+                      x->sub[d].offset == 0;
+            if (x->write && !own)
                 return loop_refuse(
                     err, errlen, LOOM_EINVAL,
                     "access %zu writes array %u, which is not among the loop's arrays "
-                    "(only the iteration space may be left out, and it is read)",
+                    "(only the iteration space may be left out, and an iteration writes "
+                    "only its own element of it, S(p0, p1, ...))",
                     k, x->array);
+            l->acc_arr[k] = x->write ? LOOP_ACC_ELEMENT : LOOP_ACC_SPACE;
             continue;
         }
         loop_array *a = &l->arr[s];
@@ -321,18 +331,6 @@ static int exchange(loom_loop *l)
     return 0;
 }
 
-/* d = now - d, n values of type t. */
-static void subtract(loom_type t, const uint8_t *now, uint8_t *d, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (t == LOOM_F32)
-            ((float *)(void *)d)[i] =
-                ((const float *)(const void *)now)[i] - ((float *)(void *)d)[i];
-        else
-            ((double *)(void *)d)[i] =
-                ((const double *)(const void *)now)[i] - ((double *)(void *)d)[i];
-}
-
 static void init_rows(loom_loop *l, const loop_array *a, uint64_t lo, uint64_t hi, uint8_t *rows)
 {
     for (uint64_t r = lo; a->a.init && r < hi; r++)
@@ -388,13 +386,16 @@ static int open_arrays(loom_loop *l)
 
 /* One iteration: the rows its accesses touch, then the body, then the
  * buffers' count. task: the rotated block held (2D), or NULL. */
-int loop_run_one(loom_loop *l, const elem *e, const loom_sched_task *task)
+int loop_run_one(loom_loop *l, elem *e, const loom_sched_task *task)
 {
     const int64_t *x = &e->key[1];
+    double v, mine; /* the element's value: as given to the body, and as it may write it */
+    memcpy(&v, &e->bits, 8);
+    mine = v;
     for (size_t k = 0; k < l->o.nacc; k++) {
         int s = l->acc_arr[k];
         if (s < 0) {
-            l->rowptr[k] = NULL;
+            l->rowptr[k] = s == LOOP_ACC_ELEMENT ? &mine : NULL;
             continue;
         }
         const loop_array *a = &l->arr[s];
@@ -421,9 +422,8 @@ int loop_run_one(loom_loop *l, const elem *e, const loom_sched_task *task)
         }
         l->rowptr[k] = row;
     }
-    double v;
-    memcpy(&v, &e->bits, 8);
     l->o.body(l->o.user, x, v, l->rowptr);
+    memcpy(&e->bits, &mine, 8);
     return loop_after_body(l);
 }
 
@@ -480,6 +480,11 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
         if (!l->acc || !l->arr || !l->acc_arr || !l->rowptr || !l->sb || !l->tb || !l->bucket)
             rc = LOOM_ENOMEM;
     }
+    if (!rc && o->prefer_space && !loom_loop_plan_prefer_space(l->plan, o->prefer_space - 1) &&
+        o->prefer_space - 1 >= o->dims)
+        rc = loop_refuse(err, errlen, LOOM_EINVAL,
+                         "prefer_space names index %u, but the loop has %u", o->prefer_space - 1,
+                         o->dims);
     if (!rc) {
         memcpy(l->acc, o->acc, o->nacc * sizeof *l->acc);
         for (size_t i = 0; i < l->narr; i++) l->arr[i].a = o->arrays[i];
@@ -523,7 +528,7 @@ static int push_local(loom_loop *l)
         loop_array *a = &l->arr[i];
         if (a->role != ROLE_SPACE || a->hi == a->lo) continue;
         size_t n = (size_t)(a->hi - a->lo) * a->a.width, bytes = n * loom_type_size(a->a.type);
-        subtract(a->a.type, a->rows, a->pushed, n);
+        loop_diff(a->a.type, a->pushed, a->rows, a->pushed, n);
         loom_ts ts;
         int rc = loom_push_range_async(a->t, a->lo, a->hi, a->pushed, &ts);
         if (!rc) rc = loom_wait(l->node, ts);
@@ -577,6 +582,14 @@ loom_table *loom_loop_table(loom_loop *l, uint32_t array)
 size_t loom_loop_elements(const loom_loop *l)
 {
     return l->n;
+}
+
+int loom_loop_element(const loom_loop *l, size_t i, int64_t *index, double *value)
+{
+    if (!l || i >= l->n) return LOOM_EINVAL;
+    if (index) memcpy(index, &l->el[i].key[1], l->dims * sizeof *index);
+    if (value) memcpy(value, &l->el[i].bits, 8);
+    return 0;
 }
 
 void loom_loop_bounds(const loom_loop *l, size_t *space, size_t *time)

@@ -188,14 +188,26 @@ void loop_accum_reset(loom_loop *l)
     for (size_t k = 0; k < l->o.naccums; k++) identity(&l->accum[k], l->accum[k].mine);
 }
 
-/* d -= old, n values of type t */
-static void minus(loom_type t, uint8_t *d, const uint8_t *old, size_t n)
+void loop_diff(loom_type t, uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (t == LOOM_F32)
-            ((float *)(void *)d)[i] -= ((const float *)(const void *)old)[i];
-        else
-            ((double *)(void *)d)[i] -= ((const double *)(const void *)old)[i];
+    for (size_t i = 0; i < n; i++) switch (t) {
+        case LOOM_F32:
+            ((float *)(void *)d)[i] =
+                ((const float *)(const void *)a)[i] - ((const float *)(const void *)b)[i];
+            break;
+        case LOOM_F64:
+            ((double *)(void *)d)[i] =
+                ((const double *)(const void *)a)[i] - ((const double *)(const void *)b)[i];
+            break;
+        case LOOM_I32: /* counts: wrap-around is the sum table's too */
+            ((int32_t *)(void *)d)[i] = (int32_t)((uint32_t)((const int32_t *)(const void *)a)[i] -
+                                                  (uint32_t)((const int32_t *)(const void *)b)[i]);
+            break;
+        case LOOM_I64:
+            ((int64_t *)(void *)d)[i] = (int64_t)((uint64_t)((const int64_t *)(const void *)a)[i] -
+                                                  (uint64_t)((const int64_t *)(const void *)b)[i]);
+            break;
+        }
 }
 
 int loop_read_whole(loop_array *a)
@@ -219,7 +231,7 @@ static int flush(loom_loop *l, struct loom_loop_buffer *b)
             uint8_t *d = b->delta + k * rb;
             memcpy(d, t->rows + r * rb, rb);
             b->d.merge(l->o.user, r, d, upd);
-            minus(t->a.type, d, t->rows + r * rb, t->a.width);
+            loop_diff(t->a.type, d, d, t->rows + r * rb, t->a.width);
         }
         memset(upd, 0, rb);
         b->written[r - t->lo] = 0;

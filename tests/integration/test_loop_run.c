@@ -9,7 +9,8 @@
  *   - a 1D loop adding every element into its row's sum: exact totals;
  *   - loops that cannot run yet (a wavefront with an array keyed by its time
  *     index, an array keyed by another index, a shifted subscript in 1D) and writes to the
- * iteration space are refused with a sentence. */
+ * iteration space other than to the iteration's own element (which
+ * inproc.loop_elements runs) are refused with a sentence. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -300,8 +301,8 @@ static int refuse_worker(loom_node *n, int rank, void *arg)
     if (loom_loop_open(n, &o, &l, err, sizeof err) != LOOM_EINVAL ||
         !strstr(err, "hosted on the servers by such keys come later"))
         return said(err);
-    /* writing the iteration space */
-    static const loom_access writes_space[] = {{0, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},
+    /* writing the iteration space other than the iteration's own element */
+    static const loom_access writes_space[] = {{0, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 1)}},
                                                {1, 1, 1, {LOOM_SUB(0, 0)}}};
     o.acc = writes_space;
     o.nacc = 2;
