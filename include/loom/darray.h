@@ -1,8 +1,10 @@
 /* Distributed arrays: the data a parallel loop runs over (Orion's DistArrays,
  * wei-thesis-bosen-orion.txt 3.4; docs/LOOPS.md, "Distributed arrays").
  *
- * A darray is an n-dimensional array of doubles (up to LOOM_DARRAY_MAX_DIMS
- * dimensions) spread over the workers of a job. It is
+ * A darray is an n-dimensional array (up to LOOM_DARRAY_MAX_DIMS dimensions)
+ * whose elements are each `width` doubles (1 by default: an array of
+ * doubles; more: an array of rows, e.g. a factor's rows W(i, *)), spread
+ * over the workers of a job. It is
  *
  *   sparse  a set of elements, each an index tuple and a value, e.g. the
  *           ratings (user, item) -> rating of matrix factorisation or the
@@ -15,8 +17,8 @@
  * [bounds[w], bounds[w + 1]). A sparse array's ranges are balanced by a
  * histogram of the elements' coordinates (Orion 3.7: ratings files are far
  * from uniform), a dense array's cut its rows evenly (part_dim 0). A worker's
- * elements are sorted by index (lexicographic; elements at one index by
- * value, NaNs last), so what it holds never depends on which worker read or
+ * elements are sorted by index (lexicographic; elements at one index by their
+ * values, NaNs last), so what it holds never depends on which worker read or
  * made which element.
  *
  * Making one is collective: every worker of the job calls the same
@@ -47,7 +49,8 @@
 extern "C" {
 #endif
 
-#define LOOM_DARRAY_MAX_DIMS 4
+#define LOOM_DARRAY_MAX_DIMS  4
+#define LOOM_DARRAY_MAX_WIDTH 65536
 
 typedef struct loom_darray loom_darray;
 
@@ -59,14 +62,17 @@ typedef struct loom_darray_opts {
     uint64_t extents[LOOM_DARRAY_MAX_DIMS];
     /* The dimension cut into the workers' ranges (dense arrays: 0). */
     uint32_t part_dim;
+    /* Doubles an element (0 or 1: one; at most LOOM_DARRAY_MAX_WIDTH). */
+    uint32_t width;
 } loom_darray_opts;
 
 /* ---- making one (collective) ---- */
 
 /* What a parser adds elements through. */
 typedef struct loom_darray_sink loom_darray_sink;
-/* Adds one element (index: dims values). LOOM_ENOMEM. */
-int loom_darray_emit(loom_darray_sink *s, const int64_t *index, double value);
+/* Adds one element (index: dims values; values: width doubles). LOOM_ENOMEM,
+ * LOOM_EKEYRANGE for an index outside the given box. */
+int loom_darray_emit(loom_darray_sink *s, const int64_t *index, const double *values);
 /* Turns one line of the file (len bytes, without its "\n" or "\r\n"; `line`
  * its number in the file, from 0, e.g. a row index for a matrix stored a row
  * a line) into zero or more elements. Returns 0, or non-zero to refuse the
@@ -86,33 +92,36 @@ int loom_darray_from_file(loom_node *node, const char *path, const loom_darray_o
                           loom_darray_parse_fn parse, void *user, loom_darray **out, char *err,
                           size_t errlen);
 /* A sparse array from elements each worker was given or generated (n of them:
- * indices n x dims, values n; copied), sent where they belong. */
+ * indices n x dims, values n x width; copied), sent where they belong. */
 int loom_darray_from_elements(loom_node *node, const loom_darray_opts *o, const int64_t *indices,
                               const double *values, size_t n, loom_darray **out, char *err,
                               size_t errlen);
-/* A dense array whose element at `index` is gen(user, index), each worker
- * making its own rows (every extent given, part_dim 0). gen NULL: zeros. */
+/* A dense array whose element at `index` gen(user, index, values) writes
+ * (width doubles), each worker making its own rows (every extent given,
+ * part_dim 0). gen NULL: zeros. */
 int loom_darray_generate(loom_node *node, const loom_darray_opts *o,
-                         double (*gen)(void *user, const int64_t *index), void *user,
+                         void (*gen)(void *user, const int64_t *index, double *values), void *user,
                          loom_darray **out, char *err, size_t errlen);
 
 /* ---- this worker's part ---- */
 
-/* Replaces each of this worker's values v at `index` by fn(user, index, v).
- * Runs on one worker's elements: call it on every worker to map the array. */
-void loom_darray_map(loom_darray *d, double (*fn)(void *user, const int64_t *index, double v),
+/* Calls fn(user, index, values) on each of this worker's elements, which may
+ * change its width values in place. Runs on one worker's elements: call it
+ * on every worker to map the array. */
+void loom_darray_map(loom_darray *d, void (*fn)(void *user, const int64_t *index, double *values),
                      void *user);
 /* Sets every value, on this worker, to a draw uniform in [lo, hi) that
  * depends only on the seed and the element's index (and, for elements at one
  * index, their order there): the same array on any number of workers. */
 void loom_darray_fill_random(loom_darray *d, uint64_t seed, double lo, double hi);
 /* This worker's elements, sorted by index: *indices (n x dims) and *values
- * point into the array (valid until the next call that changes it or
+ * (n x width) point into the array (valid until the next call that changes it or
  * loom_darray_free; a dense array's indices are made on the first call).
  * Returns n, or 0 with both NULL when it holds none. LOOM_ENOMEM is reported
  * as 0 with *indices NULL and *values not NULL. */
 size_t loom_darray_local(loom_darray *d, const int64_t **indices, const double **values);
 uint32_t loom_darray_dims(const loom_darray *d);
+uint32_t loom_darray_width(const loom_darray *d);
 /* The box (dims values, the extents agreed at construction). */
 void loom_darray_extents(const loom_darray *d, uint64_t *extents);
 /* Every worker's elements together (agreed at construction). */
@@ -122,9 +131,9 @@ void loom_darray_range(const loom_darray *d, uint32_t w, uint64_t *lo, uint64_t 
 
 /* ---- the whole array (collective) ---- */
 
-/* Hosts the array on the servers: table `name`, f64 values keyed by each
- * index's row-major position in the box (loom_darray_key), summing the
- * elements at one index, a key without one reading 0; every worker's elements
+/* Hosts the array on the servers: table `name`, rows of width f64 values
+ * keyed by each index's row-major position in the box (loom_darray_key),
+ * summing the elements at one index, a key without one reading 0; every worker's elements
  * are in it when the call returns (ASP, no process cache: each pull reads the
  * servers, and any worker may pull or push any index, as Orion's
  * server-hosted DistArrays are read and written by every worker). Dense
@@ -136,7 +145,7 @@ int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *e
 uint64_t loom_darray_key(const loom_darray *d, const int64_t *index);
 
 /* Every element, on worker `root`, sorted by index: *indices (n x dims) and
- * *values, freed with free(); the other workers get n = 0 and NULLs. */
+ * *values (n x width), freed with free(); the other workers get n = 0 and NULLs. */
 int loom_darray_gather(loom_darray *d, uint32_t root, int64_t **indices, double **values,
                        size_t *n);
 /* Saves the array into directory `dir` (made if missing): one file per worker

@@ -46,7 +46,8 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- element lists ---- */
 
-int darray_elems_add(darray_elems *l, const int64_t *index, double v, char *why, size_t whylen)
+int darray_elems_add(darray_elems *l, const int64_t *index, const void *values, char *why,
+                     size_t whylen)
 {
     for (uint32_t k = 0; k < l->dims; k++)
         if (index[k] < 0 || (l->ext && l->ext[k] && (uint64_t)index[k] >= l->ext[k])) {
@@ -58,31 +59,39 @@ int darray_elems_add(darray_elems *l, const int64_t *index, double v, char *why,
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 1024;
         darray_elem *e = cap < SIZE_MAX / sizeof *e ? realloc(l->e, cap * sizeof *e) : NULL;
-        if (!e) {
+        if (e) l->e = e;
+        double *v = e && cap < SIZE_MAX / sizeof *v / l->width
+                        ? realloc(l->v, cap * l->width * sizeof *v)
+                        : NULL;
+        if (!v) {
             set_err(why, whylen, "out of memory");
             return LOOM_ENOMEM;
         }
-        l->e = e;
+        l->v = v;
         l->cap = cap;
     }
-    darray_elem *e = &l->e[l->n++];
+    darray_elem *e = &l->e[l->n];
     memset(e, 0, sizeof *e);
     memcpy(e->key, index, l->dims * sizeof *index);
-    memcpy(&e->bits, &v, sizeof v);
+    e->width = l->width;
+    memcpy(l->v + l->n * l->width, values, l->width * sizeof *l->v);
+    l->n++;
     return 0;
 }
 
 void darray_elems_free(darray_elems *l)
 {
     free(l->e);
+    free(l->v);
     l->e = NULL;
+    l->v = NULL;
     l->n = l->cap = 0;
 }
 
-int loom_darray_emit(loom_darray_sink *s, const int64_t *index, double value)
+int loom_darray_emit(loom_darray_sink *s, const int64_t *index, const double *values)
 {
-    if (!s || !index) return LOOM_EINVAL;
-    return darray_elems_add(s->list, index, value, s->why, sizeof s->why);
+    if (!s || !index || !values) return LOOM_EINVAL;
+    return darray_elems_add(s->list, index, values, s->why, sizeof s->why);
 }
 
 int loom_darray_refuse(loom_darray_sink *s, const char *fmt, ...)
@@ -101,12 +110,22 @@ static int cmp_elem(const void *pa, const void *pb)
     const darray_elem *a = pa, *b = pb;
     for (int k = 0; k < LOOM_DARRAY_MAX_DIMS; k++)
         if (a->key[k] != b->key[k]) return a->key[k] < b->key[k] ? -1 : 1;
-    double va, vb;
-    memcpy(&va, &a->bits, sizeof va);
-    memcpy(&vb, &b->bits, sizeof vb);
-    if (isnan(va) != isnan(vb)) return isnan(va) ? 1 : -1; /* NaNs last */
-    if (va != vb && !isnan(va)) return va < vb ? -1 : 1;
-    return a->bits < b->bits ? -1 : a->bits > b->bits; /* -0 and +0, NaNs */
+    for (uint32_t c = 0; c < a->width; c++) {
+        double va = a->v[c], vb = b->v[c];
+        if (isnan(va) != isnan(vb)) return isnan(va) ? 1 : -1; /* NaNs last */
+        if (va != vb && !isnan(va)) return va < vb ? -1 : 1;
+        uint64_t ba, bb; /* -0 and +0, NaNs: by their bits */
+        memcpy(&ba, &va, sizeof ba);
+        memcpy(&bb, &vb, sizeof bb);
+        if (ba != bb) return ba < bb ? -1 : 1;
+    }
+    return 0;
+}
+
+void darray_elems_sort(darray_elems *l)
+{
+    for (size_t i = 0; i < l->n; i++) l->e[i].v = l->v + i * l->width;
+    qsort(l->e, l->n, sizeof *l->e, cmp_elem);
 }
 
 /* ---- making ---- */
@@ -126,6 +145,11 @@ int darray_new(loom_node *node, const loom_darray_opts *o, int dense, loom_darra
     if (o->dims < 1 || o->dims > LOOM_DARRAY_MAX_DIMS || o->part_dim >= o->dims) {
         set_err(err, errlen, "darray: %u dimensions (1 to %d) and part_dim %u (below them)",
                 o->dims, LOOM_DARRAY_MAX_DIMS, o->part_dim);
+        return LOOM_EINVAL;
+    }
+    if (o->width > LOOM_DARRAY_MAX_WIDTH) {
+        set_err(err, errlen, "darray: width %u (1 to %d values an element)", o->width,
+                LOOM_DARRAY_MAX_WIDTH);
         return LOOM_EINVAL;
     }
     for (uint32_t k = 0; k < o->dims; k++)
@@ -157,6 +181,7 @@ int darray_new(loom_node *node, const loom_darray_opts *o, int dense, loom_darra
     d->rank = (uint32_t)loom_rank(node);
     d->dims = o->dims;
     d->part_dim = o->part_dim;
+    d->width = o->width ? o->width : 1;
     d->dense = dense;
     memcpy(d->ext, o->extents, o->dims * sizeof *o->extents);
     *out = d;
@@ -304,72 +329,52 @@ static uint32_t holder_of(const loom_darray *d, int64_t c)
     return lo;
 }
 
-/* Elements packed to dims + 1 words and back. */
-static void pack(const darray_elem *e, size_t n, uint32_t dims, int64_t *out)
+/* Element i of l packed to dims + width words. */
+static void pack(const darray_elems *l, size_t i, int64_t *out)
 {
-    for (size_t i = 0; i < n; i++, out += dims + 1) {
-        memcpy(out, e[i].key, dims * sizeof *out);
-        memcpy(&out[dims], &e[i].bits, sizeof e[i].bits);
-    }
+    memcpy(out, l->e[i].key, l->dims * sizeof *out);
+    memcpy(out + l->dims, l->v + i * l->width, l->width * sizeof *l->v);
 }
 
-static void unpack(const int64_t *in, size_t n, uint32_t dims, darray_elem *e)
+/* n packed elements appended to l. */
+static int unpack(const int64_t *in, size_t n, darray_elems *l)
 {
-    for (size_t i = 0; i < n; i++, in += dims + 1) {
-        memset(&e[i], 0, sizeof e[i]);
-        memcpy(e[i].key, in, dims * sizeof *in);
-        memcpy(&e[i].bits, &in[dims], sizeof e[i].bits);
-    }
+    int rc = 0;
+    char why[160];
+    for (size_t i = 0; !rc && i < n; i++, in += l->dims + l->width)
+        rc = darray_elems_add(l, in, in + l->dims, why, sizeof why);
+    return rc == LOOM_EKEYRANGE ? LOOM_EPROTO : rc;
 }
 
-/* Step 3: each element to its holder; returns this worker's, sorted. */
-static int exchange(loom_darray *d, darray_elems *l, darray_elem **held, size_t *nheld)
+/* Step 3: each element to its holder; held gets this worker's, sorted. */
+static int exchange(loom_darray *d, darray_elems *l, darray_elems *held)
 {
-    uint32_t W = d->W, me = d->rank;
-    size_t rec = (d->dims + 1) * sizeof(int64_t);
+    uint32_t W = d->W, me = d->rank, words = d->dims + d->width;
+    size_t rec = words * sizeof(int64_t);
     size_t *count = calloc(W, sizeof *count), *fill = calloc(W, sizeof *fill);
     int64_t **out = calloc(W, sizeof *out);
     uint64_t *in = calloc(W, sizeof *in), version = d->seq++;
     int rc = count && fill && out && in ? 0 : LOOM_ENOMEM;
     for (size_t i = 0; !rc && i < l->n; i++) count[holder_of(d, l->e[i].key[d->part_dim])]++;
     for (uint32_t w = 0; !rc && w < W; w++)
-        if (w != me && !(out[w] = malloc(count[w] * rec + 1))) rc = LOOM_ENOMEM;
-    size_t total = count[me];
-    darray_elem *mine = rc ? NULL : malloc((count[me] + 1) * sizeof *mine);
-    if (!rc && !mine) rc = LOOM_ENOMEM;
+        if (!(out[w] = malloc(count[w] * rec + 1))) rc = LOOM_ENOMEM;
     for (size_t i = 0; !rc && i < l->n; i++) {
         uint32_t w = holder_of(d, l->e[i].key[d->part_dim]);
-        if (w == me)
-            mine[fill[w]++] = l->e[i];
-        else
-            pack(&l->e[i], 1, d->dims, out[w] + fill[w]++ * (d->dims + 1));
+        pack(l, i, out[w] + fill[w]++ * words);
     }
     darray_elems_free(l);
     for (uint32_t w = 0; !rc && w < W; w++)
         if (w != me) rc = send_to(d, w, version, out[w], count[w] * rec);
+    if (!rc) rc = unpack(out[me], count[me], held);
+    int64_t *buf = NULL;
     for (uint32_t w = 0; !rc && w < W; w++) {
         if (w == me) continue;
         if (!(rc = take_count(d, w, version, &in[w])) && in[w] % rec) rc = LOOM_EPROTO;
-        if (!rc && in[w] / rec > SIZE_MAX / sizeof *mine - total - 1) rc = LOOM_EPROTO;
-        if (!rc) total += in[w] / rec;
-    }
-    darray_elem *all = rc ? NULL : realloc(mine, (total + 1) * sizeof *all);
-    if (all) mine = all;
-    if (!rc && !all) rc = LOOM_ENOMEM;
-    size_t at = count[me];
-    int64_t *buf = NULL;
-    for (uint32_t w = 0; !rc && w < W; w++) {
-        if (w == me || !in[w]) continue;
-        int64_t *nb = realloc(buf, in[w]);
-        if (!nb) {
-            rc = LOOM_ENOMEM;
-            break;
-        }
-        buf = nb;
-        if (!(rc = take_bytes(d, w, version, buf, in[w]))) {
-            unpack(buf, in[w] / rec, d->dims, mine + at);
-            at += in[w] / rec;
-        }
+        int64_t *nb = rc ? NULL : realloc(buf, in[w] + 1);
+        if (!rc && !nb) rc = LOOM_ENOMEM;
+        if (!rc) buf = nb;
+        if (!rc && !(rc = take_bytes(d, w, version, buf, in[w])))
+            rc = unpack(buf, in[w] / rec, held);
     }
     free(buf);
     for (uint32_t w = 0; out && w < W; w++) free(out[w]);
@@ -377,14 +382,8 @@ static int exchange(loom_darray *d, darray_elems *l, darray_elem **held, size_t 
     free(count);
     free(fill);
     free(in);
-    if (rc) {
-        free(mine);
-        return rc;
-    }
-    qsort(mine, total, sizeof *mine, cmp_elem);
-    *held = mine;
-    *nheld = total;
-    return 0;
+    if (!rc) darray_elems_sort(held);
+    return rc;
 }
 
 /* A dense array's worker must hold each index of its rows once, in order. */
@@ -427,21 +426,24 @@ int darray_settle(loom_darray *d, darray_elems *l, int failed, char *err, size_t
         else
             rc = histogram_bounds(d, l);
     }
-    darray_elem *held = NULL;
-    size_t n = 0;
-    if (!rc) rc = exchange(d, l, &held, &n);
+    darray_elems held = {.dims = d->dims, .width = d->width};
+    if (!rc) rc = exchange(d, l, &held);
     darray_elems_free(l);
-    if (rc) return rc;
-    int local = d->dense ? check_dense(d, held, n, err, errlen) : 0;
+    if (rc) {
+        darray_elems_free(&held);
+        return rc;
+    }
+    size_t n = held.n;
+    int local = d->dense ? check_dense(d, held.e, n, err, errlen) : 0;
     d->n = n;
-    d->val = malloc((n + 1) * sizeof *d->val);
+    d->val = malloc((n * d->width + 1) * sizeof *d->val);
     d->idx = d->dense ? NULL : malloc((n * d->dims + 1) * sizeof *d->idx);
     if (!local && (!d->val || (!d->dense && !d->idx))) local = LOOM_ENOMEM;
     for (size_t i = 0; !local && i < n; i++) {
-        memcpy(&d->val[i], &held[i].bits, sizeof d->val[i]);
-        if (!d->dense) memcpy(d->idx + i * d->dims, held[i].key, d->dims * sizeof *d->idx);
+        memcpy(d->val + i * d->width, held.e[i].v, d->width * sizeof *d->val);
+        if (!d->dense) memcpy(d->idx + i * d->dims, held.e[i].key, d->dims * sizeof *d->idx);
     }
-    free(held);
+    darray_elems_free(&held);
     return darray_agree_rc(d, local, err, errlen);
 }
 
@@ -463,18 +465,19 @@ int loom_darray_from_elements(loom_node *node, const loom_darray_opts *o, const 
     int rc = darray_new(node, o, 0, &d, err, errlen);
     if (rc) return rc;
     *out = NULL;
-    darray_elems l = {.dims = d->dims, .ext = d->ext};
+    darray_elems l = {.dims = d->dims, .width = d->width, .ext = d->ext};
     int failed = n && (!indices || !values) ? LOOM_EINVAL : 0;
     if (failed) set_err(err, errlen, "darray: %zu elements without indices or values", n);
     char why[160];
     for (size_t i = 0; !failed && i < n; i++)
-        if ((failed = darray_elems_add(&l, indices + i * d->dims, values[i], why, sizeof why)))
+        if ((failed = darray_elems_add(&l, indices + i * d->dims, values + i * d->width, why,
+                                       sizeof why)))
             set_err(err, errlen, "darray: element %zu: %s", i, why);
     return finish(d, darray_settle(d, &l, failed, err, errlen), out);
 }
 
 int loom_darray_generate(loom_node *node, const loom_darray_opts *o,
-                         double (*gen)(void *user, const int64_t *index), void *user,
+                         void (*gen)(void *user, const int64_t *index, double *values), void *user,
                          loom_darray **out, char *err, size_t errlen)
 {
     loom_darray *d;
@@ -497,16 +500,16 @@ int loom_darray_generate(loom_node *node, const loom_darray_opts *o,
     d->total = total;
     even_bounds(d, d->ext[0]);
     uint64_t inner = total / d->ext[0], rows = d->bounds[d->rank + 1] - d->bounds[d->rank];
-    int local = rows > (SIZE_MAX / sizeof(double) - 1) / inner ? LOOM_ENOMEM : 0;
+    int local = rows > (SIZE_MAX / sizeof(double) - 1) / inner / d->width ? LOOM_ENOMEM : 0;
     d->n = local ? 0 : (size_t)(rows * inner);
-    if (!local && !(d->val = calloc(d->n + 1, sizeof *d->val))) local = LOOM_ENOMEM;
+    if (!local && !(d->val = calloc(d->n * d->width + 1, sizeof *d->val))) local = LOOM_ENOMEM;
     if (local)
-        set_err(err, errlen, "darray: out of memory for %llu values",
+        set_err(err, errlen, "darray: out of memory for %llu elements",
                 (unsigned long long)(rows * inner));
     int64_t index[LOOM_DARRAY_MAX_DIMS];
     for (size_t i = 0; !local && gen && i < d->n; i++) {
         darray_index_of(d, i, index);
-        d->val[i] = gen(user, index);
+        gen(user, index, d->val + i * d->width);
     }
     return finish(d, darray_agree_rc(d, local, err, errlen), out);
 }
@@ -527,13 +530,13 @@ void darray_index_of(const loom_darray *d, size_t i, int64_t *index)
     index[0] = (int64_t)(d->bounds[d->rank] + r);
 }
 
-void loom_darray_map(loom_darray *d, double (*fn)(void *user, const int64_t *index, double v),
+void loom_darray_map(loom_darray *d, void (*fn)(void *user, const int64_t *index, double *values),
                      void *user)
 {
     int64_t index[LOOM_DARRAY_MAX_DIMS];
     for (size_t i = 0; d && fn && i < d->n; i++) {
         darray_index_of(d, i, index);
-        d->val[i] = fn(user, index, d->val[i]);
+        fn(user, index, d->val + i * d->width);
     }
 }
 
@@ -549,7 +552,8 @@ void loom_darray_fill_random(loom_darray *d, uint64_t seed, double lo, double hi
         uint64_t h = rand_hash64(seed);
         for (uint32_t k = 0; k < d->dims; k++) h = rand_hash64(h ^ (uint64_t)index[k]);
         h = rand_hash64(h ^ dup);
-        d->val[i] = lo + (hi - lo) * rand_unit(h);
+        for (uint32_t c = 0; c < d->width; c++)
+            d->val[i * d->width + c] = lo + (hi - lo) * rand_unit(rand_hash64(h ^ c));
     }
 }
 
@@ -580,6 +584,11 @@ uint32_t loom_darray_dims(const loom_darray *d)
     return d ? d->dims : 0;
 }
 
+uint32_t loom_darray_width(const loom_darray *d)
+{
+    return d ? d->width : 0;
+}
+
 void loom_darray_extents(const loom_darray *d, uint64_t *extents)
 {
     if (d && extents) memcpy(extents, d->ext, d->dims * sizeof *extents);
@@ -605,57 +614,53 @@ int loom_darray_gather(loom_darray *d, uint32_t root, int64_t **indices, double 
     *indices = NULL;
     *values = NULL;
     *n = 0;
-    size_t rec = (d->dims + 1) * sizeof(int64_t);
+    size_t words = d->dims + d->width, rec = words * sizeof(int64_t);
     uint64_t version = d->seq++;
     int64_t *buf = malloc(d->n * rec + 1);
     if (!buf) return LOOM_ENOMEM;
     int64_t index[LOOM_DARRAY_MAX_DIMS];
     for (size_t i = 0; i < d->n; i++) {
         darray_index_of(d, i, index);
-        memcpy(buf + i * (d->dims + 1), index, d->dims * sizeof *index);
-        memcpy(buf + i * (d->dims + 1) + d->dims, &d->val[i], sizeof d->val[i]);
+        memcpy(buf + i * words, index, d->dims * sizeof *index);
+        memcpy(buf + i * words + d->dims, d->val + i * d->width, d->width * sizeof *d->val);
     }
     if (d->rank != root) {
         int rc = send_to(d, root, version, buf, d->n * rec);
         free(buf);
         return rc;
     }
-    size_t total = d->n > d->total ? d->n : (size_t)d->total;
-    darray_elem *all = malloc((total + 1) * sizeof *all);
-    int rc = all ? 0 : LOOM_ENOMEM;
-    if (!rc) unpack(buf, d->n, d->dims, all);
-    size_t at = d->n;
+    darray_elems all = {.dims = d->dims, .width = d->width};
+    int rc = unpack(buf, d->n, &all);
     for (uint32_t w = 0; !rc && w < d->W; w++) {
         uint64_t bytes;
         if (w == root) continue;
-        if (!(rc = take_count(d, w, version, &bytes)) && (bytes % rec || bytes / rec > total - at))
+        if (!(rc = take_count(d, w, version, &bytes)) &&
+            (bytes % rec || bytes / rec > d->total - all.n))
             rc = LOOM_EPROTO;
         int64_t *nb = rc ? NULL : realloc(buf, bytes + 1);
         if (!rc && !nb) rc = LOOM_ENOMEM;
         if (!rc) buf = nb;
-        if (!rc && !(rc = take_bytes(d, w, version, buf, bytes))) {
-            unpack(buf, bytes / rec, d->dims, all + at);
-            at += bytes / rec;
-        }
+        if (!rc && !(rc = take_bytes(d, w, version, buf, bytes)))
+            rc = unpack(buf, bytes / rec, &all);
     }
     free(buf);
-    int64_t *idx = rc ? NULL : malloc((at * d->dims + 1) * sizeof *idx);
-    double *val = rc ? NULL : malloc((at + 1) * sizeof *val);
+    if (!rc) darray_elems_sort(&all);
+    int64_t *idx = rc ? NULL : malloc((all.n * d->dims + 1) * sizeof *idx);
+    double *val = rc ? NULL : malloc((all.n * d->width + 1) * sizeof *val);
     if (!rc && (!idx || !val)) rc = LOOM_ENOMEM;
     if (!rc) {
-        qsort(all, at, sizeof *all, cmp_elem);
-        for (size_t i = 0; i < at; i++) {
-            memcpy(idx + i * d->dims, all[i].key, d->dims * sizeof *idx);
-            memcpy(&val[i], &all[i].bits, sizeof val[i]);
+        for (size_t i = 0; i < all.n; i++) {
+            memcpy(idx + i * d->dims, all.e[i].key, d->dims * sizeof *idx);
+            memcpy(val + i * d->width, all.e[i].v, d->width * sizeof *val);
         }
         *indices = idx;
         *values = val;
-        *n = at;
+        *n = all.n;
     } else {
         free(idx);
         free(val);
     }
-    free(all);
+    darray_elems_free(&all);
     return rc;
 }
 
@@ -697,6 +702,7 @@ int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *e
     }
     loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
     to.type = LOOM_F64;
+    to.width = d->width;
     to.storage = positions <= (1u << 24) ? LOOM_DENSE : LOOM_SPARSE;
     to.key_end = positions;
     to.consistency = LOOM_ASP;
@@ -710,18 +716,19 @@ int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *e
     /* Sorted by index is sorted by key: elements at one index are adjacent,
      * added here into one row before they go. */
     uint64_t *keys = malloc((d->n + 1) * sizeof *keys);
-    double *vals = malloc((d->n + 1) * sizeof *vals);
+    double *vals = malloc((d->n * d->width + 1) * sizeof *vals);
     size_t n = 0;
     int64_t index[LOOM_DARRAY_MAX_DIMS];
     int local = keys && vals ? 0 : LOOM_ENOMEM;
     for (size_t i = 0; !local && i < d->n; i++) {
         darray_index_of(d, i, index);
         uint64_t key = loom_darray_key(d, index);
+        const double *v = d->val + i * d->width;
         if (n && keys[n - 1] == key) {
-            vals[n - 1] += d->val[i];
+            for (uint32_t c = 0; c < d->width; c++) vals[(n - 1) * d->width + c] += v[c];
         } else {
             keys[n] = key;
-            vals[n++] = d->val[i];
+            memcpy(vals + n++ * d->width, v, d->width * sizeof *v);
         }
     }
     loom_ts ts;

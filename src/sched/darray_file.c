@@ -10,14 +10,15 @@
  *                              loom-darray 1
  *                              kind sparse|dense
  *                              dims D
+ *                              width C
  *                              part_dim P
  *                              extents E0 ... E(D-1)
  *                              parts N
  *                              elements T
  *   part-R-of-N.bin          worker R's elements: a 32-byte header
  *                            ("LOOMDAR1", then little-endian u32 dims, u32 R,
- *                            u32 N, u32 0, u64 count) and count records of
- *                            D int64 indices and one IEEE double, all
+ *                            u32 N, u32 C, u64 count) and count records of
+ *                            D int64 indices and C IEEE doubles, all
  *                            little-endian.
  *
  * Each file is written under a dot-name of its own and renamed once complete
@@ -115,7 +116,7 @@ int loom_darray_from_file(loom_node *node, const char *path, const loom_darray_o
     int rc = darray_new(node, o, 0, &d, err, errlen);
     if (rc) return rc;
     *out = NULL;
-    darray_elems l = {.dims = d->dims, .ext = d->ext};
+    darray_elems l = {.dims = d->dims, .width = d->width, .ext = d->ext};
     int failed = 0;
     if (!path || !parse) {
         set_err(err, errlen, "darray: no file or no parser");
@@ -178,10 +179,10 @@ static int write_file(const loom_darray *d, const char *dir, const char *name, f
 
 static int fill_part(const loom_darray *d, int fd)
 {
-    size_t rec = (d->dims + 1) * 8;
+    size_t rec = (d->dims + d->width) * 8;
     uint8_t head[HEADER_BYTES] = MAGIC, *buf = malloc(WRITE_CHUNK + rec);
     if (!buf) return ENOMEM;
-    const uint32_t fields[4] = {d->dims, d->rank, d->W, 0};
+    const uint32_t fields[4] = {d->dims, d->rank, d->W, d->width};
     for (int i = 0; i < 4; i++)
         for (int b = 0; b < 4; b++) head[8 + 4 * i + b] = (uint8_t)(fields[i] >> (8 * b));
     msg_store_u64(head + 24, d->n);
@@ -192,9 +193,11 @@ static int fill_part(const loom_darray *d, int fd)
         darray_index_of(d, i, index);
         for (uint32_t k = 0; k < d->dims; k++)
             msg_store_u64(buf + used + 8 * k, (uint64_t)index[k]);
-        uint64_t bits;
-        memcpy(&bits, &d->val[i], sizeof bits);
-        msg_store_u64(buf + used + 8 * d->dims, bits);
+        for (uint32_t c = 0; c < d->width; c++) {
+            uint64_t bits;
+            memcpy(&bits, &d->val[i * d->width + c], sizeof bits);
+            msg_store_u64(buf + used + 8 * (d->dims + c), bits);
+        }
         if ((used += rec) >= WRITE_CHUNK) {
             e = write_all(fd, buf, used);
             used = 0;
@@ -210,8 +213,8 @@ static int fill_manifest(const loom_darray *d, int fd)
     char text[MANIFEST_MAX];
     size_t at = 0;
     at += (size_t)snprintf(text + at, sizeof text - at,
-                           "loom-darray 1\nkind %s\ndims %u\npart_dim %u\nextents",
-                           d->dense ? "dense" : "sparse", d->dims, d->part_dim);
+                           "loom-darray 1\nkind %s\ndims %u\nwidth %u\npart_dim %u\nextents",
+                           d->dense ? "dense" : "sparse", d->dims, d->width, d->part_dim);
     for (uint32_t k = 0; k < d->dims; k++)
         at += (size_t)snprintf(text + at, sizeof text - at, " %llu", (unsigned long long)d->ext[k]);
     at += (size_t)snprintf(text + at, sizeof text - at, "\nparts %u\nelements %llu\n", d->W,
@@ -274,6 +277,10 @@ static int parse_manifest(char *text, manifest *m)
         line[n] || v[0] < 1 || v[0] > LOOM_DARRAY_MAX_DIMS)
         return 0;
     m->o.dims = (uint32_t)v[0];
+    if (!(line = strtok_r(NULL, "\n", &save)) || sscanf(line, "width %llu%n", &v[0], &n) != 1 ||
+        line[n] || v[0] < 1 || v[0] > LOOM_DARRAY_MAX_WIDTH)
+        return 0;
+    m->o.width = (uint32_t)v[0];
     if (!(line = strtok_r(NULL, "\n", &save)) || sscanf(line, "part_dim %llu%n", &v[0], &n) != 1 ||
         line[n] || v[0] >= m->o.dims)
         return 0;
@@ -317,8 +324,9 @@ static int read_manifest(const char *dir, manifest *m, char *err, size_t errlen)
     }
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
-        return errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO;
+        int e = errno;
+        set_err(err, errlen, "%s: %s", path, strerror(e));
+        return e == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO;
     }
     size_t n = fread(text, 1, sizeof text, f);
     int bad = ferror(f);
@@ -346,15 +354,19 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
     }
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
-        return errno == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO;
+        int e = errno;
+        set_err(err, errlen, "%s: %s", path, strerror(e));
+        return e == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO;
     }
-    size_t rec = (m->o.dims + 1) * 8;
-    uint8_t head[HEADER_BYTES], buf[(LOOM_DARRAY_MAX_DIMS + 1) * 8];
+    size_t rec = (m->o.dims + m->o.width) * 8;
+    uint8_t head[HEADER_BYTES], *buf = malloc(rec);
+    double *v = malloc(m->o.width * sizeof *v);
     struct stat st;
-    int rc = 0;
-    if (fstat(fileno(f), &st) || fread(head, 1, sizeof head, f) != sizeof head ||
-        memcmp(head, MAGIC, 8)) {
+    int rc = buf && v ? 0 : LOOM_ENOMEM;
+    if (rc) {
+        set_err(err, errlen, "%s: out of memory", path);
+    } else if (fstat(fileno(f), &st) || fread(head, 1, sizeof head, f) != sizeof head ||
+               memcmp(head, MAGIC, 8)) {
         rc = LOOM_EINVAL;
         set_err(err, errlen, "%s: not a darray part (its header)", path);
     }
@@ -362,14 +374,14 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
     for (int i = 0; !rc && i < 4; i++)
         for (int b = 0; b < 4; b++) fields[i] |= (uint32_t)head[8 + 4 * i + b] << (8 * b);
     uint64_t count = rc ? 0 : msg_load_u64(head + 24);
-    if (!rc && (fields[0] != m->o.dims || fields[1] != part || fields[2] != m->parts || fields[3] ||
-                count > ((uint64_t)st.st_size - HEADER_BYTES) / rec ||
+    if (!rc && (fields[0] != m->o.dims || fields[1] != part || fields[2] != m->parts ||
+                fields[3] != m->o.width || count > ((uint64_t)st.st_size - HEADER_BYTES) / rec ||
                 (uint64_t)st.st_size != HEADER_BYTES + count * rec)) {
         rc = LOOM_EINVAL;
         set_err(err, errlen,
-                "%s: its header (dims %u, part %u of %u, %llu elements) does not match the "
-                "manifest or the file's %lld bytes",
-                path, fields[0], fields[1], fields[2], (unsigned long long)count,
+                "%s: its header (dims %u, part %u of %u, width %u, %llu elements) does not match "
+                "the manifest or the file's %lld bytes",
+                path, fields[0], fields[1], fields[2], fields[3], (unsigned long long)count,
                 (long long)st.st_size);
     }
     char why[160];
@@ -381,13 +393,16 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
             break;
         }
         for (uint32_t k = 0; k < m->o.dims; k++) index[k] = (int64_t)msg_load_u64(buf + 8 * k);
-        uint64_t bits = msg_load_u64(buf + 8 * m->o.dims);
-        double v;
-        memcpy(&v, &bits, sizeof v);
+        for (uint32_t c = 0; c < m->o.width; c++) {
+            uint64_t bits = msg_load_u64(buf + 8 * (m->o.dims + c));
+            memcpy(&v[c], &bits, sizeof v[c]);
+        }
         if ((rc = darray_elems_add(l, index, v, why, sizeof why)))
             set_err(err, errlen, "%s: element %llu: %s", path, (unsigned long long)i, why);
     }
     fclose(f);
+    free(buf);
+    free(v);
     return rc;
 }
 
@@ -410,11 +425,12 @@ int loom_darray_load(loom_node *node, const char *dir, loom_darray **out, char *
         return rc;
     }
     d->dims = m.o.dims;
+    d->width = m.o.width;
     d->part_dim = m.o.part_dim;
     d->dense = m.dense;
     memcpy(d->ext, m.o.extents, sizeof d->ext);
     int failed = 0;
-    darray_elems l = {.dims = d->dims, .ext = d->ext};
+    darray_elems l = {.dims = d->dims, .width = d->width, .ext = d->ext};
     for (uint32_t p = d->rank; !failed && p < m.parts; p += d->W)
         failed = read_part(dir, &m, p, &l, err, errlen);
     rc = darray_settle(d, &l, failed, err, errlen);

@@ -13,30 +13,33 @@ struct loom_darray {
     uint32_t engine; /* the engine number its worker-to-worker messages carry */
     uint32_t seq;    /* collective exchanges made: each uses versions of its own */
     uint32_t W, rank;
-    uint32_t dims, part_dim;
+    uint32_t dims, part_dim, width;
     int dense;
     uint64_t ext[LOOM_DARRAY_MAX_DIMS];
     uint64_t *bounds; /* W + 1: worker w holds part_dim coordinates [bounds[w], bounds[w + 1]) */
     uint64_t total;   /* every worker's elements */
     size_t n;         /* this worker's */
     int64_t *idx;     /* n x dims, sorted; a dense array's made on demand */
-    double *val;
+    double *val;      /* n x width */
 };
 
-/* One element with its index padded to the largest rank: what is sorted and,
- * packed to dims + 1 words, sent. Indices compare lexicographically, then the
- * values (NaNs last, ties by their bits), so that the order of elements at
- * one index never depends on who held them. */
+/* One element with its index padded to the largest rank, and its values:
+ * what is sorted. Indices compare lexicographically, then the values (NaNs
+ * last, ties by their bits), so that the order of elements at one index
+ * never depends on who held them. */
 typedef struct darray_elem {
     int64_t key[LOOM_DARRAY_MAX_DIMS];
-    uint64_t bits;
+    const double *v; /* its width values, set by darray_elems_sort */
+    uint32_t width;
 } darray_elem;
 
-/* A growing list of elements, with the box they must lie in (0: any). */
+/* A growing list of elements (element i's values at v + i * width until it
+ * is sorted), with the box they must lie in (0: any). */
 typedef struct darray_elems {
     darray_elem *e;
+    double *v;
     size_t n, cap;
-    uint32_t dims;
+    uint32_t dims, width;
     const uint64_t *ext;
 } darray_elems;
 
@@ -46,9 +49,12 @@ struct loom_darray_sink {
     char why[160]; /* loom_darray_refuse's message, or the emit's own */
 };
 
-/* Appends an element; LOOM_EKEYRANGE (with why) for an index outside the box
- * or negative, LOOM_ENOMEM. */
-int darray_elems_add(darray_elems *l, const int64_t *index, double v, char *why, size_t whylen);
+/* Appends an element (width doubles, copied bytewise); LOOM_EKEYRANGE (with why) for an index
+ * outside the box or negative, LOOM_ENOMEM. */
+int darray_elems_add(darray_elems *l, const int64_t *index, const void *values, char *why,
+                     size_t whylen);
+/* Sorts the list; its elements' values are then reached through e[i].v. */
+void darray_elems_sort(darray_elems *l);
 void darray_elems_free(darray_elems *l);
 
 /* A new array of this worker (collective: the engine number), its options

@@ -10,12 +10,16 @@
  *     (and 0 elsewhere), a dense array every position's value;
  *   - fill_random gives the same values bit for bit on 1 and 3 workers, map
  *     changes each value as asked;
+ *   - elements of two values (rows): gathered sorted by index, then by the
+ *     values in order;
  *   - dense arrays from a generator, among them one with fewer rows than
- *     workers: every index once, the generator's values;
+ *     workers and one of rows of 2: every index once, the generator's
+ *     values;
  *   - from a text file: every line parsed once whoever reads it, with its
  *     number in the file; a line the
  *     parser refuses fails every worker, the reader naming file and line;
- *   - saved on 3 workers, loaded on 1 and 2: the same array; a file of the
+ *   - saved on 3 workers, loaded on 1 and 2 (a dense one of rows of 3): the
+ *     same array; a file of the
  *     directory that is not Loom's left alone; a truncated part, a missing
  *     manifest and a malformed one refused on every worker, with a sentence;
  *   - an index outside the given box refused on every worker. */
@@ -93,10 +97,10 @@ static uint64_t COLS_OF(const loom_darray *d)
     return ext[1];
 }
 
-static double doubled(void *user, const int64_t *index, double v)
+static void doubled(void *user, const int64_t *index, double *v)
 {
     (void)user, (void)index;
-    return 2 * v;
+    *v *= 2;
 }
 
 typedef struct job {
@@ -262,25 +266,99 @@ static void test_sparse_from_elements(void **state)
     free(j.random);
 }
 
+/* ---- sparse rows: two values an element ---- */
+
+static int cmp_rec4(const void *pa, const void *pb)
+{
+    const double *a = pa, *b = pb; /* i, j, value, list position */
+    for (int k = 0; k < 4; k++)
+        if (a[k] != b[k]) return a[k] < b[k] ? -1 : 1;
+    return 0;
+}
+
+/* Elements (i, j) -> (value, its position in the list): gathered sorted by
+ * index, then first value, then second. */
+static int rows_worker(loom_node *node, int rank, void *arg)
+{
+    (void)arg;
+    int W = loom_num_workers(node);
+    size_t mine = 0;
+    int64_t idx[N][2];
+    double val[N][2];
+    for (int i = rank; i < N; i += W) {
+        memcpy(idx[mine], gidx[i], sizeof idx[mine]);
+        val[mine][0] = gval[i];
+        val[mine++][1] = i;
+    }
+    loom_darray_opts o = {.dims = 2, .width = 2};
+    loom_darray *d;
+    char err[256] = "";
+    CHECK_OK(
+        loom_darray_from_elements(node, &o, &idx[0][0], &val[0][0], mine, &d, err, sizeof err));
+    CHECK(loom_darray_width(d) == 2 && loom_darray_size(d) == N);
+    int64_t *gi;
+    double *gv;
+    size_t n;
+    CHECK_OK(loom_darray_gather(d, 0, &gi, &gv, &n));
+    if (rank == 0) {
+        double *want = malloc(N * 4 * sizeof *want);
+        CHECK(want && n == N);
+        for (int i = 0; i < N; i++) {
+            want[4 * i] = (double)gidx[i][0];
+            want[4 * i + 1] = (double)gidx[i][1];
+            want[4 * i + 2] = gval[i];
+            want[4 * i + 3] = i;
+        }
+        qsort(want, N, 4 * sizeof *want, cmp_rec4);
+        for (size_t i = 0; i < n; i++)
+            CHECK(gi[2 * i] == (int64_t)want[4 * i] && gi[2 * i + 1] == (int64_t)want[4 * i + 1] &&
+                  gv[2 * i] == want[4 * i + 2] && gv[2 * i + 1] == want[4 * i + 3]);
+        free(want);
+    }
+    free(gi);
+    free(gv);
+    loom_darray_free(d);
+    return 0;
+}
+
+static void test_sparse_rows(void **state)
+{
+    (void)state;
+    make_elements();
+    for (int W = 1; W <= MAXW; W++) {
+        harness_result r;
+        assert_int_equal(harness_run(1, W, rows_worker, NULL, &r), 0);
+    }
+}
+
 /* ---- dense ---- */
 
-static double gen(void *user, const int64_t *index)
+/* Value c of the dense arrays' element at index. */
+static double value_at(const int64_t *index, uint32_t c)
 {
-    (void)user;
-    return (double)(index[0] * 10000 + index[1] * 100 + index[2]);
+    return (double)(index[0] * 10000 + index[1] * 100 + index[2]) + 0.25 * c;
+}
+
+static void gen(void *user, const int64_t *index, double *values)
+{
+    const uint32_t *width = user;
+    for (uint32_t c = 0; c < *width; c++) values[c] = value_at(index, c);
 }
 
 typedef struct dense_case {
     uint64_t ext[3];
+    uint32_t width;
 } dense_case;
 
 static int dense_worker(loom_node *node, int rank, void *arg)
 {
     const dense_case *c = arg;
-    loom_darray_opts o = {.dims = 3, .extents = {c->ext[0], c->ext[1], c->ext[2]}};
+    uint32_t width = c->width;
+    loom_darray_opts o = {.dims = 3, .extents = {c->ext[0], c->ext[1], c->ext[2]}, .width = width};
     loom_darray *d;
     char err[256] = "";
-    CHECK_OK(loom_darray_generate(node, &o, gen, NULL, &d, err, sizeof err));
+    CHECK_OK(loom_darray_generate(node, &o, gen, &width, &d, err, sizeof err));
+    CHECK(loom_darray_width(d) == width);
     uint64_t lo, hi, inner = c->ext[1] * c->ext[2];
     loom_darray_range(d, (uint32_t)rank, &lo, &hi);
     const int64_t *idx;
@@ -289,7 +367,7 @@ static int dense_worker(loom_node *node, int rank, void *arg)
     CHECK(n == (hi - lo) * inner);
     for (size_t i = 0; i < n; i++) {
         CHECK(idx[3 * i] == (int64_t)(lo + i / inner));
-        CHECK(val[i] == gen(NULL, idx + 3 * i));
+        for (uint32_t v = 0; v < width; v++) CHECK(val[i * width + v] == value_at(idx + 3 * i, v));
     }
     int64_t *gi;
     double *gv;
@@ -300,7 +378,8 @@ static int dense_worker(loom_node *node, int rank, void *arg)
         for (size_t i = 0; i < gn; i++) {
             int64_t want[3] = {(int64_t)(i / inner), (int64_t)(i / c->ext[2] % c->ext[1]),
                                (int64_t)(i % c->ext[2])};
-            CHECK(!memcmp(gi + 3 * i, want, sizeof want) && gv[i] == gen(NULL, want));
+            CHECK(!memcmp(gi + 3 * i, want, sizeof want));
+            for (uint32_t v = 0; v < width; v++) CHECK(gv[i * width + v] == value_at(want, v));
         }
     }
     free(gi);
@@ -309,19 +388,20 @@ static int dense_worker(loom_node *node, int rank, void *arg)
     loom_table *t;
     CHECK_OK(loom_darray_host(d, "darray.dense", &t, err, sizeof err));
     uint64_t total = c->ext[0] * inner;
-    double *all = malloc(total * sizeof *all);
+    double *all = malloc(total * width * sizeof *all);
     CHECK(all);
     CHECK_OK(loom_pull_range(t, 0, total, all));
     for (uint64_t p = 0; p < total; p++) {
         int64_t at[3] = {(int64_t)(p / inner), (int64_t)(p / c->ext[2] % c->ext[1]),
                          (int64_t)(p % c->ext[2])};
-        CHECK(all[p] == gen(NULL, at) && loom_darray_key(d, at) == p);
+        CHECK(loom_darray_key(d, at) == p);
+        for (uint32_t v = 0; v < width; v++) CHECK(all[p * width + v] == value_at(at, v));
     }
     free(all);
     loom_darray_free(d);
     /* refused alike on every worker: a dense array needs its box */
     o.extents[1] = 0;
-    CHECK(loom_darray_generate(node, &o, gen, NULL, &d, err, sizeof err) == LOOM_EINVAL);
+    CHECK(loom_darray_generate(node, &o, gen, &width, &d, err, sizeof err) == LOOM_EINVAL);
     CHECK(strstr(err, "every extent") != NULL);
     return 0;
 }
@@ -329,7 +409,7 @@ static int dense_worker(loom_node *node, int rank, void *arg)
 static void test_dense_generate(void **state)
 {
     (void)state;
-    static const dense_case cases[] = {{{5, 4, 3}}, {{2, 3, 7}}};
+    static const dense_case cases[] = {{{5, 4, 3}, 2}, {{2, 3, 7}, 1}};
     for (size_t k = 0; k < 2; k++)
         for (int W = 1; W <= MAXW; W++) {
             harness_result r;
@@ -356,7 +436,7 @@ static int parse_line(void *user, uint64_t line, const char *text, size_t len, l
         return loom_darray_refuse(s, "not \"i j value\": %s", buf);
     int64_t index[2] = {i, j};
     atomic_fetch_add(lines, line);
-    return loom_darray_emit(s, index, v);
+    return loom_darray_emit(s, index, &v);
 }
 
 typedef struct text_case {
@@ -437,8 +517,9 @@ static int save_worker(loom_node *node, int rank, void *arg)
     loom_darray *d;
     char err[256] = "";
     if (c->dense) {
-        loom_darray_opts o = {.dims = 3, .extents = {5, 4, 3}};
-        CHECK_OK(loom_darray_generate(node, &o, gen, NULL, &d, err, sizeof err));
+        uint32_t width = 3;
+        loom_darray_opts o = {.dims = 3, .extents = {5, 4, 3}, .width = width};
+        CHECK_OK(loom_darray_generate(node, &o, gen, &width, &d, err, sizeof err));
     } else {
         size_t mine = 0;
         int W = loom_num_workers(node);
@@ -481,7 +562,9 @@ static int load_worker(loom_node *node, int rank, void *arg)
         const int64_t *idx;
         const double *val;
         size_t n = loom_darray_local(d, &idx, &val);
-        for (size_t i = 0; i < n; i++) CHECK(val[i] == gen(NULL, idx + 3 * i));
+        CHECK(loom_darray_width(d) == 3);
+        for (size_t i = 0; i < n; i++)
+            for (uint32_t v = 0; v < 3; v++) CHECK(val[i * 3 + v] == value_at(idx + 3 * i, v));
         CHECK(loom_darray_size(d) == 60);
     }
     loom_darray_free(d);
@@ -533,7 +616,9 @@ static void test_save_load(void **state)
     snprintf(man, sizeof man, "%s/saved-1/manifest", dir);
     FILE *f = fopen(man, "w");
     assert_non_null(f);
-    fputs("loom-darray 1\nkind dense\ndims 3\npart_dim 0\nextents 5 4\nparts 3\nelements 60\n", f);
+    fputs("loom-darray 1\nkind dense\ndims 3\nwidth 3\npart_dim 0\nextents 5 4\nparts 3\n"
+          "elements 60\n",
+          f);
     fclose(f);
     c = (file_case){.expect = LOOM_EINVAL, .says = "not a darray manifest"};
     snprintf(c.path, sizeof c.path, "%s/saved-1", dir);
@@ -606,6 +691,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sparse_from_elements),
+        cmocka_unit_test(test_sparse_rows),
         cmocka_unit_test(test_dense_generate),
         cmocka_unit_test(test_from_text),
         cmocka_unit_test(test_save_load),
