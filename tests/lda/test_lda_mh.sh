@@ -7,12 +7,12 @@
 #        the log-likelihoods of the sequential reference with --sampler mh,
 #        bit for bit; 2 workers under SSP(1)
 #        keep the counts consistent (totals = column sums, sum = tokens) at
-#        every evaluation; --sampler auto takes sparse (at K = 20,000 too:
-#        mh is biased, docs/LDA.md); and the sequential mh chain reaches
-#        the SparseLDA chain's log-likelihood within 0.5% after 150
-#        iterations (measured: 0.2%, mh above). This checks that mh mixes
-#        towards the same region, not that it is exact: later mh settles
-#        3.4% above, the known bias of its reused word tables (docs/LDA.md);
+#        every evaluation; and --sampler auto takes sparse below
+#        LDA_MH_TOPICS and mh from it (apps/lda/lda.h). That mh's chain is
+#        exact is unit.test_lda_mh_exact's (an enumerated posterior): on this
+#        planted corpus both samplers settle, depending on the seed, at one
+#        of two levels (-169.2e3 or about -175.3e3, a merged pair of planted
+#        topics), so a comparison of their log-likelihoods says nothing;
 #   ap   K = 1000 on AP: after 60 iterations mh is within 4% of SparseLDA
 #        after 60 (measured 2.8%: mh needs about 3 times the iterations of
 #        SparseLDA to reach a log-likelihood, docs/LDA.md; one iteration
@@ -79,14 +79,7 @@ gen)
         cmp -s "$WORK/$want.model" "$WORK/auto.model" ||
             fail "--sampler auto did not take $want at K = $topics"
     done
-    for s in sparse mh; do
-        "$LDA_CHECK" --ll-out "$WORK/$s.ll" -- --train "$WORK/g.ldac" --topics 10 --iterations 150 \
-            --eval-every 50 --seed 8 --sampler $s >/dev/null || fail "lda_check --sampler $s failed"
-    done
-    within "$(last_ll "$WORK/mh.ll")" "$(last_ll "$WORK/sparse.ll")" 0.005 ||
-        fail "mh ends at $(last_ll "$WORK/mh.ll"), not within 0.5% of sparse's $(last_ll "$WORK/sparse.ll")"
-    echo "mh: bit for bit with its reference, consistent, log-likelihood $(last_ll "$WORK/mh.ll")" \
-        "against sparse $(last_ll "$WORK/sparse.ll")"
+    echo "mh: bit for bit with its reference, consistent"
     ;;
 ap)
     TRAIN=$DATA/ap/ap.dat

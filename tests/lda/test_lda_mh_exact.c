@@ -58,6 +58,27 @@ static double log_joint(const lda_params *p, const lda_docs *d, const uint32_t *
     return ll;
 }
 
+/* The posterior's E[log p(w, z)] and P(z_0 = z_3), over all K^N assignments. */
+static void exact(const lda_params *p, const lda_docs *d, int shared, double *ell, double *esame)
+{
+    uint32_t z[N];
+    double lmax = -INFINITY, zsum = 0;
+    *ell = *esame = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        memset(z, 0, sizeof z);
+        for (size_t j = 0; j < N;) {
+            double ll = log_joint(p, d, z, shared);
+            if (pass == 0 && ll > lmax) lmax = ll;
+            if (pass == 1) {
+                double wgt = exp(ll - lmax);
+                zsum += wgt, *ell += wgt * ll, *esame += wgt * (z[0] == z[3]);
+            }
+            for (j = 0; j < N && ++z[j] == K; j++) z[j] = 0; /* the next assignment */
+        }
+    }
+    *ell /= zsum, *esame /= zsum;
+}
+
 static void check_exact(lda_sampler_kind kind, int shared, double alpha, double beta)
 {
     loom_corpus c = {.docs = DOCS, .vocab = V, .tokens = N, .nnz = 6, .format = LOOM_BOW_LDAC};
@@ -69,63 +90,43 @@ static void check_exact(lda_sampler_kind kind, int shared, double alpha, double 
     assert_int_equal(d.ntokens, N);
     assert_int_equal(d.word[0], 0);
     assert_int_equal(d.word[3], 0);
-    /* The exact expectations, over all K^N assignments. */
-    uint32_t z[N];
-    double lmax = -INFINITY;
-    for (int pass = 0, more = 1; pass < 2; pass++) {
-        double zsum = 0, ell = 0, esame = 0;
-        memset(z, 0, sizeof z);
-        for (more = 1; more;) {
-            double ll = log_joint(&p, &d, z, shared);
-            if (pass == 0) {
-                if (ll > lmax) lmax = ll;
-            } else {
-                double wgt = exp(ll - lmax);
-                zsum += wgt, ell += wgt * ll, esame += wgt * (z[0] == z[3]);
-            }
-            size_t j = 0;
-            while (j < N && ++z[j] == K) z[j++] = 0;
-            more = j < N;
+    double ell, esame;
+    exact(&p, &d, shared, &ell, &esame);
+    /* The chain, from the initial topics, with a store and reload after
+     * every sweep as a one-worker job makes them. */
+    assert_int_equal(lda_sampler_init_kind(&s, &p, d.nwords, kind), 0);
+    lda_docs_init_topics(&d, K, 3);
+    assert_int_equal(lda_count(&d, &s.rows, s.totals), 0);
+    for (size_t w = 0; shared && w < V; w++)
+        for (uint32_t k = 0; k < K; k++) {
+            assert_int_equal(lda_rows_add(&s.rows, w, k, other[w][k]), 0);
+            s.totals[k] += other[w][k];
         }
-        if (pass == 1) {
-            ell /= zsum, esame /= zsum;
-            /* The chain, from the initial topics, with a store and reload
-             * after every sweep as a one-worker job makes them. */
-            assert_int_equal(lda_sampler_init_kind(&s, &p, d.nwords, kind), 0);
-            lda_docs_init_topics(&d, K, 3);
-            assert_int_equal(lda_count(&d, &s.rows, s.totals), 0);
-            for (size_t w = 0; shared && w < V; w++)
-                for (uint32_t k = 0; k < K; k++) {
-                    assert_int_equal(lda_rows_add(&s.rows, w, k, other[w][k]), 0);
-                    s.totals[k] += other[w][k];
-                }
-            assert_int_equal(lda_sampler_load(&s), 0);
-            assert_int_equal(lda_sampler_docs(&s, &d), 0);
-            double bll[BATCHES] = {0}, bsame[BATCHES] = {0};
-            for (int b = 0; b < BATCHES; b++)
-                for (int it = 0; it < BATCH; it++) {
-                    lda_sweep(&s, &d, 0, DOCS, 17, b * BATCH + it);
-                    assert_int_equal(lda_sampler_store(&s), 0);
-                    assert_int_equal(lda_sampler_reload(&s, NULL, 0), 0);
-                    bll[b] += log_joint(&p, &d, d.z, shared) / BATCH;
-                    bsame[b] += (double)(d.z[0] == d.z[3]) / BATCH;
-                }
-            double mll = 0, msame = 0, vll = 0, vsame = 0;
-            for (int b = 0; b < BATCHES; b++) mll += bll[b] / BATCHES, msame += bsame[b] / BATCHES;
-            for (int b = 0; b < BATCHES; b++) {
-                vll += (bll[b] - mll) * (bll[b] - mll) / (BATCHES - 1);
-                vsame += (bsame[b] - msame) * (bsame[b] - msame) / (BATCHES - 1);
-            }
-            double sell = sqrt(vll / BATCHES), sesame = sqrt(vsame / BATCHES);
-            printf("%s%s alpha %g beta %g: E[log p] %.4f, chain %.4f (%+.1f s.e.); "
-                   "P(same) %.4f, chain %.4f (%+.1f s.e.)\n",
-                   kind == LDA_SAMPLER_MH ? "mh" : "sparse", shared ? " shared" : "", alpha, beta,
-                   ell, mll, (mll - ell) / sell, esame, msame, (msame - esame) / sesame);
-            assert_true(fabs(mll - ell) < 5 * sell);
-            assert_true(fabs(msame - esame) < 5 * sesame);
-            lda_sampler_free(&s);
+    assert_int_equal(lda_sampler_load(&s), 0);
+    assert_int_equal(lda_sampler_docs(&s, &d), 0);
+    double bll[BATCHES] = {0}, bsame[BATCHES] = {0};
+    for (int b = 0; b < BATCHES; b++)
+        for (int it = 0; it < BATCH; it++) {
+            lda_sweep(&s, &d, 0, DOCS, 17, b * BATCH + it);
+            assert_int_equal(lda_sampler_store(&s), 0);
+            assert_int_equal(lda_sampler_reload(&s, NULL, 0), 0);
+            bll[b] += log_joint(&p, &d, d.z, shared) / BATCH;
+            bsame[b] += (double)(d.z[0] == d.z[3]) / BATCH;
         }
+    double mll = 0, msame = 0, vll = 0, vsame = 0;
+    for (int b = 0; b < BATCHES; b++) mll += bll[b] / BATCHES, msame += bsame[b] / BATCHES;
+    for (int b = 0; b < BATCHES; b++) {
+        vll += (bll[b] - mll) * (bll[b] - mll) / (BATCHES - 1);
+        vsame += (bsame[b] - msame) * (bsame[b] - msame) / (BATCHES - 1);
     }
+    double sell = sqrt(vll / BATCHES), sesame = sqrt(vsame / BATCHES);
+    printf("%s%s alpha %g beta %g: E[log p] %.4f, chain %.4f (%+.1f s.e.); "
+           "P(same) %.4f, chain %.4f (%+.1f s.e.)\n",
+           kind == LDA_SAMPLER_MH ? "mh" : "sparse", shared ? " shared" : "", alpha, beta, ell, mll,
+           (mll - ell) / sell, esame, msame, (msame - esame) / sesame);
+    assert_true(fabs(mll - ell) < 5 * sell);
+    assert_true(fabs(msame - esame) < 5 * sesame);
+    lda_sampler_free(&s);
     lda_docs_free(&d);
 }
 
