@@ -129,11 +129,13 @@ uint64_t lda_stream(int iteration, uint64_t doc);
  * setup per document) or Metropolis-Hastings (mh.c, O(1) a token, exact).
  * LDA_SAMPLER_AUTO is resolved by lda_sampler_choose before training. */
 typedef enum { LDA_SAMPLER_SPARSE = 0, LDA_SAMPLER_MH = 1, LDA_SAMPLER_AUTO = 2 } lda_sampler_kind;
-/* --sampler auto takes SparseLDA at every K, for now: on AP SparseLDA
- * reaches a given log-likelihood first up to K = 10,000; at K = 100,000 mh
- * stops 0.36% below it; and mh's chain is biased (docs/LDA.md, "Known
- * bias"), so no K was measured where mh is both faster and right. auto
- * stays the default so that a corrected mh can take over where it pays. */
+/* --sampler auto takes mh above LDA_MH_ABOVE topics, SparseLDA up to it.
+ * Measured on AP (docs/BENCHMARKS.md, "LDA: an exact Metropolis-Hastings
+ * sampler"): the CPU seconds mh needs to reach SparseLDA's log-likelihood
+ * after 10 iterations are 4.4x SparseLDA's at K = 100, 3.5x at 1000, 0.88x
+ * at 10,000 (and a little over 1x for its level after 30 iterations: the
+ * break-even), 0.46x at 20,000. */
+#define LDA_MH_ABOVE 10000
 /* mh: cycles of a document proposal and a word proposal per token (LightLDA's default). */
 #define LDA_MH_STEPS 2
 lda_sampler_kind lda_sampler_choose(lda_sampler_kind kind, uint32_t topics);

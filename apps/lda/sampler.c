@@ -43,8 +43,8 @@
 
 lda_sampler_kind lda_sampler_choose(lda_sampler_kind kind, uint32_t topics)
 {
-    (void)topics; /* see lda.h: no K where mh is both faster and right, yet */
-    return kind == LDA_SAMPLER_AUTO ? LDA_SAMPLER_SPARSE : kind;
+    if (kind != LDA_SAMPLER_AUTO) return kind;
+    return topics > LDA_MH_ABOVE ? LDA_SAMPLER_MH : LDA_SAMPLER_SPARSE; /* lda.h */
 }
 
 int lda_sampler_init(lda_sampler *s, const lda_params *p, size_t nwords)
