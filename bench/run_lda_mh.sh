@@ -12,7 +12,8 @@
 # them, sampling tokens per wall second (lda_check's mean), the whole run's
 # CPU and wall seconds (/usr/bin/time) and the load average before it; then,
 # per K, the CPU seconds mh needs to reach SparseLDA's log-likelihood after
-# 10 iterations (the first evaluation at or above it; "not reached" if none).
+# 10 and after 30 iterations (the first evaluation at or above it; "not
+# reached" if none within MH_ITERS).
 #
 # Environment (defaults in brackets):
 #   AP_DIR [../shared/data/ap next to the repository]  ap.dat
@@ -62,16 +63,18 @@ for K in $TOPICS; do
     done
 done
 echo
-echo "| K | SparseLDA's LL after 10 | its CPU s | mh reaches it after (iterations, CPU s) | mh's CPU s / SparseLDA's |"
-echo "|---|---|---|---|---|"
+echo "| K | SparseLDA after | its log-likelihood | its CPU s | mh reaches it after (iterations, CPU s) | mh's CPU s / SparseLDA's |"
+echo "|---|---|---|---|---|---|"
 for K in $TOPICS; do
     [[ -s $work/$K.sparse && -s $work/$K.mh ]] || continue
-    awk -v k="$K" '
-        FNR == 1 { f++ }
-        f == 1 && $2 == "iteration" && $3 == 10 { target = $5; tc = $8 }
-        f == 2 && $2 == "iteration" && !hit && target != "" && $5 >= target { hit = $3; hc = $8 }
-        END { if (target == "") exit
-              if (hit) printf "| %s | %.4e | %.1f | %s, %.1f | %.2f |\n", k, target, tc, hit, hc, hc / tc
-              else printf "| %s | %.4e | %.1f | not reached | - |\n", k, target, tc }' \
-        "$work/$K.sparse" "$work/$K.mh"
+    for at in 10 30; do
+        awk -v k="$K" -v at="$at" '
+            FNR == 1 { f++ }
+            f == 1 && $2 == "iteration" && $3 == at { target = $5; tc = $8 }
+            f == 2 && $2 == "iteration" && !hit && target != "" && $5 >= target { hit = $3; hc = $8 }
+            END { if (target == "") exit
+                  if (hit) printf "| %s | %s | %.4e | %.1f | %s, %.1f | %.2f |\n", k, at, target, tc, hit, hc, hc / tc
+                  else printf "| %s | %s | %.4e | %.1f | not reached | - |\n", k, at, target, tc }' \
+            "$work/$K.sparse" "$work/$K.mh"
+    done
 done
