@@ -16,12 +16,12 @@
 #        What is checked instead, at K = 2000 on 300 planted documents:
 #        after 400 iterations mh, which mixes more slowly per iteration, is
 #        not above SparseLDA's log-likelihood by more than 0.5% (measured:
-#        1.7% below); the biased chain of reused alias tables it replaced
+#        1.6% below); the biased chain of reused alias tables it replaced
 #        rose 2.9% above it there (docs/LDA.md, "Exactness");
 #   ap   K = 1000 on AP: after 60 iterations mh is within 4% of SparseLDA
-#        after 60 (measured 2.8%: mh needs about 3 times the iterations of
-#        SparseLDA to reach a log-likelihood, docs/LDA.md; one iteration
-#        is 38% below). Exits 77 (skipped) without the data.
+#        after 60 (measured 2.7%: mh needs about 3 times the iterations of
+#        SparseLDA to reach a log-likelihood at this K, docs/LDA.md).
+#        Exits 77 (skipped) without the data.
 # Usage: test_lda_mh.sh LOOM LDA_CHECK DATA_DIR CASE
 set -u
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
