@@ -93,8 +93,9 @@ static const app_flag flags[] = {
      .def = "auto",
      .help = "sparse: SparseLDA, exact Gibbs, a token costs its\n"
              "document's and word's non-zero topics; mh: Metropolis-\n"
-             "Hastings with alias tables (LightLDA), O(1) a token,\n"
-             "biased (docs/LDA.md); auto: sparse, at every K for now"},
+             "Hastings (LightLDA, WarpLDA), O(1) a token, also exact,\n"
+             "more iterations (docs/LDA.md); auto: mh above 10,000\n"
+             "topics, else sparse"},
     {.name = "--eval-every",
      .kind = APP_INT,
      .arg = "N",

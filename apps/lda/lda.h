@@ -126,14 +126,16 @@ uint64_t lda_stream(int iteration, uint64_t doc);
 /* ---- the sampler ---- */
 
 /* --sampler: SparseLDA (exact Gibbs, O(K_d + K_w) a token after an O(K_d)
- * setup per document) or Metropolis-Hastings (mh.c, O(1) a token, biased).
+ * setup per document) or Metropolis-Hastings (mh.c, O(1) a token, exact).
  * LDA_SAMPLER_AUTO is resolved by lda_sampler_choose before training. */
 typedef enum { LDA_SAMPLER_SPARSE = 0, LDA_SAMPLER_MH = 1, LDA_SAMPLER_AUTO = 2 } lda_sampler_kind;
-/* --sampler auto takes SparseLDA at every K, for now: on AP SparseLDA
- * reaches a given log-likelihood first up to K = 10,000; at K = 100,000 mh
- * stops 0.36% below it; and mh's chain is biased (docs/LDA.md, "Known
- * bias"), so no K was measured where mh is both faster and right. auto
- * stays the default so that a corrected mh can take over where it pays. */
+/* --sampler auto takes mh above LDA_MH_ABOVE topics, SparseLDA up to it.
+ * Measured on AP (docs/BENCHMARKS.md, "LDA: an exact Metropolis-Hastings
+ * sampler"): the CPU seconds mh needs to reach SparseLDA's log-likelihood
+ * after 10 iterations are 4.4x SparseLDA's at K = 100, 3.5x at 1000, 0.88x
+ * at 10,000 (and a little over 1x for its level after 30 iterations: the
+ * break-even), 0.46x at 20,000. */
+#define LDA_MH_ABOVE 10000
 /* mh: cycles of a document proposal and a word proposal per token (LightLDA's default). */
 #define LDA_MH_STEPS 2
 lda_sampler_kind lda_sampler_choose(lda_sampler_kind kind, uint32_t topics);
@@ -174,22 +176,13 @@ typedef struct lda_sampler {
     double s_sum, r_sum;
     /* --sampler mh (mh.c): each word's entries are an open-addressing hash
      * table of off[w+1] - off[w] slots (a power of two, at most half full;
-     * 0 marks an empty slot), and proposals come from alias tables built
-     * from the counts at most one load old. */
+     * 0 marks an empty slot); word proposals draw one of the sampler's
+     * tokens of the word (lda_sampler_docs). */
     lda_sampler_kind kind;
-    uint64_t gen;    /* loads so far: an alias table built before the last is stale */
-    uint64_t *agen;  /* per word: the load its alias table was built after */
-    uint32_t *aleft; /* per word: draws its alias table has left before a rebuild */
-    uint32_t *alen;  /* per word: its alias table's entries, at off[w] in the arrays below */
-    double *amass;   /* per word: Σ_k n_wk / (n_k + Vβ) when its table was built */
-    double *aprob;   /* off[nwords]: the words' alias tables (probability, topic, alias) */
-    uint32_t *atopic, *aalias;
-    uint64_t dgen; /* the dense table's load */
-    double dmass;  /* Σ_k β / (n_k + Vβ) */
-    double *dprob; /* K: the dense table: alias table of β / (n_k + Vβ) */
-    uint32_t *dalias;
-    double *bweight, *bscaled; /* K: scratch of a table's build */
-    uint32_t *bsmall, *blarge;
+    size_t *woff;      /* nwords + 1: word w's tokens are wtok[woff[w], woff[w+1]) */
+    uint32_t *wtok;    /* the documents' tokens (indices into z), by word */
+    size_t *loff;      /* nwords + 1: word w's table of its tokens' counts, if any */
+    uint64_t *lpacked; /* loff[nwords]: those tables (as packed; none: n_wk) */
 } lda_sampler;
 
 /* A SparseLDA sampler (lda_sampler_init_kind with LDA_SAMPLER_SPARSE). */
@@ -204,6 +197,10 @@ void lda_sampler_free(lda_sampler *s);
 int lda_count(const lda_docs *d, lda_rows *rows, int64_t *totals);
 /* Rebuild the sampler from s->rows and s->totals. Returns 0 or LOOM_ENOMEM. */
 int lda_sampler_load(lda_sampler *s);
+/* The documents the sampler will sweep, with their current topics, after
+ * its first load (mh lists each word's tokens; sparse needs nothing).
+ * 0, LOOM_ENOMEM or LOOM_EINVAL (mh: over 2^32 tokens). */
+int lda_sampler_docs(lda_sampler *s, const lda_docs *d);
 /* Sample new topics for the tokens of documents [lo, hi) of d, in order,
  * document i with the stream lda_stream(iteration + 1, first_doc + i). */
 void lda_sweep(lda_sampler *s, lda_docs *d, size_t lo, size_t hi, uint64_t seed, int iteration);

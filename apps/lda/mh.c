@@ -1,46 +1,59 @@
 /* mh: Metropolis-Hastings sampling of topics in O(1) a token, for many
- * topics (LightLDA: Yuan et al., WWW 2015), --sampler mh.
+ * topics (--sampler mh): LightLDA's cycle of a document proposal and a word
+ * proposal (Yuan et al., WWW 2015), with the word proposal of WarpLDA (Chen
+ * et al., VLDB 2016) drawn from the current counts, so that the chain is
+ * exact.
  *
  * SparseLDA (sampler.c) draws from the exact conditional
  *     p(k) ∝ (α + n_dk)(β + n_wk) / (Vβ + n_k)
  * (counts without the token) at O(K_d + K_w) a token, plus an O(K_d)
  * setup per document; with K = 100,000 topics a frequent word has
  * thousands of non-zero topics, and that walk dominates. Here a token
- * instead runs a short Metropolis-Hastings chain aimed at the law
- * p, alternating two cheap proposals (LightLDA's cycle proposal):
+ * instead runs a short Metropolis-Hastings chain on its topic c, starting at
+ * its topic, aimed at p, alternating two proposals, each drawn in O(1):
  *
- *   document proposal q_d(k) ∝ n_dk + α, with the token counted at its old
- *     topic s: with probability n_d / (n_d + Kα) the topic of a uniformly
- *     chosen token of the document (their topics are the document's
- *     counts, so no table is needed), otherwise a uniform topic.
- *   word proposal q_w(k) ∝ (n_wk + β) / (n_k + Vβ): a mixture of the word's
- *     own alias table over its non-zero topics (weights n_wk / (n_k + Vβ))
- *     and one dense alias table over all topics (β / (n_k + Vβ)), each a draw
- *     in O(1) (Walker's alias method, Vose's construction).
+ *   document proposal q_d(k | c) ∝ n_dk + [k = c] + α: with probability
+ *     n_d / (n_d + Kα) the topic of a uniformly chosen token of the
+ *     document, the token itself counting at c, else a uniform topic;
+ *   word proposal q_w(k | c) ∝ l_wk + [k = c] + β: with probability
+ *     m_w / (m_w + Kβ) the topic of a uniformly chosen one of the sampler's
+ *     m_w tokens of word w (a list per word), the token itself counting at
+ *     c, else a uniform topic. l_wk counts the sampler's tokens of w (but
+ *     this one) in topic k: n_wk when its documents hold all of w's tokens
+ *     (one worker, one lane), else a hash table of its own (the other
+ *     workers' tokens are in n_wk but cannot be drawn here).
  *
- * A proposal t from the current state c is accepted with probability
- * min(1, p(t) q(c) / (p(c) q(t))), one hash look-up of n_wt per proposal:
- * each word's counts are an open-addressing hash table (linear probing, at
- * most half full, deletion by backward shift), so n_wk is O(1) where
- * SparseLDA's sorted list needs a walk. The document proposal's q is exact.
- * The alias tables are built from the counts when a word is first met after
- * a load (the dense one at the first document after it) and then go stale
- * as sampling moves counts; as in LightLDA the acceptance evaluates q_w with
- * the current counts, which makes the chain's law approximate while a table
- * is stale (and a reused table, built while the token sat at its old
- * topic, makes the proposal depend on where the chain starts: a bias of a
- * few percent of log-likelihood on small corpora, docs/LDA.md "Known
- * bias"). A word's table is therefore rebuilt after a quarter as many of its
- * tokens as it has entries: a rebuild costs O(slots), at most 4 entries'
- * worth, so about 16 steps a token amortised, O(1); on AP with K = 1000 this
- * brought the log-likelihood after 10 iterations from 17% to 10% below
- * SparseLDA's (rebuilding at loads only, once an iteration with one clock)
- * where rebuilding at every token reaches 9.5%. The dense table, O(K), is
- * rebuilt at loads only: the topic totals move slowly.
+ * A proposal t from c is accepted with probability
+ * min(1, p(t) q(c | t) / (p(c) q(t | c))), where
+ *     q_d(c | t) / q_d(t | c) = (n_dc + α) / (n_dt + α),
+ *     q_w(c | t) / q_w(t | c) = (l_wc + β) / (l_wt + β),
+ * one hash look-up of n_wt (and l_wt) a proposal: each word's counts are an
+ * open-addressing hash table (linear probing, at most half full, deletion
+ * by backward shift), so n_wk is O(1) where SparseLDA's sorted list needs a
+ * walk. Both proposals are functions of the current state (the other
+ * tokens' topics, which do not move during the token's chain, and c) with
+ * exactly known densities, so each step is a Metropolis-Hastings step
+ * reversible with respect to p, and the token's chain leaves p invariant:
+ * the sampler is collapsed Gibbs with each conditional draw replaced by a
+ * p-invariant kernel, exact like SparseLDA, with more iterations to mix.
  *
- * Counts change only when the chain ends: the token is removed at the start
- * and added at its final topic, as in SparseLDA, so the counts, the touched
- * bits and the synchronisation (sampler.c) are the same for both samplers. */
+ * Why not LightLDA's alias tables of q_w ∝ (n_wk + β) / (n_k + Vβ): such a
+ * table, built at some earlier time and reused for O(1) draws, made the chain
+ * settle 3.4% of log-likelihood above SparseLDA's on a planted corpus
+ * (docs/LDA.md, "Exactness"). Evaluating its density with the current
+ * counts instead of the ones it was built with is wrong, and a table that
+ * counts the token at its old topic makes the proposal depend on where the
+ * token's chain starts. Both are fixable, but a table of the other tokens
+ * alone, built earlier, is still a function of their past topics, and
+ * those, given their present topics, still say something about this
+ * token's topic (it drove their moves): the kernel would depend on the
+ * state through the history, an adaptive proposal, with no stationarity
+ * guarantee. Drawing a token of the word reads the present only.
+ *
+ * Counts change only when the token's chain ends: the token is removed at
+ * the start and added at its final topic, as in SparseLDA, so the counts,
+ * the touched bits and the synchronisation (sampler.c) are the same for both
+ * samplers. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,42 +73,10 @@ size_t lda_mh_room(size_t n)
     return cap;
 }
 
-int lda_mh_init(lda_sampler *s)
-{
-    size_t K = s->p.topics ? s->p.topics : 1;
-    s->dprob = malloc(K * sizeof *s->dprob);
-    s->dalias = malloc(K * sizeof *s->dalias);
-    s->bweight = malloc(K * sizeof *s->bweight);
-    s->bscaled = malloc(K * sizeof *s->bscaled);
-    s->bsmall = malloc(K * sizeof *s->bsmall);
-    s->blarge = malloc(K * sizeof *s->blarge);
-    size_t n = s->nwords ? s->nwords : 1;
-    s->agen = calloc(n, sizeof *s->agen);
-    s->aleft = calloc(n, sizeof *s->aleft);
-    s->alen = calloc(n, sizeof *s->alen);
-    s->amass = calloc(n, sizeof *s->amass);
-    return s->dprob && s->dalias && s->bweight && s->bscaled && s->bsmall && s->blarge && s->agen &&
-                   s->alen && s->amass
-               ? 0
-               : LOOM_ENOMEM;
-}
-
 void lda_mh_free(lda_sampler *s)
 {
-    free(s->dprob), free(s->dalias), free(s->bweight), free(s->bscaled), free(s->bsmall);
-    free(s->blarge), free(s->agen), free(s->aleft), free(s->alen), free(s->amass), free(s->aprob);
-    free(s->atopic), free(s->aalias);
-}
-
-int lda_mh_alloc(lda_sampler *s)
-{
-    size_t n = s->off[s->nwords] ? s->off[s->nwords] : 1;
-    free(s->aprob), free(s->atopic), free(s->aalias);
-    s->aprob = malloc(n * sizeof *s->aprob);
-    s->atopic = malloc(n * sizeof *s->atopic);
-    s->aalias = malloc(n * sizeof *s->aalias);
-    memset(s->agen, 0, (s->nwords ? s->nwords : 1) * sizeof *s->agen);
-    return s->aprob && s->atopic && s->aalias ? 0 : LOOM_ENOMEM;
+    free(s->woff), free(s->wtok), free(s->loff), free(s->lpacked);
+    s->woff = s->loff = NULL, s->wtok = NULL, s->lpacked = NULL;
 }
 
 /* ---- a word's counts: hash table ---- */
@@ -161,73 +142,38 @@ int32_t lda_mh_count(const lda_sampler *s, size_t w, uint32_t k)
     return (int32_t)lookup(s->packed + s->off[w], s->off[w + 1] - s->off[w] - 1, k);
 }
 
-/* ---- alias tables ---- */
+/* ---- the sampler's own tokens ---- */
 
-/* Vose's alias table of weights s->bweight[0, n) (sum mass > 0): entry j
- * keeps itself with probability prob[j], else gives alias[j]; topic maps an
- * entry to its topic (NULL: the entry is the topic). */
-static void build_alias(lda_sampler *s, uint32_t n, double mass, double *prob, uint32_t *alias,
-                        const uint32_t *topic)
+int lda_mh_docs(lda_sampler *s, const lda_docs *d)
 {
-    uint32_t ns = 0, nl = 0;
-    double *sc = s->bscaled;
-    for (uint32_t j = 0; j < n; j++) {
-        sc[j] = s->bweight[j] * n / mass;
-        if (sc[j] < 1)
-            s->bsmall[ns++] = j;
-        else
-            s->blarge[nl++] = j;
+    const size_t V = s->nwords;
+    if (d->ntokens > UINT32_MAX) return LOOM_EINVAL; /* tokens are listed as uint32 */
+    lda_mh_free(s);
+    s->woff = calloc(V + 1, sizeof *s->woff);
+    s->loff = calloc(V + 1, sizeof *s->loff);
+    s->wtok = malloc((d->ntokens ? d->ntokens : 1) * sizeof *s->wtok);
+    if (!s->woff || !s->loff || !s->wtok) return LOOM_ENOMEM;
+    /* The tokens of each word, in corpus order (a counting sort). */
+    for (uint64_t t = 0; t < d->ntokens; t++) s->woff[d->word[t] + 1]++;
+    for (size_t w = 0; w < V; w++) s->woff[w + 1] += s->woff[w];
+    for (uint64_t t = 0; t < d->ntokens; t++) s->wtok[s->woff[d->word[t]]++] = (uint32_t)t;
+    for (size_t w = V; w > 0; w--) s->woff[w] = s->woff[w - 1];
+    s->woff[0] = 0;
+    /* A word whose total count (which never changes) exceeds the sampler's
+     * tokens of it has a table of their counts; the others read n_wk. */
+    for (size_t w = 0; w < V; w++) {
+        uint64_t m = s->woff[w + 1] - s->woff[w];
+        uint64_t n = (uint64_t)lda_rows_sum(&s->rows, w);
+        s->loff[w + 1] = s->loff[w] + (n == m ? 0 : lda_mh_room(m < s->p.topics ? m : s->p.topics));
     }
-    while (ns && nl) {
-        uint32_t a = s->bsmall[--ns], b = s->blarge[nl - 1];
-        prob[a] = sc[a];
-        alias[a] = topic ? topic[b] : b;
-        sc[b] -= 1 - sc[a];
-        if (sc[b] < 1) s->bsmall[ns++] = s->blarge[--nl];
+    s->lpacked = calloc(s->loff[V] ? s->loff[V] : 1, sizeof *s->lpacked);
+    if (!s->lpacked) return LOOM_ENOMEM;
+    for (uint64_t t = 0; t < d->ntokens; t++) {
+        size_t w = d->word[t];
+        if (s->loff[w + 1] > s->loff[w])
+            inc(s->lpacked + s->loff[w], s->loff[w + 1] - s->loff[w] - 1, d->z[t]);
     }
-    /* What is left is 1 up to rounding. */
-    while (nl) prob[s->blarge[--nl]] = 1;
-    while (ns) prob[s->bsmall[--ns]] = 1;
-}
-
-/* An entry of a table of n drawn with x uniform in [0, n). */
-static inline uint32_t draw_alias(const double *prob, const uint32_t *alias, const uint32_t *topic,
-                                  uint32_t n, double x)
-{
-    uint32_t j = (uint32_t)x;
-    if (j >= n) j = n - 1;
-    if (x - j < prob[j]) return topic ? topic[j] : j;
-    return alias[j];
-}
-
-static void build_dense(lda_sampler *s, double vb)
-{
-    uint32_t K = s->p.topics;
-    double mass = 0;
-    for (uint32_t k = 0; k < K; k++) mass += s->bweight[k] = s->p.beta / (vb + (double)s->nk[k]);
-    s->dmass = mass;
-    build_alias(s, K, mass, s->dprob, s->dalias, NULL);
-    s->dgen = s->gen;
-}
-
-/* Word w's table over its non-zero topics, with weights n_wk / (n_k + Vβ). */
-static void build_word(lda_sampler *s, size_t w, double vb)
-{
-    const uint64_t *e = s->packed + s->off[w];
-    size_t cap = s->off[w + 1] - s->off[w], base = s->off[w];
-    uint32_t n = 0;
-    double mass = 0;
-    for (size_t j = 0; j < cap; j++) {
-        if (!e[j]) continue;
-        uint32_t k = TOPIC(e[j]);
-        s->atopic[base + n] = k;
-        mass += s->bweight[n++] = COUNT(e[j]) / (vb + (double)s->nk[k]);
-    }
-    if (n) build_alias(s, n, mass, s->aprob + base, s->aalias + base, s->atopic + base);
-    s->alen[w] = n;
-    s->amass[w] = mass;
-    s->agen[w] = s->gen;
-    s->aleft[w] = n / 4;
+    return 0;
 }
 
 /* ---- sampling ---- */
@@ -239,50 +185,67 @@ void lda_mh_sweep_doc(lda_sampler *s, lda_docs *d, size_t i, app_rng *rng, uint3
     const uint32_t K = s->p.topics;
     const size_t t0 = d->doc[i], t1 = d->doc[i + 1];
     const double nd = (double)(t1 - t0), dmass = nd + K * alpha;
-    if (s->dgen != s->gen) build_dense(s, vb);
     for (size_t t = t0; t < t1; t++) s->ndk[d->z[t]]++;
     for (size_t t = t0; t < t1; t++) {
         uint32_t w = d->word[t], old = d->z[t];
         if (w < wlo || w >= whi) continue; /* not this sweep's words */
         uint64_t *e = s->packed + s->off[w];
         size_t mask = s->off[w + 1] - s->off[w] - 1;
+        /* l_wk: the word's own table, or n_wk itself. */
+        uint64_t *le = e;
+        size_t lmask = mask;
+        if (s->loff[w + 1] > s->loff[w]) {
+            le = s->lpacked + s->loff[w];
+            lmask = s->loff[w + 1] - s->loff[w] - 1;
+        }
         /* The token leaves: from here on the counts are without it. */
-        uint32_t nw_old = dec(e, mask, old);
+        uint32_t nwc = dec(e, mask, old), lwc = le == e ? nwc : dec(le, lmask, old);
         s->ndk[old]--;
         s->nk[old]--;
-        if (s->agen[w] != s->gen || s->aleft[w]-- == 0) build_word(s, w, vb);
-        const double amass = s->amass[w], wmass = amass + s->dmass;
-        const size_t base = s->off[w];
-        /* The chain's state c with its n_wc and p(c). */
-        uint32_t c = old, nwc = nw_old;
+        const uint32_t *toks = s->wtok + s->woff[w];
+        const double mw = (double)(s->woff[w + 1] - s->woff[w]), wmass = mw + K * beta;
+        /* The chain's state c with n_wc, l_wc and p(c). */
+        uint32_t c = old;
         double pc = (s->ndk[c] + alpha) * (nwc + beta) / (vb + (double)s->nk[c]);
         for (int step = 0; step < LDA_MH_STEPS; step++) {
-            /* Document proposal: q_d(k) = n_dk + [k = old] + α. */
+            /* Document proposal: a token of the document (this one at c) or a uniform topic. */
             double u = app_rng_uniform(rng) * dmass;
-            uint32_t k = u < nd ? d->z[t0 + (size_t)u] : (uint32_t)((u - nd) / alpha);
-            if (k >= K) k = K - 1;
-            if (k != c) {
-                uint32_t nwk = lookup(e, mask, k);
-                double pk = (s->ndk[k] + alpha) * (nwk + beta) / (vb + (double)s->nk[k]);
-                double qk = s->ndk[k] + (k == old) + alpha, qc = s->ndk[c] + (c == old) + alpha;
-                if (app_rng_uniform(rng) * pc * qk < pk * qc) c = k, nwc = nwk, pc = pk;
+            uint32_t k;
+            if (u < nd) {
+                size_t j = t0 + (size_t)u;
+                if (j >= t1) j = t1 - 1;
+                k = j == t ? c : d->z[j];
+            } else {
+                k = (uint32_t)((u - nd) / alpha);
+                if (k >= K) k = K - 1;
             }
-            /* Word proposal: q_w(k) ∝ (n_wk + β) / (n_k + Vβ), counted with the token at old. */
-            u = app_rng_uniform(rng) * wmass;
-            if (u < amass)
-                k = draw_alias(s->aprob + base, s->aalias + base, s->atopic + base, s->alen[w],
-                               u / amass * s->alen[w]);
-            else
-                k = draw_alias(s->dprob, s->dalias, NULL, K, (u - amass) / s->dmass * K);
             if (k != c) {
                 uint32_t nwk = lookup(e, mask, k);
                 double pk = (s->ndk[k] + alpha) * (nwk + beta) / (vb + (double)s->nk[k]);
-                double qk = (nwk + (k == old) + beta) / (vb + (double)s->nk[k] + (k == old));
-                double qc = (nwc + (c == old) + beta) / (vb + (double)s->nk[c] + (c == old));
-                if (app_rng_uniform(rng) * pc * qk < pk * qc) c = k, nwc = nwk, pc = pk;
+                if (app_rng_uniform(rng) * pc * (s->ndk[k] + alpha) < pk * (s->ndk[c] + alpha)) {
+                    c = k, nwc = nwk, pc = pk;
+                    lwc = le == e ? nwk : lookup(le, lmask, k);
+                }
+            }
+            /* Word proposal: a token of the word (this one at c) or a uniform topic. */
+            u = app_rng_uniform(rng) * wmass;
+            if (u < mw) {
+                size_t j = (size_t)u;
+                if (j >= (size_t)mw) j = (size_t)mw - 1;
+                k = toks[j] == t ? c : d->z[toks[j]];
+            } else {
+                k = (uint32_t)((u - mw) / beta);
+                if (k >= K) k = K - 1;
+            }
+            if (k != c) {
+                uint32_t nwk = lookup(e, mask, k), lwk = le == e ? nwk : lookup(le, lmask, k);
+                double pk = (s->ndk[k] + alpha) * (nwk + beta) / (vb + (double)s->nk[k]);
+                if (app_rng_uniform(rng) * pc * (lwk + beta) < pk * (lwc + beta))
+                    c = k, nwc = nwk, lwc = lwk, pc = pk;
             }
         }
         inc(e, mask, c);
+        if (le != e) inc(le, lmask, c);
         s->ndk[c]++;
         s->nk[c]++;
         d->z[t] = c;

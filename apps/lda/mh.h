@@ -1,5 +1,5 @@
 /* What sampler.c asks of the Metropolis-Hastings sampler (mh.c): the word
- * entries as hash tables, the alias tables' memory, and a document's sweep. */
+ * entries as hash tables, the sampler's own tokens, and a document's sweep. */
 #ifndef LOOM_APPS_LDA_MH_H
 #define LOOM_APPS_LDA_MH_H
 
@@ -10,12 +10,11 @@
 
 /* Slots of a word's hash table that holds at most n non-zero topics. */
 size_t lda_mh_room(size_t n);
-/* The per-topic arrays (K); 0 or LOOM_ENOMEM. */
-int lda_mh_init(lda_sampler *s);
 void lda_mh_free(lda_sampler *s);
-/* After a load sized the words' slots (s->off): alias tables of as many
- * entries, all stale. 0 or LOOM_ENOMEM. */
-int lda_mh_alloc(lda_sampler *s);
+/* The sampler's documents d (after its first load): each word's tokens, and
+ * their counts where d holds only some of the word's tokens. 0, LOOM_ENOMEM
+ * or LOOM_EINVAL (over 2^32 tokens). */
+int lda_mh_docs(lda_sampler *s, const lda_docs *d);
 /* Word w's hash table from its row (s->rows). */
 void lda_mh_pack(lda_sampler *s, size_t w);
 /* Word w's count of topic k. */

@@ -43,8 +43,8 @@
 
 lda_sampler_kind lda_sampler_choose(lda_sampler_kind kind, uint32_t topics)
 {
-    (void)topics; /* see lda.h: no K where mh is both faster and right, yet */
-    return kind == LDA_SAMPLER_AUTO ? LDA_SAMPLER_SPARSE : kind;
+    if (kind != LDA_SAMPLER_AUTO) return kind;
+    return topics > LDA_MH_ABOVE ? LDA_SAMPLER_MH : LDA_SAMPLER_SPARSE; /* lda.h */
 }
 
 int lda_sampler_init(lda_sampler *s, const lda_params *p, size_t nwords)
@@ -71,8 +71,7 @@ int lda_sampler_init_kind(lda_sampler *s, const lda_params *p, size_t nwords, ld
     s->touched = calloc(nwords && K ? nwords * s->kw : 1, sizeof *s->touched);
     s->scratch = calloc(K ? K : 1, sizeof *s->scratch);
     if (rows_rc || !s->totals || !s->nk || !s->off || !s->len || !s->dirty || !s->ndk ||
-        !s->dtopics || !s->dpos || !s->coef || !s->qval || !s->touched || !s->scratch ||
-        (kind == LDA_SAMPLER_MH && lda_mh_init(s))) {
+        !s->dtopics || !s->dpos || !s->coef || !s->qval || !s->touched || !s->scratch) {
         lda_sampler_free(s);
         return LOOM_ENOMEM;
     }
@@ -133,7 +132,6 @@ static void load_totals(lda_sampler *s)
 {
     size_t K = s->p.topics;
     memcpy(s->nk, s->totals, K * sizeof *s->nk);
-    s->gen++; /* mh's alias tables are stale */
     double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
     s->s_sum = 0;
     for (size_t k = 0; k < K; k++) {
@@ -153,10 +151,15 @@ int lda_sampler_load(lda_sampler *s)
     s->off[s->nwords] = total;
     free(s->packed);
     s->packed = malloc((total ? total : 1) * sizeof *s->packed);
-    if (!s->packed || (s->kind == LDA_SAMPLER_MH && lda_mh_alloc(s))) return LOOM_ENOMEM;
+    if (!s->packed) return LOOM_ENOMEM;
     for (size_t w = 0; w < s->nwords; w++) pack_word(s, w);
     load_totals(s);
     return 0;
+}
+
+int lda_sampler_docs(lda_sampler *s, const lda_docs *d)
+{
+    return s->kind == LDA_SAMPLER_MH ? lda_mh_docs(s, d) : 0;
 }
 
 int lda_sampler_reload(lda_sampler *s, const uint32_t *words, size_t n)

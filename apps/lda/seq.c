@@ -18,14 +18,16 @@
 
 #include "lda/lda.h"
 
-/* Lane t's sampler from the shared counts: the rows of its words and the totals. */
+/* Lane t's sampler from the shared counts: the rows of its words and the
+ * totals (and, for mh, its tokens by word). */
 static int load_lane(lda_sampler *s, const lda_docs *d, const lda_model *m)
 {
     const size_t K = m->p.topics;
     for (size_t w = 0; w < d->nwords; w++)
         if (lda_rows_copy(&s->rows, w, &m->counts, d->vocab[w], NULL)) return LOOM_ENOMEM;
     memcpy(s->totals, m->totals, K * sizeof *s->totals);
-    return lda_sampler_load(s);
+    int rc = lda_sampler_load(s);
+    return rc ? rc : lda_sampler_docs(s, d);
 }
 
 /* The same after a clock, at a cost that follows the changes: the lane's

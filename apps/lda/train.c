@@ -382,6 +382,7 @@ static int start_lane(void *arg, int t)
     if (pull_rows(w, l, NULL, l->d.nwords, 0, NULL)) return 1;
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     TRY("rebuild the sampler", lda_sampler_load(&l->s));
+    TRY("list the tokens by word", lda_sampler_docs(&l->s, &l->d));
     uint64_t *own = calloc(l->d.nwords ? l->d.nwords : 1, sizeof *own);
     if (!own) return app_fail(PROG, "shared words", LOOM_ENOMEM);
     for (uint64_t k = 0; k < l->d.ntokens; k++) own[l->d.word[k]]++;

@@ -7,7 +7,9 @@
  * Writes the log-likelihood of every evaluated iteration ("ITERATION LL",
  * LL with %.17g, as the job's metrics print it) and the final model in the
  * job's format, so a one-worker BSP job's files can be compared byte for
- * byte. Prints one line per evaluation with the sampling speed, and with
+ * byte. Prints one line per evaluation with the sampling speed and the
+ * process's CPU seconds so far (clock(): benchmarks read the time to a
+ * log-likelihood from it), and with
  * --test the held-out perplexity of the final counts ("test perplexity P",
  * %.17g, scored as the job's last evaluation scores it). Exit 0, or 2 when
  * the flags or the data are bad. */
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <loom/loom.h>
 
@@ -31,8 +34,9 @@ static void report(void *arg, int it, double ll, double sample_s)
     sink *s = arg;
     int iters = it - s->last;
     s->last = it;
-    printf("lda_check: iteration %d log-likelihood %.17g %.0f tokens/s\n", it + 1, ll,
-           sample_s > 0 ? (double)s->tokens * iters / sample_s : 0);
+    printf("lda_check: iteration %d log-likelihood %.17g %.0f tokens/s %.2f CPU s\n", it + 1, ll,
+           sample_s > 0 ? (double)s->tokens * iters / sample_s : 0,
+           (double)clock() / CLOCKS_PER_SEC);
     if (s->ll) fprintf(s->ll, "%d %.17g\n", it + 1, ll);
 }
 

@@ -7,16 +7,21 @@
 #        the log-likelihoods of the sequential reference with --sampler mh,
 #        bit for bit; 2 workers under SSP(1)
 #        keep the counts consistent (totals = column sums, sum = tokens) at
-#        every evaluation; --sampler auto takes sparse (at K = 20,000 too:
-#        mh is biased, docs/LDA.md); and the sequential mh chain reaches
-#        the SparseLDA chain's log-likelihood within 0.5% after 150
-#        iterations (measured: 0.2%, mh above). This checks that mh mixes
-#        towards the same region, not that it is exact: later mh settles
-#        3.4% above, the known bias of its reused word tables (docs/LDA.md);
+#        every evaluation; and --sampler auto takes sparse up to
+#        LDA_MH_ABOVE = 10,000 topics and mh above (apps/lda/lda.h). That mh's chain is
+#        exact is unit.test_lda_mh_exact's (an enumerated posterior): on this
+#        planted corpus both samplers settle, depending on the seed, at one
+#        of two levels (-169.2e3 or about -175.3e3, a merged pair of planted
+#        topics), so a comparison of their log-likelihoods says nothing.
+#        What is checked instead, at K = 2000 on 300 planted documents:
+#        after 400 iterations mh, which mixes more slowly per iteration, is
+#        not above SparseLDA's log-likelihood by more than 0.5% (measured:
+#        1.6% below); the biased chain of reused alias tables it replaced
+#        rose 2.9% above it there (docs/LDA.md, "Exactness");
 #   ap   K = 1000 on AP: after 60 iterations mh is within 4% of SparseLDA
-#        after 60 (measured 2.8%: mh needs about 3 times the iterations of
-#        SparseLDA to reach a log-likelihood, docs/LDA.md; one iteration
-#        is 38% below). Exits 77 (skipped) without the data.
+#        after 60 (measured 2.7%: mh needs about 3 times the iterations of
+#        SparseLDA to reach a log-likelihood at this K, docs/LDA.md).
+#        Exits 77 (skipped) without the data.
 # Usage: test_lda_mh.sh LOOM LDA_CHECK DATA_DIR CASE
 set -u
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
@@ -69,8 +74,8 @@ gen)
         >"$WORK/out" 2>&1 || fail "2 workers with --sampler mh failed"
     [[ $(grep -c '"counts_consistent": true' "$WORK/job.json") -eq 5 ]] ||
         fail "2 workers with --sampler mh: counts inconsistent"
-    # --sampler auto: sparse at every K (apps/lda/lda.h), large ones too.
-    for case in "50 sparse" "20000 sparse"; do
+    # --sampler auto: sparse up to LDA_MH_ABOVE = 10,000 topics, mh above (apps/lda/lda.h).
+    for case in "50 sparse" "10000 sparse" "10001 mh"; do
         read -r topics want <<<"$case"
         for s in $want auto; do
             "$LDA_CHECK" --model-out "$WORK/$s.model" -- --train "$WORK/g.ldac" --topics "$topics" \
@@ -79,13 +84,17 @@ gen)
         cmp -s "$WORK/$want.model" "$WORK/auto.model" ||
             fail "--sampler auto did not take $want at K = $topics"
     done
+    "$LOOM" gen lda --out "$WORK/g300.ldac" --docs 300 --vocab-size 800 --topics 10 \
+        --doc-length 80 --seed 6 >/dev/null 2>&1 || fail "gen lda failed"
     for s in sparse mh; do
-        "$LDA_CHECK" --ll-out "$WORK/$s.ll" -- --train "$WORK/g.ldac" --topics 10 --iterations 150 \
-            --eval-every 50 --seed 8 --sampler $s >/dev/null || fail "lda_check --sampler $s failed"
+        "$LDA_CHECK" --ll-out "$WORK/$s.ll" -- --train "$WORK/g300.ldac" --topics 2000 \
+            --iterations 400 --eval-every 400 --seed 8 --sampler $s >/dev/null ||
+            fail "lda_check --sampler $s failed"
     done
-    within "$(last_ll "$WORK/mh.ll")" "$(last_ll "$WORK/sparse.ll")" 0.005 ||
-        fail "mh ends at $(last_ll "$WORK/mh.ll"), not within 0.5% of sparse's $(last_ll "$WORK/sparse.ll")"
-    echo "mh: bit for bit with its reference, consistent, log-likelihood $(last_ll "$WORK/mh.ll")" \
+    awk -v a="$(last_ll "$WORK/mh.ll")" -v b="$(last_ll "$WORK/sparse.ll")" \
+        'BEGIN { exit !(a <= b - 0.005 * b) }' ||
+        fail "K = 2000: mh ends at $(last_ll "$WORK/mh.ll"), over 0.5% above sparse's $(last_ll "$WORK/sparse.ll")"
+    echo "mh: bit for bit with its reference, consistent; K = 2000: $(last_ll "$WORK/mh.ll")" \
         "against sparse $(last_ll "$WORK/sparse.ll")"
     ;;
 ap)
