@@ -28,7 +28,11 @@
 #   CORPORA ["ap gen10m gen50m"]   TOPICS ["50 1000 10000 100000"]
 #   WORKERS ["1 2 4 8"]            SCHEDULES ["data rotation"]
 #   ITERATIONS [30]   EVAL [5] (evaluate every EVAL iterations, both sides)
+#   CONSISTENCY [ssp:1]: the data-parallel rows' --consistency
+#   A name in CORPORA that is a readable file is taken as a corpus file.
 #   AP_DIR [../shared/data/ap next to the repository]   SCRATCH [${TMPDIR:-/tmp}]
+#   CORPUS_DIR [the run's scratch, deleted at the end]: where the generated
+#   corpora are written, and found by later runs (gen50m takes minutes);
 #   TIMEOUT [3600] seconds per run; a run that fails or times out is a row
 #   saying so, and the script goes on.
 # --quick: AP only, K = 50 and 1000, 1 and 2 workers, 10 iterations (minutes).
@@ -56,6 +60,7 @@ WORKERS=${WORKERS:-"1 2 4 8"}
 SCHEDULES=${SCHEDULES:-"data rotation"}
 ITERATIONS=${ITERATIONS:-30}
 EVAL=${EVAL:-5}
+CONSISTENCY=${CONSISTENCY:-ssp:1}
 TIMEOUT=${TIMEOUT:-3600}
 LOOM=$build/bin/loom
 CHECK=$build/tests/lda/lda_check
@@ -63,6 +68,8 @@ bench_need_exe run_lda_scale.sh " (build first: cmake --build $build)" "$LOOM" "
 [[ -x /usr/bin/time ]] || { echo "run_lda_scale.sh: needs GNU time (apt-get install time)" >&2; exit 2; }
 work=$(bench_scratch loom-lda-scale "${SCRATCH:-}")
 trap 'rm -rf "$work"' EXIT
+gen_dir=${CORPUS_DIR:-$work}
+mkdir -p "$gen_dir"
 bench_clear_env
 
 # corpus NAME: the path of corpus NAME, generated on first use.
@@ -72,14 +79,18 @@ corpus() {
         gen10m | gen50m)
             local docs=50000 vocab=50000
             [[ $1 == gen50m ]] && docs=250000 vocab=100000
-            if [[ ! -s $work/$1.dat ]]; then
+            if [[ ! -s $gen_dir/$1.dat ]]; then
                 log "generating $1 ($docs documents of 200 tokens, V = $vocab)"
-                "$LOOM" gen lda --out "$work/$1.dat" --docs "$docs" --vocab-size "$vocab" \
+                "$LOOM" gen lda --out "$gen_dir/$1.dat.part" --docs "$docs" --vocab-size "$vocab" \
                     --topics 100 --doc-length 200 --seed 7 >/dev/null 2>&1
+                mv "$gen_dir/$1.dat.part" "$gen_dir/$1.dat"
             fi
-            echo "$work/$1.dat"
+            echo "$gen_dir/$1.dat"
             ;;
-        *) echo "run_lda_scale.sh: unknown corpus $1" >&2; exit 2 ;;
+        *)
+            [[ -r $1 ]] || { echo "run_lda_scale.sh: unknown corpus $1" >&2; exit 2; }
+            echo "$1"
+            ;;
     esac
 }
 
@@ -102,7 +113,7 @@ lls() {
 }
 
 log "load $(bench_load); $(bench_machine_mem)"
-echo "ITERATIONS=$ITERATIONS EVAL=$EVAL; $(bench_machine_mem); $(date -u +%Y-%m-%d) at $(bench_head "$here")"
+echo "ITERATIONS=$ITERATIONS EVAL=$EVAL CONSISTENCY=$CONSISTENCY; $(bench_machine_mem); $(date -u +%Y-%m-%d) at $(bench_head "$here")"
 for name in $CORPORA; do
     file=$(corpus "$name")
     [[ -r $file ]] || { echo "run_lda_scale.sh: $file not found" >&2; exit 2; }
@@ -117,7 +128,7 @@ for name in $CORPORA; do
         s_tps=$(awk '/tokens\/s/ { n++; v += $(NF - 1) } END { if (n) printf "%.0f", v / n }' "$work/seq.out")
         s_ll=$(tail -n 1 "$work/seq.ll" | cut -d' ' -f2)
         echo
-        echo "#### $name ($tokens tokens), K = $K"
+        echo "#### ${name##*/} ($tokens tokens), K = $K"
         echo
         echo "| run | W | S | tokens/s | vs seq (LL) | final LL vs seq | largest LL gap from it. 20 | bytes/token | peak RSS MB | CPU s per M tokens | vs seq |"
         echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -133,7 +144,7 @@ for name in $CORPORA; do
             for sched in $SCHEDULES; do
                 log "$name K=$K: $W workers, $S servers, $sched"
                 flags=(--workers "$W" --servers "$S" --metrics "$work/m.json" --quiet)
-                if [[ $sched == rotation ]]; then flags+=(--schedule rotation); else flags+=(--consistency ssp:1); fi
+                if [[ $sched == rotation ]]; then flags+=(--schedule rotation); else flags+=(--consistency "$CONSISTENCY"); fi
                 rm -f "$work/m.json"
                 if ! timed "$work/job.out" "$LOOM" train lda "${common[@]}" "${flags[@]}"; then
                     echo "| $sched | $W | $S | failed: $(tail -n 1 "$work/job.out" | cut -c1-80) | | | | | | | |"
