@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/rand.h"
+#include "io/textfile.h"
 #include "loom/darray.h"
 #include "loom/error.h"
 #include "loom/loop.h"
@@ -33,17 +34,6 @@
 
 #define HIST_BINS 65536 /* at most this many bins in a sparse array's histogram */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- element lists ---- */
 
 int darray_elems_add(darray_elems *l, const int64_t *index, const void *values, char *why,
@@ -51,9 +41,10 @@ int darray_elems_add(darray_elems *l, const int64_t *index, const void *values, 
 {
     for (uint32_t k = 0; k < l->dims; k++)
         if (index[k] < 0 || (l->ext && l->ext[k] && (uint64_t)index[k] >= l->ext[k])) {
-            set_err(why, whylen, "index %lld of dimension %u lies outside [0, %llu)",
-                    (long long)index[k], k,
-                    (unsigned long long)(l->ext && l->ext[k] ? l->ext[k] : (uint64_t)INT64_MAX));
+            textfile_set_err(
+                why, whylen, "index %lld of dimension %u lies outside [0, %llu)",
+                (long long)index[k], k,
+                (unsigned long long)(l->ext && l->ext[k] ? l->ext[k] : (uint64_t)INT64_MAX));
             return LOOM_EKEYRANGE;
         }
     if (l->n == l->cap) {
@@ -64,7 +55,7 @@ int darray_elems_add(darray_elems *l, const int64_t *index, const void *values, 
                         ? realloc(l->v, cap * l->width * sizeof *v)
                         : NULL;
         if (!v) {
-            set_err(why, whylen, "out of memory");
+            textfile_set_err(why, whylen, "out of memory");
             return LOOM_ENOMEM;
         }
         l->v = v;
@@ -134,28 +125,29 @@ int darray_new(loom_node *node, const loom_darray_opts *o, int dense, loom_darra
                size_t errlen)
 {
     if (!node || !o || !out) {
-        set_err(err, errlen, "darray: no node, options or result");
+        textfile_set_err(err, errlen, "darray: no node, options or result");
         return LOOM_EINVAL;
     }
     *out = NULL;
     if (!loom_is_worker(node)) {
-        set_err(err, errlen, "darray: only workers hold distributed arrays");
+        textfile_set_err(err, errlen, "darray: only workers hold distributed arrays");
         return LOOM_EROLE;
     }
     if (o->dims < 1 || o->dims > LOOM_DARRAY_MAX_DIMS || o->part_dim >= o->dims) {
-        set_err(err, errlen, "darray: %u dimensions (1 to %d) and part_dim %u (below them)",
-                o->dims, LOOM_DARRAY_MAX_DIMS, o->part_dim);
+        textfile_set_err(err, errlen,
+                         "darray: %u dimensions (1 to %d) and part_dim %u (below them)", o->dims,
+                         LOOM_DARRAY_MAX_DIMS, o->part_dim);
         return LOOM_EINVAL;
     }
     if (o->width > LOOM_DARRAY_MAX_WIDTH) {
-        set_err(err, errlen, "darray: width %u (1 to %d values an element)", o->width,
-                LOOM_DARRAY_MAX_WIDTH);
+        textfile_set_err(err, errlen, "darray: width %u (1 to %d values an element)", o->width,
+                         LOOM_DARRAY_MAX_WIDTH);
         return LOOM_EINVAL;
     }
     for (uint32_t k = 0; k < o->dims; k++)
         if (o->extents[k] > (uint64_t)INT64_MAX) {
-            set_err(err, errlen, "darray: extent %u (%llu) above 2^63 - 1", k,
-                    (unsigned long long)o->extents[k]);
+            textfile_set_err(err, errlen, "darray: extent %u (%llu) above 2^63 - 1", k,
+                             (unsigned long long)o->extents[k]);
             return LOOM_EINVAL;
         }
     /* Workers send to each other from the first step on, and a node drops
@@ -163,8 +155,8 @@ int darray_new(loom_node *node, const loom_darray_opts *o, int dense, loom_darra
      * barrier every worker has started. */
     int rc = loom_barrier(node);
     if (rc) {
-        set_err(err, errlen, "darray: the barrier before making the array failed (%s)",
-                loom_strerror(rc));
+        textfile_set_err(err, errlen, "darray: the barrier before making the array failed (%s)",
+                         loom_strerror(rc));
         return rc;
     }
     loom_darray *d = calloc(1, sizeof *d);
@@ -172,7 +164,7 @@ int darray_new(loom_node *node, const loom_darray_opts *o, int dense, loom_darra
     if (d) d->bounds = calloc(W + 1, sizeof *d->bounds);
     if (!d || !d->bounds) {
         free(d);
-        set_err(err, errlen, "darray: out of memory");
+        textfile_set_err(err, errlen, "darray: out of memory");
         return LOOM_ENOMEM;
     }
     d->node = node;
@@ -236,8 +228,9 @@ int darray_agree_rc(loom_darray *d, int rc, char *err, size_t errlen)
         if (all[w]) {
             xrc = (int)all[w];
             if (w != d->rank)
-                set_err(err, errlen, "darray: worker %u could not make its part of the array (%s)",
-                        w, loom_strerror(xrc));
+                textfile_set_err(err, errlen,
+                                 "darray: worker %u could not make its part of the array (%s)", w,
+                                 loom_strerror(xrc));
             break;
         }
     free(all);
@@ -259,8 +252,9 @@ static int agree_box(loom_darray *d, const darray_elems *l, int failed, char *er
         if (all[w * words]) {
             rc = (int)all[w * words];
             if (w != d->rank)
-                set_err(err, errlen, "darray: worker %u could not make its part of the array (%s)",
-                        w, loom_strerror(rc));
+                textfile_set_err(err, errlen,
+                                 "darray: worker %u could not make its part of the array (%s)", w,
+                                 loom_strerror(rc));
         }
     int from_elements[LOOM_DARRAY_MAX_DIMS] = {0}; /* extents not given */
     for (uint32_t k = 0; k < d->dims; k++) from_elements[k] = !d->dense && !d->ext[k];
@@ -394,15 +388,16 @@ static int check_dense(const loom_darray *d, const darray_elem *e, size_t n, cha
     for (uint32_t k = 1; k < d->dims; k++) inner *= d->ext[k];
     int64_t want[LOOM_DARRAY_MAX_DIMS] = {(int64_t)d->bounds[d->rank]};
     if (n != rows * inner) {
-        set_err(err, errlen,
-                "darray: a dense array's rows [%llu, %llu) hold %zu elements, not %llu",
-                (unsigned long long)d->bounds[d->rank], (unsigned long long)d->bounds[d->rank + 1],
-                n, (unsigned long long)(rows * inner));
+        textfile_set_err(
+            err, errlen, "darray: a dense array's rows [%llu, %llu) hold %zu elements, not %llu",
+            (unsigned long long)d->bounds[d->rank], (unsigned long long)d->bounds[d->rank + 1], n,
+            (unsigned long long)(rows * inner));
         return LOOM_EINVAL;
     }
     for (size_t i = 0; i < n; i++) {
         if (memcmp(e[i].key, want, d->dims * sizeof *want)) {
-            set_err(err, errlen, "darray: a dense array lacks an element or holds one twice");
+            textfile_set_err(err, errlen,
+                             "darray: a dense array lacks an element or holds one twice");
             return LOOM_EINVAL;
         }
         for (uint32_t k = d->dims - 1;; k--) { /* the next index, row-major */
@@ -467,12 +462,12 @@ int loom_darray_from_elements(loom_node *node, const loom_darray_opts *o, const 
     *out = NULL;
     darray_elems l = {.dims = d->dims, .width = d->width, .ext = d->ext};
     int failed = n && (!indices || !values) ? LOOM_EINVAL : 0;
-    if (failed) set_err(err, errlen, "darray: %zu elements without indices or values", n);
+    if (failed) textfile_set_err(err, errlen, "darray: %zu elements without indices or values", n);
     char why[160];
     for (size_t i = 0; !failed && i < n; i++)
         if ((failed = darray_elems_add(&l, indices + i * d->dims, values + i * d->width, why,
                                        sizeof why)))
-            set_err(err, errlen, "darray: element %zu: %s", i, why);
+            textfile_set_err(err, errlen, "darray: element %zu: %s", i, why);
     return finish(d, darray_settle(d, &l, failed, err, errlen), out);
 }
 
@@ -491,9 +486,9 @@ int loom_darray_generate(loom_node *node, const loom_darray_opts *o,
         if (!bad) total *= d->ext[k];
     }
     if (bad) {
-        set_err(err, errlen,
-                "darray: a dense array needs every extent (their product below "
-                "2^64) and part_dim 0");
+        textfile_set_err(err, errlen,
+                         "darray: a dense array needs every extent (their product below "
+                         "2^64) and part_dim 0");
         loom_darray_free(d);
         return LOOM_EINVAL;
     }
@@ -504,8 +499,8 @@ int loom_darray_generate(loom_node *node, const loom_darray_opts *o,
     d->n = local ? 0 : (size_t)(rows * inner);
     if (!local && !(d->val = calloc(d->n * d->width + 1, sizeof *d->val))) local = LOOM_ENOMEM;
     if (local)
-        set_err(err, errlen, "darray: out of memory for %llu elements",
-                (unsigned long long)(rows * inner));
+        textfile_set_err(err, errlen, "darray: out of memory for %llu elements",
+                         (unsigned long long)(rows * inner));
     int64_t index[LOOM_DARRAY_MAX_DIMS];
     for (size_t i = 0; !local && gen && i < d->n; i++) {
         darray_index_of(d, i, index);
@@ -689,15 +684,15 @@ static uint64_t box_positions(const loom_darray *d)
 int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *err, size_t errlen)
 {
     if (!d || !name || !out) {
-        set_err(err, errlen, "darray: no array, name or result");
+        textfile_set_err(err, errlen, "darray: no array, name or result");
         return LOOM_EINVAL;
     }
     *out = NULL;
     uint64_t positions = box_positions(d);
     if (!positions) {
-        set_err(err, errlen,
-                "darray: an empty box, or one of 2^64 - 1 positions or more, has "
-                "no table keys");
+        textfile_set_err(err, errlen,
+                         "darray: an empty box, or one of 2^64 - 1 positions or more, has "
+                         "no table keys");
         return LOOM_EINVAL;
     }
     loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
@@ -710,7 +705,7 @@ int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *e
     loom_table *t;
     int rc = loom_table_open(d->node, name, &to, &t);
     if (rc) {
-        set_err(err, errlen, "darray: cannot open table %s (%s)", name, loom_strerror(rc));
+        textfile_set_err(err, errlen, "darray: cannot open table %s (%s)", name, loom_strerror(rc));
         return rc;
     }
     /* Sorted by index is sorted by key: elements at one index are adjacent,
@@ -736,7 +731,9 @@ int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *e
         local = loom_wait(d->node, ts);
     free(keys);
     free(vals);
-    if (local) set_err(err, errlen, "darray: hosting the array failed (%s)", loom_strerror(local));
+    if (local)
+        textfile_set_err(err, errlen, "darray: hosting the array failed (%s)",
+                         loom_strerror(local));
     /* every worker's elements in the table before any returns */
     if ((rc = darray_agree_rc(d, local, err, errlen))) return rc;
     *out = t;

@@ -30,7 +30,6 @@
  * manifest, and the elements are spread again as at construction. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,17 +46,6 @@
 #define HEADER_BYTES 32
 #define MANIFEST_MAX 4096
 #define WRITE_CHUNK  (1u << 16)
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- text ---- */
 
@@ -91,7 +79,7 @@ static int read_text(const loom_darray *d, const char *path, loom_darray_parse_f
     if (rc) return rc;
     if (textfile_c_locale(&f)) {
         textfile_close(&f);
-        set_err(err, errlen, "%s: out of memory", path);
+        textfile_set_err(err, errlen, "%s: out of memory", path);
         return LOOM_ENOMEM;
     }
     size_t from = textfile_line_start(&f, textfile_edge(f.size, (int)d->rank, (int)d->W));
@@ -100,10 +88,10 @@ static int read_text(const loom_darray *d, const char *path, loom_darray_parse_f
     c.line = textfile_count_newlines(f.s, from < f.tail ? from : f.tail);
     rc = textfile_parse(&f, from, to, parse_lines, &c);
     if (rc)
-        set_err(err, errlen, "%s:%zu: %s", path, c.line,
-                rc == LOOM_ENOMEM ? "out of memory"
-                : c.sink.why[0]   ? c.sink.why
-                                  : "the parser refused the line");
+        textfile_set_err(err, errlen, "%s:%zu: %s", path, c.line,
+                         rc == LOOM_ENOMEM ? "out of memory"
+                         : c.sink.why[0]   ? c.sink.why
+                                           : "the parser refused the line");
     textfile_close(&f);
     return rc ? (rc > 0 && rc < LOOM_ERROR_COUNT_ ? rc : LOOM_EINVAL) : 0;
 }
@@ -119,7 +107,7 @@ int loom_darray_from_file(loom_node *node, const char *path, const loom_darray_o
     darray_elems l = {.dims = d->dims, .width = d->width, .ext = d->ext};
     int failed = 0;
     if (!path || !parse) {
-        set_err(err, errlen, "darray: no file or no parser");
+        textfile_set_err(err, errlen, "darray: no file or no parser");
         failed = LOOM_EINVAL;
     }
     if (!failed) failed = read_text(d, path, parse, user, &l, err, errlen);
@@ -157,12 +145,12 @@ static int write_file(const loom_darray *d, const char *dir, const char *name, f
     char tmp[4096], path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path ||
         (size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name) >= sizeof tmp) {
-        set_err(err, errlen, "%s: path too long", dir);
+        textfile_set_err(err, errlen, "%s: path too long", dir);
         return LOOM_EINVAL;
     }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
-        set_err(err, errlen, "%s: %s", tmp, strerror(errno));
+        textfile_set_err(err, errlen, "%s: %s", tmp, strerror(errno));
         return LOOM_EIO;
     }
     int e = fill(d, fd);
@@ -171,7 +159,7 @@ static int write_file(const loom_darray *d, const char *dir, const char *name, f
     if (!e && rename(tmp, path)) e = errno;
     if (e) {
         unlink(tmp); /* our own temporary name, never the user's files */
-        set_err(err, errlen, "%s: %s", path, strerror(e));
+        textfile_set_err(err, errlen, "%s: %s", path, strerror(e));
         return LOOM_EIO;
     }
     return 0;
@@ -230,16 +218,16 @@ static void part_name(char *name, size_t len, uint32_t part, uint32_t parts)
 int loom_darray_save(loom_darray *d, const char *dir, char *err, size_t errlen)
 {
     if (!d || !dir) {
-        set_err(err, errlen, "darray: no array or no directory");
+        textfile_set_err(err, errlen, "darray: no array or no directory");
         return LOOM_EINVAL;
     }
     int rc = 0;
     struct stat st;
     if (mkdir(dir, 0777) && errno != EEXIST) {
-        set_err(err, errlen, "%s: %s", dir, strerror(errno));
+        textfile_set_err(err, errlen, "%s: %s", dir, strerror(errno));
         rc = LOOM_EIO;
     } else if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-        set_err(err, errlen, "%s: not a directory", dir);
+        textfile_set_err(err, errlen, "%s: not a directory", dir);
         rc = LOOM_EINVAL;
     }
     char name[64];
@@ -319,25 +307,26 @@ static int read_manifest(const char *dir, manifest *m, char *err, size_t errlen)
 {
     char path[4096], text[MANIFEST_MAX + 1];
     if ((size_t)snprintf(path, sizeof path, "%s/manifest", dir) >= sizeof path) {
-        set_err(err, errlen, "%s: path too long", dir);
+        textfile_set_err(err, errlen, "%s: path too long", dir);
         return LOOM_EINVAL;
     }
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        set_err(err, errlen, "%s: %s", path, strerror(e));
+        textfile_set_err(err, errlen, "%s: %s", path, strerror(e));
         return e == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO;
     }
     size_t n = fread(text, 1, sizeof text, f);
     int bad = ferror(f);
     fclose(f);
     if (bad || n > MANIFEST_MAX || memchr(text, '\0', n)) {
-        set_err(err, errlen, "%s: %s", path, bad ? "cannot be read" : "not a darray manifest");
+        textfile_set_err(err, errlen, "%s: %s", path,
+                         bad ? "cannot be read" : "not a darray manifest");
         return bad ? LOOM_EIO : LOOM_EINVAL;
     }
     text[n] = '\0';
     if (!parse_manifest(text, m)) {
-        set_err(err, errlen, "%s: not a darray manifest (or a malformed one)", path);
+        textfile_set_err(err, errlen, "%s: not a darray manifest (or a malformed one)", path);
         return LOOM_EINVAL;
     }
     return 0;
@@ -349,13 +338,13 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
     char name[64], path[4096];
     part_name(name, sizeof name, part, m->parts);
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path) {
-        set_err(err, errlen, "%s: path too long", dir);
+        textfile_set_err(err, errlen, "%s: path too long", dir);
         return LOOM_EINVAL;
     }
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        set_err(err, errlen, "%s: %s", path, strerror(e));
+        textfile_set_err(err, errlen, "%s: %s", path, strerror(e));
         return e == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO;
     }
     size_t rec = (m->o.dims + m->o.width) * 8;
@@ -364,11 +353,11 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
     struct stat st;
     int rc = buf && v ? 0 : LOOM_ENOMEM;
     if (rc) {
-        set_err(err, errlen, "%s: out of memory", path);
+        textfile_set_err(err, errlen, "%s: out of memory", path);
     } else if (fstat(fileno(f), &st) || fread(head, 1, sizeof head, f) != sizeof head ||
                memcmp(head, MAGIC, 8)) {
         rc = LOOM_EINVAL;
-        set_err(err, errlen, "%s: not a darray part (its header)", path);
+        textfile_set_err(err, errlen, "%s: not a darray part (its header)", path);
     }
     uint32_t fields[4] = {0};
     for (int i = 0; !rc && i < 4; i++)
@@ -378,18 +367,20 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
                 fields[3] != m->o.width || count > ((uint64_t)st.st_size - HEADER_BYTES) / rec ||
                 (uint64_t)st.st_size != HEADER_BYTES + count * rec)) {
         rc = LOOM_EINVAL;
-        set_err(err, errlen,
-                "%s: its header (dims %u, part %u of %u, width %u, %llu elements) does not match "
-                "the manifest or the file's %lld bytes",
-                path, fields[0], fields[1], fields[2], fields[3], (unsigned long long)count,
-                (long long)st.st_size);
+        textfile_set_err(
+            err, errlen,
+            "%s: its header (dims %u, part %u of %u, width %u, %llu elements) does not match "
+            "the manifest or the file's %lld bytes",
+            path, fields[0], fields[1], fields[2], fields[3], (unsigned long long)count,
+            (long long)st.st_size);
     }
     char why[160];
     for (uint64_t i = 0; !rc && i < count; i++) {
         int64_t index[LOOM_DARRAY_MAX_DIMS];
         if (fread(buf, 1, rec, f) != rec) {
             rc = LOOM_EIO;
-            set_err(err, errlen, "%s: truncated at element %llu", path, (unsigned long long)i);
+            textfile_set_err(err, errlen, "%s: truncated at element %llu", path,
+                             (unsigned long long)i);
             break;
         }
         for (uint32_t k = 0; k < m->o.dims; k++) index[k] = (int64_t)msg_load_u64(buf + 8 * k);
@@ -398,7 +389,7 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
             memcpy(&v[c], &bits, sizeof v[c]);
         }
         if ((rc = darray_elems_add(l, index, v, why, sizeof why)))
-            set_err(err, errlen, "%s: element %llu: %s", path, (unsigned long long)i, why);
+            textfile_set_err(err, errlen, "%s: element %llu: %s", path, (unsigned long long)i, why);
     }
     fclose(f);
     free(buf);
@@ -409,7 +400,7 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
 int loom_darray_load(loom_node *node, const char *dir, loom_darray **out, char *err, size_t errlen)
 {
     if (!node || !dir || !out) {
-        set_err(err, errlen, "darray: no node, directory or result");
+        textfile_set_err(err, errlen, "darray: no node, directory or result");
         return LOOM_EINVAL;
     }
     /* The array is made before the manifest is read, so that a worker that
@@ -435,8 +426,9 @@ int loom_darray_load(loom_node *node, const char *dir, loom_darray **out, char *
         failed = read_part(dir, &m, p, &l, err, errlen);
     rc = darray_settle(d, &l, failed, err, errlen);
     if (!rc && d->total != m.elements) {
-        set_err(err, errlen, "%s: its parts hold %llu elements where the manifest says %llu", dir,
-                (unsigned long long)d->total, (unsigned long long)m.elements);
+        textfile_set_err(err, errlen,
+                         "%s: its parts hold %llu elements where the manifest says %llu", dir,
+                         (unsigned long long)d->total, (unsigned long long)m.elements);
         rc = LOOM_EINVAL;
     }
     if (rc) {
