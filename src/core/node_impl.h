@@ -216,7 +216,10 @@ int node_add_failover(loom_node *n, node_failover_fn fn, void *ctx);
 typedef void (*node_rejoin_fn)(loom_node *n, void *ctx, uint32_t id);
 int node_add_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx);
 /* Scheduler: the job goes on without worker node `worker`
- * (--on-worker-failure continue, core/scheduler.c's lose_worker). Each lost
+ * (--on-worker-failure continue, core/scheduler.c's lose_worker; or, in an
+ * elastic job, a free worker slot at the start and a worker that left, whose
+ * last CLOCK said it was done: docs/ELASTIC.md). A worker joining a slot is
+ * a rejoin (node_add_rejoin) on every node. Each lost
  * subscriber fn(n, ctx, worker) runs on the I/O thread after the membership
  * counted the worker done and before the barriers and the end are judged
  * again, so a layer that gave the worker work (src/sched/parts_coord.c: its

@@ -82,7 +82,11 @@ typedef struct peer {
     int failed;     /* died, and the job went on without it (failover): what it still sends
                      * is dropped (2 once said so); a replacement clears it (rejoin) */
     int rejoining;  /* scheduler: a replacement that has not acknowledged its roster */
-    double share;   /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
+    /* Scheduler, a worker slot of an elastic job (docs/ELASTIC.md): no process
+     * in it (never started, or it left: `left`), which a joining worker takes;
+     * `joined`: its process joined the running job. */
+    int vacant, left, joined;
+    double share; /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
 
 /* Note that the job goes on without worker node `id`, whose share was `share`. */
@@ -92,7 +96,9 @@ void node_note_lost(loom_node *n, uint32_t id, double share);
  * fuzz seam go through sched_summary_of and sched_set_assembled). */
 typedef struct sched_state {
     uint32_t registered;
-    int roster_phase; /* 0 collecting, 1 servers installing, 2 job running */
+    uint32_t workers_registered; /* of `registered`: the job assembles at start_workers */
+    uint32_t joins, leaves;      /* workers that joined and left the running job */
+    int roster_phase;            /* 0 collecting, 1 servers installing, 2 job running */
     uint32_t roster_acks;
     uint64_t barrier_gen; /* generation currently collecting arrivals */
     uint32_t barrier_arrived;
@@ -195,7 +201,12 @@ struct loom_node {
     enum node_state state;
     int end_status; /* result of serve/done once state is DONE or FAILED */
     int roster_installed;
-    int replacement; /* the roster said: this process took a dead node's place */
+    int replacement; /* the roster said: this process took a dead node's place (1), or
+                      * joined the running job in a free worker slot (2, docs/ELASTIC.md) */
+    /* A worker: the application or a signal asked it to leave the job
+     * (loom_leave; set from a signal handler, hence atomic). */
+    atomic_int leave_requested;
+    int workers_started; /* a worker: workers not in free slots when its roster came */
     uint64_t barrier_gen_entered, barrier_gen_released;
     int done_acked;
     /* A worker sent DONE: it sends the scheduler nothing more (member_tick). */
@@ -375,6 +386,8 @@ void node_note_death(loom_node *n, uint32_t dead, const char *why, int fatal);
 int node_member_attach(loom_node *n);
 /* Whether this process replaces a dead one (LOOM_REJOIN=1). */
 int node_rejoining(void);
+/* Whether this process joins a running job as a new worker (LOOM_JOIN=1). */
+int node_joining(void);
 /* Whether the node is RUNNING (takes n->mu). */
 int node_still_running(loom_node *n);
 /* The I/O thread's periodic turn: its parts' tick hooks. */
@@ -391,6 +404,7 @@ int membership_attach(loom_node *n);
 typedef struct sched_summary {
     uint32_t registered;
     uint32_t workers_done;
+    uint32_t joins, leaves; /* workers that joined and left the running job */
     uint64_t refused;
     int assembling;
     int shutting_down;

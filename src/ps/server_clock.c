@@ -113,6 +113,18 @@ void srv_on_clock(loom_node *n, void *ctx, node_msg *m)
         if (s->lost[rank]) return;
         w = rank;
     }
+    if (w >= 0 && m->from != 0 && m->h.a == 1) {
+        /* A worker joined the running job in a slot that was done (a free
+         * one, or one a worker left): it counts from the clock it joins at,
+         * its first message here (docs/ELASTIC.md). */
+        if (s->clocks.of[w] != PS_CLOCK_DONE || m->h.clock < 0) {
+            node_drop(n, m, "a join's CLOCK from a worker that is not done");
+            return;
+        }
+        int64_t at = ps_minclock_join(&s->clocks, w, m->h.clock);
+        log_info("worker %d joined at clock %" PRId64, w, at);
+        return;
+    }
     if (w < 0 || m->h.clock < s->clocks.of[w]) {
         node_drop(n, m, "clock from a non-worker or going backwards");
         return;
