@@ -526,6 +526,19 @@ void node_run_lost(loom_node *n, uint32_t worker)
     for (int i = 0; i < n->nlost; i++) n->lost[i].fn(n, n->lost[i].ctx, worker);
 }
 
+int node_set_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx)
+{
+    if (n->join_gate) return LOOM_ESTATE;
+    n->join_gate = fn;
+    n->join_gate_ctx = ctx;
+    return 0;
+}
+
+int node_join_allowed(loom_node *n)
+{
+    return !n->join_gate || n->join_gate(n, n->join_gate_ctx);
+}
+
 int node_run_failover(loom_node *n, uint32_t dead)
 {
     for (int i = 0; i < n->nfailover; i++)

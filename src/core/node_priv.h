@@ -267,6 +267,8 @@ struct loom_node {
         void *ctx;
     } lost[NODE_HOOKS_MAX];
     int nlost;
+    node_join_gate_fn join_gate; /* node_set_join_gate: NULL, or the one gate */
+    void *join_gate_ctx;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed;
@@ -317,6 +319,8 @@ uint64_t node_run_timers(loom_node *n, uint64_t now);
 int node_run_failover(loom_node *n, uint32_t dead);
 /* Run the lost subscribers for worker node `worker` (node_add_lost). */
 void node_run_lost(loom_node *n, uint32_t worker);
+/* Whether a worker may join now (the join gate; 1 without one). */
+int node_join_allowed(loom_node *n);
 /* Run the rejoin subscribers for node `id` (node_add_rejoin). */
 void node_run_rejoin(loom_node *n, uint32_t id);
 

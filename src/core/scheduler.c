@@ -228,7 +228,9 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
  * roster (b = 2, with the barrier generation it starts at), and once it
  * acknowledged it everyone hears NODE_REJOINED and the layers bring it in
  * (node_add_rejoin: its clock, its data parts). Not while the workers are in
- * a barrier, which would then wait for it: it is asked to ask again. */
+ * a barrier, which would then wait for it, nor while a layer's join gate
+ * says no (node_set_join_gate: workers on their way to one): it is asked to
+ * ask again. */
 static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, const char *addr)
 {
     sched_state *s = &n->sched;
@@ -249,8 +251,9 @@ static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, con
         reject(n, rid, rid_len, LOOM_ECONFIG, why);
         return;
     }
-    if (s->barrier_arrived) {
-        log_info("a worker asked to join while the workers are in a barrier: it asks again");
+    if (s->barrier_arrived || !node_join_allowed(n)) {
+        log_info("a worker asked to join while the workers are in a barrier or on their way "
+                 "there: it asks again");
         send_reject(n, rid, rid_len, LOOM_ESTATE, "the workers are in a barrier; ask again");
         return;
     }

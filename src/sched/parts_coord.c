@@ -24,12 +24,13 @@
  * the epoch (loom/parts.h, "Clocks"): the highest clock a request of the
  * epoch reported, plus one after a PARTS_WAIT (the empty clock that follows).
  *
- * Elastic jobs (docs/ELASTIC.md): a worker that joins the running job
- * (core's join, a rejoin of a worker slot) is placed by its first request
- * (PARTS_REQ_JOIN) in the lowest epoch another worker's last request was
- * in: a worker that heard an epoch's end counts as in it until it asks for
- * the next, since it may still be in the barrier after it, which the
- * newcomer must then go through too. A worker that leaves says so with its
+ * Elastic jobs (docs/ELASTIC.md): a worker joins the running job (core's
+ * join, a rejoin of a worker slot) only while every worker has asked for a
+ * part of the pool's epoch (the join gate: none is on its way to the barrier
+ * after the last epoch's end), and its first request (PARTS_REQ_JOIN) places
+ * it in the lowest epoch another worker's last request was in: if that epoch
+ * ended meanwhile, it gets its end, and goes through the barrier after it,
+ * which waits for it, with the others. A worker that leaves says so with its
  * last request (PARTS_REQ_LEAVE), which reports the part it finished; it is
  * gone from then on, its slot ready for the next to join.
  *
@@ -206,8 +207,25 @@ static int configure(loom_node *n, parts_coord *c, const parts_wire_opts *o)
     return 0;
 }
 
+/* The join gate (node_set_join_gate): a worker may join only while every
+ * worker has asked for a part of the pool's epoch since it heard the last
+ * epoch's end, so none is between that end and the barrier after it, or in
+ * it: the newcomer, whose barriers start after the last one released, then
+ * goes through the same barriers as everyone (placement below). */
+static int join_gate(loom_node *n, void *ctx)
+{
+    (void)n;
+    const parts_coord *c = ctx;
+    if (!c->configured) return 1;
+    for (int r = 0; r < c->workers; r++)
+        if (!c->worker[r].gone && c->worker[r].epoch_at < c->epoch) return 0;
+    return 1;
+}
+
 /* Where a joining worker starts (the epoch it is placed in): the lowest
- * epoch another worker's last request was in. */
+ * epoch another worker's last request was in. The gate let it join while
+ * that was the pool's epoch; since, the epoch may have ended (its workers
+ * then wait for the newcomer in the barrier after it). */
 static int placement(const parts_coord *c, int rank)
 {
     int e = c->epoch;
@@ -337,5 +355,6 @@ int parts_coord_attach(loom_node *n)
     node_set_handler(n, MSG_PARTS_REQ, on_request, c);
     node_set_timer(n, &parts_layer_def, on_timer, c);
     int rc = node_add_lost(n, on_lost, c);
+    rc = rc ? rc : node_set_join_gate(n, join_gate, c);
     return rc ? rc : node_add_rejoin(n, on_join, c);
 }

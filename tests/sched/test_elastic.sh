@@ -18,19 +18,72 @@
 #          wrong; a worker joining a job with no free slot is refused by the
 #          scheduler, naming it, and exits non-zero; the job is not disturbed.
 #
-# Usage: test_elastic.sh LOOM CASE [DATA_DIR]
+#   sum_MODE  tests/sched/elastic_sum.c under BSP, SSP(1) or ASP, 2 servers,
+#          12 parts, 10 epochs (ASP 60), 40 clocks per part each pushing +1 to
+#          key 0 and to the part's key of an int64 sum table: 2 of 4 workers
+#          start, two join after epoch 0 and leave after a part each
+#          (SIGTERM); the sum ends exact (every acknowledged increment counted
+#          once: 12 * epochs * 40 on key 0, epochs * 40 on each part's key)
+#          and every part of every epoch is finished once.
+#
+# Usage: test_elastic.sh LOOM CASE [DATA_DIR [ELASTIC_SUM]]
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
 # shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
 source "$(dirname "$0")/../lib/cli.sh"
 
-LOOM=${1:?usage: $0 LOOM CASE [DATA_DIR]}
-CASE=${2:?usage: $0 LOOM CASE [DATA_DIR]}
+LOOM=${1:?usage: $0 LOOM CASE [DATA_DIR [ELASTIC_SUM]]}
+CASE=${2:?usage: $0 LOOM CASE [DATA_DIR [ELASTIC_SUM]]}
 DATA=${3:-}
 work_setup elastic
 cd "$WORK" || exit 1
 joiners=()
 trap 'for p in "${joiners[@]}"; do kill -KILL "$p" 2>/dev/null; done; work_cleanup' EXIT
+
+# grow_and_shrink SERVERS PROGRAM ARGS...: once epoch 0 of the job $launcher
+# runs (its output in job.out) is over, two workers join it (PROGRAM ARGS,
+# output in join1.out, join2.out); once each finished a part both get
+# SIGTERM; they must leave and exit with status 0, and the job too.
+grow_and_shrink() {
+    local servers=$1 addr j r rc
+    shift
+    wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
+    addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
+    wait_log job.out '^\[scheduler\] info: parts: epoch 0 over' "the end of epoch 0"
+    for j in 1 2; do
+        "$LOOM" join "$addr" --role worker --servers "$servers" --workers 4 -- "$@" >join$j.out 2>&1 &
+        joiners+=($!)
+    done
+    for r in 2 3; do
+        wait_log job.out "^\[scheduler\] warning: worker $r joined the running job from " "worker $r's join"
+        wait_log job.out "^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker $r\$" "a part finished by worker $r"
+    done
+    kill -TERM "${joiners[@]}"
+    for r in 2 3; do
+        wait_log job.out "^\[scheduler\] warning: worker $r left the running job" "worker $r's leave"
+    done
+    for j in 1 2; do
+        wait "${joiners[j - 1]}" || { cp join$j.out err; fail "joiner $j: exit status $?"; }
+    done
+    joiners=()
+    wait "$launcher"
+    rc=$?
+    launcher=
+    cp job.out err
+    ((rc == 0)) || fail "the job: exit status $rc"
+}
+
+# exactly_once PARTS EPOCHS: the scheduler's "finished" lines in job.out name
+# every part of every epoch once and nothing else, and every epoch ended.
+exactly_once() {
+    local want got
+    want=$(for ((e = 0; e < $2; e++)); do for ((p = 0; p < $1; p++)); do echo "$e $p"; done; done)
+    got=$(sed -n 's/^\[scheduler\] info: parts: epoch \([0-9]*\): part \([0-9]*\) finished by worker [0-9]*$/\1 \2/p' job.out | sort -n -k1,1 -k2,2)
+    [[ $got == "$want" ]] || fail "the parts finished are not every part of every epoch once"
+    grep -q "not counted" job.out && fail "a finish was not counted"
+    [[ $(grep -c "^\[scheduler\] info: parts: epoch [0-9]* over: $1 parts finished" job.out) == "$2" ]] ||
+        fail "not $2 epoch ends of $1 parts"
+}
 
 # wait_log FILE PATTERN WHAT: wait (120 s at most) for an extended-regex line in FILE.
 wait_log() {
@@ -51,37 +104,8 @@ grow)
     "$LOOM" run --servers 1 --workers 2 --max-workers 4 --insecure --no-status -- \
         "$LOOM" "${train[@]}" --test "$DATA/a9a/a9a.t" --metrics m >job.out 2>&1 &
     launcher=$!
-    wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
-    addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
-    wait_log job.out '^\[scheduler\] info: parts: epoch 0 over' "the end of epoch 0"
-    for j in 1 2; do
-        "$LOOM" join "$addr" --role worker --servers 1 --workers 4 -- "$LOOM" "${train[@]}" \
-            >join$j.out 2>&1 &
-        joiners+=($!)
-    done
-    for r in 2 3; do
-        wait_log job.out "^\[scheduler\] warning: worker $r joined the running job from " "worker $r's join"
-        wait_log job.out "^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker $r\$" "a part finished by worker $r"
-    done
-    kill -TERM "${joiners[@]}"
-    for r in 2 3; do
-        wait_log job.out "^\[scheduler\] warning: worker $r left the running job" "worker $r's leave"
-    done
-    for j in 1 2; do
-        wait "${joiners[j - 1]}" || { cp join$j.out err; fail "joiner $j: exit status $?"; }
-    done
-    joiners=()
-    wait "$launcher"
-    rc=$?
-    launcher=
-    cp job.out err
-    ((rc == 0)) || fail "the job: exit status $rc"
-    want=$(for ((e = 0; e < 8; e++)); do for ((p = 0; p < 16; p++)); do echo "$e $p"; done; done)
-    got=$(sed -n 's/^\[scheduler\] info: parts: epoch \([0-9]*\): part \([0-9]*\) finished by worker [0-9]*$/\1 \2/p' job.out | sort -n -k1,1 -k2,2)
-    [[ $got == "$want" ]] || fail "the parts finished are not every part of every epoch once"
-    grep -q "not counted" job.out && fail "a finish was not counted"
-    [[ $(grep -c '^\[scheduler\] info: parts: epoch [0-9]* over: 16 parts finished' job.out) == 8 ]] ||
-        fail "not 8 epoch ends of 16 parts"
+    grow_and_shrink 1 "$LOOM" "${train[@]}"
+    exactly_once 16 8
     by_joiners=$(grep -Ec '^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker [23]$' job.out)
     said=0
     for j in 1 2; do
@@ -94,6 +118,27 @@ grow)
     [[ -n $acc ]] || fail "no test accuracy in the metrics"
     awk -v a="$acc" 'BEGIN { exit !(a >= 0.84) }' || fail "test accuracy $acc below 0.84"
     echo "2 workers joined epoch $(sed -n 's/^\[scheduler\] info: parts: epoch \([0-9]*\): worker 2 joined$/\1/p' job.out) and left after $by_joiners parts; every part once per epoch; test accuracy $acc"
+    ;;
+sum_bsp | sum_ssp | sum_asp)
+    SUM=${4:?usage: $0 LOOM sum_MODE DATA_DIR ELASTIC_SUM}
+    mode=${CASE#sum_}
+    # ASP's clocks wait for nobody: more epochs, so that the joins and leaves
+    # happen while it runs.
+    epochs=10
+    [[ $mode == asp ]] && epochs=60
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000
+    "$LOOM" run --servers 2 --workers 2 --max-workers 4 --insecure --no-status -- \
+        "$SUM" "$mode" 12 $epochs 40 >job.out 2>&1 &
+    launcher=$!
+    grow_and_shrink 2 "$SUM" "$mode" 12 $epochs 40
+    exactly_once 12 $epochs
+    grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
+        fail "worker 0 did not find the sum exact"
+    for j in 1 2; do
+        grep -q '^worker [23] left after [1-9][0-9]* parts$' join$j.out ||
+            { cp join$j.out err; fail "joiner $j did not say it left after its parts"; }
+    done
+    echo "$mode: 2 workers joined and left; the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
     ;;
 refuse)
     expect 2 "give the scheduler's ADDRESS" join --role worker -- true
