@@ -32,11 +32,11 @@ train=(train lr --train "$DATA/a9a/a9a" --epochs "$EPOCHS" --minibatch 10 --data
 
 # job NAME: one job, its line of results on stdout.
 job() {
-    local name=$1 workers=1 joiner='' rc jrc=0 user sys wall juser=0 jsys=0 jwall acc loss
+    local name=$1 workers=1 joiner="" rc jrc=0 user sys wall juser=0 jsys=0 acc loss
     [[ $name == fixed2 ]] && workers=2
-    rm -f m out join.out time jtime
+    rm -f m out join.out job.time jtime
     export LOOM_JOB_TOKEN=bench-$$-$name LOOM_VERBOSE=1
-    /usr/bin/time -q -f "%U %S %e" -o time "$LOOM" run --servers 1 --workers "$workers" \
+    /usr/bin/time -q -f "%U %S %e" -o job.time "$LOOM" run --servers 1 --workers "$workers" \
         --max-workers 2 --insecure --no-status -- "$LOOM" "${train[@]}" \
         --test "$DATA/a9a/a9a.t" --metrics m >out 2>&1 &
     local launcher=$!
@@ -55,8 +55,8 @@ job() {
     wait "$launcher"
     rc=$?
     ((rc == 0)) || tail -n 5 out >&2
-    [[ -n $joiner ]] && { wait "$joiner"; jrc=$?; read -r juser jsys jwall <jtime; }
-    read -r user sys wall <time
+    [[ -n $joiner ]] && { wait "$joiner"; jrc=$?; read -r juser jsys _ <jtime; }
+    read -r user sys wall <job.time
     acc=$(tail -1 m | sed -n 's/.*"test_accuracy": \([^,}]*\).*/\1/p')
     loss=$(tail -1 m | sed -n 's/.*"test_logloss": \([^,}]*\).*/\1/p')
     local parts_joiner epoch_s

@@ -142,8 +142,10 @@ static int validate_config(const loom_config *c)
 
 static int send_register(loom_node *n)
 {
+    /* Rank -2: a worker joining the running job (LOOM_JOIN=1), which must not
+     * take a starting worker's rank while the job assembles. */
     msg_register reg = {.role = n->cfg.role,
-                        .rank = n->cfg.rank,
+                        .rank = n->cfg.role == LOOM_WORKER && node_joining() ? -2 : n->cfg.rank,
                         .num_servers = (uint32_t)n->cfg.num_servers,
                         .num_workers = (uint32_t)n->cfg.num_workers,
                         .max_frame_mib = (uint32_t)n->cfg.max_frame_mib};

@@ -235,7 +235,6 @@ static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, con
 {
     sched_state *s = &n->sched;
     uint32_t base = 1 + num_servers(n);
-    char why[256];
     if (s->shutting_down || n->state != NODE_RUNNING ||
         s->workers_done >= (uint32_t)n->cfg.num_workers) {
         reject(n, rid, rid_len, LOOM_ESHUTDOWN, "the job is ending: no worker can join it");
@@ -244,6 +243,7 @@ static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, con
     for (int k = 0; k < n->cfg.num_workers && rank < 0; k++)
         if (n->peers[base + (uint32_t)k].vacant) rank = k;
     if (rank < 0) {
+        char why[256];
         snprintf(why, sizeof why,
                  "every one of the job's %d worker slots is taken, so no worker can join it "
                  "(start the job with free slots: loom run --max-workers, LOOM_START_WORKERS)",
@@ -346,7 +346,12 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
     }
     if (role == LOOM_WORKER && s->roster_phase == 2 &&
         (rank < 0 || (rank < count && n->peers[base + (uint32_t)rank].vacant))) {
-        join(n, rank, rid, rid_len, addr);
+        join(n, rank < 0 ? -1 : rank, rid, rid_len, addr);
+        return;
+    }
+    if (role == LOOM_WORKER && rank == -2) { /* a joining worker (LOOM_JOIN=1) */
+        send_reject(n, rid, rid_len, LOOM_ESTATE,
+                    "the job has not started yet: a worker that joins it asks again");
         return;
     }
     if (rank >= 0 && rank < count && n->peers[base + (uint32_t)rank].registered) {

@@ -85,12 +85,14 @@ exactly_once() {
         fail "not $2 epoch ends of $1 parts"
 }
 
-# wait_log FILE PATTERN WHAT: wait (120 s at most) for an extended-regex line in FILE.
+# wait_log FILE PATTERN WHAT: wait (120 s at most) for an extended-regex line
+# in FILE; if none comes, fail showing the ends of the job's and joiners' logs.
 wait_log() {
     local deadline=$(($(now_ms) + 120000))
     until grep -Eq "$2" "$1"; do
-        [[ -n $launcher ]] && ! kill -0 "$launcher" 2>/dev/null && { cp "$1" err; fail "the job ended before $3"; }
-        (($(now_ms) < deadline)) || { cp "$1" err; fail "no $3 within 120 s"; }
+        [[ -n $launcher ]] && ! kill -0 "$launcher" 2>/dev/null &&
+            { show_tails 40 job.out join1.out join2.out; fail "the job ended before $3"; }
+        (($(now_ms) < deadline)) || { show_tails 40 job.out join1.out join2.out; fail "no $3 within 120 s"; }
         poll_pause 0.05
     done
 }
