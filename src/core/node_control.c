@@ -268,6 +268,12 @@ static void on_node_rejoined(loom_node *n, void *ctx, node_msg *m)
                  addr);
     }
     node_run_rejoin(n, id);
+    /* A server hears of a joining worker before the worker has its roster,
+     * and says it knows it (docs/ELASTIC.md): the scheduler sends the roster
+     * once every server did. */
+    int rank;
+    if (n->cfg.role == LOOM_SERVER && node_peer_role(n, id, &rank) == LOOM_WORKER)
+        node_send_control(n, 0, MSG_ROSTER_ACK, 0, id);
 }
 
 void node_note_lost(loom_node *n, uint32_t id, double share)

@@ -86,7 +86,8 @@ typedef struct peer {
      * in it (never started, or it left: `left`), which a joining worker takes;
      * `joined`: its process joined the running job. */
     int vacant, left, joined;
-    double share; /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
+    uint32_t join_acks; /* scheduler: servers yet to say they know the joining worker */
+    double share;       /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
 
 /* Note that the job goes on without worker node `id`, whose share was `share`. */

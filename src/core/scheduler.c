@@ -273,8 +273,36 @@ static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, con
     forget_roster(s); /* it lists the free slot's placeholder */
     log_warn("worker %d joined the running job from %s: %" PRIu32 " of %d worker slots taken", rank,
              addr, (uint32_t)n->cfg.num_workers - s->workers_done, n->cfg.num_workers);
-    send_roster(n, id, 2);
     p->rejoining = 1;
+    /* The servers first, as when the job assembled: each must be able to tell
+     * who sends before the newcomer's first message reaches it, which another
+     * connection than the scheduler's could bring sooner. Each answers
+     * ROSTER_ACK(a = id); the last answer sends the newcomer its roster. */
+    blob_writer w = {0};
+    blob_put_bytes(&w, p->rid, p->rid_len);
+    blob_put_str(&w, p->addr);
+    p->join_acks = 0;
+    for (uint32_t i = 1; i <= num_servers(n) && !w.bad; i++) {
+        if (!n->peers[i].registered || n->peers[i].done || n->peers[i].failed) continue;
+        msg_header h = {.type = MSG_NODE_REJOINED, .a = id};
+        node_frame f = {w.buf, w.len, NULL, NULL, 1};
+        if (!node_send(n, i, &h, &f, 1)) p->join_acks++;
+    }
+    free(w.buf);
+    if (!p->join_acks) send_roster(n, id, 2);
+}
+
+/* A server knows the joining worker node `id` (ROSTER_ACK a = id). */
+static void join_acked(loom_node *n, node_msg *m)
+{
+    int rank;
+    peer *p = m->h.a < n->nnodes ? &n->peers[m->h.a] : NULL;
+    if (!p || node_peer_role(n, (uint32_t)m->h.a, &rank) != LOOM_WORKER || !p->joined ||
+        !p->rejoining || !p->join_acks) {
+        node_drop(n, m, "a server's join acknowledgement naming no joining worker");
+        return;
+    }
+    if (--p->join_acks == 0) send_roster(n, (uint32_t)m->h.a, 2);
 }
 
 /* The replacement for node `id` installed its roster: tell everyone. */
@@ -287,6 +315,7 @@ static void announce_rejoin(loom_node *n, uint32_t id)
     blob_put_str(&w, p->addr);
     for (uint32_t i = 1; i < n->nnodes && !w.bad; i++) {
         if (!n->peers[i].registered || n->peers[i].done) continue;
+        if (p->joined && i <= num_servers(n)) continue; /* told before its roster (join) */
         msg_header h = {.type = MSG_NODE_REJOINED, .a = id};
         node_frame f = {w.buf, w.len, NULL, NULL, 1};
         node_send(n, i, &h, &f, 1);
@@ -420,6 +449,10 @@ static void on_roster_ack(loom_node *n, void *ctx, node_msg *m)
     (void)ctx;
     sched_state *s = &n->sched;
     int rank;
+    if (s->roster_phase == 2 && m->h.a && node_peer_role(n, m->from, &rank) == LOOM_SERVER) {
+        join_acked(n, m);
+        return;
+    }
     if (s->roster_phase == 2 && n->peers[m->from].rejoining) {
         announce_rejoin(n, m->from); /* a replacement's, or a joining worker's */
         return;

@@ -1,7 +1,7 @@
 /* elastic_sum: the program of the elastic workers' exactness test
  * (test_elastic.sh, case sum; docs/ELASTIC.md).
  *
- *   elastic_sum bsp|ssp|asp PARTS EPOCHS CLOCKS
+ *   elastic_sum bsp|ssp|asp PARTS EPOCHS CLOCKS [PACE_US]
  *
  * Every worker, whether it started the job or joined it (loom join), asks
  * for data parts (loom/parts.h: PARTS parts, EPOCHS epochs) and "trains" on
@@ -13,12 +13,16 @@
  * worker 0 pulls the table: with every part finished exactly once per epoch
  * and every acknowledged increment counted once, key 0 holds PARTS * EPOCHS
  * * CLOCKS and each key 1 + p EPOCHS * CLOCKS. It prints "exact: N
- * increments" and exits 0, or names the first key that differs and exits 1. */
+ * increments" and exits 0, or names the first key that differs and exits 1.
+ * PACE_US (0): a pause after each clock, pacing only (ASP's clocks wait for
+ * nobody, and its job would end before a test's workers joined and left);
+ * nothing waits on it. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <loom/loom.h>
 
@@ -59,8 +63,10 @@ static int check(loom_table *t, uint32_t parts, long epochs, long clocks)
     return bad;
 }
 
-static int work(loom_node *n, loom_consistency cons, uint32_t parts, long epochs, long clocks)
+static int work(loom_node *n, loom_consistency cons, uint32_t parts, long epochs, long clocks,
+                long pace_us)
 {
+    struct timespec pace = {pace_us / 1000000, (pace_us % 1000000) * 1000};
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_I64;
     o.storage = LOOM_DENSE;
@@ -95,6 +101,7 @@ static int work(loom_node *n, loom_consistency cons, uint32_t parts, long epochs
             for (long c = 0; c < clocks && !rc; c++) {
                 rc = loom_push(t, keys, 2, ones);
                 if (!rc) rc = loom_clock(n);
+                if (pace_us) nanosleep(&pace, NULL);
             }
             if (!rc) rc = loom_parts_done(p, part);
             if (rc) {
@@ -123,22 +130,26 @@ static int work(loom_node *n, loom_consistency cons, uint32_t parts, long epochs
 
 int main(int argc, char **argv)
 {
-    if (argc != 5 || (strcmp(argv[1], "bsp") && strcmp(argv[1], "ssp") && strcmp(argv[1], "asp"))) {
-        fprintf(stderr, "usage: elastic_sum bsp|ssp|asp PARTS EPOCHS CLOCKS\n");
+    if ((argc != 5 && argc != 6) ||
+        (strcmp(argv[1], "bsp") && strcmp(argv[1], "ssp") && strcmp(argv[1], "asp"))) {
+        fprintf(stderr, "usage: elastic_sum bsp|ssp|asp PARTS EPOCHS CLOCKS [PACE_US]\n");
         return 2;
     }
+    long pace_us = argc == 6 ? strtol(argv[5], NULL, 10) : 0;
     loom_consistency cons = argv[1][0] == 'b' ? LOOM_BSP : argv[1][0] == 's' ? LOOM_SSP : LOOM_ASP;
     long parts = strtol(argv[2], NULL, 10), epochs = strtol(argv[3], NULL, 10),
          clocks = strtol(argv[4], NULL, 10);
-    if (parts < 1 || parts > 4096 || epochs < 1 || epochs > 1000 || clocks < 1 || clocks > 100000) {
-        fprintf(stderr, "elastic_sum: PARTS 1-4096, EPOCHS 1-1000, CLOCKS 1-100000\n");
+    if (parts < 1 || parts > 4096 || epochs < 1 || epochs > 1000 || clocks < 1 || clocks > 100000 ||
+        pace_us < 0 || pace_us > 1000000) {
+        fprintf(stderr, "elastic_sum: PARTS 1-4096, EPOCHS 1-1000, CLOCKS 1-100000, PACE_US "
+                        "0-1000000\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     int rc = loom_init(&node, NULL, NULL);
     if (rc) return fail("join the job", rc);
     if (!loom_is_worker(node)) return loom_serve(node) ? 1 : 0;
-    int bad = work(node, cons, (uint32_t)parts, epochs, clocks);
+    int bad = work(node, cons, (uint32_t)parts, epochs, clocks, pace_us);
     rc = loom_finalize(node);
     return bad || rc ? 1 : 0;
 }
