@@ -316,6 +316,8 @@ static void announce_rejoin(loom_node *n, uint32_t id)
     for (uint32_t i = 1; i < n->nnodes && !w.bad; i++) {
         if (!n->peers[i].registered || n->peers[i].done) continue;
         if (p->joined && i <= num_servers(n)) continue; /* told before its roster (join) */
+        /* A worker joining too, whose roster is not sent yet: it will list this one. */
+        if (n->peers[i].rejoining && n->peers[i].join_acks) continue;
         msg_header h = {.type = MSG_NODE_REJOINED, .a = id};
         node_frame f = {w.buf, w.len, NULL, NULL, 1};
         node_send(n, i, &h, &f, 1);

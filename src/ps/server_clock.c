@@ -123,9 +123,12 @@ void srv_on_clock(loom_node *n, void *ctx, node_msg *m)
         }
         s->joining[w] = 0;
         int64_t at = ps_minclock_join(&s->clocks, w, m->h.clock);
+        s->joined_at[w] = at;
         log_info("worker %d joined at clock %" PRId64, w, at);
         return;
     }
+    if (w >= 0 && m->h.clock < s->clocks.of[w] && m->h.clock <= s->joined_at[w])
+        return; /* a joined worker's clocks below where this server entered it */
     if (w < 0 || m->h.clock < s->clocks.of[w]) {
         node_drop(n, m, "clock from a non-worker or going backwards");
         return;

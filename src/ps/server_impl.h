@@ -132,6 +132,9 @@ typedef struct server {
     uint8_t *lost;      /* per worker rank: the job went on without it (WORKER_LOST) */
     uint8_t *joining;   /* per worker rank: joined the running job, its first CLOCK not yet here
                          * (NODE_REJOINED; docs/ELASTIC.md) */
+    int64_t *joined_at; /* per worker rank: the clock it was entered at when it joined, which
+                         * may be above its own (raised to the min clock): its CLOCKs up to it
+                         * are no news; -1 if it did not join */
     int64_t min_clock;
     deferred *waiting;
     size_t nwaiting;

@@ -19,12 +19,13 @@
 #          scheduler, naming it, and exits non-zero; the job is not disturbed.
 #
 #   sum_MODE  tests/sched/elastic_sum.c under BSP, SSP(1) or ASP, 2 servers,
-#          12 parts, 10 epochs (ASP 30, paced 1 ms a clock), 40 clocks per part each pushing +1 to
+#          12 parts, 16 epochs (ASP 30), paced 1 ms a clock, 40 clocks per part each pushing +1 to
 #          key 0 and to the part's key of an int64 sum table: 2 of 4 workers
 #          start, two join after epoch 0 and leave after a part each
 #          (SIGTERM); the sum ends exact (every acknowledged increment counted
 #          once: 12 * epochs * 40 on key 0, epochs * 40 on each part's key)
-#          and every part of every epoch is finished once.
+#          and every part of every epoch is finished once; no node dropped a
+#          malformed message.
 #
 # Usage: test_elastic.sh LOOM CASE [DATA_DIR [ELASTIC_SUM]]
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
@@ -124,16 +125,18 @@ grow)
 sum_bsp | sum_ssp | sum_asp)
     SUM=${4:?usage: $0 LOOM sum_MODE DATA_DIR ELASTIC_SUM}
     mode=${CASE#sum_}
-    # ASP's clocks wait for nobody: paced (1 ms a clock, pacing only) and
-    # longer, so that the joins and leaves happen while it runs.
-    epochs=10 pace=0
-    [[ $mode == asp ]] && epochs=30 pace=1000
+    # Paced (1 ms a clock, pacing only: nothing waits on it), so that the
+    # joins and leaves happen while the job runs; ASP's clocks wait for
+    # nobody, and its job runs longer.
+    epochs=16 pace=1000
+    [[ $mode == asp ]] && epochs=30
     export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000
     "$LOOM" run --servers 2 --workers 2 --max-workers 4 --insecure --no-status -- \
         "$SUM" "$mode" 12 $epochs 40 $pace >job.out 2>&1 &
     launcher=$!
     grow_and_shrink 2 "$SUM" "$mode" 12 $epochs 40 $pace
     exactly_once 12 $epochs
+    grep -q "malformed" job.out && fail "a node dropped a malformed message"
     grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
         fail "worker 0 did not find the sum exact"
     for j in 1 2; do
