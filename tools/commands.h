@@ -13,6 +13,9 @@
 /* loom run: start a whole job (scheduler, servers, workers) on this machine. */
 int cmd_run(int argc, char **argv);
 
+/* loom join: start a worker that joins a running job (tools/join.c). */
+int cmd_join(int argc, char **argv);
+
 /* loom gen: write a synthetic data set (tools/gen.c). */
 int cmd_gen(int argc, char **argv);
 

@@ -84,6 +84,13 @@ static const app_flag run_flags[] = {
      .hi = MAX_WORKERS,
      .def = "2",
      .help = "number of workers"},
+    {.name = "--max-workers",
+     .kind = APP_INT,
+     .arg = "M",
+     .lo = 1,
+     .hi = MAX_WORKERS,
+     .help = "an elastic job: M worker slots, W of them started; workers join the running job "
+             "in the others (loom join; docs/ELASTIC.md)"},
     {.name = "--bind",
      .kind = APP_TEXT,
      .arg = "HOST",
@@ -226,6 +233,12 @@ static int parse_options(int argc, char **argv, struct options *opt)
 #define GIVEN(name) (x = app_flag_get(run_flags, NFLAGS, v, name))
     if (GIVEN("--servers")) opt->servers = (long)x->u;
     if (GIVEN("--workers")) opt->workers = (long)x->u;
+    if (GIVEN("--max-workers")) {
+        if ((long)x->u < opt->workers)
+            return usage_error("--max-workers %ld is below --workers %ld", (long)x->u,
+                               opt->workers);
+        opt->max_workers = (long)x->u;
+    }
     if (GIVEN("--timeout")) opt->timeout_s = (long)x->u;
     if (GIVEN("--on-failure")) opt->on_failure = x->choice ? ON_FAILURE_WAIT : ON_FAILURE_STOP;
     if (GIVEN("--on-server-failure") && x->choice) {
@@ -375,7 +388,10 @@ static int set_common_env(const struct options *opt)
 {
     if (set_job_token() < 0) return -1;
     if (run_setenv_long("LOOM_NUM_SERVERS", opt->servers) < 0 ||
-        run_setenv_long("LOOM_NUM_WORKERS", opt->workers) < 0 ||
+        run_setenv_long("LOOM_NUM_WORKERS", opt->max_workers ? opt->max_workers : opt->workers) <
+            0 ||
+        (opt->max_workers ? run_setenv_long("LOOM_START_WORKERS", opt->workers)
+                          : unsetenv("LOOM_START_WORKERS")) < 0 ||
         setenv("LOOM_BIND", opt->bind, 1) < 0 ||
         unsetenv("LOOM_INTERFACE") < 0) /* --interface is already LOOM_BIND */
         return -1;

@@ -183,7 +183,8 @@ static void publish_address(struct job *job)
         return;
     }
     job->published = 1;
-    if (job->opt->verbose) run_say("scheduler is at %s", job->addr);
+    /* Workers that join an elastic job need it (loom join ADDRESS). */
+    if (job->opt->verbose || job->opt->max_workers) run_say("scheduler is at %s", job->addr);
     if (!job->stopping) run_start_servers_and_workers(job);
 }
 

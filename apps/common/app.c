@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -451,11 +452,49 @@ int app_agree_max(loom_node *n, const char *table, uint32_t width, const int64_t
     uint64_t key = 0;
     loom_ts ts;
     int rc = loom_table_open(n, table, &o, &t);
+    /* A worker that joined the running job reads what the others agreed on. */
+    if (!rc && loom_joined(n)) return loom_pull(t, &key, 1, all);
     if (!rc) rc = loom_push_async(t, &key, 1, mine, &ts);
     if (!rc) rc = loom_wait(n, ts);
     if (!rc) rc = loom_barrier(n);
     if (!rc) rc = loom_pull(t, &key, 1, all);
     return rc;
+}
+
+int app_elastic_check(const char *prog, loom_node *n, int data_parts)
+{
+    if (data_parts || (!loom_joined(n) && loom_workers_started(n) == loom_num_workers(n))) return 0;
+    if (loom_joined(n)) {
+        fprintf(stderr,
+                "%s: this job trains on fixed shares of the data (no --data-parts), which a "
+                "worker joining it cannot take: leaving it\n",
+                prog);
+        loom_leave(n);
+    } else {
+        fprintf(stderr,
+                "%s: a job with free worker slots (loom run --max-workers) needs --data-parts: "
+                "fixed shares of the data cannot follow workers that join and leave\n",
+                prog);
+    }
+    return 1;
+}
+
+static loom_node *leave_node;
+
+static void on_sigterm(int sig)
+{
+    (void)sig;
+    loom_leave(leave_node); /* an atomic store: async-signal-safe */
+}
+
+void app_leave_on_sigterm(loom_node *n)
+{
+    leave_node = n;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_sigterm;
+    sa.sa_flags = SA_RESETHAND; /* a second SIGTERM ends the process as before */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static int stats_open(loom_node *n, const char *name, uint32_t fields, loom_consistency consistency,

@@ -438,6 +438,18 @@ int app_node_main(const char *prog, int (*worker)(loom_node *n, const void *arg)
 int app_agree_max(loom_node *n, const char *table, uint32_t width, const int64_t *mine,
                   int64_t *all);
 
+/* A worker of a job with data parts (loom/parts.h): SIGTERM asks it to leave
+ * the running job (loom_leave; docs/ELASTIC.md): it finishes the part it
+ * trains on, reports it and ends like a worker that finished. A second
+ * SIGTERM ends the process at once, as without. A worker that joined the
+ * running job skips app_agree_max's push and barrier and reads the result. */
+void app_leave_on_sigterm(loom_node *n);
+/* Whether this worker can run: an elastic job (free worker slots, or this
+ * worker joined it) needs data parts (`data_parts` nonzero), since a fixed
+ * share per worker rank cannot follow workers that come and go. If not,
+ * says so and returns 1 (a joined worker then leaves the job, which goes on). */
+int app_elastic_check(const char *prog, loom_node *n, int data_parts);
+
 /* ---- sorted key lists ---- */
 
 /* Sort keys ascending and drop repeats; returns how many remain. */

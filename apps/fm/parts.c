@@ -73,7 +73,7 @@ static void parts_free(fm_parts *ps)
 static int agree_dim(loom_node *n, fm_parts *ps)
 {
     int64_t mine = 0, all;
-    for (uint32_t i = (uint32_t)loom_rank(n); i < ps->n; i += (uint32_t)loom_num_workers(n)) {
+    for (uint32_t i = (uint32_t)loom_rank(n); i < ps->n; i += (uint32_t)loom_workers_started(n)) {
         if (read_part(ps, i)) return 1;
         if ((int64_t)ps->p[i].d->max_feature > mine) mine = (int64_t)ps->p[i].d->max_feature;
     }
@@ -143,7 +143,9 @@ int fm_train_parts(loom_node *n, const fm_cli *c, const loom_dataset *test)
     po.epochs = o->epochs;
     po.timeout_s = c->part_timeout;
     if (!rc && (rc = loom_parts_open(n, &po, &parts))) rc = app_fail(PROG, "open the parts", rc);
+    if (!rc) app_leave_on_sigterm(n); /* leave the running job (docs/ELASTIC.md) */
     double t0 = app_now_s(), loss = 0;
+    int left = 0;
     while (!rc) {
         loom_parts_event ev;
         uint32_t part;
@@ -158,12 +160,18 @@ int fm_train_parts(loom_node *n, const fm_cli *c, const loom_dataset *test)
             rc = end_epoch(n, &ps, &wk, &rep, epoch, loss, app_now_s() - t0);
             if (epoch == o->epochs - 1) break;
             t0 = app_now_s(), loss = 0;
+        } else if (ev == LOOM_PARTS_LEFT) {
+            left = 1;
+            break;
         } else {
             break;
         }
     }
     /* This worker's side of the accounting (the scheduler logs its own). */
-    if (!rc && !c->job.quiet)
+    if (!rc && left && !c->job.quiet)
+        fprintf(stderr, "left the job after training %llu parts of %u\n",
+                (unsigned long long)loom_parts_finished(parts), po.parts);
+    else if (!rc && !c->job.quiet)
         fprintf(stderr, "trained %llu parts of %u in %d epochs\n",
                 (unsigned long long)loom_parts_finished(parts), po.parts, o->epochs);
     if (rep.metrics && fclose(rep.metrics) && !rc) {

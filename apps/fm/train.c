@@ -364,6 +364,7 @@ static int fm_worker(loom_node *n, const void *arg)
 {
     const fm_cli *c = arg;
     char err[1024];
+    if (app_elastic_check(PROG, n, c->data_parts)) return 1;
     if (loom_rank(n) == 0 && app_check_job_files(&c->job, err, sizeof err)) {
         fprintf(stderr, PROG ": %s\n", err);
         return 1;

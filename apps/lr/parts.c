@@ -18,8 +18,14 @@
  * trained on to the statistics, and worker 0 reports as with fixed shares.
  *
  * The model's dimension is agreed before training: worker r reads parts r,
- * r + W, r + 2W, ... (what it would most likely be handed first) and the
- * workers take the largest feature id. A worker keeps every part it read,
+ * r + W, r + 2W, ... (what it would most likely be handed first; W the
+ * workers the job started with) and the workers take the largest feature id.
+ *
+ * Elastic jobs (docs/ELASTIC.md): a worker that joined the running job reads
+ * the agreed dimension and starts at the job's epoch (loom/parts.h); SIGTERM
+ * (loom_leave) makes a worker leave after the part it trains on: it adds
+ * that epoch's loss so far to the statistics and ends like one that
+ * finished. A worker keeps every part it read,
  * with its feature map, for the epochs after: a part is parsed at most once
  * per worker. */
 #include <stdio.h>
@@ -79,7 +85,7 @@ static void cache_free(part_cache *pc)
 static int agree_dim(loom_node *n, part_cache *pc, uint64_t *dim)
 {
     int64_t mine = 0, all;
-    int w = loom_num_workers(n);
+    int w = loom_workers_started(n);
     for (uint32_t i = (uint32_t)loom_rank(n); i < pc->nparts; i += (uint32_t)w) {
         if (read_part(pc, i)) return 1;
         if ((int64_t)pc->slot[i].d->max_feature > mine) mine = (int64_t)pc->slot[i].d->max_feature;
@@ -153,7 +159,9 @@ int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test)
     po.epochs = o->epochs;
     po.timeout_s = c->part_timeout;
     if (!rc && (rc = loom_parts_open(n, &po, &parts))) rc = app_fail(PROG, "open the parts", rc);
+    if (!rc) app_leave_on_sigterm(n);
     double t0 = app_now_s();
+    int left = 0;
     while (!rc) {
         loom_parts_event ev;
         uint32_t part;
@@ -171,12 +179,19 @@ int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test)
             if (!rc && loom_rank(n) == 0) rc = lr_report(&rep, w, stats, epoch, epoch_s);
             if (epoch == o->epochs - 1) break;
             t0 = app_now_s();
+        } else if (ev == LOOM_PARTS_LEFT) {
+            rc = epoch_stats(n, w, stats, &pc, epoch); /* its parts of this epoch count */
+            left = 1;
+            break;
         } else {
             break;
         }
     }
     /* This worker's side of the accounting (the scheduler logs its own). */
-    if (!rc && !c->job.quiet)
+    if (!rc && left && !c->job.quiet)
+        fprintf(stderr, "left the job after training %llu parts of %u\n",
+                (unsigned long long)loom_parts_finished(parts), po.parts);
+    else if (!rc && !c->job.quiet)
         fprintf(stderr, "trained %llu parts of %u in %d epochs\n",
                 (unsigned long long)loom_parts_finished(parts), po.parts, o->epochs);
     if (rep.metrics && fclose(rep.metrics) && !rc) {

@@ -735,6 +735,7 @@ static int run_worker(loom_node *n, const lr_cli *c)
 {
     char err[1024];
     loom_dataset *d, *test = NULL;
+    if (app_elastic_check(PROG, n, c->data_parts)) return 1;
     /* Under any launcher, before the data is read: outputs that cannot be
      * written must not be found after the last epoch. */
     if (loom_rank(n) == 0 && app_check_job_files(&c->job, err, sizeof err)) {

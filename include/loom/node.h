@@ -98,6 +98,11 @@ typedef struct loom_config {
      * from other machines: with a secret, only with the token in its URL
      * (loom_status_url()). */
     char status_bind[128];
+    /* Scheduler, an elastic job (LOOM_START_WORKERS; docs/ELASTIC.md): the
+     * job starts once the servers and this many workers registered, and the
+     * other num_workers - start_workers worker ranks are free slots that
+     * workers joining the running job take (`loom join`). 0 = num_workers. */
+    int start_workers;
 } loom_config;
 
 /* Defaults: heartbeat every 500 ms, declared dead after 5000 ms, rendezvous
@@ -205,6 +210,24 @@ int loom_barrier(loom_node *node);
  * reported (loom_report_metric: an application reports its share of the data,
  * in rows or documents, under that name), 0 if none did. */
 int loom_workers_lost(loom_node *node, double *share);
+
+/* Elastic jobs (docs/ELASTIC.md). A worker started with LOOM_JOIN=1 (`loom
+ * join`) joins a running job in a free worker slot: loom_joined() is 1 on it,
+ * and it starts at the job's current clock, barrier and (with data parts,
+ * loom/parts.h) epoch; it did not take part in what the job did before it
+ * came (an agreement among the first workers, say). loom_leave() asks this
+ * worker to leave the running job: loom_parts_next() then reports the part
+ * it finished and answers LOOM_PARTS_LEFT, and the worker ends with
+ * loom_finalize() like one that finished, its slot free again. It only sets
+ * a flag (async-signal-safe: a SIGTERM handler may call it). loom_leaving()
+ * says whether it was asked. All three are 0 (no-ops) off a worker. */
+int loom_joined(const loom_node *node);
+void loom_leave(loom_node *node);
+int loom_leaving(const loom_node *node);
+/* Workers: how many workers the job started with (their ranks are 0 to
+ * this - 1; the others were free slots), as this worker's roster said:
+ * num_workers unless the job is elastic (start_workers). */
+int loom_workers_started(const loom_node *node);
 
 /* Asynchronous operations return a timestamp; loom_wait() blocks until it has
  * completed and returns its result (0 or an error code). */

@@ -46,6 +46,14 @@
  * clocks: the scheduler holds its request until a part comes back to the pool
  * or the epoch ends.
  *
+ * Elastic jobs (docs/ELASTIC.md). A worker that joined the running job
+ * (loom_joined) is placed by its first request in the epoch the job's
+ * workers are in: if they have not all left the last epoch that ended (they
+ * may still be in its barrier), it gets that epoch's end first, so it goes
+ * through the same barriers as they do. A worker asked to leave (loom_leave)
+ * asks for nothing more: loom_parts_next() reports the part it finished and
+ * answers LOOM_PARTS_LEFT; the parts it trained on count once, like anyone's.
+ *
  * Every worker must open the parts with the same options; the scheduler
  * answers a request with other options LOOM_EMISMATCH. One loom_parts per
  * worker node. */
@@ -81,7 +89,10 @@ typedef enum loom_parts_event {
     LOOM_PARTS_PART = 0,  /* train on *part of epoch *epoch, then loom_parts_done() */
     LOOM_PARTS_EPOCH_END, /* every part of epoch *epoch is finished; the next call asks for
                              the next epoch's */
-    LOOM_PARTS_JOB_END    /* asked after the last epoch's end: nothing more */
+    LOOM_PARTS_JOB_END,   /* asked after the last epoch's end: nothing more */
+    LOOM_PARTS_LEFT       /* this worker was asked to leave (loom_leave): the part it
+                             finished is reported and it has no more; end it with
+                             loom_finalize() (docs/ELASTIC.md) */
 } loom_parts_event;
 
 /* Workers: the parts of this job (the scheduler learns the options from the

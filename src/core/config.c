@@ -133,6 +133,14 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
     rc = rc ? rc
             : env_str("LOOM_STATUS_BIND", cfg->status_bind, sizeof cfg->status_bind, err, errlen);
     rc = rc ? rc : env_worker_failure(&cfg->on_worker_failure, err, errlen);
+    rc = rc ? rc
+            : env_int("LOOM_START_WORKERS", 0, LOOM_MAX_WORKERS, &cfg->start_workers, err, errlen);
+    if (!rc && cfg->start_workers > cfg->num_workers) {
+        if (err)
+            snprintf(err, errlen, "LOOM_START_WORKERS=%d exceeds LOOM_NUM_WORKERS=%d",
+                     cfg->start_workers, cfg->num_workers);
+        rc = LOOM_ECONFIG;
+    }
     /* Now: finding the scheduler below may wait, and says so. */
     if (!rc) log_set_level(cfg->verbose);
     if (!rc) log_set_time(log_time);
@@ -158,6 +166,19 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
         return LOOM_ECONFIG;
     }
     const char *role = getenv("LOOM_ROLE");
+    /* A worker joining a running job (LOOM_JOIN=1, `loom join`; also under
+     * mpirun or srun, whose ranks name no role of this job): any free worker
+     * slot, at the scheduler LOOM_SCHEDULER names. */
+    const char *join = getenv("LOOM_JOIN");
+    if (join && !strcmp(join, "1")) {
+        if (role && strcmp(role, "worker")) {
+            if (err)
+                snprintf(err, errlen, "LOOM_JOIN=1 joins a worker, but LOOM_ROLE=\"%s\"", role);
+            return LOOM_ECONFIG;
+        }
+        role = "worker";
+        cfg->rank = -1;
+    }
     rc = role ? role_from_env(cfg, role, bind, err, errlen)
               : launch_configure(cfg, plan, bind, err, errlen);
     rc = rc ? rc : launch_job_token(plan, cfg->job_token, sizeof cfg->job_token, err, errlen);

@@ -64,7 +64,7 @@ enum msg_type {
     /* membership and control (core) */
     MSG_REGISTER = 1, /* node -> scheduler: blob (msg_register) */
     MSG_ROSTER,       /* scheduler -> node: blob (every node's id, role, rank, address) */
-    MSG_ROSTER_ACK,   /* server -> scheduler: roster installed */
+    MSG_ROSTER_ACK,   /* server, joining worker -> scheduler: roster installed */
     MSG_REJECT,    /* scheduler -> node: registration refused; a = loom error code, blob = reason */
     MSG_HEARTBEAT, /* both directions, no payload; node -> scheduler: a = bytes it sent,
                       b = bytes it received (its totals so far, for the status page) */

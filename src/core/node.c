@@ -142,8 +142,10 @@ static int validate_config(const loom_config *c)
 
 static int send_register(loom_node *n)
 {
+    /* Rank -2: a worker joining the running job (LOOM_JOIN=1), which must not
+     * take a starting worker's rank while the job assembles. */
     msg_register reg = {.role = n->cfg.role,
-                        .rank = n->cfg.rank,
+                        .rank = n->cfg.role == LOOM_WORKER && node_joining() ? -2 : n->cfg.rank,
                         .num_servers = (uint32_t)n->cfg.num_servers,
                         .num_workers = (uint32_t)n->cfg.num_workers,
                         .max_frame_mib = (uint32_t)n->cfg.max_frame_mib};
@@ -308,7 +310,10 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
          * --on-server-failure restart) may come before the scheduler has
          * declared the dead one dead, and is refused as a second process of
          * a live rank: it asks again every heartbeat interval until then. */
-        while (rc == LOOM_ESTATE && node_rejoining() && node_now_ms() < deadline) {
+        /* So may a worker joining a running job (LOOM_JOIN=1) while the job's
+         * workers are in a barrier, which it must not hold up. */
+        while (rc == LOOM_ESTATE && (node_rejoining() || node_joining()) &&
+               node_now_ms() < deadline) {
             n->state = NODE_STARTING;
             n->end_status = 0;
             node_wait(n, node_now_ms() + (uint64_t)cfg->heartbeat_interval_ms);
@@ -523,6 +528,19 @@ void node_run_lost(loom_node *n, uint32_t worker)
     for (int i = 0; i < n->nlost; i++) n->lost[i].fn(n, n->lost[i].ctx, worker);
 }
 
+int node_set_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx)
+{
+    if (n->join_gate) return LOOM_ESTATE;
+    n->join_gate = fn;
+    n->join_gate_ctx = ctx;
+    return 0;
+}
+
+int node_join_allowed(loom_node *n)
+{
+    return !n->join_gate || n->join_gate(n, n->join_gate_ctx);
+}
+
 int node_run_failover(loom_node *n, uint32_t dead)
 {
     for (int i = 0; i < n->nfailover; i++)
@@ -599,7 +617,8 @@ int node_worker_done(loom_node *n)
 {
     node_send_metrics(n); /* the last ones reported, which no heartbeat will carry now */
     atomic_store(&n->done_sent, 1);
-    msg_header h = {.type = MSG_DONE};
+    /* a = 1: it leaves a running job (loom_leave), which goes on. */
+    msg_header h = {.type = MSG_DONE, .a = atomic_load(&n->leave_requested) ? 1 : 0};
     int rc = node_send(n, 0, &h, NULL, 0);
     pthread_mutex_lock(&n->mu);
     if (!rc) rc = wait_until(n, done_acked, node_now_ms() + (uint64_t)n->cfg.connect_timeout_ms);
@@ -715,4 +734,25 @@ int loom_num_servers(const loom_node *n)
 const char *loom_node_address(const loom_node *n)
 {
     return n->address;
+}
+
+int loom_joined(const loom_node *n)
+{
+    return n && n->cfg.role == LOOM_WORKER && n->replacement == 2;
+}
+
+void loom_leave(loom_node *n)
+{
+    if (n && n->cfg.role == LOOM_WORKER) atomic_store(&n->leave_requested, 1);
+}
+
+int loom_workers_started(const loom_node *n)
+{
+    if (!n || n->cfg.role != LOOM_WORKER) return 0;
+    return n->workers_started > 0 ? n->workers_started : n->cfg.num_workers;
+}
+
+int loom_leaving(const loom_node *n)
+{
+    return n && n->cfg.role == LOOM_WORKER && atomic_load(&n->leave_requested);
 }

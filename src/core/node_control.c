@@ -90,9 +90,17 @@ int node_rejoining(void)
     return v && !strcmp(v, "1");
 }
 
+/* Whether this process joins a running job as a new worker (LOOM_JOIN=1, set
+ * by loom join; docs/ELASTIC.md). */
+int node_joining(void)
+{
+    const char *v = getenv("LOOM_JOIN");
+    return v && !strcmp(v, "1");
+}
+
 static int install_roster(loom_node *n, node_msg *m)
 {
-    if (m->from != 0 || m->nframes != 1 || m->h.a >= n->nnodes || m->h.b > 1 || m->h.req == 0 ||
+    if (m->from != 0 || m->nframes != 1 || m->h.a >= n->nnodes || m->h.b > 2 || m->h.req == 0 ||
         m->h.req > 65535)
         return LOOM_EPROTO;
     if (msg_roster_decode(node_frame_data(m, 0), node_frame_size(m, 0), n->nnodes,
@@ -105,9 +113,16 @@ static int install_roster(loom_node *n, node_msg *m)
     }
     if (n->id != m->h.a || memcmp(n->peers[n->id].rid, n->my_rid, MSG_RID_SIZE)) return LOOM_EPROTO;
     n->replacement = (int)m->h.b;
+    if (n->replacement == 2) {
+        /* Joined a running job: its next barrier is the job's next one. */
+        if (n->cfg.role != LOOM_WORKER || m->h.clock < 0) return LOOM_EPROTO;
+        n->barrier_gen_entered = n->barrier_gen_released = (uint64_t)m->h.clock;
+    }
+    n->workers_started = 0;
     for (uint32_t id = 0; id < n->nnodes; id++) {
         peer *p = &n->peers[id];
         p->role = node_peer_role(n, id, &p->rank);
+        n->workers_started += p->role == LOOM_WORKER && strcmp(p->addr, "-"); /* a free slot's */
         uint8_t rid[MSG_RID_SIZE];
         memcpy(rid, p->rid, sizeof rid);
         int rc = node_bind_rid(n, id, rid, sizeof rid);
@@ -151,7 +166,9 @@ static void on_roster(loom_node *n, void *ctx, node_msg *m)
     n->state = NODE_RUNNING;
     pthread_cond_broadcast(&n->cv);
     pthread_mutex_unlock(&n->mu);
-    if (n->cfg.role == LOOM_SERVER) node_send_control(n, 0, MSG_ROSTER_ACK, 0, 0);
+    /* A worker that joined acknowledges too: nobody hears of it before. */
+    if (n->cfg.role == LOOM_SERVER || n->replacement == 2)
+        node_send_control(n, 0, MSG_ROSTER_ACK, 0, 0);
 }
 
 static void on_reject(loom_node *n, void *ctx, node_msg *m)
@@ -160,7 +177,8 @@ static void on_reject(loom_node *n, void *ctx, node_msg *m)
     char why[256] = "no reason given";
     blob_reader r = {node_frame_data(m, 0), node_frame_size(m, 0), 0};
     blob_get_str(&r, why, sizeof why);
-    if (m->h.a == LOOM_ESTATE && node_rejoining()) /* asked again in node_start */
+    if (m->h.a == LOOM_ESTATE &&
+        (node_rejoining() || node_joining())) /* asked again in node_start */
         log_info("the scheduler refused this node for now: %s", why);
     else
         log_error("the scheduler refused this node: %s", why);
@@ -242,9 +260,20 @@ static void on_node_rejoined(loom_node *n, void *ctx, node_msg *m)
             log_error("cannot reach %s, which rejoined from %s: %s", who, addr, loom_strerror(rc));
             return;
         }
-        log_warn("%s rejoined from %s", who, addr);
+        /* A worker's slot is taken only by a worker joining (docs/ELASTIC.md). */
+        int rank;
+        log_warn("%s %s from %s", who,
+                 node_peer_role(n, id, &rank) == LOOM_WORKER ? "joined the running job"
+                                                             : "rejoined",
+                 addr);
     }
     node_run_rejoin(n, id);
+    /* A server hears of a joining worker before the worker has its roster,
+     * and says it knows it (docs/ELASTIC.md): the scheduler sends the roster
+     * once every server did. */
+    int rank;
+    if (n->cfg.role == LOOM_SERVER && node_peer_role(n, id, &rank) == LOOM_WORKER)
+        node_send_control(n, 0, MSG_ROSTER_ACK, 0, id);
 }
 
 void node_note_lost(loom_node *n, uint32_t id, double share)

@@ -216,13 +216,24 @@ int node_add_failover(loom_node *n, node_failover_fn fn, void *ctx);
 typedef void (*node_rejoin_fn)(loom_node *n, void *ctx, uint32_t id);
 int node_add_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx);
 /* Scheduler: the job goes on without worker node `worker`
- * (--on-worker-failure continue, core/scheduler.c's lose_worker). Each lost
+ * (--on-worker-failure continue, core/scheduler.c's lose_worker; or, in an
+ * elastic job, a free worker slot at the start and a worker that left, whose
+ * last CLOCK said it was done: docs/ELASTIC.md). A worker joining a slot is
+ * a rejoin (node_add_rejoin) on every node. Each lost
  * subscriber fn(n, ctx, worker) runs on the I/O thread after the membership
  * counted the worker done and before the barriers and the end are judged
  * again, so a layer that gave the worker work (src/sched/parts_coord.c: its
  * data parts) takes it back first. */
 typedef void (*node_lost_fn)(loom_node *n, void *ctx, uint32_t worker);
 int node_add_lost(loom_node *n, node_lost_fn fn, void *ctx);
+/* Scheduler: whether a worker may join the running job now (docs/ELASTIC.md):
+ * the gate fn(n, ctx), if a layer set one, returns 0 while a newcomer could
+ * not be placed consistently (src/sched/parts_coord.c: while a worker is
+ * between an epoch's end and its next request, in the barrier after it or
+ * on its way there), and the joining worker is asked to ask again. One gate
+ * per node; LOOM_ESTATE if one is set already. */
+typedef int (*node_join_gate_fn)(loom_node *n, void *ctx);
+int node_set_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx);
 
 /* ---- the scheduler's status page ---- */
 /* Scheduler: worker (a node id) has completed `clock` clocks (INT64_MAX: it

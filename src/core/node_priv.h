@@ -82,7 +82,12 @@ typedef struct peer {
     int failed;     /* died, and the job went on without it (failover): what it still sends
                      * is dropped (2 once said so); a replacement clears it (rejoin) */
     int rejoining;  /* scheduler: a replacement that has not acknowledged its roster */
-    double share;   /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
+    /* Scheduler, a worker slot of an elastic job (docs/ELASTIC.md): no process
+     * in it (never started, or it left: `left`), which a joining worker takes;
+     * `joined`: its process joined the running job. */
+    int vacant, left, joined;
+    uint32_t join_acks; /* scheduler: servers yet to say they know the joining worker */
+    double share;       /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
 
 /* Note that the job goes on without worker node `id`, whose share was `share`. */
@@ -92,7 +97,9 @@ void node_note_lost(loom_node *n, uint32_t id, double share);
  * fuzz seam go through sched_summary_of and sched_set_assembled). */
 typedef struct sched_state {
     uint32_t registered;
-    int roster_phase; /* 0 collecting, 1 servers installing, 2 job running */
+    uint32_t workers_registered; /* of `registered`: the job assembles at start_workers */
+    uint32_t joins, leaves;      /* workers that joined and left the running job */
+    int roster_phase;            /* 0 collecting, 1 servers installing, 2 job running */
     uint32_t roster_acks;
     uint64_t barrier_gen; /* generation currently collecting arrivals */
     uint32_t barrier_arrived;
@@ -195,7 +202,12 @@ struct loom_node {
     enum node_state state;
     int end_status; /* result of serve/done once state is DONE or FAILED */
     int roster_installed;
-    int replacement; /* the roster said: this process took a dead node's place */
+    int replacement; /* the roster said: this process took a dead node's place (1), or
+                      * joined the running job in a free worker slot (2, docs/ELASTIC.md) */
+    /* A worker: the application or a signal asked it to leave the job
+     * (loom_leave; set from a signal handler, hence atomic). */
+    atomic_int leave_requested;
+    int workers_started; /* a worker: workers not in free slots when its roster came */
     uint64_t barrier_gen_entered, barrier_gen_released;
     int done_acked;
     /* A worker sent DONE: it sends the scheduler nothing more (member_tick). */
@@ -256,6 +268,8 @@ struct loom_node {
         void *ctx;
     } lost[NODE_HOOKS_MAX];
     int nlost;
+    node_join_gate_fn join_gate; /* node_set_join_gate: NULL, or the one gate */
+    void *join_gate_ctx;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed;
@@ -306,6 +320,8 @@ uint64_t node_run_timers(loom_node *n, uint64_t now);
 int node_run_failover(loom_node *n, uint32_t dead);
 /* Run the lost subscribers for worker node `worker` (node_add_lost). */
 void node_run_lost(loom_node *n, uint32_t worker);
+/* Whether a worker may join now (the join gate; 1 without one). */
+int node_join_allowed(loom_node *n);
 /* Run the rejoin subscribers for node `id` (node_add_rejoin). */
 void node_run_rejoin(loom_node *n, uint32_t id);
 
@@ -375,6 +391,8 @@ void node_note_death(loom_node *n, uint32_t dead, const char *why, int fatal);
 int node_member_attach(loom_node *n);
 /* Whether this process replaces a dead one (LOOM_REJOIN=1). */
 int node_rejoining(void);
+/* Whether this process joins a running job as a new worker (LOOM_JOIN=1). */
+int node_joining(void);
 /* Whether the node is RUNNING (takes n->mu). */
 int node_still_running(loom_node *n);
 /* The I/O thread's periodic turn: its parts' tick hooks. */
@@ -391,6 +409,7 @@ int membership_attach(loom_node *n);
 typedef struct sched_summary {
     uint32_t registered;
     uint32_t workers_done;
+    uint32_t joins, leaves; /* workers that joined and left the running job */
     uint64_t refused;
     int assembling;
     int shutting_down;

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "core/heartbeat.h"
 #include "core/log.h"
@@ -83,8 +84,9 @@ static void forget_roster(sched_state *s)
 }
 
 /* The roster to node `dest`; `replaces`: dest is a replacement for a dead
- * node (b = 1), which its layers need to know before anyone's traffic can
- * reach it (the roster is what makes that traffic attributable). */
+ * node (b = 1) or a worker joining the running job (b = 2, with the barrier
+ * generation it starts at), which its layers need to know before anyone's
+ * traffic can reach it (the roster is what makes that traffic attributable). */
 static int send_roster(loom_node *n, uint32_t dest, int replaces)
 {
     sched_state *s = &n->sched;
@@ -106,8 +108,11 @@ static int send_roster(loom_node *n, uint32_t dest, int replaces)
         zmq_msg_close(&part);
         return LOOM_ENOMEM;
     }
-    msg_header h = {
-        .type = MSG_ROSTER, .req = (uint64_t)heartbeat_port(n), .a = dest, .b = replaces ? 1 : 0};
+    msg_header h = {.type = MSG_ROSTER,
+                    .req = (uint64_t)heartbeat_port(n),
+                    .a = dest,
+                    .b = (uint64_t)replaces,
+                    .clock = replaces == 2 ? (int64_t)s->barrier_gen : 0};
     return node_send_zmq(n, dest, &h, &part, 1);
 }
 
@@ -115,11 +120,59 @@ static int send_roster(loom_node *n, uint32_t dest, int replaces)
 static void send_worker_rosters(loom_node *n)
 {
     n->sched.roster_phase = 2;
+    uint32_t vacant = 0;
     for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
+        if (n->peers[i].vacant) {
+            vacant++;
+            continue;
+        }
         heartbeat_restart(n, i);
         send_roster(n, i, 0);
     }
-    log_info("job assembled: %d server(s), %d worker(s)", n->cfg.num_servers, n->cfg.num_workers);
+    if (!vacant) {
+        log_info("job assembled: %d server(s), %d worker(s)", n->cfg.num_servers,
+                 n->cfg.num_workers);
+        return;
+    }
+    log_info("job assembled: %d server(s), %d worker(s), %" PRIu32
+             " free worker slot(s) for workers that join",
+             n->cfg.num_servers, n->cfg.num_workers - (int)vacant, vacant);
+    /* The layers go on without the free slots as without a worker that left
+     * (their lost subscribers: the min clock stops waiting for them). */
+    for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++)
+        if (n->peers[i].vacant) node_run_lost(n, i);
+}
+
+/* An elastic job (start_workers < num_workers) assembled with the worker
+ * ranks nobody registered for free: they count as finished workers, and the
+ * roster lists them with a placeholder address and a routing id nobody has
+ * (a joining worker's replaces them, as a replacement's does). */
+static int vacate_free_slots(loom_node *n)
+{
+    for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
+        peer *p = &n->peers[i];
+        if (p->registered) continue;
+        p->role = LOOM_WORKER;
+        p->rank = (int)(i - 1 - num_servers(n));
+        p->vacant = p->done = 1;
+        n->sched.workers_done++;
+        snprintf(p->addr, sizeof p->addr, "-");
+        p->rid[0] = MSG_RID_TAG;
+        if (getrandom(p->rid + 1, MSG_RID_SIZE - 1, 0) != MSG_RID_SIZE - 1) return LOOM_ENOMEM;
+        p->rid_len = MSG_RID_SIZE;
+    }
+    return 0;
+}
+
+/* Whether the job can start: every server and the workers it starts with
+ * (start_workers, or all) registered. */
+static int can_assemble(const loom_node *n)
+{
+    const sched_state *s = &n->sched;
+    uint32_t start =
+        n->cfg.start_workers > 0 ? (uint32_t)n->cfg.start_workers : (uint32_t)n->cfg.num_workers;
+    return s->registered - s->workers_registered == num_servers(n) &&
+           s->workers_registered >= start;
 }
 
 /* Compare job tokens in time independent of where they differ. */
@@ -170,6 +223,88 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
     p->rejoining = 1;
 }
 
+/* A worker joins the running job (docs/ELASTIC.md) in free worker slot
+ * `rank` (-1: the lowest free one): like a replacement (rejoin), it gets the
+ * roster (b = 2, with the barrier generation it starts at), and once it
+ * acknowledged it everyone hears NODE_REJOINED and the layers bring it in
+ * (node_add_rejoin: its clock, its data parts). Not while the workers are in
+ * a barrier, which would then wait for it, nor while a layer's join gate
+ * says no (node_set_join_gate: workers on their way to one): it is asked to
+ * ask again. */
+static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, const char *addr)
+{
+    sched_state *s = &n->sched;
+    uint32_t base = 1 + num_servers(n);
+    if (s->shutting_down || n->state != NODE_RUNNING ||
+        s->workers_done >= (uint32_t)n->cfg.num_workers) {
+        reject(n, rid, rid_len, LOOM_ESHUTDOWN, "the job is ending: no worker can join it");
+        return;
+    }
+    for (int k = 0; k < n->cfg.num_workers && rank < 0; k++)
+        if (n->peers[base + (uint32_t)k].vacant) rank = k;
+    if (rank < 0) {
+        char why[256];
+        snprintf(why, sizeof why,
+                 "every one of the job's %d worker slots is taken, so no worker can join it "
+                 "(start the job with free slots: loom run --max-workers, LOOM_START_WORKERS)",
+                 n->cfg.num_workers);
+        reject(n, rid, rid_len, LOOM_ECONFIG, why);
+        return;
+    }
+    if (s->barrier_arrived || !node_join_allowed(n)) {
+        log_info("a worker asked to join while the workers are in a barrier or on their way "
+                 "there: it asks again");
+        send_reject(n, rid, rid_len, LOOM_ESTATE, "the workers are in a barrier; ask again");
+        return;
+    }
+    uint32_t id = base + (uint32_t)rank;
+    if (node_bind_rid(n, id, rid, rid_len)) {
+        reject(n, rid, rid_len, LOOM_ESTATE, "its routing id is already in use by another node");
+        return;
+    }
+    peer *p = &n->peers[id];
+    p->registered = p->joined = 1;
+    p->done = p->vacant = p->left = 0;
+    p->share = 0;
+    s->workers_done--;
+    s->joins++;
+    heartbeat_watch(n, id);
+    snprintf(p->addr, sizeof p->addr, "%s", addr);
+    forget_roster(s); /* it lists the free slot's placeholder */
+    log_warn("worker %d joined the running job from %s: %" PRIu32 " of %d worker slots taken", rank,
+             addr, (uint32_t)n->cfg.num_workers - s->workers_done, n->cfg.num_workers);
+    p->rejoining = 1;
+    /* The servers first, as when the job assembled: each must be able to tell
+     * who sends before the newcomer's first message reaches it, which another
+     * connection than the scheduler's could bring sooner. Each answers
+     * ROSTER_ACK(a = id); the last answer sends the newcomer its roster. */
+    blob_writer w = {0};
+    blob_put_bytes(&w, p->rid, p->rid_len);
+    blob_put_str(&w, p->addr);
+    p->join_acks = 0;
+    for (uint32_t i = 1; i <= num_servers(n) && !w.bad; i++) {
+        if (!n->peers[i].registered || n->peers[i].done || n->peers[i].failed) continue;
+        msg_header h = {.type = MSG_NODE_REJOINED, .a = id};
+        node_frame f = {w.buf, w.len, NULL, NULL, 1};
+        if (!node_send(n, i, &h, &f, 1)) p->join_acks++;
+    }
+    free(w.buf);
+    if (!p->join_acks) send_roster(n, id, 2);
+}
+
+/* A server knows the joining worker node `id` (ROSTER_ACK a = id). */
+static void join_acked(loom_node *n, node_msg *m)
+{
+    int rank;
+    peer *p = m->h.a < n->nnodes ? &n->peers[m->h.a] : NULL;
+    if (!p || node_peer_role(n, (uint32_t)m->h.a, &rank) != LOOM_WORKER || !p->joined ||
+        !p->rejoining || !p->join_acks) {
+        node_drop(n, m, "a server's join acknowledgement naming no joining worker");
+        return;
+    }
+    if (--p->join_acks == 0) send_roster(n, (uint32_t)m->h.a, 2);
+}
+
 /* The replacement for node `id` installed its roster: tell everyone. */
 static void announce_rejoin(loom_node *n, uint32_t id)
 {
@@ -180,6 +315,9 @@ static void announce_rejoin(loom_node *n, uint32_t id)
     blob_put_str(&w, p->addr);
     for (uint32_t i = 1; i < n->nnodes && !w.bad; i++) {
         if (!n->peers[i].registered || n->peers[i].done) continue;
+        if (p->joined && i <= num_servers(n)) continue; /* told before its roster (join) */
+        /* A worker joining too, whose roster is not sent yet: it will list this one. */
+        if (n->peers[i].rejoining && n->peers[i].join_acks) continue;
         msg_header h = {.type = MSG_NODE_REJOINED, .a = id};
         node_frame f = {w.buf, w.len, NULL, NULL, 1};
         node_send(n, i, &h, &f, 1);
@@ -237,6 +375,16 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
         rejoin(n, base + (uint32_t)rank, rid, rid_len, addr);
         return;
     }
+    if (role == LOOM_WORKER && s->roster_phase == 2 &&
+        (rank < 0 || (rank < count && n->peers[base + (uint32_t)rank].vacant))) {
+        join(n, rank < 0 ? -1 : rank, rid, rid_len, addr);
+        return;
+    }
+    if (role == LOOM_WORKER && rank == -2) { /* a joining worker (LOOM_JOIN=1) */
+        send_reject(n, rid, rid_len, LOOM_ESTATE,
+                    "the job has not started yet: a worker that joins it asks again");
+        return;
+    }
     if (rank >= 0 && rank < count && n->peers[base + (uint32_t)rank].registered) {
         /* A second process started as a rank that is live (the same
          * environment twice, a stale script): refuse it; the routing id it
@@ -280,7 +428,13 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
     char who[64];
     log_info("%s registered from %s", node_describe(n, base + (uint32_t)rank, who, sizeof who),
              addr);
-    if (++s->registered == n->nnodes - 1) {
+    s->registered++;
+    s->workers_registered += role == LOOM_WORKER;
+    if (can_assemble(n)) {
+        if (vacate_free_slots(n)) {
+            node_fail(n, 0, "cannot draw the free worker slots' routing ids");
+            return;
+        }
         s->roster_phase = 1;
         for (uint32_t i = 1; i <= num_servers(n); i++) send_roster(n, i, 0);
         if (num_servers(n) == 0) send_worker_rosters(n); /* a serverless job (docs/P2P.md) */
@@ -297,10 +451,15 @@ static void on_roster_ack(loom_node *n, void *ctx, node_msg *m)
     (void)ctx;
     sched_state *s = &n->sched;
     int rank;
-    if (s->roster_phase == 2 && node_peer_role(n, m->from, &rank) == LOOM_SERVER) {
-        if (n->peers[m->from].rejoining) announce_rejoin(n, m->from); /* a replacement's */
+    if (s->roster_phase == 2 && m->h.a && node_peer_role(n, m->from, &rank) == LOOM_SERVER) {
+        join_acked(n, m);
         return;
     }
+    if (s->roster_phase == 2 && n->peers[m->from].rejoining) {
+        announce_rejoin(n, m->from); /* a replacement's, or a joining worker's */
+        return;
+    }
+    if (s->roster_phase == 2 && node_peer_role(n, m->from, &rank) == LOOM_SERVER) return;
     if (s->roster_phase != 1 || node_peer_role(n, m->from, &rank) != LOOM_SERVER) {
         node_drop(n, m, "unexpected roster acknowledgement");
         return;
@@ -347,9 +506,19 @@ static void on_done(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "unexpected DONE");
         return;
     }
-    n->peers[m->from].done = 1;
+    peer *p = &n->peers[m->from];
+    p->done = 1;
     s->workers_done++;
     node_send_control(n, m->from, MSG_DONE_ACK, 0, 0);
+    if (m->h.a == 1 && s->workers_done < (uint32_t)n->cfg.num_workers) {
+        /* It left the running job (loom_leave; docs/ELASTIC.md): its slot is
+         * free for a worker that joins, and the layers go on without it. */
+        p->vacant = p->left = 1;
+        s->leaves++;
+        log_warn("worker %d left the running job: %" PRIu32 " of %d worker slots taken", rank,
+                 (uint32_t)n->cfg.num_workers - s->workers_done, n->cfg.num_workers);
+        node_run_lost(n, m->from);
+    }
     maybe_release_barrier(n);
     end_if_workers_done(n);
 }
@@ -394,6 +563,8 @@ void sched_summary_of(const loom_node *n, sched_summary *out)
     const sched_state *s = &n->sched;
     *out = (sched_summary){.registered = s->registered,
                            .workers_done = s->workers_done,
+                           .joins = s->joins,
+                           .leaves = s->leaves,
                            .refused = s->refused,
                            .assembling = s->roster_phase < 2,
                            .shutting_down = s->shutting_down};
@@ -515,6 +686,19 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
                      node_describe(n, i, who, sizeof who), silent);
             p->done = 1;
             if (++s->servers_acked_shutdown == num_servers(n)) node_finish(n, 0);
+            continue;
+        }
+        if (silent > limit && p->rejoining && p->joined) {
+            /* A joining worker that died before it acknowledged its roster:
+             * nobody else heard of it, and its slot is free again. */
+            log_warn("worker %d died before it joined: no heartbeat for %" PRIu64
+                     " ms; its slot is free again",
+                     p->rank, silent);
+            p->rejoining = p->joined = 0;
+            p->vacant = p->done = 1;
+            s->workers_done++;
+            heartbeat_forget(n, i);
+            end_if_workers_done(n);
             continue;
         }
         if (silent > limit && p->rejoining) {

@@ -64,9 +64,10 @@ static const char *node_state(const loom_node *n, const status_page *s, uint32_t
     const peer *p = &n->peers[id];
     if (s->failed && s->dead == id) return "dead";
     if (id == 0) return s->failed ? "failed" : "running";
+    if (p->vacant) return p->left ? "left" : "free slot"; /* docs/ELASTIC.md */
     if (!p->registered) return "not registered";
     if (p->done) return "done";
-    return "running";
+    return p->joined ? "running (joined)" : "running";
 }
 
 static const char *job_state(const loom_node *n, const status_page *s)
@@ -109,10 +110,11 @@ void status_write_json(loom_node *n, status_page *s, FILE *f, uint64_t now)
     json_str(f, n->address);
     fprintf(f,
             ", \"servers\": %d, \"workers\": %d, \"registered\": %" PRIu32
-            ", \"workers_done\": %" PRIu32 ", \"uptime_ms\": %" PRIu64
+            ", \"workers_done\": %" PRIu32 ", \"joins\": %" PRIu32 ", \"leaves\": %" PRIu32
+            ", \"uptime_ms\": %" PRIu64
             ", \"heartbeat_interval_ms\": %d, \"heartbeat_timeout_ms\": %d, \"min_clock\": %" PRId64
             "},\n",
-            n->cfg.num_servers, n->cfg.num_workers, m.registered, m.workers_done,
+            n->cfg.num_servers, n->cfg.num_workers, m.registered, m.workers_done, m.joins, m.leaves,
             now - s->started_ms, n->cfg.heartbeat_interval_ms, n->cfg.heartbeat_timeout_ms,
             s->min_clock);
     fprintf(f, "\"nodes\": [");
@@ -200,9 +202,10 @@ void status_write_html(loom_node *n, status_page *s, FILE *f, uint64_t now)
     fprintf(f, "<p id=\"summary\">scheduler ");
     html_str(f, n->address);
     fprintf(f,
-            " &middot; %d server(s), %d worker(s), %" PRIu32 " done &middot; min clock %" PRId64
+            " &middot; %d server(s), %d worker(s), %" PRIu32 " done, %" PRIu32 " joined, %" PRIu32
+            " left &middot; min clock %" PRId64
             " &middot; heartbeat every %d ms, dead after %d ms &middot; up %.0f s</p>\n",
-            n->cfg.num_servers, n->cfg.num_workers, m.workers_done, s->min_clock,
+            n->cfg.num_servers, n->cfg.num_workers, m.workers_done, m.joins, m.leaves, s->min_clock,
             n->cfg.heartbeat_interval_ms, n->cfg.heartbeat_timeout_ms,
             (double)(now - s->started_ms) / 1000.0);
     fprintf(f, "<table id=\"nodes\"><tr><th>node</th><th>role</th><th>address</th><th>state</th>"

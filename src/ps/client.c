@@ -328,11 +328,38 @@ const char *loom_filter_name(loom_filter_kind k)
 
 /* ---- clocks ---- */
 
+/* This worker joined the running job (docs/ELASTIC.md): the registry says
+ * the clock it starts at (req), before answering any table it opens. The
+ * servers hear it from here, as this worker's first message to each (a = 1):
+ * nothing it pushes can reach one before. */
+static void joined_at(ps_client *c, int64_t clock, int64_t min)
+{
+    node_lock(c->node);
+    atomic_store(&c->clock, clock);
+    if (min > c->global_min) c->global_min = min;
+    node_unlock(c->node);
+    pthread_mutex_lock(&c->mu);
+    for (int s = 0; s < c->num_servers; s++) {
+        msg_header h = {.type = MSG_CLOCK, .clock = clock, .a = 1};
+        node_send(c->node, node_server_id(c->num_servers, s), &h, NULL, 0);
+    }
+    c->clock_sent = clock;
+    pthread_mutex_unlock(&c->mu);
+}
+
 static void on_min_clock(loom_node *n, void *ctx, node_msg *m)
 {
     ps_client *c = ctx;
     if (m->from != 0) {
         node_drop(n, m, "min clock from a non-scheduler");
+        return;
+    }
+    if (m->h.a == 1) {
+        if (!loom_joined(n) || m->h.req > INT64_MAX || atomic_load(&c->clock) != 0) {
+            node_drop(n, m, "a join's clock to a worker that did not just join");
+            return;
+        }
+        joined_at(c, (int64_t)m->h.req, m->h.clock);
         return;
     }
     node_lock(n);

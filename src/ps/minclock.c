@@ -35,6 +35,16 @@ void ps_minclock_free(ps_minclock *m)
     m->of = NULL;
 }
 
+int64_t ps_minclock_join(ps_minclock *m, int w, int64_t clock)
+{
+    m->of[w] = INT64_MAX; /* PS_CLOCK_DONE: leaves it out of the minimum below */
+    rescan(m);
+    if (clock < m->min && m->min != INT64_MAX) clock = m->min;
+    m->of[w] = clock;
+    rescan(m);
+    return clock;
+}
+
 int64_t ps_minclock_set(ps_minclock *m, int w, int64_t clock)
 {
     int64_t old = m->of[w];

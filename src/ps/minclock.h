@@ -29,5 +29,11 @@ void ps_minclock_free(ps_minclock *m);
 /* Worker w completed `clock` clocks (not fewer than it had: the caller
  * checks); returns the minimum after. */
 int64_t ps_minclock_set(ps_minclock *m, int w, int64_t clock);
+/* A worker joins the running job (docs/ELASTIC.md) in slot w, which was done
+ * (PS_CLOCK_DONE: a free slot, or a worker that left), at clock `clock`,
+ * raised to the minimum if below it: the one move down a worker's clock
+ * makes, and never below the minimum, which so never goes back. A scan:
+ * once per join. Returns the clock it joined at. */
+int64_t ps_minclock_join(ps_minclock *m, int w, int64_t clock);
 
 #endif

@@ -15,6 +15,7 @@
  * handback_coord.c), which learns through hooks (ps_registry_set_hooks,
  * part.h) that a replacement joins, was sent its tables and created them,
  * and reads and sets the server states kept here. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,10 +93,13 @@ static int registry_failover(loom_node *n, void *ctx, uint32_t id)
 /* A replacement registered for server node `id` (node_add_rejoin): it gets
  * every table (ready or still being created: its answer is the one the dead
  * server owed), then src/ft's copies (the hooks, around the tables). */
+static void worker_joined(loom_node *n, registry *r, uint32_t id, int w);
+
 static void registry_rejoin(loom_node *n, void *ctx, uint32_t id)
 {
     registry *r = ctx;
     int d;
+    if (node_peer_role(n, id, &d) == LOOM_WORKER) return worker_joined(n, r, id, d);
     if (node_peer_role(n, id, &d) != LOOM_SERVER) return;
     if (r->hooks.ctx) r->hooks.joining(r->hooks.ctx, d);
     r->dead[d] = PS_JOINING;
@@ -227,6 +231,41 @@ static void on_table_created(loom_node *n, void *ctx, node_msg *m)
 
 static void advance(loom_node *n, registry *r, uint32_t from);
 
+/* A worker joined the running job in slot w (docs/ELASTIC.md; core's join
+ * is a rejoin of a worker slot): it starts at the highest clock a worker has
+ * completed, so it holds nobody back, and the min clock, which it joins at
+ * or above, never goes back. It hears that clock (MIN_CLOCK, a = 1, req =
+ * its clock) before the answer to any table it opens, and tells the servers
+ * itself, before anything it pushes (client.c). */
+static void worker_joined(loom_node *n, registry *r, uint32_t id, int w)
+{
+    int64_t hi = -1;
+    for (int k = 0; k < r->num_workers; k++)
+        if (k != w && r->clocks.of[k] != PS_CLOCK_DONE && r->clocks.of[k] > hi)
+            hi = r->clocks.of[k];
+    int64_t clock = ps_minclock_join(&r->clocks, w, hi >= 0 ? hi : 0);
+    log_info("worker %d joins at clock %" PRId64 " (min clock %" PRId64 ")", w, clock,
+             r->min_clock);
+    msg_header h = {.type = MSG_MIN_CLOCK, .a = 1, .req = (uint64_t)clock, .clock = r->min_clock};
+    node_send(n, id, &h, NULL, 0);
+    advance(n, r, id);
+}
+
+/* The job goes on without worker node `id` (node_add_lost: lost, left, or a
+ * free slot at the start): its clocks count as done, here and on every
+ * server, which a worker that left told itself but a free slot cannot. */
+static void registry_lost(loom_node *n, void *ctx, uint32_t id)
+{
+    registry *r = ctx;
+    int w;
+    if (node_peer_role(n, id, &w) != LOOM_WORKER || r->clocks.of[w] == PS_CLOCK_DONE) return;
+    ps_minclock_set(&r->clocks, w, PS_CLOCK_DONE);
+    msg_header h = {.type = MSG_CLOCK, .clock = PS_CLOCK_DONE, .a = id};
+    for (int s = 0; s < r->num_servers; s++)
+        node_send(n, node_server_id(r->num_servers, s), &h, NULL, 0);
+    advance(n, r, id);
+}
+
 static void on_clock(loom_node *n, void *ctx, node_msg *m)
 {
     registry *r = ctx;
@@ -345,5 +384,6 @@ int ps_registry_attach(loom_node *n)
     node_set_handler(n, MSG_CLOCK, on_clock, r);
     node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, r);
     rc = node_add_failover(n, registry_failover, r);
+    rc = rc ? rc : node_add_lost(n, registry_lost, r);
     return rc ? rc : node_add_rejoin(n, registry_rejoin, r);
 }

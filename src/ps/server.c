@@ -337,6 +337,8 @@ static void server_destroy(void *state)
     free(s->tables);
     ps_minclock_free(&s->clocks);
     free(s->lost);
+    free(s->joining);
+    free(s->joined_at);
     free(s->scratch[0]);
     free(s->scratch[1]);
     free(atomic_load(&s->spare));
@@ -364,15 +366,18 @@ int ps_server_attach(loom_node *n)
     s->dead = calloc(S, 1);
     s->returned = calloc(S, sizeof *s->returned);
     s->lost = calloc((size_t)s->num_workers, sizeof *s->lost);
+    s->joining = calloc((size_t)s->num_workers, 1);
+    s->joined_at = malloc((size_t)(s->num_workers ? s->num_workers : 1) * sizeof *s->joined_at);
+    for (int w = 0; s->joined_at && w < s->num_workers; w++) s->joined_at[w] = -1;
     s->handled = calloc((size_t)s->num_workers, sizeof *s->handled);
     s->handled_since = calloc((size_t)s->num_workers, sizeof *s->handled_since);
     s->parked_from = calloc((size_t)s->num_workers, 1);
     s->hb_acked = calloc((size_t)s->num_workers, sizeof *s->hb_acked);
     s->hb_owed = calloc((size_t)s->num_workers, sizeof *s->hb_owed);
     s->wparked = calloc((size_t)s->num_workers, sizeof *s->wparked);
-    if (no_clocks || !s->dead || !s->returned || !s->lost || !s->handled || !s->handled_since ||
-        !s->parked_from || !s->hb_acked || !s->hb_owed || !s->wparked ||
-        !(s->counters = node_stats_area(n, &ps_layer_def, sizeof *s->counters))) {
+    if (no_clocks || !s->dead || !s->returned || !s->lost || !s->joining || !s->joined_at ||
+        !s->handled || !s->handled_since || !s->parked_from || !s->hb_acked || !s->hb_owed ||
+        !s->wparked || !(s->counters = node_stats_area(n, &ps_layer_def, sizeof *s->counters))) {
         server_destroy(s);
         return LOOM_ENOMEM;
     }
@@ -387,5 +392,5 @@ int ps_server_attach(loom_node *n)
     node_set_handler(n, MSG_PULL_SINCE, srv_on_pull, s);
     node_set_handler(n, MSG_CLOCK, srv_on_clock, s);
     node_set_handler(n, MSG_WORKER_LOST, srv_on_worker_lost, s);
-    return 0;
+    return node_add_rejoin(n, srv_on_join, s);
 }

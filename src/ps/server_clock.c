@@ -113,6 +113,22 @@ void srv_on_clock(loom_node *n, void *ctx, node_msg *m)
         if (s->lost[rank]) return;
         w = rank;
     }
+    if (w >= 0 && m->from != 0 && m->h.a == 1) {
+        /* A worker joined the running job in a slot that was done (a free
+         * one, or one a worker left): it counts from the clock it joins at,
+         * its first message here (docs/ELASTIC.md). */
+        if (!s->joining[w] || s->clocks.of[w] != PS_CLOCK_DONE || m->h.clock < 0) {
+            node_drop(n, m, "a join's CLOCK from a worker that did not just join");
+            return;
+        }
+        s->joining[w] = 0;
+        int64_t at = ps_minclock_join(&s->clocks, w, m->h.clock);
+        s->joined_at[w] = at;
+        log_info("worker %d joined at clock %" PRId64, w, at);
+        return;
+    }
+    if (w >= 0 && m->h.clock < s->clocks.of[w] && m->h.clock <= s->joined_at[w])
+        return; /* a joined worker's clocks below where this server entered it */
     if (w < 0 || m->h.clock < s->clocks.of[w]) {
         node_drop(n, m, "clock from a non-worker or going backwards");
         return;
@@ -124,6 +140,13 @@ void srv_on_clock(loom_node *n, void *ctx, node_msg *m)
     }
     advance(s);
     if (s->clocks.of[w] == PS_CLOCK_DONE) srv_gate_check(s);
+}
+
+void srv_on_join(loom_node *n, void *ctx, uint32_t id)
+{
+    server *s = ctx;
+    int w;
+    if (node_peer_role(n, id, &w) == LOOM_WORKER && w < s->num_workers) s->joining[w] = 1;
 }
 
 /* Drop worker w's entries of a staged or held list whose clock is `from` or

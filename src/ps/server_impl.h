@@ -130,6 +130,11 @@ typedef struct server {
     uint32_t cap;
     ps_minclock clocks; /* per worker rank, and the slowest (minclock.h) */
     uint8_t *lost;      /* per worker rank: the job went on without it (WORKER_LOST) */
+    uint8_t *joining;   /* per worker rank: joined the running job, its first CLOCK not yet here
+                         * (NODE_REJOINED; docs/ELASTIC.md) */
+    int64_t *joined_at; /* per worker rank: the clock it was entered at when it joined, which
+                         * may be above its own (raised to the min clock): its CLOCKs up to it
+                         * are no news; -1 if it did not join */
     int64_t min_clock;
     deferred *waiting;
     size_t nwaiting;
@@ -314,6 +319,9 @@ void srv_note_applied(server *s, int64_t clock);
 void srv_release_held(server *s, srv_table *t);
 void srv_on_clock(loom_node *n, void *ctx, node_msg *m);
 void srv_on_worker_lost(loom_node *n, void *ctx, node_msg *m);
+/* The node's rejoin subscriber: a worker joined the running job in slot `id`;
+ * its first CLOCK (a = 1) says the clock it joins at (docs/ELASTIC.md). */
+void srv_on_join(loom_node *n, void *ctx, uint32_t id);
 
 /* ---- server_comm.c: managed communication ---- */
 

@@ -35,6 +35,7 @@ struct loom_parts {
     uint32_t held;     /* the part handed out and not done, NO_PART if none */
     uint32_t finished; /* the part done and not yet reported, NO_PART if none */
     uint64_t done;
+    int joining; /* joined the running job and not yet placed in an epoch */
 };
 
 static const msg_type_info parts_types[] = {
@@ -97,20 +98,22 @@ int loom_parts_open(loom_node *n, const loom_parts_opts *o, loom_parts **out)
                      .slot = s,
                      .wire = {o->parts, (uint64_t)o->epochs, (uint64_t)llround(o->timeout_s * 1e3)},
                      .held = NO_PART,
-                     .finished = NO_PART};
+                     .finished = NO_PART,
+                     .joining = loom_joined(n)};
     *out = p;
     return 0;
 }
 
-/* One request and its answer. */
-static int ask(loom_parts *p, int hold, msg_header *answer)
+/* One request and its answer; `flags` PARTS_REQ_*. */
+static int ask(loom_parts *p, int flags, msg_header *answer)
 {
     loom_node *n = p->node;
+    if (p->joining) flags |= PARTS_REQ_JOIN;
     msg_header h = {.type = MSG_PARTS_REQ,
                     .req = (uint64_t)p->epoch,
                     .clock = ps_current_clock(n),
                     .a = p->finished == NO_PART ? 0 : (uint64_t)p->finished + 1,
-                    .b = (uint64_t)hold};
+                    .b = (uint64_t)flags};
     node_frame f = {.data = &p->wire, .len = sizeof p->wire, .copy = 1};
     int rc = node_send(n, 0, &h, &f, 1);
     if (rc) return rc;
@@ -121,7 +124,27 @@ static int ask(loom_parts *p, int hold, msg_header *answer)
     *answer = p->slot->h;
     p->slot->full = 0;
     node_unlock(n);
+    if (!rc && p->joining && (answer->a == PARTS_PART || answer->a == PARTS_EPOCH_END)) {
+        /* Placed: the epoch the job's workers are in (loom/parts.h). */
+        if (answer->req > INT32_MAX) return LOOM_EPROTO;
+        p->epoch = (int)answer->req;
+        p->joining = 0;
+    }
     return rc;
+}
+
+/* Asked to leave (loom_leave): report the part finished, if any, and say so. */
+static int leave(loom_parts *p, loom_parts_event *ev, uint32_t *part, int *epoch)
+{
+    msg_header a;
+    int rc = ask(p, PARTS_REQ_LEAVE, &a);
+    if (rc) return rc;
+    if (a.a == PARTS_ERROR) return a.b > 0 && a.b < LOOM_ERROR_COUNT_ ? (int)a.b : LOOM_EPROTO;
+    if (a.a != PARTS_LEFT) return LOOM_EPROTO;
+    *ev = LOOM_PARTS_LEFT;
+    *part = NO_PART;
+    *epoch = p->epoch;
+    return 0;
 }
 
 int loom_parts_next(loom_parts *p, loom_parts_event *ev, uint32_t *part, int *epoch)
@@ -132,8 +155,9 @@ int loom_parts_next(loom_parts *p, loom_parts_event *ev, uint32_t *part, int *ep
     /* Decided once per call: tables are opened before the loop that asks. */
     int gated = ps_clock_gated(n);
     for (;;) {
+        if (loom_leaving(n)) return leave(p, ev, part, epoch);
         msg_header a;
-        int rc = ask(p, !gated, &a);
+        int rc = ask(p, gated ? 0 : PARTS_REQ_HOLD, &a);
         if (rc) return rc;
         switch (a.a) {
         case PARTS_PART:

@@ -17,7 +17,16 @@ enum parts_answer {
     PARTS_WAIT,      /* none free, the epoch is not over: do an empty clock and ask again */
     PARTS_EPOCH_END, /* req = the epoch that ended, clock = the clock to reach first */
     PARTS_JOB_END,   /* every epoch is over */
-    PARTS_ERROR      /* b = a loom error code (LOOM_EMISMATCH, LOOM_EPROTO) */
+    PARTS_ERROR,     /* b = a loom error code (LOOM_EMISMATCH, LOOM_EPROTO) */
+    PARTS_LEFT       /* the answer to a leaving worker's request: nothing more */
+};
+
+/* PARTS_REQ's b: flags. */
+enum {
+    PARTS_REQ_HOLD = 1,  /* no clocks to keep: hold the request until a part is free */
+    PARTS_REQ_JOIN = 2,  /* the first request of a worker that joined the running job */
+    PARTS_REQ_LEAVE = 4, /* the last request of a worker that leaves (loom_leave) */
+    PARTS_REQ_FLAGS = 7
 };
 
 /* PARTS_REQ's frame: the options every worker must agree on. */

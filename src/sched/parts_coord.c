@@ -24,6 +24,16 @@
  * the epoch (loom/parts.h, "Clocks"): the highest clock a request of the
  * epoch reported, plus one after a PARTS_WAIT (the empty clock that follows).
  *
+ * Elastic jobs (docs/ELASTIC.md): a worker joins the running job (core's
+ * join, a rejoin of a worker slot) only while every worker has asked for a
+ * part of the pool's epoch (the join gate: none is on its way to the barrier
+ * after the last epoch's end), and its first request (PARTS_REQ_JOIN) places
+ * it in the lowest epoch another worker's last request was in: if that epoch
+ * ended meanwhile, it gets its end, and goes through the barrier after it,
+ * which waits for it, with the others. A worker that leaves says so with its
+ * last request (PARTS_REQ_LEAVE), which reports the part it finished; it is
+ * gone from then on, its slot ready for the next to join.
+ *
  * The accounting is logged (LOOM_VERBOSE=1): each part handed out, each
  * finished, each back in the pool (a lost worker's and a timed-out one's
  * always, as warnings), and each epoch's end with how many parts went back;
@@ -53,6 +63,7 @@ typedef struct coord_worker {
     int gone;      /* the job went on without it */
     int waiting;   /* a request held here (no empty clocks), for epoch `wait_epoch` */
     int wait_epoch;
+    int epoch_at; /* the epoch of its last request (where a joining worker is placed) */
 } coord_worker;
 
 typedef struct parts_coord {
@@ -196,6 +207,33 @@ static int configure(loom_node *n, parts_coord *c, const parts_wire_opts *o)
     return 0;
 }
 
+/* The join gate (node_set_join_gate): a worker may join only while every
+ * worker has asked for a part of the pool's epoch since it heard the last
+ * epoch's end, so none is between that end and the barrier after it, or in
+ * it: the newcomer, whose barriers start after the last one released, then
+ * goes through the same barriers as everyone (placement below). */
+static int join_gate(loom_node *n, void *ctx)
+{
+    (void)n;
+    const parts_coord *c = ctx;
+    if (!c->configured) return 1;
+    for (int r = 0; r < c->workers; r++)
+        if (!c->worker[r].gone && c->worker[r].epoch_at < c->epoch) return 0;
+    return 1;
+}
+
+/* Where a joining worker starts (the epoch it is placed in): the lowest
+ * epoch another worker's last request was in. The gate let it join while
+ * that was the pool's epoch; since, the epoch may have ended (its workers
+ * then wait for the newcomer in the barrier after it). */
+static int placement(const parts_coord *c, int rank)
+{
+    int e = c->epoch;
+    for (int r = 0; r < c->workers; r++)
+        if (r != rank && !c->worker[r].gone && c->worker[r].epoch_at < e) e = c->worker[r].epoch_at;
+    return e;
+}
+
 static void on_request(loom_node *n, void *ctx, node_msg *m)
 {
     parts_coord *c = ctx;
@@ -210,7 +248,13 @@ static void on_request(loom_node *n, void *ctx, node_msg *m)
     memcpy(&o, node_frame_data(m, 0), sizeof o);
     int rc = configure(n, c, &o);
     if (rc) return answer(n, c, rank, 0, PARTS_ERROR, (uint64_t)rc, 0);
-    uint64_t e = m->h.req;
+    uint64_t e = m->h.req, flags = m->h.b;
+    if (flags > PARTS_REQ_FLAGS || ((flags & PARTS_REQ_JOIN) && m->h.a)) {
+        node_drop(n, m, "PARTS_REQ with unknown flags, or a join reporting a part");
+        return answer(n, c, rank, e, PARTS_ERROR, LOOM_EPROTO, 0);
+    }
+    if (flags & PARTS_REQ_JOIN) e = (uint64_t)placement(c, rank);
+    w->epoch_at = e <= (uint64_t)c->epoch ? (int)e : c->epoch;
     /* A worker is in the pool's epoch or behind it, never ahead, and has one
      * request out at a time. */
     if (e > (uint64_t)c->epoch || w->waiting || m->h.a > c->o.parts) {
@@ -224,13 +268,22 @@ static void on_request(loom_node *n, void *ctx, node_msg *m)
                  " finished late by worker %d; not counted",
                  e, m->h.a - 1, rank);
     if (w->held != NO_PART) { /* it asks for another: the one it held is not finished */
-        back_to_pool(c, w->held, rank, "asked again without finishing it", 0);
+        back_to_pool(c, w->held, rank,
+                     flags & PARTS_REQ_LEAVE ? "left without finishing it"
+                                             : "asked again without finishing it",
+                     0);
+    }
+    if (flags & PARTS_REQ_LEAVE) {
+        w->gone = 1;
+        log_info("parts: epoch %d: worker %d leaves", c->epoch, rank);
+        serve_waiting(n, c);
+        return answer(n, c, rank, e, PARTS_LEFT, 0, 0);
     }
     if (e < (uint64_t)c->epoch) return answer(n, c, rank, e, PARTS_EPOCH_END, 0, c->target);
     if (c->epoch >= (int)c->o.epochs) return answer(n, c, rank, e, PARTS_JOB_END, 0, 0);
     if (m->h.clock > c->hi) c->hi = m->h.clock;
     if (c->npool) return hand_out(n, c, rank);
-    if (m->h.b) { /* no clocks to keep: wait here for a part or the end */
+    if (flags & PARTS_REQ_HOLD) { /* no clocks to keep: wait here for a part or the end */
         w->waiting = 1;
         w->wait_epoch = (int)e;
         return;
@@ -239,13 +292,15 @@ static void on_request(loom_node *n, void *ctx, node_msg *m)
     answer(n, c, rank, e, PARTS_WAIT, 0, 0);
 }
 
-/* The job goes on without worker node `id`: its part goes back to the pool. */
+/* The job goes on without worker node `id` (lost, or a free slot at the
+ * start; one that left said so already): its part goes back to the pool. */
 static void on_lost(loom_node *n, void *ctx, uint32_t id)
 {
     parts_coord *c = ctx;
     int rank;
     if (node_peer_role(n, id, &rank) != LOOM_WORKER || rank >= c->workers) return;
     coord_worker *w = &c->worker[rank];
+    if (w->gone) return;
     w->gone = 1;
     w->waiting = 0;
     if (!c->configured) return;
@@ -256,6 +311,16 @@ static void on_lost(loom_node *n, void *ctx, uint32_t id)
     }
     back_to_pool(c, w->held, rank, "lost", 1);
     serve_waiting(n, c);
+}
+
+/* A worker joined the running job in slot `id` (core's join: node_add_rejoin). */
+static void on_join(loom_node *n, void *ctx, uint32_t id)
+{
+    parts_coord *c = ctx;
+    int rank;
+    if (node_peer_role(n, id, &rank) != LOOM_WORKER || rank >= c->workers) return;
+    c->worker[rank] = (coord_worker){.held = NO_PART, .epoch_at = c->epoch};
+    log_info("parts: epoch %d: worker %d joined", c->epoch, rank);
 }
 
 /* Parts held longer than the timeout go back to the pool; a quarter of the
@@ -289,5 +354,7 @@ int parts_coord_attach(loom_node *n)
     node_set_layer(n, &parts_layer_def, c, coord_destroy);
     node_set_handler(n, MSG_PARTS_REQ, on_request, c);
     node_set_timer(n, &parts_layer_def, on_timer, c);
-    return node_add_lost(n, on_lost, c);
+    int rc = node_add_lost(n, on_lost, c);
+    rc = rc ? rc : node_set_join_gate(n, join_gate, c);
+    return rc ? rc : node_add_rejoin(n, on_join, c);
 }

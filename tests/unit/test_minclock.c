@@ -69,11 +69,42 @@ static void test_edges(void **state)
     ps_minclock_free(&m);
 }
 
+/* A worker joining a running job (docs/ELASTIC.md): its slot was done; it
+ * enters at its clock, raised to the minimum if below, so the minimum never
+ * goes back; then it moves like any other. */
+static void test_join(void **state)
+{
+    (void)state;
+    ps_minclock m;
+    assert_int_equal(ps_minclock_init(&m, 3), 0);
+    assert_true(ps_minclock_set(&m, 2, PS_CLOCK_DONE) == 0); /* a free slot */
+    ps_minclock_set(&m, 0, 5);
+    assert_int_equal(ps_minclock_set(&m, 1, 7), 5);
+    assert_int_equal(ps_minclock_join(&m, 2, 7), 7); /* at the fastest: min stays 5 */
+    assert_int_equal(m.min, 5);
+    assert_int_equal(m.at_min, 1);
+    assert_int_equal(ps_minclock_set(&m, 0, 8), 7); /* now workers 1 and 2 are the slowest */
+    assert_int_equal(m.at_min, 2);
+    assert_true(ps_minclock_set(&m, 2, PS_CLOCK_DONE) == 7); /* it leaves */
+    assert_int_equal(ps_minclock_set(&m, 1, 9), 8);
+    assert_int_equal(ps_minclock_join(&m, 2, 3), 8); /* below the min: raised to it */
+    assert_int_equal(m.of[2], 8);
+    assert_int_equal(m.min, 8);
+    /* Every other worker done: it joins where it says. */
+    ps_minclock_set(&m, 0, PS_CLOCK_DONE);
+    ps_minclock_set(&m, 1, PS_CLOCK_DONE);
+    ps_minclock_set(&m, 2, PS_CLOCK_DONE);
+    assert_int_equal(ps_minclock_join(&m, 1, 4), 4);
+    assert_int_equal(m.min, 4);
+    ps_minclock_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_against_scan),
         cmocka_unit_test(test_edges),
+        cmocka_unit_test(test_join),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

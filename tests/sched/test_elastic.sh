@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Elastic workers (docs/ELASTIC.md): workers join a running job in its free
+# worker slots (`loom join`, `loom run --max-workers`) and leave it again
+# (SIGTERM: loom_leave), checked by the scheduler's data parts accounting
+# (LOOM_VERBOSE=1, as in test_parts.sh).
+#
+#   grow   lr on a9a (../shared/data, decompressed here), 16 data parts, 8
+#          epochs, SSP(1): the job starts with 2 of 4 worker slots; once epoch
+#          0 is over two workers join (`loom join`); once each has finished a
+#          part both get SIGTERM and leave after their part. Every part of
+#          every epoch is finished exactly once, by whichever workers; both
+#          joins and both leaves are logged by the scheduler, the joiners
+#          said how many parts they trained (as many as the scheduler counted
+#          finished by them), the job ends with status 0 and a test accuracy
+#          of at least 0.84 (exit 77 without the data).
+#   refuse malformed joins: no address, a bad address, a bad role, a server
+#          (not built), no program: status 2 and a message naming what is
+#          wrong; a worker joining a job with no free slot is refused by the
+#          scheduler, naming it, and exits non-zero; the job is not disturbed.
+#
+#   sum_MODE  tests/sched/elastic_sum.c under BSP, SSP(1) or ASP, 2 servers,
+#          12 parts, 16 epochs (ASP 30), paced 1 ms a clock, 40 clocks per part each pushing +1 to
+#          key 0 and to the part's key of an int64 sum table: 2 of 4 workers
+#          start, two join after epoch 0 and leave after a part each
+#          (SIGTERM); the sum ends exact (every acknowledged increment counted
+#          once: 12 * epochs * 40 on key 0, epochs * 40 on each part's key)
+#          and every part of every epoch is finished once; no node dropped a
+#          malformed message.
+#
+# Usage: test_elastic.sh LOOM CASE [DATA_DIR [ELASTIC_SUM]]
+# shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
+set -u
+# shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
+source "$(dirname "$0")/../lib/cli.sh"
+
+LOOM=${1:?usage: $0 LOOM CASE [DATA_DIR [ELASTIC_SUM]]}
+CASE=${2:?usage: $0 LOOM CASE [DATA_DIR [ELASTIC_SUM]]}
+DATA=${3:-}
+work_setup elastic
+cd "$WORK" || exit 1
+joiners=()
+trap 'for p in "${joiners[@]}"; do kill -KILL "$p" 2>/dev/null; done; work_cleanup' EXIT
+
+# grow_and_shrink SERVERS PROGRAM ARGS...: once epoch 0 of the job $launcher
+# runs (its output in job.out) is over, two workers join it (PROGRAM ARGS,
+# output in join1.out, join2.out); once each finished a part both get
+# SIGTERM; they must leave and exit with status 0, and the job too.
+grow_and_shrink() {
+    local servers=$1 addr j r rc
+    shift
+    wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
+    addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
+    wait_log job.out '^\[scheduler\] info: parts: epoch 0 over' "the end of epoch 0"
+    for j in 1 2; do
+        "$LOOM" join "$addr" --role worker --servers "$servers" --workers 4 -- "$@" >join$j.out 2>&1 &
+        joiners+=($!)
+    done
+    for r in 2 3; do
+        wait_log job.out "^\[scheduler\] warning: worker $r joined the running job from " "worker $r's join"
+        wait_log job.out "^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker $r\$" "a part finished by worker $r"
+    done
+    kill -TERM "${joiners[@]}"
+    for r in 2 3; do
+        wait_log job.out "^\[scheduler\] warning: worker $r left the running job" "worker $r's leave"
+    done
+    for j in 1 2; do
+        wait "${joiners[j - 1]}" || { cp join$j.out err; fail "joiner $j: exit status $?"; }
+    done
+    joiners=()
+    wait "$launcher"
+    rc=$?
+    launcher=
+    cp job.out err
+    ((rc == 0)) || fail "the job: exit status $rc"
+}
+
+# exactly_once PARTS EPOCHS: the scheduler's "finished" lines in job.out name
+# every part of every epoch once and nothing else, and every epoch ended.
+exactly_once() {
+    local want got
+    want=$(for ((e = 0; e < $2; e++)); do for ((p = 0; p < $1; p++)); do echo "$e $p"; done; done)
+    got=$(sed -n 's/^\[scheduler\] info: parts: epoch \([0-9]*\): part \([0-9]*\) finished by worker [0-9]*$/\1 \2/p' job.out | sort -n -k1,1 -k2,2)
+    [[ $got == "$want" ]] || fail "the parts finished are not every part of every epoch once"
+    grep -q "not counted" job.out && fail "a finish was not counted"
+    [[ $(grep -c "^\[scheduler\] info: parts: epoch [0-9]* over: $1 parts finished" job.out) == "$2" ]] ||
+        fail "not $2 epoch ends of $1 parts"
+}
+
+# wait_log FILE PATTERN WHAT: wait (120 s at most) for an extended-regex line
+# in FILE; if none comes, fail showing the ends of the job's and joiners' logs.
+wait_log() {
+    local deadline=$(($(now_ms) + 120000))
+    until grep -Eq "$2" "$1"; do
+        [[ -n $launcher ]] && ! kill -0 "$launcher" 2>/dev/null &&
+            { show_tails 40 job.out join1.out join2.out; fail "the job ended before $3"; }
+        (($(now_ms) < deadline)) || { show_tails 40 job.out join1.out join2.out; fail "no $3 within 120 s"; }
+        poll_pause 0.05
+    done
+}
+
+case $CASE in
+grow)
+    [[ -n $DATA && -f $DATA/a9a/a9a ]] || skip "$DATA/a9a not found (the shared datasets are not part of a clone)"
+    train=(train lr --train "$DATA/a9a/a9a" --epochs 8 --minibatch 10 --data-parts 16
+        --consistency ssp:1)
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000
+    "$LOOM" run --servers 1 --workers 2 --max-workers 4 --insecure --no-status -- \
+        "$LOOM" "${train[@]}" --test "$DATA/a9a/a9a.t" --metrics m >job.out 2>&1 &
+    launcher=$!
+    grow_and_shrink 1 "$LOOM" "${train[@]}"
+    exactly_once 16 8
+    by_joiners=$(grep -Ec '^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker [23]$' job.out)
+    said=0
+    for j in 1 2; do
+        n=$(sed -n 's/^left the job after training \([0-9]*\) parts of 16$/\1/p' join$j.out)
+        [[ -n $n ]] || { cp join$j.out err; fail "joiner $j did not say it left"; }
+        said=$((said + n))
+    done
+    ((said == by_joiners)) || fail "the joiners say they trained $said parts, the scheduler counted $by_joiners"
+    acc=$(last_value m test_accuracy)
+    [[ -n $acc ]] || fail "no test accuracy in the metrics"
+    awk -v a="$acc" 'BEGIN { exit !(a >= 0.84) }' || fail "test accuracy $acc below 0.84"
+    echo "2 workers joined epoch $(sed -n 's/^\[scheduler\] info: parts: epoch \([0-9]*\): worker 2 joined$/\1/p' job.out) and left after $by_joiners parts; every part once per epoch; test accuracy $acc"
+    ;;
+sum_bsp | sum_ssp | sum_asp)
+    SUM=${4:?usage: $0 LOOM sum_MODE DATA_DIR ELASTIC_SUM}
+    mode=${CASE#sum_}
+    # Paced (1 ms a clock, pacing only: nothing waits on it), so that the
+    # joins and leaves happen while the job runs; ASP's clocks wait for
+    # nobody, and its job runs longer.
+    epochs=16 pace=1000
+    [[ $mode == asp ]] && epochs=30
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000
+    "$LOOM" run --servers 2 --workers 2 --max-workers 4 --insecure --no-status -- \
+        "$SUM" "$mode" 12 $epochs 40 $pace >job.out 2>&1 &
+    launcher=$!
+    grow_and_shrink 2 "$SUM" "$mode" 12 $epochs 40 $pace
+    exactly_once 12 $epochs
+    grep -q "malformed" job.out && fail "a node dropped a malformed message"
+    grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
+        fail "worker 0 did not find the sum exact"
+    for j in 1 2; do
+        grep -q '^worker [23] left after [1-9][0-9]* parts$' join$j.out ||
+            { cp join$j.out err; fail "joiner $j did not say it left after its parts"; }
+    done
+    echo "$mode: 2 workers joined and left; the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
+    ;;
+refuse)
+    expect 2 "give the scheduler's ADDRESS" join --role worker -- true
+    expect 2 "'nohost' is not a scheduler address" join nohost --role worker -- true
+    expect 2 "'h:99999' is not a scheduler address" join h:99999 --role worker -- true
+    expect 2 "--role 'boss' is not a role that joins" join 127.0.0.1:5 --role boss -- true
+    expect 2 "joining a server to a running job is not built yet" join 127.0.0.1:5 --role server -- true
+    expect 2 "give --role worker" join 127.0.0.1:5 -- true
+    expect 2 "give the worker's program after --" join 127.0.0.1:5 --role worker
+    # A job without free slots: the joiner is refused, the job goes on.
+    run gen lr --out data --rows 20000 --features 2000 --nnz 10 --quiet
+    [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1
+    "$LOOM" run --servers 1 --workers 2 --insecure --no-status --verbose -- "$LOOM" train lr \
+        --train data --epochs 3 --minibatch 10 --data-parts 8 >job.out 2>&1 &
+    launcher=$!
+    wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
+    addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
+    wait_log job.out '^\[scheduler\] info: job assembled' "the job's start"
+    LOOM_CONNECT_TIMEOUT_MS=20000 "$LOOM" join "$addr" --role worker --servers 1 --workers 2 -- \
+        "$LOOM" train lr --train data --epochs 3 --minibatch 10 --data-parts 8 >join.out 2>&1
+    rc=$?
+    ((rc != 0)) || { cp join.out err; fail "a join to a job without free slots succeeded"; }
+    grep -q "every one of the job's 2 worker slots is taken" join.out ||
+        { cp join.out err; fail "the refusal does not say the slots are taken"; }
+    wait "$launcher"
+    rc=$?
+    launcher=
+    cp job.out err
+    ((rc == 0)) || fail "the job: exit status $rc after a refused join"
+    echo "malformed joins refused (status 2); a join to a full job refused by the scheduler; the job ended well"
+    ;;
+*)
+    fail "unknown case $CASE"
+    ;;
+esac
