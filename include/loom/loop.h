@@ -159,7 +159,8 @@ int loom_loop_balance(const uint64_t *hist, size_t n, uint32_t parts, size_t *bo
  * a constant (a column of the row), and any others by '*': W(i, *), H(j, *),
  * g(i), x(i, j - 1); or every access reaches it whole, by '*' alone: w(*), read
  * only (it is written through a buffer), each worker reading all of it at a
- * run's start and after each flush of a buffer on it. It lives in the dense
+ * run's start and after each flush of a buffer on it, or, declared prefetched
+ * (loom_loop_prefetch_decl), only the rows its elements list. It lives in the dense
  * table `table` (created by loom_loop_open, which every worker calls alike),
  * where it can be read after a run. */
 typedef struct loom_loop loom_loop;
@@ -258,7 +259,9 @@ typedef struct loom_loop_accum_decl {
  * space index; only rows this worker holds may be written), or one reached
  * whole, as A(*), which lives on the servers: there the change the merge
  * made is added into the table, and the worker's copy of the array is read
- * again, so merges of several workers add up. */
+ * again (a prefetched array: the merge gets the row as the current batch
+ * holds it, or pulled at the flush, and the batch is dropped), so merges of
+ * several workers add up. */
 typedef struct loom_loop_buffer_decl {
     uint32_t id;     /* the number loom_loop_buffer() takes */
     uint32_t target; /* the array its writes merge into */
@@ -278,7 +281,9 @@ typedef struct loom_loop_buffer loom_loop_buffer;
  * holding the element's value, which the body may change: the element keeps
  * the new value for the passes after (an LDA token's topic; Orion's loops
  * over a DistArray that write its elements). Elements may share their
- * indices (a word twice in one document): each keeps its own value. */
+ * indices (a word twice in one document): each keeps its own value. An
+ * access of a prefetched array gets a const loom_loop_fetched * (the rows
+ * the element declared) instead of the array. */
 typedef void (*loom_loop_body_fn)(void *user, const int64_t *index, double value,
                                   void *const *rows);
 
