@@ -26,8 +26,8 @@
  * the rows' log loss as the pass goes (at the weights each row saw). Worker 0
  * prints one line per pass: test logloss and accuracy (apps/lr's metrics),
  * the pass's train logloss, examples per second of the pass, and the bytes
- * worker 0 sent and received in the pass (with prefetch: the weight rows it
- * pulled). */
+ * worker 0 sent and received in the pass and, with prefetch, the weight
+ * rows it pulled and in how many bulk pulls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,9 +207,12 @@ int main(int argc, char **argv)
     for (int p = 0; p < passes && !rc; p++) {
         double ts = app_now_s();
         loom_stats b0, b1;
+        loom_loop_prefetch_stats f0 = {0}, f1 = {0};
         loom_node_stats(n, &b0);
+        loom_loop_prefetch_stats_of(l, WEIGHTS, &f0); /* stays 0 for a whole copy */
         if ((rc = loom_loop_run(l, 1))) break;
         loom_node_stats(n, &b1);
+        loom_loop_prefetch_stats_of(l, WEIGHTS, &f1);
         double pass_s = app_now_s() - ts, loss[2];
         double mb =
             (double)(b1.bytes_sent - b0.bytes_sent + b1.bytes_received - b0.bytes_received) / 1e6;
@@ -225,8 +228,11 @@ int main(int argc, char **argv)
             snprintf(testpart, sizeof testpart, "  test logloss %.5f  acc %.4f  auc %.4f",
                      tm.logloss, tm.accuracy, tm.auc);
         }
-        printf("pass %3d  train logloss %.5f%s  %.0f ex/s  %.2f s  total %.2f s  %.2f MB\n", p + 1,
-               loss[0] / loss[1], testpart, loss[1] / pass_s, pass_s, app_now_s() - t0, mb);
+        printf("pass %3d  train logloss %.5f%s  %.0f ex/s  %.2f s  total %.2f s  %.2f MB  "
+               "%llu rows in %llu pulls\n",
+               p + 1, loss[0] / loss[1], testpart, loss[1] / pass_s, pass_s, app_now_s() - t0, mb,
+               (unsigned long long)(f1.rows_pulled - f0.rows_pulled),
+               (unsigned long long)(f1.batches - f0.batches));
         fflush(stdout);
     }
     if (rc) fprintf(stderr, "loop_slr: %s\n", loom_strerror(rc));
