@@ -12,6 +12,11 @@
  *     the sums of several workers' merges are exact in any order); the
  *     prefetched loop pulls, per run, exactly the union of the rows its
  *     elements declared, far fewer than the array's;
+ *   - in a 2D loop (MF's shape: W(i, *) local, H(j, *) rotating) on 1-3
+ *     workers, a prefetched array read by every element and written through
+ *     a buffer, flushed at each block's end inside the rotation: every
+ *     element reads its own declared rows (checked in the body) and the
+ *     buffered counts add up exactly;
  *   - a body reading a row its element did not declare gets NULL, the read
  *     is counted and the run returns LOOM_EKEYRANGE, on every worker; so
  *     does a rows_of listing a row outside the array;
@@ -224,6 +229,112 @@ static void test_equal_to_whole(void **state)
     for (int W = 1; W <= 3; W++) assert_int_equal(harness_run(1, W, equal_worker, &bsp, &r), 0);
 }
 
+/* ---- in a 2D loop ---- */
+
+#define R2 11
+#define C2 7
+enum { W2 = 5, H2 = 6 };
+
+static uint64_t row2(const int64_t *index, int k)
+{
+    return (uint64_t)(index[0] * 31 + index[1] * 17 + k * 101) % D;
+}
+
+static void rows_of2(void *u, uint32_t array, const int64_t *index, double value,
+                     loom_loop_rows *out)
+{
+    (void)u, (void)array, (void)value;
+    for (int k = 0; k < NNZ; k++) loom_loop_rows_add(out, row2(index, k));
+}
+
+typedef struct user2 {
+    loom_loop_buffer *b;
+    int wrong; /* elements whose rows were not what they declared */
+} user2;
+
+static void body2(void *u_, const int64_t *index, double value, void *const *rows)
+{
+    user2 *u = u_;
+    const loom_loop_fetched *f = rows[3];
+    for (int k = 0; k < NNZ; k++) {
+        uint64_t r = row2(index, k);
+        const double *v = f->value[k];
+        /* column 0 only ever grows from its initial r % 3 */
+        if (f->n != NNZ || f->row[k] != r || v[0] < (double)(r % 3)) u->wrong++;
+        double *g = loom_loop_buffer_row(u->b, r);
+        g[1] += 1;
+    }
+    ((double *)rows[1])[0] += value;
+    ((double *)rows[2])[0] += 1;
+}
+
+static int twod_worker(loom_node *n, int rank, void *arg)
+{
+    (void)arg;
+    int W = loom_num_workers(n);
+    static const loom_access acc[] = {{SPACE, 0, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},
+                                      {W2, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB_EVERY}},
+                                      {H2, 1, 2, {LOOM_SUB(1, 0), LOOM_SUB_EVERY}},
+                                      {ARR, 0, 1, {LOOM_SUB_EVERY}}};
+    static const uint64_t ext[2] = {R2, C2};
+    loom_loop_array a[] = {{W2, "pf2.w", R2, 1, LOOM_F64, NULL},
+                           {H2, "pf2.h", C2, 1, LOOM_F64, NULL},
+                           {ARR, "pf2.p", D, 2, LOOM_F64, init}};
+    loom_loop_prefetch_decl p = {ARR, rows_of2, 4};
+    loom_loop_buffer_decl b = {BUF, ARR, 1000, merge};
+    int64_t idx[R2 * C2][2];
+    double val[R2 * C2];
+    size_t mine = 0;
+    for (int e = 0; e < R2 * C2; e++)
+        if (e % W == rank) idx[mine][0] = e / C2, idx[mine][1] = e % C2, val[mine++] = 1;
+    user2 u = {0};
+    loom_loop_opts o = {.dims = 2,
+                        .extents = ext,
+                        .acc = acc,
+                        .nacc = 4,
+                        .arrays = a,
+                        .narrays = 3,
+                        .indices = &idx[0][0],
+                        .values = val,
+                        .n = mine,
+                        .body = body2,
+                        .user = &u,
+                        .buffers = &b,
+                        .nbuffers = 1,
+                        .prefetch = &p,
+                        .nprefetch = 1};
+    loom_loop *l;
+    char err[256];
+    int rc = loom_loop_open(n, &o, &l, err, sizeof err);
+    if (rc) fprintf(stderr, "open: %s\n", err);
+    CHECK_OK(rc);
+    CHECK(loom_loop_plan_kind(loom_loop_get_plan(l)) == LOOM_LOOP_2D);
+    u.b = loom_loop_buffer_of(l, BUF);
+    CHECK_OK(loom_loop_run(l, 2));
+    CHECK(u.wrong == 0);
+    double *pv = malloc(2 * D * sizeof *pv), hs[C2], count = 0, hsum = 0;
+    CHECK(pv);
+    CHECK_OK(loom_pull_range(loom_loop_table(l, ARR), 0, D, pv));
+    for (int r = 0; r < D; r++) count += pv[2 * r + 1] - (double)(r % 5);
+    free(pv);
+    CHECK(count == 2.0 * R2 * C2 * NNZ);
+    CHECK_OK(loom_pull_range(loom_loop_table(l, H2), 0, C2, hs));
+    for (int j = 0; j < C2; j++) hsum += hs[j];
+    CHECK(hsum == 2.0 * R2 * C2);
+    loom_loop_prefetch_stats st;
+    CHECK_OK(loom_loop_prefetch_stats_of(l, ARR, &st));
+    CHECK(st.refused == 0 && st.batches > 0);
+    loom_loop_close(l);
+    return 0;
+}
+
+static void test_in_2d(void **state)
+{
+    (void)state;
+    harness_result r;
+    for (int W = 1; W <= 3; W++) assert_int_equal(harness_run(1, W, twod_worker, NULL, &r), 0);
+}
+
 static int undeclared_worker(loom_node *n, int rank, void *arg)
 {
     int mode = *(const int *)arg;
@@ -297,6 +408,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equal_to_whole),
+        cmocka_unit_test(test_in_2d),
         cmocka_unit_test(test_undeclared_refused),
         cmocka_unit_test(test_refused),
     };
