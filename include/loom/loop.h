@@ -151,6 +151,9 @@ int loom_loop_balance(const uint64_t *hist, size_t n, uint32_t parts, size_t *bo
 
 /* ---- running a loop on the workers of a job ---- */
 
+typedef struct loom_loop loom_loop;
+typedef struct loom_loop_rows loom_loop_rows;
+
 /* An array of rows the body reads or writes: row r is `width` values of
  * `type` (LOOM_F32, LOOM_F64, or LOOM_I32 and LOOM_I64 for counts, which
  * every table and merge adds exactly), and every access of it subscripts its first
@@ -163,9 +166,6 @@ int loom_loop_balance(const uint64_t *hist, size_t n, uint32_t parts, size_t *bo
  * (loom_loop_prefetch_decl), only the rows its elements list. It lives in the dense
  * table `table` (created by loom_loop_open, which every worker calls alike),
  * where it can be read after a run. */
-typedef struct loom_loop loom_loop;
-typedef struct loom_loop_rows loom_loop_rows;
-
 typedef struct loom_loop_array {
     uint32_t array; /* the number its accesses use */
     const char *table;
@@ -186,7 +186,9 @@ typedef struct loom_loop_array {
  * end of a block or a flush of a buffer on the array) the runtime pulls
  * the union of their rows from the table in one bulk pull (sorted, unique
  * keys), and gives each access of the array a loom_loop_fetched (below)
- * instead of the whole array. */
+ * instead of the whole array. rows_of is called once per element per batch
+ * (again in a later pass), before the elements of the batch run: it must list
+ * the same rows for the same element and value. */
 typedef struct loom_loop_prefetch_decl {
     uint32_t array; /* an array of the loop, every access of it A(*), read */
     void (*rows_of)(void *user, uint32_t array, const int64_t *index, double value,
@@ -218,7 +220,8 @@ const void *loom_loop_fetched_row(const loom_loop_fetched *f, uint64_t row);
 /* A prefetched array's traffic on this worker since the loop opened: bulk
  * pulls (batches), rows pulled (the unions' sizes; rows a flush of a buffer
  * on it pulled beside the batch's included) and refused reads (rows an
- * element had not declared). */
+ * element had not declared). LOOM_EINVAL for an array that is not
+ * prefetched. */
 typedef struct loom_loop_prefetch_stats {
     uint64_t batches, rows_pulled, refused;
 } loom_loop_prefetch_stats;
