@@ -151,6 +151,9 @@ int loom_loop_balance(const uint64_t *hist, size_t n, uint32_t parts, size_t *bo
 
 /* ---- running a loop on the workers of a job ---- */
 
+typedef struct loom_loop loom_loop;
+typedef struct loom_loop_rows loom_loop_rows;
+
 /* An array of rows the body reads or writes: row r is `width` values of
  * `type` (LOOM_F32, LOOM_F64, or LOOM_I32 and LOOM_I64 for counts, which
  * every table and merge adds exactly), and every access of it subscripts its first
@@ -159,7 +162,8 @@ int loom_loop_balance(const uint64_t *hist, size_t n, uint32_t parts, size_t *bo
  * a constant (a column of the row), and any others by '*': W(i, *), H(j, *),
  * g(i), x(i, j - 1); or every access reaches it whole, by '*' alone: w(*), read
  * only (it is written through a buffer), each worker reading all of it at a
- * run's start and after each flush of a buffer on it. It lives in the dense
+ * run's start and after each flush of a buffer on it, or, declared prefetched
+ * (loom_loop_prefetch_decl), only the rows its elements list. It lives in the dense
  * table `table` (created by loom_loop_open, which every worker calls alike),
  * where it can be read after a run. */
 typedef struct loom_loop_array {
@@ -172,6 +176,56 @@ typedef struct loom_loop_array {
      * that first holds it; NULL: zeros. */
     void (*init)(void *user, uint32_t array, uint64_t row, void *values);
 } loom_loop_array;
+
+/* An array reached whole, A(*), may instead be hosted on the servers and
+ * prefetched (Orion's server-hosted DistArrays with bulk prefetch): no
+ * worker holds a copy; rows_of lists, with loom_loop_rows_add(), the rows
+ * the element (index, value) will read, in the order the body wants them
+ * (repeats allowed: e.g. the feature ids of a sample). Before running the
+ * elements of a batch (at most `batch` elements, 0: 256, never across the
+ * end of a block or a flush of a buffer on the array) the runtime pulls
+ * the union of their rows from the table in one bulk pull (sorted, unique
+ * keys), and gives each access of the array a loom_loop_fetched (below)
+ * instead of the whole array. rows_of is called once per element per batch
+ * (again in a later pass), before the elements of the batch run: it must list
+ * the same rows for the same element and value. */
+typedef struct loom_loop_prefetch_decl {
+    uint32_t array; /* an array of the loop, every access of it A(*), read */
+    void (*rows_of)(void *user, uint32_t array, const int64_t *index, double value,
+                    loom_loop_rows *out);
+    uint64_t batch;
+} loom_loop_prefetch_decl;
+
+/* rows_of's list: add row `row` (0 .. rows - 1; a row outside the array
+ * fails the run with LOOM_EKEYRANGE). */
+void loom_loop_rows_add(loom_loop_rows *out, uint64_t row);
+
+/* What the body gets for an access of a prefetched array: the n rows its
+ * element declared, in rows_of's order, row[k] and its values value[k]
+ * (width values of the array's type, as pulled for the batch), and the
+ * runtime's state, for loom_loop_fetched_row(). */
+typedef struct loom_loop_prefetch loom_loop_prefetch;
+typedef struct loom_loop_fetched {
+    size_t n;
+    const uint64_t *row;
+    const void *const *value;
+    loom_loop_prefetch *prefetch;
+} loom_loop_fetched;
+
+/* The values of row `row` of a prefetched array, which the element must
+ * have declared; NULL for one it did not: the access is counted and the
+ * run returns LOOM_EKEYRANGE (never values the body did not ask for). */
+const void *loom_loop_fetched_row(const loom_loop_fetched *f, uint64_t row);
+
+/* A prefetched array's traffic on this worker since the loop opened: bulk
+ * pulls (batches), rows pulled (the unions' sizes; rows a flush of a buffer
+ * on it pulled beside the batch's included) and refused reads (rows an
+ * element had not declared). LOOM_EINVAL for an array that is not
+ * prefetched. */
+typedef struct loom_loop_prefetch_stats {
+    uint64_t batches, rows_pulled, refused;
+} loom_loop_prefetch_stats;
+int loom_loop_prefetch_stats_of(const loom_loop *l, uint32_t array, loom_loop_prefetch_stats *out);
 
 /* A per-worker value the body adds to (Orion's accumulator): `width` values
  * of `type` (LOOM_F32, LOOM_F64, LOOM_I32, LOOM_I64) reduced by sum, min or
@@ -208,7 +262,9 @@ typedef struct loom_loop_accum_decl {
  * space index; only rows this worker holds may be written), or one reached
  * whole, as A(*), which lives on the servers: there the change the merge
  * made is added into the table, and the worker's copy of the array is read
- * again, so merges of several workers add up. */
+ * again (a prefetched array: the merge gets the row as the current batch
+ * holds it, or pulled at the flush, and the batch is dropped), so merges of
+ * several workers add up. */
 typedef struct loom_loop_buffer_decl {
     uint32_t id;     /* the number loom_loop_buffer() takes */
     uint32_t target; /* the array its writes merge into */
@@ -228,7 +284,9 @@ typedef struct loom_loop_buffer loom_loop_buffer;
  * holding the element's value, which the body may change: the element keeps
  * the new value for the passes after (an LDA token's topic; Orion's loops
  * over a DistArray that write its elements). Elements may share their
- * indices (a word twice in one document): each keeps its own value. */
+ * indices (a word twice in one document): each keeps its own value. An
+ * access of a prefetched array gets a const loom_loop_fetched * (the rows
+ * the element declared) instead of the array. */
 typedef void (*loom_loop_body_fn)(void *user, const int64_t *index, double value,
                                   void *const *rows);
 
@@ -260,9 +318,10 @@ typedef struct loom_loop_opts {
     size_t naccums;
     const loom_loop_buffer_decl *buffers;
     size_t nbuffers;
+    /* Arrays reached whole that are prefetched rather than copied. */
+    const loom_loop_prefetch_decl *prefetch;
+    size_t nprefetch;
 } loom_loop_opts;
-
-typedef struct loom_loop loom_loop;
 
 /* Plan the loop and prepare it on this worker: every worker calls it with the
  * same options (but its own elements), in the same order as its other

@@ -1,6 +1,7 @@
 /* loop_impl.h: what the files of a running loop share (loom/loop.h):
  * loop_run.c opens and runs it, loop_write.c keeps what the body writes
- * outside the declared accesses (accumulators and write buffers). */
+ * outside the declared accesses (accumulators and write buffers),
+ * loop_prefetch.c pulls the rows of server-hosted arrays in batches. */
 #ifndef LOOM_SCHED_LOOP_IMPL_H
 #define LOOM_SCHED_LOOP_IMPL_H
 
@@ -11,9 +12,38 @@
 #include "loom/sched.h"
 
 /* Where an array's rows live: local (keyed by the space index: the rows of
- * this worker's space block), rotated (keyed by the 2D time index), or whole
- * (reached as A(*): on the servers, each worker holding a copy). */
-enum { ROLE_SPACE = 1, ROLE_ROTATED = 2, ROLE_WHOLE = 3 };
+ * this worker's space block), rotated (keyed by the 2D time index), whole
+ * (reached as A(*): on the servers, each worker holding a copy) or
+ * prefetched (reached as A(*) with rows_of: on the servers, each worker
+ * holding the rows of its current batch). */
+enum { ROLE_SPACE = 1, ROLE_ROTATED = 2, ROLE_WHOLE = 3, ROLE_PREFETCH = 4 };
+
+/* rows_of's list: the rows the elements of a batch declare, in order */
+struct loom_loop_rows {
+    uint64_t *row;
+    size_t n, cap;
+    uint64_t limit; /* the array's rows */
+    int bad;        /* a row outside the array, or no memory */
+};
+
+/* A prefetched array's batch: elements [lo, hi) of the worker's, the rows
+ * each declared (start: hi - lo + 1 offsets into r), the union of them
+ * (keys, sorted and unique) and their values as pulled (vals), and per
+ * declared row the pointer to its values (ptr). */
+struct loom_loop_prefetch {
+    loom_loop *l;
+    struct loop_array *a;
+    struct loom_loop_rows r;
+    size_t lo, hi, *start, start_cap;
+    int valid;
+    uint64_t *keys;
+    size_t nkeys, keys_cap;
+    uint8_t *vals;
+    const void **ptr;
+    size_t ptr_cap;
+    loom_loop_fetched cur; /* what the body gets */
+    loom_loop_prefetch_stats stats;
+};
 
 /* acc_arr of an access of the iteration space: read (the body gets NULL),
  * or writing the iteration's own element (the body gets its value) */
@@ -33,8 +63,10 @@ typedef struct loop_array {
     size_t row_bytes;
     uint64_t lo, hi; /* ROLE_SPACE: the rows this worker keeps; ROLE_WHOLE: all */
     uint8_t *rows, *pushed;
-    uint32_t halo;      /* rows before its own an access reads (wavefront) */
-    uint8_t *halo_rows; /* ROLE_SPACE in a wavefront: the loop's halo rows before lo */
+    uint32_t halo;                 /* rows before its own an access reads (wavefront) */
+    uint8_t *halo_rows;            /* ROLE_SPACE in a wavefront: the loop's halo rows before lo */
+    loom_loop_prefetch_decl pd;    /* its prefetch declaration (rows_of NULL: none) */
+    struct loom_loop_prefetch *pf; /* ROLE_PREFETCH */
 } loop_array;
 
 /* An element of the iteration space as a worker keeps and sends it: its
@@ -61,7 +93,8 @@ struct loom_loop_buffer {
     uint64_t *list;   /* the rows written since the last flush, in order */
     size_t nlist;
     uint8_t *scratch; /* for writes outside the target */
-    uint8_t *delta;   /* whole targets: the changes pushed */
+    uint8_t *delta;   /* whole and prefetched targets: the changes pushed */
+    size_t delta_cap; /* rows delta has room for */
     int bad;          /* a write outside the target was made */
 };
 
@@ -90,8 +123,10 @@ struct loom_loop {
     void **rowptr;
     loop_accum *accum;
     struct loom_loop_buffer *buf;
-    uint64_t runs; /* runs so far: the accumulators' messages' version */
-    int rc;        /* the first error of a body's writes in this run */
+    uint64_t runs;    /* runs so far: the accumulators' messages' version */
+    int rc;           /* the first error of a body's writes in this run */
+    size_t blk_end;   /* one past the last element of the block running */
+    uint64_t refused; /* reads of prefetched rows not declared */
 };
 
 int loop_refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -119,6 +154,17 @@ void loop_write_close(loom_loop *l);
 /* One element: the rows its accesses touch, the body, the buffers' count
  * (loop_run.c). */
 int loop_run_one(loom_loop *l, elem *e, const loom_sched_task *task);
+/* loop_prefetch.c: allocate the batches of prefetched arrays (after
+ * open_arrays), the fetched rows of element i (gathering and pulling a batch
+ * from i when i is outside the current one; NULL with *rc set on failure),
+ * drop every batch (a block's end, a flush), the values of row r in a's
+ * batch or NULL, count rows pulled beside a batch, free. */
+int loop_prefetch_open(loom_loop *l);
+loom_loop_fetched *loop_prefetch_at(loom_loop *l, loop_array *a, size_t i, int *rc);
+void loop_prefetch_drop(loom_loop *l);
+const uint8_t *loop_prefetch_value(const loop_array *a, uint64_t r);
+void loop_prefetch_close(loom_loop *l);
+
 /* loop_wave.c: give every space block but the last the halo's rows
  * (LOOM_EINVAL if the space index is too short), allocate the halos, run
  * passes of the wavefront's steps. */

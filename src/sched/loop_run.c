@@ -70,7 +70,7 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
 {
     const loom_loop_opts *o = &l->o;
     if (!o->body || (o->n && (!o->indices || !o->values)) || !o->extents ||
-        (o->narrays && !o->arrays))
+        (o->narrays && !o->arrays) || (o->nprefetch && !o->prefetch))
         return loop_refuse(err, errlen, LOOM_EINVAL,
                            "a loop needs a body, extents and its elements");
     int wave = loom_loop_plan_kind(l->plan) == LOOM_LOOP_WAVEFRONT;
@@ -147,6 +147,17 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
                                (unsigned long long)a->a.rows, a->key,
                                (unsigned long long)o->extents[a->key] - 1);
     }
+    for (size_t k = 0; k < o->nprefetch; k++) {
+        const loom_loop_prefetch_decl *pd = &o->prefetch[k];
+        int s = loop_slot_of(l, pd->array);
+        if (s < 0 || !pd->rows_of || l->arr[s].pd.rows_of)
+            return loop_refuse(err, errlen, LOOM_EINVAL, "prefetch declaration %zu: array %u %s", k,
+                               pd->array,
+                               s < 0          ? "is not among the loop's arrays"
+                               : !pd->rows_of ? "has no rows_of function"
+                                              : "is declared prefetched twice");
+        l->arr[s].pd = *pd;
+    }
     /* an array only a buffer writes is reached whole */
     for (size_t b = 0; b < o->nbuffers && o->buffers; b++) {
         int s = loop_slot_of(l, o->buffers[b].target);
@@ -170,7 +181,13 @@ static int assign_roles(loom_loop *l, char *err, size_t errlen)
     for (size_t i = 0; i < l->narr; i++) {
         loop_array *a = &l->arr[i];
         if (a->key == LOOP_KEY_WHOLE) {
-            a->role = ROLE_WHOLE;
+            a->role = a->pd.rows_of ? ROLE_PREFETCH : ROLE_WHOLE;
+        } else if (a->pd.rows_of) {
+            return loop_refuse(
+                err, errlen, LOOM_EINVAL,
+                "array %u is declared prefetched, but is reached by loop index %u: a "
+                "prefetched array is declared whole, A(*), and read only",
+                a->a.array, a->key);
         } else if (a->key == l->space) {
             a->role = ROLE_SPACE;
         } else if (kind == LOOM_LOOP_2D && a->key == l->time && l->rotated < 0) {
@@ -196,7 +213,8 @@ static int assign_roles(loom_loop *l, char *err, size_t errlen)
     /* Iterations that share no element, and no array kept by blocks: each
      * worker runs the elements it was given (Orion's data parallelism). */
     l->stay = !loom_loop_plan_deps(l->plan);
-    for (size_t i = 0; i < l->narr; i++) l->stay &= l->arr[i].role == ROLE_WHOLE;
+    for (size_t i = 0; i < l->narr; i++)
+        l->stay &= l->arr[i].role == ROLE_WHOLE || l->arr[i].role == ROLE_PREFETCH;
     return 0;
 }
 
@@ -355,7 +373,8 @@ static int open_arrays(loom_loop *l)
         if (a->role == ROLE_SPACE) {
             lo = l->sb[l->rank];
             hi = l->rank + 1 == l->W ? a->a.rows : l->sb[l->rank + 1];
-        } else if (a->role == ROLE_WHOLE) { /* each worker starts a share of the rows */
+        } else if (a->role == ROLE_WHOLE || a->role == ROLE_PREFETCH) {
+            /* each worker starts a share of the rows */
             lo = a->a.rows * l->rank / l->W;
             hi = a->a.rows * (l->rank + 1) / l->W;
         } else {
@@ -375,10 +394,10 @@ static int open_arrays(loom_loop *l)
             if (hi > lo && !(rc = loom_push_range_async(a->t, lo, hi, rows, &ts)))
                 rc = loom_wait(l->node, ts);
             free(rows);
-            if (!rc && a->role == ROLE_WHOLE) { /* the worker's copy */
-                a->lo = 0, a->hi = a->a.rows;
-                if (!(a->rows = malloc(a->a.rows * a->row_bytes))) rc = LOOM_ENOMEM;
-            }
+            if (a->role == ROLE_WHOLE || a->role == ROLE_PREFETCH) a->lo = 0, a->hi = a->a.rows;
+            if (!rc && a->role == ROLE_WHOLE && /* the worker's copy */
+                !(a->rows = malloc(a->a.rows * a->row_bytes)))
+                rc = LOOM_ENOMEM;
         }
     }
     return rc ? rc : loom_barrier(l->node);
@@ -398,9 +417,14 @@ int loop_run_one(loom_loop *l, elem *e, const loom_sched_task *task)
             l->rowptr[k] = s == LOOP_ACC_ELEMENT ? &mine : NULL;
             continue;
         }
-        const loop_array *a = &l->arr[s];
+        loop_array *a = &l->arr[s];
         if (a->role == ROLE_WHOLE) {
             l->rowptr[k] = a->rows;
+            continue;
+        }
+        if (a->role == ROLE_PREFETCH) {
+            int rc = 0;
+            if (!(l->rowptr[k] = loop_prefetch_at(l, a, (size_t)(e - l->el), &rc))) return rc;
             continue;
         }
         const loom_access *ac = &l->acc[k];
@@ -422,9 +446,10 @@ int loop_run_one(loom_loop *l, elem *e, const loom_sched_task *task)
         }
         l->rowptr[k] = row;
     }
+    uint64_t refused = l->refused;
     l->o.body(l->o.user, x, v, l->rowptr);
     memcpy(&e->bits, &mine, 8);
-    return loop_after_body(l);
+    return l->refused != refused ? LOOM_EKEYRANGE : loop_after_body(l);
 }
 
 /* A block of a 2D step; its end flushes the buffers (Orion: the end of an
@@ -433,6 +458,7 @@ static int update(void *user, const loom_sched_task *task)
 {
     loom_loop *l = user;
     int rc = 0;
+    l->blk_end = l->bucket[task->block.index + 1];
     for (size_t i = l->bucket[task->block.index]; !rc && i < l->bucket[task->block.index + 1]; i++)
         rc = loop_run_one(l, &l->el[i], task);
     return rc ? rc : loop_flush_all(l);
@@ -510,6 +536,7 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
     if (!rc) rc = exchange(l);
     if (!rc) rc = open_arrays(l);
     if (!rc) rc = loop_buffers_ready(l);
+    if (!rc) rc = loop_prefetch_open(l);
     if (!rc && l->halo) rc = loop_wave_open(l);
     if (!rc && l->rotated >= 0) rc = open_engine(l);
     if (rc) {
@@ -549,7 +576,17 @@ int loom_loop_run(loom_loop *l, int64_t passes)
      * flush before every worker has read the values the run starts from
      * (SyncFor, loom/strads.h, depends on it). */
     int merges_whole = 0;
-    for (size_t k = 0; k < l->o.nbuffers; k++) merges_whole |= l->buf[k].target->role == ROLE_WHOLE;
+    for (size_t k = 0; k < l->o.nbuffers; k++)
+        merges_whole |=
+            l->buf[k].target->role == ROLE_WHOLE || l->buf[k].target->role == ROLE_PREFETCH;
+    /* A 1D run's first batch of each prefetched array is pulled before that
+     * barrier too: a run whose buffers flush only at its end then reads what
+     * a whole copy would have. */
+    loop_prefetch_drop(l);
+    l->blk_end = l->n;
+    for (size_t i = 0; i < l->narr && !rc && !l->engine && !l->wave && l->n; i++)
+        if (l->arr[i].role == ROLE_PREFETCH && !loop_prefetch_at(l, &l->arr[i], 0, &rc) && !rc)
+            rc = LOOM_EPROTO;
     if (!rc && merges_whole) rc = loom_barrier(l->node);
     if (!rc && l->engine) {
         rc = loom_sched_run(l->engine, passes);
@@ -607,6 +644,7 @@ void loom_loop_close(loom_loop *l)
         free(l->arr[i].pushed);
     }
     loop_write_close(l);
+    loop_prefetch_close(l);
     for (size_t i = 0; l->arr && i < l->narr; i++) free(l->arr[i].halo_rows);
     free(l->halo_msg);
     loom_loop_plan_free(l->plan);

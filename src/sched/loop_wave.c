@@ -71,6 +71,7 @@ int loop_wave_run(loom_loop *l, int64_t passes)
                                       l->halo_msg, l->halo_bytes, 0);
                 if (!rc) pack(l, 0);
             }
+            l->blk_end = l->bucket[b + 1];
             for (size_t i = l->bucket[b]; i < l->bucket[b + 1] && !rc; i++)
                 rc = loop_run_one(l, &l->el[i], NULL);
             if (!rc) rc = loop_flush_all(l);

@@ -13,7 +13,10 @@
  * calls the user's merge on each written row: a local target's row in place;
  * a whole target's row in the worker's copy, whose change (merged - copy) is
  * pushed into the table, after which the copy is read again (the other
- * workers' flushes included: their changes add up in the sum table). The
+ * workers' flushes included: their changes add up in the sum table); a
+ * prefetched target's row as the current batch holds it (pulled with the
+ * batch, or pulled at the flush for rows the batch lacks), whose change is
+ * pushed alike, after which the batch is dropped (loop_prefetch.c). The
  * count of body calls since the last flush triggers one at the delay bound;
  * loop_run.c flushes at the end of every block and run as well. */
 #include <float.h>
@@ -126,10 +129,11 @@ static int check_buffer(const loom_loop *l, size_t k, char *err, size_t errlen)
         return loop_refuse(err, errlen, LOOM_EINVAL,
                            "buffer %u targets array %u, which is not among this loop's arrays",
                            b->id, b->target);
-    if (l->arr[s].role != ROLE_SPACE && l->arr[s].role != ROLE_WHOLE)
+    if (l->arr[s].role == ROLE_ROTATED)
         return loop_refuse(err, errlen, LOOM_EINVAL,
                            "buffer %u targets array %u, which rotates among the workers: a "
-                           "buffer merges into an array kept local or reached whole (A(*))",
+                           "buffer merges into an array kept local or reached whole (A(*), "
+                           "copied or prefetched)",
                            b->id, b->target);
     return 0;
 }
@@ -175,10 +179,7 @@ int loop_buffers_ready(loom_loop *l)
         b->written = calloc(rows + 1, 1);
         b->list = malloc((rows + 1) * sizeof *b->list);
         b->scratch = malloc(rb);
-        b->delta = b->target->role == ROLE_WHOLE ? malloc((rows + 1) * rb) : NULL;
-        if (!b->rows || !b->written || !b->list || !b->scratch ||
-            (b->target->role == ROLE_WHOLE && !b->delta))
-            return LOOM_ENOMEM;
+        if (!b->rows || !b->written || !b->list || !b->scratch) return LOOM_ENOMEM;
     }
     return 0;
 }
@@ -215,6 +216,36 @@ int loop_read_whole(loop_array *a)
     return loom_pull_range(a->t, 0, a->a.rows, a->rows);
 }
 
+/* A prefetched target's written rows as this worker sees them, into delta:
+ * the batch's values where it holds the row (read when the batch was pulled,
+ * as a whole copy would have been), the others pulled in one request. */
+static int prefetched_rows(struct loom_loop_buffer *b)
+{
+    loop_array *t = b->target;
+    size_t rb = t->row_bytes, missing = 0;
+    for (size_t k = 0; k < b->nlist; k++) {
+        const uint8_t *v = loop_prefetch_value(t, b->list[k]);
+        if (v)
+            memcpy(b->delta + k * rb, v, rb);
+        else
+            missing++;
+    }
+    if (!missing) return 0;
+    uint64_t *want = malloc(missing * sizeof *want);
+    uint8_t *got = malloc(missing * rb);
+    int rc = want && got ? 0 : LOOM_ENOMEM;
+    size_t m = 0;
+    for (size_t k = 0; k < b->nlist && !rc; k++)
+        if (!loop_prefetch_value(t, b->list[k])) want[m++] = b->list[k];
+    if (!rc) rc = loom_pull(t->t, want, m, got);
+    for (size_t k = 0, j = 0; k < b->nlist && !rc; k++)
+        if (!loop_prefetch_value(t, b->list[k])) memcpy(b->delta + k * rb, got + j++ * rb, rb);
+    if (!rc) t->pf->stats.rows_pulled += m;
+    free(want);
+    free(got);
+    return rc;
+}
+
 static int flush(loom_loop *l, struct loom_loop_buffer *b)
 {
     b->calls = 0;
@@ -222,26 +253,40 @@ static int flush(loom_loop *l, struct loom_loop_buffer *b)
     if (!b->nlist) return 0;
     loop_array *t = b->target;
     size_t rb = t->row_bytes;
-    for (size_t k = 0; k < b->nlist; k++) {
+    int rc = 0;
+    if (t->role != ROLE_SPACE && 2 * b->nlist > b->delta_cap) { /* the changes, the rows seen */
+        uint8_t *d = realloc(b->delta, b->nlist * 2 * rb);
+        if (!d) return LOOM_ENOMEM;
+        b->delta = d, b->delta_cap = b->nlist * 2;
+    }
+    if (t->role == ROLE_PREFETCH) rc = prefetched_rows(b);
+    for (size_t k = 0; k < b->nlist && !rc; k++) {
         uint64_t r = b->list[k];
         uint8_t *upd = b->rows + (r - t->lo) * rb;
         if (t->role == ROLE_SPACE) {
             b->d.merge(l->o.user, r, t->rows + (r - t->lo) * rb, upd);
         } else {
-            uint8_t *d = b->delta + k * rb;
-            memcpy(d, t->rows + r * rb, rb);
+            /* the row as this worker sees it: its copy, or (prefetched) the
+             * value prefetched_rows left in delta */
+            uint8_t *d = b->delta + k * rb, *seen = b->delta + (b->nlist + k) * rb;
+            memcpy(seen, t->role == ROLE_WHOLE ? t->rows + r * rb : d, rb);
+            memcpy(d, seen, rb);
             b->d.merge(l->o.user, r, d, upd);
-            loop_diff(t->a.type, d, d, t->rows + r * rb, t->a.width);
+            loop_diff(t->a.type, d, d, seen, t->a.width);
         }
         memset(upd, 0, rb);
         b->written[r - t->lo] = 0;
     }
     size_t n = b->nlist;
     b->nlist = 0;
-    if (t->role == ROLE_SPACE) return 0;
+    if (rc || t->role == ROLE_SPACE) return rc;
     loom_ts ts;
-    int rc = loom_push_async(t->t, b->list, n, b->delta, &ts);
+    rc = loom_push_async(t->t, b->list, n, b->delta, &ts);
     if (!rc) rc = loom_wait(l->node, ts);
+    if (t->role == ROLE_PREFETCH) { /* the next elements pull the merged rows */
+        loop_prefetch_drop(l);
+        return rc;
+    }
     return rc ? rc : loop_read_whole(t);
 }
 
@@ -257,6 +302,7 @@ int loop_flush_all(loom_loop *l)
 {
     int rc = 0;
     for (size_t k = 0; k < l->o.nbuffers && !rc; k++) rc = flush(l, &l->buf[k]);
+    loop_prefetch_drop(l); /* a block's end: the next block pulls its own rows */
     return rc;
 }
 

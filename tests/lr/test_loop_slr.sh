@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/loop_slr (sparse LR written as a loop with its gradient in a write
-# buffer, loom/loop.h) against `loom train lr` at the same settings on a9a:
+# buffer and its weights prefetched per minibatch, loom/loop.h) against
+# `loom train lr` at the same settings on a9a:
 # 2 workers, 1 server, 3 passes, lr 0.1, minibatch 100, the sgd updater,
 # asp. Both are asynchronous, so the check is a tolerance: the loop's test
 # logloss after each pass within 2% of the app's (docs/BENCHMARKS.md records

@@ -1,0 +1,204 @@
+/* loop_prefetch: server-hosted arrays reached by data-dependent rows,
+ * pulled in bulk per batch of elements (loom/loop.h; Orion's server-hosted
+ * DistArrays and bulk prefetching, wei-thesis-bosen-orion.txt 3.5-3.6).
+ *
+ * Orion analyses the loop body to generate a function that, given an
+ * iteration, lists the rows of a server-hosted array it will read, and calls
+ * it for a batch of iterations before running them, to fetch the union in
+ * one request. In C the user writes that function: loom_loop_prefetch_decl.rows_of.
+ * When loop_run_one reaches an element outside the array's current batch,
+ * the batch is gathered from it: up to `prefetch` elements, never past the
+ * end of the block (the next block may run at another time, after other
+ * workers' merges) nor past the next flush of a buffer on the array (whose
+ * merge changes the rows: the elements after it must see the change, as
+ * they would with a whole copy read again). Their declared rows are sorted
+ * and made unique and pulled with one loom_pull(); each element's list of
+ * rows then points into the pulled values, so the body reads row k of its
+ * own list with no lookup, and loom_loop_fetched_row() finds a row by
+ * number in the element's own list, refusing (and counting) any it did not
+ * declare. A worker thus moves the rows its elements touch, not the array:
+ * for sparse LR on 20 million features, the few hundred of a minibatch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom/error.h"
+#include "sched/loop_impl.h"
+
+#define DEFAULT_BATCH 256
+
+void loom_loop_rows_add(loom_loop_rows *out, uint64_t row)
+{
+    if (!out || out->bad) return;
+    if (row >= out->limit) {
+        out->bad = LOOM_EKEYRANGE;
+        return;
+    }
+    if (out->n == out->cap) {
+        size_t cap = out->cap ? 2 * out->cap : 256;
+        uint64_t *r = realloc(out->row, cap * sizeof *r);
+        if (!r) {
+            out->bad = LOOM_ENOMEM;
+            return;
+        }
+        out->row = r, out->cap = cap;
+    }
+    out->row[out->n++] = row;
+}
+
+int loop_prefetch_open(loom_loop *l)
+{
+    for (size_t i = 0; i < l->narr; i++) {
+        loop_array *a = &l->arr[i];
+        if (a->role != ROLE_PREFETCH) continue;
+        if (!(a->pf = calloc(1, sizeof *a->pf))) return LOOM_ENOMEM;
+        a->pf->l = l;
+        a->pf->a = a;
+        a->pf->r.limit = a->a.rows;
+    }
+    return 0;
+}
+
+static int cmp_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* The position of row r among the sorted keys, or nkeys. */
+static size_t find_key(const struct loom_loop_prefetch *pf, uint64_t r)
+{
+    size_t lo = 0, hi = pf->nkeys;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pf->keys[mid] < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < pf->nkeys && pf->keys[lo] == r ? lo : pf->nkeys;
+}
+
+static int grow(void **p, size_t *cap, size_t want, size_t size)
+{
+    if (want <= *cap) return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < want) c *= 2;
+    void *n = realloc(*p, c * size);
+    if (!n) return LOOM_ENOMEM;
+    *p = n, *cap = c;
+    return 0;
+}
+
+/* Elements [i, i + count) of the batch from element i (see the top). */
+static size_t batch_size(const loom_loop *l, const loop_array *a, size_t i)
+{
+    uint64_t n = a->pd.batch ? a->pd.batch : DEFAULT_BATCH;
+    if (n > l->blk_end - i) n = l->blk_end - i;
+    for (size_t k = 0; k < l->o.nbuffers; k++) {
+        const struct loom_loop_buffer *b = &l->buf[k];
+        if (b->target == a && b->d.delay - b->calls < n) n = b->d.delay - b->calls;
+    }
+    return n ? (size_t)n : 1;
+}
+
+static int gather(loom_loop *l, loop_array *a, size_t i)
+{
+    struct loom_loop_prefetch *pf = a->pf;
+    size_t count = batch_size(l, a, i);
+    pf->valid = 0;
+    pf->r.n = 0;
+    int rc = grow((void **)&pf->start, &pf->start_cap, count + 1, sizeof *pf->start);
+    for (size_t j = 0; j < count && !rc; j++) {
+        const elem *e = &l->el[i + j];
+        double v;
+        memcpy(&v, &e->bits, 8);
+        pf->start[j] = pf->r.n;
+        a->pd.rows_of(l->o.user, a->a.array, &e->key[1], v, &pf->r);
+        rc = pf->r.bad;
+    }
+    if (rc) return rc;
+    pf->start[count] = pf->r.n;
+    size_t n = pf->r.n;
+    if ((rc = grow((void **)&pf->keys, &pf->keys_cap, n + 1, sizeof *pf->keys)) ||
+        (rc = grow((void **)&pf->ptr, &pf->ptr_cap, n + 1, sizeof *pf->ptr)))
+        return rc;
+    memcpy(pf->keys, pf->r.row, n * sizeof *pf->keys);
+    qsort(pf->keys, n, sizeof *pf->keys, cmp_u64);
+    size_t u = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!u || pf->keys[k] != pf->keys[u - 1]) pf->keys[u++] = pf->keys[k];
+    pf->nkeys = u;
+    /* vals: sized with keys_cap, which only grows */
+    uint8_t *vals = realloc(pf->vals, (pf->keys_cap + 1) * a->row_bytes);
+    if (!vals) return LOOM_ENOMEM;
+    pf->vals = vals;
+    if (u && (rc = loom_pull(a->t, pf->keys, u, pf->vals))) return rc;
+    for (size_t k = 0; k < n; k++)
+        pf->ptr[k] = pf->vals + find_key(pf, pf->r.row[k]) * a->row_bytes;
+    pf->lo = i, pf->hi = i + count, pf->valid = 1;
+    pf->stats.batches++;
+    pf->stats.rows_pulled += u;
+    return 0;
+}
+
+loom_loop_fetched *loop_prefetch_at(loom_loop *l, loop_array *a, size_t i, int *rc)
+{
+    struct loom_loop_prefetch *pf = a->pf;
+    if (!pf->valid || i < pf->lo || i >= pf->hi) {
+        if ((*rc = gather(l, a, i))) return NULL;
+    }
+    size_t j = i - pf->lo;
+    pf->cur.n = pf->start[j + 1] - pf->start[j];
+    pf->cur.row = pf->r.row + pf->start[j];
+    pf->cur.value = pf->ptr + pf->start[j];
+    pf->cur.prefetch = pf;
+    return &pf->cur;
+}
+
+void loop_prefetch_drop(loom_loop *l)
+{
+    for (size_t i = 0; i < l->narr; i++)
+        if (l->arr[i].pf) l->arr[i].pf->valid = 0;
+}
+
+const uint8_t *loop_prefetch_value(const loop_array *a, uint64_t r)
+{
+    const struct loom_loop_prefetch *pf = a->pf;
+    if (!pf || !pf->valid) return NULL;
+    size_t k = find_key(pf, r);
+    return k < pf->nkeys ? pf->vals + k * a->row_bytes : NULL;
+}
+
+const void *loom_loop_fetched_row(const loom_loop_fetched *f, uint64_t row)
+{
+    if (!f) return NULL;
+    for (size_t k = 0; k < f->n; k++)
+        if (f->row[k] == row) return f->value[k];
+    if (f->prefetch) {
+        f->prefetch->stats.refused++;
+        f->prefetch->l->refused++;
+    }
+    return NULL;
+}
+
+int loom_loop_prefetch_stats_of(const loom_loop *l, uint32_t array, loom_loop_prefetch_stats *out)
+{
+    int s = l && out ? loop_slot_of(l, array) : -1;
+    if (s < 0 || !l->arr[s].pf) return LOOM_EINVAL;
+    *out = l->arr[s].pf->stats;
+    return 0;
+}
+
+void loop_prefetch_close(loom_loop *l)
+{
+    for (size_t i = 0; l->arr && i < l->narr; i++) {
+        struct loom_loop_prefetch *pf = l->arr[i].pf;
+        if (!pf) continue;
+        free(pf->r.row);
+        free(pf->start);
+        free(pf->keys);
+        free(pf->vals);
+        free(pf->ptr);
+        free(pf);
+    }
+}
