@@ -70,10 +70,10 @@ static int scan_words(worker *w, uint64_t first, uint64_t step, double *ll)
         for (size_t i = 0; i < n; i++)
             for (size_t k = 0; k < K; k++) {
                 int32_t c = w->vals[i * K + k];
-                if (c >= 0) {
+                if (c > 0) { /* zeros, nearly all counts at large K, add nothing */
                     cols[k] += c;
                     cols[K] += c;
-                } else if (cols[K + 1]++ == 0) {
+                } else if (c < 0 && cols[K + 1]++ == 0) {
                     fprintf(stderr,
                             PROG ": worker %d: word %" PRIu64 " topic %zu has count %" PRId32 "\n",
                             w->rank, w->words[i], k, c);
