@@ -73,13 +73,20 @@ exactly_once() {
 # stop_holding: stop worker 1 (SIGSTOP) at a moment it holds a part. Stopped,
 # it can neither finish nor ask: what the scheduler last handed it and has not
 # heard finished is what it holds (if nothing, it is continued and stopped
-# again). Sets victim, epoch and part; the deadline is the caller's.
+# again). Only a part nobody held before it in the epoch counts: on a loaded
+# machine parts time out everywhere, and a part handed on after a timeout may
+# still be finished first by the worker it timed out at, never timing out at
+# worker 1. Sets victim, epoch and part; the deadline is the caller's.
 stop_holding() {
     local held=''
     victim=$(role_pid worker 1) || { cp job.out err; fail "cannot find worker 1's process"; }
     while :; do
         kill -STOP "$victim"
-        held=$(awk '/^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* to worker 1$/ { h = $5 " " $7 }
+        held=$(awk '/^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* to worker [0-9]*$/ {
+                        k = $5 " " $7
+                        if ($NF == 1) h = (k in given) ? "" : k
+                        given[k] = 1
+                    }
                     /^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker 1$/ { h = "" }
                     /^\[scheduler\] .*parts: epoch [0-9]*: part [0-9]* back in the pool \(worker 1 / { h = "" }
                     /^\[scheduler\] info: parts: epoch [0-9]* over/ { h = "" }
