@@ -127,7 +127,8 @@ void srv_on_clock(loom_node *n, void *ctx, node_msg *m)
         log_info("worker %d joined at clock %" PRId64, w, at);
         return;
     }
-    if (w >= 0 && m->h.clock < s->clocks.of[w] && m->h.clock <= s->joined_at[w])
+    if (w >= 0 && s->joined_at[w] >= 0 && m->h.clock >= 0 && m->h.clock < s->clocks.of[w] &&
+        m->h.clock <= s->joined_at[w])
         return; /* a joined worker's clocks below where this server entered it */
     if (w < 0 || m->h.clock < s->clocks.of[w]) {
         node_drop(n, m, "clock from a non-worker or going backwards");
