@@ -354,6 +354,16 @@ static int usage(void)
     return 2;
 }
 
+/* The first run: the body adds each token's initial topic (s->counting, which
+ * it reads during the run) instead of sampling. */
+static int count_pass(loom_loop *l, lda_loop *s)
+{
+    s->counting = 1;
+    int rc = loom_loop_run(l, 1);
+    s->counting = 0;
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
 #ifdef M_MMAP_THRESHOLD
@@ -501,9 +511,7 @@ int main(int argc, char **argv)
     if (!s.tb || !s.wgen || !s.woff || !s.wlen || !s.rng || !s.nk || !s.coef || !s.qval ||
         !s.dtopics || !s.dpos)
         rc = LOOM_ENOMEM;
-    s.counting = 1; /* the initial counts */
-    if (!rc) rc = loom_loop_run(l, 1);
-    s.counting = 0;
+    if (!rc) rc = count_pass(l, &s);
     if (!rc && me == 0)
         fprintf(stderr, "loop_lda: %s; %zu tokens here, %.2f s to open and count\n",
                 loom_loop_plan_explain(loom_loop_get_plan(l)), loom_loop_elements(l),

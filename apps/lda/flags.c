@@ -167,7 +167,7 @@ int lda_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
         static const char *const data_only[] = {"--consistency", "--syncs", "--steps",
                                                 "--priority"};
         for (size_t k = 0; k < sizeof data_only / sizeof *data_only; k++)
-            if (GIVEN(data_only[k]))
+            if (app_flag_get(flags, NFLAGS, v, data_only[k]))
                 return app_usage(err, errlen, "%s is for --schedule data, not rotation",
                                  data_only[k]);
         if (c->job.threads > 1)
