@@ -15,6 +15,8 @@
 set -u
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/lda.sh
+source "$(dirname "$0")/../lib/lda.sh"
 LOOM=$1 LDA_CHECK=$2
 work_dir lda-rot
 trap remove_work EXIT
@@ -65,13 +67,7 @@ cat "$WORK"/log.0 "$WORK"/log.1 "$WORK"/log.2 | awk -v W=3 -v I=30 '
 # workers' changes of the totals arrive), so the check is against the worst
 # of three sequential chains, with room for one chain landing lower.
 got=$(sed -n 's/.*"iteration": 30,.*"log_likelihood": \([^,]*\),.*/\1/p' "$WORK/job.json")
-worst=0
-for seed in 1 2 3; do
-    "$LDA_CHECK" --ll-out "$WORK/ref.ll" -- --train "$WORK/g.ldac" --topics 8 --iterations 30 \
-        --eval-every 10 --seed "$seed" >/dev/null || fail "lda_check failed"
-    ll=$(awk '$1 == 30 { print $2 }' "$WORK/ref.ll")
-    worst=$(awk -v a="$ll" -v b="$worst" 'BEGIN { print (b == 0 || a < b) ? a : b }')
-done
+worst=$(worst_sequential_ll "$LDA_CHECK" "$WORK/g.ldac" 8 30)
 echo "log-likelihood after 30 iterations: 3 workers $got, worst of 3 sequential chains $worst"
 numeric_check 'g >= w * 1.05' g="$got" w="$worst" ||
     fail "3 workers' log-likelihood $got is more than 5% below the sequential chains' $worst"
