@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lda.sh: what the LDA job tests share (source after common.sh).
 
 # worst_sequential_ll LDA_CHECK CORPUS TOPICS ITERATIONS: the lowest
