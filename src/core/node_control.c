@@ -72,7 +72,10 @@ void node_fail(loom_node *n, uint32_t dead, const char *fmt, ...)
     node_note_death(n, dead, why, 1); /* the scheduler's: the page notes it, every node hears it */
     if (n->cfg.on_failure == LOOM_ON_FAILURE_EXIT) {
         /* Closing with linger, then terminating the context, gives the
-         * NODE_FAILED broadcast its chance to leave before the process ends. */
+         * NODE_FAILED broadcast its chance to leave before the process ends.
+         * What waits for the dead node itself can never leave: lingering on
+         * it would only delay the exit by the whole linger. */
+        if (dead != n->id) node_drop_unsent(n, dead);
         node_close_all_sockets(n, LOOM_EPEERFAIL);
         zmq_ctx_term(n->zctx);
         fflush(stdout);

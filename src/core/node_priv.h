@@ -351,6 +351,8 @@ int node_bind_router(loom_node *n);
 int node_connect_dealer(loom_node *n, uint32_t peer_id);
 /* Close every socket; later sends fail with `why`. */
 void node_close_all_sockets(loom_node *n, int why);
+/* Drop what is still queued for `dead` when its socket closes. */
+void node_drop_unsent(loom_node *n, uint32_t dead);
 /* Node id's replacement: bind its new routing id and address, and replace our
  * DEALER to it if we had one (a new one connects to the new address). */
 int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr);

@@ -55,6 +55,21 @@ static void close_socket(void **s)
     *s = NULL;
 }
 
+/* Messages still queued for `dead` are dropped when its socket closes
+ * instead of lingering: a dead peer never takes them. When the dead one is
+ * the scheduler, the job has ended for every node and nothing queued here
+ * has anyone left to act on it, so every socket drops what it holds. */
+void node_drop_unsent(loom_node *n, uint32_t dead)
+{
+    int zero = 0;
+    pthread_mutex_lock(&n->sock_mu);
+    for (uint32_t i = 0; i < n->nnodes; i++)
+        if (n->peers[i].dealer && (i == dead || dead == 0))
+            zmq_setsockopt(n->peers[i].dealer, ZMQ_LINGER, &zero, sizeof zero);
+    if (dead == 0 && n->router) zmq_setsockopt(n->router, ZMQ_LINGER, &zero, sizeof zero);
+    pthread_mutex_unlock(&n->sock_mu);
+}
+
 /* Close every socket; later sends fail with `why`. */
 void node_close_all_sockets(loom_node *n, int why)
 {
