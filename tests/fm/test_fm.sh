@@ -7,7 +7,7 @@
 #   planted     on `loom gen fm` data with planted interactions fm's test
 #               logloss beats lr's (FTRL, same rate) by 0.02; on data without
 #               them (--interactions 0) fm is within 0.005 of lr; fm whose
-#               threshold no feature passes is lr (test logloss to 1e-6)
+#               threshold no feature passes is lr (test logloss to 1e-5)
 #   constraint  click-log-like data (mostly rare features): --threshold 50
 #               allocates at least 3x fewer V rows than --threshold 0 and its
 #               test logloss is no worse (within 0.002); the model file holds
@@ -82,11 +82,13 @@ planted)
             --metrics lr-$d.json
         echo "$d: fm $(metric fm-$d.json test_logloss)  lr $(metric lr-$d.json test_logloss)"
     done
-    # fm with no V at all is lr with FTRL: the same test logloss (up to the order
-    # in which the servers add the two workers' gradients).
+    # fm with no V at all is lr with FTRL: the same test logloss up to the order
+    # in which the servers add the two workers' gradients, which moves either
+    # one's by up to about 1e-6 from run to run (measured: 0.4557643-0.4557653
+    # over ten runs); any V row, or a different w update, moves it by 1e-3.
     train fm --train off.tr --test off.te --epochs 6 --lr 1 --consistency bsp \
         --threshold 1000000 --metrics fm-nov.json
-    numeric_check 'fm - lr < 1e-6 && lr - fm < 1e-6' fm="$(metric fm-nov.json test_logloss)" \
+    numeric_check 'fm - lr < 1e-5 && lr - fm < 1e-5' fm="$(metric fm-nov.json test_logloss)" \
         lr="$(metric lr-off.json test_logloss)" || fail "fm without V is not lr"
     numeric_check 'fm < lr - 0.02' fm="$(metric fm-on.json test_logloss)" \
         lr="$(metric lr-on.json test_logloss)" || fail "fm does not beat lr on planted interactions"
