@@ -523,9 +523,11 @@ int node_add_lost(loom_node *n, node_lost_fn fn, void *ctx)
     return 0;
 }
 
-void node_run_lost(loom_node *n, uint32_t worker)
+int node_run_lost(loom_node *n, uint32_t worker)
 {
-    for (int i = 0; i < n->nlost; i++) n->lost[i].fn(n, n->lost[i].ctx, worker);
+    int taken_over = 0;
+    for (int i = 0; i < n->nlost; i++) taken_over |= n->lost[i].fn(n, n->lost[i].ctx, worker);
+    return taken_over;
 }
 
 int node_set_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx)

@@ -223,8 +223,10 @@ int node_add_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx);
  * subscriber fn(n, ctx, worker) runs on the I/O thread after the membership
  * counted the worker done and before the barriers and the end are judged
  * again, so a layer that gave the worker work (src/sched/parts_coord.c: its
- * data parts) takes it back first. */
-typedef void (*node_lost_fn)(loom_node *n, void *ctx, uint32_t worker);
+ * data parts) takes it back first. A subscriber returns 1 when it hands the
+ * worker's data to the others (then the scheduler's line does not call the
+ * worker's share lost), else 0. */
+typedef int (*node_lost_fn)(loom_node *n, void *ctx, uint32_t worker);
 int node_add_lost(loom_node *n, node_lost_fn fn, void *ctx);
 /* Scheduler: whether a worker may join the running job now (docs/ELASTIC.md):
  * the gate fn(n, ctx), if a layer set one, returns 0 while a newcomer could

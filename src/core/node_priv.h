@@ -318,8 +318,9 @@ uint64_t node_run_timers(loom_node *n, uint64_t now);
 /* Run the failover subscribers for node `dead` (node_add_failover): 1 if
  * the node survives the death. */
 int node_run_failover(loom_node *n, uint32_t dead);
-/* Run the lost subscribers for worker node `worker` (node_add_lost). */
-void node_run_lost(loom_node *n, uint32_t worker);
+/* Run the lost subscribers for worker node `worker` (node_add_lost): 1 if
+ * one of them hands the worker's data to the others. */
+int node_run_lost(loom_node *n, uint32_t worker);
 /* Whether a worker may join now (the join gate; 1 without one). */
 int node_join_allowed(loom_node *n);
 /* Run the rejoin subscribers for node `id` (node_add_rejoin). */

@@ -642,12 +642,6 @@ static void lose_worker(loom_node *n, uint32_t id, const char *who, uint64_t sil
         s->barrier_seen[id] = 0;
         s->barrier_arrived--;
     }
-    char share[64] = "size unknown: the app reported no \"share\" metric";
-    if (p->share > 0) snprintf(share, sizeof share, "%.0f rows, ratings or documents", p->share);
-    log_warn("%s died: no heartbeat for %" PRIu64 " ms; going on without it "
-             "(--on-worker-failure continue): its share of the data is lost (worker %d of %d, "
-             "%s); %" PRIu32 " of %d workers lost",
-             who, silent, p->rank, n->cfg.num_workers, share, s->workers_lost, n->cfg.num_workers);
     uint64_t b = p->share > 0 ? (uint64_t)p->share : 0;
     node_note_lost(n, id, p->share);
     for (uint32_t i = 1; i < n->nnodes; i++)
@@ -657,7 +651,21 @@ static void lose_worker(loom_node *n, uint32_t id, const char *who, uint64_t sil
         node_msg m = {.from = 0, .h = {.type = MSG_WORKER_LOST, .a = id, .b = b}};
         h->fn(n, h->ctx, &m);
     }
-    node_run_lost(n, id);
+    /* After the subscribers, which know whether the worker's data is handed
+     * to the others (data parts) or went with it (a fixed share). */
+    const char *data = "its data goes to the other workers";
+    char share[80] = "";
+    if (!node_run_lost(n, id)) {
+        data = "its share of the data is lost";
+        if (p->share > 0)
+            snprintf(share, sizeof share, ", %.0f rows, ratings or documents", p->share);
+        else
+            snprintf(share, sizeof share, ", size unknown: the app reported no \"share\" metric");
+    }
+    log_warn(
+        "%s died: no heartbeat for %" PRIu64 " ms; going on without it "
+        "(--on-worker-failure continue): %s (worker %d of %d%s); %" PRIu32 " of %d workers lost",
+        who, silent, data, p->rank, n->cfg.num_workers, share, s->workers_lost, n->cfg.num_workers);
     maybe_release_barrier(n);
     end_if_workers_done(n);
 }

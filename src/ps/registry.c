@@ -254,16 +254,17 @@ static void worker_joined(loom_node *n, registry *r, uint32_t id, int w)
 /* The job goes on without worker node `id` (node_add_lost: lost, left, or a
  * free slot at the start): its clocks count as done, here and on every
  * server, which a worker that left told itself but a free slot cannot. */
-static void registry_lost(loom_node *n, void *ctx, uint32_t id)
+static int registry_lost(loom_node *n, void *ctx, uint32_t id)
 {
     registry *r = ctx;
     int w;
-    if (node_peer_role(n, id, &w) != LOOM_WORKER || r->clocks.of[w] == PS_CLOCK_DONE) return;
+    if (node_peer_role(n, id, &w) != LOOM_WORKER || r->clocks.of[w] == PS_CLOCK_DONE) return 0;
     ps_minclock_set(&r->clocks, w, PS_CLOCK_DONE);
     msg_header h = {.type = MSG_CLOCK, .clock = PS_CLOCK_DONE, .a = id};
     for (int s = 0; s < r->num_servers; s++)
         node_send(n, node_server_id(r->num_servers, s), &h, NULL, 0);
     advance(n, r, id);
+    return 0;
 }
 
 static void on_clock(loom_node *n, void *ctx, node_msg *m)

@@ -293,24 +293,25 @@ static void on_request(loom_node *n, void *ctx, node_msg *m)
 }
 
 /* The job goes on without worker node `id` (lost, or a free slot at the
- * start; one that left said so already): its part goes back to the pool. */
-static void on_lost(loom_node *n, void *ctx, uint32_t id)
+ * start; one that left said so already): its part goes back to the pool,
+ * so that nothing of its data is lost (1, for the scheduler's line). */
+static int on_lost(loom_node *n, void *ctx, uint32_t id)
 {
     parts_coord *c = ctx;
     int rank;
-    if (node_peer_role(n, id, &rank) != LOOM_WORKER || rank >= c->workers) return;
+    if (node_peer_role(n, id, &rank) != LOOM_WORKER || rank >= c->workers) return 0;
     coord_worker *w = &c->worker[rank];
-    if (w->gone) return;
+    if (w->gone) return 0;
     w->gone = 1;
     w->waiting = 0;
-    if (!c->configured) return;
+    if (!c->configured) return 0;
     if (w->held == NO_PART) {
-        /* Core's line says its share is lost: with parts it had none. */
         log_warn("parts: worker %d lost holding no part: no data lost", rank);
-        return;
+        return 1;
     }
     back_to_pool(c, w->held, rank, "lost", 1);
     serve_waiting(n, c);
+    return 1;
 }
 
 /* A worker joined the running job in slot `id` (core's join: node_add_rejoin). */

@@ -14,7 +14,8 @@
 #   kill   3 workers, 2 servers, 6 parts, 3 epochs, BSP, --on-worker-failure
 #          continue: once worker 1 is handed a part of epoch 1 it is stopped
 #          (SIGSTOP) at a moment the scheduler's accounting says it holds a
-#          part, then SIGKILLed. The scheduler puts that part back
+#          part, then SIGKILLed. The scheduler says the worker's data goes
+#          to the others (not that its share is lost), puts that part back
 #          in the pool, a survivor finishes it in the same epoch, every part of
 #          every epoch is finished exactly once, the metrics say no rows were
 #          lost, and the job ends with status 0.
@@ -162,6 +163,8 @@ kill)
     job_end
     grep -q "^\[scheduler\] warning: parts: epoch $epoch: part $part back in the pool (worker 1 lost)" job.out ||
         fail "the scheduler did not put part $part of epoch $epoch back in the pool"
+    grep -q "^\[scheduler\] warning: worker 1 .* died: .*: its data goes to the other workers (worker 1 of 3)" \
+        job.out || fail "the scheduler's line about the dead worker does not say its data goes to the others"
     by=$(sed -n "s/^\[scheduler\] info: parts: epoch $epoch: part $part finished by worker \([0-9]*\)$/\1/p" job.out)
     [[ $by == 0 || $by == 2 ]] || fail "part $part of epoch $epoch finished by '$by', not a survivor"
     exactly_once job.out 6 3
