@@ -27,7 +27,15 @@
  * that epoch's loss so far to the statistics and ends like one that
  * finished. A worker keeps every part it read,
  * with its feature map, for the epochs after: a part is parsed at most once
- * per worker. */
+ * per worker.
+ *
+ * --l2: a part's minibatches push the decay of its own features (lr_l2_push,
+ * lazily, counted by the worker's steps on that part), so a feature in h of
+ * the N parts would decay h/N as fast as one in all of them; each part
+ * scales it by N/h. The parts per feature are counted once before training
+ * (worker r counts the parts r, r + W, ... it read for the dimension) and a
+ * part pulls its weights when a worker first trains on it, so a worker that
+ * joins later weighs its parts the same way. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,14 +50,16 @@ typedef struct part_slot {
     loom_dataset *d;
     shard s;
     size_t *order;
-    int trained; /* in the current epoch */
+    int trained;  /* in the current epoch */
+    int weighted; /* its --l2 share weights pulled */
 } part_slot;
 
 typedef struct part_cache {
     const lr_cli *c;
     uint32_t nparts;
-    part_slot *slot; /* by part; d NULL until read */
-    uint64_t dim;    /* 0 until agreed: the shards are made once it is */
+    part_slot *slot;    /* by part; d NULL until read */
+    uint64_t dim;       /* 0 until agreed: the shards are made once it is */
+    loom_table *shares; /* --l2: the parts holding each feature; else NULL */
 } part_cache;
 
 static int read_part(part_cache *pc, uint32_t i)
@@ -58,8 +68,8 @@ static int read_part(part_cache *pc, uint32_t i)
                          &pc->slot[i].d);
 }
 
-/* The part, read and with its feature map, ready to train on. */
-static int ready_part(part_cache *pc, uint32_t i)
+/* The part, read and with its feature map. */
+static int map_part(part_cache *pc, uint32_t i)
 {
     part_slot *p = &pc->slot[i];
     if (read_part(pc, i)) return 1;
@@ -67,6 +77,29 @@ static int ready_part(part_cache *pc, uint32_t i)
     p->order = malloc((p->d->rows ? p->d->rows : 1) * sizeof *p->order);
     if (!p->order || lr_shard_init(&p->s, p->d, pc->dim))
         return app_fail(PROG, "prepare a part", LOOM_ENOMEM);
+    return 0;
+}
+
+/* The part, mapped and with its --l2 weights, ready to train on. */
+static int ready_part(part_cache *pc, uint32_t i)
+{
+    part_slot *p = &pc->slot[i];
+    if (map_part(pc, i)) return 1;
+    if (!pc->shares || p->weighted) return 0;
+    p->weighted = 1;
+    return lr_shares_weigh(pc->shares, &p->s, (double)pc->nparts);
+}
+
+/* --l2: every part's features counted once, by the worker that read it for
+ * the dimension (a worker that joined later counted none: it only weighs). */
+static int count_part_shares(loom_node *n, part_cache *pc)
+{
+    if (lr_shares_open(n, pc->dim, &pc->shares)) return 1;
+    if (loom_joined(n)) return 0;
+    for (uint32_t i = 0; i < pc->nparts; i++)
+        if (pc->slot[i].d && (map_part(pc, i) || lr_shares_count(n, pc->shares, &pc->slot[i].s)))
+            return 1;
+    TRY("barrier", loom_barrier(n));
     return 0;
 }
 
@@ -146,6 +179,7 @@ int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test)
     lr_reporter rep = {.node = n, .cli = c, .test = test, .start = app_now_s(), .width = 1};
     int rc = agree_dim(n, &pc, &pc.dim);
     if (!rc) rc = lr_open_tables(n, c, pc.dim, &w, &stats);
+    if (!rc && o->l2 != 0) rc = count_part_shares(n, &pc);
     rep.dim = pc.dim;
     if (!rc && loom_rank(n) == 0 && !(rep.model = malloc((pc.dim + 1) * sizeof *rep.model)))
         rc = app_fail(PROG, "report", LOOM_ENOMEM);

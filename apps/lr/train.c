@@ -493,8 +493,9 @@ int lr_push_stats(loom_node *n, loom_table *stats, int epoch, double loss, size_
  * its own features (lr_l2_push), so a feature held by h of the W shares would
  * decay h/W as fast as one held by all. Counting the shares per feature once
  * (every worker adds 1 per key it has) lets each scale its decay by W/h.
- * With --threads T the shares are the W T lanes'. */
-static int count_shares(loom_node *n, lane *lanes, int threads, uint64_t dim, int resuming)
+ * With --threads T the shares are the W T lanes'; with --data-parts, the
+ * parts (parts.c). */
+int lr_shares_open(loom_node *n, uint64_t dim, loom_table **t)
 {
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_F64;
@@ -502,23 +503,37 @@ static int count_shares(loom_node *n, lane *lanes, int threads, uint64_t dim, in
     o.key_end = dim + 1;
     o.consistency = LOOM_ASP;
     o.cache = 0;
+    TRY("open the share table", loom_table_open(n, "lr.shares", &o, t));
+    return 0;
+}
+
+int lr_shares_count(loom_node *n, loom_table *t, shard *s)
+{
+    for (size_t k = 0; k < s->nkeys; k++) s->share_weight[k] = 1;
+    loom_ts ts;
+    TRY("push shares", loom_push_async(t, s->keys, s->nkeys, s->share_weight, &ts));
+    TRY("push shares", loom_wait(n, ts));
+    return 0;
+}
+
+int lr_shares_weigh(loom_table *t, shard *s, double shares)
+{
+    TRY("pull shares", loom_pull(t, s->keys, s->nkeys, s->share_weight));
+    for (size_t k = 0; k < s->nkeys; k++)
+        s->share_weight[k] = s->share_weight[k] > 0 ? shares / s->share_weight[k] : 1;
+    return 0;
+}
+
+static int count_shares(loom_node *n, lane *lanes, int threads, uint64_t dim, int resuming)
+{
     loom_table *t;
-    TRY("open the share table", loom_table_open(n, "lr.shares", &o, &t));
+    if (lr_shares_open(n, dim, &t)) return 1;
     /* A resumed job finds the counts in the checkpoint. */
-    for (int l = 0; l < threads && !resuming; l++) {
-        shard *s = &lanes[l].s;
-        for (size_t k = 0; k < s->nkeys; k++) s->share_weight[k] = 1;
-        loom_ts ts;
-        TRY("push shares", loom_push_async(t, s->keys, s->nkeys, s->share_weight, &ts));
-        TRY("push shares", loom_wait(n, ts));
-    }
+    for (int l = 0; l < threads && !resuming; l++)
+        if (lr_shares_count(n, t, &lanes[l].s)) return 1;
     TRY("barrier", loom_barrier(n));
-    for (int l = 0; l < threads; l++) {
-        shard *s = &lanes[l].s;
-        TRY("pull shares", loom_pull(t, s->keys, s->nkeys, s->share_weight));
-        for (size_t k = 0; k < s->nkeys; k++)
-            s->share_weight[k] = (double)(loom_num_workers(n) * threads) / s->share_weight[k];
-    }
+    for (int l = 0; l < threads; l++)
+        if (lr_shares_weigh(t, &lanes[l].s, (double)(loom_num_workers(n) * threads))) return 1;
     return 0;
 }
 

@@ -82,6 +82,12 @@ int lr_share_loss(loom_table *w, shard *s, double *loss);
 /* One minibatch, rows order[0..n) of the share: its gradient into b, *nk_out keys. */
 int lr_sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uint64_t dim,
                 const lr_train_opts *o, batch_buf *b, size_t *nk_out);
+/* --l2's per-feature share counts (train.c, count_shares): the table of
+ * counts; this share adding 1 for each of its keys; and its weights, `shares`
+ * over the count of each key (see lr_l2_push). */
+int lr_shares_open(loom_node *n, uint64_t dim, loom_table **t);
+int lr_shares_count(loom_node *n, loom_table *t, shard *s);
+int lr_shares_weigh(loom_table *t, shard *s, double shares);
 /* The model and statistics tables. */
 int lr_open_tables(loom_node *n, const lr_cli *c, uint64_t dim, loom_table **w, loom_table **stats);
 /* This worker's part of epoch `epoch`'s statistics. */

@@ -13,7 +13,8 @@
 #               paper in Python): the same weights and test logloss to 1e-9,
 #               and the objective Loom reports is the one FTRL minimises
 #   l2_gen      generated data: with --l2, every updater ends at the minimiser of
-#               the objective it reports (computed by lr_minimum), the objective
+#               the objective it reports (computed by lr_minimum; also with two
+#               workers on fixed shares and on data parts), the objective
 #               decreases, and a larger l2 gives a smaller ||w||
 #   dbpg_gen    generated data: DBPG with its default step lowers the objective
 #               at every epoch (1 and 2 workers) where the old default diverged,
@@ -108,6 +109,11 @@ l2_gen)
     TRAIN=$WORK/split.svm
     at_minimum 0.01 0.1 --workers 2 --consistency bsp --minibatch 13 --epochs 150 --updater adagrad \
         --lr 0.5
+    # The same with 4 data parts handed out on demand: parts 0-1 hold features
+    # 1-80 and parts 2-3 features 81-160, so each feature's decay is scaled by
+    # the parts, 4 / 2, whoever trains them (without it: half the l2 again).
+    at_minimum 0.01 0.1 --workers 2 --data-parts 4 --consistency bsp --minibatch 13 --epochs 150 \
+        --updater adagrad --lr 0.5 --insecure --no-status
     TRAIN=$WORK/gen.svm
     # Full batch: SGD is gradient descent (step 1 < 2 / curvature bound 1.76),
     # so the objective falls at every epoch.
