@@ -183,7 +183,6 @@ int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
         /* Each of these keeps per-share state that parts handed out in
          * turn do not have yet (docs/LR.md, "Data parts on demand"). */
         const char *no = c->train.algo == LR_ALGO_DBPG ? "--algo dbpg"
-                         : c->job.threads > 1          ? "--threads"
                          : c->job.checkpoint_dir       ? "--checkpoint-dir"
                          : c->job.resume_dir           ? "--resume"
                                                        : NULL;

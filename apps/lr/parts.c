@@ -10,6 +10,10 @@
  * (--on-worker-failure continue) go back to the pool and another worker trains
  * on them: the job loses no data.
  *
+ * --threads T cuts each part into T lanes, as train.c cuts a share: a clock
+ * is T minibatches, one per lane, computed in parallel and pushed in lane
+ * order.
+ *
  * Clocks: one loom_clock() per minibatch, as with fixed shares; workers now
  * run different numbers of minibatches per epoch, and loom_parts_next() keeps
  * an idle worker's clock in step with the busy ones (empty clocks) so that
@@ -45,21 +49,22 @@
 #include "lr/lr.h"
 #include "lr/train_impl.h"
 
-/* A part this worker has read: its rows, their view and the epoch order. */
+/* A part this worker has read: its rows and, once mapped, a lane of them
+ * per compute thread (--threads T; one lane is the whole part). */
 typedef struct part_slot {
     loom_dataset *d;
-    shard s;
-    size_t *order;
-    int trained;  /* in the current epoch */
-    int weighted; /* its --l2 share weights pulled */
+    lr_lane *lanes; /* NULL until mapped */
+    int trained;    /* in the current epoch */
+    int weighted;   /* its lanes' --l2 share weights pulled */
 } part_slot;
 
 typedef struct part_cache {
     const lr_cli *c;
     uint32_t nparts;
+    int threads;
     part_slot *slot;    /* by part; d NULL until read */
-    uint64_t dim;       /* 0 until agreed: the shards are made once it is */
-    loom_table *shares; /* --l2: the parts holding each feature; else NULL */
+    uint64_t dim;       /* 0 until agreed: the lanes are made once it is */
+    loom_table *shares; /* --l2: the lanes holding each feature; else NULL */
 } part_cache;
 
 static int read_part(part_cache *pc, uint32_t i)
@@ -68,15 +73,17 @@ static int read_part(part_cache *pc, uint32_t i)
                          &pc->slot[i].d);
 }
 
-/* The part, read and with its feature map. */
+/* The part, read and cut into lanes with their feature maps. */
 static int map_part(part_cache *pc, uint32_t i)
 {
     part_slot *p = &pc->slot[i];
     if (read_part(pc, i)) return 1;
-    if (p->order) return 0;
-    p->order = malloc((p->d->rows ? p->d->rows : 1) * sizeof *p->order);
-    if (!p->order || lr_shard_init(&p->s, p->d, pc->dim))
+    if (p->lanes) return 0;
+    if (!(p->lanes = calloc((size_t)pc->threads, sizeof *p->lanes)))
         return app_fail(PROG, "prepare a part", LOOM_ENOMEM);
+    for (int t = 0; t < pc->threads; t++)
+        if (lr_lane_init(&p->lanes[t], p->d, pc->dim, pc->threads, t))
+            return app_fail(PROG, "prepare a part", LOOM_ENOMEM);
     return 0;
 }
 
@@ -87,18 +94,24 @@ static int ready_part(part_cache *pc, uint32_t i)
     if (map_part(pc, i)) return 1;
     if (!pc->shares || p->weighted) return 0;
     p->weighted = 1;
-    return lr_shares_weigh(pc->shares, &p->s, (double)pc->nparts);
+    for (int t = 0; t < pc->threads; t++)
+        if (lr_shares_weigh(pc->shares, &p->lanes[t].s, (double)pc->nparts * pc->threads)) return 1;
+    return 0;
 }
 
-/* --l2: every part's features counted once, by the worker that read it for
- * the dimension (a worker that joined later counted none: it only weighs). */
+/* --l2: every part's lanes' features counted once, by the worker that read
+ * the part for the dimension (one that joined later counted none: it only
+ * weighs). */
 static int count_part_shares(loom_node *n, part_cache *pc)
 {
     if (lr_shares_open(n, pc->dim, &pc->shares)) return 1;
     if (loom_joined(n)) return 0;
-    for (uint32_t i = 0; i < pc->nparts; i++)
-        if (pc->slot[i].d && (map_part(pc, i) || lr_shares_count(n, pc->shares, &pc->slot[i].s)))
-            return 1;
+    for (uint32_t i = 0; i < pc->nparts; i++) {
+        if (!pc->slot[i].d) continue;
+        if (map_part(pc, i)) return 1;
+        for (int t = 0; t < pc->threads; t++)
+            if (lr_shares_count(n, pc->shares, &pc->slot[i].lanes[t].s)) return 1;
+    }
     TRY("barrier", loom_barrier(n));
     return 0;
 }
@@ -107,8 +120,8 @@ static void cache_free(part_cache *pc)
 {
     for (uint32_t i = 0; pc->slot && i < pc->nparts; i++) {
         part_slot *p = &pc->slot[i];
-        if (p->order) lr_shard_free(&p->s);
-        free(p->order);
+        for (int t = 0; p->lanes && t < pc->threads; t++) lr_lane_free(&p->lanes[t]);
+        free(p->lanes);
         loom_dataset_free(p->d);
     }
     free(pc->slot);
@@ -128,18 +141,27 @@ static int agree_dim(loom_node *n, part_cache *pc, uint64_t *dim)
     return 0;
 }
 
-/* One part: its minibatches, one clock each. */
-static int train_part(loom_node *n, loom_table *w, part_cache *pc, uint32_t i, int epoch,
-                      batch_buf *b)
+/* One part: its minibatches, one clock each (with T lanes, T minibatches a
+ * clock, pushed in lane order). Lane t's order is seeded by the part and the
+ * epoch (i T + t: the part with one lane), not by the worker. */
+static int train_part(loom_node *n, loom_table *w, app_team *team, part_cache *pc, uint32_t i,
+                      int epoch)
 {
     const lr_train_opts *o = &pc->c->train;
     part_slot *p = &pc->slot[i];
-    size_t rows = p->d->rows;
-    lr_epoch_order(o->seed, (int)i, epoch, rows, p->order);
-    for (size_t lo = 0; lo < rows; lo += o->minibatch) {
-        size_t hi = lo + o->minibatch < rows ? lo + o->minibatch : rows, nk;
-        if (lr_sgd_step(w, &p->s, p->order + lo, hi - lo, pc->dim, o, b, &nk)) return 1;
-        TRY("push", loom_push(w, b->keys, nk, b->g));
+    if (p->d->rows == 0) {
+        p->trained = 1;
+        return 0;
+    }
+    for (int t = 0; t < pc->threads; t++)
+        lr_epoch_order(o->seed, (int)i * pc->threads + t, epoch, p->lanes[t].part.rows,
+                       p->lanes[t].order);
+    lr_clock sc = {.w = w, .lanes = p->lanes, .dim = pc->dim, .o = o};
+    sc.nbatches = lr_lane_batches(p->d->rows, pc->threads, o->minibatch);
+    for (sc.batch = 0; sc.batch < sc.nbatches; sc.batch++) {
+        int rc = app_team_run(team, lr_lane_step, &sc);
+        if (!rc) rc = lr_lanes_push(w, p->lanes, pc->threads);
+        if (rc) return app_fail(PROG, "train a part", rc);
         TRY("clock", loom_clock(n));
     }
     p->trained = 1;
@@ -148,18 +170,19 @@ static int train_part(loom_node *n, loom_table *w, part_cache *pc, uint32_t i, i
 
 /* After an epoch: this worker's parts' loss, rows and minibatches into the
  * statistics (and the parts marked untrained for the next epoch). */
-static int epoch_stats(loom_node *n, loom_table *w, loom_table *stats, part_cache *pc, int epoch)
+static int epoch_stats(loom_node *n, loom_table *w, loom_table *stats, app_team *team,
+                       part_cache *pc, int epoch)
 {
     double loss = 0;
     size_t rows = 0;
     uint64_t steps = 0;
     for (uint32_t i = 0; i < pc->nparts; i++) {
         part_slot *p = &pc->slot[i];
-        if (p->order) steps += p->s.step;
+        for (int t = 0; p->lanes && t < pc->threads; t++) steps += p->lanes[t].s.step;
         if (!p->trained) continue;
-        double l;
-        TRY("loss", lr_share_loss(w, &p->s, &l));
-        loss += l;
+        lr_clock sc = {.w = w, .lanes = p->lanes, .dim = pc->dim, .o = &pc->c->train};
+        TRY("loss", app_team_run(team, lr_lane_loss, &sc));
+        for (int t = 0; t < pc->threads; t++) loss += p->lanes[t].loss;
         rows += p->d->rows;
         p->trained = 0;
     }
@@ -169,15 +192,17 @@ static int epoch_stats(loom_node *n, loom_table *w, loom_table *stats, part_cach
 int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test)
 {
     const lr_train_opts *o = &c->train;
-    part_cache pc = {.c = c};
+    part_cache pc = {.c = c, .threads = c->job.threads};
     pc.nparts = app_parts_count(c->data_parts, loom_num_workers(n));
     if (!(pc.slot = calloc(pc.nparts, sizeof *pc.slot)))
         return app_fail(PROG, "parts", LOOM_ENOMEM);
     loom_table *w, *stats;
     loom_parts *parts = NULL;
-    batch_buf b = {0};
+    app_team *team = NULL;
     lr_reporter rep = {.node = n, .cli = c, .test = test, .start = app_now_s(), .width = 1};
-    int rc = agree_dim(n, &pc, &pc.dim);
+    int rc = app_team_start(&team, pc.threads);
+    if (rc) rc = app_fail(PROG, "start the compute threads", rc);
+    if (!rc) rc = agree_dim(n, &pc, &pc.dim);
     if (!rc) rc = lr_open_tables(n, c, pc.dim, &w, &stats);
     if (!rc && o->l2 != 0) rc = count_part_shares(n, &pc);
     rep.dim = pc.dim;
@@ -204,17 +229,17 @@ int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test)
             rc = app_fail(PROG, "ask for a part", rc);
         } else if (ev == LOOM_PARTS_PART) {
             rc = ready_part(&pc, part);
-            if (!rc) rc = train_part(n, w, &pc, part, epoch, &b);
+            if (!rc) rc = train_part(n, w, team, &pc, part, epoch);
             if (!rc && (rc = loom_parts_done(parts, part))) rc = app_fail(PROG, "part done", rc);
         } else if (ev == LOOM_PARTS_EPOCH_END) {
             double epoch_s = app_now_s() - t0;
-            rc = epoch_stats(n, w, stats, &pc, epoch);
+            rc = epoch_stats(n, w, stats, team, &pc, epoch);
             if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
             if (!rc && loom_rank(n) == 0) rc = lr_report(&rep, w, stats, epoch, epoch_s);
             if (epoch == o->epochs - 1) break;
             t0 = app_now_s();
         } else if (ev == LOOM_PARTS_LEFT) {
-            rc = epoch_stats(n, w, stats, &pc, epoch); /* its parts of this epoch count */
+            rc = epoch_stats(n, w, stats, team, &pc, epoch); /* its parts of this epoch count */
             left = 1;
             break;
         } else {
@@ -233,7 +258,7 @@ int lr_train_parts(loom_node *n, const lr_cli *c, const loom_dataset *test)
         rc = 1;
     }
     loom_parts_close(parts);
-    free(b.keys), free(b.cols), free(b.w), free(b.g);
+    app_team_stop(team);
     free(rep.model);
     cache_free(&pc);
     return rc;

@@ -212,18 +212,10 @@ int lr_sgd_step(loom_table *wt, shard *s, const size_t *order, size_t n, uint64_
  * W T lanes: rows [lo, hi) of the share (app_team_split), its own epoch
  * order, minibatches and --l2 bookkeeping. Per clock every lane computes one
  * minibatch's gradient, pulling through the process's cache; the deltas are
- * then pushed in lane order, so the update buffer adds them the same way in
- * every run, and the process clocks once. */
-typedef struct lane {
-    loom_dataset part; /* the lane's rows: a view of the share with its own row offsets */
-    shard s;
-    batch_buf b;
-    size_t *order;
-    size_t nk;   /* keys of this clock's minibatch (0: none) */
-    double loss; /* the part's loss at an epoch's end */
-} lane;
-
-static int lane_init(lane *l, const loom_dataset *d, uint64_t dim, int threads, int t)
+ * then pushed in lane order (lr_lanes_push), so the update buffer adds them
+ * the same way in every run, and the process clocks once. With
+ * --data-parts the lanes cut a part instead of the share (parts.c). */
+int lr_lane_init(lr_lane *l, const loom_dataset *d, uint64_t dim, int threads, int t)
 {
     size_t lo, hi;
     app_team_split(d->rows, threads, t, &lo, &hi);
@@ -240,7 +232,7 @@ static int lane_init(lane *l, const loom_dataset *d, uint64_t dim, int threads, 
     return lr_shard_init(&l->s, &l->part, dim);
 }
 
-static void lane_free(lane *l)
+void lr_lane_free(lr_lane *l)
 {
     free(l->b.keys), free(l->b.cols), free(l->b.w), free(l->b.g);
     free(l->order);
@@ -248,19 +240,18 @@ static void lane_free(lane *l)
     free(l->part.row);
 }
 
-/* What the lanes share in a clock (or at an epoch's end). */
-typedef struct sgd_clock {
-    loom_table *w;
-    lane *lanes;
-    size_t batch, nbatches;
-    uint64_t dim;
-    const lr_train_opts *o;
-} sgd_clock;
-
-static int lane_step(void *arg, int t)
+size_t lr_lane_batches(size_t rows, int threads, size_t minibatch)
 {
-    sgd_clock *c = arg;
-    lane *l = &c->lanes[t];
+    /* The largest lane holds ceil(rows / T) rows. */
+    size_t max_lane = (rows + (size_t)threads - 1) / (size_t)threads;
+    size_t batches = (max_lane + minibatch - 1) / minibatch;
+    return batches ? batches : 1;
+}
+
+int lr_lane_step(void *arg, int t)
+{
+    lr_clock *c = arg;
+    lr_lane *l = &c->lanes[t];
     size_t rows = l->part.rows, per = (rows + c->nbatches - 1) / c->nbatches;
     size_t lo = c->batch * per < rows ? c->batch * per : rows;
     size_t hi = lo + per < rows ? lo + per : rows;
@@ -269,10 +260,17 @@ static int lane_step(void *arg, int t)
                    : 0;
 }
 
-static int lane_loss(void *arg, int t)
+int lr_lane_loss(void *arg, int t)
 {
-    sgd_clock *c = arg;
+    lr_clock *c = arg;
     return lr_share_loss(c->w, &c->lanes[t].s, &c->lanes[t].loss);
+}
+
+int lr_lanes_push(loom_table *w, lr_lane *lanes, int threads)
+{
+    for (int t = 0; t < threads; t++)
+        if (lanes[t].nk) TRY("push", loom_push(w, lanes[t].b.keys, lanes[t].nk, lanes[t].b.g));
+    return 0;
 }
 
 /* ---- the epoch order ---- */
@@ -524,7 +522,7 @@ int lr_shares_weigh(loom_table *t, shard *s, double shares)
     return 0;
 }
 
-static int count_shares(loom_node *n, lane *lanes, int threads, uint64_t dim, int resuming)
+static int count_shares(loom_node *n, lr_lane *lanes, int threads, uint64_t dim, int resuming)
 {
     loom_table *t;
     if (lr_shares_open(n, dim, &t)) return 1;
@@ -546,7 +544,7 @@ static int count_shares(loom_node *n, lane *lanes, int threads, uint64_t dim, in
  * so that a resume with other data or --threads is refused. */
 #define LR_STATE_MAGIC 0x31435246u /* "FRC1" */
 
-static int save_state(loom_node *n, int epoch, size_t batch, size_t nbatches, const lane *lanes,
+static int save_state(loom_node *n, int epoch, size_t batch, size_t nbatches, const lr_lane *lanes,
                       int threads)
 {
     size_t len = 4 * 8;
@@ -571,7 +569,7 @@ static int save_state(loom_node *n, int epoch, size_t batch, size_t nbatches, co
 
 /* In a resumed job: the position saved, and the lanes' bookkeeping restored.
  * *epoch = -1 when the job did not resume. */
-static int load_state(loom_node *n, int *epoch, size_t *batch, size_t nbatches, lane *lanes,
+static int load_state(loom_node *n, int *epoch, size_t *batch, size_t nbatches, lr_lane *lanes,
                       int threads)
 {
     const void *data;
@@ -619,8 +617,8 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     if (lr_open_tables(n, c, dim, &w, &stats)) return 1;
     const int threads = c->job.threads > 1 ? c->job.threads : 1;
     app_team *team = NULL;
-    shard s = {0};      /* DBPG: the whole share */
-    lane *lanes = NULL; /* SGD: one per compute thread */
+    shard s = {0};         /* DBPG: the whole share */
+    lr_lane *lanes = NULL; /* SGD: one per compute thread */
     dbpg_index dx = {0};
     dbpg_step st = {.s = &s,
                     .x = &dx,
@@ -640,7 +638,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
     if (o->algo == LR_ALGO_SGD) {
         lanes = calloc((size_t)threads, sizeof *lanes);
         rc = lanes ? 0 : LOOM_ENOMEM;
-        for (int t = 0; t < threads && !rc; t++) rc = lane_init(&lanes[t], d, dim, threads, t);
+        for (int t = 0; t < threads && !rc; t++) rc = lr_lane_init(&lanes[t], d, dim, threads, t);
     } else {
         rc = lr_shard_init(&s, d, dim);
         /* Rows [w, g, u] for up to every key: a block, or all of them at epoch end. */
@@ -666,12 +664,9 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         rc = 1;
         goto out;
     }
-    /* The same number of minibatches in every lane, however the data split:
-     * the largest lane holds ceil(max_rows / T) rows. */
-    uint64_t max_lane = (max_rows + (uint64_t)threads - 1) / (uint64_t)threads;
-    sgd_clock sc = {.w = w, .lanes = lanes, .dim = dim, .o = o};
-    sc.nbatches = (size_t)((max_lane + o->minibatch - 1) / o->minibatch);
-    if (!sc.nbatches) sc.nbatches = 1;
+    /* The same number of minibatches in every lane, however the data split. */
+    lr_clock sc = {.w = w, .lanes = lanes, .dim = dim, .o = o};
+    sc.nbatches = lr_lane_batches((size_t)max_rows, threads, o->minibatch);
     int first_epoch = 0;
     size_t first_batch = 0;
     if (o->algo == LR_ALGO_SGD &&
@@ -685,11 +680,8 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
                 lr_epoch_order(o->seed, rank * threads + t, epoch, lanes[t].part.rows,
                                lanes[t].order);
             for (sc.batch = first_batch; sc.batch < sc.nbatches && !rc; sc.batch++) {
-                rc = app_team_run(team, lane_step, &sc);
-                for (int t = 0; t < threads && !rc; t++)
-                    if (lanes[t].nk &&
-                        (rc = loom_push(w, lanes[t].b.keys, lanes[t].nk, lanes[t].b.g)))
-                        rc = app_fail(PROG, "push", rc);
+                rc = app_team_run(team, lr_lane_step, &sc);
+                if (!rc) rc = lr_lanes_push(w, lanes, threads);
                 if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
                 /* The last clock is the final checkpoint's (ft.h). */
                 int last = epoch == o->epochs - 1 && sc.batch == sc.nbatches - 1;
@@ -720,7 +712,7 @@ static int train_share(loom_node *n, const lr_cli *c, const loom_dataset *d,
         double loss = 0;
         uint64_t steps = s.step; /* FTRL's l1 scale: every lane's minibatches */
         if (o->algo == LR_ALGO_SGD) {
-            rc = app_team_run(team, lane_loss, &sc);
+            rc = app_team_run(team, lr_lane_loss, &sc);
             for (int t = 0; t < threads; t++) loss += lanes[t].loss, steps += lanes[t].s.step;
         } else { /* catch every block up; the margins then give the loss */
             rc = lr_dbpg_refresh(w, team, &st, 0, dim + 1);
@@ -737,7 +729,7 @@ out:
         rc = 1;
     }
     app_team_stop(team);
-    for (int t = 0; lanes && t < threads; t++) lane_free(&lanes[t]);
+    for (int t = 0; lanes && t < threads; t++) lr_lane_free(&lanes[t]);
     free(lanes);
     free(st.rows3);
     free(dx.ptr), free(dx.row), free(dx.val), free(dx.rows), free(dx.in_window);

@@ -37,6 +37,48 @@ typedef struct shard {
 
 /* ---- what train.c's SGD and report offer parts.c ---- */
 
+/* A minibatch's keys, weights and gradient (lr_sgd_step), grown as needed. */
+typedef struct batch_buf {
+    uint64_t *keys; /* distinct features of the batch + bias */
+    uint32_t *cols; /* their indices in the share's keys */
+    double *w, *g;
+    size_t cap;
+} batch_buf;
+
+/* A compute thread's lane (--threads T, train.c): rows [lo, hi) of a share
+ * or of a part (app_team_split), with its own view, epoch order, minibatches
+ * and --l2 bookkeeping. */
+typedef struct lr_lane {
+    loom_dataset part; /* the lane's rows: a view of the data with its own row offsets */
+    shard s;
+    batch_buf b;
+    size_t *order;
+    size_t nk;   /* keys of this clock's minibatch (0: none) */
+    double loss; /* its loss at an epoch's end (lr_lane_loss) */
+} lr_lane;
+
+/* What the lanes share in a clock (or at an epoch's end). */
+typedef struct lr_clock {
+    loom_table *w;
+    lr_lane *lanes;
+    size_t batch, nbatches;
+    uint64_t dim;
+    const lr_train_opts *o;
+} lr_clock;
+
+/* Lane t of `threads` over d's rows. */
+int lr_lane_init(lr_lane *l, const loom_dataset *d, uint64_t dim, int threads, int t);
+void lr_lane_free(lr_lane *l);
+/* Minibatches per epoch for `rows` rows in `threads` lanes: every lane runs
+ * as many (at least 1), the largest one's of `minibatch` rows. */
+size_t lr_lane_batches(size_t rows, int threads, size_t minibatch);
+/* Team functions (app_team_run) on an lr_clock: lane t's minibatch
+ * `batch` of `nbatches` into its nk and b; lane t's loss. */
+int lr_lane_step(void *arg, int t);
+int lr_lane_loss(void *arg, int t);
+/* The lanes' gradients pushed in lane order. */
+int lr_lanes_push(loom_table *w, lr_lane *lanes, int threads);
+
 /* The per-epoch statistics table's fields (ST_*, STAT_FIELDS per epoch). */
 #define STAT_FIELDS 9
 /* ST_STEPS: minibatches pushed since the start (FTRL's l1 scale, see report).
@@ -53,14 +95,6 @@ enum {
     ST_BYTES_RAW,
     ST_BYTES_WIRE
 };
-
-/* A minibatch's keys, weights and gradient (lr_sgd_step), grown as needed. */
-typedef struct batch_buf {
-    uint64_t *keys; /* distinct features of the batch + bias */
-    uint32_t *cols; /* their indices in the share's keys */
-    double *w, *g;
-    size_t cap;
-} batch_buf;
 
 /* Worker 0's report of an epoch (lr_report). */
 typedef struct lr_reporter {

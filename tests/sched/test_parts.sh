@@ -7,7 +7,10 @@
 #
 #   exact  3 workers, 2 servers, 7 parts, 3 epochs, under BSP, SSP(1) and ASP:
 #          every part of every epoch finished exactly once, none back in the
-#          pool, each epoch's end said once, a metrics line per epoch (status 0);
+#          pool, each epoch's end said once, a metrics line per epoch (status 0;
+#          under BSP with --threads 2); one worker with one part in 2 lanes
+#          saves the model of a fixed share in 2 lanes byte for byte (with
+#          and without --l2);
 #          and bad --data-parts and --part-timeout flags refused (status 2). Workers handed different numbers of minibatches
 #          would deadlock at an epoch's end if idle workers did not keep pace
 #          (loom/parts.h, "Clocks"); a deadlock fails the run's time bound.
@@ -136,9 +139,29 @@ exact)
     expect 2 "--data-parts does not work with --algo dbpg yet" train lr --train data \
         --data-parts auto --algo dbpg
     expect 2 "--data-parts x: give auto" train fm --train data --data-parts x
+    # One worker with one part cut into 2 lanes (--threads 2) trains exactly
+    # what it trains on a fixed share in 2 lanes: the same lanes, orders,
+    # minibatches and --l2 weights; the model files are equal byte for byte.
+    head -n 3000 data >small
+    for l2 in 0 0.01; do
+        for how in share parts; do
+            extra=()
+            [[ $how == parts ]] && extra=(--data-parts 1)
+            timeout 60 "$LOOM" train lr --train small --epochs 2 --minibatch 25 --workers 1 \
+                --threads 2 --consistency bsp --l2 $l2 --insecure --no-status --quiet \
+                --model-out model.$how "${extra[@]}" >job.$how 2>&1 ||
+                { rc=$?; cp job.$how err; fail "--threads 2 on a $how (--l2 $l2): exit status $rc"; }
+        done
+        cmp -s model.share model.parts ||
+            fail "--threads 2 --l2 $l2: one part's model differs from a fixed share's"
+    done
+    echo "--threads 2 on one part = on a fixed share, byte for byte (--l2 0 and 0.01)"
     for cons in bsp ssp:1 asp; do
+        # BSP's run with 2 compute threads a worker: each part in 2 lanes.
+        threads=1
+        [[ $cons == bsp ]] && threads=2
         LOOM_VERBOSE=1 timeout 60 "$LOOM" train lr --train data --epochs 3 --workers 3 \
-            --servers 2 --data-parts 7 --consistency $cons --insecure --no-status \
+            --servers 2 --data-parts 7 --consistency $cons --threads $threads --insecure --no-status \
             --metrics m.$cons >job.$cons 2>&1
         rc=$?
         ((rc == 0)) || { cp job.$cons err; fail "$cons: exit status $rc"; }
