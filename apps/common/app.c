@@ -154,6 +154,19 @@ int app_part_read(const char *prog, const char *path, const loom_libsvm_opts *o,
     return 0;
 }
 
+int app_rows_view(const loom_dataset *d, size_t lo, size_t hi, loom_dataset *view)
+{
+    size_t base = d->row[lo];
+    *view = (loom_dataset){.rows = hi - lo,
+                           .nnz = d->row[hi] - base,
+                           .label = d->label + lo,
+                           .idx = d->idx + base,
+                           .val = d->val + base};
+    if (!(view->row = malloc((hi - lo + 1) * sizeof *view->row))) return LOOM_ENOMEM;
+    for (size_t i = lo; i <= hi; i++) view->row[i - lo] = d->row[i] - base;
+    return 0;
+}
+
 /* "bsp", "asp" or "ssp:S" into a loom_consistency and staleness. */
 static int parse_consistency(const char *v, int *consistency, int *staleness, char *err,
                              size_t errlen)

@@ -255,6 +255,10 @@ uint32_t app_parts_count(int parts, int workers);
  * smaller); skipped lines said. 0, or 1 having said why, prefixed "prog: ". */
 int app_part_read(const char *prog, const char *path, const loom_libsvm_opts *o, uint64_t max_dim,
                   uint32_t i, uint32_t nparts, loom_dataset **d);
+/* Rows [lo, hi) of d as a dataset of their own (a compute thread's lane):
+ * labels, ids and values point into d's; view->row is allocated (free it).
+ * 0 or LOOM_ENOMEM. */
+int app_rows_view(const loom_dataset *d, size_t lo, size_t hi, loom_dataset *view);
 /* LIBSVM feature ids of `loom train lr|mlr`'s files. */
 #define APP_FLAGS_IDS                                                                              \
     {.name = "--zero-based",                                                                       \

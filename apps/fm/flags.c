@@ -184,7 +184,6 @@ int fm_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
         return app_usage(err, errlen,
                          "--servers 0: loom train fm keeps its model on the servers; give "
                          "--servers 1 or more");
-    if (c->job.threads != 1) return app_usage(err, errlen, "fm trains with --threads 1 only");
     if (o->threshold == 0 && sketch_given)
         return app_usage(err, errlen,
                          "--sketch-width and --sketch-depth size the sketch of --threshold; "

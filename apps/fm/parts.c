@@ -7,8 +7,8 @@
  * part and the epoch, one minibatch per clock, and reports it finished; an
  * epoch is every part finished once; a lost worker's part goes back to the
  * pool; loom_parts_next() keeps idle workers' clocks in step. Each part keeps
- * its own fm_share (features, which are frequent, which V rows this worker
- * pushed).
+ * its own lanes (one per --threads compute thread), each with its fm_share
+ * (features, which are frequent, which V rows this lane pushed).
  *
  * The Count-Min sketch: in the first epoch every part is trained once, and
  * its minibatches add their counts as a fixed share's do, so after the first
@@ -23,16 +23,18 @@
 
 typedef struct fm_part {
     loom_dataset *d;
-    fm_share s;
-    size_t *order; /* NULL until the part is ready */
-    int settled;   /* its frequent features known from the whole first epoch */
-    int trained;   /* in the current epoch */
+    fm_worker_state *lanes; /* one per compute thread; NULL until the part is ready */
+    int settled;            /* its frequent features known from the whole first epoch */
+    int trained;            /* in the current epoch */
 } fm_part;
 
 typedef struct fm_parts {
     const fm_cli *c;
+    tables *t;
     uint32_t n;
-    fm_part *p; /* by part; d NULL until read */
+    int threads;
+    int counting; /* the first epoch: the sketch counts the rows */
+    fm_part *p;   /* by part; d NULL until read */
     uint64_t dim;
 } fm_parts;
 
@@ -42,18 +44,26 @@ static int read_part(fm_parts *ps, uint32_t i)
                          &ps->p[i].d);
 }
 
-/* The part, read, with its share, and settled if the first epoch is over. */
-static int ready_part(fm_parts *ps, fm_worker_state *wk, uint32_t i)
+/* The part, read, cut into lanes with their shares, and settled if the
+ * first epoch is over. */
+static int ready_part(fm_parts *ps, uint32_t i)
 {
     fm_part *p = &ps->p[i];
     if (read_part(ps, i)) return 1;
-    if (!p->order) {
-        p->order = malloc((p->d->rows ? p->d->rows : 1) * sizeof *p->order);
-        if (!p->order || fm_share_init(&p->s, p->d, ps->dim, ps->c->train.k))
+    if (!p->lanes) {
+        if (!(p->lanes = calloc((size_t)ps->threads, sizeof *p->lanes)))
             return app_fail(PROG, "prepare a part", LOOM_ENOMEM);
+        for (int l = 0; l < ps->threads; l++) {
+            p->lanes[l] = (fm_worker_state){.c = ps->c, .t = ps->t};
+            if (fm_lane_init(&p->lanes[l], p->d, ps->dim, ps->threads, l))
+                return app_fail(PROG, "prepare a part", LOOM_ENOMEM);
+        }
     }
-    if (!p->settled && !wk->counting && wk->t->sketch) {
-        if (fm_final_counts(wk->t->sketch, &p->s, ps->c->train.threshold)) return 1;
+    for (int l = 0; l < ps->threads; l++) p->lanes[l].counting = ps->counting;
+    if (!p->settled && !ps->counting && ps->t->sketch) {
+        for (int l = 0; l < ps->threads; l++)
+            if (fm_final_counts(ps->t->sketch, &p->lanes[l].share, ps->c->train.threshold))
+                return 1;
         p->settled = 1;
     }
     return 0;
@@ -62,8 +72,8 @@ static int ready_part(fm_parts *ps, fm_worker_state *wk, uint32_t i)
 static void parts_free(fm_parts *ps)
 {
     for (uint32_t i = 0; ps->p && i < ps->n; i++) {
-        if (ps->p[i].order) fm_share_free(&ps->p[i].s);
-        free(ps->p[i].order);
+        for (int l = 0; ps->p[i].lanes && l < ps->threads; l++) fm_lane_free(&ps->p[i].lanes[l]);
+        free(ps->p[i].lanes);
         loom_dataset_free(ps->p[i].d);
     }
     free(ps->p);
@@ -82,52 +92,68 @@ static int agree_dim(loom_node *n, fm_parts *ps)
     return 0;
 }
 
-/* One part: its minibatches, one clock each; its loss into *loss. */
-static int train_part(loom_node *n, fm_worker_state *wk, fm_part *p, uint32_t i, int epoch,
+/* One part: its minibatches, one clock each (with T lanes, T minibatches a
+ * clock); its loss into *loss. Lane t's order is seeded by the part and the
+ * epoch (i T + t), not by the worker. */
+static int train_part(loom_node *n, app_team *team, fm_parts *ps, uint32_t i, int epoch,
                       double *loss)
 {
-    const fm_train_opts *o = &wk->c->train;
-    size_t rows = p->d->rows;
-    lr_epoch_order(o->seed, (int)i, epoch, rows, p->order);
-    wk->s = &p->s;
-    for (size_t lo = 0; lo < rows; lo += o->minibatch) {
-        size_t hi = lo + o->minibatch < rows ? lo + o->minibatch : rows;
-        if (fm_minibatch(wk, p->order + lo, hi - lo, loss)) return 1;
-        TRY("clock", loom_clock(n));
+    const fm_train_opts *o = &ps->c->train;
+    fm_part *p = &ps->p[i];
+    fm_worker_state *lanes = p->lanes;
+    if (p->d->rows) {
+        size_t max_lane = (p->d->rows + (size_t)ps->threads - 1) / (size_t)ps->threads;
+        size_t nbatches = (max_lane + o->minibatch - 1) / o->minibatch;
+        for (int l = 0; l < ps->threads; l++) {
+            lr_epoch_order(o->seed, (int)i * ps->threads + l, epoch, lanes[l].rows.rows,
+                           lanes[l].order);
+            lanes[l].loss = 0;
+        }
+        for (size_t k = 0; k < nbatches; k++) {
+            fm_lanes_batch(lanes, ps->threads, k, nbatches);
+            if (fm_lanes_minibatch(team, lanes, ps->threads)) return 1;
+            TRY("clock", loom_clock(n));
+        }
+        for (int l = 0; l < ps->threads; l++) *loss += lanes[l].loss;
     }
     p->trained = 1;
     return 0;
 }
 
 /* The epoch's end: statistics, barrier, the sketch settled after the first, report. */
-static int end_epoch(loom_node *n, fm_parts *ps, fm_worker_state *wk, fm_reporter *rep, int epoch,
-                     double loss, double epoch_s)
+static int end_epoch(loom_node *n, fm_parts *ps, fm_reporter *rep, int epoch, double loss,
+                     double epoch_s)
 {
     size_t rows = 0;
     for (uint32_t i = 0; i < ps->n; i++)
         if (ps->p[i].trained) rows += ps->p[i].d->rows, ps->p[i].trained = 0;
-    if (fm_add_stats(n, wk->t, epoch, loss, rows)) return 1;
+    if (fm_add_stats(n, ps->t, epoch, loss, rows)) return 1;
     TRY("barrier", loom_barrier(n));
-    if (wk->counting) {
-        wk->counting = 0;
+    if (ps->counting) {
+        ps->counting = 0;
         for (uint32_t i = 0; i < ps->n; i++)
-            if (ps->p[i].order && ready_part(ps, wk, i)) return 1;
+            if (ps->p[i].lanes && ready_part(ps, i)) return 1;
     }
-    return loom_rank(n) == 0 ? fm_report(rep, wk->t, epoch, epoch_s) : 0;
+    return loom_rank(n) == 0 ? fm_report(rep, ps->t, epoch, epoch_s) : 0;
 }
 
 int fm_train_parts(loom_node *n, const fm_cli *c, const loom_dataset *test)
 {
     const fm_train_opts *o = &c->train;
-    fm_parts ps = {.c = c, .n = app_parts_count(c->data_parts, loom_num_workers(n))};
-    if (!(ps.p = calloc(ps.n, sizeof *ps.p))) return app_fail(PROG, "parts", LOOM_ENOMEM);
     tables t = {0};
-    fm_worker_state wk = {.c = c, .t = &t};
+    fm_parts ps = {.c = c,
+                   .t = &t,
+                   .threads = c->job.threads,
+                   .n = app_parts_count(c->data_parts, loom_num_workers(n))};
+    if (!(ps.p = calloc(ps.n, sizeof *ps.p))) return app_fail(PROG, "parts", LOOM_ENOMEM);
     fm_reporter rep = {.node = n, .cli = c, .test = test, .start = app_now_s()};
     loom_parts *parts = NULL;
-    int rc = agree_dim(n, &ps);
+    app_team *team = NULL;
+    int rc = app_team_start(&team, ps.threads);
+    if (rc) rc = app_fail(PROG, "start the compute threads", rc);
+    if (!rc) rc = agree_dim(n, &ps);
     if (!rc) rc = fm_open_tables(n, c, ps.dim, &t);
-    wk.counting = t.sketch != NULL;
+    ps.counting = t.sketch != NULL;
     rep.dim = ps.dim;
     if (!rc && loom_rank(n) == 0) {
         rep.vrows = malloc((ps.dim ? ps.dim : 1) * sizeof *rep.vrows);
@@ -153,11 +179,11 @@ int fm_train_parts(loom_node *n, const fm_cli *c, const loom_dataset *test)
         if ((rc = loom_parts_next(parts, &ev, &part, &epoch))) {
             rc = app_fail(PROG, "ask for a part", rc);
         } else if (ev == LOOM_PARTS_PART) {
-            rc = ready_part(&ps, &wk, part);
-            if (!rc) rc = train_part(n, &wk, &ps.p[part], part, epoch, &loss);
+            rc = ready_part(&ps, part);
+            if (!rc) rc = train_part(n, team, &ps, part, epoch, &loss);
             if (!rc && (rc = loom_parts_done(parts, part))) rc = app_fail(PROG, "part done", rc);
         } else if (ev == LOOM_PARTS_EPOCH_END) {
-            rc = end_epoch(n, &ps, &wk, &rep, epoch, loss, app_now_s() - t0);
+            rc = end_epoch(n, &ps, &rep, epoch, loss, app_now_s() - t0);
             if (epoch == o->epochs - 1) break;
             t0 = app_now_s(), loss = 0;
         } else if (ev == LOOM_PARTS_LEFT) {
@@ -180,8 +206,7 @@ int fm_train_parts(loom_node *n, const fm_cli *c, const loom_dataset *test)
     }
     loom_parts_close(parts);
     free(rep.vrows), free(rep.keys);
-    free(wk.est), free(wk.newk), free(wk.ones);
-    fm_batch_free(&wk.b);
+    app_team_stop(team);
     parts_free(&ps);
     if (t.sketch) loom_sketch_close(t.sketch);
     return rc;

@@ -152,12 +152,18 @@ static int count_rows(loom_table *vrows, fm_share *s, fm_batch *b, uint64_t *key
     return 0;
 }
 
-int fm_minibatch(fm_worker_state *wk, const size_t *order, size_t n, double *loss)
+/* A minibatch in three steps, so that lanes (--threads) can run the middle
+ * one in parallel and the others in lane order: the batch's keys and the
+ * sketch's counting (wk->lo, wk->hi of wk->order); the pulls and the
+ * gradient; the pushes. With one lane they run in that order, as the
+ * sequential algorithm does. */
+static int minibatch_keys(fm_worker_state *wk)
 {
     const fm_train_opts *o = &wk->c->train;
     fm_share *s = wk->s;
     fm_batch *b = &wk->b;
-    if (fm_batch_keys(s, order, n, b)) return app_fail(PROG, "minibatch", LOOM_ENOMEM);
+    if (fm_batch_keys(s, wk->order + wk->lo, wk->hi - wk->lo, b))
+        return app_fail(PROG, "minibatch", LOOM_ENOMEM);
     if (b->cap > wk->scratch) {
         free(wk->est), free(wk->newk), free(wk->ones);
         wk->scratch = b->cap;
@@ -167,16 +173,69 @@ int fm_minibatch(fm_worker_state *wk, const size_t *order, size_t n, double *los
         if (!wk->est || !wk->newk || !wk->ones) return app_fail(PROG, "minibatch", LOOM_ENOMEM);
     }
     if (wk->counting && count_features(wk->t->sketch, s, b, o->threshold, wk->est)) return 1;
+    return 0;
+}
+
+static int minibatch_gradient(void *arg, int t)
+{
+    fm_worker_state *wk = (fm_worker_state *)arg + t;
+    if (wk->hi == wk->lo) return 0;
+    const fm_train_opts *o = &wk->c->train;
+    fm_batch *b = &wk->b;
     TRY("pull w", loom_pull(wk->t->w, b->keys, b->nj, b->w));
-    fm_batch_active(s, b, o->threshold);
+    fm_batch_active(wk->s, b, o->threshold);
     if (b->na) TRY("pull V", loom_pull(wk->t->v, b->vkeys, b->na, b->v));
-    *loss += fm_batch_gradient(s, order, n, o->l2_v, b);
+    wk->loss += fm_batch_gradient(wk->s, wk->order + wk->lo, wk->hi - wk->lo, o->l2_v, b);
+    return 0;
+}
+
+static int minibatch_push(fm_worker_state *wk)
+{
+    fm_batch *b = &wk->b;
     TRY("push w", loom_push(wk->t->w, b->keys, b->nj, b->gw));
     if (b->na) {
         TRY("push V", loom_push(wk->t->v, b->vkeys, b->na, b->gv));
-        if (count_rows(wk->t->vrows, s, b, wk->newk, wk->ones)) return 1;
+        if (count_rows(wk->t->vrows, wk->s, b, wk->newk, wk->ones)) return 1;
     }
     return 0;
+}
+
+int fm_lanes_minibatch(app_team *team, fm_worker_state *lanes, int threads)
+{
+    for (int t = 0; t < threads; t++)
+        if (lanes[t].hi > lanes[t].lo && minibatch_keys(&lanes[t])) return 1;
+    if (app_team_run(team, minibatch_gradient, lanes)) return 1;
+    for (int t = 0; t < threads; t++)
+        if (lanes[t].hi > lanes[t].lo && minibatch_push(&lanes[t])) return 1;
+    return 0;
+}
+
+int fm_lane_init(fm_worker_state *l, const loom_dataset *d, uint64_t dim, int threads, int t)
+{
+    size_t lo, hi;
+    app_team_split(d->rows, threads, t, &lo, &hi);
+    l->order = malloc((hi > lo ? hi - lo : 1) * sizeof *l->order);
+    if (app_rows_view(d, lo, hi, &l->rows) || !l->order) return LOOM_ENOMEM;
+    l->s = &l->share;
+    return fm_share_init(&l->share, &l->rows, dim, l->c->train.k);
+}
+
+void fm_lane_free(fm_worker_state *l)
+{
+    free(l->est), free(l->newk), free(l->ones);
+    fm_batch_free(&l->b);
+    fm_share_free(&l->share);
+    free(l->order);
+    free(l->rows.row);
+}
+
+void fm_lanes_batch(fm_worker_state *lanes, int threads, size_t batch, size_t nbatches)
+{
+    for (int t = 0; t < threads; t++) {
+        size_t rows = lanes[t].rows.rows, per = (rows + nbatches - 1) / nbatches;
+        lanes[t].lo = batch * per < rows ? batch * per : rows;
+        lanes[t].hi = lanes[t].lo + per < rows ? lanes[t].lo + per : rows;
+    }
 }
 
 /* ---- the report ---- */
@@ -297,7 +356,7 @@ static int train_share(loom_node *n, const fm_cli *c, const loom_dataset *d,
                        const loom_dataset *test)
 {
     const fm_train_opts *o = &c->train;
-    int rank = loom_rank(n);
+    int rank = loom_rank(n), threads = c->job.threads;
     int64_t mine[2] = {(int64_t)d->max_feature, (int64_t)d->rows}, all[2];
     loom_report_metric(n, "share", (double)d->rows);
     TRY("agree on the sizes", app_agree_max(n, "fm.sizes", 2, mine, all));
@@ -308,11 +367,14 @@ static int train_share(loom_node *n, const fm_cli *c, const loom_dataset *d,
     }
     tables t = {0};
     if (fm_open_tables(n, c, dim, &t)) return 1;
-    fm_share share = {0};
-    fm_worker_state wk = {.c = c, .t = &t, .s = &share, .counting = t.sketch != NULL};
     fm_reporter rep = {.node = n, .cli = c, .test = test, .start = app_now_s(), .dim = dim};
-    size_t *order = malloc((d->rows ? d->rows : 1) * sizeof *order);
-    int rc = order && !fm_share_init(&share, d, dim, o->k) ? 0 : LOOM_ENOMEM;
+    app_team *team = NULL;
+    fm_worker_state *lanes = calloc((size_t)threads, sizeof *lanes);
+    int rc = lanes ? app_team_start(&team, threads) : LOOM_ENOMEM;
+    for (int l = 0; l < threads && !rc; l++) {
+        lanes[l] = (fm_worker_state){.c = c, .t = &t, .counting = t.sketch != NULL};
+        rc = fm_lane_init(&lanes[l], d, dim, threads, l);
+    }
     if (!rc && rank == 0) {
         rep.vrows = malloc((dim ? dim : 1) * sizeof *rep.vrows);
         rep.keys = malloc((dim ? dim : 1) * sizeof *rep.keys);
@@ -327,23 +389,29 @@ static int train_share(loom_node *n, const fm_cli *c, const loom_dataset *d,
         rc = 1;
         goto out;
     }
-    /* The same number of minibatches on every worker, however the data split. */
-    size_t nbatches = (size_t)((max_rows + o->minibatch - 1) / o->minibatch);
-    size_t per = (d->rows + nbatches - 1) / nbatches;
+    /* The same number of minibatches in every lane of every worker, however
+     * the data split: the largest lane holds ceil(max_rows / T) rows. */
+    size_t max_lane = (size_t)((max_rows + (uint64_t)threads - 1) / (uint64_t)threads);
+    size_t nbatches = (max_lane + o->minibatch - 1) / o->minibatch;
     for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
         double t0 = app_now_s(), loss = 0;
-        lr_epoch_order(o->seed, rank, epoch, d->rows, order);
+        for (int l = 0; l < threads; l++) {
+            lr_epoch_order(o->seed, rank * threads + l, epoch, lanes[l].rows.rows, lanes[l].order);
+            lanes[l].loss = 0;
+        }
         for (size_t k = 0; k < nbatches && !rc; k++) {
-            size_t lo = k * per < d->rows ? k * per : d->rows;
-            size_t hi = lo + per < d->rows ? lo + per : d->rows;
-            if (hi > lo) rc = fm_minibatch(&wk, order + lo, hi - lo, &loss);
+            fm_lanes_batch(lanes, threads, k, nbatches);
+            rc = fm_lanes_minibatch(team, lanes, threads);
             if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
         }
         double epoch_s = app_now_s() - t0;
+        for (int l = 0; l < threads; l++) loss += lanes[l].loss;
         if (!rc) rc = fm_add_stats(n, &t, epoch, loss, d->rows);
         if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
-        if (!rc && wk.counting) rc = fm_final_counts(t.sketch, &share, o->threshold);
-        wk.counting = 0;
+        for (int l = 0; l < threads && !rc; l++) {
+            if (lanes[l].counting) rc = fm_final_counts(t.sketch, &lanes[l].share, o->threshold);
+            lanes[l].counting = 0;
+        }
         if (!rc && rank == 0) rc = fm_report(&rep, &t, epoch, epoch_s);
     }
 out:
@@ -352,10 +420,9 @@ out:
         rc = 1;
     }
     free(rep.vrows), free(rep.keys);
-    free(wk.est), free(wk.newk), free(wk.ones);
-    fm_batch_free(&wk.b);
-    fm_share_free(&share);
-    free(order);
+    app_team_stop(team);
+    for (int l = 0; lanes && l < threads; l++) fm_lane_free(&lanes[l]);
+    free(lanes);
     if (t.sketch) loom_sketch_close(t.sketch);
     return rc;
 }

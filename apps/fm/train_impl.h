@@ -24,12 +24,19 @@ typedef struct tables {
     app_stats stats;
 } tables;
 
-/* A worker's training state: its tables, the share trained on, the
- * minibatch's buffers. */
+/* A compute thread's lane (--threads T; one lane without): rows of the
+ * worker's share (or of a data part) with their own fm_share, epoch order
+ * and minibatch buffers. The lanes of a clock each compute a minibatch from
+ * the model as the clock found it, and push in lane order. */
 typedef struct fm_worker_state {
     const fm_cli *c;
     tables *t;
-    fm_share *s; /* the share (or, with --data-parts, the part) trained on now */
+    loom_dataset rows; /* the lane's rows: a view (app_rows_view) */
+    fm_share share;    /* over rows */
+    fm_share *s;       /* &share */
+    size_t *order;     /* the epoch order of rows */
+    size_t lo, hi;     /* this clock's minibatch: order[lo..hi) (none if equal) */
+    double loss;       /* the epoch's progressive loss so far */
     fm_batch b;
     int64_t *est;   /* per key of the largest batch: sketch estimates */
     uint64_t *newk; /* and new V rows */
@@ -51,8 +58,16 @@ typedef struct fm_reporter {
 } fm_reporter;
 
 int fm_open_tables(loom_node *n, const fm_cli *c, uint64_t dim, tables *t);
-/* One minibatch of wk->s: rows order[0..n), its loss added to *loss. */
-int fm_minibatch(fm_worker_state *wk, const size_t *order, size_t n, double *loss);
+/* Lane t of `threads` over d's rows (l->c set by the caller). */
+int fm_lane_init(fm_worker_state *l, const loom_dataset *d, uint64_t dim, int threads, int t);
+void fm_lane_free(fm_worker_state *l);
+/* Minibatch `batch` of `nbatches` of every lane (lanes run as many, on
+ * their own rows in their epoch order) into their lo and hi. */
+void fm_lanes_batch(fm_worker_state *lanes, int threads, size_t batch, size_t nbatches);
+/* Each lane's minibatch: keys and sketch in lane order, the pulls and
+ * gradients in parallel on the team, the pushes in lane order; each lane's
+ * loss added to its own. */
+int fm_lanes_minibatch(app_team *team, fm_worker_state *lanes, int threads);
 /* After the first epoch: which of the share's features the sketch says are frequent. */
 int fm_final_counts(loom_sketch *sk, fm_share *s, uint64_t threshold);
 /* This worker's part of epoch `epoch`'s statistics. */

@@ -219,16 +219,8 @@ int lr_lane_init(lr_lane *l, const loom_dataset *d, uint64_t dim, int threads, i
 {
     size_t lo, hi;
     app_team_split(d->rows, threads, t, &lo, &hi);
-    size_t base = d->row[lo];
-    l->part = (loom_dataset){.rows = hi - lo,
-                             .nnz = d->row[hi] - base,
-                             .label = d->label + lo,
-                             .idx = d->idx + base,
-                             .val = d->val + base};
-    l->part.row = malloc((hi - lo + 1) * sizeof *l->part.row);
     l->order = malloc((hi > lo ? hi - lo : 1) * sizeof *l->order);
-    if (!l->part.row || !l->order) return LOOM_ENOMEM;
-    for (size_t i = lo; i <= hi; i++) l->part.row[i - lo] = d->row[i] - base;
+    if (app_rows_view(d, lo, hi, &l->part) || !l->order) return LOOM_ENOMEM;
     return lr_shard_init(&l->s, &l->part, dim);
 }
 

@@ -5,11 +5,17 @@ from the thesis in NumPy, independent of Loom's C code, to check a one-worker
 
     fm_reference.py TRAIN MODEL --dim K --threshold T --lr A --beta B --l1 L1
                     --l2 L2 --lr-v E --l2-v MU --init I --epochs N --seed S
-                    --minibatch M
+                    --minibatch M [--threads T]
 
 Runs the algorithm of docs/FM.md sequentially:
   - rows in the order one Loom worker visits them (lr's seeded Fisher-Yates
     shuffle, tests/lr/ftrl_reference.py), cut into ceil(rows / M) equal runs;
+  - with --threads T the worker's rows are cut into T lanes (Loom's
+    app_team_split), each with its own order (seeded by the lane) and
+    ceil(ceil(rows / T) / M) runs; per step every lane computes its run's
+    gradient from the model as the step found it, and the lanes' gradients
+    are summed per key and applied once (the update buffer's sum under BSP);
+    each lane keeps its own view of which features are frequent;
   - in the first epoch, per minibatch, the features' row counts are added to
     exact counters (Loom's Count-Min sketch, wide enough here to have no
     collisions); a feature is frequent once its count passes T, and after the
@@ -57,6 +63,27 @@ def sigmoid(m):
     return 1 / (1 + math.exp(-m)) if m >= 0 else math.exp(m) / (1 + math.exp(m))
 
 
+def lanes_of(n, lanes):
+    """Loom's app_team_split: contiguous runs, the first n % lanes one longer."""
+    size, extra = divmod(n, lanes)
+    out, lo = [], 0
+    for t in range(lanes):
+        hi = lo + size + (1 if t < extra else 0)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def ftrl(z, n, w, i, g, o):
+    sigma = (math.sqrt(n[i] + g * g) - math.sqrt(n[i])) / o.lr
+    z[i] += g - sigma * w[i]
+    n[i] += g * g
+    if abs(z[i]) <= o.l1:
+        w[i] = 0.0
+    else:
+        w[i] = -(z[i] - math.copysign(o.l1, z[i])) / ((o.beta + math.sqrt(n[i])) / o.lr + o.l2)
+
+
 def train(rows, dim, o):
     k = o.dim
     z = np.zeros(dim + 1)  # FTRL of w; key dim is the bias
@@ -65,54 +92,64 @@ def train(rows, dim, o):
     v = {}  # allocated V rows
     nv = {}  # their AdaGrad accumulators
     count = np.zeros(dim, dtype=np.int64)
-    frequent = np.zeros(dim, dtype=bool)
-    batches = -(-len(rows) // o.minibatch)
-    per = -(-len(rows) // batches)
+    lanes = [rows[lo:hi] for lo, hi in lanes_of(len(rows), o.lanes)]
+    frequent = [np.zeros(dim, dtype=bool) for _ in lanes]  # each lane's own view
+    max_lane = -(-len(rows) // o.lanes)
+    batches = -(-max_lane // o.minibatch)
     for epoch in range(o.epochs):
-        order = epoch_order(o.seed, 0, epoch, len(rows))
+        orders = [epoch_order(o.seed, t, epoch, len(lane)) for t, lane in enumerate(lanes)]
         if epoch == 1:
-            frequent = count > o.threshold
-        for b in range(0, len(rows), per):
-            batch = [rows[r] for r in order[b:b + per]]
-            feats = {i for _, x in batch for i, _ in x}
-            if epoch == 0:
-                for _, x in batch:
-                    for i, _ in x:
-                        count[i] += 1
-                for i in feats:
-                    frequent[i] = frequent[i] or count[i] > o.threshold
-            on = {i for i in feats if (o.threshold == 0 or frequent[i]) and w[i] != 0}
-            vb = {i: v[i] if i in v else
-                  np.array([initial(o.seed, i, c, o.init) for c in range(k)]) for i in on}
-            gw = dict.fromkeys(list(feats) + [dim], 0.0)
-            gv = {i: np.zeros(k) for i in on}
-            for y, x in batch:
-                s = np.zeros(k)
-                sq = 0.0
-                m = w[dim] + sum(w[i] * xi for i, xi in x)
-                for i, xi in x:
-                    if i in on:
-                        s += vb[i] * xi
-                        sq += float(np.dot(vb[i], vb[i])) * xi * xi
-                m += 0.5 * (float(np.dot(s, s)) - sq)
-                e = sigmoid(m) - (1.0 if y > 0 else 0.0)
-                gw[dim] += e
-                for i, xi in x:
-                    gw[i] += e * xi
-                    if i in on:
-                        gv[i] += e * (xi * s - vb[i] * xi * xi)
+            frequent = [count > o.threshold for _ in lanes]
+        for b in range(batches):
+            # Keys and counting in lane order, then every lane's gradient from
+            # the model as the clock found it, summed per key and applied once.
+            work = []
+            for t, lane in enumerate(lanes):
+                per = -(-len(lane) // batches)
+                batch = [lane[r] for r in orders[t][b * per:(b + 1) * per]]
+                if not batch:
+                    continue
+                feats = {i for _, x in batch for i, _ in x}
+                if epoch == 0:
+                    for _, x in batch:
+                        for i, _ in x:
+                            count[i] += 1
+                    for i in feats:
+                        frequent[t][i] = frequent[t][i] or count[i] > o.threshold
+                work.append((t, batch, feats))
+            vb = {}
+            gw, gv = {}, {}
+            for t, batch, feats in work:
+                on = {i for i in feats if (o.threshold == 0 or frequent[t][i]) and w[i] != 0}
+                for i in on:
+                    if i not in vb:
+                        vb[i] = v[i] if i in v else np.array(
+                            [initial(o.seed, i, c, o.init) for c in range(k)])
+                lw = dict.fromkeys(list(feats) + [dim], 0.0)
+                lv = {i: np.zeros(k) for i in on}
+                for y, x in batch:
+                    s = np.zeros(k)
+                    sq = 0.0
+                    m = w[dim] + sum(w[i] * xi for i, xi in x)
+                    for i, xi in x:
+                        if i in on:
+                            s += vb[i] * xi
+                            sq += float(np.dot(vb[i], vb[i])) * xi * xi
+                    m += 0.5 * (float(np.dot(s, s)) - sq)
+                    e = sigmoid(m) - (1.0 if y > 0 else 0.0)
+                    lw[dim] += e
+                    for i, xi in x:
+                        lw[i] += e * xi
+                        if i in on:
+                            lv[i] += e * (xi * s - vb[i] * xi * xi)
+                for i, g in lw.items():
+                    gw[i] = gw.get(i, 0.0) + g / len(batch)
+                for i, g in lv.items():
+                    g = g / len(batch) + o.l2_v * vb[i]
+                    gv[i] = gv[i] + g if i in gv else g
             for i, g in gw.items():
-                g /= len(batch)
-                sigma = (math.sqrt(n[i] + g * g) - math.sqrt(n[i])) / o.lr
-                z[i] += g - sigma * w[i]
-                n[i] += g * g
-                if abs(z[i]) <= o.l1:
-                    w[i] = 0.0
-                else:
-                    w[i] = -(z[i] - math.copysign(o.l1, z[i])) / (
-                        (o.beta + math.sqrt(n[i])) / o.lr + o.l2)
-            for i in on:
-                g = gv[i] / len(batch) + o.l2_v * vb[i]
+                ftrl(z, n, w, i, g, o)
+            for i, g in gv.items():
                 acc = nv.get(i, np.zeros(k)) + g * g
                 nv[i] = acc
                 v[i] = vb[i] - o.lr_v * g / (np.sqrt(acc) + 1e-8)
@@ -138,6 +175,7 @@ def main():
         ap.add_argument("--" + name, type=float, required=True)
     for name in ("dim", "threshold", "epochs", "seed", "minibatch"):
         ap.add_argument("--" + name, type=int, required=True)
+    ap.add_argument("--threads", dest="lanes", type=int, default=1)
     o = ap.parse_args()
     rows = read_libsvm(o.train)
     dim = 1 + max(i for _, x in rows for i, _ in x)
