@@ -4,12 +4,13 @@
  *   loom checkpoint ls DIR                 every checkpoint directory: clock, whole or why not
  *   loom checkpoint verify DIR [--clock C] the newest (or clock C): every file, size, checksum
  *   loom checkpoint export DIR --out FILE [--clock C]
- *                                          the model as its app's model file (lr, mf, lda)
+ *                                          the model as its app's model file (lr, fm, mf, lda)
  *
  * Everything is read through the public reader (include/loom/checkpoint.h),
  * which names the file and the problem of a checkpoint that does not verify.
  * Export rebuilds the model from the servers' tables with the model's own
- * writer: lr from "lr.w" (weights then the bias, apps/common/modelfile), mf
+ * writer: lr from "lr.w" (weights then the bias, apps/common/modelfile), fm
+ * from "fm.w", "fm.v" and "fm.vrows", mf
  * from its factor and summary tables with the ids worker 0 saved, lda from
  * "lda.word_topic" and "lda.topics" with the priors worker 0 saved. */
 #include <inttypes.h>
@@ -22,6 +23,7 @@
 
 #include "commands.h"
 #include "common/app.h"
+#include "fm/fm.h"
 #include "lda/lda.h"
 #include "lr/lr.h"
 #include "mf/mf.h"
@@ -36,7 +38,7 @@ static const char usage[] =
     "  verify  check the newest checkpoint (or the one at clock C): its manifest and\n"
     "          every file it names (present, size, CRC-32C, header)\n"
     "  export  write the model of the newest checkpoint (or of clock C) as the model\n"
-    "          file of its app (lr, mf, lda), for `loom predict` or to inspect\n"
+    "          file of its app (lr, fm, mf, lda), for `loom predict` or to inspect\n"
     "\n"
     "Exit status: 0 on success; 1 if the checkpoint is missing or does not verify\n"
     "(ls: if none in DIR is committed and verifies); 2 for a usage error.\n";
@@ -231,10 +233,67 @@ static int export_mf(const loom_checkpoint *ck, const char *out, char *err, size
     return rc;
 }
 
+/* fm: w and the bias from "fm.w" (keys 0..dim-1, the bias at key dim), and
+ * V from "fm.v" for the features "fm.vrows" marks allocated, as the run's
+ * own report reads them (apps/fm/train.c). */
+static int fm_w_row(void *ctx, uint64_t key, const void *row)
+{
+    fm_model *m = ctx;
+    double v;
+    memcpy(&v, row, sizeof v);
+    if (key == m->dim)
+        m->bias = v;
+    else if (key < m->dim)
+        m->w[key] = v;
+    return 0;
+}
+
+static int fm_vrows_row(void *ctx, uint64_t key, const void *row)
+{
+    fm_model *m = ctx;
+    double marked;
+    memcpy(&marked, row, sizeof marked);
+    if (key < m->dim && marked != 0 && !m->has_v[key]) {
+        m->has_v[key] = 1;
+        m->v_rows++;
+    }
+    return 0;
+}
+
+static int fm_v_row(void *ctx, uint64_t key, const void *row)
+{
+    fm_model *m = ctx;
+    if (key < m->dim && m->has_v[key]) memcpy(m->v + key * m->k, row, m->k * sizeof *m->v);
+    return 0;
+}
+
+static int export_fm(const loom_checkpoint *ck, const char *out, char *err, size_t errlen)
+{
+    uint32_t width, k;
+    size_t vsize;
+    uint64_t keys = 0;
+    extent none = {0, 0};
+    if (dense_extent(ck, "fm.w", &width, &vsize, &keys, err, errlen)) return -1;
+    if (width != 1 || vsize != 8 || !keys)
+        return app_error(err, errlen, "table fm.w has rows of %u values, not fm's", width);
+    if (loom_checkpoint_rows(ck, "fm.v", &k, NULL, count_key, &none) || !k)
+        return app_error(err, errlen, "%s", loom_last_error());
+    fm_model m;
+    if (fm_model_init(&m, keys - 1, k)) return app_error(err, errlen, "out of memory");
+    int rc = 0;
+    if (loom_checkpoint_rows(ck, "fm.w", NULL, NULL, fm_w_row, &m) ||
+        (m.dim && loom_checkpoint_rows(ck, "fm.vrows", NULL, NULL, fm_vrows_row, &m)) ||
+        loom_checkpoint_rows(ck, "fm.v", NULL, NULL, fm_v_row, &m))
+        rc = app_error(err, errlen, "%s", loom_last_error());
+    if (!rc) rc = fm_model_save(&m, out, err, errlen);
+    fm_model_free(&m);
+    return rc;
+}
+
 static const struct exporter {
     const char *model;
     int (*fn)(const loom_checkpoint *ck, const char *out, char *err, size_t errlen);
-} exporters[] = {{"lr", export_lr}, {"mf", export_mf}, {"lda", export_lda}};
+} exporters[] = {{"lr", export_lr}, {"fm", export_fm}, {"mf", export_mf}, {"lda", export_lda}};
 
 /* ---- the command ---- */
 

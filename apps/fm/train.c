@@ -350,6 +350,88 @@ int fm_add_stats(loom_node *n, tables *t, int epoch, double loss, size_t rows)
     return 0;
 }
 
+/* ---- checkpoints (docs/FAULTS.md) ----
+ *
+ * What a worker needs to go on from a clock: where it is (epoch, next
+ * minibatch), whether the sketch still counts, and per lane the epoch's loss
+ * so far and which of its features it knows frequent and whose V rows it
+ * marked in fm.vrows. The epoch orders are recomputed from the seed; the
+ * model, the sketch and the statistics are the servers' tables. The sizes go
+ * along so that a resume with other data, --minibatch or --threads is
+ * refused. */
+#define FM_STATE_MAGIC 0x31434d46u /* "FMC1" */
+
+static size_t state_len(const fm_worker_state *lanes, int threads)
+{
+    size_t len = 5 * 8;
+    for (int l = 0; l < threads; l++) len += 2 * 8 + 2 * (lanes[l].share.nkeys + 1);
+    return len;
+}
+
+static int save_state(loom_node *n, int epoch, size_t batch, size_t nbatches,
+                      const fm_worker_state *lanes, int threads)
+{
+    size_t len = state_len(lanes, threads);
+    unsigned char *b = malloc(len), *p = b;
+    if (!b) return app_fail(PROG, "checkpoint", LOOM_ENOMEM);
+    uint64_t head[5] = {FM_STATE_MAGIC, (uint64_t)epoch, batch,
+                        (uint64_t)nbatches << 16 | (uint64_t)threads, (uint64_t)lanes[0].counting};
+    memcpy(p, head, sizeof head);
+    p += sizeof head;
+    for (int l = 0; l < threads; l++) {
+        const fm_share *s = &lanes[l].share;
+        uint64_t nkeys = s->nkeys;
+        memcpy(p, &nkeys, 8);
+        memcpy(p + 8, &lanes[l].loss, 8);
+        memcpy(p + 16, s->frequent, s->nkeys + 1);
+        memcpy(p + 16 + s->nkeys + 1, s->counted, s->nkeys + 1);
+        p += 16 + 2 * (s->nkeys + 1);
+    }
+    int rc = loom_checkpoint_save(n, b, len);
+    free(b);
+    return rc ? app_fail(PROG, "checkpoint", rc) : 0;
+}
+
+/* In a resumed job: the position saved, and the lanes' state restored.
+ * *epoch = -1 when the job did not resume. */
+static int load_state(loom_node *n, int *epoch, size_t *batch, size_t nbatches,
+                      fm_worker_state *lanes, int threads)
+{
+    const void *data;
+    size_t len;
+    *epoch = -1;
+    if (loom_checkpoint_resumed(n, &data, &len, NULL)) return 0;
+    const unsigned char *p = data;
+    uint64_t head[5];
+    int ok = len == state_len(lanes, threads);
+    if (ok) {
+        memcpy(head, p, sizeof head);
+        p += sizeof head;
+        ok = head[0] == FM_STATE_MAGIC && head[3] == ((uint64_t)nbatches << 16 | (uint64_t)threads);
+    }
+    for (int l = 0; ok && l < threads; l++) {
+        fm_share *s = &lanes[l].share;
+        uint64_t nkeys;
+        memcpy(&nkeys, p, 8);
+        if (!(ok = nkeys == s->nkeys)) break;
+        memcpy(&lanes[l].loss, p + 8, 8);
+        memcpy(s->frequent, p + 16, s->nkeys + 1);
+        memcpy(s->counted, p + 16 + s->nkeys + 1, s->nkeys + 1);
+        lanes[l].counting = head[4] != 0;
+        p += 16 + 2 * (s->nkeys + 1);
+    }
+    if (!ok) {
+        fprintf(stderr,
+                PROG ": worker %d: the checkpoint does not fit this job (other training "
+                     "data, --minibatch or --threads?)\n",
+                loom_rank(n));
+        return 1;
+    }
+    *epoch = (int)head[1];
+    *batch = (size_t)head[2];
+    return 0;
+}
+
 /* ---- the worker ---- */
 
 static int train_share(loom_node *n, const fm_cli *c, const loom_dataset *d,
@@ -384,28 +466,38 @@ static int train_share(loom_node *n, const fm_cli *c, const loom_dataset *d,
         rc = app_fail(PROG, "prepare data", rc);
         goto out;
     }
-    if (rank == 0 && c->job.metrics_path && !(rep.metrics = fopen(c->job.metrics_path, "w"))) {
-        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
-        rc = 1;
-        goto out;
-    }
     /* The same number of minibatches in every lane of every worker, however
      * the data split: the largest lane holds ceil(max_rows / T) rows. */
     size_t max_lane = (size_t)((max_rows + (uint64_t)threads - 1) / (uint64_t)threads);
     size_t nbatches = (max_lane + o->minibatch - 1) / o->minibatch;
-    for (int epoch = 0; epoch < o->epochs && !rc; epoch++) {
+    int first_epoch;
+    size_t first_batch = 0;
+    if ((rc = load_state(n, &first_epoch, &first_batch, nbatches, lanes, threads))) goto out;
+    /* A resumed job adds its epochs to the metrics of the run it continues. */
+    if (rank == 0 && c->job.metrics_path &&
+        !(rep.metrics = fopen(c->job.metrics_path, first_epoch >= 0 ? "a" : "w"))) {
+        fprintf(stderr, PROG ": cannot write %s: %s\n", c->job.metrics_path, strerror(errno));
+        rc = 1;
+        goto out;
+    }
+    for (int epoch = first_epoch < 0 ? 0 : first_epoch; epoch < o->epochs && !rc; epoch++) {
         double t0 = app_now_s(), loss = 0;
-        for (int l = 0; l < threads; l++) {
+        for (int l = 0; l < threads; l++)
             lr_epoch_order(o->seed, rank * threads + l, epoch, lanes[l].rows.rows, lanes[l].order);
-            lanes[l].loss = 0;
-        }
-        for (size_t k = 0; k < nbatches && !rc; k++) {
+        for (size_t k = first_batch; k < nbatches && !rc; k++) {
             fm_lanes_batch(lanes, threads, k, nbatches);
             rc = fm_lanes_minibatch(team, lanes, threads);
             if (!rc && (rc = loom_clock(n))) rc = app_fail(PROG, "clock", rc);
+            /* The last clock is the final checkpoint's (loom/checkpoint.h). */
+            int last = epoch == o->epochs - 1 && k == nbatches - 1;
+            if (!rc && (last ? loom_checkpoint_final(n) : loom_checkpoint_due(n)))
+                rc = save_state(n, epoch, k + 1, nbatches, lanes, threads);
         }
+        first_batch = 0;
+        /* --checkpoint-every Ne counts these */
+        if (!rc && (rc = loom_checkpoint_epoch_end(n))) rc = app_fail(PROG, "epoch end", rc);
         double epoch_s = app_now_s() - t0;
-        for (int l = 0; l < threads; l++) loss += lanes[l].loss;
+        for (int l = 0; l < threads; l++) loss += lanes[l].loss, lanes[l].loss = 0;
         if (!rc) rc = fm_add_stats(n, &t, epoch, loss, d->rows);
         if (!rc && (rc = loom_barrier(n))) rc = app_fail(PROG, "barrier", rc);
         for (int l = 0; l < threads && !rc; l++) {

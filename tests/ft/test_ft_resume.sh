@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checkpoint, kill every process, resume (docs/FAULTS.md): a one-worker BSP
-# job of MODEL (lr, mf, lda; two servers) writes a checkpoint every few
+# job of MODEL (lr, mf, lda, fm; two servers) writes a checkpoint every few
 # clocks; once the K-th has been committed (K drawn from SEED) the test
 # SIGKILLs every process of the job at once, wherever they are (possibly in
 # the middle of writing the next checkpoint); `loom train ... --resume`
@@ -12,7 +12,7 @@
 # replicas to the same model: a checkpoint holds each range once, whatever
 # the ring that wrote it.
 #
-# Usage: test_ft_resume.sh LOOM MODEL SEED [REPLICAS]
+# Usage: test_ft_resume.sh LOOM MODEL SEED [REPLICAS]   (MODEL: lr, mf, lda or fm)
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
 # shellcheck source-path=SCRIPTDIR source=../lib/cli.sh

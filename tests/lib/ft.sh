@@ -22,6 +22,12 @@ ft_model_job() {
         ARGS=(train lr --train data --updater adagrad --epochs "${LR_EPOCHS:-3}" --minibatch 100
             --bandwidth 200)
         ;;
+    fm)
+        run gen fm --out data --rows 20000 --features 2000 --nnz 10 --quiet
+        # --threads 2: every lane's state goes into the checkpoint; the
+        # sketch counts through the first epoch's checkpoints.
+        ARGS=(train fm --train data --epochs 3 --minibatch 100 --threads 2 --threshold 20)
+        ;;
     mf)
         run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
         # --steps 2: a checkpoint is cut after a clock's last step.
