@@ -574,6 +574,24 @@ size_t loom_darray_local(loom_darray *d, const int64_t **indices, const double *
     return d->n;
 }
 
+int darray_set_local(loom_darray *d, const int64_t *idx, const double *val, size_t n)
+{
+    if (n != d->n || d->width != 1) return LOOM_EINVAL;
+    darray_elems l = {.dims = d->dims, .width = 1};
+    for (size_t i = 0; i < n; i++)
+        if (darray_elems_add(&l, idx + i * d->dims, val + i, NULL, 0)) {
+            darray_elems_free(&l);
+            return LOOM_ENOMEM; /* the indices were the array's: in its box */
+        }
+    darray_elems_sort(&l);
+    for (size_t i = 0; i < n; i++) {
+        if (!d->dense) memcpy(d->idx + i * d->dims, l.e[i].key, d->dims * sizeof *d->idx);
+        d->val[i] = l.e[i].v[0];
+    }
+    darray_elems_free(&l);
+    return 0;
+}
+
 uint32_t loom_darray_dims(const loom_darray *d)
 {
     return d ? d->dims : 0;
