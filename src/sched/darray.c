@@ -116,7 +116,7 @@ static int cmp_elem(const void *pa, const void *pb)
 void darray_elems_sort(darray_elems *l)
 {
     for (size_t i = 0; i < l->n; i++) l->e[i].v = l->v + i * l->width;
-    qsort(l->e, l->n, sizeof *l->e, cmp_elem);
+    if (l->n) qsort(l->e, l->n, sizeof *l->e, cmp_elem); /* an empty list has no array */
 }
 
 /* ---- making ---- */

@@ -279,6 +279,7 @@ static int refuse_worker(loom_node *n, int rank, void *arg)
     loom_access own[] = {{0, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},
                          {1, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB_EVERY}}};
     loom_loop_array x = {1, "lr.x", 6, 1, LOOM_F64, NULL};
+    static const uint64_t other[2] = {6, 5};
     static const struct {
         int which; /* 0: rows2, 1: by_col */
         int elements, extents;
@@ -297,7 +298,7 @@ static int refuse_worker(loom_node *n, int rank, void *arg)
                             .body = nop_body,
                             .space = bad[k].which ? by_col : rows2};
         if (bad[k].elements) o.indices = one, o.values = &v, o.n = 1;
-        if (bad[k].extents) o.extents = (const uint64_t[]){6, 5};
+        if (bad[k].extents) o.extents = other;
         loom_loop *l = NULL;
         err[0] = 0;
         int rc = loom_loop_open(n, &o, &l, err, sizeof err);
