@@ -26,9 +26,9 @@
  *                       (an absent key is created, from zeros). The result is
  *                       the serial loop's over the keys in order, bit for bit
  *                       (adds: when they are exact, as integer counts are).
- *   loom_map_async_for  AsyncFor: a worker's writes reach its own reads at
- *                       once and the owners at the latest `delay` iterations
- *                       later, when every worker sends what it wrote and
+ *   loom_map_async_for  AsyncFor: a worker's writes reach its own reads from
+ *                       its next iteration on, and the owners at the latest
+ *                       `delay` iterations later, when every worker sends what it wrote and
  *                       takes the others' changes (rounds of `delay`
  *                       iterations, in step). Serialisable per key: a worker
  *                       sets only keys it owns (their writes are its
@@ -98,7 +98,8 @@ typedef void (*loom_map_body_fn)(void *user, loom_map_iter *it, const void *key,
                                  const double *value);
 
 /* Entry `key` as this iteration reads it (width doubles), or NULL when the
- * map has no such key. Valid until the body returns. */
+ * map has no such key: the writes of this iteration are not in it (they
+ * apply after the body returns). Valid until the body returns. */
 const double *loom_map_get(loom_map_iter *it, const void *key);
 /* The new value of entry `key` (width doubles, starting from the value the
  * iteration reads, zeros for an absent key), which the body writes; the same
