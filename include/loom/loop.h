@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "darray.h"
 #include "node.h"
 #include "table.h"
 
@@ -321,6 +322,17 @@ typedef struct loom_loop_opts {
     /* Arrays reached whole that are prefetched rather than copied. */
     const loom_loop_prefetch_decl *prefetch;
     size_t nprefetch;
+    /* The iteration space as a distributed array (loom/darray.h, width 1)
+     * instead of indices, values and n (which must then be NULL and 0): its
+     * dimensions and, when extents is NULL, its box are the loop's (given
+     * extents must equal the box). Unless prefer_space says otherwise, its
+     * part_dim is made the space index where the plan allows; when it is
+     * (and the plan is 1D or 2D), the darray's ranges are the loop's space
+     * blocks and no element leaves its worker. A loop that writes its
+     * elements writes them back into the darray at the end of each run, and
+     * must then keep them where they are (part_dim the space index, or a
+     * loop without dependences): refused otherwise. */
+    loom_darray *space;
 } loom_loop_opts;
 
 /* Plan the loop and prepare it on this worker: every worker calls it with the

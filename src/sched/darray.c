@@ -116,7 +116,7 @@ static int cmp_elem(const void *pa, const void *pb)
 void darray_elems_sort(darray_elems *l)
 {
     for (size_t i = 0; i < l->n; i++) l->e[i].v = l->v + i * l->width;
-    qsort(l->e, l->n, sizeof *l->e, cmp_elem);
+    if (l->n) qsort(l->e, l->n, sizeof *l->e, cmp_elem); /* an empty list has no array */
 }
 
 /* ---- making ---- */
@@ -572,6 +572,24 @@ size_t loom_darray_local(loom_darray *d, const int64_t **indices, const double *
     if (indices) *indices = d->idx;
     if (values) *values = d->val;
     return d->n;
+}
+
+int darray_set_local(loom_darray *d, const int64_t *idx, const double *val, size_t n)
+{
+    if (n != d->n || d->width != 1) return LOOM_EINVAL;
+    darray_elems l = {.dims = d->dims, .width = 1};
+    for (size_t i = 0; i < n; i++)
+        if (darray_elems_add(&l, idx + i * d->dims, val + i, NULL, 0)) {
+            darray_elems_free(&l);
+            return LOOM_ENOMEM; /* the indices were the array's: in its box */
+        }
+    darray_elems_sort(&l);
+    for (size_t i = 0; i < n; i++) {
+        if (!d->dense) memcpy(d->idx + i * d->dims, l.e[i].key, d->dims * sizeof *d->idx);
+        d->val[i] = l.e[i].v[0];
+    }
+    darray_elems_free(&l);
+    return 0;
 }
 
 uint32_t loom_darray_dims(const loom_darray *d)

@@ -72,6 +72,11 @@ int darray_allgather(loom_darray *d, const int64_t *mine, size_t words, int64_t 
 /* Collective: 0 if every worker's rc is 0, else the first failing worker's
  * code, with a sentence naming it in err on the others. */
 int darray_agree_rc(loom_darray *d, int rc, char *err, size_t errlen);
+/* This worker's elements replaced by the n given (width 1; indices n x
+ * dims), which must be the same indices in any order (a loop's elements
+ * after a run, loop_run.c), then sorted: 0, LOOM_ENOMEM, or LOOM_EINVAL for
+ * another count. */
+int darray_set_local(loom_darray *d, const int64_t *idx, const double *val, size_t n);
 /* Index of element i of this worker (dims values), for either kind. */
 void darray_index_of(const loom_darray *d, size_t i, int64_t *index);
 

@@ -109,7 +109,10 @@ struct loom_loop {
     int *acc_arr; /* per access: its array's slot, or LOOP_ACC_SPACE or LOOP_ACC_ELEMENT */
     int rotated;  /* slot of the rotated array, -1 if none */
     int stay;     /* the elements stay where they were given (no exchange) */
-    int wave;     /* a wavefront plan */
+    int keep;     /* the space blocks are the darray's ranges (o.space): no exchange either */
+    int write_el; /* an access writes the iteration's own element */
+    uint64_t ext[LOOM_LOOP_MAX_DIMS]; /* o.space's box, when the loop takes it */
+    int wave;                         /* a wavefront plan */
     int64_t skew;
     uint32_t halo;     /* the most rows any access reads before its own */
     uint8_t *halo_msg; /* the halo rows as sent */

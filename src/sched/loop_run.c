@@ -21,7 +21,11 @@
  *      lexicographic order, so the order never depends on who was given what.
  *      A loop without dependences whose arrays are all reached whole keeps
  *      the elements where they were given (data parallelism: no block needs
- *      them) and only sorts them;
+ *      them) and only sorts them; so does a loop over a darray whose
+ *      part_dim is its space index (loom_loop_opts.space), whose space
+ *      blocks are then the darray's ranges (step 2 keeps the time blocks'
+ *      cut only), and which writes its elements back into the darray after
+ *      each run;
  *   4. opens a dense sum table per array and initialises its rows: those
  *      keyed by the space index (local) in memory, for the rows of its
  *      space block; the rotated array's rows of its time block pushed into
@@ -41,9 +45,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom/darray.h"
 #include "loom/error.h"
 #include "loom/loop.h"
 #include "loom/sched.h"
+#include "sched/darray_impl.h"
 #include "sched/loop_impl.h"
 #include "sched/sched.h"
 
@@ -265,6 +271,7 @@ static int agree_bounds(loom_loop *l)
     if (!rc) rc = loom_pull_range(t, 0, es + et, h);
     if (!rc) rc = loom_loop_balance((const uint64_t *)h, es, l->W, l->sb);
     if (!rc) rc = loom_loop_balance((const uint64_t *)h + es, et, l->W, l->tb);
+    for (uint32_t w = 0; !rc && l->keep && w <= l->W; w++) l->sb[w] = l->o.space->bounds[w];
     free(h);
     if (!rc && l->halo) rc = loop_wave_bounds(l);
     if (rc || l->rotated < 0) return rc;
@@ -478,6 +485,63 @@ static int open_engine(loom_loop *l)
     return rc;
 }
 
+/* The iteration space from o.space: its dimensions, box and this worker's
+ * elements as the loop's. */
+static int take_darray(loom_loop *l, char *err, size_t errlen)
+{
+    loom_darray *d = l->o.space;
+    if (l->o.indices || l->o.values || l->o.n)
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "the iteration space is given both as a darray and as elements");
+    if (d->width != 1 || (l->o.dims && l->o.dims != d->dims))
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "the darray of the iteration space has %u dimensions and %u values "
+                           "an element; the loop wants %u and 1",
+                           d->dims, d->width, l->o.dims ? l->o.dims : d->dims);
+    for (uint32_t v = 0; l->o.extents && v < d->dims; v++)
+        if (l->o.extents[v] != d->ext[v])
+            return loop_refuse(err, errlen, LOOM_EINVAL,
+                               "extent %u of the loop (%llu) is not the darray's (%llu)", v,
+                               (unsigned long long)l->o.extents[v], (unsigned long long)d->ext[v]);
+    memcpy(l->ext, d->ext, d->dims * sizeof *l->ext);
+    l->o.dims = d->dims;
+    l->o.extents = l->ext;
+    l->o.n = loom_darray_local(d, &l->o.indices, &l->o.values);
+    return l->o.n == d->n ? 0 : LOOM_ENOMEM;
+}
+
+/* Whether the darray's ranges can be the space blocks, and a loop that
+ * writes its elements keeps them on their workers. */
+static int keep_darray(loom_loop *l, char *err, size_t errlen)
+{
+    const loom_darray *d = l->o.space;
+    for (size_t k = 0; k < l->o.nacc; k++) l->write_el |= l->acc_arr[k] == LOOP_ACC_ELEMENT;
+    l->keep = !l->stay && !l->wave && l->space == d->part_dim;
+    if (l->write_el && !l->keep && !l->stay)
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "the loop writes the elements of its darray, but the darray's "
+                           "part_dim %u cannot be its space index (%s): they would leave their "
+                           "workers",
+                           d->part_dim, loom_loop_plan_explain(l->plan));
+    return 0;
+}
+
+/* A run's element values back into the darray (its elements, reordered). */
+static int write_back(loom_loop *l)
+{
+    int64_t *idx = malloc((l->n + 1) * l->dims * sizeof *idx);
+    double *val = malloc((l->n + 1) * sizeof *val);
+    int rc = idx && val ? 0 : LOOM_ENOMEM;
+    for (size_t i = 0; !rc && i < l->n; i++) {
+        memcpy(idx + i * l->dims, &l->el[i].key[1], l->dims * sizeof *idx);
+        memcpy(val + i, &l->el[i].bits, sizeof *val);
+    }
+    if (!rc) rc = darray_set_local(l->o.space, idx, val, l->n);
+    free(idx);
+    free(val);
+    return rc;
+}
+
 int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, char *err,
                    size_t errlen)
 {
@@ -489,12 +553,14 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
     if (!l) return LOOM_ENOMEM;
     l->node = node;
     l->o = *o;
-    l->dims = o->dims;
+    l->dims = o->dims ? o->dims : o->space ? o->space->dims : 0;
     l->rank = (uint32_t)loom_rank(node);
     l->W = (uint32_t)loom_num_workers(node);
     l->narr = o->narrays;
-    int rc = loom_loop_plan_make(o->dims, o->acc, o->nacc, o->ordered, o->extents, &l->plan, err,
-                                 errlen);
+    int rc = o->space ? take_darray(l, err, errlen) : 0;
+    if (!rc)
+        rc = loom_loop_plan_make(l->o.dims, o->acc, o->nacc, o->ordered, l->o.extents, &l->plan,
+                                 err, errlen);
     if (!rc) {
         l->acc = malloc((o->nacc + 1) * sizeof *l->acc);
         l->arr = calloc(l->narr + 1, sizeof *l->arr);
@@ -507,10 +573,12 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
             rc = LOOM_ENOMEM;
     }
     if (!rc && o->prefer_space && !loom_loop_plan_prefer_space(l->plan, o->prefer_space - 1) &&
-        o->prefer_space - 1 >= o->dims)
+        o->prefer_space - 1 >= l->o.dims)
         rc = loop_refuse(err, errlen, LOOM_EINVAL,
                          "prefer_space names index %u, but the loop has %u", o->prefer_space - 1,
-                         o->dims);
+                         l->o.dims);
+    if (!rc && o->space && !o->prefer_space)
+        loom_loop_plan_prefer_space(l->plan, o->space->part_dim);
     if (!rc) {
         memcpy(l->acc, o->acc, o->nacc * sizeof *l->acc);
         for (size_t i = 0; i < l->narr; i++) l->arr[i].a = o->arrays[i];
@@ -519,6 +587,7 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
         rc = check_opts(l, err, errlen);
     }
     if (!rc) rc = assign_roles(l, err, errlen);
+    if (!rc && o->space) rc = keep_darray(l, err, errlen);
     if (!rc) rc = loop_write_open(l, err, errlen);
     /* From here every worker takes part in collective steps: a failure stops
      * this worker, and the others fail with the job. */
@@ -531,7 +600,7 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
             loop_refuse(err, errlen, rc,
                         "the wavefront's %u workers but the last each pass on %u rows of the "
                         "space index, more than its extent %llu",
-                        l->W, l->halo, (unsigned long long)o->extents[l->space]);
+                        l->W, l->halo, (unsigned long long)l->o.extents[l->space]);
     }
     if (!rc) rc = exchange(l);
     if (!rc) rc = open_arrays(l);
@@ -601,6 +670,7 @@ int loom_loop_run(loom_loop *l, int64_t passes)
     if (!rc) rc = loop_flush_all(l);
     if (!rc) rc = push_local(l);
     if (!rc) rc = loop_accum_reduce(l);
+    if (!rc && l->write_el && l->o.space) rc = write_back(l);
     l->runs++;
     return rc ? rc : loom_barrier(l->node);
 }
