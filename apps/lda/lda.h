@@ -9,6 +9,8 @@
  *                 local copy of the word-topic counts
  *   mh.c          the Metropolis-Hastings sampler (LightLDA, Yuan et al.
  *                 2015): O(1) a token, for many topics (--sampler mh)
+ *   lanes.c       --threads: T lanes of documents x T blocks of words
+ *                 sampled in T steps with one sampler, without a lock
  *   likelihood.c  the collapsed joint log-likelihood log p(w, z)
  *   heldout.c     held-out perplexity by document completion
  *   model.c       the model file, top words, the vocabulary file

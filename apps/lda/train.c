@@ -280,7 +280,7 @@ static int push_lanes(worker *w, int initial, int clock_end)
     return 0;
 }
 
-/* Pull the rows of lane l's n local words `idx` (NULL: words 0..n-1) a chunk
+/* Pull the rows of the worker's (l's) n local words `idx` (NULL: words 0..n-1) a chunk
  * of words at a time into the lane's rows; the words whose rows changed are
  * added to l->reload (from *nreload on) when reload is set. The rows come
  * sparse (loom_pull_sparse: a word's non-zero counts, by block and column,
@@ -394,11 +394,12 @@ static int sweep(void *arg, int t)
     return 0;
 }
 
-/* One clock of --steps steps: in each the lanes sweep the step's documents
- * (--threads steps of lanes), the worker pushes the changes and refreshes; the last step's push
- * ends the clock. Between steps the refresh reads the cache (the rows are fresh enough for the
- * clock already), so it sees the other workers' changes only where the servers' row pushes of
- * managed communication (--priority) brought them. */
+/* One clock of --steps steps: in each the threads sweep the step's
+ * documents (T steps of the lanes), the worker pushes the changes and
+ * refreshes; the last step's push ends the clock.
+ * Between steps the refresh reads the cache (the rows are fresh enough for
+ * the clock already), so it sees the other workers' changes only where the
+ * servers' row pushes of managed communication (--priority) brought them. */
 static int sync_clock(worker *w, int sync, int it)
 {
     lane *l = w->lanes;

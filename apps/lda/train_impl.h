@@ -1,6 +1,6 @@
 /* What the distributed LDA trainer's files share (apps/lda/train.c, the node;
- * apps/lda/checkpoint.c, a worker's checkpointed state): a compute thread's
- * lane and the worker that holds them. */
+ * apps/lda/checkpoint.c, a worker's checkpointed state): the worker's
+ * documents and sampler (its lane) and the worker that holds them. */
 #ifndef LOOM_APPS_LDA_TRAIN_IMPL_H
 #define LOOM_APPS_LDA_TRAIN_IMPL_H
 
