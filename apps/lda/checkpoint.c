@@ -14,8 +14,7 @@
 
 int lda_save_state(worker *w, int it, int next_sync)
 {
-    uint64_t tokens = 0;
-    for (int t = 0; t < w->threads; t++) tokens += w->lanes[t].d.ntokens;
+    uint64_t tokens = w->lanes->d.ntokens;
     size_t len = LDA_STATE_HEAD * 8 + tokens * 4;
     uint64_t *b = malloc(len);
     if (!b) return app_fail(PROG, "checkpoint", LOOM_ENOMEM);
@@ -28,11 +27,7 @@ int lda_save_state(worker *w, int it, int next_sync)
     b[5] = tokens;
     memcpy(&b[6], &w->p.alpha, 8); /* for `loom checkpoint export`, and checked on resume */
     memcpy(&b[7], &w->p.beta, 8);
-    uint8_t *z = (uint8_t *)(b + LDA_STATE_HEAD);
-    for (int t = 0; t < w->threads; t++) {
-        memcpy(z, w->lanes[t].d.z, w->lanes[t].d.ntokens * 4);
-        z += w->lanes[t].d.ntokens * 4;
-    }
+    memcpy(b + LDA_STATE_HEAD, w->lanes->d.z, tokens * 4);
     int rc = loom_checkpoint_save(w->n, b, len);
     free(b);
     return rc ? app_fail(PROG, "checkpoint", rc) : 0;
@@ -43,20 +38,15 @@ int lda_load_state(worker *w)
     const void *data;
     size_t len;
     if (loom_checkpoint_resumed(w->n, &data, &len, NULL)) return 0;
-    uint64_t tokens = 0;
-    for (int t = 0; t < w->threads; t++) tokens += w->lanes[t].d.ntokens;
+    lda_docs *d = &w->lanes->d;
+    uint64_t tokens = d->ntokens;
     uint64_t b[LDA_STATE_HEAD] = {0};
     if (len >= sizeof b) memcpy(b, data, sizeof b);
     int ok = len == sizeof b + tokens * 4 && b[0] == LDA_STATE_MAGIC && b[5] == tokens &&
              b[2] <= (uint64_t)w->c->train.syncs && !memcmp(&b[6], &w->p.alpha, 8) &&
              !memcmp(&b[7], &w->p.beta, 8);
-    const uint8_t *z = (const uint8_t *)data + sizeof b;
-    for (int t = 0; ok && t < w->threads; t++) {
-        lda_docs *d = &w->lanes[t].d;
-        memcpy(d->z, z, d->ntokens * 4);
-        z += d->ntokens * 4;
-        for (uint64_t k = 0; ok && k < d->ntokens; k++) ok = d->z[k] < w->p.topics;
-    }
+    if (ok) memcpy(d->z, (const uint8_t *)data + sizeof b, tokens * 4);
+    for (uint64_t k = 0; ok && k < tokens; k++) ok = d->z[k] < w->p.topics;
     if (!ok) {
         fprintf(stderr,
                 PROG ": worker %d: the checkpoint does not fit this job (other corpus, "

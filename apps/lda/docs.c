@@ -49,24 +49,6 @@ int lda_docs_build(const loom_corpus *c, lda_docs *d)
     return 0;
 }
 
-int lda_docs_build_part(const loom_corpus *c, int parts, int part, lda_docs *d)
-{
-    size_t lo, hi;
-    app_team_split(c->docs, parts, part, &lo, &hi);
-    size_t base = c->doc[lo];
-    loom_corpus v = {.docs = hi - lo,
-                     .nnz = c->doc[hi] - base,
-                     .word = c->word + base,
-                     .count = c->count + base,
-                     .first_doc = c->first_doc + lo};
-    if (!(v.doc = malloc((hi - lo + 1) * sizeof *v.doc))) return LOOM_ENOMEM;
-    for (size_t i = lo; i <= hi; i++) v.doc[i - lo] = c->doc[i] - base;
-    for (size_t k = 0; k < v.nnz; k++) v.tokens += v.count[k];
-    int rc = lda_docs_build(&v, d);
-    free(v.doc);
-    return rc;
-}
-
 void lda_docs_free(lda_docs *d)
 {
     free(d->doc);

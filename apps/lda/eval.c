@@ -137,12 +137,8 @@ int lda_evaluate(worker *w, int it)
     if (w->c->job.test_path && test_ll(w, it, v)) return 1;
     loom_stats ns;
     loom_node_stats(w->n, &ns);
-    uint64_t mine = 0;
-    for (int t = 0; t < w->threads; t++) {
-        v[ST_LL_DOCS] += lda_ll_docs(&w->p, &w->lanes[t].d, w->scratch);
-        mine += w->lanes[t].d.ntokens;
-    }
-    v[ST_TOKENS] = (double)mine;
+    v[ST_LL_DOCS] = lda_ll_docs(&w->p, &w->lanes->d, w->scratch);
+    v[ST_TOKENS] = (double)w->lanes->d.ntokens;
     v[ST_BYTES_SENT] = (double)ns.bytes_sent;
     v[ST_BYTES_RECEIVED] = (double)ns.bytes_received;
     v[ST_MESSAGES] = (double)ns.table_messages;

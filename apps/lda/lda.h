@@ -9,6 +9,8 @@
  *                 local copy of the word-topic counts
  *   mh.c          the Metropolis-Hastings sampler (LightLDA, Yuan et al.
  *                 2015): O(1) a token, for many topics (--sampler mh)
+ *   lanes.c       --threads: T lanes of documents x T blocks of words
+ *                 sampled in T steps with one sampler, without a lock
  *   likelihood.c  the collapsed joint log-likelihood log p(w, z)
  *   heldout.c     held-out perplexity by document completion
  *   model.c       the model file, top words, the vocabulary file
@@ -111,9 +113,6 @@ typedef struct lda_docs {
 } lda_docs;
 
 int lda_docs_build(const loom_corpus *c, lda_docs *d);
-/* The same for documents [lo, hi) of c, part `part` of `parts`
- * (app_team_split): a compute thread's documents (--threads). */
-int lda_docs_build_part(const loom_corpus *c, int parts, int part, lda_docs *d);
 void lda_docs_free(lda_docs *d);
 /* Random initial topics, uniform over K: document i draws from stream
  * (seed, stream lda_stream(0, first_doc + i)), so how the corpus is split
@@ -214,6 +213,19 @@ void lda_sampler_load_words(lda_sampler *s, size_t lo, size_t hi);
  * (seeded per iteration as lda_sweep seeds it, so that one sweep over all
  * words is lda_sweep's). */
 void lda_sweep_words(lda_sampler *s, lda_docs *d, app_rng *rng, size_t lo, size_t hi);
+/* The same for documents [lo, hi) of d only, local words [wlo, whi). */
+void lda_sweep_part(lda_sampler *s, lda_docs *d, app_rng *rng, size_t lo, size_t hi, size_t wlo,
+                    size_t whi);
+/* --threads (lanes.c): a lane of sampler s, a sampler with its own
+ * document state and topic totals (K-sized arrays only) that samples with
+ * s's word entries; lda_sampler_lane_free frees only what it owns. Before
+ * each step lda_sampler_lane_begin points it at s's entries and copies s's
+ * current totals; after it lda_sampler_lane_end adds the lane's change of
+ * the totals into s's. 0 or LOOM_ENOMEM. */
+int lda_sampler_lane_init(lda_sampler *l, const lda_sampler *s);
+void lda_sampler_lane_free(lda_sampler *l);
+void lda_sampler_lane_begin(lda_sampler *l, const lda_sampler *s);
+void lda_sampler_lane_end(lda_sampler *s, const lda_sampler *l);
 /* The changes since the last load: for every word changed, its global id into
  * keys (from vocab) and current - loaded counts into vals (K per word);
  * totals_delta gets the change of the totals. Returns the number of words. */
@@ -250,6 +262,38 @@ void lda_word_inc_at(uint64_t *e, uint32_t j);
 void lda_word_inc(uint64_t *e, uint32_t *len, uint32_t k);
 /* The current count of topic k for local word w (tests). */
 int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k);
+
+/* ---- compute threads over one model copy (lanes.c) ---- */
+
+/* --threads T: the worker's documents cut into T lanes and its words into T
+ * blocks (contiguous ranges of about equal tokens); a clock's sweep is T
+ * steps, in step j lane t samples the tokens of its documents whose words
+ * lie in block (t + j) mod T, with a lane of the one sampler (above). No
+ * word is sampled by two lanes in a step, so the lanes write the shared
+ * entries without a lock; each lane's change of the topic totals is added
+ * in lane order after the step. Documents draw their streams as
+ * lda_sweep's, continued from step to step: T = 1 is lda_sweep. */
+typedef struct lda_lanes {
+    int n;             /* T */
+    size_t *doc;       /* T + 1: lane t's documents are [doc[t], doc[t+1]) */
+    size_t *word;      /* T + 1: block b's local words are [word[b], word[b+1]) */
+    lda_sampler *lane; /* T */
+    app_rng *rng;      /* per document: its stream of the iteration, where it stopped */
+} lda_lanes;
+
+/* T lanes over sampler s (loaded) and its documents d. 0 or LOOM_ENOMEM. */
+int lda_lanes_init(lda_lanes *ls, const lda_sampler *s, const lda_docs *d, int lanes);
+void lda_lanes_free(lda_lanes *ls);
+/* Lane t's step `step` of segment `part` of `parts` (lda_segment of each
+ * lane's documents) in iteration `iteration`; step 0 seeds the documents'
+ * streams. Lanes of one step may run at the same time. */
+void lda_lanes_sweep(lda_lanes *ls, lda_sampler *s, lda_docs *d, int t, int step, int parts,
+                     int part, uint64_t seed, int iteration);
+/* After a step, every lane done: their changes of the totals into s, in lane order. */
+void lda_lanes_merge(lda_lanes *ls, lda_sampler *s);
+/* A segment's T steps, the lanes one after the other (the sequential reference). */
+void lda_lanes_run(lda_lanes *ls, lda_sampler *s, lda_docs *d, int parts, int part, uint64_t seed,
+                   int iteration);
 
 /* ---- log-likelihood ---- */
 

@@ -363,11 +363,66 @@ void lda_sweep(lda_sampler *s, lda_docs *d, size_t lo, size_t hi, uint64_t seed,
 
 void lda_sweep_words(lda_sampler *s, lda_docs *d, app_rng *rng, size_t wlo, size_t whi)
 {
-    for (size_t i = 0; i < d->ndocs; i++)
+    lda_sweep_part(s, d, rng, 0, d->ndocs, wlo, whi);
+}
+
+void lda_sweep_part(lda_sampler *s, lda_docs *d, app_rng *rng, size_t lo, size_t hi, size_t wlo,
+                    size_t whi)
+{
+    for (size_t i = lo; i < hi; i++)
         if (s->kind == LDA_SAMPLER_MH)
             lda_mh_sweep_doc(s, d, i, &rng[i], (uint32_t)wlo, (uint32_t)whi);
         else
             sweep_doc(s, d, i, &rng[i], (uint32_t)wlo, (uint32_t)whi);
+}
+
+/* ---- lanes (--threads) ----
+ *
+ * A lane is a sampler without word entries of its own: it owns what a
+ * document's sweep changes besides them (the document's counts, the
+ * coefficients, the buckets' sums and its copy of the topic totals) and
+ * borrows the word entries of the process's one sampler, of which each lane
+ * writes only the words of the block it holds (lanes.c). */
+
+int lda_sampler_lane_init(lda_sampler *l, const lda_sampler *s)
+{
+    size_t K = s->p.topics;
+    *l = (lda_sampler){.p = s->p, .kind = s->kind};
+    l->totals = calloc(K, sizeof *l->totals);
+    l->nk = calloc(K, sizeof *l->nk);
+    l->ndk = calloc(K, sizeof *l->ndk);
+    l->dtopics = calloc(K, sizeof *l->dtopics);
+    l->dpos = calloc(K, sizeof *l->dpos);
+    l->coef = calloc(K, sizeof *l->coef);
+    l->qval = calloc(K, sizeof *l->qval);
+    if (!l->totals || !l->nk || !l->ndk || !l->dtopics || !l->dpos || !l->coef || !l->qval) {
+        lda_sampler_lane_free(l);
+        return LOOM_ENOMEM;
+    }
+    return 0;
+}
+
+void lda_sampler_lane_free(lda_sampler *l)
+{
+    free(l->totals), free(l->nk), free(l->ndk), free(l->dtopics), free(l->dpos), free(l->coef);
+    free(l->qval);
+    *l = (lda_sampler){0};
+}
+
+void lda_sampler_lane_begin(lda_sampler *l, const lda_sampler *s)
+{
+    /* s's entries may have moved since the last step (a reload reallocates them). */
+    l->nwords = s->nwords;
+    l->packed = s->packed, l->off = s->off, l->len = s->len;
+    l->dirty = s->dirty, l->touched = s->touched, l->kw = s->kw;
+    l->woff = s->woff, l->wtok = s->wtok, l->loff = s->loff, l->lpacked = s->lpacked;
+    memcpy(l->totals, s->nk, s->p.topics * sizeof *l->totals);
+    load_totals(l);
+}
+
+void lda_sampler_lane_end(lda_sampler *s, const lda_sampler *l)
+{
+    for (size_t k = 0; k < s->p.topics; k++) s->nk[k] += l->nk[k] - l->totals[k];
 }
 
 /* ---- synchronisation ---- */

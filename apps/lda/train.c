@@ -21,17 +21,13 @@
  * reach a worker only at clock boundaries: the staleness is the price of sampling in parallel
  * (AD-LDA, Newman et al. 2009; Bösen's LDA).
  *
- * Compute threads (--threads T, apps/common/team.h) share the worker's
- * client: each is a lane of its own (AD-LDA inside the process), with a
- * contiguous part of the worker's documents, their document-topic counts,
- * its own copy of its words' rows and its own sampler. In a clock the lanes
- * sweep in parallel; their changes are pushed in lane order into the update
- * buffer, which adds the rows several lanes changed before they are sent
- * (so T threads send less than T workers), and into the process's own
- * counts of its words; the process clocks once; then every lane pulls,
- * through the shared cache, the rows of its words that other workers also
- * have, and copies those only other lanes have from the process's counts
- * (what a pull would return). seq.c computes the same with T lanes.
+ * Compute threads (--threads T, apps/common/team.h) share the worker's one
+ * sampler, its one copy of the rows and its client: a clock's sweep is T
+ * steps of T lanes (lanes.c), in each of which thread t samples, in its own
+ * documents, the tokens of a block of words no other thread holds, so the
+ * threads write the shared rows without a lock; thread 0 adds their changes
+ * of the topic totals after each step. The worker then pushes, clocks and
+ * pulls once, as with one thread. seq.c computes the same with T lanes.
  *
  * Every --eval-every iterations the workers meet at a barrier and add up
  * the log-likelihood and the count checks, each over its own documents and
@@ -69,68 +65,47 @@ static uint32_t block_width(uint32_t topics)
     return topics;
 }
 
-/* The lanes' documents and samplers, and buffers for a clock's changes (at
- * most every word of the lane). */
+/* The worker's documents and sampler, the compute threads' lanes over them,
+ * and buffers for a clock's changes (at most every word of the worker). */
 static int lanes_init(worker *w, const loom_corpus *corpus)
 {
     const size_t K = w->p.topics;
-    w->lanes = calloc((size_t)w->threads, sizeof *w->lanes);
+    w->lanes = calloc(1, sizeof *w->lanes);
     if (!w->lanes) return LOOM_ENOMEM;
-    for (int t = 0; t < w->threads; t++) {
-        lane *l = &w->lanes[t];
-        int rc = lda_docs_build_part(corpus, w->threads, t, &l->d);
-        if (!rc) rc = lda_sampler_init_kind(&l->s, &w->p, l->d.nwords, w->c->train.sampler);
-        if (rc) return rc;
-        size_t n = l->d.nwords ? l->d.nwords : 1;
-        l->ckeys = malloc(w->chunk * w->nblocks * sizeof *l->ckeys);
-        l->vals = malloc(w->chunk * K * sizeof *l->vals);
-        l->pcols = malloc(w->chunk * K * sizeof *l->pcols);
-        l->pnnz = malloc(w->chunk * w->nblocks * sizeof *l->pnnz);
-        l->tdelta = calloc(K, sizeof *l->tdelta);
-        l->shared_idx = malloc(n * sizeof *l->shared_idx);
-        l->local_idx = malloc(n * sizeof *l->local_idx);
-        l->uidx = malloc(n * sizeof *l->uidx);
-        l->reload = malloc(n * sizeof *l->reload);
-        if (!l->ckeys || !l->vals || !l->pcols || !l->pnnz || !l->tdelta || !l->shared_idx ||
-            !l->local_idx || !l->uidx || !l->reload)
-            return LOOM_ENOMEM;
-        w->nall += l->d.nwords;
-    }
-    size_t docs = 0;
-    for (int t = 0; t < w->threads; t++) docs += w->lanes[t].d.ndocs;
+    lane *l = w->lanes;
+    int rc = lda_docs_build(corpus, &l->d);
+    if (!rc) rc = lda_sampler_init_kind(&l->s, &w->p, l->d.nwords, w->c->train.sampler);
+    if (!rc) rc = lda_lanes_init(&w->grid, &l->s, &l->d, w->threads);
+    if (rc) return rc;
+    size_t n = l->d.nwords ? l->d.nwords : 1;
+    l->ckeys = malloc(w->chunk * w->nblocks * sizeof *l->ckeys);
+    l->vals = malloc(w->chunk * K * sizeof *l->vals);
+    l->pcols = malloc(w->chunk * K * sizeof *l->pcols);
+    l->pnnz = malloc(w->chunk * w->nblocks * sizeof *l->pnnz);
+    l->tdelta = calloc(K, sizeof *l->tdelta);
+    l->shared_idx = malloc(n * sizeof *l->shared_idx);
+    l->reload = malloc(n * sizeof *l->reload);
+    if (!l->ckeys || !l->vals || !l->pcols || !l->pnnz || !l->tdelta || !l->shared_idx ||
+        !l->reload)
+        return LOOM_ENOMEM;
     /* What the job would lose with this worker (--on-worker-failure continue). */
-    loom_report_metric(w->n, "share", (double)docs);
-    w->vocab_all = malloc((w->nall ? w->nall : 1) * sizeof *w->vocab_all);
-    if (!w->vocab_all) return LOOM_ENOMEM;
-    w->nall = 0;
-    for (int t = 0; t < w->threads; t++) {
-        memcpy(w->vocab_all + w->nall, w->lanes[t].d.vocab,
-               w->lanes[t].d.nwords * sizeof *w->vocab_all);
-        w->nall += w->lanes[t].d.nwords;
-    }
-    w->nall = app_sort_unique(w->vocab_all, w->nall);
-    for (int t = 0; t < w->threads; t++) {
-        lane *l = &w->lanes[t];
-        for (size_t i = 0; i < l->d.nwords; i++)
-            l->uidx[i] = (uint32_t)app_lower_bound(w->vocab_all, w->nall, l->d.vocab[i]);
-    }
-    return w->threads > 1 ? lda_rows_init(&w->prow, (uint32_t)K, w->nall) : 0;
+    loom_report_metric(w->n, "share", (double)l->d.ndocs);
+    return 0;
 }
 
 static void lanes_free(worker *w)
 {
-    for (int t = 0; w->lanes && t < w->threads; t++) {
-        lane *l = &w->lanes[t];
+    lane *l = w->lanes;
+    if (l) {
         free(l->keys), free(l->ckeys), free(l->vals), free(l->pcols), free(l->pnnz);
         free(l->tdelta);
-        free(l->shared_idx), free(l->local_idx), free(l->uidx);
+        free(l->shared_idx);
         free(l->nnz), free(l->cols), free(l->reload);
         lda_sampler_free(&l->s);
         lda_docs_free(&l->d);
     }
     free(w->lanes);
-    free(w->vocab_all), free(w->own_all);
-    lda_rows_free(&w->prow);
+    lda_lanes_free(&w->grid);
 }
 
 size_t lda_block_keys(const worker *w, const uint64_t *words, size_t n, uint64_t *keys)
@@ -273,45 +248,39 @@ static int encode_changes(worker *w, lane *l, size_t n)
     return 0;
 }
 
-/* Send a step's changes (initial: the initial counts), lane after lane,
- * and at the clock's end (clock_end) the process's clock. At the clock's end
- * one lane sends its rows at once (they are whole blocks of rows: buffering
- * them would only copy them) and waits until the servers have them, because
- * the rows and keys are reused by the pull that follows. Several lanes, and
- * every step before the clock's last (--steps), push into the update
- * buffer, which adds the rows they share before the clock sends them (or
- * managed communication, --priority, sends them while the clock runs); the
- * lanes add their changes into the process's counts (w->prow). */
+/* Send a step's changes (initial: the initial counts), and at the clock's
+ * end (clock_end) the process's clock. At the clock's end the rows go at
+ * once (they are whole blocks of rows: buffering them would only copy them)
+ * and the worker waits until the servers have them, because the rows and
+ * keys are reused by the pull that follows. Every step before the clock's
+ * last (--steps) pushes into the update buffer, which holds them until the
+ * clock sends them (or managed communication, --priority, sends them while
+ * the clock runs). */
 static int push_lanes(worker *w, int initial, int clock_end)
 {
     static const uint64_t zero = 0;
-    for (int t = 0; t < w->threads; t++) {
-        lane *l = &w->lanes[t];
-        const int64_t *totals = initial ? l->s.totals : l->tdelta;
-        const int32_t *delta = l->s.chg_delta;
-        for (size_t i = 0; w->prow.row && !initial && i < l->nchanges; i++)
-            TRY("count the process's changes",
-                lda_rows_add(&w->prow, l->uidx[l->s.chg_word[i]], l->s.chg_topic[i], delta[i]));
-        if (w->threads > 1 || !clock_end) {
-            if (l->nkeys)
-                TRY("push word-topic counts",
-                    loom_push_sparse(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta));
-            TRY("push topic totals", loom_push(w->tt, &zero, 1, totals));
-            continue;
-        }
-        loom_ts ts[2];
-        int n = 0;
+    lane *l = w->lanes;
+    const int64_t *totals = initial ? l->s.totals : l->tdelta;
+    const int32_t *delta = l->s.chg_delta;
+    if (!clock_end) {
         if (l->nkeys)
             TRY("push word-topic counts",
-                loom_push_sparse_async(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta, &ts[n++]));
-        TRY("push topic totals", loom_push_async(w->tt, &zero, 1, totals, &ts[n++]));
-        for (int i = 0; i < n; i++) TRY("push", loom_wait(w->n, ts[i]));
+                loom_push_sparse(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta));
+        TRY("push topic totals", loom_push(w->tt, &zero, 1, totals));
+        return 0;
     }
-    if (clock_end) TRY("clock", loom_clock(w->n));
+    loom_ts ts[2];
+    int n = 0;
+    if (l->nkeys)
+        TRY("push word-topic counts",
+            loom_push_sparse_async(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta, &ts[n++]));
+    TRY("push topic totals", loom_push_async(w->tt, &zero, 1, totals, &ts[n++]));
+    for (int i = 0; i < n; i++) TRY("push", loom_wait(w->n, ts[i]));
+    TRY("clock", loom_clock(w->n));
     return 0;
 }
 
-/* Pull the rows of lane l's n local words `idx` (NULL: words 0..n-1) a chunk
+/* Pull the rows of the worker's (l's) n local words `idx` (NULL: words 0..n-1) a chunk
  * of words at a time into the lane's rows; the words whose rows changed are
  * added to l->reload (from *nreload on) when reload is set. The rows come
  * sparse (loom_pull_sparse: a word's non-zero counts, by block and column,
@@ -344,52 +313,38 @@ static int pull_rows(worker *w, lane *l, const uint32_t *idx, size_t n, int relo
     return 0;
 }
 
-/* After a clock, lane t: the rows other workers change and the totals, then
- * the sampler. The other rows hold exactly this process's counts, which is
- * what a pull of them would return (read-my-writes), so they are taken from
- * the sampler (words no other lane has) or from the process's counts
- * instead: with one worker no row is pulled at all. */
-static int refresh(void *arg, int t)
+/* After a clock: the rows other workers change and the totals, then the
+ * sampler. The other rows hold exactly this worker's counts, which is what
+ * a pull of them would return (read-my-writes), so they are not pulled:
+ * with one worker no row is pulled at all. */
+static int refresh(worker *w)
 {
     static const uint64_t zero = 0;
-    worker *w = arg;
-    lane *l = &w->lanes[t];
+    lane *l = w->lanes;
     TRY("store the counts", lda_sampler_store(&l->s));
     /* Only the words whose rows differ from the sampler's are rebuilt. */
     size_t nreload = 0;
     if (pull_rows(w, l, l->shared_idx, l->nshared, 1, &nreload)) return 1;
-    for (size_t i = 0; i < l->nlocal; i++) {
-        int changed;
-        TRY("copy the process's counts", lda_rows_copy(&l->s.rows, l->local_idx[i], &w->prow,
-                                                       l->uidx[l->local_idx[i]], &changed));
-        if (changed) l->reload[nreload++] = l->local_idx[i];
-    }
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     TRY("rebuild the sampler", lda_sampler_reload(&l->s, l->reload, nreload));
     return 0;
 }
 
-/* Lane t after the initial counts: all its rows and the totals, the sampler,
- * and which words are shared: those whose total count exceeds their count in
- * this lane's documents, with other workers (own_all: the process's count of
- * each word of w->vocab_all) or only with other lanes. Word totals never
- * change (a token changes topic, not word). The only worker of a job that
- * did not resume knows the servers' row of a word no other lane has: its
- * own initial counts, so only the other words are pulled (at K = 100,000 on
- * AP a pull of them all is 21M table rows, most of the start's CPU). */
-static int start_lane(void *arg, int t)
+/* After the initial counts: all the worker's rows and the totals, the
+ * sampler, and which words are shared with other workers: those whose total
+ * count exceeds their count in this worker's documents (word totals never
+ * change: a token changes topic, not word). The only worker of a job that
+ * did not resume knows the servers' rows: its own initial counts, so it
+ * pulls none (at K = 100,000 on AP a pull of them all is 21M table rows,
+ * most of the start's CPU). */
+static int start_lane(worker *w)
 {
     static const uint64_t zero = 0;
-    worker *w = arg;
-    lane *l = &w->lanes[t];
+    lane *l = w->lanes;
     uint64_t *own = calloc(l->d.nwords ? l->d.nwords : 1, sizeof *own);
     if (!own) return app_fail(PROG, "shared words", LOOM_ENOMEM);
     for (uint64_t k = 0; k < l->d.ntokens; k++) own[l->d.word[k]]++;
-    size_t npull = 0; /* l->reload lists the words to pull, until the first clock */
-    for (size_t i = 0; i < l->d.nwords; i++)
-        if (w->nworkers > 1 || w->resuming || own[i] != w->own_all[l->uidx[i]])
-            l->reload[npull++] = (uint32_t)i;
-    if (pull_rows(w, l, l->reload, npull, 0, NULL)) {
+    if ((w->nworkers > 1 || w->resuming) && pull_rows(w, l, NULL, l->d.nwords, 0, NULL)) {
         free(own);
         return 1;
     }
@@ -400,15 +355,9 @@ static int start_lane(void *arg, int t)
         free(own);
         return app_fail(PROG, "start the sampler", rc);
     }
-    for (size_t i = 0; i < l->d.nwords; i++) {
-        uint64_t total = (uint64_t)lda_rows_sum(&l->s.rows, i);
-        if (total == own[i]) continue;
-        if (total == w->own_all[l->uidx[i]]) {
-            l->local_idx[l->nlocal++] = (uint32_t)i;
-            continue;
-        }
-        l->shared_idx[l->nshared++] = (uint32_t)i;
-    }
+    for (size_t i = 0; i < l->d.nwords; i++)
+        if ((uint64_t)lda_rows_sum(&l->s.rows, i) != own[i])
+            l->shared_idx[l->nshared++] = (uint32_t)i;
     free(own);
     return 0;
 }
@@ -417,15 +366,13 @@ static int start_lane(void *arg, int t)
  * resumed job: its topics and the servers' counts). */
 static int initialise(worker *w)
 {
-    for (int t = 0; t < w->threads; t++) {
-        lane *l = &w->lanes[t];
-        if (!w->resuming) lda_docs_init_topics(&l->d, w->p.topics, w->c->train.seed);
-        TRY("count the initial topics", lda_count(&l->d, &l->s.rows, l->s.totals));
-        /* The initial counts go out as sparse rows, like a clock's changes. */
-        size_t n;
-        TRY("list the initial counts", lda_sampler_counts(&l->s, &n));
-        if (encode_changes(w, l, n)) return 1;
-    }
+    lane *l = w->lanes;
+    if (!w->resuming) lda_docs_init_topics(&l->d, w->p.topics, w->c->train.seed);
+    TRY("count the initial topics", lda_count(&l->d, &l->s.rows, l->s.totals));
+    /* The initial counts go out as sparse rows, like a clock's changes. */
+    size_t n;
+    TRY("list the initial counts", lda_sampler_counts(&l->s, &n));
+    if (encode_changes(w, l, n)) return 1;
     if (w->resuming)
         TRY("clock", loom_clock(w->n));
     else if (push_lanes(w, 1, 1))
@@ -433,49 +380,40 @@ static int initialise(worker *w)
     if (!w->resuming && loom_checkpoint_due(w->n) && lda_save_state(w, 0, 0)) return 1;
     /* Every worker starts from every worker's initial counts, whatever the staleness. */
     TRY("barrier", loom_barrier(w->n));
-    if (!(w->own_all = calloc(w->nall ? w->nall : 1, sizeof *w->own_all)))
-        return app_fail(PROG, "shared words", LOOM_ENOMEM);
-    for (int t = 0; t < w->threads; t++) {
-        const lane *l = &w->lanes[t];
-        for (uint64_t k = 0; k < l->d.ntokens; k++) w->own_all[l->uidx[l->d.word[k]]]++;
-    }
-    if (app_team_run(w->team, start_lane, w)) return 1;
-    /* The process's counts start as pulled (every lane pulled all its rows). */
-    for (int t = 0; w->prow.row && t < w->threads; t++) {
-        const lane *l = &w->lanes[t];
-        for (size_t i = 0; i < l->d.nwords; i++)
-            TRY("copy the counts", lda_rows_copy(&w->prow, l->uidx[i], &l->s.rows, i, NULL));
-    }
-    return 0;
+    return start_lane(w);
 }
 
-/* Lane t's part of a clock: sweep its documents of the clock and list the
- * changed blocks of rows. */
+/* Thread t's part of a step of a clock's sweep (lanes.c). */
 static int sweep(void *arg, int t)
 {
     worker *w = arg;
-    lane *l = &w->lanes[t];
-    size_t lo, hi;
+    lane *l = w->lanes;
     int steps = w->c->train.steps;
-    lda_segment(l->d.ndocs, w->c->train.syncs * steps, w->sync * steps + w->step, &lo, &hi);
-    lda_sweep(&l->s, &l->d, lo, hi, w->c->train.seed, w->it);
-    size_t n;
-    TRY("list the changes", lda_sampler_changes(&l->s, &n, l->tdelta));
-    return encode_changes(w, l, n);
+    lda_lanes_sweep(&w->grid, &l->s, &l->d, t, w->lstep, w->c->train.syncs * steps,
+                    w->sync * steps + w->step, w->c->train.seed, w->it);
+    return 0;
 }
 
-/* One clock of --steps steps: in each the lanes sweep the step's documents,
- * push their changes and refresh; the last step's push ends the clock.
+/* One clock of --steps steps: in each the threads sweep the step's
+ * documents (T steps of the lanes), the worker pushes the changes and
+ * refreshes; the last step's push ends the clock.
  * Between steps the refresh reads the cache (the rows are fresh enough for
  * the clock already), so it sees the other workers' changes only where the
  * servers' row pushes of managed communication (--priority) brought them. */
 static int sync_clock(worker *w, int sync, int it)
 {
+    lane *l = w->lanes;
     w->sync = sync, w->it = it;
     for (w->step = 0; w->step < w->c->train.steps; w->step++) {
-        if (app_team_run(w->team, sweep, w) || push_lanes(w, 0, w->step == w->c->train.steps - 1))
+        for (w->lstep = 0; w->lstep < w->threads; w->lstep++) {
+            if (app_team_run(w->team, sweep, w)) return 1;
+            lda_lanes_merge(&w->grid, &l->s);
+        }
+        size_t n;
+        TRY("list the changes", lda_sampler_changes(&l->s, &n, l->tdelta));
+        if (encode_changes(w, l, n) || push_lanes(w, 0, w->step == w->c->train.steps - 1) ||
+            refresh(w))
             return 1;
-        if (app_team_run(w->team, refresh, w)) return 1;
     }
     /* The last training clock is the final checkpoint's (ft.h). */
     int last = it == w->c->train.iterations - 1 && sync == w->c->train.syncs - 1;

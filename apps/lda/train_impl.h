@@ -1,6 +1,6 @@
 /* What the distributed LDA trainer's files share (apps/lda/train.c, the node;
- * apps/lda/checkpoint.c, a worker's checkpointed state): a compute thread's
- * lane and the worker that holds them. */
+ * apps/lda/checkpoint.c, a worker's checkpointed state): the worker's
+ * documents and sampler (its lane) and the worker that holds them. */
 #ifndef LOOM_APPS_LDA_TRAIN_IMPL_H
 #define LOOM_APPS_LDA_TRAIN_IMPL_H
 
@@ -37,7 +37,8 @@ enum {
  * about this many counts, so its buffer does not grow with V x K. */
 #define LDA_EVAL_VALUES (1u << 22)
 
-/* One compute thread's documents and sampler (see the top of train.c). */
+/* The worker's documents and its one sampler, which its compute threads
+ * share (see the top of train.c). */
 typedef struct lane {
     lda_docs d;
     lda_sampler s;
@@ -62,11 +63,6 @@ typedef struct lane {
      * change behind the process's back, so only they are pulled each clock. */
     uint32_t *shared_idx; /* their local indices */
     size_t nshared;
-    /* Words only other lanes of this worker also have: their rows are the
-     * process's counts (what a pull would return), copied from w->prow. */
-    uint32_t *local_idx; /* their local indices */
-    uint32_t *uidx;      /* per local word: its index in w->vocab_all */
-    size_t nlocal;
 } lane;
 
 typedef struct worker {
@@ -76,14 +72,10 @@ typedef struct worker {
     lda_params p;
     app_team *team;
     int threads;
-    lane *lanes;
-    int it, sync, step; /* the clock, and its step (--steps), the lanes work on */
-    /* Several lanes: the words of all of them, and the process's counts of
-     * those words (its lanes' changes added as they are pushed). */
-    uint64_t *vocab_all;
-    size_t nall;
-    lda_rows prow;     /* nall rows */
-    uint64_t *own_all; /* per word of vocab_all: its tokens in this worker's documents */
+    lane *lanes;    /* one */
+    lda_lanes grid; /* the compute threads' lanes and word blocks over it (lanes.c) */
+    /* the clock, its step (--steps) and the step of the lanes (--threads) being swept */
+    int it, sync, step, lstep;
     loom_table *wt, *tt;
     app_stats stats;
     uint32_t block, nblocks; /* a word's row is nblocks table rows of block topics */

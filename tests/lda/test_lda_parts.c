@@ -165,6 +165,91 @@ static void test_sampler_counts(void **state)
     free_corpus(c);
 }
 
+/* A sampler of kind `kind` over c's documents, from the initial topics of seed 4. */
+static void lanes_start(const loom_corpus *c, const lda_params *p, lda_sampler_kind kind,
+                        lda_docs *d, lda_sampler *s)
+{
+    assert_int_equal(lda_docs_build(c, d), 0);
+    assert_int_equal(lda_sampler_init_kind(s, p, d->nwords, kind), 0);
+    lda_docs_init_topics(d, p->topics, 4);
+    assert_int_equal(lda_count(d, &s->rows, s->totals), 0);
+    assert_int_equal(lda_sampler_load(s), 0);
+    assert_int_equal(lda_sampler_docs(s, d), 0);
+}
+
+/* --threads' lanes (lanes.c): one lane samples exactly as lda_sweep; with
+ * T lanes the blocks and lanes cover the words and documents, the order in
+ * which a step's lanes run changes nothing (no lane reads what another
+ * writes in the step: threads may run them at once), and the counts and
+ * totals stay those of the topics. Both samplers. */
+static void test_lanes(void **state)
+{
+    (void)state;
+    const uint32_t K = 70;
+    loom_corpus *c = make_corpus(9, 120, 150, 25);
+    lda_params p = {K, 150, 0.1, 0.01};
+    for (int kind = LDA_SAMPLER_SPARSE; kind <= LDA_SAMPLER_MH; kind++) {
+        lda_docs da, db;
+        lda_sampler sa, sb;
+        lda_lanes la, lb;
+        lanes_start(c, &p, (lda_sampler_kind)kind, &da, &sa);
+        lanes_start(c, &p, (lda_sampler_kind)kind, &db, &sb);
+        assert_int_equal(lda_lanes_init(&la, &sa, &da, 1), 0);
+        for (int it = 0; it < 3; it++) {
+            lda_lanes_run(&la, &sa, &da, 2, it % 2, 7, it);
+            size_t lo, hi;
+            lda_segment(db.ndocs, 2, it % 2, &lo, &hi);
+            lda_sweep(&sb, &db, lo, hi, 7, it);
+            assert_memory_equal(da.z, db.z, da.ntokens * sizeof *da.z);
+            assert_memory_equal(sa.nk, sb.nk, K * sizeof *sa.nk);
+        }
+        lda_lanes_free(&la);
+        lda_sampler_free(&sa), lda_sampler_free(&sb);
+        lda_docs_free(&da), lda_docs_free(&db);
+
+        const int T = 3;
+        lanes_start(c, &p, (lda_sampler_kind)kind, &da, &sa);
+        lanes_start(c, &p, (lda_sampler_kind)kind, &db, &sb);
+        assert_int_equal(lda_lanes_init(&la, &sa, &da, T), 0);
+        assert_int_equal(lda_lanes_init(&lb, &sb, &db, T), 0);
+        assert_int_equal(la.doc[0], 0);
+        assert_int_equal(la.doc[T], da.ndocs);
+        assert_int_equal(la.word[0], 0);
+        assert_int_equal(la.word[T], da.nwords);
+        for (int t = 0; t < T; t++) {
+            assert_true(la.doc[t] < la.doc[t + 1]);
+            assert_true(la.word[t] < la.word[t + 1]);
+        }
+        int64_t totals[70];
+        for (int it = 0; it < 4; it++) {
+            lda_lanes_run(&la, &sa, &da, 1, 0, 7, it);
+            for (int step = 0; step < T; step++) {
+                for (int t = T - 1; t >= 0; t--)
+                    lda_lanes_sweep(&lb, &sb, &db, t, step, 1, 0, 7, it);
+                lda_lanes_merge(&lb, &sb);
+            }
+            assert_memory_equal(da.z, db.z, da.ntokens * sizeof *da.z);
+            lda_rows rows; /* a recount */
+            assert_int_equal(lda_rows_init(&rows, K, da.nwords), 0);
+            memset(totals, 0, sizeof totals);
+            assert_int_equal(lda_count(&da, &rows, totals), 0);
+            for (size_t w = 0; w < da.nwords; w++)
+                for (uint32_t k = 0; k < K; k++)
+                    assert_int_equal(lda_sampler_count(&sa, w, k), lda_rows_get(&rows, w, k));
+            assert_memory_equal(sa.nk, totals, sizeof totals);
+            lda_rows_free(&rows);
+            assert_int_equal(lda_sampler_store(&sa), 0);
+            assert_int_equal(lda_sampler_reload(&sa, NULL, 0), 0);
+            assert_int_equal(lda_sampler_store(&sb), 0);
+            assert_int_equal(lda_sampler_reload(&sb, NULL, 0), 0);
+        }
+        lda_lanes_free(&la), lda_lanes_free(&lb);
+        lda_sampler_free(&sa), lda_sampler_free(&sb);
+        lda_docs_free(&da), lda_docs_free(&db);
+    }
+    free_corpus(c);
+}
+
 /* lda_sampler_changes lists exactly the non-zero deltas of
  * lda_sampler_deltas, ascending; a sampler rebuilt with lda_sampler_reload
  * (only the rows that changed behind its back) samples exactly as one
@@ -601,6 +686,7 @@ int main(void)
         cmocka_unit_test(test_sampler_distribution),
         cmocka_unit_test(test_sampler_counts),
         cmocka_unit_test(test_sampler_changes_and_reload),
+        cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_log_likelihood),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_model_file),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# loom train lda --threads T: one worker with T compute threads (lanes, each
-# with its own documents and sampler, sharing the process's client) under BSP
-# saves exactly the counts and log-likelihoods of the sequential reference of
-# T lanes (lda_check with the same flags); T lanes differ from one; and 2
+# loom train lda --threads T: one worker with T compute threads (lanes of
+# documents sampling blocks of words with the worker's one sampler, in T steps
+# a clock: apps/lda/lanes.c) under BSP saves exactly the counts and
+# log-likelihoods of the sequential reference of T lanes (lda_check with the
+# same flags, the lanes one after the other); T lanes differ from one; and 2
 # workers x 2 threads under SSP keep the counts consistent.
 # --insecure: CI runs this under TSan, where the CURVE thread is reported as
 # leaked now and then (not joined when a node process ends); this test is
