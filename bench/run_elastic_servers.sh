@@ -96,7 +96,7 @@ job() {
     e_left=$(awk '/parts: epoch [0-9]+ over/ { e++ } /server 1 left the running job/ { print e + 1; exit }' out)
     local epochs
     epochs=$(awk -v jb="$JOIN_AFTER" -v hb="$e_back" -v lf="$e_left" '
-        /^\[worker 0\] epoch +[0-9]+ / { t[$3] = $(NF - 1); last = $3 }
+        /^\[worker 0\] epoch +[0-9]+ / { t[$4 + 0] = $(NF - 1); last = $4 + 0 }
         END {
             prev = 0
             for (e = 1; e <= last; e++) {

@@ -164,7 +164,7 @@ servers_bsp | servers_ssp | servers_asp)
     # each copying and taking back its ranges, before the workers do.
     epochs=40 pace=1000
     [[ $mode == asp ]] && epochs=80
-    prog=("$SUM" "$mode" 12 $epochs 40 $pace)
+    prog=("$SUM" "$mode" 12 "$epochs" 40 "$pace")
     export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000 LOOM_REPLICAS=2
     "$LOOM" run --servers 1 --max-servers 3 --workers 2 --max-workers 4 --insecure --no-status -- \
         "${prog[@]}" >job.out 2>&1 &
