@@ -248,9 +248,12 @@ static int parse_options(int argc, char **argv, struct options *opt)
         opt->max_workers = (long)x->u;
     }
     if (GIVEN("--max-servers")) {
-        if ((long)x->u < opt->servers || opt->servers < 1)
-            return usage_error("--max-servers %ld needs 1 to %ld --servers", (long)x->u,
-                               (long)x->u);
+        if (opt->servers < 1)
+            return usage_error("--max-servers needs --servers 1 or more: the servers the job "
+                               "starts with hold the free slots' ranges");
+        if ((long)x->u < opt->servers)
+            return usage_error("--max-servers %ld is below --servers %ld", (long)x->u,
+                               opt->servers);
         opt->max_servers = (long)x->u;
     }
     if (GIVEN("--timeout")) opt->timeout_s = (long)x->u;

@@ -17,7 +17,8 @@
 #          program: status 2 and a message naming what is wrong; a worker
 #          joining a job with no free slot is refused by the scheduler, naming
 #          it, and exits non-zero, and so is a server; the job is not
-#          disturbed.
+#          disturbed. A job with a free server slot and no replicas fails at
+#          its start, saying it needs LOOM_REPLICAS.
 #
 #   sum_MODE  tests/sched/elastic_sum.c under BSP, SSP(1) or ASP, 2 servers,
 #          12 parts, 16 epochs (ASP 30), paced 1 ms a clock, 40 clocks per part each pushing +1 to
@@ -222,9 +223,17 @@ refuse)
     expect 2 "give --role worker or --role server" join 127.0.0.1:5 -- true
     expect 2 "give the worker's program after --" join 127.0.0.1:5 --role worker
     expect 2 "give the server's program after --" join 127.0.0.1:5 --role server
-    # A job without free slots: the joiner is refused, the job goes on.
     run gen lr --out data --rows 20000 --features 2000 --nnz 10 --quiet
     [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
+    # Free server slots without replicas: the job fails at its start, saying why.
+    export LOOM_JOB_TOKEN=elastic-$$
+    "$LOOM" run --servers 1 --max-servers 2 --workers 1 --insecure --no-status -- \
+        "$LOOM" train lr --train data --epochs 1 --data-parts 2 >norep.out 2>&1
+    rc=$?
+    ((rc != 0)) || { cp norep.out err; fail "a job with a free server slot and no replicas ran"; }
+    grep -q "needs LOOM_REPLICAS (loom train --replicas) of at least 1" norep.out ||
+        { cp norep.out err; fail "the job without replicas does not say it needs them"; }
+    # A job without free slots: the joiner is refused, the job goes on.
     export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1
     "$LOOM" run --servers 1 --workers 2 --insecure --no-status --verbose -- "$LOOM" train lr \
         --train data --epochs 3 --minibatch 10 --data-parts 8 >job.out 2>&1 &
