@@ -1,11 +1,11 @@
-/* loom join: start a worker that joins a running job (docs/ELASTIC.md).
+/* loom join: start a worker or server that joins a running job (docs/ELASTIC.md).
  *
- * `loom join ADDRESS --role worker -- PROGRAM ARGS` checks its arguments,
- * sets the launch environment a joining worker reads (LOOM_SCHEDULER=ADDRESS,
- * LOOM_ROLE=worker, LOOM_JOIN=1, no LOOM_RANK: the scheduler gives it a free
- * worker slot) and runs PROGRAM in its place. The job's size, token and
- * secret come from the environment as for any node (LOOM_NUM_SERVERS,
- * LOOM_NUM_WORKERS, LOOM_JOB_TOKEN, LOOM_SECRET_FILE), or from --servers,
+ * `loom join ADDRESS --role worker|server -- PROGRAM ARGS` checks its
+ * arguments, sets the launch environment a joining node reads
+ * (LOOM_SCHEDULER=ADDRESS, LOOM_ROLE, LOOM_JOIN=1, no LOOM_RANK: the
+ * scheduler gives it a free slot of its role) and runs PROGRAM in its place. The job's size, token
+ * and secret come from the environment as for any node (LOOM_NUM_SERVERS, LOOM_NUM_WORKERS,
+ * LOOM_JOB_TOKEN, LOOM_SECRET_FILE), or from --servers,
  * --workers and --secret; the scheduler refuses a worker whose size, token
  * or secret is not the job's, naming what differs. What the process does
  * once it runs is the application's: lr and fm with --data-parts ask for
@@ -19,16 +19,21 @@
 #include <unistd.h>
 
 static const char help[] =
-    "Usage: loom join ADDRESS --role worker [--servers S] [--workers W] [--secret FILE]\n"
-    "                 -- PROGRAM [ARGS...]\n"
+    "Usage: loom join ADDRESS --role worker|server [--servers S] [--workers W]\n"
+    "                 [--secret FILE] -- PROGRAM [ARGS...]\n"
     "\n"
-    "Start PROGRAM as a worker that joins the running job whose scheduler is at\n"
-    "ADDRESS (host:port; loom run --max-workers prints it). The job must have a free\n"
-    "worker slot (loom run --max-workers M starts W of M workers) and hand out data\n"
-    "parts (loom train lr|fm --data-parts). S and W are the job's servers and worker\n"
-    "slots (default: LOOM_NUM_SERVERS and LOOM_NUM_WORKERS); the job token and secret\n"
-    "come from LOOM_JOB_TOKEN and LOOM_SECRET_FILE (or --secret). SIGTERM to the\n"
-    "worker makes it leave the job again (docs/ELASTIC.md).\n"
+    "Start PROGRAM as a worker or a server that joins the running job whose\n"
+    "scheduler is at ADDRESS (host:port; loom run --max-workers or --max-servers\n"
+    "prints it). A worker needs a free worker slot (loom run --max-workers M starts\n"
+    "W of M workers) and a job that hands out data parts (loom train lr|fm\n"
+    "--data-parts). A server needs a free server slot (loom run --max-servers M\n"
+    "starts S of M servers, with replicas of at least M - S): it copies that\n"
+    "slot's ranges from the live servers and takes them over. S and W are the\n"
+    "job's server and worker slots (default: LOOM_NUM_SERVERS and\n"
+    "LOOM_NUM_WORKERS); the job token and secret come from LOOM_JOB_TOKEN and\n"
+    "LOOM_SECRET_FILE (or --secret), the replicas from LOOM_REPLICAS or the\n"
+    "program's flags. SIGTERM makes the worker or server leave the job again\n"
+    "(docs/ELASTIC.md).\n"
     "\n"
     "Example:\n"
     "  LOOM_JOB_TOKEN=t loom run --workers 2 --max-workers 4 -- loom train lr ... &\n"
@@ -103,16 +108,13 @@ int cmd_join(int argc, char **argv)
     if (!address) return usage("%s", "give the scheduler's ADDRESS (host:port)");
     if (!address_ok(address))
         return usage("'%s' is not a scheduler address: give host:port, port 1 to 65535", address);
-    if (!role) return usage("%s", "give --role worker");
-    if (!strcmp(role, "server"))
-        return usage("--role %s: joining a server to a running job is not built yet "
-                     "(docs/ELASTIC.md); only workers join",
-                     role);
-    if (strcmp(role, "worker"))
-        return usage("--role '%s' is not a role that joins: give worker", role);
-    if (!program || program >= argc) return usage("%s", "give the worker's program after --");
-    if (setenv("LOOM_SCHEDULER", address, 1) || setenv("LOOM_ROLE", "worker", 1) ||
-        setenv("LOOM_JOIN", "1", 1) || unsetenv("LOOM_RANK") || unsetenv("LOOM_START_WORKERS")) {
+    if (!role) return usage("%s", "give --role worker or --role server");
+    if (strcmp(role, "worker") && strcmp(role, "server"))
+        return usage("--role '%s' is not a role that joins: give worker or server", role);
+    if (!program || program >= argc) return usage("give the %s's program after --", role);
+    if (setenv("LOOM_SCHEDULER", address, 1) || setenv("LOOM_ROLE", role, 1) ||
+        setenv("LOOM_JOIN", "1", 1) || unsetenv("LOOM_RANK") || unsetenv("LOOM_START_WORKERS") ||
+        unsetenv("LOOM_START_SERVERS")) {
         perror("loom join: cannot set the environment");
         return 1;
     }

@@ -34,7 +34,9 @@ struct command {
 
 static const struct command commands[] = {
     {"run", "start a job on this machine: a scheduler, servers and workers", cmd_run},
-    {"join", "start a worker that joins a running job (an elastic job: loom run --max-workers)",
+    {"join",
+     "start a worker or server that joins a running job (an elastic job: loom run "
+     "--max-workers, --max-servers)",
      cmd_join},
     {"gen", "write a synthetic data set", cmd_gen},
     {"train", "train a model with a job on this machine or a cluster (models: loom help train)",

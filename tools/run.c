@@ -91,6 +91,14 @@ static const app_flag run_flags[] = {
      .hi = MAX_WORKERS,
      .help = "an elastic job: M worker slots, W of them started; workers join the running job "
              "in the others (loom join; docs/ELASTIC.md)"},
+    {.name = "--max-servers",
+     .kind = APP_INT,
+     .arg = "M",
+     .lo = 1,
+     .hi = MAX_SERVERS,
+     .help = "an elastic job: M server slots, S of them started; servers join the running job "
+             "in the others (loom join --role server) and take their ranges back; needs replicas "
+             "(loom train --replicas, LOOM_REPLICAS) of at least M - S (docs/ELASTIC.md)"},
     {.name = "--bind",
      .kind = APP_TEXT,
      .arg = "HOST",
@@ -238,6 +246,15 @@ static int parse_options(int argc, char **argv, struct options *opt)
             return usage_error("--max-workers %ld is below --workers %ld", (long)x->u,
                                opt->workers);
         opt->max_workers = (long)x->u;
+    }
+    if (GIVEN("--max-servers")) {
+        if (opt->servers < 1)
+            return usage_error("--max-servers needs --servers 1 or more: the servers the job "
+                               "starts with hold the free slots' ranges");
+        if ((long)x->u < opt->servers)
+            return usage_error("--max-servers %ld is below --servers %ld", (long)x->u,
+                               opt->servers);
+        opt->max_servers = (long)x->u;
     }
     if (GIVEN("--timeout")) opt->timeout_s = (long)x->u;
     if (GIVEN("--on-failure")) opt->on_failure = x->choice ? ON_FAILURE_WAIT : ON_FAILURE_STOP;
@@ -387,7 +404,10 @@ static int prepare_secret(const struct options *opt, struct temp_secret *t)
 static int set_common_env(const struct options *opt)
 {
     if (set_job_token() < 0) return -1;
-    if (run_setenv_long("LOOM_NUM_SERVERS", opt->servers) < 0 ||
+    if (run_setenv_long("LOOM_NUM_SERVERS", opt->max_servers ? opt->max_servers : opt->servers) <
+            0 ||
+        (opt->max_servers ? run_setenv_long("LOOM_START_SERVERS", opt->servers)
+                          : unsetenv("LOOM_START_SERVERS")) < 0 ||
         run_setenv_long("LOOM_NUM_WORKERS", opt->max_workers ? opt->max_workers : opt->workers) <
             0 ||
         (opt->max_workers ? run_setenv_long("LOOM_START_WORKERS", opt->workers)

@@ -31,6 +31,7 @@ enum on_failure { ON_FAILURE_STOP, ON_FAILURE_WAIT };
 struct options {
     long servers, workers;
     long max_workers; /* --max-workers: worker slots of an elastic job; 0 = workers */
+    long max_servers; /* --max-servers: server slots of an elastic job; 0 = servers */
     const char *bind;
     const char *interface; /* --interface NAME; bind then holds its address */
     char interface_addr[64];

@@ -184,7 +184,8 @@ static void publish_address(struct job *job)
     }
     job->published = 1;
     /* Workers that join an elastic job need it (loom join ADDRESS). */
-    if (job->opt->verbose || job->opt->max_workers) run_say("scheduler is at %s", job->addr);
+    if (job->opt->verbose || job->opt->max_workers || job->opt->max_servers)
+        run_say("scheduler is at %s", job->addr);
     if (!job->stopping) run_start_servers_and_workers(job);
 }
 

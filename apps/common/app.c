@@ -362,7 +362,12 @@ int app_node_main(const char *prog, int (*worker)(loom_node *n, const void *arg)
     loom_node *n;
     int rc = loom_init(&n, NULL, NULL);
     if (rc) return app_fail(prog, "cannot join the job", rc);
-    if (!loom_is_worker(n)) return loom_serve(n) ? 1 : 0;
+    if (!loom_is_worker(n)) {
+        /* A server that joined the running job leaves it on SIGTERM (docs/ELASTIC.md);
+         * those the launcher started end with it, as before. */
+        if (loom_joined(n)) app_leave_on_sigterm(n);
+        return loom_serve(n) ? 1 : 0;
+    }
     rc = worker(n, arg);
     int frc = loom_finalize(n);
     if (frc && !rc) rc = app_fail(prog, "finalize", frc);

@@ -103,6 +103,13 @@ typedef struct loom_config {
      * other num_workers - start_workers worker ranks are free slots that
      * workers joining the running job take (`loom join`). 0 = num_workers. */
     int start_workers;
+    /* Scheduler, the same for servers (LOOM_START_SERVERS; docs/ELASTIC.md):
+     * the job starts once this many servers (ranks 0 to start_servers - 1)
+     * registered; the other server ranks are free slots whose ranges the
+     * live servers hold (it needs LOOM_REPLICAS >= num_servers -
+     * start_servers) until a server joins (`loom join --role server`) and
+     * takes them back. 0 = num_servers. */
+    int start_servers;
 } loom_config;
 
 /* Defaults: heartbeat every 500 ms, declared dead after 5000 ms, rendezvous
@@ -220,7 +227,13 @@ int loom_workers_lost(loom_node *node, double *share);
  * it finished and answers LOOM_PARTS_LEFT, and the worker ends with
  * loom_finalize() like one that finished, its slot free again. It only sets
  * a flag (async-signal-safe: a SIGTERM handler may call it). loom_leaving()
- * says whether it was asked. All three are 0 (no-ops) off a worker. */
+ * says whether it was asked. A server started with LOOM_JOIN=1 and
+ * LOOM_ROLE=server joins in a free server slot (loom_joined() is 1 on it
+ * once loom_init returned) and takes that slot's ranges from the live
+ * servers; loom_leave() on a server asks the scheduler to let the job go on
+ * without it (its replicas serve its ranges), and loom_serve() then returns
+ * 0; refused, with a logged reason, when its ranges would have no live
+ * holder. All three are 0 (no-ops) on the scheduler. */
 int loom_joined(const loom_node *node);
 void loom_leave(loom_node *node);
 int loom_leaving(const loom_node *node);

@@ -141,6 +141,14 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
                      cfg->start_workers, cfg->num_workers);
         rc = LOOM_ECONFIG;
     }
+    rc = rc ? rc
+            : env_int("LOOM_START_SERVERS", 0, LOOM_MAX_SERVERS, &cfg->start_servers, err, errlen);
+    if (!rc && cfg->start_servers > cfg->num_servers) {
+        if (err)
+            snprintf(err, errlen, "LOOM_START_SERVERS=%d exceeds LOOM_NUM_SERVERS=%d",
+                     cfg->start_servers, cfg->num_servers);
+        rc = LOOM_ECONFIG;
+    }
     /* Now: finding the scheduler below may wait, and says so. */
     if (!rc) log_set_level(cfg->verbose);
     if (!rc) log_set_time(log_time);
@@ -168,15 +176,17 @@ int config_from_env(loom_config *cfg, launch_plan *plan, char *err, size_t errle
     const char *role = getenv("LOOM_ROLE");
     /* A worker joining a running job (LOOM_JOIN=1, `loom join`; also under
      * mpirun or srun, whose ranks name no role of this job): any free worker
-     * slot, at the scheduler LOOM_SCHEDULER names. */
+     * slot, at the scheduler LOOM_SCHEDULER names. With LOOM_ROLE=server, a
+     * server joining in a free server slot (docs/ELASTIC.md). */
     const char *join = getenv("LOOM_JOIN");
     if (join && !strcmp(join, "1")) {
-        if (role && strcmp(role, "worker")) {
+        if (role && strcmp(role, "worker") && strcmp(role, "server")) {
             if (err)
-                snprintf(err, errlen, "LOOM_JOIN=1 joins a worker, but LOOM_ROLE=\"%s\"", role);
+                snprintf(err, errlen,
+                         "LOOM_JOIN=1 joins a worker or a server, but LOOM_ROLE=\"%s\"", role);
             return LOOM_ECONFIG;
         }
-        role = "worker";
+        if (!role) role = "worker";
         cfg->rank = -1;
     }
     rc = role ? role_from_env(cfg, role, bind, err, errlen)

@@ -70,9 +70,10 @@ enum msg_type {
                       b = bytes it received (its totals so far, for the status page) */
     MSG_BARRIER,   /* worker -> scheduler: req = barrier generation */
     MSG_BARRIER_RELEASE, /* scheduler -> workers: req = generation */
-    MSG_DONE,            /* worker -> scheduler: this worker finished */
-    MSG_DONE_ACK,        /* scheduler -> worker */
-    MSG_SHUTDOWN,        /* scheduler -> server: the job is over */
+    MSG_DONE,            /* worker -> scheduler: this worker finished (a = 1: it leaves);
+                          * server -> scheduler, a = 1: it asks to leave (docs/ELASTIC.md) */
+    MSG_DONE_ACK,        /* scheduler -> worker; -> server: a = why it may not leave */
+    MSG_SHUTDOWN,        /* scheduler -> server: the job is over (a = 1: it left the job) */
     MSG_SHUTDOWN_ACK,    /* server -> scheduler */
     MSG_NODE_FAILED,     /* scheduler -> all: a = id of the dead node */
     MSG_METRICS,         /* worker -> scheduler: blob (the application's latest metrics) */

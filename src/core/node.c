@@ -142,10 +142,10 @@ static int validate_config(const loom_config *c)
 
 static int send_register(loom_node *n)
 {
-    /* Rank -2: a worker joining the running job (LOOM_JOIN=1), which must not
-     * take a starting worker's rank while the job assembles. */
+    /* Rank -2: a worker or server joining the running job (LOOM_JOIN=1),
+     * which must not take a starting node's rank while the job assembles. */
     msg_register reg = {.role = n->cfg.role,
-                        .rank = n->cfg.role == LOOM_WORKER && node_joining() ? -2 : n->cfg.rank,
+                        .rank = n->cfg.role != LOOM_SCHEDULER && node_joining() ? -2 : n->cfg.rank,
                         .num_servers = (uint32_t)n->cfg.num_servers,
                         .num_workers = (uint32_t)n->cfg.num_workers,
                         .max_frame_mib = (uint32_t)n->cfg.max_frame_mib};
@@ -740,12 +740,14 @@ const char *loom_node_address(const loom_node *n)
 
 int loom_joined(const loom_node *n)
 {
-    return n && n->cfg.role == LOOM_WORKER && n->replacement == 2;
+    if (!n) return 0;
+    if (n->cfg.role == LOOM_SERVER) return n->replacement == 1 && node_joining();
+    return n->cfg.role == LOOM_WORKER && n->replacement == 2;
 }
 
 void loom_leave(loom_node *n)
 {
-    if (n && n->cfg.role == LOOM_WORKER) atomic_store(&n->leave_requested, 1);
+    if (n && n->cfg.role != LOOM_SCHEDULER) atomic_store(&n->leave_requested, 1);
 }
 
 int loom_workers_started(const loom_node *n)
@@ -756,5 +758,5 @@ int loom_workers_started(const loom_node *n)
 
 int loom_leaving(const loom_node *n)
 {
-    return n && n->cfg.role == LOOM_WORKER && atomic_load(&n->leave_requested);
+    return n && n->cfg.role != LOOM_SCHEDULER && atomic_load(&n->leave_requested);
 }

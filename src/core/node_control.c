@@ -133,7 +133,9 @@ static int install_roster(loom_node *n, node_msg *m)
     }
     if (n->cfg.role == LOOM_WORKER) {
         for (int s = 0; s < n->cfg.num_servers; s++) {
-            int rc = node_connect_dealer(n, node_server_id(n->cfg.num_servers, s));
+            uint32_t id = node_server_id(n->cfg.num_servers, s);
+            if (!strcmp(n->peers[id].addr, "-")) continue; /* a free slot: node_rebind connects */
+            int rc = node_connect_dealer(n, id);
             if (rc) return rc;
         }
     }
@@ -212,9 +214,39 @@ static void on_done_ack(loom_node *n, void *ctx, node_msg *m)
 
 static void on_shutdown(loom_node *n, void *ctx, node_msg *m)
 {
-    (void)ctx, (void)m;
+    (void)ctx;
+    if (m->h.a == 1) { /* it asked to leave (server_leave): the job went on without it */
+        log_info("left the running job: its ranges are served by the other servers");
+        node_finish(n, 0);
+        return;
+    }
     node_send_control(n, 0, MSG_SHUTDOWN_ACK, 0, 0);
     node_finish(n, 0);
+}
+
+/* A server asked to leave (loom_leave, a SIGTERM; docs/ELASTIC.md): the
+ * scheduler lets the job go on without it, then ends it (SHUTDOWN a = 1). */
+static void server_leave(loom_node *n)
+{
+    if (!atomic_load(&n->leave_requested) || atomic_exchange(&n->leave_sent, 1)) return;
+    log_info("asked the scheduler to leave the running job");
+    msg_header h = {.type = MSG_DONE, .a = 1};
+    node_send(n, 0, &h, NULL, 0);
+}
+
+/* The scheduler refused to let this server leave (DONE_ACK a = why). */
+static void on_leave_refused(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    if (!atomic_load(&n->leave_sent)) {
+        node_drop(n, m, "DONE_ACK to a server that did not ask to leave");
+        return;
+    }
+    log_error("the scheduler refused to let this server leave (%s: its ranges would have no live "
+              "holder without it); it goes on serving",
+              loom_strerror(m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO));
+    atomic_store(&n->leave_requested, 0);
+    atomic_store(&n->leave_sent, 0);
 }
 
 static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
@@ -234,7 +266,10 @@ static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
     node_describe(n, (uint32_t)m->h.a, who, sizeof who);
     if (node_run_failover(n, (uint32_t)m->h.a)) {
         n->peers[m->h.a].failed = 1;
-        log_warn("%s died (reported by the scheduler); the job goes on without it", who);
+        if (m->h.b == 1) /* an elastic job's free server slot (docs/ELASTIC.md) */
+            log_info("%s is a free slot: the others hold its ranges until a server joins", who);
+        else
+            log_warn("%s died (reported by the scheduler); the job goes on without it", who);
         return;
     }
     node_fail(n, (uint32_t)m->h.a, "%s died (reported by the scheduler)", who);
@@ -397,6 +432,7 @@ static void member_tick(loom_node *n, void *ctx, uint64_t now)
 {
     (void)ctx;
     if (!n->roster_installed || !node_still_running(n) || n->done_acked) return;
+    if (n->cfg.role == LOOM_SERVER) server_leave(n);
     if (!atomic_load(&n->done_sent)) {
         msg_header h = {.type = MSG_HEARTBEAT,
                         .a = atomic_load(&n->bytes_sent),
@@ -423,6 +459,7 @@ int node_member_attach(loom_node *n)
         node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, NULL);
     } else {
         node_set_handler(n, MSG_SHUTDOWN, on_shutdown, NULL);
+        node_set_handler(n, MSG_DONE_ACK, on_leave_refused, NULL);
     }
     return node_add_hooks(n, &member_hooks, NULL);
 }

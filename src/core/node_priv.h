@@ -82,9 +82,9 @@ typedef struct peer {
     int failed;     /* died, and the job went on without it (failover): what it still sends
                      * is dropped (2 once said so); a replacement clears it (rejoin) */
     int rejoining;  /* scheduler: a replacement that has not acknowledged its roster */
-    /* Scheduler, a worker slot of an elastic job (docs/ELASTIC.md): no process
-     * in it (never started, or it left: `left`), which a joining worker takes;
-     * `joined`: its process joined the running job. */
+    /* Scheduler, a worker or server slot of an elastic job (docs/ELASTIC.md):
+     * no process in it (never started, or it left: `left`), which a joining
+     * node takes; `joined`: its process joined the running job. */
     int vacant, left, joined;
     uint32_t join_acks; /* scheduler: servers yet to say they know the joining worker */
     double share;       /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
@@ -98,7 +98,8 @@ void node_note_lost(loom_node *n, uint32_t id, double share);
 typedef struct sched_state {
     uint32_t registered;
     uint32_t workers_registered; /* of `registered`: the job assembles at start_workers */
-    uint32_t joins, leaves;      /* workers that joined and left the running job */
+    uint32_t joins, leaves;      /* nodes that joined and left the running job */
+    uint32_t live_servers;       /* servers the job started with (not free slots) */
     int roster_phase;            /* 0 collecting, 1 servers installing, 2 job running */
     uint32_t roster_acks;
     uint64_t barrier_gen; /* generation currently collecting arrivals */
@@ -204,10 +205,11 @@ struct loom_node {
     int roster_installed;
     int replacement; /* the roster said: this process took a dead node's place (1), or
                       * joined the running job in a free worker slot (2, docs/ELASTIC.md) */
-    /* A worker: the application or a signal asked it to leave the job
-     * (loom_leave; set from a signal handler, hence atomic). */
+    /* A worker or server: the application or a signal asked it to leave the
+     * job (loom_leave; set from a signal handler, hence atomic). */
     atomic_int leave_requested;
-    int workers_started; /* a worker: workers not in free slots when its roster came */
+    atomic_int leave_sent; /* a server: its DONE (a = 1) asking to leave is on its way */
+    int workers_started;   /* a worker: workers not in free slots when its roster came */
     uint64_t barrier_gen_entered, barrier_gen_released;
     int done_acked;
     /* A worker sent DONE: it sends the scheduler nothing more (member_tick). */
@@ -412,7 +414,7 @@ int membership_attach(loom_node *n);
 typedef struct sched_summary {
     uint32_t registered;
     uint32_t workers_done;
-    uint32_t joins, leaves; /* workers that joined and left the running job */
+    uint32_t joins, leaves; /* nodes that joined and left the running job */
     uint64_t refused;
     int assembling;
     int shutting_down;

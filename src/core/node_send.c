@@ -193,9 +193,10 @@ int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr)
     }
     pthread_mutex_lock(&n->sock_mu); /* a DEALER connects to addr under it */
     snprintf(p->addr, sizeof p->addr, "%s", addr);
-    if (p->dealer && !n->sock_closed) {
+    if ((p->dealer || (n->cfg.role == LOOM_WORKER && !peer_to_peer(n, id))) && !n->sock_closed) {
         /* Ours, to the dead process's address: what it still queues is for
-         * nobody. A worker reads its servers' DEALERs, so it connects at once;
+         * nobody. A worker reads its servers' DEALERs, so it connects at once
+         * (also to a server joining a free slot, which it had none to);
          * a server's DEALER to another server is made on its next send. */
         close_socket(&p->dealer);
         if (!peer_to_peer(n, id)) rc = connect_dealer_locked(n, id);
@@ -246,6 +247,15 @@ static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *p
 {
     peer *p = &n->peers[dest];
     int rc = 0;
+    if (!p->dealer && !strcmp(p->addr, "-")) {
+        /* A free slot of an elastic job (docs/ELASTIC.md): nobody is there,
+         * and what is sent is for nobody, as what a dead server's socket
+         * still queues (a worker's CLOCKs: one that joins the slot gets the
+         * current clock when it comes). */
+        zmq_msg_close(hdr);
+        node_close_parts(parts, nparts);
+        return 0;
+    }
     if (!p->dealer && peer_to_peer(n, dest)) {
         if (dest == n->id) {
             rc = LOOM_EINVAL;

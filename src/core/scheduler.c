@@ -71,6 +71,22 @@ static uint32_t num_servers(const loom_node *n)
     return (uint32_t)n->cfg.num_servers;
 }
 
+/* The servers the job starts with (LOOM_START_SERVERS, or all). */
+static uint32_t start_servers(const loom_node *n)
+{
+    return n->cfg.start_servers > 0 ? (uint32_t)n->cfg.start_servers : num_servers(n);
+}
+
+/* Tell node `dest`, right after its roster, which server slots are free
+ * (docs/ELASTIC.md): the job went on without them from its start, as
+ * without a dead server (NODE_FAILED, b = 1: a free slot, nobody died). */
+static void tell_free_servers(loom_node *n, uint32_t dest)
+{
+    for (uint32_t i = 1; i <= num_servers(n); i++)
+        if (n->peers[i].vacant && n->peers[i].failed)
+            send_control_ab(n, dest, MSG_NODE_FAILED, i, 1);
+}
+
 /* The roster's payload is the same for every node (only the header names
  * the node it is for): it is encoded once into a ZeroMQ message that every
  * send shares by reference (zmq_msg_copy). Encoding and copying it once per
@@ -128,15 +144,17 @@ static void send_worker_rosters(loom_node *n)
         }
         heartbeat_restart(n, i);
         send_roster(n, i, 0);
+        tell_free_servers(n, i);
     }
-    if (!vacant) {
+    uint32_t free_servers = num_servers(n) - n->sched.live_servers;
+    if (!vacant && !free_servers) {
         log_info("job assembled: %d server(s), %d worker(s)", n->cfg.num_servers,
                  n->cfg.num_workers);
         return;
     }
-    log_info("job assembled: %d server(s), %d worker(s), %" PRIu32
-             " free worker slot(s) for workers that join",
-             n->cfg.num_servers, n->cfg.num_workers - (int)vacant, vacant);
+    log_info("job assembled: %" PRIu32 " server(s), %d worker(s), %" PRIu32
+             " free server slot(s) and %" PRIu32 " free worker slot(s) for nodes that join",
+             n->sched.live_servers, n->cfg.num_workers - (int)vacant, free_servers, vacant);
     /* The layers go on without the free slots as without a worker that left
      * (their lost subscribers: the min clock stops waiting for them). */
     for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++)
@@ -149,13 +167,15 @@ static void send_worker_rosters(loom_node *n)
  * (a joining worker's replaces them, as a replacement's does). */
 static int vacate_free_slots(loom_node *n)
 {
-    for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
+    for (uint32_t i = 1; i < n->nnodes; i++) {
         peer *p = &n->peers[i];
         if (p->registered) continue;
-        p->role = LOOM_WORKER;
-        p->rank = (int)(i - 1 - num_servers(n));
-        p->vacant = p->done = 1;
-        n->sched.workers_done++;
+        int server = i <= num_servers(n);
+        p->role = server ? LOOM_SERVER : LOOM_WORKER;
+        p->rank = (int)(server ? i - 1 : i - 1 - num_servers(n));
+        p->vacant = 1;
+        p->done = !server; /* a server slot's end: free_server_slots */
+        n->sched.workers_done += !server;
         snprintf(p->addr, sizeof p->addr, "-");
         p->rid[0] = MSG_RID_TAG;
         if (getrandom(p->rid + 1, MSG_RID_SIZE - 1, 0) != MSG_RID_SIZE - 1) return LOOM_ENOMEM;
@@ -164,14 +184,45 @@ static int vacate_free_slots(loom_node *n)
     return 0;
 }
 
-/* Whether the job can start: every server and the workers it starts with
- * (start_workers, or all) registered. */
+/* The free server slots of an elastic job (start_servers < num_servers;
+ * docs/ELASTIC.md): the layers go on without them from the start, as
+ * without dead servers whose ranges the live ones hold (the ps registry
+ * says whether the replicas allow it), and a server that joins takes one's
+ * place as a replacement does a dead server's (rejoin). 0, or the job
+ * fails saying why. */
+static int free_server_slots(loom_node *n)
+{
+    n->sched.live_servers = 0;
+    for (uint32_t i = 1; i <= num_servers(n); i++) {
+        peer *p = &n->peers[i];
+        if (!p->vacant) {
+            n->sched.live_servers++;
+            continue;
+        }
+        if (!node_run_failover(n, i)) {
+            node_fail(
+                n, 0,
+                "the job cannot start with %" PRIu32 " of its %" PRIu32
+                " server slots free: the live servers hold the free slots' ranges as "
+                "replicas, so it needs LOOM_REPLICAS (loom train --replicas) of at least %" PRIu32,
+                num_servers(n) - start_servers(n), num_servers(n),
+                num_servers(n) - start_servers(n));
+            return LOOM_ECONFIG;
+        }
+        p->done = p->failed = 1;
+        n->sched.servers_acked_shutdown++; /* as survive() counts a dead one */
+    }
+    return 0;
+}
+
+/* Whether the job can start: the servers and the workers it starts with
+ * (start_servers and start_workers, or all) registered. */
 static int can_assemble(const loom_node *n)
 {
     const sched_state *s = &n->sched;
     uint32_t start =
         n->cfg.start_workers > 0 ? (uint32_t)n->cfg.start_workers : (uint32_t)n->cfg.num_workers;
-    return s->registered - s->workers_registered == num_servers(n) &&
+    return s->registered - s->workers_registered >= start_servers(n) &&
            s->workers_registered >= start;
 }
 
@@ -193,7 +244,8 @@ static int tokens_equal(const char *a, const char *b)
  * others start sending it at once (a worker its clock), and a message that
  * reached it before its roster would come from no node it knows, and be
  * dropped. */
-static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len, const char *addr)
+static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len, const char *addr,
+                   int joins)
 {
     sched_state *s = &n->sched;
     if (s->shutting_down || n->state != NODE_RUNNING) {
@@ -211,16 +263,46 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
     s->servers_acked_shutdown--; /* survive() counted it as ended */
     forget_roster(s);            /* it lists the dead node's routing id and address */
     char who[64];
-    log_warn("%s rejoined from %s (a replacement for the dead one)",
-             node_describe(n, id, who, sizeof who), addr);
+    node_describe(n, id, who, sizeof who);
+    if (joins) { /* a server joining the running job (join_server) */
+        p->vacant = p->left = 0;
+        p->registered = p->joined = 1; /* a free slot's never was */
+        s->joins++;
+        log_warn("%s joined the running job from %s: it takes its ranges from the live servers",
+                 who, addr);
+    } else {
+        log_warn("%s rejoined from %s (a replacement for the dead one)", who, addr);
+    }
     send_roster(n, id, 1);
     for (uint32_t i = 1; i < n->nnodes; i++) {
-        if (n->peers[i].failed) node_send_control(n, id, MSG_NODE_FAILED, 0, i);
+        if (n->peers[i].failed)
+            send_control_ab(n, id, MSG_NODE_FAILED, i, (uint64_t)n->peers[i].vacant);
         if (n->peers[i].lost)
             send_control_ab(n, id, MSG_WORKER_LOST, i,
                             n->peers[i].share > 0 ? (uint64_t)n->peers[i].share : 0);
     }
     p->rejoining = 1;
+}
+
+/* A server joins the running job (docs/ELASTIC.md, LOOM_JOIN=1 with
+ * LOOM_ROLE=server): it takes the lowest server rank the job goes on
+ * without (a free slot, one that left, or a dead one) as a replacement
+ * does (rejoin), which then copies that rank's ranges from the live servers
+ * and takes them back through the handback (src/ft). */
+static void join_server(loom_node *n, const uint8_t *rid, size_t rid_len, const char *addr)
+{
+    for (uint32_t i = 1; i <= num_servers(n); i++) {
+        if (n->peers[i].failed && !n->peers[i].rejoining) {
+            rejoin(n, i, rid, rid_len, addr, 1);
+            return;
+        }
+    }
+    char why[256];
+    snprintf(why, sizeof why,
+             "every one of the job's %" PRIu32 " server slots is taken, so no server can join it "
+             "(start the job with free slots: loom run --max-servers, LOOM_START_SERVERS)",
+             num_servers(n));
+    reject(n, rid, rid_len, LOOM_ECONFIG, why);
 }
 
 /* A worker joins the running job (docs/ELASTIC.md) in free worker slot
@@ -315,7 +397,8 @@ static void announce_rejoin(loom_node *n, uint32_t id)
     blob_put_str(&w, p->addr);
     for (uint32_t i = 1; i < n->nnodes && !w.bad; i++) {
         if (!n->peers[i].registered || n->peers[i].done) continue;
-        if (p->joined && i <= num_servers(n)) continue; /* told before its roster (join) */
+        /* A joining worker's servers were told before its roster (join). */
+        if (p->joined && p->role == LOOM_WORKER && i <= num_servers(n)) continue;
         /* A worker joining too, whose roster is not sent yet: it will list this one. */
         if (n->peers[i].rejoining && n->peers[i].join_acks) continue;
         msg_header h = {.type = MSG_NODE_REJOINED, .a = id};
@@ -372,7 +455,15 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
     int count = role == LOOM_SERVER ? n->cfg.num_servers : n->cfg.num_workers;
     uint32_t base = role == LOOM_SERVER ? 1 : 1 + num_servers(n);
     if (rank >= 0 && rank < count && n->peers[base + (uint32_t)rank].failed) {
-        rejoin(n, base + (uint32_t)rank, rid, rid_len, addr);
+        rejoin(n, base + (uint32_t)rank, rid, rid_len, addr, 0);
+        return;
+    }
+    if (role == LOOM_SERVER && rank == -2) { /* a joining server (LOOM_JOIN=1) */
+        if (s->roster_phase == 2)
+            join_server(n, rid, rid_len, addr);
+        else
+            send_reject(n, rid, rid_len, LOOM_ESTATE,
+                        "the job has not started yet: a server that joins it asks again");
         return;
     }
     if (role == LOOM_WORKER && s->roster_phase == 2 &&
@@ -432,11 +523,16 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
     s->workers_registered += role == LOOM_WORKER;
     if (can_assemble(n)) {
         if (vacate_free_slots(n)) {
-            node_fail(n, 0, "cannot draw the free worker slots' routing ids");
+            node_fail(n, 0, "cannot draw the free slots' routing ids");
             return;
         }
+        if (free_server_slots(n)) return;
         s->roster_phase = 1;
-        for (uint32_t i = 1; i <= num_servers(n); i++) send_roster(n, i, 0);
+        for (uint32_t i = 1; i <= num_servers(n); i++) {
+            if (n->peers[i].vacant) continue;
+            send_roster(n, i, 0);
+            tell_free_servers(n, i);
+        }
         if (num_servers(n) == 0) send_worker_rosters(n); /* a serverless job (docs/P2P.md) */
     }
 }
@@ -464,7 +560,7 @@ static void on_roster_ack(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "unexpected roster acknowledgement");
         return;
     }
-    if (++s->roster_acks == num_servers(n)) send_worker_rosters(n);
+    if (++s->roster_acks == s->live_servers) send_worker_rosters(n);
 }
 
 static void maybe_release_barrier(loom_node *n)
@@ -496,12 +592,46 @@ static void on_barrier(loom_node *n, void *ctx, node_msg *m)
 }
 
 static void end_if_workers_done(loom_node *n);
+static int survive(loom_node *n, uint32_t dead, const char *why);
+
+/* Server node `id` asks to leave the running job (DONE a = 1: loom_leave, a
+ * SIGTERM; docs/ELASTIC.md). The job goes on without it as without a dead
+ * server whose ranges its replicas hold (survive: every node moves its
+ * ranges to their next holders, workers send again what the replicas may
+ * lack), then it is told to end (SHUTDOWN a = 1), its slot free for a server
+ * that joins. Refused (DONE_ACK a = LOOM_ESTATE: it goes on serving) when the
+ * replicas would not cover its ranges without it. */
+static void server_leaves(loom_node *n, uint32_t id, int rank)
+{
+    sched_state *s = &n->sched;
+    if (s->shutting_down) return; /* the job ends anyway: its SHUTDOWN is on its way */
+    peer *p = &n->peers[id];
+    char why[96];
+    snprintf(why, sizeof why, "server %d left the running job", rank);
+    p->left = 1; /* before survive(): a leave, not a death, on the status page */
+    if (!survive(n, id, why)) {
+        p->left = 0;
+        log_error("server %d asked to leave the running job, but its ranges would have no live "
+                  "holder without it (LOOM_REPLICAS, the servers already gone): it stays",
+                  rank);
+        node_send_control(n, id, MSG_DONE_ACK, 0, LOOM_ESTATE);
+        return;
+    }
+    p->vacant = 1;
+    s->leaves++;
+    send_control_ab(n, id, MSG_SHUTDOWN, 1, 0);
+}
 
 static void on_done(loom_node *n, void *ctx, node_msg *m)
 {
     (void)ctx;
     sched_state *s = &n->sched;
     int rank;
+    if (m->h.a == 1 && node_peer_role(n, m->from, &rank) == LOOM_SERVER &&
+        !n->peers[m->from].done && !n->peers[m->from].rejoining) {
+        server_leaves(n, m->from, rank);
+        return;
+    }
     if (node_peer_role(n, m->from, &rank) != LOOM_WORKER || n->peers[m->from].done) {
         node_drop(n, m, "unexpected DONE");
         return;
@@ -612,7 +742,7 @@ static int survive(loom_node *n, uint32_t dead, const char *why)
 {
     if (!node_run_failover(n, dead)) return 0;
     log_warn("%s; the job goes on without it", why);
-    node_note_death(n, dead, why, 0);
+    if (!n->peers[dead].left) node_note_death(n, dead, why, 0);
     heartbeat_forget(n, dead);
     n->peers[dead].done = n->peers[dead].failed = 1;
     for (uint32_t i = 1; i < n->nnodes; i++)
@@ -696,7 +826,7 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
             if (++s->servers_acked_shutdown == num_servers(n)) node_finish(n, 0);
             continue;
         }
-        if (silent > limit && p->rejoining && p->joined) {
+        if (silent > limit && p->rejoining && p->joined && p->role == LOOM_WORKER) {
             /* A joining worker that died before it acknowledged its roster:
              * nobody else heard of it, and its slot is free again. */
             log_warn("worker %d died before it joined: no heartbeat for %" PRIu64
@@ -717,6 +847,8 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
                      node_describe(n, i, who, sizeof who), silent);
             p->rejoining = 0;
             p->done = p->failed = 1;
+            p->vacant = p->joined; /* a joining server's slot is free again */
+            p->joined = 0;
             heartbeat_forget(n, i);
             ++s->servers_acked_shutdown; /* as survive() counted it */
             continue;

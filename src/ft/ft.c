@@ -259,7 +259,7 @@ static void server_cut(void *ctx, int64_t clock, int must_full, uint32_t deaths,
     }
     uint64_t t0 = node_now_ms();
     int full = must_full || f->force_full;
-    ft_part p = {.kind = FT_SERVER, .rank = (uint32_t)f->rank, .full = (uint32_t)full};
+    ft_part p = {.kind = FT_SERVER, .rank = (uint32_t)loom_rank(f->node), .full = (uint32_t)full};
     server_part sp = {f->node, full};
     int gone;
     int rc = write_part(f, clock, &p, server_body, &sp, &gone);
@@ -578,7 +578,7 @@ int loom_checkpoint_save(loom_node *n, const void *state, size_t len)
     if (!loom_checkpoint_due(n)) return LOOM_ESTATE;
     uint64_t t0 = node_now_ms();
     int64_t clock = f->base + ps_current_clock(n);
-    ft_part p = {.kind = FT_WORKER, .rank = (uint32_t)f->rank, .full = 1};
+    ft_part p = {.kind = FT_WORKER, .rank = (uint32_t)loom_rank(f->node), .full = 1};
     struct iovec body = {(void *)state, len};
     int gone;
     int rc = write_part(f, clock, &p, worker_body, &body, &gone);
@@ -612,7 +612,8 @@ int loom_checkpoint_epoch_end(loom_node *n)
     msg_header h = {.type = MSG_CKPT_EPOCH, .clock = c, .a = (uint64_t)(c - f->epoch_end)};
     f->epoch_end = c;
     /* One worker speaks for all: their epochs have the same clocks. */
-    return f->dir[0] && f->every.unit == 'e' && f->rank == 0 ? node_send(n, 0, &h, NULL, 0) : 0;
+    return f->dir[0] && f->every.unit == 'e' && loom_rank(n) == 0 ? node_send(n, 0, &h, NULL, 0)
+                                                                  : 0;
 }
 
 int loom_checkpoint_final(loom_node *n)

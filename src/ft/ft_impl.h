@@ -40,7 +40,7 @@ typedef struct ft_repl ft_repl;                 /* replica.h */
 
 typedef struct ft {
     loom_node *node;
-    int role, rank;
+    int role, rank; /* rank: as the layer attached (resume); -1 for a node joining a job */
     uint32_t servers, workers;
     char dir[PATH_MAX]; /* "" = no checkpoints */
     int dirfd;          /* dir, opened and checked (-1: not yet) */

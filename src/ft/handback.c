@@ -67,10 +67,10 @@ static void fence(ft_repl *r, int d, uint64_t gen)
         for (size_t i = 0; i < nparts; i++) {
             int now = ps_part_master(n, id, i, -1);
             if (now == d || ps_part_master(n, id, i, d) != d) continue;
-            if (now == r->me) {
+            if (now == ft_me(r)) {
                 ps_part_set_state(n, id, i, PS_PART_FENCED);
                 froze++;
-            } else if (d == r->me) {
+            } else if (d == ft_me(r)) {
                 ps_part_set_state(n, id, i, PS_PART_INCOMING);
             }
         }
@@ -133,7 +133,7 @@ void ft_on_handback(loom_node *n, void *ctx, node_msg *m)
     }
     if (m->h.b == 1) {
         ps_server_set_state(n, d, PS_UP, 0);
-        ps_part_committed(n, m->h.req, (uint32_t)m->h.clock, d == r->me);
+        ps_part_committed(n, m->h.req, (uint32_t)m->h.clock, d == ft_me(r));
     }
     /* An abort: the ranges incoming here stay another server's. */
     uint32_t cap = m->h.b == 2 ? ps_part_tables(n) : 0;

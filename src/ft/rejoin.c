@@ -51,7 +51,7 @@ void ft_on_rejoin_copy(loom_node *n, void *ctx, node_msg *m)
 {
     ft_repl *r = ctx;
     int d;
-    if (!ps_server_rank_of(n, m->h.a, &d) || d == r->me || ps_server_state(n, d) != PS_JOINING) {
+    if (!ps_server_rank_of(n, m->h.a, &d) || d == ft_me(r) || ps_server_state(n, d) != PS_JOINING) {
         node_drop(n, m, "REJOIN_COPY naming no joining server");
         return;
     }
@@ -77,7 +77,7 @@ void ft_on_rejoin_ready(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     ps_server_set_state(n, d, PS_BACK, (uint32_t)m->h.req);
-    if (d != r->me) return;
+    if (d != ft_me(r)) return;
     /* A replacement learned only the deaths since it joined: REJOIN_READY
      * tells it the job's count (h.b), which its checkpoint parts report and
      * its cuts compare with the workers' CLOCKs once it is master of

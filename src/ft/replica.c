@@ -45,7 +45,7 @@
 static int repl_target(const ft_repl *r, int h)
 {
     int state = ps_server_state(r->node, h);
-    return h != r->me && state != PS_DOWN && (state != PS_JOINING || r->fed[h]);
+    return h != ft_me(r) && state != PS_DOWN && (state != PS_JOINING || r->fed[h]);
 }
 
 /* How many live replicas a part has if this server is its master (else 0). */
@@ -302,7 +302,6 @@ int ft_repl_attach(loom_node *n, ft_repl **out)
     ft_repl *r = calloc(1, sizeof *r);
     if (!r) return LOOM_ENOMEM;
     r->node = n;
-    r->me = loom_rank(n);
     r->replicas = ps_part_replicas(n);
     r->num_servers = loom_num_servers(n);
     r->num_workers = loom_num_workers(n);

@@ -33,7 +33,7 @@ typedef struct held_ack {
 
 typedef struct ft_repl {
     loom_node *node;
-    int me, replicas, num_servers, num_workers;
+    int replicas, num_servers, num_workers;
     int due;             /* rows changed since the last round */
     uint64_t rounds_cut; /* the last round's number */
     repl_round *rounds, *rounds_tail;
@@ -52,6 +52,14 @@ typedef struct ft_repl {
     uint64_t msgs;           /* REPL messages sent (logged at the end) */
     uint64_t naive_bytes;    /* what forwarding every push would have sent */
 } ft_repl;
+
+/* This server's rank: known from its roster on (every use is in a handler
+ * or timer, after it), not when the layer attaches: a server joining a
+ * running job (LOOM_JOIN=1) learns its rank from the scheduler. */
+static inline int ft_me(const ft_repl *r)
+{
+    return loom_rank(r->node);
+}
 
 /* ---- replica.c ---- */
 

@@ -272,6 +272,13 @@ int loom_table_open(loom_node *n, const char *name, const loom_table_opts *opts,
         table_free(t);
         return rc;
     }
+    /* A server's death heard while the open was on its way (an elastic
+     * job's free server slots, heard right after the roster) moved no
+     * request of this table, but its masters as table_new computed them may
+     * name the dead server: a failover from now on finds the table opened. */
+    pthread_mutex_lock(&t->mu);
+    compute_masters(t);
+    pthread_mutex_unlock(&t->mu);
     comm_mgr_budget(&c->cm, def.opts.bandwidth_mbits, node_now_ms());
     comm_choice_seed(&t->choice, (uint64_t)t->id << 32 | (uint64_t)loom_rank(n));
     if (def.opts.consistency != LOOM_ASP) {

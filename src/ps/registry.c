@@ -37,7 +37,6 @@ typedef struct reg_table {
     ps_table_def def;
     uint8_t *blob; /* canonical encoding, compared on every later open */
     size_t blob_len;
-    uint32_t acks;
     uint8_t *acked; /* per server rank: its TABLE_CREATED counted */
     int status;     /* first error reported by a server */
     int ready;      /* every server answered */
@@ -75,6 +74,19 @@ static void explain_lost(loom_node *n, const registry *r, uint32_t id)
               rank, others, r->replicas);
 }
 
+static void table_answered(loom_node *n, registry *r, uint32_t id);
+
+/* Whether every server the job has not gone on without created table t: a
+ * dead server, or an elastic job's free slot (docs/ELASTIC.md), creates it
+ * only when a server takes its place (registry_rejoin), and the open does
+ * not wait for that. */
+static int table_complete(const registry *r, const reg_table *t)
+{
+    for (int s = 0; s < r->num_servers; s++)
+        if (!t->acked[s] && r->dead[s] != PS_DOWN) return 0;
+    return 1;
+}
+
 /* The node's failover subscriber (the first): the scheduler lets the job go on without a dead
  * server while its ranges have live replicas (docs/FAULTS.md). */
 static int registry_failover(loom_node *n, void *ctx, uint32_t id)
@@ -86,7 +98,9 @@ static int registry_failover(loom_node *n, void *ctx, uint32_t id)
         return 0;
     }
     node_peer_role(n, id, &rank);
-    r->tables_left[rank] = 0; /* a replacement that died while joining stops here */
+    r->tables_left[rank] = 0;                 /* a replacement that died while joining stops here */
+    for (uint32_t i = 0; i < r->ntables; i++) /* a table it had not created yet */
+        if (!r->tables[i]->ready && table_complete(r, r->tables[i])) table_answered(n, r, i);
     return 1;
 }
 
@@ -190,6 +204,7 @@ static void on_table_open(loom_node *n, void *ctx, node_msg *m)
     r->tables[id] = t;
     log_info("creating table \"%s\" (id %u) on %d server(s)", def.name, id, r->num_servers);
     for (int s = 0; s < r->num_servers; s++) {
+        if (r->dead[s] == PS_DOWN) continue; /* created if a server takes its place */
         msg_header h = {.type = MSG_TABLE_CREATE, .table = id};
         node_frame f = {blob, len, NULL, NULL, 1};
         node_send(n, node_server_id(r->num_servers, s), &h, &f, 1);
@@ -217,14 +232,20 @@ static void on_table_created(loom_node *n, void *ctx, node_msg *m)
     if (t->ready || t->acked[rank]) return;
     t->acked[rank] = 1;
     if (status && !t->status) t->status = status;
-    if (++t->acks < (uint32_t)r->num_servers) return;
+    if (table_complete(r, t)) table_answered(n, r, m->h.table);
+}
+
+/* Table `id` is created on every server that counts: answer whoever waits. */
+static void table_answered(loom_node *n, registry *r, uint32_t id)
+{
+    reg_table *t = r->tables[id];
     t->ready = 1;
     if (t->status)
         log_error("table \"%s\" could not be created: %s", t->def.name, loom_strerror(t->status));
     while (t->waiting) {
         waiter *w = t->waiting;
         t->waiting = w->next;
-        answer(n, w->worker, w->req, m->h.table, t->status);
+        answer(n, w->worker, w->req, id, t->status);
         free(w);
     }
 }

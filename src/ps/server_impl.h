@@ -156,6 +156,7 @@ typedef struct server {
     uint8_t *dead;       /* per server rank: PS_UP, PS_DOWN ... (ring.h) */
     uint32_t *returned;  /* per BACK server: the order it came back in (ring.h) */
     uint64_t duplicates; /* pushes sent again after a failover, not applied twice */
+    int served;          /* a replacement: it answered a pull (said once: docs/ELASTIC.md) */
     /* checkpoints with replicas (ps.h): deaths, the server deaths of the
      * job so far (every node counts them the same way: ps_survives); per
      * worker, the most deaths a CLOCK of it said it had handled, and the clock

@@ -22,12 +22,14 @@
  * process's budget of managed communication (server_comm.c). A pull of a
  * range being handed back is held, or refused once another server is its
  * master (server_park.c). */
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "loom/error.h"
 #include "ps/msg_types.h"
 #include "ps/server_impl.h"
@@ -157,6 +159,15 @@ void srv_answer_pull(server *s, srv_table *t, node_msg *m, int w, const pull_key
     if (bad) {
         node_drop(s->node, m, bad);
         return;
+    }
+    if (!s->served && node_is_replacement(s->node)) {
+        /* A replacement or a server that joined the running job serves its
+         * first pull, as a master (what it measures: docs/BENCHMARKS.md). */
+        loom_stats st;
+        loom_node_stats(s->node, &st);
+        s->served = 1;
+        log_info("served its first pull: %" PRIu64 " bytes received since it started",
+                 st.bytes_received);
     }
     for (uint64_t i = 0; t->rows && i < count; i++) /* without memory: only not pushed to */
         comm_rowset_subscribe(t->rows, keys ? keys[i] : m->h.a + i, w);

@@ -148,7 +148,16 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     int rc = loom_init(&node, NULL, NULL);
     if (rc) return fail("join the job", rc);
-    if (!loom_is_worker(node)) return loom_serve(node) ? 1 : 0;
+    if (!loom_is_worker(node)) {
+        if (loom_joined(node)) { /* a server that joined: SIGTERM makes it leave */
+            struct sigaction sa = {0};
+            sa.sa_handler = on_term;
+            sigemptyset(&sa.sa_mask);
+            sigaction(SIGTERM, &sa, NULL);
+            printf("server %d joined\n", loom_rank(node));
+        }
+        return loom_serve(node) ? 1 : 0;
+    }
     int bad = work(node, cons, (uint32_t)parts, epochs, clocks, pace_us);
     rc = loom_finalize(node);
     return bad || rc ? 1 : 0;

@@ -13,10 +13,12 @@
 #          said how many parts they trained (as many as the scheduler counted
 #          finished by them), the job ends with status 0 and a test accuracy
 #          of at least 0.84 (exit 77 without the data).
-#   refuse malformed joins: no address, a bad address, a bad role, a server
-#          (not built), no program: status 2 and a message naming what is
-#          wrong; a worker joining a job with no free slot is refused by the
-#          scheduler, naming it, and exits non-zero; the job is not disturbed.
+#   refuse malformed joins: no address, a bad address, a bad role, no
+#          program: status 2 and a message naming what is wrong; a worker
+#          joining a job with no free slot is refused by the scheduler, naming
+#          it, and exits non-zero, and so is a server; the job is not
+#          disturbed. A job with a free server slot and no replicas fails at
+#          its start, saying it needs LOOM_REPLICAS.
 #
 #   sum_MODE  tests/sched/elastic_sum.c under BSP, SSP(1) or ASP, 2 servers,
 #          12 parts, 16 epochs (ASP 30), paced 1 ms a clock, 40 clocks per part each pushing +1 to
@@ -26,6 +28,17 @@
 #          once: 12 * epochs * 40 on key 0, epochs * 40 on each part's key)
 #          and every part of every epoch is finished once; no node dropped a
 #          malformed message.
+#
+#   servers_MODE  the same program and table, BSP, SSP(1) or ASP, growing from
+#          1 to 3 servers and 2 to 4 workers and shrinking back: the job starts
+#          with 1 of 3 server slots (LOOM_REPLICAS=2: the one live server
+#          holds every range) and 2 of 4 worker slots; once epoch 0 is over a
+#          server joins (`loom join --role server`) and takes its ranges back
+#          (the scheduler's handback), then a second; then two workers join;
+#          once each finished a part, both workers and both joined servers
+#          get SIGTERM and leave (the servers' ranges go to the next holders,
+#          as in a failover). The job ends on 1 server and 2 workers with the
+#          sum exact and every part once per epoch; every process exits 0.
 #
 # Usage: test_elastic.sh LOOM CASE [DATA_DIR [ELASTIC_SUM]]
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
@@ -92,8 +105,8 @@ wait_log() {
     local deadline=$(($(now_ms) + 120000))
     until grep -Eq "$2" "$1"; do
         [[ -n $launcher ]] && ! kill -0 "$launcher" 2>/dev/null &&
-            { show_tails 40 job.out join1.out join2.out; fail "the job ended before $3"; }
-        (($(now_ms) < deadline)) || { show_tails 40 job.out join1.out join2.out; fail "no $3 within 120 s"; }
+            { show_tails 40 job.out join1.out join2.out srv1.out srv2.out; fail "the job ended before $3"; }
+        (($(now_ms) < deadline)) || { show_tails 40 job.out join1.out join2.out srv1.out srv2.out; fail "no $3 within 120 s"; }
         poll_pause 0.05
     done
 }
@@ -145,17 +158,82 @@ sum_bsp | sum_ssp | sum_asp)
     done
     echo "$mode: 2 workers joined and left; the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
     ;;
+servers_bsp | servers_ssp | servers_asp)
+    SUM=${4:?usage: $0 LOOM servers_MODE DATA_DIR ELASTIC_SUM}
+    mode=${CASE#servers_}
+    # Paced as sum_MODE, and longer: two servers join one after the other,
+    # each copying and taking back its ranges, before the workers do.
+    epochs=40 pace=1000
+    [[ $mode == asp ]] && epochs=80
+    prog=("$SUM" "$mode" 12 "$epochs" 40 "$pace")
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000 LOOM_REPLICAS=2
+    "$LOOM" run --servers 1 --max-servers 3 --workers 2 --max-workers 4 --insecure --no-status -- \
+        "${prog[@]}" >job.out 2>&1 &
+    launcher=$!
+    wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
+    addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
+  wait_log job.out '^\[scheduler\] info: job assembled: 1 server\(s\), 2 worker\(s\), 2 free server slot\(s\) and 2 free worker slot\(s\)' "the job's start with free slots"
+    wait_log job.out '^\[scheduler\] info: parts: epoch 0 over' "the end of epoch 0"
+    for s in 1 2; do
+        "$LOOM" join "$addr" --role server --servers 3 --workers 4 -- "${prog[@]}" >srv$s.out 2>&1 &
+        joiners+=($!)
+        wait_log job.out "^\[scheduler\] warning: server $s \(node [0-9]*\) joined the running job from " "server $s's join"
+        wait_log job.out "^\[scheduler\] warning: server $s took its ranges back\$" "server $s's handback"
+    done
+    for j in 1 2; do
+        "$LOOM" join "$addr" --role worker --servers 3 --workers 4 -- "${prog[@]}" >join$j.out 2>&1 &
+        joiners+=($!)
+    done
+    for r in 2 3; do
+        wait_log job.out "^\[scheduler\] warning: worker $r joined the running job from " "worker $r's join"
+        wait_log job.out "^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker $r\$" "a part finished by worker $r"
+    done
+    kill -TERM "${joiners[@]}"
+    for r in 2 3; do
+        wait_log job.out "^\[scheduler\] warning: worker $r left the running job" "worker $r's leave"
+    done
+    for s in 1 2; do
+        wait_log job.out "^\[scheduler\] warning: server $s left the running job; the job goes on without it" "server $s's leave"
+    done
+    for k in 0 1 2 3; do
+        wait "${joiners[k]}" || { show_tails 40 srv1.out srv2.out join1.out join2.out; fail "joiner $((k + 1)) of 4: exit status $?"; }
+    done
+    joiners=()
+    wait "$launcher"
+    rc=$?
+    launcher=
+    cp job.out err
+    ((rc == 0)) || fail "the job: exit status $rc"
+    exactly_once 12 $epochs
+    grep -q "malformed" job.out srv1.out srv2.out && fail "a node dropped a malformed message"
+    grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
+        fail "worker 0 did not find the sum exact"
+    for s in 1 2; do
+        grep -q "^server $s joined\$" srv$s.out || { cp srv$s.out err; fail "joined server $s did not say so"; }
+        grep -q "left the running job: its ranges are served by the other servers" srv$s.out ||
+            { cp srv$s.out err; fail "server $s did not say it left"; }
+    done
+    echo "$mode: 2 servers and 2 workers joined and left (1 -> 3 -> 1 servers, 2 -> 4 -> 2 workers); the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
+    ;;
 refuse)
     expect 2 "give the scheduler's ADDRESS" join --role worker -- true
     expect 2 "'nohost' is not a scheduler address" join nohost --role worker -- true
     expect 2 "'h:99999' is not a scheduler address" join h:99999 --role worker -- true
     expect 2 "--role 'boss' is not a role that joins" join 127.0.0.1:5 --role boss -- true
-    expect 2 "joining a server to a running job is not built yet" join 127.0.0.1:5 --role server -- true
-    expect 2 "give --role worker" join 127.0.0.1:5 -- true
+    expect 2 "give --role worker or --role server" join 127.0.0.1:5 -- true
     expect 2 "give the worker's program after --" join 127.0.0.1:5 --role worker
-    # A job without free slots: the joiner is refused, the job goes on.
+    expect 2 "give the server's program after --" join 127.0.0.1:5 --role server
     run gen lr --out data --rows 20000 --features 2000 --nnz 10 --quiet
     [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
+    # Free server slots without replicas: the job fails at its start, saying why.
+    export LOOM_JOB_TOKEN=elastic-$$
+    "$LOOM" run --servers 1 --max-servers 2 --workers 1 --insecure --no-status -- \
+        "$LOOM" train lr --train data --epochs 1 --data-parts 2 >norep.out 2>&1
+    rc=$?
+    ((rc != 0)) || { cp norep.out err; fail "a job with a free server slot and no replicas ran"; }
+    grep -q "needs LOOM_REPLICAS (loom train --replicas) of at least 1" norep.out ||
+        { cp norep.out err; fail "the job without replicas does not say it needs them"; }
+    # A job without free slots: the joiner is refused, the job goes on.
     export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1
     "$LOOM" run --servers 1 --workers 2 --insecure --no-status --verbose -- "$LOOM" train lr \
         --train data --epochs 3 --minibatch 10 --data-parts 8 >job.out 2>&1 &
@@ -163,18 +241,26 @@ refuse)
     wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
     addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
     wait_log job.out '^\[scheduler\] info: job assembled' "the job's start"
-    LOOM_CONNECT_TIMEOUT_MS=20000 "$LOOM" join "$addr" --role worker --servers 1 --workers 2 -- \
-        "$LOOM" train lr --train data --epochs 3 --minibatch 10 --data-parts 8 >join.out 2>&1
-    rc=$?
-    ((rc != 0)) || { cp join.out err; fail "a join to a job without free slots succeeded"; }
-    grep -q "every one of the job's 2 worker slots is taken" join.out ||
-        { cp join.out err; fail "the refusal does not say the slots are taken"; }
+    # A worker and a server at once, both while the job runs.
+    for role in worker server; do
+        LOOM_CONNECT_TIMEOUT_MS=20000 "$LOOM" join "$addr" --role $role --servers 1 --workers 2 -- \
+            "$LOOM" train lr --train data --epochs 3 --minibatch 10 --data-parts 8 >join-$role.out 2>&1 &
+        joiners+=($!)
+    done
+    for k in 0 1; do
+        wait "${joiners[k]}" && { cp join-*.out err; fail "a join to a job without free slots succeeded"; }
+    done
+    joiners=()
+    grep -q "every one of the job's 2 worker slots is taken" join-worker.out ||
+        { cp join-worker.out err; fail "the refusal does not say the worker slots are taken"; }
+    grep -q "every one of the job's 1 server slots is taken" join-server.out ||
+        { cp join-server.out err; fail "the refusal does not say the server slots are taken"; }
     wait "$launcher"
     rc=$?
     launcher=
     cp job.out err
     ((rc == 0)) || fail "the job: exit status $rc after a refused join"
-    echo "malformed joins refused (status 2); a join to a full job refused by the scheduler; the job ended well"
+    echo "malformed joins refused (status 2); a worker's and a server's join to a full job refused by the scheduler; the job ended well"
     ;;
 *)
     fail "unknown case $CASE"
