@@ -14,7 +14,11 @@
  * whole V x K table (at K = 100,000 it is 4 GB), and none pulls it while
  * every worker is there; after a worker was lost (--on-worker-failure
  * continue) its words are nobody's share, and worker 0 checks all words
- * itself, a chunk at a time. With --test each
+ * itself, a chunk at a time. The only worker of a data-parallel job pulls
+ * nothing: it holds every count already (its own rows, the sum of all it
+ * pushed), so it adds the word part and the checks' sums over their
+ * non-zero counts, as the sequential reference does, and the checks compare
+ * them with the servers' totals. With --test each
  * worker also scores its share of the test documents (heldout.c) against
  * rows pulled fresh, adding the log-likelihood and the number of scored
  * tokens to the same table: worker 0 reports the held-out perplexity.
@@ -22,7 +26,8 @@
  * At the end worker 0 reads the table once more, a chunk of words at a
  * time, into the top words of each topic (K x N words kept) and the model
  * file (written a word at a time): the counts of the last evaluation, since
- * nothing is pushed after it. */
+ * nothing is pushed after it; an only worker takes the top words (without
+ * a model file) from its own rows. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -83,6 +88,45 @@ static int scan_words(worker *w, uint64_t first, uint64_t step, double *ll)
     return 0;
 }
 
+/* The only worker of a data-parallel job holds every count the servers
+ * hold: the rows of its one sampler (which its compute threads share) are
+ * its initial counts and every change it pushed, or, resumed, what it
+ * pulled at the start and its changes since. Their rows and the ascending
+ * word ids they are rows of; NULL when the counts must be pulled (several
+ * workers, or the rotation, whose engine holds the rows). */
+static const lda_rows *own_rows(const worker *w, const uint64_t **words)
+{
+    if (w->nworkers != 1 || w->c->train.schedule != LDA_SCHEDULE_DATA) return NULL;
+    *words = w->lanes[0].d.vocab;
+    return &w->lanes[0].s.rows;
+}
+
+/* scan_words over all words from the rows r of `words` instead of pulled
+ * rows, at a cost that follows their non-zero counts: the same sums (the
+ * word part in lda_ll_words_rows's order, ascending words and topics, as the
+ * sequential reference adds it; a word absent from r has no counts). */
+static void sum_rows(worker *w, const lda_rows *r, const uint64_t *words, double *ll)
+{
+    const size_t K = w->p.topics;
+    double *cols = w->cols;
+    memset(cols, 0, (K + 2) * sizeof *cols);
+    *ll = lda_ll_words_rows(&w->p, r, 0);
+    uint32_t k;
+    int32_t c;
+    for (size_t i = 0; i < r->n; i++)
+        for (size_t pos = 0; lda_rows_next(r, i, &pos, &k, &c);) {
+            if (c > 0) {
+                cols[k] += c;
+                cols[K] += c;
+            } else if (cols[K + 1]++ == 0) {
+                fprintf(stderr,
+                        PROG ": worker %d: word %" PRIu64 " topic %" PRIu32 " has count %" PRId32
+                             "\n",
+                        w->rank, words[i], k, c);
+            }
+        }
+}
+
 /* Worker 0: the counts, checked by the workers' sums `all` (K column sums,
  * their total, the negative counts), are consistent with the number of
  * tokens: 1; 0 when they are not; -1 when only the topic totals differ from
@@ -133,7 +177,12 @@ int lda_evaluate(worker *w, int it)
     /* Now: once past the next barrier the others sample on. */
     if (w->rank == 0) TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->totals));
     double v[STAT_FIELDS] = {0};
-    if (scan_words(w, (uint64_t)w->rank, (uint64_t)w->nworkers, &v[ST_LL_WORDS])) return 1;
+    const uint64_t *words;
+    const lda_rows *own = own_rows(w, &words);
+    if (own)
+        sum_rows(w, own, words, &v[ST_LL_WORDS]);
+    else if (scan_words(w, (uint64_t)w->rank, (uint64_t)w->nworkers, &v[ST_LL_WORDS]))
+        return 1;
     if (w->c->job.test_path && test_ll(w, it, v)) return 1;
     loom_stats ns;
     loom_node_stats(w->n, &ns);
@@ -244,7 +293,14 @@ int lda_finish(worker *w)
         return 1;
     }
     int rc = 0;
-    for (uint64_t v0 = 0; v0 < w->p.vocab && !rc; v0 += w->chunk) {
+    /* The top words alone come from the only worker's own rows; the model
+     * file is the servers' table (so the tests' comparison of it with the
+     * sequential reference's checks the servers' counts too). */
+    const uint64_t *words;
+    const lda_rows *own = c->job.model_path ? NULL : own_rows(w, &words);
+    for (size_t i = 0; own && i < own->n; i++) /* a word without counts adds nothing */
+        lda_top_add_row(&top, words[i], own, i);
+    for (uint64_t v0 = 0; !own && v0 < w->p.vocab && !rc; v0 += w->chunk) {
         uint64_t v1 = v0 + w->chunk < w->p.vocab ? v0 + w->chunk : w->p.vocab;
         rc = loom_pull_range(w->wt, v0 * w->nblocks, v1 * w->nblocks, w->vals);
         for (uint64_t v = v0; v < v1 && !rc; v++) {

@@ -396,6 +396,8 @@ typedef struct lda_top {
 int lda_top_init(lda_top *t, uint32_t topics, size_t n);
 void lda_top_free(lda_top *t);
 void lda_top_add(lda_top *t, uint64_t w, const int32_t *row);
+/* The same from row i of r, at a cost that follows its non-zero counts. */
+void lda_top_add_row(lda_top *t, uint64_t w, const lda_rows *r, size_t i);
 void lda_top_print(FILE *f, const lda_top *t, const int64_t *totals, const lda_vocab *vocab);
 
 /* ---- training ---- */

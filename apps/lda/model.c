@@ -324,6 +324,13 @@ void lda_top_add(lda_top *t, uint64_t w, const int32_t *row)
     for (uint32_t k = 0; k < t->topics; k++) top_add_one(t, w, k, row[k]);
 }
 
+void lda_top_add_row(lda_top *t, uint64_t w, const lda_rows *r, size_t i)
+{
+    uint32_t k;
+    int32_t c;
+    for (size_t pos = 0; lda_rows_next(r, i, &pos, &k, &c);) top_add_one(t, w, k, c);
+}
+
 void lda_top_print(FILE *f, const lda_top *t, const int64_t *totals, const lda_vocab *vocab)
 {
     for (uint32_t k = 0; k < t->topics; k++) {

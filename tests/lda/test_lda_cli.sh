@@ -115,6 +115,14 @@ for case in "ldac 8" "uci 8" "ldac 100"; do
     cmp -s "$WORK/job.model" "$WORK/ref.model" || fail "$fmt, $topics topics: counts differ from the reference"
     sed -n 's/.*"iteration": \([0-9]*\),.*"log_likelihood": \([^,]*\),.*/\1 \2/p' "$WORK/job.json" |
         diff - "$WORK/ref.ll" >&2 || fail "$fmt: log-likelihoods differ from the reference"
+    # Without --model-out the only worker takes the top words from its own
+    # rows (apps/lda/eval.c): the same words as from the servers' table.
+    grep '^\[worker 0\] topic ' "$WORK/out" >"$WORK/top.servers"
+    "$LOOM" train lda "${args[@]}" --workers 1 --servers 1 --quiet >"$WORK/out" 2>&1 ||
+        fail "training on the $fmt corpus without --model-out failed"
+    [[ $(wc -l <"$WORK/top.servers") == "$topics" ]] || fail "$fmt: not $topics lines of top words"
+    grep '^\[worker 0\] topic ' "$WORK/out" | diff "$WORK/top.servers" - >&2 ||
+        fail "$fmt, $topics topics: the top words from the worker's rows differ"
 done
 # 3 workers with blocked rows: the counts stay consistent.
 "$LOOM" train lda --train "$WORK/g.ldac" --topics 100 --iterations 4 --workers 3 --servers 2 \
