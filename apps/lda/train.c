@@ -441,7 +441,12 @@ static int sync_clock(worker *w, int sync, int it)
  * A document's random stream is seeded once per iteration and continues from
  * sub-iteration to sub-iteration, so with one worker (one block, one
  * sub-iteration) an iteration is lda_sweep over all documents: seq.c with
- * --syncs 1, bit for bit (tests/lda compare them). */
+ * --syncs 1, bit for bit (tests/lda compare them).
+ *
+ * The engine keeps the blocks from iteration to iteration (keep_blocks) and
+ * runs from one evaluation to the next in one call: the word-topic table is
+ * written only before an evaluation reads it, not pulled twice and pushed
+ * once a block per iteration; the counts are the same. */
 
 /* update(): sample this worker's tokens of the block's words. */
 static int rotate(void *arg, const loom_sched_task *task)
@@ -454,6 +459,10 @@ static int rotate(void *arg, const loom_sched_task *task)
     size_t lo = app_lower_bound(l->d.vocab, l->d.nwords, v0);
     size_t hi = app_lower_bound(l->d.vocab, l->d.nwords, v1);
     int32_t *rows = task->block.rows;
+    const lda_docs *d = &l->d;
+    for (size_t i = 0; task->sub == 0 && i < d->ndocs; i++)
+        app_rng_seed(&w->rng[i], w->c->train.seed,
+                     lda_stream(w->first_it + (int)task->iteration + 1, d->first_doc + i));
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     memcpy(w->tloaded, l->s.totals, K * sizeof *w->tloaded);
     for (size_t i = lo; i < hi; i++)
@@ -496,19 +505,22 @@ static int rotation_open(worker *w)
     so.update = rotate;
     so.user = w;
     so.log_path = w->c->train.schedule_log;
+    so.keep_blocks = 1;
     int rc = loom_sched_static_open(w->wt, &so, &w->engine);
     free(bounds);
     TRY("start the rotation", rc);
     return 0;
 }
 
-/* One iteration: seed the documents' streams, then a full rotation. */
+/* Iteration `it`: at the first and after every evaluation, the full
+ * rotations up to the next evaluation (the others ran in that call). */
 static int rotation_iteration(worker *w, int it)
 {
-    const lda_docs *d = &w->lanes[0].d;
-    for (size_t i = 0; i < d->ndocs; i++)
-        app_rng_seed(&w->rng[i], w->c->train.seed, lda_stream(it + 1, d->first_doc + i));
-    TRY("rotation", loom_sched_run(w->engine, 1));
+    const lda_train_opts *o = &w->c->train;
+    if (it != w->first_it && !lda_eval_due(o, it - 1)) return 0;
+    int n = 1;
+    while (!lda_eval_due(o, it + n - 1)) n++;
+    TRY("rotation", loom_sched_run(w->engine, n));
     return 0;
 }
 

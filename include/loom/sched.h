@@ -87,11 +87,20 @@ typedef struct loom_sched_static_opts {
      * per task to this file (one file per worker: "%d" in it, if any, is
      * replaced by the worker's rank), so a test can check the writers. */
     const char *log_path;
+    /* 0: every iteration pulls its blocks from the table, pushes their
+     * change and ends with a barrier. 1: within one loom_sched_run call the
+     * blocks pass from an iteration's last holders straight to the next
+     * one's first, only the call's first iteration pulls and its last
+     * pushes, and the barrier is the call's: far less traffic and work per
+     * iteration, but update() and aggregate() of the call's iterations
+     * other than its first and last must not read the table's rows (the
+     * table holds them as they were at the call's start). */
+    int keep_blocks;
 } loom_sched_static_opts;
 
 #define LOOM_SCHED_STATIC_OPTS_DEFAULT                                                             \
     {                                                                                              \
-        0, NULL, NULL, NULL, NULL, NULL, NULL                                                      \
+        0, NULL, NULL, NULL, NULL, NULL, NULL, 0                                                   \
     }
 
 /* A static engine over table t (workers only; every worker calls it with the
@@ -106,7 +115,9 @@ int loom_sched_static_open(loom_table *t, const loom_sched_static_opts *o, loom_
 /* Run `iterations` iterations (full rotations): for each, check the
  * schedule, then every sub-iteration: wait for this worker's block, call
  * update() and hand the block on (the last holder pushes its change to the
- * table); then aggregate() and one barrier. Returns 0 or the first error
+ * table); then aggregate() and one barrier (keep_blocks: the call's last
+ * iteration pushes and ends with the barrier; the others hand on). When it
+ * returns the table holds every block. Returns 0 or the first error
  * (update's, aggregate's or Loom's). */
 int loom_sched_run(loom_sched *s, int64_t iterations);
 

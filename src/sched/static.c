@@ -15,6 +15,15 @@
  * is thus written by one worker at a time, moves once per sub-iteration, and
  * each holder continues from its predecessor's complete block.
  *
+ * Kept blocks (keep_blocks): within one loom_sched_run call the last holder
+ * of an iteration hands its block straight to the block's first holder of the
+ * next iteration, as between sub-iterations, and only the call's last
+ * iteration pushes to the table; so only the call's first iteration pulls.
+ * A block then costs one hand-over per sub-iteration instead of a pull, a
+ * push and a second pull of the whole table per iteration, and the barrier
+ * is the call's, not every iteration's: the hand-overs' versions order the
+ * iterations. The table is as exact as before when the call returns.
+ *
  * Prefetch: a worker's next block is sent by its neighbour as soon as the
  * neighbour is done with it, and received into memory by the node's I/O
  * thread (ring.c keeps it) while update() still runs on the current block;
@@ -44,8 +53,8 @@ struct loom_sched {
     size_t row_bytes;
     uint8_t *buf;       /* the block being updated */
     uint8_t *old;       /* the last holder: the table's rows, then the pushed change */
-    int64_t *plan;      /* plan[sub * workers + worker]: the block */
-    uint32_t *holder;   /* holder[sub * workers + block]: the worker */
+    int64_t *plan;      /* two plans, by the iteration's parity (plan_of) */
+    uint32_t *holder;   /* two, the same (holder_of) */
     int64_t iterations; /* completed */
     FILE *log;
 };
@@ -55,15 +64,33 @@ static size_t block_rows(const loom_sched *s, uint32_t b)
     return (size_t)(s->bounds[b + 1] - s->bounds[b]);
 }
 
-/* This worker's block of sub-iteration `sub` into s->buf: pulled from the
- * table in the first, taken from its previous holder in the others. */
-static int fetch_block(loom_sched *s, int64_t iteration, uint32_t sub)
+/* The plan of an iteration: plan[sub * workers + worker] is the block; and
+ * holder[sub * workers + block] the worker. Two are kept (this iteration's
+ * and, with keep_blocks, the next one's or the last one's). */
+static int64_t *plan_of(const loom_sched *s, int64_t iteration)
 {
-    uint32_t M = s->workers, b = (uint32_t)s->plan[sub * M + s->rank];
-    if (sub == 0) return loom_pull_range(s->t, s->bounds[b], s->bounds[b + 1], s->buf);
-    return sched_take_block(s->node, s->engine, (int)s->holder[(sub - 1) * M + b], b,
-                            (uint64_t)iteration * M + sub, s->buf, block_rows(s, b) * s->row_bytes,
-                            loom_type_size(s->type));
+    return s->plan + (size_t)(iteration & 1) * s->workers * s->workers;
+}
+
+static uint32_t *holder_of(const loom_sched *s, int64_t iteration)
+{
+    return s->holder + (size_t)(iteration & 1) * s->workers * s->workers;
+}
+
+/* This worker's block of sub-iteration `sub` into s->buf: pulled from the
+ * table in the first of a call's first iteration (of every iteration without
+ * keep_blocks), else taken from its previous holder, which may be this
+ * worker at the end of the last iteration (then s->buf holds it already). */
+static int fetch_block(loom_sched *s, int64_t iteration, uint32_t sub, int first)
+{
+    uint32_t M = s->workers, b = (uint32_t)plan_of(s, iteration)[sub * M + s->rank];
+    if (sub == 0 && (first || !s->o.keep_blocks))
+        return loom_pull_range(s->t, s->bounds[b], s->bounds[b + 1], s->buf);
+    uint32_t from = sub ? holder_of(s, iteration)[(sub - 1) * M + b]
+                        : holder_of(s, iteration - 1)[(M - 1) * M + b];
+    if (from == s->rank) return 0;
+    return sched_take_block(s->node, s->engine, (int)from, b, (uint64_t)iteration * M + sub, s->buf,
+                            block_rows(s, b) * s->row_bytes, loom_type_size(s->type));
 }
 
 /* new - old of n values of the table's type, into old. */
@@ -95,6 +122,8 @@ static void delta(loom_type type, const void *now, void *old, size_t n)
 static int make_plan(loom_sched *s, int64_t iteration)
 {
     uint32_t M = s->workers;
+    int64_t *plan = plan_of(s, iteration);
+    uint32_t *holder = holder_of(s, iteration);
     for (uint32_t i = 0; i < M; i++)
         for (uint32_t m = 0; m < M; m++) {
             int64_t b = s->o.schedule ? s->o.schedule(s->o.user, iteration, i, m, M)
@@ -105,22 +134,22 @@ static int make_plan(loom_sched *s, int64_t iteration)
                           (long long)iteration, i, m, (long long)b, s->blocks - 1);
                 return LOOM_EINVAL;
             }
-            s->plan[i * M + m] = b;
-            s->holder[i * M + (uint32_t)b] = m; /* checked below: one holder per block */
+            plan[i * M + m] = b;
+            holder[i * M + (uint32_t)b] = m; /* checked below: one holder per block */
         }
     for (uint32_t i = 0; i < M; i++)
         for (uint32_t m = 0; m < M; m++)
             for (uint32_t k = 0; k < m; k++) {
-                if (s->plan[i * M + m] == s->plan[i * M + k]) {
+                if (plan[i * M + m] == plan[i * M + k]) {
                     log_error("schedule: iteration %lld, sub-iteration %u gives block %lld to "
                               "workers %u and %u: a block has one writer at a time",
-                              (long long)iteration, i, (long long)s->plan[i * M + m], k, m);
+                              (long long)iteration, i, (long long)plan[i * M + m], k, m);
                     return LOOM_EINVAL;
                 }
-                if (s->plan[m * M + i] == s->plan[k * M + i]) {
+                if (plan[m * M + i] == plan[k * M + i]) {
                     log_error("schedule: iteration %lld gives worker %u block %lld in "
                               "sub-iterations %u and %u: every worker must see every block once",
-                              (long long)iteration, i, (long long)s->plan[m * M + i], k, m);
+                              (long long)iteration, i, (long long)plan[m * M + i], k, m);
                     return LOOM_EINVAL;
                 }
             }
@@ -128,11 +157,12 @@ static int make_plan(loom_sched *s, int64_t iteration)
 }
 
 /* Sub-iteration `sub` on the block in s->buf: update(), then hand it on (or,
- * after the last sub-iteration, push its change to the table). */
-static int run_task(loom_sched *s, int64_t iteration, uint32_t sub)
+ * after the last sub-iteration of the call's `last` iteration, or of every
+ * iteration without keep_blocks, push its change to the table). */
+static int run_task(loom_sched *s, int64_t iteration, uint32_t sub, int last)
 {
     void *rows = s->buf;
-    uint32_t M = s->workers, b = (uint32_t)s->plan[sub * M + s->rank];
+    uint32_t M = s->workers, b = (uint32_t)plan_of(s, iteration)[sub * M + s->rank];
     size_t n = block_rows(s, b), bytes = n * s->row_bytes;
     loom_sched_task task = {.iteration = iteration,
                             .sub = sub,
@@ -141,9 +171,12 @@ static int run_task(loom_sched *s, int64_t iteration, uint32_t sub)
                             .block = {b, s->bounds[b], s->bounds[b + 1], rows}};
     int rc = s->o.update(s->o.user, &task);
     if (rc) return rc;
-    if (sub + 1 < M) {
-        rc = sched_send_block(s->node, s->engine, (int)s->holder[(sub + 1) * M + b], b,
-                              task.version + 1, rows, bytes, loom_type_size(s->type));
+    if (sub + 1 < M || (s->o.keep_blocks && !last)) {
+        uint32_t to = sub + 1 < M ? holder_of(s, iteration)[(sub + 1) * M + b]
+                                  : holder_of(s, iteration + 1)[b];
+        if (to != s->rank) /* else it stays in s->buf for the next iteration */
+            rc = sched_send_block(s->node, s->engine, (int)to, b, task.version + 1, rows, bytes,
+                                  loom_type_size(s->type));
     } else {
         loom_ts ts;
         if (!(rc = loom_pull_range(s->t, task.block.begin, task.block.end, s->old))) {
@@ -159,21 +192,25 @@ static int run_task(loom_sched *s, int64_t iteration, uint32_t sub)
     return 0;
 }
 
-static int run_iteration(loom_sched *s, int64_t iteration)
+/* An iteration, the `first` and/or `last` of a loom_sched_run call. With
+ * keep_blocks the next iteration's plan is made (and checked) now: the last
+ * holders hand their blocks to its first ones. */
+static int run_iteration(loom_sched *s, int64_t iteration, int first, int last)
 {
-    int rc = make_plan(s, iteration);
+    int keep = s->o.keep_blocks, rc = first || !keep ? make_plan(s, iteration) : 0;
+    if (!rc && keep && !last) rc = make_plan(s, iteration + 1);
     if (rc) return rc;
     for (uint32_t sub = 0; sub < s->workers && !rc; sub++)
-        if (!(rc = fetch_block(s, iteration, sub))) rc = run_task(s, iteration, sub);
+        if (!(rc = fetch_block(s, iteration, sub, first))) rc = run_task(s, iteration, sub, last);
     if (!rc && s->o.aggregate) rc = s->o.aggregate(s->o.user, iteration);
-    return rc ? rc : ps_barrier(s->node);
+    return rc || (keep && !last) ? rc : ps_barrier(s->node);
 }
 
 int loom_sched_run(loom_sched *s, int64_t iterations)
 {
     if (!s || iterations < 0) return LOOM_EINVAL;
     for (int64_t k = 0; k < iterations; k++) {
-        int rc = run_iteration(s, s->iterations);
+        int rc = run_iteration(s, s->iterations, k == 0, k == iterations - 1);
         if (rc) return rc;
         s->iterations++;
     }
@@ -284,8 +321,8 @@ int loom_sched_static_open(loom_table *t, const loom_sched_static_opts *o, loom_
                       .type = to->type,
                       .row_bytes = to->width * loom_type_size(to->type)};
     s->bounds = malloc((M + 1) * sizeof *s->bounds);
-    s->plan = malloc((size_t)M * M * sizeof *s->plan);
-    s->holder = malloc((size_t)M * M * sizeof *s->holder);
+    s->plan = malloc(2 * (size_t)M * M * sizeof *s->plan);
+    s->holder = malloc(2 * (size_t)M * M * sizeof *s->holder);
     rc = s->bounds && s->plan && s->holder ? set_bounds(s, to) : LOOM_ENOMEM;
     size_t most = 0;
     for (uint32_t b = 0; !rc && b < M; b++)

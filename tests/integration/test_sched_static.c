@@ -155,6 +155,63 @@ static void test_single_worker(void **state)
     assert_int_equal(harness_run(1, 1, single_worker, NULL, &r), 0);
 }
 
+/* keep_blocks under the rotation (each block moves to another worker between
+ * iterations) and under a schedule that reverses the order every other
+ * iteration (each block stays with its last holder): after each run the
+ * table holds every block, and every write of both runs is in it, in the
+ * order the schedule gives. */
+static int64_t zigzag(void *user, int64_t it, uint32_t sub, uint32_t worker, uint32_t workers)
+{
+    (void)user;
+    uint32_t s = it % 2 ? workers - 1 - sub : sub;
+    return (int64_t)((s + worker) % workers);
+}
+
+static int keep_worker(loom_node *n, int rank, void *arg)
+{
+    loom_sched_schedule_fn plan = *(loom_sched_schedule_fn *)arg;
+    loom_table *t;
+    loom_table_opts to = rotated_opts(ROT_ROWS);
+    CHECK_OK(loom_table_open(n, "keep", &to, &t));
+    loom_sched_static_opts so = LOOM_SCHED_STATIC_OPTS_DEFAULT;
+    so.update = chain_update;
+    so.schedule = plan;
+    so.keep_blocks = 1;
+    loom_sched *s;
+    CHECK_OK(loom_sched_static_open(t, &so, &s));
+    int64_t got[ROT_ROWS * 2];
+    for (int run = 0, iters = 0; run < 2; run++) {
+        int n_it = run ? 3 : 1;
+        CHECK_OK(loom_sched_run(s, n_it));
+        iters += n_it;
+        if (rank) continue;
+        CHECK_OK(loom_pull_range(t, 0, ROT_ROWS, got));
+        for (uint64_t key = 0; key < ROT_ROWS; key++) {
+            int64_t b = (int64_t)(key * ROT_W / ROT_ROWS), chain = 0;
+            while (key < (uint64_t)b * ROT_ROWS / ROT_W) b--;
+            while (key >= (uint64_t)(b + 1) * ROT_ROWS / ROT_W) b++;
+            for (int it = 0; it < iters; it++)
+                for (uint32_t sub = 0; sub < ROT_W; sub++)
+                    for (uint32_t m = 0; m < ROT_W; m++)
+                        if ((plan ? plan(NULL, it, sub, m, ROT_W) : (sub + m) % ROT_W) == b)
+                            chain = chain * 4 + m + 1;
+            CHECK(got[2 * key] == iters * ROT_W);
+            CHECK(got[2 * key + 1] == chain);
+        }
+    }
+    loom_sched_close(s);
+    return 0;
+}
+
+static void test_keep_blocks(void **state)
+{
+    (void)state;
+    harness_result r;
+    loom_sched_schedule_fn plans[2] = {NULL, zigzag};
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(harness_run(ROT_S, ROT_W, keep_worker, &plans[i], &r), 0);
+}
+
 /* A block is taken only from the sender and at the version the taker names:
  * a stranger's copy of it is left alone, and a copy of the wrong size fails. */
 static int ring_worker(loom_node *n, int rank, void *arg)
@@ -338,6 +395,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rotation_one_writer),
         cmocka_unit_test(test_single_worker),
+        cmocka_unit_test(test_keep_blocks),
         cmocka_unit_test(test_ring_takes_from_the_predecessor),
         cmocka_unit_test(test_ring_sparse_blocks),
         cmocka_unit_test(test_bad_options),
