@@ -26,7 +26,7 @@ ft_model_job() {
         run gen fm --out data --rows 20000 --features 2000 --nnz 10 --quiet
         # --threads 2: every lane's state goes into the checkpoint; the
         # sketch counts through the first epoch's checkpoints.
-        ARGS=(train fm --train data --epochs 3 --minibatch 100 --threads 2 --threshold 20)
+        ARGS=(train fm --train data --epochs 2 --minibatch 100 --threads 2 --threshold 20)
         ;;
     mf)
         run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
