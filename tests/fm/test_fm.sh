@@ -17,8 +17,10 @@
 #               than 50 training rows (the sketch, 2 workers), and `loom
 #               predict fm` gives the test logloss the run reported
 #   parts       --data-parts auto (8 parts handed out on demand, 2 workers)
-#               against fixed shares on the planted data: test logloss within
-#               0.01 (two fixed-share runs differ by up to 0.005), V rows within 2 % (the sketch counted every row once in
+#               against fixed shares on the planted data: test logloss no worse
+#               than fixed shares' + 0.005 and not 0.03 better (measured: parts
+#               0.392-0.402, shares 0.404-0.411 under SSP(2): parts come out
+#               0.004-0.016 better), V rows within 2 % (the sketch counted every row once in
 #               the first epoch either way), and fm still beats lr's fixed-share
 #               test logloss by 0.02
 #   cli         bad flags exit 2 naming the flag, bad model files exit 1 with
@@ -111,8 +113,8 @@ parts)
             --metrics fm-$m.json "${extra[@]}"
         echo "$m: test logloss $(metric fm-$m.json test_logloss)  V rows $(metric fm-$m.json v_rows)"
     done
-    numeric_check 'p - s < 0.01 && s - p < 0.01' s="$(metric fm-share.json test_logloss)" \
-        p="$(metric fm-parts.json test_logloss)" || fail "fm's test logloss differs with parts"
+    numeric_check 'p - s < 0.005 && s - p < 0.03' s="$(metric fm-share.json test_logloss)" \
+        p="$(metric fm-parts.json test_logloss)" || fail "fm's test logloss with parts is worse than with fixed shares, or far from it"
     numeric_check 'p <= s * 1.02 && p >= s * 0.98' s="$(metric fm-share.json v_rows)" \
         p="$(metric fm-parts.json v_rows)" || fail "fm's V rows differ with parts"
     numeric_check 'fm < lr - 0.02' fm="$(metric fm-parts.json test_logloss)" \
