@@ -56,15 +56,21 @@ static void print_entry(void *ctx, int64_t clock, int status)
 
 /* ---- export ---- */
 
-static int lr_row(void *ctx, uint64_t key, const void *row)
+/* A table of weights, keys 0..dim-1, and the bias at key dim (lr.w, fm.w). */
+typedef struct weights {
+    uint64_t dim;
+    double *w, *bias;
+} weights;
+
+static int weight_row(void *ctx, uint64_t key, const void *row)
 {
-    lr_model *m = ctx;
+    weights *t = ctx;
     double v;
     memcpy(&v, row, sizeof v);
-    if (key == m->dim)
-        m->bias = v;
-    else if (key < m->dim)
-        m->w[key] = v;
+    if (key == t->dim)
+        *t->bias = v;
+    else if (key < t->dim)
+        t->w[key] = v;
     return 0;
 }
 
@@ -118,7 +124,8 @@ static int export_lr(const loom_checkpoint *ck, const char *out, char *err, size
     lr_model m = {.dim = keys ? keys - 1 : 0};
     m.w = calloc(m.dim ? m.dim : 1, sizeof *m.w);
     if (!m.w) return app_error(err, errlen, "out of memory");
-    int rc = loom_checkpoint_rows(ck, "lr.w", NULL, NULL, lr_row, &m);
+    weights t = {m.dim, m.w, &m.bias};
+    int rc = loom_checkpoint_rows(ck, "lr.w", NULL, NULL, weight_row, &t);
     if (rc) rc = app_error(err, errlen, "%s", loom_last_error());
     if (!rc) rc = lr_model_save(&m, out, err, errlen);
     free(m.w);
@@ -236,18 +243,6 @@ static int export_mf(const loom_checkpoint *ck, const char *out, char *err, size
 /* fm: w and the bias from "fm.w" (keys 0..dim-1, the bias at key dim), and
  * V from "fm.v" for the features "fm.vrows" marks allocated, as the run's
  * own report reads them (apps/fm/train.c). */
-static int fm_w_row(void *ctx, uint64_t key, const void *row)
-{
-    fm_model *m = ctx;
-    double v;
-    memcpy(&v, row, sizeof v);
-    if (key == m->dim)
-        m->bias = v;
-    else if (key < m->dim)
-        m->w[key] = v;
-    return 0;
-}
-
 static int fm_vrows_row(void *ctx, uint64_t key, const void *row)
 {
     fm_model *m = ctx;
@@ -281,7 +276,8 @@ static int export_fm(const loom_checkpoint *ck, const char *out, char *err, size
     fm_model m;
     if (fm_model_init(&m, keys - 1, k)) return app_error(err, errlen, "out of memory");
     int rc = 0;
-    if (loom_checkpoint_rows(ck, "fm.w", NULL, NULL, fm_w_row, &m) ||
+    weights t = {m.dim, m.w, &m.bias};
+    if (loom_checkpoint_rows(ck, "fm.w", NULL, NULL, weight_row, &t) ||
         (m.dim && loom_checkpoint_rows(ck, "fm.vrows", NULL, NULL, fm_vrows_row, &m)) ||
         loom_checkpoint_rows(ck, "fm.v", NULL, NULL, fm_v_row, &m))
         rc = app_error(err, errlen, "%s", loom_last_error());
