@@ -44,7 +44,10 @@ start() {
     shift
     "$LOOM" "${ARGS[@]}" "${RESTART[@]}" --model-out "$model" "$@" >out 2>err &
     launcher=$!
-    deadline=$((SECONDS + 120))
+    # A bound against a hang, not a timing: under a loaded sanitizer build a
+    # BSP clock costs tens of milliseconds whatever its work, and CI once
+    # took over two minutes for the three runs of the first job.
+    deadline=$((SECONDS + 300))
 }
 
 # Bounded polls for a condition; the poll interval is not a synchronisation.
@@ -80,8 +83,12 @@ finish() {
 # Two deaths, two restarts.
 K=$((1 + SEED % 3))
 start cut.model --checkpoint-every $EVERY
-until_true "checkpoint at clock $((K * EVERY))" committed $((K * EVERY))
+# The worker is found first: finding it scans /proc, which on a loaded
+# machine can take longer than the job's remaining clocks once the
+# checkpoint is in.
+until_true "worker 0" worker_up
 first=$(role_pid worker 0) || fail "worker 0 not found"
+until_true "checkpoint at clock $((K * EVERY))" committed $((K * EVERY))
 kill -KILL "$first"
 until_true "first restart" grep -q "restart 1 of 3" err
 new_worker() { pid=$(role_pid worker 0) && [[ $pid != "$first" ]]; }

@@ -30,16 +30,12 @@ ft_model_job() {
         ;;
     mf)
         run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
-        # --steps 2: a checkpoint is cut after a clock's last step. --syncs 10:
-        # 200 clocks. Under a loaded sanitizer build a BSP clock costs tens of
-        # milliseconds whatever its work: an lda job that ran three times 600
-        # clocks outlasted ft.restart_lda's two minutes in CI.
-        ARGS=(train mf --train data --epochs 20 --syncs 10 --steps 2 --eval-every 5)
+        # --steps 2: a checkpoint is cut after a clock's last step.
+        ARGS=(train mf --train data --epochs 20 --syncs 20 --steps 2 --eval-every 5)
         ;;
     lda)
         run gen lda --out data --docs 2000 --vocab-size 1000 --topics 10 --doc-length 80 --quiet
-        # --syncs 4: 240 clocks (see mf's 200).
-        ARGS=(train lda --train data --topics 10 --iterations 60 --syncs 4 --eval-every 12)
+        ARGS=(train lda --train data --topics 10 --iterations 60 --syncs 10 --eval-every 12)
         ;;
     *) fail "unknown model $1" ;;
     esac
