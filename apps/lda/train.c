@@ -52,8 +52,9 @@
  * pull, so the pulled values have the layout of whole rows of K. Blocks of
  * 16 to 64 topics keep the 8-byte keys a small part of a pull; K without
  * such a divisor (or K <= 64) keeps whole rows. */
-/* From this many topics the word-topic table is sparse on the servers. */
-#define LDA_SPARSE_TABLE_TOPICS 1000
+/* Beyond this many bytes of V x K counts the word-topic table is sparse on
+ * the servers. */
+#define LDA_DENSE_TABLE_BYTES (1ull << 28)
 /* Beyond this many bytes of V x K counts the word-topic table is not cached. */
 #define LDA_CACHE_BYTES (1ull << 30)
 
@@ -148,11 +149,15 @@ static int open_tables(worker *w)
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_I32;
     o.width = w->block;
-    /* Many topics: a word's tokens touch few of its blocks (at K = 100,000 on
-     * AP a word has 2000 blocks and 42 tokens on average), so the servers
-     * keep only the rows written (src/ps/storage.c); the rotation's engine
-     * hands blocks over explicitly and needs them dense. */
-    o.storage = w->p.topics >= LDA_SPARSE_TABLE_TOPICS && w->c->train.schedule == LDA_SCHEDULE_DATA
+    /* A large table: a word's tokens touch few of its blocks (at K = 100,000
+     * on AP a word has 2000 blocks and 42 tokens on average), so the servers
+     * keep only the rows written (src/ps/storage.c). A table that fits is
+     * dense: a sparse one costs a hash lookup per row pushed or pulled, 8-15%
+     * of a one-worker job's CPU at K = 1000 on AP, where dense it takes
+     * 42 MB. The rotation's engine hands blocks over explicitly and needs
+     * them dense. */
+    o.storage = (double)w->p.vocab * w->p.topics * sizeof(int32_t) > LDA_DENSE_TABLE_BYTES &&
+                        w->c->train.schedule == LDA_SCHEDULE_DATA
                     ? LOOM_SPARSE
                     : LOOM_DENSE;
     o.key_end = w->p.vocab * w->nblocks;

@@ -294,10 +294,11 @@ static void sparse_write(const uint8_t *vals, size_t n, size_t width, size_t vsi
     }
 }
 
-/* Read sparse rows (len bytes) into n dense rows at out (zeroed first).
- * LOOM_EPROTO unless the counts, columns and length agree exactly. */
-static int sparse_read(const uint8_t *in, size_t len, size_t n, size_t width, size_t vsize,
-                       uint8_t *out)
+/* Take sparse rows off the wire (len bytes, n rows) into *rows, whose off,
+ * cols and vals share one new buffer *owned. LOOM_EPROTO unless the counts,
+ * columns and length agree exactly; nothing is kept then. */
+static int sparse_take(const uint8_t *in, size_t len, size_t n, size_t width, size_t vsize,
+                       filter_sparse *rows, void **owned)
 {
     size_t cb = column_bytes(width);
     if (len / 4 < n) return LOOM_EPROTO;
@@ -309,22 +310,49 @@ static int sparse_read(const uint8_t *in, size_t len, size_t n, size_t width, si
     }
     /* nnz <= n * width, which the caller bounded; the product cannot overflow. */
     if (len != n * 4 + nnz * (cb + vsize)) return LOOM_EPROTO;
-    memset(out, 0, n * width * vsize);
-    const uint8_t *cols = in + n * 4, *nz = cols + nnz * cb;
+    uint8_t *buf = malloc((n + 1) * 8 + nnz * (4 + vsize));
+    if (!buf) return LOOM_ENOMEM;
+    /* off, then the values, then the columns: each aligned for its type. */
+    uint64_t *off = (uint64_t *)buf;
+    uint8_t *vals = buf + (n + 1) * 8;
+    uint32_t *col = (uint32_t *)(vals + nnz * vsize);
+    const uint8_t *cols = in + n * 4;
+    off[0] = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t row_nnz = load_u32(in + 4 * i);
-        for (uint32_t e = 0; e < row_nnz; e++) {
+        for (uint32_t e = 0; e < row_nnz; e++, cols += cb) {
             uint32_t j = cb == 2 ? (uint32_t)cols[0] | (uint32_t)cols[1] << 8 : load_u32(cols);
-            uint32_t prev =
-                e ? (cb == 2 ? (uint32_t)cols[-2] | (uint32_t)cols[-1] << 8 : load_u32(cols - 4))
-                  : 0;
-            if (j >= width || (e && j <= prev)) return LOOM_EPROTO;
-            memcpy(out + (i * width + j) * vsize, nz, vsize);
-            cols += cb;
-            nz += vsize;
+            if (j >= width || (e && j <= col[off[i] + e - 1])) {
+                free(buf);
+                return LOOM_EPROTO;
+            }
+            col[off[i] + e] = j;
         }
+        off[i + 1] = off[i] + row_nnz;
     }
+    memcpy(vals, cols, nnz * vsize); /* on the wire the values follow the columns */
+    *rows = (filter_sparse){off, col, vals};
+    *owned = buf;
     return 0;
+}
+
+/* Scatter n rows given sparse into n dense rows of width values at out. */
+static void sparse_scatter(const filter_sparse *rows, size_t n, size_t width, size_t vsize,
+                           uint8_t *out)
+{
+    const uint8_t *vals = rows->vals;
+    memset(out, 0, n * width * vsize);
+    for (size_t i = 0; i < n; i++)
+        for (uint64_t e = rows->off[i]; e < rows->off[i + 1]; e++)
+            memcpy(out + (i * width + rows->cols[e]) * vsize, vals + e * vsize, vsize);
+}
+
+void *filter_sparse_dense(const filter_chain *c, const filter_sparse *rows, size_t n)
+{
+    size_t bytes = n * c->width * c->value_size;
+    uint8_t *out = malloc(bytes ? bytes : 1);
+    if (out) sparse_scatter(rows, n, c->width, c->value_size, out);
+    return out;
 }
 
 /* Whether the spec has a filter that works on values (kkt, sigmod, skip, quant). */
@@ -683,13 +711,9 @@ static int write_given_sparse(filter_chain *c, const void *ctx, uint8_t *p, size
 
 static int write_given_dense(filter_chain *c, const void *ctx, uint8_t *p, size_t vals_bytes)
 {
+    (void)vals_bytes;
     const given_ctx *g = ctx;
-    const uint8_t *vals = g->rows->vals;
-    size_t vs = c->value_size;
-    memset(p, 0, vals_bytes);
-    for (size_t i = 0; i < g->n; i++)
-        for (uint64_t e = g->rows->off[i]; e < g->rows->off[i + 1]; e++)
-            memcpy(p + (i * c->width + g->rows->cols[e]) * vs, vals + e * vs, vs);
+    sparse_scatter(g->rows, g->n, c->width, c->value_size, p);
     return 0;
 }
 
@@ -725,8 +749,11 @@ int filter_chain_encode_sparse(filter_chain *c, const uint64_t *keys, size_t n,
 
 /* ---- decode ---- */
 
+/* Decode a body; with sp, sparse rows are left sparse (*sp, in *owned) and
+ * *vals_out is NULL. */
 static int decode_body(filter_chain *c, const uint8_t *body, size_t len, size_t max_rows,
-                       uint64_t **keys_out, void **vals_out, size_t *n_out, uint64_t *digest_out)
+                       uint64_t **keys_out, void **vals_out, filter_sparse *sp, void **owned,
+                       size_t *n_out, uint64_t *digest_out)
 {
     if (len < BODY_HEADER) return LOOM_EPROTO;
     int type = body[0], key_form = body[1], bits = body[2];
@@ -753,7 +780,7 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, size_t 
     size_t vals_bytes = bits ? filter_quant_size(count_vals, bits) : count_vals * c->value_size;
     if (sparse) {
         if (len < BODY_HEADER + keys_bytes) return LOOM_EPROTO;
-        vals_bytes = len - BODY_HEADER - keys_bytes; /* checked exactly by sparse_read */
+        vals_bytes = len - BODY_HEADER - keys_bytes; /* checked exactly by sparse_take */
     }
     if (len != BODY_HEADER + keys_bytes + vals_bytes) return LOOM_EPROTO;
     const uint8_t *p = body + BODY_HEADER;
@@ -770,8 +797,8 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, size_t 
         if (cached->n != n) return LOOM_EPROTO;
     }
     uint64_t *keys = malloc(n ? n * sizeof *keys : 1);
-    void *vals = malloc(count_vals ? count_vals * c->value_size : 1);
-    if (!keys || !vals) {
+    void *vals = sparse && sp ? NULL : malloc(count_vals ? count_vals * c->value_size : 1);
+    if (!keys || (!vals && !(sparse && sp))) {
         free(keys);
         free(vals);
         return LOOM_ENOMEM;
@@ -789,9 +816,16 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, size_t 
         }
     }
     p += keys_bytes;
+    filter_sparse taken;
+    void *buf = NULL;
     int rc = bits     ? filter_quant_decode(p, count_vals, bits, c->type, vals)
-             : sparse ? sparse_read(p, vals_bytes, n, width, c->value_size, vals)
+             : sparse ? sparse_take(p, vals_bytes, n, width, c->value_size, &taken, &buf)
                       : (memcpy(vals, p, vals_bytes), 0);
+    if (!rc && sparse && !sp) {
+        sparse_scatter(&taken, n, width, c->value_size, vals);
+        free(buf);
+        buf = NULL;
+    }
     uint64_t *kept = NULL;
     if (!rc && key_form == KEYS_LIST_KEEP && c->spec.on[FILTER_KEYCACHE]) {
         digest = filter_keys_digest(keys, n);
@@ -803,6 +837,7 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, size_t 
     if (rc) {
         free(keys);
         free(vals);
+        free(buf);
         return rc;
     }
     /* Everything checked: now the cache may change and the counts count. */
@@ -814,15 +849,20 @@ static int decode_body(filter_chain *c, const uint8_t *body, size_t len, size_t 
     if (bits) count(c, FILTER_QUANT, vals_bytes, count_vals * c->value_size);
     *keys_out = keys;
     *vals_out = vals;
+    if (buf) {
+        *sp = taken;
+        *owned = buf;
+    }
     *n_out = n;
     return 0;
 }
 
-int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, size_t max_rows,
-                        uint64_t **keys, void **vals, size_t *n, uint64_t *digest)
+static int decode(filter_chain *c, const uint8_t *in, size_t len, size_t max_rows, uint64_t **keys,
+                  void **vals, filter_sparse *sp, void **owned, size_t *n, uint64_t *digest)
 {
     *keys = NULL;
     *vals = NULL;
+    if (owned) *owned = NULL;
     *n = 0;
     *digest = 0;
     int rc = LOOM_EPROTO;
@@ -852,7 +892,7 @@ int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, size_t m
         if (rc) goto refused;
         body = inflated;
     }
-    rc = decode_body(c, body, body_len, max_rows, keys, vals, n, digest);
+    rc = decode_body(c, body, body_len, max_rows, keys, vals, sp, owned, n, digest);
     if (rc) goto refused;
     filter_kind compressor = codec == 1 ? FILTER_LZ4 : FILTER_ZSTD;
     if (codec && c->spec.on[compressor]) count(c, compressor, payload_len, body_len);
@@ -864,4 +904,17 @@ refused:
     free(inflated);
     c->dropped++;
     return rc;
+}
+
+int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, size_t max_rows,
+                        uint64_t **keys, void **vals, size_t *n, uint64_t *digest)
+{
+    return decode(c, in, len, max_rows, keys, vals, NULL, NULL, n, digest);
+}
+
+int filter_chain_decode_sparse(filter_chain *c, const uint8_t *in, size_t len, size_t max_rows,
+                               uint64_t **keys, void **vals, filter_sparse *rows, void **owned,
+                               size_t *n, uint64_t *digest)
+{
+    return decode(c, in, len, max_rows, keys, vals, rows, owned, n, digest);
 }

@@ -165,6 +165,18 @@ int filter_chain_encode(filter_chain *c, const filter_msg *m, uint8_t **out, siz
 int filter_chain_decode(filter_chain *c, const uint8_t *in, size_t len, size_t max_rows,
                         uint64_t **keys, void **vals, size_t *n, uint64_t *digest);
 
+/* filter_chain_decode, except that sparse rows stay sparse: a message of
+ * sparse rows sets *rows (its off, cols and vals in one new buffer *owned;
+ * free() it and *keys) and leaves *vals NULL, so that a receiver adding
+ * them to its rows touches only their values, never n x width zeros. Any
+ * other message decodes as filter_chain_decode's, *owned NULL. */
+int filter_chain_decode_sparse(filter_chain *c, const uint8_t *in, size_t len, size_t max_rows,
+                               uint64_t **keys, void **vals, filter_sparse *rows, void **owned,
+                               size_t *n, uint64_t *digest);
+/* The n dense rows (n x width values; free() them) of rows given sparse; NULL
+ * when out of memory. */
+void *filter_sparse_dense(const filter_chain *c, const filter_sparse *rows, size_t n);
+
 /* The receiver did not hold the key list of `digest`: the next message with
  * that list sends it whole. */
 void filter_chain_forget_keys(filter_chain *c, uint64_t digest);

@@ -66,6 +66,35 @@ void rows_add_indexed(loom_type t, size_t width, void *base, uint64_t base_key,
     }
 }
 
+#define ADD_SPARSE_LOOP(T)                                                                         \
+    do {                                                                                           \
+        T *b_ = (T *)base;                                                                         \
+        const T *v_ = (const T *)vals;                                                             \
+        for (size_t i_ = 0; i_ < n; i_++) {                                                        \
+            T *d_ = b_ + (size_t)(keys[i_] - base_key) * width;                                    \
+            for (uint64_t e_ = off[i_]; e_ < off[i_ + 1]; e_++) d_[cols[e_]] += v_[e_];            \
+        }                                                                                          \
+    } while (0)
+
+void rows_add_sparse(loom_type t, size_t width, void *base, uint64_t base_key, const uint64_t *keys,
+                     size_t n, const uint64_t *off, const uint32_t *cols, const void *vals)
+{
+    switch (t) {
+    case LOOM_F32:
+        ADD_SPARSE_LOOP(float);
+        break;
+    case LOOM_F64:
+        ADD_SPARSE_LOOP(double);
+        break;
+    case LOOM_I32:
+        ADD_SPARSE_LOOP(uint32_t);
+        break;
+    case LOOM_I64:
+        ADD_SPARSE_LOOP(uint64_t);
+        break;
+    }
+}
+
 /* out[slot_of[i]] += in[i] for rows of width values of type T (in rows_gather). */
 #define GATHER_ADD(T)                                                                              \
     for (size_t i = 0; i < n; i++)                                                                 \

@@ -18,6 +18,10 @@ void rows_add(loom_type t, void *dst, const void *src, size_t count);
  * base (row index keys[i] - base_key, rows of `width` values) += row i of src. */
 void rows_add_indexed(loom_type t, size_t width, void *base, uint64_t base_key,
                       const uint64_t *keys, size_t n, const void *src);
+/* rows_add_indexed of rows given sparse: row i's values are vals[off[i] ..
+ * off[i + 1]), at columns cols[...] (each below width), of a row otherwise 0. */
+void rows_add_sparse(loom_type t, size_t width, void *base, uint64_t base_key, const uint64_t *keys,
+                     size_t n, const uint64_t *off, const uint32_t *cols, const void *vals);
 /* Gather with duplicates combined: for i < n, out[slot_of[i]] (op)= in[i], rows of
  * `width` values; out has nuniq rows and is zeroed first. op is add, or assign
  * (the last occurrence wins) when assign != 0. */

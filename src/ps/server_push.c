@@ -21,11 +21,13 @@
 #include "ps/rowops.h"
 #include "ps/server_impl.h"
 
-/* Apply validated delta rows of part p (keys, or the range from `begin` when
- * keys is NULL) through the table's updater, as push number `seq` of worker w. */
-int srv_apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys, uint64_t begin,
-                   const uint8_t *vals, uint64_t count, int w, uint64_t seq)
+/* What push number `seq` of worker w to part p does before its rows are
+ * added (keys, or the range from `begin` when keys is NULL; vals, dense, only
+ * for a managed table's notes). Sets *add when they are to be added. */
+static int apply_begin(server *s, srv_table *t, srv_part *p, const uint64_t *keys, uint64_t begin,
+                       const uint8_t *vals, uint64_t count, int w, uint64_t seq, int *add)
 {
+    *add = 0;
     /* A push sent again after a failover whose rows this range already holds
      * (its replica got them from the dead master): applied once, not twice.
      * Otherwise a worker's pushes reach a range in sequence order (without
@@ -44,7 +46,17 @@ int srv_apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys, u
     int status = 0;
     for (uint64_t i = 0; i < count && !status && (p->dense_ver || t->ver_tracked); i++)
         status = srv_mark_changed(t, p, keys ? keys[i] : begin + i);
-    if (status) return status;
+    *add = !status;
+    return status;
+}
+
+/* Apply validated delta rows of part p (keys, or the range from `begin` when
+ * keys is NULL) through the table's updater, as push number `seq` of worker w. */
+int srv_apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys, uint64_t begin,
+                   const uint8_t *vals, uint64_t count, int w, uint64_t seq)
+{
+    int add, status = apply_begin(s, t, p, keys, begin, vals, count, w, seq, &add);
+    if (!add) return status;
     const loom_table_opts *o = &t->def.opts;
     uint8_t *dense = store_dense_rows(p->store);
     if (dense && t->upd.kind == UPD_SUM) {
@@ -70,6 +82,31 @@ int srv_apply_rows(server *s, srv_table *t, srv_part *p, const uint64_t *keys, u
         updater_apply(&t->upd, o, o->type, o->width, key, row, state, vals + i * t->row_bytes);
     }
     return status;
+}
+
+/* Apply validated rows that the push's decode left sparse
+ * (filter_chain_decode_sparse). A dense table that sums adds their values
+ * alone: LDA's changes of a clock are a few counts in each row of 16-64
+ * topics, and their dense rows, as large as the rows they touch, cost a
+ * second pass over memory as large as the table's part. Other tables take the
+ * dense rows through srv_apply_rows. */
+static int apply_sparse(server *s, srv_table *t, srv_part *p, const uint64_t *keys,
+                        const filter_sparse *rows, uint64_t count, int w, uint64_t seq)
+{
+    uint8_t *dense = store_dense_rows(p->store);
+    if (!dense || t->upd.kind != UPD_SUM || t->rows) {
+        uint8_t *vals = filter_sparse_dense(t->push_dec[w], rows, (size_t)count);
+        if (!vals) return LOOM_ENOMEM;
+        int status = srv_apply_rows(s, t, p, keys, 0, vals, count, w, seq);
+        free(vals);
+        return status;
+    }
+    int add, status = apply_begin(s, t, p, keys, 0, NULL, count, w, seq, &add);
+    if (!add) return status;
+    rows_add_sparse(t->def.opts.type, t->def.opts.width, dense, p->lo, keys, (size_t)count,
+                    rows->off, rows->cols, rows->vals);
+    store_mark_changed(p->store, keys, (size_t)count);
+    return 0;
 }
 
 /* Apply a validated plain push to part p. */
@@ -195,10 +232,12 @@ void srv_on_push_enc(loom_node *n, void *ctx, node_msg *m)
     }
     int hold = 0;
     uint64_t *keys, digest;
-    void *vals;
+    void *vals, *sparse_buf;
+    filter_sparse sparse;
     size_t count;
-    int status = filter_chain_decode(t->push_dec[w], node_frame_data(m, 0), node_frame_size(m, 0),
-                                     t->held_rows, &keys, &vals, &count, &digest);
+    int status = filter_chain_decode_sparse(t->push_dec[w], node_frame_data(m, 0),
+                                            node_frame_size(m, 0), t->held_rows, &keys, &vals,
+                                            &sparse, &sparse_buf, &count, &digest);
     const char *bad = status ? "filtered push refused by its filter chain" : NULL;
     srv_part *p = NULL;
     if (!bad && count) bad = srv_check_part(t, keys, 0, count, &p);
@@ -209,28 +248,36 @@ void srv_on_push_enc(loom_node *n, void *ctx, node_msg *m)
         srv_park_push(s, m->from, w, m->h.table, (size_t)(p - t->parts), m->h.req);
         free(keys);
         free(vals);
+        free(sparse_buf);
         return;
     } else if ((hold = srv_must_hold(s, t, m->h.clock)) || srv_must_stage(s, t, m->h.clock)) {
         size_t part = p ? (size_t)(p - t->parts) : 0; /* an empty push touches no part */
-        staged *st = hold ? enqueue(&t->held_head, &t->held_tail, w, part)
-                          : enqueue(&t->staged_head, &t->staged_tail, w, part);
+        if (sparse_buf) /* kept as dense rows, as every staged push is */
+            vals = filter_sparse_dense(t->push_dec[w], &sparse, count);
+        staged *st = sparse_buf && !vals ? NULL
+                     : hold              ? enqueue(&t->held_head, &t->held_tail, w, part)
+                                         : enqueue(&t->staged_head, &t->staged_tail, w, part);
         if (st) {
             st->keys = keys;
             st->vals = vals;
             st->n = count;
             st->m.h = m->h;       /* its clock and sequence number */
             st->m.from = m->from; /* whom a held push is acknowledged to */
-            if (hold) return;     /* acknowledged once applied, after the cut */
+            free(sparse_buf);
+            if (hold) return; /* acknowledged once applied, after the cut */
             keys = NULL;
             vals = NULL;
+            sparse_buf = NULL;
         } else {
             status = LOOM_ENOMEM;
         }
     } else {
-        status = srv_apply_rows(s, t, p, keys, 0, vals, count, w, m->h.req);
+        status = sparse_buf ? apply_sparse(s, t, p, keys, &sparse, count, w, m->h.req)
+                            : srv_apply_rows(s, t, p, keys, 0, vals, count, w, m->h.req);
         srv_note_applied(s, m->h.clock);
     }
     free(keys);
     free(vals);
+    free(sparse_buf);
     srv_send_push_ack(s, t, m, w, status);
 }

@@ -3,7 +3,7 @@
 # generated corpus, or on AP:
 #   gen  a bad --sampler is refused; one worker under BSP with 2 lanes
 #        (--threads 2, --syncs 2), one under --schedule rotation and one at
-#        K = 1000 (a sparse table on the servers) save the counts and print
+#        K = 100,000 (a sparse table on the servers) save the counts and print
 #        the log-likelihoods of the sequential reference with --sampler mh,
 #        bit for bit; 2 workers under SSP(1)
 #        keep the counts consistent (totals = column sums, sum = tokens) at
@@ -46,10 +46,11 @@ gen)
         fail "--sampler gibbs: no message"
     "$LOOM" gen lda --out "$WORK/g.ldac" --docs 600 --vocab-size 800 --topics 10 --doc-length 80 \
         --seed 6 >/dev/null 2>&1 || fail "gen lda failed"
-    # 1000 topics: the servers' word-topic table is sparse (apps/lda/train.c).
+    # 100,000 topics: the servers' word-topic table is sparse (800 x 100,000
+    # counts pass LDA_DENSE_TABLE_BYTES, apps/lda/train.c).
     for case in "data --topics 40 --iterations 6 --syncs 2 --threads 2 --consistency bsp" \
                 "rotation --topics 40 --iterations 6 --schedule rotation" \
-                "sparse-table --topics 1000 --iterations 3 --consistency bsp"; do
+                "sparse-table --topics 100000 --iterations 3 --consistency bsp"; do
         # shellcheck disable=SC2086
         set -- $case
         name=$1

@@ -9,6 +9,7 @@
  * Chains of key lists (pull requests) hit, miss and refuse lies the same way.
  * Hostile encodings: test_filter_hostile.c. */
 #include "filter_helpers.h"
+#include "ps/rowops.h"
 
 /* ---- the spec ---- */
 
@@ -610,6 +611,87 @@ static void test_sparse_rows(void **unused)
     }
 }
 
+/* filter_chain_decode_sparse leaves sparse rows sparse, exactly the rows
+ * filter_chain_decode makes dense (and what a server adds them to gets the
+ * same sums), decodes dense rows as filter_chain_decode does, and refuses
+ * what it refuses: columns out of order or past the width. */
+static void test_sparse_kept(void **unused)
+{
+    (void)unused;
+    for (int t = LOOM_F32; t <= LOOM_I64; t++) {
+        size_t vs = loom_type_size((loom_type)t), width = 1000, n = 20;
+        uint64_t *keys = random_keys(n);
+        void *vals = sparse_values((loom_type)t, n * width, 10);
+        filter_msg m = {.keys = keys, .vals = vals, .n = n};
+        for (int dense = 0; dense < 2; dense++) {
+            filter_chain *s = chain(dense ? "dense" : "sparse", FILTER_PUSH, (loom_type)t, width);
+            filter_chain *r = chain("", FILTER_PUSH, (loom_type)t, width);
+            uint8_t *buf;
+            size_t len, got_n;
+            assert_int_equal(filter_chain_encode(s, &m, &buf, &len), 0);
+            uint64_t *got_keys, digest;
+            void *got_vals, *owned;
+            filter_sparse rows;
+            assert_int_equal(filter_chain_decode_sparse(r, buf, len, SIZE_MAX, &got_keys, &got_vals,
+                                                        &rows, &owned, &got_n, &digest),
+                             0);
+            assert_int_equal(got_n, n);
+            assert_memory_equal(got_keys, keys, n * 8);
+            if (dense) {
+                assert_null(owned);
+                assert_memory_equal(got_vals, vals, n * width * vs);
+            } else {
+                assert_null(got_vals);
+                assert_non_null(owned);
+                void *d = filter_sparse_dense(r, &rows, n);
+                assert_memory_equal(d, vals, n * width * vs);
+                /* Added to rows keyed from 0: the sums of the dense rows'. */
+                uint64_t base_keys[20];
+                for (size_t i = 0; i < n; i++) base_keys[i] = i;
+                void *by_sparse = calloc(n * width, vs), *by_dense = calloc(n * width, vs);
+                for (int twice = 0; twice < 2; twice++) {
+                    rows_add_sparse((loom_type)t, width, by_sparse, 0, base_keys, n, rows.off,
+                                    rows.cols, rows.vals);
+                    rows_add_indexed((loom_type)t, width, by_dense, 0, base_keys, n, d);
+                }
+                assert_memory_equal(by_sparse, by_dense, n * width * vs);
+                free(by_sparse);
+                free(by_dense);
+                free(d);
+                /* The first row's first two columns (u16 after the keys and
+                 * the row counts) swapped, then the first past the width. */
+                uint8_t *col = buf + 6 + 16 + n * 8 + n * 4, saved[4];
+                memcpy(saved, col, 4);
+                memcpy(col, saved + 2, 2);
+                memcpy(col + 2, saved, 2);
+                uint64_t *k2;
+                void *v2, *o2;
+                filter_sparse r2;
+                assert_int_equal(filter_chain_decode_sparse(r, buf, len, SIZE_MAX, &k2, &v2, &r2,
+                                                            &o2, &got_n, &digest),
+                                 LOOM_EPROTO);
+                assert_true(!k2 && !v2 && !o2);
+                assert_int_equal(decode_code(r, buf, len), LOOM_EPROTO);
+                memcpy(col, saved, 4);
+                col[0] = (uint8_t)(width & 0xff);
+                col[1] = (uint8_t)(width >> 8);
+                assert_int_equal(filter_chain_decode_sparse(r, buf, len, SIZE_MAX, &k2, &v2, &r2,
+                                                            &o2, &got_n, &digest),
+                                 LOOM_EPROTO);
+                assert_true(!k2 && !v2 && !o2);
+            }
+            free(got_keys);
+            free(got_vals);
+            free(owned);
+            free(buf);
+            filter_chain_destroy(s);
+            filter_chain_destroy(r);
+        }
+        free(keys);
+        free(vals);
+    }
+}
+
 /* Rows given sparse (filter_chain_encode_sparse) make the very message the
  * same rows make dense, whatever the spec asks (values given as zero are left
  * out, as from dense rows); a chain with a filter on values refuses them. */
@@ -821,6 +903,7 @@ int main(void)
         cmocka_unit_test(test_sigmod_flush_merges),
         cmocka_unit_test(test_sigmod_pull),
         cmocka_unit_test(test_sparse_rows),
+        cmocka_unit_test(test_sparse_kept),
         cmocka_unit_test(test_sparse_given),
         cmocka_unit_test(test_key_lists),
     };
