@@ -161,6 +161,7 @@ typedef struct lda_sampler {
     uint64_t *touched;
     size_t kw;
     int32_t *scratch; /* K, all zero between calls */
+    uint64_t *sorted; /* K: room for sorting a word's entries */
     /* lda_sampler_changes' result: (word, topic, delta) triples */
     uint32_t *chg_word, *chg_topic;
     int32_t *chg_delta;
