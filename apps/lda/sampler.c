@@ -252,30 +252,6 @@ int lda_sampler_reload(lda_sampler *s, const uint32_t *words, size_t n)
     return 0;
 }
 
-/* Word w's row holds exactly its current counts (stored and not changed
- * since): rebuilding it would give the same sorted list, but not the same
- * hash table (its layout follows the order of the moves), so it is kept. */
-static int row_held(lda_sampler *s, size_t w)
-{
-    if (s->dirty[w]) return 0;
-    const uint64_t *e = s->packed + s->off[w];
-    int64_t held = 0;
-    for (size_t j = 0, n = span(s, w); j < n; j++) {
-        if (!e[j]) continue;
-        if (lda_rows_get(&s->rows, w, TOPIC(e[j])) != (int32_t)COUNT(e[j])) return 0;
-        held += COUNT(e[j]);
-    }
-    /* The row has no other non-zero counts: all of them are positive. */
-    return lda_rows_sum(&s->rows, w) == held;
-}
-
-void lda_sampler_load_words(lda_sampler *s, size_t lo, size_t hi)
-{
-    for (size_t w = lo; w < hi; w++)
-        if (!row_held(s, w)) repack_word(s, w);
-    load_totals(s);
-}
-
 int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k)
 {
     if (s->kind == LDA_SAMPLER_MH) return lda_mh_count(s, w, k);

@@ -124,7 +124,7 @@ static void assert_lists(const lda_sampler *s)
 }
 
 /* A word's sorted list is rebuilt from its old order when its row changes
- * (a reload, a rotation's block): after a few moves (insertion sort), and
+ * (lda_sampler_reload: a refresh, a rotation's block): after a few moves (insertion sort), and
  * after many (merge sort past the budget), the list is the one a fresh sort
  * gives; so is a load, from rows of up to K = 300 topics a word. */
 static void test_sampler_lists(void **state)
@@ -152,13 +152,9 @@ static void test_sampler_lists(void **state)
                 assert_int_equal(lda_rows_add(&s.rows, w, to, 1), 0);
             }
         }
-        if (round < 3) {
-            lda_sampler_load_words(&s, 0, V);
-        } else {
-            uint32_t words[40];
-            for (uint32_t w = 0; w < V; w++) words[w] = w;
-            assert_int_equal(lda_sampler_reload(&s, words, V), 0);
-        }
+        uint32_t words[40];
+        for (uint32_t w = 0; w < V; w++) words[w] = w;
+        assert_int_equal(lda_sampler_reload(&s, words, V), 0);
         assert_lists(&s);
     }
     lda_sampler_free(&s);
