@@ -161,6 +161,7 @@ typedef struct lda_sampler {
     uint64_t *touched;
     size_t kw;
     int32_t *scratch; /* K, all zero between calls */
+    uint64_t *sorted; /* K: room for sorting a word's entries */
     /* lda_sampler_changes' result: (word, topic, delta) triples */
     uint32_t *chg_word, *chg_topic;
     int32_t *chg_delta;
@@ -203,11 +204,6 @@ int lda_sampler_docs(lda_sampler *s, const lda_docs *d);
 /* Sample new topics for the tokens of documents [lo, hi) of d, in order,
  * document i with the stream lda_stream(iteration + 1, first_doc + i). */
 void lda_sweep(lda_sampler *s, lda_docs *d, size_t lo, size_t hi, uint64_t seed, int iteration);
-/* --schedule rotation: rebuild only local words [lo, hi) from s->rows (those
- * whose rows differ from the sampler's counts), and the totals (after a full
- * lda_sampler_load: a word's total count, which sizes its entries, never
- * changes). */
-void lda_sampler_load_words(lda_sampler *s, size_t lo, size_t hi);
 /* --schedule rotation: sample the tokens of local words [lo, hi) in every
  * document of d, in order, document i drawing from rng[i] where it stopped
  * (seeded per iteration as lda_sweep seeds it, so that one sweep over all
@@ -245,7 +241,8 @@ int lda_sampler_counts(lda_sampler *s, size_t *n);
  * store are written. 0 or LOOM_ENOMEM. */
 int lda_sampler_store(lda_sampler *s);
 /* After lda_sampler_store, rows of the n local words in `words` were
- * replaced (a pull brought other workers' changes): rebuild those words and
+ * replaced (a pull brought other workers' changes, or --schedule rotation
+ * took a block whose rows others changed): rebuild those words and
  * the totals, what lda_sampler_load would give at a cost that follows n
  * (it falls back to lda_sampler_load when a row's total outgrew the room its
  * word was given). The other words' rows must be as stored. 0 or LOOM_ENOMEM. */

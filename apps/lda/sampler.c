@@ -70,8 +70,10 @@ int lda_sampler_init_kind(lda_sampler *s, const lda_params *p, size_t nwords, ld
     s->kw = (K + 63) / 64;
     s->touched = calloc(nwords && K ? nwords * s->kw : 1, sizeof *s->touched);
     s->scratch = calloc(K ? K : 1, sizeof *s->scratch);
+    s->sorted = malloc((K ? K : 1) * sizeof *s->sorted);
     if (rows_rc || !s->totals || !s->nk || !s->off || !s->len || !s->dirty || !s->ndk ||
-        !s->dtopics || !s->dpos || !s->coef || !s->qval || !s->touched || !s->scratch) {
+        !s->dtopics || !s->dpos || !s->coef || !s->qval || !s->touched || !s->scratch ||
+        !s->sorted) {
         lda_sampler_free(s);
         return LOOM_ENOMEM;
     }
@@ -83,15 +85,10 @@ void lda_sampler_free(lda_sampler *s)
     lda_rows_free(&s->rows);
     free(s->totals), free(s->nk), free(s->packed), free(s->off), free(s->len);
     free(s->dirty), free(s->ndk), free(s->dtopics), free(s->dpos), free(s->coef), free(s->qval);
-    free(s->touched), free(s->scratch), free(s->chg_word), free(s->chg_topic), free(s->chg_delta);
+    free(s->touched), free(s->scratch), free(s->sorted), free(s->chg_word), free(s->chg_topic),
+        free(s->chg_delta);
     lda_mh_free(s);
     *s = (lda_sampler){0};
-}
-
-static int cmp_desc(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x > y ? -1 : x < y;
 }
 
 /* The room of a word of `sum` tokens: its largest number of non-zero topics,
@@ -109,6 +106,60 @@ static inline size_t span(const lda_sampler *s, size_t w)
     return s->kind == LDA_SAMPLER_MH ? s->off[w + 1] - s->off[w] : s->len[w];
 }
 
+/* n entries sorted descending: runs of 16 by insertion, then merged
+ * through tmp (room for n). Inline, without qsort's call per comparison: a
+ * load sorts every word's list. */
+static void merge_desc(uint64_t *e, size_t n, uint64_t *tmp)
+{
+    for (size_t r = 0; r < n; r += 16)
+        for (size_t i = r + 1; i < n && i < r + 16; i++) {
+            uint64_t v = e[i];
+            size_t j = i;
+            for (; j > r && e[j - 1] < v; j--) e[j] = e[j - 1];
+            e[j] = v;
+        }
+    uint64_t *a = e, *b = tmp;
+    for (size_t w = 16; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) b[k++] = a[i] > a[j] ? a[i++] : a[j++];
+            while (i < mid) b[k++] = a[i++];
+            while (j < hi) b[k++] = a[j++];
+        }
+        uint64_t *t = a;
+        a = b, b = t;
+    }
+    if (a != e) memcpy(e, a, n * sizeof *e);
+}
+
+/* The same for a list that is nearly in order (rebuilt from its old order
+ * after a few counts changed): insertion sort takes it in about n steps;
+ * past a budget of moves (many counts changed) the rest is merge_desc's.
+ * Entries are distinct, so either way the order is the one order. */
+static void resort_desc(uint64_t *e, size_t n, uint64_t *tmp)
+{
+    size_t moves = 0, budget = 4 * n + 32;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = e[i];
+        size_t j = i;
+        for (; j > 0 && e[j - 1] < v; j--) e[j] = e[j - 1];
+        e[j] = v;
+        moves += i - j;
+        if (moves > budget) {
+            merge_desc(e, n, tmp);
+            return;
+        }
+    }
+}
+
+static void packed_word(lda_sampler *s, size_t w, uint32_t n)
+{
+    s->len[w] = n;
+    s->dirty[w] = 0;
+    memset(s->touched + w * s->kw, 0, s->kw * sizeof *s->touched);
+}
+
 /* Word w's entries from its row: non-zero topics, sorted. */
 static void pack_word(lda_sampler *s, size_t w)
 {
@@ -121,10 +172,37 @@ static void pack_word(lda_sampler *s, size_t w)
     int32_t c;
     for (size_t pos = 0; lda_rows_next(&s->rows, w, &pos, &k, &c);)
         if (c > 0) e[n++] = (uint64_t)c << 32 | k;
-    qsort(e, n, sizeof *e, cmp_desc);
-    s->len[w] = n;
-    s->dirty[w] = 0;
-    memset(s->touched + w * s->kw, 0, s->kw * sizeof *s->touched);
+    merge_desc(e, n, s->sorted);
+    packed_word(s, w, n);
+}
+
+/* pack_word for a word whose entries hold its earlier counts (a reload, a
+ * rotation's block taken again): the row's topics in the entries' order,
+ * those the entries lacked after them, then sorted. Rotation rebuilds every
+ * word of every block it takes whose counts others changed, and a fresh
+ * sort of each cost more than the rest of a hand-over; the same entries
+ * come out. s->scratch holds the row's counts meanwhile (-1: placed). */
+static void repack_word(lda_sampler *s, size_t w)
+{
+    if (s->kind == LDA_SAMPLER_MH) {
+        lda_mh_pack(s, w);
+        return;
+    }
+    uint64_t *e = s->packed + s->off[w];
+    int32_t *sc = s->scratch, c;
+    uint32_t n = 0, k, old = s->len[w];
+    for (size_t pos = 0; lda_rows_next(&s->rows, w, &pos, &k, &c);)
+        if (c > 0) sc[k] = c;
+    for (uint32_t j = 0; j < old; j++) { /* n <= j: in place */
+        k = TOPIC(e[j]);
+        if (sc[k] > 0) e[n++] = (uint64_t)sc[k] << 32 | k, sc[k] = -1;
+    }
+    for (size_t pos = 0; lda_rows_next(&s->rows, w, &pos, &k, &c);) {
+        if (c > 0 && sc[k] > 0) e[n++] = (uint64_t)c << 32 | k;
+        sc[k] = 0;
+    }
+    resort_desc(e, n, s->sorted);
+    packed_word(s, w, n);
 }
 
 /* The totals, the smoothing bucket and the coefficients of a document with no tokens. */
@@ -169,33 +247,9 @@ int lda_sampler_reload(lda_sampler *s, const uint32_t *words, size_t n)
         uint64_t sum = (uint64_t)lda_rows_sum(&s->rows, words[i]);
         if (room(s, sum) > s->off[words[i] + 1] - s->off[words[i]]) return lda_sampler_load(s);
     }
-    for (size_t i = 0; i < n; i++) pack_word(s, words[i]);
+    for (size_t i = 0; i < n; i++) repack_word(s, words[i]);
     load_totals(s);
     return 0;
-}
-
-/* Word w's row holds exactly its current counts (stored and not changed
- * since): rebuilding it would give the same sorted list, but not the same
- * hash table (its layout follows the order of the moves), so it is kept. */
-static int row_held(lda_sampler *s, size_t w)
-{
-    if (s->dirty[w]) return 0;
-    const uint64_t *e = s->packed + s->off[w];
-    int64_t held = 0;
-    for (size_t j = 0, n = span(s, w); j < n; j++) {
-        if (!e[j]) continue;
-        if (lda_rows_get(&s->rows, w, TOPIC(e[j])) != (int32_t)COUNT(e[j])) return 0;
-        held += COUNT(e[j]);
-    }
-    /* The row has no other non-zero counts: all of them are positive. */
-    return lda_rows_sum(&s->rows, w) == held;
-}
-
-void lda_sampler_load_words(lda_sampler *s, size_t lo, size_t hi)
-{
-    for (size_t w = lo; w < hi; w++)
-        if (!row_held(s, w)) pack_word(s, w);
-    load_totals(s);
 }
 
 int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k)

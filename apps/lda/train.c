@@ -470,10 +470,16 @@ static int rotate(void *arg, const loom_sched_task *task)
                      lda_stream(w->first_it + (int)task->iteration + 1, d->first_doc + i));
     TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     memcpy(w->tloaded, l->s.totals, K * sizeof *w->tloaded);
-    for (size_t i = lo; i < hi; i++)
+    /* Only the words whose counts others changed since this worker stored
+     * them are rebuilt: the others' rows hold the sampler's counts. */
+    size_t nchanged = 0;
+    for (size_t i = lo; i < hi; i++) {
+        int changed;
         TRY("take the block",
-            lda_rows_assign(&l->s.rows, i, rows + (l->d.vocab[i] - v0) * K, NULL));
-    lda_sampler_load_words(&l->s, lo, hi);
+            lda_rows_assign(&l->s.rows, i, rows + (l->d.vocab[i] - v0) * K, &changed));
+        if (changed) l->reload[nchanged++] = (uint32_t)i;
+    }
+    TRY("take the block", lda_sampler_reload(&l->s, l->reload, nchanged));
     lda_sweep_words(&l->s, &l->d, w->rng, lo, hi);
     TRY("store the counts", lda_sampler_store(&l->s));
     for (size_t i = lo; i < hi; i++)

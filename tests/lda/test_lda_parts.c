@@ -106,6 +106,60 @@ static void check_distribution(double alpha, double beta, uint32_t K)
     free_corpus(c);
 }
 
+/* Every word's entries are its row's positive counts, packed as count << 32
+ * | topic, strictly descending. */
+static void assert_lists(const lda_sampler *s)
+{
+    for (size_t w = 0; w < s->nwords; w++) {
+        const uint64_t *e = s->packed + s->off[w];
+        uint32_t n = 0, k;
+        int32_t c;
+        for (size_t pos = 0; lda_rows_next(&s->rows, w, &pos, &k, &c);) n += c > 0;
+        assert_int_equal(s->len[w], n);
+        for (uint32_t j = 0; j < s->len[w]; j++) {
+            assert_true(j == 0 || e[j - 1] > e[j]);
+            assert_int_equal(lda_rows_get(&s->rows, w, (uint32_t)e[j]), (int32_t)(e[j] >> 32));
+        }
+    }
+}
+
+/* A word's sorted list is rebuilt from its old order when its row changes
+ * (lda_sampler_reload: a refresh, a rotation's block): after a few moves (insertion sort), and
+ * after many (merge sort past the budget), the list is the one a fresh sort
+ * gives; so is a load, from rows of up to K = 300 topics a word. */
+static void test_sampler_lists(void **state)
+{
+    (void)state;
+    const uint32_t K = 300, V = 40;
+    lda_params p = {K, V, 0.1, 0.01};
+    lda_sampler s;
+    assert_int_equal(lda_sampler_init(&s, &p, V), 0);
+    app_rng r;
+    app_rng_seed(&r, 5, 1);
+    for (uint32_t w = 0; w < V; w++) /* word w: about 20 w tokens, rare to frequent */
+        for (uint32_t t = 0; t < 20 * w + 1; t++)
+            assert_int_equal(lda_rows_add(&s.rows, w, app_rng_below(&r, K), 1), 0);
+    assert_int_equal(lda_sampler_load(&s), 0);
+    assert_lists(&s);
+    for (int round = 0; round < 6; round++) {
+        /* Moves that keep each word's total: few in even rounds, many in odd. */
+        for (uint32_t w = 0; w < V; w++) {
+            uint32_t moves = round % 2 ? 10 * w : 2;
+            for (uint32_t m = 0; m < moves; m++) {
+                uint32_t from = app_rng_below(&r, K), to = app_rng_below(&r, K);
+                if (lda_rows_get(&s.rows, w, from) <= 0) continue;
+                assert_int_equal(lda_rows_add(&s.rows, w, from, -1), 0);
+                assert_int_equal(lda_rows_add(&s.rows, w, to, 1), 0);
+            }
+        }
+        uint32_t words[40];
+        for (uint32_t w = 0; w < V; w++) words[w] = w;
+        assert_int_equal(lda_sampler_reload(&s, words, V), 0);
+        assert_lists(&s);
+    }
+    lda_sampler_free(&s);
+}
+
 static void test_sampler_distribution(void **state)
 {
     (void)state;
@@ -685,6 +739,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sampler_distribution),
         cmocka_unit_test(test_sampler_counts),
+        cmocka_unit_test(test_sampler_lists),
         cmocka_unit_test(test_sampler_changes_and_reload),
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_log_likelihood),
