@@ -28,6 +28,22 @@ ft_model_job() {
         # sketch counts through the first epoch's checkpoints.
         ARGS=(train fm --train data --epochs 2 --minibatch 100 --threads 2 --threshold 20)
         ;;
+    lr_parts)
+        # Data parts on demand (loom/parts.h): a cut falls inside a part or
+        # between two, and the resumed worker goes on from the part's next
+        # minibatch (--threads 2: two lanes a part). --l2: every part's
+        # bookkeeping goes into the checkpoint.
+        run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
+        ARGS=(train lr --train data --updater adagrad --epochs "${LR_EPOCHS:-3}" --minibatch 100
+            --data-parts 7 --threads 2 --l2 0.001)
+        ;;
+    fm_parts)
+        # As fm, over 6 parts handed out on demand (the sketch counts
+        # through the first epoch's parts and checkpoints).
+        run gen fm --out data --rows 20000 --features 2000 --nnz 10 --quiet
+        ARGS=(train fm --train data --epochs 2 --minibatch 100 --threads 2 --threshold 20
+            --data-parts 6)
+        ;;
     mf)
         run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet
         # --steps 2: a checkpoint is cut after a clock's last step. --syncs 10:
