@@ -282,10 +282,10 @@ static void resume_if_complete(loom_node *n, parts_coord *c)
 static void on_resume(loom_node *n, parts_coord *c, int rank, node_msg *m)
 {
     coord_worker *w = &c->worker[rank];
-    size_t len = node_frame_size(m, 1);
+    size_t len = m->nframes == 2 ? node_frame_size(m, 1) : 0;
     parts_wire_resume st;
-    const unsigned char *b = node_frame_data(m, 1);
-    if (m->nframes != 2 || len < sizeof st) {
+    const unsigned char *b = len ? node_frame_data(m, 1) : NULL;
+    if (len < sizeof st) {
         node_drop(n, m, "PARTS_REQ_RESUME without its state");
         return answer(n, c, rank, 0, PARTS_ERROR, LOOM_EPROTO, 0);
     }
@@ -350,6 +350,10 @@ static void on_request(loom_node *n, void *ctx, node_msg *m)
     uint64_t e = m->h.req, flags = m->h.b;
     if (flags > PARTS_REQ_FLAGS || ((flags & PARTS_REQ_JOIN) && m->h.a)) {
         node_drop(n, m, "PARTS_REQ with unknown flags, or a join reporting a part");
+        return answer(n, c, rank, e, PARTS_ERROR, LOOM_EPROTO, 0);
+    }
+    if (!(flags & PARTS_REQ_RESUME) && m->nframes != 1) {
+        node_drop(n, m, "PARTS_REQ with a state but no PARTS_REQ_RESUME");
         return answer(n, c, rank, e, PARTS_ERROR, LOOM_EPROTO, 0);
     }
     if (flags & PARTS_REQ_RESUME) {

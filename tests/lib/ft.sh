@@ -32,10 +32,11 @@ ft_model_job() {
         # Data parts on demand (loom/parts.h): a cut falls inside a part or
         # between two, and the resumed worker goes on from the part's next
         # minibatch (--threads 2: two lanes a part). --l2: every part's
-        # bookkeeping goes into the checkpoint.
+        # bookkeeping goes into the checkpoint. 609 clocks (29 a part), paced
+        # as lr's.
         run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
-        ARGS=(train lr --train data --updater adagrad --epochs "${LR_EPOCHS:-3}" --minibatch 100
-            --data-parts 7 --threads 2 --l2 0.001)
+        ARGS=(train lr --train data --updater adagrad --epochs "${LR_EPOCHS:-3}" --minibatch 50
+            --data-parts 7 --threads 2 --l2 0.001 --bandwidth 200)
         ;;
     fm_parts)
         # As fm, over 6 parts handed out on demand (the sketch counts
