@@ -78,6 +78,19 @@ if [[ $MODEL == mf ]]; then
     [[ $RC != 0 ]] && grep -qF -- "--steps" err || fail "resume with another --steps: exit status $RC"
     [[ -e other.model ]] && fail "resume with another --steps trained anyway"
 fi
+if [[ $MODEL == *_parts ]]; then
+    # The workers' states are of 7 (6) parts: another --data-parts is refused.
+    OTHER=()
+    prev=
+    for a in "${ARGS[@]}"; do
+        [[ $prev == --data-parts ]] && OTHER+=(5) || OTHER+=("$a")
+        prev=$a
+    done
+    run "${OTHER[@]}" --model-out other.model --resume ck
+    [[ $RC != 0 ]] && grep -qF "the checkpoint does not fit this job" err ||
+        fail "resume with another --data-parts: exit status $RC"
+    [[ -e other.model ]] && fail "resume with another --data-parts trained anyway"
+fi
 # The newest checkpoint exports as a model file its app reads.
 run checkpoint export ck --out exported.model
 [[ $RC == 0 && -s exported.model ]] || fail "checkpoint export: exit status $RC"

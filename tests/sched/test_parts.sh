@@ -256,7 +256,8 @@ restart)
     tail -n +"$line" job.out >run2
     resumed=$(grep -oE "parts: resumed in epoch [0-9]+: [0-9]+ parts finished, [0-9]+ held, [0-9]+ in the pool" run2) ||
         fail "the restarted scheduler did not say where the parts resumed"
-    E=$(sed 's/^parts: resumed in epoch \([0-9]*\):.*/\1/' <<<"$resumed")
+    E=${resumed#parts: resumed in epoch }
+    E=${E%%:*}
     ((E >= 1)) || fail "resumed in epoch $E, not after the first"
     # Every part of every epoch exactly once: epochs before E in the first
     # run; E and later in the second, counting the parts the workers' states
