@@ -40,8 +40,10 @@ ft_model_job() {
         ;;
     fm_parts)
         # As fm, over 6 parts handed out on demand (the sketch counts
-        # through the first epoch's parts and checkpoints).
-        run gen fm --out data --rows 20000 --features 2000 --nnz 10 --quiet
+        # through the first epoch's parts and checkpoints): 120 clocks, 10
+        # a part (ft.restart_fm_parts's five runs took 160 s under a loaded
+        # ASan build with 204).
+        run gen fm --out data --rows 12000 --features 2000 --nnz 10 --quiet
         ARGS=(train fm --train data --epochs 2 --minibatch 100 --threads 2 --threshold 20
             --data-parts 6)
         ;;
