@@ -96,6 +96,7 @@ typedef struct parts_coord {
     coord_worker *worker; /* by rank */
     int resuming;         /* workers' checkpoint states coming in: nothing answered yet */
     int served;           /* an ordinary request was answered: too late for states */
+    int unresumable;      /* the states disagree: every request is answered an error */
 } parts_coord;
 
 static void coord_destroy(void *state)
@@ -259,7 +260,7 @@ static int placement(const parts_coord *c, int rank)
  * the pool as they say, and every worker that sent one answered. */
 static void resume_if_complete(loom_node *n, parts_coord *c)
 {
-    if (!c->resuming) return;
+    if (!c->resuming || c->unresumable) return;
     uint32_t held = 0;
     for (int r = 0; r < c->workers; r++) {
         if (!c->worker[r].gone && !c->worker[r].resumed) return;
@@ -290,6 +291,7 @@ static void on_resume(loom_node *n, parts_coord *c, int rank, node_msg *m)
         return answer(n, c, rank, 0, PARTS_ERROR, LOOM_EPROTO, 0);
     }
     memcpy(&st, b, sizeof st);
+    if (c->unresumable) return answer(n, c, rank, st.epoch, PARTS_ERROR, LOOM_EPROTO, 0);
     if (st.epoch >= c->o.epochs || st.held > c->o.parts || st.n > c->o.parts ||
         len != sizeof st + st.n * sizeof(uint32_t)) {
         node_drop(n, m, "PARTS_REQ_RESUME with a state that does not fit the options");
@@ -303,6 +305,11 @@ static void on_resume(loom_node *n, parts_coord *c, int rank, node_msg *m)
         log_error("parts: the workers' checkpoint states are of epochs %d and %" PRIu64
                   " (a cut of an ASP job?): cannot resume the parts",
                   c->epoch, st.epoch);
+        /* Nobody goes on: the workers waiting for the pool hear it too. */
+        c->unresumable = 1;
+        for (int r = 0; r < c->workers; r++)
+            if (c->worker[r].resumed && !c->worker[r].gone)
+                answer(n, c, r, (uint64_t)c->epoch, PARTS_ERROR, LOOM_EPROTO, 0);
         return answer(n, c, rank, st.epoch, PARTS_ERROR, LOOM_EPROTO, 0);
     }
     for (uint64_t i = 0; i < st.n; i++) {
