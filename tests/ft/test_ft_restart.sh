@@ -30,10 +30,10 @@ SEED=${3:?usage: $0 LOOM MODEL SEED}
 work_setup ft-restart
 cd "$WORK" || exit 1
 
-# lr's job is over in about a second: 8 epochs (fm_parts's 6), so that it outlasts two
+# lr's job is over in about a second: 8 epochs, so that it outlasts two
 # kills even when the checkpoint the first waits for comes late (a commit
 # takes a few syncs; the scheduler plans the next one after it).
-LR_EPOCHS=8 FM_EPOCHS=6 ft_model_job "$MODEL"
+LR_EPOCHS=8 ft_model_job "$MODEL"
 run "${ARGS[@]}" --model-out ref.model
 [[ $RC == 0 && -s ref.model ]] || fail "uninterrupted run: exit status $RC"
 
