@@ -137,6 +137,19 @@ uint32_t app_parts_count(int parts, int workers)
     return parts > 0 ? (uint32_t)parts : 4 * (uint32_t)(workers > 0 ? workers : 1);
 }
 
+int app_parts_job_check(const app_job *j, int parts, char *err, size_t errlen)
+{
+    if (parts && (j->checkpoint_dir || j->resume_dir) && j->consistency == LOOM_ASP &&
+        j->workers > 1)
+        return app_usage(err, errlen,
+                         "--data-parts with %s needs --consistency bsp or ssp with several "
+                         "workers: under asp a worker waiting for a part does no clocks, so "
+                         "no checkpoint's clock cuts every worker in the same epoch "
+                         "(docs/FAULTS.md)",
+                         j->checkpoint_dir ? "--checkpoint-dir" : "--resume");
+    return 0;
+}
+
 int app_part_read(const char *prog, const char *path, const loom_libsvm_opts *o, uint64_t max_dim,
                   uint32_t i, uint32_t nparts, loom_dataset **d)
 {

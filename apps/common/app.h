@@ -345,6 +345,12 @@ typedef struct app_job {
     const char *filter_push, *filter_pull; /* --filter, --filter-pull (NULL: not given) */
 } app_job;
 
+/* --data-parts (parts != 0) with the job's other flags: checkpoints
+ * (--checkpoint-dir, --resume) of several workers under ASP are refused, as
+ * there an idle worker does no clocks and no clock cuts every worker in the
+ * same epoch (loom/parts.h). 0, or 2 with the reason in err. */
+int app_parts_job_check(const app_job *j, int parts, char *err, size_t errlen);
+
 /* The entry points of `loom train MODEL` have one signature for every model,
  * so that tools/models.c calls them all from one table: cli points to the
  * model's own MODEL_cli, which starts with its app_job. */

@@ -185,9 +185,7 @@ int fm_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
         return app_usage(err, errlen,
                          "--servers 0: loom train fm keeps its model on the servers; give "
                          "--servers 1 or more");
-    if (c->data_parts && (c->job.checkpoint_dir || c->job.resume_dir))
-        return app_usage(err, errlen, "--data-parts does not work with %s yet",
-                         c->job.checkpoint_dir ? "--checkpoint-dir" : "--resume");
+    if ((rc = app_parts_job_check(&c->job, c->data_parts, err, errlen))) return rc;
     if (o->threshold == 0 && sketch_given)
         return app_usage(err, errlen,
                          "--sketch-width and --sketch-depth size the sketch of --threshold; "

@@ -179,15 +179,17 @@ int lr_parse_flags(int argc, char **argv, void *cli, char *err, size_t errlen)
             return app_usage(err, errlen, "%s is for --algo dbpg", dbpg_only[k]);
     if (c->train.algo == LR_ALGO_SGD && c->train.l1 > 0 && c->train.updater != LR_UPD_FTRL)
         return app_usage(err, errlen, "--l1 needs --updater ftrl or --algo dbpg");
-    if (c->data_parts) {
-        /* Each of these keeps per-share state that parts handed out in
-         * turn do not have yet (docs/LR.md, "Data parts on demand"). */
-        const char *no = c->train.algo == LR_ALGO_DBPG ? "--algo dbpg"
-                         : c->job.checkpoint_dir       ? "--checkpoint-dir"
-                         : c->job.resume_dir           ? "--resume"
-                                                       : NULL;
-        if (no) return app_usage(err, errlen, "--data-parts does not work with %s yet", no);
-    }
+    /* DBPG's step is one block's gradient over the whole data in one clock,
+     * every worker's rows at once with their margins kept by the worker that
+     * holds them; a part is trained on whole by one worker at a time
+     * (docs/LR.md, "Data parts on demand"). */
+    if (c->data_parts && c->train.algo == LR_ALGO_DBPG)
+        return app_usage(err, errlen,
+                         "--data-parts does not work with --algo dbpg: each of its clocks "
+                         "takes one block's gradient over every row of the data at once, "
+                         "while a part is trained on whole by one worker at a time; use "
+                         "--algo sgd, or dbpg with fixed shares");
+    if ((rc = app_parts_job_check(&c->job, c->data_parts, err, errlen))) return rc;
 #undef GIVEN
     return 0;
 }

@@ -54,12 +54,31 @@
  * asks for nothing more: loom_parts_next() reports the part it finished and
  * answers LOOM_PARTS_LEFT; the parts it trained on count once, like anyone's.
  *
+ * Checkpoints (docs/FAULTS.md). A worker's place in the parts is part of
+ * its state at a checkpoint's clock C: the epoch it is in, the part it holds
+ * (the application saves how far into it it is) and the parts it finished in
+ * that epoch. loom_parts_save() gives those bytes, to go into the worker's
+ * loom_checkpoint_save(); every worker of a resumed job hands them back to
+ * loom_parts_resume() before anything else, and the scheduler rebuilds the
+ * epoch's pool from all of them: finished = what some worker had finished
+ * (every minibatch of it is in the servers' cut, clocks < C), held = what a
+ * worker was in the middle of (its minibatches of clocks < C are in the cut,
+ * and the worker goes on from its next one: nothing is trained twice or
+ * skipped), in the pool = the rest, handed out again as if never handed out.
+ * The empty clocks loom_parts_next() does are clocks like any other: with
+ * checkpoints, give it the `clocked` callback, where the application asks
+ * loom_checkpoint_due() and saves its state as when idle. The state does not
+ * say whether the worker heard the epoch's end (a cut at an empty clock
+ * before it, under SSP, can be before the last part finished): the resumed
+ * worker asks again and hears it then.
+ *
  * Every worker must open the parts with the same options; the scheduler
  * answers a request with other options LOOM_EMISMATCH. One loom_parts per
  * worker node. */
 #ifndef LOOM_PARTS_H
 #define LOOM_PARTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "loom/node.h"
@@ -77,11 +96,16 @@ typedef struct loom_parts_opts {
     uint32_t parts;   /* P, 1 to LOOM_PARTS_MAX */
     int epochs;       /* epochs of the job, at least 1 */
     double timeout_s; /* a part held longer goes back to the pool; 0: never */
+    /* Called (if not NULL) on the application's thread after each empty clock
+     * of loom_parts_next(), with ctx: the place to ask loom_checkpoint_due().
+     * Non-zero ends loom_parts_next() with that code. */
+    int (*clocked)(void *ctx);
+    void *ctx;
 } loom_parts_opts;
 
 #define LOOM_PARTS_OPTS_DEFAULT                                                                    \
     {                                                                                              \
-        .parts = 0, .epochs = 1, .timeout_s = 0                                                    \
+        .parts = 0, .epochs = 1, .timeout_s = 0, .clocked = NULL, .ctx = NULL                      \
     }
 
 /* What loom_parts_next() says. */
@@ -115,6 +139,22 @@ int loom_parts_done(loom_parts *p, uint32_t part);
 
 /* Parts this worker was handed and finished so far (all epochs). */
 uint64_t loom_parts_finished(const loom_parts *p);
+
+/* Checkpoints (above): this worker's place in the parts as bytes, for its
+ * checkpoint state; *len receives their length. With buf NULL or cap too
+ * small nothing is written and LOOM_ELIMIT returned (ask with NULL first). */
+int loom_parts_save(const loom_parts *p, void *buf, size_t cap, size_t *len);
+
+/* In a resumed job, on every worker, after loom_parts_open() and before
+ * loom_parts_next(): the bytes loom_parts_save() gave at the checkpoint.
+ * Waits until the scheduler has every worker's (a few ms), then *held is
+ * the part this worker was training at the cut (go on with it from where
+ * the application's state says, then loom_parts_done()), or UINT32_MAX,
+ * and *epoch the epoch it is in.
+ * LOOM_EINVAL if the bytes are not a state of these options, LOOM_ESTATE
+ * after a request, LOOM_EPROTO if the workers' states disagree (other
+ * epochs: a checkpoint of an ASP job, whose idle workers do no clocks). */
+int loom_parts_resume(loom_parts *p, const void *state, size_t len, uint32_t *held, int *epoch);
 
 void loom_parts_close(loom_parts *p);
 

@@ -15,8 +15,10 @@ enum sched_msg_type {
     MSG_SCHED_BLOCK = 80, /* worker -> worker: table = engine, a = block, b = version; frame rows */
     /* data parts on demand (src/sched/parts.c, parts_coord.c) */
     MSG_PARTS_REQ = 84, /* worker -> scheduler: req = epoch, clock = the worker's clock,
-                           a = finished part + 1 (0: none), b = 1: hold the answer (no
-                           empty clocks); frame: u64 parts, u64 epochs, u64 timeout (ms) */
+                           a = finished part + 1 (0: none), b = PARTS_REQ_* flags (hold
+                           the answer, join, leave, resume); frame: u64 parts, u64 epochs,
+                           u64 timeout (ms); with resume a second frame: the checkpoint
+                           state (parts_wire_resume) */
     MSG_PARTS_GIVE,     /* scheduler -> worker: req = epoch, a = parts_answer, b = the part
                            (PARTS_PART) or a loom error (PARTS_ERROR), clock = the clock to
                            reach (PARTS_EPOCH_END) */

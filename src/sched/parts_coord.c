@@ -34,6 +34,18 @@
  * last request (PARTS_REQ_LEAVE), which reports the part it finished; it is
  * gone from then on, its slot ready for the next to join.
  *
+ * Resuming from a checkpoint (loom/parts.h, "Checkpoints"): every worker's
+ * first request is its state at the cut (PARTS_REQ_RESUME: its epoch, the
+ * part it held, the parts it finished in the epoch). The pool answers none
+ * of them until it has every worker's (a lost one's is not waited for), so
+ * that no part is handed out that another worker's state says is finished;
+ * then the epoch's parts are finished, held or in the pool as the states
+ * say, the epoch ends if they are all finished, and every worker hears
+ * PARTS_RESUMED. The states must be of one epoch: a cut falls in the epoch
+ * whose clocks it cuts, the same on every worker, as long as idle workers do
+ * empty clocks (not under ASP alone). The line `parts: resumed in epoch E`
+ * says what the states held.
+ *
  * The accounting is logged (LOOM_VERBOSE=1): each part handed out, each
  * finished, each back in the pool (a lost worker's and a timed-out one's
  * always, as warnings), and each epoch's end with how many parts went back;
@@ -64,6 +76,7 @@ typedef struct coord_worker {
     int waiting;   /* a request held here (no empty clocks), for epoch `wait_epoch` */
     int wait_epoch;
     int epoch_at; /* the epoch of its last request (where a joining worker is placed) */
+    int resumed;  /* its checkpoint state is in (PARTS_REQ_RESUME) */
 } coord_worker;
 
 typedef struct parts_coord {
@@ -81,6 +94,9 @@ typedef struct parts_coord {
      * alone lets one fall that far) reaches at least its own epoch's. */
     int64_t target;
     coord_worker *worker; /* by rank */
+    int resuming;         /* workers' checkpoint states coming in: nothing answered yet */
+    int served;           /* an ordinary request was answered: too late for states */
+    int unresumable;      /* the states disagree: every request is answered an error */
 } parts_coord;
 
 static void coord_destroy(void *state)
@@ -151,6 +167,17 @@ static void back_to_pool(parts_coord *c, uint32_t part, int rank, const char *wh
                  part, rank, why);
 }
 
+/* Every part of the pool's epoch is finished: on to the next. */
+static void epoch_over(loom_node *n, parts_coord *c)
+{
+    log_info("parts: epoch %d over: %" PRIu32 " parts finished, %" PRIu32
+             " back in the pool on the way",
+             c->epoch, c->finished, c->returned);
+    c->target = c->hi;
+    if (++c->epoch < (int)c->o.epochs) fill_pool(c);
+    serve_waiting(n, c);
+}
+
 static void finish(loom_node *n, parts_coord *c, int rank, uint32_t part)
 {
     coord_part *p = &c->parts[part];
@@ -175,13 +202,7 @@ static void finish(loom_node *n, parts_coord *c, int rank, uint32_t part)
     p->state = PART_FINISHED;
     c->finished++;
     log_info("parts: epoch %d: part %" PRIu32 " finished by worker %d", c->epoch, part, rank);
-    if (c->finished < c->o.parts) return;
-    log_info("parts: epoch %d over: %" PRIu32 " parts finished, %" PRIu32
-             " back in the pool on the way",
-             c->epoch, c->finished, c->returned);
-    c->target = c->hi;
-    if (++c->epoch < (int)c->o.epochs) fill_pool(c);
-    serve_waiting(n, c);
+    if (c->finished == c->o.parts) epoch_over(n, c);
 }
 
 /* The options of a request: the first configures the pool, the others must agree. */
@@ -216,6 +237,7 @@ static int join_gate(loom_node *n, void *ctx)
 {
     (void)n;
     const parts_coord *c = ctx;
+    if (c->resuming) return 0;
     if (!c->configured) return 1;
     for (int r = 0; r < c->workers; r++)
         if (!c->worker[r].gone && c->worker[r].epoch_at < c->epoch) return 0;
@@ -232,6 +254,90 @@ static int placement(const parts_coord *c, int rank)
     for (int r = 0; r < c->workers; r++)
         if (r != rank && !c->worker[r].gone && c->worker[r].epoch_at < e) e = c->worker[r].epoch_at;
     return e;
+}
+
+/* Every awaited state is in (none once every worker sent its or is lost):
+ * the pool as they say, and every worker that sent one answered. */
+static void resume_if_complete(loom_node *n, parts_coord *c)
+{
+    if (!c->resuming || c->unresumable) return;
+    uint32_t held = 0;
+    for (int r = 0; r < c->workers; r++) {
+        if (!c->worker[r].gone && !c->worker[r].resumed) return;
+        held += c->worker[r].held != NO_PART;
+    }
+    c->resuming = 0;
+    c->npool = 0; /* the parts left, lowest on top, as fill_pool has them */
+    for (uint32_t i = c->o.parts; i-- > 0;)
+        if (c->parts[i].state == PART_POOL) c->pool[c->npool++] = i;
+    log_info("parts: resumed in epoch %d: %" PRIu32 " parts finished, %" PRIu32 " held, %" PRIu32
+             " in the pool",
+             c->epoch, c->finished, held, c->npool);
+    if (c->finished == c->o.parts) epoch_over(n, c);
+    for (int r = 0; r < c->workers; r++)
+        if (!c->worker[r].gone)
+            answer(n, c, r, (uint64_t)c->worker[r].epoch_at, PARTS_RESUMED, 0, 0);
+}
+
+/* A resumed worker's state (PARTS_REQ_RESUME, loom/parts.h "Checkpoints"). */
+static void on_resume(loom_node *n, parts_coord *c, int rank, node_msg *m)
+{
+    coord_worker *w = &c->worker[rank];
+    size_t len = m->nframes == 2 ? node_frame_size(m, 1) : 0;
+    parts_wire_resume st;
+    const unsigned char *b = len ? node_frame_data(m, 1) : NULL;
+    if (len < sizeof st) {
+        node_drop(n, m, "PARTS_REQ_RESUME without its state");
+        return answer(n, c, rank, 0, PARTS_ERROR, LOOM_EPROTO, 0);
+    }
+    memcpy(&st, b, sizeof st);
+    if (c->unresumable) return answer(n, c, rank, st.epoch, PARTS_ERROR, LOOM_EPROTO, 0);
+    if (st.epoch >= c->o.epochs || st.held > c->o.parts || st.n > c->o.parts ||
+        len != sizeof st + st.n * sizeof(uint32_t)) {
+        node_drop(n, m, "PARTS_REQ_RESUME with a state that does not fit the options");
+        return answer(n, c, rank, 0, PARTS_ERROR, LOOM_EPROTO, 0);
+    }
+    if (!c->resuming) { /* the first state: the epoch the cut is in */
+        c->resuming = 1;
+        c->epoch = (int)st.epoch;
+        fill_pool(c);
+    } else if (st.epoch != (uint64_t)c->epoch) {
+        log_error("parts: the workers' checkpoint states are of epochs %d and %" PRIu64
+                  " (a cut of an ASP job?): cannot resume the parts",
+                  c->epoch, st.epoch);
+        /* Nobody goes on: the workers waiting for the pool hear it too. */
+        c->unresumable = 1;
+        for (int r = 0; r < c->workers; r++)
+            if (c->worker[r].resumed && !c->worker[r].gone)
+                answer(n, c, r, (uint64_t)c->epoch, PARTS_ERROR, LOOM_EPROTO, 0);
+        return answer(n, c, rank, st.epoch, PARTS_ERROR, LOOM_EPROTO, 0);
+    }
+    for (uint64_t i = 0; i < st.n; i++) {
+        uint32_t part;
+        memcpy(&part, b + sizeof st + i * sizeof part, sizeof part);
+        if (part >= c->o.parts) {
+            node_drop(n, m, "PARTS_REQ_RESUME finishing a part out of range");
+            return answer(n, c, rank, st.epoch, PARTS_ERROR, LOOM_EPROTO, 0);
+        }
+        if (c->parts[part].state == PART_FINISHED) continue;
+        if (c->parts[part].state == PART_HELD) c->worker[c->parts[part].holder].held = NO_PART;
+        c->parts[part].state = PART_FINISHED;
+        c->finished++;
+        log_info("parts: epoch %d: part %" PRIu32 " finished by worker %d before the cut", c->epoch,
+                 part, rank);
+    }
+    /* A part held by two (one timed out at the cut) is the first one's; the
+     * other's finish then comes late, and the first finish counts. */
+    if (st.held && c->parts[st.held - 1].state == PART_POOL) {
+        c->parts[st.held - 1] = (coord_part){PART_HELD, (uint32_t)rank, node_now_ms()};
+        w->held = (uint32_t)(st.held - 1);
+        log_info("parts: epoch %d: part %" PRIu64 " held by worker %d at the cut", c->epoch,
+                 st.held - 1, rank);
+    }
+    w->resumed = 1;
+    w->epoch_at = c->epoch;
+    if (m->h.clock > c->hi) c->hi = m->h.clock;
+    resume_if_complete(n, c);
 }
 
 static void on_request(loom_node *n, void *ctx, node_msg *m)
@@ -253,6 +359,22 @@ static void on_request(loom_node *n, void *ctx, node_msg *m)
         node_drop(n, m, "PARTS_REQ with unknown flags, or a join reporting a part");
         return answer(n, c, rank, e, PARTS_ERROR, LOOM_EPROTO, 0);
     }
+    if (!(flags & PARTS_REQ_RESUME) && m->nframes != 1) {
+        node_drop(n, m, "PARTS_REQ with a state but no PARTS_REQ_RESUME");
+        return answer(n, c, rank, e, PARTS_ERROR, LOOM_EPROTO, 0);
+    }
+    if (flags & PARTS_REQ_RESUME) {
+        if (flags != PARTS_REQ_RESUME || m->h.a || c->served || w->resumed) {
+            node_drop(n, m, "PARTS_REQ_RESUME out of turn");
+            return answer(n, c, rank, e, PARTS_ERROR, LOOM_EPROTO, 0);
+        }
+        return on_resume(n, c, rank, m);
+    }
+    if (c->resuming) {
+        node_drop(n, m, "PARTS_REQ before every resumed worker's state is in");
+        return answer(n, c, rank, e, PARTS_ERROR, LOOM_EPROTO, 0);
+    }
+    c->served = 1;
     if (flags & PARTS_REQ_JOIN) e = (uint64_t)placement(c, rank);
     w->epoch_at = e <= (uint64_t)c->epoch ? (int)e : c->epoch;
     /* A worker is in the pool's epoch or behind it, never ahead, and has one
@@ -305,6 +427,7 @@ static int on_lost(loom_node *n, void *ctx, uint32_t id)
     w->gone = 1;
     w->waiting = 0;
     if (!c->configured) return 0;
+    resume_if_complete(n, c); /* its state is not waited for */
     if (w->held == NO_PART) {
         log_warn("parts: worker %d lost holding no part: no data lost", rank);
         return 1;

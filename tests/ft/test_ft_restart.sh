@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # --on-worker-failure restart (docs/FAULTS.md): a one-worker BSP job of MODEL
-# (lr, mf, lda; two servers) that checkpoints every EVERY clocks loses its
+# (lr, mf, lda, and lr_parts, fm_parts: lr and fm with data parts handed out
+# on demand; two servers) that checkpoints every EVERY clocks loses its
 # worker (SIGKILL) twice: once after its K-th checkpoint has been committed (K
 # drawn from SEED), and once more as soon as the restarted job's worker is up.
 # Each time `loom train` must stop the job and start it again from its newest
@@ -15,7 +16,7 @@
 #     resumes from it, and resuming from it ends with the same model;
 # and no process of any of these jobs survives.
 #
-# Usage: test_ft_restart.sh LOOM MODEL SEED
+# Usage: test_ft_restart.sh LOOM MODEL SEED   (MODEL: lr, mf, lda, lr_parts, fm_parts)
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
 # shellcheck source-path=SCRIPTDIR source=../lib/cli.sh

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checkpoint, kill every process, resume (docs/FAULTS.md): a one-worker BSP
-# job of MODEL (lr, mf, lda, fm; two servers) writes a checkpoint every few
+# job of MODEL (lr, mf, lda, fm, or lr_parts and fm_parts: with data parts
+# handed out on demand; two servers) writes a checkpoint every few
 # clocks; once the K-th has been committed (K drawn from SEED) the test
 # SIGKILLs every process of the job at once, wherever they are (possibly in
 # the middle of writing the next checkpoint); `loom train ... --resume`
@@ -12,7 +13,7 @@
 # replicas to the same model: a checkpoint holds each range once, whatever
 # the ring that wrote it.
 #
-# Usage: test_ft_resume.sh LOOM MODEL SEED [REPLICAS]   (MODEL: lr, mf, lda or fm)
+# Usage: test_ft_resume.sh LOOM MODEL SEED [REPLICAS]   (MODEL: lr, mf, lda, fm, lr_parts, fm_parts)
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
 set -u
 # shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
@@ -77,11 +78,24 @@ if [[ $MODEL == mf ]]; then
     [[ $RC != 0 ]] && grep -qF -- "--steps" err || fail "resume with another --steps: exit status $RC"
     [[ -e other.model ]] && fail "resume with another --steps trained anyway"
 fi
+if [[ $MODEL == *_parts ]]; then
+    # The workers' states are of 7 (6) parts: another --data-parts is refused.
+    OTHER=()
+    prev=
+    for a in "${ARGS[@]}"; do
+        [[ $prev == --data-parts ]] && OTHER+=(5) || OTHER+=("$a")
+        prev=$a
+    done
+    run "${OTHER[@]}" --model-out other.model --resume ck
+    [[ $RC != 0 ]] && grep -qF "the checkpoint does not fit this job" err ||
+        fail "resume with another --data-parts: exit status $RC"
+    [[ -e other.model ]] && fail "resume with another --data-parts trained anyway"
+fi
 # The newest checkpoint exports as a model file its app reads.
 run checkpoint export ck --out exported.model
 [[ $RC == 0 && -s exported.model ]] || fail "checkpoint export: exit status $RC"
 if [[ $MODEL != lda ]]; then
-    run predict "$MODEL" --model exported.model --data data
-    [[ $RC == 0 ]] || fail "loom predict $MODEL cannot use the exported model"
+    run predict "${MODEL%_parts}" --model exported.model --data data
+    [[ $RC == 0 ]] || fail "loom predict ${MODEL%_parts} cannot use the exported model"
 fi
 echo "PASS: $MODEL resumed bit for bit"

@@ -13,7 +13,7 @@ EVERY=5 # clocks between checkpoints
 # ft_model_job MODEL: generate MODEL's data into ./data and set ARGS to a
 # one-worker, two-server BSP `loom train MODEL` of hundreds of clocks (long
 # enough for several checkpoints to commit before it ends; LR_EPOCHS makes
-# lr's longer).
+# lr's and lr_parts's longer).
 ft_model_job() {
     case $1 in
     lr)
@@ -27,6 +27,26 @@ ft_model_job() {
         # --threads 2: every lane's state goes into the checkpoint; the
         # sketch counts through the first epoch's checkpoints.
         ARGS=(train fm --train data --epochs 2 --minibatch 100 --threads 2 --threshold 20)
+        ;;
+    lr_parts)
+        # Data parts on demand (loom/parts.h): a cut falls inside a part or
+        # between two, and the resumed worker goes on from the part's next
+        # minibatch (--threads 2: two lanes a part). --l2: every part's
+        # bookkeeping goes into the checkpoint. 609 clocks (29 a part), paced
+        # as lr's.
+        run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
+        ARGS=(train lr --train data --updater adagrad --epochs "${LR_EPOCHS:-3}" --minibatch 50
+            --data-parts 7 --threads 2 --l2 0.001 --bandwidth 200)
+        ;;
+    fm_parts)
+        # As fm, over 6 parts handed out on demand (the sketch counts
+        # through the first epoch's parts and checkpoints): 204 clocks, 17 a
+        # part. (A sketch of 2^16 columns makes its checkpoints 4 times
+        # cheaper, but then the job outran its commits and ended before the
+        # test's kill.)
+        run gen fm --out data --rows 20000 --features 2000 --nnz 10 --quiet
+        ARGS=(train fm --train data --epochs 2 --minibatch 100 --threads 2
+            --threshold 20 --data-parts 6)
         ;;
     mf)
         run gen mf --out data --users 1000 --items 2000 --ratings 100000 --quiet

@@ -28,6 +28,15 @@
 #          1 s and another worker finishes it; worker 1, continued, finishes it
 #          too and the scheduler logs that finish as not counted; every part of
 #          every epoch is finished once and the job ends with status 0.
+#   restart, restart_ssp  3 workers, 2 servers, 7 parts, 3 epochs, BSP
+#          (SSP(1)), a checkpoint every 40 clocks, --on-worker-failure
+#          restart: worker 1 is SIGKILLed once a checkpoint of epoch 1 or
+#          later is committed; the restarted scheduler rebuilds the pool
+#          from the workers' states, and every part of every epoch is
+#          finished exactly once across the restart (epochs before the
+#          resumed one in the first run, the others in the second with the
+#          parts finished before the cut), a part held at the cut by the
+#          worker that held it.
 #   a9a    lr on ../shared/data's a9a with 2 workers, a fixed share each and
 #          --data-parts auto (8 parts): the test accuracies within 0.005 of
 #          each other, both at least 0.84 (exit 77 without the data).
@@ -37,6 +46,8 @@
 set -u
 # shellcheck source-path=SCRIPTDIR source=../lib/cli.sh
 source "$(dirname "$0")/../lib/cli.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ft.sh
+source "$(dirname "$0")/../lib/ft.sh" # newest
 
 LOOM=${1:?usage: $0 LOOM CASE [DATA_DIR]}
 CASE=${2:?usage: $0 LOOM CASE [DATA_DIR]}
@@ -136,8 +147,10 @@ exact)
     expect 2 "--data-parts 0: give auto or a number of parts from 1 to 1048576" train lr \
         --train data --data-parts 0
     expect 2 "--part-timeout needs --data-parts" train lr --train data --part-timeout 5
-    expect 2 "--data-parts does not work with --algo dbpg yet" train lr --train data \
-        --data-parts auto --algo dbpg
+    expect 2 "--data-parts does not work with --algo dbpg: each of its clocks" train lr \
+        --train data --data-parts auto --algo dbpg
+    expect 2 "--data-parts with --checkpoint-dir needs --consistency bsp or ssp" train fm \
+        --train data --data-parts auto --consistency asp --workers 2 --checkpoint-dir ck
     expect 2 "--data-parts x: give auto" train fm --train data --data-parts x
     # One worker with one part cut into 2 lanes (--threads 2) trains exactly
     # what it trains on a fixed share in 2 lanes: the same lanes, orders,
@@ -220,6 +233,65 @@ timeout)
         fail "worker 1's late finish of part $part was not logged as not counted"
     exactly_once job.out 6 3 late
     echo "part $part of epoch $epoch timed out at worker 1 (stopped), another worker finished it, worker 1's late finish not counted"
+    ;;
+restart | restart_ssp)
+    # --on-worker-failure restart with parts: the job starts again from its
+    # newest checkpoint, whose workers' states say which parts of the epoch
+    # were finished and held at the cut (loom/parts.h, "Checkpoints").
+    # Under SSP(1) a worker can hear an epoch's end a clock before another
+    # finished its last part: the cut must still put them in one epoch.
+    cons=bsp
+    [[ $CASE == restart_ssp ]] && cons=ssp:1
+    run gen lr --out data --rows 12000 --features 2000 --nnz 10 --quiet
+    [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
+    export LOOM_VERBOSE=1
+    "$LOOM" train lr --train data --epochs 3 --minibatch 10 --workers 3 --servers 2 \
+        --data-parts 7 --consistency $cons --checkpoint-dir ck --checkpoint-every 40 \
+        --on-worker-failure restart --insecure --no-status --metrics m >job.out 2>&1 &
+    launcher=$!
+    wait_part_of_epoch1
+    # A checkpoint committed after that (in epoch 1 or later), then the kill.
+    # The poll interval is not a synchronisation.
+    since=$(newest ck)
+    until (($(newest ck) > since)); do
+        kill -0 "$launcher" 2>/dev/null || { cp job.out err; fail "the job ended before a checkpoint in epoch 1"; }
+        (($(now_ms) < deadline)) || { cp job.out err; fail "no checkpoint in epoch 1 in 60 s"; }
+        sleep 0.01
+    done
+    victim=$(role_pid worker 1) || { cp job.out err; fail "cannot find worker 1's process"; }
+    kill -KILL "$victim"
+    job_end
+    grep -q "restart 1 of 3: the job starts again from its checkpoint at clock" job.out ||
+        fail "the job did not start again from a checkpoint"
+    # The runs before and after the restart, and where the second resumed.
+    line=$(grep -n "restart 1 of 3" job.out | head -n 1 | cut -d: -f1)
+    head -n "$line" job.out >run1
+    tail -n +"$line" job.out >run2
+    resumed=$(grep -oE "parts: resumed in epoch [0-9]+: [0-9]+ parts finished, [0-9]+ held, [0-9]+ in the pool" run2) ||
+        fail "the restarted scheduler did not say where the parts resumed"
+    E=${resumed#parts: resumed in epoch }
+    E=${E%%:*}
+    ((E >= 1)) || fail "resumed in epoch $E, not after the first"
+    # Every part of every epoch exactly once: epochs before E in the first
+    # run; E and later in the second, counting the parts the workers' states
+    # say were finished before the cut.
+    want=$(for ((e = 0; e < 3; e++)); do for ((p = 0; p < 7; p++)); do echo "$e $p"; done; done)
+    got=$({
+        sed -n 's/^\[scheduler\] info: parts: epoch \([0-9]*\): part \([0-9]*\) finished by worker [0-9]*$/\1 \2/p' run1 |
+            awk -v E="$E" '$1 < E'
+        sed -n 's/^\[scheduler\] info: parts: epoch \([0-9]*\): part \([0-9]*\) finished by worker [0-9]*\( before the cut\)\{0,1\}$/\1 \2/p' run2
+    } | sort -n -k1,1 -k2,2)
+    [[ $got == "$want" ]] || {
+        diff <(echo "$want") <(echo "$got") | head -20 >&2
+        fail "across the restart, the parts finished are not every part of every epoch once"
+    }
+    # A part held at the cut is finished, in the second run, by the worker that held it.
+    while read -r p w; do
+        grep -q "^\[scheduler\] info: parts: epoch $E: part $p finished by worker $w$" run2 ||
+            fail "part $p, held by worker $w at the cut, was not finished by it"
+    done < <(sed -n "s/^\[scheduler\] info: parts: epoch $E: part \([0-9]*\) held by worker \([0-9]*\) at the cut$/\1 \2/p" run2)
+    [[ $(wc -l <m) -ge 3 ]] || fail "not a metrics line per epoch"
+    echo "restarted $(grep -o 'from its checkpoint at clock [0-9]*' job.out | head -n 1); $resumed; every part once per epoch"
     ;;
 a9a)
     [[ -n $DATA && -f $DATA/a9a/a9a ]] || skip "$DATA/a9a not found (the shared datasets are not part of a clone)"
