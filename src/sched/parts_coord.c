@@ -222,6 +222,19 @@ static int join_gate(loom_node *n, void *ctx)
     return 1;
 }
 
+/* The leave gate (node_set_leave_gate; `loom leave`): a worker may be asked
+ * to leave once the job hands out parts (its options came) and while it is
+ * in the pool's accounting: it leaves after the part it trains on, with the
+ * request that reports it (PARTS_REQ_LEAVE). */
+static int leave_gate(loom_node *n, void *ctx, uint32_t id)
+{
+    const parts_coord *c = ctx;
+    int rank;
+    if (!c->configured || node_peer_role(n, id, &rank) != LOOM_WORKER || rank >= c->workers)
+        return 0;
+    return !c->worker[rank].gone;
+}
+
 /* Where a joining worker starts (the epoch it is placed in): the lowest
  * epoch another worker's last request was in. The gate let it join while
  * that was the pool's epoch; since, the epoch may have ended (its workers
@@ -357,5 +370,6 @@ int parts_coord_attach(loom_node *n)
     node_set_timer(n, &parts_layer_def, on_timer, c);
     int rc = node_add_lost(n, on_lost, c);
     rc = rc ? rc : node_set_join_gate(n, join_gate, c);
+    rc = rc ? rc : node_set_leave_gate(n, leave_gate, c);
     return rc ? rc : node_add_rejoin(n, on_join, c);
 }
