@@ -32,7 +32,8 @@
  * ended meanwhile, it gets its end, and goes through the barrier after it,
  * which waits for it, with the others. A worker that leaves says so with its
  * last request (PARTS_REQ_LEAVE), which reports the part it finished; it is
- * gone from then on, its slot ready for the next to join.
+ * gone from then on, its slot ready for the next to join. `loom leave` may ask
+ * a worker to leave (core's leave gate) once the job hands out parts.
  *
  * The accounting is logged (LOOM_VERBOSE=1): each part handed out, each
  * finished, each back in the pool (a lost worker's and a timed-out one's

@@ -14,9 +14,11 @@
 #          finished by them), the job ends with status 0 and a test accuracy
 #          of at least 0.84 (exit 77 without the data).
 #   refuse malformed joins: no address, a bad address, a bad role, no
-#          program: status 2 and a message naming what is wrong; a worker
-#          joining a job with no free slot is refused by the scheduler, naming
-#          it, and exits non-zero, and so is a server; the job is not
+#          program, and malformed leaves: status 2 and a message naming what
+#          is wrong; a worker joining a job with no free slot is refused by the
+#          scheduler, naming it, and exits non-zero, and so is a server; `loom
+#          leave` of a worker of that job (fixed shares: no data parts) and of
+#          its server (no replicas) is refused, naming why; the job is not
 #          disturbed. A job with a free server slot and no replicas fails at
 #          its start, saying it needs LOOM_REPLICAS.
 #
@@ -39,6 +41,23 @@
 #          get SIGTERM and leave (the servers' ranges go to the next holders,
 #          as in a failover). The job ends on 1 server and 2 workers with the
 #          sum exact and every part once per epoch; every process exits 0.
+#
+#   leave_MODE  the same program and table, BSP, SSP(1) or ASP, 2 servers
+#          (LOOM_REPLICAS=1) and 3 workers started by `loom run` with a
+#          secret; once epoch 0 is over `loom leave` asks: without the secret
+#          (no answer), for a worker the job does not have, with another token
+#          and another size (refused); worker 1 (it leaves after its part, and
+#          the command says so), worker 1 again (gone), server 1 (it leaves at
+#          once), server 0 (refused: its ranges would have no holder),
+#          worker 2 with --no-wait, worker 0 (refused: the last worker). The
+#          status page counts 3 leaves; the job ends with status 0 on worker
+#          0 and server 0, the sum exact, every part once per epoch, and the
+#          three that left exit 0.
+#   deadslot  the same program, BSP, 2 servers (LOOM_REPLICAS=1), 3 workers,
+#          --on-worker-failure continue: worker 1 is killed after epoch 0,
+#          and a worker that joins takes its slot and finishes parts; the sum
+#          is exact but for what the dead worker pushed for the part it did
+#          not finish (ELASTIC_SUM_LOST=1), every part once per epoch.
 #
 # Usage: test_elastic.sh LOOM CASE [DATA_DIR [ELASTIC_SUM]]
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
@@ -331,14 +350,24 @@ refuse)
     ((rc != 0)) || { cp norep.out err; fail "a job with a free server slot and no replicas ran"; }
     grep -q "needs LOOM_REPLICAS (loom train --replicas) of at least 1" norep.out ||
         { cp norep.out err; fail "the job without replicas does not say it needs them"; }
-    # A job without free slots: the joiner is refused, the job goes on.
+    # Malformed leaves: status 2, naming what is wrong.
+    expect 2 "give the scheduler's ADDRESS first" leave --worker 1
+    expect 2 "'nohost' is not a scheduler address" leave nohost --worker 1
+    expect 2 "give --worker R or --server R" leave 127.0.0.1:5
+    expect 2 "--worker and --server" leave 127.0.0.1:5 --worker 1 --server 0
+    # A job without free slots, on fixed shares (no --data-parts) and
+    # without replicas: the joiner is refused, and so are leaves, saying
+    # why; the job goes on.
     export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1
     "$LOOM" run --servers 1 --workers 2 --insecure --no-status --verbose -- "$LOOM" train lr \
-        --train data --epochs 3 --minibatch 10 --data-parts 8 >job.out 2>&1 &
+        --train data --epochs 6 --minibatch 10 >job.out 2>&1 &
     launcher=$!
     wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
     addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
     wait_log job.out '^\[scheduler\] info: job assembled' "the job's start"
+    expect 1 "refused: worker 1 cannot leave: the job hands out no data parts" leave "$addr" --worker 1
+    expect 1 "refused: server 0 cannot leave: its ranges would have no live holder without it (a job without replicas cannot lose a server" \
+        leave "$addr" --server 0
     # A worker and a server at once, both while the job runs.
     for role in worker server; do
         LOOM_CONNECT_TIMEOUT_MS=20000 "$LOOM" join "$addr" --role $role --servers 1 --workers 2 -- \
@@ -358,7 +387,7 @@ refuse)
     launcher=
     cp job.out err
     ((rc == 0)) || fail "the job: exit status $rc after a refused join"
-    echo "malformed joins refused (status 2); a worker's and a server's join to a full job refused by the scheduler; the job ended well"
+    echo "malformed joins and leaves refused (status 2); a worker's and a server's join to a full job refused by the scheduler, and their leaves from a job without data parts or replicas; the job ended well"
     ;;
 *)
     fail "unknown case $CASE"
