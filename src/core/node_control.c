@@ -314,7 +314,11 @@ static void on_node_rejoined(loom_node *n, void *ctx, node_msg *m)
             log_error("cannot reach %s, which rejoined from %s: %s", who, addr, loom_strerror(rc));
             return;
         }
-        /* A worker's slot is taken only by a worker joining (docs/ELASTIC.md). */
+        /* A worker's slot is taken only by a worker joining (docs/ELASTIC.md),
+         * maybe a dead one's: a new worker, whose death would count again. */
+        pthread_mutex_lock(&n->mu);
+        n->peers[id].lost = 0;
+        pthread_mutex_unlock(&n->mu);
         int rank;
         log_warn("%s %s from %s", who,
                  node_peer_role(n, id, &rank) == LOOM_WORKER ? "joined the running job"

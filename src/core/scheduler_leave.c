@@ -143,9 +143,8 @@ void sched_leave_request(loom_node *n, const uint8_t *rid, size_t rid_len, const
                  role, count - 1);
         rc = LOOM_ENOTFOUND;
     }
-    uint32_t id = 0;
     if (!rc) {
-        id = (uint32_t)(server ? 1 + rank : 1 + n->cfg.num_servers + rank);
+        uint32_t id = (uint32_t)(server ? 1 + rank : 1 + n->cfg.num_servers + rank);
         rc = server ? server_leave(n, id, rank, why, sizeof why)
                     : worker_leave(n, id, rank, rid, rid_len, why, sizeof why);
     }
