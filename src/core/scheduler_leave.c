@@ -130,7 +130,13 @@ void sched_leave_request(loom_node *n, const uint8_t *rid, size_t rid_len, const
     const char *role = server ? "server" : "worker";
     int count = server ? n->cfg.num_servers : n->cfg.num_workers, rank = reg->rank;
     int rc = sched_check_job(n, &r, 1, why, sizeof why);
-    if (!rc && (s->roster_phase != 2 || n->state != NODE_RUNNING)) {
+    if (rc) { /* not the job's: said in its answer, and logged as a refused REGISTER is */
+        if (++s->refused <= 5 || log_level() >= LOG_DEBUG)
+            log_error("refused a leave request: %s", why);
+        sched_send_rid(n, rid, rid_len, MSG_REJECT, (uint64_t)rc, why);
+        return;
+    }
+    if (s->roster_phase != 2 || n->state != NODE_RUNNING) {
         snprintf(why, sizeof why, "the job has not started yet: no %s can leave it", role);
         rc = LOOM_ESTATE;
     }
@@ -148,12 +154,18 @@ void sched_leave_request(loom_node *n, const uint8_t *rid, size_t rid_len, const
         rc = server ? server_leave(n, id, rank, why, sizeof why)
                     : worker_leave(n, id, rank, rid, rid_len, why, sizeof why);
     }
+    /* Who asked, for the log: printable characters only. */
+    char from[MSG_ADDR_MAX];
+    size_t k = 0;
+    for (; reg->address[k] && k < sizeof from - 1; k++)
+        from[k] = reg->address[k] >= ' ' && reg->address[k] <= '~' ? reg->address[k] : '?';
+    from[k] = '\0';
     if (rc) {
-        log_warn("refused to let a node leave (loom leave from %s): %s", reg->address, why);
+        log_warn("refused to let a node leave (loom leave from %s): %s", from, why);
         sched_send_rid(n, rid, rid_len, MSG_REJECT, (uint64_t)rc, why);
         return;
     }
-    log_warn("loom leave from %s: %s", reg->address, why);
+    log_warn("loom leave from %s: %s", from, why);
     sched_send_rid(n, rid, rid_len, MSG_LEAVE_ACK, 0, why);
     if (server) sched_send_rid(n, rid, rid_len, MSG_LEAVE_ACK, 1, why);
 }
