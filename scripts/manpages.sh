@@ -4,7 +4,8 @@
 # parsers read, so a page never disagrees with `loom help`:
 #
 #   loom.1                    loom help
-#   loom-run.1, loom-checkpoint.1, loom-keygen.1, loom-status.1, loom-plot.1
+#   loom-run.1, loom-leave.1, loom-checkpoint.1, loom-keygen.1, loom-status.1,
+#                             loom-plot.1
 #   loom-train.1              loom help train (the models)
 #   loom-train-MODEL.1        loom train MODEL --help, for every model it lists
 #   loom-gen-MODEL.1          loom gen MODEL --help
@@ -117,7 +118,7 @@ models() {
 }
 
 "$LOOM" help | page loom "distributed machine learning: parameter server, model parallelism, peer-to-peer training"
-for sub in run checkpoint keygen status plot; do
+for sub in run leave checkpoint keygen status plot; do
     what=$("$LOOM" help | awk -v s="$sub" '$1 == s { $1 = ""; sub(/^ +/, ""); print }')
     "$LOOM" help "$sub" 2>&1 | page "loom-$sub" "$what"
 done

@@ -16,6 +16,9 @@ int cmd_run(int argc, char **argv);
 /* loom join: start a worker that joins a running job (tools/join.c). */
 int cmd_join(int argc, char **argv);
 
+/* loom leave: ask a running job that a worker or server leave it (tools/leave.c). */
+int cmd_leave(int argc, char **argv);
+
 /* loom gen: write a synthetic data set (tools/gen.c). */
 int cmd_gen(int argc, char **argv);
 

@@ -38,6 +38,9 @@ static const struct command commands[] = {
      "start a worker or server that joins a running job (an elastic job: loom run "
      "--max-workers, --max-servers)",
      cmd_join},
+    {"leave",
+     "ask a running job that one of its workers or servers leave it (loom join's other half)",
+     cmd_leave},
     {"gen", "write a synthetic data set", cmd_gen},
     {"train", "train a model with a job on this machine or a cluster (models: loom help train)",
      cmd_train},

@@ -237,6 +237,26 @@ int loom_workers_lost(loom_node *node, double *share);
 int loom_joined(const loom_node *node);
 void loom_leave(loom_node *node);
 int loom_leaving(const loom_node *node);
+/* Ask the scheduler of a running job that its worker or server `rank` leave
+ * it (`loom leave`; docs/ELASTIC.md), from a process that is no node of the
+ * job. cfg names the job as a joining node's does: scheduler (its address),
+ * job_token and secret, and num_servers and num_workers, checked if not both
+ * 0. A worker leaves as on SIGTERM, after the part it trains on (a job with
+ * data parts, loom/parts.h); a server at once, its ranges going to the
+ * servers that hold their replicas. Waits up to timeout_ms for the
+ * scheduler's answer and, with wait_gone, until the node is gone from the
+ * job (a worker: its last part reported; a server: the job went on without
+ * it). Returns 0 (accepted, and gone if wait_gone); the scheduler's refusal
+ * (LOOM_ENOTFOUND no such rank; LOOM_ESTATE gone already, still joining, the
+ * last worker, a server whose ranges would lose their last holder;
+ * LOOM_ECONFIG another job, or a worker of a job without data parts;
+ * LOOM_ESHUTDOWN the job is ending); LOOM_ETIMEDOUT (no answer in time, or
+ * accepted but not gone in time); LOOM_EINVAL, LOOM_ECONFIG (a bad secret),
+ * LOOM_ETRANSPORT. msg (msglen bytes, if not NULL) gets the scheduler's
+ * sentence or why there was none; *accepted (if not NULL) whether the
+ * scheduler accepted the leave. */
+int loom_request_leave(const loom_config *cfg, loom_role role, int rank, int timeout_ms,
+                       int wait_gone, int *accepted, char *msg, size_t msglen);
 /* Workers: how many workers the job started with (their ranks are 0 to
  * this - 1; the others were free slots), as this worker's roster said:
  * num_workers unless the job is elastic (start_workers). */

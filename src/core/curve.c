@@ -219,6 +219,18 @@ int curve_client(const curve *c, void *dealer)
     return 0;
 }
 
+int curve_client_of(void *sock, const char *secret)
+{
+    char public_key[LOOM_SECRET_LEN + 1];
+    if (strlen(secret) != LOOM_SECRET_LEN || zmq_curve_public(public_key, secret))
+        return LOOM_ECONFIG;
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, public_key, LOOM_SECRET_LEN) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, public_key, LOOM_SECRET_LEN) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, secret, LOOM_SECRET_LEN))
+        return LOOM_ETRANSPORT;
+    return 0;
+}
+
 void curve_stop(curve *c)
 {
     if (!c) return;

@@ -32,6 +32,10 @@ int curve_server(curve *c, void *router);
 int curve_listen(curve *c, void *sock);
 /* Make dealer a CURVE client of the job; before connect. */
 int curve_client(const curve *c, void *dealer);
+/* Make sock a CURVE client of the job whose secret is `secret` (Z85), for a
+ * process that is no node (`loom leave`, leave_request.c); before connect.
+ * 0, LOOM_ECONFIG (not a key), LOOM_ETRANSPORT. */
+int curve_client_of(void *sock, const char *secret);
 /* After zmq_ctx_term() of the context: wait for the thread and free c. */
 void curve_stop(curve *c);
 

@@ -27,6 +27,10 @@ static const msg_type_info core_types[MSG_TYPE_LIMIT] = {
     CORE(NODE_FAILED, 0, 0, MSG_BY_SCHED),
     CORE(METRICS, 1, 1, MSG_BY_WORKER),
     CORE(NODE_REJOINED, 1, 1, MSG_BY_SCHED),
+    /* A request comes from no node (the scheduler's stranger hook takes it);
+     * what a node accepts is the scheduler's order, without payload. */
+    CORE(LEAVE, 0, 1, MSG_BY_SCHED),
+    CORE(LEAVE_ACK, 1, 1, MSG_BY_SCHED),
     CORE(WORKER_LOST, 0, 0, MSG_BY_SCHED),
 };
 #undef CORE

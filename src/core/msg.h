@@ -79,6 +79,11 @@ enum msg_type {
     MSG_METRICS,         /* worker -> scheduler: blob (the application's latest metrics) */
     MSG_NODE_REJOINED,   /* scheduler -> all: a = id of a dead node a replacement took over;
                             frame its routing id (MSG_RID_SIZE bytes), then its address (str) */
+    MSG_LEAVE,           /* `loom leave` -> scheduler: blob (msg_register naming the node to
+                          * leave, with the job's token); scheduler -> worker: leave the running
+                          * job, as on SIGTERM (docs/ELASTIC.md) */
+    MSG_LEAVE_ACK,       /* scheduler -> `loom leave`: a = 0 the leave was accepted, 1 the node
+                          * is gone; blob = what happened (str) */
     /* worker failure (core, --on-worker-failure continue) */
     MSG_WORKER_LOST = 136, /* scheduler -> servers, workers: a = node id of a dead worker
                               the job goes on without, b = its share of the data (the
@@ -122,6 +127,14 @@ enum msg_error {
     MSG_ERR_PAYLOAD, /* payload sizes or contents invalid for the type/table */
     MSG_ERR_COUNT_
 };
+
+/* Whether a message of `type` may come from a routing id no node owns (the
+ * scheduler's stranger hook takes it): a REGISTER, or a leave request
+ * (`loom leave`, docs/ELASTIC.md). */
+static inline int msg_stranger_type(unsigned type)
+{
+    return type == MSG_REGISTER || type == MSG_LEAVE;
+}
 
 /* Who may send a type: bits 1 << loom_role. */
 #define MSG_BY_SCHED  (1u << 0) /* LOOM_SCHEDULER */

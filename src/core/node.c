@@ -95,6 +95,17 @@ int node_peer_role(const loom_node *n, uint32_t id, int *rank)
     return msg_node_role(id, n->nnodes, (uint32_t)n->cfg.num_servers, rank);
 }
 
+uint64_t node_seq_base(const loom_node *n)
+{
+    return n->seq_base;
+}
+
+int node_peer_leaving(const loom_node *n, uint32_t id)
+{
+    return id < n->nnodes && n->cfg.role == LOOM_SCHEDULER && n->peers[id].left &&
+           !n->peers[id].vacant;
+}
+
 int node_is_replacement(const loom_node *n)
 {
     return n->replacement;
@@ -541,6 +552,19 @@ int node_set_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx)
 int node_join_allowed(loom_node *n)
 {
     return !n->join_gate || n->join_gate(n, n->join_gate_ctx);
+}
+
+int node_set_leave_gate(loom_node *n, node_leave_gate_fn fn, void *ctx)
+{
+    if (n->leave_gate) return LOOM_ESTATE;
+    n->leave_gate = fn;
+    n->leave_gate_ctx = ctx;
+    return 0;
+}
+
+int node_leave_allowed(loom_node *n, uint32_t worker)
+{
+    return n->leave_gate && n->leave_gate(n, n->leave_gate_ctx, worker);
 }
 
 int node_run_failover(loom_node *n, uint32_t dead)

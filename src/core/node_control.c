@@ -120,6 +120,7 @@ static int install_roster(loom_node *n, node_msg *m)
         /* Joined a running job: its next barrier is the job's next one. */
         if (n->cfg.role != LOOM_WORKER || m->h.clock < 0) return LOOM_EPROTO;
         n->barrier_gen_entered = n->barrier_gen_released = (uint64_t)m->h.clock;
+        n->seq_base = (uint64_t)m->h.table << NODE_SEQ_BASE_SHIFT;
     }
     n->workers_started = 0;
     for (uint32_t id = 0; id < n->nnodes; id++) {
@@ -249,6 +250,21 @@ static void on_leave_refused(loom_node *n, void *ctx, node_msg *m)
     atomic_store(&n->leave_sent, 0);
 }
 
+/* `loom leave` asked the scheduler that this worker leave (scheduler_leave.c):
+ * the flag SIGTERM sets (loom_leave), so it leaves exactly as then, after the
+ * part it trains on (loom/parts.h). */
+static void on_leave(loom_node *n, void *ctx, node_msg *m)
+{
+    (void)ctx;
+    if (m->nframes || m->h.a || m->h.b) {
+        node_drop(n, m, "LEAVE with a payload or arguments");
+        return;
+    }
+    log_warn("the scheduler asks this worker to leave the running job (loom leave): it leaves "
+             "after the part it trains on");
+    loom_leave(n);
+}
+
 static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
 {
     (void)ctx;
@@ -298,7 +314,11 @@ static void on_node_rejoined(loom_node *n, void *ctx, node_msg *m)
             log_error("cannot reach %s, which rejoined from %s: %s", who, addr, loom_strerror(rc));
             return;
         }
-        /* A worker's slot is taken only by a worker joining (docs/ELASTIC.md). */
+        /* A worker's slot is taken only by a worker joining (docs/ELASTIC.md),
+         * maybe a dead one's: a new worker, whose death would count again. */
+        pthread_mutex_lock(&n->mu);
+        n->peers[id].lost = 0;
+        pthread_mutex_unlock(&n->mu);
         int rank;
         log_warn("%s %s from %s", who,
                  node_peer_role(n, id, &rank) == LOOM_WORKER ? "joined the running job"
@@ -457,6 +477,7 @@ int node_member_attach(loom_node *n)
         node_set_handler(n, MSG_BARRIER_RELEASE, on_barrier_release, NULL);
         node_set_handler(n, MSG_DONE_ACK, on_done_ack, NULL);
         node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, NULL);
+        node_set_handler(n, MSG_LEAVE, on_leave, NULL);
     } else {
         node_set_handler(n, MSG_SHUTDOWN, on_shutdown, NULL);
         node_set_handler(n, MSG_DONE_ACK, on_leave_refused, NULL);

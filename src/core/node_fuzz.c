@@ -359,7 +359,7 @@ void node_fuzz_deliver(node_fuzz_job *j, node_fuzz_msg *fm, const uint8_t *rid, 
     m.from = sender_of(n, fm->from, rid, rid_len);
     void *ctx;
     const node_hooks *h =
-        m.from == NODE_NO_ID && m.h.type == MSG_REGISTER ? node_stranger_hooks(n, &ctx) : NULL;
+        m.from == NODE_NO_ID && msg_stranger_type(m.h.type) ? node_stranger_hooks(n, &ctx) : NULL;
     if (h)
         h->stranger(n, ctx, rid, rid_len, &m);
     else if (m.from == NODE_NO_ID || (m.h.sender != m.from && m.h.type != MSG_REGISTER))

@@ -98,6 +98,20 @@ static inline uint32_t node_worker_id(int num_servers, int rank)
 }
 /* Role and rank of a node id; returns -1 if id is not part of the job. */
 int node_peer_role(const loom_node *n, uint32_t id, int *rank);
+/* Scheduler: 1 if node `id` is a server leaving the running job (its own
+ * DONE a = 1, or `loom leave`; docs/ELASTIC.md) while the failover
+ * subscribers decide whether the job can go on without it, else 0: a
+ * refusal is then the scheduler's to explain, not a death's. */
+int node_peer_leaving(const loom_node *n, uint32_t id);
+/* A worker: where the sequence numbers of its pushes start (0, or for a
+ * worker that joined the running job, J << NODE_SEQ_BASE_SHIFT, J the
+ * scheduler's count of joins when it came: docs/ELASTIC.md). A slot a worker
+ * left or died in may be taken by another, and with replicas a server
+ * applies a worker's push only above the last sequence it applied from that
+ * slot: the newcomer's must start above any of its predecessors', which
+ * pushed fewer than 2^40 times each. */
+#define NODE_SEQ_BASE_SHIFT 40
+uint64_t node_seq_base(const loom_node *n);
 /* 1 if this process took the place of a dead node (a replacement server: its
  * roster said so), else 0. Known from the roster on, so before any message of
  * another server or a worker can reach this node (one from a routing id the
@@ -236,6 +250,14 @@ int node_add_lost(loom_node *n, node_lost_fn fn, void *ctx);
  * per node; LOOM_ESTATE if one is set already. */
 typedef int (*node_join_gate_fn)(loom_node *n, void *ctx);
 int node_set_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx);
+/* Scheduler: whether worker node `worker` may leave the running job when
+ * `loom leave` asks for it (docs/ELASTIC.md): the gate fn(n, ctx, worker),
+ * if a layer set one, returns 1 when the worker can leave the job and its
+ * work go to the others (src/sched/parts_coord.c: a job handing out data
+ * parts); without a gate, or with a 0, the request is refused. One gate per
+ * node; LOOM_ESTATE if one is set already. */
+typedef int (*node_leave_gate_fn)(loom_node *n, void *ctx, uint32_t worker);
+int node_set_leave_gate(loom_node *n, node_leave_gate_fn fn, void *ctx);
 
 /* ---- the scheduler's status page ---- */
 /* Scheduler: worker (a node id) has completed `clock` clocks (INT64_MAX: it

@@ -87,7 +87,12 @@ typedef struct peer {
      * node takes; `joined`: its process joined the running job. */
     int vacant, left, joined;
     uint32_t join_acks; /* scheduler: servers yet to say they know the joining worker */
-    double share;       /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
+    /* Scheduler: a worker `loom leave` asked to leave, and the routing id of
+     * the request, which hears when it is gone (scheduler_leave.c). */
+    int leave_asked;
+    uint8_t leave_rid[NODE_RID_MAX];
+    size_t leave_rid_len;
+    double share; /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
 
 /* Note that the job goes on without worker node `id`, whose share was `share`. */
@@ -141,8 +146,9 @@ typedef struct node_hooks {
     int (*poll)(loom_node *n, void *ctx, struct pollfd *fds);
     /* After the poll: what it found on them (their revents). */
     void (*serve)(loom_node *n, void *ctx, const struct pollfd *fds, int count, uint64_t now);
-    /* A REGISTER on the ROUTER from routing id `rid`, which no node owns
-     * yet: m is the message, its routing id frame left out. */
+    /* A REGISTER or a leave request (msg_stranger_type) on the ROUTER from
+     * routing id `rid`, which no node owns yet: m is the message, its
+     * routing id frame left out. */
     void (*stranger)(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_len, node_msg *m);
     /* A message from a node the job went on without (dropped after this). */
     void (*from_dead)(loom_node *n, void *ctx, const node_msg *m);
@@ -210,6 +216,7 @@ struct loom_node {
     atomic_int leave_requested;
     atomic_int leave_sent; /* a server: its DONE (a = 1) asking to leave is on its way */
     int workers_started;   /* a worker: workers not in free slots when its roster came */
+    uint64_t seq_base;     /* a worker that joined: node_seq_base */
     uint64_t barrier_gen_entered, barrier_gen_released;
     int done_acked;
     /* A worker sent DONE: it sends the scheduler nothing more (member_tick). */
@@ -272,6 +279,8 @@ struct loom_node {
     int nlost;
     node_join_gate_fn join_gate; /* node_set_join_gate: NULL, or the one gate */
     void *join_gate_ctx;
+    node_leave_gate_fn leave_gate; /* node_set_leave_gate: NULL, or the one gate */
+    void *leave_gate_ctx;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed;
@@ -325,6 +334,8 @@ int node_run_failover(loom_node *n, uint32_t dead);
 int node_run_lost(loom_node *n, uint32_t worker);
 /* Whether a worker may join now (the join gate; 1 without one). */
 int node_join_allowed(loom_node *n);
+/* Whether worker node `worker` may leave when asked (the leave gate; 0 without one). */
+int node_leave_allowed(loom_node *n, uint32_t worker);
 /* Run the rejoin subscribers for node `id` (node_add_rejoin). */
 void node_run_rejoin(loom_node *n, uint32_t id);
 
@@ -423,5 +434,25 @@ void sched_summary_of(const loom_node *n, sched_summary *out);
 /* The fuzz seam (node_fuzz.c): a job assembled without REGISTERs, its
  * `registered` other nodes in the roster and the roster installed. */
 void sched_set_assembled(loom_node *n, uint32_t registered);
+/* Send `text` in a message of `type` (a = a) to routing id rid, which need
+ * be no node's (a REJECT, a leave request's answer). */
+void sched_send_rid(loom_node *n, const uint8_t *rid, size_t rid_len, uint8_t type, uint64_t a,
+                    const char *text);
+/* Whether a REGISTER or (leave: 1) a leave request names this job: its
+ * token and its sizes. 0, or LOOM_ECONFIG with the reason in why. */
+int sched_check_job(const loom_node *n, const msg_register *reg, int leave, char *why, size_t len);
+/* Server node `id` (rank `rank`) leaves the running job: it asked (DONE a = 1)
+ * or `loom leave` asked for it (asked = 0). 1 if the job went on without it
+ * (it was told to end), 0 if refused (its ranges would lose their last live
+ * holder) or the job is ending. */
+int sched_server_leaves(loom_node *n, uint32_t id, int rank, int asked);
+
+/* scheduler_leave.c: `loom leave` (docs/ELASTIC.md). A leave request
+ * (MSG_LEAVE) from routing id rid, which no node owns: answered there with
+ * a REJECT or LEAVE_ACKs. */
+void sched_leave_request(loom_node *n, const uint8_t *rid, size_t rid_len, const msg_register *reg);
+/* Node `id` is gone from the job (`how`: "left the running job", "finished",
+ * "died ..."): whoever asked it to leave hears it (LEAVE_ACK a = 1). */
+void sched_leave_gone(loom_node *n, uint32_t id, const char *how);
 
 #endif

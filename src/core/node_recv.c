@@ -215,8 +215,9 @@ static int receive_one(loom_node *n, uint32_t from_peer)
     if (err == MSG_OK) {
         m.from = from_peer == NODE_NO_ID ? router_sender(n, &parts[0]) : from_peer;
         void *ctx;
-        const node_hooks *h =
-            m.from == NODE_NO_ID && m.h.type == MSG_REGISTER ? node_stranger_hooks(n, &ctx) : NULL;
+        const node_hooks *h = m.from == NODE_NO_ID && msg_stranger_type(m.h.type)
+                                  ? node_stranger_hooks(n, &ctx)
+                                  : NULL;
         if (h) {
             take_frames(&m, parts, first + 1, kept);
             h->stranger(n, ctx, zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]), &m);

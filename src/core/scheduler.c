@@ -39,12 +39,12 @@ static void send_control_ab(loom_node *n, uint32_t dest, uint8_t type, uint64_t 
     node_send_zmq(n, dest, &h, NULL, 0);
 }
 
-/* Answer routing id `rid` with a REJECT naming the reason. */
-static void send_reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
+void sched_send_rid(loom_node *n, const uint8_t *rid, size_t rid_len, uint8_t type, uint64_t a,
+                    const char *text)
 {
     blob_writer w = {0};
-    blob_put_str(&w, why);
-    msg_header h = {.type = MSG_REJECT, .sender = 0, .nframes = 1, .a = (uint64_t)code};
+    blob_put_str(&w, text);
+    msg_header h = {.type = type, .sender = 0, .nframes = 1, .a = a};
     uint8_t hdr[MSG_HEADER_SIZE];
     msg_encode_header(&h, hdr);
     pthread_mutex_lock(&n->sock_mu); /* every use of a socket (node_priv.h) */
@@ -56,6 +56,12 @@ static void send_reject(loom_node *n, const uint8_t *rid, size_t rid_len, int co
     }
     pthread_mutex_unlock(&n->sock_mu);
     free(w.buf);
+}
+
+/* Answer routing id `rid` with a REJECT naming the reason. */
+static void send_reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
+{
+    sched_send_rid(n, rid, rid_len, MSG_REJECT, (uint64_t)code, why);
 }
 
 /* Refuse a node that is not (or not yet) in the roster: answer its routing id
@@ -101,8 +107,10 @@ static void forget_roster(sched_state *s)
 
 /* The roster to node `dest`; `replaces`: dest is a replacement for a dead
  * node (b = 1) or a worker joining the running job (b = 2, with the barrier
- * generation it starts at), which its layers need to know before anyone's
- * traffic can reach it (the roster is what makes that traffic attributable). */
+ * generation it starts at, and in `table` the joins so far: its sequence
+ * numbers start above those of the slot's earlier workers, node_seq_base), which its layers need to
+ * know before anyone's traffic can reach it (the roster is what makes that traffic attributable).
+ */
 static int send_roster(loom_node *n, uint32_t dest, int replaces)
 {
     sched_state *s = &n->sched;
@@ -128,7 +136,8 @@ static int send_roster(loom_node *n, uint32_t dest, int replaces)
                     .req = (uint64_t)heartbeat_port(n),
                     .a = dest,
                     .b = (uint64_t)replaces,
-                    .clock = replaces == 2 ? (int64_t)s->barrier_gen : 0};
+                    .clock = replaces == 2 ? (int64_t)s->barrier_gen : 0,
+                    .table = replaces == 2 ? s->joins : 0}; /* node_seq_base */
     return node_send_zmq(n, dest, &h, &part, 1);
 }
 
@@ -235,6 +244,31 @@ static int tokens_equal(const char *a, const char *b)
     return diff == 0;
 }
 
+int sched_check_job(const loom_node *n, const msg_register *reg, int leave, char *why, size_t len)
+{
+    char who[32];
+    snprintf(who, sizeof who, "%s",
+             leave                      ? "a leave request"
+             : reg->role == LOOM_SERVER ? "a server"
+                                        : "a worker");
+    uint32_t ns = reg->num_servers, nw = reg->num_workers;
+    if (!tokens_equal(reg->token, n->cfg.job_token)) {
+        snprintf(why, len,
+                 "%s of another job: its job token does not match this job's (%s LOOM_JOB_TOKEN)",
+                 who, reg->token[0] ? "a different" : "it has no");
+        return LOOM_ECONFIG;
+    }
+    if (ns != num_servers(n) || nw != (uint32_t)n->cfg.num_workers) {
+        snprintf(why, len,
+                 "%s %s for %" PRIu32 " servers and %" PRIu32
+                 " workers, but this job has %d and %d",
+                 who, leave ? "names a job" : "was started", ns, nw, n->cfg.num_servers,
+                 n->cfg.num_workers);
+        return LOOM_ECONFIG;
+    }
+    return 0;
+}
+
 /* A replacement for node `id`, which died and which the job went on without
  * (survive): it takes the node's place with its own routing id. It gets the
  * roster, then what it missed of the job (which servers died, which workers
@@ -306,7 +340,8 @@ static void join_server(loom_node *n, const uint8_t *rid, size_t rid_len, const 
 }
 
 /* A worker joins the running job (docs/ELASTIC.md) in free worker slot
- * `rank` (-1: the lowest free one): like a replacement (rejoin), it gets the
+ * `rank` (-1: the lowest free one, a free slot or one a worker left before a
+ * dead worker's, --on-worker-failure continue): like a replacement (rejoin), it gets the
  * roster (b = 2, with the barrier generation it starts at), and once it
  * acknowledged it everyone hears NODE_REJOINED and the layers bring it in
  * (node_add_rejoin: its clock, its data parts). Not while the workers are in
@@ -324,6 +359,8 @@ static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, con
     }
     for (int k = 0; k < n->cfg.num_workers && rank < 0; k++)
         if (n->peers[base + (uint32_t)k].vacant) rank = k;
+    for (int k = 0; k < n->cfg.num_workers && rank < 0; k++) /* then a dead worker's */
+        if (n->peers[base + (uint32_t)k].lost) rank = k;
     if (rank < 0) {
         char why[256];
         snprintf(why, sizeof why,
@@ -345,8 +382,13 @@ static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, con
         return;
     }
     peer *p = &n->peers[id];
+    if (p->lost) { /* a dead worker's slot (--on-worker-failure continue) */
+        s->workers_lost--;
+        log_info("worker %d's slot was a dead worker's: the job went on without it", rank);
+    }
     p->registered = p->joined = 1;
-    p->done = p->vacant = p->left = 0;
+    p->done = p->vacant = p->left = p->lost = p->leave_asked = 0;
+    p->leave_rid_len = 0;
     p->share = 0;
     s->workers_done--;
     s->joins++;
@@ -422,24 +464,14 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
         node_drop_raw(n, "invalid REGISTER");
         return;
     }
-    int role = reg.role, rank = reg.rank;
-    uint32_t ns = reg.num_servers, nw = reg.num_workers;
-    const char *addr = reg.address;
-    char why[MSG_ADDR_MAX + 128];
-    if (!tokens_equal(reg.token, n->cfg.job_token)) {
-        snprintf(why, sizeof why,
-                 "a %s of another job: its job token does not match this job's (%s LOOM_JOB_TOKEN)",
-                 role == LOOM_SERVER ? "server" : "worker",
-                 reg.token[0] ? "a different" : "it has no");
-        reject(n, rid, rid_len, LOOM_ECONFIG, why);
+    if (m->h.type == MSG_LEAVE) { /* `loom leave` (scheduler_leave.c) */
+        sched_leave_request(n, rid, rid_len, &reg);
         return;
     }
-    if (ns != num_servers(n) || nw != (uint32_t)n->cfg.num_workers) {
-        snprintf(why, sizeof why,
-                 "a %s was started for %" PRIu32 " servers and %" PRIu32
-                 " workers, but this job has %d and %d",
-                 role == LOOM_SERVER ? "server" : "worker", ns, nw, n->cfg.num_servers,
-                 n->cfg.num_workers);
+    int role = reg.role, rank = reg.rank;
+    const char *addr = reg.address;
+    char why[MSG_ADDR_MAX + 128];
+    if (sched_check_job(n, &reg, 0, why, sizeof why)) {
         reject(n, rid, rid_len, LOOM_ECONFIG, why);
         return;
     }
@@ -467,7 +499,8 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
         return;
     }
     if (role == LOOM_WORKER && s->roster_phase == 2 &&
-        (rank < 0 || (rank < count && n->peers[base + (uint32_t)rank].vacant))) {
+        (rank < 0 || (rank < count && (n->peers[base + (uint32_t)rank].vacant ||
+                                       n->peers[base + (uint32_t)rank].lost)))) {
         join(n, rank < 0 ? -1 : rank, rid, rid_len, addr);
         return;
     }
@@ -595,31 +628,33 @@ static void end_if_workers_done(loom_node *n);
 static int survive(loom_node *n, uint32_t dead, const char *why);
 
 /* Server node `id` asks to leave the running job (DONE a = 1: loom_leave, a
- * SIGTERM; docs/ELASTIC.md). The job goes on without it as without a dead
+ * SIGTERM; asked: 1) or `loom leave` asks for it (scheduler_leave.c, asked: 0;
+ * docs/ELASTIC.md). The job goes on without it as without a dead
  * server whose ranges its replicas hold (survive: every node moves its
  * ranges to their next holders, workers send again what the replicas may
  * lack), then it is told to end (SHUTDOWN a = 1), its slot free for a server
  * that joins. Refused (DONE_ACK a = LOOM_ESTATE: it goes on serving) when the
  * replicas would not cover its ranges without it. */
-static void server_leaves(loom_node *n, uint32_t id, int rank)
+int sched_server_leaves(loom_node *n, uint32_t id, int rank, int asked)
 {
     sched_state *s = &n->sched;
-    if (s->shutting_down) return; /* the job ends anyway: its SHUTDOWN is on its way */
+    if (s->shutting_down) return 0; /* the job ends anyway: its SHUTDOWN is on its way */
     peer *p = &n->peers[id];
     char why[96];
     snprintf(why, sizeof why, "server %d left the running job", rank);
     p->left = 1; /* before survive(): a leave, not a death, on the status page */
     if (!survive(n, id, why)) {
         p->left = 0;
-        log_error("server %d asked to leave the running job, but its ranges would have no live "
+        log_error("server %d %s to leave the running job, but its ranges would have no live "
                   "holder without it (LOOM_REPLICAS, the servers already gone): it stays",
-                  rank);
-        node_send_control(n, id, MSG_DONE_ACK, 0, LOOM_ESTATE);
-        return;
+                  rank, asked ? "asked" : "was asked (loom leave)");
+        if (asked) node_send_control(n, id, MSG_DONE_ACK, 0, LOOM_ESTATE);
+        return 0;
     }
     p->vacant = 1;
     s->leaves++;
     send_control_ab(n, id, MSG_SHUTDOWN, 1, 0);
+    return 1;
 }
 
 static void on_done(loom_node *n, void *ctx, node_msg *m)
@@ -629,7 +664,7 @@ static void on_done(loom_node *n, void *ctx, node_msg *m)
     int rank;
     if (m->h.a == 1 && node_peer_role(n, m->from, &rank) == LOOM_SERVER &&
         !n->peers[m->from].done && !n->peers[m->from].rejoining) {
-        server_leaves(n, m->from, rank);
+        sched_server_leaves(n, m->from, rank, 1);
         return;
     }
     if (node_peer_role(n, m->from, &rank) != LOOM_WORKER || n->peers[m->from].done) {
@@ -649,6 +684,7 @@ static void on_done(loom_node *n, void *ctx, node_msg *m)
                  (uint32_t)n->cfg.num_workers - s->workers_done, n->cfg.num_workers);
         node_run_lost(n, m->from);
     }
+    sched_leave_gone(n, m->from, p->left ? "left the running job" : "finished");
     maybe_release_barrier(n);
     end_if_workers_done(n);
 }
@@ -796,6 +832,7 @@ static void lose_worker(loom_node *n, uint32_t id, const char *who, uint64_t sil
         "%s died: no heartbeat for %" PRIu64 " ms; going on without it "
         "(--on-worker-failure continue): %s (worker %d of %d%s); %" PRIu32 " of %d workers lost",
         who, silent, data, p->rank, n->cfg.num_workers, share, s->workers_lost, n->cfg.num_workers);
+    sched_leave_gone(n, id, "died before it left");
     maybe_release_barrier(n);
     end_if_workers_done(n);
 }

@@ -169,6 +169,7 @@ static loom_table *table_new(ps_client *c, const ps_table_def *def, const loom_t
     t->row_bytes = (size_t)def->opts.width * loom_type_size(def->opts.type);
     t->cache_on = user ? user->cache : 1;
     t->flush_rows = user ? user->flush_rows : 0;
+    t->next_seq = node_seq_base(c->node); /* above a slot's earlier workers' */
     t->managed = def->opts.priority != LOOM_PRIORITY_NONE && def->opts.consistency != LOOM_BSP;
     t->ifl_head = calloc((size_t)c->num_servers, sizeof *t->ifl_head);
     t->ifl_tail = calloc((size_t)c->num_servers, sizeof *t->ifl_tail);

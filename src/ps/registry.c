@@ -57,7 +57,7 @@ typedef struct registry {
     ps_registry_hooks hooks; /* src/ft's copies and handbacks (part.h; ctx NULL: ps alone, none) */
 } registry;
 
-/* Server `id` died and the job cannot go on without it: say that it is one
+/* Server `id` died (not left) and the job cannot go on without it: say that it is one
  * death too many for the replicas, and how many others are down, since the
  * death alone ("server 2 died: no heartbeat ...") reads like the one
  * failure a job with replicas survives. Other deaths (a worker's, a job
@@ -65,7 +65,8 @@ typedef struct registry {
 static void explain_lost(loom_node *n, const registry *r, uint32_t id)
 {
     int rank, others = 0;
-    if (!r->replicas || node_peer_role(n, id, &rank) != LOOM_SERVER || r->dead[rank] == PS_DOWN)
+    if (!r->replicas || node_peer_role(n, id, &rank) != LOOM_SERVER || r->dead[rank] == PS_DOWN ||
+        node_peer_leaving(n, id)) /* a leave refused: the scheduler says why */
         return;
     for (int s = 0; s < r->num_servers; s++)
         others += s != rank && (r->dead[s] == PS_DOWN || r->dead[s] == PS_JOINING);

@@ -147,7 +147,9 @@ void srv_on_join(loom_node *n, void *ctx, uint32_t id)
 {
     server *s = ctx;
     int w;
-    if (node_peer_role(n, id, &w) == LOOM_WORKER && w < s->num_workers) s->joining[w] = 1;
+    if (node_peer_role(n, id, &w) != LOOM_WORKER || w >= s->num_workers) return;
+    s->joining[w] = 1;
+    s->lost[w] = 0; /* a dead worker's slot (--on-worker-failure continue): a new worker */
 }
 
 /* Drop worker w's entries of a staged or held list whose clock is `from` or

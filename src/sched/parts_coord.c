@@ -32,7 +32,8 @@
  * ended meanwhile, it gets its end, and goes through the barrier after it,
  * which waits for it, with the others. A worker that leaves says so with its
  * last request (PARTS_REQ_LEAVE), which reports the part it finished; it is
- * gone from then on, its slot ready for the next to join.
+ * gone from then on, its slot ready for the next to join. `loom leave` may ask
+ * a worker to leave (core's leave gate) once the job hands out parts.
  *
  * Resuming from a checkpoint (loom/parts.h, "Checkpoints"): every worker's
  * first request is its state at the cut (PARTS_REQ_RESUME: its epoch, the
@@ -242,6 +243,19 @@ static int join_gate(loom_node *n, void *ctx)
     for (int r = 0; r < c->workers; r++)
         if (!c->worker[r].gone && c->worker[r].epoch_at < c->epoch) return 0;
     return 1;
+}
+
+/* The leave gate (node_set_leave_gate; `loom leave`): a worker may be asked
+ * to leave once the job hands out parts (its options came) and while it is
+ * in the pool's accounting: it leaves after the part it trains on, with the
+ * request that reports it (PARTS_REQ_LEAVE). */
+static int leave_gate(loom_node *n, void *ctx, uint32_t id)
+{
+    const parts_coord *c = ctx;
+    int rank;
+    if (!c->configured || node_peer_role(n, id, &rank) != LOOM_WORKER || rank >= c->workers)
+        return 0;
+    return !c->worker[rank].gone;
 }
 
 /* Where a joining worker starts (the epoch it is placed in): the lowest
@@ -480,5 +494,6 @@ int parts_coord_attach(loom_node *n)
     node_set_timer(n, &parts_layer_def, on_timer, c);
     int rc = node_add_lost(n, on_lost, c);
     rc = rc ? rc : node_set_join_gate(n, join_gate, c);
+    rc = rc ? rc : node_set_leave_gate(n, leave_gate, c);
     return rc ? rc : node_add_rejoin(n, on_join, c);
 }

@@ -188,7 +188,7 @@ static int bad_framing(const node_fuzz_job *j, const node_fuzz_msg *m, size_t hd
     loom_node *n = node_fuzz_job_node(j, m->dest);
     int scheduler = loom_node_role(n) == LOOM_SCHEDULER;
     if (m->from >= NODES || m->from == m->dest) /* not a registered node */
-        return !(scheduler && h.type == MSG_REGISTER);
+        return !(scheduler && msg_stranger_type(h.type));
     return h.sender != m->from && h.type != MSG_REGISTER;
 }
 

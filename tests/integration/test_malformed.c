@@ -252,8 +252,8 @@ static void bad_headers(void *a)
     }
     /* Unknown types: none, the gap after core's, the one before ps's, the number after the
      * highest any layer registers, the largest byte. */
-    static const uint8_t types[] = {0, MSG_NODE_REJOINED + 1, MSG_TABLE_OPEN - 1,
-                                    MSG_CKPT_FINAL + 1, 255};
+    static const uint8_t types[] = {0, MSG_LEAVE_ACK + 1, MSG_TABLE_OPEN - 1, MSG_CKPT_FINAL + 1,
+                                    255};
     for (size_t i = 0; i < sizeof types; i++) {
         memcpy(bad, good, sizeof bad), bad[3] = types[i];
         hostile(a, (part[]){{bad, sizeof bad}, blob}, 2);
@@ -280,6 +280,11 @@ static void bad_headers(void *a)
     hostile(a, (part[]){{h, sizeof h}, blob, blob, blob}, 4);
     header(h, MSG_HEARTBEAT, 1, 0); /* HEARTBEAT carries no payload */
     hostile(a, (part[]){{h, sizeof h}, blob}, 2);
+    /* A leave request (`loom leave`) is read as a REGISTER is: without its blob, or cut. */
+    header(h, MSG_LEAVE, 0, 0);
+    hostile(a, (part[]){{h, sizeof h}}, 1);
+    header(h, MSG_LEAVE, 1, 0);
+    hostile(a, (part[]){{h, sizeof h}, {w.buf, 13}}, 2);
     free(w.buf);
 }
 

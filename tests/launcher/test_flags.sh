@@ -183,7 +183,7 @@ for dir in "$HERE"/../../src/*/ "$HERE"/../../apps/*/; do
     grep -qE "^$rel " "$HERE/../../README.md" || fail "README.md's Layout lacks $rel"
 done
 # Every flag the apps' docs and the usage guide mention is in some help.
-for cmd in "run" "keygen" "status" "plot" "train" "gen" "gen lr" "gen mf" "gen lda" "gen lasso" "predict" \
+for cmd in "run" "leave" "keygen" "status" "plot" "train" "gen" "gen lr" "gen mf" "gen lda" "gen lasso" "predict" \
     "predict lr" "predict mf" "predict lasso"; do
     read -r -a words <<<"$cmd"
     "$LOOM" help "${words[@]}" >>helps || fail "loom help $cmd failed"

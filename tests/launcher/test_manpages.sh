@@ -30,7 +30,7 @@ page_flags() {
 }
 
 declare -A cmd=([loom]="help" [loom-train]="help train")
-for sub in run checkpoint keygen status plot; do cmd[loom-$sub]="help $sub"; done
+for sub in run leave checkpoint keygen status plot; do cmd[loom-$sub]="help $sub"; done
 for m in $(models train); do cmd[loom-train-$m]="train $m --help"; done
 for c in gen predict; do
     for m in $(models "$c"); do cmd[loom-$c-$m]="$c $m --help"; done

@@ -14,9 +14,11 @@
 #          finished by them), the job ends with status 0 and a test accuracy
 #          of at least 0.84 (exit 77 without the data).
 #   refuse malformed joins: no address, a bad address, a bad role, no
-#          program: status 2 and a message naming what is wrong; a worker
-#          joining a job with no free slot is refused by the scheduler, naming
-#          it, and exits non-zero, and so is a server; the job is not
+#          program, and malformed leaves: status 2 and a message naming what
+#          is wrong; a worker joining a job with no free slot is refused by the
+#          scheduler, naming it, and exits non-zero, and so is a server; `loom
+#          leave` of a worker of that job (fixed shares: no data parts) and of
+#          its server (no replicas) is refused, naming why; the job is not
 #          disturbed. A job with a free server slot and no replicas fails at
 #          its start, saying it needs LOOM_REPLICAS.
 #
@@ -39,6 +41,23 @@
 #          get SIGTERM and leave (the servers' ranges go to the next holders,
 #          as in a failover). The job ends on 1 server and 2 workers with the
 #          sum exact and every part once per epoch; every process exits 0.
+#
+#   leave_MODE  the same program and table, BSP, SSP(1) or ASP, 2 servers
+#          (LOOM_REPLICAS=1) and 3 workers started by `loom run` with a
+#          secret; once epoch 0 is over `loom leave` asks: without the secret
+#          (no answer), for a worker the job does not have, with another token
+#          and another size (refused); worker 1 (it leaves after its part, and
+#          the command says so), worker 1 again (gone), server 1 (it leaves at
+#          once), server 0 (refused: its ranges would have no holder),
+#          worker 2 with --no-wait, worker 0 (refused: the last worker). The
+#          status page counts 3 leaves; the job ends with status 0 on worker
+#          0 and server 0, the sum exact, every part once per epoch, and the
+#          three that left exit 0.
+#   deadslot  the same program, BSP, 2 servers (LOOM_REPLICAS=1), 3 workers,
+#          --on-worker-failure continue: worker 1 is killed after epoch 0,
+#          and a worker that joins takes its slot and finishes parts; the sum
+#          is exact but for what the dead worker pushed for the part it did
+#          not finish (ELASTIC_SUM_LOST=1), every part once per epoch.
 #
 # Usage: test_elastic.sh LOOM CASE [DATA_DIR [ELASTIC_SUM]]
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
@@ -215,6 +234,104 @@ servers_bsp | servers_ssp | servers_asp)
     done
     echo "$mode: 2 servers and 2 workers joined and left (1 -> 3 -> 1 servers, 2 -> 4 -> 2 workers); the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
     ;;
+leave_bsp | leave_ssp | leave_asp)
+    SUM=${4:?usage: $0 LOOM leave_MODE DATA_DIR ELASTIC_SUM}
+    mode=${CASE#leave_}
+    # Paced as sum_MODE, and longer: the job must outlast a dozen requests,
+    # one of which waits 2 s for an answer that does not come.
+    epochs=40 pace=1000
+    [[ $mode == asp ]] && epochs=80
+    run keygen secret
+    [[ $RC == 0 ]] || fail "loom keygen: exit status $RC"
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000 LOOM_REPLICAS=1
+    "$LOOM" run --servers 2 --workers 3 --secret secret --verbose -- \
+        "$SUM" "$mode" 12 $epochs 40 $pace >job.out 2>&1 &
+    launcher=$!
+    wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
+    addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
+    url=$(sed -n 's/.*status page at \(http[^ ]*\) .*/\1/p' job.out)
+    wait_log job.out '^\[scheduler\] info: parts: epoch 0 over' "the end of epoch 0"
+    # Without the secret nobody gets past the handshake: no answer.
+    expect 1 "no answer from the scheduler at $addr within 2000 ms" leave "$addr" --worker 1 --timeout 2
+    expect 1 "refused: the job has no worker 9: its worker ranks are 0 to 2" leave "$addr" --worker 9 --secret secret
+    LOOM_JOB_TOKEN=another expect 1 "refused: a leave request of another job" leave "$addr" --worker 1 --secret secret
+    expect 1 "refused: a leave request names a job for 2 servers and 4 workers, but this job has 2 and 3" \
+        leave "$addr" --worker 1 --workers 4 --secret secret
+    # loom run's own worker 1 leaves after its part, and its server 1 at once.
+    run leave "$addr" --worker 1 --secret secret
+    [[ $RC == 0 ]] || fail "loom leave --worker 1: exit status $RC"
+    grep -qx "loom leave: worker 1 left the running job" out || fail "loom leave --worker 1 does not say the worker left"
+    expect 1 "refused: worker 1 left the job already" leave "$addr" --worker 1 --secret secret
+    run leave "$addr" --server 1 --secret secret
+    [[ $RC == 0 ]] || fail "loom leave --server 1: exit status $RC"
+    grep -q "^loom leave: server 1 left the running job: its ranges are served by the other servers" out ||
+        fail "loom leave --server 1 does not say the server left"
+    expect 1 "refused: server 0 cannot leave: its ranges would have no live holder without it" \
+        leave "$addr" --server 0 --secret secret
+    expect 1 "refused: server 1 left the job already" leave "$addr" --server 1 --secret secret
+    run leave "$addr" --worker 2 --secret secret --no-wait
+    [[ $RC == 0 ]] || fail "loom leave --worker 2 --no-wait: exit status $RC"
+    grep -qx "loom leave: worker 2 was asked to leave: it leaves after the part it trains on" out ||
+        fail "loom leave --no-wait does not say the worker was asked"
+    expect 1 "refused: worker 0 is the job's last worker" leave "$addr" --worker 0 --secret secret
+    wait_log job.out "^\[scheduler\] warning: worker 2 left the running job" "worker 2's leave"
+    # The status page counts the three leaves.
+    run status --json "$url"
+    [[ $RC == 0 ]] || fail "loom status: exit status $RC"
+    grep -q '"leaves": 3' out || fail "the status page does not count 3 leaves"
+    wait "$launcher"
+    rc=$?
+    launcher=
+    cp job.out err
+    ((rc == 0)) || fail "the job: exit status $rc"
+    exactly_once 12 $epochs
+    grep -q "malformed" job.out && fail "a node dropped a malformed message"
+    grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
+        fail "worker 0 did not find the sum exact"
+    for r in 1 2; do
+        grep -q "^\[worker $r\] worker $r left after [0-9]* parts\$" job.out || fail "worker $r did not say it left"
+        grep -q "^loom run: worker $r exited with status 0\$" job.out || fail "worker $r did not exit 0"
+    done
+    grep -q "^\[server 1\] info: left the running job: its ranges are served by the other servers" job.out ||
+        fail "server 1 did not say it left"
+    grep -q "^loom run: server 1 exited with status 0\$" job.out || fail "server 1 did not exit 0"
+    echo "$mode: loom leave made workers 1 and 2 and server 1 leave (refusals named); the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
+    ;;
+deadslot)
+    SUM=${4:?usage: $0 LOOM deadslot DATA_DIR ELASTIC_SUM}
+    epochs=30 pace=1000
+    prog=("$SUM" bsp 12 "$epochs" 40 "$pace")
+    # Replicas: the newcomer's pushes must not pass for the dead worker's
+    # (sequence numbers), which a server would drop as applied already.
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=5000 LOOM_REPLICAS=1 \
+        LOOM_ON_WORKER_FAILURE=continue ELASTIC_SUM_LOST=1
+    "$LOOM" run --servers 2 --workers 3 --insecure --no-status --verbose -- "${prog[@]}" >job.out 2>&1 &
+    launcher=$!
+    wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
+    addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
+    wait_log job.out '^\[scheduler\] info: parts: epoch 0 over' "the end of epoch 0"
+    pid=$(role_pid worker 1) || fail "worker 1 of the job not found"
+    kill -KILL "$pid"
+    wait_log job.out '^\[scheduler\] warning: worker 1 \(node [0-9]*\) died: .*going on without it' "worker 1's death"
+    "$LOOM" join "$addr" --role worker --servers 2 --workers 3 -- "${prog[@]}" >join1.out 2>&1 &
+    joiners+=($!)
+    wait_log job.out "^\[scheduler\] info: worker 1's slot was a dead worker's" "the join into the dead worker's slot"
+    wait_log job.out "^\[scheduler\] warning: worker 1 joined the running job from " "worker 1's join"
+    wait "${joiners[0]}" || { cp join1.out err; fail "the joiner: exit status $?"; }
+    joiners=()
+    wait "$launcher"
+    rc=$?
+    launcher=
+    cp job.out err
+    ((rc == 0)) || fail "the job: exit status $rc"
+    after=$(sed -n "/worker 1 joined the running job from /,\$ p" job.out | grep -c "^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker 1\$")
+    ((after > 0)) || fail "the worker in the dead worker's slot finished no part"
+    exactly_once 12 $epochs
+    grep -q "malformed" job.out && fail "a node dropped a malformed message"
+    grep -q "^\[worker 0\] exact but for 1 lost worker(s): " job.out ||
+        fail "worker 0 did not find the sum exact (but for the dead worker's unfinished part)"
+    echo "a worker joined in a dead worker's slot and finished $after parts; the int64 sum is exact but for the dead worker's unfinished part; every part once per epoch"
+    ;;
 refuse)
     expect 2 "give the scheduler's ADDRESS" join --role worker -- true
     expect 2 "'nohost' is not a scheduler address" join nohost --role worker -- true
@@ -233,14 +350,24 @@ refuse)
     ((rc != 0)) || { cp norep.out err; fail "a job with a free server slot and no replicas ran"; }
     grep -q "needs LOOM_REPLICAS (loom train --replicas) of at least 1" norep.out ||
         { cp norep.out err; fail "the job without replicas does not say it needs them"; }
-    # A job without free slots: the joiner is refused, the job goes on.
+    # Malformed leaves: status 2, naming what is wrong.
+    expect 2 "give the scheduler's ADDRESS first" leave --worker 1
+    expect 2 "'nohost' is not a scheduler address" leave nohost --worker 1
+    expect 2 "give --worker R or --server R" leave 127.0.0.1:5
+    expect 2 "--worker and --server" leave 127.0.0.1:5 --worker 1 --server 0
+    # A job without free slots, on fixed shares (no --data-parts) and
+    # without replicas: the joiner is refused, and so are leaves, saying
+    # why; the job goes on.
     export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1
     "$LOOM" run --servers 1 --workers 2 --insecure --no-status --verbose -- "$LOOM" train lr \
-        --train data --epochs 3 --minibatch 10 --data-parts 8 >job.out 2>&1 &
+        --train data --epochs 6 --minibatch 10 >job.out 2>&1 &
     launcher=$!
     wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
     addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
     wait_log job.out '^\[scheduler\] info: job assembled' "the job's start"
+    expect 1 "refused: worker 1 cannot leave: the job hands out no data parts" leave "$addr" --worker 1
+    expect 1 "refused: server 0 cannot leave: its ranges would have no live holder without it (a job without replicas cannot lose a server" \
+        leave "$addr" --server 0
     # A worker and a server at once, both while the job runs.
     for role in worker server; do
         LOOM_CONNECT_TIMEOUT_MS=20000 "$LOOM" join "$addr" --role $role --servers 1 --workers 2 -- \
@@ -260,7 +387,7 @@ refuse)
     launcher=
     cp job.out err
     ((rc == 0)) || fail "the job: exit status $rc after a refused join"
-    echo "malformed joins refused (status 2); a worker's and a server's join to a full job refused by the scheduler; the job ended well"
+    echo "malformed joins and leaves refused (status 2); a worker's and a server's join to a full job refused by the scheduler, and their leaves from a job without data parts or replicas; the job ended well"
     ;;
 *)
     fail "unknown case $CASE"

@@ -51,6 +51,8 @@ static const char *const declared[MSG_TYPE_LIMIT] = {
     T(NODE_FAILED),
     T(METRICS),
     T(NODE_REJOINED),
+    T(LEAVE),
+    T(LEAVE_ACK),
     T(WORKER_LOST),
     /* ps */
     T(TABLE_OPEN),
@@ -147,7 +149,7 @@ static void test_taken_numbers_are_refused(void **state)
     static const msg_type_info clash_core[] = {{FREE_A, "A", 0, 0, MSG_BY_WORKER},
                                                {MSG_WORKER_LOST, "LOST", 0, 0, MSG_BY_WORKER}};
     refused_at(clash_core, 2, 1);
-    static const msg_type_info below[] = {{MSG_NODE_REJOINED + 1, "GAP", 0, 0, MSG_BY_WORKER}};
+    static const msg_type_info below[] = {{MSG_LEAVE_ACK + 1, "GAP", 0, 0, MSG_BY_WORKER}};
     refused_at(below, 1, 0);
     static const msg_type_info clash_layer[] = {{FREE_A, "A", 0, 0, MSG_BY_WORKER},
                                                 {FREE_B, "B", 0, 0, MSG_BY_WORKER},
