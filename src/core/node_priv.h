@@ -86,6 +86,9 @@ typedef struct peer {
      * no process in it (never started, or it left: `left`), which a joining
      * node takes; `joined`: its process joined the running job. */
     int vacant, left, joined;
+    /* It left after handing its ranges over (NODE_FAILED b = 2): the
+     * handover's generation (node_peer_drained), else 0. */
+    uint64_t drained;
     uint32_t join_acks; /* scheduler: servers yet to say they know the joining worker */
     double share;       /* scheduler: the worker's "share" metric (rows, documents; 0 = none) */
 } peer;
@@ -272,6 +275,8 @@ struct loom_node {
     int nlost;
     node_join_gate_fn join_gate; /* node_set_join_gate: NULL, or the one gate */
     void *join_gate_ctx;
+    node_drain_fn drain; /* node_set_drain: NULL, or the one hook */
+    void *drain_ctx;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed;

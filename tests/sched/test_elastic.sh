@@ -101,6 +101,49 @@ exactly_once() {
 
 # wait_log FILE PATTERN WHAT: wait (120 s at most) for an extended-regex line
 # in FILE; if none comes, fail showing the ends of the job's and joiners' logs.
+# fenced_leaves (servers_MODE, after the job): the servers left by fenced
+# handovers (docs/ELASTIC.md): each worker's pushes_resent counter holds only what the handbacks of the joins moved
+# (their "took its ranges back: N pushes" lines), nothing for the leaves;
+# the leaves' "N pushes it had not applied" are counted as redirected. Under
+# BSP no read (elastic_sum's "read C V" lines: key 0 at clock C) misses a
+# push of the clocks before C (one per read line of any worker), and from
+# the clock after the joins' last handback on, the reads in the clocks of
+# the leaves among them, each holds exactly those. (The first read after a
+# handback's commit may hold a push of its own clock too: the handback's,
+# docs/FAULTS.md.) Sets $redirected and $reads.
+fenced_leaves() {
+    local out w lines resent moved redir left exact_from=0 c
+    redirected=0 reads=
+    for w in 0 1 2 3; do
+        if ((w < 2)); then
+            lines=$(sed -n "s/^\[worker $w\] //p" job.out)
+        else
+            lines=$(grep -l "^worker $w: resent " join1.out join2.out | head -1 | xargs cat)
+        fi
+        grep -q "^worker $w: resent " <<<"$lines" || { cp job.out err; fail "worker $w printed no counters"; }
+        resent=$(sed -n "s/^worker $w: resent \([0-9]*\), redirected.*/\1/p" <<<"$lines")
+        redir=$(sed -n "s/^worker $w: resent [0-9]*, redirected \([0-9]*\) pushes$/\1/p" <<<"$lines")
+        moved=$(sed -n 's/.*took its ranges back: \([0-9]*\) pushes and.*/\1/p' <<<"$lines" | awk '{s += $1} END {print s + 0}')
+        left=$(sed -n 's/.*left after handing its ranges over: \([0-9]*\) pushes it had not applied.*/\1/p' <<<"$lines" | awk '{s += $1} END {print s + 0}')
+        ((resent == moved)) || { cp job.out err; fail "worker $w sent $resent pushes again, the handbacks $moved: the leaves sent some again"; }
+        ((redir >= left)) || { cp job.out err; fail "worker $w redirected $redir pushes, fewer than its leaves' $left"; }
+        redirected=$((redirected + left))
+        out+=$(grep '^read ' <<<"$lines")$'\n'
+        c=$(awk '/took its ranges back/ { hb = 1; next } hb && /^read / { c = $2; hb = 0 } END { print c + 1 }' <<<"$lines")
+        ((c > exact_from)) && exact_from=$c
+    done
+    [[ $mode == bsp ]] || return 0
+    reads=$(grep -c '^read ' <<<"$out")
+    ((reads > 0)) || fail "no BSP reads printed"
+    # Sorted by clock: the reads at clock C must hold the number of reads
+    # (each followed by its push) at clocks before C.
+    grep '^read ' <<<"$out" | sort -k2,2n | awk -v from="$exact_from" '
+        $2 != clock { before = seen; clock = $2 }
+        { seen++ }
+        $3 < before || ($3 != before && $2 >= from) { print "clock " $2 ": read " $3 ", pushed before it " before; bad = 1; exit }
+        END { exit bad }' >reads.bad || { cp reads.bad err; fail "a BSP read is not exact (exact from clock $exact_from on): $(cat reads.bad)"; }
+}
+
 wait_log() {
     local deadline=$(($(now_ms) + 120000))
     until grep -Eq "$2" "$1"; do
@@ -167,6 +210,7 @@ servers_bsp | servers_ssp | servers_asp)
     [[ $mode == asp ]] && epochs=80
     prog=("$SUM" "$mode" 12 "$epochs" 40 "$pace")
     export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000 LOOM_REPLICAS=2
+    export ELASTIC_SUM_READS=1 # BSP: every worker's reads, checked below
     "$LOOM" run --servers 1 --max-servers 3 --workers 2 --max-workers 4 --insecure --no-status -- \
         "${prog[@]}" >job.out 2>&1 &
     launcher=$!
@@ -193,6 +237,7 @@ servers_bsp | servers_ssp | servers_asp)
         wait_log job.out "^\[scheduler\] warning: worker $r left the running job" "worker $r's leave"
     done
     for s in 1 2; do
+        wait_log job.out "^\[scheduler\] warning: server $s handed its ranges over to their next holders\$" "server $s's handover"
         wait_log job.out "^\[scheduler\] warning: server $s left the running job; the job goes on without it" "server $s's leave"
     done
     for k in 0 1 2 3; do
@@ -213,7 +258,8 @@ servers_bsp | servers_ssp | servers_asp)
         grep -q "left the running job: its ranges are served by the other servers" srv$s.out ||
             { cp srv$s.out err; fail "server $s did not say it left"; }
     done
-    echo "$mode: 2 servers and 2 workers joined and left (1 -> 3 -> 1 servers, 2 -> 4 -> 2 workers); the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
+    fenced_leaves
+    echo "$mode: 2 servers and 2 workers joined and left (1 -> 3 -> 1 servers, 2 -> 4 -> 2 workers); the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch; the servers' leaves were fenced handovers: no push sent again, $redirected redirected${reads:+, $reads BSP reads exact}"
     ;;
 refuse)
     expect 2 "give the scheduler's ADDRESS" join --role worker -- true
