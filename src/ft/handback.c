@@ -65,6 +65,8 @@
  *    and the next holders gate the ranges they took over until every
  *    worker sent them those pushes and acknowledged (HANDBACK_ACK), so a
  *    BSP or SSP read is exact from the first pull. */
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -122,6 +124,8 @@ static void fence(ft_repl *r, int d, uint64_t gen, uint64_t phase)
         log_info("fenced %zu ranges to hand back to server %d", froze, d);
     /* Answered once this round is acknowledged (ft_fence_done), which may
      * be before the cut returns. */
+    r->hb_leaving = phase == 3;
+    r->hb_bytes = atomic_load(r->bytes);
     r->hb_round = r->rounds_cut + 1;
     ft_repl_cut(r);
 }
@@ -130,6 +134,10 @@ void ft_fence_done(ft_repl *r, uint64_t done)
 {
     if (!r->hb_round || done < r->hb_round) return;
     r->hb_round = 0;
+    if (r->hb_leaving)
+        log_info("leaving: the last replication round is acknowledged (%" PRIu64
+                 " bytes sent since the fence)",
+                 atomic_load(r->bytes) - r->hb_bytes);
     msg_header h = {.type = MSG_HANDBACK_ACK, .req = r->hb_gen};
     node_send(r->node, 0, &h, NULL, 0);
 }

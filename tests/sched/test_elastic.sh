@@ -36,9 +36,17 @@
 #          server joins (`loom join --role server`) and takes its ranges back
 #          (the scheduler's handback), then a second; then two workers join;
 #          once each finished a part, both workers and both joined servers
-#          get SIGTERM and leave (the servers' ranges go to the next holders,
-#          as in a failover). The job ends on 1 server and 2 workers with the
+#          get SIGTERM and leave (each server hands its ranges over to their
+#          next holders: fence, last replication round, commit). The job ends on 1 server and 2 workers with the
 #          sum exact and every part once per epoch; every process exits 0.
+#
+#   servers_fallback  the same program, SSP(1), 1 of 3 server slots, 2
+#          workers, LOOM_REPLICAS=2, a 5 s heartbeat timeout: two servers join
+#          and take their ranges back; then server 2 is stopped (SIGSTOP) and
+#          server 1 asked to leave (SIGTERM): its handover waits for server 2's
+#          fence, server 2 is declared dead, and server 1 leaves by failover
+#          instead, as the scheduler says; server 2 is killed. The sum ends
+#          exact, every part once per epoch, the job and server 1 exit 0.
 #
 # Usage: test_elastic.sh LOOM CASE [DATA_DIR [ELASTIC_SUM]]
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
@@ -260,6 +268,41 @@ servers_bsp | servers_ssp | servers_asp)
     done
     fenced_leaves
     echo "$mode: 2 servers and 2 workers joined and left (1 -> 3 -> 1 servers, 2 -> 4 -> 2 workers); the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch; the servers' leaves were fenced handovers: no push sent again, $redirected redirected${reads:+, $reads BSP reads exact}"
+    ;;
+servers_fallback)
+    SUM=${4:?usage: $0 LOOM servers_fallback DATA_DIR ELASTIC_SUM}
+    epochs=30
+    prog=("$SUM" ssp 12 "$epochs" 40 1000)
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=5000 LOOM_REPLICAS=2
+    "$LOOM" run --servers 1 --max-servers 3 --workers 2 --insecure --no-status -- \
+        "${prog[@]}" >job.out 2>&1 &
+    launcher=$!
+    wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
+    addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
+    wait_log job.out '^\[scheduler\] info: parts: epoch 0 over' "the end of epoch 0"
+    for s in 1 2; do
+        "$LOOM" join "$addr" --role server --servers 3 --workers 2 -- "${prog[@]}" >srv$s.out 2>&1 &
+        joiners+=($!)
+        wait_log job.out "^\[scheduler\] warning: server $s took its ranges back\$" "server $s's handback"
+    done
+    kill -STOP "${joiners[1]}"
+    kill -TERM "${joiners[0]}"
+    wait_log job.out "^\[scheduler\] warning: server 1: its ranges cannot be handed over \(server 2 died\): it leaves by failover" "server 1's failover leave"
+    wait_log job.out "^\[scheduler\] warning: server 1 left the running job; the job goes on without it" "server 1's leave"
+    kill -KILL "${joiners[1]}"
+    wait "${joiners[0]}" || { show_tails 40 srv1.out; fail "server 1: exit status $?"; }
+    joiners=()
+    wait "$launcher"
+    rc=$?
+    launcher=
+    cp job.out err
+    ((rc == 0)) || fail "the job: exit status $rc"
+    exactly_once 12 $epochs
+    grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
+        fail "worker 0 did not find the sum exact"
+    grep -q "left the running job: its ranges are served by the other servers" srv1.out ||
+        { cp srv1.out err; fail "server 1 did not say it left"; }
+    echo "server 2 died during server 1's handover: server 1 left by failover; the sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
     ;;
 refuse)
     expect 2 "give the scheduler's ADDRESS" join --role worker -- true
