@@ -14,8 +14,10 @@
 #                  had not reported them replicated (failover: "server 1
 #                  died: N pushes ... sent again")
 #   redirected     pushes it had parked or not applied, sent to the new
-#                  masters (fenced: "N pushes it had not applied" and "sent
-#                  N parked pushes")
+#                  masters (fenced: "N pushes it had not applied")
+#   again          pushes that reached a new master before it heard of the
+#                  leave, parked there and sent once more ("sent N parked
+#                  pushes", logged after the SIGTERM; either leave)
 #   fence bytes    what the leaving server's last replication round sent
 #                  after its fence (its log line; none in a failover leave)
 #   cpu            user + sys of the job's and the joiner's processes
@@ -48,7 +50,8 @@ wait_for() {
 
 # job LOOM NAME: one job with that loom; prints its line.
 job() {
-    local loom=$1 name=$2 rc jrc user sys juser jsys t_term t_exit srv resent redirected fence
+    local loom=$1 name=$2 rc jrc user sys juser jsys t_term t_exit srv resent redirected again fence
+    local from
     local train=(train lr --train data --epochs "$EPOCHS" --minibatch 100 --data-parts 16
         --servers 2 --replicas 1 --consistency "$CONSISTENCY")
     rm -f out srv.out job.time jtime
@@ -65,6 +68,7 @@ job() {
     wait_for out '^\[scheduler\] warning: server 1 took its ranges back' || return 1
     wait_for out "^\[scheduler\] info: parts: epoch $((LEAVE_AFTER - 1)) over" || return 1
     srv=$(pgrep -P "$joiner") # the server, not /usr/bin/time
+    from=$(($(wc -l <out) + 1)) # what the leave logs, not the join's handback
     t_term=$(ms)
     kill -TERM "$srv"
     while kill -0 "$srv" 2>/dev/null; do sleep 0.005; done
@@ -76,12 +80,16 @@ job() {
     ((rc == 0 && jrc == 0)) || { tail -n 5 out srv.out >&2; }
     read -r user sys _ <job.time
     read -r juser jsys _ <jtime
-    resent=$(sed -n 's/.*server 1 died: \([0-9]*\) pushes.*/\1/p' out | awk '{s += $1} END {print s + 0}')
-    redirected=$(sed -n -e 's/.*server 1 left after handing its ranges over: \([0-9]*\) pushes.*/\1/p' \
-        -e 's/.*sent \([0-9]*\) parked pushes.*/\1/p' out | awk '{s += $1} END {print s + 0}')
+    resent=$(tail -n "+$from" out | sed -n 's/.*server 1 died: \([0-9]*\) pushes.*/\1/p' |
+        awk '{s += $1} END {print s + 0}')
+    redirected=$(tail -n "+$from" out |
+        sed -n 's/.*server 1 left after handing its ranges over: \([0-9]*\) pushes.*/\1/p' |
+        awk '{s += $1} END {print s + 0}')
+    again=$(tail -n "+$from" out | sed -n 's/.*sent \([0-9]*\) parked pushes.*/\1/p' |
+        awk '{s += $1} END {print s + 0}')
     fence=$(sed -n 's/.*(\([0-9]*\) bytes sent since the fence).*/\1/p' srv.out)
-    printf "%-8s status %d/%d  leave %5d ms  resent %3d  redirected %3d  fence bytes %8s  cpu %6.2f s\n" \
-        "$name" "$rc" "$jrc" $((t_exit - t_term)) "$resent" "$redirected" "${fence:--}" \
+    printf "%-8s status %d/%d  leave %5d ms  resent %3d  redirected %3d  again %3d  fence bytes %8s  cpu %6.2f s\n" \
+        "$name" "$rc" "$jrc" $((t_exit - t_term)) "$resent" "$redirected" "$again" "${fence:--}" \
         "$(echo "$user + $sys + $juser + $jsys" | bc)"
 }
 

@@ -156,7 +156,7 @@ static int on_death(loom_node *n, void *ctx, uint32_t id)
 {
     ft_coord *c = ctx;
     int dead, leaving = c->rank >= 0 && c->drain ? c->rank : -1;
-    node_peer_role(n, id, &dead);
+    if (node_peer_role(n, id, &dead) != LOOM_SERVER) dead = -1;
     ft_coord_abort(c);
     if (leaving >= 0) {
         c->leaving[leaving] = 0;
@@ -167,8 +167,10 @@ static int on_death(loom_node *n, void *ctx, uint32_t id)
             c->fallback = leaving;
         }
     }
-    c->leaving[dead] = 0; /* a death is no leave */
-    c->due = 1;           /* after NODE_FAILED, which every node must handle first */
+    /* A death is no leave. */
+    if (dead >= 0) c->leaving[dead] = 0;
+    /* After NODE_FAILED, which every node must handle first. */
+    c->due = 1;
     node_timer_poke(n, &ft_layer_def);
     return 1;
 }
@@ -189,10 +191,12 @@ static void check_sync(ft_coord *c)
 
 uint64_t ft_coord_tick(ft_coord *c, uint64_t now)
 {
-    if (c->fallback >= 0) {
+    uint32_t returned;
+    if (c->fallback >= 0) { /* unless it died meanwhile */
         int s = c->fallback;
         c->fallback = -1;
-        node_server_left(c->node, node_server_id(c->num_servers, s), 0);
+        if (ps_registry_state(c->node, s, &returned) == PS_UP)
+            node_server_left(c->node, node_server_id(c->num_servers, s), 0);
     }
     check_sync(c); /* a worker that finished or left does not answer */
     if (c->due) {
