@@ -110,17 +110,21 @@ exactly_once() {
 # wait_log FILE PATTERN WHAT: wait (120 s at most) for an extended-regex line
 # in FILE; if none comes, fail showing the ends of the job's and joiners' logs.
 # fenced_leaves (servers_MODE, after the job): the servers left by fenced
-# handovers (docs/ELASTIC.md): each worker's pushes_resent counter holds only what the handbacks of the joins moved
-# (their "took its ranges back: N pushes" lines), nothing for the leaves;
-# the leaves' "N pushes it had not applied" are counted as redirected. Under
-# BSP no read (elastic_sum's "read C V" lines: key 0 at clock C) misses a
-# push of the clocks before C (one per read line of any worker), and from
-# the clock after the joins' last handback on, the reads in the clocks of
-# the leaves among them, each holds exactly those. (The first read after a
-# handback's commit may hold a push of its own clock too: the handback's,
-# docs/FAULTS.md.) Sets $redirected and $reads.
+# handovers (docs/ELASTIC.md): no worker sent a push again after a failover
+# (its "died: N pushes" lines, the free slots' at the start among them, sum
+# to 0), and each worker's pushes_resent counter holds only what the
+# handbacks of the joins moved (their "took its ranges back: N pushes"
+# lines), nothing for the leaves; the leaves' "N pushes it had not applied"
+# are counted as redirected. Under BSP no read (elastic_sum's "read C V"
+# lines: key 0 at clock C) misses a push of the clocks before C (one per
+# read line of any worker), and from the clock after the joins' last
+# handback and the workers' joins on, the reads in the clocks of the leaves
+# among them, each holds exactly those. (The first read after a handback's
+# commit may hold a push of its own clock too, and a joined worker's first
+# read those of the clock it joined at, which this test does not assert
+# on.) Sets $redirected and $reads.
 fenced_leaves() {
-    local out w lines resent moved redir left exact_from=0 c
+    local out w lines resent moved died redir left exact_from=0 c
     redirected=0 reads=
     for w in 0 1 2 3; do
         if ((w < 2)); then
@@ -133,11 +137,16 @@ fenced_leaves() {
         redir=$(sed -n "s/^worker $w: resent [0-9]*, redirected \([0-9]*\) pushes$/\1/p" <<<"$lines")
         moved=$(sed -n 's/.*took its ranges back: \([0-9]*\) pushes and.*/\1/p' <<<"$lines" | awk '{s += $1} END {print s + 0}')
         left=$(sed -n 's/.*left after handing its ranges over: \([0-9]*\) pushes it had not applied.*/\1/p' <<<"$lines" | awk '{s += $1} END {print s + 0}')
-        ((resent == moved)) || { cp job.out err; fail "worker $w sent $resent pushes again, the handbacks $moved: the leaves sent some again"; }
-        ((redir >= left)) || { cp job.out err; fail "worker $w redirected $redir pushes, fewer than its leaves' $left"; }
+        died=$(sed -n 's/.* died: \([0-9]*\) pushes and.*/\1/p' <<<"$lines" | awk '{s += $1} END {print s + 0}')
+        ((resent == moved && died == 0)) || { cp job.out err; fail "worker $w sent $resent pushes again, the handbacks $moved, failovers $died: the leaves sent some again"; }
+        # A joined worker prints its counters when it leaves, maybe before a server's leave.
+        ((w >= 2 || redir >= left)) || { cp job.out err; fail "worker $w redirected $redir pushes, fewer than its leaves' $left"; }
         redirected=$((redirected + left))
         out+=$(grep '^read ' <<<"$lines")$'\n'
-        c=$(awk '/took its ranges back/ { hb = 1; next } hb && /^read / { c = $2; hb = 0 } END { print c + 1 }' <<<"$lines")
+        # After a handback's commit, and a joined worker's first clock (J,
+        # the clock the others completed, whose pushes its first read holds).
+        c=$(awk -v joined=$((w >= 2)) '/took its ranges back/ { hb = 1; next }
+            (hb || joined) && /^read / { c = $2; hb = joined = 0 } END { print c + 1 }' <<<"$lines")
         ((c > exact_from)) && exact_from=$c
     done
     [[ $mode == bsp ]] || return 0
