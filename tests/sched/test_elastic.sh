@@ -305,7 +305,7 @@ servers_fallback)
     rc=$?
     launcher=
     cp job.out err
-    ((rc == 0)) || fail "the job: exit status $rc"
+    ((rc == 0)) || { show_tails 30 job.out; fail "the job: exit status $rc"; }
     exactly_once 12 $epochs
     grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
         fail "worker 0 did not find the sum exact"
