@@ -41,7 +41,7 @@
 #          sum exact and every part once per epoch; every process exits 0.
 #
 #   servers_fallback  the same program, SSP(1), 1 of 3 server slots, 2
-#          workers, LOOM_REPLICAS=2, a 5 s heartbeat timeout: two servers join
+#          workers, LOOM_REPLICAS=2, an 8 s heartbeat timeout: two servers join
 #          and take their ranges back; then server 2 is stopped (SIGSTOP) and
 #          server 1 asked to leave (SIGTERM): its handover waits for server 2's
 #          fence, server 2 is declared dead, and server 1 leaves by failover
@@ -282,7 +282,7 @@ servers_fallback)
     SUM=${4:?usage: $0 LOOM servers_fallback DATA_DIR ELASTIC_SUM}
     epochs=30
     prog=("$SUM" ssp 12 "$epochs" 40 1000)
-    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=5000 LOOM_REPLICAS=2
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=8000 LOOM_REPLICAS=2
     "$LOOM" run --servers 1 --max-servers 3 --workers 2 --insecure --no-status -- \
         "${prog[@]}" >job.out 2>&1 &
     launcher=$!
