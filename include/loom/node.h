@@ -297,6 +297,13 @@ typedef struct loom_stats {
     /* Servers of a job with replicas (docs/FAULTS.md): bytes this node sent
      * to replicas of the ranges it is master of. */
     uint64_t replicated_bytes;
+    /* Workers of a job with replicas: pushes sent again to a range's new
+     * master after its server died, or moved by a handback (pushes_resent:
+     * the old master may have applied them; the new one skips those it
+     * holds), and pushes a server parked, or held for a server that left
+     * after handing its ranges over, sent to the master now
+     * (pushes_redirected: never applied anywhere). */
+    uint64_t pushes_resent, pushes_redirected;
 } loom_stats;
 void loom_node_stats(loom_node *node, loom_stats *out);
 

@@ -86,6 +86,8 @@ class Stats(ctypes.Structure):
             "managed_rows_sent",
             "pushed_rows_received",
             "replicated_bytes",
+            "pushes_resent",
+            "pushes_redirected",
         )
     ]
 

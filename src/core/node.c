@@ -549,6 +549,19 @@ int node_set_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx)
     return 0;
 }
 
+int node_set_drain(loom_node *n, node_drain_fn fn, void *ctx)
+{
+    if (n->drain) return LOOM_ESTATE;
+    n->drain = fn;
+    n->drain_ctx = ctx;
+    return 0;
+}
+
+uint64_t node_peer_drained(const loom_node *n, uint32_t id)
+{
+    return id < n->nnodes ? n->peers[id].drained : 0;
+}
+
 int node_join_allowed(loom_node *n)
 {
     return !n->join_gate || n->join_gate(n, n->join_gate_ctx);

@@ -280,10 +280,15 @@ static void on_node_failed(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     node_describe(n, (uint32_t)m->h.a, who, sizeof who);
+    /* b = 2: a server that left after handing its ranges over (req: the
+     * handover), which the failover subscribers ask of node_peer_drained. */
+    n->peers[m->h.a].drained = m->h.b == 2 ? m->h.req : 0;
     if (node_run_failover(n, (uint32_t)m->h.a)) {
         n->peers[m->h.a].failed = 1;
         if (m->h.b == 1) /* an elastic job's free server slot (docs/ELASTIC.md) */
             log_info("%s is a free slot: the others hold its ranges until a server joins", who);
+        else if (m->h.b == 2)
+            log_info("%s left the running job after handing its ranges over", who);
         else
             log_warn("%s died (reported by the scheduler); the job goes on without it", who);
         return;

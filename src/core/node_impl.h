@@ -258,6 +258,24 @@ int node_set_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx);
  * node; LOOM_ESTATE if one is set already. */
 typedef int (*node_leave_gate_fn)(loom_node *n, void *ctx, uint32_t worker);
 int node_set_leave_gate(loom_node *n, node_leave_gate_fn fn, void *ctx);
+/* Scheduler: server node `server` asks to leave the running job (DONE a = 1;
+ * docs/ELASTIC.md). A layer that hands its ranges over first (src/ft:
+ * fence, a last replication round, the workers' sync) sets this hook:
+ * fn(n, ctx, server) returns 1 when it takes the leave over, and then calls
+ * node_server_left() once the ranges are handed over (or, if that cannot
+ * complete, with drained 0: the failover leave); 0 lets the scheduler's
+ * failover leave go on at once. One per node; LOOM_ESTATE if one is set. */
+typedef int (*node_drain_fn)(loom_node *n, void *ctx, uint32_t server);
+int node_set_drain(loom_node *n, node_drain_fn fn, void *ctx);
+/* Scheduler: server node `id` leaves now: the job goes on without it (the
+ * failover subscribers; NODE_FAILED to the others, with b = 2 and req =
+ * `drained` when its ranges were handed over first, handover `drained`),
+ * then it is told to end (SHUTDOWN a = 1). Refused (DONE_ACK LOOM_ESTATE:
+ * it goes on serving) when its ranges would have no live holder. */
+void node_server_left(loom_node *n, uint32_t id, uint64_t drained);
+/* Whether node `id` left after handing its ranges over (NODE_FAILED b = 2):
+ * the handover's generation, else 0. */
+uint64_t node_peer_drained(const loom_node *n, uint32_t id);
 
 /* ---- the scheduler's status page ---- */
 /* Scheduler: worker (a node id) has completed `clock` clocks (INT64_MAX: it

@@ -86,6 +86,9 @@ typedef struct peer {
      * no process in it (never started, or it left: `left`), which a joining
      * node takes; `joined`: its process joined the running job. */
     int vacant, left, joined;
+    /* It left after handing its ranges over (NODE_FAILED b = 2): the
+     * handover's generation (node_peer_drained), else 0. */
+    uint64_t drained;
     uint32_t join_acks; /* scheduler: servers yet to say they know the joining worker */
     /* Scheduler: a worker `loom leave` asked to leave, and the routing id of
      * the request, which hears when it is gone (scheduler_leave.c). */
@@ -281,6 +284,8 @@ struct loom_node {
     void *join_gate_ctx;
     node_leave_gate_fn leave_gate; /* node_set_leave_gate: NULL, or the one gate */
     void *leave_gate_ctx;
+    node_drain_fn drain; /* node_set_drain: NULL, or the one hook */
+    void *drain_ctx;
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed;
@@ -445,7 +450,7 @@ int sched_check_job(const loom_node *n, const msg_register *reg, int leave, char
  * or `loom leave` asked for it (asked = 0). 1 if the job went on without it
  * (it was told to end), 0 if refused (its ranges would lose their last live
  * holder) or the job is ending. */
-int sched_server_leaves(loom_node *n, uint32_t id, int rank, int asked);
+int sched_server_leaves(loom_node *n, uint32_t id, int asked);
 
 /* scheduler_leave.c: `loom leave` (docs/ELASTIC.md). A leave request
  * (MSG_LEAVE) from routing id rid, which no node owns: answered there with

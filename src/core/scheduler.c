@@ -292,6 +292,7 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
     }
     peer *p = &n->peers[id];
     p->failed = p->done = 0;
+    p->drained = 0; /* its own death is a death */
     heartbeat_watch(n, id);
     snprintf(p->addr, sizeof p->addr, "%s", addr);
     s->servers_acked_shutdown--; /* survive() counted it as ended */
@@ -627,24 +628,26 @@ static void on_barrier(loom_node *n, void *ctx, node_msg *m)
 static void end_if_workers_done(loom_node *n);
 static int survive(loom_node *n, uint32_t dead, const char *why);
 
-/* Server node `id` asks to leave the running job (DONE a = 1: loom_leave, a
- * SIGTERM; asked: 1) or `loom leave` asks for it (scheduler_leave.c, asked: 0;
- * docs/ELASTIC.md). The job goes on without it as without a dead
+/* The job goes on without server `id`, which leaves, as without a dead
  * server whose ranges its replicas hold (survive: every node moves its
- * ranges to their next holders, workers send again what the replicas may
- * lack), then it is told to end (SHUTDOWN a = 1), its slot free for a server
- * that joins. Refused (DONE_ACK a = LOOM_ESTATE: it goes on serving) when the
- * replicas would not cover its ranges without it. */
-int sched_server_leaves(loom_node *n, uint32_t id, int rank, int asked)
+ * ranges to their next holders; unless `drained`, workers send again what
+ * the replicas may lack), then it is told to end (SHUTDOWN a = 1), its slot
+ * free for a server that joins. Refused (0; if it asked, DONE_ACK a =
+ * LOOM_ESTATE: it goes on serving) when the replicas would not cover its
+ * ranges without it. */
+static int server_left(loom_node *n, uint32_t id, uint64_t drained, int asked)
 {
     sched_state *s = &n->sched;
-    if (s->shutting_down) return 0; /* the job ends anyway: its SHUTDOWN is on its way */
+    if (s->shutting_down) return 0;
     peer *p = &n->peers[id];
+    int rank = p->rank;
     char why[96];
     snprintf(why, sizeof why, "server %d left the running job", rank);
     p->left = 1; /* before survive(): a leave, not a death, on the status page */
+    p->drained = drained;
     if (!survive(n, id, why)) {
         p->left = 0;
+        p->drained = 0;
         log_error("server %d %s to leave the running job, but its ranges would have no live "
                   "holder without it (LOOM_REPLICAS, the servers already gone): it stays",
                   rank, asked ? "asked" : "was asked (loom leave)");
@@ -657,6 +660,25 @@ int sched_server_leaves(loom_node *n, uint32_t id, int rank, int asked)
     return 1;
 }
 
+/* Server node `id` asks to leave the running job (DONE a = 1: loom_leave, a
+ * SIGTERM; asked: 1) or `loom leave` asks for it (scheduler_leave.c, asked: 0;
+ * docs/ELASTIC.md). A layer that hands its ranges over first takes the leave
+ * over (node_set_drain: src/ft's fenced handover) and calls
+ * node_server_left() when done; without one, or if it declines, the server
+ * leaves at once, by the failover path. Returns 1 when the leave goes on, 0
+ * when it is refused. */
+int sched_server_leaves(loom_node *n, uint32_t id, int asked)
+{
+    if (n->sched.shutting_down) return 0; /* the job ends anyway: its SHUTDOWN is on its way */
+    if (n->drain && n->drain(n, n->drain_ctx, id)) return 1;
+    return server_left(n, id, 0, asked);
+}
+
+void node_server_left(loom_node *n, uint32_t id, uint64_t drained)
+{
+    server_left(n, id, drained, 1);
+}
+
 static void on_done(loom_node *n, void *ctx, node_msg *m)
 {
     (void)ctx;
@@ -664,7 +686,7 @@ static void on_done(loom_node *n, void *ctx, node_msg *m)
     int rank;
     if (m->h.a == 1 && node_peer_role(n, m->from, &rank) == LOOM_SERVER &&
         !n->peers[m->from].done && !n->peers[m->from].rejoining) {
-        sched_server_leaves(n, m->from, rank, 1);
+        sched_server_leaves(n, m->from, 1);
         return;
     }
     if (node_peer_role(n, m->from, &rank) != LOOM_WORKER || n->peers[m->from].done) {
@@ -781,9 +803,15 @@ static int survive(loom_node *n, uint32_t dead, const char *why)
     if (!n->peers[dead].left) node_note_death(n, dead, why, 0);
     heartbeat_forget(n, dead);
     n->peers[dead].done = n->peers[dead].failed = 1;
+    /* b = 2: a server that left after handing its ranges over (req: the
+     * handover; node_server_left), as every node's layers need to know. */
+    msg_header h = {.type = MSG_NODE_FAILED,
+                    .a = dead,
+                    .b = n->peers[dead].drained ? 2 : 0,
+                    .req = n->peers[dead].drained};
     for (uint32_t i = 1; i < n->nnodes; i++)
         if (i != dead && n->peers[i].registered && !n->peers[i].done)
-            node_send_control(n, i, MSG_NODE_FAILED, 0, dead);
+            node_send_zmq(n, i, &h, NULL, 0);
     if (dead <= num_servers(n) && ++n->sched.servers_acked_shutdown == num_servers(n) &&
         n->sched.shutting_down)
         node_finish(n, 0);

@@ -15,9 +15,11 @@
  * the flag loom_leave() sets; it finishes the part it trains on, reports it
  * with its last request and ends with DONE a = 1 (scheduler.c's on_done),
  * which frees its slot and tells the requester (sched_leave_gone). A server
- * leaves at once, by the path of its own DONE a = 1 (sched_server_leaves:
- * the job goes on without it as without a dead server whose ranges its
- * replicas hold, and it is told to end, SHUTDOWN a = 1). */
+ * leaves by the path of its own DONE a = 1 (sched_server_leaves: its ranges
+ * handed over to their next holders, fenced, or at once as a failover, and
+ * it is told to end, SHUTDOWN a = 1); the requester hears LEAVE_ACK a = 1
+ * once the scheduler has taken the leave on (a fenced handover then still
+ * runs: the server's process ends when it is done). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,7 +105,7 @@ static int server_leave(loom_node *n, uint32_t id, int rank, char *why, size_t l
         snprintf(why, len, "server %d is still joining the job: ask again once it joined", rank);
         return LOOM_ESTATE;
     }
-    if (!sched_server_leaves(n, id, rank, 0)) {
+    if (!sched_server_leaves(n, id, 0)) {
         snprintf(why, len,
                  "server %d cannot leave: its ranges would have no live holder without it (a job "
                  "without replicas cannot lose a server; with LOOM_REPLICAS K at most K servers "

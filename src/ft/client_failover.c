@@ -13,6 +13,13 @@
  * refuses pulls of a range it no longer serves; the server says when they
  * must go again (PARKED req 0).
  *
+ * A server that leaves hands its ranges over first (a drain, handback.c):
+ * its sync (HANDBACK b = 4, from it, after all its acknowledgements) says
+ * that the pushes it acknowledged are held by its replicas, so they are
+ * dropped; at the commit (NODE_FAILED b = 2) what is left for it was never
+ * applied and goes to the new masters (redirected, not resent), and the
+ * worker acknowledges to every server, whose ranges taken over wait for it.
+ *
  * This file is the policy: which event moves what, the server states it
  * learns (REJOIN_READY, HANDBACK) and the acknowledgements it owes
  * (HANDBACK_ACK); the routing and the requests stay ps's. It is attached on
@@ -38,17 +45,31 @@ static int client_failover(loom_node *n, void *ctx, uint32_t id)
     if (!ps_client_survives(n, id)) return 0;
     int d, pushes_ok, pulls_ok;
     node_peer_role(n, id, &d);
+    uint64_t drained = node_peer_drained(n, id);
     /* The tables' masters first, then the pulls: a pull routed to the dead
      * server after the pulls were taken finds it redirected and asks the
      * new master. */
     size_t resent = ps_client_resend(n, PS_RESEND_ALL, d, &pushes_ok);
     size_t nmoved = ps_client_repull(n, PS_REPULL_DEAD, d, &pulls_ok);
+    ps_client_count_resent(n, drained ? 0 : resent, drained ? resent : 0);
     if (!pushes_ok || !pulls_ok)
-        log_error("out of memory redirecting requests after server %d died: the job may stall", d);
+        log_error("out of memory redirecting requests after server %d %s: the job may stall", d,
+                  drained ? "left" : "died");
+    else if (drained)
+        log_info("server %d left after handing its ranges over: %zu pushes it had not applied "
+                 "and %zu pulls sent to their ranges' new masters",
+                 d, resent, nmoved);
     else
         log_warn("server %d died: %zu pushes and %zu pulls sent again to its ranges' replicas", d,
                  resent, nmoved);
     ps_client_failover_done(n); /* after what went again: CLOCKs follow it */
+    /* The new masters gate the ranges they took over until every worker
+     * sent what it held for them: after the pushes, on the same links. */
+    for (int s = 0; drained && s < loom_num_servers(n); s++)
+        if (s != d && ps_client_server_state(n, s) != PS_DOWN) {
+            msg_header h = {.type = MSG_HANDBACK_ACK, .req = drained};
+            node_send(n, node_server_id(loom_num_servers(n), s), &h, NULL, 0);
+        }
     return 1;
 }
 
@@ -101,6 +122,7 @@ static void on_parked(loom_node *n, void *ctx, node_msg *m)
     size_t nasked = ps_client_repull(n, PS_REPULL_REFUSED, s, &pulls_ok);
     if (!pushes_ok || !pulls_ok)
         log_error("out of memory sending parked pushes and refused pulls again: the job may stall");
+    ps_client_count_resent(n, 0, resent);
     if (resent || nasked)
         log_info("sent %zu parked pushes and %zu refused pulls again", resent, nasked);
     msg_header h = {.type = MSG_HANDBACK_ACK, .req = m->h.a, .b = m->h.b};
@@ -112,10 +134,27 @@ static void on_parked(loom_node *n, void *ctx, node_msg *m)
  * them is asked of it again, cached rows are dropped (their versions were
  * another server's); then this worker acknowledges to d, whose pulls of
  * those ranges wait for every worker's acknowledgement. */
+/* A drain's sync from server d, which leaves (handback.c): every
+ * acknowledgement and PARKED of it came before, and its replicas hold what
+ * it applied. Those pushes are dropped; the scheduler hears that this
+ * worker knows (HANDBACK_ACK), before it lets the job go on without d. */
+static void on_drain_sync(loom_node *n, node_msg *m, int d)
+{
+    size_t dropped = ps_client_drained(n, d);
+    log_info("server %d leaves: its replicas hold the %zu pushes of ours it applied", d, dropped);
+    msg_header h = {.type = MSG_HANDBACK_ACK, .req = m->h.req};
+    node_send(n, 0, &h, NULL, 0);
+}
+
 static void on_handback(loom_node *n, void *ctx, node_msg *m)
 {
     (void)ctx;
     int d;
+    if (m->h.b == 4 && m->from == m->h.a && node_peer_role(n, m->from, &d) == LOOM_SERVER &&
+        ps_client_server_state(n, d) == PS_UP) {
+        on_drain_sync(n, m, d);
+        return;
+    }
     if (m->from != 0 || m->h.b != 1 || m->h.a > UINT32_MAX ||
         node_peer_role(n, (uint32_t)m->h.a, &d) != LOOM_SERVER ||
         ps_client_server_state(n, d) != PS_BACK) {
@@ -127,6 +166,7 @@ static void on_handback(loom_node *n, void *ctx, node_msg *m)
     int pushes_ok, pulls_ok;
     size_t resent = ps_client_resend(n, PS_RESEND_MOVED, d, &pushes_ok);
     size_t nmoved = ps_client_repull(n, PS_REPULL_MOVED, d, &pulls_ok);
+    ps_client_count_resent(n, resent, 0);
     if (!pushes_ok || !pulls_ok)
         log_error("out of memory moving requests to server %d, which took its ranges back: "
                   "the job may stall",

@@ -9,7 +9,12 @@
  * moves here: the replication rounds stop waiting for the dead server, a
  * handback in progress is off (handback.c reopens what it fenced), and the
  * death is counted for checkpoints. It is fault tolerance's decision, not the
- * parameter server's, so it lives here and calls down into ps. */
+ * parameter server's, so it lives here and calls down into ps.
+ *
+ * A server that left after handing its ranges over (a drain, handback.c)
+ * goes the same way, with its ranges fenced and fully replicated: those
+ * taken over here are gated until every worker has sent the pushes it held
+ * for them (never applied) and acknowledged, as after a handback. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,7 +40,13 @@ int ft_failover(loom_node *n, void *ctx, uint32_t id)
             took += ps_part_holder(n, i, j, 0) == d && ps_part_is_master(n, i, j);
     }
     r->fed[d] = r->copy[d] = 0;
-    log_warn("server %d died: this server is now master of %zu of its ranges", d, took);
+    uint64_t drained = node_peer_drained(n, id);
+    if (drained)
+        log_info("server %d left: this server is now master of %zu of its ranges, handed over", d,
+                 took);
+    else
+        log_warn("server %d died: this server is now master of %zu of its ranges", d, took);
+    if (drained) ps_part_owe(n, drained); /* ranges it was master of, not only first holder of */
     ps_part_death(n, took != 0);
     /* A fence in progress is off (the scheduler aborts it:
      * handback_coord.c); a range handed back to the dead server comes back

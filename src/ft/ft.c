@@ -441,15 +441,16 @@ static void on_base(loom_node *n, void *ctx, node_msg *m)
 
 /* ---- attach ---- */
 
-/* The scheduler's timer: a handback to try again (handback_coord.c), then
- * the checkpoint plans (plan.c). */
+/* The scheduler's timer: a handback to try again, a leave's handover
+ * (handback_coord.c), then the checkpoint plans (plan.c). */
 static uint64_t sched_timer(loom_node *n, void *ctx, uint64_t now)
 {
     (void)n;
     ft *f = ctx;
     ft_rejoin_coord_tick(f->rejoin_coord);
-    ft_coord_tick(f->coord);
-    return f->sched ? ft_sched_tick(f, now) : UINT64_MAX;
+    uint64_t next = ft_coord_tick(f->coord, now);
+    uint64_t plan = f->sched ? ft_sched_tick(f, now) : UINT64_MAX;
+    return plan < next ? plan : next;
 }
 
 /* The newest checkpoint of f->resume, checked against this job. */

@@ -110,12 +110,15 @@ void ft_rejoin_coord_tick(ft_rejoin_coord *c);
 
 /* ---- the scheduler's handbacks (handback_coord.c) ---- */
 
-/* Register HANDBACK_ACK's handler and the failover subscriber (before
+/* Register HANDBACK_ACK's handler, the scheduler's drain hook (a server
+ * that leaves hands its ranges over) and the failover subscriber (before
  * plan.c's: an abort goes out before a new plan). */
 int ft_coord_attach(ft *f);
 void ft_coord_destroy(ft_coord *c);
-/* The layer's timer, its handback part: one to try again after a death. */
-void ft_coord_tick(ft_coord *c);
+/* The layer's timer, its handback part: one to try again after a death, a
+ * server to leave by failover, a drain's sync to judge again (a worker
+ * finished); returns when to run again (UINT64_MAX: when poked). */
+uint64_t ft_coord_tick(ft_coord *c, uint64_t now);
 /* Start handing back the ranges of the server that came back first, if
  * none is being handed back or joining; abort the handback in progress (a
  * replacement joins); the job's handbacks so far (REJOIN_READY tells them). */

@@ -44,7 +44,29 @@
  * Nothing acknowledged is lost: a parked push was not acknowledged, or, if
  * staged under BSP, its worker learns that it was parked before any later
  * acknowledgement could let it forget it (server_park.c); and a range's rows
- * move only through an acknowledged replication round. */
+ * move only through an acknowledged replication round.
+ *
+ * A server that leaves (docs/ELASTIC.md) hands its ranges over the same
+ * way, in reverse (a drain; handback_coord.c drives it):
+ *
+ * 1. Fence (HANDBACK b = 3, a = the leaving server L, to every live
+ *    server). L fences every range it is master of and cuts a replication
+ *    round, answering once it is acknowledged; each range's next holder
+ *    (its master once L is DOWN) marks it incoming.
+ * 2. Sync (HANDBACK b = 4, scheduler -> L -> every worker). L sends it to
+ *    the workers after every acknowledgement and PARKED of its own, so a
+ *    worker that gets it knows which of its pushes to L were applied (and
+ *    are now held by L's replicas: dropped, never sent again) and which L
+ *    parked or will park (kept); it answers the scheduler (HANDBACK_ACK).
+ * 3. Commit: the scheduler lets the job go on without L (NODE_FAILED b = 2,
+ *    req = the drain), and tells L to end. Every node moves L's ranges to
+ *    their next holders as after a death (failover.c), but a worker's
+ *    pushes for them were never applied (pushes_redirected, not resent),
+ *    and the next holders gate the ranges they took over until every
+ *    worker sent them those pushes and acknowledged (HANDBACK_ACK), so a
+ *    BSP or SSP read is exact from the first pull. */
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,8 +77,22 @@
 #include "ps/part.h"
 #include "ps/ring.h"
 
-/* Fence the ranges that move to server d when it is UP. */
-static void fence(ft_repl *r, int d, uint64_t gen)
+/* The master a part moves from (*from) and to (*to) in handback or drain
+ * `phase` of server d; 0 if it does not move. */
+static int moves(loom_node *n, uint32_t id, size_t i, int d, uint64_t phase, int *from, int *to)
+{
+    *from = ps_part_master(n, id, i, -1);
+    if (phase == 3) { /* d leaves: its ranges go to their next holders */
+        *to = ps_part_master_without(n, id, i, d);
+        return *from == d && *to >= 0 && *to != d;
+    }
+    *to = d; /* d takes its ranges back */
+    return *from != d && ps_part_master(n, id, i, d) == d;
+}
+
+/* Fence the ranges that move to server d when it is UP (phase 0), or away
+ * from server d when it leaves (phase 3, a drain). */
+static void fence(ft_repl *r, int d, uint64_t gen, uint64_t phase)
 {
     loom_node *n = r->node;
     size_t froze = 0;
@@ -65,12 +101,12 @@ static void fence(ft_repl *r, int d, uint64_t gen)
     for (uint32_t id = 0; id < cap; id++) {
         size_t nparts = ps_part_count(n, id);
         for (size_t i = 0; i < nparts; i++) {
-            int now = ps_part_master(n, id, i, -1);
-            if (now == d || ps_part_master(n, id, i, d) != d) continue;
-            if (now == ft_me(r)) {
+            int from, to;
+            if (!moves(n, id, i, d, phase, &from, &to)) continue;
+            if (from == ft_me(r)) {
                 ps_part_set_state(n, id, i, PS_PART_FENCED);
                 froze++;
-            } else if (d == ft_me(r)) {
+            } else if (to == ft_me(r)) {
                 ps_part_set_state(n, id, i, PS_PART_INCOMING);
             }
         }
@@ -81,9 +117,15 @@ static void fence(ft_repl *r, int d, uint64_t gen)
         node_send(n, 0, &h, NULL, 0);
         return;
     }
-    log_info("fenced %zu ranges to hand back to server %d", froze, d);
+    if (phase == 3)
+        log_info("leaving: fenced the %zu ranges this server is master of, to hand them over",
+                 froze);
+    else
+        log_info("fenced %zu ranges to hand back to server %d", froze, d);
     /* Answered once this round is acknowledged (ft_fence_done), which may
      * be before the cut returns. */
+    r->hb_leaving = phase == 3;
+    r->hb_bytes = atomic_load(r->bytes);
     r->hb_round = r->rounds_cut + 1;
     ft_repl_cut(r);
 }
@@ -92,6 +134,10 @@ void ft_fence_done(ft_repl *r, uint64_t done)
 {
     if (!r->hb_round || done < r->hb_round) return;
     r->hb_round = 0;
+    if (r->hb_leaving)
+        log_info("leaving: the last replication round is acknowledged (%" PRIu64
+                 " bytes sent since the fence)",
+                 atomic_load(r->bytes) - r->hb_bytes);
     msg_header h = {.type = MSG_HANDBACK_ACK, .req = r->hb_gen};
     node_send(r->node, 0, &h, NULL, 0);
 }
@@ -117,18 +163,38 @@ void ft_handback_reopen(ft_repl *r)
     ps_part_release(n);
 }
 
+/* A drain's sync (phase 4) at the leaving server: every acknowledgement and
+ * PARKED of its pushes went to the workers before this, which tells them
+ * so (client_failover.c drops what this server applied). */
+static void sync_workers(ft_repl *r, uint64_t gen)
+{
+    loom_node *n = r->node;
+    int servers = loom_num_servers(n), workers = loom_num_workers(n);
+    msg_header h = {
+        .type = MSG_HANDBACK, .a = node_server_id(servers, ft_me(r)), .b = 4, .req = gen};
+    for (int w = 0; w < workers; w++) node_send(n, node_worker_id(servers, w), &h, NULL, 0);
+    log_info("leaving: the replicas hold every push this server applied; the workers are told");
+}
+
 void ft_on_handback(loom_node *n, void *ctx, node_msg *m)
 {
     ft_repl *r = ctx;
     int d;
-    if (m->from != 0 || !ps_server_rank_of(n, m->h.a, &d) || m->h.b > 2 ||
-        (m->h.b < 2 && ps_server_state(n, d) != PS_BACK) || (m->h.b > 0 && m->h.req != r->hb_gen) ||
+    int drain = m->h.b == 3 || m->h.b == 4;
+    if (m->from != 0 || !ps_server_rank_of(n, m->h.a, &d) || m->h.b > 4 ||
+        (m->h.b < 2 && ps_server_state(n, d) != PS_BACK) ||
+        (drain && ps_server_state(n, d) != PS_UP) || (m->h.b == 4 && d != ft_me(r)) ||
+        (m->h.b != 0 && m->h.b != 3 && m->h.req != r->hb_gen) ||
         (m->h.b == 1 && (m->h.clock <= 0 || m->h.clock > UINT32_MAX))) {
-        node_drop(n, m, "HANDBACK naming no server back, or of another generation");
+        node_drop(n, m, "HANDBACK naming no server back or leaving, or of another generation");
         return;
     }
-    if (m->h.b == 0) {
-        fence(r, d, m->h.req);
+    if (m->h.b == 0 || m->h.b == 3) {
+        fence(r, d, m->h.req, m->h.b);
+        return;
+    }
+    if (m->h.b == 4) {
+        sync_workers(r, m->h.req);
         return;
     }
     if (m->h.b == 1) {

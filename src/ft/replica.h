@@ -44,9 +44,12 @@ typedef struct ft_repl {
      * (rejoin_coord.c) */
     uint8_t *fed, *copy;
     uint64_t *copy_round, *copy_gen;
-    /* handback.c: the generation of the last fence (HANDBACK b = 0), and
-     * the round whose acknowledgement answers it (0: none due) */
+    /* handback.c: the generation of the last fence (HANDBACK b = 0 or 3),
+     * the round whose acknowledgement answers it (0: none due), and, when
+     * this server leaves (b = 3), the REPL bytes sent before it (logged) */
     uint64_t hb_gen, hb_round;
+    int hb_leaving;
+    uint64_t hb_bytes;
     _Atomic uint64_t *bytes; /* REPL bytes sent: loom_stats' replicated_bytes (node_stats_area) */
     uint64_t rows;           /* rows among them (logged at the end) */
     uint64_t msgs;           /* REPL messages sent (logged at the end) */

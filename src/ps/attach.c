@@ -56,6 +56,8 @@ void ps_counters_stats(void *ctx, loom_stats *out)
     out->table_bytes_wire = atomic_load(&c->table_bytes_wire);
     out->managed_rows_sent = atomic_load(&c->managed_rows_sent);
     out->pushed_rows_received = atomic_load(&c->pushed_rows_received);
+    out->pushes_resent = atomic_load(&c->pushes_resent);
+    out->pushes_redirected = atomic_load(&c->pushes_redirected);
 }
 
 int ps_attach(loom_node *n)

@@ -149,6 +149,41 @@ size_t ps_client_resend(loom_node *n, int which, int server, int *ok)
     return resent;
 }
 
+size_t ps_client_drained(loom_node *n, int server)
+{
+    ps_client *c = client_of(n);
+    size_t ntables, dropped = 0;
+    loom_table **tables = client_snapshot_tables(c, &ntables);
+    for (size_t i = 0; tables && i < ntables; i++) {
+        loom_table *t = tables[i];
+        pthread_mutex_lock(&t->mu);
+        inflight **pp = &t->ifl_head[server], *last = NULL;
+        while (*pp) {
+            inflight *f = *pp;
+            if (!f->acked || f->parked) {
+                last = f;
+                pp = &f->next;
+                continue;
+            }
+            *pp = f->next; /* acknowledged: its timestamp part is done */
+            sbuf_unref(f->hold);
+            free(f);
+            dropped++;
+        }
+        t->ifl_tail[server] = last;
+        pthread_mutex_unlock(&t->mu);
+    }
+    free(tables);
+    return dropped;
+}
+
+void ps_client_count_resent(loom_node *n, size_t resent, size_t redirected)
+{
+    ps_counters *k = client_of(n)->counters;
+    atomic_fetch_add(&k->pushes_resent, resent);
+    atomic_fetch_add(&k->pushes_redirected, redirected);
+}
+
 /* Whether pull slot p is one that ps_client_repull's `which` moves. */
 static int repull_takes(const pull_slot *p, int which, int server)
 {

@@ -35,6 +35,15 @@ int ps_client_survives(loom_node *n, uint32_t id);
  * went; *ok is 0 if the tables could not be listed (out of memory). */
 enum { PS_RESEND_ALL, PS_RESEND_PARKED, PS_RESEND_MOVED };
 size_t ps_client_resend(loom_node *n, int which, int server, int *ok);
+/* Server `server` hands its ranges over and leaves (src/ft/handback.c, a
+ * drain): it applies nothing more, and its replicas hold every push it
+ * applied. So the pushes it acknowledged and did not park are dropped from
+ * its in-flight lists (what stays there was never applied: a later
+ * PS_RESEND_ALL redirects it). Returns how many were dropped. */
+size_t ps_client_drained(loom_node *n, int server);
+/* Count pushes sent again (loom_stats' pushes_resent: the old master may
+ * have applied them) and redirected (pushes_redirected: never applied). */
+void ps_client_count_resent(loom_node *n, size_t resent, size_t redirected);
 /* Pull parts asked again of their range's master now: PS_REPULL_DEAD,
  * every one waiting for server `server` (which is marked redirected: a pull
  * routed to it later goes to the new master); PS_REPULL_REFUSED, those it

@@ -59,10 +59,14 @@ enum ps_msg_type {
     /* a replacement taking its ranges back (src/ft/handback.c; docs/FAULTS.md) */
     MSG_HANDBACK = 152, /* scheduler -> servers (b = 0 fence, 2 abort), servers and workers
                            (b = 1 commit): a = node id of the server taking its ranges
-                           back, req = generation */
+                           back, req = generation; a server leaving (a drain,
+                           docs/ELASTIC.md): scheduler -> servers (b = 3 fence, 2 abort),
+                           scheduler -> the leaving server -> workers (b = 4 sync), a =
+                           node id of the leaving server */
     MSG_HANDBACK_ACK,   /* server -> scheduler: fenced, its last round acknowledged;
                            worker -> that server: switched, its pushes sent again; req
-                           (and, answering PARKED, b) echoed */
+                           (and, answering PARKED, b) echoed; worker -> scheduler: a
+                           drain's sync seen (req echoed) */
     MSG_PARKED,         /* server -> worker: table = id, req = the sequence of a push not
                            applied (its range is fenced, or an older push to it is): hold
                            it; req = 0: send again every push parked here (and ask again

@@ -103,8 +103,10 @@ enum { PS_PART_OPEN, PS_PART_FENCED, PS_PART_INCOMING, PS_PART_GATED };
 int ps_part_state(loom_node *n, uint32_t table, size_t part);
 void ps_part_set_state(loom_node *n, uint32_t table, size_t part, int state);
 /* The rank of a part's master, or of the one it would have if server `up`
- * were UP (up < 0: as the servers are). */
+ * were UP (up < 0: as the servers are); of the one it would have if server
+ * `down` were DOWN (-1: none). */
 int ps_part_master(loom_node *n, uint32_t table, size_t part, int up);
+int ps_part_master_without(loom_node *n, uint32_t table, size_t part, int down);
 /* Handback `gen` fenced or marked parts incoming (ps_part_set_state): the
  * pushes staged or held for fenced parts are parked (PARKED to their
  * workers), the pulls waiting for parts not open are held, and PARKED req 0
@@ -125,6 +127,11 @@ void ps_part_release(loom_node *n);
  * checkpoint cuts wait for the workers' CLOCKs after it, and its gated
  * parts' pulls for every worker's acknowledgement of gen. */
 void ps_part_committed(loom_node *n, uint64_t gen, uint32_t handbacks, int took_back);
+/* This server took over ranges of a server that left after handing them
+ * over (drain `gen`): their pulls wait for every running worker's
+ * acknowledgement of gen, sent once it sent the new masters the pushes it
+ * held for them. */
+void ps_part_owe(loom_node *n, uint64_t gen);
 /* HANDBACK_ACK from node `from`: the worker sent again what it held for
  * this server's ranges, up to handback `gen` and PARKED req 0 number
  * `unparked`. 0, or LOOM_EPROTO if `from` is no running worker. */
@@ -151,6 +158,9 @@ int ps_registry_state(loom_node *n, int rank, uint32_t *returned);
 /* Set server rank's state; `returned`: the order it came back in, when
  * BACK (else unused). */
 void ps_registry_set_state(loom_node *n, int rank, int state, uint32_t returned);
+/* Whether the job would go on without server rank `rank` (ps_survives,
+ * nothing marked): its ranges keep a live holder. */
+int ps_registry_may_leave(loom_node *n, int rank);
 /* Whether worker rank finished; whether every worker did (the job ends). */
 int ps_registry_worker_done(loom_node *n, int rank);
 int ps_registry_ending(loom_node *n);

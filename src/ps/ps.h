@@ -141,6 +141,7 @@ typedef struct ps_counters {
     _Atomic uint64_t pulls_from_cache, pulls_from_server;
     _Atomic uint64_t table_messages, table_bytes_raw, table_bytes_wire;
     _Atomic uint64_t managed_rows_sent, pushed_rows_received;
+    _Atomic uint64_t pushes_resent, pushes_redirected;
 } ps_counters;
 /* node_set_stats's function of the ps layer; ctx is the node's ps_counters. */
 void ps_counters_stats(void *ctx, loom_stats *out);

@@ -351,6 +351,15 @@ void ps_registry_set_state(loom_node *n, int rank, int state, uint32_t returned)
     r->returned[rank] = state == PS_BACK ? returned : 0;
 }
 
+int ps_registry_may_leave(loom_node *n, int rank)
+{
+    registry *r = node_layer(n, &ps_layer_def);
+    uint8_t was = r->dead[rank];
+    int ok = ps_survives(n, r->replicas, r->dead, node_server_id(loom_num_servers(n), rank));
+    r->dead[rank] = was;
+    return ok;
+}
+
 int ps_registry_worker_done(loom_node *n, int rank)
 {
     registry *r = node_layer(n, &ps_layer_def);

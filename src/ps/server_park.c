@@ -246,6 +246,13 @@ void ps_part_committed(loom_node *n, uint64_t gen, uint32_t handbacks, int took_
         if (s->hb_acked[w] < gen && s->hb_owed[w] < gen) s->hb_owed[w] = gen;
 }
 
+void ps_part_owe(loom_node *n, uint64_t gen)
+{
+    server *s = srv_of(n);
+    for (int w = 0; w < s->num_workers; w++)
+        if (s->hb_acked[w] < gen && s->hb_owed[w] < gen) s->hb_owed[w] = gen;
+}
+
 /* A worker sent again what it held for this server's ranges (after a
  * handback's commit, or PARKED with req 0) and asked again its pulls. */
 int ps_part_acked(loom_node *n, uint32_t from, uint64_t gen, uint64_t unparked)

@@ -90,6 +90,19 @@ int ps_part_master(loom_node *n, uint32_t table, size_t part, int up)
     return m;
 }
 
+int ps_part_master_without(loom_node *n, uint32_t table, size_t part, int down)
+{
+    server *s = srv_of(n);
+    srv_table *t;
+    srv_part *p = part_at(n, table, part, &t);
+    if (!p) return -1;
+    uint8_t was = s->dead[down];
+    s->dead[down] = PS_DOWN;
+    int m = ps_ring_master(&t->ring, p->range, s->dead, s->returned);
+    s->dead[down] = was;
+    return m;
+}
+
 const uint64_t *ps_part_applied(loom_node *n, uint32_t table, size_t part)
 {
     srv_table *t;

@@ -59,6 +59,8 @@ int main(void)
     FIELD(loom_stats, managed_rows_sent);
     FIELD(loom_stats, pushed_rows_received);
     FIELD(loom_stats, replicated_bytes);
+    FIELD(loom_stats, pushes_resent);
+    FIELD(loom_stats, pushes_redirected);
     printf("}, \"dataset\": {\"size\": [0, %zu], ", sizeof(loom_dataset));
     first = 1;
     FIELD(loom_dataset, rows);

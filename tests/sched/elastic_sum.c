@@ -20,7 +20,14 @@
  * (--on-worker-failure continue; what each pushed for a part it did not
  * finish stays, and the part is trained again): worker 0 then says "exact
  * but for N lost worker(s)" when the only excess is such part keys' (N at
- * most, each less than CLOCKS) and key 0's, their sum. */
+ * most, each less than CLOCKS) and key 0's, their sum.
+ *
+ * With ELASTIC_SUM_READS=1 (BSP), before each push a worker pulls key 0
+ * and prints "read C V": at clock C it holds V, which BSP makes exactly
+ * the pushes of every clock before C; the test counts them (one per "read"
+ * line) and checks every V, the reads in the clock of a server's leave
+ * among them. Every worker prints its loom_stats' pushes_resent and
+ * pushes_redirected at its end ("worker W: resent R, redirected D pushes"). */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -85,9 +92,20 @@ static int check(loom_table *t, uint32_t parts, long epochs, long clocks, long l
     return bad;
 }
 
+/* Worker W's pushes sent again and redirected (loom_stats). */
+static void print_resent(loom_node *n)
+{
+    loom_stats st;
+    loom_node_stats(n, &st);
+    printf("worker %d: resent %llu, redirected %llu pushes\n", loom_rank(n),
+           (unsigned long long)st.pushes_resent, (unsigned long long)st.pushes_redirected);
+}
+
 static int work(loom_node *n, loom_consistency cons, uint32_t parts, long epochs, long clocks,
                 long pace_us, long lost)
 {
+    const char *env = getenv("ELASTIC_SUM_READS");
+    int reads = cons == LOOM_BSP && env && !strcmp(env, "1");
     struct timespec pace = {pace_us / 1000000, (pace_us % 1000000) * 1000};
     loom_table_opts o = LOOM_TABLE_OPTS_DEFAULT;
     o.type = LOOM_I64;
@@ -121,7 +139,10 @@ static int work(loom_node *n, loom_consistency cons, uint32_t parts, long epochs
             uint64_t keys[2] = {0, 1 + (uint64_t)part};
             int64_t ones[2] = {1, 1};
             for (long c = 0; c < clocks && !rc; c++) {
-                rc = loom_push(t, keys, 2, ones);
+                int64_t v;
+                if (reads && !(rc = loom_pull(t, keys, 1, &v)))
+                    printf("read %lld %lld\n", (long long)loom_current_clock(n), (long long)v);
+                if (!rc) rc = loom_push(t, keys, 2, ones);
                 if (!rc) rc = loom_clock(n);
                 if (pace_us) nanosleep(&pace, NULL);
             }
@@ -147,6 +168,7 @@ static int work(loom_node *n, loom_consistency cons, uint32_t parts, long epochs
         }
     }
     loom_parts_close(p);
+    print_resent(n);
     return bad;
 }
 

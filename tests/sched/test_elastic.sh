@@ -38,8 +38,8 @@
 #          server joins (`loom join --role server`) and takes its ranges back
 #          (the scheduler's handback), then a second; then two workers join;
 #          once each finished a part, both workers and both joined servers
-#          get SIGTERM and leave (the servers' ranges go to the next holders,
-#          as in a failover). The job ends on 1 server and 2 workers with the
+#          get SIGTERM and leave (each server hands its ranges over to their
+#          next holders: fence, last replication round, commit). The job ends on 1 server and 2 workers with the
 #          sum exact and every part once per epoch; every process exits 0.
 #
 #   leave_MODE  the same program and table, BSP, SSP(1) or ASP, 2 servers
@@ -58,6 +58,13 @@
 #          and a worker that joins takes its slot and finishes parts; the sum
 #          is exact but for what the dead worker pushed for the part it did
 #          not finish (ELASTIC_SUM_LOST=1), every part once per epoch.
+#   servers_fallback  the same program, SSP(1), 1 of 3 server slots, 2
+#          workers, LOOM_REPLICAS=2, an 8 s heartbeat timeout: two servers join
+#          and take their ranges back; then server 2 is stopped (SIGSTOP) and
+#          server 1 asked to leave (SIGTERM): its handover waits for server 2's
+#          fence, server 2 is declared dead, and server 1 leaves by failover
+#          instead, as the scheduler says; server 2 is killed. The sum ends
+#          exact, every part once per epoch, the job and server 1 exit 0.
 #
 # Usage: test_elastic.sh LOOM CASE [DATA_DIR [ELASTIC_SUM]]
 # shellcheck disable=SC2015 # "A && B || fail": fail if either check fails, as meant
@@ -120,6 +127,58 @@ exactly_once() {
 
 # wait_log FILE PATTERN WHAT: wait (120 s at most) for an extended-regex line
 # in FILE; if none comes, fail showing the ends of the job's and joiners' logs.
+# fenced_leaves (servers_MODE, after the job): the servers left by fenced
+# handovers (docs/ELASTIC.md): no worker sent a push again after a failover
+# (its "died: N pushes" lines, the free slots' at the start among them, sum
+# to 0), and each worker's pushes_resent counter holds only what the
+# handbacks of the joins moved (their "took its ranges back: N pushes"
+# lines), nothing for the leaves; the leaves' "N pushes it had not applied"
+# are counted as redirected. Under BSP no read (elastic_sum's "read C V"
+# lines: key 0 at clock C) misses a push of the clocks before C (one per
+# read line of any worker), and from the clock after the joins' last
+# handback and the workers' joins on, the reads in the clocks of the leaves
+# among them, each holds exactly those. (The first read after a handback's
+# commit may hold a push of its own clock too, and a joined worker's first
+# read those of the clock it joined at, which this test does not assert
+# on.) Sets $redirected and $reads.
+fenced_leaves() {
+    local out w lines resent moved died redir left exact_from=0 c
+    redirected=0 reads=
+    for w in 0 1 2 3; do
+        if ((w < 2)); then
+            lines=$(sed -n "s/^\[worker $w\] //p" job.out)
+        else
+            lines=$(grep -l "^worker $w: resent " join1.out join2.out | head -1 | xargs cat)
+        fi
+        grep -q "^worker $w: resent " <<<"$lines" || { cp job.out err; fail "worker $w printed no counters"; }
+        resent=$(sed -n "s/^worker $w: resent \([0-9]*\), redirected.*/\1/p" <<<"$lines")
+        redir=$(sed -n "s/^worker $w: resent [0-9]*, redirected \([0-9]*\) pushes$/\1/p" <<<"$lines")
+        moved=$(sed -n 's/.*took its ranges back: \([0-9]*\) pushes and.*/\1/p' <<<"$lines" | awk '{s += $1} END {print s + 0}')
+        left=$(sed -n 's/.*left after handing its ranges over: \([0-9]*\) pushes it had not applied.*/\1/p' <<<"$lines" | awk '{s += $1} END {print s + 0}')
+        died=$(sed -n 's/.* died: \([0-9]*\) pushes and.*/\1/p' <<<"$lines" | awk '{s += $1} END {print s + 0}')
+        ((resent == moved && died == 0)) || { cp job.out err; fail "worker $w sent $resent pushes again, the handbacks $moved, failovers $died: the leaves sent some again"; }
+        # A joined worker prints its counters when it leaves, maybe before a server's leave.
+        ((w >= 2 || redir >= left)) || { cp job.out err; fail "worker $w redirected $redir pushes, fewer than its leaves' $left"; }
+        redirected=$((redirected + left))
+        out+=$(grep '^read ' <<<"$lines")$'\n'
+        # After a handback's commit, and a joined worker's first clock (J,
+        # the clock the others completed, whose pushes its first read holds).
+        c=$(awk -v joined=$((w >= 2)) '/took its ranges back/ { hb = 1; next }
+            (hb || joined) && /^read / { c = $2; hb = joined = 0 } END { print c + 1 }' <<<"$lines")
+        ((c > exact_from)) && exact_from=$c
+    done
+    [[ $mode == bsp ]] || return 0
+    reads=$(grep -c '^read ' <<<"$out")
+    ((reads > 0)) || fail "no BSP reads printed"
+    # Sorted by clock: the reads at clock C must hold the number of reads
+    # (each followed by its push) at clocks before C.
+    grep '^read ' <<<"$out" | sort -k2,2n | awk -v from="$exact_from" '
+        $2 != clock { before = seen; clock = $2 }
+        { seen++ }
+        $3 < before || ($3 != before && $2 >= from) { print "clock " $2 ": read " $3 ", pushed before it " before; bad = 1; exit }
+        END { exit bad }' >reads.bad || { cp reads.bad err; fail "a BSP read is not exact (exact from clock $exact_from on): $(cat reads.bad)"; }
+}
+
 wait_log() {
     local deadline=$(($(now_ms) + 120000))
     until grep -Eq "$2" "$1"; do
@@ -186,6 +245,7 @@ servers_bsp | servers_ssp | servers_asp)
     [[ $mode == asp ]] && epochs=80
     prog=("$SUM" "$mode" 12 "$epochs" 40 "$pace")
     export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000 LOOM_REPLICAS=2
+    export ELASTIC_SUM_READS=1 # BSP: every worker's reads, checked below
     "$LOOM" run --servers 1 --max-servers 3 --workers 2 --max-workers 4 --insecure --no-status -- \
         "${prog[@]}" >job.out 2>&1 &
     launcher=$!
@@ -212,6 +272,7 @@ servers_bsp | servers_ssp | servers_asp)
         wait_log job.out "^\[scheduler\] warning: worker $r left the running job" "worker $r's leave"
     done
     for s in 1 2; do
+        wait_log job.out "^\[scheduler\] warning: server $s handed its ranges over to their next holders\$" "server $s's handover"
         wait_log job.out "^\[scheduler\] warning: server $s left the running job; the job goes on without it" "server $s's leave"
     done
     for k in 0 1 2 3; do
@@ -232,7 +293,43 @@ servers_bsp | servers_ssp | servers_asp)
         grep -q "left the running job: its ranges are served by the other servers" srv$s.out ||
             { cp srv$s.out err; fail "server $s did not say it left"; }
     done
-    echo "$mode: 2 servers and 2 workers joined and left (1 -> 3 -> 1 servers, 2 -> 4 -> 2 workers); the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
+    fenced_leaves
+    echo "$mode: 2 servers and 2 workers joined and left (1 -> 3 -> 1 servers, 2 -> 4 -> 2 workers); the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch; the servers' leaves were fenced handovers: no push sent again, $redirected redirected${reads:+, $reads BSP reads exact}"
+    ;;
+servers_fallback)
+    SUM=${4:?usage: $0 LOOM servers_fallback DATA_DIR ELASTIC_SUM}
+    epochs=30
+    prog=("$SUM" ssp 12 "$epochs" 40 1000)
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=8000 LOOM_REPLICAS=2
+    "$LOOM" run --servers 1 --max-servers 3 --workers 2 --insecure --no-status -- \
+        "${prog[@]}" >job.out 2>&1 &
+    launcher=$!
+    wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
+    addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
+    wait_log job.out '^\[scheduler\] info: parts: epoch 0 over' "the end of epoch 0"
+    for s in 1 2; do
+        "$LOOM" join "$addr" --role server --servers 3 --workers 2 -- "${prog[@]}" >srv$s.out 2>&1 &
+        joiners+=($!)
+        wait_log job.out "^\[scheduler\] warning: server $s took its ranges back\$" "server $s's handback"
+    done
+    kill -STOP "${joiners[1]}"
+    kill -TERM "${joiners[0]}"
+    wait_log job.out "^\[scheduler\] warning: server 1: its ranges cannot be handed over \(server 2 died\): it leaves by failover" "server 1's failover leave"
+    wait_log job.out "^\[scheduler\] warning: server 1 left the running job; the job goes on without it" "server 1's leave"
+    kill -KILL "${joiners[1]}"
+    wait "${joiners[0]}" || { show_tails 40 srv1.out; fail "server 1: exit status $?"; }
+    joiners=()
+    wait "$launcher"
+    rc=$?
+    launcher=
+    cp job.out err
+    ((rc == 0)) || { show_tails 30 job.out; fail "the job: exit status $rc"; }
+    exactly_once 12 $epochs
+    grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
+        fail "worker 0 did not find the sum exact"
+    grep -q "left the running job: its ranges are served by the other servers" srv1.out ||
+        { cp srv1.out err; fail "server 1 did not say it left"; }
+    echo "server 2 died during server 1's handover: server 1 left by failover; the sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
     ;;
 leave_bsp | leave_ssp | leave_asp)
     SUM=${4:?usage: $0 LOOM leave_MODE DATA_DIR ELASTIC_SUM}
