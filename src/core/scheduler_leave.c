@@ -159,7 +159,7 @@ void sched_leave_request(loom_node *n, const uint8_t *rid, size_t rid_len, const
     /* Who asked, for the log: printable characters only. */
     char from[MSG_ADDR_MAX];
     size_t k = 0;
-    for (; reg->address[k] && k < sizeof from - 1; k++)
+    for (; k < sizeof from - 1 && reg->address[k]; k++)
         from[k] = reg->address[k] >= ' ' && reg->address[k] <= '~' ? reg->address[k] : '?';
     from[k] = '\0';
     if (rc) {
