@@ -20,7 +20,9 @@
  * (--on-worker-failure continue; what each pushed for a part it did not
  * finish stays, and the part is trained again): worker 0 then says "exact
  * but for N lost worker(s)" when the only excess is such part keys' (N at
- * most, each less than CLOCKS) and key 0's, their sum.
+ * most, each at most CLOCKS: a worker killed after its part's last clock but
+ * before it reported the part finished pushed all of it) and key 0's, their
+ * sum.
  *
  * With ELASTIC_SUM_READS=1 (BSP), before each push a worker pulls key 0
  * and prints "read C V": at clock C it holds V, which BSP makes exactly
@@ -53,9 +55,10 @@ static int fail(const char *what, int rc)
 
 /* Worker 0, after the last barrier: every key as the exact count says. With
  * `lost` workers lost (--on-worker-failure continue), each may have pushed
- * for part of a part it did not finish, which another worker trained again:
- * then up to `lost` part keys may hold up to clocks - 1 more, and key 0 as
- * many more as they do together. */
+ * for a part it did not report finished, which another worker trained again:
+ * then up to `lost` part keys may hold up to `clocks` more (all of it when the
+ * kill fell between the part's last clock and its report), and key 0 as many
+ * more as they do together. */
 static int check(loom_table *t, uint32_t parts, long epochs, long clocks, long lost)
 {
     int64_t *got = calloc(parts + 1, sizeof *got);
@@ -68,7 +71,7 @@ static int check(loom_table *t, uint32_t parts, long epochs, long clocks, long l
     long over = 0;
     for (uint32_t k = 1; k <= parts && !bad; k++) {
         int64_t more = got[k] - epochs * clocks;
-        if (more > 0 && more < clocks && over < lost) {
+        if (more > 0 && more <= clocks && over < lost) {
             over++, extra += more;
         } else if (more) {
             fprintf(stderr, "elastic_sum: key %u holds %lld, not %lld\n", k, (long long)got[k],

@@ -110,7 +110,7 @@ grow_and_shrink() {
     rc=$?
     launcher=
     cp job.out err
-    ((rc == 0)) || fail "the job: exit status $rc"
+    ((rc == 0)) || { show_tails 40 job.out; fail "the job: exit status $rc"; }
 }
 
 # exactly_once PARTS EPOCHS: the scheduler's "finished" lines in job.out name
@@ -283,7 +283,7 @@ servers_bsp | servers_ssp | servers_asp)
     rc=$?
     launcher=
     cp job.out err
-    ((rc == 0)) || fail "the job: exit status $rc"
+    ((rc == 0)) || { show_tails 40 job.out; fail "the job: exit status $rc"; }
     exactly_once 12 $epochs
     grep -q "malformed" job.out srv1.out srv2.out && fail "a node dropped a malformed message"
     grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
@@ -380,7 +380,7 @@ leave_bsp | leave_ssp | leave_asp)
     rc=$?
     launcher=
     cp job.out err
-    ((rc == 0)) || fail "the job: exit status $rc"
+    ((rc == 0)) || { show_tails 40 job.out; fail "the job: exit status $rc"; }
     exactly_once 12 $epochs
     grep -q "malformed" job.out && fail "a node dropped a malformed message"
     grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
@@ -420,7 +420,7 @@ deadslot)
     rc=$?
     launcher=
     cp job.out err
-    ((rc == 0)) || fail "the job: exit status $rc"
+    ((rc == 0)) || { show_tails 40 job.out; fail "the job: exit status $rc"; }
     after=$(sed -n "/worker 1 joined the running job from /,\$ p" job.out | grep -c "^\[scheduler\] info: parts: epoch [0-9]*: part [0-9]* finished by worker 1\$")
     ((after > 0)) || fail "the worker in the dead worker's slot finished no part"
     exactly_once 12 $epochs
@@ -483,7 +483,7 @@ refuse)
     rc=$?
     launcher=
     cp job.out err
-    ((rc == 0)) || fail "the job: exit status $rc after a refused join"
+    ((rc == 0)) || { show_tails 40 job.out; fail "the job: exit status $rc after a refused join"; }
     echo "malformed joins and leaves refused (status 2); a worker's and a server's join to a full job refused by the scheduler, and their leaves from a job without data parts or replicas; the job ended well"
     ;;
 *)
