@@ -1,5 +1,6 @@
 /* attach: give a node the parameter-server part of its role; the job's
- * replication factor, which every server and worker reads the same way. */
+ * replication factor, which every server and worker reads the same way, and
+ * how long a request waits before the log names it. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -28,6 +29,21 @@ int ps_replicas_from_env(int num_servers, int *replicas)
     }
     *replicas = (int)k;
     return 0;
+}
+
+uint64_t ps_stall_report_ms(void)
+{
+    const char *v = getenv("LOOM_STALL_REPORT_MS");
+    if (!v || !*v) return PS_STALL_REPORT_MS;
+    char *end;
+    errno = 0;
+    unsigned long long ms = strtoull(v, &end, 10);
+    if (errno || *end || *v == '-' || ms < 100 || ms > 86400000ULL) {
+        log_warn("LOOM_STALL_REPORT_MS=%s: give milliseconds from 100 to 86400000; using %d", v,
+                 PS_STALL_REPORT_MS);
+        return PS_STALL_REPORT_MS;
+    }
+    return ms;
 }
 
 /* Whether the job survives server `rank` dying too: with K replicas any K

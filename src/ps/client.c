@@ -425,7 +425,9 @@ int ps_clock(loom_node *n)
      * scheduler's word (a round trip per clock). */
     node_lock(n);
     if (loom_num_workers(n) == 1 && c->global_min < clock) c->global_min = clock;
+    if (c->gate >= 0 && c->global_min < clock - c->gate) c->gate_since = node_now_ms();
     while (!rc && c->gate >= 0 && c->global_min < clock - c->gate) rc = node_wait(n, 0);
+    c->gate_since = 0;
     node_unlock(n);
     return rc;
 }

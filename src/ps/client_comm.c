@@ -10,8 +10,10 @@
  * in-flight record, filters, acknowledgement; it differs only in counting in
  * the window of unacknowledged managed messages. A row a server pushes is
  * taken only if this worker caches it. */
+#include <inttypes.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "ps/client_impl.h"
 #include "ps/msg_types.h"
 
@@ -158,9 +160,81 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
     node_send(n, m->from, &h, NULL, 0);
 }
 
+/* The oldest pull part still unanswered, the oldest push still
+ * unacknowledged and loom_clock's wait for the slowest worker, each named
+ * once when it has waited stall_ms (ps.h),
+ * with the server it waits on: with the servers' own reports
+ * (srv_report_stall), a job that stopped moving says where. */
+static void client_report_stall(ps_client *c, uint64_t now)
+{
+    pthread_mutex_lock(&c->mu);
+    const pull_slot *pull = NULL;
+    uint32_t npulls = 0;
+    for (uint32_t i = 0; i < c->nslots; i++) {
+        const pull_slot *p = &c->slots[i];
+        if (!p->req) continue;
+        npulls++;
+        if (!pull || p->since < pull->since) pull = p;
+    }
+    if (pull && now - pull->since >= c->stall_ms && pull->since != c->stall_said[0]) {
+        c->stall_said[0] = pull->since;
+        log_warn("a pull of table %u has waited %" PRIu64 " s for server %d (%s), %u pull "
+                 "part(s) unanswered in all",
+                 pull->op->t->id, (now - pull->since) / 1000, pull->server,
+                 c->dead[pull->server] == PS_UP ? "up" : "not up", npulls);
+    }
+    pthread_mutex_unlock(&c->mu);
+    size_t count;
+    loom_table **list = client_snapshot_tables(c, &count);
+    const loom_table *push_table = NULL;
+    uint64_t push_since = UINT64_MAX;
+    int push_server = -1;
+    for (size_t i = 0; list && i < count; i++) {
+        loom_table *t = list[i];
+        pthread_mutex_lock(&t->mu);
+        for (int s = 0; s < c->num_servers; s++)
+            for (const inflight *f = t->ifl_head[s]; f; f = f->next)
+                if (!f->acked && !f->parked) {
+                    if (f->since < push_since)
+                        push_since = f->since, push_table = t, push_server = s;
+                    break; /* a server's FIFO: the first unacknowledged is its oldest */
+                }
+        pthread_mutex_unlock(&t->mu);
+    }
+    node_lock(c->node);
+    uint64_t gate_since = c->gate_since;
+    int64_t min = c->global_min, mine = atomic_load(&c->clock);
+    int waiting = gate_since && min < mine - c->gate; /* not just woken */
+    node_unlock(c->node);
+    if (waiting && now - gate_since >= c->stall_ms && gate_since != c->stall_said[2]) {
+        c->stall_said[2] = gate_since;
+        log_warn("loom_clock has waited %" PRIu64 " s for the slowest worker: this worker has "
+                 "finished %" PRId64 " clocks, the slowest %" PRId64 " (the scheduler's word)",
+                 (now - gate_since) / 1000, mine, min);
+    }
+    if (push_table && now - push_since >= c->stall_ms && push_since != c->stall_said[1]) {
+        c->stall_said[1] = push_since;
+        log_warn("a push to table %u has waited %" PRIu64 " s for server %d's acknowledgement (%s)",
+                 push_table->id, (now - push_since) / 1000, push_server,
+                 c->dead[push_server] == PS_UP ? "up" : "not up");
+    }
+    free(list);
+}
+
+/* The I/O thread's timer: managed communication (comm_tick) and, every
+ * second, a look for requests that have waited too long. */
+static uint64_t client_tick(loom_node *n, void *ctx, uint64_t now)
+{
+    uint64_t next = comm_tick(n, ctx, now), look = now + 1000;
+    client_report_stall(ctx, now);
+    return next < look ? next : look;
+}
+
 /* The I/O thread's timer, and the rows servers push. */
 void client_comm_attach(loom_node *n, ps_client *c)
 {
-    node_set_timer(n, &ps_layer_def, comm_tick, c);
+    c->stall_ms = ps_stall_report_ms();
+    node_set_timer(n, &ps_layer_def, client_tick, c);
+    node_timer_poke(n, &ps_layer_def); /* the first look at the I/O thread's first turn */
     node_set_handler(n, MSG_ROWS_PUSH, on_rows_push, c);
 }

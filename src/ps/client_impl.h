@@ -81,6 +81,7 @@ typedef struct inflight {
     int managed;    /* sent early: counts in the ack window (comm.h) */
     int parked;     /* its server parked it (PARKED): kept, and sent again when told */
     int64_t clock;  /* the clock it was pushed in (sent again after a failover) */
+    uint64_t since; /* node_now_ms() when it was first sent (client_report_stall) */
     /* A sparse push kept for read-my-writes only (loom_push_sparse_async
      * without replicas; vals is NULL): row i's values are entries
      * [sp_off[i], sp_off[i + 1]) of sp_cols and sp_vals, all in hold. With
@@ -162,9 +163,10 @@ typedef struct pull_slot {
     pull_op *op;
     size_t first, count;
     int server;
-    int resent;  /* the key list was sent again after the server missed its digest */
-    int refused; /* refused (LOOM_ESTATE) by a server this worker takes for the
-                  * master: asked again on its PARKED req 0 or a handback */
+    int resent;     /* the key list was sent again after the server missed its digest */
+    int refused;    /* refused (LOOM_ESTATE) by a server this worker takes for the
+                     * master: asked again on its PARKED req 0 or a handback */
+    uint64_t since; /* node_now_ms() when it was asked (client_report_stall) */
     uint32_t next_free;
 } pull_slot;
 
@@ -198,11 +200,14 @@ typedef struct ps_client {
     uint32_t nslots, free_head, gen;
     open_wait *opens;
     atomic_llong clock;
-    comm_mgr cm;       /* the budget and the ack window */
-    size_t next_table; /* comm_tick: the managed table to serve next */
+    comm_mgr cm;            /* the budget and the ack window */
+    size_t next_table;      /* comm_tick: the managed table to serve next */
+    uint64_t stall_ms;      /* client_report_stall names a request that waited this long */
+    uint64_t stall_said[3]; /* the `since` of the last pull, push and clock wait it named */
     /* under the node lock: */
     int64_t global_min;
-    int gate; /* smallest staleness of an SSP/BSP table; -1 if none */
+    int gate;            /* smallest staleness of an SSP/BSP table; -1 if none */
+    uint64_t gate_since; /* node_now_ms() when loom_clock began to wait for it (0: not waiting) */
 } ps_client;
 
 #define NO_SLOT UINT32_MAX

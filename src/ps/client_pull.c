@@ -98,6 +98,7 @@ static uint64_t slot_alloc(ps_client *c, pull_op *op, size_t first, size_t count
     s->server = server;
     s->resent = resent;
     s->refused = refused;
+    s->since = node_now_ms();
     uint64_t req = s->req;
     pthread_mutex_unlock(&c->mu);
     return req;

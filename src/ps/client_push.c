@@ -125,6 +125,7 @@ static inflight *track_push(loom_table *t, int s, loom_ts ts, int managed, size_
     f->ts = ts;
     f->managed = managed;
     f->clock = atomic_load(&t->client->clock);
+    f->since = node_now_ms();
     if (t->ifl_tail[s])
         t->ifl_tail[s]->next = f;
     else

@@ -25,6 +25,11 @@
  * message's table id is checked with one comparison; 1024 is far more than any
  * app opens (two or three). */
 #define PS_MAX_TABLES 1024
+/* A pull or push still unanswered after this long is named in the log, once,
+ * with what it waits for, by the server holding it (srv_report_stall) and the
+ * worker waiting on it (client_report_stall): a job that stops moving says
+ * where. LOOM_STALL_REPORT_MS overrides it (ps_stall_report_ms). */
+#define PS_STALL_REPORT_MS 30000
 /* Largest row a table may have, in bytes. */
 #define PS_MAX_ROW_BYTES ((size_t)1 << 20)
 
@@ -148,6 +153,9 @@ void ps_counters_stats(void *ctx, loom_stats *out);
 /* The job's replicas per key range from LOOM_REPLICAS (unset: 0): 0, or
  * LOOM_ECONFIG (logged) when it is not a number below num_servers. */
 int ps_replicas_from_env(int num_servers, int *replicas);
+/* LOOM_STALL_REPORT_MS, else PS_STALL_REPORT_MS (a bad value is named and
+ * the default used). */
+uint64_t ps_stall_report_ms(void);
 /* Whether the job goes on without node `id`: a server, while no more than
  * `replicas` servers have died (dead[rank] per server, set here when so).
  * Every role decides the same way, so all agree on which ranges moved. */

@@ -55,6 +55,9 @@ typedef struct registry {
     uint32_t *tables_left; /* per rejoining server rank: tables it has still to create */
     uint32_t *returned;    /* per BACK server: the how-manieth return it was (REJOIN_READY's req) */
     ps_registry_hooks hooks; /* src/ft's copies and handbacks (part.h; ctx NULL: ps alone, none) */
+    uint64_t min_since;      /* node_now_ms() when min_clock last moved */
+    int64_t min_said;        /* the min clock report_stall last named (-1: none) */
+    uint64_t stall_ms;       /* ps.h: PS_STALL_REPORT_MS */
 } registry;
 
 /* Server `id` died (not left) and the job cannot go on without it: say that it is one
@@ -321,12 +324,39 @@ static void advance(loom_node *n, registry *r, uint32_t from)
     node_note_clock(n, from, r->clocks.of[rank], min > r->min_clock ? min : r->min_clock);
     if (min <= r->min_clock) return;
     r->min_clock = min;
+    r->min_since = node_now_ms();
     if (min == PS_CLOCK_DONE) return; /* every worker finished: nobody is waiting */
     for (int w = 0; w < r->num_workers; w++) {
         if (r->clocks.of[w] == PS_CLOCK_DONE) continue;
         msg_header h = {.type = MSG_MIN_CLOCK, .clock = min};
         node_send(n, node_worker_id(r->num_servers, w), &h, NULL, 0);
     }
+}
+
+/* The timer: when the min clock has not moved for stall_ms while a worker
+ * is ahead of it (so, under BSP and SSP, waits for the slowest), name the
+ * slowest once, with the servers' and workers' own reports (ps.h) a job that
+ * stopped moving says where. A long clock of every worker alike says
+ * nothing. */
+static uint64_t report_stall(loom_node *n, void *ctx, uint64_t now)
+{
+    (void)n;
+    registry *r = ctx;
+    int64_t min = r->clocks.min;
+    if (min == PS_CLOCK_DONE || min == r->min_said || now - r->min_since < r->stall_ms)
+        return now + 1000;
+    int slowest = -1, ahead = 0;
+    for (int w = 0; w < r->num_workers; w++) {
+        if (r->clocks.of[w] == min && slowest < 0) slowest = w;
+        ahead += r->clocks.of[w] > min && r->clocks.of[w] != PS_CLOCK_DONE;
+    }
+    if (slowest >= 0 && ahead) {
+        r->min_said = min;
+        log_warn("worker %d has not finished clock %" PRId64 " in %" PRIu64
+                 " s, and %d worker(s) that have may wait for it",
+                 slowest, min, (now - r->min_since) / 1000, ahead);
+    }
+    return now + 1000;
 }
 
 /* ---- what src/ft's copies and handbacks read and set (part.h) ---- */
@@ -414,6 +444,11 @@ int ps_registry_attach(loom_node *n)
     node_set_handler(n, MSG_TABLE_OPEN, on_table_open, r);
     node_set_handler(n, MSG_TABLE_CREATED, on_table_created, r);
     node_set_handler(n, MSG_CLOCK, on_clock, r);
+    r->min_said = -1;
+    r->min_since = node_now_ms();
+    r->stall_ms = ps_stall_report_ms();
+    node_set_timer(n, &ps_layer_def, report_stall, r);
+    node_timer_poke(n, &ps_layer_def); /* the first look at the I/O thread's first turn */
     node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, r);
     rc = node_add_failover(n, registry_failover, r);
     rc = rc ? rc : node_add_lost(n, registry_lost, r);

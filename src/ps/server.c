@@ -346,6 +346,15 @@ static void server_destroy(void *state)
     free(s);
 }
 
+/* The server's timer: managed communication's sends (server_comm.c), and a
+ * look every second for a pull that has waited too long (srv_report_stall). */
+static uint64_t srv_tick(loom_node *n, void *ctx, uint64_t now)
+{
+    uint64_t next = srv_comm_tick(n, ctx, now), look = now + 1000;
+    srv_report_stall(ctx, now);
+    return next < look ? next : look;
+}
+
 int ps_server_attach(loom_node *n)
 {
     server *s = calloc(1, sizeof *s);
@@ -383,7 +392,9 @@ int ps_server_attach(loom_node *n)
     }
     node_set_layer(n, &ps_layer_def, s, server_destroy);
     node_set_stats(n, &ps_layer_def, ps_counters_stats, s->counters);
-    node_set_timer(n, &ps_layer_def, srv_comm_tick, s);
+    s->stall_ms = ps_stall_report_ms();
+    node_set_timer(n, &ps_layer_def, srv_tick, s);
+    node_timer_poke(n, &ps_layer_def); /* the first look at the I/O thread's first turn */
     node_set_handler(n, MSG_ROWS_PUSH_ACK, srv_on_rows_push_ack, s);
     node_set_handler(n, MSG_TABLE_CREATE, on_create, s);
     node_set_handler(n, MSG_PUSH, srv_on_push, s);

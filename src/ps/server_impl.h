@@ -100,6 +100,7 @@ typedef struct pull_keys {
 typedef struct deferred {
     node_msg m; /* the pull, frames kept */
     pull_keys dk;
+    uint64_t since; /* node_now_ms() when it began to wait (srv_report_stall) */
     struct deferred *next;
 } deferred;
 
@@ -157,6 +158,8 @@ typedef struct server {
     uint32_t *returned;  /* per BACK server: the order it came back in (ring.h) */
     uint64_t duplicates; /* pushes sent again after a failover, not applied twice */
     int served;          /* a replacement: it answered a pull (said once: docs/ELASTIC.md) */
+    uint64_t stall_ms;   /* srv_report_stall names a pull that waited this long */
+    uint64_t stall_said; /* the `since` of the last waiting pull it named */
     /* checkpoints with replicas (ps.h): deaths, the server deaths of the
      * job so far (every node counts them the same way: ps_survives); per
      * worker, the most deaths a CLOCK of it said it had handled, and the clock
@@ -310,6 +313,8 @@ void srv_refuse_pull(server *s, srv_table *t, node_msg *m, int w, int status);
 void srv_answer_pull(server *s, srv_table *t, node_msg *m, int w, const pull_keys *dk);
 void srv_free_deferred(deferred *d);
 void srv_release_deferred(server *s);
+/* A pull that has waited stall_ms: say once what it waits for. */
+void srv_report_stall(server *s, uint64_t now);
 void srv_on_pull(loom_node *n, void *ctx, node_msg *m);
 
 /* ---- server_clock.c: the min clock, staged and held pushes ---- */

@@ -265,6 +265,7 @@ void srv_on_pull(loom_node *n, void *ctx, node_msg *m)
         return;
     }
     d->dk = dk;
+    d->since = node_now_ms();
     node_msg_keep(&d->m, m);
     if (p->fence) {
         s->nparked++;
@@ -299,4 +300,34 @@ void srv_release_deferred(server *s)
         srv_answer_pull(s, t, &d->m, srv_worker_rank(s, d->m.from), &d->dk);
         srv_free_deferred(d);
     }
+}
+
+/* Called by the server's timer: the pull that has waited longest, if it has
+ * waited stall_ms (ps.h: PS_STALL_REPORT_MS) and was not named yet, is named with what it
+ * waits for. Under BSP a pull waits for the slowest worker, so a job that
+ * stopped moving says which worker holds it up, or that a fenced range does;
+ * a worker that is merely slow is named the same way, once per pull. */
+void srv_report_stall(server *s, uint64_t now)
+{
+    const deferred *oldest = NULL;
+    int fenced = 0;
+    for (const deferred *d = s->waiting; d; d = d->next)
+        if (!oldest || d->since < oldest->since) oldest = d;
+    for (const deferred *d = s->parked; d; d = d->next)
+        if (!oldest || d->since < oldest->since) oldest = d, fenced = 1;
+    if (!oldest || now - oldest->since < s->stall_ms || oldest->since == s->stall_said) return;
+    s->stall_said = oldest->since;
+    uint64_t secs = (now - oldest->since) / 1000;
+    int reader = srv_worker_rank(s, oldest->m.from);
+    if (fenced) {
+        log_warn("%zu pulls have waited %" PRIu64 " s for ranges fenced here (a handback or a "
+                 "server's leave in progress), the oldest worker %d's",
+                 s->nparked, secs, reader);
+        return;
+    }
+    int slowest = 0;
+    while (slowest < s->num_workers - 1 && s->clocks.of[slowest] != s->clocks.min) slowest++;
+    log_warn("%zu pulls have waited %" PRIu64 " s, the oldest worker %d's for %" PRId64
+             " clocks finished by every worker: worker %d has finished %" PRId64 " here",
+             s->nwaiting, secs, reader, oldest->m.h.clock, slowest, s->clocks.min);
 }
