@@ -145,6 +145,15 @@ end_job_after() {
     echo $((end + $1)) >"$WORK/end.tmp" && mv "$WORK/end.tmp" "$WORK/end"
 }
 
+# fault_timeline: the job's faults and what each node did about them, in the
+# order they were logged, with worker 0's clocks every 10 between them: what
+# an inexact key needs to be traced to the fault that lost (or doubled) it.
+fault_timeline() {
+    echo "--- the faults, with worker 0's clocks:" >&2
+    grep -E "died|rejoined|took its ranges back|fenced|ranges open|aborted|killed|sent again|parked|handing|handed|left|^\[worker 0\] worker 0 clock|failed:" \
+        "$WORK/job.out" | grep -v "refused this node" | cut -c1-200 | tail -n 400 >&2
+}
+
 # job_ended_exact CLOCKS WORKERS KILLED: wait for the job; every worker in
 # WORKERS (e.g. "0 1 2") must have ended CLOCKS clocks (a regex) with every
 # key exact, `loom run` exit 0, and no process have failed but those matching
@@ -155,7 +164,7 @@ job_ended_exact() {
     echo "launcher exited with status $status"
     for w in $2; do
         grep -qE "^\[worker $w\] worker $w: $1 clocks, all 1000 keys exact" "$WORK/job.out" ||
-            fail "worker $w did not end with every key exact"
+            { fault_timeline; fail "worker $w did not end with every key exact"; }
     done
     ((status == 0)) || fail "loom run exited with status $status"
     others=$(grep -E "^loom run: .*(exited with status [1-9]|killed by)" "$WORK/job.out" |
