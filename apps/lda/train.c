@@ -94,10 +94,25 @@ static int lanes_init(worker *w, const loom_corpus *corpus)
     return 0;
 }
 
+/* Wait for the clock's pushes still in flight (lane.pushed): before tdelta
+ * changes, and before it is freed. */
+static int lanes_wait_pushed(worker *w)
+{
+    lane *l = w->lanes;
+    int rc = 0;
+    for (int i = 0; l && i < l->npushed; i++) {
+        int r = loom_wait(w->n, l->pushed[i]);
+        if (!rc) rc = r;
+    }
+    if (l) l->npushed = 0;
+    return rc;
+}
+
 static void lanes_free(worker *w)
 {
     lane *l = w->lanes;
     if (l) {
+        lanes_wait_pushed(w);
         free(l->keys), free(l->ckeys), free(l->vals), free(l->pcols), free(l->pnnz);
         free(l->tdelta);
         free(l->shared_idx);
@@ -255,12 +270,17 @@ static int encode_changes(worker *w, lane *l, size_t n)
 
 /* Send a step's changes (initial: the initial counts), and at the clock's
  * end (clock_end) the process's clock. At the clock's end the rows go at
- * once (they are whole blocks of rows: buffering them would only copy them)
- * and the worker waits until the servers have them, because the rows and
- * keys are reused by the pull that follows. Every step before the clock's
- * last (--steps) pushes into the update buffer, which holds them until the
- * clock sends them (or managed communication, --priority, sends them while
- * the clock runs). */
+ * once (loom_push_sparse_async copies them sparse: the update buffer would
+ * make them dense), the totals from tdelta without a copy. The worker does
+ * not wait for the servers to have them but goes on sampling, and waits
+ * before the next changes are listed into tdelta (lanes_wait_pushed): under
+ * SSP a server applies a clock's changes while the worker samples the next
+ * (docs/BENCHMARKS.md, "LDA: a clock's pushes applied while the next one
+ * samples"). The initial counts are waited for at once: their totals are
+ * pulled into the array they were pushed from. Every step before
+ * the clock's last (--steps) pushes into the update buffer, which holds them
+ * until the clock sends them (or managed communication, --priority, sends
+ * them while the clock runs). */
 static int push_lanes(worker *w, int initial, int clock_end)
 {
     static const uint64_t zero = 0;
@@ -274,13 +294,13 @@ static int push_lanes(worker *w, int initial, int clock_end)
         TRY("push topic totals", loom_push(w->tt, &zero, 1, totals));
         return 0;
     }
-    loom_ts ts[2];
-    int n = 0;
+    TRY("push", lanes_wait_pushed(w));
     if (l->nkeys)
         TRY("push word-topic counts",
-            loom_push_sparse_async(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta, &ts[n++]));
-    TRY("push topic totals", loom_push_async(w->tt, &zero, 1, totals, &ts[n++]));
-    for (int i = 0; i < n; i++) TRY("push", loom_wait(w->n, ts[i]));
+            loom_push_sparse_async(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta,
+                                   &l->pushed[l->npushed++]));
+    TRY("push topic totals", loom_push_async(w->tt, &zero, 1, totals, &l->pushed[l->npushed++]));
+    if (initial) TRY("push", lanes_wait_pushed(w));
     TRY("clock", loom_clock(w->n));
     return 0;
 }
@@ -321,7 +341,9 @@ static int pull_rows(worker *w, lane *l, const uint32_t *idx, size_t n, int relo
 /* After a clock: the rows other workers change and the totals, then the
  * sampler. The other rows hold exactly this worker's counts, which is what
  * a pull of them would return (read-my-writes), so they are not pulled:
- * with one worker no row is pulled at all. */
+ * with one worker no row is pulled at all, nor the totals, which are then
+ * its own (lda_sampler_store): a pull of them would wait for the server to
+ * apply the clock's push, which it does while this worker samples on. */
 static int refresh(worker *w)
 {
     static const uint64_t zero = 0;
@@ -330,7 +352,7 @@ static int refresh(worker *w)
     /* Only the words whose rows differ from the sampler's are rebuilt. */
     size_t nreload = 0;
     if (pull_rows(w, l, l->shared_idx, l->nshared, 1, &nreload)) return 1;
-    TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
+    if (w->nworkers > 1) TRY("pull topic totals", loom_pull(w->tt, &zero, 1, l->s.totals));
     TRY("rebuild the sampler", lda_sampler_reload(&l->s, l->reload, nreload));
     return 0;
 }
@@ -415,6 +437,7 @@ static int sync_clock(worker *w, int sync, int it)
             lda_lanes_merge(&w->grid, &l->s);
         }
         size_t n;
+        TRY("push", lanes_wait_pushed(w)); /* tdelta is rewritten */
         TRY("list the changes", lda_sampler_changes(&l->s, &n, l->tdelta));
         if (encode_changes(w, l, n) || push_lanes(w, 0, w->step == w->c->train.steps - 1) ||
             refresh(w))

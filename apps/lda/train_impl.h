@@ -58,6 +58,12 @@ typedef struct lane {
     uint32_t *nnz;  /* ncols_cap: a change at most per row */
     uint32_t *cols; /* ncols_cap */
     size_t ncols_cap, nchanges;
+    /* A clock's pushes still in flight: waited for before the next changes
+     * are listed (lanes_wait_pushed), since the totals go from tdelta without
+     * a copy (the sparse rows are copied: loom_push_sparse_async), not at the
+     * clock, so the servers apply them while the next clock samples. */
+    loom_ts pushed[2];
+    int npushed;
     uint32_t *reload; /* local words whose rows a refresh replaced */
     /* Words that other workers' documents contain too: only their rows can
      * change behind the process's back, so only they are pulled each clock. */
