@@ -29,6 +29,7 @@
  * node's sockets (the I/O thread, or an application thread in loom_wait).
  * Each table's cache, buffer and in-flight lists are guarded by the table's
  * mutex. */
+#include <inttypes.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -389,6 +390,8 @@ static int send_clock(ps_client *c, int64_t clock)
     for (int s = 0; s < c->num_servers && !rc; s++) {
         msg_header h = {.type = MSG_CLOCK, .clock = clock, .b = failovers};
         rc = node_send(c->node, node_server_id(c->num_servers, s), &h, NULL, 0);
+        if (rc) /* which one, for a failure that should not happen (ft.fault_mix once) */
+            log_error("CLOCK %" PRId64 " to server %d not sent: %s", clock, s, loom_strerror(rc));
     }
     c->clock_sent = clock;
     pthread_mutex_unlock(&c->mu);

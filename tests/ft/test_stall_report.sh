@@ -24,7 +24,7 @@ server) mode=asp victim=server-0 ;;
 esac
 
 LOOM_STALL_REPORT_MS=1000 "$LOOM" run --servers 1 --workers 2 --heartbeat-timeout 60000 \
-    --insecure --no-status -- "$PS_CHECK" "$mode" --pid-dir "$PIDS" --clocks 300 --pace-ms 20 \
+    --insecure --no-status -- "$PS_CHECK" "$mode" --pid-dir "$PIDS" --clocks 150 --pace-ms 20 \
     >"$WORK/job.out" 2>&1 &
 launcher=$!
 BG_PIDS+=("$launcher")
@@ -51,7 +51,7 @@ wait "$launcher"
 status=$?
 ((status == 0)) || fail "the job exited with status $status"
 for w in 0 1; do
-    grep -q "^\[worker $w\] worker $w: 300 clocks, all 1000 keys exact$" "$WORK/job.out" ||
+    grep -q "^\[worker $w\] worker $w: 150 clocks, all 1000 keys exact$" "$WORK/job.out" ||
         fail "worker $w did not find every key exact"
 done
 grep -E "warning: (worker [0-9]+ has not finished|loom_clock has waited|a (pull|push) )" "$WORK/job.out"
