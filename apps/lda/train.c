@@ -13,8 +13,9 @@
  * which its SparseLDA sampler updates as it samples, exactly like sequential
  * Gibbs. An iteration is --syncs clocks; per clock the worker sweeps the next
  * 1/syncs of its documents, pushes the change of every row it touched and of
- * the totals, calls loom_clock(), pulls the totals and the rows of its words
- * that other workers' documents contain too (as fresh as the consistency
+ * the totals, calls loom_clock(), pulls the totals (one worker: its own are
+ * exact) and the rows of its words that other workers' documents contain too
+ * (as fresh as the consistency
  * model lets them be: under SSP(s) at most s clocks of other workers' changes
  * are missing, its own are always there; the rows of words only it has
  * cannot have changed elsewhere) and rebuilds the sampler from them. So the other workers' moves
