@@ -295,7 +295,6 @@ static int push_lanes(worker *w, int initial, int clock_end)
         TRY("push topic totals", loom_push(w->tt, &zero, 1, totals));
         return 0;
     }
-    TRY("push", lanes_wait_pushed(w));
     if (l->nkeys)
         TRY("push word-topic counts",
             loom_push_sparse_async(w->wt, l->keys, l->nkeys, l->nnz, l->cols, delta,

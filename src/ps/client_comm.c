@@ -162,9 +162,9 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
 
 /* The oldest pull part still unanswered, the oldest push still
  * unacknowledged and loom_clock's wait for the slowest worker, each named
- * once when it has waited stall_ms (ps.h),
- * with the server it waits on: with the servers' own reports
- * (srv_report_stall), a job that stopped moving says where. */
+ * once when it has waited stall_ms (ps.h), with what it waits on: with the
+ * servers' and the scheduler's own reports, a job that stopped moving says
+ * where. */
 static void client_report_stall(ps_client *c, uint64_t now)
 {
     pthread_mutex_lock(&c->mu);
