@@ -26,7 +26,7 @@ work_cleanup() {
         kill -KILL "$launcher" 2>/dev/null
     fi
     wait 2>/dev/null
-    rm -rf "$WORK"
+    remove_work
 }
 
 # fail_show: what fail (common.sh) shows: the start of ./out and ./err.

@@ -31,7 +31,7 @@ cleanup() {
         pid=$(<"$f")
         kill -KILL -- "-$pid" "$pid" 2>/dev/null
     done
-    rm -rf "$WORK"
+    remove_work
 }
 trap cleanup EXIT
 
