@@ -289,7 +289,8 @@ struct loom_node {
 
     _Atomic uint64_t bytes_sent, bytes_received, messages_sent, messages_received;
     _Atomic uint64_t malformed;
-    _Atomic uint64_t refused; /* handshakes refused for want of the secret (curve.c) */
+    _Atomic uint64_t send_failures; /* sends that failed, the first few logged (node_send.c) */
+    _Atomic uint64_t refused;       /* handshakes refused for want of the secret (curve.c) */
 
     /* Worker: the application's latest metrics (loom_report_metric), under
      * mu; the I/O thread sends them with the next heartbeat when dirty. */

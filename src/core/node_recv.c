@@ -58,14 +58,19 @@ void node_drop_raw(loom_node *n, const char *why)
 }
 
 /* Read one whole multipart message. Keeps at most `max` parts; returns the
- * number of parts that arrived (which may exceed max), or -1 if none was ready. */
+ * number of parts that arrived (which may exceed max), or -1 if none was ready.
+ * A signal can fail a read with EINTR: it is read again, since the socket's
+ * descriptor, edge-triggered, would not say again that the message is there. */
 static int recv_message(loom_node *n, void *sock, zmq_msg_t *parts, int max)
 {
     int count = 0, more = 1;
     while (more) {
         zmq_msg_t part;
         zmq_msg_init(&part);
-        if (zmq_msg_recv(&part, sock, count ? 0 : ZMQ_DONTWAIT) < 0) {
+        int rc;
+        do rc = zmq_msg_recv(&part, sock, count ? 0 : ZMQ_DONTWAIT);
+        while (rc < 0 && zmq_errno() == EINTR);
+        if (rc < 0) {
             zmq_msg_close(&part);
             if (count == 0) return -1;
             break; /* cannot happen for a message that began: parts arrive together */

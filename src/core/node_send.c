@@ -13,6 +13,7 @@
  * job secret, every socket uses CURVE (curve.c). */
 #include "core/node_priv.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -243,6 +244,26 @@ static int send_parts(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *pa
     return rc;
 }
 
+/* One part of a message, without waiting. A signal delivered to the process
+ * (a worker's SIGTERM asking it to leave) can fail a send with EINTR even so:
+ * nothing was sent, and the same part goes again, within the same multipart
+ * message. */
+static int send_part(void *sock, zmq_msg_t *part, int more)
+{
+    int rc;
+    do rc = zmq_msg_send(part, sock, (more ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
+    while (rc < 0 && zmq_errno() == EINTR);
+    return rc;
+}
+
+static int send_rid(void *sock, const uint8_t *rid, size_t len)
+{
+    int rc;
+    do rc = zmq_send(sock, rid, len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    while (rc < 0 && zmq_errno() == EINTR);
+    return rc;
+}
+
 static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts, size_t nparts)
 {
     peer *p = &n->peers[dest];
@@ -267,17 +288,17 @@ static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *p
     size_t bytes = zmq_msg_size(hdr);
     for (size_t i = 0; i < nparts; i++) bytes += zmq_msg_size(&parts[i]);
     if (!p->dealer) {
-        if (!p->rid_len || zmq_send(sock, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        if (!p->rid_len || send_rid(sock, p->rid, p->rid_len) < 0) {
             rc = LOOM_ETRANSPORT;
             goto fail;
         }
     }
-    if (zmq_msg_send(hdr, sock, (nparts ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) {
+    if (send_part(sock, hdr, nparts > 0) < 0) {
         rc = LOOM_ETRANSPORT;
         goto fail;
     }
     for (size_t i = 0; i < nparts; i++) {
-        if (zmq_msg_send(&parts[i], sock, (i + 1 < nparts ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) {
+        if (send_part(sock, &parts[i], i + 1 < nparts) < 0) {
             /* A multipart message is atomic in ZeroMQ: nothing was delivered. */
             node_close_parts(parts + i, nparts - i);
             rc = LOOM_ETRANSPORT;
@@ -292,10 +313,16 @@ fail:
     zmq_msg_close(hdr);
     node_close_parts(parts, nparts);
 out:
-    if (log_level() >= LOG_DEBUG) {
+    /* The ROUTER refuses a routing id nobody is connected with (a node that
+     * died or ended: expected). Any other failure is rare (no high-water
+     * mark: a dead peer's messages queue) and fails the caller: the first
+     * few say why. */
+    int err = zmq_errno();
+    if (log_level() >= LOG_DEBUG ||
+        (err != EHOSTUNREACH && atomic_fetch_add(&n->send_failures, 1) < 5)) {
         char who[64];
-        log_debug("send to %s failed: %s", node_describe(n, dest, who, sizeof who),
-                  zmq_strerror(zmq_errno()));
+        log_warn("send to %s failed: %s", node_describe(n, dest, who, sizeof who),
+                 zmq_strerror(err));
     }
     return rc;
 }
