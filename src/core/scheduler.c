@@ -893,7 +893,10 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
         }
         if (silent > limit && p->rejoining && p->joined && p->role == LOOM_WORKER) {
             /* A joining worker that died before it acknowledged its roster:
-             * nobody else heard of it, and its slot is free again. */
+             * no worker heard of it, and its slot is free again. The servers
+             * did (NODE_REJOINED, before its roster), and their layers may
+             * hold its slot: the layers go on without it (the lost
+             * subscribers), as without a free slot at the start. */
             log_warn("worker %d died before it joined: no heartbeat for %" PRIu64
                      " ms; its slot is free again",
                      p->rank, silent);
@@ -901,6 +904,7 @@ static void sched_tick(loom_node *n, void *ctx, uint64_t now)
             p->vacant = p->done = 1;
             s->workers_done++;
             heartbeat_forget(n, i);
+            node_run_lost(n, i);
             end_if_workers_done(n);
             continue;
         }

@@ -31,6 +31,8 @@ enum ps_msg_type {
                             frame values */
     MSG_CLOCK,           /* worker -> servers, scheduler: clock = clocks completed */
     MSG_MIN_CLOCK,       /* scheduler -> workers: clock = slowest worker's clock */
+    MSG_JOIN_CLOCK,      /* server -> scheduler: a = node id of a worker joining the running
+                            job, clock = the min clock the server holds its slot at */
     /* filtered and sparse rows (src/ps/filter.c's encoding) */
     MSG_PUSH_ENC = 48,  /* worker -> server: as PUSH (keyed), one frame: the table's push
                            chain's encoding of the keys and delta rows */

@@ -58,6 +58,8 @@ typedef struct registry {
     uint64_t min_since;      /* node_now_ms() when min_clock last moved */
     int64_t min_said;        /* the min clock report_stall last named (-1: none) */
     uint64_t stall_ms;       /* ps.h: PS_STALL_REPORT_MS */
+    int64_t *join_floor;     /* per worker rank joining: the highest clock a server holds its
+                                slot at (JOIN_CLOCK), -1 when no server does */
 } registry;
 
 /* Server `id` died (not left) and the job cannot go on without it: say that it is one
@@ -256,15 +258,37 @@ static void table_answered(loom_node *n, registry *r, uint32_t id)
 
 static void advance(loom_node *n, registry *r, uint32_t from);
 
+/* A server holds the slot of worker node m->h.a, which joins the running job,
+ * at its min clock (JOIN_CLOCK, m->h.clock): it heard of the worker
+ * (NODE_REJOINED) and answers nothing past that clock until the worker's
+ * first CLOCK. It sent this before its ROSTER_ACK, so every live server's
+ * is here before the worker gets its roster, and so before worker_joined. */
+static void on_join_clock(loom_node *n, void *ctx, node_msg *m)
+{
+    registry *r = ctx;
+    int w, s;
+    if (node_peer_role(n, m->from, &s) != LOOM_SERVER || m->h.a > UINT32_MAX ||
+        node_peer_role(n, (uint32_t)m->h.a, &w) != LOOM_WORKER || m->h.clock < 0 ||
+        r->clocks.of[w] != PS_CLOCK_DONE) {
+        node_drop(n, m, "JOIN_CLOCK naming no joining worker");
+        return;
+    }
+    if (m->h.clock > r->join_floor[w]) r->join_floor[w] = m->h.clock;
+}
+
 /* A worker joined the running job in slot w (docs/ELASTIC.md; core's join
  * is a rejoin of a worker slot): it starts at the highest clock a worker has
- * completed, so it holds nobody back, and the min clock, which it joins at
- * or above, never goes back. It hears that clock (MIN_CLOCK, a = 1, req =
- * its clock) before the answer to any table it opens, and tells the servers
- * itself, before anything it pushes (client.c). */
+ * completed, so it holds nobody back, or at the highest clock a server holds
+ * its slot at (on_join_clock) if that is higher: a server that answered
+ * reads of clock c before it heard of the worker must not get pushes of an
+ * earlier clock from it. The min clock, which it joins at or above, never
+ * goes back. It hears that clock (MIN_CLOCK, a = 1, req = its clock) before
+ * the answer to any table it opens, and tells the servers itself, before
+ * anything it pushes (client.c). */
 static void worker_joined(loom_node *n, registry *r, uint32_t id, int w)
 {
-    int64_t hi = -1;
+    int64_t hi = r->join_floor[w];
+    r->join_floor[w] = -1;
     for (int k = 0; k < r->num_workers; k++)
         if (k != w && r->clocks.of[k] != PS_CLOCK_DONE && r->clocks.of[k] > hi)
             hi = r->clocks.of[k];
@@ -283,7 +307,11 @@ static int registry_lost(loom_node *n, void *ctx, uint32_t id)
 {
     registry *r = ctx;
     int w;
-    if (node_peer_role(n, id, &w) != LOOM_WORKER || r->clocks.of[w] == PS_CLOCK_DONE) return 0;
+    if (node_peer_role(n, id, &w) != LOOM_WORKER) return 0;
+    /* A worker that died joining, after the servers held its slot: they let it go. */
+    int held = r->join_floor[w] >= 0;
+    r->join_floor[w] = -1;
+    if (r->clocks.of[w] == PS_CLOCK_DONE && !held) return 0;
     ps_minclock_set(&r->clocks, w, PS_CLOCK_DONE);
     msg_header h = {.type = MSG_CLOCK, .clock = PS_CLOCK_DONE, .a = id};
     for (int s = 0; s < r->num_servers; s++)
@@ -418,6 +446,7 @@ static void registry_destroy(void *state)
     ps_minclock_free(&r->clocks);
     free(r->dead);
     free(r->returned);
+    free(r->join_floor);
     free(r->tables_left);
     free(r);
 }
@@ -434,7 +463,10 @@ int ps_registry_attach(loom_node *n)
     r->dead = calloc(S, 1);
     r->returned = calloc(S, sizeof *r->returned);
     r->tables_left = calloc(S, sizeof *r->tables_left);
-    int rc = !no_clocks && r->dead && r->returned && r->tables_left ? 0 : LOOM_ENOMEM;
+    r->join_floor = malloc((size_t)(r->num_workers ? r->num_workers : 1) * sizeof *r->join_floor);
+    for (int w = 0; r->join_floor && w < r->num_workers; w++) r->join_floor[w] = -1;
+    int rc =
+        !no_clocks && r->dead && r->returned && r->tables_left && r->join_floor ? 0 : LOOM_ENOMEM;
     if (!rc && r->num_servers) rc = ps_replicas_from_env(r->num_servers, &r->replicas);
     if (rc) {
         registry_destroy(r);
@@ -444,6 +476,7 @@ int ps_registry_attach(loom_node *n)
     node_set_handler(n, MSG_TABLE_OPEN, on_table_open, r);
     node_set_handler(n, MSG_TABLE_CREATED, on_table_created, r);
     node_set_handler(n, MSG_CLOCK, on_clock, r);
+    node_set_handler(n, MSG_JOIN_CLOCK, on_join_clock, r);
     r->min_said = -1;
     r->min_since = node_now_ms();
     r->stall_ms = ps_stall_report_ms();

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/log.h"
+#include "ps/msg_types.h"
 #include "ps/server_impl.h"
 
 /* The planned checkpoint's clock in this run's clocks (INT64_MAX: none). */
@@ -117,14 +118,21 @@ void srv_on_clock(loom_node *n, void *ctx, node_msg *m)
         /* A worker joined the running job in a slot that was done (a free
          * one, or one a worker left): it counts from the clock it joins at,
          * its first message here (docs/ELASTIC.md). */
-        if (!s->joining[w] || s->clocks.of[w] != PS_CLOCK_DONE || m->h.clock < 0) {
+        if (!s->joining[w] || m->h.clock < 0) {
             node_drop(n, m, "a join's CLOCK from a worker that did not just join");
             return;
         }
         s->joining[w] = 0;
-        int64_t at = ps_minclock_join(&s->clocks, w, m->h.clock);
+        /* Its slot is held at the clock srv_on_join said, which the
+         * registry's J is not below; a slot not held (the server's
+         * JOIN_CLOCK was refused) enters at the min clock at least. */
+        int64_t at = s->clocks.of[w] == PS_CLOCK_DONE ? ps_minclock_join(&s->clocks, w, m->h.clock)
+                     : m->h.clock > s->clocks.of[w]   ? m->h.clock
+                                                      : s->clocks.of[w];
+        ps_minclock_set(&s->clocks, w, at);
         s->joined_at[w] = at;
         log_info("worker %d joined at clock %" PRId64, w, at);
+        advance(s);
         return;
     }
     if (w >= 0 && s->joined_at[w] >= 0 && m->h.clock >= 0 && m->h.clock < s->clocks.of[w] &&
@@ -143,6 +151,13 @@ void srv_on_clock(loom_node *n, void *ctx, node_msg *m)
     if (s->clocks.of[w] == PS_CLOCK_DONE) srv_gate_check(s);
 }
 
+/* A worker joins the running job in slot w (NODE_REJOINED, before its
+ * roster; docs/ELASTIC.md). Its slot is held at the min clock from now until
+ * its first CLOCK here, and the registry told so (JOIN_CLOCK, before this
+ * server's ROSTER_ACK): the registry starts it at that clock or later. Were
+ * the slot left out of the min clock until the worker's first CLOCK, the
+ * others' CLOCKs could end the clock the registry starts it at, before its
+ * pushes of that clock came: BSP reads of the next clock would miss them. */
 void srv_on_join(loom_node *n, void *ctx, uint32_t id)
 {
     server *s = ctx;
@@ -150,6 +165,10 @@ void srv_on_join(loom_node *n, void *ctx, uint32_t id)
     if (node_peer_role(n, id, &w) != LOOM_WORKER || w >= s->num_workers) return;
     s->joining[w] = 1;
     s->lost[w] = 0; /* a dead worker's slot (--on-worker-failure continue): a new worker */
+    if (s->clocks.of[w] != PS_CLOCK_DONE) return; /* a slot is free before a join */
+    int64_t held = ps_minclock_join(&s->clocks, w, 0);
+    msg_header h = {.type = MSG_JOIN_CLOCK, .a = id, .clock = held};
+    node_send(n, 0, &h, NULL, 0);
 }
 
 /* Drop worker w's entries of a staged or held list whose clock is `from` or

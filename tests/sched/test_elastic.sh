@@ -29,7 +29,8 @@
 #          (SIGTERM); the sum ends exact (every acknowledged increment counted
 #          once: 12 * epochs * 40 on key 0, epochs * 40 on each part's key)
 #          and every part of every epoch is finished once; no node dropped a
-#          malformed message.
+#          malformed message; every server entered each joiner at the clock
+#          the scheduler started it at.
 #
 #   servers_MODE  the same program and table, BSP, SSP(1) or ASP, growing from
 #          1 to 3 servers and 2 to 4 workers and shrinking back: the job starts
@@ -103,7 +104,7 @@ grow_and_shrink() {
         wait_log job.out "^\[scheduler\] warning: worker $r left the running job" "worker $r's leave"
     done
     for j in 1 2; do
-        wait "${joiners[j - 1]}" || { cp join$j.out err; fail "joiner $j: exit status $?"; }
+        wait "${joiners[j - 1]}" || { rc=$?; cp join$j.out err; fail "joiner $j: exit status $rc"; }
     done
     joiners=()
     wait "$launcher"
@@ -123,6 +124,19 @@ exactly_once() {
     grep -q "not counted" job.out && fail "a finish was not counted"
     [[ $(grep -c "^\[scheduler\] info: parts: epoch [0-9]* over: $1 parts finished" job.out) == "$2" ]] ||
         fail "not $2 epoch ends of $1 parts"
+}
+
+# joins_at_start [SERVER_LOGS...]: every server entered each joined worker at
+# the clock the scheduler started it at (job.out and the joined servers'
+# logs): a server that had ended that clock before it heard of the worker
+# would apply the worker's pushes of it after answering reads that should
+# have held them (a BSP read short by one).
+joins_at_start() {
+    local want got
+    want=$(sed -n 's/^\[scheduler\] info: worker \([0-9]*\) joins at clock \([0-9]*\) .*/\1 \2/p' job.out | sort -u)
+    got=$(cat job.out "$@" | sed -n 's/^.*\[server [0-9]*\] info: worker \([0-9]*\) joined at clock \([0-9]*\)$/\1 \2/p' | sort -u)
+    [[ -n $want && $got == "$want" ]] ||
+        { printf 'started at (worker clock): %s\nentered at: %s\n' "$want" "$got" >err; fail "a server entered a joined worker at another clock than the scheduler started it at"; }
 }
 
 # wait_log FILE PATTERN WHAT: wait (120 s at most) for an extended-regex line
@@ -228,6 +242,7 @@ sum_bsp | sum_ssp | sum_asp)
     grow_and_shrink 2 "$SUM" "$mode" 12 $epochs 40 $pace
     exactly_once 12 $epochs
     grep -q "malformed" job.out && fail "a node dropped a malformed message"
+    joins_at_start
     grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
         fail "worker 0 did not find the sum exact"
     for j in 1 2; do
@@ -276,7 +291,7 @@ servers_bsp | servers_ssp | servers_asp)
         wait_log job.out "^\[scheduler\] warning: server $s left the running job; the job goes on without it" "server $s's leave"
     done
     for k in 0 1 2 3; do
-        wait "${joiners[k]}" || { show_tails 40 srv1.out srv2.out join1.out join2.out; fail "joiner $((k + 1)) of 4: exit status $?"; }
+        wait "${joiners[k]}" || { rc=$?; show_tails 40 srv1.out srv2.out join1.out join2.out; fail "joiner $((k + 1)) of 4: exit status $rc"; }
     done
     joiners=()
     wait "$launcher"
@@ -286,6 +301,7 @@ servers_bsp | servers_ssp | servers_asp)
     ((rc == 0)) || { show_tails 40 job.out; fail "the job: exit status $rc"; }
     exactly_once 12 $epochs
     grep -q "malformed" job.out srv1.out srv2.out && fail "a node dropped a malformed message"
+    joins_at_start srv1.out srv2.out
     grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
         fail "worker 0 did not find the sum exact"
     for s in 1 2; do
@@ -317,7 +333,7 @@ servers_fallback)
     wait_log job.out "^\[scheduler\] warning: server 1: its ranges cannot be handed over \(server 2 died\): it leaves by failover" "server 1's failover leave"
     wait_log job.out "^\[scheduler\] warning: server 1 left the running job; the job goes on without it" "server 1's leave"
     kill -KILL "${joiners[1]}"
-    wait "${joiners[0]}" || { show_tails 40 srv1.out; fail "server 1: exit status $?"; }
+    wait "${joiners[0]}" || { rc=$?; show_tails 40 srv1.out; fail "server 1: exit status $rc"; }
     joiners=()
     wait "$launcher"
     rc=$?
@@ -414,7 +430,7 @@ deadslot)
     joiners+=($!)
     wait_log job.out "^\[scheduler\] info: worker 1's slot was a dead worker's" "the join into the dead worker's slot"
     wait_log job.out "^\[scheduler\] warning: worker 1 joined the running job from " "worker 1's join"
-    wait "${joiners[0]}" || { cp join1.out err; fail "the joiner: exit status $?"; }
+    wait "${joiners[0]}" || { rc=$?; cp join1.out err; fail "the joiner: exit status $rc"; }
     joiners=()
     wait "$launcher"
     rc=$?

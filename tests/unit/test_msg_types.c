@@ -65,6 +65,7 @@ static const char *const declared[MSG_TYPE_LIMIT] = {
     T(PULL_REPLY),
     T(CLOCK),
     T(MIN_CLOCK),
+    T(JOIN_CLOCK),
     T(PUSH_ENC),
     T(PULL_SINCE),
     T(PULL_REPLY_ENC),
