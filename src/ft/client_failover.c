@@ -129,11 +129,6 @@ static void on_parked(loom_node *n, void *ctx, node_msg *m)
     node_send(n, m->from, &h, NULL, 0);
 }
 
-/* A handback's commit: server d is UP and master of the ranges it took
- * back. Every push held for them goes to it again, every pull waiting for
- * them is asked of it again, cached rows are dropped (their versions were
- * another server's); then this worker acknowledges to d, whose pulls of
- * those ranges wait for every worker's acknowledgement. */
 /* A drain's sync from server d, which leaves (handback.c): every
  * acknowledgement and PARKED of it came before, and its replicas hold what
  * it applied. Those pushes are dropped; the scheduler hears that this
@@ -146,6 +141,12 @@ static void on_drain_sync(loom_node *n, node_msg *m, int d)
     node_send(n, 0, &h, NULL, 0);
 }
 
+/* A handback's commit: server d is UP and master of the ranges it took
+ * back. Every push held for them goes to it again, every pull waiting for
+ * them is asked of it again, cached rows are dropped (their versions were
+ * another server's); then this worker acknowledges to d, whose pulls of
+ * those ranges wait for every worker's acknowledgement. (A drain's sync,
+ * b = 4, comes from the leaving server itself.) */
 static void on_handback(loom_node *n, void *ctx, node_msg *m)
 {
     (void)ctx;
