@@ -541,11 +541,11 @@ int node_run_lost(loom_node *n, uint32_t worker)
     return taken_over;
 }
 
-int node_set_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx)
+int node_add_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx)
 {
-    if (n->join_gate) return LOOM_ESTATE;
-    n->join_gate = fn;
-    n->join_gate_ctx = ctx;
+    if (n->njoin_gate == NODE_HOOKS_MAX) return LOOM_ELIMIT;
+    n->join_gate[n->njoin_gate].fn = fn;
+    n->join_gate[n->njoin_gate++].ctx = ctx;
     return 0;
 }
 
@@ -562,9 +562,12 @@ uint64_t node_peer_drained(const loom_node *n, uint32_t id)
     return id < n->nnodes ? n->peers[id].drained : 0;
 }
 
-int node_join_allowed(loom_node *n)
+const char *node_join_refused(loom_node *n)
 {
-    return !n->join_gate || n->join_gate(n, n->join_gate_ctx);
+    const char *why = NULL;
+    for (int i = 0; i < n->njoin_gate && !why; i++)
+        why = n->join_gate[i].fn(n, n->join_gate[i].ctx);
+    return why;
 }
 
 int node_set_leave_gate(loom_node *n, node_leave_gate_fn fn, void *ctx)

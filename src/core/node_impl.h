@@ -243,13 +243,14 @@ int node_add_rejoin(loom_node *n, node_rejoin_fn fn, void *ctx);
 typedef int (*node_lost_fn)(loom_node *n, void *ctx, uint32_t worker);
 int node_add_lost(loom_node *n, node_lost_fn fn, void *ctx);
 /* Scheduler: whether a worker may join the running job now (docs/ELASTIC.md):
- * the gate fn(n, ctx), if a layer set one, returns 0 while a newcomer could
- * not be placed consistently (src/sched/parts_coord.c: while a worker is
+ * each gate fn(n, ctx) a layer added returns NULL, or, while a newcomer could
+ * not be placed consistently, why (src/sched/parts_coord.c: a worker is
  * between an epoch's end and its next request, in the barrier after it or
- * on its way there), and the joining worker is asked to ask again. One gate
- * per node; LOOM_ESTATE if one is set already. */
-typedef int (*node_join_gate_fn)(loom_node *n, void *ctx);
-int node_set_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx);
+ * on its way there; src/ps/registry.c: a server is copying its ranges or
+ * waiting to take them back), and the joining worker is asked to ask again.
+ * LOOM_ELIMIT past NODE_HOOKS_MAX gates. */
+typedef const char *(*node_join_gate_fn)(loom_node *n, void *ctx);
+int node_add_join_gate(loom_node *n, node_join_gate_fn fn, void *ctx);
 /* Scheduler: whether worker node `worker` may leave the running job when
  * `loom leave` asks for it (docs/ELASTIC.md): the gate fn(n, ctx, worker),
  * if a layer set one, returns 1 when the worker can leave the job and its

@@ -280,8 +280,11 @@ struct loom_node {
         void *ctx;
     } lost[NODE_HOOKS_MAX];
     int nlost;
-    node_join_gate_fn join_gate; /* node_set_join_gate: NULL, or the one gate */
-    void *join_gate_ctx;
+    struct { /* node_add_join_gate */
+        node_join_gate_fn fn;
+        void *ctx;
+    } join_gate[NODE_HOOKS_MAX];
+    int njoin_gate;
     node_leave_gate_fn leave_gate; /* node_set_leave_gate: NULL, or the one gate */
     void *leave_gate_ctx;
     node_drain_fn drain; /* node_set_drain: NULL, or the one hook */
@@ -338,8 +341,8 @@ int node_run_failover(loom_node *n, uint32_t dead);
 /* Run the lost subscribers for worker node `worker` (node_add_lost): 1 if
  * one of them hands the worker's data to the others. */
 int node_run_lost(loom_node *n, uint32_t worker);
-/* Whether a worker may join now (the join gate; 1 without one). */
-int node_join_allowed(loom_node *n);
+/* Why a worker may not join now (the first join gate that says so), or NULL. */
+const char *node_join_refused(loom_node *n);
 /* Whether worker node `worker` may leave when asked (the leave gate; 0 without one). */
 int node_leave_allowed(loom_node *n, uint32_t worker);
 /* Run the rejoin subscribers for node `id` (node_add_rejoin). */

@@ -93,6 +93,21 @@ static void tell_free_servers(loom_node *n, uint32_t dest)
             send_control_ab(n, dest, MSG_NODE_FAILED, i, 1);
 }
 
+/* Tell node `dest`, which takes a slot in the running job, right after its
+ * roster, what it missed: the servers the job goes on without (NODE_FAILED,
+ * b = 1 for a free slot: nobody died) and, `workers` set (a server), the
+ * workers it went on without (WORKER_LOST). */
+static void tell_missed(loom_node *n, uint32_t dest, int workers)
+{
+    for (uint32_t i = 1; i < n->nnodes; i++) {
+        if (n->peers[i].failed && i <= num_servers(n))
+            send_control_ab(n, dest, MSG_NODE_FAILED, i, (uint64_t)n->peers[i].vacant);
+        if (workers && n->peers[i].lost)
+            send_control_ab(n, dest, MSG_WORKER_LOST, i,
+                            n->peers[i].share > 0 ? (uint64_t)n->peers[i].share : 0);
+    }
+}
+
 /* The roster's payload is the same for every node (only the header names
  * the node it is for): it is encoded once into a ZeroMQ message that every
  * send shares by reference (zmq_msg_copy). Encoding and copying it once per
@@ -309,13 +324,7 @@ static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len
         log_warn("%s rejoined from %s (a replacement for the dead one)", who, addr);
     }
     send_roster(n, id, 1);
-    for (uint32_t i = 1; i < n->nnodes; i++) {
-        if (n->peers[i].failed)
-            send_control_ab(n, id, MSG_NODE_FAILED, i, (uint64_t)n->peers[i].vacant);
-        if (n->peers[i].lost)
-            send_control_ab(n, id, MSG_WORKER_LOST, i,
-                            n->peers[i].share > 0 ? (uint64_t)n->peers[i].share : 0);
-    }
+    tell_missed(n, id, 1);
     p->rejoining = 1;
 }
 
@@ -340,6 +349,14 @@ static void join_server(loom_node *n, const uint8_t *rid, size_t rid_len, const 
     reject(n, rid, rid_len, LOOM_ECONFIG, why);
 }
 
+/* The roster to worker node `id`, which joins the running job, and the
+ * servers the job goes on without: it routes around them as the others do. */
+static void send_joiner_roster(loom_node *n, uint32_t id)
+{
+    send_roster(n, id, 2);
+    tell_missed(n, id, 0);
+}
+
 /* A worker joins the running job (docs/ELASTIC.md) in free worker slot
  * `rank` (-1: the lowest free one, a free slot or one a worker left before a
  * dead worker's, --on-worker-failure continue): like a replacement (rejoin), it gets the
@@ -347,8 +364,8 @@ static void join_server(loom_node *n, const uint8_t *rid, size_t rid_len, const 
  * acknowledged it everyone hears NODE_REJOINED and the layers bring it in
  * (node_add_rejoin: its clock, its data parts). Not while the workers are in
  * a barrier, which would then wait for it, nor while a layer's join gate
- * says no (node_set_join_gate: workers on their way to one): it is asked to
- * ask again. */
+ * says no (node_add_join_gate: workers on their way to one, a server copying
+ * its ranges back): it is asked to ask again. */
 static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, const char *addr)
 {
     sched_state *s = &n->sched;
@@ -371,10 +388,12 @@ static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, con
         reject(n, rid, rid_len, LOOM_ECONFIG, why);
         return;
     }
-    if (s->barrier_arrived || !node_join_allowed(n)) {
-        log_info("a worker asked to join while the workers are in a barrier or on their way "
-                 "there: it asks again");
-        send_reject(n, rid, rid_len, LOOM_ESTATE, "the workers are in a barrier; ask again");
+    const char *busy = s->barrier_arrived ? "the workers are in a barrier" : node_join_refused(n);
+    if (busy) {
+        log_info("a worker asked to join while %s: it asks again", busy);
+        char why[256];
+        snprintf(why, sizeof why, "%s; ask again", busy);
+        send_reject(n, rid, rid_len, LOOM_ESTATE, why);
         return;
     }
     uint32_t id = base + (uint32_t)rank;
@@ -414,7 +433,7 @@ static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, con
         if (!node_send(n, i, &h, &f, 1)) p->join_acks++;
     }
     free(w.buf);
-    if (!p->join_acks) send_roster(n, id, 2);
+    if (!p->join_acks) send_joiner_roster(n, id);
 }
 
 /* A server knows the joining worker node `id` (ROSTER_ACK a = id). */
@@ -427,7 +446,7 @@ static void join_acked(loom_node *n, node_msg *m)
         node_drop(n, m, "a server's join acknowledgement naming no joining worker");
         return;
     }
-    if (--p->join_acks == 0) send_roster(n, (uint32_t)m->h.a, 2);
+    if (--p->join_acks == 0) send_joiner_roster(n, (uint32_t)m->h.a);
 }
 
 /* The replacement for node `id` installed its roster: tell everyone. */

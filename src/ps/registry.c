@@ -258,6 +258,21 @@ static void table_answered(loom_node *n, registry *r, uint32_t id)
 
 static void advance(loom_node *n, registry *r, uint32_t from);
 
+/* The join gate (node_add_join_gate): no worker joins while a server is
+ * copying its ranges (JOINING) or waiting to take them back (BACK). A worker
+ * learns the servers the job goes on without with its roster (DOWN), but not
+ * those states, which only the workers there when they began hold: it would
+ * take such a server for a range's master. They last seconds; it asks again. */
+static const char *join_gate(loom_node *n, void *ctx)
+{
+    (void)n;
+    const registry *r = ctx;
+    for (int s = 0; s < r->num_servers; s++)
+        if (r->dead[s] == PS_JOINING || r->dead[s] == PS_BACK)
+            return "a server is copying its ranges or taking them back";
+    return NULL;
+}
+
 /* A server holds the slot of worker node m->h.a, which joins the running job,
  * at its min clock (JOIN_CLOCK, m->h.clock): it heard of the worker
  * (NODE_REJOINED) and answers nothing past that clock until the worker's
@@ -485,5 +500,6 @@ int ps_registry_attach(loom_node *n)
     node_set_handler(n, MSG_WORKER_LOST, on_worker_lost, r);
     rc = node_add_failover(n, registry_failover, r);
     rc = rc ? rc : node_add_lost(n, registry_lost, r);
+    rc = rc ? rc : node_add_join_gate(n, join_gate, r);
     return rc ? rc : node_add_rejoin(n, registry_rejoin, r);
 }

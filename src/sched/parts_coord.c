@@ -229,20 +229,21 @@ static int configure(loom_node *n, parts_coord *c, const parts_wire_opts *o)
     return 0;
 }
 
-/* The join gate (node_set_join_gate): a worker may join only while every
+/* The join gate (node_add_join_gate): a worker may join only while every
  * worker has asked for a part of the pool's epoch since it heard the last
  * epoch's end, so none is between that end and the barrier after it, or in
  * it: the newcomer, whose barriers start after the last one released, then
  * goes through the same barriers as everyone (placement below). */
-static int join_gate(loom_node *n, void *ctx)
+static const char *join_gate(loom_node *n, void *ctx)
 {
     (void)n;
     const parts_coord *c = ctx;
-    if (c->resuming) return 0;
-    if (!c->configured) return 1;
+    if (c->resuming) return "the job resumes from its checkpoint";
+    if (!c->configured) return NULL;
     for (int r = 0; r < c->workers; r++)
-        if (!c->worker[r].gone && c->worker[r].epoch_at < c->epoch) return 0;
-    return 1;
+        if (!c->worker[r].gone && c->worker[r].epoch_at < c->epoch)
+            return "the workers are in a barrier or on their way there";
+    return NULL;
 }
 
 /* The leave gate (node_set_leave_gate; `loom leave`): a worker may be asked
@@ -493,7 +494,7 @@ int parts_coord_attach(loom_node *n)
     node_set_handler(n, MSG_PARTS_REQ, on_request, c);
     node_set_timer(n, &parts_layer_def, on_timer, c);
     int rc = node_add_lost(n, on_lost, c);
-    rc = rc ? rc : node_set_join_gate(n, join_gate, c);
+    rc = rc ? rc : node_add_join_gate(n, join_gate, c);
     rc = rc ? rc : node_set_leave_gate(n, leave_gate, c);
     return rc ? rc : node_add_rejoin(n, on_join, c);
 }

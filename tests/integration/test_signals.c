@@ -6,8 +6,8 @@
  * failed its loom_clock with a transport failure that way, as it was asked to
  * leave. Here the worker threads of an in-process BSP job, which send their
  * pushes, pulls and clocks themselves, get SIGUSR1, whose handler does
- * nothing and is installed without SA_RESTART, as fast as a thread can send
- * it, while they push, pull and clock: every call must succeed and every BSP
+ * nothing and is installed without SA_RESTART, every 20 us, while they
+ * push, pull and clock: every call must succeed and every BSP
  * read be exact. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 
@@ -45,15 +46,20 @@ static void set_target(int rank, int on)
     pthread_mutex_unlock(&targets_mu);
 }
 
+/* A signal to each worker every 20 us: more often, a call retried on EINTR
+ * could be interrupted again before it completes, for as long as a loaded
+ * machine lets the sender run and not the worker. */
 static void *send_signals(void *arg)
 {
     (void)arg;
+    const struct timespec pace = {0, 20000};
     while (!atomic_load(&stop)) {
         pthread_mutex_lock(&targets_mu);
         for (int w = 0; w < WORKERS; w++)
             if (signalled[w] && !pthread_kill(targets[w], SIGUSR1))
                 atomic_fetch_add(&signals_sent, 1);
         pthread_mutex_unlock(&targets_mu);
+        nanosleep(&pace, NULL);
     }
     return NULL;
 }

@@ -59,6 +59,11 @@
 #          and a worker that joins takes its slot and finishes parts; the sum
 #          is exact but for what the dead worker pushed for the part it did
 #          not finish (ELASTIC_SUM_LOST=1), every part once per epoch.
+#   free_slot  the same program, BSP, 1 of 2 server slots (LOOM_REPLICAS=1),
+#          2 of 4 workers; two workers join after epoch 0 and leave after a
+#          part each: each is told that server 1 is a free slot, the sum is
+#          exact, every part once per epoch, every read exact (a joiner's
+#          first one may hold the pushes of its own clock too).
 #   servers_fallback  the same program, SSP(1), 1 of 3 server slots, 2
 #          workers, LOOM_REPLICAS=2, an 8 s heartbeat timeout: two servers join
 #          and take their ranges back; then server 2 is stopped (SIGSTOP) and
@@ -182,15 +187,21 @@ fenced_leaves() {
         ((c > exact_from)) && exact_from=$c
     done
     [[ $mode == bsp ]] || return 0
-    reads=$(grep -c '^read ' <<<"$out")
+    bsp_reads_exact "$exact_from" "$out"
+}
+
+# bsp_reads_exact FROM READS: every worker's "read C V" lines (READS) hold
+# exactly the pushes of the clocks before C (one per read at those clocks:
+# each read is followed by its push) from clock FROM on, and never fewer
+# before it. Sets $reads to their number.
+bsp_reads_exact() {
+    reads=$(grep -c '^read ' <<<"$2")
     ((reads > 0)) || fail "no BSP reads printed"
-    # Sorted by clock: the reads at clock C must hold the number of reads
-    # (each followed by its push) at clocks before C.
-    grep '^read ' <<<"$out" | sort -k2,2n | awk -v from="$exact_from" '
+    grep '^read ' <<<"$2" | sort -k2,2n | awk -v from="$1" '
         $2 != clock { before = seen; clock = $2 }
         { seen++ }
         $3 < before || ($3 != before && $2 >= from) { print "clock " $2 ": read " $3 ", pushed before it " before; bad = 1; exit }
-        END { exit bad }' >reads.bad || { cp reads.bad err; fail "a BSP read is not exact (exact from clock $exact_from on): $(cat reads.bad)"; }
+        END { exit bad }' >reads.bad || { cp reads.bad err; fail "a BSP read is not exact (exact from clock $1 on): $(cat reads.bad)"; }
 }
 
 wait_log() {
@@ -250,6 +261,34 @@ sum_bsp | sum_ssp | sum_asp)
             { cp join$j.out err; fail "joiner $j did not say it left after its parts"; }
     done
     echo "$mode: 2 workers joined and left; the int64 sum is exact ($((12 * epochs * 40)) increments); every part once per epoch"
+    ;;
+free_slot)
+    SUM=${4:?usage: $0 LOOM free_slot DATA_DIR ELASTIC_SUM}
+    # BSP, 1 of 2 server slots (LOOM_REPLICAS=1: the live server holds every
+    # range): the workers that join must route around the free slot as the
+    # others do, and their reads be exact.
+    epochs=16 pace=1000
+    prog=("$SUM" bsp 12 "$epochs" 40 "$pace")
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000 LOOM_REPLICAS=1
+    export ELASTIC_SUM_READS=1
+    "$LOOM" run --servers 1 --max-servers 2 --workers 2 --max-workers 4 --insecure --no-status -- \
+        "${prog[@]}" >job.out 2>&1 &
+    launcher=$!
+    grow_and_shrink 2 "${prog[@]}"
+    exactly_once 12 $epochs
+    grep -q "malformed" job.out join1.out join2.out && fail "a node dropped a malformed message"
+    grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
+        fail "worker 0 did not find the sum exact"
+    for j in 1 2; do
+        grep -q "server 1 (node 2) is a free slot" join$j.out ||
+            { cp join$j.out err; fail "joiner $j was not told that server 1 is a free slot"; }
+    done
+    joins_at_start
+    # A joined worker's first read holds the pushes of the clock it joined
+    # at too (test_elastic.sh's note above): exact after it.
+    from=$(awk '/^read / && !first[FILENAME]++ { if ($2 + 1 > c) c = $2 + 1 } END { print c + 0 }' join1.out join2.out)
+    bsp_reads_exact "$from" "$(sed -n 's/^\[worker [01]\] //p' job.out; cat join1.out join2.out)"
+    echo "2 workers joined a job with a free server slot and left; the int64 sum is exact ($((12 * epochs * 40)) increments); $reads BSP reads exact"
     ;;
 servers_bsp | servers_ssp | servers_asp)
     SUM=${4:?usage: $0 LOOM servers_MODE DATA_DIR ELASTIC_SUM}
