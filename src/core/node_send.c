@@ -267,7 +267,7 @@ static int send_rid(void *sock, const uint8_t *rid, size_t len)
 static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts, size_t nparts)
 {
     peer *p = &n->peers[dest];
-    int rc = 0;
+    int rc = 0, err = 0;
     if (!p->dealer && !strcmp(p->addr, "-")) {
         /* A free slot of an elastic job (docs/ELASTIC.md): nobody is there,
          * and what is sent is for nobody, as what a dead server's socket
@@ -300,6 +300,7 @@ static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *p
     for (size_t i = 0; i < nparts; i++) {
         if (send_part(sock, &parts[i], i + 1 < nparts) < 0) {
             /* A multipart message is atomic in ZeroMQ: nothing was delivered. */
+            err = zmq_errno();
             node_close_parts(parts + i, nparts - i);
             rc = LOOM_ETRANSPORT;
             goto out;
@@ -310,6 +311,7 @@ static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *p
     node_wake_if_readable(n, sock, p->dealer ? &p->dealer_pending : &n->router_pending);
     return 0;
 fail:
+    err = zmq_errno();
     zmq_msg_close(hdr);
     node_close_parts(parts, nparts);
 out:
@@ -317,12 +319,11 @@ out:
      * died or ended: expected). Any other failure is rare (no high-water
      * mark: a dead peer's messages queue) and fails the caller: the first
      * few say why. */
-    int err = zmq_errno();
     if (log_level() >= LOG_DEBUG ||
         (err != EHOSTUNREACH && atomic_fetch_add(&n->send_failures, 1) < 5)) {
         char who[64];
         log_warn("send to %s failed: %s", node_describe(n, dest, who, sizeof who),
-                 zmq_strerror(err));
+                 rc == LOOM_ETRANSPORT ? zmq_strerror(err) : loom_strerror(rc));
     }
     return rc;
 }
