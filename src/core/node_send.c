@@ -267,7 +267,7 @@ static int send_rid(void *sock, const uint8_t *rid, size_t len)
 static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts, size_t nparts)
 {
     peer *p = &n->peers[dest];
-    int rc = 0, err = 0;
+    int rc, err = 0;
     if (!p->dealer && !strcmp(p->addr, "-")) {
         /* A free slot of an elastic job (docs/ELASTIC.md): nobody is there,
          * and what is sent is for nobody, as what a dead server's socket

@@ -100,7 +100,7 @@ static void tell_free_servers(loom_node *n, uint32_t dest)
 static void tell_missed(loom_node *n, uint32_t dest, int workers)
 {
     for (uint32_t i = 1; i < n->nnodes; i++) {
-        if (n->peers[i].failed && i <= num_servers(n))
+        if (i <= num_servers(n) && n->peers[i].failed)
             send_control_ab(n, dest, MSG_NODE_FAILED, i, (uint64_t)n->peers[i].vacant);
         if (workers && n->peers[i].lost)
             send_control_ab(n, dest, MSG_WORKER_LOST, i,
