@@ -456,6 +456,29 @@ int sched_check_job(const loom_node *n, const msg_register *reg, int leave, char
  * holder) or the job is ending. */
 int sched_server_leaves(loom_node *n, uint32_t id, int asked);
 
+/* What scheduler.c and its parts (scheduler_join.c, scheduler_leave.c)
+ * share: a header-only message with a and b; a REJECT to routing id rid,
+ * logged (sched_reject, the first few) or not; the roster to node dest
+ * (replaces: 1 a replacement, 2 a worker joining), and dropping the encoded
+ * one once an entry changed. */
+void sched_send_control_ab(loom_node *n, uint32_t dest, uint8_t type, uint64_t a, uint64_t b);
+void sched_send_reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why);
+void sched_reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why);
+int sched_send_roster(loom_node *n, uint32_t dest, int replaces);
+void sched_forget_roster(sched_state *s);
+
+/* scheduler_join.c: a node taking a slot in the running job. A replacement
+ * (or, joins set, a server joining a free slot) for server node id; a server
+ * joining (the lowest free server rank); a worker joining free slot `rank`
+ * (-1: the lowest free one); a server's answer that it knows the joining
+ * worker (ROSTER_ACK a = id); the newcomer installed its roster. */
+void sched_rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len, const char *addr,
+                  int joins);
+void sched_join_server(loom_node *n, const uint8_t *rid, size_t rid_len, const char *addr);
+void sched_join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, const char *addr);
+void sched_join_acked(loom_node *n, node_msg *m);
+void sched_announce_rejoin(loom_node *n, uint32_t id);
+
 /* scheduler_leave.c: `loom leave` (docs/ELASTIC.md). A leave request
  * (MSG_LEAVE) from routing id rid, which no node owns: answered there with
  * a REJECT or LEAVE_ACKs. */

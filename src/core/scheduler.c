@@ -33,7 +33,7 @@
 #include "core/node_priv.h"
 #include "loom/error.h"
 
-static void send_control_ab(loom_node *n, uint32_t dest, uint8_t type, uint64_t a, uint64_t b)
+void sched_send_control_ab(loom_node *n, uint32_t dest, uint8_t type, uint64_t a, uint64_t b)
 {
     msg_header h = {.type = type, .a = a, .b = b};
     node_send_zmq(n, dest, &h, NULL, 0);
@@ -59,17 +59,17 @@ void sched_send_rid(loom_node *n, const uint8_t *rid, size_t rid_len, uint8_t ty
 }
 
 /* Answer routing id `rid` with a REJECT naming the reason. */
-static void send_reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
+void sched_send_reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
 {
     sched_send_rid(n, rid, rid_len, MSG_REJECT, (uint64_t)code, why);
 }
 
 /* Refuse a node that is not (or not yet) in the roster: answer its routing id
  * directly. A flood of refused REGISTERs must not flood the log. */
-static void reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
+void sched_reject(loom_node *n, const uint8_t *rid, size_t rid_len, int code, const char *why)
 {
     if (++n->sched.refused <= 5 || log_level() >= LOG_DEBUG) log_error("refused a node: %s", why);
-    send_reject(n, rid, rid_len, code, why);
+    sched_send_reject(n, rid, rid_len, code, why);
 }
 
 static uint32_t num_servers(const loom_node *n)
@@ -90,22 +90,7 @@ static void tell_free_servers(loom_node *n, uint32_t dest)
 {
     for (uint32_t i = 1; i <= num_servers(n); i++)
         if (n->peers[i].vacant && n->peers[i].failed)
-            send_control_ab(n, dest, MSG_NODE_FAILED, i, 1);
-}
-
-/* Tell node `dest`, which takes a slot in the running job, right after its
- * roster, what it missed: the servers the job goes on without (NODE_FAILED,
- * b = 1 for a free slot: nobody died) and, `workers` set (a server), the
- * workers it went on without (WORKER_LOST). */
-static void tell_missed(loom_node *n, uint32_t dest, int workers)
-{
-    for (uint32_t i = 1; i < n->nnodes; i++) {
-        if (i <= num_servers(n) && n->peers[i].failed)
-            send_control_ab(n, dest, MSG_NODE_FAILED, i, (uint64_t)n->peers[i].vacant);
-        if (workers && n->peers[i].lost)
-            send_control_ab(n, dest, MSG_WORKER_LOST, i,
-                            n->peers[i].share > 0 ? (uint64_t)n->peers[i].share : 0);
-    }
+            sched_send_control_ab(n, dest, MSG_NODE_FAILED, i, 1);
 }
 
 /* The roster's payload is the same for every node (only the header names
@@ -114,7 +99,7 @@ static void tell_missed(loom_node *n, uint32_t dest, int workers)
  * node would be O(N^2) on the scheduler as the job assembles: 1,100 rosters
  * of 1,100 entries, about 50 MB. A replacement changes its entry, so
  * rejoin() drops the encoded one (forget_roster). */
-static void forget_roster(sched_state *s)
+void sched_forget_roster(sched_state *s)
 {
     if (s->roster_cached) zmq_msg_close(&s->roster);
     s->roster_cached = 0;
@@ -126,7 +111,7 @@ static void forget_roster(sched_state *s)
  * numbers start above those of the slot's earlier workers, node_seq_base), which its layers need to
  * know before anyone's traffic can reach it (the roster is what makes that traffic attributable).
  */
-static int send_roster(loom_node *n, uint32_t dest, int replaces)
+int sched_send_roster(loom_node *n, uint32_t dest, int replaces)
 {
     sched_state *s = &n->sched;
     if (!s->roster_cached) {
@@ -167,7 +152,7 @@ static void send_worker_rosters(loom_node *n)
             continue;
         }
         heartbeat_restart(n, i);
-        send_roster(n, i, 0);
+        sched_send_roster(n, i, 0);
         tell_free_servers(n, i);
     }
     uint32_t free_servers = num_servers(n) - n->sched.live_servers;
@@ -284,193 +269,6 @@ int sched_check_job(const loom_node *n, const msg_register *reg, int leave, char
     return 0;
 }
 
-/* A replacement for node `id`, which died and which the job went on without
- * (survive): it takes the node's place with its own routing id. It gets the
- * roster, then what it missed of the job (which servers died, which workers
- * were lost); once it has acknowledged the roster (announce_rejoin),
- * everyone, the newcomer included, hears NODE_REJOINED, and the layers bring
- * the newcomer up to date from there (node_add_rejoin). Not before: the
- * others start sending it at once (a worker its clock), and a message that
- * reached it before its roster would come from no node it knows, and be
- * dropped. */
-static void rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len, const char *addr,
-                   int joins)
-{
-    sched_state *s = &n->sched;
-    if (s->shutting_down || n->state != NODE_RUNNING) {
-        reject(n, rid, rid_len, LOOM_ESHUTDOWN, "the job is ending");
-        return;
-    }
-    if (node_bind_rid(n, id, rid, rid_len)) {
-        reject(n, rid, rid_len, LOOM_ESTATE, "its routing id is already in use by another node");
-        return;
-    }
-    peer *p = &n->peers[id];
-    p->failed = p->done = 0;
-    p->drained = 0; /* its own death is a death */
-    heartbeat_watch(n, id);
-    snprintf(p->addr, sizeof p->addr, "%s", addr);
-    s->servers_acked_shutdown--; /* survive() counted it as ended */
-    forget_roster(s);            /* it lists the dead node's routing id and address */
-    char who[64];
-    node_describe(n, id, who, sizeof who);
-    if (joins) { /* a server joining the running job (join_server) */
-        p->vacant = p->left = 0;
-        p->registered = p->joined = 1; /* a free slot's never was */
-        s->joins++;
-        log_warn("%s joined the running job from %s: it takes its ranges from the live servers",
-                 who, addr);
-    } else {
-        log_warn("%s rejoined from %s (a replacement for the dead one)", who, addr);
-    }
-    send_roster(n, id, 1);
-    tell_missed(n, id, 1);
-    p->rejoining = 1;
-}
-
-/* A server joins the running job (docs/ELASTIC.md, LOOM_JOIN=1 with
- * LOOM_ROLE=server): it takes the lowest server rank the job goes on
- * without (a free slot, one that left, or a dead one) as a replacement
- * does (rejoin), which then copies that rank's ranges from the live servers
- * and takes them back through the handback (src/ft). */
-static void join_server(loom_node *n, const uint8_t *rid, size_t rid_len, const char *addr)
-{
-    for (uint32_t i = 1; i <= num_servers(n); i++) {
-        if (n->peers[i].failed && !n->peers[i].rejoining) {
-            rejoin(n, i, rid, rid_len, addr, 1);
-            return;
-        }
-    }
-    char why[256];
-    snprintf(why, sizeof why,
-             "every one of the job's %" PRIu32 " server slots is taken, so no server can join it "
-             "(start the job with free slots: loom run --max-servers, LOOM_START_SERVERS)",
-             num_servers(n));
-    reject(n, rid, rid_len, LOOM_ECONFIG, why);
-}
-
-/* The roster to worker node `id`, which joins the running job, and the
- * servers the job goes on without: it routes around them as the others do. */
-static void send_joiner_roster(loom_node *n, uint32_t id)
-{
-    send_roster(n, id, 2);
-    tell_missed(n, id, 0);
-}
-
-/* A worker joins the running job (docs/ELASTIC.md) in free worker slot
- * `rank` (-1: the lowest free one, a free slot or one a worker left before a
- * dead worker's, --on-worker-failure continue): like a replacement (rejoin), it gets the
- * roster (b = 2, with the barrier generation it starts at), and once it
- * acknowledged it everyone hears NODE_REJOINED and the layers bring it in
- * (node_add_rejoin: its clock, its data parts). Not while the workers are in
- * a barrier, which would then wait for it, nor while a layer's join gate
- * says no (node_add_join_gate: workers on their way to one, a server copying
- * its ranges back): it is asked to ask again. */
-static void join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, const char *addr)
-{
-    sched_state *s = &n->sched;
-    uint32_t base = 1 + num_servers(n);
-    if (s->shutting_down || n->state != NODE_RUNNING ||
-        s->workers_done >= (uint32_t)n->cfg.num_workers) {
-        reject(n, rid, rid_len, LOOM_ESHUTDOWN, "the job is ending: no worker can join it");
-        return;
-    }
-    for (int k = 0; k < n->cfg.num_workers && rank < 0; k++)
-        if (n->peers[base + (uint32_t)k].vacant) rank = k;
-    for (int k = 0; k < n->cfg.num_workers && rank < 0; k++) /* then a dead worker's */
-        if (n->peers[base + (uint32_t)k].lost) rank = k;
-    if (rank < 0) {
-        char why[256];
-        snprintf(why, sizeof why,
-                 "every one of the job's %d worker slots is taken, so no worker can join it "
-                 "(start the job with free slots: loom run --max-workers, LOOM_START_WORKERS)",
-                 n->cfg.num_workers);
-        reject(n, rid, rid_len, LOOM_ECONFIG, why);
-        return;
-    }
-    const char *busy = s->barrier_arrived ? "the workers are in a barrier" : node_join_refused(n);
-    if (busy) {
-        log_info("a worker asked to join while %s: it asks again", busy);
-        char why[256];
-        snprintf(why, sizeof why, "%s; ask again", busy);
-        send_reject(n, rid, rid_len, LOOM_ESTATE, why);
-        return;
-    }
-    uint32_t id = base + (uint32_t)rank;
-    if (node_bind_rid(n, id, rid, rid_len)) {
-        reject(n, rid, rid_len, LOOM_ESTATE, "its routing id is already in use by another node");
-        return;
-    }
-    peer *p = &n->peers[id];
-    if (p->lost) { /* a dead worker's slot (--on-worker-failure continue) */
-        s->workers_lost--;
-        log_info("worker %d's slot was a dead worker's: the job went on without it", rank);
-    }
-    p->registered = p->joined = 1;
-    p->done = p->vacant = p->left = p->lost = p->leave_asked = 0;
-    p->leave_rid_len = 0;
-    p->share = 0;
-    s->workers_done--;
-    s->joins++;
-    heartbeat_watch(n, id);
-    snprintf(p->addr, sizeof p->addr, "%s", addr);
-    forget_roster(s); /* it lists the free slot's placeholder */
-    log_warn("worker %d joined the running job from %s: %" PRIu32 " of %d worker slots taken", rank,
-             addr, (uint32_t)n->cfg.num_workers - s->workers_done, n->cfg.num_workers);
-    p->rejoining = 1;
-    /* The servers first, as when the job assembled: each must be able to tell
-     * who sends before the newcomer's first message reaches it, which another
-     * connection than the scheduler's could bring sooner. Each answers
-     * ROSTER_ACK(a = id); the last answer sends the newcomer its roster. */
-    blob_writer w = {0};
-    blob_put_bytes(&w, p->rid, p->rid_len);
-    blob_put_str(&w, p->addr);
-    p->join_acks = 0;
-    for (uint32_t i = 1; i <= num_servers(n) && !w.bad; i++) {
-        if (!n->peers[i].registered || n->peers[i].done || n->peers[i].failed) continue;
-        msg_header h = {.type = MSG_NODE_REJOINED, .a = id};
-        node_frame f = {w.buf, w.len, NULL, NULL, 1};
-        if (!node_send(n, i, &h, &f, 1)) p->join_acks++;
-    }
-    free(w.buf);
-    if (!p->join_acks) send_joiner_roster(n, id);
-}
-
-/* A server knows the joining worker node `id` (ROSTER_ACK a = id). */
-static void join_acked(loom_node *n, node_msg *m)
-{
-    int rank;
-    peer *p = m->h.a < n->nnodes ? &n->peers[m->h.a] : NULL;
-    if (!p || node_peer_role(n, (uint32_t)m->h.a, &rank) != LOOM_WORKER || !p->joined ||
-        !p->rejoining || !p->join_acks) {
-        node_drop(n, m, "a server's join acknowledgement naming no joining worker");
-        return;
-    }
-    if (--p->join_acks == 0) send_joiner_roster(n, (uint32_t)m->h.a);
-}
-
-/* The replacement for node `id` installed its roster: tell everyone. */
-static void announce_rejoin(loom_node *n, uint32_t id)
-{
-    peer *p = &n->peers[id];
-    p->rejoining = 0;
-    blob_writer w = {0};
-    blob_put_bytes(&w, p->rid, p->rid_len);
-    blob_put_str(&w, p->addr);
-    for (uint32_t i = 1; i < n->nnodes && !w.bad; i++) {
-        if (!n->peers[i].registered || n->peers[i].done) continue;
-        /* A joining worker's servers were told before its roster (join). */
-        if (p->joined && p->role == LOOM_WORKER && i <= num_servers(n)) continue;
-        /* A worker joining too, whose roster is not sent yet: it will list this one. */
-        if (n->peers[i].rejoining && n->peers[i].join_acks) continue;
-        msg_header h = {.type = MSG_NODE_REJOINED, .a = id};
-        node_frame f = {w.buf, w.len, NULL, NULL, 1};
-        node_send(n, i, &h, &f, 1);
-    }
-    free(w.buf);
-    node_run_rejoin(n, id);
-}
-
 /* A REGISTER on the ROUTER from a routing id no node owns yet (the stranger hook). */
 static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_len, node_msg *m)
 {
@@ -492,7 +290,7 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
     const char *addr = reg.address;
     char why[MSG_ADDR_MAX + 128];
     if (sched_check_job(n, &reg, 0, why, sizeof why)) {
-        reject(n, rid, rid_len, LOOM_ECONFIG, why);
+        sched_reject(n, rid, rid_len, LOOM_ECONFIG, why);
         return;
     }
     if (reg.max_frame_mib != (uint32_t)n->cfg.max_frame_mib) {
@@ -501,32 +299,32 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
                  " MiB, but this job's is %d MiB (LOOM_MAX_FRAME_MIB)",
                  role == LOOM_SERVER ? "server" : "worker", reg.max_frame_mib,
                  n->cfg.max_frame_mib);
-        reject(n, rid, rid_len, LOOM_ECONFIG, why);
+        sched_reject(n, rid, rid_len, LOOM_ECONFIG, why);
         return;
     }
     int count = role == LOOM_SERVER ? n->cfg.num_servers : n->cfg.num_workers;
     uint32_t base = role == LOOM_SERVER ? 1 : 1 + num_servers(n);
     if (rank >= 0 && rank < count && n->peers[base + (uint32_t)rank].failed) {
-        rejoin(n, base + (uint32_t)rank, rid, rid_len, addr, 0);
+        sched_rejoin(n, base + (uint32_t)rank, rid, rid_len, addr, 0);
         return;
     }
     if (role == LOOM_SERVER && rank == -2) { /* a joining server (LOOM_JOIN=1) */
         if (s->roster_phase == 2)
-            join_server(n, rid, rid_len, addr);
+            sched_join_server(n, rid, rid_len, addr);
         else
-            send_reject(n, rid, rid_len, LOOM_ESTATE,
-                        "the job has not started yet: a server that joins it asks again");
+            sched_send_reject(n, rid, rid_len, LOOM_ESTATE,
+                              "the job has not started yet: a server that joins it asks again");
         return;
     }
     if (role == LOOM_WORKER && s->roster_phase == 2 &&
         (rank < 0 || (rank < count && (n->peers[base + (uint32_t)rank].vacant ||
                                        n->peers[base + (uint32_t)rank].lost)))) {
-        join(n, rank < 0 ? -1 : rank, rid, rid_len, addr);
+        sched_join(n, rank < 0 ? -1 : rank, rid, rid_len, addr);
         return;
     }
     if (role == LOOM_WORKER && rank == -2) { /* a joining worker (LOOM_JOIN=1) */
-        send_reject(n, rid, rid_len, LOOM_ESTATE,
-                    "the job has not started yet: a worker that joins it asks again");
+        sched_send_reject(n, rid, rid_len, LOOM_ESTATE,
+                          "the job has not started yet: a worker that joins it asks again");
         return;
     }
     if (rank >= 0 && rank < count && n->peers[base + (uint32_t)rank].registered) {
@@ -536,11 +334,11 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
         snprintf(why, sizeof why, "%s %d is already running (registered from %s)",
                  role == LOOM_SERVER ? "server" : "worker", rank,
                  n->peers[base + (uint32_t)rank].addr);
-        reject(n, rid, rid_len, LOOM_ESTATE, why);
+        sched_reject(n, rid, rid_len, LOOM_ESTATE, why);
         return;
     }
     if (s->roster_phase != 0) {
-        reject(n, rid, rid_len, LOOM_ESTATE, "the job is already running");
+        sched_reject(n, rid, rid_len, LOOM_ESTATE, "the job is already running");
         return;
     }
     if (rank == -1) { /* assign the lowest free rank of that role */
@@ -549,18 +347,19 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
         if (rank == -1) {
             snprintf(why, sizeof why, "all %d %s ranks are already running", count,
                      role == LOOM_SERVER ? "server" : "worker");
-            reject(n, rid, rid_len, LOOM_ESTATE, why);
+            sched_reject(n, rid, rid_len, LOOM_ESTATE, why);
             return;
         }
     }
     if (rank < 0 || rank >= count) {
         snprintf(why, sizeof why, "%s rank %d is out of range",
                  role == LOOM_SERVER ? "server" : "worker", rank);
-        reject(n, rid, rid_len, LOOM_ECONFIG, why);
+        sched_reject(n, rid, rid_len, LOOM_ECONFIG, why);
         return;
     }
     if (node_bind_rid(n, base + (uint32_t)rank, rid, rid_len)) {
-        reject(n, rid, rid_len, LOOM_ESTATE, "its routing id is already in use by another node");
+        sched_reject(n, rid, rid_len, LOOM_ESTATE,
+                     "its routing id is already in use by another node");
         return;
     }
     peer *p = &n->peers[base + (uint32_t)rank];
@@ -583,7 +382,7 @@ static void on_stranger(loom_node *n, void *ctx, const uint8_t *rid, size_t rid_
         s->roster_phase = 1;
         for (uint32_t i = 1; i <= num_servers(n); i++) {
             if (n->peers[i].vacant) continue;
-            send_roster(n, i, 0);
+            sched_send_roster(n, i, 0);
             tell_free_servers(n, i);
         }
         if (num_servers(n) == 0) send_worker_rosters(n); /* a serverless job (docs/P2P.md) */
@@ -601,11 +400,11 @@ static void on_roster_ack(loom_node *n, void *ctx, node_msg *m)
     sched_state *s = &n->sched;
     int rank;
     if (s->roster_phase == 2 && m->h.a && node_peer_role(n, m->from, &rank) == LOOM_SERVER) {
-        join_acked(n, m);
+        sched_join_acked(n, m);
         return;
     }
     if (s->roster_phase == 2 && n->peers[m->from].rejoining) {
-        announce_rejoin(n, m->from); /* a replacement's, or a joining worker's */
+        sched_announce_rejoin(n, m->from); /* a replacement's, or a joining worker's */
         return;
     }
     if (s->roster_phase == 2 && node_peer_role(n, m->from, &rank) == LOOM_SERVER) return;
@@ -675,7 +474,7 @@ static int server_left(loom_node *n, uint32_t id, uint64_t drained, int asked)
     }
     p->vacant = 1;
     s->leaves++;
-    send_control_ab(n, id, MSG_SHUTDOWN, 1, 0);
+    sched_send_control_ab(n, id, MSG_SHUTDOWN, 1, 0);
     return 1;
 }
 
@@ -804,7 +603,7 @@ static void rendezvous_failed(loom_node *n)
     log_error("the job did not assemble: %s", why);
     for (uint32_t i = 1; i < n->nnodes; i++)
         if (n->peers[i].registered)
-            send_reject(n, n->peers[i].rid, n->peers[i].rid_len, LOOM_ETIMEDOUT, why);
+            sched_send_reject(n, n->peers[i].rid, n->peers[i].rid_len, LOOM_ETIMEDOUT, why);
     pthread_mutex_lock(&n->mu);
     n->state = NODE_FAILED;
     n->end_status = LOOM_ETIMEDOUT;
@@ -858,7 +657,7 @@ static void lose_worker(loom_node *n, uint32_t id, const char *who, uint64_t sil
     uint64_t b = p->share > 0 ? (uint64_t)p->share : 0;
     node_note_lost(n, id, p->share);
     for (uint32_t i = 1; i < n->nnodes; i++)
-        if (!n->peers[i].done) send_control_ab(n, i, MSG_WORKER_LOST, id, b);
+        if (!n->peers[i].done) sched_send_control_ab(n, i, MSG_WORKER_LOST, id, b);
     handler_entry *h = &n->handlers[MSG_WORKER_LOST];
     if (h->fn) {
         node_msg m = {.from = 0, .h = {.type = MSG_WORKER_LOST, .a = id, .b = b}};
@@ -980,7 +779,7 @@ static void sched_destroy(void *ctx)
 {
     sched_state *s = ctx;
     free(s->barrier_seen);
-    forget_roster(s);
+    sched_forget_roster(s);
 }
 
 static const node_hooks sched_hooks = {.tick = sched_tick,

@@ -144,6 +144,18 @@ joins_at_start() {
         { printf 'started at (worker clock): %s\nentered at: %s\n' "$want" "$got" >err; fail "a server entered a joined worker at another clock than the scheduler started it at"; }
 }
 
+# sum_job_checks LOGS...: after an elastic_sum job with joiners of 12 parts of
+# 40 clocks over $epochs epochs: every part once per epoch, no malformed
+# message in LOGS, worker 0 found the sum exact, and every server entered
+# each joiner at the clock the scheduler started it at.
+sum_job_checks() {
+    exactly_once 12 "$epochs"
+    grep -q "malformed" "$@" && fail "a node dropped a malformed message"
+    grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
+        fail "worker 0 did not find the sum exact"
+    joins_at_start
+}
+
 # wait_log FILE PATTERN WHAT: wait (120 s at most) for an extended-regex line
 # in FILE; if none comes, fail showing the ends of the job's and joiners' logs.
 # fenced_leaves (servers_MODE, after the job): the servers left by fenced
@@ -251,11 +263,7 @@ sum_bsp | sum_ssp | sum_asp)
         "$SUM" "$mode" 12 $epochs 40 $pace >job.out 2>&1 &
     launcher=$!
     grow_and_shrink 2 "$SUM" "$mode" 12 $epochs 40 $pace
-    exactly_once 12 $epochs
-    grep -q "malformed" job.out && fail "a node dropped a malformed message"
-    joins_at_start
-    grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
-        fail "worker 0 did not find the sum exact"
+    sum_job_checks job.out
     for j in 1 2; do
         grep -q '^worker [23] left after [1-9][0-9]* parts$' join$j.out ||
             { cp join$j.out err; fail "joiner $j did not say it left after its parts"; }
@@ -275,15 +283,11 @@ free_slot)
         "${prog[@]}" >job.out 2>&1 &
     launcher=$!
     grow_and_shrink 2 "${prog[@]}"
-    exactly_once 12 $epochs
-    grep -q "malformed" job.out join1.out join2.out && fail "a node dropped a malformed message"
-    grep -q "^\[worker 0\] exact: $((12 * epochs * 40)) increments\$" job.out ||
-        fail "worker 0 did not find the sum exact"
+    sum_job_checks job.out join1.out join2.out
     for j in 1 2; do
         grep -q "server 1 (node 2) is a free slot" join$j.out ||
             { cp join$j.out err; fail "joiner $j was not told that server 1 is a free slot"; }
     done
-    joins_at_start
     # A joined worker's first read holds the pushes of the clock it joined
     # at too (test_elastic.sh's note above): exact after it.
     from=$(awk '/^read / && !first[FILENAME]++ { if ($2 + 1 > c) c = $2 + 1 } END { print c + 0 }' join1.out join2.out)
