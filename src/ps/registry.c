@@ -369,6 +369,9 @@ static void advance(loom_node *n, registry *r, uint32_t from)
     r->min_clock = min;
     r->min_since = node_now_ms();
     if (min == PS_CLOCK_DONE) return; /* every worker finished: nobody is waiting */
+    /* A job's only worker is the min itself and does not wait for this word
+     * (ps_clock): a message and two wake-ups per clock saved. */
+    if (r->num_workers == 1) return;
     for (int w = 0; w < r->num_workers; w++) {
         if (r->clocks.of[w] == PS_CLOCK_DONE) continue;
         msg_header h = {.type = MSG_MIN_CLOCK, .clock = min};
