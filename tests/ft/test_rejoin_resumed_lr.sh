@@ -32,10 +32,11 @@ export LOOM_HEARTBEAT_MS=250 LOOM_HEARTBEAT_TIMEOUT_MS=2000
 
 run gen lr --out data --rows 20000 --features 5000 --nnz 10 --quiet
 [[ $RC == 0 ]] || fail "gen lr: exit status $RC"
-# 100 clocks an epoch per worker; long enough (about 10 s undisturbed) for a
-# kill, a resume, a death and a rejoin.
+# 50 clocks an epoch per worker; long enough (about 4 s undisturbed on a quiet
+# 2-core machine, each death stopping it for the 2 s until it is declared) for
+# a kill, a resume, a death and a rejoin.
 EPOCHS=40
-ARGS=(train lr --train data --servers 3 --workers 2 --epochs "$EPOCHS" --minibatch 100
+ARGS=(train lr --train data --servers 3 --workers 2 --epochs "$EPOCHS" --minibatch 200
     --consistency ssp:1 --insecure --no-status --replicas 1)
 CKPT=(--checkpoint-dir ck --checkpoint-every 20)
 
