@@ -47,8 +47,9 @@ start() {
     launcher=$!
     # A bound against a hang, not a timing: under a loaded sanitizer build a
     # BSP clock costs tens of milliseconds whatever its work, and CI once
-    # took over two minutes for the three runs of the first job.
-    deadline=$((SECONDS + 300))
+    # took over two minutes for the three runs of the first job, and once
+    # (fm_parts, ASan, beside three other ft jobs) over four; 48 s alone.
+    deadline=$((SECONDS + 600))
 }
 
 # Bounded polls for a condition; the poll interval is not a synchronisation.
