@@ -219,6 +219,20 @@ static inline int srv_worker_rank(server *s, uint32_t from)
     return node_peer_role(s->node, from, &rank) == LOOM_WORKER && !s->lost[rank] ? rank : -1;
 }
 
+/* Why a request (PUSH, PUSH_ENC, PULL, PULL_SINCE) from node `from` for
+ * table t, with nframes frames where it needs `frames`, cannot be served;
+ * NULL when it can. Each cause is named on its own: the log line of a
+ * dropped request is often all that a stalled job leaves. */
+static inline const char *srv_request_refusal(server *s, const srv_table *t, uint32_t from,
+                                              size_t nframes, size_t frames)
+{
+    int rank;
+    if (node_peer_role(s->node, from, &rank) != LOOM_WORKER) return "not from a worker";
+    if (s->lost[rank]) return "from a worker the job went on without";
+    if (!t) return "unknown table (not created on this server)";
+    return nframes != frames ? "wrong frame count" : NULL;
+}
+
 static inline int srv_is_master(server *s, srv_table *t, srv_part *p)
 {
     return ps_ring_master(&t->ring, p->range, s->dead, s->returned) == loom_rank(s->node);

@@ -225,8 +225,10 @@ void srv_on_pull(loom_node *n, void *ctx, node_msg *m)
     int w = srv_worker_rank(s, m->from);
     int range = (m->h.flags & MSG_F_RANGE) != 0;
     unsigned frames = range ? 0u : m->h.type == MSG_PULL_SINCE ? 2u : 1u;
-    if (!t || w < 0 || m->nframes != frames || (range && m->h.type == MSG_PULL_SINCE)) {
-        node_drop(n, m, "unknown table, sender or frame count");
+    const char *refused = srv_request_refusal(s, t, m->from, m->nframes, frames);
+    if (!refused && range && m->h.type == MSG_PULL_SINCE) refused = "a PULL_SINCE of a key range";
+    if (refused) {
+        node_drop(n, m, refused);
         return;
     }
     /* Encoded keys are decoded now, in arrival order: the key cache follows

@@ -178,8 +178,9 @@ void srv_on_push(loom_node *n, void *ctx, node_msg *m)
     srv_table *t = srv_table_of(s, m->h.table);
     int w = srv_worker_rank(s, m->from);
     int range = (m->h.flags & MSG_F_RANGE) != 0;
-    if (!t || w < 0 || m->nframes != (range ? 1u : 2u)) {
-        node_drop(n, m, "unknown table, sender or frame count");
+    const char *refused = srv_request_refusal(s, t, m->from, m->nframes, range ? 1u : 2u);
+    if (refused) {
+        node_drop(n, m, refused);
         return;
     }
     const uint64_t *keys;
@@ -226,8 +227,10 @@ void srv_on_push_enc(loom_node *n, void *ctx, node_msg *m)
     server *s = ctx;
     srv_table *t = srv_table_of(s, m->h.table);
     int w = srv_worker_rank(s, m->from);
-    if (!t || w < 0 || m->nframes != 1 || (m->h.flags & MSG_F_RANGE)) {
-        node_drop(n, m, "unknown table, sender or frame count");
+    const char *refused = srv_request_refusal(s, t, m->from, m->nframes, 1);
+    if (!refused && (m->h.flags & MSG_F_RANGE)) refused = "an encoded push of a key range";
+    if (refused) {
+        node_drop(n, m, refused);
         return;
     }
     int hold = 0;

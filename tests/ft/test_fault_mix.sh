@@ -95,13 +95,28 @@ trap 'umount -l "$DISK" 2>/dev/null; cleanup' EXIT
 echo "seed $SEED, $EVENTS events at least (replay: $0 LOOM FAILOVER_CHECK $SEED $EVENTS)"
 start=$SECONDS
 
-# job_failed MESSAGE: fail, showing the job's log without its routine lines.
+# job_failed MESSAGE: fail, showing the job's log without its routine lines
+# (as it was when the failure was seen, if snapshot_log ran then), and the
+# stuck worker's threads if stuck_stacks wrote them.
 job_failed() {
-    cp "$out" "$WORK/full-job$job.log" # kept with KEEP=1
-    grep -vE " clock [0-9]+\$|checkpoint part .* written|checkpoint at clock [0-9]+ committed" "$out" |
-        tail -n 80 >"$WORK/job.out"
+    [[ -e $WORK/job.out ]] || snapshot_log
     rm -f "$WORK"/job[0-9]*.out
     fail "job $job (seed $SEED; replay: $0 LOOM FAILOVER_CHECK $SEED $EVENTS $job): $*"
+}
+
+# snapshot_log: the job's log now, into $WORK/job.out (shown on failure):
+# the last lines but the routine ones, then the first stall reports (what a
+# request, a clock or the min clock waits on: LOOM_STALL_REPORT_MS below).
+# Taken before gdb attaches to a stuck job: a process it pauses is declared
+# dead, and what follows says nothing of the failure.
+snapshot_log() {
+    cp "$out" "$WORK/full-job$job.log" # kept with KEEP=1
+    {
+        grep -vE " clock [0-9]+\$|checkpoint part .* written|checkpoint at clock [0-9]+ committed" "$out" |
+            tail -n 30
+        echo "... the stall reports:"
+        grep -E "has waited [0-9]+ s|has not finished clock" "$out" | head -n 8
+    } >"$WORK/job.out"
 }
 
 pid_of() { cat "$PIDS/$1-$2.pid" 2>/dev/null; }
@@ -148,6 +163,25 @@ stacks() {
     done >"$WORK/stacks-job$job.txt"
 }
 
+# stuck_stacks W: worker W's threads from the stacks file (but ZeroMQ's own),
+# a line a frame: the function, and its source line where the build has it;
+# into $WORK/stuck.out (shown on failure).
+stuck_stacks() {
+    local f=$WORK/stacks-job$job.txt
+    [[ -s $f ]] || return 0
+    awk -v want="=== worker-$1.pid" '
+        /^===/ { on = ($0 == want); next }
+        on && /^Thread/ { keep = $0 !~ /"ZMQbg/; if (keep) print; next }
+        on && keep && /^#/ {
+            at = ""
+            if (match($0, / at [^ ]+:[0-9]+$/)) at = " " substr($0, RSTART + 4)
+            fn = $0
+            sub(/^#[0-9]+ +(0x[0-9a-f]+ in )?/, "", fn)
+            sub(/ \(.*/, "", fn)
+            print "  " fn at
+        }' "$f" >"$WORK/stuck.out"
+}
+
 # progress N: until every live worker has ended N more clocks (the job goes on).
 progress() {
     local w want deadline=$((SECONDS + 60))
@@ -157,7 +191,9 @@ progress() {
         while done_clock "$w" && ((DONE < want)); do
             kill -0 "$launcher" 2>/dev/null || job_failed "the job ended while worker $w was at clock $DONE"
             ((SECONDS < deadline)) || {
+                snapshot_log
                 stacks
+                stuck_stacks "$w"
                 job_failed "worker $w did not get past clock $want within 60 s after $what"
             }
             poll_pause 0.02 # a poll, not a synchronisation: the condition is the clocks file
@@ -282,7 +318,7 @@ for ((job = 0; events < EVENTS; job++)); do
     mkdir "$SNAP"
     out="$WORK/job$job.out"
     echo "job $job: $mode, $n events ($lose worker losses last)"
-    LOOM_REPLICAS=2 LOOM_HEARTBEAT_MS=250 LOOM_ON_WORKER_FAILURE=continue LOOM_VERBOSE="${FAULT_MIX_VERBOSE:-1}" \
+    LOOM_REPLICAS=2 LOOM_HEARTBEAT_MS=250 LOOM_ON_WORKER_FAILURE=continue LOOM_STALL_REPORT_MS=15000 LOOM_VERBOSE="${FAULT_MIX_VERBOSE:-1}" \
         LOOM_CHECKPOINT_DIR="$CK" LOOM_CHECKPOINT_EVERY=$EVERY \
         "$LOOM" run --servers 3 --workers 3 --on-failure wait --on-server-failure restart \
         --heartbeat-timeout $HB_TIMEOUT --timeout 600 --insecure --no-status \
