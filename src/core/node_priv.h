@@ -57,6 +57,13 @@ static inline int node_backlog(uint32_t nnodes)
 
 enum node_state { NODE_STARTING, NODE_RUNNING, NODE_DONE, NODE_FAILED };
 
+/* An application thread reading the sockets in loom_wait() (node_recv.c):
+ * its eventfd, on the node's reader_list. */
+typedef struct node_reader {
+    int fd;
+    struct node_reader *next;
+} node_reader;
+
 typedef struct peer {
     int role; /* loom_role, or -1 before registration */
     int rank;
@@ -203,6 +210,10 @@ struct loom_node {
      * instead of two (the I/O thread would find it handled). */
     atomic_int readers;
     atomic_int io_gated; /* the I/O thread sleeps without the sockets */
+    /* Those readers' eventfds, under sock_mu: a DEALER connected while one
+     * sleeps in poll() is not in its poll set, and nobody else polls the
+     * sockets then; so a connect wakes them, to poll the new set. */
+    struct node_reader *reader_list;
 
     handler_entry handlers[MSG_TYPE_LIMIT];
 

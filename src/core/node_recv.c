@@ -430,7 +430,9 @@ static int waiter_fd(void)
  * completes ts is handled here, instead of on the I/O thread, which would
  * then have to wake this one (a context switch per round trip). The I/O
  * thread polls the same sockets; whichever takes recv_mu first reads what
- * arrived, and if the I/O thread completes ts, our eventfd wakes us. */
+ * arrived, and if the I/O thread completes ts, our eventfd wakes us. So
+ * does a DEALER connected meanwhile (a replacement server's: the node's
+ * reader_list), which our poll set lacks. */
 static void wait_reading(loom_node *n, loom_ts ts)
 {
     int fd = waiter_fd();
@@ -439,6 +441,11 @@ static void wait_reading(loom_node *n, loom_ts ts)
     if (tracker_set_waiter(&n->ts, ts, fd)) return;
     struct pollfd fds[POLL_MAX];
     atomic_int *flags[POLL_MAX];
+    node_reader me = {fd, NULL};
+    pthread_mutex_lock(&n->sock_mu);
+    me.next = n->reader_list;
+    n->reader_list = &me;
+    pthread_mutex_unlock(&n->sock_mu);
     atomic_fetch_add(&n->readers, 1);
     for (;;) {
         pthread_mutex_lock(&n->recv_mu);
@@ -451,6 +458,11 @@ static void wait_reading(loom_node *n, loom_ts ts)
         mark_pending(fds, flags, nfds);
     }
     atomic_fetch_sub(&n->readers, 1);
+    pthread_mutex_lock(&n->sock_mu);
+    node_reader **pp = &n->reader_list;
+    while (*pp != &me) pp = &(*pp)->next;
+    *pp = me.next;
+    pthread_mutex_unlock(&n->sock_mu);
 }
 
 int loom_wait(loom_node *n, loom_ts ts)
