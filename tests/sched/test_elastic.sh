@@ -405,6 +405,8 @@ leave_bsp | leave_ssp | leave_asp)
     launcher=$!
     wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
     addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
+    # The scheduler's own line, which may come after loom run's.
+    wait_log job.out 'status page at http' "the status page's address"
     url=$(sed -n 's/.*status page at \(http[^ ]*\) .*/\1/p' job.out)
     wait_log job.out '^\[scheduler\] info: parts: epoch 0 over' "the end of epoch 0"
     # Without the secret nobody gets past the handshake: no answer.
