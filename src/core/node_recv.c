@@ -431,8 +431,9 @@ static int waiter_fd(void)
  * then have to wake this one (a context switch per round trip). The I/O
  * thread polls the same sockets; whichever takes recv_mu first reads what
  * arrived, and if the I/O thread completes ts, our eventfd wakes us. So
- * does a DEALER connected meanwhile (a replacement server's: the node's
- * reader_list), which our poll set lacks. */
+ * does a DEALER connected meanwhile (to a server joining a slot we had no
+ * socket to: the node's reader_list), which our poll set lacks; a replaced
+ * DEALER wakes us anyway, as closing the old one signals its descriptor. */
 static void wait_reading(loom_node *n, loom_ts ts)
 {
     int fd = waiter_fd();

@@ -108,7 +108,7 @@ static int connect_dealer_locked(loom_node *n, uint32_t peer_id)
     n->peers[peer_id].dealer_fd = socket_fd(d);
     atomic_store(&n->peers[peer_id].dealer_pending, 1);
     /* A thread in loom_wait() polls the set of sockets it saw: the answer
-     * it waits for may come on this one (a replacement server's). */
+     * it waits for may come on this one (a server joining a free slot). */
     uint64_t one = 1;
     for (node_reader *r = n->reader_list; r; r = r->next) {
         ssize_t w = write(r->fd, &one, sizeof one); /* an eventfd: cannot fail short of EBADF */
