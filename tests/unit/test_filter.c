@@ -611,6 +611,37 @@ static void test_sparse_rows(void **unused)
     }
 }
 
+/* filter_sparse_pays answers what counting every value answers, on rows
+ * with a fifth to all of their values 0 at random and on rows with none 0
+ * (which it decides from a probe of 64 values, without the count). */
+static void test_sparse_pays_probe(void **unused)
+{
+    (void)unused;
+    const size_t widths[] = {16, 64, 1000};
+    const double zeros[] = {0.0, 0.2, 0.3, 0.4, 0.5, 0.9};
+    uint64_t x = 88172645463325252ull;
+    for (int t = LOOM_F32; t <= LOOM_I64; t++) {
+        size_t vs = loom_type_size((loom_type)t);
+        for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
+            for (size_t zi = 0; zi < sizeof zeros / sizeof *zeros; zi++) {
+                size_t width = widths[wi], n = 100, nnz = 0;
+                uint8_t *vals = calloc(n * width, vs);
+                assert_non_null(vals);
+                for (size_t i = 0; i < n * width; i++) {
+                    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                    if ((double)(x % 1000000) < zeros[zi] * 1e6) continue;
+                    memset(vals + i * vs, 0x3f, vs); /* 0.74 (f32), 0.49 (f64), or large */
+                    nnz++;
+                }
+                size_t sparse_len = 6 + 16 + n * 8 + n * 4 + nnz * (2 + vs);
+                assert_int_equal(filter_sparse_pays((loom_type)t, width, vals, n, n * width * vs),
+                                 sparse_len < n * width * vs);
+                free(vals);
+            }
+        }
+    }
+}
+
 /* filter_chain_decode_sparse leaves sparse rows sparse, exactly the rows
  * filter_chain_decode makes dense (and what a server adds them to gets the
  * same sums), decodes dense rows as filter_chain_decode does, and refuses
@@ -903,6 +934,7 @@ int main(void)
         cmocka_unit_test(test_sigmod_flush_merges),
         cmocka_unit_test(test_sigmod_pull),
         cmocka_unit_test(test_sparse_rows),
+        cmocka_unit_test(test_sparse_pays_probe),
         cmocka_unit_test(test_sparse_kept),
         cmocka_unit_test(test_sparse_given),
         cmocka_unit_test(test_key_lists),
