@@ -97,6 +97,7 @@ typedef struct peer {
      * handover's generation (node_peer_drained), else 0. */
     uint64_t drained;
     uint32_t join_acks; /* scheduler: servers yet to say they know the joining worker */
+    uint64_t join_ms;   /* scheduler: when the joining worker's join began */
     /* Scheduler: a worker `loom leave` asked to leave, and the routing id of
      * the request, which hears when it is gone (scheduler_leave.c). */
     int leave_asked;

@@ -48,12 +48,36 @@ static void tell_missed(loom_node *n, uint32_t dest, int workers)
  * others start sending it at once (a worker its clock), and a message that
  * reached it before its roster would come from no node it knows, and be
  * dropped. */
+/* Whether a worker is joining (sched_join) and has not yet acknowledged its
+ * roster, for less than the heartbeat timeout. A server that took a slot
+ * then would not be among the servers told of the worker, nor in the
+ * worker's roster as joining: it would take the worker's slot for a free one
+ * (the registry tells a newcomer which slots are done) and drop its clocks,
+ * and the worker would take it for up. So it asks again; such a join takes
+ * milliseconds, and one that waits longer waits for a server that is dead
+ * (whose replacement this may be) or declared so soon. */
+static int worker_joining(loom_node *n)
+{
+    uint64_t now = node_now_ms();
+    for (uint32_t i = 1 + num_servers(n); i < n->nnodes; i++) {
+        const peer *w = &n->peers[i];
+        if (w->joined && w->rejoining && now - w->join_ms < (uint64_t)n->cfg.heartbeat_timeout_ms)
+            return 1;
+    }
+    return 0;
+}
+
 void sched_rejoin(loom_node *n, uint32_t id, const uint8_t *rid, size_t rid_len, const char *addr,
                   int joins)
 {
     sched_state *s = &n->sched;
     if (s->shutting_down || n->state != NODE_RUNNING) {
         sched_reject(n, rid, rid_len, LOOM_ESHUTDOWN, "the job is ending");
+        return;
+    }
+    if (worker_joining(n)) {
+        log_info("a server asked to take slot %" PRIu32 " while a worker joins: it asks again", id);
+        sched_send_reject(n, rid, rid_len, LOOM_ESTATE, "a worker is joining the job; ask again");
         return;
     }
     if (node_bind_rid(n, id, rid, rid_len)) {
@@ -175,6 +199,7 @@ void sched_join(loom_node *n, int rank, const uint8_t *rid, size_t rid_len, cons
     log_warn("worker %d joined the running job from %s: %" PRIu32 " of %d worker slots taken", rank,
              addr, (uint32_t)n->cfg.num_workers - s->workers_done, n->cfg.num_workers);
     p->rejoining = 1;
+    p->join_ms = node_now_ms();
     /* The servers first, as when the job assembled: each must be able to tell
      * who sends before the newcomer's first message reaches it, which another
      * connection than the scheduler's could bring sooner. Each answers

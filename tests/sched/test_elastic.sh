@@ -64,6 +64,11 @@
 #          part each: each is told that server 1 is a free slot, the sum is
 #          exact, every part once per epoch, every read exact (a joiner's
 #          first one may hold the pushes of its own clock too).
+#   join_both  the same program, BSP, 1 of 2 server slots, 2 of 3 workers:
+#          a worker joins while the live server is stopped (its join waits
+#          for that server's answer) and a server asks to join meanwhile: it
+#          is asked to ask again until the worker's join is done; no message
+#          is dropped as malformed, the sum and the reads are exact.
 #   servers_fallback  the same program, SSP(1), 1 of 3 server slots, 2
 #          workers, LOOM_REPLICAS=2, an 8 s heartbeat timeout: two servers join
 #          and take their ranges back; then server 2 is stopped (SIGSTOP) and
@@ -293,6 +298,60 @@ free_slot)
     from=$(awk '/^read / && !first[FILENAME]++ { if ($2 + 1 > c) c = $2 + 1 } END { print c + 0 }' join1.out join2.out)
     bsp_reads_exact "$from" "$(sed -n 's/^\[worker [01]\] //p' job.out; cat join1.out join2.out)"
     echo "2 workers joined a job with a free server slot and left; the int64 sum is exact ($((12 * epochs * 40)) increments); $reads BSP reads exact"
+    ;;
+join_both)
+    SUM=${4:?usage: $0 LOOM join_both DATA_DIR ELASTIC_SUM}
+    # BSP, 1 of 2 server slots (LOOM_REPLICAS=1), 2 of 3 worker slots. A
+    # worker joins while the live server is stopped (SIGSTOP), so its join
+    # waits for that server's answer; meanwhile a server asks to join the
+    # free slot. It must wait (asked to ask again) until the worker's join
+    # is done: taken in then, it never heard of the worker, dropped its
+    # clocks as a free slot's, and the worker took it for up, not joining
+    # (it dropped its REJOIN_READY and HANDBACK as malformed).
+    epochs=20 pace=1000
+    prog=("$SUM" bsp 12 "$epochs" 40 "$pace")
+    export LOOM_JOB_TOKEN=elastic-$$ LOOM_VERBOSE=1 LOOM_HEARTBEAT_TIMEOUT_MS=20000 LOOM_REPLICAS=1
+    export ELASTIC_SUM_READS=1
+    "$LOOM" run --servers 1 --max-servers 2 --workers 2 --max-workers 3 --insecure --no-status -- \
+        "${prog[@]}" >job.out 2>&1 &
+    launcher=$!
+    wait_log job.out '^loom run: scheduler is at ' "the scheduler's address"
+    addr=$(sed -n 's/^loom run: scheduler is at //p' job.out)
+    wait_log job.out '^\[scheduler\] info: parts: epoch 0 over' "the end of epoch 0"
+    server0=$(role_pid server 0) || fail "server 0 of the job not found"
+    kill -STOP "$server0"
+    "$LOOM" join "$addr" --role worker --servers 2 --workers 3 -- "${prog[@]}" >join1.out 2>&1 &
+    joiners+=($!)
+    wait_log job.out "^\[scheduler\] warning: worker 2 joined the running job from " "worker 2's join"
+    "$LOOM" join "$addr" --role server --servers 2 --workers 3 -- "${prog[@]}" >srv1.out 2>&1 &
+    joiners+=($!)
+    wait_log job.out "^\[scheduler\] info: a server asked to take slot 2 while a worker joins: it asks again\$" "the server's join held back"
+    kill -CONT "$server0"
+    wait_log job.out "^\[scheduler\] warning: server 1 took its ranges back\$" "server 1's handback"
+    for k in 0 1; do
+        wait "${joiners[k]}" || { rc=$?; show_tails 40 join1.out srv1.out; fail "joiner $((k + 1)): exit status $rc"; }
+    done
+    joiners=()
+    wait "$launcher"
+    rc=$?
+    launcher=
+    cp job.out err
+    ((rc == 0)) || { show_tails 40 job.out; fail "the job: exit status $rc"; }
+    sum_job_checks job.out join1.out srv1.out
+    grep -q "server 1 took its ranges back: [0-9]* pushes" join1.out ||
+        { cp join1.out err; fail "worker 2 did not hear that server 1 took its ranges back"; }
+    # Exact from each worker's first read after the handback's commit and the
+    # joiner's first read on (either may hold a push of its own clock too).
+    out= from=0
+    for w in 0 1 2; do
+        if ((w < 2)); then lines=$(sed -n "s/^\[worker $w\] //p" job.out); else lines=$(cat join1.out); fi
+        out+=$(grep '^read ' <<<"$lines")$'\n'
+        c=$(awk -v joined=$((w == 2)) '/took its ranges back/ { hb = 1; next }
+            (hb || joined) && /^read / { c = $2; hb = joined = 0 } END { print c + 1 }' <<<"$lines")
+        ((c > from)) && from=$c
+    done
+    bsp_reads_exact "$from" "$out"
+    echo "a server's join waited for a worker's; the int64 sum is exact ($((12 * epochs * 40)) increments); $reads BSP reads exact"
     ;;
 servers_bsp | servers_ssp | servers_asp)
     SUM=${4:?usage: $0 LOOM servers_MODE DATA_DIR ELASTIC_SUM}
