@@ -493,6 +493,13 @@ static void commit_servers_first(job *J)
 {
     fence_again(J);
     commit_to(J, 1, SERVERS);
+    /* And a later push of worker 1 to the moving ranges on its way to their
+     * old masters, which park it, their PARKED for it reaching the worker
+     * after their PARKED req 0: the parked push sent again goes behind it in
+     * the worker's list, and the commit must still move both to server 1 in
+     * sequence order (the later one first: the older was skipped as a
+     * duplicate, a key short). */
+    push(J, 1, moving_key, 31);
     settle(J);
     assert_true(J->unparked > 0);
     /* Worker 0 reads the probe key from its old master, which refuses (it
