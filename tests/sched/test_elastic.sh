@@ -199,12 +199,21 @@ fenced_leaves() {
         out+=$(grep '^read ' <<<"$lines")$'\n'
         # After a handback's commit, and a joined worker's first clock (J,
         # the clock the others completed, whose pushes its first read holds).
-        c=$(awk -v joined=$((w >= 2)) '/took its ranges back/ { hb = 1; next }
-            (hb || joined) && /^read / { c = $2; hb = joined = 0 } END { print c + 1 }' <<<"$lines")
+        c=$(exact_reads_from $((w >= 2)) "$lines")
         ((c > exact_from)) && exact_from=$c
     done
     [[ $mode == bsp ]] || return 0
     bsp_reads_exact "$exact_from" "$out"
+}
+
+# exact_reads_from JOINED LINES: the clock after a worker's first read (its
+# LINES' "read C V") that follows its last "took its ranges back" and, with
+# JOINED 1 (a worker that joined), its first read at all: such a read may
+# hold a push of its own clock too; the later ones hold exactly the pushes
+# of the clocks before theirs.
+exact_reads_from() {
+    awk -v joined="$1" '/took its ranges back/ { hb = 1; next }
+        (hb || joined) && /^read / { c = $2; hb = joined = 0 } END { print c + 1 }' <<<"$2"
 }
 
 # bsp_reads_exact FROM READS: every worker's "read C V" lines (READS) hold
@@ -346,8 +355,7 @@ join_both)
     for w in 0 1 2; do
         if ((w < 2)); then lines=$(sed -n "s/^\[worker $w\] //p" job.out); else lines=$(cat join1.out); fi
         out+=$(grep '^read ' <<<"$lines")$'\n'
-        c=$(awk -v joined=$((w == 2)) '/took its ranges back/ { hb = 1; next }
-            (hb || joined) && /^read / { c = $2; hb = joined = 0 } END { print c + 1 }' <<<"$lines")
+        c=$(exact_reads_from $((w == 2)) "$lines")
         ((c > from)) && from=$c
     done
     bsp_reads_exact "$from" "$out"
