@@ -59,7 +59,11 @@ int loom_checkpoint_epoch_end(loom_node *node);
 int loom_checkpoint_final(loom_node *node);
 /* Write this worker's part of the checkpoint at the current clock: `state`,
  * whatever the application needs to go on from here (data position, random
- * streams, local model parts), as opaque bytes. 0 or a loom error. */
+ * streams, local model parts), as opaque bytes. 0 or a loom error:
+ * LOOM_ESTATE if no checkpoint is due at this clock. A checkpoint that
+ * loom_checkpoint_due() or loom_checkpoint_final() said was due, and that
+ * the scheduler gave up since (another node went past its clock without
+ * its part), is not written: 0. */
 int loom_checkpoint_save(loom_node *node, const void *state, size_t len);
 /* In a resumed job: the state this worker saved in the checkpoint (the memory
  * stays valid until the node ends) and the job's clock it was saved at.

@@ -61,6 +61,7 @@ typedef struct ft {
     size_t resumed_len;
     _Atomic int64_t plan; /* the planned checkpoint's job clock (-1: none), set by CKPT_PLAN */
     int64_t last_saved;   /* the job clock of this worker's last part (-1: none) */
+    int64_t told_due;     /* the job clock loom_checkpoint_due last said was due (-1: none) */
     int64_t epoch_end;    /* the job clock the previous epoch ended at */
     _Atomic int64_t final_refused; /* the final clock the scheduler gave up (-1: none) */
     /* server: replication, failover, a replacement (replica.h) */

@@ -8,7 +8,12 @@
  * plans the next. A worker 1000 clocks past that when the plan came says so: the plan is given up,
  * its directory removed, and the next plan is past the worker's clock and asks for full server
  * parts. A worker's last clock then displaces the plan still collecting parts: it is planned at
- * once as the final checkpoint, and committed. */
+ * once as the final checkpoint, and committed.
+ *
+ * And the worker's side: a plan given up, and the next one heard, after
+ * loom_checkpoint_due() said 1 and before the application's
+ * loom_checkpoint_save() (it gathers its state meanwhile): the save writes
+ * nothing and succeeds; a save at a clock never said due is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -196,8 +201,69 @@ static void one_at_a_time(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Whether the queue holds a message of `type`; every message is delivered. */
+static int sent(node_fuzz_job *j, uint8_t type)
+{
+    int seen = 0;
+    node_fuzz_msg m;
+    while (node_fuzz_job_take(j, &m)) {
+        msg_header h;
+        assert_int_equal(msg_decode_header(m.hdr, MSG_HEADER_SIZE, m.nframes, &h), MSG_OK);
+        seen |= h.type == type;
+        uint8_t rid[MSG_RID_SIZE];
+        size_t rid_len;
+        node_fuzz_rid(m.from, rid, &rid_len);
+        node_fuzz_deliver(j, &m, rid, rid_len, MSG_HEADER_SIZE);
+    }
+    return seen;
+}
+
+static void plan_moved_before_save(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "%s", "/tmp/loom-ft-plan.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    setenv("LOOM_CHECKPOINT_DIR", dir, 1);
+    setenv("LOOM_CHECKPOINT_EVERY", "1", 1);
+    node_fuzz_job *j;
+    assert_int_equal(node_fuzz_job_new(2, 1, 1, 1, layers_attach, 100000, &j), 0);
+    loom_node *w = node_fuzz_job_node(j, WORKER);
+    assert_non_null(w);
+    static const char app_state[] = "where the worker is";
+
+    /* Clock 1 is planned from the start; the worker ends it and is told. */
+    assert_int_equal(loom_clock(w), 0);
+    sent(j, MSG_CKPT_PART);
+    assert_int_equal(loom_checkpoint_due(w), 1);
+    /* The scheduler gives it up and plans clock 5, as the worker gathers its state. */
+    node_fuzz_msg m = {.from = SCHEDULER, .dest = WORKER};
+    msg_header plan = {.type = MSG_CKPT_PLAN, .sender = SCHEDULER, .clock = 5};
+    msg_encode_header(&plan, m.hdr);
+    uint8_t rid[MSG_RID_SIZE];
+    size_t rid_len;
+    node_fuzz_rid(SCHEDULER, rid, &rid_len);
+    node_fuzz_deliver(j, &m, rid, rid_len, MSG_HEADER_SIZE);
+    assert_int_equal(loom_checkpoint_due(w), 0);
+    assert_int_equal(loom_checkpoint_save(w, app_state, sizeof app_state), 0);
+    assert_false(exists(1, "worker-0.part"));
+    assert_false(sent(j, MSG_CKPT_PART));
+    assert_int_equal(loom_checkpoint_final(w), 0); /* this clock is done with */
+
+    /* Clock 2: never said due, so a save there is the application's mistake. */
+    assert_int_equal(loom_clock(w), 0);
+    sent(j, MSG_CKPT_PART);
+    assert_int_equal(loom_checkpoint_save(w, app_state, sizeof app_state), LOOM_ESTATE);
+    assert_false(exists(2, "worker-0.part"));
+
+    node_fuzz_job_free(j);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(one_at_a_time)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(one_at_a_time),
+                                       cmocka_unit_test(plan_moved_before_save)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
