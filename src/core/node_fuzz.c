@@ -128,7 +128,9 @@ static int make_node(node_fuzz_job *j, const loom_config *cfg, int (*attach)(loo
     pthread_cond_init(&n->cv, NULL);
     pthread_mutex_init(&n->sock_mu, NULL);
     pthread_mutex_init(&n->recv_mu, NULL);
+    pthread_mutex_init(&n->hb_mu, NULL);
     n->wake_fd = -1;
+    n->hb_wake_fd = -1; /* no heartbeat thread: node_destroy must not close descriptor 0 */
     if (!n->peers || tracker_init(&n->ts) || u64map_init(&n->rid_index, n->nnodes)) {
         free(n->peers);
         free(n);
