@@ -18,6 +18,7 @@
 #include <zmq.h>
 
 #include "core/log.h"
+#include "core/zmq_retry.h"
 #include "loom/error.h"
 #include "loom/secret.h"
 
@@ -54,7 +55,7 @@ static void answer_zap(curve *c)
     while (more) {
         zmq_msg_t part;
         zmq_msg_init(&part);
-        if (zmq_msg_recv(&part, c->zap, n ? 0 : ZMQ_DONTWAIT) < 0) {
+        if (zmq_retry_msg_recv(&part, c->zap, n ? 0 : ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&part);
             if (n == 0) return;
             break;
@@ -69,15 +70,15 @@ static void answer_zap(curve *c)
              zmq_msg_size(&f[6]) == KEY_BYTES &&
              !memcmp(zmq_msg_data(&f[6]), c->public_bin, KEY_BYTES);
     const char *status = ok ? "200" : "400", *text = ok ? "OK" : "not the job's key";
-    zmq_send(c->zap, "1.0", 3, ZMQ_SNDMORE);
+    zmq_retry_send(c->zap, "1.0", 3, ZMQ_SNDMORE);
     if (n >= 2)
-        zmq_send(c->zap, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), ZMQ_SNDMORE);
+        zmq_retry_send(c->zap, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), ZMQ_SNDMORE);
     else
-        zmq_send(c->zap, "", 0, ZMQ_SNDMORE);
-    zmq_send(c->zap, status, 3, ZMQ_SNDMORE);
-    zmq_send(c->zap, text, strlen(text), ZMQ_SNDMORE);
-    zmq_send(c->zap, ok ? "loom" : "", ok ? 4 : 0, ZMQ_SNDMORE);
-    zmq_send(c->zap, "", 0, 0);
+        zmq_retry_send(c->zap, "", 0, ZMQ_SNDMORE);
+    zmq_retry_send(c->zap, status, 3, ZMQ_SNDMORE);
+    zmq_retry_send(c->zap, text, strlen(text), ZMQ_SNDMORE);
+    zmq_retry_send(c->zap, ok ? "loom" : "", ok ? 4 : 0, ZMQ_SNDMORE);
+    zmq_retry_send(c->zap, "", 0, 0);
     for (int i = 0; i < n; i++) zmq_msg_close(&f[i]);
 }
 
@@ -104,8 +105,8 @@ static void read_event(curve *c)
     zmq_msg_t head, endpoint;
     zmq_msg_init(&head);
     zmq_msg_init(&endpoint);
-    if (zmq_msg_recv(&head, c->monitor, ZMQ_DONTWAIT) < 0) goto out;
-    if (zmq_msg_more(&head)) zmq_msg_recv(&endpoint, c->monitor, 0);
+    if (zmq_retry_msg_recv(&head, c->monitor, ZMQ_DONTWAIT) < 0) goto out;
+    if (zmq_msg_more(&head)) zmq_retry_msg_recv(&endpoint, c->monitor, 0);
     if (zmq_msg_size(&head) < 6) goto out;
     uint16_t event;
     uint32_t value;

@@ -59,6 +59,7 @@
 
 #include "core/log.h"
 #include "core/node_priv.h"
+#include "core/zmq_retry.h"
 #include "loom/error.h"
 
 /* An I/O loop that has not moved for this many heartbeat timeouts, and at
@@ -135,8 +136,8 @@ static void send_hb(loom_node *n, const void *rid, size_t rid_len)
     msg_header h = {.type = MSG_HEARTBEAT, .sender = n->id};
     uint8_t hdr[MSG_HEADER_SIZE];
     msg_encode_header(&h, hdr);
-    if (rid) zmq_send(n->hb_sock, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(n->hb_sock, hdr, sizeof hdr, ZMQ_DONTWAIT);
+    if (rid) zmq_retry_send(n->hb_sock, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    zmq_retry_send(n->hb_sock, hdr, sizeof hdr, ZMQ_DONTWAIT);
 }
 
 /* Read one message of at most `max` frames into frames; returns how many
@@ -147,7 +148,7 @@ static int recv_frames(void *sock, zmq_msg_t *frames, int max)
     while (more) {
         zmq_msg_t part;
         zmq_msg_init(&part);
-        if (zmq_msg_recv(&part, sock, count ? 0 : ZMQ_DONTWAIT) < 0) {
+        if (zmq_retry_msg_recv(&part, sock, count ? 0 : ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&part);
             return count;
         }

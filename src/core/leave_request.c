@@ -24,6 +24,7 @@
 
 #include "core/curve.h"
 #include "core/msg.h"
+#include "core/zmq_retry.h"
 #include "loom/error.h"
 #include "loom/node.h"
 
@@ -51,8 +52,8 @@ static int send_request(void *sock, const loom_config *cfg, loom_role role, int 
     uint8_t hdr[MSG_HEADER_SIZE];
     msg_encode_header(&h, hdr);
     int rc = w.bad ? LOOM_ENOMEM : 0;
-    if (!rc &&
-        (zmq_send(sock, hdr, sizeof hdr, ZMQ_SNDMORE) < 0 || zmq_send(sock, w.buf, w.len, 0) < 0))
+    if (!rc && (zmq_retry_send(sock, hdr, sizeof hdr, ZMQ_SNDMORE) < 0 ||
+                zmq_retry_send(sock, w.buf, w.len, 0) < 0))
         rc = LOOM_ETRANSPORT;
     free(w.buf);
     return rc;
@@ -72,7 +73,7 @@ static int receive_answer(void *sock, int64_t deadline, msg_header *h, char *tex
         while (more) {
             zmq_msg_t f;
             zmq_msg_init(&f);
-            if (zmq_msg_recv(&f, sock, 0) < 0) {
+            if (zmq_retry_msg_recv(&f, sock, 0) < 0) {
                 zmq_msg_close(&f);
                 break;
             }

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/zmq_retry.h"
 #include "loom/error.h"
 
 #define IO_BATCH 128 /* messages read from one socket before looking at the others */
@@ -67,10 +68,7 @@ static int recv_message(loom_node *n, void *sock, zmq_msg_t *parts, int max)
     while (more) {
         zmq_msg_t part;
         zmq_msg_init(&part);
-        int rc;
-        do rc = zmq_msg_recv(&part, sock, count ? 0 : ZMQ_DONTWAIT);
-        while (rc < 0 && zmq_errno() == EINTR);
-        if (rc < 0) {
+        if (zmq_retry_msg_recv(&part, sock, count ? 0 : ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&part);
             if (count == 0) return -1;
             break; /* cannot happen for a message that began: parts arrive together */

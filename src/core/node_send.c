@@ -12,6 +12,7 @@
  * made on the first message to a peer of its own role (peer_to_peer). With a
  * job secret, every socket uses CURVE (curve.c). */
 #include "core/node_priv.h"
+#include "core/zmq_retry.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -216,12 +217,15 @@ int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr)
 /* ---- sending ---- */
 
 /* After a send on sock (sock_mu held): ZeroMQ may have taken the signal of
- * input waiting on it, which the I/O thread's poll would then never see. */
+ * input waiting on it, which the I/O thread's poll would then never see.
+ * Asking for ZMQ_EVENTS processes the socket's commands, and a signal can
+ * fail it with EINTR after it took that signal too: it is asked again, and
+ * if it still cannot say, the socket is read anyway (a read that finds
+ * nothing costs little; a message nobody reads stalls the job). */
 void node_wake_if_readable(loom_node *n, void *sock, atomic_int *pending)
 {
     int events = 0;
-    size_t len = sizeof events;
-    if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN)) {
+    if (zmq_retry_events(sock, &events) < 0 || (events & ZMQ_POLLIN)) {
         atomic_store(pending, 1);
         node_wake_io_thread(n);
     }
@@ -251,24 +255,10 @@ static int send_parts(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *pa
     return rc;
 }
 
-/* One part of a message, without waiting. A signal delivered to the process
- * (a worker's SIGTERM asking it to leave) can fail a send with EINTR even so:
- * nothing was sent, and the same part goes again, within the same multipart
- * message. */
+/* One part of a message, without waiting (zmq_retry.h: a signal does not fail it). */
 static int send_part(void *sock, zmq_msg_t *part, int more)
 {
-    int rc;
-    do rc = zmq_msg_send(part, sock, (more ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
-    while (rc < 0 && zmq_errno() == EINTR);
-    return rc;
-}
-
-static int send_rid(void *sock, const uint8_t *rid, size_t len)
-{
-    int rc;
-    do rc = zmq_send(sock, rid, len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    while (rc < 0 && zmq_errno() == EINTR);
-    return rc;
+    return zmq_retry_msg_send(part, sock, (more ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
 }
 
 static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *parts, size_t nparts)
@@ -295,7 +285,8 @@ static int send_locked(loom_node *n, uint32_t dest, zmq_msg_t *hdr, zmq_msg_t *p
     size_t bytes = zmq_msg_size(hdr);
     for (size_t i = 0; i < nparts; i++) bytes += zmq_msg_size(&parts[i]);
     if (!p->dealer) {
-        if (!p->rid_len || send_rid(sock, p->rid, p->rid_len) < 0) {
+        if (!p->rid_len ||
+            zmq_retry_send(sock, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
             rc = LOOM_ETRANSPORT;
             goto fail;
         }

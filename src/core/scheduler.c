@@ -31,6 +31,7 @@
 #include "core/heartbeat.h"
 #include "core/log.h"
 #include "core/node_priv.h"
+#include "core/zmq_retry.h"
 #include "loom/error.h"
 
 void sched_send_control_ab(loom_node *n, uint32_t dest, uint8_t type, uint64_t a, uint64_t b)
@@ -49,9 +50,9 @@ void sched_send_rid(loom_node *n, const uint8_t *rid, size_t rid_len, uint8_t ty
     msg_encode_header(&h, hdr);
     pthread_mutex_lock(&n->sock_mu); /* every use of a socket (node_priv.h) */
     if (!w.bad && !n->sock_closed) {
-        zmq_send(n->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-        zmq_send(n->router, hdr, sizeof hdr, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-        zmq_send(n->router, w.buf, w.len, ZMQ_DONTWAIT);
+        zmq_retry_send(n->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        zmq_retry_send(n->router, hdr, sizeof hdr, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        zmq_retry_send(n->router, w.buf, w.len, ZMQ_DONTWAIT);
         node_wake_if_readable(n, n->router, &n->router_pending);
     }
     pthread_mutex_unlock(&n->sock_mu);
