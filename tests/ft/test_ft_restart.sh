@@ -72,7 +72,13 @@ finish() {
     local kids
     kids=$(pgrep -P "$launcher")
     while kill -0 "$launcher" 2>/dev/null && ((SECONDS < deadline)); do poll_pause 0.01; done
-    kill -0 "$launcher" 2>/dev/null && fail "the job did not end within the time limit"
+    if kill -0 "$launcher" 2>/dev/null; then
+        # What the launcher and its children are doing: once (ASan) the
+        # launcher had said the job finished and went on living.
+        ps -o pid,ppid,stat,wchan:32,etime,args -p "$launcher" --ppid "$launcher" >&2
+        grep -h . "/proc/$launcher/stack" "/proc/$launcher/task/"*/stat >&2 2>/dev/null
+        fail "the job did not end within the time limit"
+    fi
     wait "$launcher"
     RC=$?
     launcher=
