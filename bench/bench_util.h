@@ -33,6 +33,7 @@ struct bench_options {
     int nbatches;
     double seconds;
     long min_iters, max_iters, rtt;
+    uint64_t key_range; /* keys in [0, key_range); 0: the largest batch */
 };
 
 static inline double now_s(void)
@@ -52,7 +53,9 @@ static inline double now_s(void)
     "  --seconds X       time budget of each timed phase (default 0.5)\n"                          \
     "  --min-iters N     timed operations per phase at least (default 3)\n"                        \
     "  --max-iters N     timed operations per phase at most (default 100000)\n"                    \
-    "  --rtt N           one-key round trips measured by worker 0 (default 2000; 0 = none)\n"
+    "  --rtt N           one-key round trips measured by worker 0 (default 2000; 0 = none)\n"      \
+    "  --key-range N     the table's keys are [0, N), batches spread over them (default: the\n"    \
+    "                    largest batch)\n"
 
 static inline int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
@@ -121,6 +124,8 @@ static inline enum bench_flag bench_common_flag(struct bench_options *o, const c
     } else if (!strcmp(f, "--rtt")) {
         if (parse_u64(v, 0, MAX_SAMPLES, &u)) return BENCH_FLAG_BAD;
         o->rtt = (long)u;
+    } else if (!strcmp(f, "--key-range")) {
+        if (parse_u64(v, 1, (uint64_t)1 << 32, &o->key_range)) return BENCH_FLAG_BAD;
     } else {
         return BENCH_FLAG_OTHER;
     }
@@ -169,6 +174,12 @@ static inline int bench_parse_flags(int argc, char **argv, const char *prog, con
         fprintf(stderr, "%s: --min-iters is larger than --max-iters\n", prog);
         return -1;
     }
+    for (int i = 0; o->key_range && i < o->nbatches; i++)
+        if (o->batches[i] > o->key_range) {
+            fprintf(stderr, "%s: a batch of %llu keys does not fit in --key-range %llu\n", prog,
+                    (unsigned long long)o->batches[i], (unsigned long long)o->key_range);
+            return -1;
+        }
     return 0;
 }
 
@@ -191,7 +202,7 @@ static inline uint32_t bench_max_width(const struct bench_options *o)
 }
 
 struct bench_data {
-    uint64_t range;    /* keys are in [0, range): the largest batch */
+    uint64_t range;    /* keys are in [0, range): --key-range, or the largest batch */
     uint64_t *keys;    /* the keys of a batch */
     float *vals, *out; /* rows pushed, rows pulled: room for the largest batch of the widest */
     double *lat;       /* latency samples, MAX_SAMPLES */
@@ -204,7 +215,7 @@ static inline int bench_data_init(struct bench_data *d, const struct bench_optio
 {
     uint64_t max_batch = bench_max_batch(o);
     uint32_t max_width = bench_max_width(o);
-    d->range = max_batch;
+    d->range = o->key_range ? o->key_range : max_batch;
     d->keys = malloc(max_batch * sizeof *d->keys);
     d->vals = malloc(max_batch * max_width * sizeof *d->vals);
     d->out = malloc(max_batch * max_width * sizeof *d->out);

@@ -522,12 +522,12 @@ int main(int argc, char **argv)
             break;
         }
         /* Server s holds keys [R*s/S, R*(s+1)/S), as a Loom table of R keys. */
-        struct server a = {
-            .o = &o,
-            .fd = fds[1],
-            .lo = (uint64_t)((unsigned __int128)max_batch * (unsigned)s / (unsigned)S),
-            .hi = (uint64_t)((unsigned __int128)max_batch * (unsigned)(s + 1) / (unsigned)S),
-            .reply_bytes = max_batch * max_width * 4};
+        uint64_t R = o.bench.key_range ? o.bench.key_range : max_batch;
+        struct server a = {.o = &o,
+                           .fd = fds[1],
+                           .lo = (uint64_t)((unsigned __int128)R * (unsigned)s / (unsigned)S),
+                           .hi = (uint64_t)((unsigned __int128)R * (unsigned)(s + 1) / (unsigned)S),
+                           .reply_bytes = max_batch * max_width * 4};
         pids[np] = spawn(server_entry, &a);
         close(fds[1]);
         if (pids[np] < 0) {
