@@ -114,11 +114,6 @@ static int table_prepare_wire(server *s, srv_table *t)
     t->pull_dense = pull.rows == FILTER_ROWS_DENSE;
     t->version = 1;
     if (u64map_init(&t->ver_idx, 64)) return LOOM_ENOMEM;
-    for (size_t i = 0; o->storage == LOOM_DENSE && i < t->nparts; i++) {
-        srv_part *p = &t->parts[i];
-        p->dense_ver = calloc((size_t)(p->hi - p->lo), sizeof *p->dense_ver);
-        if (!p->dense_ver) return LOOM_ENOMEM;
-    }
     t->push_dec = calloc((size_t)s->num_workers, sizeof *t->push_dec);
     t->pull_enc = calloc((size_t)s->num_workers, sizeof *t->pull_enc);
     if (!t->push_dec || !t->pull_enc) return LOOM_ENOMEM;
