@@ -480,6 +480,19 @@ static int range_worker(loom_node *n, int rank, void *arg)
     CHECK_OK(loom_pull(t, dk + 1, 2, got));
     CHECK(got[0][0] == 2.0f * 600 + 2 * 3.0f && got[1][0] == 2.0f * 601 + 2 * 4.0f);
     CHECK(loom_pull(t, (uint64_t[]){1100}, 1, got) == LOOM_EKEYRANGE);
+    /* A key outside among keys inside, sorted or not, first, last or between:
+     * refused, nothing sent. */
+    static const uint64_t outside[][3] = {{99, 100, 101},   {100, 101, 1100}, {100, 5000, 1099},
+                                          {1099, 100, 1100}, {700, 99, 100},  {UINT64_MAX, 1, 2}};
+    float three[3][2] = {{0}};
+    loom_node_stats(n, &before);
+    for (size_t i = 0; i < sizeof outside / sizeof *outside; i++) {
+        CHECK(loom_pull(t, outside[i], 3, three) == LOOM_EKEYRANGE);
+        CHECK(loom_push_async(t, outside[i], 3, three, &ts) == LOOM_EKEYRANGE);
+        CHECK(loom_push(t, outside[i], 3, three) == LOOM_EKEYRANGE);
+    }
+    loom_node_stats(n, &after);
+    CHECK(after.messages_sent == before.messages_sent);
     return 0;
 }
 
