@@ -133,9 +133,10 @@ static int64_t after_commit(node_fuzz_job *j, int64_t clock, int *full)
     return -1;
 }
 
-static void one_at_a_time(void **state)
+/* A job of 2 servers and 1 worker checkpointing every clock into a new
+ * directory (dir). */
+static node_fuzz_job *new_job(void)
 {
-    (void)state;
     snprintf(dir, sizeof dir, "%s", "/tmp/loom-ft-plan.XXXXXX");
     assert_non_null(mkdtemp(dir));
     setenv("LOOM_CHECKPOINT_DIR", dir, 1);
@@ -143,6 +144,20 @@ static void one_at_a_time(void **state)
     setenv("LOOM_CHECKPOINT_FULL_EVERY", "100", 1);
     node_fuzz_job *j;
     assert_int_equal(node_fuzz_job_new(2, 1, 1, 1, layers_attach, 100000, &j), 0);
+    return j;
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void one_at_a_time(void **state)
+{
+    (void)state;
+    node_fuzz_job *j = new_job();
 
     /* Clock 1 is planned from the start, with no message: every node
      * takes the interval's first clock as planned (ft_first_plan). */
@@ -196,9 +211,7 @@ static void one_at_a_time(void **state)
     node_fuzz_job_free(j); /* the committer finishes the commit queued */
     assert_true(exists(1, "MANIFEST"));
     assert_true(exists(next + 7, "MANIFEST"));
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir();
 }
 
 /* Whether the queue holds a message of `type`; every message is delivered. */
@@ -221,12 +234,7 @@ static int sent(node_fuzz_job *j, uint8_t type)
 static void plan_moved_before_save(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "%s", "/tmp/loom-ft-plan.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    setenv("LOOM_CHECKPOINT_DIR", dir, 1);
-    setenv("LOOM_CHECKPOINT_EVERY", "1", 1);
-    node_fuzz_job *j;
-    assert_int_equal(node_fuzz_job_new(2, 1, 1, 1, layers_attach, 100000, &j), 0);
+    node_fuzz_job *j = new_job();
     loom_node *w = node_fuzz_job_node(j, WORKER);
     assert_non_null(w);
     static const char app_state[] = "where the worker is";
@@ -256,9 +264,7 @@ static void plan_moved_before_save(void **state)
     assert_false(exists(2, "worker-0.part"));
 
     node_fuzz_job_free(j);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir();
 }
 
 int main(void)
