@@ -165,6 +165,13 @@ void srv_on_join(loom_node *n, void *ctx, uint32_t id)
     if (node_peer_role(n, id, &w) != LOOM_WORKER || w >= s->num_workers) return;
     s->joining[w] = 1;
     s->lost[w] = 0; /* a dead worker's slot (--on-worker-failure continue): a new worker */
+    /* It holds nothing this server parked or that moved here, so it owes no
+     * acknowledgement that gated ranges could wait for (server_park.c); what
+     * the slot's last worker owed went with it. */
+    s->hb_owed[w] = 0;
+    s->parked_from[w] = 0;
+    s->wparked[w].n = 0;
+    s->wparked[w].acked = s->wparked[w].told;
     if (s->clocks.of[w] != PS_CLOCK_DONE) return; /* a slot is free before a join */
     int64_t held = ps_minclock_join(&s->clocks, w, 0);
     msg_header h = {.type = MSG_JOIN_CLOCK, .a = id, .clock = held};

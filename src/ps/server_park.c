@@ -217,11 +217,20 @@ void ps_part_release(loom_node *n)
     release_parked(s);
 }
 
-/* Gated ranges open once no worker still running owes an acknowledgement. */
+/* Gated ranges open once no worker still running owes an acknowledgement:
+ * of the commit or drain (hb_owed), and of every PARKED req 0 it was told.
+ * The two come apart when a worker hears the commit before this server: what
+ * it sends here then finds the ranges incoming and is parked, and its
+ * acknowledgement of the commit may arrive after this server's commit told
+ * it to send those pushes again; opening on that acknowledgement answered a
+ * BSP read one push short (sched.elastic_servers_bsp, unit.test_handback_steps
+ * acks_late). */
 void srv_gate_check(server *s)
 {
     for (int w = 0; w < s->num_workers; w++)
-        if (s->hb_owed[w] && !s->lost[w] && s->clocks.of[w] != PS_CLOCK_DONE) return;
+        if ((s->hb_owed[w] || s->wparked[w].acked != s->wparked[w].told) && !s->lost[w] &&
+            s->clocks.of[w] != PS_CLOCK_DONE)
+            return;
     size_t opened = 0;
     for (uint32_t id = 0; id < s->cap; id++)
         for (size_t i = 0; s->tables[id] && i < s->tables[id]->nparts; i++)
