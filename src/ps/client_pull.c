@@ -411,7 +411,7 @@ static void request_misses(pull_op *op, size_t total)
 static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, loom_ts *ts)
 {
     if (!t || !ts || (n && (!keys || !out))) return LOOM_EINVAL;
-    int rc = check_keys(t, keys, n);
+    int sorted, rc = check_keys(t, keys, n, &sorted);
     if (rc) return rc;
     pull_op *op = calloc(1, sizeof *op);
     if (!op) return LOOM_ENOMEM;
@@ -419,7 +419,7 @@ static int start_pull(loom_table *t, const uint64_t *keys, size_t n, void *out, 
     op->out = out;
     op->n = n;
     op->fetch_clock = atomic_load(&t->client->clock);
-    if (keys_sorted_unique(keys, n)) {
+    if (sorted) {
         op->uniq = keys;
         op->nuniq = n;
         op->rows = out;

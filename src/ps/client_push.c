@@ -392,7 +392,7 @@ static int buffered(loom_table *t, int rc, int was_empty)
 int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
 {
     if (!t || (n && (!keys || !vals))) return LOOM_EINVAL;
-    int rc = check_keys(t, keys, n);
+    int rc = check_keys(t, keys, n, NULL);
     if (rc) return rc;
     const uint8_t *v = vals;
     loom_type type = t->def.opts.type;
@@ -415,27 +415,28 @@ int loom_push(loom_table *t, const uint64_t *keys, size_t n, const void *vals)
     return buffered(t, rc, was_empty);
 }
 
-static int push_rows_async(loom_table *t, const uint64_t *keys, size_t n, const void *vals,
-                           loom_ts *ts);
+static int push_rows_async(loom_table *t, const uint64_t *keys, size_t n, int sorted,
+                           const void *vals, loom_ts *ts);
 
 int loom_push_async(loom_table *t, const uint64_t *keys, size_t n, const void *vals, loom_ts *ts)
 {
     if (!t || !ts || (n && (!keys || !vals))) return LOOM_EINVAL;
-    int rc = check_keys(t, keys, n);
+    int sorted, rc = check_keys(t, keys, n, &sorted);
     if (!rc) rc = pace_to_budget(t->client);
-    return rc ? rc : push_rows_async(t, keys, n, vals, ts);
+    return rc ? rc : push_rows_async(t, keys, n, sorted, vals, ts);
 }
 
-/* loom_push_async once its arguments were checked and the budget paid. */
-static int push_rows_async(loom_table *t, const uint64_t *keys, size_t n, const void *vals,
-                           loom_ts *ts)
+/* loom_push_async once its arguments were checked and the budget paid;
+ * sorted: the keys ascend strictly (check_keys). */
+static int push_rows_async(loom_table *t, const uint64_t *keys, size_t n, int sorted,
+                           const void *vals, loom_ts *ts)
 {
     int rc;
     sbuf *hold = NULL;
     const uint64_t *send_keys = keys;
     const uint8_t *send_vals = vals;
     size_t nsend = n;
-    if (!keys_sorted_unique(keys, n)) {
+    if (!sorted) {
         uint64_t *uniq;
         uint32_t *slot_of;
         if (keys_sort_unique(keys, n, &uniq, &nsend, &slot_of)) return LOOM_ENOMEM;
@@ -489,7 +490,7 @@ static int check_sparse(const loom_table *t, const uint64_t *keys, size_t n,
                         size_t *nnz)
 {
     if (n && (!keys || !row_nnz)) return LOOM_EINVAL;
-    int rc = check_keys(t, keys, n);
+    int rc = check_keys(t, keys, n, NULL);
     if (rc) return rc;
     uint32_t width = t->def.opts.width;
     size_t total = 0;
@@ -664,7 +665,7 @@ int loom_push_sparse_async(loom_table *t, const uint64_t *keys, size_t n, const 
         for (size_t i = 0; i < n; cols += row_nnz[i], v += row_nnz[i] * vs, i++)
             for (uint32_t e = 0; e < row_nnz[i]; e++)
                 memcpy(dense + i * t->row_bytes + cols[e] * vs, v + e * vs, vs);
-        rc = push_rows_async(t, keys, n, dense, ts); /* copies: keys are not sorted */
+        rc = push_rows_async(t, keys, n, 0, dense, ts); /* copies: keys are not sorted */
         free(dense);
         return rc;
     }

@@ -37,8 +37,16 @@
 
 int keys_sorted_unique(const uint64_t *k, size_t n)
 {
-    for (size_t i = 1; i < n; i++)
-        if (k[i - 1] >= k[i]) return 0;
+    /* Blocks without a branch inside, which the compiler vectorises (a 1M-key
+     * pull checked its keys at 1-2 ns a key one comparison at a time); an
+     * unsorted list still stops at the end of its first bad block. */
+    enum { BLOCK = 256 };
+    for (size_t i = 1; i < n; i += BLOCK) {
+        size_t end = n - i < BLOCK ? n : i + BLOCK;
+        unsigned bad = 0;
+        for (size_t j = i; j < end; j++) bad |= k[j - 1] >= k[j];
+        if (bad) return 0;
+    }
     return 1;
 }
 

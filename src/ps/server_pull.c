@@ -99,7 +99,10 @@ static int answer_encoded(server *s, srv_table *t, srv_part *p, node_msg *m, int
     uint64_t *sent = malloc(count ? count * 8 : 1);
     if (!sent) return LOOM_ENOMEM;
     int since = m->h.type == MSG_PULL_SINCE;
-    if (since) srv_track_versions(t);
+    if (since && srv_track_versions(t)) {
+        free(sent);
+        return LOOM_ENOMEM;
+    }
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {
         uint64_t key = keys ? keys[i] : m->h.a + i;

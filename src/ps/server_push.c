@@ -44,7 +44,7 @@ static int apply_begin(server *s, srv_table *t, srv_part *p, const uint64_t *key
         s->repl.pushed(s->repl.ctx, t->id, (size_t)(p - t->parts), count * (8 + t->row_bytes));
     if (t->rows) srv_note_changes(s, t, p, keys, begin, vals, (size_t)count);
     int status = 0;
-    for (uint64_t i = 0; i < count && !status && (p->dense_ver || t->ver_tracked); i++)
+    for (uint64_t i = 0; i < count && !status && t->ver_tracked; i++)
         status = srv_mark_changed(t, p, keys ? keys[i] : begin + i);
     *add = !status;
     return status;
