@@ -21,7 +21,9 @@
  *                        flush theirs. With one worker and delay 1 it is the
  *                        serial loop that writes in place (Gauss-Seidel), each
  *                        write made as a sum table makes it: x[i] + (new -
- *                        x[i]).
+ *                        x[i]). Within a run the workers' passes are not kept
+ *                        in step unless `lead` bounds how far one may run
+ *                        ahead of the slowest (every run ends at a barrier).
  *
  * Both are thin forms over loom/loop.h: a 1D loop over i, data-parallel (each
  * worker runs the range n * rank / W .. n * (rank + 1) / W), whose writes go
@@ -55,6 +57,13 @@ typedef struct loom_for_opts {
     uint64_t delay; /* AsyncFor: the delay bound in iterations (>= 1) */
     uint32_t width; /* values a row: 0 or 1 for a vector of doubles (fn), more for rows (row_fn) */
     loom_for_row_fn row_fn;
+    /* AsyncFor: 0 (the default) lets a worker run every pass of a run ahead
+     * of the others; L >= 1 lets it start pass p of a run only once every
+     * worker has finished pass p - L (1: the passes in step, without a
+     * barrier). Each pass is then a clock of the node (loom_clock), and the
+     * bound is SSP's: the loop opens a table name.c of SSP(L - 1) to set it,
+     * which bounds the node's other clocks alike (loom/node.h). */
+    uint64_t lead;
 } loom_for_opts;
 
 typedef struct loom_for loom_for;
@@ -62,7 +71,7 @@ typedef struct loom_for loom_for;
 /* Every worker calls these alike (in the same order as its other table and
  * loop opens). LOOM_EINVAL with a sentence for n 0, no function or name, a
  * name too long for a table, an AsyncFor with delay 0, fn given for rows or
- * row_fn for doubles. */
+ * row_fn for doubles, a lead for SyncFor or above 2^31. */
 int loom_sync_for_open(loom_node *node, const loom_for_opts *o, loom_for **out, char *err,
                        size_t errlen);
 int loom_async_for_open(loom_node *node, const loom_for_opts *o, loom_for **out, char *err,

@@ -130,6 +130,7 @@ struct loom_loop {
     int rc;           /* the first error of a body's writes in this run */
     size_t blk_end;   /* one past the last element of the block running */
     uint64_t refused; /* reads of prefetched rows not declared */
+    int clock_passes; /* 1D: each pass ends with loom_clock (AsyncFor's lead, strads.c) */
 };
 
 int loop_refuse(char *err, size_t errlen, int rc, const char *fmt, ...)

@@ -665,6 +665,7 @@ int loom_loop_run(loom_loop *l, int64_t passes)
         for (int64_t p = 0; p < passes && !rc; p++) {
             for (size_t i = 0; i < l->n && !rc; i++) rc = loop_run_one(l, &l->el[i], NULL);
             if (!rc) rc = loop_flush_all(l);
+            if (!rc && l->clock_passes) rc = loom_clock(l->node);
         }
     }
     if (!rc) rc = loop_flush_all(l);

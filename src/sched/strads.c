@@ -8,7 +8,10 @@
  * AsyncFor: one array, one buffer with the user's delay. A flush pushes the
  * change (new - copy) into the sum table and reads x again, so the worker
  * sees its own values after at most `delay` iterations and the others' as
- * they flush.
+ * they flush. With a lead L, each pass ends with loom_clock and a table of
+ * SSP(L - 1), which holds nothing, makes the node's clocks wait for the
+ * slowest worker as SSP does: a pass starts only once every worker finished
+ * the pass L before it.
  *
  * SyncFor: the sum table cannot take a value, only a change, and copy +
  * (new - copy) is not always new in floating point. So two arrays take turns
@@ -19,6 +22,7 @@
  * reads X0 before any flushes (loom_loop_run's barrier when buffers merge
  * into whole arrays), and one loom_loop_run per pass puts a barrier between
  * passes. */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +86,30 @@ static void body(void *user, const int64_t *index, double value, void *const *ro
     loom_loop_buffer_row(f->buf[from], i); /* stays 0: the merge clears x[i] */
 }
 
+/* AsyncFor's lead L: the table name.c of SSP(L - 1), which bounds the
+ * node's clocks, and a clock at the end of every pass. */
+static int open_lead(loom_node *node, const loom_for_opts *o, loom_loop *loop, char *err,
+                     size_t errlen)
+{
+    char name[LOOM_MAX_NAME + 1];
+    snprintf(name, sizeof name, "%s.c", o->name);
+    loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
+    to.type = LOOM_F64;
+    to.storage = LOOM_DENSE;
+    to.key_begin = 0;
+    to.key_end = 1;
+    to.consistency = LOOM_SSP;
+    to.staleness = (int)(o->lead - 1);
+    to.cache = 0;
+    loom_table *t;
+    int rc = loom_table_open(node, name, &to, &t);
+    if (rc)
+        return loop_refuse(err, errlen, rc, "the table %s that bounds the lead: %s", name,
+                           loom_strerror(rc));
+    loop->clock_passes = 1;
+    return 0;
+}
+
 static int open_for(loom_node *node, const loom_for_opts *o, int sync, loom_for **out, char *err,
                     size_t errlen)
 {
@@ -102,6 +130,13 @@ static int open_for(loom_node *node, const loom_for_opts *o, int sync, loom_for 
     if (!sync && !o->delay)
         return loop_refuse(err, errlen, LOOM_EINVAL,
                            "AsyncFor needs a delay of at least 1 iteration");
+    if (sync && o->lead)
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "a lead is AsyncFor's: SyncFor's passes are in step already");
+    if (o->lead > (uint64_t)INT_MAX + 1)
+        return loop_refuse(err, errlen, LOOM_EINVAL,
+                           "a lead of %llu passes is more than an SSP bound can say (2^31)",
+                           (unsigned long long)o->lead);
     loom_for *f = calloc(1, sizeof *f);
     int W = loom_num_workers(node), rank = loom_rank(node);
     uint64_t lo = o->n * (uint64_t)rank / (uint64_t)W,
@@ -145,6 +180,10 @@ static int open_for(loom_node *node, const loom_for_opts *o, int sync, loom_for 
         return rc;
     }
     for (size_t k = 0; k < narr; k++) f->buf[k] = loom_loop_buffer_of(f->loop, (uint32_t)k);
+    if (o->lead && (rc = open_lead(node, o, f->loop, err, errlen))) {
+        loom_for_close(f);
+        return rc;
+    }
     *out = f;
     return 0;
 }

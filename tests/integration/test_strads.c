@@ -14,18 +14,27 @@
  *     of its run it reads, at least halves the largest error (off-diagonal
  *     sums below half the diagonal), so 40 runs leave 0.5^40 of the start's
  *     error, which the test checks is below the tolerance;
+ *   - AsyncFor on 3 workers with a lead of 1 and of 2 passes, 40 runs of 4
+ *     passes: no worker starts pass p before every worker finished pass
+ *     p - lead (worker 0 waits at its first iteration for a second, for
+ *     another worker to run ahead, which without the bound they do), and
+ *     the loop still reaches the solution;
  *   - the same over a vector of rows (three right-hand sides solved at once,
  *     x[i] a row of 3): SyncFor on 1 to 3 workers equal to serial Jacobi,
  *     AsyncFor on 1 worker with delay 1 to serial Gauss-Seidel, bit for bit;
- *   - malformed loops are refused with a sentence. */
+ *   - malformed loops are refused with a sentence (a lead for SyncFor, or
+ *     above 2^31, among them). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 #include "loom/error.h"
@@ -86,6 +95,16 @@ static void serial_gauss_seidel(double *x, int passes)
         }
 }
 
+/* Open AsyncFor (async) or SyncFor on o, saying on stderr why not. */
+static int open_loop(loom_node *n, int rank, int async, const loom_for_opts *o, loom_for **f)
+{
+    char err[256] = "";
+    int rc = async ? loom_async_for_open(n, o, f, err, sizeof err)
+                   : loom_sync_for_open(n, o, f, err, sizeof err);
+    if (rc) fprintf(stderr, "worker %d: %s\n", rank, err);
+    return rc;
+}
+
 static int sync_worker(loom_node *n, int rank, void *arg)
 {
     (void)arg;
@@ -93,12 +112,8 @@ static int sync_worker(loom_node *n, int rank, void *arg)
     start(x0);
     loom_for_opts o = {.name = "jacobi", .n = N, .init = x0, .fn = solve_row};
     loom_for *f;
-    char err[256] = "";
-    int rc = loom_sync_for_open(n, &o, &f, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "worker %d: %s\n", rank, err);
-        return rc;
-    }
+    int rc = open_loop(n, rank, 0, &o, &f);
+    if (rc) return rc;
     static const int steps[] = {1, 1, 5}; /* after 1, 2 and 7 passes */
     memcpy(want, x0, sizeof want);
     for (int s = 0; s < 3; s++) {
@@ -176,13 +191,8 @@ static int rows_worker(loom_node *n, int rank, void *arg)
     loom_for_opts o = {
         .name = "rows", .n = N, .init = x0, .row_fn = solve_rows, .width = C, .delay = 1};
     loom_for *f;
-    char err[256] = "";
-    int rc = async ? loom_async_for_open(n, &o, &f, err, sizeof err)
-                   : loom_sync_for_open(n, &o, &f, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "worker %d: %s\n", rank, err);
-        return rc;
-    }
+    int rc = open_loop(n, rank, async != NULL, &o, &f);
+    if (rc) return rc;
     static const int steps[] = {1, 1, 5};
     memcpy(want, x0, sizeof want);
     for (int k = 0; k < 3; k++) {
@@ -213,6 +223,8 @@ typedef struct async_arg {
     int exact;        /* compare with serial Gauss-Seidel bit for bit, else with the solution */
 } async_arg;
 
+static int near_solution(const double *x0, const double *got, int runs, int passes);
+
 static int async_worker(loom_node *n, int rank, void *arg)
 {
     const async_arg *a = arg;
@@ -220,12 +232,8 @@ static int async_worker(loom_node *n, int rank, void *arg)
     start(x0);
     loom_for_opts o = {.name = "gs", .n = N, .init = x0, .fn = solve_row, .delay = a->delay};
     loom_for *f;
-    char err[256] = "";
-    int rc = loom_async_for_open(n, &o, &f, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "worker %d: %s\n", rank, err);
-        return rc;
-    }
+    int rc = open_loop(n, rank, 1, &o, &f);
+    if (rc) return rc;
     /* Each run ends at a barrier: without them one worker could run every
      * pass on the others' first values before they flush any. */
     for (int r = 0; r < a->runs && !rc; r++) rc = loom_for_run(f, a->passes);
@@ -236,8 +244,15 @@ static int async_worker(loom_node *n, int rank, void *arg)
         serial_gauss_seidel(want, a->runs * a->passes);
         return memcmp(got, want, sizeof want) != 0;
     }
-    /* the solution: Gauss-Seidel until a pass changes nothing */
-    double prev[N];
+    return !near_solution(x0, got, a->runs, a->passes);
+}
+
+/* Whether got, after `runs` runs of `passes` passes from x0, is within 1e-9
+ * of the solution (serial Gauss-Seidel until a pass changes nothing). */
+static int near_solution(const double *x0, const double *got, int runs, int passes)
+{
+    double want[N], prev[N];
+    memcpy(want, x0, sizeof want);
     int p = 0;
     do {
         memcpy(prev, want, sizeof prev);
@@ -251,12 +266,12 @@ static int async_worker(loom_node *n, int rank, void *arg)
     }
     /* every run at least halves the largest error: the bound must be below
      * the tolerance, and the loop within it */
-    if (start_err * pow(0.5, a->runs) > 1e-9 * big || worst > 1e-9 * big) {
+    if (start_err * pow(0.5, runs) > 1e-9 * big || worst > 1e-9 * big) {
         fprintf(stderr, "AsyncFor: %d passes, max error %g (from %g), solution max %g\n",
-                a->runs * a->passes, worst, start_err, big);
-        return 1;
+                runs * passes, worst, start_err, big);
+        return 0;
     }
-    return 0;
+    return 1;
 }
 
 static void test_async_for_one_worker_is_gauss_seidel(void **state)
@@ -279,6 +294,113 @@ static void test_async_for_converges(void **state)
     }
 }
 
+/* AsyncFor with a lead: each worker counts the passes it started and
+ * finished (its iterations, in its range's order); at the start of each
+ * pass p, every worker must have finished pass p - lead. Worker 0 waits at
+ * its first iteration (up to a second, for nothing if the bound holds) for
+ * another worker to start pass `lead`, which only a broken bound allows. */
+#define LEAD_W 3
+typedef struct lead_state {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t lead;
+    int started[LEAD_W], done[LEAD_W]; /* passes, per worker */
+    int bad;
+} lead_state;
+
+typedef struct lead_ctx {
+    lead_state *st;
+    int rank;
+    uint64_t range, calls;
+} lead_ctx;
+
+static int lead_min_done(const lead_state *st)
+{
+    int m = st->done[0];
+    for (int w = 1; w < LEAD_W; w++)
+        if (st->done[w] < m) m = st->done[w];
+    return m;
+}
+
+static int lead_ran_ahead(const lead_state *st)
+{
+    for (int w = 1; w < LEAD_W; w++)
+        if (st->started[w] >= (int)st->lead) return 1;
+    return 0;
+}
+
+static double lead_row(void *user, uint64_t i, const double *x)
+{
+    lead_ctx *c = user;
+    lead_state *st = c->st;
+    int pass = (int)(c->calls / c->range);
+    pthread_mutex_lock(&st->mu);
+    if (c->calls % c->range == 0) { /* the first iteration of a pass */
+        st->started[c->rank] = pass;
+        pthread_cond_broadcast(&st->cv);
+        int ahead = 0;
+        if (c->rank == 0 && pass == 0) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            while (!(ahead = lead_ran_ahead(st)) &&
+                   pthread_cond_timedwait(&st->cv, &st->mu, &until) != ETIMEDOUT) {
+            }
+        }
+        if (ahead || pass - lead_min_done(st) > (int)st->lead - 1) {
+            if (!st->bad)
+                fprintf(stderr, "worker %d started pass %d, the slowest had finished %d\n", c->rank,
+                        pass, lead_min_done(st));
+            st->bad = 1;
+        }
+    }
+    if (++c->calls % c->range == 0) {
+        st->done[c->rank] = pass + 1;
+        pthread_cond_broadcast(&st->cv);
+    }
+    pthread_mutex_unlock(&st->mu);
+    return solve_row(NULL, i, x);
+}
+
+static int lead_worker(loom_node *n, int rank, void *arg)
+{
+    lead_state *st = arg;
+    double x0[N], got[N];
+    start(x0);
+    lead_ctx c = {st, rank, (uint64_t)(N * (rank + 1) / LEAD_W - N * rank / LEAD_W), 0};
+    loom_for_opts o = {.name = "lead",
+                       .n = N,
+                       .init = x0,
+                       .fn = lead_row,
+                       .user = &c,
+                       .delay = 3,
+                       .lead = st->lead};
+    loom_for *f;
+    int rc = open_loop(n, rank, 1, &o, &f);
+    if (rc) return rc;
+    for (int r = 0; r < 40 && !rc; r++) rc = loom_for_run(f, 4);
+    if (rc || (rc = loom_for_values(f, got))) return rc;
+    loom_for_close(f);
+    return !near_solution(x0, got, 40, 4);
+}
+
+static void test_async_for_lead(void **state)
+{
+    (void)state;
+    make_system();
+    for (uint64_t lead = 1; lead <= 2; lead++) {
+        lead_state st = {.lead = lead};
+        pthread_mutex_init(&st.mu, NULL);
+        pthread_cond_init(&st.cv, NULL);
+        harness_result r;
+        assert_int_equal(harness_run(1, LEAD_W, lead_worker, &st, &r), 0);
+        assert_int_equal(st.bad, 0);
+        for (int w = 0; w < LEAD_W; w++) assert_int_equal(st.done[w], 160);
+        pthread_cond_destroy(&st.cv);
+        pthread_mutex_destroy(&st.mu);
+    }
+}
+
 static int refuse_worker(loom_node *n, int rank, void *arg)
 {
     (void)rank, (void)arg;
@@ -289,16 +411,18 @@ static int refuse_worker(loom_node *n, int rank, void *arg)
         int async;
         const char *says;
     } bad[] = {
-        {{"v", 0, NULL, solve_row, NULL, 1, 0, NULL}, 0, "empty"},
-        {{"v", N, NULL, NULL, NULL, 1, 0, NULL}, 1, "no function"},
-        {{NULL, N, NULL, solve_row, NULL, 1, 0, NULL}, 0, "name"},
+        {{"v", 0, NULL, solve_row, NULL, 1, 0, NULL, 0}, 0, "empty"},
+        {{"v", N, NULL, NULL, NULL, 1, 0, NULL, 0}, 1, "no function"},
+        {{NULL, N, NULL, solve_row, NULL, 1, 0, NULL, 0}, 0, "name"},
         {{"a-name-much-too-long-for-a-table-of-sixty-three-characters-at-most", N, NULL, solve_row,
-          NULL, 1, 0, NULL},
+          NULL, 1, 0, NULL, 0},
          0,
          "name"},
-        {{"v", N, NULL, solve_row, NULL, 0, 0, NULL}, 1, "delay"},
-        {{"v", N, NULL, solve_row, NULL, 1, C, NULL}, 0, "row_fn"},
-        {{"v", N, NULL, NULL, NULL, 1, 1, solve_rows}, 1, "fn, for a vector"},
+        {{"v", N, NULL, solve_row, NULL, 0, 0, NULL, 0}, 1, "delay"},
+        {{"v", N, NULL, solve_row, NULL, 1, C, NULL, 0}, 0, "row_fn"},
+        {{"v", N, NULL, NULL, NULL, 1, 1, solve_rows, 0}, 1, "fn, for a vector"},
+        {{"v", N, NULL, solve_row, NULL, 1, 0, NULL, 1}, 0, "SyncFor's passes are in step"},
+        {{"v", N, NULL, solve_row, NULL, 1, 0, NULL, (uint64_t)1 << 32}, 1, "2^31"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         err[0] = 0;
@@ -325,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_sync_for_equals_serial),
         cmocka_unit_test(test_async_for_one_worker_is_gauss_seidel),
         cmocka_unit_test(test_async_for_converges),
+        cmocka_unit_test(test_async_for_lead),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_refusals),
     };
