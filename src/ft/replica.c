@@ -106,7 +106,8 @@ void ft_repl_rounds_done(ft_repl *r)
     while (r->rounds && !r->rounds->nwaiting) {
         repl_round *rd = r->rounds;
         for (uint32_t id = 0; id < rd->cap; id++)
-            ps_table_durable(r->node, id, rd->applied + (size_t)id * (size_t)r->num_workers);
+            ps_table_durable(r->node, id, rd->applied + (size_t)id * (size_t)r->num_workers,
+                             rd->round);
         done = rd->round;
         r->rounds = rd->next;
         if (!r->rounds) r->rounds_tail = NULL;
@@ -194,7 +195,7 @@ void ft_repl_cut(ft_repl *r)
     rd->cap = cap;
     int rc = 0;
     for (uint32_t id = 0; id < cap; id++) {
-        const uint64_t *applied = ps_table_applied(r->node, id);
+        const uint64_t *applied = ps_table_applied(r->node, id, rd->round);
         if (!applied) continue;
         memcpy(rd->applied + (size_t)id * W, applied, W * sizeof *applied);
         size_t nparts = ps_part_count(r->node, id);

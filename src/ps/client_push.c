@@ -732,8 +732,9 @@ static void on_push_ack(loom_node *n, void *ctx, node_msg *m)
     loom_ts ts = f->ts;
     int managed = f->managed;
     int status = m->h.a < LOOM_ERROR_COUNT_ ? (int)m->h.a : LOOM_EPROTO;
-    if (c->replicas && (uint64_t)m->h.clock > t->durable[rank])
-        t->durable[rank] = (uint64_t)m->h.clock;
+    /* The latest word, not the highest: a server says less while a push sent
+     * again out of order is not on its replicas yet (server_push.c). */
+    if (c->replicas) t->durable[rank] = (uint64_t)m->h.clock;
     uint64_t forget_upto = m->h.b; /* what client_prune_applied() frees now */
     if (c->replicas && t->durable[rank] < forget_upto) forget_upto = t->durable[rank];
     if (f->seq > forget_upto && keep_own_rows(t, f) && !status) status = LOOM_ENOMEM;

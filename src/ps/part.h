@@ -49,7 +49,9 @@ int ps_part_is_master(loom_node *n, uint32_t table, size_t part);
 /* Per worker rank: the last push sequence applied to a part, and to its
  * table (num_workers values each). */
 const uint64_t *ps_part_applied(loom_node *n, uint32_t table, size_t part);
-const uint64_t *ps_table_applied(loom_node *n, uint32_t table);
+/* ps_table_applied is taken for replication round `round` (rounds are cut
+ * and complete in order): the round carries every push applied so far. */
+const uint64_t *ps_table_applied(loom_node *n, uint32_t table, uint64_t round);
 /* Append a part's rows (all, or those changed since the last call, whose
  * change marks it clears) to w as [u64 key][values][updater state]; sets
  * *rows to how many. 0 or LOOM_ENOMEM. */
@@ -65,8 +67,9 @@ int ps_part_replicated(loom_node *n, uint32_t table, uint64_t range, int from,
                        const uint8_t *applied, size_t alen, const uint8_t *rows, size_t len,
                        uint64_t nrows, const char **why);
 /* The replicas hold every push of table `table` up to applied[w] per worker
- * (`durable`, which acknowledgements report). */
-void ps_table_durable(loom_node *n, uint32_t table, const uint64_t *applied);
+ * (`durable`, which acknowledgements report), and every push applied before
+ * round `round` was cut. */
+void ps_table_durable(loom_node *n, uint32_t table, const uint64_t *applied, uint64_t round);
 /* Send a push acknowledgement held by the hold_ack hook. */
 void ps_part_ack(loom_node *n, uint32_t to, uint32_t table, uint64_t req, int status,
                  uint64_t applied);

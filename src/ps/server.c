@@ -98,6 +98,8 @@ static void table_destroy(srv_table *t, int num_workers)
     free(t->rows);
     free(t->applied);
     free(t->durable);
+    free(t->hole);
+    free(t->hole_round);
     free(t);
 }
 
@@ -204,8 +206,11 @@ static void on_create(loom_node *n, void *ctx, node_msg *m)
     t->row_bytes = (size_t)o->width * loom_type_size(o->type);
     t->applied = calloc((size_t)s->num_workers, sizeof *t->applied);
     t->durable = calloc((size_t)s->num_workers, sizeof *t->durable);
-    status =
-        t->applied && t->durable ? updater_resolve(t->def.updater, o->type, &t->upd) : LOOM_ENOMEM;
+    t->hole = calloc((size_t)s->num_workers, sizeof *t->hole);
+    t->hole_round = calloc((size_t)s->num_workers, sizeof *t->hole_round);
+    status = t->applied && t->durable && t->hole && t->hole_round
+                 ? updater_resolve(t->def.updater, o->type, &t->upd)
+                 : LOOM_ENOMEM;
     if (!status) status = create_parts(s, t, rank);
     /* The wire state first: restored rows get the row version of the restore. */
     if (!status) status = table_prepare_wire(s, t);

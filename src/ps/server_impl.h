@@ -62,8 +62,14 @@ typedef struct srv_table {
     size_t *part_of;  /* per ring range: its index in parts, or NO_PART */
     size_t held_rows; /* keys in all parts (saturating): the most a push may carry */
     size_t row_bytes;
-    uint64_t *applied;                 /* per worker rank: last push sequence applied */
-    uint64_t *durable;                 /* with replicas: ... whose rows the replicas hold */
+    uint64_t *applied; /* per worker rank: last push sequence applied */
+    uint64_t *durable; /* with replicas: ... whose rows the replicas hold */
+    /* With replicas, per worker rank: the lowest sequence of a push taken
+     * here after a later one of its worker was applied (sent again after a
+     * handback or a PARKED req 0), 0 if none, and the replication round
+     * that carries all such pushes (0: not cut yet); server_push.c's
+     * durable_said. */
+    uint64_t *hole, *hole_round;
     staged *staged_head, *staged_tail; /* BSP: pushes of unfinished clocks, in arrival order */
     staged *held_head, *held_tail;     /* other tables: pushes past the next checkpoint's cut */
     /* filter chains per worker rank: decoding its pushes, encoding its replies */

@@ -110,10 +110,28 @@ const uint64_t *ps_part_applied(loom_node *n, uint32_t table, size_t part)
     return p ? p->applied : NULL;
 }
 
-const uint64_t *ps_table_applied(loom_node *n, uint32_t table)
+/* Whether a push of worker w older than one applied (a hole's) is staged or
+ * held in table t, not applied yet. Its later pushes staged meanwhile do not
+ * count: under BSP a worker's next clock is often staged at a cut. */
+static int hole_pending(const srv_table *t, int w)
 {
-    srv_table *t = srv_table_of(srv_of(n), table);
-    return t ? t->applied : NULL;
+    for (const staged *st = t->staged_head; st; st = st->next)
+        if (st->worker == w && st->m.h.req <= t->applied[w]) return 1;
+    for (const staged *st = t->held_head; st; st = st->next)
+        if (st->worker == w && st->m.h.req <= t->applied[w]) return 1;
+    return 0;
+}
+
+const uint64_t *ps_table_applied(loom_node *n, uint32_t table, uint64_t round)
+{
+    server *s = srv_of(n);
+    srv_table *t = srv_table_of(s, table);
+    if (!t) return NULL;
+    /* The pushes that made a hole (server_push.c, durable_said) are all applied: this
+     * round carries them. */
+    for (int w = 0; w < s->num_workers; w++)
+        if (t->hole[w] && !t->hole_round[w] && !hole_pending(t, w)) t->hole_round[w] = round;
+    return t->applied;
 }
 
 int ps_part_rows(loom_node *n, uint32_t table, size_t part, int changed, blob_writer *w,
@@ -174,12 +192,14 @@ int ps_part_replicated(loom_node *n, uint32_t table, uint64_t range, int from,
     return 0;
 }
 
-void ps_table_durable(loom_node *n, uint32_t table, const uint64_t *applied)
+void ps_table_durable(loom_node *n, uint32_t table, const uint64_t *applied, uint64_t round)
 {
     server *s = srv_of(n);
     srv_table *t = srv_table_of(s, table);
-    for (int w = 0; t && w < s->num_workers; w++)
+    for (int w = 0; t && w < s->num_workers; w++) {
         if (applied[w] > t->durable[w]) t->durable[w] = applied[w];
+        if (t->hole_round[w] && round >= t->hole_round[w]) t->hole[w] = t->hole_round[w] = 0;
+    }
 }
 
 void ps_part_ack(loom_node *n, uint32_t to, uint32_t table, uint64_t req, int status,

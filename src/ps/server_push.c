@@ -137,9 +137,34 @@ static staged *enqueue(staged **head, staged **tail, int w, size_t part)
 
 /* What an acknowledgement of push `req` says was applied from worker w: a
  * push sent again after a failover may be older than others applied here. */
+/* What an acknowledgement tells worker w its replicas hold: `durable`, per
+ * worker the highest sequence of a completed round, reads "every push up to
+ * it" only while a worker's pushes reach this server in sequence order. A
+ * push sent again after a later one was applied (a parked one after PARKED
+ * req 0 or a commit) breaks that; until a round cut after it completes, what
+ * is said stays below it, and the worker keeps it to send again. Without
+ * this a worker forgot such a push under BSP (acknowledged on arrival, with
+ * the last round's durable) before any round carried it, and lost it with
+ * this server (unit.test_handback_steps bsp_resent_out_of_order). */
+static uint64_t durable_said(const srv_table *t, int w)
+{
+    uint64_t d = t->durable[w];
+    return t->hole[w] && t->hole[w] - 1 < d ? t->hole[w] - 1 : d;
+}
+
 static uint64_t applied_upto(server *s, srv_table *t, int w, uint64_t req)
 {
     return s->replicas && t->applied[w] > req ? req : t->applied[w];
+}
+
+/* A push of worker w, sequence seq, taken (applied, staged or held): one
+ * older than a push of the worker applied here is a hole in what `durable`
+ * says (durable_said) until a round carries it. */
+static void note_out_of_order(server *s, srv_table *t, int w, uint64_t seq)
+{
+    if (!s->replicas || w < 0 || seq > t->applied[w]) return;
+    if (!t->hole[w] || seq < t->hole[w]) t->hole[w] = seq;
+    t->hole_round[w] = 0;
 }
 
 void srv_ack_now(server *s, srv_table *t, uint32_t to, uint32_t table, uint64_t req, int status,
@@ -149,7 +174,7 @@ void srv_ack_now(server *s, srv_table *t, uint32_t to, uint32_t table, uint64_t 
     msg_header h = {.type = MSG_PUSH_ACK,
                     .table = table,
                     .req = req,
-                    .clock = s->replicas && w >= 0 ? (int64_t)t->durable[w] : 0,
+                    .clock = s->replicas && w >= 0 ? (int64_t)durable_said(t, w) : 0,
                     .a = (uint64_t)status,
                     .b = applied};
     node_send(s->node, to, &h, NULL, 0);
@@ -199,6 +224,7 @@ void srv_on_push(loom_node *n, void *ctx, node_msg *m)
         srv_park_push(s, m->from, w, m->h.table, part, m->h.req);
         return;
     }
+    note_out_of_order(s, t, w, m->h.req);
     int status = 0;
     int hold = srv_must_hold(s, t, m->h.clock);
     if (hold || srv_must_stage(s, t, m->h.clock)) {
@@ -254,6 +280,7 @@ void srv_on_push_enc(loom_node *n, void *ctx, node_msg *m)
         free(sparse_buf);
         return;
     } else if ((hold = srv_must_hold(s, t, m->h.clock)) || srv_must_stage(s, t, m->h.clock)) {
+        note_out_of_order(s, t, w, m->h.req);
         size_t part = p ? (size_t)(p - t->parts) : 0; /* an empty push touches no part */
         if (sparse_buf) /* kept as dense rows, as every staged push is */
             vals = filter_sparse_dense(t->push_dec[w], &sparse, count);
@@ -275,6 +302,7 @@ void srv_on_push_enc(loom_node *n, void *ctx, node_msg *m)
             status = LOOM_ENOMEM;
         }
     } else {
+        note_out_of_order(s, t, w, m->h.req);
         status = sparse_buf ? apply_sparse(s, t, p, keys, &sparse, count, w, m->h.req)
                             : srv_apply_rows(s, t, p, keys, 0, vals, count, w, m->h.req);
         srv_note_applied(s, m->h.clock);

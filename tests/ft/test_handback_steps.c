@@ -30,6 +30,10 @@
  *   first, or the workers do: then what they send again, and a pull, reach
  *   the old masters before those reopen the ranges (parked, refused), and
  *   must be sent and asked again once they do.
+ * - or (resent_out_of_order, BSP) a push parked at server 1 comes back
+ *   after a later push of its worker to another of its ranges was applied
+ *   and replicated, and server 1 dies before its next round: the worker
+ *   must still hold that push, to send it again;
  * - or instead, server 0, an acting master, dies mid-fence (then the abort):
  *   server 1's replacement becomes master of some of its ranges that way.
  * A read of a key worker 0 did not write in the clock is checked against
@@ -70,6 +74,7 @@ typedef struct job {
     int bsp;
     int moving[KEYS];      /* the key's range is server 1's (its first holder) */
     uint64_t probe;        /* a moving key worker 0 reads in clocks it does not write it */
+    uint64_t only;         /* the key the_key picks */
     int64_t total[KEYS];   /* every push so far */
     int64_t settled[KEYS]; /* every push of the clocks both workers finished */
     int64_t clock;         /* both workers' current clock */
@@ -303,6 +308,11 @@ static int staying_key(const job *J, uint64_t k)
 static int not_probe(const job *J, uint64_t k)
 {
     return k != J->probe;
+}
+
+static int the_key(const job *J, uint64_t k)
+{
+    return k == J->only;
 }
 
 static int moving_not_probe(const job *J, uint64_t k)
@@ -646,6 +656,64 @@ static void kill_server(job *J, uint32_t id)
     tell_death(J, id, 1, NODES - 1);
 }
 
+/* A push that reaches server 1 after a later one of its worker was applied
+ * there and replicated: the worker pushes moving key a after the fence (parked
+ * at its acting master), hears the commit first (sent to server 1, parked
+ * there: incoming), then pushes moving key b of another range, applied at the
+ * clock's end and carried by a round; only then does server 1's PARKED req 0
+ * come, with its rounds held back from now on: the push of key a is applied
+ * and acknowledged, then one more push of key b. Server 1 dies before its
+ * next round: its replicas never got the push of key a, so the worker must
+ * still hold it, however high the sequence the acknowledgements call
+ * durable. */
+static void resent_out_of_order(job *J)
+{
+    uint64_t a = KEYS, b = KEYS;
+    for (uint64_t k = 0; k < KEYS; k++) {
+        if (!J->moving[k]) continue;
+        if (a == KEYS)
+            a = k;
+        else if (ps_ring_range_of(&J->ring, k) != ps_ring_range_of(&J->ring, a) && b == KEYS)
+            b = k;
+    }
+    assert_true(a < KEYS && b < KEYS);
+    /* Pushes of the staying keys, whose acknowledgements let the workers
+     * forget every earlier push (all applied and replicated): the commit
+     * then moves only what is pushed below. */
+    for (int w = 0; w < WORKERS; w++) push(J, w, staying_key, 49);
+    settle(J);
+    J->fenced = 1;
+    to_servers(J, MSG_HANDBACK, BACK, 0, 2, 0); /* generation 2, as commit_to's */
+    settle(J);
+    J->only = a;
+    push(J, 1, the_key, 51);
+    settle(J);
+    assert_true(J->nparked[1] > 0);
+    J->committed = 1;
+    commit_to(J, WORKER(0), WORKER(WORKERS - 1));
+    settle(J);
+    J->hold_unpark = 1;
+    commit_to(J, 1, SERVERS);
+    settle(J);
+    assert_true(J->nheld > 0);
+    J->only = b;
+    push(J, 1, the_key, 53);
+    clock_both(J);
+    J->hold_repl = 1;
+    J->hold_unpark = 0;
+    release(J);
+    settle(J);
+    push(J, 1, the_key, 57);
+    settle(J);
+    J->committed = 0;
+    kill_server(J, BACK);
+    J->hold_repl = 0;
+    release(J);
+    settle(J);
+    clock_both(J);
+    check_all(J);
+}
+
 /* Server 0 (node 1), an acting master, dies while it fences ranges to hand
  * back, its last round held back: the handback is aborted (the registry
  * does it on the failover), and the ranges it was master of go to their
@@ -763,29 +831,36 @@ static void run(loom_consistency consistency, int workers_first, int death_to_wo
     free(J);
 }
 
-static void run_death_mid_fence(loom_consistency consistency)
+/* Server 1 dies and comes back, then `step`, alone. */
+static void run_step(loom_consistency consistency, void (*step)(job *J))
 {
     job *J = calloc(1, sizeof *J);
     assert_non_null(J);
     setup_job(J, consistency);
     die_and_return(J);
-    death_mid_fence(J);
+    step(J);
     assert_false(node_fuzz_job_overrun(J->j));
     node_fuzz_job_free(J->j);
     ps_ring_free(&J->ring);
     free(J);
 }
 
+static void bsp_resent_out_of_order(void **state)
+{
+    (void)state;
+    run_step(LOOM_BSP, resent_out_of_order);
+}
+
 static void bsp_death_mid_fence(void **state)
 {
     (void)state;
-    run_death_mid_fence(LOOM_BSP);
+    run_step(LOOM_BSP, death_mid_fence);
 }
 
 static void ssp_death_mid_fence(void **state)
 {
     (void)state;
-    run_death_mid_fence(LOOM_SSP);
+    run_step(LOOM_SSP, death_mid_fence);
 }
 
 static void bsp(void **state)
@@ -864,6 +939,7 @@ int main(void)
                                        cmocka_unit_test(asp_workers_first),
                                        cmocka_unit_test(bsp_acks_late),
                                        cmocka_unit_test(ssp_acks_late),
+                                       cmocka_unit_test(bsp_resent_out_of_order),
                                        cmocka_unit_test(bsp_death_mid_fence),
                                        cmocka_unit_test(ssp_death_mid_fence),
                                        cmocka_unit_test(bsp_death_heard_by_workers_first),
