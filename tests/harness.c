@@ -1,10 +1,13 @@
 /* harness: see harness.h. */
 #include "harness.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *harness_secret;
 char harness_connect_to[256];
@@ -107,4 +110,23 @@ int harness_run(int servers, int workers, harness_worker_fn fn, void *arg, harne
     for (int i = 0; i < workers; i++)
         rc = rc ? rc : res->workers[i] ? res->workers[i] : res->finalize[i];
     return rc;
+}
+
+void harness_remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        struct stat st;
+        if (!lstat(p, &st) && S_ISDIR(st.st_mode))
+            harness_remove_tree(p);
+        else
+            unlink(p);
+    }
+    closedir(d);
+    rmdir(path);
 }

@@ -61,4 +61,8 @@ extern void (*harness_on_server)(loom_node *server, int rank);
 /* loom_config.max_frame_mib of every node of the next jobs (0: the default). */
 extern int harness_max_frame_mib;
 
+/* Removes a test's temporary directory: its files, its folders' (not
+ * following links) and it. */
+void harness_remove_tree(const char *path);
+
 #endif

@@ -2,9 +2,10 @@
  * wei-thesis-bosen-orion.txt 3.4; docs/LOOPS.md, "Distributed arrays").
  *
  * A darray is an n-dimensional array (up to LOOM_DARRAY_MAX_DIMS dimensions)
- * whose elements are each `width` doubles (1 by default: an array of
- * doubles; more: an array of rows, e.g. a factor's rows W(i, *)), spread
- * over the workers of a job. It is
+ * whose elements are each `width` values (1 by default; more: an array of
+ * rows, e.g. a factor's rows W(i, *)) of one type (doubles by default;
+ * floats, int32 or int64, e.g. a corpus's word ids or a count that must stay
+ * exact past 2^53), spread over the workers of a job. It is
  *
  *   sparse  a set of elements, each an index tuple and a value, e.g. the
  *           ratings (user, item) -> rating of matrix factorisation or the
@@ -54,6 +55,17 @@ extern "C" {
 
 typedef struct loom_darray loom_darray;
 
+/* An element's value type. Every call that passes values passes them in the
+ * array's type (`const void *values`: width doubles, floats, int32 or int64
+ * in host order). Doubles are 0, so that options left zero mean doubles;
+ * hence a type of its own rather than loom_type, whose 0 is LOOM_F32. */
+typedef enum {
+    LOOM_DARRAY_F64 = 0,
+    LOOM_DARRAY_F32 = 1,
+    LOOM_DARRAY_I32 = 2,
+    LOOM_DARRAY_I64 = 3
+} loom_darray_type;
+
 typedef struct loom_darray_opts {
     uint32_t dims;
     /* The box: extents[v] for v < dims. 0 (sparse arrays only): one more than
@@ -62,17 +74,19 @@ typedef struct loom_darray_opts {
     uint64_t extents[LOOM_DARRAY_MAX_DIMS];
     /* The dimension cut into the workers' ranges (dense arrays: 0). */
     uint32_t part_dim;
-    /* Doubles an element (0 or 1: one; at most LOOM_DARRAY_MAX_WIDTH). */
+    /* Values an element (0 or 1: one; at most LOOM_DARRAY_MAX_WIDTH). */
     uint32_t width;
+    loom_darray_type type;
 } loom_darray_opts;
 
 /* ---- making one (collective) ---- */
 
 /* What a parser adds elements through. */
 typedef struct loom_darray_sink loom_darray_sink;
-/* Adds one element (index: dims values; values: width doubles). LOOM_ENOMEM,
- * LOOM_EKEYRANGE for an index outside the given box. */
-int loom_darray_emit(loom_darray_sink *s, const int64_t *index, const double *values);
+/* Adds one element (index: dims values; values: width values of the
+ * array's type). LOOM_ENOMEM, LOOM_EKEYRANGE for an index outside the given
+ * box. */
+int loom_darray_emit(loom_darray_sink *s, const int64_t *index, const void *values);
 /* Turns one line of the file (len bytes, without its "\n" or "\r\n"; `line`
  * its number in the file, from 0, e.g. a row index for a matrix stored a row
  * a line) into zero or more elements. Returns 0, or non-zero to refuse the
@@ -92,36 +106,41 @@ int loom_darray_from_file(loom_node *node, const char *path, const loom_darray_o
                           loom_darray_parse_fn parse, void *user, loom_darray **out, char *err,
                           size_t errlen);
 /* A sparse array from elements each worker was given or generated (n of them:
- * indices n x dims, values n x width; copied), sent where they belong. */
+ * indices n x dims, values n x width of the array's type; copied), sent
+ * where they belong. */
 int loom_darray_from_elements(loom_node *node, const loom_darray_opts *o, const int64_t *indices,
-                              const double *values, size_t n, loom_darray **out, char *err,
+                              const void *values, size_t n, loom_darray **out, char *err,
                               size_t errlen);
 /* A dense array whose element at `index` gen(user, index, values) writes
- * (width doubles), each worker making its own rows (every extent given,
- * part_dim 0). gen NULL: zeros. */
+ * (width values of the array's type), each worker making its own rows
+ * (every extent given, part_dim 0). gen NULL: zeros. */
 int loom_darray_generate(loom_node *node, const loom_darray_opts *o,
-                         void (*gen)(void *user, const int64_t *index, double *values), void *user,
+                         void (*gen)(void *user, const int64_t *index, void *values), void *user,
                          loom_darray **out, char *err, size_t errlen);
 
 /* ---- this worker's part ---- */
 
 /* Calls fn(user, index, values) on each of this worker's elements, which may
- * change its width values in place. Runs on one worker's elements: call it
- * on every worker to map the array. */
-void loom_darray_map(loom_darray *d, void (*fn)(void *user, const int64_t *index, double *values),
+ * change its width values (of the array's type) in place. Runs on one
+ * worker's elements: call it on every worker to map the array. */
+void loom_darray_map(loom_darray *d, void (*fn)(void *user, const int64_t *index, void *values),
                      void *user);
 /* Sets every value, on this worker, to a draw uniform in [lo, hi) that
  * depends only on the seed and the element's index (and, for elements at one
- * index, their order there): the same array on any number of workers. */
+ * index, their order there): the same array on any number of workers. An
+ * integer array draws integers: floor of the draw, at most the largest
+ * integer below hi (lo and hi within the type's range). */
 void loom_darray_fill_random(loom_darray *d, uint64_t seed, double lo, double hi);
 /* This worker's elements, sorted by index: *indices (n x dims) and *values
- * (n x width) point into the array (valid until the next call that changes it or
- * loom_darray_free; a dense array's indices are made on the first call).
- * Returns n, or 0 with both NULL when it holds none. LOOM_ENOMEM is reported
- * as 0 with *indices NULL and *values not NULL. */
-size_t loom_darray_local(loom_darray *d, const int64_t **indices, const double **values);
+ * (n x width of the array's type) point into the array (valid until the
+ * next call that changes it or loom_darray_free; a dense array's indices are
+ * made on the first call). Returns n, or 0 with both NULL when it holds
+ * none. LOOM_ENOMEM is reported as 0 with *indices NULL and *values not
+ * NULL. */
+size_t loom_darray_local(loom_darray *d, const int64_t **indices, const void **values);
 uint32_t loom_darray_dims(const loom_darray *d);
 uint32_t loom_darray_width(const loom_darray *d);
+loom_darray_type loom_darray_value_type(const loom_darray *d);
 /* The box (dims values, the extents agreed at construction). */
 void loom_darray_extents(const loom_darray *d, uint64_t *extents);
 /* Every worker's elements together (agreed at construction). */
@@ -131,23 +150,22 @@ void loom_darray_range(const loom_darray *d, uint32_t w, uint64_t *lo, uint64_t 
 
 /* ---- the whole array (collective) ---- */
 
-/* Hosts the array on the servers: table `name`, rows of width f64 values
- * keyed by each index's row-major position in the box (loom_darray_key),
- * summing the elements at one index, a key without one reading 0; every worker's elements
- * are in it when the call returns (ASP, no process cache: each pull reads the
- * servers, and any worker may pull or push any index, as Orion's
- * server-hosted DistArrays are read and written by every worker). Dense
- * storage when the box has at most 2^24 positions, else sparse. LOOM_EINVAL
- * for an empty box or one of 2^64 - 1 positions or more. */
+/* Hosts the array on the servers: table `name`, rows of width values of the
+ * array's type (LOOM_F64, LOOM_F32, LOOM_I32 or LOOM_I64) keyed by each index's row-major position
+ * in the box (loom_darray_key), summing the elements at one index, a key without one reading 0;
+ * every worker's elements are in it when the call returns (ASP, no process cache: each pull reads
+ * the servers, and any worker may pull or push any index, as Orion's server-hosted DistArrays are
+ * read and written by every worker). Dense storage when the box has at most 2^24 positions, else
+ * sparse. LOOM_EINVAL for an empty box or one of 2^64 - 1 positions or more. */
 int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *err, size_t errlen);
 /* The row-major position of `index` in the array's box (the key of
  * loom_darray_host's table), or UINT64_MAX for an index outside it. */
 uint64_t loom_darray_key(const loom_darray *d, const int64_t *index);
 
 /* Every element, on worker `root`, sorted by index: *indices (n x dims) and
- * *values (n x width), freed with free(); the other workers get n = 0 and NULLs. */
-int loom_darray_gather(loom_darray *d, uint32_t root, int64_t **indices, double **values,
-                       size_t *n);
+ * *values (n x width of the array's type), freed with free(); the other
+ * workers get n = 0 and NULLs. */
+int loom_darray_gather(loom_darray *d, uint32_t root, int64_t **indices, void **values, size_t *n);
 /* Saves the array into directory `dir` (made if missing): one file per worker
  * (part-W-of-N.bin) and, once every part is complete, a manifest written by
  * worker 0. Each file is written under a temporary name and renamed; files

@@ -191,6 +191,18 @@ static inline void msg_store_u64(void *p, uint64_t v)
     for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
 }
 
+static inline uint32_t msg_load_u32(const void *p)
+{
+    const uint8_t *b = p;
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static inline void msg_store_u32(void *p, uint32_t v)
+{
+    uint8_t *b = p;
+    for (int i = 0; i < 4; i++) b[i] = (uint8_t)(v >> (8 * i));
+}
+
 /* A bounded reader/writer for blob payloads (registration, roster, table
  * options). Readers never read past the end: a short read sets `bad` and
  * returns zeros, so parsers check `bad` once at the end. */

@@ -47,13 +47,12 @@ int darray_elems_add(darray_elems *l, const int64_t *index, const void *values, 
                 (unsigned long long)(l->ext && l->ext[k] ? l->ext[k] : (uint64_t)INT64_MAX));
             return LOOM_EKEYRANGE;
         }
+    size_t row = (size_t)l->width * darray_type_size(l->type);
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 1024;
         darray_elem *e = cap < SIZE_MAX / sizeof *e ? realloc(l->e, cap * sizeof *e) : NULL;
         if (e) l->e = e;
-        double *v = e && cap < SIZE_MAX / sizeof *v / l->width
-                        ? realloc(l->v, cap * l->width * sizeof *v)
-                        : NULL;
+        unsigned char *v = e && cap < SIZE_MAX / row ? realloc(l->v, cap * row) : NULL;
         if (!v) {
             textfile_set_err(why, whylen, "out of memory");
             return LOOM_ENOMEM;
@@ -65,7 +64,8 @@ int darray_elems_add(darray_elems *l, const int64_t *index, const void *values, 
     memset(e, 0, sizeof *e);
     memcpy(e->key, index, l->dims * sizeof *index);
     e->width = l->width;
-    memcpy(l->v + l->n * l->width, values, l->width * sizeof *l->v);
+    e->type = l->type;
+    memcpy(l->v + l->n * row, values, row);
     l->n++;
     return 0;
 }
@@ -79,7 +79,7 @@ void darray_elems_free(darray_elems *l)
     l->n = l->cap = 0;
 }
 
-int loom_darray_emit(loom_darray_sink *s, const int64_t *index, const double *values)
+int loom_darray_emit(loom_darray_sink *s, const int64_t *index, const void *values)
 {
     if (!s || !index || !values) return LOOM_EINVAL;
     return darray_elems_add(s->list, index, values, s->why, sizeof s->why);
@@ -101,21 +101,18 @@ static int cmp_elem(const void *pa, const void *pb)
     const darray_elem *a = pa, *b = pb;
     for (int k = 0; k < LOOM_DARRAY_MAX_DIMS; k++)
         if (a->key[k] != b->key[k]) return a->key[k] < b->key[k] ? -1 : 1;
+    uint32_t size = darray_type_size(a->type);
     for (uint32_t c = 0; c < a->width; c++) {
-        double va = a->v[c], vb = b->v[c];
-        if (isnan(va) != isnan(vb)) return isnan(va) ? 1 : -1; /* NaNs last */
-        if (va != vb && !isnan(va)) return va < vb ? -1 : 1;
-        uint64_t ba, bb; /* -0 and +0, NaNs: by their bits */
-        memcpy(&ba, &va, sizeof ba);
-        memcpy(&bb, &vb, sizeof bb);
-        if (ba != bb) return ba < bb ? -1 : 1;
+        int r = darray_value_cmp(a->type, a->v + c * size, b->v + c * size);
+        if (r) return r;
     }
     return 0;
 }
 
 void darray_elems_sort(darray_elems *l)
 {
-    for (size_t i = 0; i < l->n; i++) l->e[i].v = l->v + i * l->width;
+    size_t row = (size_t)l->width * darray_type_size(l->type);
+    for (size_t i = 0; i < l->n; i++) l->e[i].v = l->v + i * row;
     if (l->n) qsort(l->e, l->n, sizeof *l->e, cmp_elem); /* an empty list has no array */
 }
 
@@ -137,6 +134,12 @@ int darray_new(loom_node *node, const loom_darray_opts *o, int dense, loom_darra
         textfile_set_err(err, errlen,
                          "darray: %u dimensions (1 to %d) and part_dim %u (below them)", o->dims,
                          LOOM_DARRAY_MAX_DIMS, o->part_dim);
+        return LOOM_EINVAL;
+    }
+    if (!darray_type_size(o->type)) {
+        textfile_set_err(err, errlen,
+                         "darray: value type %d (LOOM_DARRAY_F64, F32, I32 or I64, 0 to 3)",
+                         (int)o->type);
         return LOOM_EINVAL;
     }
     if (o->width > LOOM_DARRAY_MAX_WIDTH) {
@@ -174,6 +177,8 @@ int darray_new(loom_node *node, const loom_darray_opts *o, int dense, loom_darra
     d->dims = o->dims;
     d->part_dim = o->part_dim;
     d->width = o->width ? o->width : 1;
+    d->type = o->type;
+    d->vsize = darray_type_size(o->type);
     d->dense = dense;
     memcpy(d->ext, o->extents, o->dims * sizeof *o->extents);
     *out = d;
@@ -323,30 +328,42 @@ static uint32_t holder_of(const loom_darray *d, int64_t c)
     return lo;
 }
 
-/* Element i of l packed to dims + width words. */
-static void pack(const darray_elems *l, size_t i, int64_t *out)
+/* An element between workers: its index (dims int64), then its width
+ * values, unaligned. */
+static size_t record_bytes(const loom_darray *d)
 {
-    memcpy(out, l->e[i].key, l->dims * sizeof *out);
-    memcpy(out + l->dims, l->v + i * l->width, l->width * sizeof *l->v);
+    return d->dims * sizeof(int64_t) + (size_t)d->width * d->vsize;
 }
 
-/* n packed elements appended to l. */
-static int unpack(const int64_t *in, size_t n, darray_elems *l)
+/* Element i of l (not yet sorted) packed to a record. */
+static void pack(const darray_elems *l, size_t i, unsigned char *out)
 {
+    size_t row = (size_t)l->width * darray_type_size(l->type);
+    memcpy(out, l->e[i].key, l->dims * sizeof(int64_t));
+    memcpy(out + l->dims * sizeof(int64_t), l->v + i * row, row);
+}
+
+/* n records appended to l. */
+static int unpack(const unsigned char *in, size_t n, darray_elems *l)
+{
+    size_t rec = l->dims * sizeof(int64_t) + (size_t)l->width * darray_type_size(l->type);
+    int64_t index[LOOM_DARRAY_MAX_DIMS];
     int rc = 0;
     char why[160];
-    for (size_t i = 0; !rc && i < n; i++, in += l->dims + l->width)
-        rc = darray_elems_add(l, in, in + l->dims, why, sizeof why);
+    for (size_t i = 0; !rc && i < n; i++, in += rec) {
+        memcpy(index, in, l->dims * sizeof *index);
+        rc = darray_elems_add(l, index, in + l->dims * sizeof *index, why, sizeof why);
+    }
     return rc == LOOM_EKEYRANGE ? LOOM_EPROTO : rc;
 }
 
 /* Step 3: each element to its holder; held gets this worker's, sorted. */
 static int exchange(loom_darray *d, darray_elems *l, darray_elems *held)
 {
-    uint32_t W = d->W, me = d->rank, words = d->dims + d->width;
-    size_t rec = words * sizeof(int64_t);
+    uint32_t W = d->W, me = d->rank;
+    size_t rec = record_bytes(d);
     size_t *count = calloc(W, sizeof *count), *fill = calloc(W, sizeof *fill);
-    int64_t **out = calloc(W, sizeof *out);
+    unsigned char **out = calloc(W, sizeof *out);
     uint64_t *in = calloc(W, sizeof *in), version = d->seq++;
     int rc = count && fill && out && in ? 0 : LOOM_ENOMEM;
     for (size_t i = 0; !rc && i < l->n; i++) count[holder_of(d, l->e[i].key[d->part_dim])]++;
@@ -354,17 +371,17 @@ static int exchange(loom_darray *d, darray_elems *l, darray_elems *held)
         if (!(out[w] = malloc(count[w] * rec + 1))) rc = LOOM_ENOMEM;
     for (size_t i = 0; !rc && i < l->n; i++) {
         uint32_t w = holder_of(d, l->e[i].key[d->part_dim]);
-        pack(l, i, out[w] + fill[w]++ * words);
+        pack(l, i, out[w] + fill[w]++ * rec);
     }
     darray_elems_free(l);
     for (uint32_t w = 0; !rc && w < W; w++)
         if (w != me) rc = send_to(d, w, version, out[w], count[w] * rec);
     if (!rc) rc = unpack(out[me], count[me], held);
-    int64_t *buf = NULL;
+    unsigned char *buf = NULL;
     for (uint32_t w = 0; !rc && w < W; w++) {
         if (w == me) continue;
         if (!(rc = take_count(d, w, version, &in[w])) && in[w] % rec) rc = LOOM_EPROTO;
-        int64_t *nb = rc ? NULL : realloc(buf, in[w] + 1);
+        unsigned char *nb = rc ? NULL : realloc(buf, in[w] + 1);
         if (!rc && !nb) rc = LOOM_ENOMEM;
         if (!rc) buf = nb;
         if (!rc && !(rc = take_bytes(d, w, version, buf, in[w])))
@@ -421,7 +438,7 @@ int darray_settle(loom_darray *d, darray_elems *l, int failed, char *err, size_t
         else
             rc = histogram_bounds(d, l);
     }
-    darray_elems held = {.dims = d->dims, .width = d->width};
+    darray_elems held = {.dims = d->dims, .width = d->width, .type = d->type};
     if (!rc) rc = exchange(d, l, &held);
     darray_elems_free(l);
     if (rc) {
@@ -430,12 +447,13 @@ int darray_settle(loom_darray *d, darray_elems *l, int failed, char *err, size_t
     }
     size_t n = held.n;
     int local = d->dense ? check_dense(d, held.e, n, err, errlen) : 0;
+    size_t row = (size_t)d->width * d->vsize;
     d->n = n;
-    d->val = malloc((n * d->width + 1) * sizeof *d->val);
+    d->val = malloc(n * row + 1);
     d->idx = d->dense ? NULL : malloc((n * d->dims + 1) * sizeof *d->idx);
     if (!local && (!d->val || (!d->dense && !d->idx))) local = LOOM_ENOMEM;
     for (size_t i = 0; !local && i < n; i++) {
-        memcpy(d->val + i * d->width, held.e[i].v, d->width * sizeof *d->val);
+        memcpy((unsigned char *)d->val + i * row, held.e[i].v, row);
         if (!d->dense) memcpy(d->idx + i * d->dims, held.e[i].key, d->dims * sizeof *d->idx);
     }
     darray_elems_free(&held);
@@ -453,26 +471,27 @@ static int finish(loom_darray *d, int rc, loom_darray **out)
 }
 
 int loom_darray_from_elements(loom_node *node, const loom_darray_opts *o, const int64_t *indices,
-                              const double *values, size_t n, loom_darray **out, char *err,
+                              const void *values, size_t n, loom_darray **out, char *err,
                               size_t errlen)
 {
     loom_darray *d;
     int rc = darray_new(node, o, 0, &d, err, errlen);
     if (rc) return rc;
     *out = NULL;
-    darray_elems l = {.dims = d->dims, .width = d->width, .ext = d->ext};
+    size_t row = (size_t)d->width * d->vsize;
+    darray_elems l = {.dims = d->dims, .width = d->width, .type = d->type, .ext = d->ext};
     int failed = n && (!indices || !values) ? LOOM_EINVAL : 0;
     if (failed) textfile_set_err(err, errlen, "darray: %zu elements without indices or values", n);
     char why[160];
     for (size_t i = 0; !failed && i < n; i++)
-        if ((failed = darray_elems_add(&l, indices + i * d->dims, values + i * d->width, why,
-                                       sizeof why)))
+        if ((failed = darray_elems_add(&l, indices + i * d->dims,
+                                       (const unsigned char *)values + i * row, why, sizeof why)))
             textfile_set_err(err, errlen, "darray: element %zu: %s", i, why);
     return finish(d, darray_settle(d, &l, failed, err, errlen), out);
 }
 
 int loom_darray_generate(loom_node *node, const loom_darray_opts *o,
-                         void (*gen)(void *user, const int64_t *index, double *values), void *user,
+                         void (*gen)(void *user, const int64_t *index, void *values), void *user,
                          loom_darray **out, char *err, size_t errlen)
 {
     loom_darray *d;
@@ -495,16 +514,17 @@ int loom_darray_generate(loom_node *node, const loom_darray_opts *o,
     d->total = total;
     even_bounds(d, d->ext[0]);
     uint64_t inner = total / d->ext[0], rows = d->bounds[d->rank + 1] - d->bounds[d->rank];
-    int local = rows > (SIZE_MAX / sizeof(double) - 1) / inner / d->width ? LOOM_ENOMEM : 0;
+    size_t row = (size_t)d->width * d->vsize;
+    int local = rows > (SIZE_MAX - 1) / row / inner ? LOOM_ENOMEM : 0;
     d->n = local ? 0 : (size_t)(rows * inner);
-    if (!local && !(d->val = calloc(d->n * d->width + 1, sizeof *d->val))) local = LOOM_ENOMEM;
+    if (!local && !(d->val = calloc(d->n * row + 1, 1))) local = LOOM_ENOMEM;
     if (local)
         textfile_set_err(err, errlen, "darray: out of memory for %llu elements",
                          (unsigned long long)(rows * inner));
     int64_t index[LOOM_DARRAY_MAX_DIMS];
     for (size_t i = 0; !local && gen && i < d->n; i++) {
         darray_index_of(d, i, index);
-        gen(user, index, d->val + i * d->width);
+        gen(user, index, (unsigned char *)d->val + i * row);
     }
     return finish(d, darray_agree_rc(d, local, err, errlen), out);
 }
@@ -525,13 +545,13 @@ void darray_index_of(const loom_darray *d, size_t i, int64_t *index)
     index[0] = (int64_t)(d->bounds[d->rank] + r);
 }
 
-void loom_darray_map(loom_darray *d, void (*fn)(void *user, const int64_t *index, double *values),
+void loom_darray_map(loom_darray *d, void (*fn)(void *user, const int64_t *index, void *values),
                      void *user)
 {
     int64_t index[LOOM_DARRAY_MAX_DIMS];
     for (size_t i = 0; d && fn && i < d->n; i++) {
         darray_index_of(d, i, index);
-        fn(user, index, d->val + i * d->width);
+        fn(user, index, (unsigned char *)d->val + i * d->width * d->vsize);
     }
 }
 
@@ -547,12 +567,19 @@ void loom_darray_fill_random(loom_darray *d, uint64_t seed, double lo, double hi
         uint64_t h = rand_hash64(seed);
         for (uint32_t k = 0; k < d->dims; k++) h = rand_hash64(h ^ (uint64_t)index[k]);
         h = rand_hash64(h ^ dup);
-        for (uint32_t c = 0; c < d->width; c++)
-            d->val[i * d->width + c] = lo + (hi - lo) * rand_unit(rand_hash64(h ^ c));
+        unsigned char *row = (unsigned char *)d->val + i * d->width * d->vsize;
+        for (uint32_t c = 0; c < d->width; c++) {
+            double x = lo + (hi - lo) * rand_unit(rand_hash64(h ^ c));
+            if (d->type == LOOM_DARRAY_I32 || d->type == LOOM_DARRAY_I64) {
+                x = floor(x); /* below hi, but for the draw's rounding near it */
+                if (x >= hi && ceil(hi) - 1 >= lo) x = ceil(hi) - 1;
+            }
+            darray_value_set(d->type, row + c * d->vsize, x);
+        }
     }
 }
 
-size_t loom_darray_local(loom_darray *d, const int64_t **indices, const double **values)
+size_t loom_darray_local(loom_darray *d, const int64_t **indices, const void **values)
 {
     if (!d || !d->n) {
         if (indices) *indices = NULL;
@@ -577,16 +604,19 @@ size_t loom_darray_local(loom_darray *d, const int64_t **indices, const double *
 int darray_set_local(loom_darray *d, const int64_t *idx, const double *val, size_t n)
 {
     if (n != d->n || d->width != 1) return LOOM_EINVAL;
-    darray_elems l = {.dims = d->dims, .width = 1};
-    for (size_t i = 0; i < n; i++)
-        if (darray_elems_add(&l, idx + i * d->dims, val + i, NULL, 0)) {
+    darray_elems l = {.dims = d->dims, .width = 1, .type = d->type};
+    unsigned char v[sizeof(int64_t)]; /* the largest type */
+    for (size_t i = 0; i < n; i++) {
+        darray_value_set(d->type, v, val[i]);
+        if (darray_elems_add(&l, idx + i * d->dims, v, NULL, 0)) {
             darray_elems_free(&l);
             return LOOM_ENOMEM; /* the indices were the array's: in its box */
         }
+    }
     darray_elems_sort(&l);
     for (size_t i = 0; i < n; i++) {
         if (!d->dense) memcpy(d->idx + i * d->dims, l.e[i].key, d->dims * sizeof *d->idx);
-        d->val[i] = l.e[i].v[0];
+        memcpy((unsigned char *)d->val + i * d->vsize, l.e[i].v, d->vsize);
     }
     darray_elems_free(&l);
     return 0;
@@ -600,6 +630,11 @@ uint32_t loom_darray_dims(const loom_darray *d)
 uint32_t loom_darray_width(const loom_darray *d)
 {
     return d ? d->width : 0;
+}
+
+loom_darray_type loom_darray_value_type(const loom_darray *d)
+{
+    return d ? d->type : LOOM_DARRAY_F64;
 }
 
 void loom_darray_extents(const loom_darray *d, uint64_t *extents)
@@ -621,28 +656,28 @@ void loom_darray_range(const loom_darray *d, uint32_t w, uint64_t *lo, uint64_t 
 
 /* ---- the whole array ---- */
 
-int loom_darray_gather(loom_darray *d, uint32_t root, int64_t **indices, double **values, size_t *n)
+int loom_darray_gather(loom_darray *d, uint32_t root, int64_t **indices, void **values, size_t *n)
 {
     if (!d || !indices || !values || !n || root >= d->W) return LOOM_EINVAL;
     *indices = NULL;
     *values = NULL;
     *n = 0;
-    size_t words = d->dims + d->width, rec = words * sizeof(int64_t);
+    size_t rec = record_bytes(d), row = (size_t)d->width * d->vsize;
     uint64_t version = d->seq++;
-    int64_t *buf = malloc(d->n * rec + 1);
+    unsigned char *buf = malloc(d->n * rec + 1);
     if (!buf) return LOOM_ENOMEM;
     int64_t index[LOOM_DARRAY_MAX_DIMS];
     for (size_t i = 0; i < d->n; i++) {
         darray_index_of(d, i, index);
-        memcpy(buf + i * words, index, d->dims * sizeof *index);
-        memcpy(buf + i * words + d->dims, d->val + i * d->width, d->width * sizeof *d->val);
+        memcpy(buf + i * rec, index, d->dims * sizeof *index);
+        memcpy(buf + i * rec + d->dims * sizeof *index, (unsigned char *)d->val + i * row, row);
     }
     if (d->rank != root) {
         int rc = send_to(d, root, version, buf, d->n * rec);
         free(buf);
         return rc;
     }
-    darray_elems all = {.dims = d->dims, .width = d->width};
+    darray_elems all = {.dims = d->dims, .width = d->width, .type = d->type};
     int rc = unpack(buf, d->n, &all);
     for (uint32_t w = 0; !rc && w < d->W; w++) {
         uint64_t bytes;
@@ -650,7 +685,7 @@ int loom_darray_gather(loom_darray *d, uint32_t root, int64_t **indices, double 
         if (!(rc = take_count(d, w, version, &bytes)) &&
             (bytes % rec || bytes / rec > d->total - all.n))
             rc = LOOM_EPROTO;
-        int64_t *nb = rc ? NULL : realloc(buf, bytes + 1);
+        unsigned char *nb = rc ? NULL : realloc(buf, bytes + 1);
         if (!rc && !nb) rc = LOOM_ENOMEM;
         if (!rc) buf = nb;
         if (!rc && !(rc = take_bytes(d, w, version, buf, bytes)))
@@ -659,12 +694,12 @@ int loom_darray_gather(loom_darray *d, uint32_t root, int64_t **indices, double 
     free(buf);
     if (!rc) darray_elems_sort(&all);
     int64_t *idx = rc ? NULL : malloc((all.n * d->dims + 1) * sizeof *idx);
-    double *val = rc ? NULL : malloc((all.n * d->width + 1) * sizeof *val);
+    unsigned char *val = rc ? NULL : malloc(all.n * row + 1);
     if (!rc && (!idx || !val)) rc = LOOM_ENOMEM;
     if (!rc) {
         for (size_t i = 0; i < all.n; i++) {
             memcpy(idx + i * d->dims, all.e[i].key, d->dims * sizeof *idx);
-            memcpy(val + i * d->width, all.e[i].v, d->width * sizeof *val);
+            memcpy(val + i * row, all.e[i].v, row);
         }
         *indices = idx;
         *values = val;
@@ -713,8 +748,12 @@ int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *e
                          "no table keys");
         return LOOM_EINVAL;
     }
+    static const loom_type table_type[] = {[LOOM_DARRAY_F64] = LOOM_F64,
+                                           [LOOM_DARRAY_F32] = LOOM_F32,
+                                           [LOOM_DARRAY_I32] = LOOM_I32,
+                                           [LOOM_DARRAY_I64] = LOOM_I64};
     loom_table_opts to = LOOM_TABLE_OPTS_DEFAULT;
-    to.type = LOOM_F64;
+    to.type = table_type[d->type];
     to.width = d->width;
     to.storage = positions <= (1u << 24) ? LOOM_DENSE : LOOM_SPARSE;
     to.key_end = positions;
@@ -728,20 +767,21 @@ int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *e
     }
     /* Sorted by index is sorted by key: elements at one index are adjacent,
      * added here into one row before they go. */
+    size_t row = (size_t)d->width * d->vsize;
     uint64_t *keys = malloc((d->n + 1) * sizeof *keys);
-    double *vals = malloc((d->n * d->width + 1) * sizeof *vals);
+    unsigned char *vals = malloc(d->n * row + 1);
     size_t n = 0;
     int64_t index[LOOM_DARRAY_MAX_DIMS];
     int local = keys && vals ? 0 : LOOM_ENOMEM;
     for (size_t i = 0; !local && i < d->n; i++) {
         darray_index_of(d, i, index);
         uint64_t key = loom_darray_key(d, index);
-        const double *v = d->val + i * d->width;
+        const unsigned char *v = (const unsigned char *)d->val + i * row;
         if (n && keys[n - 1] == key) {
-            for (uint32_t c = 0; c < d->width; c++) vals[(n - 1) * d->width + c] += v[c];
+            darray_row_add(d->type, vals + (n - 1) * row, v, d->width);
         } else {
             keys[n] = key;
-            memcpy(vals + n++ * d->width, v, d->width * sizeof *v);
+            memcpy(vals + n++ * row, v, row);
         }
     }
     loom_ts ts;

@@ -11,6 +11,7 @@
  *                              kind sparse|dense
  *                              dims D
  *                              width C
+ *                              type f64|f32|i32|i64   (absent: f64)
  *                              part_dim P
  *                              extents E0 ... E(D-1)
  *                              parts N
@@ -18,8 +19,9 @@
  *   part-R-of-N.bin          worker R's elements: a 32-byte header
  *                            ("LOOMDAR1", then little-endian u32 dims, u32 R,
  *                            u32 N, u32 C, u64 count) and count records of
- *                            D int64 indices and C IEEE doubles, all
- *                            little-endian.
+ *                            D int64 indices and C values of the type
+ *                            (IEEE doubles or floats, int32 or int64),
+ *                            all little-endian.
  *
  * Each file is written under a dot-name of its own and renamed once complete
  * (and flushed to the disk), and the manifest only after every worker's part
@@ -104,7 +106,7 @@ int loom_darray_from_file(loom_node *node, const char *path, const loom_darray_o
     int rc = darray_new(node, o, 0, &d, err, errlen);
     if (rc) return rc;
     *out = NULL;
-    darray_elems l = {.dims = d->dims, .width = d->width, .ext = d->ext};
+    darray_elems l = {.dims = d->dims, .width = d->width, .type = d->type, .ext = d->ext};
     int failed = 0;
     if (!path || !parse) {
         textfile_set_err(err, errlen, "darray: no file or no parser");
@@ -165,14 +167,43 @@ static int write_file(const loom_darray *d, const char *dir, const char *name, f
     return 0;
 }
 
+/* A value's bytes stored little-endian (size 4 or 8) at p, or loaded. */
+static void store_value(unsigned char *p, const unsigned char *v, uint32_t size)
+{
+    if (size == 8) {
+        uint64_t bits;
+        memcpy(&bits, v, 8);
+        msg_store_u64(p, bits);
+    } else {
+        uint32_t bits;
+        memcpy(&bits, v, 4);
+        msg_store_u32(p, bits);
+    }
+}
+
+static void load_value(unsigned char *v, const unsigned char *p, uint32_t size)
+{
+    if (size == 8) {
+        uint64_t bits = msg_load_u64(p);
+        memcpy(v, &bits, 8);
+    } else {
+        uint32_t bits = msg_load_u32(p);
+        memcpy(v, &bits, 4);
+    }
+}
+
+static const char *const type_names[] = {[LOOM_DARRAY_F64] = "f64",
+                                         [LOOM_DARRAY_F32] = "f32",
+                                         [LOOM_DARRAY_I32] = "i32",
+                                         [LOOM_DARRAY_I64] = "i64"};
+
 static int fill_part(const loom_darray *d, int fd)
 {
-    size_t rec = (d->dims + d->width) * 8;
+    size_t rec = d->dims * 8 + (size_t)d->width * d->vsize;
     uint8_t head[HEADER_BYTES] = MAGIC, *buf = malloc(WRITE_CHUNK + rec);
     if (!buf) return ENOMEM;
     const uint32_t fields[4] = {d->dims, d->rank, d->W, d->width};
-    for (int i = 0; i < 4; i++)
-        for (int b = 0; b < 4; b++) head[8 + 4 * i + b] = (uint8_t)(fields[i] >> (8 * b));
+    for (int i = 0; i < 4; i++) msg_store_u32(head + 8 + 4 * i, fields[i]);
     msg_store_u64(head + 24, d->n);
     int e = write_all(fd, head, sizeof head);
     size_t used = 0;
@@ -181,11 +212,9 @@ static int fill_part(const loom_darray *d, int fd)
         darray_index_of(d, i, index);
         for (uint32_t k = 0; k < d->dims; k++)
             msg_store_u64(buf + used + 8 * k, (uint64_t)index[k]);
-        for (uint32_t c = 0; c < d->width; c++) {
-            uint64_t bits;
-            memcpy(&bits, &d->val[i * d->width + c], sizeof bits);
-            msg_store_u64(buf + used + 8 * (d->dims + c), bits);
-        }
+        const unsigned char *row = (const unsigned char *)d->val + i * d->width * d->vsize;
+        for (uint32_t c = 0; c < d->width; c++)
+            store_value(buf + used + 8 * d->dims + c * d->vsize, row + c * d->vsize, d->vsize);
         if ((used += rec) >= WRITE_CHUNK) {
             e = write_all(fd, buf, used);
             used = 0;
@@ -201,8 +230,10 @@ static int fill_manifest(const loom_darray *d, int fd)
     char text[MANIFEST_MAX];
     size_t at = 0;
     at += (size_t)snprintf(text + at, sizeof text - at,
-                           "loom-darray 1\nkind %s\ndims %u\nwidth %u\npart_dim %u\nextents",
-                           d->dense ? "dense" : "sparse", d->dims, d->width, d->part_dim);
+                           "loom-darray 1\nkind %s\ndims %u\nwidth %u\ntype %s\npart_dim "
+                           "%u\nextents",
+                           d->dense ? "dense" : "sparse", d->dims, d->width, type_names[d->type],
+                           d->part_dim);
     for (uint32_t k = 0; k < d->dims; k++)
         at += (size_t)snprintf(text + at, sizeof text - at, " %llu", (unsigned long long)d->ext[k]);
     at += (size_t)snprintf(text + at, sizeof text - at, "\nparts %u\nelements %llu\n", d->W,
@@ -269,9 +300,14 @@ static int parse_manifest(char *text, manifest *m)
         line[n] || v[0] < 1 || v[0] > LOOM_DARRAY_MAX_WIDTH)
         return 0;
     m->o.width = (uint32_t)v[0];
-    if (!(line = strtok_r(NULL, "\n", &save)) || sscanf(line, "part_dim %llu%n", &v[0], &n) != 1 ||
-        line[n] || v[0] >= m->o.dims)
-        return 0;
+    if (!(line = strtok_r(NULL, "\n", &save))) return 0;
+    if (!strncmp(line, "type ", 5)) { /* absent in saves of doubles before types */
+        int known = 0;
+        for (int t = 0; t < 4 && !known; t++)
+            if (!strcmp(line + 5, type_names[t])) m->o.type = (loom_darray_type)t, known = 1;
+        if (!known || !(line = strtok_r(NULL, "\n", &save))) return 0;
+    }
+    if (sscanf(line, "part_dim %llu%n", &v[0], &n) != 1 || line[n] || v[0] >= m->o.dims) return 0;
     m->o.part_dim = (uint32_t)v[0];
     if (!(line = strtok_r(NULL, "\n", &save)) || strncmp(line, "extents", 7)) return 0;
     const char *p = line + 7;
@@ -347,9 +383,10 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
         textfile_set_err(err, errlen, "%s: %s", path, strerror(e));
         return e == ENOENT ? LOOM_ENOTFOUND : LOOM_EIO;
     }
-    size_t rec = (m->o.dims + m->o.width) * 8;
+    uint32_t vsize = darray_type_size(m->o.type);
+    size_t rec = m->o.dims * 8 + (size_t)m->o.width * vsize;
     uint8_t head[HEADER_BYTES], *buf = malloc(rec);
-    double *v = malloc(m->o.width * sizeof *v);
+    unsigned char *v = malloc((size_t)m->o.width * vsize);
     struct stat st;
     int rc = buf && v ? 0 : LOOM_ENOMEM;
     if (rc) {
@@ -360,8 +397,7 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
         textfile_set_err(err, errlen, "%s: not a darray part (its header)", path);
     }
     uint32_t fields[4] = {0};
-    for (int i = 0; !rc && i < 4; i++)
-        for (int b = 0; b < 4; b++) fields[i] |= (uint32_t)head[8 + 4 * i + b] << (8 * b);
+    for (int i = 0; !rc && i < 4; i++) fields[i] = msg_load_u32(head + 8 + 4 * i);
     uint64_t count = rc ? 0 : msg_load_u64(head + 24);
     if (!rc && (fields[0] != m->o.dims || fields[1] != part || fields[2] != m->parts ||
                 fields[3] != m->o.width || count > ((uint64_t)st.st_size - HEADER_BYTES) / rec ||
@@ -384,10 +420,8 @@ static int read_part(const char *dir, const manifest *m, uint32_t part, darray_e
             break;
         }
         for (uint32_t k = 0; k < m->o.dims; k++) index[k] = (int64_t)msg_load_u64(buf + 8 * k);
-        for (uint32_t c = 0; c < m->o.width; c++) {
-            uint64_t bits = msg_load_u64(buf + 8 * (m->o.dims + c));
-            memcpy(&v[c], &bits, sizeof v[c]);
-        }
+        for (uint32_t c = 0; c < m->o.width; c++)
+            load_value(v + c * vsize, buf + 8 * m->o.dims + c * vsize, vsize);
         if ((rc = darray_elems_add(l, index, v, why, sizeof why)))
             textfile_set_err(err, errlen, "%s: element %llu: %s", path, (unsigned long long)i, why);
     }
@@ -417,11 +451,13 @@ int loom_darray_load(loom_node *node, const char *dir, loom_darray **out, char *
     }
     d->dims = m.o.dims;
     d->width = m.o.width;
+    d->type = m.o.type;
+    d->vsize = darray_type_size(m.o.type);
     d->part_dim = m.o.part_dim;
     d->dense = m.dense;
     memcpy(d->ext, m.o.extents, sizeof d->ext);
     int failed = 0;
-    darray_elems l = {.dims = d->dims, .width = d->width, .ext = d->ext};
+    darray_elems l = {.dims = d->dims, .width = d->width, .type = d->type, .ext = d->ext};
     for (uint32_t p = d->rank; !failed && p < m.parts; p += d->W)
         failed = read_part(dir, &m, p, &l, err, errlen);
     rc = darray_settle(d, &l, failed, err, errlen);

@@ -112,6 +112,7 @@ struct loom_loop {
     int keep;     /* the space blocks are the darray's ranges (o.space): no exchange either */
     int write_el; /* an access writes the iteration's own element */
     uint64_t ext[LOOM_LOOP_MAX_DIMS]; /* o.space's box, when the loop takes it */
+    double *space_val;                /* o.space's values as doubles, when it holds another type */
     int wave;                         /* a wavefront plan */
     int64_t skew;
     uint32_t halo;     /* the most rows any access reads before its own */

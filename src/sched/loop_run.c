@@ -486,7 +486,9 @@ static int open_engine(loom_loop *l)
 }
 
 /* The iteration space from o.space: its dimensions, box and this worker's
- * elements as the loop's. */
+ * elements as the loop's, their values as doubles (the body's `value`):
+ * those of an array of another type converted (exact but for int64 past
+ * 2^53), and written back by darray_set_local's rounding. */
 static int take_darray(loom_loop *l, char *err, size_t errlen)
 {
     loom_darray *d = l->o.space;
@@ -506,8 +508,18 @@ static int take_darray(loom_loop *l, char *err, size_t errlen)
     memcpy(l->ext, d->ext, d->dims * sizeof *l->ext);
     l->o.dims = d->dims;
     l->o.extents = l->ext;
-    l->o.n = loom_darray_local(d, &l->o.indices, &l->o.values);
-    return l->o.n == d->n ? 0 : LOOM_ENOMEM;
+    const void *values;
+    l->o.n = loom_darray_local(d, &l->o.indices, &values);
+    if (l->o.n != d->n) return LOOM_ENOMEM;
+    if (d->type == LOOM_DARRAY_F64) {
+        l->o.values = values;
+        return 0;
+    }
+    if (!(l->space_val = malloc((l->o.n + 1) * sizeof *l->space_val))) return LOOM_ENOMEM;
+    for (size_t i = 0; i < l->o.n; i++)
+        l->space_val[i] = darray_value_get(d->type, (const unsigned char *)values + i * d->vsize);
+    l->o.values = l->space_val;
+    return 0;
 }
 
 /* Whether the darray's ranges can be the space blocks, and a loop that
@@ -727,5 +739,6 @@ void loom_loop_close(loom_loop *l)
     free(l->tb);
     free(l->bucket);
     free(l->el);
+    free(l->space_val);
     free(l);
 }

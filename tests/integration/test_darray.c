@@ -28,7 +28,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -97,10 +96,27 @@ static uint64_t COLS_OF(const loom_darray *d)
     return ext[1];
 }
 
-static void doubled(void *user, const int64_t *index, double *v)
+static void doubled(void *user, const int64_t *index, void *v)
 {
     (void)user, (void)index;
-    *v *= 2;
+    *(double *)v *= 2;
+}
+
+/* loom_darray_local and _gather for the arrays of doubles of this test. */
+static size_t local_f64(loom_darray *d, const int64_t **idx, const double **val)
+{
+    const void *v;
+    size_t n = loom_darray_local(d, idx, &v);
+    *val = v;
+    return n;
+}
+
+static int gather_f64(loom_darray *d, int64_t **idx, double **val, size_t *n)
+{
+    void *v;
+    int rc = loom_darray_gather(d, 0, idx, &v, n);
+    *val = v;
+    return rc;
 }
 
 typedef struct job {
@@ -114,7 +130,7 @@ static int check_ranges(loom_darray *d, int rank, int W)
 {
     const int64_t *idx;
     const double *val;
-    size_t n = loom_darray_local(d, &idx, &val);
+    size_t n = local_f64(d, &idx, &val);
     uint64_t lo, hi, ext[2], prev_hi = 0;
     loom_darray_extents(d, ext);
     for (int w = 0; w < W; w++) {
@@ -137,7 +153,7 @@ static int check_gathered(loom_darray *d, int rank, double scale)
     int64_t *idx;
     double *val;
     size_t n;
-    CHECK_OK(loom_darray_gather(d, 0, &idx, &val, &n));
+    CHECK_OK(gather_f64(d, &idx, &val, &n));
     if (rank) {
         CHECK(n == 0 && !idx && !val);
         return 0;
@@ -233,7 +249,7 @@ static int sparse_worker(loom_node *node, int rank, void *arg)
     int64_t *gi;
     double *gv;
     size_t n;
-    CHECK_OK(loom_darray_gather(d, 0, &gi, &gv, &n));
+    CHECK_OK(gather_f64(d, &gi, &gv, &n));
     if (rank == 0) {
         CHECK(n == N);
         for (size_t i = 0; i < n; i++) CHECK(gv[i] >= -1 && gv[i] < 1);
@@ -299,7 +315,7 @@ static int rows_worker(loom_node *node, int rank, void *arg)
     int64_t *gi;
     double *gv;
     size_t n;
-    CHECK_OK(loom_darray_gather(d, 0, &gi, &gv, &n));
+    CHECK_OK(gather_f64(d, &gi, &gv, &n));
     if (rank == 0) {
         double *want = malloc(N * 4 * sizeof *want);
         CHECK(want && n == N);
@@ -339,9 +355,10 @@ static double value_at(const int64_t *index, uint32_t c)
     return (double)(index[0] * 10000 + index[1] * 100 + index[2]) + 0.25 * c;
 }
 
-static void gen(void *user, const int64_t *index, double *values)
+static void gen(void *user, const int64_t *index, void *out)
 {
     const uint32_t *width = user;
+    double *values = out;
     for (uint32_t c = 0; c < *width; c++) values[c] = value_at(index, c);
 }
 
@@ -363,7 +380,7 @@ static int dense_worker(loom_node *node, int rank, void *arg)
     loom_darray_range(d, (uint32_t)rank, &lo, &hi);
     const int64_t *idx;
     const double *val;
-    size_t n = loom_darray_local(d, &idx, &val);
+    size_t n = local_f64(d, &idx, &val);
     CHECK(n == (hi - lo) * inner);
     for (size_t i = 0; i < n; i++) {
         CHECK(idx[3 * i] == (int64_t)(lo + i / inner));
@@ -372,7 +389,7 @@ static int dense_worker(loom_node *node, int rank, void *arg)
     int64_t *gi;
     double *gv;
     size_t gn;
-    CHECK_OK(loom_darray_gather(d, 0, &gi, &gv, &gn));
+    CHECK_OK(gather_f64(d, &gi, &gv, &gn));
     if (rank == 0) {
         CHECK(gn == c->ext[0] * inner);
         for (size_t i = 0; i < gn; i++) {
@@ -561,7 +578,7 @@ static int load_worker(loom_node *node, int rank, void *arg)
     } else {
         const int64_t *idx;
         const double *val;
-        size_t n = loom_darray_local(d, &idx, &val);
+        size_t n = local_f64(d, &idx, &val);
         CHECK(loom_darray_width(d) == 3);
         for (size_t i = 0; i < n; i++)
             for (uint32_t v = 0; v < 3; v++) CHECK(val[i * 3 + v] == value_at(idx + 3 * i, v));
@@ -654,26 +671,6 @@ static void test_refusals(void **state)
     assert_int_equal(harness_run(1, 2, outside_worker, NULL, &r), 0);
 }
 
-/* Removes the directory's files (and the save folders' ones) and it. */
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[512];
-        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-        struct stat st;
-        if (!lstat(p, &st) && S_ISDIR(st.st_mode))
-            remove_tree(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -683,7 +680,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    remove_tree(dir);
+    harness_remove_tree(dir);
     return 0;
 }
 

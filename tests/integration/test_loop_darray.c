@@ -1,15 +1,15 @@
 /* Loops over a distributed array (loom_loop_opts.space; in-process jobs,
  * threads, loopback TCP), on 1 to 3 workers:
  *
- *   - a 2D loop over a sparse darray of tokens (document, word) -> topic,
- *     LDA's shape: the body moves each token to a new topic that depends only
- *     on its old one and its indices, and counts it in D(d, *) (i64, local)
- *     and V(w, *) (i32, rotated). The darray's part_dim (documents) becomes
- *     the space index although the planner alone takes the longer words; the
- *     loop's space blocks are the darray's ranges, every worker holds exactly
- *     its darray's elements (none moved), the topics written come back into
- *     the darray (gathered: the test's own tokens after three passes, exactly)
- *     and the counts equal the test's own, exactly;
+ *   - a 2D loop over a sparse darray of tokens (document, word) -> topic
+ *     (int32: the body sees each as a double and its double written back
+ *     becomes an int32 again), LDA's shape: the body moves each token to a new topic that depends
+ * only on its old one and its indices, and counts it in D(d, *) (i64, local) and V(w, *) (i32,
+ * rotated). The darray's part_dim (documents) becomes the space index although the planner alone
+ * takes the longer words; the loop's space blocks are the darray's ranges, every worker holds
+ * exactly its darray's elements (none moved), the topics written come back into the darray
+ * (gathered: the test's own tokens after three passes, exactly) and the counts equal the test's
+ * own, exactly;
  *   - loops over dense darrays writing their elements, x = 2 x + 1, run
  *     twice: 1D (no dependences: data parallel), and 2D with counts by row
  *     (local) and sums by column (rotated), where the darray's even cut of
@@ -41,7 +41,7 @@
 enum { Z = 0, DOCS = 1, WORDS = 2 };
 
 static int64_t tok_d[NTOK], tok_w[NTOK];
-static double tok_z[NTOK];
+static int32_t tok_z[NTOK];
 
 static void make_tokens(void)
 {
@@ -52,7 +52,7 @@ static void make_tokens(void)
         uint64_t r = s % 100;
         tok_d[t] = r < 60 ? (int64_t)(r % 3) : (int64_t)(r % ND);
         tok_w[t] = (int64_t)((s >> 20) % NW);
-        tok_z[t] = (double)((s >> 40) % K);
+        tok_z[t] = (int32_t)((s >> 40) % K);
     }
 }
 
@@ -76,11 +76,12 @@ static int lda_worker(loom_node *n, int rank, void *arg)
     int W = loom_num_workers(n);
     /* worker r was given tokens r, r + W, ... */
     int64_t idx[2 * NTOK];
-    double val[NTOK];
+    int32_t val[NTOK];
     size_t c = 0;
     for (int t = rank; t < NTOK; t += W, c++)
         idx[2 * c] = tok_d[t], idx[2 * c + 1] = tok_w[t], val[c] = tok_z[t];
-    loom_darray_opts dopt = {.dims = 2, .extents = {ND, NW}, .part_dim = 0};
+    loom_darray_opts dopt = {
+        .dims = 2, .extents = {ND, NW}, .part_dim = 0, .type = LOOM_DARRAY_I32};
     loom_darray *tokens;
     char err[256] = "";
     CHECK_OK(loom_darray_from_elements(n, &dopt, idx, val, c, &tokens, err, sizeof err));
@@ -138,9 +139,10 @@ static int lda_worker(loom_node *n, int rank, void *arg)
     /* the darray holds the new topics: gathered, sorted by (d, w, topic) */
     CHECK(loom_darray_local(tokens, NULL, NULL) == mine);
     int64_t *gi;
-    double *gv;
+    void *got;
     size_t gn;
-    CHECK_OK(loom_darray_gather(tokens, 0, &gi, &gv, &gn));
+    CHECK_OK(loom_darray_gather(tokens, 0, &gi, &got, &gn));
+    int32_t *gv = got;
     if (rank == 0) {
         CHECK(gn == NTOK);
         /* count (d, w, topic) triples both ways */
@@ -149,8 +151,9 @@ static int lda_worker(loom_node *n, int rank, void *arg)
         for (int t = 0; t < NTOK; t++) seen[tok_d[t]][tok_w[t]][(int)z[t]]++;
         for (size_t i = 0; i < gn; i++) {
             CHECK(gi[2 * i] >= 0 && gi[2 * i] < ND && gi[2 * i + 1] >= 0 && gi[2 * i + 1] < NW);
-            CHECK(gv[i] >= 0 && gv[i] < K && gv[i] == (int)gv[i]);
-            CHECK(seen[gi[2 * i]][gi[2 * i + 1]][(int)gv[i]]-- > 0);
+            CHECK(gv[i] >= 0 && gv[i] < K);
+            CHECK(seen[gi[2 * i]][gi[2 * i + 1]][gv[i]]-- > 0);
+            CHECK(!i || memcmp(&gi[2 * i - 2], &gi[2 * i], 2 * sizeof *gi) || gv[i - 1] <= gv[i]);
         }
     }
     free(gi);
@@ -176,9 +179,10 @@ static void test_lda_over_darray(void **state)
 #define NR 7
 #define NC 3
 
-static void gen_x(void *user, const int64_t *index, double *values)
+static void gen_x(void *user, const int64_t *index, void *out)
 {
     const uint32_t *dims = user;
+    double *values = out;
     values[0] = *dims == 1 ? (double)index[0] * 0.5 - 3 : (double)(index[0] * NC + index[1]);
 }
 
@@ -219,9 +223,10 @@ static int dense_worker(loom_node *n, int rank, void *arg)
     CHECK_OK(loom_loop_run(l, 1));
     CHECK_OK(loom_loop_run(l, 1));
     int64_t *gi;
-    double *gv;
+    void *got;
     size_t gn;
-    CHECK_OK(loom_darray_gather(x, 0, &gi, &gv, &gn));
+    CHECK_OK(loom_darray_gather(x, 0, &gi, &got, &gn));
+    double *gv = got;
     if (rank == 0) {
         CHECK(gn == (dims == 1 ? NX : NR * NC));
         for (size_t i = 0; i < gn; i++) {
