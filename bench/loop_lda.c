@@ -30,18 +30,25 @@
  * them. A word's list of non-zero topics sorted by count is built from its
  * row the first time a block's tokens reach it (the app: for the rows that
  * changed, when a block arrives), then kept with the row by the app's own
- * lda_word_dec/lda_word_inc as the tokens move; a new block (or run) makes
- * every list stale. The document's state (its topics, the r bucket, the
- * coefficients (α + n_dk) / (Vβ + n_k)) and the totals it uses are set up
- * from D(d, *) and T(*) when a run of the document's tokens starts (they
- * come together inside a block), O(K), and kept up to date by its moves.
+ * lda_word_dec/lda_word_inc as the tokens move; a new block (or pass) makes
+ * every list stale. What depends on the totals alone (the s bucket, α /
+ * (Vβ + n_k)) is set up from T(*) after each flush and at a pass's start,
+ * O(K); the document's state (its topics, the r bucket, the coefficients
+ * (α + n_dk) / (Vβ + n_k) of its topics) from D(d, *) when a run of the
+ * document's tokens starts (they come together inside a block), and both
+ * are kept up to date by its moves.
  *
  * Reused from apps/lda: the corpus reader and the initial topics (so the
  * chains start where the app's does), the per-document random streams of an
  * iteration, the sorted lists' updates and the log-likelihood
- * (likelihood.c). Worker 0 prints one line per pass: tokens per second of
- * the pass, seconds, and every --eval-every passes (0: after the last only)
- * the log-likelihood, which reads the tables (outside the pass's time).
+ * (likelihood.c). The passes between two evaluations (every --eval-every
+ * passes; 0: after the last only) are one run of the loop, so the
+ * word-topic blocks pass from worker to worker and reach the table only
+ * before an evaluation reads it (the app's rotation does the same); a
+ * document's stream is seeded for the pass (loom_loop_pass) at its first
+ * token of the pass. Worker 0 prints a line per run: tokens per second and
+ * seconds a pass, and the log-likelihood, which reads the tables (outside
+ * the passes' time).
  * --check: at the end, the counts against those recomputed from the
  * tokens' topics (loom_loop_element), exactly. */
 #include <inttypes.h>
@@ -70,13 +77,18 @@ static int cmp_desc(const void *a, const void *b)
 
 typedef struct lda_loop {
     lda_params p;
-    int counting;        /* the first run: add each token's topic */
-    int failed;          /* a word's list found no memory */
-    uint64_t doc_lo;     /* the first document of this worker's space block */
+    int counting;    /* the first run: add each token's topic */
+    int failed;      /* a word's list found no memory */
+    uint64_t doc_lo; /* the first document of this worker's space block */
+    loom_loop *loop;
+    uint64_t seed;
+    int64_t pass;        /* the pass of the last token (loom_loop_pass) */
     app_rng *rng;        /* per document of the block: its stream of the pass */
+    int64_t *rng_pass;   /* per document: the pass its stream was seeded for */
     loom_loop_buffer *t; /* the totals' write buffer */
     /* SparseLDA's state of the document whose tokens run (sampler.c) */
-    int64_t doc;                        /* that document, -1 at a run's start */
+    int64_t doc;                        /* that document, -1 at a pass's start */
+    int fresh;                          /* nk, s_sum and coef follow T(*) as last read */
     int64_t *nk;                        /* K: the totals this worker sees, with its own moves */
     double *coef, *qval;                /* K: (α + n_dk) / (Vβ + n_k); the q bucket's terms */
     uint32_t *dtopics, *dpos, ndtopics; /* the document's non-zero topics */
@@ -129,21 +141,44 @@ static uint64_t *word_list(lda_loop *s, uint64_t w, const int32_t *nw)
     return e;
 }
 
-/* A run of document d's tokens starts: its state from D(d, *) and the totals
- * (T(*) as last read, and this worker's moves since, in the buffer's row). */
-static void start_doc(lda_loop *s, int64_t d, const int32_t *nd, const int64_t *t,
-                      const int64_t *mine)
+/* What depends on the totals alone (nk, the s bucket, every coefficient
+ * at α / (Vβ + n_k)), from T(*) as last read and this worker's moves since
+ * (the buffer's row): O(K), once after each flush brought the other
+ * workers' moves (merge) and at a pass's start. */
+static void read_totals(lda_loop *s, const int64_t *t, const int64_t *mine)
 {
     const double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
-    s->doc = d;
-    s->s_sum = s->r_sum = 0;
-    s->ndtopics = 0;
+    s->s_sum = 0;
     for (uint32_t k = 0; k < s->p.topics; k++) {
         s->nk[k] = t[k] + mine[k];
         double denom = vb + (double)s->nk[k];
         s->s_sum += ab / denom;
-        s->coef[k] = (s->p.alpha + nd[k]) / denom;
+        s->coef[k] = s->p.alpha / denom;
+    }
+    s->fresh = 1;
+}
+
+/* A run of document d's tokens starts: the last document's coefficients
+ * back to α / (Vβ + n_k), then d's state from D(d, *): divisions for its
+ * topics only (SparseLDA's r bucket). */
+static void start_doc(lda_loop *s, int64_t d, const int32_t *nd, const int64_t *t,
+                      const int64_t *mine)
+{
+    const double vb = (double)s->p.vocab * s->p.beta;
+    if (!s->fresh)
+        read_totals(s, t, mine);
+    else
+        for (uint32_t j = 0; j < s->ndtopics; j++) {
+            uint32_t k = s->dtopics[j];
+            s->coef[k] = s->p.alpha / (vb + (double)s->nk[k]);
+        }
+    s->doc = d;
+    s->r_sum = 0;
+    s->ndtopics = 0;
+    for (uint32_t k = 0; k < s->p.topics; k++) {
         if (!nd[k]) continue;
+        double denom = vb + (double)s->nk[k];
+        s->coef[k] = (s->p.alpha + nd[k]) / denom;
         s->r_sum += s->p.beta * nd[k] / denom;
         s->dpos[k] = s->ndtopics;
         s->dtopics[s->ndtopics++] = k;
@@ -184,6 +219,12 @@ static void body(void *user, const int64_t *index, double value, void *const *ro
         nd[old]++, nw[old]++, mine[old]++;
         return;
     }
+    if (loom_loop_pass(s->loop) != s->pass) { /* a new pass: the others changed every block */
+        s->pass = loom_loop_pass(s->loop);
+        s->doc = -1;
+        s->fresh = 0;
+        s->block = UINT32_MAX;
+    }
     uint64_t *e = word_list(s, (uint64_t)index[1], nw);
     if (!e) { /* out of memory: the token keeps its topic, the run is reported failed */
         s->failed = 1;
@@ -191,6 +232,11 @@ static void body(void *user, const int64_t *index, double value, void *const *ro
     }
     uint32_t *len = &s->wlen[index[1]];
     if (index[0] != s->doc) start_doc(s, index[0], nd, rows[3], mine);
+    size_t di = (size_t)((uint64_t)index[0] - s->doc_lo);
+    if (s->rng_pass[di] != s->pass) { /* the document's first token of the pass */
+        app_rng_seed(&s->rng[di], s->seed, lda_stream((int)s->pass, s->doc_lo + di));
+        s->rng_pass[di] = s->pass;
+    }
     const double vb = (double)s->p.vocab * s->p.beta, ab = s->p.alpha * s->p.beta;
     const uint32_t K = s->p.topics;
     change(s, nd, mine, old, -1);
@@ -198,8 +244,7 @@ static void body(void *user, const int64_t *index, double value, void *const *ro
     lda_word_dec(e, len, old);
     double q_sum = 0;
     for (uint32_t j = 0; j < *len; j++) q_sum += s->qval[j] = s->coef[TOPIC(e[j])] * COUNT(e[j]);
-    double u =
-        app_rng_uniform(&s->rng[(uint64_t)index[0] - s->doc_lo]) * (s->s_sum + s->r_sum + q_sum);
+    double u = app_rng_uniform(&s->rng[di]) * (s->s_sum + s->r_sum + q_sum);
     if (u < q_sum) { /* the word's topics */
         uint32_t j = 0;
         while (j + 1 < *len && (u -= s->qval[j]) >= 0) j++;
@@ -226,13 +271,16 @@ static void body(void *user, const int64_t *index, double value, void *const *ro
     *(double *)rows[0] = k;
 }
 
+/* A flush of the totals' buffer: T(*) is read again after it, with the
+ * other workers' moves. */
 static void merge(void *user, uint64_t row, void *value, const void *update)
 {
-    const lda_loop *s = user;
+    lda_loop *s = user;
     (void)row;
     int64_t *v = value;
     const int64_t *u = update;
     for (uint32_t k = 0; k < s->p.topics; k++) v[k] += u[k];
+    s->fresh = 0;
 }
 
 /* ---- the loop ends here: the rest reads the corpus and evaluates ---- */
@@ -503,13 +551,16 @@ int main(int argc, char **argv)
     s.woff = malloc(s.p.vocab * sizeof *s.woff);
     s.wlen = malloc(s.p.vocab * sizeof *s.wlen);
     s.rng = malloc((ndocs + 1) * sizeof *s.rng);
+    s.rng_pass = calloc(ndocs + 1, sizeof *s.rng_pass); /* pass 0 counts: no draws */
     s.nk = malloc(s.p.topics * sizeof *s.nk);
     s.coef = malloc(s.p.topics * sizeof *s.coef);
     s.qval = malloc(s.p.topics * sizeof *s.qval);
     s.dtopics = malloc(s.p.topics * sizeof *s.dtopics);
     s.dpos = malloc(s.p.topics * sizeof *s.dpos);
-    if (!s.tb || !s.wgen || !s.woff || !s.wlen || !s.rng || !s.nk || !s.coef || !s.qval ||
-        !s.dtopics || !s.dpos)
+    s.loop = l;
+    s.seed = seed;
+    if (!s.tb || !s.wgen || !s.woff || !s.wlen || !s.rng || !s.rng_pass || !s.nk || !s.coef ||
+        !s.qval || !s.dtopics || !s.dpos)
         rc = LOOM_ENOMEM;
     if (!rc) rc = count_pass(l, &s);
     if (!rc && me == 0)
@@ -523,24 +574,24 @@ int main(int argc, char **argv)
     if (!rc && !(rc = app_stats_open(n, "loop_lda.ll", 1, &ll_t)) &&
         !(rc = app_stats_add(&ll_t, 0, &tokens)) && !(rc = loom_barrier(n)))
         rc = app_stats_read(&ll_t, 0, &tokens);
-    for (int p = 0; p < passes && !rc; p++) {
-        for (size_t i = 0; i < ndocs; i++)
-            app_rng_seed(&s.rng[i], seed, lda_stream(p + 1, s.doc_lo + i));
-        s.doc = -1;
-        s.block = UINT32_MAX; /* the other workers changed every block since */
+    /* One run from an evaluation to the next: the word-topic blocks go from
+     * worker to worker and reach the table only at the run's end. */
+    int chunk = eval_every ? eval_every : passes;
+    for (int p = 0; p < passes && !rc; p += chunk) {
+        if (chunk > passes - p) chunk = passes - p;
         double ts = app_now_s();
-        if ((rc = loom_loop_run(l, 1)) || (rc = s.failed ? LOOM_ENOMEM : 0)) break;
-        double pass_s = app_now_s() - ts, ll = 0;
+        if ((rc = loom_loop_run(l, chunk)) || (rc = s.failed ? LOOM_ENOMEM : 0)) break;
+        double pass_s = (app_now_s() - ts) / chunk, ll = 0;
         char llpart[48] = "";
-        if (p + 1 == passes || (eval_every && (p + 1) % eval_every == 0)) {
+        if (p + chunk == passes || (eval_every && (p + chunk) % eval_every == 0)) {
             if ((rc = log_likelihood(l, &s.p, docs, me, W, &ll)) ||
-                (rc = app_stats_add(&ll_t, p + 1, &ll)) || (rc = loom_barrier(n)) ||
-                (rc = app_stats_read(&ll_t, p + 1, &ll)))
+                (rc = app_stats_add(&ll_t, p + chunk, &ll)) || (rc = loom_barrier(n)) ||
+                (rc = app_stats_read(&ll_t, p + chunk, &ll)))
                 break;
             snprintf(llpart, sizeof llpart, "  log-likelihood %.6e", ll);
         }
         if (me == 0)
-            printf("pass %3d%s  %.0f tokens/s  %.2f s  total %.2f s\n", p + 1, llpart,
+            printf("pass %3d%s  %.0f tokens/s  %.2f s a pass  total %.2f s\n", p + chunk, llpart,
                    tokens / pass_s, pass_s, app_now_s() - t0);
         fflush(stdout);
     }
@@ -556,7 +607,8 @@ int main(int argc, char **argv)
     loom_loop_close(l);
     lda_docs_free(&d);
     loom_corpus_free(corpus);
-    free(idx), free(z), free(s.rng), free(s.nk), free(s.coef), free(s.qval), free(s.dtopics);
+    free(idx), free(z), free(s.rng), free(s.rng_pass), free(s.nk), free(s.coef), free(s.qval),
+        free(s.dtopics);
     free(s.dpos), free(s.tb), free(s.wgen), free(s.woff), free(s.wlen), free(s.pool);
     return rc || bad ? 1 : loom_finalize(n) ? 1 : 0;
 }

@@ -356,6 +356,11 @@ int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, ch
  * the run starts from.
  * 0 or the first error. */
 int loom_loop_run(loom_loop *l, int64_t passes);
+/* The pass running, counted from 0 over every run since the loop was opened
+ * (a run of 3 passes after one of 2: passes 2, 3 and 4), for a body that
+ * changes with the pass (a random stream per pass and element); between
+ * runs, the number of passes run. */
+int64_t loom_loop_pass(const loom_loop *l);
 const loom_loop_plan *loom_loop_get_plan(const loom_loop *l);
 /* The table of array `array`, or NULL. */
 loom_table *loom_loop_table(loom_loop *l, uint32_t array);

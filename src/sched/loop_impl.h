@@ -128,6 +128,7 @@ struct loom_loop {
     loop_accum *accum;
     struct loom_loop_buffer *buf;
     uint64_t runs;    /* runs so far: the accumulators' messages' version */
+    int64_t pass;     /* the pass running, from 0 at the first run (loom_loop_pass) */
     int rc;           /* the first error of a body's writes in this run */
     size_t blk_end;   /* one past the last element of the block running */
     uint64_t refused; /* reads of prefetched rows not declared */

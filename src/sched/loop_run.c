@@ -465,6 +465,7 @@ static int update(void *user, const loom_sched_task *task)
 {
     loom_loop *l = user;
     int rc = 0;
+    l->pass = task->iteration; /* the engine's iterations are the loop's passes */
     l->blk_end = l->bucket[task->block.index + 1];
     for (size_t i = l->bucket[task->block.index]; !rc && i < l->bucket[task->block.index + 1]; i++)
         rc = loop_run_one(l, &l->el[i], task);
@@ -480,6 +481,11 @@ static int open_engine(loom_loop *l)
     so.bounds = bounds;
     so.update = update;
     so.user = l;
+    /* A run's passes hand the blocks on from one pass to the next: the table
+     * is read at the run's start and written at its end only (a pass of
+     * their own, pulling and pushing the whole array, would cost more than
+     * many passes' hand-overs; docs/SCHED.md, keep_blocks). */
+    so.keep_blocks = 1;
     int rc = loom_sched_static_open(l->arr[l->rotated].t, &so, &l->engine);
     free(bounds);
     return rc;
@@ -669,23 +675,30 @@ int loom_loop_run(loom_loop *l, int64_t passes)
         if (l->arr[i].role == ROLE_PREFETCH && !loop_prefetch_at(l, &l->arr[i], 0, &rc) && !rc)
             rc = LOOM_EPROTO;
     if (!rc && merges_whole) rc = loom_barrier(l->node);
+    int64_t first_pass = l->pass;
     if (!rc && l->engine) {
         rc = loom_sched_run(l->engine, passes);
     } else if (!rc && l->wave) {
         rc = loop_wave_run(l, passes);
     } else if (!rc) { /* 1D: a pass is the worker's one block */
-        for (int64_t p = 0; p < passes && !rc; p++) {
+        for (int64_t p = 0; p < passes && !rc; p++, l->pass++) {
             for (size_t i = 0; i < l->n && !rc; i++) rc = loop_run_one(l, &l->el[i], NULL);
             if (!rc) rc = loop_flush_all(l);
             if (!rc && l->clock_passes) rc = loom_clock(l->node);
         }
     }
+    l->pass = first_pass + passes; /* also where a worker has no block to run */
     if (!rc) rc = loop_flush_all(l);
     if (!rc) rc = push_local(l);
     if (!rc) rc = loop_accum_reduce(l);
     if (!rc && l->write_el && l->o.space) rc = write_back(l);
     l->runs++;
     return rc ? rc : loom_barrier(l->node);
+}
+
+int64_t loom_loop_pass(const loom_loop *l)
+{
+    return l ? l->pass : -1;
 }
 
 const loom_loop_plan *loom_loop_get_plan(const loom_loop *l)

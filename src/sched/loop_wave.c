@@ -63,7 +63,7 @@ int loop_wave_run(loom_loop *l, int64_t passes)
 {
     uint32_t W = l->W, me = l->rank;
     int rc = 0;
-    for (int64_t p = 0; p < passes && !rc; p++, l->wave_steps += 2 * W - 1)
+    for (int64_t p = 0; p < passes && !rc; p++, l->pass++, l->wave_steps += 2 * W - 1)
         for (uint32_t b = 0; b < W && !rc; b++) { /* in step me + b */
             uint64_t step = l->wave_steps + me + b;
             if (me > 0 && l->halo) {

@@ -5,7 +5,10 @@
  *     H(j, *) declared: planned 2D, run on 1, 2 and 3 workers that were each
  *     given an arbitrary share of the ratings, it ends with W and H equal bit
  *     for bit to a serial run of the same updates in the schedule's block
- *     order (computed here, from the loop's block bounds);
+ *     order (computed here, from the loop's block bounds), in two runs (1
+ *     and 2 passes) whose table traffic is the same (H's blocks go from pass
+ *     to pass), the body seeing each pass's number (loom_loop_pass) once
+ *     for each of its worker's elements;
  *   - a 1D loop adding every element into its row's sum: exact totals;
  *   - loops that cannot run yet (a wavefront with an array keyed by its time
  *     index, an array keyed by another index, a shifted subscript in 1D) and writes to the
@@ -71,9 +74,22 @@ static void sgd(float *w, float *h, double r)
     }
 }
 
+/* What the body saw of loom_loop_pass: elements run in each pass. */
+typedef struct pass_count {
+    loom_loop *l;
+    size_t in_pass[PASSES + 1];
+    int outside; /* a pass outside [0, PASSES) */
+} pass_count;
+
 static void mf_body(void *user, const int64_t *index, double value, void *const *rows)
 {
-    (void)user, (void)index;
+    pass_count *c = user;
+    (void)index;
+    int64_t p = loom_loop_pass(c->l);
+    if (p >= 0 && p < PASSES)
+        c->in_pass[p]++;
+    else
+        c->outside = 1;
     sgd(rows[1], rows[2], value);
 }
 
@@ -95,23 +111,21 @@ static int block_of(const size_t *b, int parts, int64_t c)
     return k;
 }
 
-/* The serial run: pass after pass, step after step, every block of the step
- * (the order between them does not matter: they share no row), each block's
- * ratings in (i, j) order. H rests in a sum table between passes: the
- * pass's last holder of a block adds the block's change to it, which in
- * floating point is the table's value plus (new - table's), not always new. */
+/* The serial run of the test's two runs (a pass, then PASSES - 1): pass
+ * after pass, step after step, every block of the step (the order between
+ * them does not matter: they share no row), each block's ratings in (i, j)
+ * order. The blocks of H go from pass to pass within a run, and H rests in a
+ * sum table between runs: at a run's end the last holder of a block adds the
+ * block's change to it, which in floating point is the table's value plus
+ * (new - table's), not always new. */
 static void serial_mf(int W, const size_t *sb, const size_t *tb, float *w, float *h)
 {
     for (uint64_t r = 0; r < USERS; r++) init_row(NULL, W_ARRAY, r, w + r * RANK);
     for (uint64_t r = 0; r < ITEMS + 2; r++) init_row(NULL, H_ARRAY, r, h + r * RANK);
     float ht[(ITEMS + 2) * RANK]; /* H as its table holds it */
     memcpy(ht, h, sizeof ht);
-    for (int p = 0; p < PASSES; p++, memcpy(h, ht, sizeof ht))
-        for (int s = 0; s <= W; s++) {
-            if (s == W) { /* the pass's end: each block's change added to the table */
-                for (int k = 0; k < (ITEMS + 2) * RANK; k++) ht[k] += h[k] - ht[k];
-                break;
-            }
+    for (int p = 0; p < PASSES; p++) {
+        for (int s = 0; s < W; s++) {
             for (int m = 0; m < W; m++)
                 for (int64_t i = 0; i < USERS; i++)
                     for (int64_t j = 0; j < ITEMS; j++) {
@@ -121,6 +135,11 @@ static void serial_mf(int W, const size_t *sb, const size_t *tb, float *w, float
                                 sgd(w + i * RANK, h + j * RANK, rating_val[k]);
                     }
         }
+        if (p == 0 || p == PASSES - 1) { /* a run's end */
+            for (int k = 0; k < (ITEMS + 2) * RANK; k++) ht[k] += h[k] - ht[k];
+            memcpy(h, ht, sizeof ht);
+        }
+    }
 }
 
 static int mf_worker(loom_node *n, int rank, void *arg)
@@ -147,7 +166,9 @@ static int mf_worker(loom_node *n, int rank, void *arg)
                         .indices = &idx[0][0],
                         .values = val,
                         .n = mine,
-                        .body = mf_body};
+                        .body = mf_body,
+                        .user = &(pass_count){0}};
+    pass_count *pc = o.user;
     loom_loop *l;
     char err[256] = "";
     int rc = loom_loop_open(n, &o, &l, err, sizeof err);
@@ -158,7 +179,21 @@ static int mf_worker(loom_node *n, int rank, void *arg)
     if (loom_loop_plan_kind(loom_loop_get_plan(l)) != LOOM_LOOP_2D) return 1;
     size_t sb[4], tb[4];
     loom_loop_bounds(l, sb, tb);
-    if ((rc = loom_loop_run(l, PASSES))) return rc;
+    pc->l = l;
+    /* The blocks of H go from pass to pass: a run's table traffic (H read
+     * at its start, its change written at its end, W's) does not grow with
+     * its passes. */
+    loom_stats s0, s1, s2;
+    loom_node_stats(n, &s0);
+    if ((rc = loom_loop_run(l, 1))) return rc;
+    loom_node_stats(n, &s1);
+    if ((rc = loom_loop_run(l, PASSES - 1))) return rc;
+    loom_node_stats(n, &s2);
+    CHECK(PASSES - 1 > 1 &&
+          s2.table_messages - s1.table_messages == s1.table_messages - s0.table_messages);
+    /* every element once in each pass, passes counted on over runs */
+    CHECK(loom_loop_pass(l) == PASSES && !pc->outside);
+    for (int p = 0; p < PASSES; p++) CHECK(pc->in_pass[p] == loom_loop_elements(l));
     if (rank == 0) {
         float w[USERS * RANK], h[(ITEMS + 2) * RANK], ws[USERS * RANK], hs[(ITEMS + 2) * RANK];
         if ((rc = loom_pull_range(loom_loop_table(l, W_ARRAY), 0, USERS, w)) ||
