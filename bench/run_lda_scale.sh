@@ -13,7 +13,10 @@
 #   2. `loom train lda` with W workers and ceil(W / 4) servers, data parallel
 #      (SSP(1)) and with --schedule rotation.
 # Each row gives: tokens/s as the job reports it (tokens x iterations over
-# worker 0's time of the iterations) and against the sequential's; the
+# worker 0's time of the iterations, evaluations included) and against the
+# sequential's (its sampling time); the sampling tokens/s of both (tokens
+# sampled over the time of the iterations without the evaluations, as each
+# program prints it) against each other; the
 # log-likelihood after the last iteration against the sequential's, and the
 # largest relative gap at any evaluation from iteration 20 on; bytes sent by
 # all workers per token sampled; the peak resident set of the largest
@@ -125,19 +128,22 @@ for name in $CORPORA; do
         read -r _ s_user s_sys s_rss <"$work/seq.out.time"
         lls "$work/seq.out" seq >"$work/seq.ll"
         s_cpu=$(echo "$s_user + $s_sys" | bc)
-        s_tps=$(awk '/tokens\/s/ { n++; v += $(NF - 1) } END { if (n) printf "%.0f", v / n }' "$work/seq.out")
+        # tokens sampled over the sampling time: the harmonic mean of the
+        # evaluations' figures (each after EVAL iterations)
+        s_tps=$(awk '{ for (i = 2; i <= NF; i++) if ($i == "tokens/s" && $(i - 1) > 0) { n++; v += 1 / $(i - 1) } }
+            END { if (n) printf "%.0f", n / v }' "$work/seq.out")
         s_ll=$(tail -n 1 "$work/seq.ll" | cut -d' ' -f2)
         echo
         echo "#### ${name##*/} ($tokens tokens), K = $K"
         echo
-        echo "| run | W | S | tokens/s | vs seq (LL) | final LL vs seq | largest LL gap from it. 20 | bytes/token | peak RSS MB | CPU s per M tokens | vs seq |"
-        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        echo "| run | W | S | tokens/s | vs seq (LL) | sampling tokens/s vs seq | final LL vs seq | largest LL gap from it. 20 | bytes/token | peak RSS MB | CPU s per M tokens | vs seq |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         s_cpm=$(echo "scale=3; $s_cpu * 1000000 / ($tokens * $ITERATIONS)" | bc)
         if [[ $seq_ok == 1 ]]; then
-            printf "| sequential | 1 | - | %s | 1.00 (%.6g) | - | - | 0 | %.0f | %.3f | 1.00 |\n" \
+            printf "| sequential | 1 | - | %s | 1.00 (%.6g) | 1.00 | - | - | 0 | %.0f | %.3f | 1.00 |\n" \
                 "$s_tps" "$s_ll" "$(echo "$s_rss / 1024" | bc -l)" "$s_cpm"
         else
-            echo "| sequential | 1 | - | failed: $(tail -n 1 "$work/seq.out") | | | | | | | |"
+            echo "| sequential | 1 | - | failed: $(tail -n 1 "$work/seq.out") | | | | | | | | |"
         fi
         for W in $WORKERS; do
             S=$(((W + 3) / 4))
@@ -147,7 +153,7 @@ for name in $CORPORA; do
                 if [[ $sched == rotation ]]; then flags+=(--schedule rotation); else flags+=(--consistency "$CONSISTENCY"); fi
                 rm -f "$work/m.json"
                 if ! timed "$work/job.out" "$LOOM" train lda "${common[@]}" "${flags[@]}"; then
-                    echo "| $sched | $W | $S | failed: $(tail -n 1 "$work/job.out" | cut -c1-80) | | | | | | | |"
+                    echo "| $sched | $W | $S | failed: $(tail -n 1 "$work/job.out" | cut -c1-80) | | | | | | | | |"
                     continue
                 fi
                 read -r _ j_user j_sys j_rss <"$work/job.out.time"
@@ -156,16 +162,18 @@ for name in $CORPORA; do
                 j_time=$(sed -n 's/.*"time_s": \([0-9.]*\).*/\1/p' <<<"$last")
                 j_bytes=$(sed -n 's/.*"bytes_sent": \([0-9]*\).*/\1/p' <<<"$last")
                 j_ll=$(tail -n 1 "$work/job.ll" | cut -d' ' -f2)
+                j_stps=$(sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p' "$work/m.json" |
+                    awk '$1 > 0 { n++; v += 1 / $1 } END { if (n) printf "%.0f", n / v }')
                 gap=$(join "$work/seq.ll" "$work/job.ll" |
                     awk '$1 >= 20 { g = ($3 - $2) / ($2 < 0 ? -$2 : $2); if (g < 0) g = -g; if (g > m) m = g } END { printf "%.4f", m }')
                 awk -v W="$W" -v S="$S" -v sched="$sched" -v tokens="$tokens" -v it="$ITERATIONS" \
                     -v t="$j_time" -v sps="$s_tps" -v ll="$j_ll" -v sll="$s_ll" -v gap="$gap" \
                     -v bytes="$j_bytes" -v rss="$j_rss" -v cpu="$(echo "$j_user + $j_sys" | bc)" \
-                    -v scpm="$s_cpm" 'BEGIN {
+                    -v scpm="$s_cpm" -v stps="${j_stps:-0}" 'BEGIN {
                         tps = tokens * it / t; cpm = cpu * 1e6 / (tokens * it)
-                        printf "| %s | %d | %d | %.0f | %.2f | %.4f | %s | %.1f | %.0f | %.3f | %.2f |\n",
-                            sched, W, S, tps, tps / sps, ll / sll, gap, bytes / (tokens * it),
-                            rss / 1024, cpm, cpm / scpm }'
+                        printf "| %s | %d | %d | %.0f | %.2f | %.2f | %.4f | %s | %.1f | %.0f | %.3f | %.2f |\n",
+                            sched, W, S, tps, tps / sps, stps / sps, ll / sll, gap,
+                            bytes / (tokens * it), rss / 1024, cpm, cpm / scpm }'
             done
         done
     done
