@@ -8,7 +8,9 @@
  *     3); hosted, the servers' table of the same type holds each index's sum
  *     (exact for the integers, where a sum in doubles would not be);
  *   - saved on 3 workers and loaded on 2: the type from the manifest, the
- *     same elements; map on int64 values exact past 2^53;
+ *     same elements; map on int64 values exact past 2^53; a manifest of an
+ *     unknown type refused, and one without a type (doubles) over parts of
+ *     floats refused by the parts' sizes;
  *   - fill_random on int32: integers in [lo, hi), every one of them drawn,
  *     the same on 1 and 3 workers;
  *   - a dense int32 array from a generator;
@@ -241,15 +243,45 @@ static int typed_worker(loom_node *node, int rank, void *arg)
     return 0;
 }
 
+typedef struct job_load {
+    job *j;
+    const char *says; /* NULL: loads; else the refusal's words */
+} job_load;
+
 static int load_worker(loom_node *node, int rank, void *arg)
 {
-    job *j = arg;
-    loom_darray *d;
+    const job_load *c = arg;
+    loom_darray *d = NULL;
     char err[256] = "";
-    CHECK_OK(loom_darray_load(node, j->path, &d, err, sizeof err));
-    if (check_gathered(d, rank, j->k, 0)) return 1;
+    int rc = loom_darray_load(node, c->j->path, &d, err, sizeof err);
+    if (c->says) {
+        CHECK(rc == LOOM_EINVAL && !d);
+        CHECK(strstr(err, c->says) || strstr(err, "could not make its part"));
+        return 0;
+    }
+    CHECK_OK(rc);
+    if (check_gathered(d, rank, c->j->k, 0)) return 1;
     loom_darray_free(d);
     return 0;
+}
+
+/* The manifest at path with its type line replaced by `line` ("" drops it). */
+static void retype_manifest(const char *path, const char *line)
+{
+    char mpath[300], text[512], out[600];
+    snprintf(mpath, sizeof mpath, "%s/manifest", path);
+    FILE *f = fopen(mpath, "r");
+    assert_non_null(f);
+    size_t got = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    char *at = strstr(text, "\ntype "), *end = at ? strchr(at + 1, '\n') : NULL;
+    assert_non_null(end);
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text + 1), text, line, end + 1);
+    f = fopen(mpath, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(out, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
 }
 
 static void test_typed_sparse(void **state)
@@ -272,8 +304,22 @@ static void test_typed_sparse(void **state)
         char line[32];
         snprintf(line, sizeof line, "\ntype %s\n", kinds[c].name);
         assert_non_null(strstr(text, line));
-        assert_int_equal(harness_run(1, 2, load_worker, &j, &r), 0);
+        job_load ok = {&j, NULL};
+        assert_int_equal(harness_run(1, 2, load_worker, &ok, &r), 0);
     }
+    /* an unknown type refused; a manifest without a type is one of doubles,
+     * whose records of floats are then too short */
+    job j = {.k = &kinds[1]};
+    snprintf(j.path, sizeof j.path, "%s/%s", dir, kinds[1].name);
+    retype_manifest(j.path, "type f16\n");
+    job_load bad = {&j, "not a darray manifest"};
+    harness_result r;
+    assert_int_equal(harness_run(1, 2, load_worker, &bad, &r), 0);
+    j.k = &kinds[2];
+    snprintf(j.path, sizeof j.path, "%s/%s", dir, kinds[2].name);
+    retype_manifest(j.path, "");
+    bad.says = "does not match the manifest";
+    assert_int_equal(harness_run(1, 2, load_worker, &bad, &r), 0);
 }
 
 /* ---- fill_random on int32, a dense int32 array ---- */
