@@ -341,11 +341,14 @@ typedef struct loom_loop_opts {
  * whose arrays are each keyed by the space index (kept on the worker that
  * holds those rows; a wavefront's worker passes its last rows to the next
  * after each step) or, for 2D, one array keyed by the time index (rotated
- * between the workers, loom/sched.h) or reached whole (on the servers); anything
+ * between the workers, loom/sched.h), reached whole (on the servers), or
+ * only read and keyed by another index (hosted on the servers: before a
+ * batch of elements runs, the rows its subscripts name are pulled at once,
+ * as a prefetched array's; loom_loop_prefetch_stats_of counts them); anything
  * else is refused with LOOM_EINVAL and a sentence saying what is not
  * supported yet, and so are malformed accumulators and buffers. A loop
- * without dependences whose arrays are all reached whole runs each worker's
- * elements where they were given (data parallelism). */
+ * without dependences whose arrays are all reached whole or hosted runs each
+ * worker's elements where they were given (data parallelism). */
 int loom_loop_open(loom_node *node, const loom_loop_opts *o, loom_loop **out, char *err,
                    size_t errlen);
 /* Run `passes` passes over the iteration space (every worker), flush the

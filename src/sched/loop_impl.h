@@ -13,10 +13,12 @@
 
 /* Where an array's rows live: local (keyed by the space index: the rows of
  * this worker's space block), rotated (keyed by the 2D time index), whole
- * (reached as A(*): on the servers, each worker holding a copy) or
+ * (reached as A(*): on the servers, each worker holding a copy),
  * prefetched (reached as A(*) with rows_of: on the servers, each worker
- * holding the rows of its current batch). */
-enum { ROLE_SPACE = 1, ROLE_ROTATED = 2, ROLE_WHOLE = 3, ROLE_PREFETCH = 4 };
+ * holding the rows of its current batch) or hosted (read only, keyed by
+ * another loop index: on the servers, each worker holding the rows its
+ * batch's subscripts name, prefetched like rows_of's). */
+enum { ROLE_SPACE = 1, ROLE_ROTATED = 2, ROLE_WHOLE = 3, ROLE_PREFETCH = 4, ROLE_HOSTED = 5 };
 
 /* rows_of's list: the rows the elements of a batch declare, in order */
 struct loom_loop_rows {
@@ -66,7 +68,7 @@ typedef struct loop_array {
     uint32_t halo;                 /* rows before its own an access reads (wavefront) */
     uint8_t *halo_rows;            /* ROLE_SPACE in a wavefront: the loop's halo rows before lo */
     loom_loop_prefetch_decl pd;    /* its prefetch declaration (rows_of NULL: none) */
-    struct loom_loop_prefetch *pf; /* ROLE_PREFETCH */
+    struct loom_loop_prefetch *pf; /* ROLE_PREFETCH and ROLE_HOSTED */
 } loop_array;
 
 /* An element of the iteration space as a worker keeps and sends it: its

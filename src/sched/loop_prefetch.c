@@ -17,7 +17,13 @@
  * own list with no lookup, and loom_loop_fetched_row() finds a row by
  * number in the element's own list, refusing (and counting) any it did not
  * declare. A worker thus moves the rows its elements touch, not the array:
- * for sparse LR on 20 million features, the few hundred of a minibatch. */
+ * for sparse LR on 20 million features, the few hundred of a minibatch.
+ *
+ * A hosted array (ROLE_HOSTED: read only, keyed by a loop index that
+ * neither keeps its rows on a worker nor rotates them) is prefetched the
+ * same way, its rows listed from the declared subscripts instead of a
+ * rows_of, and each access gets its row (loop_run_one) rather than a
+ * loom_loop_fetched. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,7 +55,7 @@ int loop_prefetch_open(loom_loop *l)
 {
     for (size_t i = 0; i < l->narr; i++) {
         loop_array *a = &l->arr[i];
-        if (a->role != ROLE_PREFETCH) continue;
+        if (a->role != ROLE_PREFETCH && a->role != ROLE_HOSTED) continue;
         if (!(a->pf = calloc(1, sizeof *a->pf))) return LOOM_ENOMEM;
         a->pf->l = l;
         a->pf->a = a;
@@ -89,6 +95,19 @@ static int grow(void **p, size_t *cap, size_t want, size_t size)
     return 0;
 }
 
+/* A hosted array's rows_of, from the declaration: the row each access of
+ * it names (a row before the first or past the last is the loop's
+ * boundary: the body gets NULL, nothing is pulled). */
+static void subscript_rows(const loom_loop *l, const loop_array *a, const int64_t *x,
+                           loom_loop_rows *out)
+{
+    for (size_t k = 0; k < l->o.nacc; k++) {
+        if (l->acc_arr[k] < 0 || &l->arr[l->acc_arr[k]] != a) continue;
+        int64_t r = x[a->key] + l->acc[k].sub[0].offset;
+        if (r >= 0 && (uint64_t)r < a->a.rows) loom_loop_rows_add(out, (uint64_t)r);
+    }
+}
+
 /* Elements [i, i + count) of the batch from element i (see the top). */
 static size_t batch_size(const loom_loop *l, const loop_array *a, size_t i)
 {
@@ -113,7 +132,10 @@ static int gather(loom_loop *l, loop_array *a, size_t i)
         double v;
         memcpy(&v, &e->bits, 8);
         pf->start[j] = pf->r.n;
-        a->pd.rows_of(l->o.user, a->a.array, &e->key[1], v, &pf->r);
+        if (a->role == ROLE_HOSTED)
+            subscript_rows(l, a, &e->key[1], &pf->r);
+        else
+            a->pd.rows_of(l->o.user, a->a.array, &e->key[1], v, &pf->r);
         rc = pf->r.bad;
     }
     if (rc) return rc;

@@ -177,6 +177,14 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
 }
 
 /* Roles by the plan (see the top). */
+/* Whether an access of array slot s writes it. */
+static int writes_array(const loom_loop *l, size_t s)
+{
+    for (size_t k = 0; k < l->o.nacc; k++)
+        if (l->acc_arr[k] == (int)s && l->acc[k].write) return 1;
+    return 0;
+}
+
 static int assign_roles(loom_loop *l, char *err, size_t errlen)
 {
     loom_loop_kind kind = loom_loop_plan_kind(l->plan);
@@ -204,13 +212,17 @@ static int assign_roles(loom_loop *l, char *err, size_t errlen)
                     err, errlen, LOOM_EINVAL,
                     "array %u has %llu rows, fewer than the %u workers it rotates among",
                     a->a.array, (unsigned long long)a->a.rows, l->W);
+        } else if (!writes_array(l, i)) {
+            /* read only: its rows stay on the servers, pulled by batch */
+            a->role = ROLE_HOSTED;
+            a->halo = 0;
         } else {
             return loop_refuse(
                 err, errlen, LOOM_EINVAL,
-                "array %u is keyed by loop index %u, which is neither the space index "
-                "%u nor the time index of a 2D loop with one rotated array (a "
-                "wavefront keeps all by the space index); arrays hosted on the servers "
-                "by such keys come later (%s)",
+                "array %u is written and keyed by loop index %u, which is neither the "
+                "space index %u nor the time index of a 2D loop with one rotated array "
+                "(a wavefront keeps all by the space index); only an array read so is "
+                "hosted on the servers (%s)",
                 a->a.array, a->key, l->space, loom_loop_plan_explain(l->plan));
         }
     }
@@ -220,7 +232,8 @@ static int assign_roles(loom_loop *l, char *err, size_t errlen)
      * worker runs the elements it was given (Orion's data parallelism). */
     l->stay = !loom_loop_plan_deps(l->plan);
     for (size_t i = 0; i < l->narr; i++)
-        l->stay &= l->arr[i].role == ROLE_WHOLE || l->arr[i].role == ROLE_PREFETCH;
+        l->stay &= l->arr[i].role == ROLE_WHOLE || l->arr[i].role == ROLE_PREFETCH ||
+                   l->arr[i].role == ROLE_HOSTED;
     return 0;
 }
 
@@ -380,7 +393,7 @@ static int open_arrays(loom_loop *l)
         if (a->role == ROLE_SPACE) {
             lo = l->sb[l->rank];
             hi = l->rank + 1 == l->W ? a->a.rows : l->sb[l->rank + 1];
-        } else if (a->role == ROLE_WHOLE || a->role == ROLE_PREFETCH) {
+        } else if (a->role == ROLE_WHOLE || a->role == ROLE_PREFETCH || a->role == ROLE_HOSTED) {
             /* each worker starts a share of the rows */
             lo = a->a.rows * l->rank / l->W;
             hi = a->a.rows * (l->rank + 1) / l->W;
@@ -401,7 +414,7 @@ static int open_arrays(loom_loop *l)
             if (hi > lo && !(rc = loom_push_range_async(a->t, lo, hi, rows, &ts)))
                 rc = loom_wait(l->node, ts);
             free(rows);
-            if (a->role == ROLE_WHOLE || a->role == ROLE_PREFETCH) a->lo = 0, a->hi = a->a.rows;
+            if (a->role != ROLE_ROTATED) a->lo = 0, a->hi = a->a.rows;
             if (!rc && a->role == ROLE_WHOLE && /* the worker's copy */
                 !(a->rows = malloc(a->a.rows * a->row_bytes)))
                 rc = LOOM_ENOMEM;
@@ -437,8 +450,14 @@ int loop_run_one(loom_loop *l, elem *e, const loom_sched_task *task)
         const loom_access *ac = &l->acc[k];
         int64_t r = x[a->key] + ac->sub[0].offset;
         uint8_t *row;
+        if (a->role == ROLE_HOSTED) { /* the batch holds every row its subscripts name */
+            int rc = 0;
+            if (!loop_prefetch_at(l, a, (size_t)(e - l->el), &rc)) return rc;
+        }
         if (r < 0)
             row = NULL; /* before the array's first row: the body sees NULL */
+        else if (a->role == ROLE_HOSTED)
+            row = (uint8_t *)loop_prefetch_value(a, (uint64_t)r);
         else if (a->role == ROLE_ROTATED)
             row = (uint8_t *)task->block.rows + ((uint64_t)r - task->block.begin) * a->row_bytes;
         else if ((uint64_t)r < a->lo) /* a row of the worker before (wavefront) */
@@ -672,7 +691,8 @@ int loom_loop_run(loom_loop *l, int64_t passes)
     loop_prefetch_drop(l);
     l->blk_end = l->n;
     for (size_t i = 0; i < l->narr && !rc && !l->engine && !l->wave && l->n; i++)
-        if (l->arr[i].role == ROLE_PREFETCH && !loop_prefetch_at(l, &l->arr[i], 0, &rc) && !rc)
+        if ((l->arr[i].role == ROLE_PREFETCH || l->arr[i].role == ROLE_HOSTED) &&
+            !loop_prefetch_at(l, &l->arr[i], 0, &rc) && !rc)
             rc = LOOM_EPROTO;
     if (!rc && merges_whole) rc = loom_barrier(l->node);
     int64_t first_pass = l->pass;

@@ -129,12 +129,13 @@ static int check_buffer(const loom_loop *l, size_t k, char *err, size_t errlen)
         return loop_refuse(err, errlen, LOOM_EINVAL,
                            "buffer %u targets array %u, which is not among this loop's arrays",
                            b->id, b->target);
-    if (l->arr[s].role == ROLE_ROTATED)
+    if (l->arr[s].role == ROLE_ROTATED || l->arr[s].role == ROLE_HOSTED)
         return loop_refuse(err, errlen, LOOM_EINVAL,
-                           "buffer %u targets array %u, which rotates among the workers: a "
-                           "buffer merges into an array kept local or reached whole (A(*), "
-                           "copied or prefetched)",
-                           b->id, b->target);
+                           "buffer %u targets array %u, which %s: a buffer merges into an "
+                           "array kept local or reached whole (A(*), copied or prefetched)",
+                           b->id, b->target,
+                           l->arr[s].role == ROLE_ROTATED ? "rotates among the workers"
+                                                          : "is hosted on the servers by rows");
     return 0;
 }
 

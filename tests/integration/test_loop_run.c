@@ -11,7 +11,8 @@
  *     for each of its worker's elements;
  *   - a 1D loop adding every element into its row's sum: exact totals;
  *   - loops that cannot run yet (a wavefront with an array keyed by its time
- *     index, an array keyed by another index, a shifted subscript in 1D) and writes to the
+ *     index, a second written array keyed by a 2D loop's time index, a
+ *     shifted subscript in 1D) and writes to the
  * iteration space other than to the iteration's own element (which
  * inproc.loop_elements runs) are refused with a sentence. */
 #include <setjmp.h>
@@ -318,24 +319,31 @@ static int refuse_worker(loom_node *n, int rank, void *arg)
                          .body = sum_body};
     if (loom_loop_open(n, &o, &l, err, sizeof err) != LOOM_EINVAL || !strstr(err, "offset 0"))
         return said(err);
-    /* 1D over i, but an array keyed by j is written: not 1D... read by j */
+    /* 2D over (i, j) with two arrays written by j: one rotates, the other
+     * cannot (an array only read by j would be hosted) */
+    static const uint64_t ext84[2] = {8, 4};
     static const loom_access by_j[] = {
         {0, 0, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 0)}},
         {1, 1, 1, {LOOM_SUB(0, 0)}},
-        {2, 0, 1, {LOOM_SUB(1, 0)}},
+        {2, 1, 1, {LOOM_SUB(0, 0)}},
+        {3, 1, 1, {LOOM_SUB(1, 0)}},
+        {4, 1, 1, {LOOM_SUB(1, 0)}},
     };
-    static const loom_loop_array two[] = {{1, "loop.a", 4, 1, LOOM_F64, NULL},
-                                          {2, "loop.b", 4, 1, LOOM_F64, NULL}};
+    static const loom_loop_array four[] = {{1, "loop.a", 8, 1, LOOM_F64, NULL},
+                                           {2, "loop.b", 8, 1, LOOM_F64, NULL},
+                                           {3, "loop.c", 4, 1, LOOM_F64, NULL},
+                                           {4, "loop.d", 4, 1, LOOM_F64, NULL}};
     o = (loom_loop_opts){.dims = 2,
-                         .extents = ext,
+                         .extents = ext84,
                          .acc = by_j,
-                         .nacc = 3,
-                         .arrays = two,
-                         .narrays = 2,
+                         .nacc = 5,
+                         .arrays = four,
+                         .narrays = 4,
                          .body = sum_body};
     if (loom_loop_open(n, &o, &l, err, sizeof err) != LOOM_EINVAL ||
-        !strstr(err, "hosted on the servers by such keys come later"))
+        !strstr(err, "only an array read so is hosted"))
         return said(err);
+    o.extents = ext;
     /* writing the iteration space other than the iteration's own element */
     static const loom_access writes_space[] = {{0, 1, 2, {LOOM_SUB(0, 0), LOOM_SUB(1, 1)}},
                                                {1, 1, 1, {LOOM_SUB(0, 0)}}};
