@@ -111,8 +111,7 @@ static int worker_1d(loom_node *n, int rank, void *arg)
     CHECK(loom_loop_plan_kind(loom_loop_get_plan(l)) == LOOM_LOOP_1D);
     CHECK_OK(loom_loop_run(l, 1));
     /* the rows pulled: the distinct j of the elements this worker ran */
-    static char seen[NJ];
-    memset(seen, 0, sizeof seen);
+    char seen[NJ] = {0}; /* per worker: the workers are threads */
     uint64_t distinct = 0;
     for (size_t i = 0; i < loom_loop_elements(l); i++) {
         int64_t x[2];
