@@ -38,7 +38,7 @@ struct loom_loop_prefetch {
     struct loom_loop_rows r;
     size_t lo, hi, *start, start_cap;
     int valid;
-    uint64_t *keys;
+    uint64_t *keys, *sorting; /* the batch's unique rows; room to sort them (keys_cap) */
     size_t nkeys, keys_cap;
     uint8_t *vals;
     const void **ptr;

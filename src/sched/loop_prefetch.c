@@ -64,10 +64,27 @@ int loop_prefetch_open(loom_loop *l)
     return 0;
 }
 
-static int cmp_u64(const void *pa, const void *pb)
+/* keys[0..n), each below limit, sorted ascending: least significant digit
+ * first, as many 11-bit digits as limit - 1 has (one pass for an array of
+ * up to 2048 rows, three for 8 billion); tmp has room for n. A batch lists
+ * hundreds to thousands of rows and every pass is linear, where qsort's
+ * comparisons through a function pointer were half of what sparse LR on
+ * the loop API spent beyond the app (docs/BENCHMARKS.md). */
+static void sort_rows(uint64_t *keys, uint64_t *tmp, size_t n, uint64_t limit)
 {
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return a < b ? -1 : a > b;
+    enum { DIGIT = 11, RADIX = 1 << DIGIT };
+    size_t at[RADIX];
+    for (unsigned shift = 0; shift < 64 && (limit - 1) >> shift; shift += DIGIT) {
+        memset(at, 0, sizeof at);
+        for (size_t i = 0; i < n; i++) at[(keys[i] >> shift) & (RADIX - 1)]++;
+        for (size_t d = 0, sum = 0; d < RADIX; d++) {
+            size_t c = at[d];
+            at[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) tmp[at[(keys[i] >> shift) & (RADIX - 1)]++] = keys[i];
+        memcpy(keys, tmp, n * sizeof *keys);
+    }
 }
 
 /* The position of row r among the sorted keys, or nkeys. */
@@ -141,11 +158,17 @@ static int gather(loom_loop *l, loop_array *a, size_t i)
     if (rc) return rc;
     pf->start[count] = pf->r.n;
     size_t n = pf->r.n;
+    size_t keys_cap = pf->keys_cap;
     if ((rc = grow((void **)&pf->keys, &pf->keys_cap, n + 1, sizeof *pf->keys)) ||
         (rc = grow((void **)&pf->ptr, &pf->ptr_cap, n + 1, sizeof *pf->ptr)))
         return rc;
+    if (pf->keys_cap != keys_cap || !pf->sorting) { /* sorting: as many as keys */
+        uint64_t *t = realloc(pf->sorting, pf->keys_cap * sizeof *t);
+        if (!t) return LOOM_ENOMEM;
+        pf->sorting = t;
+    }
     memcpy(pf->keys, pf->r.row, n * sizeof *pf->keys);
-    qsort(pf->keys, n, sizeof *pf->keys, cmp_u64);
+    sort_rows(pf->keys, pf->sorting, n, a->a.rows);
     size_t u = 0;
     for (size_t k = 0; k < n; k++)
         if (!u || pf->keys[k] != pf->keys[u - 1]) pf->keys[u++] = pf->keys[k];
@@ -219,6 +242,7 @@ void loop_prefetch_close(loom_loop *l)
         free(pf->r.row);
         free(pf->start);
         free(pf->keys);
+        free(pf->sorting);
         free(pf->vals);
         free(pf->ptr);
         free(pf);
