@@ -176,7 +176,6 @@ static int check_opts(loom_loop *l, char *err, size_t errlen)
     return 0;
 }
 
-/* Roles by the plan (see the top). */
 /* Whether an access of array slot s writes it. */
 static int writes_array(const loom_loop *l, size_t s)
 {
@@ -185,6 +184,7 @@ static int writes_array(const loom_loop *l, size_t s)
     return 0;
 }
 
+/* Roles by the plan (see the top). */
 static int assign_roles(loom_loop *l, char *err, size_t errlen)
 {
     loom_loop_kind kind = loom_loop_plan_kind(l->plan);
