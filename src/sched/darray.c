@@ -29,6 +29,7 @@
 #include "loom/error.h"
 #include "loom/loop.h"
 #include "loom/table.h"
+#include "ps/rowops.h"
 #include "sched/darray_impl.h"
 #include "sched/sched.h"
 
@@ -778,7 +779,7 @@ int loom_darray_host(loom_darray *d, const char *name, loom_table **out, char *e
         uint64_t key = loom_darray_key(d, index);
         const unsigned char *v = (const unsigned char *)d->val + i * row;
         if (n && keys[n - 1] == key) {
-            darray_row_add(d->type, vals + (n - 1) * row, v, d->width);
+            rows_add(to.type, vals + (n - 1) * row, v, d->width);
         } else {
             keys[n] = key;
             memcpy(vals + n++ * row, v, row);

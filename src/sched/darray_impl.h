@@ -37,9 +37,6 @@ void darray_value_set(loom_darray_type t, void *p, double x);
 /* Two values of type t: < 0, 0 or > 0 in the type's order (floats: NaNs
  * last; -0 and +0, and NaNs, by their bits). */
 int darray_value_cmp(loom_darray_type t, const unsigned char *a, const unsigned char *b);
-/* Rows of width values of type t: dst += src (integers wrap as the servers'
- * sum tables do: exact while the sum fits). */
-void darray_row_add(loom_darray_type t, void *dst, const void *src, uint32_t width);
 
 /* One element with its index padded to the largest rank, and its values:
  * what is sorted. Indices compare lexicographically, then the values (NaNs

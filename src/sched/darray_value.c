@@ -5,8 +5,8 @@
  * double's memory; an int64 count stays exact past 2^53), so every step that
  * looks at a value rather than moving its bytes goes through here: its size,
  * the order of elements at one index (sorting must not depend on who held
- * them), the sum of elements at one index when the array is hosted, and the
- * double a loop's body sees and writes back. */
+ * them), and the double a loop's body sees and writes back (sums of hosted
+ * elements are ps/rowops.h's, in the table's type). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -79,26 +79,6 @@ void darray_value_set(loom_darray_type t, void *p, double x)
         memcpy(p, &i64, sizeof i64);
         break;
     }
-}
-
-void darray_row_add(loom_darray_type t, void *dst, const void *src, uint32_t width)
-{
-    for (uint32_t c = 0; c < width; c++) switch (t) {
-        case LOOM_DARRAY_F64:
-            ((double *)dst)[c] += ((const double *)src)[c];
-            break;
-        case LOOM_DARRAY_F32:
-            ((float *)dst)[c] += ((const float *)src)[c];
-            break;
-        case LOOM_DARRAY_I32:
-            ((int32_t *)dst)[c] =
-                (int32_t)((uint32_t)((int32_t *)dst)[c] + (uint32_t)((const int32_t *)src)[c]);
-            break;
-        case LOOM_DARRAY_I64:
-            ((int64_t *)dst)[c] =
-                (int64_t)((uint64_t)((int64_t *)dst)[c] + (uint64_t)((const int64_t *)src)[c]);
-            break;
-        }
 }
 
 /* Two values of a floating type (NaNs last; -0 and +0, NaNs: by their bits). */
