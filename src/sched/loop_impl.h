@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/u64map.h"
 #include "loom/loop.h"
 #include "loom/sched.h"
 
@@ -38,8 +39,9 @@ struct loom_loop_prefetch {
     struct loom_loop_rows r;
     size_t lo, hi, *start, start_cap;
     int valid;
-    uint64_t *keys, *sorting; /* the batch's unique rows; room to sort them (keys_cap) */
+    uint64_t *keys; /* the batch's unique rows, in order of first use */
     size_t nkeys, keys_cap;
+    u64map index; /* row -> its place in keys and vals */
     uint8_t *vals;
     const void **ptr;
     size_t ptr_cap;
@@ -95,9 +97,16 @@ struct loom_loop_buffer {
     uint64_t *list;   /* the rows written since the last flush, in order */
     size_t nlist;
     uint8_t *scratch; /* for writes outside the target */
-    uint8_t *delta;   /* whole and prefetched targets: the changes pushed */
+    uint8_t *delta;   /* whole and prefetched targets: the changes, the rows seen */
     size_t delta_cap; /* rows delta has room for */
     int bad;          /* a write outside the target was made */
+    /* the last flush's push, in flight until sent_ts: its keys and changes */
+    uint64_t *sent_keys;
+    size_t sent_keys_cap;
+    uint8_t *sent_delta;
+    size_t sent_delta_cap;
+    loom_ts sent_ts;
+    int sending;
 };
 
 struct loom_loop {

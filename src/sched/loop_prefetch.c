@@ -11,8 +11,10 @@
  * end of the block (the next block may run at another time, after other
  * workers' merges) nor past the next flush of a buffer on the array (whose
  * merge changes the rows: the elements after it must see the change, as
- * they would with a whole copy read again). Their declared rows are sorted
- * and made unique and pulled with one loom_pull(); each element's list of
+ * they would with a whole copy read again). Their declared rows are made
+ * unique through a hash map, in order of first use (a sort of the batch's
+ * rows cost sparse LR a tenth of its time; loom_pull takes keys in any
+ * order), and pulled with one loom_pull(); each element's list of
  * rows then points into the pulled values, so the body reads row k of its
  * own list with no lookup, and loom_loop_fetched_row() finds a row by
  * number in the element's own list, refusing (and counting) any it did not
@@ -60,45 +62,9 @@ int loop_prefetch_open(loom_loop *l)
         a->pf->l = l;
         a->pf->a = a;
         a->pf->r.limit = a->a.rows;
+        if (u64map_init(&a->pf->index, DEFAULT_BATCH)) return LOOM_ENOMEM;
     }
     return 0;
-}
-
-/* keys[0..n), each below limit, sorted ascending: least significant digit
- * first, as many 11-bit digits as limit - 1 has (one pass for an array of
- * up to 2048 rows, three for 8 billion); tmp has room for n. A batch lists
- * hundreds to thousands of rows and every pass is linear, where qsort's
- * comparisons through a function pointer were half of what sparse LR on
- * the loop API spent beyond the app (docs/BENCHMARKS.md). */
-static void sort_rows(uint64_t *keys, uint64_t *tmp, size_t n, uint64_t limit)
-{
-    enum { DIGIT = 11, RADIX = 1 << DIGIT };
-    size_t at[RADIX];
-    for (unsigned shift = 0; shift < 64 && (limit - 1) >> shift; shift += DIGIT) {
-        memset(at, 0, sizeof at);
-        for (size_t i = 0; i < n; i++) at[(keys[i] >> shift) & (RADIX - 1)]++;
-        for (size_t d = 0, sum = 0; d < RADIX; d++) {
-            size_t c = at[d];
-            at[d] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; i++) tmp[at[(keys[i] >> shift) & (RADIX - 1)]++] = keys[i];
-        memcpy(keys, tmp, n * sizeof *keys);
-    }
-}
-
-/* The position of row r among the sorted keys, or nkeys. */
-static size_t find_key(const struct loom_loop_prefetch *pf, uint64_t r)
-{
-    size_t lo = 0, hi = pf->nkeys;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pf->keys[mid] < r)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < pf->nkeys && pf->keys[lo] == r ? lo : pf->nkeys;
 }
 
 static int grow(void **p, size_t *cap, size_t want, size_t size)
@@ -158,28 +124,24 @@ static int gather(loom_loop *l, loop_array *a, size_t i)
     if (rc) return rc;
     pf->start[count] = pf->r.n;
     size_t n = pf->r.n;
-    size_t keys_cap = pf->keys_cap;
     if ((rc = grow((void **)&pf->keys, &pf->keys_cap, n + 1, sizeof *pf->keys)) ||
         (rc = grow((void **)&pf->ptr, &pf->ptr_cap, n + 1, sizeof *pf->ptr)))
         return rc;
-    if (pf->keys_cap != keys_cap || !pf->sorting) { /* sorting: as many as keys */
-        uint64_t *t = realloc(pf->sorting, pf->keys_cap * sizeof *t);
-        if (!t) return LOOM_ENOMEM;
-        pf->sorting = t;
-    }
-    memcpy(pf->keys, pf->r.row, n * sizeof *pf->keys);
-    sort_rows(pf->keys, pf->sorting, n, a->a.rows);
-    size_t u = 0;
-    for (size_t k = 0; k < n; k++)
-        if (!u || pf->keys[k] != pf->keys[u - 1]) pf->keys[u++] = pf->keys[k];
-    pf->nkeys = u;
     /* vals: sized with keys_cap, which only grows */
     uint8_t *vals = realloc(pf->vals, (pf->keys_cap + 1) * a->row_bytes);
     if (!vals) return LOOM_ENOMEM;
     pf->vals = vals;
+    u64map_clear(&pf->index);
+    size_t u = 0;
+    for (size_t k = 0; k < n; k++) {
+        int added;
+        uint32_t slot = u64map_put(&pf->index, pf->r.row[k], (uint32_t)u, &added);
+        if (slot == UINT32_MAX) return LOOM_ENOMEM;
+        if (added) pf->keys[u++] = pf->r.row[k];
+        pf->ptr[k] = vals + (size_t)slot * a->row_bytes;
+    }
+    pf->nkeys = u;
     if (u && (rc = loom_pull(a->t, pf->keys, u, pf->vals))) return rc;
-    for (size_t k = 0; k < n; k++)
-        pf->ptr[k] = pf->vals + find_key(pf, pf->r.row[k]) * a->row_bytes;
     pf->lo = i, pf->hi = i + count, pf->valid = 1;
     pf->stats.batches++;
     pf->stats.rows_pulled += u;
@@ -209,9 +171,9 @@ void loop_prefetch_drop(loom_loop *l)
 const uint8_t *loop_prefetch_value(const loop_array *a, uint64_t r)
 {
     const struct loom_loop_prefetch *pf = a->pf;
-    if (!pf || !pf->valid) return NULL;
-    size_t k = find_key(pf, r);
-    return k < pf->nkeys ? pf->vals + k * a->row_bytes : NULL;
+    uint32_t slot;
+    if (!pf || !pf->valid || !u64map_get(&pf->index, r, &slot)) return NULL;
+    return pf->vals + (size_t)slot * a->row_bytes;
 }
 
 const void *loom_loop_fetched_row(const loom_loop_fetched *f, uint64_t row)
@@ -242,7 +204,7 @@ void loop_prefetch_close(loom_loop *l)
         free(pf->r.row);
         free(pf->start);
         free(pf->keys);
-        free(pf->sorting);
+        u64map_free(&pf->index);
         free(pf->vals);
         free(pf->ptr);
         free(pf);

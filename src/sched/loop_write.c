@@ -18,7 +18,17 @@
  * batch, or pulled at the flush for rows the batch lacks), whose change is
  * pushed alike, after which the batch is dropped (loop_prefetch.c). The
  * count of body calls since the last flush triggers one at the delay bound;
- * loop_run.c flushes at the end of every block and run as well. */
+ * loop_run.c flushes at the end of every block and run as well.
+ *
+ * A flush within a block does not wait for its push: the table sums, so the
+ * reads after it (the next batch's pull, the copy read again) add this
+ * worker's pushes still in flight (read-my-writes, loom/table.h) and see the
+ * merge as they would after the wait. Waiting was a sleep and a wake-up per
+ * minibatch, a tenth of sparse LR's CPU on the loop API. Only the push's
+ * arrays must stay until the servers have them, so a buffer sends from a
+ * second pair (sent_keys, sent_delta) and waits for the last push before it
+ * reuses them, which by then has long arrived; the end of a block or run
+ * waits, so the other workers see every merge of it. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -247,6 +257,35 @@ static int prefetched_rows(struct loom_loop_buffer *b)
     return rc;
 }
 
+/* Wait for the buffer's push in flight, if any. */
+static int wait_sent(loom_loop *l, struct loom_loop_buffer *b)
+{
+    if (!b->sending) return 0;
+    b->sending = 0;
+    return loom_wait(l->node, b->sent_ts);
+}
+
+/* Push the n rows of b->list whose changes are at the front of b->delta,
+ * without waiting (see the top). */
+static int send_changes(loom_loop *l, struct loom_loop_buffer *b, size_t n)
+{
+    int rc = wait_sent(l, b);
+    if (rc) return rc;
+    if (n > b->sent_keys_cap) {
+        uint64_t *k = realloc(b->sent_keys, n * sizeof *k);
+        if (!k) return LOOM_ENOMEM;
+        b->sent_keys = k, b->sent_keys_cap = n;
+    }
+    memcpy(b->sent_keys, b->list, n * sizeof *b->list);
+    uint8_t *d = b->delta;
+    size_t cap = b->delta_cap;
+    b->delta = b->sent_delta, b->delta_cap = b->sent_delta_cap;
+    b->sent_delta = d, b->sent_delta_cap = cap;
+    rc = loom_push_async(b->target->t, b->sent_keys, n, b->sent_delta, &b->sent_ts);
+    b->sending = !rc;
+    return rc;
+}
+
 static int flush(loom_loop *l, struct loom_loop_buffer *b)
 {
     b->calls = 0;
@@ -281,9 +320,7 @@ static int flush(loom_loop *l, struct loom_loop_buffer *b)
     size_t n = b->nlist;
     b->nlist = 0;
     if (rc || t->role == ROLE_SPACE) return rc;
-    loom_ts ts;
-    rc = loom_push_async(t->t, b->list, n, b->delta, &ts);
-    if (!rc) rc = loom_wait(l->node, ts);
+    rc = send_changes(l, b, n);
     if (t->role == ROLE_PREFETCH) { /* the next elements pull the merged rows */
         loop_prefetch_drop(l);
         return rc;
@@ -303,6 +340,10 @@ int loop_flush_all(loom_loop *l)
 {
     int rc = 0;
     for (size_t k = 0; k < l->o.nbuffers && !rc; k++) rc = flush(l, &l->buf[k]);
+    for (size_t k = 0; k < l->o.nbuffers; k++) {
+        int w = wait_sent(l, &l->buf[k]);
+        rc = rc ? rc : w;
+    }
     loop_prefetch_drop(l); /* a block's end: the next block pulls its own rows */
     return rc;
 }
@@ -385,6 +426,11 @@ void loop_write_close(loom_loop *l)
         free(l->buf[k].list);
         free(l->buf[k].scratch);
         free(l->buf[k].delta);
+        /* a push still in flight reads them until it arrives; if it cannot,
+         * the job is failing and they stay until the process ends */
+        if (wait_sent(l, &l->buf[k])) continue;
+        free(l->buf[k].sent_keys);
+        free(l->buf[k].sent_delta);
     }
     free(l->accum);
     free(l->buf);
