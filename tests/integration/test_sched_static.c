@@ -245,61 +245,84 @@ static void test_ring_takes_from_the_predecessor(void **state)
 
 /* A mostly-zero block travels sparse: it arrives bit for bit (a -0.0 and a NaN
  * included) in a small fraction of its dense size, and a dense one arrives as
- * it was; sparse forms that lie about their count, their positions or their
+ * it was; so do a block whose gaps take 4 bytes and one whose sparse form
+ * comes out no smaller than its dense one (its gaps decided that only while
+ * encoding); sparse forms that lie about their count, their positions or their
  * value size are refused with LOOM_EPROTO. */
 #define SPARSE_VALS 100000
+#define FAR_VALS    (1u << 22) /* a gap of 4 MB: four LEB128 bytes */
+/* 65,531 non-zero floats, the last 16,385 after the others: 8 + 65,531 x 5 bytes is
+ * one less than the dense 4 x 81,916, but the last gap takes 3 bytes, not 1 */
+#define EDGE_VALS 81916
+#define EDGE_NNZ  65531
 static int sparse_worker(loom_node *n, int rank, void *arg)
 {
     (void)arg;
     const uint32_t engine = 78;
     double *mine = calloc(SPARSE_VALS, sizeof *mine), *got = malloc(SPARSE_VALS * sizeof *got);
     float dense[4] = {1, 2, 3, 4}, fgot[4];
-    CHECK(mine && got);
+    float *far = calloc(FAR_VALS, sizeof *far), *far_got = malloc(FAR_VALS * sizeof *far_got);
+    float *edge = calloc(EDGE_VALS, sizeof *edge), *edge_got = malloc(EDGE_VALS * sizeof *edge);
+    CHECK(mine && got && far && far_got && edge && edge_got);
     mine[0] = 1.5, mine[777] = -0.0, mine[SPARSE_VALS - 1] = NAN;
+    far[1] = 2, far[FAR_VALS - 1] = 3;
+    for (int i = 0; i < EDGE_NNZ - 1; i++) edge[i] = (float)(i + 1);
+    edge[EDGE_VALS - 1] = -1;
     loom_stats before, after;
     loom_node_stats(n, &before);
     CHECK_OK(loom_barrier(n));
     if (rank == 1) {
         CHECK_OK(sched_send_block(n, engine, 0, 1, 1, mine, SPARSE_VALS * sizeof *mine, 8));
         CHECK_OK(sched_send_block(n, engine, 0, 2, 1, dense, sizeof dense, 4));
-        /* hostile sparse forms of block 3, versions 1-4 (req = value size) */
-        uint8_t bad[8 + 2 * 12] = {0};
-        uint64_t nnz = 2;
-        uint32_t pos[2] = {5, 3}; /* descending */
-        memcpy(bad, &nnz, 8);
-        memcpy(bad + 8, pos, 8);
-        msg_header h = {.type = MSG_SCHED_BLOCK, .table = engine, .a = 3, .b = 1, .req = 8};
-        node_frame f = {.data = bad, .len = sizeof bad, .copy = 1};
+        CHECK_OK(sched_send_block(n, engine, 0, 4, 1, far, FAR_VALS * sizeof *far, 4));
+        CHECK_OK(sched_send_block(n, engine, 0, 5, 1, edge, EDGE_VALS * sizeof *edge, 4));
+        /* hostile sparse forms of block 3 (16 values of 8 bytes), versions 1-5:
+         * [u64 count][values][LEB128 gaps] (req = value size) */
+        static const struct {
+            uint64_t nnz;
+            uint8_t gaps[3];
+            size_t ngaps, req;
+        } bad[] = {
+            {2, {1, 20}, 2, 8},   /* positions 1 and 22: past the end of 16 */
+            {3, {1, 2}, 2, 8},    /* a count the frame cannot hold */
+            {2, {1, 0x80}, 2, 8}, /* the last gap runs past the frame */
+            {2, {1, 2, 0}, 3, 8}, /* a byte after the last gap */
+            {2, {1, 2}, 2, 4},    /* another value size */
+        };
         uint32_t to = node_worker_id(loom_num_servers(n), 0);
-        CHECK_OK(node_send(n, to, &h, &f, 1));
-        pos[0] = 1, pos[1] = 16; /* past the end of 16 values */
-        memcpy(bad + 8, pos, 8);
-        h.b = 2;
-        CHECK_OK(node_send(n, to, &h, &f, 1));
-        nnz = 3; /* more than the frame holds */
-        memcpy(bad, &nnz, 8);
-        h.b = 3;
-        CHECK_OK(node_send(n, to, &h, &f, 1));
-        nnz = 2;
-        memcpy(bad, &nnz, 8);
-        h.b = 4;
-        h.req = 4; /* another value size */
-        CHECK_OK(node_send(n, to, &h, &f, 1));
+        for (size_t v = 0; v < sizeof bad / sizeof *bad; v++) {
+            uint8_t frame[8 + 2 * 8 + 3] = {0};
+            memcpy(frame, &bad[v].nnz, 8);
+            memcpy(frame + 8 + 2 * 8, bad[v].gaps, bad[v].ngaps);
+            msg_header h = {
+                .type = MSG_SCHED_BLOCK, .table = engine, .a = 3, .b = v + 1, .req = bad[v].req};
+            node_frame f = {.data = frame, .len = 8 + 2 * 8 + bad[v].ngaps, .copy = 1};
+            CHECK_OK(node_send(n, to, &h, &f, 1));
+        }
     }
     if (rank == 0) {
         CHECK_OK(sched_take_block(n, engine, 1, 1, 1, got, SPARSE_VALS * sizeof *got, 8));
         CHECK(memcmp(got, mine, SPARSE_VALS * sizeof *got) == 0);
         loom_node_stats(n, &after);
-        /* dense: 800,000 bytes; sparse: 44, beside a barrier's messages */
+        /* dense: 800,000 bytes; sparse: 38 (a count, 3 values, gaps of 1, 2 and 3 bytes),
+         * beside a barrier's messages */
         CHECK(after.bytes_received - before.bytes_received < 20000);
         CHECK_OK(sched_take_block(n, engine, 1, 2, 1, fgot, sizeof fgot, 4));
         CHECK(memcmp(fgot, dense, sizeof dense) == 0);
+        CHECK_OK(sched_take_block(n, engine, 1, 4, 1, far_got, FAR_VALS * sizeof *far_got, 4));
+        CHECK(memcmp(far_got, far, FAR_VALS * sizeof *far) == 0);
+        CHECK_OK(sched_take_block(n, engine, 1, 5, 1, edge_got, EDGE_VALS * sizeof *edge, 4));
+        CHECK(memcmp(edge_got, edge, EDGE_VALS * sizeof *edge) == 0);
         int64_t sixteen[16];
-        for (uint64_t v = 1; v <= 4; v++)
+        for (uint64_t v = 1; v <= 5; v++)
             CHECK(sched_take_block(n, engine, 1, 3, v, sixteen, sizeof sixteen, 8) == LOOM_EPROTO);
     }
     free(mine);
     free(got);
+    free(far);
+    free(far_got);
+    free(edge);
+    free(edge_got);
     return 0;
 }
 
