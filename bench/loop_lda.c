@@ -69,12 +69,6 @@ enum { TOTALS_BUF };
 #define TOPIC(e) ((uint32_t)(e))
 #define COUNT(e) ((uint32_t)((e) >> 32))
 
-static int cmp_desc(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x > y ? -1 : x < y;
-}
-
 typedef struct lda_loop {
     lda_params p;
     int counting;    /* the first run: add each token's topic */
@@ -100,6 +94,7 @@ typedef struct lda_loop {
     size_t *woff;        /* per word: its list's place in the pool */
     uint32_t *wlen;      /* per word: its list's length */
     uint64_t *pool;      /* the lists: room for min(count, K) entries a word */
+    uint64_t *sorting;   /* K: room to sort a list */
     size_t pool_used, pool_cap;
 } lda_loop;
 
@@ -135,7 +130,7 @@ static uint64_t *word_list(lda_loop *s, uint64_t w, const int32_t *nw)
     uint32_t n = 0;
     for (uint32_t k = 0; k < K; k++)
         if (nw[k]) e[n++] = (uint64_t)(uint32_t)nw[k] << 32 | k;
-    qsort(e, n, sizeof *e, cmp_desc);
+    lda_sort_desc(e, n, s->sorting);
     s->woff[w] = s->pool_used, s->wlen[w] = n, s->wgen[w] = s->gen;
     s->pool_used += room;
     return e;
@@ -557,10 +552,11 @@ int main(int argc, char **argv)
     s.qval = malloc(s.p.topics * sizeof *s.qval);
     s.dtopics = malloc(s.p.topics * sizeof *s.dtopics);
     s.dpos = malloc(s.p.topics * sizeof *s.dpos);
+    s.sorting = malloc(s.p.topics * sizeof *s.sorting);
     s.loop = l;
     s.seed = seed;
     if (!s.tb || !s.wgen || !s.woff || !s.wlen || !s.rng || !s.rng_pass || !s.nk || !s.coef ||
-        !s.qval || !s.dtopics || !s.dpos)
+        !s.qval || !s.dtopics || !s.dpos || !s.sorting)
         rc = LOOM_ENOMEM;
     if (!rc) rc = count_pass(l, &s);
     if (!rc && me == 0)
@@ -609,6 +605,7 @@ int main(int argc, char **argv)
     loom_corpus_free(corpus);
     free(idx), free(z), free(s.rng), free(s.rng_pass), free(s.nk), free(s.coef), free(s.qval),
         free(s.dtopics);
-    free(s.dpos), free(s.tb), free(s.wgen), free(s.woff), free(s.wlen), free(s.pool);
+    free(s.dpos), free(s.tb), free(s.wgen), free(s.woff), free(s.wlen), free(s.pool),
+        free(s.sorting);
     return rc || bad ? 1 : loom_finalize(n) ? 1 : 0;
 }

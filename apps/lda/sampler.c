@@ -106,10 +106,9 @@ static inline size_t span(const lda_sampler *s, size_t w)
     return s->kind == LDA_SAMPLER_MH ? s->off[w + 1] - s->off[w] : s->len[w];
 }
 
-/* n entries sorted descending: runs of 16 by insertion, then merged
- * through tmp (room for n). Inline, without qsort's call per comparison: a
- * load sorts every word's list. */
-static void merge_desc(uint64_t *e, size_t n, uint64_t *tmp)
+/* Runs of 16 by insertion, then merged through tmp (lda.h). Inline,
+ * without qsort's call per comparison: a load sorts every word's list. */
+void lda_sort_desc(uint64_t *e, size_t n, uint64_t *tmp)
 {
     for (size_t r = 0; r < n; r += 16)
         for (size_t i = r + 1; i < n && i < r + 16; i++) {
@@ -135,7 +134,7 @@ static void merge_desc(uint64_t *e, size_t n, uint64_t *tmp)
 
 /* The same for a list that is nearly in order (rebuilt from its old order
  * after a few counts changed): insertion sort takes it in about n steps;
- * past a budget of moves (many counts changed) the rest is merge_desc's.
+ * past a budget of moves (many counts changed) the rest is lda_sort_desc's.
  * Entries are distinct, so either way the order is the one order. */
 static void resort_desc(uint64_t *e, size_t n, uint64_t *tmp)
 {
@@ -147,7 +146,7 @@ static void resort_desc(uint64_t *e, size_t n, uint64_t *tmp)
         e[j] = v;
         moves += i - j;
         if (moves > budget) {
-            merge_desc(e, n, tmp);
+            lda_sort_desc(e, n, tmp);
             return;
         }
     }
@@ -172,7 +171,7 @@ static void pack_word(lda_sampler *s, size_t w)
     int32_t c;
     for (size_t pos = 0; lda_rows_next(&s->rows, w, &pos, &k, &c);)
         if (c > 0) e[n++] = (uint64_t)c << 32 | k;
-    merge_desc(e, n, s->sorted);
+    lda_sort_desc(e, n, s->sorted);
     packed_word(s, w, n);
 }
 
