@@ -266,11 +266,20 @@ static int drain_socket(loom_node *n, uint32_t from_peer, atomic_int *pending)
     return 1;
 }
 
+/* The ROUTER after the DEALERs, and only once the roster is in: it binds the
+ * routing ids that name the job's nodes, and it comes on the DEALER to the
+ * scheduler, which sends it to one node after another. A worker that got its
+ * roster first may already be sending to one that has not (a ring's first
+ * block); read before the roster, that message would name nobody and be
+ * dropped, and its taker would wait for ever. Left in the socket, it is read
+ * in the round that installs the roster: router_pending stays set, and the
+ * roster's arrival wakes the poll. */
 static int drain_sockets(loom_node *n)
 {
-    int more = drain_socket(n, NODE_NO_ID, &n->router_pending);
+    int more = 0;
     for (uint32_t id = 0; id <= (uint32_t)n->cfg.num_servers && id < n->nnodes; id++)
         more |= drain_socket(n, id, &n->peers[id].dealer_pending);
+    if (n->roster_installed) more |= drain_socket(n, NODE_NO_ID, &n->router_pending);
     return more;
 }
 
