@@ -255,10 +255,10 @@ int lda_sampler_reload(lda_sampler *s, const uint32_t *words, size_t n);
  * keeps the order by local swaps (bench/loop_lda.c keeps such a list in a
  * word's row). */
 void lda_word_dec(uint64_t *e, uint32_t *len, uint32_t k);
-/* n such entries sorted descending, through tmp (room for n). */
-void lda_sort_desc(uint64_t *e, size_t n, uint64_t *tmp);
 void lda_word_inc_at(uint64_t *e, uint32_t j);
 void lda_word_inc(uint64_t *e, uint32_t *len, uint32_t k);
+/* n such entries sorted descending, through tmp (room for n). */
+void lda_sort_desc(uint64_t *e, size_t n, uint64_t *tmp);
 /* The current count of topic k for local word w (tests). */
 int32_t lda_sampler_count(const lda_sampler *s, size_t w, uint32_t k);
 
