@@ -272,15 +272,18 @@ static int drain_socket(loom_node *n, uint32_t from_peer, atomic_int *pending)
  * roster first may already be sending to one that has not (a ring's first
  * block); read before the roster, that message would name nobody and be
  * dropped, and its taker would wait for ever. Left in the socket, it is read
- * in the round that installs the roster: router_pending stays set, and the
- * roster's arrival wakes the poll. */
+ * in the round that installs the roster. Until then the ROUTER is not polled
+ * either (poll_set): its descriptor stays readable until the socket is read,
+ * and polling it would spin the thread (256 waiting workers on 2 cores took
+ * the CPU the rest of the job needed to start). */
 static int drain_sockets(loom_node *n)
 {
-    int more = 0;
+    int more = 0, had_roster = n->roster_installed;
     for (uint32_t id = 0; id <= (uint32_t)n->cfg.num_servers && id < n->nnodes; id++)
         more |= drain_socket(n, id, &n->peers[id].dealer_pending);
-    if (n->roster_installed) more |= drain_socket(n, NODE_NO_ID, &n->router_pending);
-    return more;
+    if (!n->roster_installed) return more;
+    if (!had_roster) atomic_store(&n->router_pending, 1); /* unread, unpolled until now */
+    return more | drain_socket(n, NODE_NO_ID, &n->router_pending);
 }
 
 /* Fill fds with first_fd and the descriptors that signal input on each open
@@ -293,7 +296,7 @@ static int poll_set(loom_node *n, int first_fd, struct pollfd fds[POLL_MAX],
     flags[k] = NULL;
     fds[k++] = (struct pollfd){first_fd, POLLIN, 0};
     pthread_mutex_lock(&n->sock_mu);
-    if (n->router) {
+    if (n->router && n->roster_installed) { /* see drain_sockets */
         flags[k] = &n->router_pending;
         fds[k++] = (struct pollfd){n->router_fd, POLLIN, 0};
     }
@@ -452,6 +455,8 @@ static void wait_reading(loom_node *n, loom_ts ts)
     node_reader me = {fd, NULL};
     pthread_mutex_lock(&n->sock_mu);
     me.next = n->reader_list;
+    /* On the list only while this frame lives: taken off below, before return. */
+    // cppcheck-suppress autoVariables
     n->reader_list = &me;
     pthread_mutex_unlock(&n->sock_mu);
     atomic_fetch_add(&n->readers, 1);
