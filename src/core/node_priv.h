@@ -377,6 +377,11 @@ void node_send_control(loom_node *n, uint32_t dest, uint8_t type, uint64_t req, 
 /* After sending on sock (sock_mu held): wake the I/O thread if input waits
  * on it, since ZeroMQ may have taken the signal its poll waits for. */
 void node_wake_if_readable(loom_node *n, void *sock, atomic_int *pending);
+/* Whether this thread is reading the socket of this pending flag to its end
+ * now (node_recv.c, drain_socket): a handler's reply on it needs no check
+ * for input, as the reading goes on until the socket has nothing more (the
+ * server's answers: one ZMQ_EVENTS query, two system calls, a request). */
+int node_draining(const atomic_int *pending);
 /* Wake the I/O thread's poll (wake_fd). */
 void node_wake_io_thread(loom_node *n);
 /* Make the ROUTER, bind it (the scheduler's address, or an ephemeral port) and

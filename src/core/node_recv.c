@@ -256,11 +256,21 @@ static int receive_one(loom_node *n, uint32_t from_peer)
  * messages from each (recv_mu held). Returns 1 if a socket may hold more.
  * Only the DEALERs to the scheduler and the servers are read: those to other
  * workers, or a server's to other servers, only send (peer_to_peer). */
+static _Thread_local const atomic_int *draining; /* see node_draining */
+
+int node_draining(const atomic_int *pending)
+{
+    return pending == draining;
+}
+
 static int drain_socket(loom_node *n, uint32_t from_peer, atomic_int *pending)
 {
     if (!atomic_exchange(pending, 0)) return 0;
+    const atomic_int *outer = draining;
+    draining = pending;
     int k = 0;
     while (k < IO_BATCH && receive_one(n, from_peer)) k++;
+    draining = outer;
     if (k < IO_BATCH) return 0;
     atomic_store(pending, 1); /* not read to the end */
     return 1;

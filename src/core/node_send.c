@@ -224,6 +224,7 @@ int node_rebind(loom_node *n, uint32_t id, const uint8_t *rid, const char *addr)
  * nothing costs little; a message nobody reads stalls the job). */
 void node_wake_if_readable(loom_node *n, void *sock, atomic_int *pending)
 {
+    if (node_draining(pending)) return; /* this thread reads it to its end */
     int events = 0;
     if (zmq_retry_events(sock, &events) < 0 || (events & ZMQ_POLLIN)) {
         atomic_store(pending, 1);
