@@ -5,7 +5,8 @@
  * hand-over to another thread. ZeroMQ signals input on a socket's descriptor
  * edge-triggered and any use of the socket may take the signal; so every
  * thread that sent checks the socket for input afterwards and, if some
- * waits, wakes the I/O thread (wake_fd), which reads it (node_recv.c).
+ * waits, wakes the I/O thread (wake_fd), which reads it (node_recv.c); all
+ * but a thread that is reading that socket to its end (node_draining).
  *
  * The sockets: the ROUTER every node binds, a DEALER to each peer it sends
  * requests to (connected at start and when the roster comes), and a DEALER
