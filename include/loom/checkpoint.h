@@ -104,7 +104,9 @@ int loom_checkpoint_worker_state(const loom_checkpoint *ck, int rank, const void
 
 /* Every checkpoint directory in DIR, oldest first: fn(ctx, clock, status),
  * status 0 for a committed one that verifies, else the reason it does not
- * (loom_last_error() while fn runs says why). Returns the number found, or a
+ * (loom_last_error() while fn runs says why). A job may be checkpointing into
+ * DIR meanwhile: one it removed before it could be opened is left out, and
+ * the newer ones it made are listed. Returns the number listed, or a
  * negative loom error if DIR cannot be read. */
 typedef void (*loom_checkpoint_list_fn)(void *ctx, int64_t clock, int status);
 int loom_checkpoint_list(const char *dir, loom_checkpoint_list_fn fn, void *ctx);

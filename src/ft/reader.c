@@ -5,11 +5,14 @@
  * a checkpoint that opens is whole; errors go to loom_last_error() with the
  * file, without printing: the tool decides what to say. */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "core/u64map.h"
@@ -206,21 +209,17 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int loom_checkpoint_list(const char *dir, loom_checkpoint_list_fn fn, void *ctx)
+/* The clocks of DIR's ckpt-<clock> directories, ascending, into *out (NULL
+ * when none). Returns their number, or -1 if DIR cannot be read. */
+static long scan_clocks(const char *dir, int64_t **out)
 {
-    if (!dir || !fn) return -LOOM_EINVAL;
+    *out = NULL;
     DIR *d = opendir(dir);
-    if (!d) {
-        log_set_error("%s: cannot read the directory", dir);
-        return -LOOM_ENOTFOUND;
-    }
-    int64_t *clocks = NULL;
+    if (!d) return -1;
+    int64_t *clocks = NULL, c;
     size_t n = 0, cap = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        char *end;
-        if (strncmp(e->d_name, "ckpt-", 5) || strlen(e->d_name) != 17) continue;
-        long long c = strtoll(e->d_name + 5, &end, 10);
-        if (*end || c < 0) continue;
+        if (!ft_ckpt_name(e->d_name, &c)) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
             int64_t *g = realloc(clocks, cap * sizeof *g);
@@ -230,15 +229,91 @@ int loom_checkpoint_list(const char *dir, loom_checkpoint_list_fn fn, void *ctx)
         clocks[n++] = c;
     }
     closedir(d);
-    if (n) qsort(clocks, n, sizeof *clocks, cmp_i64); /* clocks is NULL in an empty DIR */
-    for (size_t i = 0; i < n; i++) {
+    if (n) qsort(clocks, n, sizeof *clocks, cmp_i64);
+    *out = clocks;
+    return (long)n;
+}
+
+/* Whether DIR's ckpt-<clock> directory is gone: a running job removes an old
+ * checkpoint by renaming it (ft_dir_remove_ckpt) once a newer one is in. */
+static int ckpt_gone(const char *dir, int64_t clock)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/ckpt-%012" PRId64, dir, clock);
+    return faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) && errno == ENOENT;
+}
+
+typedef struct listed {
+    int64_t clock;
+    int status;
+    char *why; /* loom_last_error() after a failed open */
+} listed;
+
+static void free_listed(listed *l, long n)
+{
+    for (long i = 0; i < n; i++) free(l[i].why);
+    free(l);
+}
+
+/* Every checkpoint of one scan of DIR opened into *out; *gone says whether one
+ * vanished between the scan and its opening. Returns their number, -1 if DIR
+ * cannot be read, -2 without memory. */
+static long open_all(const char *dir, listed **out, int *gone)
+{
+    int64_t *clocks;
+    long n = scan_clocks(dir, &clocks);
+    *out = NULL;
+    *gone = 0;
+    if (n <= 0) return n;
+    listed *l = calloc((size_t)n, sizeof *l);
+    long k = 0;
+    for (long i = 0; l && i < n; i++) {
         loom_checkpoint *ck;
         loom_clear_last_error();
         int rc = loom_checkpoint_open(dir, clocks[i], &ck);
-        if (rc == LOOM_ENOTFOUND) log_set_error("partial: no MANIFEST (never committed)");
-        fn(ctx, clocks[i], rc);
         if (!rc) loom_checkpoint_close(ck);
+        if (rc && ckpt_gone(dir, clocks[i])) {
+            *gone = 1;
+            continue;
+        }
+        if (rc == LOOM_ENOTFOUND) log_set_error("partial: no MANIFEST (never committed)");
+        l[k] = (listed){clocks[i], rc, rc ? strdup(loom_last_error()) : NULL};
+        k++;
     }
     free(clocks);
+    if (!l) return -2;
+    *out = l;
+    return k;
+}
+
+/* A job may be checkpointing into DIR while it is listed: between the scan and
+ * the opening of each checkpoint it can commit a new one and remove the old,
+ * and a list of the old alone would say nothing resumable is there. So a scan
+ * in which a checkpoint vanished is made again (a few times at most), and
+ * the checkpoints are reported once one scan saw them all. */
+int loom_checkpoint_list(const char *dir, loom_checkpoint_list_fn fn, void *ctx)
+{
+    if (!dir || !fn) return -LOOM_EINVAL;
+    listed *l = NULL;
+    long n = 0;
+    int gone = 1;
+    for (int scan = 0; gone && scan < 4; scan++) {
+        free_listed(l, n);
+        n = open_all(dir, &l, &gone);
+        if (n == -1) {
+            log_set_error("%s: cannot read the directory", dir);
+            return -LOOM_ENOTFOUND;
+        }
+        if (n < 0) {
+            log_set_error("out of memory");
+            return -LOOM_ENOMEM;
+        }
+    }
+    for (long i = 0; i < n; i++) {
+        loom_clear_last_error();
+        if (l[i].status) log_set_error("%s", l[i].why ? l[i].why : "out of memory");
+        fn(ctx, l[i].clock, l[i].status);
+    }
+    free_listed(l, n);
     return (int)n;
 }

@@ -165,6 +165,15 @@ static void on_rows_push(loom_node *n, void *ctx, node_msg *m)
  * once when it has waited stall_ms (ps.h), with what it waits on: with the
  * servers' and the scheduler's own reports, a job that stopped moving says
  * where. */
+/* How long something started at `since` has waited by `now`: 0 when it
+ * started after `now` was read (an application thread stamps its requests
+ * while the I/O thread's timer runs on the time of its round), rather than
+ * an unsigned wrap read as 584 million years. */
+static uint64_t waited_ms(uint64_t now, uint64_t since)
+{
+    return now > since ? now - since : 0;
+}
+
 static void client_report_stall(ps_client *c, uint64_t now)
 {
     pthread_mutex_lock(&c->mu);
@@ -176,11 +185,11 @@ static void client_report_stall(ps_client *c, uint64_t now)
         npulls++;
         if (!pull || p->since < pull->since) pull = p;
     }
-    if (pull && now - pull->since >= c->stall_ms && pull->since != c->stall_said[0]) {
+    if (pull && waited_ms(now, pull->since) >= c->stall_ms && pull->since != c->stall_said[0]) {
         c->stall_said[0] = pull->since;
         log_warn("a pull of table %u has waited %" PRIu64 " s for server %d (%s), %u pull "
                  "part(s) unanswered in all",
-                 pull->op->t->id, (now - pull->since) / 1000, pull->server,
+                 pull->op->t->id, waited_ms(now, pull->since) / 1000, pull->server,
                  c->dead[pull->server] == PS_UP ? "up" : "not up", npulls);
     }
     pthread_mutex_unlock(&c->mu);
@@ -206,16 +215,16 @@ static void client_report_stall(ps_client *c, uint64_t now)
     int64_t min = c->global_min, mine = atomic_load(&c->clock);
     int waiting = gate_since && min < mine - c->gate; /* not just woken */
     node_unlock(c->node);
-    if (waiting && now - gate_since >= c->stall_ms && gate_since != c->stall_said[2]) {
+    if (waiting && waited_ms(now, gate_since) >= c->stall_ms && gate_since != c->stall_said[2]) {
         c->stall_said[2] = gate_since;
         log_warn("loom_clock has waited %" PRIu64 " s for the slowest worker: this worker has "
                  "finished %" PRId64 " clocks, the slowest %" PRId64 " (the scheduler's word)",
-                 (now - gate_since) / 1000, mine, min);
+                 waited_ms(now, gate_since) / 1000, mine, min);
     }
-    if (push_table && now - push_since >= c->stall_ms && push_since != c->stall_said[1]) {
+    if (push_table && waited_ms(now, push_since) >= c->stall_ms && push_since != c->stall_said[1]) {
         c->stall_said[1] = push_since;
         log_warn("a push to table %u has waited %" PRIu64 " s for server %d's acknowledgement (%s)",
-                 push_table->id, (now - push_since) / 1000, push_server,
+                 push_table->id, waited_ms(now, push_since) / 1000, push_server,
                  c->dead[push_server] == PS_UP ? "up" : "not up");
     }
     free(list);

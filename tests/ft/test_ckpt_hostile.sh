@@ -99,8 +99,14 @@ setsid "$LOOM" train lr --train big --updater adagrad --epochs 1000 --minibatch 
     --servers 2 --quiet --insecure --no-status --checkpoint-dir ck4 --checkpoint-every 1 \
     >busy.out 2>&1 &
 launcher=$!
+# Each listing runs while the job commits a checkpoint and removes the one
+# before every clock: once one was committed, every listing must show one
+# (loom_checkpoint_list scans again when a checkpoint vanished under it).
+seen=
 for ((i = 0; i < 600; i++)); do # until a checkpoint past clock 200 is committed, up to 60 s
     newest=$(committed ck4 | tail -n 1)
+    [[ -z $seen || -n $newest ]] || fail "a listing during checkpoints found none committed (after $seen)"
+    seen=${newest:-$seen}
     [[ -n $newest ]] && ((newest > 200)) && break
     kill -0 "$launcher" 2>/dev/null || fail "the busy job ended: $(tail -3 busy.out)"
     poll_pause 0.1
