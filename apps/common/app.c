@@ -2,7 +2,6 @@
 #include "common/app.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -362,15 +361,6 @@ static void max_updater(const loom_update *u, void *user)
 
 int app_node_main(const char *prog, int (*worker)(loom_node *n, const void *arg), const void *arg)
 {
-#ifdef M_MMAP_THRESHOLD
-    /* Keep freed memory for the next message or batch of the same size (a
-     * job allocates the same buffers every clock): glibc's defaults give
-     * blocks over 128 KiB back to the kernel until one has been freed, and
-     * every fresh page is a page fault, 20 us each on the benchmarks' VM
-     * (docs/BENCHMARKS.md, "Fixed costs per epoch"). */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
-#endif
     loom_updater_register(APP_MAX_UPDATER, 0, max_updater, NULL);
     loom_node *n;
     int rc = loom_init(&n, NULL, NULL);

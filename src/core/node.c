@@ -45,6 +45,7 @@
 
 #include "core/heartbeat.h"
 #include "core/log.h"
+#include "core/malloc_policy.h"
 #include "core/status.h"
 #include "loom/error.h"
 
@@ -280,6 +281,7 @@ int node_start(const loom_config *cfg, int (*attach)(loom_node *n), loom_node **
         snprintf(n->tag, sizeof n->tag, "%s ?", node_role_name(cfg->role));
     log_set_tag(n->tag);
     raise_fd_limit(n);
+    malloc_policy_apply(); /* freed messages stay mapped: core/malloc_policy.c */
     if (cfg->role != LOOM_SCHEDULER) rc = node_member_attach(n);
     if (!rc && cfg->secret[0])
         rc = curve_start(n->zctx, cfg->secret, n->tag, &n->refused, &n->curve);

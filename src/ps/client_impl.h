@@ -373,13 +373,17 @@ static inline int own_writes_pending(const loom_table *t, int s, uint64_t applie
 /* ---- messages ---- */
 
 /* Plain rows a push or pull message carries at most, below the frame limit:
- * a push or pull of a whole large table goes as messages of a few MiB, whose
- * buffers (frames, decoded rows, replies) the allocator reuses, not as one of
- * tens or hundreds of MiB that the sender and the receiver map, zero and
- * unmap again each time (LDA on AP at K = 1000, one worker, 10 iterations
- * with a whole-table pull per evaluation: 11.2 CPU s in 40 MB messages, 4.7
- * in 4 MiB ones). */
-#define PS_MESSAGE_BYTES ((size_t)4 << 20)
+ * a push or pull of a whole large table goes as messages of about 1 MiB,
+ * whose buffers (frames, decoded rows, replies) the allocator reuses
+ * (core/malloc_policy.c), not as one of tens or hundreds of MiB that the
+ * sender and the receiver map, zero and unmap again each time (LDA on AP at
+ * K = 1000, one worker, 10 iterations with a whole-table pull per
+ * evaluation: 11.2 CPU s in 40 MB messages, 4.7 in 4 MiB ones). Parts of
+ * 1 MiB rather than 4 let a server apply or gather one while the next is on
+ * the wire: a 10k-key pull of 64-wide rows (2.6 MB) ran 1.2-1.6x as fast,
+ * 1M keys of one f32 as fast or faster (docs/BENCHMARKS.md, "Push/pull:
+ * freed messages kept mapped"). */
+#define PS_MESSAGE_BYTES ((size_t)1 << 20)
 
 /* Rows per message: no frame of keys, values or a pull's reply may exceed the
  * job's frame limit (node_max_payload, which every socket enforces), whatever
