@@ -18,7 +18,8 @@
  * nothing: it holds every count already (its own rows, the sum of all it
  * pushed), so it adds the word part and the checks' sums over their
  * non-zero counts, as the sequential reference does, and the checks compare
- * them with the servers' totals. With --test each
+ * them with the servers' totals; the only worker of any job also skips the
+ * barriers and the two tables, whose sums would be its own values. With --test each
  * worker also scores its share of the test documents (heldout.c) against
  * rows pulled fresh, adding the log-likelihood and the number of scored
  * tokens to the same table: worker 0 reports the held-out perplexity.
@@ -170,10 +171,37 @@ static int test_ll(worker *w, int it, double *v)
     return 0;
 }
 
+/* Add this worker's statistics v and count checks (w->cols) to the tables
+ * of evaluation `it`, and, on worker 0, read everyone's sums back into st
+ * and w->cols. The only worker of a job skips the tables and the barrier:
+ * the sums would be its own values (one term each, bit for bit), and the
+ * four round trips cost it more than its evaluation's arithmetic at K = 50
+ * (docs/BENCHMARKS.md, "LDA: the only worker's evaluation without round
+ * trips"). */
+static int gather(worker *w, uint64_t row, const double *v, double *st)
+{
+    if (w->nworkers == 1) {
+        memcpy(st, v, STAT_FIELDS * sizeof *st);
+        return 0;
+    }
+    loom_ts ts;
+    TRY("push the count checks", loom_push_async(w->check, &row, 1, w->cols, &ts));
+    TRY("push the count checks", loom_wait(w->n, ts));
+    TRY("push statistics", app_stats_add(&w->stats, (int)row, v));
+    TRY("barrier", loom_barrier(w->n));
+    if (w->rank != 0) return 0;
+    TRY("pull statistics", app_stats_read(&w->stats, (int)row, st));
+    /* A lost worker's words are nobody's share: worker 0 checks them all. */
+    if (loom_workers_lost(w->n, NULL)) return scan_words(w, 0, 1, NULL);
+    TRY("pull the count checks", loom_pull(w->check, &row, 1, w->cols));
+    return 0;
+}
+
 int lda_evaluate(worker *w, int it)
 {
     static const uint64_t zero = 0;
-    TRY("barrier", loom_barrier(w->n));
+    /* Every worker evaluates the same iteration (the only one: no one to meet). */
+    if (w->nworkers > 1) TRY("barrier", loom_barrier(w->n));
     /* Now: once past the next barrier the others sample on. */
     if (w->rank == 0) TRY("pull topic totals", loom_pull(w->tt, &zero, 1, w->totals));
     double v[STAT_FIELDS] = {0};
@@ -195,28 +223,15 @@ int lda_evaluate(worker *w, int it)
     v[ST_BYTES_WIRE] = (double)ns.table_bytes_wire;
     v[ST_MANAGED] = (double)ns.managed_rows_sent;
     v[ST_PUSHED] = (double)ns.pushed_rows_received;
-    uint64_t row = (uint64_t)it;
-    loom_ts ts;
-    TRY("push the count checks", loom_push_async(w->check, &row, 1, w->cols, &ts));
-    TRY("push the count checks", loom_wait(w->n, ts));
-    TRY("push statistics", app_stats_add(&w->stats, it, v));
-    TRY("barrier", loom_barrier(w->n));
-    if (w->rank != 0) return 0;
-
     double st[STAT_FIELDS];
-    TRY("pull statistics", app_stats_read(&w->stats, it, st));
+    if (gather(w, (uint64_t)it, v, st)) return 1;
+    if (w->rank != 0) return 0;
     double ll = st[ST_LL_DOCS] + st[ST_LL_WORDS] + lda_ll_topics(&w->p, w->totals);
     loom_report_metric(w->n, "iteration", it + 1); /* for the status page */
     loom_report_metric(w->n, "log_likelihood", ll);
     uint64_t tokens = (uint64_t)st[ST_TOKENS];
     w->tokens = tokens;
     char why[256] = "";
-    /* A lost worker's words are nobody's share: worker 0 checks them all. */
-    if (loom_workers_lost(w->n, NULL)) {
-        if (scan_words(w, 0, 1, NULL)) return 1;
-    } else {
-        TRY("pull the count checks", loom_pull(w->check, &row, 1, w->cols));
-    }
     int counts = check_counts(w, w->cols, tokens, why, sizeof why), ok = counts == 1;
     /* A lost worker's torn last clock is said, not fatal: the sampler only
      * needs the totals close to the columns. */
