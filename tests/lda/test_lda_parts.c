@@ -59,6 +59,47 @@ static void free_corpus(loom_corpus *c)
     free(c->doc), free(c->word), free(c->count), free(c);
 }
 
+/* lda_docs_build renumbers a share's words into its distinct ids, ascending,
+ * and expands each pair into `count` tokens of its local word: checked
+ * against the corpus pair by pair, for ids that fill a small vocabulary (the
+ * table by id) and ids spread over 32 bits (sorted and searched). */
+static void check_docs(const loom_corpus *c)
+{
+    lda_docs d;
+    assert_int_equal(lda_docs_build(c, &d), 0);
+    for (size_t i = 1; i < d.nwords; i++) assert_true(d.vocab[i - 1] < d.vocab[i]);
+    size_t t = 0, distinct = 0;
+    for (size_t k = 0; k < c->nnz; k++) {
+        int first = 1; /* the first pair of its id counts it */
+        for (size_t q = 0; q < k; q++) first &= c->word[q] != c->word[k];
+        distinct += first;
+    }
+    assert_int_equal(d.nwords, distinct);
+    assert_int_equal(d.ndocs, c->docs);
+    for (size_t i = 0; i < c->docs; i++) {
+        assert_int_equal(d.doc[i], t);
+        for (size_t k = c->doc[i]; k < c->doc[i + 1]; k++)
+            for (uint32_t r = 0; r < c->count[k]; r++, t++) {
+                assert_true(d.word[t] < d.nwords);
+                assert_int_equal(d.vocab[d.word[t]], c->word[k]);
+            }
+    }
+    assert_int_equal(d.doc[c->docs], t);
+    assert_int_equal(d.ntokens, c->tokens);
+    lda_docs_free(&d);
+}
+
+static void test_docs_build(void **state)
+{
+    (void)state;
+    static const uint32_t vocabularies[] = {1, 7, 300, 100000, 4000000000u};
+    for (size_t i = 0; i < sizeof vocabularies / sizeof *vocabularies; i++) {
+        loom_corpus *c = make_corpus(11 + i, 60, vocabularies[i], 12);
+        check_docs(c);
+        free_corpus(c);
+    }
+}
+
 /* One token's topic, drawn many times from one state, follows the plain rule. */
 static void check_distribution(double alpha, double beta, uint32_t K)
 {
@@ -737,6 +778,7 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_docs_build),
         cmocka_unit_test(test_sampler_distribution),
         cmocka_unit_test(test_sampler_counts),
         cmocka_unit_test(test_sampler_lists),
