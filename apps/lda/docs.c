@@ -30,7 +30,7 @@ uint64_t lda_stream(int iteration, uint64_t doc)
  * largest; it is used where that is within a few times the pairs (one pass
  * to mark the ids, one to number them). Otherwise (a share of a much larger
  * vocabulary) the ids are sorted and each pair's is found by binary search,
- * which took 84 ms of a one-worker job's start on AP (260k pairs). */
+ * which took 84 ms of a one-worker job's start on AP (302k pairs). */
 static int renumber_words(const loom_corpus *c, lda_docs *d, uint32_t **table)
 {
     *table = NULL;
